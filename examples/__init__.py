@@ -1,0 +1,1 @@
+"""Example workflows for Headwater."""

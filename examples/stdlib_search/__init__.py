@@ -1,0 +1,1 @@
+"""Example workflow: index the Python standard library and answer a query."""

@@ -1,0 +1,171 @@
+"""Avro single-object encoding of every Kafka record, from ``schemas/avro/*.avsc``.
+
+Wire format (Avro 1.11 spec, "Single-object encoding"): the marker ``C3 01``, the
+schema's 8-byte CRC-64-AVRO fingerprint (little-endian) of its Parsing Canonical Form,
+then the Avro binary body. Every record thus names its schema. Submissions may also be
+JSON on Kafka when the record carries ``content-type: application/json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import orjson
+from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+from headwater import events as ev
+from headwater.errors import DecodeError
+
+MAGIC = b"\xc3\x01"
+HEADER_SIZE = 10
+NAMESPACE = "headwater"
+# Avro ``bytes`` fields that carry a JSON document.
+JSON_FIELDS = frozenset({"spec", "input", "output"})
+
+RECORD_TYPES: dict[str, type[Any]] = {
+    cls.__name__: cls
+    for cls in (
+        ev.WorkflowSubmitted, ev.CancelRequested, ev.TimerFired, ev.TaskDispatched,
+        ev.TaskStarted, ev.TaskProgressed, ev.TaskSucceeded, ev.TaskFailed,
+        ev.WorkflowAccepted, ev.MapExpanded, ev.TimerScheduled, ev.NodeFinished,
+        ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
+    )
+}
+
+
+def schema_dir() -> Path:
+    """Where the ``.avsc`` files are: ``HEADWATER_SCHEMA_DIR`` or ``<repo>/schemas/avro``."""
+    override = os.environ.get("HEADWATER_SCHEMA_DIR")
+    return Path(override) if override else Path(__file__).resolve().parents[1] / "schemas" / "avro"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Schema:
+    name: str
+    parsed: Any
+    header: bytes
+
+
+@cache
+def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
+    docs = {p.stem: orjson.loads(p.read_bytes()) for p in sorted(schema_dir().glob("*.avsc"))}
+    by_name: dict[str, _Schema] = {}
+    for name, doc in docs.items():
+        parsed = parse_schema(_inline(doc, docs), _write_hint=False)
+        fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
+        by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp))
+    return by_name, {s.header: s for s in by_name.values()}
+
+
+def _inline(doc: Any, docs: dict[str, Any]) -> Any:
+    """Replace references to other records (``"headwater.X"``) by their definitions."""
+    if isinstance(doc, str) and doc.startswith(NAMESPACE + ".") and doc[len(NAMESPACE) + 1:] in docs:
+        return docs[doc[len(NAMESPACE) + 1:]]
+    if isinstance(doc, list):
+        return [_inline(d, docs) for d in doc]
+    if isinstance(doc, dict):
+        return {k: _inline(v, docs) if k in ("type", "fields") else v for k, v in doc.items()}
+    return doc
+
+
+def fingerprint_header(record_type: str) -> bytes:
+    """The 10-byte single-object header of ``record_type`` (e.g. ``"TaskSucceeded"``)."""
+    return _schemas()[0][record_type].header
+
+
+def _to_avro(record: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name in JSON_FIELDS:
+            value = orjson.dumps(value)
+        elif f.name == "body":
+            value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
+        out[f.name] = value
+    return out
+
+
+def _from_avro(name: str, data: dict[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in JSON_FIELDS:
+            value = orjson.loads(value)
+        elif key == "body":
+            body_name, body = value
+            value = _from_avro(body_name.rsplit(".", 1)[-1], body)
+        kwargs[key] = value
+    return RECORD_TYPES[name](**kwargs)
+
+
+def encode(record: Any) -> bytes:
+    """Encode a record dataclass from ``headwater.events``.
+
+    Raises:
+        KeyError: the record's type has no schema.
+        ValueError: a field does not fit its schema (e.g. a non-JSON output).
+    """
+    schema = _schemas()[0][type(record).__name__]
+    buf = io.BytesIO()
+    buf.write(schema.header)
+    try:
+        fastavro.schemaless_writer(buf, schema.parsed, _to_avro(record))
+    except (TypeError, orjson.JSONEncodeError) as e:
+        raise ValueError(f"{type(record).__name__} does not fit its schema: {e}") from e
+    return buf.getvalue()
+
+
+def decode(data: bytes | None) -> Any:
+    """Decode single-object Avro bytes into the record dataclass they name.
+
+    Raises:
+        DecodeError: no ``C3 01`` marker, an unknown fingerprint, or a body that does
+            not match the schema (truncated, garbage, invalid JSON inside).
+    """
+    if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
+        raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
+    schema = _schemas()[1].get(bytes(data[:HEADER_SIZE]))
+    if schema is None:
+        raise DecodeError(f"unknown schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
+    buf = io.BytesIO(data)
+    buf.seek(HEADER_SIZE)
+    try:
+        value = fastavro.schemaless_reader(buf, schema.parsed, return_record_name=True)
+        if buf.tell() != len(data):
+            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {schema.name}")
+        return _from_avro(schema.name, value)
+    except DecodeError:
+        raise
+    except Exception as e:  # fastavro raises many types on bad input; all mean the same
+        raise DecodeError(f"bad {schema.name} body: {type(e).__name__}: {e}") from e
+
+
+def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
+    """Decode a JSON ``WorkflowSubmitted`` (``content-type: application/json``).
+
+    The document is ``{"workflow_id", "spec", "input"?, "tenant"?, "at_ms"}``.
+
+    Raises:
+        DecodeError: not JSON, or fields missing or of the wrong type.
+    """
+    try:
+        doc = orjson.loads(data or b"")
+    except orjson.JSONDecodeError as e:
+        raise DecodeError(f"not JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise DecodeError("a JSON submission must be an object")
+    wid, at_ms, tenant = doc.get("workflow_id"), doc.get("at_ms"), doc.get("tenant")
+    if not isinstance(wid, str) or not wid:
+        raise DecodeError("workflow_id: required, a non-empty string")
+    if type(at_ms) is not int:
+        raise DecodeError("at_ms: required, integer milliseconds since the epoch")
+    if tenant is not None and not isinstance(tenant, str):
+        raise DecodeError("tenant: must be a string")
+    if "spec" not in doc:
+        raise DecodeError("spec: required")
+    return ev.WorkflowSubmitted(wid, doc["spec"], doc.get("input"), at_ms, tenant)

@@ -1,0 +1,234 @@
+"""Domain records: what arrives on the input topics and what the history records.
+
+Inputs arrive on ``submissions``, ``control`` and ``reports``; the state machine turns
+each into zero or more history events, which the coordinator publishes on ``events``
+inside a ``HistoryEvent`` envelope carrying the per-workflow ``seq``. Recorded inputs
+(``TaskStarted``, ``TaskSucceeded``, ...) appear in the history as they arrived.
+Times are integer milliseconds since the Unix epoch, always taken from the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.topics import dispatch_id as make_dispatch_id
+from headwater.topics import task_key
+
+
+@dataclass(frozen=True)
+class WorkflowSubmitted:
+    """A request to run a workflow (gateway or any producer)."""
+
+    workflow_id: str
+    spec: Any
+    input: Any
+    at_ms: int
+    tenant: str | None = None
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """A request to cancel a workflow."""
+
+    workflow_id: str
+    at_ms: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TimerFired:
+    """A durable timer's deadline passed (published by the coordinator's timer loop)."""
+
+    workflow_id: str
+    timer_id: str
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class TaskDispatched:
+    """One attempt of one task, sent to ``tasks.<queue>`` and recorded in the history."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    task: str
+    queue: str
+    input: Any
+    at_ms: int
+    timeout_s: float | None = None
+
+    @property
+    def dispatch_id(self) -> str:
+        """``workflow_id/node[index]/attempt``."""
+        return make_dispatch_id(self.workflow_id, self.node, self.index, self.attempt)
+
+
+@dataclass(frozen=True)
+class TaskStarted:
+    """A worker began running an attempt."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    worker: str = ""
+
+
+@dataclass(frozen=True)
+class TaskProgressed:
+    """Progress of a running attempt: ``fraction`` in [0, 1] and a message."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    fraction: float = 0.0
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TaskSucceeded:
+    """An attempt returned ``output`` (any JSON value)."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    output: Any = None
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    """An attempt raised. ``retryable`` is false for the SDK's non-retryable error."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    error: str = ""
+    error_type: str = ""
+    retryable: bool = True
+
+
+Report = TaskStarted | TaskProgressed | TaskSucceeded | TaskFailed
+Input = WorkflowSubmitted | CancelRequested | TimerFired | Report
+
+
+@dataclass(frozen=True)
+class WorkflowAccepted:
+    """History: the workflow was accepted with this spec document and input."""
+
+    workflow_id: str
+    at_ms: int
+    spec: Any
+    input: Any
+    tenant: str | None = None
+
+
+@dataclass(frozen=True)
+class MapExpanded:
+    """History: a map node resolved its list; ``count`` children will run."""
+
+    workflow_id: str
+    node: str
+    count: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class TimerScheduled:
+    """History: a durable timer that fires at ``fire_at_ms`` to retry an attempt."""
+
+    workflow_id: str
+    timer_id: str
+    fire_at_ms: int
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class NodeFinished:
+    """History: a node reached a terminal status (a ``NodeStatus`` value)."""
+
+    workflow_id: str
+    node: str
+    status: str
+    at_ms: int
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class WorkflowSucceeded:
+    """History, terminal: every node succeeded; ``output`` is the workflow's output."""
+
+    workflow_id: str
+    at_ms: int
+    output: Any = None
+
+
+@dataclass(frozen=True)
+class WorkflowFailed:
+    """History, terminal: a node failed for good, or the submission was invalid."""
+
+    workflow_id: str
+    at_ms: int
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class WorkflowCancelled:
+    """History, terminal: cancelled on request."""
+
+    workflow_id: str
+    at_ms: int
+    reason: str = ""
+
+
+Body = (
+    WorkflowAccepted
+    | TaskDispatched
+    | TaskStarted
+    | TaskProgressed
+    | TaskSucceeded
+    | TaskFailed
+    | TimerScheduled
+    | TimerFired
+    | MapExpanded
+    | NodeFinished
+    | WorkflowSucceeded
+    | WorkflowFailed
+    | WorkflowCancelled
+)
+TERMINAL_BODIES = (WorkflowSucceeded, WorkflowFailed, WorkflowCancelled)
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One record of ``events``: ``body`` numbered ``seq`` (1, 2, 3 ... per workflow)."""
+
+    workflow_id: str
+    seq: int
+    body: Body
+
+    @property
+    def type(self) -> str:
+        """The body's class name, e.g. ``"TaskSucceeded"`` (the SSE ``event:`` field)."""
+        return type(self.body).__name__
+
+    @property
+    def terminal(self) -> bool:
+        """Whether this event ends the workflow."""
+        return isinstance(self.body, TERMINAL_BODIES)
+
+
+def report_key(report: Report | TaskDispatched | TimerScheduled) -> str:
+    """The task key (``node`` or ``node[index]``) a report or dispatch is about."""
+    return task_key(report.node, report.index)

@@ -1,0 +1,125 @@
+"""Input references: ``"${input.a}"``, ``"${nodes.x.output.b}"``, ``"${item}"``, ``"${index}"``.
+
+A string that is exactly one ``${...}`` is replaced by the referenced value (any JSON
+type); references are not interpolated inside longer strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.errors import InputReferenceError
+
+_REF = re.compile(r"^\$\{\s*([A-Za-z_][\w.\-]*)\s*\}$")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One parsed reference.
+
+    Attributes:
+        root: ``"input"``, ``"nodes"``, ``"item"`` or ``"index"``.
+        node: the node id when ``root == "nodes"``.
+        path: the keys below the root (below ``output`` for nodes).
+    """
+
+    root: str
+    node: str | None
+    path: tuple[str, ...]
+
+
+def parse_ref(value: str) -> Ref | None | str:
+    """Parse a string that may be a reference.
+
+    Returns:
+        ``None`` when ``value`` is not a reference, a ``Ref`` when it is a valid one,
+        or an error message (str) when it looks like a reference but is malformed.
+    """
+    match = _REF.match(value)
+    if match is None:
+        return "malformed reference" if "${" in value else None
+    parts = match.group(1).split(".")
+    root = parts[0]
+    if root == "input":
+        return Ref("input", None, tuple(parts[1:]))
+    if root in ("item", "index"):
+        return Ref(root, None, tuple(parts[1:]))
+    if root == "nodes":
+        if len(parts) < 3 or parts[2] != "output":
+            return f"expected ${{nodes.<id>.output...}}, got {value}"
+        return Ref("nodes", parts[1], tuple(parts[3:]))
+    return f"unknown reference root {root!r} in {value}"
+
+
+def iter_refs(template: Any) -> Iterator[tuple[str, Ref | str]]:
+    """Yield ``(raw, parsed)`` for every reference-like string inside ``template``."""
+    stack = [template]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parsed = parse_ref(item)
+            if parsed is not None:
+                yield item, parsed
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
+    for key in path:
+        if isinstance(value, Mapping) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            raise InputReferenceError(f"{raw}: no key {key!r}")
+    return value
+
+
+def resolve(
+    template: Any,
+    workflow_input: Any,
+    outputs: Mapping[str, Any],
+    item: Any = None,
+    index: int | None = None,
+) -> Any:
+    """Replace every reference in ``template`` by its value.
+
+    Args:
+        template: JSON-like value from the spec (dicts, lists, scalars).
+        workflow_input: the workflow's input.
+        outputs: node id -> output of succeeded nodes.
+        item: the map item, for map children.
+        index: the map index, for map children.
+
+    Returns:
+        A new JSON-like value; ``template`` is not modified.
+
+    Raises:
+        InputReferenceError: a referenced key or node output is missing.
+    """
+    if isinstance(template, str):
+        parsed = parse_ref(template)
+        if parsed is None:
+            return template
+        if isinstance(parsed, str):
+            raise InputReferenceError(parsed)
+        if parsed.root == "input":
+            return _walk(workflow_input, parsed.path, template)
+        if parsed.root == "item":
+            return _walk(item, parsed.path, template)
+        if parsed.root == "index":
+            return index
+        assert parsed.node is not None
+        if parsed.node not in outputs:
+            raise InputReferenceError(f"{template}: node {parsed.node!r} has no output")
+        return _walk(outputs[parsed.node], parsed.path, template)
+    if isinstance(template, Mapping):
+        return {k: resolve(v, workflow_input, outputs, item, index) for k, v in template.items()}
+    if isinstance(template, list):
+        return [resolve(v, workflow_input, outputs, item, index) for v in template]
+    return template

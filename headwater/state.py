@@ -1,0 +1,307 @@
+"""Workflow state and ``evolve``: how one history event changes it.
+
+``evolve`` is the only code that changes a ``WorkflowState``. The state machine
+(``machine.step``) decides which events happen and evolves the state through them, so
+folding a workflow's recorded history through ``evolve`` gives the same state
+(DESIGN.md §3.1) — that is what replay does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from headwater import events as ev
+from headwater.errors import HeadwaterError, SpecError
+from headwater.refs import resolve
+from headwater.spec import NodeKind, WorkflowSpec, parse_spec
+from headwater.topics import task_key
+
+
+class WorkflowStatus(str, Enum):
+    """Lifecycle of a workflow."""
+
+    RUNNING = "running"  # accepted; some node still has work to do
+    SUCCEEDED = "succeeded"  # terminal: every node succeeded
+    FAILED = "failed"  # terminal: a node failed for good, or the spec was invalid
+    CANCELLED = "cancelled"  # terminal: cancelled on request
+
+    @property
+    def terminal(self) -> bool:
+        """Whether no further event can change the workflow."""
+        return self is not WorkflowStatus.RUNNING
+
+
+class NodeStatus(str, Enum):
+    """Lifecycle of a node."""
+
+    PENDING = "pending"  # waiting for its needs
+    RUNNING = "running"  # dispatched (a map: some children not finished)
+    SUCCEEDED = "succeeded"  # terminal: output available
+    FAILED = "failed"  # terminal: retries exhausted or a non-retryable error
+    UPSTREAM_FAILED = "upstream_failed"  # terminal: a node it needs failed
+    CANCELLED = "cancelled"  # terminal: the workflow ended while it was running or waiting
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the node is finished."""
+        return self not in (NodeStatus.PENDING, NodeStatus.RUNNING)
+
+
+class TaskStatus(str, Enum):
+    """Lifecycle of one task (a task node, or one map item) across its attempts."""
+
+    DISPATCHED = "dispatched"  # the current attempt is on its queue
+    RUNNING = "running"  # a worker reported it started
+    RETRY_WAIT = "retry_wait"  # an attempt failed; a timer will dispatch the next one
+    SUCCEEDED = "succeeded"  # terminal
+    FAILED = "failed"  # terminal: no attempts left
+    CANCELLED = "cancelled"  # terminal: the workflow ended first
+
+    @property
+    def terminal(self) -> bool:
+        """Whether no report can change the task any more."""
+        return self in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
+class IllegalTransition(HeadwaterError):
+    """Raised when a history event does not fit the state (a corrupt or foreign history)."""
+
+
+@dataclass
+class TaskState:
+    """One task and its current attempt. Times in ms since the epoch."""
+
+    node: str
+    index: int | None
+    attempt: int
+    status: TaskStatus
+    dispatched_at_ms: int
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    worker: str = ""
+    progress: float | None = None
+    message: str = ""
+    error: str = ""
+
+
+@dataclass
+class NodeState:
+    """One node. Map nodes count their children; results keep input order."""
+
+    status: NodeStatus = NodeStatus.PENDING
+    total: int | None = None
+    next_index: int = 0
+    running: int = 0
+    done: int = 0
+    results: list[Any] | None = None
+    error: str = ""
+
+
+@dataclass
+class TimerState:
+    """A pending durable timer that will dispatch ``attempt`` of the task."""
+
+    fire_at_ms: int
+    node: str
+    index: int | None
+    attempt: int
+
+
+@dataclass
+class WorkflowState:
+    """Everything the coordinator knows about one workflow (the table's value)."""
+
+    workflow_id: str
+    spec_doc: Any
+    input: Any
+    tenant: str | None
+    name: str
+    created_at_ms: int
+    updated_at_ms: int
+    seq: int = 0
+    status: WorkflowStatus = WorkflowStatus.RUNNING
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    tasks: dict[str, TaskState] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    timers: dict[str, TimerState] = field(default_factory=dict)
+    open_nodes: int = 0
+    output: Any = None
+    error: str = ""
+    spec_error: str = ""
+    _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def spec(self) -> WorkflowSpec:
+        """The parsed spec (cached). Raises ``SpecError`` if the document was invalid."""
+        if self._spec is None:
+            self._spec = parse_spec(self.spec_doc)
+        return self._spec
+
+    def resolve_input(self, template: Any, item: Any = None, index: int | None = None) -> Any:
+        """Resolve a template against this workflow's input and node outputs."""
+        return resolve(template, self.input, self.outputs, item, index)
+
+
+def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
+    """The state right after ``WorkflowAccepted`` (seq 1)."""
+    name = event.spec.get("name") if isinstance(event.spec, dict) else None
+    state = WorkflowState(
+        workflow_id=event.workflow_id,
+        spec_doc=event.spec,
+        input=event.input,
+        tenant=event.tenant,
+        name=name if isinstance(name, str) else "",
+        created_at_ms=event.at_ms,
+        updated_at_ms=event.at_ms,
+    )
+    try:
+        spec = state.spec
+    except SpecError as e:
+        state.spec_error = str(e)
+        return state
+    state.nodes = {n.id: NodeState() for n in spec.nodes}
+    state.open_nodes = len(spec.nodes)
+    return state
+
+
+def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState:
+    """Apply one history event to ``state`` (in place) and return it.
+
+    Args:
+        state: the state before (``None`` before the first event); it is modified.
+        event: the next event; its ``seq`` must be ``state.seq + 1``.
+
+    Returns:
+        The state after the event.
+
+    Raises:
+        IllegalTransition: the event's seq or content does not fit the state.
+    """
+    body = event.body
+    if state is None:
+        if not isinstance(body, ev.WorkflowAccepted) or event.seq != 1:
+            raise IllegalTransition(
+                f"expected WorkflowAccepted at seq 1, got {event.type} at seq {event.seq}"
+            )
+        state = new_state(body)
+    elif event.seq != state.seq + 1:
+        raise IllegalTransition(f"expected seq {state.seq + 1}, got {event.seq}")
+    elif state.status.terminal:
+        raise IllegalTransition(f"workflow is {state.status.value}; got {event.type}")
+    else:
+        _apply(state, body)
+    state.seq = event.seq
+    state.updated_at_ms = body.at_ms
+    return state
+
+
+def _task(state: WorkflowState, node: str, index: int | None) -> TaskState:
+    key = task_key(node, index)
+    try:
+        return state.tasks[key]
+    except KeyError:
+        raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}") from None
+
+
+def _apply(state: WorkflowState, body: ev.Body) -> None:
+    if isinstance(body, ev.TaskDispatched):
+        _dispatched(state, body)
+    elif isinstance(body, ev.TaskStarted):
+        t = _task(state, body.node, body.index)
+        t.status, t.started_at_ms, t.worker = TaskStatus.RUNNING, body.at_ms, body.worker
+    elif isinstance(body, ev.TaskProgressed):
+        t = _task(state, body.node, body.index)
+        t.progress, t.message = body.fraction, body.message
+    elif isinstance(body, ev.TaskSucceeded):
+        _succeeded(state, body)
+    elif isinstance(body, ev.TaskFailed):
+        t = _task(state, body.node, body.index)
+        t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
+        _child_finished(state, body.node, body.index)
+    elif isinstance(body, ev.TimerScheduled):
+        state.timers[body.timer_id] = TimerState(body.fire_at_ms, body.node, body.index, body.attempt)
+        _task(state, body.node, body.index).status = TaskStatus.RETRY_WAIT
+        if body.index is not None:
+            state.nodes[body.node].running += 1  # the retry keeps its map slot
+    elif isinstance(body, ev.TimerFired):
+        state.timers.pop(body.timer_id, None)
+    elif isinstance(body, ev.MapExpanded):
+        node = state.nodes[body.node]
+        node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
+    elif isinstance(body, ev.NodeFinished):
+        _node_finished(state, body)
+    elif isinstance(body, ev.WorkflowSucceeded):
+        _terminal(state, WorkflowStatus.SUCCEEDED)
+        state.output = body.output
+    elif isinstance(body, ev.WorkflowFailed):
+        _terminal(state, WorkflowStatus.FAILED)
+        state.error = body.error
+    elif isinstance(body, ev.WorkflowCancelled):
+        _terminal(state, WorkflowStatus.CANCELLED)
+        state.error = body.reason
+    else:
+        raise IllegalTransition(f"unexpected {type(body).__name__} in a running workflow")
+
+
+def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
+    key = task_key(body.node, body.index)
+    node = state.nodes[body.node]
+    if body.attempt == 1:
+        node.status = NodeStatus.RUNNING
+        if body.index is not None:
+            node.next_index = max(node.next_index, body.index + 1)
+        if body.index is not None:
+            node.running += 1  # a retry reuses the slot its TimerScheduled kept
+    state.tasks[key] = TaskState(
+        node=body.node, index=body.index, attempt=body.attempt,
+        status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
+    )
+
+
+def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
+    t = _task(state, body.node, body.index)
+    t.status, t.finished_at_ms, t.progress = TaskStatus.SUCCEEDED, body.at_ms, 1.0
+    if body.index is None:
+        state.outputs[body.node] = body.output
+        return
+    node = state.nodes[body.node]
+    assert node.results is not None
+    node.results[body.index] = body.output
+    node.done += 1
+    _child_finished(state, body.node, body.index)
+
+
+def _child_finished(state: WorkflowState, node_id: str, index: int | None) -> None:
+    if index is not None:
+        state.nodes[node_id].running -= 1
+
+
+def _node_finished(state: WorkflowState, body: ev.NodeFinished) -> None:
+    node = state.nodes[body.node]
+    if node.status.terminal:
+        raise IllegalTransition(f"node {body.node} is already {node.status.value}")
+    node.status = NodeStatus(body.status)
+    node.error = body.error
+    state.open_nodes -= 1
+    if node.status is NodeStatus.SUCCEEDED and node.results is not None:
+        state.outputs[body.node] = node.results
+
+
+def _terminal(state: WorkflowState, status: WorkflowStatus) -> None:
+    """End the workflow: drop timers; whatever is unfinished is cancelled."""
+    state.status = status
+    state.timers.clear()
+    for node in state.nodes.values():
+        if not node.status.terminal:
+            node.status = NodeStatus.CANCELLED
+            state.open_nodes -= 1
+    for t in state.tasks.values():
+        if not t.status.terminal:
+            t.status = TaskStatus.CANCELLED
+
+
+def node_kind(state: WorkflowState, node_id: str) -> NodeKind:
+    """The kind of ``node_id`` in this workflow's spec."""
+    return state.spec.node(node_id).kind

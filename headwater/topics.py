@@ -1,0 +1,80 @@
+"""Topic names, key formats and ids: every name Headwater puts on Kafka lives here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "headwater"
+DEFAULT_PARTITIONS = 8
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The topic names for one deployment (one ``prefix``).
+
+    Tests give each run a fresh prefix so that runs never see each other's records.
+    Input topics (submissions, control, reports) are keyed by workflow id and
+    co-partitioned: same partition count, default murmur2 partitioner.
+    """
+
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def submissions(self) -> str:
+        """``WorkflowSubmitted`` records from the gateway or any producer."""
+        return f"{self.prefix}.submissions"
+
+    @property
+    def control(self) -> str:
+        """``CancelRequested`` and ``TimerFired`` records."""
+        return f"{self.prefix}.control"
+
+    @property
+    def reports(self) -> str:
+        """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskSucceeded``, ``TaskFailed``."""
+        return f"{self.prefix}.reports"
+
+    @property
+    def events(self) -> str:
+        """History events, one ``HistoryEvent`` per record, per-workflow ``seq``."""
+        return f"{self.prefix}.events"
+
+    @property
+    def dlq(self) -> str:
+        """Undecodable records: the original bytes and a ``reason`` header."""
+        return f"{self.prefix}.dlq"
+
+    def tasks(self, queue: str) -> str:
+        """Dispatches for the worker pool ``queue`` (one consumer group per queue)."""
+        return f"{self.prefix}.tasks.{queue}"
+
+    @property
+    def inputs(self) -> tuple[str, str, str]:
+        """The coordinator's co-partitioned input topics."""
+        return (self.submissions, self.control, self.reports)
+
+    @property
+    def coordinator_app_id(self) -> str:
+        """Faust app id: the coordinator's consumer group and changelog topic prefix."""
+        return f"{self.prefix}-coordinator"
+
+    def worker_group(self, queue: str) -> str:
+        """Consumer group of the workers of ``queue``."""
+        return f"{self.prefix}-worker-{queue}"
+
+
+def task_key(node: str, index: int | None) -> str:
+    """The key of one task within a workflow: ``node`` or ``node[index]`` for map items."""
+    return node if index is None else f"{node}[{index}]"
+
+
+def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) -> str:
+    """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (DESIGN.md §3.3)."""
+    return f"{workflow_id}/{task_key(node, index)}/{attempt}"
+
+
+CONTENT_TYPE_HEADER = "content-type"
+JSON_CONTENT_TYPE = "application/json"
+AVRO_CONTENT_TYPE = "application/vnd.apache.avro"
+REASON_HEADER = "reason"
+SOURCE_TOPIC_HEADER = "source-topic"

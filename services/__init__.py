@@ -1,0 +1,1 @@
+"""Headwater's services: coordinator, gateway and worker, plus what they share."""

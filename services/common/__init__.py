@@ -1,0 +1,1 @@
+"""Code the services share: settings, Kafka plumbing, the Postgres projection schema."""

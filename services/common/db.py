@@ -1,0 +1,97 @@
+"""The PostgreSQL projection's schema. The projection can be dropped and rebuilt from
+the events topic at any time (DESIGN.md §2)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+import orjson
+
+NOTIFY_CHANNEL = "headwater_events"
+
+SCHEMA = """
+create table if not exists workflows (
+    workflow_id text primary key,
+    name text not null default '',
+    tenant text,
+    status text not null,
+    seq bigint not null default 0,
+    spec jsonb,
+    input jsonb,
+    output jsonb,
+    error text not null default '',
+    body_hash text,
+    created_at timestamptz not null,
+    updated_at timestamptz not null
+);
+create index if not exists workflows_list on workflows (created_at desc, workflow_id desc);
+create table if not exists nodes (
+    workflow_id text not null,
+    node text not null,
+    status text not null,
+    total integer,
+    error text not null default '',
+    seq bigint not null,
+    primary key (workflow_id, node)
+);
+create table if not exists tasks (
+    workflow_id text not null,
+    task_key text not null,
+    node text not null,
+    idx integer,
+    attempt integer not null,
+    status text not null,
+    task text not null default '',
+    queue text not null default '',
+    progress double precision,
+    message text not null default '',
+    error text not null default '',
+    worker text not null default '',
+    dispatched_at timestamptz,
+    started_at timestamptz,
+    finished_at timestamptz,
+    seq bigint not null,
+    primary key (workflow_id, task_key)
+);
+create table if not exists events (
+    workflow_id text not null,
+    seq bigint not null,
+    type text not null,
+    at timestamptz not null,
+    data jsonb not null,
+    primary key (workflow_id, seq)
+);
+"""
+
+
+async def _init(conn: asyncpg.Connection) -> None:
+    """jsonb in and out as Python values, through orjson."""
+    await conn.set_type_codec(
+        "jsonb", schema="pg_catalog", format="text",
+        encoder=lambda v: orjson.dumps(v).decode(), decoder=orjson.loads,
+    )
+
+
+async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) -> asyncpg.Pool:
+    """Open a pool and create the schema, retrying while PostgreSQL starts.
+
+    Raises:
+        OSError or asyncpg.PostgresError: still unreachable after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=max_size, init=_init)
+            break
+        except (OSError, asyncpg.CannotConnectNowError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+    async with pool.acquire() as conn:
+        # Several services may create the schema at once; serialise with an advisory lock.
+        async with conn.transaction():
+            await conn.execute("select pg_advisory_xact_lock(7420001)")
+            await conn.execute(SCHEMA)
+    return pool

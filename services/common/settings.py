@@ -1,0 +1,77 @@
+"""Settings shared by every service, read once from ``HEADWATER_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
+DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
+
+
+def env_str(name: str, default: str) -> str:
+    """``HEADWATER_<name>`` or ``default``."""
+    return os.environ.get(f"HEADWATER_{name}", default)
+
+
+def env_int(name: str, default: int) -> int:
+    """``HEADWATER_<name>`` as an integer. Raises ``ValueError`` naming the variable."""
+    raw = os.environ.get(f"HEADWATER_{name}")
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"HEADWATER_{name} must be an integer, got {raw!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    """``HEADWATER_<name>`` as a float. Raises ``ValueError`` naming the variable."""
+    raw = os.environ.get(f"HEADWATER_{name}")
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"HEADWATER_{name} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class CommonSettings:
+    """What every service needs.
+
+    Attributes:
+        bootstrap: Kafka bootstrap servers, ``host:port[,host:port]``
+            (``HEADWATER_KAFKA_BOOTSTRAP``).
+        prefix: topic name prefix (``HEADWATER_TOPIC_PREFIX``), ``headwater`` by default.
+        partitions: partitions of every topic Headwater creates (``HEADWATER_PARTITIONS``).
+        replication: replication factor of created topics (``HEADWATER_REPLICATION``).
+        pg_dsn: PostgreSQL DSN of the projection (``HEADWATER_PG_DSN``).
+        max_message_bytes: largest record produced, bytes (``HEADWATER_MAX_MESSAGE_BYTES``);
+            must not exceed the broker's ``message.max.bytes``.
+    """
+
+    bootstrap: str = DEFAULT_BOOTSTRAP
+    prefix: str = DEFAULT_PREFIX
+    partitions: int = DEFAULT_PARTITIONS
+    replication: int = 1
+    pg_dsn: str = DEFAULT_PG_DSN
+    max_message_bytes: int = 16 * 1024 * 1024
+    topics: Topics = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topics", Topics(self.prefix))
+
+    @classmethod
+    def common_from_env(cls) -> dict[str, object]:
+        """The common fields as read from the environment (for subclasses' ``from_env``)."""
+        return {
+            "bootstrap": env_str("KAFKA_BOOTSTRAP", DEFAULT_BOOTSTRAP),
+            "prefix": env_str("TOPIC_PREFIX", DEFAULT_PREFIX),
+            "partitions": env_int("PARTITIONS", DEFAULT_PARTITIONS),
+            "replication": env_int("REPLICATION", 1),
+            "pg_dsn": env_str("PG_DSN", DEFAULT_PG_DSN),
+            "max_message_bytes": env_int("MAX_MESSAGE_BYTES", 16 * 1024 * 1024),
+        }

@@ -1,0 +1,1 @@
+"""The coordinator: a faust-streaming app that owns workflow state per partition."""

@@ -1,0 +1,24 @@
+"""``python -m services.coordinator``: run one coordinator process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from services.coordinator.app import create_app, prepare
+from services.coordinator.settings import Settings
+
+
+def main() -> None:
+    """Create topics, then run the faust worker until SIGTERM/SIGINT."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = Settings.from_env()
+    asyncio.run(prepare(settings))
+    app = create_app(settings)
+    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn", "--without-web"]
+    app.main()
+
+
+if __name__ == "__main__":
+    main()

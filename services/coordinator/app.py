@@ -1,0 +1,97 @@
+"""Wires the coordinator: the faust app, its table, agent, timer loop and projector."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import faust
+
+from headwater import events as ev
+from services.common.db import connect_pool
+from services.common.kafka import ensure_topics
+from services.coordinator.bus import FaustBus
+from services.coordinator.handler import Coordinator
+from services.coordinator.projection import Projector
+from services.coordinator.settings import Settings
+from services.coordinator.store import TableStore
+from services.coordinator.timers import TimerIndex
+
+log = logging.getLogger("headwater.coordinator")
+
+
+def create_app(settings: Settings) -> faust.App:
+    """Build the faust app. Run it with ``app.main()`` (argv ``worker``)."""
+    topics = settings.topics
+    app = faust.App(
+        topics.coordinator_app_id,
+        broker=f"kafka://{settings.bootstrap}",
+        store=settings.store,
+        datadir=settings.data_dir,
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication,
+        table_standby_replicas=0,
+        processing_guarantee="at_least_once",
+        producer_acks=-1,
+        producer_max_request_size=settings.max_message_bytes,
+        consumer_max_fetch_size=settings.max_message_bytes,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=False,
+        broker_commit_interval=0.5,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+    inputs = app.topic(*topics.inputs, key_serializer="raw", value_serializer="raw")
+    table = app.Table("workflows", partitions=settings.partitions,
+                      key_type=bytes, value_type=bytes)
+    bus = FaustBus(app, settings)
+    store = TableStore(table)
+    timers = TimerIndex()
+    coordinator = Coordinator(topics, bus, store, timers)
+    rescan = asyncio.Event()
+    rescan.set()
+
+    @app.on_rebalance_complete.connect  # type: ignore[misc]
+    async def _on_rebalance(sender: Any, **kwargs: Any) -> None:
+        store.clear_cache()
+        timers.clear()
+        rescan.set()
+
+    # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
+    @app.agent(inputs, concurrency=1)
+    async def coordinate(stream: Any) -> None:
+        async for event in stream.events():
+            msg = event.message
+            await coordinator.handle(msg.topic, msg.partition, msg.offset, msg.key,
+                                     msg.value, msg.headers)
+            await app.producer.flush()  # the changelog write is durable before the commit
+
+    @app.timer(interval=settings.timer_interval_s)
+    async def fire_timers() -> None:
+        if rescan.is_set() and not app.rebalancing:
+            rescan.clear()
+            for state in store.scan():
+                timers.arm(state)
+        now_ms = int(time.time() * 1000)
+        for workflow_id, timer_id, fire_at_ms in timers.pop_due(now_ms):
+            await bus.send_control(ev.TimerFired(workflow_id, timer_id, max(now_ms, fire_at_ms)))
+
+    @app.task
+    async def project_events() -> None:
+        pool = await connect_pool(settings.pg_dsn)
+        try:
+            await Projector(settings, pool).run()
+        finally:
+            await pool.close()
+
+
+    app.headwater_coordinator = coordinator  # type: ignore[attr-defined]
+    return app
+
+
+async def prepare(settings: Settings) -> None:
+    """Create the topics the coordinator reads and writes, before faust starts."""
+    topics = settings.topics
+    await ensure_topics(settings, [*topics.inputs, topics.events, topics.dlq])

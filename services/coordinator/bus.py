@@ -1,0 +1,66 @@
+"""``Bus`` over faust topics: history to ``events``, dispatches to ``tasks.<queue>``,
+undecodable records to the DLQ."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from headwater import codec
+from headwater import events as ev
+from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
+from services.common.kafka import AVRO_HEADERS, ensure_topics
+from services.common.settings import CommonSettings
+
+
+class FaustBus:
+    """Publishes through the faust app's producer and waits for the broker's acks."""
+
+    def __init__(self, app: Any, settings: CommonSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.topics = topics = settings.topics
+        self._events = self._topic(topics.events)
+        self._dlq = self._topic(topics.dlq)
+        self._tasks: dict[str, Any] = {}
+
+    def _topic(self, name: str) -> Any:
+        return self.app.topic(name, key_serializer="raw", value_serializer="raw")
+
+    async def task_topic(self, queue: str) -> Any:
+        """The faust topic of dispatches for ``queue``, created on first use."""
+        topic = self._tasks.get(queue)
+        if topic is None:
+            await ensure_topics(self.settings, [self.topics.tasks(queue)])
+            topic = self._tasks[queue] = self._topic(self.topics.tasks(queue))
+        return topic
+
+    async def publish(self, events: list[ev.HistoryEvent]) -> None:
+        """Send every event (and every dispatch) and wait until all are acknowledged."""
+        futures = []
+        for event in events:
+            key = event.workflow_id.encode()
+            futures.append(await self._events.send(
+                key=key, value=codec.encode(event), headers=AVRO_HEADERS))
+            if isinstance(event.body, ev.TaskDispatched):
+                futures.append(await (await self.task_topic(event.body.queue)).send(
+                    key=key, value=codec.encode(event.body), headers=AVRO_HEADERS))
+        await asyncio.gather(*futures)
+
+    async def send_control(self, record: ev.TimerFired | ev.CancelRequested) -> None:
+        """Send a record to the control topic (keyed by workflow id) and wait for the ack."""
+        topic = self._topic(self.topics.control)
+        fut = await topic.send(key=record.workflow_id.encode(), value=codec.encode(record),
+                               headers=AVRO_HEADERS)
+        await fut
+
+    async def dead_letter(
+        self, topic: str, partition: int, offset: int, key: bytes | None,
+        value: bytes | None, headers: list[tuple[str, bytes]], reason: str,
+    ) -> None:
+        """Send the original bytes to the DLQ, with reason and origin headers."""
+        hdrs = [*headers, (REASON_HEADER, reason.encode()), (SOURCE_TOPIC_HEADER, topic.encode()),
+                ("source-partition", str(partition).encode()),
+                ("source-offset", str(offset).encode())]
+        fut = await self._dlq.send(key=key, value=value, headers=hdrs)
+        await fut

@@ -1,0 +1,228 @@
+"""The PostgreSQL projection of ``events``: workflows, nodes, tasks and the event log.
+
+Idempotent and monotonic: every row remembers the ``seq`` of the event that last
+changed it and ignores events with a lower or equal ``seq``, so duplicates and
+out-of-order delivery never move a row backwards, and a terminal row (the last seq of
+its workflow) is never reopened. Each batch ends with ``NOTIFY headwater_events`` naming
+the workflows it touched, which wakes the gateway's SSE streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+import asyncpg
+from aiokafka import AIOKafkaConsumer
+
+from headwater import codec
+from headwater import events as ev
+from headwater.errors import DecodeError
+from headwater.state import NodeStatus, TaskStatus, WorkflowStatus
+from headwater.topics import task_key
+from services.common.db import NOTIFY_CHANNEL
+from services.common.settings import CommonSettings
+
+log = logging.getLogger(__name__)
+
+_OPEN_TASKS = [s.value for s in TaskStatus if not s.terminal]
+_OPEN_NODES = [s.value for s in NodeStatus if not s.terminal]
+_TERMINAL = {
+    ev.WorkflowSucceeded: WorkflowStatus.SUCCEEDED,
+    ev.WorkflowFailed: WorkflowStatus.FAILED,
+    ev.WorkflowCancelled: WorkflowStatus.CANCELLED,
+}
+
+
+def ts(at_ms: int) -> datetime:
+    """Milliseconds since the epoch as an aware UTC datetime."""
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+
+
+async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> set[str]:
+    """Apply events to the projection in one transaction.
+
+    Returns:
+        The ids of the workflows whose rows changed.
+    """
+    touched: set[str] = set()
+    async with conn.transaction():
+        for e in events:
+            if await _project_one(conn, e):
+                touched.add(e.workflow_id)
+        if touched:
+            await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, ",".join(sorted(touched)))
+    return touched
+
+
+async def _project_one(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
+    b = e.body
+    inserted = await conn.fetchval(
+        "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
+        " on conflict do nothing returning 1",
+        e.workflow_id, e.seq, e.type, ts(b.at_ms), b,
+    )
+    if not inserted:
+        return False  # a duplicate: its effects are already here
+    wid, seq, at = e.workflow_id, e.seq, ts(b.at_ms)
+    if isinstance(b, ev.WorkflowAccepted):
+        name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
+        await conn.execute(
+            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+            " created_at, updated_at) values ($1, $2, $3, 'running', $4, $5, $6, $7, $7)"
+            " on conflict (workflow_id) do update set name = excluded.name,"
+            " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
+            " input = excluded.input, created_at = least(workflows.created_at, excluded.created_at),"
+            " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
+            " seq = greatest(workflows.seq, excluded.seq),"
+            " updated_at = greatest(workflows.updated_at, excluded.updated_at)",
+            wid, str(name), b.tenant, seq, b.spec, b.input, at,
+        )
+        return True
+    if type(b) in _TERMINAL:
+        await _project_terminal(conn, e, _TERMINAL[type(b)])
+        return True
+    await conn.execute(
+        "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2",
+        wid, seq, at,
+    )
+    await _project_task_or_node(conn, e)
+    return True
+
+
+async def _project_terminal(conn: asyncpg.Connection, e: ev.HistoryEvent,
+                            status: WorkflowStatus) -> None:
+    b = e.body
+    output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
+    error = b.error if isinstance(b, ev.WorkflowFailed) else (
+        b.reason if isinstance(b, ev.WorkflowCancelled) else "")
+    await conn.execute(
+        "insert into workflows (workflow_id, status, seq, output, error, created_at, updated_at)"
+        " values ($1, $2, $3, $4, $5, $6, $6) on conflict (workflow_id) do update set"
+        " status = excluded.status, seq = excluded.seq, output = excluded.output,"
+        " error = excluded.error, updated_at = excluded.updated_at"
+        " where workflows.seq < excluded.seq",
+        e.workflow_id, status.value, e.seq, output, error, ts(b.at_ms),
+    )
+    await conn.execute(
+        "update tasks set status = 'cancelled', seq = $2 where workflow_id = $1"
+        " and status = any($3::text[]) and seq < $2", e.workflow_id, e.seq, _OPEN_TASKS)
+    await conn.execute(
+        "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
+        " and status = any($3::text[]) and seq < $2", e.workflow_id, e.seq, _OPEN_NODES)
+
+
+_TASK_UPDATES: dict[type, str] = {
+    ev.TaskStarted: "status = 'running', worker = $4, started_at = $5",
+    ev.TaskProgressed: "progress = $4, message = $5",
+    ev.TaskSucceeded: "status = 'succeeded', progress = 1.0, finished_at = $4",
+    ev.TaskFailed: "status = 'failed', error = $4, finished_at = $5",
+    ev.TimerScheduled: "status = 'retry_wait', attempt = $4",
+}
+
+
+async def _project_task_or_node(conn: asyncpg.Connection, e: ev.HistoryEvent) -> None:
+    b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
+    if isinstance(b, ev.TaskDispatched):
+        await conn.execute(
+            "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
+            " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
+            " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
+            " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
+            " progress = null, message = '', started_at = null, finished_at = null,"
+            " seq = excluded.seq where tasks.seq < excluded.seq",
+            wid, task_key(b.node, b.index), b.node, b.index, b.attempt, b.task, b.queue, at, seq,
+        )
+        await _upsert_node(conn, wid, b.node, NodeStatus.RUNNING.value, None, "", seq)
+    elif isinstance(b, ev.MapExpanded):
+        await _upsert_node(conn, wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq)
+    elif isinstance(b, ev.NodeFinished):
+        await _upsert_node(conn, wid, b.node, b.status, None, b.error, seq)
+    elif type(b) in _TASK_UPDATES:
+        args: tuple[object, ...]
+        if isinstance(b, ev.TaskStarted):
+            args = (b.worker, at)
+        elif isinstance(b, ev.TaskProgressed):
+            args = (b.fraction, b.message)
+        elif isinstance(b, ev.TaskSucceeded):
+            args = (at,)
+        elif isinstance(b, ev.TaskFailed):
+            args = (b.error, at)
+        else:
+            assert isinstance(b, ev.TimerScheduled)
+            args = (b.attempt,)
+        await conn.execute(
+            f"update tasks set {_TASK_UPDATES[type(b)]}, seq = $3"
+            " where workflow_id = $1 and task_key = $2 and seq < $3",
+            wid, task_key(b.node, b.index), seq, *args,
+        )
+
+
+async def _upsert_node(conn: asyncpg.Connection, wid: str, node: str, status: str,
+                       total: int | None, error: str, seq: int) -> None:
+    await conn.execute(
+        "insert into nodes (workflow_id, node, status, total, error, seq)"
+        " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
+        " status = excluded.status, total = coalesce(excluded.total, nodes.total),"
+        " error = excluded.error, seq = excluded.seq where nodes.seq < excluded.seq",
+        wid, node, status, total, error, seq,
+    )
+
+
+class Projector:
+    """Consumes ``events`` in its own consumer group and keeps the projection current."""
+
+    def __init__(self, settings: CommonSettings, pool: asyncpg.Pool) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.projected = 0
+
+    def group_id(self) -> str:
+        """The projector's consumer group."""
+        return f"{self.settings.prefix}-projection"
+
+    async def run(self, from_beginning_group: str | None = None,
+                  stop_when_caught_up: bool = False) -> None:
+        """Project until cancelled (or, with ``stop_when_caught_up``, until the end offsets
+        seen at start are reached — used by ``headwater projection rebuild``)."""
+        consumer = AIOKafkaConsumer(
+            self.settings.topics.events,
+            bootstrap_servers=self.settings.bootstrap,
+            group_id=from_beginning_group or self.group_id(),
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=self.settings.max_message_bytes,
+            fetch_max_bytes=self.settings.max_message_bytes * 4,
+        )
+        await consumer.start()
+        try:
+            ends: dict[object, int] | None = None
+            while True:
+                batches = await consumer.getmany(timeout_ms=200, max_records=2000)
+                events: list[ev.HistoryEvent] = []
+                for records in batches.values():
+                    for r in records:
+                        try:
+                            events.append(codec.decode(r.value))
+                        except DecodeError as e:
+                            log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
+                if events:
+                    async with self.pool.acquire() as conn:
+                        await project(conn, events)
+                    self.projected += len(events)
+                if batches:
+                    await consumer.commit()
+                if stop_when_caught_up:
+                    if ends is None:
+                        ends = await consumer.end_offsets(list(consumer.assignment()))
+                    if ends and all(await _positions_reached(consumer, ends)):
+                        return
+        except asyncio.CancelledError:
+            raise
+        finally:
+            await consumer.stop()
+
+
+async def _positions_reached(consumer: AIOKafkaConsumer, ends: dict[object, int]) -> list[bool]:
+    return [await consumer.position(tp) >= end for tp, end in ends.items()]  # type: ignore[arg-type]

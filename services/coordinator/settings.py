@@ -1,0 +1,34 @@
+"""Coordinator settings, read once from ``HEADWATER_*`` variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.common.settings import CommonSettings, env_float, env_str
+
+
+@dataclass(frozen=True)
+class Settings(CommonSettings):
+    """Coordinator settings.
+
+    Attributes:
+        timer_interval_s: how often the timer loop looks for due timers, seconds
+            (``HEADWATER_TIMER_INTERVAL``).
+        store: faust table store URL (``HEADWATER_TABLE_STORE``); ``memory://`` rebuilds
+            the table from its changelog topic at start.
+        data_dir: faust's data directory (``HEADWATER_DATA_DIR``).
+    """
+
+    timer_interval_s: float = 0.05
+    store: str = "memory://"
+    data_dir: str = ".headwater/coordinator"
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Read the settings from the environment."""
+        return cls(
+            **cls.common_from_env(),  # type: ignore[arg-type]
+            timer_interval_s=env_float("TIMER_INTERVAL", 0.05),
+            store=env_str("TABLE_STORE", "memory://"),
+            data_dir=env_str("DATA_DIR", ".headwater/coordinator"),
+        )

@@ -1,0 +1,1 @@
+"""The gateway: FastAPI app for submissions, views materialised from the log, and SSE."""

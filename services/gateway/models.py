@@ -1,0 +1,24 @@
+"""HTTP request bodies (pydantic lives at the HTTP edge only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
+
+
+class SubmitRequest(BaseModel):
+    """``POST /v1/workflows``: a spec (``workflow``) and its ``input``.
+
+    ``id`` is the idempotency key: the same id with the same body answers the same run.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, pattern=ID_PATTERN)
+    workflow: dict[str, Any] | None = None
+    definition: str | None = None
+    input: Any = None
+    tenant: str | None = Field(default=None, max_length=200)

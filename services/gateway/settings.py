@@ -1,0 +1,36 @@
+"""Gateway settings, read once from ``HEADWATER_*`` variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.common.settings import CommonSettings, env_float, env_int, env_str
+
+
+@dataclass(frozen=True)
+class Settings(CommonSettings):
+    """Gateway settings.
+
+    Attributes:
+        host: listen address (``HEADWATER_GATEWAY_HOST``).
+        port: listen port (``HEADWATER_GATEWAY_PORT``).
+        max_body_bytes: largest accepted request body, bytes (``HEADWATER_MAX_BODY_BYTES``);
+            larger ones get 413.
+        sse_ping_s: SSE heartbeat interval, seconds (``HEADWATER_SSE_PING``).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 4 * 1024 * 1024
+    sse_ping_s: float = 15.0
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Read the settings from the environment."""
+        return cls(
+            **cls.common_from_env(),  # type: ignore[arg-type]
+            host=env_str("GATEWAY_HOST", "127.0.0.1"),
+            port=env_int("GATEWAY_PORT", 8080),
+            max_body_bytes=env_int("MAX_BODY_BYTES", 4 * 1024 * 1024),
+            sse_ping_s=env_float("SSE_PING", 15.0),
+        )

@@ -1,0 +1,80 @@
+"""Server-Sent Events of a workflow's history, from the projection.
+
+Each event is ``id: <seq>``, ``event: <type>``, ``data: <json>`` (WHATWG HTML, "Server-sent
+events"). A reconnecting client sends ``Last-Event-ID`` and gets only later events. The
+stream closes after the terminal event. The projector's ``NOTIFY`` wakes waiting
+streams; a periodic re-read covers a missed notification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import orjson
+
+from services.common.db import NOTIFY_CHANNEL
+
+TERMINAL_TYPES = frozenset({"WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"})
+RECHECK_S = 2.0
+PAGE = 500
+
+
+class Notifier:
+    """Listens on ``headwater_events`` and wakes the streams of the named workflows."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._conn: asyncpg.Connection | None = None
+
+    async def start(self, dsn: str) -> None:
+        """Open the listening connection."""
+        self._conn = await asyncpg.connect(dsn)
+        await self._conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+
+    async def stop(self) -> None:
+        """Close the listening connection."""
+        if self._conn is not None:
+            await self._conn.close()
+
+    def _on_notify(self, conn: Any, pid: int, channel: str, payload: str) -> None:
+        for workflow_id in payload.split(","):
+            for event in self._waiters.get(workflow_id, ()):
+                event.set()
+
+    async def wait(self, workflow_id: str, timeout_s: float) -> None:
+        """Return when the workflow's projection changes, or after ``timeout_s``."""
+        event = asyncio.Event()
+        self._waiters[workflow_id].add(event)
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters[workflow_id].discard(event)
+            if not self._waiters[workflow_id]:
+                del self._waiters[workflow_id]
+
+
+async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,
+                         after_seq: int) -> AsyncIterator[dict[str, Any]]:
+    """Yield SSE messages (``id``, ``event``, ``data``) with ``seq > after_seq``, in order,
+    until and including the terminal event."""
+    last = after_seq
+    while True:
+        rows = await pool.fetch(
+            "select seq, type, data from events where workflow_id = $1 and seq > $2"
+            " order by seq limit $3", workflow_id, last, PAGE)
+        for row in rows:
+            if row["seq"] != last + 1:
+                break  # a gap: the projection has not caught up; read again
+            last = row["seq"]
+            yield {"id": str(row["seq"]), "event": row["type"],
+                   "data": orjson.dumps(row["data"]).decode()}
+            if row["type"] in TERMINAL_TYPES:
+                return
+        if len(rows) < PAGE:
+            await notifier.wait(workflow_id, RECHECK_S)

@@ -1,0 +1,1 @@
+"""The worker: a consumer-group runtime that runs registered tasks for one queue."""

@@ -1,0 +1,53 @@
+"""Progress reports from task code (any thread) to Kafka, at most one per interval."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from headwater import events as ev
+
+MIN_INTERVAL_S = 0.1
+
+
+class ProgressReporter:
+    """Coalesces ``ctx.progress`` calls: the first goes out at once, then at most one per
+    ``MIN_INTERVAL_S``, and the last one is never dropped."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, base: tuple[str, str, int | None, int],
+        send: Callable[[ev.TaskProgressed], Awaitable[None]],
+    ) -> None:
+        self.loop = loop
+        self.base = base
+        self.send = send
+        self._pending: tuple[float, str] | None = None
+        self._last_sent = 0.0
+        self._flusher: asyncio.Task[None] | None = None
+
+    def report(self, fraction: float, message: str) -> None:
+        """Called by task code, from the loop thread or a worker thread."""
+        self.loop.call_soon_threadsafe(self._queue, fraction, message)
+
+    def _queue(self, fraction: float, message: str) -> None:
+        self._pending = (fraction, message)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = self.loop.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending is not None:
+            wait = self._last_sent + MIN_INTERVAL_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            fraction, message = self._pending
+            self._pending = None
+            self._last_sent = time.monotonic()
+            await self.send(ev.TaskProgressed(*self.base, int(time.time() * 1000),
+                                              fraction, message))
+
+    async def drain(self) -> None:
+        """Wait until the last progress report is sent (before the outcome report)."""
+        await asyncio.sleep(0)  # let call_soon_threadsafe callbacks run
+        if self._flusher is not None:
+            await self._flusher
