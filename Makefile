@@ -1,0 +1,46 @@
+# Headwater developer commands. `make run` and `make test` work on a fresh machine:
+# they install what they need (Python packages into .venv, Kafka jars, PostgreSQL).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HW := $(VENV)/bin/headwater
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: install run up down test test-unit lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[examples,dev]"
+	rm -f $(VENV)/.installed-* && touch $@
+
+## Bring up Kafka, PostgreSQL, coordinator, gateway and a worker; run the example.
+run: install
+	$(HW) up
+	$(HW) submit examples/stdlib_search/workflow.yaml \
+		--input @examples/stdlib_search/input.json --follow
+	@echo "The stack is still running: '$(HW) status <id>', or 'make down' to stop it."
+
+up: install
+	$(HW) up
+
+down: install
+	$(HW) down
+
+## The whole suite: unit tests, then end-to-end tests on the real broker and database.
+test: install
+	bash infra/stack.sh up
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+test-unit: install
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+lint: install
+	$(VENV)/bin/ruff check headwater services tests examples
+	$(VENV)/bin/mypy headwater services
+
+clean: down
+	rm -rf $(VENV) .headwater

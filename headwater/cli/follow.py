@@ -1,0 +1,122 @@
+"""Follow a workflow's SSE stream and show its progress in the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+from httpx_sse import connect_sse
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+TERMINAL = {"WorkflowSucceeded": "succeeded", "WorkflowFailed": "failed",
+            "WorkflowCancelled": "cancelled"}
+STYLE = {"succeeded": "green", "failed": "red", "upstream_failed": "red",
+         "cancelled": "yellow", "running": "cyan", "pending": "dim"}
+
+
+@dataclass
+class NodeView:
+    """What the terminal shows of one node."""
+
+    status: str = "pending"
+    total: int | None = None
+    done: int = 0
+    attempts: int = 0
+    error: str = ""
+
+
+@dataclass
+class FollowState:
+    """The workflow as seen from its event stream."""
+
+    nodes: dict[str, NodeView] = field(default_factory=dict)
+    status: str = "running"
+    last_seq: int = 0
+    message: str = ""
+    output: Any = None
+    error: str = ""
+    tasks_run: int = 0
+
+    def apply(self, kind: str, seq: int, data: dict[str, Any]) -> str | None:
+        """Fold one SSE event; return a one-line note worth printing, if any."""
+        self.last_seq = seq
+        node = self.nodes.setdefault(data.get("node", ""), NodeView()) if "node" in data else None
+        if kind == "TaskDispatched" and node:
+            node.status = "running"
+            node.attempts += 1
+            self.tasks_run += 1
+        elif kind == "MapExpanded" and node:
+            node.total = data.get("count")
+            return f"{data['node']}: fanning out over {node.total} items"
+        elif kind == "TaskSucceeded" and node and data.get("index") is not None:
+            node.done += 1
+        elif kind == "TaskProgressed":
+            self.message = f"{data.get('node')}: {data.get('message', '')}"
+        elif kind == "TaskFailed":
+            self.message = f"{data.get('node')} attempt {data.get('attempt')}: {data.get('error')}"
+            return self.message
+        elif kind == "NodeFinished" and node:
+            node.status, node.error = data["status"], data.get("error", "")
+            return f"{data['node']}: {node.status}" + (f" ({node.error})" if node.error else "")
+        elif kind in TERMINAL:
+            self.status = TERMINAL[kind]
+            self.output = data.get("output")
+            self.error = data.get("error") or data.get("reason") or ""
+        return None
+
+    def render(self) -> Group:
+        """A table of nodes with map progress bars, and the latest message."""
+        table = Table(show_header=True, header_style="bold", box=None)
+        for column in ("node", "status", "progress", "attempts"):
+            table.add_column(column)
+        for name, n in self.nodes.items():
+            bar: Any = ""
+            if n.total:
+                bar = Group(ProgressBar(total=n.total, completed=n.done, width=30),
+                            Text(f"{n.done}/{n.total}"))
+            table.add_row(name, Text(n.status, style=STYLE.get(n.status, "")), bar,
+                          str(n.attempts))
+        return Group(table, Text(self.message[:120], style="dim"))
+
+
+def events(client: httpx.Client, url: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """Yield ``(event type, seq, data)`` from an SSE endpoint, reconnecting with
+    ``Last-Event-ID`` if the connection drops, until the terminal event."""
+    last = 0
+    while True:
+        headers = {"Last-Event-ID": str(last)} if last else {}
+        try:
+            with connect_sse(client, "GET", url, headers=headers, timeout=None) as source:
+                source.response.raise_for_status()
+                for sse in source.iter_sse():
+                    if not sse.data:  # a heartbeat comment (the id is sticky)
+                        continue
+                    last = int(sse.id)
+                    yield sse.event, last, orjson.loads(sse.data)
+                    if sse.event in TERMINAL:
+                        return
+        except httpx.TransportError:
+            continue
+
+
+def follow(client: httpx.Client, url: str, console: Console) -> FollowState:
+    """Follow until the terminal event, live in a terminal, line by line otherwise."""
+    state = FollowState()
+    if console.is_terminal:
+        with Live(state.render(), console=console, refresh_per_second=8) as live:
+            for kind, seq, data in events(client, url):
+                state.apply(kind, seq, data)
+                live.update(state.render())
+    else:
+        for kind, seq, data in events(client, url):
+            note = state.apply(kind, seq, data)
+            if note:
+                console.print(f"  [{seq:>5}] {note}")
+    return state

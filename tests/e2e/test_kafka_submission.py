@@ -1,0 +1,68 @@
+"""Submitting straight to Kafka, without the gateway, with a plain aiokafka producer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import orjson
+import yaml
+from aiokafka import AIOKafkaProducer
+from stackkit import BOOTSTRAP, Stack, history
+
+from headwater import codec
+from headwater import events as ev
+
+SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "stdlib_search"
+                       / "workflow.yaml").read_text())
+SMALL_INPUT = {"query": "json encoder", "top_k": 3, "limit": 12}
+
+
+async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60) -> dict[str, object]:
+    """Poll the gateway until the workflow is terminal."""
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=10) as client:
+        while time.monotonic() < deadline:
+            response = await client.get(f"/v1/workflows/{workflow_id}")
+            if response.status_code == 200 and response.json()["status"] in (
+                    "succeeded", "failed", "cancelled"):
+                return dict(response.json())
+            await asyncio.sleep(0.2)
+    raise TimeoutError(f"{workflow_id} not terminal after {timeout_s} s")
+
+
+async def test_avro_submission_produced_to_kafka_succeeds(stack: Stack) -> None:
+    workflow_id = f"kafka-{uuid.uuid4().hex[:8]}"
+    record = ev.WorkflowSubmitted(workflow_id, SPEC, SMALL_INPUT, int(time.time() * 1000))
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
+                                     key=workflow_id.encode())
+    finally:
+        await producer.stop()
+    status = await wait_status(stack, workflow_id)
+    assert status["status"] == "succeeded", status
+    output = status["output"]
+    assert isinstance(output, dict) and output["stats"]["modules"] == 12
+    seqs = sorted(r.seq for r in await history(stack, workflow_id))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_json_submission_with_content_type_header_succeeds(stack: Stack) -> None:
+    workflow_id = f"json-{uuid.uuid4().hex[:8]}"
+    doc = {"workflow_id": workflow_id, "spec": SPEC, "input": SMALL_INPUT,
+           "at_ms": int(time.time() * 1000)}
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(stack.topics.submissions, orjson.dumps(doc),
+                                     key=workflow_id.encode(),
+                                     headers=[("content-type", b"application/json")])
+    finally:
+        await producer.stop()
+    status = await wait_status(stack, workflow_id)
+    assert status["status"] == "succeeded", status
