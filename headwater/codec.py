@@ -65,8 +65,9 @@ def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
 
 def _inline(doc: Any, docs: dict[str, Any]) -> Any:
     """Replace references to other records (``"headwater.X"``) by their definitions."""
-    if isinstance(doc, str) and doc.startswith(NAMESPACE + ".") and doc[len(NAMESPACE) + 1:] in docs:
-        return docs[doc[len(NAMESPACE) + 1:]]
+    prefix = NAMESPACE + "."
+    if isinstance(doc, str) and doc.startswith(prefix) and doc[len(prefix):] in docs:
+        return docs[doc[len(prefix):]]
     if isinstance(doc, list):
         return [_inline(d, docs) for d in doc]
     if isinstance(doc, dict):
@@ -138,7 +139,7 @@ def decode(data: bytes | None) -> Any:
         value = fastavro.schemaless_reader(buf, schema.parsed, return_record_name=True)
         if buf.tell() != len(data):
             raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {schema.name}")
-        return _from_avro(schema.name, value)
+        return _from_avro(schema.name, value)  # type: ignore[arg-type]
     except DecodeError:
         raise
     except Exception as e:  # fastavro raises many types on bad input; all mean the same

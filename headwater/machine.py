@@ -91,7 +91,8 @@ def _submit(rec: _Recorder, event: ev.WorkflowSubmitted) -> None:
         ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input, event.tenant)
     )
     if state.spec_error:
-        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, f"invalid spec: {state.spec_error}"))
+        error = f"invalid spec: {state.spec_error}"
+        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, error))
         return
     for node in state.spec.nodes:
         if not node.needs:

@@ -31,7 +31,7 @@ class Ref:
     path: tuple[str, ...]
 
 
-def parse_ref(value: str) -> Ref | None | str:
+def parse_ref(value: str) -> Ref | str | None:
     """Parse a string that may be a reference.
 
     Returns:

@@ -89,7 +89,8 @@ def parse_retry(raw: Any, default: RetryPolicy, where: str, faults: list[str]) -
             continue
         if key == "max_attempts":
             if type(value) is not int or not 1 <= value <= MAX_ATTEMPTS_LIMIT:
-                faults.append(f"{where}: max_attempts must be an integer in 1..{MAX_ATTEMPTS_LIMIT}")
+                faults.append(
+                    f"{where}: max_attempts must be an integer in 1..{MAX_ATTEMPTS_LIMIT}")
                 continue
         elif not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             faults.append(f"{where}: {key} must be a non-negative number")

@@ -15,7 +15,7 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from headwater.errors import TaskRegistrationError
 
@@ -24,10 +24,8 @@ _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
-class ProgressSink(Protocol):
-    """Where ``TaskContext.progress`` goes (the worker's report producer)."""
-
-    def __call__(self, fraction: float, message: str) -> None: ...
+ProgressSink = Callable[[float, str], None]
+"""Where ``TaskContext.progress`` goes: ``(fraction, message)`` (the worker's reporter)."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -24,7 +24,7 @@ _QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 DEFAULT_QUEUE = "cpu"
 
 
-class NodeKind(str, Enum):
+class NodeKind(StrEnum):
     """What a node does."""
 
     TASK = "task"  # run one registered task on a worker pool
@@ -238,7 +238,7 @@ def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None
                 continue
             state = color.get(nxt, 0)
             if state == 1:
-                cycle = path[path.index(nxt):] + [nxt]
+                cycle = [*path[path.index(nxt):], nxt]
                 return list(reversed(cycle))
             if state == 0:
                 color[nxt] = 1

@@ -9,7 +9,7 @@ folding a workflow's recorded history through ``evolve`` gives the same state
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from headwater import events as ev
@@ -19,7 +19,7 @@ from headwater.spec import NodeKind, WorkflowSpec, parse_spec
 from headwater.topics import task_key
 
 
-class WorkflowStatus(str, Enum):
+class WorkflowStatus(StrEnum):
     """Lifecycle of a workflow."""
 
     RUNNING = "running"  # accepted; some node still has work to do
@@ -33,7 +33,7 @@ class WorkflowStatus(str, Enum):
         return self is not WorkflowStatus.RUNNING
 
 
-class NodeStatus(str, Enum):
+class NodeStatus(StrEnum):
     """Lifecycle of a node."""
 
     PENDING = "pending"  # waiting for its needs
@@ -49,7 +49,7 @@ class NodeStatus(str, Enum):
         return self not in (NodeStatus.PENDING, NodeStatus.RUNNING)
 
 
-class TaskStatus(str, Enum):
+class TaskStatus(StrEnum):
     """Lifecycle of one task (a task node, or one map item) across its attempts."""
 
     DISPATCHED = "dispatched"  # the current attempt is on its queue
@@ -221,7 +221,8 @@ def _apply(state: WorkflowState, body: ev.Body) -> None:
         t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
         _child_finished(state, body.node, body.index)
     elif isinstance(body, ev.TimerScheduled):
-        state.timers[body.timer_id] = TimerState(body.fire_at_ms, body.node, body.index, body.attempt)
+        state.timers[body.timer_id] = TimerState(
+            body.fire_at_ms, body.node, body.index, body.attempt)
         _task(state, body.node, body.index).status = TaskStatus.RETRY_WAIT
         if body.index is not None:
             state.nodes[body.node].running += 1  # the retry keeps its map slot

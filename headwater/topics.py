@@ -31,7 +31,8 @@ class Topics:
 
     @property
     def reports(self) -> str:
-        """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskSucceeded``, ``TaskFailed``."""
+        """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskSucceeded``,
+        ``TaskFailed``."""
         return f"{self.prefix}.reports"
 
     @property

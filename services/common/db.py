@@ -89,9 +89,8 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) ->
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.5)
-    async with pool.acquire() as conn:
-        # Several services may create the schema at once; serialise with an advisory lock.
-        async with conn.transaction():
-            await conn.execute("select pg_advisory_xact_lock(7420001)")
-            await conn.execute(SCHEMA)
+    # Several services may create the schema at once; serialise with an advisory lock.
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("select pg_advisory_xact_lock(7420001)")
+        await conn.execute(SCHEMA)
     return pool

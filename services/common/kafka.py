@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 
@@ -46,14 +47,13 @@ async def ensure_topics(
         existing = set(await admin.list_topics())
         missing = [n for n in wanted if n not in existing]
         if missing:
-            try:
+            # Another process may create one first: that is fine.
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics([
                     NewTopic(n, settings.partitions, settings.replication,
                              topic_configs=dict(configs or {}))
                     for n in missing
                 ])
-            except TopicAlreadyExistsError:
-                pass  # another process created it first
     finally:
         await admin.close()
 

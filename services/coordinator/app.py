@@ -53,11 +53,12 @@ def create_app(settings: Settings) -> faust.App:
     rescan = asyncio.Event()
     rescan.set()
 
-    @app.on_rebalance_complete.connect  # type: ignore[misc]
     async def _on_rebalance(sender: Any, **kwargs: Any) -> None:
         store.clear_cache()
         timers.clear()
         rescan.set()
+
+    app.on_rebalance_complete.connect(_on_rebalance)  # type: ignore[arg-type]
 
     # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
     @app.agent(inputs, concurrency=1)
@@ -68,7 +69,7 @@ def create_app(settings: Settings) -> faust.App:
                                      msg.value, msg.headers)
             await app.producer.flush()  # the changelog write is durable before the commit
 
-    @app.timer(interval=settings.timer_interval_s)
+    @app.timer(interval=settings.timer_interval_s)  # type: ignore[untyped-decorator]
     async def fire_timers() -> None:
         if rescan.is_set() and not app.rebalancing:
             rescan.clear()
@@ -78,7 +79,7 @@ def create_app(settings: Settings) -> faust.App:
         for workflow_id, timer_id, fire_at_ms in timers.pop_due(now_ms):
             await bus.send_control(ev.TimerFired(workflow_id, timer_id, max(now_ms, fire_at_ms)))
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]
     async def project_events() -> None:
         pool = await connect_pool(settings.pg_dsn)
         try:

@@ -50,4 +50,4 @@ def decode_input(
         raise DecodeError(f"{type(record).__name__} does not belong on {topic}")
     if key is None or key.decode(errors="replace") != record.workflow_id:
         raise DecodeError(f"record key {key!r} is not the workflow id {record.workflow_id!r}")
-    return record  # type: ignore[no-any-return]
+    return record

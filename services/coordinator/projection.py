@@ -52,7 +52,8 @@ async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> se
             if await _project_one(conn, e):
                 touched.add(e.workflow_id)
         if touched:
-            await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, ",".join(sorted(touched)))
+            await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL,
+                               ",".join(sorted(touched)))
     return touched
 
 
@@ -73,8 +74,10 @@ async def _project_one(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
             " created_at, updated_at) values ($1, $2, $3, 'running', $4, $5, $6, $7, $7)"
             " on conflict (workflow_id) do update set name = excluded.name,"
             " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
-            " input = excluded.input, created_at = least(workflows.created_at, excluded.created_at),"
-            " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
+            " input = excluded.input,"
+            " created_at = least(workflows.created_at, excluded.created_at),"
+            " status = case when workflows.seq < excluded.seq then 'running'"
+            " else workflows.status end,"
             " seq = greatest(workflows.seq, excluded.seq),"
             " updated_at = greatest(workflows.updated_at, excluded.updated_at)",
             wid, str(name), b.tenant, seq, b.spec, b.input, at,
@@ -225,4 +228,4 @@ class Projector:
 
 
 async def _positions_reached(consumer: AIOKafkaConsumer, ends: dict[object, int]) -> list[bool]:
-    return [await consumer.position(tp) >= end for tp, end in ends.items()]  # type: ignore[arg-type]
+    return [await consumer.position(tp) >= end for tp, end in ends.items()]

@@ -96,7 +96,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 async def list_view(pool: asyncpg.Pool, status: str | None, name: str | None,
                     tenant: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """Workflows newest first, filtered, ``limit`` per page, with ``next_cursor``."""
-    where, args = ["true"], []
+    where: list[str] = ["true"]
+    args: list[object] = []
     for column, value in (("status", status), ("name", name), ("tenant", tenant)):
         if value is not None:
             args.append(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 
 from services.worker.app import Worker
@@ -20,10 +21,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(Worker(settings).run())
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

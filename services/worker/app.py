@@ -136,7 +136,7 @@ class _Revoked(ConsumerRebalanceListener):  # type: ignore[misc]
         self.worker = worker
 
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        await self.worker._commit()  # noqa: SLF001 - commit what is done before handing over
+        await self.worker._commit()
         self.worker.tracker.forget(list(revoked))
 
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:

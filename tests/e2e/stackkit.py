@@ -139,7 +139,7 @@ async def read_topic(topic: str, stop: Callable[[list[Any]], bool], timeout_s: f
         while partitions is None:
             partitions = consumer.partitions_for_topic(topic)
             if partitions is None:
-                await consumer._client.force_metadata_update()  # noqa: SLF001
+                await consumer._client.force_metadata_update()
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"topic {topic} does not exist")
                 await asyncio.sleep(0.2)
