@@ -24,6 +24,8 @@ from services.common.settings import DEFAULT_BOOTSTRAP, DEFAULT_PG_DSN
 
 BOOTSTRAP = os.environ.get("HEADWATER_KAFKA_BOOTSTRAP", DEFAULT_BOOTSTRAP)
 ADMIN_DSN = os.environ.get("HEADWATER_PG_DSN", DEFAULT_PG_DSN)
+HERE = Path(__file__).resolve().parent
+TASKS = (localstack.EXAMPLE_TASKS, "e2e_tasks")
 
 
 def require_services() -> None:
@@ -94,10 +96,11 @@ def start_stack(tmp: Path, workers: int = 1) -> Stack:
         "HEADWATER_KAFKA_BOOTSTRAP": BOOTSTRAP, "HEADWATER_PG_DSN": dsn,
         "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_DATA_DIR": str(tmp / "coordinator"),
         "HEADWATER_SSE_PING": "1",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
     os.environ["HEADWATER_HOME"] = str(tmp)  # pid and log files of this session's stack
     stack = Stack(prefix, dsn, f"http://127.0.0.1:{port}", tmp, env,
-                  localstack.default_services(workers=workers))
+                  localstack.default_services(TASKS, workers=workers))
     pids = [localstack.start(s, env) for s in stack.services]
     try:
         localstack.wait_ready(f"{stack.gateway}/ready", timeout_s=120, pids=pids)
