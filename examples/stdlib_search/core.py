@@ -25,12 +25,18 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped, unused-ignore]
+
+# CPython 3.11's AST construction is not thread-safe: parallel ast.parse calls can fail
+# with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905),
+# and a worker runs sync tasks in a thread pool. Parsing is a small part of a task.
+_AST_LOCK = threading.Lock()
 
 ProgressFn = Callable[[float, str], None]
 """Progress callback: ``progress(fraction_done, message)``."""
@@ -337,7 +343,8 @@ def extract_docs(
     except OSError as exc:
         raise LookupError(f"cannot read source of module {module!r} at {path}: {exc}") from exc
     try:
-        tree = ast.parse(source, filename=str(path))
+        with _AST_LOCK:
+            tree = ast.parse(source, filename=str(path))
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, bad encoding
         detail = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise SyntaxError(f"cannot parse source of module {module!r} ({path}): {detail}") from exc

@@ -40,6 +40,9 @@ def create_app(settings: Settings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         web_enabled=False,
         broker_commit_interval=0.5,
+        # A crashed coordinator's partitions move after 10 s, not faust's default 60 s.
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=3.0,
         key_serializer="raw",
         value_serializer="raw",
     )
