@@ -116,7 +116,7 @@ def encode(record: Any) -> bytes:
     buf.write(schema.header)
     try:
         fastavro.schemaless_writer(buf, schema.parsed, _to_avro(record))
-    except (TypeError, orjson.JSONEncodeError) as e:
+    except (TypeError, OverflowError, orjson.JSONEncodeError) as e:
         raise ValueError(f"{type(record).__name__} does not fit its schema: {e}") from e
     return buf.getvalue()
 

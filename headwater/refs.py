@@ -13,6 +13,7 @@ from typing import Any
 
 from headwater.errors import InputReferenceError
 
+_INDEX = re.compile(r"^[0-9]{1,9}$")
 _REF = re.compile(r"^\$\{\s*([A-Za-z_][\w.\-]*)\s*\}$")
 
 
@@ -73,7 +74,7 @@ def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
     for key in path:
         if isinstance(value, Mapping) and key in value:
             value = value[key]
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+        elif isinstance(value, list) and _INDEX.match(key) and int(key) < len(value):
             value = value[int(key)]
         else:
             raise InputReferenceError(f"{raw}: no key {key!r}")

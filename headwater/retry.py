@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_ATTEMPTS_LIMIT = 1_000_000
+MAX_SECONDS = 30 * 24 * 3600  # no backoff beyond 30 days: keeps deadlines in an Avro long
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,15 @@ def parse_retry(raw: Any, default: RetryPolicy, where: str, faults: list[str]) -
                 faults.append(
                     f"{where}: max_attempts must be an integer in 1..{MAX_ATTEMPTS_LIMIT}")
                 continue
-        elif not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            faults.append(f"{where}: {key} must be a non-negative number")
+        elif (not isinstance(value, int | float) or isinstance(value, bool)
+              or not math.isfinite(value) or value < 0):
+            faults.append(f"{where}: {key} must be a finite non-negative number")
+            continue
+        elif key in ("backoff_base", "backoff_max") and value > MAX_SECONDS:
+            faults.append(f"{where}: {key} must be at most {MAX_SECONDS} seconds")
+            continue
+        elif key == "multiplier" and value > 1000:
+            faults.append(f"{where}: multiplier must be at most 1000")
             continue
         elif key == "jitter" and value > 1:
             faults.append(f"{where}: jitter must be within [0, 1]")

@@ -75,6 +75,11 @@ class TaskContext:
 REGISTRY: dict[str, TaskInfo] = {}
 
 
+def _origin(fn: Callable[..., Any]) -> str:
+    """``module.qualname``: the same function imported twice has the same origin."""
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
 @overload
 def task(fn: F, /) -> F: ...
 @overload
@@ -108,9 +113,10 @@ def task(
         if not _QUEUE.match(queue):
             raise TaskRegistrationError(f"@task queue {queue!r} must match {_QUEUE.pattern}")
         existing = REGISTRY.get(task_name)
-        if existing is not None and existing.fn.__qualname__ != func.__qualname__:
+        if existing is not None and _origin(existing.fn) != _origin(func):
             raise TaskRegistrationError(
-                f"task name {task_name!r} is already registered by {existing.fn.__qualname__}"
+                f"task name {task_name!r} is already registered by {_origin(existing.fn)}; "
+                "pass another name="
             )
         info = TaskInfo(
             name=task_name,

@@ -8,7 +8,8 @@ their path, unknown or non-upstream references, bad retry values). It is iterati
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -111,6 +112,8 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     faults: list[str] = []
     if not isinstance(doc, Mapping):
         raise SpecError(["spec must be a mapping with 'name' and 'nodes'"])
+    for key in sorted(set(doc) - _TOP_KEYS, key=str):
+        faults.append(f"unknown field {key!r} (expected one of {sorted(_TOP_KEYS)})")
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         faults.append("name: required, a non-empty string")
@@ -141,6 +144,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
 
 
+_TOP_KEYS = {"name", "retry", "nodes", "output"}
 _NODE_KEYS = {
     "id", "kind", "task", "queue", "needs", "input", "over", "max_concurrency", "retry",
     "timeout",
@@ -159,7 +163,7 @@ def _parse_node(
         faults.append(f"{where}: id must match {_ID.pattern}")
         return None
     where = f"node {node_id!r}"
-    for key in sorted(set(raw) - _NODE_KEYS):
+    for key in sorted(set(raw) - _NODE_KEYS, key=str):
         faults.append(f"{where}: unknown field {key!r}")
     try:
         kind = NodeKind(raw.get("kind", "task"))
@@ -247,28 +251,44 @@ def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None
     return None
 
 
-def ancestors(nodes: tuple[NodeSpec, ...] | list[NodeSpec]) -> dict[str, set[str]]:
-    """Node id -> all its transitive dependencies. The graph must be acyclic."""
-    by_id = {n.id: n for n in nodes}
-    result: dict[str, set[str]] = {}
-    for order_id in topological_order(nodes):
-        acc: set[str] = set()
-        for dep in by_id[order_id].needs:
-            if dep in by_id:
-                acc.add(dep)
-                acc |= result[dep]
-        result[order_id] = acc
-    return result
+def upstream_among(
+    needs: Mapping[str, Sequence[str]], node_id: str, candidates: set[str]
+) -> set[str]:
+    """Which of ``candidates`` are transitive dependencies of ``node_id``.
+
+    A breadth-first walk up the ``needs`` edges that stops once every candidate is found,
+    so memory stays linear in the graph (no per-node ancestor sets).
+
+    Args:
+        needs: node id -> the ids it needs (unknown ids are ignored).
+        node_id: where to start.
+        candidates: the ids to look for.
+
+    Returns:
+        The subset of ``candidates`` upstream of ``node_id``.
+    """
+    found: set[str] = set()
+    seen = {node_id}
+    queue = deque([node_id])
+    while queue and len(found) < len(candidates):
+        for dep in needs.get(queue.popleft(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                queue.append(dep)
+                if dep in candidates:
+                    found.add(dep)
+    return found
 
 
 def topological_order(nodes: tuple[NodeSpec, ...] | list[NodeSpec]) -> list[str]:
-    """Kahn's algorithm; nodes with unknown dependencies are ordered as if those were met."""
+    """Kahn's algorithm; unknown dependencies and self-dependencies are ignored. Nodes on a
+    cycle are left out."""
     ids = {n.id for n in nodes}
-    indegree = {n.id: sum(1 for d in n.needs if d in ids) for n in nodes}
+    indegree = {n.id: sum(1 for d in n.needs if d in ids and d != n.id) for n in nodes}
     dependents: dict[str, list[str]] = {n.id: [] for n in nodes}
     for n in nodes:
         for d in n.needs:
-            if d in ids:
+            if d in ids and d != n.id:
                 dependents[d].append(n.id)
     ready = [n.id for n in nodes if indegree[n.id] == 0]
     order: list[str] = []
@@ -284,18 +304,20 @@ def topological_order(nodes: tuple[NodeSpec, ...] | list[NodeSpec]) -> list[str]
 
 def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
     ids = {n.id for n in nodes}
-    ups = ancestors(nodes)
+    needs = {n.id: n.needs for n in nodes}
     for n in nodes:
         templates: list[tuple[str, Any]] = [("input", n.input)]
         if n.over is not None:
             templates.append(("over", n.over))
-        for field_name, template in templates:
-            for raw, ref in iter_refs(template):
-                where = f"node {n.id!r}: {field_name}: {raw}"
-                fault = _ref_fault(ref, ids, ups[n.id], n.kind is NodeKind.MAP
-                                   and field_name == "input")
-                if fault:
-                    faults.append(f"{where}: {fault}")
+        refs = [(field_name, raw, ref) for field_name, template in templates
+                for raw, ref in iter_refs(template)]
+        named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
+        upstream = upstream_among(needs, n.id, named) if named else set()
+        for field_name, raw, ref in refs:
+            in_map_input = n.kind is NodeKind.MAP and field_name == "input"
+            fault = _ref_fault(ref, ids, upstream, in_map_input)
+            if fault:
+                faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")
     for raw, ref in iter_refs(output):
         fault = _ref_fault(ref, ids, ids, False)
         if fault:

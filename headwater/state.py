@@ -205,6 +205,13 @@ def _task(state: WorkflowState, node: str, index: int | None) -> TaskState:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}") from None
 
 
+def _node(state: WorkflowState, node_id: str) -> NodeState:
+    try:
+        return state.nodes[node_id]
+    except KeyError:
+        raise IllegalTransition(f"no node {node_id} in workflow {state.workflow_id}") from None
+
+
 def _apply(state: WorkflowState, body: ev.Body) -> None:
     if isinstance(body, ev.TaskDispatched):
         _dispatched(state, body)
@@ -225,11 +232,11 @@ def _apply(state: WorkflowState, body: ev.Body) -> None:
             body.fire_at_ms, body.node, body.index, body.attempt)
         _task(state, body.node, body.index).status = TaskStatus.RETRY_WAIT
         if body.index is not None:
-            state.nodes[body.node].running += 1  # the retry keeps its map slot
+            _node(state, body.node).running += 1  # the retry keeps its map slot
     elif isinstance(body, ev.TimerFired):
         state.timers.pop(body.timer_id, None)
     elif isinstance(body, ev.MapExpanded):
-        node = state.nodes[body.node]
+        node = _node(state, body.node)
         node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
     elif isinstance(body, ev.NodeFinished):
         _node_finished(state, body)
@@ -248,7 +255,7 @@ def _apply(state: WorkflowState, body: ev.Body) -> None:
 
 def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     key = task_key(body.node, body.index)
-    node = state.nodes[body.node]
+    node = _node(state, body.node)
     if body.attempt == 1:
         node.status = NodeStatus.RUNNING
         if body.index is not None:
@@ -267,7 +274,7 @@ def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     if body.index is None:
         state.outputs[body.node] = body.output
         return
-    node = state.nodes[body.node]
+    node = _node(state, body.node)
     assert node.results is not None
     node.results[body.index] = body.output
     node.done += 1
@@ -280,7 +287,7 @@ def _child_finished(state: WorkflowState, node_id: str, index: int | None) -> No
 
 
 def _node_finished(state: WorkflowState, body: ev.NodeFinished) -> None:
-    node = state.nodes[body.node]
+    node = _node(state, body.node)
     if node.status.terminal:
         raise IllegalTransition(f"node {body.node} is already {node.status.value}")
     node.status = NodeStatus(body.status)

@@ -201,8 +201,6 @@ def test_diamond_duplicate_success_dispatches_d_exactly_once() -> None:
     assert result.per_step[-2:] == [[], []]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: refs._walk does int() on str.isdigit() keys; "
-                   "'²' is a digit but not an int literal, so step raises ValueError")
 def test_reference_with_a_unicode_digit_key_fails_the_workflow_not_the_step() -> None:
     doc = spec(task("a", input={"x": "${input.items.²}"}))
     result = run([submit(doc, {"items": [1, 2, 3]})])

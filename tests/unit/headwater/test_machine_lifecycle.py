@@ -29,8 +29,8 @@ RETRY = {"max_attempts": 3, "backoff_base": 1}
 # a waits for its retry timer, m has two children in flight, z waits for both.
 BUSY = spec(task("a", retry=RETRY), map_node("m", "${input.xs}"), task("z", "a", "m"))
 BUSY_INPUT = {"xs": ["p", "q"]}
-BUSY_GIVEN = [fail("a"), started("m", index=0), ok("m", "P", index=1)]
-CANCELLED = [*BUSY_GIVEN, cancel()]
+BUSY_GIVEN: list[ev.Input] = [fail("a"), started("m", index=0), ok("m", "P", index=1)]
+CANCELLED: list[ev.Input] = [*BUSY_GIVEN, cancel()]
 
 CYCLIC = spec(task("a", "b"), task("b", "a"))
 INVALID_DOCS: list[tuple[str, Any, str]] = [
@@ -133,9 +133,6 @@ def test_step_modifies_and_returns_the_state_it_was_given() -> None:
     assert before.workflow_id == WF
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="BUG: spec._check_refs: ancestors() omits a self-dependent node, "
-                   "so ups[id] raises KeyError instead of a SpecError fault")
 def test_self_dependency_with_a_reference_fails_the_workflow_as_invalid() -> None:
     doc = spec(task("a", "a", input="${nodes.a.output}"))
     result = run([submit(doc)])

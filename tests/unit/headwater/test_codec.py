@@ -1,0 +1,269 @@
+"""Avro single-object encoding of every record (``headwater.codec``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import orjson
+import pytest
+from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+from headwater import codec
+from headwater import events as ev
+from headwater.errors import DecodeError
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
+WF = "wf-ü-漢字-1"
+AT = 1_722_000_000_123
+SPEC = {"name": "ß", "nodes": [{"id": "a", "task": "t", "input": {"x": ["${input.q}", 1.5]}}]}
+NESTED: dict[str, Any] = {
+    "q": "ünïcode ✓", "n": [1, -2, 3.25, None, True, {"deep": [[], {}]}], "e": ""}
+
+
+def _with_index(cls: type[Any], **fields: Any) -> list[Any]:
+    return [cls(**fields, index=None), cls(**fields, index=7)]
+
+
+def body_samples() -> list[Any]:
+    base = {"workflow_id": WF, "node": "nöde", "attempt": 2, "at_ms": AT}
+    return [
+        ev.WorkflowAccepted(WF, AT, SPEC, NESTED, "tënant"),
+        ev.WorkflowAccepted(WF, AT, SPEC, None, None),
+        *_with_index(ev.TaskDispatched, **base, task="pkg.task", queue="gpu", input=NESTED,
+                     timeout_s=12.5),
+        ev.TaskDispatched(WF, "n", None, 1, "t", "cpu", [], AT, None),
+        *_with_index(ev.TaskStarted, **base, worker="host-1/pid-2"),
+        *_with_index(ev.TaskProgressed, **base, fraction=0.3, message="30 % ⏳"),
+        *_with_index(ev.TaskSucceeded, **base, output={"result": NESTED, "list": [SPEC]}),
+        ev.TaskSucceeded(WF, "n", 0, 1, AT, None),
+        *_with_index(ev.TaskFailed, **base, error="ValueError: bad ☹", error_type="ValueError",
+                     retryable=False),
+        *_with_index(ev.TimerScheduled, workflow_id=WF, timer_id="retry:nöde[7]:3",
+                     fire_at_ms=AT + 2**40, node="nöde", attempt=3, at_ms=AT),
+        ev.TimerFired(WF, "retry:n:2", AT),
+        ev.MapExpanded(WF, "m", 10_000, AT),
+        ev.NodeFinished(WF, "nöde", "failed", AT, "needs a, which failed"),
+        ev.WorkflowSucceeded(WF, AT, {"out": NESTED}),
+        ev.WorkflowSucceeded(WF, AT, None),
+        ev.WorkflowFailed(WF, AT, "invalid spec: cycle: a -> b -> a"),
+        ev.WorkflowCancelled(WF, AT, "user ✋"),
+    ]
+
+
+def samples() -> list[Any]:
+    bodies = body_samples()
+    return [
+        ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
+        ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
+        ev.CancelRequested(WF, AT, "because"),
+        *bodies,
+        *(ev.HistoryEvent(WF, seq, body) for seq, body in enumerate(bodies, start=1)),
+        ev.HistoryEvent(WF, 2**62, ev.TimerFired(WF, "t", AT)),
+    ]
+
+
+def sample_id(record: Any) -> str:
+    if isinstance(record, ev.HistoryEvent):
+        return f"HistoryEvent[{record.type}]"
+    return type(record).__name__
+
+
+SAMPLES = samples()
+
+
+def schema_docs() -> dict[str, Any]:
+    return {p.stem: orjson.loads(p.read_bytes()) for p in sorted(SCHEMAS.glob("*.avsc"))}
+
+
+def standalone(name: str, docs: dict[str, Any]) -> Any:
+    """The schema with HistoryEvent's named body types written out in place."""
+    doc = docs[name]
+    if name != "HistoryEvent":
+        return doc
+    fields = [dict(f) for f in doc["fields"]]
+    for f in fields:
+        if f["name"] == "body":
+            f["type"] = [docs[t.removeprefix("headwater.")] for t in f["type"]]
+    return {**doc, "fields": fields}
+
+
+def crc64_avro(data: bytes) -> int:
+    """CRC-64-AVRO as written out in the Avro specification."""
+    empty = 0xC15D213AA4D7A795
+    table = []
+    for i in range(256):
+        fp = i
+        for _ in range(8):
+            fp = (fp >> 1) ^ (empty & -(fp & 1))
+        table.append(fp)
+    fp = empty
+    for byte in data:
+        fp = (fp >> 8) ^ table[(fp ^ byte) & 0xFF]
+    return fp
+
+
+# -- every schema has a record type and round-trips --------------------------------------
+
+
+def test_every_schema_file_has_a_record_type_and_back() -> None:
+    assert set(schema_docs()) == set(codec.RECORD_TYPES)
+    assert {type(r).__name__ for r in SAMPLES} == set(codec.RECORD_TYPES)
+    bodies = {type(b).__name__ for b in body_samples()}
+    assert bodies == {cls.__name__ for cls in ev.Body.__args__}
+
+
+@pytest.mark.parametrize("record", SAMPLES, ids=sample_id)
+def test_round_trip(record: Any) -> None:
+    data = codec.encode(record)
+    decoded = codec.decode(data)
+    assert decoded == record
+    assert type(decoded) is type(record)
+
+
+@pytest.mark.parametrize("name", sorted(codec.RECORD_TYPES))
+def test_header_is_marker_and_crc64_fingerprint_of_the_schema_file(name: str) -> None:
+    docs = schema_docs()
+    canonical = to_parsing_canonical_form(parse_schema(standalone(name, docs), _write_hint=False))
+    expected = bytes.fromhex(fingerprint(canonical, "CRC-64-AVRO"))
+    assert expected == struct.pack("<Q", crc64_avro(canonical.encode()))  # little-endian
+    header = codec.fingerprint_header(name)
+    assert header == b"\xc3\x01" + expected
+    assert len(header) == codec.HEADER_SIZE
+    record = next(r for r in SAMPLES if type(r).__name__ == name)
+    assert codec.encode(record)[: codec.HEADER_SIZE] == header
+
+
+def test_crc64_reference_vector() -> None:
+    # The Avro specification's fingerprint of the schema "null".
+    assert crc64_avro(b'"null"') == 7195948357588979594
+
+
+def test_fingerprints_are_distinct() -> None:
+    headers = [codec.fingerprint_header(n) for n in codec.RECORD_TYPES]
+    assert len(set(headers)) == len(headers)
+
+
+# -- what decode refuses ----------------------------------------------------------------
+
+VALID = codec.encode(ev.TaskSucceeded(WF, "n", 3, 1, AT, {"k": [1, 2]}))
+
+
+def _raw_body(name: str, record: dict[str, Any]) -> bytes:
+    """Avro body written straight from a dict (bypassing the codec's JSON encoding)."""
+    docs = schema_docs()
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, parse_schema(standalone(name, docs)), record)
+    return codec.fingerprint_header(name) + buf.getvalue()
+
+
+NO_MARKER = "no C3 01 marker"
+BAD_INPUTS: list[tuple[str, Any, str]] = [
+    ("None", None, NO_MARKER),
+    ("empty", b"", NO_MARKER),
+    ("garbage", b"this is not avro at all", NO_MARKER),
+    ("marker only", b"\xc3\x01", NO_MARKER),
+    ("short header", VALID[:9], NO_MARKER),
+    ("wrong marker", b"\xc3\x02" + VALID[2:], NO_MARKER),
+    ("JSON", b'{"workflow_id": "x"}', NO_MARKER),
+    ("unknown fingerprint", b"\xc3\x01" + b"\x00" * 8 + VALID[10:], "unknown schema fingerprint"),
+    ("header only", VALID[:10], "bad TaskSucceeded body: EOFError"),
+    ("truncated by one byte", VALID[:-1], "bad TaskSucceeded body: EOFError"),
+    ("trailing byte", VALID + b"\x00", "1 trailing bytes after TaskSucceeded"),
+    ("trailing record", VALID + VALID, f"{len(VALID)} trailing bytes"),
+    ("union index out of range", VALID[:10] + b"\x02n\x02n\x08\x02\x02\x02\x02", "IndexError"),
+    ("corrupt JSON in a bytes field", _raw_body("WorkflowSubmitted", {
+        "workflow_id": "w", "spec": b"{not json", "input": b"null", "at_ms": 1, "tenant": None}),
+     "bad WorkflowSubmitted body: JSONDecodeError"),
+    ("invalid UTF-8 in a string", _raw_body("TimerFired", {
+        "workflow_id": "w", "timer_id": "t", "at_ms": 1}).replace(b"\x02w", b"\x02\xff"),
+     "UnicodeDecodeError"),
+    ("HistoryEvent with corrupt JSON body", _raw_body("HistoryEvent", {
+        "workflow_id": "w", "seq": 1, "body": ("headwater.WorkflowSucceeded", {
+            "workflow_id": "w", "at_ms": 1, "output": b"[1,"})}),
+     "bad HistoryEvent body: JSONDecodeError"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), [row[1:] for row in BAD_INPUTS],
+                         ids=[row[0] for row in BAD_INPUTS])
+def test_undecodable_input_raises_decode_error(data: Any, message: str) -> None:
+    with pytest.raises(DecodeError) as info:
+        codec.decode(data)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("record", SAMPLES[:8], ids=sample_id)
+def test_every_truncation_raises_decode_error(record: Any) -> None:
+    data = codec.encode(record)
+    for end in range(len(data)):
+        with pytest.raises(DecodeError):
+            codec.decode(data[:end])
+
+
+def test_body_errors_are_chained() -> None:
+    with pytest.raises(DecodeError) as info:
+        codec.decode(VALID[:-3])
+    assert info.value.__cause__ is not None
+    assert "TaskSucceeded" in str(info.value)
+
+
+def test_encode_rejects_values_that_are_not_json() -> None:
+    with pytest.raises(ValueError, match="TaskSucceeded does not fit its schema"):
+        codec.encode(ev.TaskSucceeded(WF, "n", None, 1, AT, {1, 2}))
+    with pytest.raises(KeyError):
+        codec.encode(ev.HistoryEvent)
+
+
+def test_encode_out_of_range_long_raises_value_error() -> None:
+    record = ev.TimerScheduled(WF, "t", 2**63, "n", None, 2, AT)
+    with pytest.raises(ValueError):
+        codec.encode(record)
+
+
+# -- JSON submissions ---------------------------------------------------------------------
+
+GOOD_JSON = {"workflow_id": WF, "spec": SPEC, "input": NESTED, "at_ms": AT, "tenant": "t"}
+
+
+def test_json_submission_is_decoded() -> None:
+    got = codec.decode_json_submission(orjson.dumps(GOOD_JSON))
+    assert got == ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "t")
+    minimal = {"workflow_id": "w", "spec": None, "at_ms": 0}
+    assert codec.decode_json_submission(orjson.dumps(minimal)) == ev.WorkflowSubmitted(
+        "w", None, None, 0, None)
+
+
+def _without(key: str) -> dict[str, Any]:
+    return {k: v for k, v in GOOD_JSON.items() if k != key}
+
+
+BAD_JSON: list[tuple[str, Any]] = [
+    ("None", None), ("empty", b""), ("not JSON", b"{oops"), ("array", b"[1, 2]"),
+    ("string", b'"wf"'),
+    ("no workflow_id", orjson.dumps(_without("workflow_id"))),
+    ("empty workflow_id", orjson.dumps({**GOOD_JSON, "workflow_id": ""})),
+    ("numeric workflow_id", orjson.dumps({**GOOD_JSON, "workflow_id": 7})),
+    ("no at_ms", orjson.dumps(_without("at_ms"))),
+    ("float at_ms", orjson.dumps({**GOOD_JSON, "at_ms": 1.5})),
+    ("bool at_ms", orjson.dumps({**GOOD_JSON, "at_ms": True})),
+    ("string at_ms", orjson.dumps({**GOOD_JSON, "at_ms": "1"})),
+    ("numeric tenant", orjson.dumps({**GOOD_JSON, "tenant": 3})),
+    ("no spec", orjson.dumps(_without("spec"))),
+]
+
+
+@pytest.mark.parametrize("data", [b for _, b in BAD_JSON], ids=[n for n, _ in BAD_JSON])
+def test_bad_json_submission_raises_decode_error(data: Any) -> None:
+    with pytest.raises(DecodeError):
+        codec.decode_json_submission(data)
+
+
+def test_record_types_are_the_event_dataclasses() -> None:
+    for name, cls in codec.RECORD_TYPES.items():
+        assert dataclasses.is_dataclass(cls) and cls.__name__ == name
+        assert cls is getattr(ev, name)

@@ -1,0 +1,70 @@
+"""The coordinator's timer heap (``TimerIndex``)."""
+
+from __future__ import annotations
+
+from headwater.state import TimerState, WorkflowState
+from services.coordinator.timers import TimerIndex
+
+
+def state(workflow_id: str, **timers: int) -> WorkflowState:
+    """A workflow holding ``timer_id=fire_at_ms`` timers."""
+    return WorkflowState(
+        workflow_id=workflow_id, spec_doc=None, input=None, tenant=None, name="",
+        created_at_ms=0, updated_at_ms=0,
+        timers={tid: TimerState(at, "a", None, 2) for tid, at in timers.items()},
+    )
+
+
+def test_pop_due_returns_due_timers_in_fire_order() -> None:
+    index = TimerIndex()
+    index.arm(state("w1", t_late=300, t_early=100))
+    index.arm(state("w2", t_mid=200, t_future=10_000))
+    assert len(index) == 4
+    assert index.pop_due(99) == []
+    assert index.pop_due(250) == [("w1", "t_early", 100), ("w2", "t_mid", 200)]
+    assert index.pop_due(300) == [("w1", "t_late", 300)]  # due exactly at fire_at_ms
+    assert len(index) == 1
+    assert index.pop_due(10**12) == [("w2", "t_future", 10_000)]
+    assert index.pop_due(10**12) == []
+
+
+def test_equal_deadlines_all_fire() -> None:
+    index = TimerIndex()
+    index.arm(state("w1", a=5, b=5))
+    index.arm(state("w2", a=5))
+    assert sorted(index.pop_due(5)) == [("w1", "a", 5), ("w1", "b", 5), ("w2", "a", 5)]
+
+
+def test_arming_the_same_timer_twice_does_not_double_it() -> None:
+    index = TimerIndex()
+    snapshot = state("w1", t=100)
+    index.arm(snapshot)
+    index.arm(snapshot)
+    index.arm(state("w1", t=100, u=150))  # the next snapshot adds one timer
+    assert len(index) == 2
+    assert index.pop_due(1000) == [("w1", "t", 100), ("w1", "u", 150)]
+
+
+def test_same_timer_id_in_two_workflows_is_two_timers() -> None:
+    index = TimerIndex()
+    index.arm(state("w1", **{"retry:a:2": 10}))
+    index.arm(state("w2", **{"retry:a:2": 20}))
+    assert index.pop_due(20) == [("w1", "retry:a:2", 10), ("w2", "retry:a:2", 20)]
+
+
+def test_a_popped_timer_can_be_armed_again() -> None:
+    index = TimerIndex()
+    snapshot = state("w1", t=100)
+    index.arm(snapshot)
+    assert index.pop_due(100) == [("w1", "t", 100)]
+    index.arm(snapshot)  # still in the state until its TimerFired is processed
+    assert index.pop_due(100) == [("w1", "t", 100)]
+
+
+def test_clear_forgets_everything() -> None:
+    index = TimerIndex()
+    index.arm(state("w1", t=1))
+    index.clear()
+    assert len(index) == 0 and index.pop_due(10) == []
+    index.arm(state("w1", t=1))
+    assert index.pop_due(10) == [("w1", "t", 1)]
