@@ -17,6 +17,15 @@ from services.gateway.submit import submit
 from services.gateway.views import links, list_view, workflow_view
 
 router = APIRouter()
+
+
+def runtime(request: Request) -> Any:
+    """The gateway's connections. Raises ``Problem`` 503 while still connecting."""
+    hw = request.app.state.hw
+    if not hw.ready:
+        raise Problem(503, "Not ready", "still connecting to Kafka and PostgreSQL",
+                      headers={"Retry-After": "1"})
+    return hw
 STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
 
 
@@ -28,7 +37,7 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 @router.post("/v1/workflows")
 async def post_workflow(request: Request) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 409, 413, 422."""
-    hw = request.app.state.hw
+    hw = runtime(request)
     body = await _read_limited(request, hw.settings.max_body_bytes)
     try:
         payload = SubmitRequest.model_validate_json(body)
@@ -59,7 +68,7 @@ async def _read_limited(request: Request, limit: int) -> bytes:
 @router.get("/v1/workflows/{workflow_id}")
 async def get_workflow(request: Request, workflow_id: str) -> Response:
     """Status of one workflow; 404 when unknown."""
-    return _json(await workflow_view(request.app.state.hw.pool, workflow_id))
+    return _json(await workflow_view(runtime(request).pool, workflow_id))
 
 
 @router.get("/v1/workflows")
@@ -72,7 +81,7 @@ async def get_workflows(
     cursor: str | None = None,
 ) -> Response:
     """Workflows newest first, filtered by status, name and tenant, cursor-paged."""
-    hw = request.app.state.hw
+    hw = runtime(request)
     return _json(await list_view(hw.pool, status, name, tenant, limit, cursor))
 
 
@@ -82,7 +91,7 @@ async def get_events(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """SSE stream of the workflow's history; honours ``Last-Event-ID``."""
-    hw = request.app.state.hw
+    hw = runtime(request)
     exists = await hw.pool.fetchval("select 1 from workflows where workflow_id = $1",
                                     workflow_id)
     if not exists:
@@ -105,8 +114,5 @@ async def health() -> Response:
 @router.get("/ready")
 async def ready(request: Request) -> Response:
     """Readiness: 503 until Kafka and PostgreSQL are connected."""
-    hw = getattr(request.app.state, "hw", None)
-    if hw is None or not hw.ready:
-        raise Problem(503, "Not ready", "still connecting to Kafka and PostgreSQL",
-                      headers={"Retry-After": "1"})
+    runtime(request)
     return _json({"status": "ready"})
