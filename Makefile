@@ -1,6 +1,7 @@
 # Headwater developer commands. `make run` and `make test` work on a fresh machine:
 # they install what they need (Python packages into .venv, Kafka jars, PostgreSQL).
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,9 +13,12 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "Installing Python packages into $(VENV) (a minute or two the first time) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[examples,dev]"
+	@# setuptools warns about editable installs at length; keep pip's own errors.
+	$(PY) -m pip install -q -e ".[examples,dev]" 2>&1 | { grep -vE \
+		'BuildBackendWarning|!!|[*]{8}|Please be careful|name as your package|with strategy|during imports|^ *$$' || true; }
 	rm -f $(VENV)/.installed-* && touch $@
 
 ## Bring up Kafka, PostgreSQL, coordinator, gateway and a worker; run the example.
@@ -42,5 +46,7 @@ lint: install
 	$(VENV)/bin/ruff check headwater services tests examples
 	$(VENV)/bin/mypy headwater services
 
+## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster) and .venv.
 clean: down
+	bash infra/stack.sh reset
 	rm -rf $(VENV) .headwater

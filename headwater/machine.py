@@ -144,7 +144,8 @@ def _task_failed(rec: _Recorder, report: ev.TaskFailed) -> None:
         return
     where = task_key(report.node, report.index)
     tries = f"after {report.attempt} attempt{'s' if report.attempt > 1 else ''}"
-    _fail_node(rec, report.node, f"{where} failed {tries}: {report.error}")
+    error = f"{report.error_type}: {report.error}" if report.error_type else report.error
+    _fail_node(rec, report.node, f"{where} failed {tries}: {error}")
 
 
 def _timer_fired(rec: _Recorder, state: WorkflowState, event: ev.TimerFired) -> None:

@@ -102,7 +102,7 @@ class Stats(TypedDict):
     modules: int
     passages: int
     source_lines: int
-    top_modules_by_passages: list[list[str | int]]
+    largest_modules: list[list[str | int]]
 
 
 class Report(TypedDict):
@@ -501,25 +501,25 @@ def stats(docs: Sequence[Mapping[str, Any] | None]) -> Stats:
         docs: Outputs of :func:`extract_docs`; None entries are skipped.
 
     Returns:
-        ``{"modules", "passages", "source_lines", "top_modules_by_passages"}``,
-        the last being up to five ``[module, passage_count]`` pairs, most
-        passages first, ties by name.
+        ``{"modules", "passages", "source_lines", "largest_modules"}``,
+        the last being up to five ``[module, source_lines]`` pairs, most
+        lines first, ties by name.
 
     Raises:
         TypeError: If an entry of ``docs`` is not a dict.
 
     """
-    counts: list[tuple[str, int]] = []
-    lines = 0
+    sizes: list[tuple[str, int]] = []
+    passages = 0
     for doc in _module_docs(docs):
-        counts.append((str(doc["module"]), len(doc.get("passages", []))))
-        lines += int(doc.get("lines", 0))
-    top = sorted(counts, key=lambda item: (-item[1], item[0]))[:5]
+        sizes.append((str(doc["module"]), int(doc.get("lines", 0))))
+        passages += len(doc.get("passages", []))
+    top = sorted(sizes, key=lambda item: (-item[1], item[0]))[:5]
     return {
-        "modules": len(counts),
-        "passages": sum(count for _, count in counts),
-        "source_lines": lines,
-        "top_modules_by_passages": [[name, count] for name, count in top],
+        "modules": len(sizes),
+        "passages": passages,
+        "source_lines": sum(lines for _, lines in sizes),
+        "largest_modules": [[name, lines] for name, lines in top],
     }
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import httpx
 import typer
@@ -19,9 +22,42 @@ from headwater.cli.follow import STYLE, follow
 
 app = typer.Typer(help="Headwater: event-sourced workflows on Kafka.", no_args_is_help=True,
                   add_completion=False)
-console = Console()
-GATEWAY = typer.Option("http://127.0.0.1:8080", envvar="HEADWATER_GATEWAY_URL",
-                       help="gateway base URL")
+console = Console(soft_wrap=True)
+
+
+def _default_gateway() -> str:
+    port = os.environ.get("HEADWATER_GATEWAY_PORT", "8080")
+    return f"http://127.0.0.1:{port}"
+
+
+GATEWAY = typer.Option(_default_gateway(), envvar="HEADWATER_GATEWAY_URL",
+                       help="gateway base URL (default: 127.0.0.1 on $HEADWATER_GATEWAY_PORT)")
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _gateway_errors(gateway: str) -> Iterator[None]:
+    """Turn connection failures into one line naming the URL."""
+    try:
+        yield
+    except httpx.TransportError as e:
+        _fail(f"cannot reach the gateway at {gateway} ({e}); is the stack up "
+              "(`headwater up`)? Set HEADWATER_GATEWAY_URL to use another one.")
+
+
+def _problem(response: httpx.Response) -> NoReturn:
+    try:
+        doc = response.json()
+        detail = doc.get("detail") or doc.get("title")
+        errors = doc.get("errors") or []
+    except ValueError:
+        detail, errors = response.text, []
+    lines = "".join(f"\n  - {e}" for e in errors if e != detail)
+    _fail(f"{response.status_code} {detail}{lines}", 1 if response.status_code == 404 else 2)
 
 
 @app.command()
@@ -36,7 +72,11 @@ def up(
     pids = [localstack.start(s) for s in localstack.default_services(
         tasks or [localstack.EXAMPLE_TASKS], workers, queue)]
     console.print("waiting for the gateway to be ready ...")
-    localstack.wait_ready(f"{gateway}/ready", pids=pids)
+    try:
+        localstack.wait_ready(f"{gateway}/ready", pids=pids)
+    except (TimeoutError, RuntimeError) as e:
+        _fail(f"{e}. Logs: {localstack.home() / 'logs'}. If the gateway listens elsewhere, "
+              "set HEADWATER_GATEWAY_PORT or HEADWATER_GATEWAY_URL.")
     ps()
 
 
@@ -80,18 +120,20 @@ def submit(
     gateway: str = GATEWAY,
 ) -> None:
     """Submit a workflow; with --follow, show its progress and print its output."""
-    body: dict[str, Any] = {"workflow": yaml.safe_load(file.read_text()),
-                            "input": _load_input(input)}
+    try:
+        spec = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as e:
+        _fail(f"{file}: not valid YAML or JSON: {e}")
+    body: dict[str, Any] = {"workflow": spec, "input": _load_input(input)}
     if id:
         body["id"] = id
     if tenant:
         body["tenant"] = tenant
-    with httpx.Client(base_url=gateway, timeout=30) as client:
+    with _gateway_errors(gateway), httpx.Client(base_url=gateway, timeout=30) as client:
         started = time.monotonic()
         response = client.post("/v1/workflows", json=body)
         if response.status_code >= 400:
-            console.print_json(response.text)
-            raise typer.Exit(2)
+            _problem(response)
         workflow_id = response.json()["id"]
         console.print(f"workflow [bold]{workflow_id}[/] {response.json()['status']}")
         if not follow_:
@@ -114,10 +156,13 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
 ) -> None:
     """Show a workflow's status, nodes and output."""
-    response = httpx.get(f"{gateway}/v1/workflows/{workflow_id}", timeout=30)
-    if response.status_code >= 400 or as_json:
+    with _gateway_errors(gateway):
+        response = httpx.get(f"{gateway}/v1/workflows/{workflow_id}", timeout=30)
+    if response.status_code >= 400:
+        _problem(response)
+    if as_json:
         console.print_json(response.text)
-        raise typer.Exit(0 if response.status_code < 400 else 1)
+        return
     doc = response.json()
     console.print(f"[bold]{doc['id']}[/] {doc['name']} "
                   f"[{STYLE.get(doc['status'], '')}]{doc['status']}[/] seq {doc['seq']}")
@@ -131,6 +176,21 @@ def status(
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
         console.print(f"[red]{doc['error']}[/]")
+
+
+@app.command()
+def cancel(
+    workflow_id: Annotated[str, typer.Argument(help="workflow id")],
+    reason: Annotated[str, typer.Option(help="why, recorded in the history")] = "",
+    gateway: str = GATEWAY,
+) -> None:
+    """Cancel a running workflow."""
+    with _gateway_errors(gateway):
+        response = httpx.post(f"{gateway}/v1/workflows/{workflow_id}/cancel",
+                              json={"reason": reason}, timeout=30)
+    if response.status_code >= 400:
+        _problem(response)
+    console.print(f"cancel of {workflow_id} requested")
 
 
 def main() -> None:

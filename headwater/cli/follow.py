@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,10 +61,14 @@ class FollowState:
         elif kind == "TaskProgressed":
             self.message = f"{data.get('node')}: {data.get('message', '')}"
         elif kind == "TaskFailed":
-            self.message = f"{data.get('node')} attempt {data.get('attempt')}: {data.get('error')}"
+            where = data.get("node", "") + (f"[{data['index']}]" if data.get("index") is not None
+                                            else "")
+            kind_ = f"{data['error_type']}: " if data.get("error_type") else ""
+            self.message = f"{where} attempt {data.get('attempt')}: {kind_}{data.get('error')}"
             return self.message
         elif kind == "NodeFinished" and node:
             node.status, node.error = data["status"], data.get("error", "")
+            self.message = ""
             return f"{data['node']}: {node.status}" + (f" ({node.error})" if node.error else "")
         elif kind in TERMINAL:
             self.status = TERMINAL[kind]
@@ -79,14 +84,17 @@ class FollowState:
         for name, n in self.nodes.items():
             bar: Any = ""
             if n.total:
-                bar = Group(ProgressBar(total=n.total, completed=n.done, width=30),
+                bar = Group(ProgressBar(total=n.total, completed=n.done, width=20,
+                                        complete_style="cyan", finished_style="green"),
                             Text(f"{n.done}/{n.total}"))
             table.add_row(name, Text(n.status, style=STYLE.get(n.status, "")), bar,
                           str(n.attempts))
         return Group(table, Text(self.message[:120], style="dim"))
 
 
-def events(client: httpx.Client, url: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
+def events(
+    client: httpx.Client, url: str, on_retry: Callable[[Exception], None] | None = None,
+) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """Yield ``(event type, seq, data)`` from an SSE endpoint, reconnecting with
     ``Last-Event-ID`` if the connection drops, until the terminal event."""
     last = 0
@@ -102,20 +110,26 @@ def events(client: httpx.Client, url: str) -> Iterator[tuple[str, int, dict[str,
                     yield sse.event, last, orjson.loads(sse.data)
                     if sse.event in TERMINAL:
                         return
-        except httpx.TransportError:
-            continue
+        except httpx.TransportError as e:
+            if on_retry is not None:
+                on_retry(e)
+            time.sleep(1.0)  # the gateway is away: do not spin
 
 
 def follow(client: httpx.Client, url: str, console: Console) -> FollowState:
     """Follow until the terminal event, live in a terminal, line by line otherwise."""
     state = FollowState()
+
+    def reconnecting(error: Exception) -> None:
+        console.print(f"  (lost the stream: {error}; reconnecting ...)")
+
     if console.is_terminal:
         with Live(state.render(), console=console, refresh_per_second=8) as live:
-            for kind, seq, data in events(client, url):
+            for kind, seq, data in events(client, url, reconnecting):
                 state.apply(kind, seq, data)
                 live.update(state.render())
     else:
-        for kind, seq, data in events(client, url):
+        for kind, seq, data in events(client, url, reconnecting):
             note = state.apply(kind, seq, data)
             if note:
                 console.print(f"  [{seq:>5}] {note}")

@@ -11,6 +11,18 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
 
 
+def default_bootstrap() -> str:
+    """The local broker: ``127.0.0.1:$HEADWATER_KAFKA_PORT`` (the port ``infra/`` uses)."""
+    port = os.environ.get("HEADWATER_KAFKA_PORT")
+    return f"127.0.0.1:{port}" if port else DEFAULT_BOOTSTRAP
+
+
+def default_pg_dsn() -> str:
+    """The local database, on ``$HEADWATER_PG_PORT`` when set (the port ``infra/`` uses)."""
+    port = os.environ.get("HEADWATER_PG_PORT")
+    return f"postgresql://postgres@127.0.0.1:{port}/headwater" if port else DEFAULT_PG_DSN
+
+
 def env_str(name: str, default: str) -> str:
     """``HEADWATER_<name>`` or ``default``."""
     return os.environ.get(f"HEADWATER_{name}", default)
@@ -44,11 +56,12 @@ class CommonSettings:
 
     Attributes:
         bootstrap: Kafka bootstrap servers, ``host:port[,host:port]``
-            (``HEADWATER_KAFKA_BOOTSTRAP``).
+            (``HEADWATER_KAFKA_BOOTSTRAP``; default ``127.0.0.1:$HEADWATER_KAFKA_PORT``).
         prefix: topic name prefix (``HEADWATER_TOPIC_PREFIX``), ``headwater`` by default.
         partitions: partitions of every topic Headwater creates (``HEADWATER_PARTITIONS``).
         replication: replication factor of created topics (``HEADWATER_REPLICATION``).
-        pg_dsn: PostgreSQL DSN of the projection (``HEADWATER_PG_DSN``).
+        pg_dsn: PostgreSQL DSN of the projection (``HEADWATER_PG_DSN``; default on
+            ``$HEADWATER_PG_PORT``).
         max_message_bytes: largest record produced, bytes (``HEADWATER_MAX_MESSAGE_BYTES``);
             must not exceed the broker's ``message.max.bytes``.
     """
@@ -68,10 +81,10 @@ class CommonSettings:
     def common_from_env(cls) -> dict[str, object]:
         """The common fields as read from the environment (for subclasses' ``from_env``)."""
         return {
-            "bootstrap": env_str("KAFKA_BOOTSTRAP", DEFAULT_BOOTSTRAP),
+            "bootstrap": env_str("KAFKA_BOOTSTRAP", default_bootstrap()),
             "prefix": env_str("TOPIC_PREFIX", DEFAULT_PREFIX),
             "partitions": env_int("PARTITIONS", DEFAULT_PARTITIONS),
             "replication": env_int("REPLICATION", 1),
-            "pg_dsn": env_str("PG_DSN", DEFAULT_PG_DSN),
+            "pg_dsn": env_str("PG_DSN", default_pg_dsn()),
             "max_message_bytes": env_int("MAX_MESSAGE_BYTES", 16 * 1024 * 1024),
         }

@@ -22,3 +22,11 @@ class SubmitRequest(BaseModel):
     definition: str | None = None
     input: Any = None
     tenant: str | None = Field(default=None, max_length=200)
+
+
+class CancelRequest(BaseModel):
+    """``POST /v1/workflows/{id}/cancel``: an optional reason, recorded in the history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=1000)

@@ -10,10 +10,10 @@ from pydantic import ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
-from services.gateway.models import SubmitRequest
+from services.gateway.models import CancelRequest, SubmitRequest
 from services.gateway.problems import Problem
 from services.gateway.stream import history_stream
-from services.gateway.submit import submit
+from services.gateway.submit import request_cancel, submit
 from services.gateway.views import links, list_view, workflow_view
 
 router = APIRouter()
@@ -103,6 +103,22 @@ async def get_events(
         after = int(last_event_id)
     return EventSourceResponse(history_stream(hw.pool, hw.notifier, workflow_id, after),
                                ping=hw.settings.sse_ping_s)
+
+
+@router.post("/v1/workflows/{workflow_id}/cancel")
+async def cancel_workflow(request: Request, workflow_id: str) -> Response:
+    """Request cancellation: 202; 404 unknown; 409 already terminal."""
+    hw = runtime(request)
+    body = await _read_limited(request, 64 * 1024)
+    try:
+        payload = CancelRequest.model_validate_json(body or b"{}")
+    except ValidationError as e:
+        errors = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
+                  for err in e.errors()]
+        raise Problem(422, "Invalid request", "; ".join(errors), errors=errors) from e
+    await request_cancel(hw.pool, hw.producer, hw.settings.topics, workflow_id, payload.reason)
+    return _json({"id": workflow_id, "status": "cancel_requested",
+                  "links": links(workflow_id)}, 202)
 
 
 @router.get("/health")

@@ -18,6 +18,7 @@ import orjson
 
 from services.common.db import NOTIFY_CHANNEL
 
+TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TERMINAL_TYPES = frozenset({"WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"})
 RECHECK_S = 2.0
 PAGE = 500
@@ -76,5 +77,10 @@ async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: st
                    "data": orjson.dumps(row["data"]).decode()}
             if row["type"] in TERMINAL_TYPES:
                 return
+        if not rows:
+            row = await pool.fetchrow(
+                "select status, seq from workflows where workflow_id = $1", workflow_id)
+            if row is None or (row["status"] in TERMINAL_STATUSES and row["seq"] <= last):
+                return  # resumed at or after the terminal event: nothing more will come
         if len(rows) < PAGE:
             await notifier.wait(workflow_id, RECHECK_S)

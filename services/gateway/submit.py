@@ -26,6 +26,7 @@ from headwater.topics import Topics
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.models import SubmitRequest
 from services.gateway.problems import Problem
+from services.gateway.stream import TERMINAL_STATUSES
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,26 @@ async def _existing(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Accept
         raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
                       "different submission", workflow_id=workflow_id)
     return Accepted(workflow_id, False, row["status"])
+
+
+async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                         workflow_id: str, reason: str) -> None:
+    """Produce a ``CancelRequested`` for a workflow that is not terminal.
+
+    Raises:
+        Problem: 404 unknown id, 409 already terminal, 503 Kafka unavailable.
+    """
+    status = await pool.fetchval("select status from workflows where workflow_id = $1",
+                                 workflow_id)
+    if status is None:
+        raise Problem(404, "Not found", f"no workflow {workflow_id}")
+    if status in TERMINAL_STATUSES:
+        raise Problem(409, "Conflict", f"workflow {workflow_id} is already {status}",
+                      status_now=status)
+    record = ev.CancelRequested(workflow_id, int(time.time() * 1000), reason)
+    try:
+        await producer.send_and_wait(topics.control, codec.encode(record),
+                                     key=workflow_id.encode(), headers=AVRO_HEADERS)
+    except Exception as e:
+        raise Problem(503, "Kafka unavailable", f"the cancel was not stored: {e}",
+                      headers={"Retry-After": "1"}) from e

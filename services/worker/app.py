@@ -17,6 +17,7 @@ from aiokafka import (
 from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
+from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics, make_producer
 from services.worker.offsets import OffsetTracker
@@ -46,6 +47,12 @@ class Worker:
         """Serve the queue until cancelled."""
         for module in self.settings.task_modules:
             importlib.import_module(module)
+        mine = sorted(n for n, t in REGISTRY.items() if t.queue == self.settings.queue)
+        others = sorted(f"{n} ({t.queue})" for n, t in REGISTRY.items()
+                        if t.queue != self.settings.queue)
+        log.info("tasks for queue %s: %s", self.settings.queue, ", ".join(mine) or "none")
+        if others:
+            log.warning("tasks declared for other queues, not served here: %s", ", ".join(others))
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq])
         self.producer = make_producer(self.settings, linger_ms=2)

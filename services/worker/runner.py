@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -14,6 +15,8 @@ import orjson
 from headwater import events as ev
 from headwater.errors import NonRetryableError
 from headwater.sdk import REGISTRY, TaskContext
+
+log = logging.getLogger("headwater.worker")
 
 
 def now_ms() -> int:
@@ -41,7 +44,13 @@ async def run_attempt(
     info = REGISTRY.get(dispatch.task)
     if info is None:
         return ev.TaskFailed(*base, now_ms(), f"no task {dispatch.task!r} is registered on this "
-                             f"worker (queue {dispatch.queue})", "TaskNotFoundError", False)
+                             f"worker (queue {dispatch.queue}); every worker of a queue must "
+                             "import the same task modules", "TaskNotFoundError", False)
+    if info.queue != dispatch.queue:
+        return ev.TaskFailed(*base, now_ms(), f"task {dispatch.task!r} is declared for queue "
+                             f"{info.queue!r} but node {dispatch.node!r} sent it to queue "
+                             f"{dispatch.queue!r}; set `queue: {info.queue}` on the node",
+                             "TaskNotFoundError", False)
     kwargs = dict(dispatch.input) if isinstance(dispatch.input, dict) else {}
     if not isinstance(dispatch.input, dict | None):
         return ev.TaskFailed(*base, now_ms(), "task input must be a mapping of keyword "
@@ -66,6 +75,7 @@ async def run_attempt(
     except orjson.JSONEncodeError as e:
         return ev.TaskFailed(*base, now_ms(), f"output is not JSON: {e}", "TypeError", False)
     except Exception as e:
+        log.warning("%s (%s) raised", dispatch.dispatch_id, dispatch.task, exc_info=True)
         return ev.TaskFailed(*base, now_ms(), str(e) or repr(e), type(e).__name__,
                              not _bad_call(e, info.fn))
     return ev.TaskSucceeded(*base, now_ms(), output)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from headwater import NonRetryableError, TaskContext, task
 
 
@@ -17,3 +19,10 @@ def flaky(ctx: TaskContext, succeed_on: int, value: object = None) -> dict[str, 
 def fatal() -> None:
     """Fail without retry."""
     raise NonRetryableError("this input can never work")
+
+
+@task(name="e2e.sleep", queue="cpu")
+async def sleep(seconds: float) -> float:
+    """Sleep, then return how long."""
+    await asyncio.sleep(seconds)
+    return seconds

@@ -16,14 +16,15 @@ from typing import Any
 import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from headwater import codec, localstack
 from headwater import events as ev
 from headwater.topics import Topics
-from services.common.settings import DEFAULT_BOOTSTRAP, DEFAULT_PG_DSN
+from services.common.settings import default_bootstrap, default_pg_dsn
 
-BOOTSTRAP = os.environ.get("HEADWATER_KAFKA_BOOTSTRAP", DEFAULT_BOOTSTRAP)
-ADMIN_DSN = os.environ.get("HEADWATER_PG_DSN", DEFAULT_PG_DSN)
+BOOTSTRAP = os.environ.get("HEADWATER_KAFKA_BOOTSTRAP", default_bootstrap())
+ADMIN_DSN = os.environ.get("HEADWATER_PG_DSN", default_pg_dsn())
 HERE = Path(__file__).resolve().parent
 TASKS = (localstack.EXAMPLE_TASKS, "e2e_tasks")
 
@@ -111,9 +112,27 @@ def start_stack(tmp: Path, workers: int = 1) -> Stack:
 
 
 def stop_stack(stack: Stack) -> None:
-    """Stop every process of the stack by pid."""
+    """Stop every process of the stack by pid, then drop its database and topics."""
     for s in stack.services:
         localstack.stop(s, timeout_s=10)
+    asyncio.run(_drop(stack))
+
+
+async def _drop(stack: Stack) -> None:
+    conn = await asyncpg.connect(ADMIN_DSN)
+    try:
+        await conn.execute(f'drop database if exists "{stack.dsn.rsplit("/", 1)[1]}" with (force)')
+    finally:
+        await conn.close()
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        mine = [t for t in await admin.list_topics()
+                if t.startswith((f"{stack.prefix}.", f"{stack.prefix}-"))]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
 
 
 async def _create_db(name: str) -> None:

@@ -202,16 +202,16 @@ def test_stats_consistent(all_docs: list[core.ModuleDocs]) -> None:
     assert result["modules"] == len(all_docs)
     assert result["passages"] == sum(len(d["passages"]) for d in all_docs)
     assert result["source_lines"] == sum(d["lines"] for d in all_docs)
-    top = result["top_modules_by_passages"]
+    top = result["largest_modules"]
     assert len(top) == 5
-    counts = [count for _, count in top]
-    assert counts == sorted(counts, reverse=True)
-    assert max(len(d["passages"]) for d in all_docs) == counts[0]
+    lines = [count for _, count in top]
+    assert lines == sorted(lines, reverse=True)
+    assert max(d["lines"] for d in all_docs) == lines[0]
     assert core.stats([]) == {
         "modules": 0,
         "passages": 0,
         "source_lines": 0,
-        "top_modules_by_passages": [],
+        "largest_modules": [],
     }
 
 
