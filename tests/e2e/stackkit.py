@@ -1,5 +1,4 @@
-"""A private Headwater stack per test session: fresh topic prefix, fresh database,
-its own coordinator, gateway and worker processes, on the real Kafka and PostgreSQL."""
+"""The end-to-end suite's helpers: a private sandbox stack and topic readers."""
 
 from __future__ import annotations
 
@@ -7,26 +6,23 @@ import asyncio
 import os
 import socket
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from headwater import codec, localstack
 from headwater import events as ev
-from headwater.topics import Topics
-from services.common.settings import default_bootstrap, default_pg_dsn
+from headwater.sandbox import Sandbox, admin_dsn, bootstrap, start_sandbox, stop_sandbox
 
-BOOTSTRAP = os.environ.get("HEADWATER_KAFKA_BOOTSTRAP", default_bootstrap())
-ADMIN_DSN = os.environ.get("HEADWATER_PG_DSN", default_pg_dsn())
+BOOTSTRAP = bootstrap()
+ADMIN_DSN = admin_dsn()
 HERE = Path(__file__).resolve().parent
 TASKS = (localstack.EXAMPLE_TASKS, "e2e_tasks")
+Stack = Sandbox
 
 
 def require_services() -> None:
@@ -53,94 +49,15 @@ async def _pg_ping() -> None:
     await conn.close()
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def start_stack(home: Path, workers: int = 1) -> Sandbox:
+    """A sandbox whose workers import the example's and the suite's tasks."""
+    return start_sandbox(home, TASKS, workers, pythonpath=[str(HERE)],
+                         extra_env={"HEADWATER_SSE_PING": "1"})
 
 
-@dataclass
-class Stack:
-    """One private deployment."""
-
-    prefix: str
-    dsn: str
-    gateway: str
-    home: Path
-    env: dict[str, str]
-    services: list[localstack.Service] = field(default_factory=list)
-
-    @property
-    def topics(self) -> Topics:
-        """This deployment's topic names."""
-        return Topics(self.prefix)
-
-    def logs(self) -> str:
-        """The tail of every service log, for failure messages."""
-        parts = []
-        for s in self.services:
-            text = s.log_file.read_text(errors="replace") if s.log_file.exists() else ""
-            parts.append(f"--- {s.name} ---\n{text[-3000:]}")
-        return "\n".join(parts)
-
-
-def start_stack(tmp: Path, workers: int = 1) -> Stack:
-    """Create a database and start coordinator, gateway and workers with a new prefix."""
-    tag = uuid.uuid4().hex[:10]
-    prefix, db = f"t{tag}", f"hw_{tag}"
-    asyncio.run(_create_db(db))
-    dsn = ADMIN_DSN.rsplit("/", 1)[0] + f"/{db}"
-    port = free_port()
-    env = {
-        "HEADWATER_HOME": str(tmp), "HEADWATER_TOPIC_PREFIX": prefix,
-        "HEADWATER_KAFKA_BOOTSTRAP": BOOTSTRAP, "HEADWATER_PG_DSN": dsn,
-        "HEADWATER_GATEWAY_PORT": str(port), "HEADWATER_DATA_DIR": str(tmp / "coordinator"),
-        "HEADWATER_SSE_PING": "1",
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-    }
-    os.environ["HEADWATER_HOME"] = str(tmp)  # pid and log files of this session's stack
-    stack = Stack(prefix, dsn, f"http://127.0.0.1:{port}", tmp, env,
-                  localstack.default_services(TASKS, workers=workers))
-    pids = [localstack.start(s, env) for s in stack.services]
-    try:
-        localstack.wait_ready(f"{stack.gateway}/ready", timeout_s=120, pids=pids)
-    except Exception as e:
-        stop_stack(stack)
-        raise RuntimeError(f"stack did not start: {e}\n{stack.logs()}") from e
-    return stack
-
-
-def stop_stack(stack: Stack) -> None:
-    """Stop every process of the stack by pid, then drop its database and topics."""
-    for s in stack.services:
-        localstack.stop(s, timeout_s=10)
-    asyncio.run(_drop(stack))
-
-
-async def _drop(stack: Stack) -> None:
-    conn = await asyncpg.connect(ADMIN_DSN)
-    try:
-        await conn.execute(f'drop database if exists "{stack.dsn.rsplit("/", 1)[1]}" with (force)')
-    finally:
-        await conn.close()
-    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
-    await admin.start()
-    try:
-        mine = [t for t in await admin.list_topics()
-                if t.startswith((f"{stack.prefix}.", f"{stack.prefix}-"))]
-        if mine:
-            await admin.delete_topics(mine)
-    finally:
-        await admin.close()
-
-
-async def _create_db(name: str) -> None:
-    conn = await asyncpg.connect(ADMIN_DSN)
-    try:
-        await conn.execute(f'create database "{name}"')
-    finally:
-        await conn.close()
+def stop_stack(stack: Sandbox) -> None:
+    """Stop the sandbox and drop its database and topics."""
+    stop_sandbox(stack)
 
 
 async def read_topic(topic: str, stop: Callable[[list[Any]], bool], timeout_s: float = 60.0,
