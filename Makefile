@@ -7,8 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HW := $(VENV)/bin/headwater
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run up down test test-unit lint clean
+.PHONY: install run up down test test-unit lint clean bench
 
 install: $(STAMP)
 
@@ -38,6 +39,17 @@ down: install
 test: install
 	bash infra/stack.sh up
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+## Benchmarks against raw Kafka on the local stack (under 10 minutes):
+## load/results/<UTC timestamp>.json, .md and .png. `$(PY) -m load.bench --help` for options.
+bench: install $(BENCH_STAMP)
+	bash infra/stack.sh up
+	$(PY) -m load.bench
+
+$(BENCH_STAMP): pyproject.toml
+	$(PY) -m pip install -q -e ".[bench]" 2>&1 | { grep -vE \
+		'BuildBackendWarning|!!|[*]{8}|Please be careful|name as your package|with strategy|during imports|^ *$$' || true; }
+	rm -f $(VENV)/.bench-* && touch $@
 
 test-unit: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

@@ -1,16 +1,21 @@
-"""Table snapshots: ``WorkflowState`` to bytes and back (JSON via orjson).
+"""Snapshots: ``WorkflowState`` to bytes and back (JSON via orjson).
 
-The snapshot is a cache of the history (DESIGN.md §3.1): losing it costs a replay,
-never correctness.
+Two layouts. ``dump_state``/``load_state`` give the whole state as one document: the
+canonical form that replay checks compare. The coordinator's table uses the split layout
+(``dump_header``, ``dump_definition``, ``dump_task``, ``load_split``) so that applying one
+event writes a few small entries instead of the whole workflow (cost flat in its size).
+A snapshot is a cache of the history: losing it costs a replay, never correctness.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from headwater.errors import DecodeError
+from headwater.spec import NodeKind
 from headwater.state import (
     NodeState,
     NodeStatus,
@@ -20,6 +25,7 @@ from headwater.state import (
     WorkflowState,
     WorkflowStatus,
 )
+from headwater.topics import task_key
 
 SNAPSHOT_VERSION = 1
 
@@ -46,7 +52,7 @@ def dump_state(state: WorkflowState) -> bytes:
         "error": state.error,
         "spec_error": state.spec_error,
     }
-    return orjson.dumps(doc)
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
 
 def load_state(data: bytes) -> WorkflowState:
@@ -90,3 +96,117 @@ def _node(v: dict[str, Any]) -> NodeState:
 
 def _task(v: dict[str, Any]) -> TaskState:
     return TaskState(**{**v, "status": TaskStatus(v["status"])})
+
+
+# -- the table's layout: one small header, the definition once, one entry per task --------
+
+SPLIT_VERSION = 2
+
+
+def dump_header(state: WorkflowState) -> bytes:
+    """The part of ``state`` rewritten on every change: status, seq, nodes (without map
+    results), timers, counters. Its size does not grow with the number of tasks."""
+    nodes = {
+        node_id: {"status": n.status, "total": n.total, "next_index": n.next_index,
+                  "running": n.running, "done": n.done, "error": n.error}
+        for node_id, n in state.nodes.items()
+    }
+    return orjson.dumps({
+        "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
+        "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
+        "timers": state.timers, "open_nodes": state.open_nodes, "output": state.output,
+        "error": state.error, "spec_error": state.spec_error,
+    })
+
+
+def dump_definition(state: WorkflowState) -> bytes:
+    """What never changes after acceptance: spec, input, tenant, name, creation time."""
+    return orjson.dumps({
+        "v": SPLIT_VERSION, "spec_doc": state.spec_doc, "input": state.input,
+        "tenant": state.tenant, "name": state.name, "created_at_ms": state.created_at_ms,
+    })
+
+
+def dump_task(state: WorkflowState, key: str) -> bytes:
+    """One task's entry: its state and, once it succeeded, its output."""
+    task = state.tasks[key]
+    output = None
+    if task.status is TaskStatus.SUCCEEDED:
+        if task.index is None:
+            output = state.outputs.get(task.node)
+        else:
+            results = state.nodes[task.node].results
+            output = results[task.index] if results is not None else None
+    return orjson.dumps({"task": task, "output": output})
+
+
+def task_keys(state: WorkflowState) -> list[str]:
+    """The keys of every task the workflow has dispatched, derived from its nodes."""
+    if state.spec_error:
+        return []
+    keys: list[str] = []
+    for spec in state.spec.nodes:
+        node = state.nodes[spec.id]
+        if spec.kind is NodeKind.TASK:
+            keys.extend([spec.id] if node.next_index else [])
+        else:
+            keys.extend(task_key(spec.id, i) for i in range(node.next_index))
+    return keys
+
+
+def load_split(header: bytes, definition: bytes,
+               get_task: Callable[[str], bytes | None]) -> WorkflowState:
+    """Rebuild a state from its header, its definition and its task entries.
+
+    Args:
+        header: from ``dump_header``.
+        definition: from ``dump_definition``.
+        get_task: task key -> the bytes from ``dump_task`` (None if missing).
+
+    Raises:
+        DecodeError: malformed entries, or a task entry missing.
+    """
+    try:
+        h, d = orjson.loads(header), orjson.loads(definition)
+        if h.get("v") != SPLIT_VERSION or d.get("v") != SPLIT_VERSION:
+            raise DecodeError(f"snapshot version {h.get('v')!r}, expected {SPLIT_VERSION}")
+        state = WorkflowState(
+            workflow_id=h["workflow_id"], spec_doc=d["spec_doc"], input=d["input"],
+            tenant=d["tenant"], name=d["name"], created_at_ms=d["created_at_ms"],
+            updated_at_ms=h["updated_at_ms"], seq=h["seq"], status=WorkflowStatus(h["status"]),
+            nodes={k: _node(v) for k, v in h["nodes"].items()},
+            timers={k: TimerState(**v) for k, v in h["timers"].items()},
+            open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
+            spec_error=h["spec_error"],
+        )
+        for spec in [] if state.spec_error else state.spec.nodes:
+            node = state.nodes[spec.id]
+            if spec.kind is NodeKind.MAP and node.total is not None:
+                node.results = [None] * node.total
+        for key in task_keys(state):
+            raw = get_task(key)
+            if raw is None:
+                raise DecodeError(f"task entry {key} of {state.workflow_id} is missing")
+            entry = orjson.loads(raw)
+            task = _task(entry["task"])
+            state.tasks[key] = task
+            if task.status is TaskStatus.SUCCEEDED:
+                _restore_output(state, task, entry["output"])
+        for node_id, node in state.nodes.items():
+            if node.status is NodeStatus.SUCCEEDED and node.results is not None:
+                state.outputs[node_id] = node.results
+        return state
+    except DecodeError:
+        raise
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DecodeError(f"bad snapshot: {e}") from e
+
+
+def _restore_output(state: WorkflowState, task: TaskState, output: Any) -> None:
+    if task.index is None:
+        state.outputs[task.node] = output
+        return
+    results = state.nodes[task.node].results
+    if results is None or task.index >= len(results):
+        raise DecodeError(f"task {task.node}[{task.index}] is outside its map")
+    results[task.index] = output

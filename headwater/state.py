@@ -131,6 +131,8 @@ class WorkflowState:
     error: str = ""
     spec_error: str = ""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
+    dirty: set[str] = field(default_factory=set, repr=False, compare=False)
+    """Task keys changed since the last snapshot write (and ``DEFINITION`` when new)."""
 
     @property
     def spec(self) -> WorkflowSpec:
@@ -166,6 +168,10 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
     return state
 
 
+DEFINITION = "@def"
+"""The pseudo task key under which the spec and input are stored, once."""
+
+
 def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState:
     """Apply one history event to ``state`` (in place) and return it.
 
@@ -186,6 +192,7 @@ def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState
                 f"expected WorkflowAccepted at seq 1, got {event.type} at seq {event.seq}"
             )
         state = new_state(body)
+        state.dirty.add(DEFINITION)
     elif event.seq != state.seq + 1:
         raise IllegalTransition(f"expected seq {state.seq + 1}, got {event.seq}")
     elif state.status.terminal:
@@ -200,7 +207,9 @@ def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState
 def _task(state: WorkflowState, node: str, index: int | None) -> TaskState:
     key = task_key(node, index)
     try:
-        return state.tasks[key]
+        task = state.tasks[key]
+        state.dirty.add(key)
+        return task
     except KeyError:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}") from None
 
@@ -258,10 +267,11 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     node = _node(state, body.node)
     if body.attempt == 1:
         node.status = NodeStatus.RUNNING
-        if body.index is not None:
-            node.next_index = max(node.next_index, body.index + 1)
+        # Tasks 0..next_index-1 exist (a task node: 1), so a snapshot can list them.
+        node.next_index = max(node.next_index, (body.index or 0) + 1)
         if body.index is not None:
             node.running += 1  # a retry reuses the slot its TimerScheduled kept
+    state.dirty.add(key)
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
         status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
@@ -305,9 +315,10 @@ def _terminal(state: WorkflowState, status: WorkflowStatus) -> None:
         if not node.status.terminal:
             node.status = NodeStatus.CANCELLED
             state.open_nodes -= 1
-    for t in state.tasks.values():
+    for key, t in state.tasks.items():
         if not t.status.terminal:
             t.status = TaskStatus.CANCELLED
+            state.dirty.add(key)
 
 
 def node_kind(state: WorkflowState, node_id: str) -> NodeKind:

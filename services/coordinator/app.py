@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
@@ -13,10 +14,10 @@ from headwater import events as ev
 from services.common.db import connect_pool
 from services.common.kafka import ensure_topics
 from services.coordinator.bus import FaustBus
-from services.coordinator.handler import Coordinator
+from services.coordinator.handler import Coordinator, InputRecord
 from services.coordinator.projection import Projector
 from services.coordinator.settings import Settings
-from services.coordinator.store import TableStore
+from services.coordinator.store import TableStore, WorkflowTable
 from services.coordinator.timers import TimerIndex
 
 log = logging.getLogger("headwater.coordinator")
@@ -47,8 +48,9 @@ def create_app(settings: Settings) -> faust.App:
         value_serializer="raw",
     )
     inputs = app.topic(*topics.inputs, key_serializer="raw", value_serializer="raw")
-    table = app.Table("workflows", partitions=settings.partitions,
-                      key_type=bytes, value_type=bytes)
+    table = app.tables.add(WorkflowTable(
+        app, name="workflows", partitions=settings.partitions, key_type=bytes,
+        value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots"))
     bus = FaustBus(app, settings)
     store = TableStore(table)
     timers = TimerIndex()
@@ -66,11 +68,20 @@ def create_app(settings: Settings) -> faust.App:
     # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
     @app.agent(inputs, concurrency=1)
     async def coordinate(stream: Any) -> None:
-        async for event in stream.events():
-            msg = event.message
-            await coordinator.handle(msg.topic, msg.partition, msg.offset, msg.key,
-                                     msg.value, msg.headers)
-            await app.producer.flush()  # the changelog write is durable before the commit
+        # take_events acks a batch after the loop body, even when the body raised: a batch
+        # that failed half-way must never be committed, so such a failure ends the process
+        # at once (its inputs are then redelivered to whoever takes the partitions over).
+        async for batch in stream.take_events(settings.batch_max, settings.batch_window_s):
+            try:
+                await coordinator.handle_batch(
+                    InputRecord(e.message.topic, e.message.partition, e.message.offset,
+                                e.message.key, e.message.value, list(e.message.headers or ()))
+                    for e in batch)
+            except Exception:
+                log.critical("a batch failed half-way; exiting so that it is redelivered",
+                             exc_info=True)
+                logging.shutdown()
+                os._exit(70)
 
     @app.timer(interval=settings.timer_interval_s)  # type: ignore[untyped-decorator]
     async def fire_timers() -> None:
@@ -82,14 +93,14 @@ def create_app(settings: Settings) -> faust.App:
         for workflow_id, timer_id, fire_at_ms in timers.pop_due(now_ms):
             await bus.send_control(ev.TimerFired(workflow_id, timer_id, max(now_ms, fire_at_ms)))
 
-    @app.task  # type: ignore[untyped-decorator]
-    async def project_events() -> None:
-        pool = await connect_pool(settings.pg_dsn)
-        try:
-            await Projector(settings, pool).run()
-        finally:
-            await pool.close()
-
+    if settings.projection:
+        @app.task  # type: ignore[untyped-decorator]
+        async def project_events() -> None:
+            pool = await connect_pool(settings.pg_dsn)
+            try:
+                await Projector(settings, pool).run()
+            finally:
+                await pool.close()
 
     app.headwater_coordinator = coordinator  # type: ignore[attr-defined]
     return app

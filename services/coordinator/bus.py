@@ -11,6 +11,7 @@ from headwater import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings
+from services.coordinator.handler import DeadLetter
 
 
 class FaustBus:
@@ -35,9 +36,9 @@ class FaustBus:
             topic = self._tasks[queue] = self._topic(self.topics.tasks(queue))
         return topic
 
-    async def publish(self, events: list[ev.HistoryEvent]) -> None:
-        """Send every event (and every dispatch) and wait until all are acknowledged."""
-        futures = []
+    async def publish(self, events: list[ev.HistoryEvent], dead: list[DeadLetter]) -> None:
+        """Send every event, dispatch and dead letter; wait until all are acknowledged."""
+        futures = [await self._dead_letter(d) for d in dead]
         for event in events:
             key = event.workflow_id.encode()
             futures.append(await self._events.send(
@@ -54,13 +55,11 @@ class FaustBus:
                                headers=AVRO_HEADERS)
         await fut
 
-    async def dead_letter(
-        self, topic: str, partition: int, offset: int, key: bytes | None,
-        value: bytes | None, headers: list[tuple[str, bytes]], reason: str,
-    ) -> None:
+    async def _dead_letter(self, dead: DeadLetter) -> Any:
         """Send the original bytes to the DLQ, with reason and origin headers."""
-        hdrs = [*headers, (REASON_HEADER, reason.encode()), (SOURCE_TOPIC_HEADER, topic.encode()),
-                ("source-partition", str(partition).encode()),
-                ("source-offset", str(offset).encode())]
-        fut = await self._dlq.send(key=key, value=value, headers=hdrs)
-        await fut
+        r = dead.record
+        hdrs = [*r.headers, (REASON_HEADER, dead.reason.encode()),
+                (SOURCE_TOPIC_HEADER, r.topic.encode()),
+                ("source-partition", str(r.partition).encode()),
+                ("source-offset", str(r.offset).encode())]
+        return await self._dlq.send(key=r.key, value=r.value, headers=hdrs)

@@ -1,22 +1,25 @@
-"""Apply one input record: decode, step the state machine, publish, store.
+"""Apply a batch of input records: decode, step the state machine, publish, store.
 
 The order of side effects is what makes at-least-once processing safe (DESIGN.md §3.3):
-history events and dispatches are published and acknowledged first, the snapshot is
-written second, the input offset is committed last (by faust). A crash between any two
-replays the input against the old snapshot, which yields the same events with the same
-seq and the same dispatch ids, so readers dedupe them.
+the batch's history events and dispatches are published and acknowledged first, then
+each touched workflow's snapshot is written once, and the input offsets are committed
+last (by faust, after the batch). A crash between any two replays the inputs against the
+old snapshots, which yields the same events with the same seq and the same dispatch
+ids, so readers dedupe them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from headwater import events as ev
 from headwater.errors import DecodeError
 from headwater.machine import step
-from headwater.state import WorkflowState
+from headwater.state import WorkflowState, evolve
 from headwater.topics import Topics
 from services.coordinator.inputs import decode_input
 from services.coordinator.timers import TimerIndex
@@ -24,30 +27,48 @@ from services.coordinator.timers import TimerIndex
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class InputRecord:
+    """One record from an input topic, as consumed."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that could not be applied, and why."""
+
+    record: InputRecord
+    reason: str
+
+
 class Bus(Protocol):
     """Where the coordinator's output goes (Kafka)."""
 
-    async def publish(self, events: list[ev.HistoryEvent]) -> None:
-        """Send history events to ``events`` and dispatches to ``tasks.<queue>``; wait for acks."""
-
-    async def dead_letter(
-        self, topic: str, partition: int, offset: int, key: bytes | None,
-        value: bytes | None, headers: list[tuple[str, bytes]], reason: str,
-    ) -> None:
-        """Send the original record to the DLQ with a ``reason`` header; wait for the ack."""
+    async def publish(self, events: list[ev.HistoryEvent], dead: list[DeadLetter]) -> None:
+        """Send history events to ``events``, dispatches to ``tasks.<queue>`` and dead
+        letters to the DLQ; return once the broker acknowledged all of them."""
 
 
 class Store(Protocol):
-    """The workflow table: one snapshot per workflow id."""
+    """The workflow table."""
 
     def get(self, workflow_id: str) -> WorkflowState | None:
         """The workflow's state, or None."""
 
-    def put(self, state: WorkflowState) -> None:
-        """Write the workflow's snapshot."""
+    def load(self, workflow_id: str) -> WorkflowState | None:
+        """The workflow's state as stored, ignoring any cache."""
+
+    def put(self, state: WorkflowState) -> list[Awaitable[Any]]:
+        """Write the workflow's snapshot; return futures that resolve once it is durable."""
 
     def forget(self, workflow_id: str) -> None:
-        """Drop any cached copy, so the next ``get`` reads the table."""
+        """Drop any cached copy."""
 
 
 class Coordinator:
@@ -59,49 +80,71 @@ class Coordinator:
         self.store = store
         self.timers = timers
         self.dead_lettered = 0
+        self.applied = 0
 
-    async def handle(
-        self, topic: str, partition: int, offset: int, key: bytes | None,
-        value: bytes | None, headers: Iterable[tuple[str, bytes]] | None,
-    ) -> WorkflowState | None:
-        """Process one input record.
-
-        Returns:
-            The workflow's state after the record, or None when it went to the DLQ.
+    async def handle_batch(self, records: Iterable[InputRecord]) -> None:
+        """Apply records in order; publish everything, then write each touched workflow
+        once.
 
         Raises:
-            Exception: only if publishing to Kafka fails; the input is then redelivered.
+            Exception: only if publishing to Kafka fails; the batch must then not be
+                committed (the caller stops the process).
         """
-        hdrs = list(headers or [])
+        touched: dict[str, WorkflowState] = {}
+        out: list[ev.HistoryEvent] = []
+        dead: list[DeadLetter] = []
+        for record in records:
+            try:
+                event = decode_input(self.topics, record.topic, record.key, record.value,
+                                     record.headers)
+            except DecodeError as e:
+                dead.append(DeadLetter(record, str(e)))
+                continue
+            wid = event.workflow_id
+            try:
+                state = touched.get(wid) or self.store.get(wid)
+            except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
+                dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
+                continue
+            try:
+                result = step(state, event)
+            except Exception as e:  # a bug must not stop the service nor lose the input
+                log.exception("state machine failed on %s", type(event).__name__)
+                dead.append(DeadLetter(record, f"state machine error: {type(e).__name__}: {e}"))
+                self._rebuild(wid, out, touched)
+                continue
+            if result.events and result.state is not None:
+                out.extend(result.events)
+                touched[wid] = result.state
+        if dead:
+            for d in dead:
+                log.warning("dead-lettering %s[%d]@%d: %s", d.record.topic, d.record.partition,
+                            d.record.offset, d.reason)
+            self.dead_lettered += len(dead)
+        if not out and not dead:
+            return
         try:
-            event = decode_input(self.topics, topic, key, value, hdrs)
-        except DecodeError as e:
-            await self._dead_letter(topic, partition, offset, key, value, hdrs, str(e))
-            return None
-        state = self.store.get(event.workflow_id)
-        try:
-            result = step(state, event)
-        except Exception as e:  # a bug must not stop the service nor lose the input
-            log.exception("state machine failed on %s", type(event).__name__)
-            self.store.forget(event.workflow_id)
-            await self._dead_letter(topic, partition, offset, key, value, hdrs,
-                                    f"state machine error: {type(e).__name__}: {e}")
-            return None
-        if not result.events or result.state is None:
-            return result.state
-        try:
-            await self.bus.publish(result.events)
+            await self.bus.publish(out, dead)
         except BaseException:
-            self.store.forget(event.workflow_id)  # the in-memory state ran ahead
+            for wid in touched:
+                self.store.forget(wid)  # the in-memory states ran ahead of the table
             raise
-        self.store.put(result.state)
-        self.timers.arm(result.state)
-        return result.state
+        writes = [f for state in touched.values() for f in self.store.put(state)]
+        await asyncio.gather(*writes)  # durable before faust may commit the inputs
+        for state in touched.values():
+            self.timers.arm(state)
+        self.applied += len(out)
 
-    async def _dead_letter(
-        self, topic: str, partition: int, offset: int, key: bytes | None,
-        value: bytes | None, headers: list[tuple[str, bytes]], reason: str,
-    ) -> None:
-        log.warning("dead-lettering %s[%d]@%d: %s", topic, partition, offset, reason)
-        self.dead_lettered += 1
-        await self.bus.dead_letter(topic, partition, offset, key, value, headers, reason)
+    def _rebuild(self, wid: str, out: list[ev.HistoryEvent],
+                 touched: dict[str, WorkflowState]) -> None:
+        """After a failed step the in-memory state may be half-changed: rebuild it from
+        the stored snapshot and this batch's events so far, which evolve exactly."""
+        self.store.forget(wid)
+        state = self.store.load(wid)
+        for event in out:
+            if event.workflow_id == wid:
+                state = evolve(state, event)
+        if state is None:
+            touched.pop(wid, None)
+        else:
+            touched[wid] = state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.common.settings import CommonSettings, env_float, env_str
+from services.common.settings import CommonSettings, env_float, env_int, env_str
 
 
 @dataclass(frozen=True)
@@ -17,11 +17,20 @@ class Settings(CommonSettings):
         store: faust table store URL (``HEADWATER_TABLE_STORE``); ``memory://`` rebuilds
             the table from its changelog topic at start.
         data_dir: faust's data directory (``HEADWATER_DATA_DIR``).
+        batch_max: most input records applied per batch (``HEADWATER_BATCH_MAX``).
+        batch_window_s: how long a batch waits for more records, seconds
+            (``HEADWATER_BATCH_WINDOW``); adds at most this much latency at low load.
+        projection: whether this process also keeps the PostgreSQL projection
+            (``HEADWATER_PROJECTION``, ``on``/``off``; ``off`` when
+            ``python -m services.coordinator.projector`` runs on its own).
     """
 
     timer_interval_s: float = 0.05
     store: str = "memory://"
     data_dir: str = ".headwater/coordinator"
+    batch_max: int = 500
+    batch_window_s: float = 0.002
+    projection: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -31,4 +40,7 @@ class Settings(CommonSettings):
             timer_interval_s=env_float("TIMER_INTERVAL", 0.05),
             store=env_str("TABLE_STORE", "memory://"),
             data_dir=env_str("DATA_DIR", ".headwater/coordinator"),
+            batch_max=env_int("BATCH_MAX", 500),
+            batch_window_s=env_float("BATCH_WINDOW", 0.002),
+            projection=env_str("PROJECTION", "on").lower() not in ("off", "0", "false", "no"),
         )

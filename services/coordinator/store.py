@@ -1,44 +1,109 @@
-"""The workflow table (faust ``Table``, backed by a compacted changelog topic) with an
+"""The workflow table: a faust ``Table`` (backed by a compacted changelog topic) holding,
+per workflow, a small header, the definition once, and one entry per task — plus an
 in-memory cache of decoded states.
 
-This process is the only writer of the workflows of the partitions it owns (DESIGN.md
-§3.2), so the cache is exact until a rebalance, when it is dropped.
+Writing one event's effect touches the header and the changed tasks only, so the bytes
+written do not grow with the workflow's size. Every entry of a workflow goes to the
+changelog partition of the workflow id (``partition_for_key``), the partition its input
+records use, so recovery hands a workflow's entries to the process that owns it.
+This process is the only writer of its partitions' workflows (DESIGN.md §3.2), so the
+cache is exact until a rebalance, when it is dropped.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
 from typing import Any
 
-from headwater.snapshot import dump_state, load_state
-from headwater.state import WorkflowState
+import faust
+from aiokafka.partitioner import murmur2
+
+from headwater.errors import DecodeError
+from headwater.snapshot import (
+    dump_definition,
+    dump_header,
+    dump_task,
+    load_split,
+)
+from headwater.state import DEFINITION, WorkflowState
+
+log = logging.getLogger(__name__)
+SEP = "\x1f"  # workflow id, SEP, task key (or DEFINITION): ids never contain it
+
+
+def entry_key(workflow_id: str, part: str | None = None) -> bytes:
+    """The table key of a workflow's header (``part`` None) or of one of its parts."""
+    return (workflow_id if part is None else f"{workflow_id}{SEP}{part}").encode()
+
+
+class WorkflowTable(faust.Table[bytes, bytes]):
+    """A table whose entries are partitioned by the workflow id in front of the key."""
+
+    def partition_for_key(self, key: Any) -> int | None:
+        """The partition the workflow's input records use (Kafka's murmur2 partitioner)."""
+        workflow_id = bytes(key).split(SEP.encode(), 1)[0]
+        partitions: int = self.partitions or self.app.conf.topic_partitions
+        hashed: int = murmur2(workflow_id)
+        return (hashed & 0x7FFFFFFF) % partitions
 
 
 class TableStore:
-    """``Store`` over a faust table whose keys and values are raw bytes."""
+    """``Store`` over a ``WorkflowTable`` with raw-bytes keys and values."""
 
     def __init__(self, table: Any) -> None:
         self.table = table
         self._cache: dict[str, WorkflowState] = {}
+        self.written_bytes = 0
 
     def get(self, workflow_id: str) -> WorkflowState | None:
-        """The cached state, else the table's snapshot decoded, else None."""
+        """The cached state, else the table's entries decoded, else None."""
         state = self._cache.get(workflow_id)
         if state is None:
-            raw = self.table.get(workflow_id.encode())
-            if raw is None:
-                return None
-            state = load_state(raw)
-            self._cache[workflow_id] = state
+            state = self.load(workflow_id)
+            if state is not None:
+                self._cache[workflow_id] = state
         return state
 
-    def put(self, state: WorkflowState) -> None:
-        """Write the snapshot to the table (and so to its changelog); terminal states are
-        evicted from the cache since no further event changes them."""
-        self.table[state.workflow_id.encode()] = dump_state(state)
+    def load(self, workflow_id: str) -> WorkflowState | None:
+        """Decode the workflow from the table, ignoring the cache.
+
+        Raises:
+            DecodeError: an entry is malformed or missing.
+        """
+        header = self.table.get(entry_key(workflow_id))
+        if header is None:
+            return None
+        definition = self.table.get(entry_key(workflow_id, DEFINITION))
+        return load_split(header, definition,
+                          lambda key: self.table.get(entry_key(workflow_id, key)))
+
+    def put(self, state: WorkflowState) -> list[Awaitable[Any]]:
+        """Write the parts that changed, then the header (same partition, so in order).
+
+        Returns:
+            One future per changelog record; they resolve once the broker has it. Await
+            them before the inputs are committed: faust's own ``flush`` may return with
+            records still buffered.
+        """
+        futures = [self._write(entry_key(state.workflow_id, part),
+                               dump_definition(state) if part == DEFINITION
+                               else dump_task(state, part))
+                   for part in sorted(state.dirty)]
+        state.dirty.clear()
+        futures.append(self._write(entry_key(state.workflow_id), dump_header(state)))
         if state.status.terminal:
-            self._cache.pop(state.workflow_id, None)
+            self._cache.pop(state.workflow_id, None)  # no further event changes it
         else:
             self._cache[state.workflow_id] = state
+        return futures
+
+    def _write(self, key: bytes, value: bytes) -> Awaitable[Any]:
+        self.written_bytes += len(key) + len(value)
+        self.table.data[key] = value  # the local store, without a second changelog record
+        future: Awaitable[Any] = self.table.send_changelog(
+            self.table.partition_for_key(key), key, value)
+        return future
 
     def forget(self, workflow_id: str) -> None:
         """Drop the cached copy."""
@@ -49,10 +114,16 @@ class TableStore:
         self._cache.clear()
 
     def scan(self) -> list[WorkflowState]:
-        """Decode every non-terminal snapshot held locally (for re-arming timers)."""
+        """Decode every non-terminal workflow held locally (for re-arming timers)."""
         states = []
-        for _key, raw in list(self.table.items()):
-            state = load_state(raw)
-            if not state.status.terminal:
+        for key in list(self.table.keys()):
+            if SEP.encode() in bytes(key):
+                continue
+            try:
+                state = self.get(bytes(key).decode())
+            except DecodeError as e:
+                log.error("cannot re-arm the timers of %r: %s", key, e)
+                continue
+            if state is not None and not state.status.terminal:
                 states.append(state)
         return states

@@ -1,0 +1,121 @@
+"""B2, throughput: many small workflows (a chain of noop tasks) submitted at once straight
+to Kafka; tasks completed per second at steady state, with one and with two coordinator
+processes.
+
+Completed tasks are the ``TaskSucceeded`` history records on the events topic, timed by
+their Kafka timestamps; the first and last 10% of the window are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from headwater.sandbox import Sandbox
+from load import stats, workloads
+from load.deploy import deployment, ready
+from load.kafka_io import Seen, Tail, producer
+from load.metrics import Basis, Metric
+
+NAME = "B2"
+TITLE = "throughput, 3-task chains"
+METRICS = (
+    Metric("tasks_per_s_1_coordinator", "tasks completed per second, 1 coordinator", "/s",
+           Basis.RATE),
+    Metric("tasks_per_s_2_coordinators", "tasks completed per second, 2 coordinators", "/s",
+           Basis.RATE),
+    Metric("scaling_2_vs_1", "2 coordinators ÷ 1 coordinator", "x", Basis.NONE),
+    Metric("history_records_per_task", "history records per task (1 coordinator)", "",
+           Basis.NONE),
+)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much B2 does.
+
+    Attributes:
+        workflows: chains submitted per run.
+        length: tasks per chain.
+        workers: worker processes.
+        concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``).
+        timeout_s: the longest one run may take, seconds.
+    """
+
+    workflows: int
+    length: int = 3
+    workers: int = 2
+    concurrency: int = 64
+    timeout_s: float = 180.0
+
+
+@dataclass
+class _Count:
+    """What the events reader has seen of this run's workflows."""
+
+    ids: set[str]
+    succeeded_at: list[int]
+    finished: int = 0
+    failed: int = 0
+    records: int = 0
+
+    def see(self, seen: Seen) -> None:
+        event = seen.value
+        if event.workflow_id not in self.ids:
+            return
+        self.records += 1
+        if event.type == "TaskSucceeded":
+            self.succeeded_at.append(seen.timestamp_ms)
+        elif event.terminal:
+            self.finished += 1
+            self.failed += event.type != "WorkflowSucceeded"
+
+
+def metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The figures this benchmark reports (the same for every size)."""
+    return METRICS
+
+def run(sizes: Sizes) -> dict[str, float]:
+    """Run B2 with one, then two coordinators, each in a fresh deployment.
+
+    Returns:
+        The values of ``METRICS``.
+
+    Raises:
+        RuntimeError: a workflow did not succeed.
+        TimeoutError: a run did not finish within ``sizes.timeout_s``.
+    """
+    results = {}
+    for coordinators in (1, 2):
+        with deployment(f"b2-{coordinators}", sizes.workers, sizes.concurrency,
+                        coordinators) as sandbox:
+            results[coordinators] = asyncio.run(_measure(sandbox, sizes, coordinators))
+    one, two = results[1][0], results[2][0]
+    return {"tasks_per_s_1_coordinator": one, "tasks_per_s_2_coordinators": two,
+            "scaling_2_vs_1": two / one, "history_records_per_task": results[1][1]}
+
+
+async def _measure(sandbox: Sandbox, sizes: Sizes, coordinators: int) -> tuple[float, float]:
+    """One run: returns (steady tasks per second, history records per task)."""
+    await ready(sandbox, coordinators, sizes.workers)
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    ids = [workloads.new_id("b2") for _ in range(sizes.workflows)]
+    count = _Count(set(ids), [])
+    tail = Tail(bootstrap, sandbox.topics.events, on_record=count.see)
+    await tail.start()
+    send = producer(bootstrap, linger_ms=5)
+    await send.start()
+    try:
+        spec = workloads.chain(sizes.length, "bench-b2")
+        acks = [await send.send(sandbox.topics.submissions, workloads.submission(wid, spec),
+                                key=wid.encode()) for wid in ids]
+        await asyncio.gather(*acks)
+        await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s,
+                              f"B2 with {coordinators} coordinator(s): {len(ids)} workflows")
+    finally:
+        await send.stop()
+        await tail.stop()
+    if count.failed:
+        raise RuntimeError(f"B2: {count.failed} of {len(ids)} workflows did not succeed")
+    tasks = len(ids) * sizes.length
+    return stats.steady_rate(count.succeeded_at), count.records / tasks

@@ -1,0 +1,126 @@
+"""B4, width scaling: one map over N noop items, for several N. For each: the total time
+(submission → the ``WorkflowSucceeded`` record's Kafka timestamp), the time per task, and
+the bytes appended to the coordinator's table changelog per task.
+
+The changelog bytes are the keys and values of the records between the changelog's end
+offsets before the submission and after the coordinator went idle again. The issue's goal
+is that neither the time nor the bytes per task grow more than 1.5x from the narrowest to
+the widest map.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from headwater.sandbox import Sandbox
+from load import workloads
+from load.deploy import changelog, deployment, ready, wait_idle
+from load.kafka_io import Seen, Tail, end_offsets, producer, range_bytes
+from load.metrics import Basis, Metric
+
+NAME = "B4"
+TITLE = "width scaling, one map"
+log = logging.getLogger("load.b4")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much B4 does.
+
+    Attributes:
+        widths: map sizes, narrowest first.
+        workers: worker processes.
+        concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``).
+        timeout_s: the longest one map may take, seconds.
+    """
+
+    widths: tuple[int, ...]
+    workers: int = 2
+    concurrency: int = 64
+    timeout_s: float = 240.0
+
+
+def metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The figures B4 reports for ``sizes.widths``."""
+    out: list[Metric] = []
+    for n in sizes.widths:
+        out += [Metric(f"total_ms_{n}", f"{n:,} items: submit → WorkflowSucceeded", "ms",
+                       Basis.NONE),
+                Metric(f"per_task_ms_{n}", f"{n:,} items: time per task", "ms",
+                       Basis.PER_RECORD),
+                Metric(f"changelog_bytes_per_task_{n}", f"{n:,} items: changelog bytes per task",
+                       "bytes", Basis.RECORD_BYTES)]
+    lo, hi = sizes.widths[0], sizes.widths[-1]
+    out += [Metric("per_task_ratio", f"time per task, {hi:,} ÷ {lo:,} items (goal ≤ 1.5)", "x",
+                   Basis.NONE),
+            Metric("changelog_ratio", f"changelog bytes per task, {hi:,} ÷ {lo:,} items "
+                   "(goal ≤ 1.5)", "x", Basis.NONE)]
+    return tuple(out)
+
+
+def run(sizes: Sizes) -> dict[str, float]:
+    """Run one map per width, narrowest first, in one fresh deployment.
+
+    Returns:
+        The values of ``metrics(sizes)``.
+
+    Raises:
+        RuntimeError: a map did not succeed.
+        TimeoutError: a map did not finish within ``sizes.timeout_s``.
+    """
+    with deployment("b4", sizes.workers, sizes.concurrency) as sandbox:
+        return asyncio.run(_measure(sandbox, sizes))
+
+
+async def _measure(sandbox: Sandbox, sizes: Sizes) -> dict[str, float]:
+    await ready(sandbox, coordinators=1, workers=sizes.workers)
+    out: dict[str, float] = {}
+    for n in sizes.widths:
+        total_ms, log_bytes = await _one_map(sandbox, n, sizes.timeout_s)
+        out[f"total_ms_{n}"] = total_ms
+        out[f"per_task_ms_{n}"] = total_ms / n
+        out[f"changelog_bytes_per_task_{n}"] = log_bytes / n
+    lo, hi = sizes.widths[0], sizes.widths[-1]
+    out["per_task_ratio"] = out[f"per_task_ms_{hi}"] / out[f"per_task_ms_{lo}"]
+    out["changelog_ratio"] = (out[f"changelog_bytes_per_task_{hi}"]
+                              / out[f"changelog_bytes_per_task_{lo}"])
+    return out
+
+
+async def _one_map(sandbox: Sandbox, width: int, timeout_s: float) -> tuple[float, float]:
+    """Run one map of ``width`` items; returns (total ms, changelog bytes)."""
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    log_topic = changelog(sandbox)
+    wid = workloads.new_id(f"b4-{width}")
+    terminal: list[Seen] = []
+
+    def on_record(seen: Seen) -> None:
+        if seen.value.workflow_id == wid and seen.value.terminal:
+            terminal.append(seen)
+
+    before = await end_offsets(bootstrap, log_topic)
+    tail = Tail(bootstrap, sandbox.topics.events, on_record=on_record)
+    await tail.start()
+    send = producer(bootstrap)
+    await send.start()
+    try:
+        sent = await workloads.submit(send, sandbox.topics, wid, workloads.fan_out("bench-b4"),
+                                      {"items": list(range(width))})
+        await tail.wait_until(lambda: bool(terminal), timeout_s, f"B4: map of {width}")
+    finally:
+        await send.stop()
+        await tail.stop()
+    if terminal[0].value.type != "WorkflowSucceeded":
+        raise RuntimeError(f"B4: the map of {width} ended {terminal[0].value.type}")
+    await wait_idle(sandbox, timeout_s)
+    after = await end_offsets(bootstrap, log_topic)
+    written, records = await range_bytes(bootstrap, log_topic, before, after, timeout_s)
+    spanned = sum(after.values()) - sum(before.values())
+    if records < spanned:  # compaction removed some before they were read: scale up
+        log.warning("B4: compaction removed %d of %d changelog records of the %d-item map "
+                     "before they were read; their bytes are estimated from the mean size",
+                     spanned - records, spanned, width)
+        return float(terminal[0].timestamp_ms - sent), written * spanned / max(records, 1)
+    return float(terminal[0].timestamp_ms - sent), float(written)

@@ -1,0 +1,196 @@
+"""A benchmark's private deployment: a sandbox with extra coordinators and workers, made
+ready (groups stable, every partition warmed up) and stopped again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from aiokafka import TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import murmur2
+
+from headwater import localstack
+from headwater.sandbox import Sandbox, start_sandbox, stop_sandbox
+from load import workloads
+from load.kafka_io import Seen, Tail, consumer, end_offsets, partitions, producer
+
+REPO = Path(__file__).resolve().parents[1]
+TASK_MODULE = "load.noop_tasks"
+QUEUE = "cpu"
+LOG_TAIL_CHARS = 4000
+log = logging.getLogger("load.deploy")
+
+
+def changelog(sandbox: Sandbox) -> str:
+    """The coordinator's workflow table changelog topic."""
+    return f"{sandbox.topics.coordinator_app_id}-workflows-changelog"
+
+
+@contextlib.contextmanager
+def deployment(name: str, workers: int = 1, concurrency: int = 8,
+               coordinators: int = 1) -> Iterator[Sandbox]:
+    """Start a sandbox running ``load.noop_tasks``; stop it and drop its data on exit.
+
+    Args:
+        name: a label for its home directory.
+        workers: worker processes of queue ``cpu``.
+        concurrency: attempts each worker runs at once (``HEADWATER_CONCURRENCY``).
+        coordinators: coordinator processes.
+
+    Yields:
+        The running sandbox (not yet warmed up: see ``ready``).
+    """
+    home = Path(tempfile.mkdtemp(prefix=f"hw-bench-{name}-"))
+    sandbox = start_sandbox(home, tasks=[TASK_MODULE], workers=workers, pythonpath=[str(REPO)],
+                            extra_env={"HEADWATER_CONCURRENCY": str(concurrency)})
+    try:
+        argv = (sys.executable, "-m", "services.coordinator")
+        for i in range(2, coordinators + 1):
+            sandbox.start(localstack.Service(f"coordinator-{i}", argv))
+        yield sandbox
+    except BaseException:
+        log.error("deployment %s (topic prefix %s) failed; its processes' logs:\n%s",
+                  name, sandbox.prefix, sandbox.logs(LOG_TAIL_CHARS))
+        raise
+    finally:
+        stop_sandbox(sandbox)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def add_workers(sandbox: Sandbox, count: int, first: int) -> None:
+    """Start ``count`` more workers of queue ``cpu``, named from ``worker-cpu-<first>``."""
+    for i in range(first, first + count):
+        sandbox.start(localstack.Service(f"worker-{QUEUE}-{i}", (
+            sys.executable, "-m", "services.worker", "--queue", QUEUE, "--tasks", TASK_MODULE)))
+
+
+async def ready(sandbox: Sandbox, coordinators: int, workers: int,
+                timeout_s: float = 120.0) -> None:
+    """Wait until both consumer groups are stable with all their members, then run one
+    workflow on every input partition and wait for the coordinator to be idle.
+
+    Raises:
+        TimeoutError: not ready within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    groups = {sandbox.topics.coordinator_app_id: coordinators,
+              sandbox.topics.worker_group(QUEUE): workers}
+    await wait_groups(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], groups, timeout_s)
+    await warm_up(sandbox, max(1.0, deadline - time.monotonic()))
+    await wait_idle(sandbox, max(1.0, deadline - time.monotonic()))
+
+
+async def wait_groups(bootstrap: str, members: dict[str, int], timeout_s: float) -> None:
+    """Wait until every group is ``Stable`` with at least the given number of members.
+
+    Raises:
+        TimeoutError: the groups did not settle within ``timeout_s``.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen: dict[str, tuple[str, int]] = {}
+            for name in members:  # one per request: aiokafka 0.14 garbles multi-group answers
+                for response in await admin.describe_consumer_groups([name]):
+                    for group in response.groups:
+                        seen[group[1]] = (group[2], len(group[5]))
+            if all(seen.get(g, ("", 0))[0] == "Stable" and seen[g][1] >= n
+                   for g, n in members.items()):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"consumer groups not stable after {timeout_s:.0f} s: {seen}")
+            await asyncio.sleep(0.5)
+    finally:
+        await admin.close()
+
+
+def ids_on_every_partition(tag: str, partitions: int, per_partition: int = 1) -> list[str]:
+    """Fresh workflow ids whose keys land ``per_partition`` times on every partition."""
+    need = dict.fromkeys(range(partitions), per_partition)
+    ids: list[str] = []
+    for _ in range(1000 * partitions * per_partition):  # bounded: murmur2 spreads keys evenly
+        wid = workloads.new_id(tag)
+        p = (murmur2(wid.encode()) & 0x7FFFFFFF) % partitions
+        if need[p] > 0:
+            need[p] -= 1
+            ids.append(wid)
+        if not any(need.values()):
+            break
+    return ids
+
+
+async def warm_up(sandbox: Sandbox, timeout_s: float) -> None:
+    """Run a one-task workflow on every input partition (so that every coordinator has its
+    partitions and every worker has fetched), and wait until all have finished.
+
+    Raises:
+        TimeoutError: they did not finish within ``timeout_s``.
+    """
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    parts = len(await end_offsets(bootstrap, sandbox.topics.submissions))
+    ids = set(ids_on_every_partition("warm", parts, per_partition=2))
+    done: set[str] = set()
+
+    def on_record(seen: Seen) -> None:
+        if seen.value.terminal and seen.value.workflow_id in ids:
+            done.add(seen.value.workflow_id)
+
+    tail = Tail(bootstrap, sandbox.topics.events, on_record=on_record)
+    await tail.start()
+    send = producer(bootstrap)
+    await send.start()
+    try:
+        for wid in ids:
+            await workloads.submit(send, sandbox.topics, wid, workloads.chain(1, "bench-warm"))
+        await tail.wait_until(lambda: done == ids, timeout_s, "warm-up workflows")
+    finally:
+        await send.stop()
+        await tail.stop()
+
+
+async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) -> None:
+    """Wait until the coordinators have committed every input record and the table's
+    changelog has not grown for ``quiet_s``.
+
+    Raises:
+        TimeoutError: still busy after ``timeout_s``.
+    """
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    client = consumer(bootstrap)
+    await admin.start()
+    await client.start()
+    try:
+        inputs = [tp for topic in sandbox.topics.inputs
+                  for tp in await partitions(client, topic, timeout_s)]
+        log = await partitions(client, changelog(sandbox), timeout_s)
+        deadline = time.monotonic() + timeout_s
+        last: dict[TopicPartition, int] = {}
+        quiet_since = time.monotonic()
+        while True:
+            committed = await admin.list_consumer_group_offsets(sandbox.topics.coordinator_app_id)
+            ends = await client.end_offsets(inputs)
+            lag = sum(end - (committed[tp].offset if tp in committed else 0)
+                      for tp, end in ends.items())
+            log_ends = await client.end_offsets(log)
+            if log_ends != last:
+                last, quiet_since = log_ends, time.monotonic()
+            if lag <= 0 and time.monotonic() - quiet_since >= quiet_s:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"coordinator not idle after {timeout_s:.0f} s "
+                                   f"({lag} input records not committed)")
+            await asyncio.sleep(0.25)
+    finally:
+        await client.stop()
+        await admin.close()

@@ -1,0 +1,220 @@
+"""Kafka plumbing for the benchmarks: a background topic reader, end offsets, the bytes
+in an offset range, fresh topics and producers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from headwater import codec
+
+FETCH_BYTES = 32 * 1024 * 1024  # above the 16 MiB records Headwater may write
+Offsets = dict[int, int]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One record read by a ``Tail``.
+
+    Attributes:
+        timestamp_ms: the record's Kafka timestamp (producer CreateTime), ms since the epoch.
+        size: key plus value, bytes.
+        value: the decoded record (``codec.decode``), or None when not decoding.
+        received: ``time.perf_counter()`` when the reader got it, seconds.
+    """
+
+    timestamp_ms: int
+    size: int
+    value: Any
+    received: float
+
+
+def consumer(bootstrap: str) -> AIOKafkaConsumer:
+    """A group-less consumer with room for Headwater's largest records."""
+    return AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                            auto_offset_reset="earliest", max_partition_fetch_bytes=FETCH_BYTES,
+                            fetch_max_bytes=FETCH_BYTES)
+
+
+def producer(bootstrap: str, **kwargs: Any) -> AIOKafkaProducer:
+    """An ``acks=all`` producer (the default of every Headwater producer)."""
+    return AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                            max_request_size=16 * 1024 * 1024, **kwargs)
+
+
+async def partitions(client: AIOKafkaConsumer, topic: str,
+                     timeout_s: float) -> list[TopicPartition]:
+    """The partitions of ``topic``, waiting up to ``timeout_s`` for it to exist.
+
+    Raises:
+        TimeoutError: the topic did not appear.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = client.partitions_for_topic(topic)
+        if found:
+            return [TopicPartition(topic, p) for p in sorted(found)]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic} did not appear within {timeout_s} s")
+        await client._client.force_metadata_update()
+        await asyncio.sleep(0.2)
+
+
+class Tail:
+    """Reads every partition of one topic in the background, from its end at ``start``.
+
+    ``on_record`` sees each record as it arrives (keep counters there rather than scanning
+    ``records``); ``wait_until`` waits for a condition those counters answer.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, decode: bool = True,
+                 on_record: Callable[[Seen], None] | None = None) -> None:
+        self.topic = topic
+        self.decode = decode
+        self.on_record = on_record
+        self.records: list[Seen] = []
+        self._consumer = consumer(bootstrap)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, timeout_s: float = 60.0) -> None:
+        """Assign every partition at its current end, then read in the background.
+
+        Raises:
+            TimeoutError: the topic does not exist after ``timeout_s``.
+        """
+        await self._consumer.start()
+        tps = await partitions(self._consumer, self.topic, timeout_s)
+        self._consumer.assign(tps)
+        await self._consumer.seek_to_end(*tps)
+        for tp in tps:  # resolve the positions now, before anything is produced
+            await self._consumer.position(tp)
+        self._task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=100, max_records=5000)
+            now = time.perf_counter()
+            for batch in batches.values():
+                for r in batch:
+                    seen = Seen(r.timestamp, (r.serialized_key_size or 0) +
+                                max(r.serialized_value_size, 0),
+                                codec.decode(r.value) if self.decode else None, now)
+                    self.records.append(seen)
+                    if self.on_record is not None:
+                        self.on_record(seen)
+
+    async def wait_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Wait until ``condition()`` holds, checking every 20 ms.
+
+        Raises:
+            TimeoutError: it did not hold within ``timeout_s`` (``what`` says what was awaited).
+            RuntimeError: the reader failed (its error is chained).
+        """
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if self._task is not None and self._task.done():
+                raise RuntimeError(f"reader of {self.topic} stopped") from self._task.exception()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {timeout_s:.0f} s "
+                                   f"({len(self.records)} records of {self.topic} read)")
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        """Stop reading and close the consumer."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        await self._consumer.stop()
+
+
+async def end_offsets(bootstrap: str, topic: str, timeout_s: float = 60.0) -> Offsets:
+    """Partition -> end offset (the next offset to be written) of ``topic``.
+
+    Raises:
+        TimeoutError: the topic does not exist after ``timeout_s``.
+    """
+    client = consumer(bootstrap)
+    await client.start()
+    try:
+        tps = await partitions(client, topic, timeout_s)
+        ends = await client.end_offsets(tps)
+        return {tp.partition: offset for tp, offset in ends.items()}
+    finally:
+        await client.stop()
+
+
+async def range_bytes(bootstrap: str, topic: str, start: Offsets, end: Offsets,
+                      timeout_s: float) -> tuple[int, int]:
+    """Sum the key and value bytes of the records of ``topic`` in ``[start, end)``.
+
+    Args:
+        bootstrap: the broker.
+        topic: the topic.
+        start: partition -> first offset (partitions missing here start at 0).
+        end: partition -> end offset, exclusive.
+        timeout_s: give up after this long, seconds.
+
+    Returns:
+        ``(bytes, records)`` read. Fewer records than the offsets span means compaction
+        removed some before they were read.
+
+    Raises:
+        TimeoutError: the range was not read within ``timeout_s``.
+    """
+    client = consumer(bootstrap)
+    await client.start()
+    try:
+        wanted = {p: (start.get(p, 0), e) for p, e in end.items() if e > start.get(p, 0)}
+        tps = {p: TopicPartition(topic, p) for p in wanted}
+        client.assign(list(tps.values()))
+        for p, (first, _) in wanted.items():
+            client.seek(tps[p], first)
+        total = count = 0
+        open_parts = set(wanted)
+        deadline = time.monotonic() + timeout_s
+        while open_parts:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic}: {len(open_parts)} partitions unfinished "
+                                   f"after {timeout_s:.0f} s")
+            batches = await client.getmany(*[tps[p] for p in open_parts], timeout_ms=200)
+            for tp, batch in batches.items():
+                last = wanted[tp.partition][1]
+                for r in batch:
+                    if r.offset < last:
+                        total += (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
+                        count += 1
+            for p in list(open_parts):
+                if await client.position(tps[p]) >= wanted[p][1]:
+                    open_parts.discard(p)
+        return total, count
+    finally:
+        await client.stop()
+
+
+async def fresh_topic(bootstrap: str, name: str, partitions_: int = 1) -> None:
+    """Create topic ``name`` (replication 1)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, partitions_, 1)])
+    finally:
+        await admin.close()
+
+
+async def delete_topic(bootstrap: str, name: str) -> None:
+    """Delete topic ``name``; a topic already gone is fine."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        with contextlib.suppress(Exception):
+            await admin.delete_topics([name])
+    finally:
+        await admin.close()

@@ -1,0 +1,79 @@
+"""Which benchmarks exist and how big each one runs, in full and in ``--quick`` mode."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from load import b1_raw, b2_throughput, b3_hops, b4_width, b5_submit
+from load.metrics import Metric
+
+ORDER = ("B1", "B2", "B3", "B4", "B5")
+MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B3": b3_hops, "B4": b4_width,
+                           "B5": b5_submit}
+FULL: dict[str, Any] = {
+    "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
+    "B2": b2_throughput.Sizes(workflows=600),
+    "B3": b3_hops.Sizes(chains=100),
+    "B4": b4_width.Sizes(widths=(100, 1000, 10_000)),
+    "B5": b5_submit.Sizes(sequential=100, burst=600),
+}
+QUICK: dict[str, Any] = {
+    "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
+    "B2": b2_throughput.Sizes(workflows=150),
+    "B3": b3_hops.Sizes(chains=25),
+    "B4": b4_width.Sizes(widths=(100, 1000)),
+    "B5": b5_submit.Sizes(sequential=25, burst=150),
+}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One benchmark ready to run.
+
+    Attributes:
+        name: ``B1`` ... ``B5``.
+        title: what it measures.
+        sizes: its size settings (the module's ``Sizes``).
+        metrics: the figures it reports.
+        run: runs it and returns ``{metric key: value}``.
+    """
+
+    name: str
+    title: str
+    sizes: Any
+    metrics: tuple[Metric, ...]
+    run: Callable[[], dict[str, float]]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Its sizes as a JSON-able dict."""
+        return dataclasses.asdict(self.sizes)
+
+
+def plan(quick: bool, only: set[str] | None = None) -> list[Planned]:
+    """The benchmarks to run, in order. B1 always runs: every ratio needs it.
+
+    Args:
+        quick: small sizes (the CI smoke test).
+        only: names to run (B1 is added); None for all.
+
+    Raises:
+        ValueError: ``only`` names an unknown benchmark.
+    """
+    unknown = (only or set()) - set(ORDER)
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(ORDER)}")
+    sizes = QUICK if quick else FULL
+    chosen = [n for n in ORDER if only is None or n in only or n == "B1"]
+    return [Planned(n, MODULES[n].TITLE, sizes[n], MODULES[n].metrics(sizes[n]),
+                    _runner(MODULES[n], sizes[n])) for n in chosen]
+
+
+def _runner(module: Any, sizes: Any) -> Callable[[], dict[str, float]]:
+    def run() -> dict[str, float]:
+        values: dict[str, float] = module.run(sizes)
+        return values
+    return run
