@@ -11,11 +11,10 @@ from typing import Any
 import faust
 
 from headwater import events as ev
-from services.common.db import connect_pool
 from services.common.kafka import ensure_topics
 from services.coordinator.bus import FaustBus
 from services.coordinator.handler import Coordinator, InputRecord
-from services.coordinator.projection import Projector
+from services.coordinator.projection import run_projector
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore, WorkflowTable
 from services.coordinator.timers import TimerIndex
@@ -96,11 +95,7 @@ def create_app(settings: Settings) -> faust.App:
     if settings.projection:
         @app.task  # type: ignore[untyped-decorator]
         async def project_events() -> None:
-            pool = await connect_pool(settings.pg_dsn)
-            try:
-                await Projector(settings, pool).run()
-            finally:
-                await pool.close()
+            await run_projector(settings)
 
     app.headwater_coordinator = coordinator  # type: ignore[attr-defined]
     return app

@@ -21,7 +21,7 @@ from headwater import events as ev
 from headwater.errors import DecodeError
 from headwater.state import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import task_key
-from services.common.db import NOTIFY_CHANNEL
+from services.common.db import NOTIFY_CHANNEL, connect_pool
 from services.common.settings import CommonSettings
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,26 @@ def ts(at_ms: int) -> datetime:
     return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
 
 
+NOTIFY_MAX_BYTES = 7900  # PostgreSQL's NOTIFY payload limit is 8000 bytes
+
+
+def notify_payloads(workflow_ids: list[str]) -> list[str]:
+    """Comma-joined workflow ids, split into payloads that fit a NOTIFY."""
+    payloads: list[str] = []
+    current: list[str] = []
+    size = 0
+    for wid in workflow_ids:
+        n = len(wid.encode()) + 1
+        if current and size + n > NOTIFY_MAX_BYTES:
+            payloads.append(",".join(current))
+            current, size = [], 0
+        current.append(wid)
+        size += n
+    if current:
+        payloads.append(",".join(current))
+    return payloads
+
+
 async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> set[str]:
     """Apply events to the projection in one transaction.
 
@@ -51,9 +71,8 @@ async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> se
         for e in events:
             if await _project_one(conn, e):
                 touched.add(e.workflow_id)
-        if touched:
-            await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL,
-                               ",".join(sorted(touched)))
+        for payload in notify_payloads(sorted(touched)):
+            await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
     return touched
 
 
@@ -173,8 +192,18 @@ async def _upsert_node(conn: asyncpg.Connection, wid: str, node: str, status: st
     )
 
 
+RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,
+             asyncpg.PostgresConnectionError, OSError)
+MAX_BACKOFF_S = 5.0
+
+
 class Projector:
-    """Consumes ``events`` in its own consumer group and keeps the projection current."""
+    """Consumes ``events`` in its own consumer group and keeps the projection current.
+
+    A batch is committed only after it is projected. Failures (a deadlock with another
+    projector during a rebalance, PostgreSQL restarting) are retried with backoff; the
+    projector never stops the process it runs in.
+    """
 
     def __init__(self, settings: CommonSettings, pool: asyncpg.Pool) -> None:
         self.settings = settings
@@ -185,14 +214,12 @@ class Projector:
         """The projector's consumer group."""
         return f"{self.settings.prefix}-projection"
 
-    async def run(self, from_beginning_group: str | None = None,
-                  stop_when_caught_up: bool = False) -> None:
-        """Project until cancelled (or, with ``stop_when_caught_up``, until the end offsets
-        seen at start are reached — used by ``headwater projection rebuild``)."""
+    async def run(self) -> None:
+        """Project until cancelled."""
         consumer = AIOKafkaConsumer(
             self.settings.topics.events,
             bootstrap_servers=self.settings.bootstrap,
-            group_id=from_beginning_group or self.group_id(),
+            group_id=self.group_id(),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_partition_fetch_bytes=self.settings.max_message_bytes,
@@ -200,9 +227,10 @@ class Projector:
         )
         await consumer.start()
         try:
-            ends: dict[object, int] | None = None
             while True:
                 batches = await consumer.getmany(timeout_ms=200, max_records=2000)
+                if not batches:
+                    continue
                 events: list[ev.HistoryEvent] = []
                 for records in batches.values():
                     for r in records:
@@ -210,22 +238,42 @@ class Projector:
                             events.append(codec.decode(r.value))
                         except DecodeError as e:
                             log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
-                if events:
-                    async with self.pool.acquire() as conn:
-                        await project(conn, events)
-                    self.projected += len(events)
-                if batches:
-                    await consumer.commit()
-                if stop_when_caught_up:
-                    if ends is None:
-                        ends = await consumer.end_offsets(list(consumer.assignment()))
-                    if ends and all(await _positions_reached(consumer, ends)):
-                        return
-        except asyncio.CancelledError:
-            raise
+                await self._project_with_retries(events)
+                await consumer.commit()
         finally:
             await consumer.stop()
 
+    async def _project_with_retries(self, events: list[ev.HistoryEvent]) -> None:
+        # One order for every projector (by workflow, then seq), so that two of them
+        # during a rebalance take row locks in the same order and cannot deadlock.
+        events.sort(key=lambda e: (e.workflow_id, e.seq))
+        delay = 0.1
+        while True:
+            try:
+                async with self.pool.acquire() as conn:
+                    await project(conn, events)
+                self.projected += len(events)
+                return
+            except RETRYABLE as e:
+                log.warning("projection failed (%s: %s); retrying in %.1f s",
+                            type(e).__name__, e, delay)
+            except Exception:
+                log.exception("projection failed; retrying in %.1f s", delay)
+            await asyncio.sleep(delay)
+            delay = min(MAX_BACKOFF_S, delay * 2)
 
-async def _positions_reached(consumer: AIOKafkaConsumer, ends: dict[object, int]) -> list[bool]:
-    return [await consumer.position(tp) >= end for tp, end in ends.items()]
+
+async def run_projector(settings: CommonSettings) -> None:
+    """Keep the projection current until cancelled, restarting after any failure."""
+    while True:
+        try:
+            pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"))
+            try:
+                await Projector(settings, pool).run()
+            finally:
+                await pool.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the projector stopped; restarting in 1 s")
+            await asyncio.sleep(1.0)
