@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@# setuptools warns about editable installs at length; keep pip's own errors.
-	$(PY) -m pip install -q -e ".[examples,dev]" 2>&1 | { grep -vE \
+	$(PY) -m pip install -q -e ".[examples,dev,bench]" 2>&1 | { grep -vE \
 		'BuildBackendWarning|!!|[*]{8}|Please be careful|name as your package|with strategy|during imports|^ *$$' || true; }
 	rm -f $(VENV)/.installed-* && touch $@
 

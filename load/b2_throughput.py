@@ -15,7 +15,7 @@ from headwater.sandbox import Sandbox
 from load import stats, workloads
 from load.deploy import deployment, ready
 from load.kafka_io import Seen, Tail, producer
-from load.metrics import Basis, Metric
+from load.metrics import Basis, Metric, keeping
 
 NAME = "B2"
 TITLE = "throughput, 3-task chains"
@@ -82,17 +82,19 @@ def run(sizes: Sizes) -> dict[str, float]:
         The values of ``METRICS``.
 
     Raises:
-        RuntimeError: a workflow did not succeed.
-        TimeoutError: a run did not finish within ``sizes.timeout_s``.
+        PartialResult: a workflow did not succeed, or a run did not finish within
+            ``sizes.timeout_s``; it holds the figures measured before.
     """
-    results = {}
-    for coordinators in (1, 2):
-        with deployment(f"b2-{coordinators}", sizes.workers, sizes.concurrency,
-                        coordinators) as sandbox:
-            results[coordinators] = asyncio.run(_measure(sandbox, sizes, coordinators))
-    one, two = results[1][0], results[2][0]
-    return {"tasks_per_s_1_coordinator": one, "tasks_per_s_2_coordinators": two,
-            "scaling_2_vs_1": two / one, "history_records_per_task": results[1][1]}
+    with keeping({}) as out:
+        for coordinators, key in ((1, "tasks_per_s_1_coordinator"),
+                                  (2, "tasks_per_s_2_coordinators")):
+            with deployment(f"b2-{coordinators}", sizes.workers, sizes.concurrency,
+                            coordinators) as sandbox:
+                out[key], per_task = asyncio.run(_measure(sandbox, sizes, coordinators))
+            out.setdefault("history_records_per_task", per_task)
+        one, two = out["tasks_per_s_1_coordinator"], out["tasks_per_s_2_coordinators"]
+        out["scaling_2_vs_1"] = two / one
+    return out
 
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, coordinators: int) -> tuple[float, float]:

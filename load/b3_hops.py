@@ -21,7 +21,7 @@ from headwater.sandbox import Sandbox
 from load import stats, workloads
 from load.deploy import QUEUE, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, producer
-from load.metrics import Basis, Metric
+from load.metrics import Basis, Metric, keeping
 
 NAME = "B3"
 TITLE = "hop latency, success → next task"
@@ -48,6 +48,8 @@ class Sizes:
         length: tasks per chain.
         gap_s: pause between submissions under light load, seconds.
         loaded_gap_s: pause between submissions in the loaded phase, seconds.
+        workers: worker processes.
+        concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``; 8 is the default).
         timeout_s: the longest one phase may take, seconds.
     """
 
@@ -55,6 +57,8 @@ class Sizes:
     length: int = 4
     gap_s: float = 0.1
     loaded_gap_s: float = 0.02
+    workers: int = 1
+    concurrency: int = 8
     timeout_s: float = 120.0
 
 
@@ -96,25 +100,26 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
     return METRICS
 
 def run(sizes: Sizes) -> dict[str, float]:
-    """Run B3 in a fresh deployment (one worker, default concurrency).
+    """Run B3 in a fresh deployment.
 
     Returns:
         The values of ``METRICS``.
 
     Raises:
-        RuntimeError: a workflow did not succeed.
-        TimeoutError: not finished within ``sizes.timeout_s``.
+        PartialResult: a workflow did not succeed, or a phase did not finish within
+            ``sizes.timeout_s``; it holds the figures measured before.
     """
-    with deployment("b3") as sandbox:
-        return asyncio.run(_measure(sandbox, sizes))
+    with keeping({}) as out, deployment("b3", sizes.workers, sizes.concurrency) as sandbox:
+        asyncio.run(_measure(sandbox, sizes, out))
+    return out
 
 
-async def _measure(sandbox: Sandbox, sizes: Sizes) -> dict[str, float]:
-    await ready(sandbox, coordinators=1, workers=1)
-    light = await _phase(sandbox, sizes, sizes.gap_s)
+async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
+    await ready(sandbox, coordinators=1, workers=sizes.workers)
+    out.update(await _phase(sandbox, sizes, sizes.gap_s))
     await wait_idle(sandbox, sizes.timeout_s)
     loaded = await _phase(sandbox, sizes, sizes.loaded_gap_s)
-    return {**light, **{f"loaded_{k}": v for k, v in loaded.items() if k.startswith("hop_")}}
+    out.update({f"loaded_{k}": v for k, v in loaded.items() if k.startswith("hop_")})
 
 
 async def _phase(sandbox: Sandbox, sizes: Sizes, gap_s: float) -> dict[str, float]:

@@ -21,7 +21,7 @@ from headwater.sandbox import Sandbox
 from load import stats, workloads
 from load.deploy import QUEUE, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, producer
-from load.metrics import Basis, Metric
+from load.metrics import Basis, Metric, keeping
 
 NAME = "B5"
 TITLE = "submission"
@@ -52,6 +52,8 @@ class Sizes:
         burst: submissions in each rate run, per path.
         parallel: HTTP requests in flight at once in the rate run.
         gap_s: pause between sequential submissions, seconds.
+        workers: worker processes.
+        concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``; 8 is the default).
         timeout_s: the longest one phase may take, seconds.
     """
 
@@ -59,6 +61,8 @@ class Sizes:
     burst: int
     parallel: int = 32
     gap_s: float = 0.05
+    workers: int = 1
+    concurrency: int = 8
     timeout_s: float = 120.0
 
 
@@ -83,21 +87,22 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
     return METRICS
 
 def run(sizes: Sizes) -> dict[str, float]:
-    """Run B5 in a fresh deployment (one worker).
+    """Run B5 in a fresh deployment.
 
     Returns:
         The values of ``METRICS``.
 
     Raises:
-        RuntimeError: the gateway refused a submission.
-        TimeoutError: a phase did not finish within ``sizes.timeout_s``.
+        PartialResult: the gateway refused a submission, or a phase did not finish within
+            ``sizes.timeout_s``; it holds the figures measured before.
     """
-    with deployment("b5") as sandbox:
-        return asyncio.run(_measure(sandbox, sizes))
+    with keeping({}) as out, deployment("b5", sizes.workers, sizes.concurrency) as sandbox:
+        asyncio.run(_measure(sandbox, sizes, out))
+    return out
 
 
-async def _measure(sandbox: Sandbox, sizes: Sizes) -> dict[str, float]:
-    await ready(sandbox, coordinators=1, workers=1)
+async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
+    await ready(sandbox, coordinators=1, workers=sizes.workers)
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     dispatches = _Dispatches()
     tasks = Tail(bootstrap, sandbox.topics.tasks(QUEUE), on_record=dispatches.see)
@@ -105,7 +110,6 @@ async def _measure(sandbox: Sandbox, sizes: Sizes) -> dict[str, float]:
     send = producer(bootstrap)
     await send.start()
     client = httpx.AsyncClient(base_url=sandbox.gateway, timeout=30)
-    out: dict[str, float] = {}
     try:
         for path, submit in (("http", _via_http(client)), ("kafka", _via_kafka(send, sandbox))):
             sent = await _sequential(submit, sizes)
@@ -123,7 +127,6 @@ async def _measure(sandbox: Sandbox, sizes: Sizes) -> dict[str, float]:
         await client.aclose()
         await send.stop()
         await tasks.stop()
-    return out
 
 
 Submit = Callable[[str], Awaitable[None]]

@@ -25,6 +25,7 @@ import asyncpg
 
 from headwater.sandbox import admin_dsn, bootstrap
 from load import chart, report
+from load.metrics import PartialResult
 from load.plan import ORDER, plan
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -77,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(report.Outcome(p, p.run(), time.monotonic() - t0, load))
         except Exception as e:  # one failed benchmark must not lose the others' results
             traceback.print_exc()
-            outcomes.append(report.Outcome(p, {}, time.monotonic() - t0, load,
-                                           f"{type(e).__name__}: {e}"))
+            kept = e.values if isinstance(e, PartialResult) else {}
+            error = str(e) if isinstance(e, PartialResult) else f"{type(e).__name__}: {e}"
+            outcomes.append(report.Outcome(p, kept, time.monotonic() - t0, load, error))
         log.info("%s done in %.1f s", p.name, time.monotonic() - t0)
     doc = report.document(outcomes, stamp, args.quick, time.monotonic() - start, notes.notes)
     paths = _write(doc, args.out, stamp)

@@ -31,7 +31,12 @@ log = logging.getLogger("load.deploy")
 
 def changelog(sandbox: Sandbox) -> str:
     """The coordinator's workflow table changelog topic."""
-    return f"{sandbox.topics.coordinator_app_id}-workflows-changelog"
+    return sandbox.topics.table_changelog
+
+
+def projection_group(sandbox: Sandbox) -> str:
+    """The consumer group of the projectors that run inside the coordinators."""
+    return sandbox.topics.projection_group
 
 
 @contextlib.contextmanager
@@ -65,17 +70,11 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
         shutil.rmtree(home, ignore_errors=True)
 
 
-def add_workers(sandbox: Sandbox, count: int, first: int) -> None:
-    """Start ``count`` more workers of queue ``cpu``, named from ``worker-cpu-<first>``."""
-    for i in range(first, first + count):
-        sandbox.start(localstack.Service(f"worker-{QUEUE}-{i}", (
-            sys.executable, "-m", "services.worker", "--queue", QUEUE, "--tasks", TASK_MODULE)))
-
-
 async def ready(sandbox: Sandbox, coordinators: int, workers: int,
                 timeout_s: float = 120.0) -> None:
-    """Wait until both consumer groups are stable with all their members, then run one
-    workflow on every input partition and wait for the coordinator to be idle.
+    """Wait until the consumer groups (coordinators, the projectors inside them, workers)
+    are stable with all their members, so that no rebalance happens mid-measurement; then
+    run one workflow on every input partition and wait for the coordinators to be idle.
 
     Raises:
         TimeoutError: not ready within ``timeout_s``.
@@ -83,6 +82,8 @@ async def ready(sandbox: Sandbox, coordinators: int, workers: int,
     deadline = time.monotonic() + timeout_s
     groups = {sandbox.topics.coordinator_app_id: coordinators,
               sandbox.topics.worker_group(QUEUE): workers}
+    if sandbox.env.get("HEADWATER_PROJECTION", "on").lower() not in ("off", "0", "false", "no"):
+        groups[projection_group(sandbox)] = coordinators
     await wait_groups(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], groups, timeout_s)
     await warm_up(sandbox, max(1.0, deadline - time.monotonic()))
     await wait_idle(sandbox, max(1.0, deadline - time.monotonic()))
@@ -173,7 +174,7 @@ async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) ->
     try:
         inputs = [tp for topic in sandbox.topics.inputs
                   for tp in await partitions(client, topic, timeout_s)]
-        log = await partitions(client, changelog(sandbox), timeout_s)
+        log_parts = await partitions(client, changelog(sandbox), timeout_s)
         deadline = time.monotonic() + timeout_s
         last: dict[TopicPartition, int] = {}
         quiet_since = time.monotonic()
@@ -182,7 +183,7 @@ async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) ->
             ends = await client.end_offsets(inputs)
             lag = sum(end - (committed[tp].offset if tp in committed else 0)
                       for tp, end in ends.items())
-            log_ends = await client.end_offsets(log)
+            log_ends = await client.end_offsets(log_parts)
             if log_ends != last:
                 last, quiet_since = log_ends, time.monotonic()
             if lag <= 0 and time.monotonic() - quiet_since >= quiet_s:

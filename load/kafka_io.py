@@ -26,14 +26,12 @@ class Seen:
     Attributes:
         timestamp_ms: the record's Kafka timestamp (producer CreateTime), ms since the epoch.
         size: key plus value, bytes.
-        value: the decoded record (``codec.decode``), or None when not decoding.
-        received: ``time.perf_counter()`` when the reader got it, seconds.
+        value: the decoded record (``codec.decode``).
     """
 
     timestamp_ms: int
     size: int
     value: Any
-    received: float
 
 
 def consumer(bootstrap: str) -> AIOKafkaConsumer:
@@ -74,10 +72,9 @@ class Tail:
     ``records``); ``wait_until`` waits for a condition those counters answer.
     """
 
-    def __init__(self, bootstrap: str, topic: str, decode: bool = True,
+    def __init__(self, bootstrap: str, topic: str,
                  on_record: Callable[[Seen], None] | None = None) -> None:
         self.topic = topic
-        self.decode = decode
         self.on_record = on_record
         self.records: list[Seen] = []
         self._consumer = consumer(bootstrap)
@@ -98,14 +95,12 @@ class Tail:
         self._task = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
-        while True:
+        while True:  # until ``stop`` cancels it
             batches = await self._consumer.getmany(timeout_ms=100, max_records=5000)
-            now = time.perf_counter()
             for batch in batches.values():
                 for r in batch:
-                    seen = Seen(r.timestamp, (r.serialized_key_size or 0) +
-                                max(r.serialized_value_size, 0),
-                                codec.decode(r.value) if self.decode else None, now)
+                    size = (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
+                    seen = Seen(r.timestamp, size, codec.decode(r.value))
                     self.records.append(seen)
                     if self.on_record is not None:
                         self.on_record(seen)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -67,3 +69,22 @@ def ratio(value: float | None, basis: Basis, baseline: dict[str, float]) -> floa
     """``value`` divided by its B1 figure; None when either is missing."""
     d = divisor(basis, baseline)
     return None if value is None or d is None else value / d
+
+
+class PartialResult(Exception):
+    """Raised when a benchmark failed part-way; ``values`` holds what it measured first
+    (e.g. B2 with one coordinator when the run with two failed). The cause is chained."""
+
+    def __init__(self, values: dict[str, float], cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.values = values
+
+
+@contextlib.contextmanager
+def keeping(values: dict[str, float]) -> Iterator[dict[str, float]]:
+    """Collect a benchmark's figures in ``values`` as they are measured; if it then
+    fails, raise ``PartialResult`` with what was collected."""
+    try:
+        yield values
+    except Exception as e:
+        raise PartialResult(dict(values), e) from e

@@ -24,7 +24,7 @@ QUICK: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
     "B2": b2_throughput.Sizes(workflows=150),
     "B3": b3_hops.Sizes(chains=25),
-    "B4": b4_width.Sizes(widths=(100, 1000)),
+    "B4": b4_width.Sizes(widths=(100, 1000), repeats=1),
     "B5": b5_submit.Sizes(sequential=25, burst=150),
 }
 

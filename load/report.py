@@ -89,7 +89,9 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# Headwater vs raw Kafka — {doc['timestamp']} ({doc['mode']})", "",
              f"Local stack, one broker, {doc['machine']['cpus']} CPUs, Python "
              f"{doc['machine']['python']}; whole run {doc['wall_s']:.0f} s. Ratios divide each "
-             "figure by the B1 figure named in the last column, measured in the same run.", ""]
+             "figure by the B1 figure named in the last column, measured in the same run. "
+             "`concurrency` is each worker's HEADWATER_CONCURRENCY: raised to 64 for the "
+             "throughput runs (B2, B4), the default 8 for the latency runs (B3, B5).", ""]
     for name, bench in doc["benchmarks"].items():
         status = f"FAILED: {bench['error']}" if bench["error"] else f"{bench['wall_s']:.0f} s"
         lines.append(f"- **{name}** {bench['title']} — {status} (load average before: "
