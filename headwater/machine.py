@@ -13,7 +13,8 @@ Rules:
   until ``max_attempts``; then the node fails, every node downstream of it is
   ``upstream_failed``, the rest is cancelled and the workflow fails (fail fast);
 - reports are fenced by attempt: a report for another attempt, an unknown task, a
-  finished task or a finished workflow changes nothing and records nothing.
+  finished task or a finished workflow changes nothing and records nothing, and neither
+  does a second start of a running attempt.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def _report(rec: _Recorder, state: WorkflowState, report: ev.Report) -> None:
         return
     if task.status is TaskStatus.RETRY_WAIT:
         return
+    if isinstance(report, ev.TaskStarted) and task.status is TaskStatus.RUNNING:
+        return  # a redelivered start: already recorded
     if isinstance(report, ev.TaskStarted | ev.TaskProgressed):
         rec.record(report)
     elif isinstance(report, ev.TaskSucceeded):

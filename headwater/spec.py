@@ -7,6 +7,7 @@ their path, unknown or non-upstream references, bad retry values). It is iterati
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -17,12 +18,13 @@ from typing import Any
 import yaml
 
 from headwater.errors import SpecError
-from headwater.refs import Ref, iter_refs
+from headwater.refs import Ref, iter_refs, parse_ref
 from headwater.retry import RetryPolicy, parse_retry
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 DEFAULT_QUEUE = "cpu"
+MAX_NODES = 10_000
 
 
 class NodeKind(StrEnum):
@@ -122,6 +124,10 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     if not isinstance(raw_nodes, list) or not raw_nodes:
         faults.append("nodes: required, a non-empty list")
         raise SpecError(faults)
+    if len(raw_nodes) > MAX_NODES:
+        faults.append(f"nodes: at most {MAX_NODES} nodes (got {len(raw_nodes)}); "
+                      "fan out with a map node instead")
+        raise SpecError(faults)
     nodes: list[NodeSpec] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_nodes):
@@ -183,15 +189,20 @@ def _parse_node(
     over = raw.get("over")
     max_conc = raw.get("max_concurrency")
     if kind is NodeKind.MAP:
-        if not isinstance(over, str):
-            faults.append(f"{where}: a map needs 'over', a reference to a list")
+        if not isinstance(over, str) or not isinstance(parse_ref(over), Ref):
+            faults.append(f"{where}: a map needs 'over', a reference to a list such as "
+                          "\"${nodes.<id>.output}\" or \"${input.<key>}\"")
         if max_conc is not None and (type(max_conc) is not int or max_conc < 1):
             faults.append(f"{where}: max_concurrency must be a positive integer")
     elif over is not None or max_conc is not None:
         faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes")
     timeout = raw.get("timeout")
-    if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
-        faults.append(f"{where}: timeout must be a positive number of seconds")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout) or timeout <= 0
+    ):
+        faults.append(f"{where}: timeout must be a positive, finite number of seconds")
+        timeout = None
     retry = parse_retry(raw.get("retry"), default_retry, f"{where}: retry", faults)
     return NodeSpec(
         id=node_id,
@@ -312,7 +323,9 @@ def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
         refs = [(field_name, raw, ref) for field_name, template in templates
                 for raw, ref in iter_refs(template)]
         named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
-        upstream = upstream_among(needs, n.id, named) if named else set()
+        upstream = named & set(n.needs)  # most references name a direct dependency
+        if named - upstream:
+            upstream |= upstream_among(needs, n.id, named - upstream)
         for field_name, raw, ref in refs:
             in_map_input = n.kind is NodeKind.MAP and field_name == "input"
             fault = _ref_fault(ref, ids, upstream, in_map_input)

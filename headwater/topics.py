@@ -59,6 +59,16 @@ class Topics:
         """Faust app id: the coordinator's consumer group and changelog topic prefix."""
         return f"{self.prefix}-coordinator"
 
+    @property
+    def table_changelog(self) -> str:
+        """The compacted changelog topic of the coordinator's workflow table."""
+        return f"{self.coordinator_app_id}-workflows-changelog"
+
+    @property
+    def projection_group(self) -> str:
+        """The consumer group of the PostgreSQL projector."""
+        return f"{self.prefix}-projection"
+
     def worker_group(self, queue: str) -> str:
         """Consumer group of the workers of ``queue``."""
         return f"{self.prefix}-worker-{queue}"
@@ -73,6 +83,11 @@ def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) ->
     """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (DESIGN.md §3.3)."""
     return f"{workflow_id}/{task_key(node, index)}/{attempt}"
 
+
+WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
+"""Workflow ids: 1-200 characters, letters, digits and ``_.:-``, safe in URLs and keys."""
+MAX_AT_MS = 253_402_300_799_999
+"""The last millisecond of the year 9999: the latest time a record may carry."""
 
 CONTENT_TYPE_HEADER = "content-type"
 JSON_CONTENT_TYPE = "application/json"

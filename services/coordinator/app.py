@@ -20,6 +20,7 @@ from services.coordinator.store import TableStore, WorkflowTable
 from services.coordinator.timers import TimerIndex
 
 log = logging.getLogger("headwater.coordinator")
+TABLE_NAME = "workflows"  # faust names its changelog <app id>-<table>-changelog
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -48,12 +49,12 @@ def create_app(settings: Settings) -> faust.App:
     )
     inputs = app.topic(*topics.inputs, key_serializer="raw", value_serializer="raw")
     table = app.tables.add(WorkflowTable(
-        app, name="workflows", partitions=settings.partitions, key_type=bytes,
+        app, name=TABLE_NAME, partitions=settings.partitions, key_type=bytes,
         value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots"))
     bus = FaustBus(app, settings)
     store = TableStore(table)
     timers = TimerIndex()
-    coordinator = Coordinator(topics, bus, store, timers)
+    coordinator = Coordinator(topics, bus, store, timers, settings.max_message_bytes)
     rescan = asyncio.Event()
     rescan.set()
 

@@ -11,7 +11,7 @@ from headwater import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings
-from services.coordinator.handler import DeadLetter
+from services.coordinator.handler import DeadLetter, Outgoing
 
 
 class FaustBus:
@@ -36,16 +36,12 @@ class FaustBus:
             topic = self._tasks[queue] = self._topic(self.topics.tasks(queue))
         return topic
 
-    async def publish(self, events: list[ev.HistoryEvent], dead: list[DeadLetter]) -> None:
-        """Send every event, dispatch and dead letter; wait until all are acknowledged."""
+    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
+        """Send every encoded record and dead letter; wait until all are acknowledged."""
         futures = [await self._dead_letter(d) for d in dead]
-        for event in events:
-            key = event.workflow_id.encode()
-            futures.append(await self._events.send(
-                key=key, value=codec.encode(event), headers=AVRO_HEADERS))
-            if isinstance(event.body, ev.TaskDispatched):
-                futures.append(await (await self.task_topic(event.body.queue)).send(
-                    key=key, value=codec.encode(event.body), headers=AVRO_HEADERS))
+        for r in records:
+            topic = self._events if r.queue is None else await self.task_topic(r.queue)
+            futures.append(await topic.send(key=r.key, value=r.value, headers=AVRO_HEADERS))
         await asyncio.gather(*futures)
 
     async def send_control(self, record: ev.TimerFired | ev.CancelRequested) -> None:

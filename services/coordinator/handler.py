@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
 from headwater.machine import step
@@ -40,6 +41,34 @@ class InputRecord:
 
 
 @dataclass(frozen=True)
+class Outgoing:
+    """An encoded record to publish: to ``events`` (``queue`` None) or ``tasks.<queue>``."""
+
+    queue: str | None
+    key: bytes
+    value: bytes
+
+
+def encode_outputs(events: list[ev.HistoryEvent], max_bytes: int) -> list[Outgoing]:
+    """Encode history events, and each dispatch once more for its queue.
+
+    Raises:
+        ValueError: a record does not fit its schema, or exceeds ``max_bytes``.
+    """
+    out: list[Outgoing] = []
+    for event in events:
+        key = event.workflow_id.encode()
+        out.append(Outgoing(None, key, codec.encode(event)))
+        if isinstance(event.body, ev.TaskDispatched):
+            out.append(Outgoing(event.body.queue, key, codec.encode(event.body)))
+    for o in out:
+        if len(o.value) > max_bytes:
+            raise ValueError(f"a record of {len(o.value)} bytes exceeds the limit of "
+                             f"{max_bytes} (HEADWATER_MAX_MESSAGE_BYTES)")
+    return out
+
+
+@dataclass(frozen=True)
 class DeadLetter:
     """A record that could not be applied, and why."""
 
@@ -50,9 +79,9 @@ class DeadLetter:
 class Bus(Protocol):
     """Where the coordinator's output goes (Kafka)."""
 
-    async def publish(self, events: list[ev.HistoryEvent], dead: list[DeadLetter]) -> None:
-        """Send history events to ``events``, dispatches to ``tasks.<queue>`` and dead
-        letters to the DLQ; return once the broker acknowledged all of them."""
+    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
+        """Send encoded records and dead letters; return once the broker acknowledged
+        all of them."""
 
 
 class Store(Protocol):
@@ -74,8 +103,10 @@ class Store(Protocol):
 class Coordinator:
     """Turns input records into history, dispatches and snapshots."""
 
-    def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex) -> None:
+    def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex,
+                 max_record_bytes: int) -> None:
         self.topics = topics
+        self.max_record_bytes = max_record_bytes
         self.bus = bus
         self.store = store
         self.timers = timers
@@ -92,6 +123,7 @@ class Coordinator:
         """
         touched: dict[str, WorkflowState] = {}
         out: list[ev.HistoryEvent] = []
+        encoded: list[Outgoing] = []
         dead: list[DeadLetter] = []
         for record in records:
             try:
@@ -108,13 +140,15 @@ class Coordinator:
                 continue
             try:
                 result = step(state, event)
-            except Exception as e:  # a bug must not stop the service nor lose the input
-                log.exception("state machine failed on %s", type(event).__name__)
-                dead.append(DeadLetter(record, f"state machine error: {type(e).__name__}: {e}"))
+                outgoing = encode_outputs(result.events, self.max_record_bytes)
+            except Exception as e:  # a bug or an unencodable value must not stop the service
+                log.exception("cannot apply %s to %s", type(event).__name__, wid)
+                dead.append(DeadLetter(record, f"cannot apply: {type(e).__name__}: {e}"))
                 self._rebuild(wid, out, touched)
                 continue
             if result.events and result.state is not None:
                 out.extend(result.events)
+                encoded.extend(outgoing)
                 touched[wid] = result.state
         if dead:
             for d in dead:
@@ -124,7 +158,7 @@ class Coordinator:
         if not out and not dead:
             return
         try:
-            await self.bus.publish(out, dead)
+            await self.bus.publish(encoded, dead)
         except BaseException:
             for wid in touched:
                 self.store.forget(wid)  # the in-memory states ran ahead of the table

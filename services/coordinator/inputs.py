@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
-from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE, Topics
+from headwater.topics import (
+    CONTENT_TYPE_HEADER,
+    JSON_CONTENT_TYPE,
+    MAX_AT_MS,
+    WORKFLOW_ID_PATTERN,
+    Topics,
+)
 from services.common.kafka import header
 
+_WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "submissions": (ev.WorkflowSubmitted,),
     "control": (ev.CancelRequested, ev.TimerFired),
@@ -41,7 +49,7 @@ def decode_input(
             topics.reports: "reports"}.get(topic)
     if kind is None:
         raise DecodeError(f"not an input topic: {topic}")
-    content_type = header(headers, CONTENT_TYPE_HEADER)
+    content_type = (header(headers, CONTENT_TYPE_HEADER) or "").split(";")[0].strip().lower()
     if kind == "submissions" and content_type == JSON_CONTENT_TYPE:
         record = codec.decode_json_submission(value)
     else:
@@ -50,4 +58,9 @@ def decode_input(
         raise DecodeError(f"{type(record).__name__} does not belong on {topic}")
     if key is None or key.decode(errors="replace") != record.workflow_id:
         raise DecodeError(f"record key {key!r} is not the workflow id {record.workflow_id!r}")
+    if not 0 <= record.at_ms <= MAX_AT_MS:
+        raise DecodeError(f"at_ms {record.at_ms} is not a time between 1970 and 9999")
+    if isinstance(record, ev.WorkflowSubmitted) and not _WORKFLOW_ID.match(record.workflow_id):
+        raise DecodeError(f"workflow id {record.workflow_id[:80]!r} does not match "
+                          f"{WORKFLOW_ID_PATTERN}")
     return record

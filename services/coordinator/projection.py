@@ -10,8 +10,10 @@ the workflows it touched, which wakes the gateway's SSE streams.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaConsumer
@@ -60,20 +62,75 @@ def notify_payloads(workflow_ids: list[str]) -> list[str]:
     return payloads
 
 
+# Values PostgreSQL refuses (NUL in text or jsonb, JSON nested too deep for orjson):
+# the event is stored with such values replaced rather than stall the projection.
+UNSTORABLE = (asyncpg.DataError, asyncpg.ProgramLimitExceededError, TypeError, ValueError)
+
+
 async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> set[str]:
     """Apply events to the projection in one transaction.
+
+    An event holding values PostgreSQL cannot store is projected with those values
+    replaced (``sanitize``); the history on Kafka keeps the original.
 
     Returns:
         The ids of the workflows whose rows changed.
     """
+    try:
+        return await _project_batch(conn, events, careful=False)
+    except UNSTORABLE as e:
+        log.warning("a batch holds values PostgreSQL refuses (%s); projecting it event by "
+                    "event", e)
+        return await _project_batch(conn, events, careful=True)
+
+
+async def _project_batch(conn: asyncpg.Connection, events: list[ev.HistoryEvent],
+                         careful: bool) -> set[str]:
     touched: set[str] = set()
     async with conn.transaction():
         for e in events:
-            if await _project_one(conn, e):
+            if careful:
+                changed = await _project_carefully(conn, e)
+            else:
+                changed = await _project_one(conn, e)
+            if changed:
                 touched.add(e.workflow_id)
         for payload in notify_payloads(sorted(touched)):
             await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
     return touched
+
+
+async def _project_carefully(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
+    try:
+        async with conn.transaction():  # a savepoint
+            return await _project_one(conn, e)
+    except UNSTORABLE as error:
+        log.warning("workflow %s seq %d: %s; storing it sanitised", e.workflow_id, e.seq, error)
+        async with conn.transaction():
+            return await _project_one(conn, sanitize(e))
+
+
+MAX_DEPTH = 64
+
+
+def sanitize(event: ev.HistoryEvent) -> ev.HistoryEvent:
+    """The event with NUL characters replaced by U+FFFD and JSON deeper than
+    ``MAX_DEPTH`` levels replaced by a marker string."""
+    body = event.body
+    fields = {f.name: _clean(getattr(body, f.name), 0) for f in dataclasses.fields(body)}
+    return ev.HistoryEvent(event.workflow_id, event.seq, type(body)(**fields))
+
+
+def _clean(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if depth >= MAX_DEPTH and isinstance(value, dict | list):
+        return f"<nested deeper than {MAX_DEPTH} levels>"
+    if isinstance(value, dict):
+        return {_clean(str(k), depth): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, depth + 1) for v in value]
+    return value
 
 
 async def _project_one(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
@@ -212,7 +269,7 @@ class Projector:
 
     def group_id(self) -> str:
         """The projector's consumer group."""
-        return f"{self.settings.prefix}-projection"
+        return self.settings.topics.projection_group
 
     async def run(self) -> None:
         """Project until cancelled."""

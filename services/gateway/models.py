@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
+from headwater.topics import WORKFLOW_ID_PATTERN as ID_PATTERN
 
 
 class SubmitRequest(BaseModel):

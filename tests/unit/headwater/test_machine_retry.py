@@ -180,3 +180,11 @@ def test_huge_but_valid_backoff_does_not_make_step_raise() -> None:
     doc = spec(task("a", retry=retry))
     result = run([submit(doc), fail("a")])
     assert result.types[-1] in ("TimerScheduled", "WorkflowFailed")
+
+
+def test_a_redelivered_start_of_a_running_attempt_records_nothing() -> None:
+    doc = spec(task("a"))
+    first = run([submit(doc), started("a")])
+    assert first.state is not None
+    again = run([started("a")], first.state)
+    assert again.history == []

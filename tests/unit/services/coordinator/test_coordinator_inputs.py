@@ -14,7 +14,7 @@ from headwater.topics import Topics
 from services.coordinator.inputs import decode_input
 
 TOPICS = Topics("unit-7")
-WF = "wf-ß-1"
+WF = "wf-1"
 KEY = WF.encode()
 AT = 1_700_000_000_000
 JSON_HEADERS = [("content-type", b"application/json")]
@@ -114,3 +114,26 @@ def test_bad_json_submission_raises_decode_error(value: bytes) -> None:
 def test_records_from_other_topics_are_refused(topic: str) -> None:
     with pytest.raises(DecodeError, match="not an input topic"):
         decode_input(TOPICS, topic, KEY, codec.encode(ev.CancelRequested(WF, AT)), None)
+
+
+@pytest.mark.parametrize("bad_id", ["wf/with/slash", "../../etc", "has space", "ünïcode",
+                                    "x" * 201, "-starts-with-dash"])
+def test_a_submission_with_an_id_outside_the_pattern_is_rejected(bad_id: str) -> None:
+    record = ev.WorkflowSubmitted(bad_id, {"name": "s", "nodes": []}, None, AT)
+    with pytest.raises(DecodeError, match="does not match"):
+        decode_input(TOPICS, TOPICS.submissions, bad_id.encode(), codec.encode(record), [])
+
+
+@pytest.mark.parametrize("at_ms", [-1, 253_402_300_800_000, 2**62])
+def test_a_time_outside_1970_to_9999_is_rejected(at_ms: int) -> None:
+    record = ev.TaskStarted(WF, "a", None, 1, at_ms, "w")
+    with pytest.raises(DecodeError, match="at_ms"):
+        decode_input(TOPICS, TOPICS.reports, KEY, codec.encode(record), [])
+
+
+@pytest.mark.parametrize("value", [b"Application/JSON", b"application/json; charset=utf-8"])
+def test_the_json_content_type_is_matched_as_a_media_type(value: bytes) -> None:
+    doc = {"workflow_id": WF, "spec": {"name": "s"}, "input": None, "at_ms": AT}
+    got = decode_input(TOPICS, TOPICS.submissions, KEY, orjson.dumps(doc),
+                       [("content-type", value)])
+    assert isinstance(got, ev.WorkflowSubmitted) and got.workflow_id == WF
