@@ -86,28 +86,52 @@ async def project(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> se
 
 async def _project_batch(conn: asyncpg.Connection, events: list[ev.HistoryEvent],
                          careful: bool) -> set[str]:
-    touched: set[str] = set()
     async with conn.transaction():
-        for e in events:
-            if careful:
-                changed = await _project_carefully(conn, e)
-            else:
-                changed = await _project_one(conn, e)
-            if changed:
-                touched.add(e.workflow_id)
-        for payload in notify_payloads(sorted(touched)):
+        if careful:
+            for e in events:
+                await _project_carefully(conn, e)
+        else:
+            await _project_grouped(conn, events)
+        touched = sorted({e.workflow_id for e in events})
+        for payload in notify_payloads(touched):
             await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
-    return touched
+    return set(touched)
 
 
-async def _project_carefully(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
+async def _project_grouped(conn: asyncpg.Connection, events: list[ev.HistoryEvent]) -> None:
+    """One ``executemany`` per statement, statements in lifecycle order (``STATEMENTS``).
+
+    Every statement is guarded by ``seq``, so the final rows equal those of applying the
+    events one by one: an earlier step skipped because a later one (a new attempt's
+    dispatch) already wrote the row is one that the later step overwrites anyway.
+    """
+    grouped: dict[str, list[tuple[Any, ...]]] = {sql: [] for sql in STATEMENTS}
+    bumps: dict[str, tuple[Any, ...]] = {}
+    for e in events:
+        for sql, args in plan(e):
+            if sql is BUMP_WORKFLOW:
+                bumps[e.workflow_id] = args  # events are sorted: the last has the top seq
+            else:
+                grouped[sql].append(args)
+    grouped[BUMP_WORKFLOW] = list(bumps.values())
+    for sql in STATEMENTS:
+        if grouped[sql]:
+            await conn.executemany(sql, grouped[sql])
+
+
+async def _project_carefully(conn: asyncpg.Connection, e: ev.HistoryEvent) -> None:
     try:
         async with conn.transaction():  # a savepoint
-            return await _project_one(conn, e)
+            await _project_one(conn, e)
     except UNSTORABLE as error:
         log.warning("workflow %s seq %d: %s; storing it sanitised", e.workflow_id, e.seq, error)
         async with conn.transaction():
-            return await _project_one(conn, sanitize(e))
+            await _project_one(conn, sanitize(e))
+
+
+async def _project_one(conn: asyncpg.Connection, e: ev.HistoryEvent) -> None:
+    for sql, args in plan(e):
+        await conn.execute(sql, *args)
 
 
 MAX_DEPTH = 64
@@ -133,120 +157,97 @@ def _clean(value: Any, depth: int) -> Any:
     return value
 
 
-async def _project_one(conn: asyncpg.Connection, e: ev.HistoryEvent) -> bool:
-    b = e.body
-    inserted = await conn.fetchval(
-        "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
-        " on conflict do nothing returning 1",
-        e.workflow_id, e.seq, e.type, ts(b.at_ms), b,
-    )
-    if not inserted:
-        return False  # a duplicate: its effects are already here
-    wid, seq, at = e.workflow_id, e.seq, ts(b.at_ms)
+INSERT_EVENT = (
+    "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
+    " on conflict do nothing")
+UPSERT_ACCEPTED = (
+    "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+    " created_at, updated_at) values ($1, $2, $3, 'running', $4, $5, $6, $7, $7)"
+    " on conflict (workflow_id) do update set name = excluded.name,"
+    " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
+    " input = excluded.input, created_at = least(workflows.created_at, excluded.created_at),"
+    " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
+    " seq = greatest(workflows.seq, excluded.seq),"
+    " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
+BUMP_WORKFLOW = (
+    "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2")
+UPSERT_DISPATCHED = (
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
+    " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
+    " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
+    " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
+    " progress = null, message = '', started_at = null, finished_at = null,"
+    " seq = excluded.seq where tasks.seq < excluded.seq")
+UPSERT_NODE = (
+    "insert into nodes (workflow_id, node, status, total, error, seq)"
+    " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
+    " status = case when nodes.seq < excluded.seq then excluded.status else nodes.status end,"
+    " error = case when nodes.seq < excluded.seq then excluded.error else nodes.error end,"
+    " total = coalesce(nodes.total, excluded.total),"  # a map's size never changes
+    " seq = greatest(nodes.seq, excluded.seq)")
+_TASK = " where workflow_id = $1 and task_key = $2 and seq < $3"
+TASK_STARTED = "update tasks set status = 'running', worker = $4, started_at = $5, seq = $3" + _TASK
+TASK_PROGRESSED = "update tasks set progress = $4, message = $5, seq = $3" + _TASK
+TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5, seq = $3"
+               + _TASK)
+TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
+TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
+                  " seq = $3" + _TASK)
+UPSERT_TERMINAL = (
+    "insert into workflows (workflow_id, status, seq, output, error, created_at, updated_at)"
+    " values ($1, $2, $3, $4, $5, $6, $6) on conflict (workflow_id) do update set"
+    " status = excluded.status, seq = excluded.seq, output = excluded.output,"
+    " error = excluded.error, updated_at = excluded.updated_at"
+    " where workflows.seq < excluded.seq")
+CANCEL_OPEN_TASKS = (
+    "update tasks set status = 'cancelled', seq = $2 where workflow_id = $1"
+    " and status = any($3::text[]) and seq < $2")
+CANCEL_OPEN_NODES = (
+    "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
+    " and status = any($3::text[]) and seq < $2")
+STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED, UPSERT_NODE,
+              TASK_STARTED, TASK_PROGRESSED, TASK_FAILED, TASK_RETRY_WAIT, TASK_SUCCEEDED,
+              UPSERT_TERMINAL, CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
+"""Every statement, in the order a batch applies them (a task's lifecycle order)."""
+
+
+def plan(e: ev.HistoryEvent) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that project one event, with their arguments."""
+    b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
+    steps: list[tuple[str, tuple[Any, ...]]] = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
     if isinstance(b, ev.WorkflowAccepted):
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
-        await conn.execute(
-            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-            " created_at, updated_at) values ($1, $2, $3, 'running', $4, $5, $6, $7, $7)"
-            " on conflict (workflow_id) do update set name = excluded.name,"
-            " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
-            " input = excluded.input,"
-            " created_at = least(workflows.created_at, excluded.created_at),"
-            " status = case when workflows.seq < excluded.seq then 'running'"
-            " else workflows.status end,"
-            " seq = greatest(workflows.seq, excluded.seq),"
-            " updated_at = greatest(workflows.updated_at, excluded.updated_at)",
-            wid, str(name), b.tenant, seq, b.spec, b.input, at,
-        )
-        return True
+        steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at)))
+        return steps
     if type(b) in _TERMINAL:
-        await _project_terminal(conn, e, _TERMINAL[type(b)])
-        return True
-    await conn.execute(
-        "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2",
-        wid, seq, at,
-    )
-    await _project_task_or_node(conn, e)
-    return True
-
-
-async def _project_terminal(conn: asyncpg.Connection, e: ev.HistoryEvent,
-                            status: WorkflowStatus) -> None:
-    b = e.body
-    output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
-    error = b.error if isinstance(b, ev.WorkflowFailed) else (
-        b.reason if isinstance(b, ev.WorkflowCancelled) else "")
-    await conn.execute(
-        "insert into workflows (workflow_id, status, seq, output, error, created_at, updated_at)"
-        " values ($1, $2, $3, $4, $5, $6, $6) on conflict (workflow_id) do update set"
-        " status = excluded.status, seq = excluded.seq, output = excluded.output,"
-        " error = excluded.error, updated_at = excluded.updated_at"
-        " where workflows.seq < excluded.seq",
-        e.workflow_id, status.value, e.seq, output, error, ts(b.at_ms),
-    )
-    await conn.execute(
-        "update tasks set status = 'cancelled', seq = $2 where workflow_id = $1"
-        " and status = any($3::text[]) and seq < $2", e.workflow_id, e.seq, _OPEN_TASKS)
-    await conn.execute(
-        "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
-        " and status = any($3::text[]) and seq < $2", e.workflow_id, e.seq, _OPEN_NODES)
-
-
-_TASK_UPDATES: dict[type, str] = {
-    ev.TaskStarted: "status = 'running', worker = $4, started_at = $5",
-    ev.TaskProgressed: "progress = $4, message = $5",
-    ev.TaskSucceeded: "status = 'succeeded', progress = 1.0, finished_at = $4",
-    ev.TaskFailed: "status = 'failed', error = $4, finished_at = $5",
-    ev.TimerScheduled: "status = 'retry_wait', attempt = $4",
-}
-
-
-async def _project_task_or_node(conn: asyncpg.Connection, e: ev.HistoryEvent) -> None:
-    b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
+        output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
+        error = b.error if isinstance(b, ev.WorkflowFailed) else (
+            b.reason if isinstance(b, ev.WorkflowCancelled) else "")
+        return [*steps,
+                (UPSERT_TERMINAL, (wid, _TERMINAL[type(b)].value, seq, output, error, at)),
+                (CANCEL_OPEN_TASKS, (wid, seq, _OPEN_TASKS)),
+                (CANCEL_OPEN_NODES, (wid, seq, _OPEN_NODES))]
+    steps.append((BUMP_WORKFLOW, (wid, seq, at)))
     if isinstance(b, ev.TaskDispatched):
-        await conn.execute(
-            "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
-            " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
-            " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
-            " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
-            " progress = null, message = '', started_at = null, finished_at = null,"
-            " seq = excluded.seq where tasks.seq < excluded.seq",
-            wid, task_key(b.node, b.index), b.node, b.index, b.attempt, b.task, b.queue, at, seq,
-        )
-        await _upsert_node(conn, wid, b.node, NodeStatus.RUNNING.value, None, "", seq)
+        steps.append((UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index,
+                                          b.attempt, b.task, b.queue, at, seq)))
+        steps.append((UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq)))
     elif isinstance(b, ev.MapExpanded):
-        await _upsert_node(conn, wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq)
+        steps.append((UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq)))
     elif isinstance(b, ev.NodeFinished):
-        await _upsert_node(conn, wid, b.node, b.status, None, b.error, seq)
-    elif type(b) in _TASK_UPDATES:
-        args: tuple[object, ...]
-        if isinstance(b, ev.TaskStarted):
-            args = (b.worker, at)
-        elif isinstance(b, ev.TaskProgressed):
-            args = (b.fraction, b.message)
-        elif isinstance(b, ev.TaskSucceeded):
-            args = (at,)
-        elif isinstance(b, ev.TaskFailed):
-            args = (b.error, at)
-        else:
-            assert isinstance(b, ev.TimerScheduled)
-            args = (b.attempt,)
-        await conn.execute(
-            f"update tasks set {_TASK_UPDATES[type(b)]}, seq = $3"
-            " where workflow_id = $1 and task_key = $2 and seq < $3",
-            wid, task_key(b.node, b.index), seq, *args,
-        )
-
-
-async def _upsert_node(conn: asyncpg.Connection, wid: str, node: str, status: str,
-                       total: int | None, error: str, seq: int) -> None:
-    await conn.execute(
-        "insert into nodes (workflow_id, node, status, total, error, seq)"
-        " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
-        " status = excluded.status, total = coalesce(excluded.total, nodes.total),"
-        " error = excluded.error, seq = excluded.seq where nodes.seq < excluded.seq",
-        wid, node, status, total, error, seq,
-    )
+        steps.append((UPSERT_NODE, (wid, b.node, b.status, None, b.error, seq)))
+    elif isinstance(b, ev.TaskStarted):
+        steps.append((TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at)))
+    elif isinstance(b, ev.TaskProgressed):
+        steps.append((TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction,
+                                        b.message)))
+    elif isinstance(b, ev.TaskFailed):
+        steps.append((TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at)))
+    elif isinstance(b, ev.TimerScheduled):
+        steps.append((TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt)))
+    elif isinstance(b, ev.TaskSucceeded):
+        steps.append((TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at)))
+    return steps
 
 
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,

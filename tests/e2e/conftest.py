@@ -16,6 +16,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
+def services() -> None:
+    """Kafka and PostgreSQL are reachable (fails on CI, skips elsewhere, when not)."""
+    require_services()
+
+
+@pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """One stack for the session (fresh topic prefix and database)."""
     require_services()
