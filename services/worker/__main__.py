@@ -6,9 +6,29 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 
 from services.worker.app import Worker
 from services.worker.settings import Settings
+
+log = logging.getLogger("headwater.worker")
+
+
+async def serve(settings: Settings) -> None:
+    """Run a worker until SIGTERM or SIGINT, then stop it and return (no traceback).
+
+    Running attempts are cancelled, not drained: their dispatches stay uncommitted and
+    go to another worker of the queue.
+    """
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, main.cancel)
+    try:
+        await Worker(settings).run()
+    except asyncio.CancelledError:
+        log.info("worker %s stopped", settings.worker_id)
 
 
 def main() -> None:
@@ -21,8 +41,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(Worker(settings).run())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C before the loop runs
+        asyncio.run(serve(settings))
 
 
 if __name__ == "__main__":

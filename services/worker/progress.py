@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from headwater import events as ev
+from services.worker.reports import clean_text
 
 MIN_INTERVAL_S = 0.1
+
+log = logging.getLogger("headwater.worker")
 
 
 class ProgressReporter:
     """Coalesces ``ctx.progress`` calls: the first goes out at once, then at most one per
-    ``MIN_INTERVAL_S``, and the last one is never dropped."""
+    ``MIN_INTERVAL_S``, and the last one is never dropped.
+
+    Args:
+        loop: the worker's event loop (reports are sent from it).
+        base: ``(workflow_id, node, index, attempt)`` of the attempt.
+        send: sends one report; a progress report that cannot be sent is dropped (logged).
+    """
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, base: tuple[str, str, int | None, int],
@@ -27,8 +37,14 @@ class ProgressReporter:
         self._flusher: asyncio.Task[None] | None = None
 
     def report(self, fraction: float, message: str) -> None:
-        """Called by task code, from the loop thread or a worker thread."""
-        self.loop.call_soon_threadsafe(self._queue, fraction, message)
+        """Called by task code, from the loop thread or a worker thread.
+
+        Args:
+            fraction: done so far, in [0, 1].
+            message: any string; made valid UTF-8 and cut to a few KiB here, since a
+                lone surrogate (``"\\ud800"``) cannot be encoded into a report.
+        """
+        self.loop.call_soon_threadsafe(self._queue, fraction, clean_text(str(message)))
 
     def _queue(self, fraction: float, message: str) -> None:
         self._pending = (fraction, message)
@@ -43,8 +59,11 @@ class ProgressReporter:
             fraction, message = self._pending
             self._pending = None
             self._last_sent = time.monotonic()
-            await self.send(ev.TaskProgressed(*self.base, int(time.time() * 1000),
-                                              fraction, message))
+            try:
+                await self.send(ev.TaskProgressed(*self.base, int(time.time() * 1000),
+                                                  fraction, message))
+            except Exception:  # progress only informs: never fail the attempt for it
+                log.warning("dropped a progress report of %s", self.base, exc_info=True)
 
     async def drain(self) -> None:
         """Wait until the last progress report is sent (before the outcome report)."""

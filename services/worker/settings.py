@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from services.common.settings import CommonSettings, env_int, env_str
 
+MAX_OUTPUT_BYTES = 1024 * 1024
+MAX_POLL_INTERVAL_MS = 300_000
+
 
 @dataclass(frozen=True)
 class Settings(CommonSettings):
@@ -19,17 +22,33 @@ class Settings(CommonSettings):
             (``HEADWATER_TASKS``, comma-separated; ``--tasks``).
         concurrency: attempts run at once (``HEADWATER_CONCURRENCY``).
         worker_id: this process's name in reports (``HEADWATER_WORKER_ID``).
+        max_output_bytes: largest encoded ``TaskSucceeded`` report, bytes
+            (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default). A task whose output makes
+            a larger report fails without retry ("output is N bytes, over the limit of
+            M"): large results belong in object storage, with their address as output.
+            Keep it below ``max_message_bytes``.
+        max_poll_interval_ms: Kafka's ``max.poll.interval.ms`` for the worker's consumer
+            (``HEADWATER_MAX_POLL_INTERVAL_MS``, Kafka's default of 300 000). The worker
+            keeps polling (with its partitions paused) while every slot is busy, so long
+            tasks do not count against it; it only bounds how long the poll loop itself
+            may stall before the group gives this worker's partitions to another one.
     """
 
     queue: str = "cpu"
     task_modules: tuple[str, ...] = ()
     concurrency: int = 8
     worker_id: str = ""
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    max_poll_interval_ms: int = MAX_POLL_INTERVAL_MS
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
                  concurrency: int | None = None) -> Settings:
-        """Read the environment; explicit arguments (from the command line) win."""
+        """Read the environment; explicit arguments (from the command line) win.
+
+        Raises:
+            ValueError: a numeric variable is not a number (the message names it).
+        """
         modules = tasks or [m for m in env_str("TASKS", "").split(",") if m]
         return cls(
             **cls.common_from_env(),  # type: ignore[arg-type]
@@ -37,4 +56,6 @@ class Settings(CommonSettings):
             task_modules=tuple(modules),
             concurrency=concurrency or env_int("CONCURRENCY", 8),
             worker_id=env_str("WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
+            max_output_bytes=env_int("MAX_OUTPUT_BYTES", MAX_OUTPUT_BYTES),
+            max_poll_interval_ms=env_int("MAX_POLL_INTERVAL_MS", MAX_POLL_INTERVAL_MS),
         )

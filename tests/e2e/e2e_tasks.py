@@ -26,3 +26,37 @@ async def sleep(seconds: float) -> float:
     """Sleep, then return how long."""
     await asyncio.sleep(seconds)
     return seconds
+
+
+@task(name="e2e.big_output", queue="cpu")
+def big_output(size: int) -> str:
+    """Return a string of ``size`` characters (over the output limit when large)."""
+    return "x" * size
+
+
+@task(name="e2e.surrogate_error", queue="cpu")
+def surrogate_error() -> None:
+    """Raise with a lone surrogate in the message, which UTF-8 cannot encode."""
+    raise RuntimeError("bad \ud800 byte")
+
+
+@task(name="e2e.surrogate_progress", queue="cpu")
+def surrogate_progress(ctx: TaskContext) -> str:
+    """Report progress with a lone surrogate in the message, then succeed."""
+    ctx.progress(0.5, "half \udc80 way")
+    return "done"
+
+
+@task(name="e2e.exit", queue="cpu")
+def exit_(kind: str) -> None:
+    """Raise ``SystemExit`` (``kind="exit"``) or ``KeyboardInterrupt`` from task code."""
+    if kind == "exit":
+        raise SystemExit(1)
+    raise KeyboardInterrupt
+
+
+@task(name="e2e.aexit", queue="cpu")
+async def aexit() -> None:
+    """Raise ``SystemExit`` from an async task."""
+    await asyncio.sleep(0)
+    raise SystemExit(2)

@@ -1,0 +1,137 @@
+"""The consuming side of a worker: take dispatches while slots are free, keep polling
+while none is, commit only what is finished, and survive rebalances.
+
+The poll loop must never block on task code. While every slot stays busy the intake
+pauses the assigned partitions and keeps calling ``getmany`` (which then returns
+nothing), so that the consumer group does not take the worker for dead after
+``max.poll.interval.ms`` and hand its dispatches to another worker, which would run them
+again. Partitions are resumed as soon as a slot is free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
+
+from services.worker.offsets import OffsetTracker
+
+log = logging.getLogger("headwater.worker")
+
+POLL_MS = 100
+"""How long one poll waits for records while a slot is free, milliseconds."""
+BUSY_POLL_S = 1.0
+"""How long the intake waits for a free slot before it polls (paused) again, seconds."""
+
+Taken = list[tuple[TopicPartition, ConsumerRecord]]
+
+
+class Intake:
+    """Dispatch records for at most ``slots`` attempts at once.
+
+    Args:
+        consumer: the queue's consumer (subscribe it with :attr:`listener`).
+        slots: attempts run at once.
+    """
+
+    def __init__(self, consumer: AIOKafkaConsumer, slots: int) -> None:
+        self.consumer = consumer
+        self.slots = slots
+        self.running = 0
+        self.tracker: OffsetTracker[TopicPartition] = OffsetTracker()
+        self.listener = _Rebalance(self)
+        self._slot_freed = asyncio.Event()
+
+    @property
+    def full(self) -> bool:
+        """Whether every slot is busy."""
+        return self.running >= self.slots
+
+    async def take(self) -> Taken:
+        """Poll once and take what fits in the free slots (each taken record holds a slot
+        until :meth:`done`). With no slot free, wait up to ``BUSY_POLL_S`` for one; if
+        none frees, pause every partition and poll anyway, to stay in the group.
+
+        Returns:
+            ``(partition, record)`` pairs, in offset order per partition; often empty.
+        """
+        if not self.full:
+            self._resume()
+            free = self.slots - self.running
+            return self._admit(await self.consumer.getmany(timeout_ms=POLL_MS,
+                                                           max_records=free))
+        self._slot_freed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._slot_freed.wait(), BUSY_POLL_S)
+        if not self.full:
+            return []  # short tasks: records fetched ahead stay buffered (not paused)
+        self.pause()
+        # Returns nothing for paused partitions; it tells the group this member is alive.
+        return self._admit(await self.consumer.getmany(timeout_ms=0))
+
+    def done(self, tp: TopicPartition, offset: int, finished: bool) -> None:
+        """A taken record's attempt ended; ``finished``: its reports were acknowledged, so
+        its offset may be committed (otherwise it is delivered again later)."""
+        self.running -= 1
+        self._slot_freed.set()
+        if finished:
+            self.tracker.finished(tp, offset)
+
+    def pause(self, partitions: set[TopicPartition] | None = None) -> None:
+        """Stop fetching from ``partitions`` (default: every assigned one)."""
+        partitions = self.consumer.assignment() if partitions is None else partitions
+        fresh = set(partitions) - set(self.consumer.paused())
+        if fresh:
+            log.debug("every slot is busy: pausing %s", sorted(fresh))
+            self.consumer.pause(*fresh)
+
+    async def commit(self) -> None:
+        """Commit the offsets that are safe to commit. Never raises a Kafka error: after a
+        rebalance (``CommitFailedError``) the records go to the partitions' new owner,
+        and the coordinator ignores reports of an attempt it already has."""
+        offsets = self.tracker.committable()
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as e:
+            log.warning("committing %s failed (%s: %s); uncommitted dispatches will be "
+                        "delivered again", offsets, type(e).__name__, e)
+            return
+        self.tracker.mark_committed(offsets)
+
+    def _resume(self) -> None:
+        paused = self.consumer.paused()
+        if paused:
+            self.consumer.resume(*paused)
+
+    def _admit(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> Taken:
+        taken: Taken = []
+        for tp, records in batches.items():
+            for record in records:
+                if self.full:
+                    # From a partition assigned while paused: give the rest back.
+                    self.consumer.seek(tp, record.offset)
+                    break
+                self.running += 1
+                self.tracker.started(tp, record.offset)
+                taken.append((tp, record))
+        return taken
+
+
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Commits before partitions go, forgets them, and pauses new ones while busy."""
+
+    def __init__(self, intake: Intake) -> None:
+        self.intake = intake
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self.intake.commit()
+        self.intake.tracker.forget(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        if self.intake.full:
+            self.intake.pause(set(assigned))

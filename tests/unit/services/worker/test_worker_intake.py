@@ -1,0 +1,126 @@
+"""Taking dispatches (``Intake``) over a fake consumer: busy workers keep polling with
+their partitions paused, records that do not fit are given back, commits may fail."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from aiokafka.errors import CommitFailedError, IllegalStateError
+from worker_fakes import (
+    GATE,
+    TP0,
+    TP1,
+    FakeConsumer,
+    FakeProducer,
+    dispatch,
+    outcomes,
+    records,
+    serving,
+    settings,
+    wait_until,
+)
+
+from headwater import events as ev
+from services.worker import intake as intake_module
+from services.worker.app import Worker
+from services.worker.intake import Intake
+
+
+def started(producer: FakeProducer) -> list[str]:
+    return [r.workflow_id for r in producer.reports() if isinstance(r, ev.TaskStarted)]
+
+
+async def test_while_every_slot_is_busy_the_loop_keeps_polling_paused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intake_module, "BUSY_POLL_S", 0.01)
+    GATE.clear()
+    consumer = FakeConsumer({TP0: records(*(dispatch("unit.gated", {"n": i}, workflow_id=f"w{i}")
+                                            for i in range(3)))})
+    producer = FakeProducer()
+    try:
+        async with serving(Worker(settings(concurrency=1)), consumer, producer):
+            await wait_until(lambda: consumer.polls_while_paused >= 5)
+            assert consumer.paused() == {TP0}
+            assert started(producer) == ["w0"]
+            GATE.set()
+            await wait_until(lambda: consumer.committed.get(TP0) == 3)
+            assert consumer.paused() == set()
+    finally:
+        GATE.set()
+    assert sorted(outcomes(producer)) == ["w0", "w1", "w2"]
+    assert started(producer) == ["w0", "w1", "w2"]  # each ran once
+
+
+async def test_records_of_a_partition_assigned_while_busy_are_given_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intake_module, "BUSY_POLL_S", 0.01)
+    GATE.clear()
+    consumer = FakeConsumer({
+        TP0: records(dispatch("unit.gated", {"n": 0}, workflow_id="a")),
+        TP1: records(dispatch("unit.ok", {"n": 1}, workflow_id="b"),
+                     dispatch("unit.ok", {"n": 2}, workflow_id="c"))})
+    consumer.pause(TP1)  # so that the first poll takes TP0's record
+    producer = FakeProducer()
+    try:
+        async with serving(Worker(settings(concurrency=1)), consumer, producer):
+            await wait_until(lambda: consumer.paused() == {TP0, TP1})
+            consumer.unpause_during_next_poll = {TP1}  # TP1 assigned anew while busy
+            await wait_until(lambda: TP1 in consumer.position)
+            await wait_until(lambda: consumer.paused() == {TP0, TP1})
+            assert consumer.position[TP1] == 0  # fetched, then given back
+            assert started(producer) == ["a"]
+            GATE.set()
+            await wait_until(lambda: consumer.committed == {TP0: 1, TP1: 2})
+    finally:
+        GATE.set()
+    assert started(producer) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("error", [
+    CommitFailedError("the group has already rebalanced"),
+    IllegalStateError("Partition is not assigned"),
+])
+async def test_a_failed_commit_is_logged_and_the_worker_carries_on(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    consumer = FakeConsumer({TP0: records(dispatch("unit.ok", workflow_id="a"),
+                                          dispatch("unit.ok", workflow_id="b"))})
+    consumer.commit_errors.append(error)
+    producer = FakeProducer()
+    with caplog.at_level(logging.WARNING, logger="headwater.worker"):
+        async with serving(Worker(settings()), consumer, producer):
+            await wait_until(lambda: consumer.committed.get(TP0) == 2)
+    assert any(type(error).__name__ in r.getMessage() for r in caplog.records)
+
+
+async def test_revoked_partitions_are_forgotten_even_when_the_commit_fails() -> None:
+    consumer = FakeConsumer({TP0: []}, commit_errors=[CommitFailedError("rebalanced")])
+    intake = Intake(consumer, 4)  # type: ignore[arg-type]
+    intake.tracker.started(TP0, 5)
+    intake.tracker.finished(TP0, 5)
+    await intake.listener.on_partitions_revoked({TP0})
+    assert intake.tracker.committable() == {}
+    assert consumer.committed == {}
+
+
+async def test_partitions_assigned_while_busy_are_paused() -> None:
+    consumer = FakeConsumer({TP0: [], TP1: []})
+    intake = Intake(consumer, 1)  # type: ignore[arg-type]
+    intake.running = 1
+    await intake.listener.on_partitions_assigned({TP1})
+    assert consumer.paused() == {TP1}
+    intake.running = 0
+    await intake.listener.on_partitions_assigned({TP0})
+    assert consumer.paused() == {TP1}
+
+
+async def test_take_holds_a_slot_per_record_until_done() -> None:
+    consumer = FakeConsumer({TP0: records(*(dispatch("unit.ok") for _ in range(3)))})
+    intake = Intake(consumer, 2)  # type: ignore[arg-type]
+    taken = await intake.take()
+    assert [r.offset for _, r in taken] == [0, 1] and intake.full
+    intake.done(TP0, 1, finished=True)
+    intake.done(TP0, 0, finished=False)  # not acknowledged: its offset is not committed
+    await intake.commit()
+    assert consumer.committed == {TP0: 0}
+    assert [r.offset for _, r in await intake.take()] == [2]
