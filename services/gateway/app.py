@@ -6,44 +6,28 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
-import asyncpg
-from aiokafka import AIOKafkaProducer
 from fastapi import FastAPI
 
 from services.common.db import connect_pool
 from services.common.kafka import ensure_topics, make_producer
-from services.gateway import problems
-from services.gateway.routes import router
+from services.gateway import health, problems, routes
+from services.gateway.middleware import CatchAll, RejectNul
+from services.gateway.runtime import Runtime
 from services.gateway.settings import Settings
-from services.gateway.stream import Notifier
 
 log = logging.getLogger("headwater.gateway")
 
 
-@dataclass
-class Runtime:
-    """What the routes use, created at start-up."""
-
-    settings: Settings
-    pool: asyncpg.Pool = field(init=False)
-    producer: AIOKafkaProducer = field(init=False)
-    notifier: Notifier = field(default_factory=Notifier)
-    ready: bool = False
-
-    async def close(self) -> None:
-        """Close whatever was opened."""
-        await self.notifier.stop()
-        if hasattr(self, "producer"):
-            await self.producer.stop()
-        if hasattr(self, "pool"):
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.pool.close(), 5)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the FastAPI app; Kafka and PostgreSQL connect in the lifespan."""
+    """Build the FastAPI app; Kafka and PostgreSQL connect in the lifespan.
+
+    Args:
+        settings: the gateway's settings; read from the environment when omitted.
+
+    Returns:
+        The app; its ``state.hw`` is the ``Runtime`` once the lifespan has started.
+    """
     settings = settings or Settings.from_env()
     runtime = Runtime(settings)
 
@@ -73,5 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="Headwater", version="1", lifespan=lifespan)
     problems.install(app)
-    app.include_router(router)
+    app.add_middleware(CatchAll)
+    app.add_middleware(RejectNul)  # added last: runs first
+    app.include_router(health.router)
+    app.include_router(routes.router)
     return app

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import asyncpg
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -11,6 +13,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 PROBLEM_JSON = "application/problem+json"
+RETRY_AFTER_S = "1"  # seconds, as the Retry-After header carries it
+
+DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    OSError,  # refused, reset, unreachable; TimeoutError is an OSError too
+    asyncpg.PostgresConnectionError,  # SQLSTATE class 08: the connection failed or was lost
+    asyncpg.InterfaceError,  # the connection or the pool is closed
+    asyncpg.exceptions.OperatorInterventionError,  # class 57P: shutting down, starting up
+    asyncpg.exceptions.InsufficientResourcesError,  # class 53: too many connections, disk full
+)
+"""Errors that mean PostgreSQL cannot answer now (not that a query is wrong): 503."""
+
+log = logging.getLogger("headwater.gateway")
 
 
 class Problem(Exception):
@@ -46,7 +60,13 @@ def problem_response(status: int, title: str, detail: str = "", instance: str = 
 
 
 def install(app: FastAPI) -> None:
-    """Make every error answer ``application/problem+json``."""
+    """Make every error answer ``application/problem+json``.
+
+    ``Problem`` answers itself, request validation is 422, PostgreSQL being unavailable
+    (``DATABASE_UNAVAILABLE``) is 503 with ``Retry-After``, and Starlette's HTTP errors
+    (404 route, 405 method) keep their status. Anything else is caught by
+    ``middleware.CatchAll``.
+    """
 
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> Response:
@@ -59,6 +79,16 @@ def install(app: FastAPI) -> None:
                   for e in exc.errors()]
         return problem_response(422, "Invalid request", "; ".join(errors), request.url.path,
                                 errors=errors)
+
+    async def _database(request: Request, exc: Exception) -> Response:
+        log.warning("PostgreSQL unavailable during %s %s: %r", request.method,
+                    request.url.path, exc)
+        return problem_response(503, "Database unavailable",
+                                "PostgreSQL does not answer; retry later", request.url.path,
+                                {"Retry-After": RETRY_AFTER_S})
+
+    for error in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(error, _database)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:

@@ -17,12 +17,18 @@ class Settings(CommonSettings):
         max_body_bytes: largest accepted request body, bytes (``HEADWATER_MAX_BODY_BYTES``);
             larger ones get 413.
         sse_ping_s: SSE heartbeat interval, seconds (``HEADWATER_SSE_PING``).
+        produce_timeout_s: longest wait for Kafka to acknowledge a submission or a cancel,
+            seconds (``HEADWATER_PRODUCE_TIMEOUT``); beyond it the request gets 503.
+        ready_timeout_s: longest wait for PostgreSQL to answer ``/ready``'s ``select 1``,
+            seconds (``HEADWATER_READY_TIMEOUT``).
     """
 
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 4 * 1024 * 1024
     sse_ping_s: float = 15.0
+    produce_timeout_s: float = 10.0
+    ready_timeout_s: float = 1.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -33,4 +39,6 @@ class Settings(CommonSettings):
             port=env_int("GATEWAY_PORT", 8080),
             max_body_bytes=env_int("MAX_BODY_BYTES", 4 * 1024 * 1024),
             sse_ping_s=env_float("SSE_PING", 15.0),
+            produce_timeout_s=env_float("PRODUCE_TIMEOUT", 10.0),
+            ready_timeout_s=env_float("READY_TIMEOUT", 1.0),
         )

@@ -3,12 +3,14 @@
 Each event is ``id: <seq>``, ``event: <type>``, ``data: <json>`` (WHATWG HTML, "Server-sent
 events"). A reconnecting client sends ``Last-Event-ID`` and gets only later events. The
 stream closes after the terminal event. The projector's ``NOTIFY`` wakes waiting
-streams; a periodic re-read covers a missed notification.
+streams; a periodic re-read covers a missed notification. When PostgreSQL stops
+answering the stream ends, and the client's reconnection gets 503 until it is back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,11 +19,13 @@ import asyncpg
 import orjson
 
 from services.common.db import NOTIFY_CHANNEL
+from services.gateway.problems import DATABASE_UNAVAILABLE
 
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TERMINAL_TYPES = frozenset({"WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"})
 RECHECK_S = 2.0
 PAGE = 500
+log = logging.getLogger("headwater.gateway")
 
 
 class Notifier:
@@ -63,24 +67,28 @@ class Notifier:
 async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,
                          after_seq: int) -> AsyncIterator[dict[str, Any]]:
     """Yield SSE messages (``id``, ``event``, ``data``) with ``seq > after_seq``, in order,
-    until and including the terminal event."""
+    until and including the terminal event, or until PostgreSQL stops answering."""
     last = after_seq
-    while True:
-        rows = await pool.fetch(
-            "select seq, type, data from events where workflow_id = $1 and seq > $2"
-            " order by seq limit $3", workflow_id, last, PAGE)
-        for row in rows:
-            if row["seq"] != last + 1:
-                break  # a gap: the projection has not caught up; read again
-            last = row["seq"]
-            yield {"id": str(row["seq"]), "event": row["type"],
-                   "data": orjson.dumps(row["data"]).decode()}
-            if row["type"] in TERMINAL_TYPES:
-                return
-        if not rows:
-            row = await pool.fetchrow(
-                "select status, seq from workflows where workflow_id = $1", workflow_id)
-            if row is None or (row["status"] in TERMINAL_STATUSES and row["seq"] <= last):
-                return  # resumed at or after the terminal event: nothing more will come
-        if len(rows) < PAGE:
-            await notifier.wait(workflow_id, RECHECK_S)
+    try:
+        while True:
+            rows = await pool.fetch(
+                "select seq, type, data from events where workflow_id = $1 and seq > $2"
+                " order by seq limit $3", workflow_id, last, PAGE)
+            for row in rows:
+                if row["seq"] != last + 1:
+                    break  # a gap: the projection has not caught up; read again
+                last = row["seq"]
+                yield {"id": str(row["seq"]), "event": row["type"],
+                       "data": orjson.dumps(row["data"]).decode()}
+                if row["type"] in TERMINAL_TYPES:
+                    return
+            if not rows:
+                row = await pool.fetchrow(
+                    "select status, seq from workflows where workflow_id = $1", workflow_id)
+                if row is None or (row["status"] in TERMINAL_STATUSES and row["seq"] <= last):
+                    return  # resumed at or after the terminal event: nothing more will come
+            if len(rows) < PAGE:
+                await notifier.wait(workflow_id, RECHECK_S)
+    except DATABASE_UNAVAILABLE as e:
+        log.warning("ending the event stream of %s at seq %d: PostgreSQL unavailable: %r",
+                    workflow_id, last, e)

@@ -1,13 +1,18 @@
 """Accept a submission: validate, claim the id in the projection, produce to Kafka.
 
 The id is claimed (a row with status ``accepted`` and ``seq`` 0) before the record is
-produced, so an id that was just answered 202 is never 404, and concurrent submissions
-of one id produce one record.
+produced, so an id that was just answered 202 is never 404, and of concurrent
+submissions of one id exactly one claims it. A claim whose record was never produced
+(the gateway died in between) is healed by the next submission of the same id and body
+while the workflow has not started: it produces the record again, which is harmless if
+it had been produced, since the coordinator ignores a submission for a workflow it has.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -24,9 +29,12 @@ from headwater.errors import SpecError
 from headwater.spec import parse_spec
 from headwater.topics import Topics
 from services.common.kafka import AVRO_HEADERS
+from services.gateway.body import require_storable
 from services.gateway.models import SubmitRequest
-from services.gateway.problems import Problem
+from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 from services.gateway.stream import TERMINAL_STATUSES
+
+log = logging.getLogger("headwater.gateway")
 
 
 @dataclass(frozen=True)
@@ -45,69 +53,138 @@ def body_hash(spec: Any, workflow_input: Any, tenant: str | None) -> str:
 
 
 async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                 request: SubmitRequest) -> Accepted:
+                 request: SubmitRequest, produce_timeout_s: float) -> Accepted:
     """Validate and submit a workflow.
 
+    Args:
+        pool: the projection's pool.
+        producer: the Kafka producer.
+        topics: the topic names.
+        request: the parsed body.
+        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
+
+    Returns:
+        The outcome: created (202) or the same run again (200).
+
     Raises:
-        Problem: 422 for an invalid spec (every fault in ``errors``), 409 when the id is
-            taken by a different body, 503 when Kafka does not acknowledge.
+        Problem: 422 for a value PostgreSQL or Kafka cannot hold or an invalid spec
+            (every fault in ``errors``), 409 when the id is taken by a different body,
+            503 when Kafka does not acknowledge within ``produce_timeout_s``.
     """
     if request.definition is not None:
         raise Problem(422, "Unsupported field", "named definitions are not available in "
                       "this version; send the spec in 'workflow'", errors=["definition"])
-    if request.workflow is None:
+    spec = request.workflow
+    if spec is None:
         raise Problem(422, "Invalid request", "'workflow' (the spec) is required",
                       errors=["workflow: required"])
-    try:
-        parse_spec(request.workflow)
-    except SpecError as e:
-        raise Problem(422, "Invalid workflow spec", str(e), errors=e.faults) from e
+    # A large spec takes a while to check: off the event loop, so /health stays prompt.
+    digest = await asyncio.to_thread(_validate, request, spec)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
-    digest = body_hash(request.workflow, request.input, request.tenant)
     now_ms = int(time.time() * 1000)
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
-    name = str(request.workflow.get("name", ""))
     claimed = await pool.fetchval(
         "insert into workflows (workflow_id, name, tenant, status, seq, spec, input, body_hash,"
         " created_at, updated_at) values ($1, $2, $3, 'accepted', 0, $4, $5, $6, $7, $7)"
         " on conflict (workflow_id) do nothing returning 1",
-        workflow_id, name, request.tenant, request.workflow, request.input, digest, now,
+        workflow_id, str(spec.get("name", "")), request.tenant, spec, request.input, digest,
+        now,
     )
+    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, now_ms, request.tenant)
     if not claimed:
-        return await _existing(pool, workflow_id, digest)
-    record = ev.WorkflowSubmitted(workflow_id, request.workflow, request.input, now_ms,
-                                  request.tenant)
+        return await _existing(pool, producer, topics, record, digest, produce_timeout_s)
     try:
-        await producer.send_and_wait(topics.submissions, codec.encode(record),
-                                     key=workflow_id.encode(), headers=AVRO_HEADERS)
-    except Exception as e:
-        await pool.execute("delete from workflows where workflow_id = $1 and seq = 0",
-                           workflow_id)
-        raise Problem(503, "Kafka unavailable", f"the submission was not stored: {e}",
-                      headers={"Retry-After": "1"}) from e
+        await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
+    except Exception:
+        await _release(pool, workflow_id)
+        raise
     return Accepted(workflow_id, True, "accepted")
 
 
-async def _existing(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Accepted:
+def _validate(request: SubmitRequest, spec: dict[str, Any]) -> str:
+    """Check the values and the spec; return the body hash. Runs in a worker thread."""
+    require_storable({"workflow": spec, "input": request.input, "tenant": request.tenant})
+    try:
+        parse_spec(spec)
+    except SpecError as e:
+        raise Problem(422, "Invalid workflow spec", str(e), errors=e.faults) from e
+    return body_hash(spec, request.input, request.tenant)
+
+
+async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
+    """Give a claimed id back after its record could not be produced."""
+    try:
+        await pool.execute("delete from workflows where workflow_id = $1 and seq = 0",
+                           workflow_id)
+    except DATABASE_UNAVAILABLE as e:
+        # The claim stays; the next submission of the same id and body produces again.
+        log.warning("could not release the claim on %s: %r", workflow_id, e)
+
+
+async def _existing(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                    record: ev.WorkflowSubmitted, digest: str,
+                    produce_timeout_s: float) -> Accepted:
+    workflow_id = record.workflow_id
     row = await pool.fetchrow(
-        "select status, body_hash, spec, input, tenant from workflows where workflow_id = $1",
-        workflow_id)
+        "select status, seq, body_hash, spec, input, tenant from workflows"
+        " where workflow_id = $1", workflow_id)
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
-                      headers={"Retry-After": "1"})
+                      headers={"Retry-After": RETRY_AFTER_S})
     existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
     if existing != digest:
         raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
                       "different submission", workflow_id=workflow_id)
+    if row["status"] == "accepted" and row["seq"] == 0:
+        # Not started yet: perhaps its record was never produced (the gateway that claimed
+        # the id died first). Producing it again is harmless if it was.
+        await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
     return Accepted(workflow_id, False, row["status"])
 
 
-async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                         workflow_id: str, reason: str) -> None:
-    """Produce a ``CancelRequested`` for a workflow that is not terminal.
+async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s: float,
+                  what: str) -> None:
+    """Produce one record keyed by its workflow id and wait for Kafka's acknowledgement.
+
+    Args:
+        producer: the Kafka producer.
+        topic: where to.
+        record: a ``headwater.events`` record with a ``workflow_id``.
+        timeout_s: longest wait, seconds.
+        what: what the record is, for the problem's detail (``"submission"``).
 
     Raises:
-        Problem: 404 unknown id, 409 already terminal, 503 Kafka unavailable.
+        Problem: 503 with ``Retry-After`` when Kafka fails or does not acknowledge in time.
+    """
+    workflow_id: str = record.workflow_id
+    retry = {"Retry-After": RETRY_AFTER_S}
+    try:
+        await asyncio.wait_for(
+            producer.send_and_wait(topic, codec.encode(record), key=workflow_id.encode(),
+                                   headers=AVRO_HEADERS), timeout_s)
+    except TimeoutError as e:
+        raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
+                      f"{timeout_s:g} s; it may still be stored, and retrying it is safe",
+                      headers=retry, workflow_id=workflow_id) from e
+    except Exception as e:
+        raise Problem(503, "Kafka unavailable", f"the {what} was not stored: {e}",
+                      headers=retry, workflow_id=workflow_id) from e
+
+
+async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                         workflow_id: str, reason: str, produce_timeout_s: float) -> None:
+    """Produce a ``CancelRequested`` for a workflow that is not terminal.
+
+    Args:
+        pool: the projection's pool.
+        producer: the Kafka producer.
+        topics: the topic names.
+        workflow_id: the workflow to cancel.
+        reason: recorded in the history.
+        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
+
+    Raises:
+        Problem: 404 unknown id, 409 already terminal, 503 Kafka unavailable or slow.
     """
     status = await pool.fetchval("select status from workflows where workflow_id = $1",
                                  workflow_id)
@@ -117,9 +194,4 @@ async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics:
         raise Problem(409, "Conflict", f"workflow {workflow_id} is already {status}",
                       status_now=status)
     record = ev.CancelRequested(workflow_id, int(time.time() * 1000), reason)
-    try:
-        await producer.send_and_wait(topics.control, codec.encode(record),
-                                     key=workflow_id.encode(), headers=AVRO_HEADERS)
-    except Exception as e:
-        raise Problem(503, "Kafka unavailable", f"the cancel was not stored: {e}",
-                      headers={"Retry-After": "1"}) from e
+    await produce(producer, topics.control, record, produce_timeout_s, "cancel")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 from datetime import datetime
 from typing import Any
 
 import asyncpg
-import orjson
 
+from services.gateway.cursor import decode_cursor, encode_cursor
 from services.gateway.problems import Problem
 
 MAX_TASKS = 1000
@@ -77,20 +76,6 @@ def _task_view(t: asyncpg.Record) -> dict[str, Any]:
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
     }
-
-
-def encode_cursor(created_at: datetime, workflow_id: str) -> str:
-    """An opaque cursor after ``(created_at, workflow_id)``."""
-    return base64.urlsafe_b64encode(orjson.dumps([created_at.isoformat(), workflow_id])).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Inverse of ``encode_cursor``. Raises ``Problem`` 400 for a malformed cursor."""
-    try:
-        created, wid = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(created), str(wid)
-    except Exception as e:
-        raise Problem(400, "Bad cursor", "the cursor is not one this API returned") from e
 
 
 async def list_view(pool: asyncpg.Pool, status: str | None, name: str | None,
