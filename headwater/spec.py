@@ -143,8 +143,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
-    else:
-        _check_refs(nodes, doc.get("output"), faults)
+    _check_refs(nodes, doc.get("output"), faults)
     if faults:
         raise SpecError(faults)
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))

@@ -67,17 +67,45 @@ def up(
     tasks: Annotated[list[str] | None, typer.Option(help="task modules to import")] = None,
     gateway: str = GATEWAY,
 ) -> None:
-    """Start Kafka, PostgreSQL, the coordinator, the gateway and workers (idempotent)."""
+    """Start Kafka, PostgreSQL, the coordinator, the gateway and workers (idempotent).
+
+    Task modules are imported from the current directory (it is put on ``PYTHONPATH``).
+    """
     localstack.infra("up")
-    pids = [localstack.start(s) for s in localstack.default_services(
-        tasks or [localstack.EXAMPLE_TASKS], workers, queue)]
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(),
+                                                        os.environ.get("PYTHONPATH")]))}
+    services = localstack.default_services(tasks or [localstack.EXAMPLE_TASKS], workers, queue)
+    pids = {s.name: localstack.start(s, env) for s in services}
     console.print("waiting for the gateway to be ready ...")
     try:
-        localstack.wait_ready(f"{gateway}/ready", pids=pids)
+        localstack.wait_ready(f"{gateway}/ready", pids=list(pids.values()))
+        time.sleep(1.0)  # a worker that cannot import its tasks exits within a second
     except (TimeoutError, RuntimeError) as e:
         _fail(f"{e}. Logs: {localstack.home() / 'logs'}. If the gateway listens elsewhere, "
               "set HEADWATER_GATEWAY_PORT or HEADWATER_GATEWAY_URL.")
+    dead = [s for s in services if not localstack.alive(pids[s.name])]
+    for s in dead:
+        s.pid_file.unlink(missing_ok=True)
+        tail = s.log_file.read_text(errors="replace").strip().splitlines()[-3:]
+        console.print(f"[red]{s.name} exited[/]: " + " | ".join(tail))
     ps()
+    if dead:
+        raise typer.Exit(1)
+
+
+@app.command()
+def restart(
+    workers: Annotated[int, typer.Option(help="worker processes for the queue")] = 1,
+    queue: Annotated[str, typer.Option(help="queue the workers serve")] = "cpu",
+    tasks: Annotated[list[str] | None, typer.Option(help="task modules to import")] = None,
+    gateway: str = GATEWAY,
+) -> None:
+    """Restart the Headwater processes (e.g. to load changed task code); Kafka, PostgreSQL
+    and the data stay."""
+    for name, _pid in localstack.running_services():
+        localstack.stop(localstack.Service(name, ()))
+        console.print(f"stopped {name}")
+    up(workers=workers, queue=queue, tasks=tasks, gateway=gateway)
 
 
 @app.command()
@@ -141,7 +169,8 @@ def submit(
         state = follow(client, f"/v1/workflows/{workflow_id}/events", console)
     elapsed = time.monotonic() - started
     console.print(f"[{STYLE.get(state.status, '')}]{state.status}[/] in {elapsed:.2f} s, "
-                  f"{state.tasks_run} task attempts, {state.last_seq} events")
+                  f"{state.tasks_run} task attempt{'s' if state.tasks_run != 1 else ''}, "
+                  f"{state.last_seq} events")
     if state.status == "succeeded":
         console.print_json(json.dumps(state.output))
     else:

@@ -177,9 +177,10 @@ def test_several_faults_are_all_reported() -> None:
     assert len(faults) == 8
 
 
-def test_references_are_checked_only_when_there_is_no_cycle() -> None:
+def test_references_are_checked_even_when_there_is_a_cycle() -> None:
     faults = faults_of(doc(node("a", "b", input="${nodes.z.output}"), node("b", "a")))
-    assert [f.split(":")[0] for f in faults] == ["cycle"]
+    assert [f.split(":")[0] for f in faults] == ["cycle", "node 'a'"]
+    assert "unknown reference to node 'z'" in faults[1]
 
 
 def test_10000_node_chain_validates_without_recursion(low_recursion_limit: None) -> None:
