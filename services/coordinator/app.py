@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import faust
 
 from headwater import events as ev
 from services.common.kafka import ensure_topics
 from services.coordinator.bus import FaustBus
+from services.coordinator.continuity import OffsetContinuity
 from services.coordinator.handler import Coordinator, InputRecord
 from services.coordinator.projection import run_projector
 from services.coordinator.settings import Settings
@@ -58,6 +60,13 @@ def create_app(settings: Settings) -> faust.App:
     rescan = asyncio.Event()
     rescan.set()
 
+    continuity = OffsetContinuity()
+
+    async def _on_revoked(sender: Any, revoked: Any = (), **kwargs: Any) -> None:
+        continuity.forget((tp.topic, tp.partition) for tp in revoked)
+
+    app.on_partitions_revoked.connect(_on_revoked)  # type: ignore[arg-type]
+
     async def _on_rebalance(sender: Any, **kwargs: Any) -> None:
         store.clear_cache()
         timers.clear()
@@ -72,16 +81,18 @@ def create_app(settings: Settings) -> faust.App:
         # that failed half-way must never be committed, so such a failure ends the process
         # at once (its inputs are then redelivered to whoever takes the partitions over).
         async for batch in stream.take_events(settings.batch_max, settings.batch_window_s):
+            skipped = continuity.check(
+                (e.message.topic, e.message.partition, e.message.offset) for e in batch)
+            if skipped:
+                restart(f"input records were skipped ({skipped})")
             try:
                 await coordinator.handle_batch(
                     InputRecord(e.message.topic, e.message.partition, e.message.offset,
                                 e.message.key, e.message.value, list(e.message.headers or ()))
                     for e in batch)
             except Exception:
-                log.critical("a batch failed half-way; exiting so that it is redelivered",
-                             exc_info=True)
-                logging.shutdown()
-                os._exit(70)
+                log.exception("a batch failed half-way")
+                restart("a batch failed half-way")
 
     @app.task  # type: ignore[untyped-decorator]
     async def quiet_logging() -> None:
@@ -108,6 +119,17 @@ def create_app(settings: Settings) -> faust.App:
 
     app.headwater_coordinator = coordinator  # type: ignore[attr-defined]
     return app
+
+
+def restart(reason: str) -> NoReturn:
+    """Replace this process with a fresh coordinator (same pid), without acknowledging
+    the current batch: it resumes from the last committed offsets."""
+    log.critical("restarting: %s", reason)
+    logging.shutdown()
+    try:
+        os.execv(sys.executable, [sys.executable, "-m", "services.coordinator"])
+    finally:
+        os._exit(70)  # exec failed: exit, so that a supervisor restarts us
 
 
 async def prepare(settings: Settings) -> None:

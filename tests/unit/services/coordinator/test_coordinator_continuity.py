@@ -1,0 +1,24 @@
+"""Skipped input offsets are noticed (``OffsetContinuity``)."""
+
+from __future__ import annotations
+
+from services.coordinator.continuity import OffsetContinuity
+
+
+def test_contiguous_and_repeated_offsets_pass() -> None:
+    c = OffsetContinuity()
+    assert c.check([("r", 0, 5), ("r", 0, 6), ("s", 1, 40), ("r", 0, 7)]) is None
+    assert c.check([("r", 0, 6), ("r", 0, 8)]) is None  # a redelivery, then on from 7
+
+
+def test_a_forward_jump_is_reported_with_the_missing_range() -> None:
+    c = OffsetContinuity()
+    assert c.check([("r", 2, 464), ("r", 2, 468)]) == "r[2]: offsets 465..467 were skipped"
+
+
+def test_the_first_offset_after_assignment_and_after_revocation_is_accepted() -> None:
+    c = OffsetContinuity()
+    assert c.check([("r", 0, 10)]) is None
+    c.forget([("r", 0)])
+    assert c.check([("r", 0, 500)]) is None  # another process moved it on meanwhile
+    assert c.check([("r", 1, 3), ("r", 0, 502)]) == "r[0]: offsets 501..501 were skipped"
