@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.topics import dispatch_id as make_dispatch_id
-from headwater.topics import task_key
 
 
 @dataclass(frozen=True)
@@ -227,8 +226,3 @@ class HistoryEvent:
     def terminal(self) -> bool:
         """Whether this event ends the workflow."""
         return isinstance(self.body, TERMINAL_BODIES)
-
-
-def report_key(report: Report | TaskDispatched | TimerScheduled) -> str:
-    """The task key (``node`` or ``node[index]``) a report or dispatch is about."""
-    return task_key(report.node, report.index)

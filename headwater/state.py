@@ -15,7 +15,7 @@ from typing import Any
 from headwater import events as ev
 from headwater.errors import HeadwaterError, SpecError
 from headwater.refs import resolve
-from headwater.spec import NodeKind, WorkflowSpec, parse_spec
+from headwater.spec import WorkflowSpec, parse_spec
 from headwater.topics import task_key
 
 
@@ -319,8 +319,3 @@ def _terminal(state: WorkflowState, status: WorkflowStatus) -> None:
         if not t.status.terminal:
             t.status = TaskStatus.CANCELLED
             state.dirty.add(key)
-
-
-def node_kind(state: WorkflowState, node_id: str) -> NodeKind:
-    """The kind of ``node_id`` in this workflow's spec."""
-    return state.spec.node(node_id).kind

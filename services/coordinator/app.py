@@ -117,7 +117,6 @@ def create_app(settings: Settings) -> faust.App:
         async def project_events() -> None:
             await run_projector(settings)
 
-    app.headwater_coordinator = coordinator  # type: ignore[attr-defined]
     return app
 
 

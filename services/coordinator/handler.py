@@ -110,8 +110,6 @@ class Coordinator:
         self.bus = bus
         self.store = store
         self.timers = timers
-        self.dead_lettered = 0
-        self.applied = 0
 
     async def handle_batch(self, records: Iterable[InputRecord]) -> None:
         """Apply records in order; publish everything, then write each touched workflow
@@ -150,11 +148,9 @@ class Coordinator:
                 out.extend(result.events)
                 encoded.extend(outgoing)
                 touched[wid] = result.state
-        if dead:
-            for d in dead:
-                log.warning("dead-lettering %s[%d]@%d: %s", d.record.topic, d.record.partition,
-                            d.record.offset, d.reason)
-            self.dead_lettered += len(dead)
+        for d in dead:
+            log.warning("dead-lettering %s[%d]@%d: %s", d.record.topic, d.record.partition,
+                        d.record.offset, d.reason)
         if not out and not dead:
             return
         try:
@@ -167,7 +163,6 @@ class Coordinator:
         await asyncio.gather(*writes)  # durable before faust may commit the inputs
         for state in touched.values():
             self.timers.arm(state)
-        self.applied += len(out)
 
     def _rebuild(self, wid: str, out: list[ev.HistoryEvent],
                  touched: dict[str, WorkflowState]) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from headwater import events as ev
-from headwater.errors import NonRetryableError
+from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskContext, TaskInfo
 
 log = logging.getLogger("headwater.worker")
@@ -70,12 +70,12 @@ async def run_attempt(
     if info is None:
         return _failed(dispatch, f"no task {dispatch.task!r} is registered on this worker "
                        f"(queue {dispatch.queue}); every worker of a queue must import the "
-                       "same task modules", "TaskNotFoundError", False)
+                       "same task modules", TaskNotFoundError.__name__, False)
     if info.queue != dispatch.queue:
         return _failed(dispatch, f"task {dispatch.task!r} is declared for queue "
                        f"{info.queue!r} but node {dispatch.node!r} sent it to queue "
                        f"{dispatch.queue!r}; set `queue: {info.queue}` on the node",
-                       "TaskNotFoundError", False)
+                       TaskNotFoundError.__name__, False)
     if not isinstance(dispatch.input, dict | None):
         return _failed(dispatch, "task input must be a mapping of keyword arguments, got "
                        f"{type(dispatch.input).__name__}", "TypeError", False)

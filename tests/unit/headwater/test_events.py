@@ -29,7 +29,7 @@ def test_dispatch_id_names_workflow_task_and_attempt() -> None:
     (ev.TimerScheduled("wf", "retry:m[2]:2", AT + 5, "m", 2, 2, AT), "m[2]"),
 ])
 def test_report_key(record: ev.Report | ev.TaskDispatched | ev.TimerScheduled, key: str) -> None:
-    assert ev.report_key(record) == key
+    assert task_key(record.node, record.index) == key
 
 
 BODIES: list[tuple[ev.Body, bool]] = [

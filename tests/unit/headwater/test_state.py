@@ -15,7 +15,6 @@ from headwater.state import (
     WorkflowStatus,
     evolve,
     new_state,
-    node_kind,
 )
 
 WF = "wf"
@@ -40,7 +39,7 @@ def test_new_state_from_accepted() -> None:
     assert (state.created_at_ms, state.updated_at_ms, state.seq) == (10, 10, 0)
     assert set(state.nodes) == {"a", "m"} and state.open_nodes == 2
     assert state.status is WorkflowStatus.RUNNING and state.spec_error == ""
-    assert node_kind(state, "m").value == "map"
+    assert state.spec.node("m").kind.value == "map"
 
 
 def test_new_state_with_an_invalid_spec_records_the_error() -> None:
