@@ -26,7 +26,7 @@ MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
-JSON_FIELDS = frozenset({"spec", "input", "output"})
+JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk"})
 
 RECORD_TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
@@ -35,6 +35,8 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.TaskStarted, ev.TaskProgressed, ev.TaskSucceeded, ev.TaskFailed,
         ev.WorkflowAccepted, ev.MapExpanded, ev.TimerScheduled, ev.NodeFinished,
         ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
+        ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
+        ev.ReportDiscarded,
     )
 }
 

@@ -57,6 +57,16 @@ class TaskDispatched:
     input: Any
     at_ms: int
     timeout_s: float | None = None
+    heartbeat_timeout_s: float | None = None
+    checkpoint: Any = None
+
+    @property
+    def deadline_ms(self) -> int | None:
+        """When the attempt times out (ms since the epoch): ``timeout_s`` after dispatch,
+        time on the queue included; None without a timeout."""
+        if self.timeout_s is None:
+            return None
+        return self.at_ms + round(self.timeout_s * 1000)
 
     @property
     def dispatch_id(self) -> str:
@@ -115,7 +125,48 @@ class TaskFailed:
     retryable: bool = True
 
 
-Report = TaskStarted | TaskProgressed | TaskSucceeded | TaskFailed
+@dataclass(frozen=True)
+class TaskHeartbeated:
+    """The worker running an attempt is alive (sent every third of its heartbeat timeout)."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class TaskCheckpointed:
+    """Task code saved ``checkpoint`` (any JSON value); the next attempt receives it."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    checkpoint: Any = None
+
+
+@dataclass(frozen=True)
+class TaskOutputStreamed:
+    """A generator task yielded ``chunk`` (any JSON value), number ``chunk_seq`` (0-based)
+    of its attempt."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    chunk_seq: int = 0
+    chunk: Any = None
+
+
+Report = (
+    TaskStarted | TaskProgressed | TaskHeartbeated | TaskCheckpointed | TaskOutputStreamed
+    | TaskSucceeded | TaskFailed
+)
+Outcome = TaskSucceeded | TaskFailed
 Input = WorkflowSubmitted | CancelRequested | TimerFired | Report
 
 
@@ -151,6 +202,33 @@ class TimerScheduled:
     index: int | None
     attempt: int
     at_ms: int
+
+
+@dataclass(frozen=True)
+class TaskCancelled:
+    """History: an attempt still queued, running or waiting to retry was cancelled (the
+    workflow or its node ended first). Also sent to every worker, which stops it."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReportDiscarded:
+    """History: a late outcome (``report``, a type name) for an attempt that had already
+    ended otherwise (timed out, lost, cancelled, superseded) changed nothing."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+    report: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -196,8 +274,13 @@ Body = (
     | TaskDispatched
     | TaskStarted
     | TaskProgressed
+    | TaskHeartbeated
+    | TaskCheckpointed
+    | TaskOutputStreamed
     | TaskSucceeded
     | TaskFailed
+    | TaskCancelled
+    | ReportDiscarded
     | TimerScheduled
     | TimerFired
     | MapExpanded

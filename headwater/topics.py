@@ -31,9 +31,15 @@ class Topics:
 
     @property
     def reports(self) -> str:
-        """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskSucceeded``,
-        ``TaskFailed``."""
+        """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskHeartbeated``,
+        ``TaskCheckpointed``, ``TaskOutputStreamed``, ``TaskSucceeded``, ``TaskFailed``."""
         return f"{self.prefix}.reports"
+
+    @property
+    def worker_control(self) -> str:
+        """``TaskCancelled`` records from the coordinator. Every worker reads every
+        partition (no consumer group) and stops the attempts named there."""
+        return f"{self.prefix}.worker-control"
 
     @property
     def events(self) -> str:
@@ -82,6 +88,27 @@ def task_key(node: str, index: int | None) -> str:
 def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) -> str:
     """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (DESIGN.md §3.3)."""
     return f"{workflow_id}/{task_key(node, index)}/{attempt}"
+
+
+DEADLINE_TIMER = "deadline"
+LEASE_TIMER = "lease"
+
+
+def task_timer_id(kind: str, key: str, attempt: int) -> str:
+    """Id of a timer derived from a task's state: ``deadline:<task key>:<attempt>`` (its
+    timeout) or ``lease:<task key>:<attempt>`` (its heartbeat timeout)."""
+    return f"{kind}:{key}:{attempt}"
+
+
+def parse_task_timer_id(timer_id: str) -> tuple[str, str, int] | None:
+    """``(kind, task key, attempt)`` of a ``task_timer_id``, or None for any other id.
+
+    Node ids cannot hold ``:`` (``spec._ID``), so the split is unambiguous."""
+    kind, _, rest = timer_id.partition(":")
+    key, _, attempt = rest.rpartition(":")
+    if kind not in (DEADLINE_TIMER, LEASE_TIMER) or not key or not attempt.isdigit():
+        return None
+    return kind, key, int(attempt)
 
 
 WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
