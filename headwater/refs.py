@@ -1,4 +1,5 @@
-"""Input references: ``"${input.a}"``, ``"${nodes.x.output.b}"``, ``"${item}"``, ``"${index}"``.
+"""Input references: ``"${input.a}"``, ``"${nodes.x.output.b}"``, ``"${item}"``,
+``"${index}"`` and, in an error handler's input, ``"${error}"``.
 
 A string that is exactly one ``${...}`` is replaced by the referenced value (any JSON
 type); references are not interpolated inside longer strings.
@@ -22,7 +23,7 @@ class Ref:
     """One parsed reference.
 
     Attributes:
-        root: ``"input"``, ``"nodes"``, ``"item"`` or ``"index"``.
+        root: ``"input"``, ``"nodes"``, ``"item"``, ``"index"`` or ``"error"``.
         node: the node id when ``root == "nodes"``.
         path: the keys below the root (below ``output`` for nodes).
     """
@@ -46,7 +47,7 @@ def parse_ref(value: str) -> Ref | str | None:
     root = parts[0]
     if root == "input":
         return Ref("input", None, tuple(parts[1:]))
-    if root in ("item", "index"):
+    if root in ("item", "index", "error"):
         return Ref(root, None, tuple(parts[1:]))
     if root == "nodes":
         if len(parts) < 3 or parts[2] != "output":
@@ -87,6 +88,7 @@ def resolve(
     outputs: Mapping[str, Any],
     item: Any = None,
     index: int | None = None,
+    error: Any = None,
 ) -> Any:
     """Replace every reference in ``template`` by its value.
 
@@ -96,6 +98,7 @@ def resolve(
         outputs: node id -> output of succeeded nodes.
         item: the map item, for map children.
         index: the map index, for map children.
+        error: the handled error, for an error handler.
 
     Returns:
         A new JSON-like value; ``template`` is not modified.
@@ -115,12 +118,15 @@ def resolve(
             return _walk(item, parsed.path, template)
         if parsed.root == "index":
             return index
+        if parsed.root == "error":
+            return _walk(error, parsed.path, template)
         assert parsed.node is not None
         if parsed.node not in outputs:
             raise InputReferenceError(f"{template}: node {parsed.node!r} has no output")
         return _walk(outputs[parsed.node], parsed.path, template)
     if isinstance(template, Mapping):
-        return {k: resolve(v, workflow_input, outputs, item, index) for k, v in template.items()}
+        return {k: resolve(v, workflow_input, outputs, item, index, error)
+                for k, v in template.items()}
     if isinstance(template, list):
-        return [resolve(v, workflow_input, outputs, item, index) for v in template]
+        return [resolve(v, workflow_input, outputs, item, index, error) for v in template]
     return template

@@ -108,7 +108,8 @@ def dump_header(state: WorkflowState) -> bytes:
     results), timers, counters. Its size does not grow with the number of tasks."""
     nodes = {
         node_id: {"status": n.status, "total": n.total, "next_index": n.next_index,
-                  "running": n.running, "done": n.done, "error": n.error}
+                  "running": n.running, "done": n.done, "error": n.error,
+                  "failed": n.failed, "failure": n.failure}
         for node_id, n in state.nodes.items()
     }
     return orjson.dumps({
@@ -128,10 +129,11 @@ def dump_definition(state: WorkflowState) -> bytes:
 
 
 def dump_task(state: WorkflowState, key: str) -> bytes:
-    """One task's entry: its state and, once it succeeded, its output."""
+    """One task's entry: its state and its output once it has one (what it returned, or
+    the error object of a ``continue_on_error`` node)."""
     task = state.tasks[key]
     output = None
-    if task.status is TaskStatus.SUCCEEDED:
+    if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
         if task.index is None:
             output = state.outputs.get(task.node)
         else:
@@ -190,10 +192,15 @@ def load_split(header: bytes, definition: bytes,
             entry = orjson.loads(raw)
             task = _task(entry["task"])
             state.tasks[key] = task
-            if task.status is TaskStatus.SUCCEEDED:
+            if task.status is TaskStatus.SUCCEEDED or entry["output"] is not None:
                 _restore_output(state, task, entry["output"])
         for node_id, node in state.nodes.items():
             if node.status is NodeStatus.SUCCEEDED and node.results is not None:
+                state.outputs[node_id] = node.results
+            elif node.status is NodeStatus.SKIPPED:
+                state.outputs[node_id] = None
+            elif (node.status is NodeStatus.FAILED and node.results is not None
+                  and state.spec.node(node_id).continue_on_error):
                 state.outputs[node_id] = node.results
         return state
     except DecodeError:

@@ -19,7 +19,7 @@ import yaml
 
 from headwater.errors import SpecError
 from headwater.refs import Ref, iter_refs, parse_ref
-from headwater.retry import RetryPolicy, parse_retry
+from headwater.retry import MAX_SECONDS, RetryPolicy, parse_retry
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
@@ -48,7 +48,13 @@ class NodeSpec:
         over: for maps, the reference to the list to fan out over.
         max_concurrency: for maps, most children in flight at once (None: no bound).
         retry: the node's retry policy (workflow default when not given).
-        timeout: per-attempt timeout in seconds, or None.
+        timeout: per-attempt timeout in seconds, counted from dispatch, or None.
+        heartbeat_timeout: seconds without a report from a running attempt after which
+            it is lost and retried (it counts as an attempt).
+        on_error: the node that runs, with the error as its input, when this node fails
+            for good; this node's dependents are then skipped.
+        continue_on_error: when this node fails for good, its dependents still run and
+            see ``{"error": {...}}`` instead of its output.
     """
 
     id: str
@@ -61,6 +67,9 @@ class NodeSpec:
     max_concurrency: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: float | None = None
+    heartbeat_timeout: float = 30.0
+    on_error: str | None = None
+    continue_on_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,15 @@ class WorkflowSpec:
     name: str
     nodes: tuple[NodeSpec, ...]
     output: Any = None
+
+    def handler_of(self, node_id: str) -> str | None:
+        """The node whose ``on_error`` names ``node_id``, or None: such an error handler
+        starts only through its route."""
+        cached: dict[str, str] | None = self.__dict__.get("_handlers")
+        if cached is None:
+            cached = {n.on_error: n.id for n in self.nodes if n.on_error}
+            object.__setattr__(self, "_handlers", cached)
+        return cached.get(node_id)
 
     def node(self, node_id: str) -> NodeSpec:
         """The node named ``node_id``. Raises ``KeyError`` if there is none."""
@@ -119,7 +137,13 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         faults.append("name: required, a non-empty string")
-    default_retry = parse_retry(doc.get("retry"), RetryPolicy(), "retry", faults)
+    defaults = _Defaults(
+        retry=parse_retry(doc.get("retry"), RetryPolicy(), "retry", faults),
+        timeout=_seconds(doc.get("timeout"), None, "timeout", faults),
+        heartbeat_timeout=_seconds(doc.get("heartbeat_timeout"), DEFAULT_HEARTBEAT_TIMEOUT,
+                                   "heartbeat_timeout", faults) or DEFAULT_HEARTBEAT_TIMEOUT,
+        continue_on_error=_flag(doc.get("continue_on_error"), "continue_on_error", faults),
+    )
     raw_nodes = doc.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
         faults.append("nodes: required, a non-empty list")
@@ -131,7 +155,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     nodes: list[NodeSpec] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_nodes):
-        node = _parse_node(raw, i, default_retry, faults)
+        node = _parse_node(raw, i, defaults, faults)
         if node is None:
             continue
         if node.id in seen:
@@ -140,6 +164,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
         seen.add(node.id)
         nodes.append(node)
     _check_needs(nodes, faults)
+    _check_routes(nodes, faults)
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
@@ -149,15 +174,49 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
 
 
-_TOP_KEYS = {"name", "retry", "nodes", "output"}
+_TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
+             "output"}
 _NODE_KEYS = {
     "id", "kind", "task", "queue", "needs", "input", "over", "max_concurrency", "retry",
-    "timeout",
+    "timeout", "heartbeat_timeout", "on_error", "continue_on_error",
 }
+DEFAULT_HEARTBEAT_TIMEOUT = 30.0
+"""Seconds: a running attempt with no report for this long is lost (every node has one,
+so a worker that dies mid-task never leaves its task hanging)."""
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    """Workflow-level defaults for node fields."""
+
+    retry: RetryPolicy
+    timeout: float | None
+    heartbeat_timeout: float
+    continue_on_error: bool
+
+
+def _seconds(value: Any, default: float | None, where: str, faults: list[str]) -> float | None:
+    """A positive, finite number of seconds (at most ``retry.MAX_SECONDS``), or ``default``."""
+    if value is None:
+        return default
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not 0 < value <= MAX_SECONDS):
+        faults.append(f"{where} must be a positive number of seconds, at most {MAX_SECONDS}")
+        return default
+    return float(value)
+
+
+def _flag(value: Any, where: str, faults: list[str], default: bool = False) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        faults.append(f"{where} must be true or false")
+        return default
+    return value
 
 
 def _parse_node(
-    raw: Any, i: int, default_retry: RetryPolicy, faults: list[str]
+    raw: Any, i: int, defaults: _Defaults, faults: list[str]
 ) -> NodeSpec | None:
     where = f"nodes[{i}]"
     if not isinstance(raw, Mapping):
@@ -195,14 +254,18 @@ def _parse_node(
             faults.append(f"{where}: max_concurrency must be a positive integer")
     elif over is not None or max_conc is not None:
         faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes")
-    timeout = raw.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout) or timeout <= 0
-    ):
-        faults.append(f"{where}: timeout must be a positive, finite number of seconds")
-        timeout = None
-    retry = parse_retry(raw.get("retry"), default_retry, f"{where}: retry", faults)
+    timeout = _seconds(raw.get("timeout"), defaults.timeout, f"{where}: timeout", faults)
+    heartbeat = _seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
+                         f"{where}: heartbeat_timeout", faults)
+    on_error = raw.get("on_error")
+    if on_error is not None and not isinstance(on_error, str):
+        faults.append(f"{where}: on_error must be the id of another node")
+        on_error = None
+    keep_going = _flag(raw.get("continue_on_error"), f"{where}: continue_on_error", faults,
+                       defaults.continue_on_error)
+    if on_error is not None and raw.get("continue_on_error") is True:
+        faults.append(f"{where}: on_error and continue_on_error exclude each other")
+    retry = parse_retry(raw.get("retry"), defaults.retry, f"{where}: retry", faults)
     return NodeSpec(
         id=node_id,
         kind=kind,
@@ -213,7 +276,10 @@ def _parse_node(
         over=over if isinstance(over, str) else None,
         max_concurrency=max_conc if type(max_conc) is int else None,
         retry=retry,
-        timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        timeout=timeout,
+        heartbeat_timeout=heartbeat or DEFAULT_HEARTBEAT_TIMEOUT,
+        on_error=on_error,
+        continue_on_error=keep_going and on_error is None,
     )
 
 
@@ -227,6 +293,30 @@ def _check_needs(nodes: list[NodeSpec], faults: list[str]) -> None:
                 faults.append(f"node {n.id!r}: needs itself")
 
 
+def _check_routes(nodes: list[NodeSpec], faults: list[str]) -> None:
+    """``on_error`` names another node, which handles no other node's errors and has no
+    ``needs`` of its own (it starts when the node routing to it fails)."""
+    ids = {n.id for n in nodes}
+    by_id = {n.id: n for n in nodes}
+    routed_from: dict[str, str] = {}
+    for n in nodes:
+        target = n.on_error
+        if target is None:
+            continue
+        if target not in ids:
+            faults.append(f"node {n.id!r}: on_error names unknown node {target!r}")
+        elif target == n.id:
+            faults.append(f"node {n.id!r}: on_error names itself")
+        elif target in routed_from:
+            faults.append(f"node {target!r} is the error route of both {routed_from[target]!r}"
+                          f" and {n.id!r}; give each node its own handler")
+        else:
+            routed_from[target] = n.id
+            if by_id[target].needs:
+                faults.append(f"node {target!r}: an error handler (on_error of {n.id!r}) "
+                              "cannot have needs; it starts when that node fails")
+
+
 def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None:
     """Find one dependency cycle, iteratively.
 
@@ -235,6 +325,9 @@ def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None
         (``["a", "b", "a"]``), or ``None`` when the graph is acyclic.
     """
     needs = {n.id: [d for d in n.needs if d != n.id] for n in nodes}
+    for n in nodes:  # a handler comes after the node routing to it
+        if n.on_error in needs and n.on_error != n.id:
+            needs[n.on_error] = [*needs[n.on_error], n.id]
     color: dict[str, int] = {}  # 0/absent: new, 1: on the stack, 2: done
     for start in needs:
         if color.get(start):
@@ -315,6 +408,7 @@ def topological_order(nodes: tuple[NodeSpec, ...] | list[NodeSpec]) -> list[str]
 def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
     ids = {n.id for n in nodes}
     needs = {n.id: n.needs for n in nodes}
+    source_of = {n.on_error: n.id for n in nodes if n.on_error}
     for n in nodes:
         templates: list[tuple[str, Any]] = [("input", n.input)]
         if n.over is not None:
@@ -322,25 +416,38 @@ def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
         refs = [(field_name, raw, ref) for field_name, template in templates
                 for raw, ref in iter_refs(template)]
         named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
+        # A handler sees what its source could see: the nodes upstream of the source.
+        source = source_of.get(n.id)
         upstream = named & set(n.needs)  # most references name a direct dependency
         if named - upstream:
-            upstream |= upstream_among(needs, n.id, named - upstream)
+            upstream |= upstream_among(needs, source or n.id, named - upstream)
         for field_name, raw, ref in refs:
-            in_map_input = n.kind is NodeKind.MAP and field_name == "input"
-            fault = _ref_fault(ref, ids, upstream, in_map_input)
+            scope = _Scope(in_map=n.kind is NodeKind.MAP and field_name == "input",
+                           handler=source is not None and field_name == "input")
+            fault = _ref_fault(ref, ids, upstream, scope)
             if fault:
                 faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")
     for raw, ref in iter_refs(output):
-        fault = _ref_fault(ref, ids, ids, False)
+        fault = _ref_fault(ref, ids, ids, _Scope())
         if fault:
             faults.append(f"output: {raw}: {fault}")
 
 
-def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], in_map: bool) -> str | None:
+@dataclass(frozen=True)
+class _Scope:
+    """Which special references a template may use."""
+
+    in_map: bool = False  # ${item}, ${index}: a map node's input
+    handler: bool = False  # ${error}: an error handler's input
+
+
+def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope) -> str | None:
     if isinstance(ref, str):
         return ref
-    if ref.root in ("item", "index") and not in_map:
+    if ref.root in ("item", "index") and not scope.in_map:
         return f"${{{ref.root}}} is only defined in a map node's input"
+    if ref.root == "error" and not scope.handler:
+        return "${error} is only defined in the input of an error handler (an on_error target)"
     if ref.root == "nodes":
         if ref.node not in ids:
             return f"unknown reference to node {ref.node!r}"

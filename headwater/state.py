@@ -16,7 +16,13 @@ from headwater import events as ev
 from headwater.errors import HeadwaterError, SpecError
 from headwater.refs import resolve
 from headwater.spec import WorkflowSpec, parse_spec
-from headwater.topics import task_key
+from headwater.topics import (
+    DEADLINE_TIMER,
+    LEASE_TIMER,
+    parse_task_timer_id,
+    task_key,
+    task_timer_id,
+)
 
 
 class WorkflowStatus(StrEnum):
@@ -40,7 +46,9 @@ class NodeStatus(StrEnum):
     RUNNING = "running"  # dispatched (a map: some children not finished)
     SUCCEEDED = "succeeded"  # terminal: output available
     FAILED = "failed"  # terminal: retries exhausted or a non-retryable error
-    UPSTREAM_FAILED = "upstream_failed"  # terminal: a node it needs failed
+    UPSTREAM_FAILED = "upstream_failed"  # terminal: a node it needs failed (fail fast)
+    SKIPPED = "skipped"  # terminal: a node it needs failed into an error route or was
+    #                     skipped, or it is an error handler whose node did not fail
     CANCELLED = "cancelled"  # terminal: the workflow ended while it was running or waiting
 
     @property
@@ -64,6 +72,20 @@ class TaskStatus(StrEnum):
         """Whether no report can change the task any more."""
         return self in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
+    @property
+    def live(self) -> bool:
+        """Whether an attempt is on its queue or running (a report may still come)."""
+        return self in (TaskStatus.DISPATCHED, TaskStatus.RUNNING)
+
+
+class Outcome(StrEnum):
+    """How the current attempt of a task ended (``""`` while it has not)."""
+
+    REPORTED = "reported"  # a worker reported success or failure
+    TIMED_OUT = "timed_out"  # its deadline passed first (the coordinator's timer)
+    LOST = "lost"  # no heartbeat within the heartbeat timeout
+    CANCELLED = "cancelled"  # the workflow or its node ended first
+
 
 class IllegalTransition(HeadwaterError):
     """Raised when a history event does not fit the state (a corrupt or foreign history)."""
@@ -71,7 +93,16 @@ class IllegalTransition(HeadwaterError):
 
 @dataclass
 class TaskState:
-    """One task and its current attempt. Times in ms since the epoch."""
+    """One task and its current attempt. Times in ms since the epoch.
+
+    Attributes:
+        deadline_ms: when the attempt times out (dispatch + timeout), or None.
+        heartbeat_ms: the heartbeat timeout in ms, or None.
+        last_seen_ms: the last report of the running attempt (start, heartbeat, ...).
+        checkpoint: the last checkpoint saved by any attempt (handed to the next one).
+        chunks: streamed output chunks recorded for the current attempt.
+        outcome: how the current attempt ended (an ``Outcome`` value, ``""`` until then).
+    """
 
     node: str
     index: int | None
@@ -84,11 +115,24 @@ class TaskState:
     progress: float | None = None
     message: str = ""
     error: str = ""
+    error_type: str = ""
+    deadline_ms: int | None = None
+    heartbeat_ms: int | None = None
+    last_seen_ms: int | None = None
+    checkpoint: Any = None
+    chunks: int = 0
+    outcome: str = ""
 
 
 @dataclass
 class NodeState:
-    """One node. Map nodes count their children; results keep input order."""
+    """One node. Map nodes count their children; results keep input order.
+
+    Attributes:
+        failed: map children that failed for good (a ``continue_on_error`` map goes on).
+        failure: the error object of the node's final failure (see ``error_object``),
+            handed to its error handler as ``${error}``.
+    """
 
     status: NodeStatus = NodeStatus.PENDING
     total: int | None = None
@@ -97,6 +141,16 @@ class NodeState:
     done: int = 0
     results: list[Any] | None = None
     error: str = ""
+    failed: int = 0
+    failure: dict[str, Any] | None = None
+
+
+def error_object(node: str, index: int | None, attempts: int, error_type: str,
+                 message: str) -> dict[str, Any]:
+    """What a failure looks like to an error handler (``${error}``) and, wrapped as
+    ``{"error": ...}``, to the dependents of a ``continue_on_error`` node."""
+    return {"node": node, "index": index, "attempts": attempts, "type": error_type,
+            "message": message}
 
 
 @dataclass
@@ -141,9 +195,25 @@ class WorkflowState:
             self._spec = parse_spec(self.spec_doc)
         return self._spec
 
-    def resolve_input(self, template: Any, item: Any = None, index: int | None = None) -> Any:
+    def resolve_input(self, template: Any, item: Any = None, index: int | None = None,
+                      error: Any = None) -> Any:
         """Resolve a template against this workflow's input and node outputs."""
-        return resolve(template, self.input, self.outputs, item, index)
+        return resolve(template, self.input, self.outputs, item, index, error)
+
+
+def task_timers(task: TaskState, key: str) -> list[tuple[str, int]]:
+    """The timers implied by a task's state, as ``(timer id, fire at ms)``: the deadline
+    of a queued or running attempt, and the lease of a running one (last report +
+    heartbeat timeout). They are not stored: the coordinator arms them from the state,
+    and the state machine checks them again when they fire."""
+    out: list[tuple[str, int]] = []
+    if task.status.live and task.deadline_ms is not None:
+        out.append((task_timer_id(DEADLINE_TIMER, key, task.attempt), task.deadline_ms))
+    if (task.status is TaskStatus.RUNNING and task.heartbeat_ms is not None
+            and task.last_seen_ms is not None):
+        out.append((task_timer_id(LEASE_TIMER, key, task.attempt),
+                    task.last_seen_ms + task.heartbeat_ms))
+    return out
 
 
 def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
@@ -227,15 +297,18 @@ def _apply(state: WorkflowState, body: ev.Body) -> None:
     elif isinstance(body, ev.TaskStarted):
         t = _task(state, body.node, body.index)
         t.status, t.started_at_ms, t.worker = TaskStatus.RUNNING, body.at_ms, body.worker
-    elif isinstance(body, ev.TaskProgressed):
-        t = _task(state, body.node, body.index)
-        t.progress, t.message = body.fraction, body.message
+        t.last_seen_ms = body.at_ms
+    elif isinstance(body, ev.TaskProgressed | ev.TaskHeartbeated | ev.TaskCheckpointed
+                    | ev.TaskOutputStreamed):
+        _signs_of_life(state, body)
     elif isinstance(body, ev.TaskSucceeded):
         _succeeded(state, body)
     elif isinstance(body, ev.TaskFailed):
-        t = _task(state, body.node, body.index)
-        t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
-        _child_finished(state, body.node, body.index)
+        _failed(state, body)
+    elif isinstance(body, ev.TaskCancelled):
+        _cancelled(state, body)
+    elif isinstance(body, ev.ReportDiscarded):
+        pass  # recorded for the audit trail; it changes nothing
     elif isinstance(body, ev.TimerScheduled):
         state.timers[body.timer_id] = TimerState(
             body.fire_at_ms, body.node, body.index, body.attempt)
@@ -243,7 +316,7 @@ def _apply(state: WorkflowState, body: ev.Body) -> None:
         if body.index is not None:
             _node(state, body.node).running += 1  # the retry keeps its map slot
     elif isinstance(body, ev.TimerFired):
-        state.timers.pop(body.timer_id, None)
+        _timer_fired(state, body)
     elif isinstance(body, ev.MapExpanded):
         node = _node(state, body.node)
         node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
@@ -275,12 +348,79 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
         status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
+        deadline_ms=body.deadline_ms,
+        heartbeat_ms=None if body.heartbeat_timeout_s is None
+        else round(body.heartbeat_timeout_s * 1000),
+        checkpoint=body.checkpoint,
     )
+
+
+def _signs_of_life(state: WorkflowState, body: ev.TaskProgressed | ev.TaskHeartbeated
+                   | ev.TaskCheckpointed | ev.TaskOutputStreamed) -> None:
+    """A report from a running attempt: it renews the lease, and may carry more."""
+    t = _task(state, body.node, body.index)
+    t.last_seen_ms = body.at_ms
+    if isinstance(body, ev.TaskProgressed):
+        t.progress, t.message = body.fraction, body.message
+    elif isinstance(body, ev.TaskCheckpointed):
+        t.checkpoint = body.checkpoint
+    elif isinstance(body, ev.TaskOutputStreamed):
+        t.chunks = body.chunk_seq + 1
+
+
+def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
+    """An attempt failed. If it was the last (not retryable, or no attempts left) the
+    node records the failure; a ``continue_on_error`` map keeps it as the item's result
+    and goes on."""
+    t = _task(state, body.node, body.index)
+    t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
+    t.error_type, t.outcome = body.error_type, t.outcome or Outcome.REPORTED
+    _child_finished(state, body.node, body.index)
+    spec = state.spec.node(body.node)
+    if body.retryable and body.attempt < spec.retry.max_attempts:
+        return  # a TimerScheduled follows
+    node = _node(state, body.node)
+    node.failure = error_object(body.node, body.index, body.attempt, body.error_type,
+                                body.error)
+    if body.index is not None and spec.continue_on_error:
+        assert node.results is not None
+        node.results[body.index] = {"error": node.failure}
+        node.done += 1
+        node.failed += 1
+
+
+def _cancelled(state: WorkflowState, body: ev.TaskCancelled) -> None:
+    t = _task(state, body.node, body.index)
+    if t.status is TaskStatus.RETRY_WAIT:
+        state.timers.pop(retry_timer_id(task_key(body.node, body.index), t.attempt + 1), None)
+    if not t.status.terminal and body.index is not None:
+        state.nodes[body.node].running -= 1  # a retry wait kept its slot too
+    t.status, t.outcome, t.finished_at_ms = TaskStatus.CANCELLED, Outcome.CANCELLED, body.at_ms
+
+
+def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
+    if state.timers.pop(body.timer_id, None) is not None:
+        return
+    parsed = parse_task_timer_id(body.timer_id)
+    if parsed is None:
+        raise IllegalTransition(f"no timer {body.timer_id} in workflow {state.workflow_id}")
+    kind, key, _ = parsed
+    t = state.tasks.get(key)
+    if t is None:
+        raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}")
+    state.dirty.add(key)
+    t.outcome = Outcome.TIMED_OUT if kind == DEADLINE_TIMER else Outcome.LOST
+
+
+def retry_timer_id(key: str, attempt: int) -> str:
+    """Id of the durable timer that dispatches ``attempt`` of task ``key``."""
+    return f"retry:{key}:{attempt}"
 
 
 def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     t = _task(state, body.node, body.index)
     t.status, t.finished_at_ms, t.progress = TaskStatus.SUCCEEDED, body.at_ms, 1.0
+    t.outcome = Outcome.REPORTED
     if body.index is None:
         state.outputs[body.node] = body.output
         return
@@ -305,6 +445,14 @@ def _node_finished(state: WorkflowState, body: ev.NodeFinished) -> None:
     state.open_nodes -= 1
     if node.status is NodeStatus.SUCCEEDED and node.results is not None:
         state.outputs[body.node] = node.results
+    elif node.status is NodeStatus.SKIPPED:
+        state.outputs[body.node] = None
+    elif node.status is NodeStatus.FAILED:
+        if node.failure is None:  # failed before any attempt (a reference, a bad list)
+            node.failure = error_object(body.node, None, 0, "", body.error)
+        if state.spec.node(body.node).continue_on_error:
+            state.outputs[body.node] = (node.results if node.results is not None
+                                        else {"error": node.failure})
 
 
 def _terminal(state: WorkflowState, status: WorkflowStatus) -> None:

@@ -19,7 +19,8 @@ from rich.text import Text
 TERMINAL = {"WorkflowSucceeded": "succeeded", "WorkflowFailed": "failed",
             "WorkflowCancelled": "cancelled"}
 STYLE = {"succeeded": "green", "failed": "red", "upstream_failed": "red",
-         "cancelled": "yellow", "running": "cyan", "pending": "dim"}
+         "cancelled": "yellow", "skipped": "dim", "running": "cyan", "pending": "dim"}
+MAX_STREAM_CHARS = 2000
 
 
 @dataclass
@@ -44,6 +45,7 @@ class FollowState:
     output: Any = None
     error: str = ""
     tasks_run: int = 0
+    streamed: str = ""
 
     def apply(self, kind: str, seq: int, data: dict[str, Any]) -> str | None:
         """Fold one SSE event; return a one-line note worth printing, if any."""
@@ -60,6 +62,11 @@ class FollowState:
             node.done += 1
         elif kind == "TaskProgressed":
             self.message = f"{data.get('node')}: {data.get('message', '')}"
+        elif kind == "TaskOutputStreamed":
+            chunk = data.get("chunk")
+            text = chunk if isinstance(chunk, str) else orjson.dumps(chunk).decode()
+            self.streamed = (self.streamed + text)[-MAX_STREAM_CHARS:]
+            return f"{data.get('node')} streamed: {text}"
         elif kind == "TaskFailed":
             where = data.get("node", "") + (f"[{data['index']}]" if data.get("index") is not None
                                             else "")
@@ -89,7 +96,10 @@ class FollowState:
                             Text(f"{n.done}/{n.total}"))
             table.add_row(name, Text(n.status, style=STYLE.get(n.status, "")), bar,
                           str(n.attempts))
-        return Group(table, Text(self.message[:120], style="dim"))
+        parts: list[Any] = [table, Text(self.message[:120], style="dim")]
+        if self.streamed:
+            parts.append(Text(self.streamed[-400:]))
+        return Group(*parts)
 
 
 def events(

@@ -134,4 +134,5 @@ def restart(reason: str) -> NoReturn:
 async def prepare(settings: Settings) -> None:
     """Create the topics the coordinator reads and writes, before faust starts."""
     topics = settings.topics
-    await ensure_topics(settings, [*topics.inputs, topics.events, topics.dlq])
+    await ensure_topics(settings, [*topics.inputs, topics.events, topics.worker_control,
+                                   topics.dlq])

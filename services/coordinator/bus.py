@@ -1,5 +1,5 @@
 """``Bus`` over faust topics: history to ``events``, dispatches to ``tasks.<queue>``,
-undecodable records to the DLQ."""
+cancelled attempts to ``worker-control``, undecodable records to the DLQ."""
 
 from __future__ import annotations
 
@@ -21,26 +21,27 @@ class FaustBus:
         self.app = app
         self.settings = settings
         self.topics = topics = settings.topics
-        self._events = self._topic(topics.events)
         self._dlq = self._topic(topics.dlq)
-        self._tasks: dict[str, Any] = {}
+        # Topics the coordinator created or found at start; others are created on first use.
+        self._ready: dict[str, Any] = {
+            name: self._topic(name) for name in (topics.events, topics.worker_control)}
 
     def _topic(self, name: str) -> Any:
         return self.app.topic(name, key_serializer="raw", value_serializer="raw")
 
-    async def task_topic(self, queue: str) -> Any:
-        """The faust topic of dispatches for ``queue``, created on first use."""
-        topic = self._tasks.get(queue)
+    async def topic(self, name: str) -> Any:
+        """The faust topic ``name`` (a queue's ``tasks.<queue>``: created on first use)."""
+        topic = self._ready.get(name)
         if topic is None:
-            await ensure_topics(self.settings, [self.topics.tasks(queue)])
-            topic = self._tasks[queue] = self._topic(self.topics.tasks(queue))
+            await ensure_topics(self.settings, [name])
+            topic = self._ready[name] = self._topic(name)
         return topic
 
     async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
         """Send every encoded record and dead letter; wait until all are acknowledged."""
         futures = [await self._dead_letter(d) for d in dead]
         for r in records:
-            topic = self._events if r.queue is None else await self.task_topic(r.queue)
+            topic = await self.topic(r.topic)
             futures.append(await topic.send(key=r.key, value=r.value, headers=AVRO_HEADERS))
         await asyncio.gather(*futures)
 

@@ -42,15 +42,17 @@ class InputRecord:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """An encoded record to publish: to ``events`` (``queue`` None) or ``tasks.<queue>``."""
+    """An encoded record to publish on ``topic``."""
 
-    queue: str | None
+    topic: str
     key: bytes
     value: bytes
 
 
-def encode_outputs(events: list[ev.HistoryEvent], max_bytes: int) -> list[Outgoing]:
-    """Encode history events, and each dispatch once more for its queue.
+def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
+                   max_bytes: int) -> list[Outgoing]:
+    """Encode history events for ``events``; each dispatch once more for its queue's
+    topic, and each cancelled attempt once more for ``worker-control`` (workers stop it).
 
     Raises:
         ValueError: a record does not fit its schema, or exceeds ``max_bytes``.
@@ -58,9 +60,11 @@ def encode_outputs(events: list[ev.HistoryEvent], max_bytes: int) -> list[Outgoi
     out: list[Outgoing] = []
     for event in events:
         key = event.workflow_id.encode()
-        out.append(Outgoing(None, key, codec.encode(event)))
+        out.append(Outgoing(topics.events, key, codec.encode(event)))
         if isinstance(event.body, ev.TaskDispatched):
-            out.append(Outgoing(event.body.queue, key, codec.encode(event.body)))
+            out.append(Outgoing(topics.tasks(event.body.queue), key, codec.encode(event.body)))
+        elif isinstance(event.body, ev.TaskCancelled):
+            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body)))
     for o in out:
         if len(o.value) > max_bytes:
             raise ValueError(f"a record of {len(o.value)} bytes exceeds the limit of "
@@ -138,7 +142,7 @@ class Coordinator:
                 continue
             try:
                 result = step(state, event)
-                outgoing = encode_outputs(result.events, self.max_record_bytes)
+                outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes)
             except Exception as e:  # a bug or an unencodable value must not stop the service
                 log.exception("cannot apply %s to %s", type(event).__name__, wid)
                 dead.append(DeadLetter(record, f"cannot apply: {type(e).__name__}: {e}"))
@@ -159,10 +163,11 @@ class Coordinator:
             for wid in touched:
                 self.store.forget(wid)  # the in-memory states ran ahead of the table
             raise
+        changed = {wid: set(state.dirty) for wid, state in touched.items()}
         writes = [f for state in touched.values() for f in self.store.put(state)]
         await asyncio.gather(*writes)  # durable before faust may commit the inputs
-        for state in touched.values():
-            self.timers.arm(state)
+        for wid, state in touched.items():
+            self.timers.arm(state, changed[wid])
 
     def _rebuild(self, wid: str, out: list[ev.HistoryEvent],
                  touched: dict[str, WorkflowState]) -> None:

@@ -21,7 +21,8 @@ _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "submissions": (ev.WorkflowSubmitted,),
     "control": (ev.CancelRequested, ev.TimerFired),
-    "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskSucceeded, ev.TaskFailed),
+    "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskHeartbeated, ev.TaskCheckpointed,
+                ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed),
 }
 
 

@@ -193,6 +193,8 @@ TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5
 TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
 TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
                   " seq = $3" + _TASK)
+TASK_CANCELLED = ("update tasks set status = 'cancelled', error = $4, finished_at = $5,"
+                  " seq = $3" + _TASK)
 UPSERT_TERMINAL = (
     "insert into workflows (workflow_id, status, seq, output, error, created_at, updated_at)"
     " values ($1, $2, $3, $4, $5, $6, $6) on conflict (workflow_id) do update set"
@@ -207,7 +209,7 @@ CANCEL_OPEN_NODES = (
     " and status = any($3::text[]) and seq < $2")
 STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED, UPSERT_NODE,
               TASK_STARTED, TASK_PROGRESSED, TASK_FAILED, TASK_RETRY_WAIT, TASK_SUCCEEDED,
-              UPSERT_TERMINAL, CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
+              TASK_CANCELLED, UPSERT_TERMINAL, CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
 """Every statement, in the order a batch applies them (a task's lifecycle order)."""
 
 
@@ -247,6 +249,10 @@ def plan(e: ev.HistoryEvent) -> list[tuple[str, tuple[Any, ...]]]:
         steps.append((TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt)))
     elif isinstance(b, ev.TaskSucceeded):
         steps.append((TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at)))
+    elif isinstance(b, ev.TaskCancelled):
+        steps.append((TASK_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at)))
+    # Heartbeats, checkpoints, streamed chunks and discarded reports live in the event log
+    # (and on SSE) only.
     return steps
 
 

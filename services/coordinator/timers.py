@@ -1,17 +1,20 @@
 """Durable timers: armed from workflow snapshots, fired as ``TimerFired`` records.
 
-The timers themselves live in the workflow state (hence in the table and the history);
-this index only remembers when to look. Firing means producing a ``TimerFired`` to the
-control topic, so the firing goes through the log like every other input, and a
-duplicate firing is ignored by the state machine.
+Two kinds, both derived from the workflow state, so they survive any crash: the retry
+timers the state machine scheduled (``state.timers``), and the deadline and lease of
+each unfinished attempt (``state.task_timers``). This index only remembers when to look.
+Firing means producing a ``TimerFired`` to the control topic, so the firing goes through
+the log like every other input; the state machine checks the timer again when it
+arrives, so a duplicate or early firing changes nothing.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from headwater.state import WorkflowState
+from headwater.state import WorkflowState, task_timers
 
 
 @dataclass(order=True)
@@ -22,33 +25,61 @@ class _Due:
 
 
 class TimerIndex:
-    """A heap of pending timers of the workflows this process owns."""
+    """A heap of pending timers of the workflows this process owns.
+
+    A timer that moves (a lease renewed by a heartbeat) or goes away (its attempt ended)
+    leaves its old heap entry behind; entries that no longer match ``_current`` are
+    dropped when they come up, so they never fire.
+    """
 
     def __init__(self) -> None:
         self._heap: list[_Due] = []
-        self._armed: set[tuple[str, str]] = set()
+        self._current: dict[tuple[str, str], int] = {}
+        self._by_task: dict[tuple[str, str], set[str]] = {}
 
-    def arm(self, state: WorkflowState) -> None:
-        """Remember every timer of ``state`` not yet armed."""
+    def arm(self, state: WorkflowState, task_keys: Iterable[str] | None = None) -> None:
+        """Remember the timers of ``state``.
+
+        Args:
+            state: a workflow's state.
+            task_keys: the tasks that changed (their deadlines and leases are re-derived);
+                None re-derives every task (after a rebalance).
+        """
+        wid = state.workflow_id
         for timer_id, timer in state.timers.items():
-            key = (state.workflow_id, timer_id)
-            if key not in self._armed:
-                self._armed.add(key)
-                heapq.heappush(self._heap, _Due(timer.fire_at_ms, state.workflow_id, timer_id))
+            self._set(wid, timer_id, timer.fire_at_ms)
+        keys = state.tasks.keys() if task_keys is None else task_keys
+        for key in keys:
+            task = state.tasks.get(key)
+            implied = dict(task_timers(task, key)) if task is not None else {}
+            for old in self._by_task.pop((wid, key), set()) - implied.keys():
+                self._current.pop((wid, old), None)
+            for timer_id, fire_at_ms in implied.items():
+                self._set(wid, timer_id, fire_at_ms)
+            if implied:
+                self._by_task[(wid, key)] = set(implied)
+
+    def _set(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
+        if self._current.get((workflow_id, timer_id)) != fire_at_ms:
+            self._current[(workflow_id, timer_id)] = fire_at_ms
+            heapq.heappush(self._heap, _Due(fire_at_ms, workflow_id, timer_id))
 
     def pop_due(self, now_ms: int) -> list[tuple[str, str, int]]:
         """Remove and return ``(workflow_id, timer_id, fire_at_ms)`` of timers due by ``now_ms``."""
         due: list[tuple[str, str, int]] = []
         while self._heap and self._heap[0].fire_at_ms <= now_ms:
             item = heapq.heappop(self._heap)
-            self._armed.discard((item.workflow_id, item.timer_id))
-            due.append((item.workflow_id, item.timer_id, item.fire_at_ms))
+            key = (item.workflow_id, item.timer_id)
+            if self._current.get(key) == item.fire_at_ms:
+                del self._current[key]
+                due.append((item.workflow_id, item.timer_id, item.fire_at_ms))
         return due
 
     def clear(self) -> None:
         """Forget everything (on rebalance: the table is rescanned)."""
         self._heap.clear()
-        self._armed.clear()
+        self._current.clear()
+        self._by_task.clear()
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._current)

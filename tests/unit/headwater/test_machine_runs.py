@@ -63,7 +63,42 @@ def _example_run_rest(run_so_far: list[ev.HistoryEvent]) -> list[ev.Input]:
     ]
 
 
+ROUTED = spec(task("a"), task("b", "a", on_error="h"), task("c", "a"), task("d", "b", "c"),
+               task("h", input={"e": "${error}"}))
+CONTINUE_MAP = spec(map_node("m", "${input.xs}", continue_on_error=True, max_concurrency=2),
+                    task("after", "m", input="${nodes.m.output}"))
+CONTINUE_TASK = spec(task("a", continue_on_error=True), task("b", "a", input="${nodes.a.output}"))
+LEASED = spec(task("a", timeout=3, heartbeat_timeout=1,
+                   retry={"max_attempts": 3, "backoff_base": 0.5}))
+
+
+def _ckpt(state: object, attempt: int, at: int) -> ev.TaskCheckpointed:
+    return ev.TaskCheckpointed("wf-1", "a", None, attempt, at, state)
+
+
 SCENARIOS: dict[str, list[ev.Input]] = {
+    "error route": [
+        submit(ROUTED), ok("a", 1), started("c"), fail("b", retryable=False), ok("c", 2),
+        ok("b", "late"), ok("h", "handled"),
+    ],
+    "continue-on-error map": [
+        submit(CONTINUE_MAP, {"xs": [1, 2, 3]}), fail("m", index=0, retryable=False),
+        ok("m", 2, index=1), ok("m", 3, index=2), ok("after", "x"),
+    ],
+    "continue-on-error task": [
+        submit(CONTINUE_TASK), fail("a", retryable=False), ok("b", "B"),
+    ],
+    "lease, deadline, checkpoint": [
+        submit(LEASED), started("a"), _ckpt({"n": 1}, 1, T0 + 60),
+        fired("lease:a:1", T0 + 2100), fired("retry:a:2", T0 + 2600),
+        started("a", attempt=2, at=T0 + 2610), _ckpt({"n": 2}, 2, T0 + 2650),
+        fired("deadline:a:2", T0 + 5600), ok("a", "late", attempt=2, at=T0 + 5650),
+        fired("retry:a:3", T0 + 6600), ok("a", "A", attempt=3, at=T0 + 6700),
+    ],
+    "cancel a map with max_concurrency": [
+        submit(CONTINUE_MAP, {"xs": list(range(6))}), started("m", index=0),
+        fail("m", index=1, retryable=False), cancel(), ok("m", 0, index=0),
+    ],
     "diamond with duplicate deliveries": [
         submit(DIAMOND), ok("a", 1), ok("b", "B"), ok("b", "B"), ok("c", "C"), ok("a", 1),
         ok("d", "D"),
@@ -101,6 +136,11 @@ def _scenario(name: str) -> list[ev.Input]:
 
 NAMES = [*SCENARIOS, "stdlib example with a retry"]
 EXPECTED_END: dict[str, type[ev.Body]] = {
+    "error route": ev.WorkflowSucceeded,
+    "continue-on-error map": ev.WorkflowSucceeded,
+    "continue-on-error task": ev.WorkflowSucceeded,
+    "lease, deadline, checkpoint": ev.WorkflowSucceeded,
+    "cancel a map with max_concurrency": ev.WorkflowCancelled,
     "diamond with duplicate deliveries": ev.WorkflowSucceeded,
     "empty map": ev.WorkflowSucceeded,
     "map out of order": ev.WorkflowSucceeded,

@@ -68,3 +68,57 @@ def test_clear_forgets_everything() -> None:
     assert len(index) == 0 and index.pop_due(10) == []
     index.arm(state("w1", t=1))
     assert index.pop_due(10) == [("w1", "t", 1)]
+
+
+# -- deadlines and leases, derived from the tasks ------------------------------------------
+
+def _running(timeout: int | None = 10) -> WorkflowState:
+    from headwater import events as ev
+    from headwater.machine import step
+
+    doc = {"name": "t", "nodes": [{"id": "a", "task": "t", "timeout": timeout,
+                                   "heartbeat_timeout": 3}]}
+    s = step(None, ev.WorkflowSubmitted("w1", doc, None, 1_000)).state
+    s = step(s, ev.TaskStarted("w1", "a", None, 1, 1_100, "wk")).state
+    assert s is not None
+    return s
+
+
+def test_a_running_attempt_has_a_deadline_and_a_lease() -> None:
+    index = TimerIndex()
+    index.arm(_running(), ["a"])
+    assert index.pop_due(10**12) == [("w1", "lease:a:1", 4_100), ("w1", "deadline:a:1", 11_000)]
+
+
+def test_a_heartbeat_moves_the_lease_and_the_old_entry_never_fires() -> None:
+    from headwater import events as ev
+    from headwater.machine import step
+
+    index = TimerIndex()
+    s = _running(timeout=None)
+    index.arm(s, ["a"])
+    s = step(s, ev.TaskHeartbeated("w1", "a", None, 1, 3_000)).state
+    assert s is not None
+    index.arm(s, ["a"])
+    assert index.pop_due(5_000) == []  # the lease at 4,100 moved to 6,000
+    assert index.pop_due(6_000) == [("w1", "lease:a:1", 6_000)]
+
+
+def test_an_attempt_that_ended_takes_its_timers_with_it() -> None:
+    from headwater import events as ev
+    from headwater.machine import step
+
+    index = TimerIndex()
+    s = _running()
+    index.arm(s, ["a"])
+    s = step(s, ev.TaskSucceeded("w1", "a", None, 1, 1_200, "out")).state
+    assert s is not None
+    index.arm(s, ["a"])
+    assert len(index) == 0
+    assert index.pop_due(10**12) == []
+
+
+def test_arming_without_keys_derives_every_task() -> None:
+    index = TimerIndex()
+    index.arm(_running())
+    assert len(index) == 2
