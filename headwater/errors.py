@@ -43,3 +43,13 @@ class NonRetryableError(HeadwaterError):
 
 class TaskNotFoundError(HeadwaterError):
     """Raised by a worker when a dispatch names a task that is not registered."""
+
+
+class AttemptCancelled(HeadwaterError):
+    """Raised by ``TaskContext`` calls (``progress``, ``checkpoint``, ``heartbeat``) once
+    the running attempt must stop: the coordinator cancelled it, it timed out, or the
+    worker is stopping.
+
+    Its outcome is no longer wanted (none is reported for a cancelled attempt), so task
+    code should let it propagate; catching it only delays freeing the worker's slot.
+    """

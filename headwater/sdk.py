@@ -7,17 +7,30 @@ task code sees of its attempt.
 The worker calls the function with the node's resolved input as keyword arguments, and
 passes the context as ``ctx`` when the function declares that parameter. Sync functions
 run in a thread pool, async ones on the event loop. The return value must be JSON.
+
+A generator function (sync or ``async``) streams: each value it yields is sent at once as
+a ``TaskOutputStreamed`` chunk (JSON, numbered 0, 1, 2 ... per attempt), and the attempt's
+output is the list of every chunk, unless a sync generator ``return``s a value other than
+None, which is then the output.
+
+Long tasks save their progress with ``ctx.checkpoint(state)``; the next attempt (after a
+failure, a timeout or a lost worker) reads it back as ``ctx.last_checkpoint``. A cancelled
+attempt stops: ``async`` functions are cancelled where they await; sync ones cannot be
+interrupted, so ``ctx.stop_requested`` turns true and the next ``ctx`` call raises
+``AttemptCancelled``.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
-from headwater.errors import TaskRegistrationError
+import orjson
+
+from headwater.errors import AttemptCancelled, TaskRegistrationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
@@ -28,15 +41,47 @@ ProgressSink = Callable[[float, str], None]
 """Where ``TaskContext.progress`` goes: ``(fraction, message)`` (the worker's reporter)."""
 
 
+class AttemptRuntime(Protocol):
+    """What the worker running an attempt lends its ``TaskContext`` (the SDK never imports
+    the worker)."""
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the attempt must stop (cancelled, timed out, the worker stopping), or None
+        while it may go on."""
+
+    def checkpoint(self, state: Any) -> Awaitable[None]:
+        """Save ``state`` for the next attempt; see ``TaskContext.checkpoint``."""
+
+
 @dataclass(frozen=True)
 class TaskInfo:
-    """What ``@task`` recorded about a function."""
+    """What ``@task`` recorded about a function.
+
+    Attributes:
+        name: the registered name.
+        queue: the worker pool that runs it.
+        fn: the function.
+        wants_ctx: it declares a ``ctx`` parameter.
+        is_async: an ``async def`` coroutine function (runs on the worker's loop).
+        is_generator: a sync generator function (streams; pulled in the thread pool).
+        is_async_generator: an ``async def`` generator function (streams, on the loop).
+    """
 
     name: str
     queue: str
     fn: Callable[..., Any]
     wants_ctx: bool
     is_async: bool
+    is_generator: bool = False
+    is_async_generator: bool = False
+
+
+class _Done:
+    """An awaitable that is already complete (a checkpoint with nothing to wait for)."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
 
 
 class TaskContext:
@@ -52,7 +97,8 @@ class TaskContext:
 
     def __init__(
         self, workflow_id: str, node: str, index: int | None, attempt: int, dispatch_id: str,
-        sink: ProgressSink | None = None,
+        sink: ProgressSink | None = None, *, last_checkpoint: Any = None,
+        runtime: AttemptRuntime | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.node = node
@@ -60,6 +106,24 @@ class TaskContext:
         self.attempt = attempt
         self.dispatch_id = dispatch_id
         self._sink = sink
+        self._last_checkpoint = last_checkpoint
+        self._runtime = runtime
+
+    @property
+    def last_checkpoint(self) -> Any:
+        """The last checkpoint an earlier attempt of this task saved (any JSON value), or
+        None on the first attempt or when none was saved. It does not change when this
+        attempt saves one."""
+        return self._last_checkpoint
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether this attempt must stop (cancelled, timed out, or the worker stopping).
+
+        Sync task code, which the worker cannot interrupt, should check it in long loops
+        and return (or let ``AttemptCancelled`` from the next ``ctx`` call propagate).
+        """
+        return self._runtime is not None and self._runtime.stop_reason is not None
 
     def progress(self, fraction: float, message: str = "") -> None:
         """Report progress; it shows in the workflow's status and on its SSE stream.
@@ -67,9 +131,81 @@ class TaskContext:
         Args:
             fraction: done so far, clamped to [0, 1].
             message: a short human-readable note.
+
+        Raises:
+            AttemptCancelled: the attempt must stop (see ``stop_requested``).
         """
+        self._raise_if_stopped()
         if self._sink is not None:
             self._sink(min(1.0, max(0.0, float(fraction))), str(message))
+
+    def heartbeat(self) -> None:
+        """Say that task code is still making progress, and stop if it should not.
+
+        The worker already heartbeats for every running attempt (sync code blocking its
+        thread included), so this only matters as a cheap cancellation point in loops.
+
+        Raises:
+            AttemptCancelled: the attempt must stop (see ``stop_requested``).
+        """
+        self._raise_if_stopped()
+
+    def checkpoint(self, state: Any) -> Awaitable[None]:
+        """Save ``state`` so that the next attempt of this task can resume from it
+        (``last_checkpoint``).
+
+        From sync task code (a worker thread) it returns once Kafka has acknowledged the
+        checkpoint: a crash right after loses nothing. From ``async`` task code it queues
+        the checkpoint (in order with the attempt's other reports) and returns at once;
+        awaiting the result waits for the acknowledgement, and need not be done.
+
+        Args:
+            state: any JSON value, at most the worker's ``HEADWATER_MAX_OUTPUT_BYTES``
+                when encoded.
+
+        Returns:
+            An awaitable that completes when the checkpoint is acknowledged (already
+            complete when called from a sync task).
+
+        Raises:
+            TypeError: ``state`` is not JSON.
+            ValueError: ``state`` is too large.
+            AttemptCancelled: the attempt must stop (see ``stop_requested``).
+        """
+        self._raise_if_stopped()
+        if self._runtime is not None:
+            return self._runtime.checkpoint(state)
+        checkpoint_json(state)  # outside a worker (e.g. a unit test of task code)
+        return _Done()
+
+    def _raise_if_stopped(self) -> None:
+        reason = self._runtime.stop_reason if self._runtime is not None else None
+        if reason is not None:
+            raise AttemptCancelled(f"{self.dispatch_id} must stop: {reason}")
+
+
+def checkpoint_json(state: Any, max_bytes: int | None = None) -> bytes:
+    """``state`` as JSON, checked for a checkpoint.
+
+    Args:
+        state: what task code passed to ``ctx.checkpoint``.
+        max_bytes: the largest encoding allowed, bytes; None: no limit.
+
+    Returns:
+        The JSON encoding.
+
+    Raises:
+        TypeError: ``state`` is not JSON (a set, an object, a lone surrogate ...).
+        ValueError: the encoding is over ``max_bytes``.
+    """
+    try:
+        data = orjson.dumps(state)
+    except orjson.JSONEncodeError as e:
+        raise TypeError(f"a checkpoint must be JSON: {e}") from e
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ValueError(f"the checkpoint is {len(data)} bytes, over the limit of "
+                         f"{max_bytes} (HEADWATER_MAX_OUTPUT_BYTES)")
+    return data
 
 
 REGISTRY: dict[str, TaskInfo] = {}
@@ -90,6 +226,9 @@ def task(
     fn: F | None = None, /, *, name: str | None = None, queue: str = "cpu"
 ) -> F | Callable[[F], F]:
     """Register a task function; usable bare (``@task``) or with options.
+
+    The function may be sync or ``async``, and either may be a generator (streaming its
+    yielded values as output chunks).
 
     Args:
         fn: the function, when used bare.
@@ -124,6 +263,8 @@ def task(
             fn=func,
             wants_ctx="ctx" in inspect.signature(func).parameters,
             is_async=inspect.iscoroutinefunction(func),
+            is_generator=inspect.isgeneratorfunction(func),
+            is_async_generator=inspect.isasyncgenfunction(func),
         )
         REGISTRY[task_name] = info
         func.__headwater_task__ = info  # type: ignore[attr-defined]

@@ -17,8 +17,10 @@ log = logging.getLogger("headwater.worker")
 async def serve(settings: Settings) -> None:
     """Run a worker until SIGTERM or SIGINT, then stop it and return (no traceback).
 
-    Running attempts are cancelled, not drained: their dispatches stay uncommitted and
-    go to another worker of the queue.
+    Running attempts are cancelled, not drained. Their dispatches were committed when
+    they started, so each started one is reported as a retryable ``TaskFailed``
+    (``WorkerStopped``) and the coordinator dispatches its next attempt; sync task code
+    cannot be interrupted, but its next ``ctx`` call raises ``AttemptCancelled``.
     """
     main = asyncio.current_task()
     assert main is not None

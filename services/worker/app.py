@@ -1,15 +1,21 @@
-"""Wires a worker: consume dispatches of one queue, run them, report, commit.
+"""Wires a worker: consume dispatches of one queue, run them, report, commit; and follow
+the coordinator's cancels.
 
-Every dispatch taken ends in an acknowledged report (the outcome, or a ``TaskFailed``
-standing in for one that cannot be sent), after which its offset may be committed; task
-code cannot stop the worker, and the poll loop never waits on it (``intake``).
+A taken dispatch is skipped without running when its deadline has passed or its attempt
+was cancelled already; otherwise it runs (``lifecycle``): its offset becomes committable
+once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
+ended. Task code cannot stop the worker, and the poll loop never waits on it
+(``intake``). A second consumer, without a group, reads ``worker-control`` (``control``)
+and stops the attempts the coordinator cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -20,11 +26,12 @@ from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
+from services.worker.attempt import Attempt, AttemptKey, attempt_key, now_ms
+from services.worker.control import CancelledAttempts, ControlListener
 from services.worker.intake import Intake
+from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
-from services.worker.progress import ProgressReporter
 from services.worker.reports import clean_text
-from services.worker.runner import now_ms, run_attempt
 from services.worker.settings import Settings
 
 log = logging.getLogger("headwater.worker")
@@ -35,6 +42,11 @@ class Worker:
 
     Args:
         settings: the queue, task modules, concurrency and Kafka settings.
+
+    Attributes:
+        running: the attempts running here, by ``(workflow_id, node, index, attempt)``.
+        cancelled: attempts the coordinator cancelled lately.
+        completed: attempts that ended with a reported outcome.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -42,6 +54,8 @@ class Worker:
         self.topic = settings.topics.tasks(settings.queue)
         self.executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="task")
         self.completed = 0
+        self.running: dict[AttemptKey, Attempt] = {}
+        self.cancelled = CancelledAttempts()
         self._tasks: set[asyncio.Task[None]] = set()
         self.intake: Intake
         self.outbox: Outbox
@@ -50,7 +64,8 @@ class Worker:
         """Connect, serve the queue until cancelled, then leave the group and disconnect."""
         self._import_tasks()
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
-                                            self.settings.topics.dlq])
+                                            self.settings.topics.dlq,
+                                            self.settings.topics.worker_control])
         outbox = Outbox(self._connect_producer, self.settings.topics.reports,
                         self.settings.max_output_bytes)
         consumer = AIOKafkaConsumer(
@@ -65,20 +80,21 @@ class Worker:
         intake = Intake(consumer, self.settings.concurrency)
         await outbox.start()
         try:
-            consumer.subscribe([self.topic], listener=intake.listener)
-            await consumer.start()
-            try:
-                log.info("worker %s serving %s", self.settings.worker_id, self.topic)
-                await self.serve(intake, outbox)
-            finally:
-                await consumer.stop()
+            async with self._following_cancels():
+                consumer.subscribe([self.topic], listener=intake.listener)
+                await consumer.start()
+                try:
+                    log.info("worker %s serving %s", self.settings.worker_id, self.topic)
+                    await self.serve(intake, outbox)
+                finally:
+                    await consumer.stop()
         finally:
             await outbox.stop()
             self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def serve(self, intake: Intake, outbox: Outbox) -> None:
-        """Take dispatches, run them, report and commit, until cancelled; then cancel the
-        running attempts (their dispatches stay uncommitted) and commit what finished.
+        """Take dispatches, run them, report and commit, until cancelled; then stop the
+        running attempts (reporting the started ones as failed) and commit.
 
         Args:
             intake: over a started consumer subscribed with ``intake.listener``.
@@ -100,6 +116,38 @@ class Worker:
             await asyncio.gather(*tasks, return_exceptions=True)
             await intake.commit()
 
+    def cancel(self, cancelled: ev.TaskCancelled) -> None:
+        """Stop the attempt ``cancelled`` names if it runs here, and remember it, so that
+        its dispatch is skipped if it comes later."""
+        key = attempt_key(cancelled)
+        self.cancelled.add(key)
+        attempt = self.running.get(key)
+        if attempt is not None and attempt.cancel(cancelled.reason):
+            log.info("stopping %s (%s): cancelled by the coordinator%s",
+                     attempt.dispatch.dispatch_id, attempt.dispatch.task,
+                     f" ({cancelled.reason})" if cancelled.reason else "")
+
+    @contextlib.asynccontextmanager
+    async def _following_cancels(self) -> AsyncIterator[None]:
+        """Read ``worker-control`` (from its end now) in the background meanwhile."""
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.bootstrap,
+                                    group_id=None, enable_auto_commit=False,
+                                    auto_offset_reset="latest")
+        await consumer.start()
+        try:
+            listener = ControlListener(consumer, self.settings.topics.worker_control,
+                                       self.cancel)
+            await listener.start()
+            reader = asyncio.create_task(listener.run())
+            try:
+                yield
+            finally:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+        finally:
+            await consumer.stop()
+
     async def _connect_producer(self) -> Producer:
         producer = make_producer(self.settings, linger_ms=2)
         try:
@@ -120,31 +168,55 @@ class Worker:
             log.warning("tasks declared for other queues, not served here: %s", ", ".join(others))
 
     async def _process(self, tp: TopicPartition, record: ConsumerRecord) -> None:
-        finished = False
         try:
-            await self._handle(record)
-            finished = True
+            await self._handle(tp, record)
         except Exception:
-            log.exception("could not report on %s offset %d; it stays uncommitted and will "
-                          "be delivered again", tp, record.offset)
+            log.exception("could not report on %s offset %d; unless its TaskStarted was "
+                          "acknowledged, it stays uncommitted and will be delivered again",
+                          tp, record.offset)
         finally:
-            self.intake.done(tp, record.offset, finished)
+            self.intake.release()
 
-    async def _handle(self, record: ConsumerRecord) -> None:
+    async def _handle(self, tp: TopicPartition, record: ConsumerRecord) -> None:
+        def committable() -> None:
+            self.intake.committable(tp, record.offset)
+
         try:
             dispatch = codec.decode(record.value)
             if not isinstance(dispatch, ev.TaskDispatched):
                 raise DecodeError(f"{type(dispatch).__name__} is not a TaskDispatched")
         except DecodeError as e:
             await self._dead_letter(record, str(e))
+            committable()
             return
-        base = (dispatch.workflow_id, dispatch.node, dispatch.index, dispatch.attempt)
-        await self.outbox.report(ev.TaskStarted(*base, now_ms(), self.settings.worker_id))
-        reporter = ProgressReporter(asyncio.get_running_loop(), base, self.outbox.report)
-        outcome = await run_attempt(dispatch, reporter.report, self.executor)
-        await reporter.drain()
-        await self.outbox.report(outcome)
-        self.completed += 1
+        if self._skipped(dispatch):
+            committable()
+            return
+        attempt = Attempt(dispatch, self.outbox.report, self.executor,
+                          self.settings.max_output_bytes)
+        self.running[attempt.key] = attempt
+        try:
+            await live(attempt, self.settings.worker_id, committable)
+        finally:
+            if self.running.get(attempt.key) is attempt:
+                del self.running[attempt.key]
+        if not attempt.cancelled:
+            self.completed += 1
+
+    def _skipped(self, dispatch: ev.TaskDispatched) -> bool:
+        """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, or
+        its deadline passed while it was queued (the coordinator times it out)."""
+        if attempt_key(dispatch) in self.cancelled:
+            log.info("skipping %s (%s): cancelled by the coordinator",
+                     dispatch.dispatch_id, dispatch.task)
+            return True
+        deadline = dispatch.deadline_ms
+        if deadline is not None and now_ms() >= deadline:
+            log.info("skipping %s (%s): its deadline passed %.1f s ago (timeout %s s, "
+                     "counted from dispatch)", dispatch.dispatch_id, dispatch.task,
+                     (now_ms() - deadline) / 1000, dispatch.timeout_s)
+            return True
+        return False
 
     async def _dead_letter(self, record: ConsumerRecord, reason: str) -> None:
         reason = clean_text(reason)

@@ -1,11 +1,17 @@
 """The consuming side of a worker: take dispatches while slots are free, keep polling
-while none is, commit only what is finished, and survive rebalances.
+while none is, commit what no longer needs redelivery, and survive rebalances.
+
+A taken dispatch holds a slot until its attempt has ended (its threads returned), but
+its offset may be committed much earlier: as soon as its ``TaskStarted`` is acknowledged
+(the lease model, see ``lifecycle``), or at once when it is skipped. So a worker that dies
+mid-attempt does not get its attempts delivered again; the coordinator retries them.
 
 The poll loop must never block on task code. While every slot stays busy the intake
 pauses the assigned partitions and keeps calling ``getmany`` (which then returns
 nothing), so that the consumer group does not take the worker for dead after
-``max.poll.interval.ms`` and hand its dispatches to another worker, which would run them
-again. Partitions are resumed as soon as a slot is free.
+``max.poll.interval.ms``: that would only cost a rebalance now (its started dispatches
+are committed), but a rebalance stalls the whole group. Partitions are resumed as soon
+as a slot is free.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ log = logging.getLogger("headwater.worker")
 POLL_MS = 100
 """How long one poll waits for records while a slot is free, milliseconds."""
 BUSY_POLL_S = 1.0
-"""How long the intake waits for a free slot before it polls (paused) again, seconds."""
+"""How long the intake waits for a free slot (or an offset to commit) before it polls
+(paused) again, seconds."""
 
 Taken = list[tuple[TopicPartition, ConsumerRecord]]
 
@@ -43,7 +50,7 @@ class Intake:
         self.running = 0
         self.tracker: OffsetTracker[TopicPartition] = OffsetTracker()
         self.listener = _Rebalance(self)
-        self._slot_freed = asyncio.Event()
+        self._wake = asyncio.Event()
 
     @property
     def full(self) -> bool:
@@ -52,8 +59,9 @@ class Intake:
 
     async def take(self) -> Taken:
         """Poll once and take what fits in the free slots (each taken record holds a slot
-        until :meth:`done`). With no slot free, wait up to ``BUSY_POLL_S`` for one; if
-        none frees, pause every partition and poll anyway, to stay in the group.
+        until :meth:`release`). With no slot free, wait up to ``BUSY_POLL_S`` for one (or
+        for an offset to commit); if none frees, pause every partition and poll anyway,
+        to stay in the group.
 
         Returns:
             ``(partition, record)`` pairs, in offset order per partition; often empty.
@@ -63,22 +71,26 @@ class Intake:
             free = self.slots - self.running
             return self._admit(await self.consumer.getmany(timeout_ms=POLL_MS,
                                                            max_records=free))
-        self._slot_freed.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._slot_freed.wait(), BUSY_POLL_S)
+            await asyncio.wait_for(self._wake.wait(), BUSY_POLL_S)
+        self._wake.clear()  # after waiting: a wake-up while the loop was away counts
         if not self.full:
             return []  # short tasks: records fetched ahead stay buffered (not paused)
         self.pause()
         # Returns nothing for paused partitions; it tells the group this member is alive.
         return self._admit(await self.consumer.getmany(timeout_ms=0))
 
-    def done(self, tp: TopicPartition, offset: int, finished: bool) -> None:
-        """A taken record's attempt ended; ``finished``: its reports were acknowledged, so
-        its offset may be committed (otherwise it is delivered again later)."""
+    def committable(self, tp: TopicPartition, offset: int) -> None:
+        """A taken record needs no redelivery (its ``TaskStarted`` was acknowledged, or
+        it was skipped or dead-lettered): the commit may pass it. A record never marked
+        so stays uncommitted, and is delivered again after a restart or rebalance."""
+        self.tracker.finished(tp, offset)
+        self._wake.set()  # commit soon, even while every slot is busy
+
+    def release(self) -> None:
+        """A taken record's attempt has ended: its slot is free."""
         self.running -= 1
-        self._slot_freed.set()
-        if finished:
-            self.tracker.finished(tp, offset)
+        self._wake.set()
 
     def pause(self, partitions: set[TopicPartition] | None = None) -> None:
         """Stop fetching from ``partitions`` (default: every assigned one)."""

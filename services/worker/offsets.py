@@ -2,6 +2,8 @@
 
 A worker runs several attempts at once; committing offset ``n`` tells Kafka every record
 below ``n`` is done, so the commit may only advance to the lowest offset still in flight.
+A record is finished here once it needs no redelivery (its ``TaskStarted`` acknowledged,
+or skipped), which for a running attempt is long before the attempt ends.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class OffsetTracker(Generic[P]):
         self._highest_seen[partition] = max(offset, self._highest_seen.get(partition, -1))
 
     def finished(self, partition: P, offset: int) -> None:
-        """A record is done (its reports are acknowledged)."""
+        """A record needs no redelivery (e.g. its ``TaskStarted`` is acknowledged)."""
         self._in_flight[partition].discard(offset)
 
     def committable(self) -> dict[P, int]:

@@ -87,17 +87,21 @@ class Outbox:
         if self.producer is not None:
             await self.producer.stop()
 
-    async def report(self, report: ev.Report) -> None:
+    async def report(self, report: ev.Report) -> bool:
         """Send ``report``, or what stands in for it, and wait for the acknowledgement.
 
         A report that cannot be encoded as it is (a lone surrogate, a non-JSON or too
         large output) is fixed or replaced first (:func:`reports.prepare`); one that
         Kafka refuses for good is replaced by a ``TaskFailed`` saying why, or dropped if
-        it only informs (``TaskStarted``, ``TaskProgressed``).
+        it is not an outcome (``TaskStarted``, ``TaskProgressed``, ``TaskHeartbeated``,
+        ``TaskCheckpointed``, ``TaskOutputStreamed``).
+
+        Returns:
+            True once the report or its stand-in is acknowledged; False if it was dropped.
 
         Raises:
             Exception: even the stand-in could not be sent, for good (e.g. the producer
-                is closed); the caller leaves the dispatch uncommitted.
+                is closed).
         """
         try:
             await self._send(report)
@@ -106,10 +110,11 @@ class Outbox:
             if replacement is None:
                 log.warning("dropped a %s report of %s/%s: %s: %s", type(report).__name__,
                             report.workflow_id, report.node, type(e).__name__, e)
-                return
+                return False
             log.warning("%s/%s attempt %d: %s", report.workflow_id, report.node,
                         report.attempt, replacement.error, exc_info=e)
             await self._send(replacement)
+        return True
 
     async def dead_letter(self, topic: str, value: bytes | None, key: bytes | None,
                           headers: Headers) -> bool:

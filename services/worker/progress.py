@@ -1,4 +1,5 @@
-"""Progress reports from task code (any thread) to Kafka, at most one per interval."""
+"""Progress reports from task code (any thread) to the attempt's report channel, at most
+one per interval."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class ProgressReporter:
     Args:
         loop: the worker's event loop (reports are sent from it).
         base: ``(workflow_id, node, index, attempt)`` of the attempt.
-        send: sends one report; a progress report that cannot be sent is dropped (logged).
+        send: sends one report (into the attempt's channel); a progress report that
+            cannot be sent is dropped (logged).
     """
 
     def __init__(
@@ -35,6 +37,7 @@ class ProgressReporter:
         self._pending: tuple[float, str] | None = None
         self._last_sent = 0.0
         self._flusher: asyncio.Task[None] | None = None
+        self._closed = False
 
     def report(self, fraction: float, message: str) -> None:
         """Called by task code, from the loop thread or a worker thread.
@@ -47,6 +50,8 @@ class ProgressReporter:
         self.loop.call_soon_threadsafe(self._queue, fraction, clean_text(str(message)))
 
     def _queue(self, fraction: float, message: str) -> None:
+        if self._closed:
+            return
         self._pending = (fraction, message)
         if self._flusher is None or self._flusher.done():
             self._flusher = self.loop.create_task(self._flush())
@@ -70,3 +75,10 @@ class ProgressReporter:
         await asyncio.sleep(0)  # let call_soon_threadsafe callbacks run
         if self._flusher is not None:
             await self._flusher
+
+    def close(self) -> None:
+        """Drop what is pending and stop sending (the attempt was cancelled or stopped)."""
+        self._closed = True
+        self._pending = None
+        if self._flusher is not None:
+            self._flusher.cancel()

@@ -1,9 +1,9 @@
 """Reports made sendable: every string valid UTF-8, every outcome within the size limit.
 
-A report that cannot be encoded or sent leaves its workflow waiting forever and, since
-the dispatch's offset is only committed once its outcome is acknowledged, its partition
-stuck. So the worker passes every report through :func:`prepare` before producing it,
-and when producing still fails for good, sends :func:`stand_in` instead.
+An outcome that cannot be encoded or sent leaves its workflow waiting until the
+attempt's heartbeat timeout, and retried for nothing. So the worker passes every report
+through :func:`prepare` before producing it, and when producing still fails for good,
+sends :func:`stand_in` instead.
 
 Pure functions: no I/O, no clock.
 """
@@ -98,8 +98,8 @@ def stand_in(report: ev.Report, error: BaseException) -> ev.TaskFailed | None:
     Returns:
         For an outcome, a ``TaskFailed`` that says so: non-retryable in place of a
         ``TaskSucceeded`` (the same output would fail the same way), as retryable as the
-        original in place of a ``TaskFailed``. None for ``TaskStarted`` and
-        ``TaskProgressed``, which only inform and may be dropped.
+        original in place of a ``TaskFailed``. None for every other report (started,
+        progress, heartbeat, checkpoint, chunk), which is dropped (the sender is told).
     """
     if not isinstance(report, ev.TaskSucceeded | ev.TaskFailed):
         return None

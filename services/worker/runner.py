@@ -1,9 +1,13 @@
 """Run one attempt of a registered task and say how it ended, as a report.
 
 Whatever task code does (raise any exception, ``SystemExit`` or ``KeyboardInterrupt``
-included, return something that is not JSON) ends as a ``TaskSucceeded`` or a
-``TaskFailed``: the worker must survive its tasks. Only the worker's own cancellation
-(it is stopping) goes through.
+included, return or yield something that is not JSON) ends as a ``TaskSucceeded`` or a
+``TaskFailed``: the worker must survive its tasks. Only the cancellation of the attempt's
+asyncio task goes through (the coordinator cancelled the attempt, or the worker is
+stopping); the caller tells which.
+
+The attempt times out at the dispatch's absolute deadline (``timeout_s`` after it was
+dispatched, time on the queue included), by the worker's wall clock.
 """
 
 from __future__ import annotations
@@ -12,60 +16,42 @@ import asyncio
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any
 
 import orjson
 
 from headwater import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
-from headwater.sdk import REGISTRY, TaskContext, TaskInfo
+from headwater.sdk import REGISTRY, TaskInfo
+from services.worker.attempt import Attempt, BadChunk, now_ms
+from services.worker.calls import Raised, call
+
+__all__ = ["bad_arguments", "now_ms", "run_attempt"]
 
 log = logging.getLogger("headwater.worker")
 
 
-def now_ms() -> int:
-    """Wall-clock milliseconds since the epoch (workers stamp their reports)."""
-    return int(time.time() * 1000)
-
-
-class _Raised(Exception):
-    """Carries what a sync task function raised in its thread back to the loop.
-
-    Re-raising there directly would not do: ``StopIteration`` cannot be set on an asyncio
-    future (the attempt would hang), and ``SystemExit`` should not travel as itself.
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
-
-
-async def run_attempt(
-    dispatch: ev.TaskDispatched,
-    progress: Callable[[float, str], None],
-    executor: Executor | None = None,
-) -> ev.TaskSucceeded | ev.TaskFailed:
-    """Run ``dispatch`` and return its outcome; never raises for what task code does.
+async def run_attempt(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed:
+    """Run ``attempt`` and return its outcome; never raises for what task code does.
 
     Every failed attempt is logged once, as a warning with the traceback if there is one.
 
     Args:
-        dispatch: the attempt to run.
-        progress: called (from any thread) with ``(fraction, message)``.
-        executor: where sync task functions run (the loop's default pool if None).
+        attempt: the attempt to run (its dispatch, threads and reports).
 
     Returns:
         ``TaskSucceeded`` with the output, or ``TaskFailed``: non-retryable for an
         unknown task, input that does not fit the function's parameters, a non-JSON
-        output or ``NonRetryableError``; retryable for anything else task code raises,
-        ``BaseException`` included (``error_type`` is its class name), and for a timeout.
+        output or chunk, a chunk over the size limit and ``NonRetryableError``;
+        retryable for anything else task code raises, ``BaseException`` included
+        (``error_type`` is its class name), and for a timeout (``TimeoutError``).
 
     Raises:
-        asyncio.CancelledError: the worker is stopping (this task was cancelled).
+        asyncio.CancelledError: this asyncio task was cancelled (the attempt was
+            cancelled, or the worker is stopping).
     """
+    dispatch = attempt.dispatch
     info = REGISTRY.get(dispatch.task)
     if info is None:
         return _failed(dispatch, f"no task {dispatch.task!r} is registered on this worker "
@@ -81,26 +67,28 @@ async def run_attempt(
                        f"{type(dispatch.input).__name__}", "TypeError", False)
     kwargs = dict(dispatch.input or {})
     if info.wants_ctx:
-        kwargs["ctx"] = TaskContext(dispatch.workflow_id, dispatch.node, dispatch.index,
-                                    dispatch.attempt, dispatch.dispatch_id, progress)
+        kwargs["ctx"] = attempt.context()
     bad = bad_arguments(info, kwargs)
     if bad is not None:
         return _failed(dispatch, bad, "TypeError", False)
-    timer = asyncio.timeout(dispatch.timeout_s or None)
+    timer = asyncio.timeout(attempt.remaining_s())
     try:
         async with timer:
-            output = await _call(info, kwargs, executor)
+            output = await call(info, kwargs, attempt)
     except asyncio.CancelledError as e:
         if _stopping():
             raise
         return _raised(dispatch, e)  # task code's own CancelledError: a failed attempt
     except TimeoutError as e:
         if timer.expired():
+            attempt.stop(f"timed out after {dispatch.timeout_s} s")
             return _failed(dispatch, f"timed out after {dispatch.timeout_s} s",
                            "TimeoutError", True)
         return _raised(dispatch, e)
-    except _Raised as e:
+    except Raised as e:
         return _raised(dispatch, e.error)
+    except BadChunk as e:
+        return _failed(dispatch, e.message, e.error_type, False)
     except BaseException as e:  # the worker outlives its tasks: SystemExit included
         return _raised(dispatch, e)
     try:
@@ -142,32 +130,9 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
         return None
 
 
-async def _call(info: TaskInfo, kwargs: dict[str, Any], executor: Executor | None) -> Any:
-    """Call the task function: ``async`` ones on this loop, sync ones in ``executor``.
-
-    Raises:
-        _Raised: a sync function raised (anything, ``BaseException`` included).
-        BaseException: whatever an async function raised.
-    """
-    if info.is_async:
-        return await info.fn(**kwargs)
-    loop = asyncio.get_running_loop()
-    ok, value = await loop.run_in_executor(executor, _guarded, info.fn, kwargs)
-    if not ok:
-        raise _Raised(value)
-    return value
-
-
-def _guarded(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[bool, Any]:
-    """Run ``fn`` in a pool thread: ``(True, result)`` or ``(False, what it raised)``."""
-    try:
-        return True, fn(**kwargs)
-    except BaseException as e:
-        return False, e
-
-
 def _stopping() -> bool:
-    """Whether the current task was asked to cancel (the worker is stopping)."""
+    """Whether the current asyncio task was asked to cancel (the attempt was cancelled or
+    the worker is stopping), rather than task code raising ``CancelledError`` itself."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
 

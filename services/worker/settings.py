@@ -26,12 +26,14 @@ class Settings(CommonSettings):
             (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default). A task whose output makes
             a larger report fails without retry ("output is N bytes, over the limit of
             M"): large results belong in object storage, with their address as output.
-            Keep it below ``max_message_bytes``.
+            Also the largest checkpoint and streamed chunk (as JSON). Keep it below
+            ``max_message_bytes``.
         max_poll_interval_ms: Kafka's ``max.poll.interval.ms`` for the worker's consumer
             (``HEADWATER_MAX_POLL_INTERVAL_MS``, Kafka's default of 300 000). The worker
             keeps polling (with its partitions paused) while every slot is busy, so long
             tasks do not count against it; it only bounds how long the poll loop itself
-            may stall before the group gives this worker's partitions to another one.
+            may stall before the group rebalances this worker's partitions away. Running
+            attempts are not affected (their dispatches are committed once started).
     """
 
     queue: str = "cpu"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 from headwater import NonRetryableError, TaskContext, task
 
@@ -60,3 +63,71 @@ async def aexit() -> None:
     """Raise ``SystemExit`` from an async task."""
     await asyncio.sleep(0)
     raise SystemExit(2)
+
+
+@task(name="e2e.marked_sleep", queue="cpu")
+async def marked_sleep(ctx: TaskContext, seconds: float, marks: str) -> int | None:
+    """Sleep, leaving a file in the directory ``marks`` that says how the attempt ended:
+    ``done-<index>`` or ``stopped-<index>`` (the worker cancelled it)."""
+    where = Path(marks)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        (where / f"stopped-{ctx.index}").write_text(str(time.time()))
+        raise
+    (where / f"done-{ctx.index}").write_text(str(time.time()))
+    return ctx.index
+
+
+@task(name="e2e.hang_first", queue="cpu")
+def hang_first(ctx: TaskContext, seconds: float) -> dict[str, int]:
+    """Block the first attempt's thread for ``seconds`` (its worker heartbeats meanwhile,
+    long enough to be killed); later attempts return at once."""
+    if ctx.attempt == 1:
+        time.sleep(seconds)
+    return {"attempt": ctx.attempt}
+
+
+@task(name="e2e.stream", queue="cpu")
+def stream(words: list[str], pause: float) -> Iterator[str]:
+    """Yield ``words`` one by one, ``pause`` seconds apart (a sync generator)."""
+    for word in words:
+        time.sleep(pause)
+        yield word
+
+
+@task(name="e2e.astream", queue="cpu")
+async def astream(words: list[str], pause: float) -> AsyncIterator[str]:
+    """Yield ``words`` one by one, ``pause`` seconds apart (an async generator)."""
+    for word in words:
+        await asyncio.sleep(pause)
+        yield word
+
+
+@task(name="e2e.resume", queue="cpu")
+def resume(ctx: TaskContext, total: int, crash_after: int) -> dict[str, object]:
+    """Process items ``0..total-1``, checkpointing ``{"done": n}`` after each, from the
+    last checkpoint on; the first attempt crashes after ``crash_after`` items."""
+    start = ctx.last_checkpoint["done"] if ctx.last_checkpoint else 0
+    processed = []
+    for i in range(start, total):
+        processed.append(i)
+        ctx.checkpoint({"done": i + 1})  # returns once Kafka has it
+        if ctx.attempt == 1 and i + 1 == crash_after:
+            raise RuntimeError(f"crashed after {crash_after} items")
+    return {"attempt": ctx.attempt, "resumed_from": start, "processed": processed}
+
+
+@task(name="e2e.aresume", queue="cpu")
+async def aresume(ctx: TaskContext, total: int, crash_after: int) -> dict[str, object]:
+    """``e2e.resume`` as async code (its checkpoints are awaited only at the crash)."""
+    start = ctx.last_checkpoint["done"] if ctx.last_checkpoint else 0
+    processed = []
+    for i in range(start, total):
+        processed.append(i)
+        saved = ctx.checkpoint({"done": i + 1})
+        if ctx.attempt == 1 and i + 1 == crash_after:
+            await saved
+            raise RuntimeError(f"crashed after {crash_after} items")
+        await asyncio.sleep(0)
+    return {"attempt": ctx.attempt, "resumed_from": start, "processed": processed}

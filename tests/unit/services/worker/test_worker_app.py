@@ -113,7 +113,7 @@ async def test_system_exit_and_keyboard_interrupt_in_tasks_do_not_stop_the_worke
     assert sent["c"].output == 1
 
 
-async def test_stopping_cancels_running_attempts_and_commits_what_finished() -> None:
+async def test_stopping_fails_started_attempts_as_retryable_and_commits_them() -> None:
     GATE.clear()
     consumer = FakeConsumer({TP0: records(dispatch("unit.ok", workflow_id="a")),
                              TP1: records(dispatch("unit.gated", {"n": 1}))})
@@ -121,13 +121,16 @@ async def test_stopping_cancels_running_attempts_and_commits_what_finished() -> 
     box = await outbox(producer)
     served = asyncio.create_task(Worker(settings()).serve(Intake(consumer, 4), box))  # type: ignore[arg-type]
     try:
-        await wait_until(lambda: consumer.committed.get(TP0) == 1 and consumer.position[TP1])
+        await wait_until(lambda: consumer.committed == {TP0: 1, TP1: 1})  # committed at start
         served.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(served, 2)
     finally:
         GATE.set()
-    assert consumer.committed.get(TP1, 0) == 0  # running when stopped: delivered again
+    stopped = outcomes(producer)["wf"]  # not delivered again: the coordinator retries it
+    assert isinstance(stopped, ev.TaskFailed)
+    assert (stopped.error_type, stopped.retryable) == ("WorkerStopped", True)
+    assert outcomes(producer)["a"].output == 0
 
 
 async def test_an_undecodable_record_is_dead_lettered_and_its_offset_moves_on() -> None:

@@ -4,6 +4,7 @@ their partitions paused, records that do not fit are given back, commits may fai
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from aiokafka.errors import CommitFailedError, IllegalStateError
@@ -119,8 +120,22 @@ async def test_take_holds_a_slot_per_record_until_done() -> None:
     intake = Intake(consumer, 2)  # type: ignore[arg-type]
     taken = await intake.take()
     assert [r.offset for _, r in taken] == [0, 1] and intake.full
-    intake.done(TP0, 1, finished=True)
-    intake.done(TP0, 0, finished=False)  # not acknowledged: its offset is not committed
+    intake.committable(TP0, 1)
+    intake.release()  # 0 is still not committable: its offset is not committed
     await intake.commit()
     assert consumer.committed == {TP0: 0}
     assert [r.offset for _, r in await intake.take()] == [2]
+
+
+async def test_an_offset_is_committable_before_its_slot_is_released() -> None:
+    consumer = FakeConsumer({TP0: records(*(dispatch("unit.ok") for _ in range(2)))})
+    intake = Intake(consumer, 1)  # type: ignore[arg-type]
+    assert [r.offset for _, r in await intake.take()] == [0]
+    intake.committable(TP0, 0)  # started: no redelivery needed, but still running
+    started = time.monotonic()
+    assert await intake.take() == []  # back at once, to commit; still full
+    assert time.monotonic() - started < intake_module.BUSY_POLL_S / 2
+    await intake.commit()
+    assert consumer.committed == {TP0: 1} and intake.full
+    intake.release()
+    assert [r.offset for _, r in await intake.take()] == [1]

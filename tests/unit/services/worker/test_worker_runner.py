@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from worker_fakes import QUEUE, dispatch
+from worker_fakes import QUEUE, dispatch, make_attempt
 
 from headwater import NonRetryableError, TaskContext, task
 from headwater import events as ev
@@ -59,7 +59,7 @@ async def nap(ctx: TaskContext, seconds: float) -> float:
 
 async def run(d: ev.TaskDispatched) -> ev.TaskSucceeded | ev.TaskFailed:
     with ThreadPoolExecutor(2) as pool:
-        return await run_attempt(d, lambda f, m: None, pool)
+        return await run_attempt(make_attempt(d, pool))
 
 
 def failed(outcome: ev.TaskSucceeded | ev.TaskFailed) -> ev.TaskFailed:

@@ -7,6 +7,7 @@ import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from aiokafka.errors import MessageSizeTooLargeError
 from headwater import codec, task
 from headwater import events as ev
 from services.worker.app import Worker
+from services.worker.attempt import Attempt, now_ms
 from services.worker.intake import Intake
 from services.worker.outbox import Outbox
 from services.worker.settings import Settings
@@ -47,10 +49,13 @@ def settings(concurrency: int = 4, **overrides: Any) -> Settings:
 
 
 def dispatch(task: str, input: Any = None, attempt: int = 1, node: str = "n",
-             workflow_id: str = "wf", timeout_s: float | None = None) -> ev.TaskDispatched:
-    """A dispatch of ``task`` on queue ``unit``."""
-    return ev.TaskDispatched(workflow_id, node, None, attempt, task, QUEUE, input, 1,
-                             timeout_s)
+             workflow_id: str = "wf", timeout_s: float | None = None,
+             heartbeat_timeout_s: float | None = None, checkpoint: Any = None,
+             at_ms: int | None = None) -> ev.TaskDispatched:
+    """A dispatch of ``task`` on queue ``unit``, dispatched now (or at ``at_ms``)."""
+    return ev.TaskDispatched(workflow_id, node, None, attempt, task, QUEUE, input,
+                             now_ms() if at_ms is None else at_ms, timeout_s,
+                             heartbeat_timeout_s, checkpoint)
 
 
 @dataclass
@@ -191,6 +196,30 @@ async def serving(worker: Worker, consumer: FakeConsumer,
         served.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await served
+
+
+class Sent(list[ev.Report]):
+    """The reports an attempt sent (the ``send`` of :func:`make_attempt`)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    async def __call__(self, report: ev.Report) -> bool:
+        await asyncio.sleep(self.delay_s)
+        codec.encode(report)  # it must fit its schema
+        self.append(report)
+        return True
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        """The sent reports of type ``kind``."""
+        return [r for r in self if isinstance(r, kind)]
+
+
+def make_attempt(d: ev.TaskDispatched, executor: Executor, sent: Sent | None = None,
+                 max_output_bytes: int = 1024 * 1024) -> Attempt:
+    """An attempt of ``d`` whose reports go to ``sent`` (a fresh :class:`Sent` if None)."""
+    return Attempt(d, sent if sent is not None else Sent(), executor, max_output_bytes)
 
 
 def outcomes(producer: FakeProducer) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""The life of one attempt on a worker: started, run with heartbeats, reported, settled.
+
+Lease model (as in Temporal): once the broker has acknowledged the attempt's
+``TaskStarted``, its dispatch's offset may be committed, and keeping the attempt alive is
+the coordinator's business. The worker heartbeats while the attempt runs; if the worker
+dies, the coordinator fails the attempt after its heartbeat timeout and dispatches the
+next attempt; Kafka never delivers the dispatch again. Before that acknowledgement,
+Kafka's redelivery still covers a worker that dies.
+
+A cancelled attempt (``TaskCancelled`` from the coordinator) ends without an outcome
+report. When the worker stops, a started attempt is reported as a retryable
+``TaskFailed`` (``WorkerStopped``), best effort, so that it is retried at once rather
+than after its heartbeat timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from headwater import events as ev
+from services.worker.attempt import Attempt, now_ms
+from services.worker.runner import run_attempt
+
+log = logging.getLogger("headwater.worker")
+
+STOP_GRACE_S = 3.0
+"""How long a stopping worker waits for a cancelled body, and then for its
+``WorkerStopped`` report, seconds each."""
+
+
+async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]) -> None:
+    """Run ``attempt`` from its ``TaskStarted`` until its last thread returned.
+
+    Args:
+        attempt: the attempt, not started yet.
+        worker_id: this worker's name, in ``TaskStarted``.
+        committable: called once the dispatch needs no redelivery: when ``TaskStarted``
+            is acknowledged; failing that, when the outcome is, or when the attempt is
+            cancelled.
+
+    Raises:
+        asyncio.CancelledError: the worker is stopping.
+        Exception: the outcome could not be sent, not even a stand-in for it.
+    """
+    acked = ended = False
+    try:
+        acked = await attempt.start(worker_id)
+        if acked:
+            committable()
+        outcome = None if attempt.stop_reason is not None else await _run(attempt)
+        ended = True
+        attempt.stop("the attempt has ended")  # task code still calling ctx gets told
+        if attempt.cancelled or outcome is None:
+            attempt.progress.close()
+            if not acked:
+                committable()
+        else:
+            await attempt.progress.drain()
+            if await attempt.channel.put(outcome) and not acked:
+                committable()
+        await attempt.channel.close()
+        await attempt.settle()
+    except asyncio.CancelledError:
+        await _worker_stopping(attempt, report=acked and not ended)
+        raise
+
+
+async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
+    """Run the task code in its own asyncio task (``attempt.body``, which ``cancel``
+    cancels) while heartbeating; None if the attempt was cancelled."""
+    body = asyncio.create_task(run_attempt(attempt))
+    attempt.body = body
+    beats = asyncio.create_task(attempt.heartbeat())
+    try:
+        await asyncio.wait([body])
+    finally:
+        beats.cancel()
+    if body.cancelled():
+        return None
+    return body.result()
+
+
+async def _worker_stopping(attempt: Attempt, report: bool) -> None:
+    """Stop the attempt's task code; with ``report`` (it started and has no outcome yet),
+    report it as failed, best effort."""
+    attempt.stop("the worker is stopping")
+    attempt.progress.close()
+    body = attempt.body
+    if body is not None and not body.done():
+        body.cancel()
+        await asyncio.wait([body], timeout=STOP_GRACE_S)
+    if report and not attempt.cancelled:
+        d = attempt.dispatch
+        failed = ev.TaskFailed(d.workflow_id, d.node, d.index, d.attempt, now_ms(),
+                               "the worker running the attempt stopped", "WorkerStopped",
+                               True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(attempt.channel.put(failed), STOP_GRACE_S)
+    attempt.channel.abort()
+    log.info("%s (%s) stopped with the worker", attempt.dispatch.dispatch_id,
+             attempt.dispatch.task)

@@ -1,0 +1,150 @@
+"""Timeouts, cancelling a running map, error routes and continue-on-error on the real
+broker (the rules themselves are tabled in tests/unit/headwater/test_machine_*.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from stackkit import Stack, history, read_topic
+from test_kafka_submission import wait_status
+
+from headwater import events as ev
+
+
+async def _submit(client: httpx.AsyncClient, spec: dict[str, object],
+                  prefix: str, input: object = None) -> str:
+    workflow_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    body: dict[str, object] = {"id": workflow_id, "workflow": spec}
+    if input is not None:
+        body["input"] = input
+    response = await client.post("/v1/workflows", json=body)
+    assert response.status_code == 202, response.text
+    return workflow_id
+
+
+async def test_an_attempt_that_exceeds_its_timeout_fails_and_is_retried(stack: Stack) -> None:
+    spec = {"name": "too-slow", "nodes": [
+        {"id": "nap", "task": "e2e.sleep", "input": {"seconds": 30}, "timeout": 1,
+         "retry": {"max_attempts": 2, "backoff_base": 0.2}}]}
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = await _submit(client, spec, "timeout")
+    status = await wait_status(stack, workflow_id)
+    elapsed = time.monotonic() - started
+    assert status["status"] == "failed", status
+    assert "TimeoutError" in str(status["error"])
+    assert elapsed < 15, f"two 1 s attempts took {elapsed:.1f} s"
+    records = await history(stack, workflow_id)
+    failed = [r.body for r in records if isinstance(r.body, ev.TaskFailed)]
+    assert [f.attempt for f in failed] == [1, 2]
+    assert {f.error_type for f in failed} == {"TimeoutError"}
+    dispatched = [r.body for r in records if isinstance(r.body, ev.TaskDispatched)]
+    for d, f in zip(dispatched, failed, strict=True):
+        assert d.timeout_s == 1.0
+        assert 900 <= f.at_ms - d.at_ms <= 5000, (d.at_ms, f.at_ms)
+    # Whichever of the coordinator's deadline and the worker's own timeout came second
+    # was recorded as discarded and changed nothing.
+    assert all(r.body.report == "TaskFailed" for r in records
+               if isinstance(r.body, ev.ReportDiscarded))
+
+
+async def test_cancelling_a_100_item_map_mid_run_stops_its_running_attempts(
+        stack: Stack, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = {"name": "big-map", "nodes": [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.marked_sleep",
+         "max_concurrency": 6,  # below the worker's 8 slots: all of them run
+         "input": {"seconds": "${item}", "marks": str(marks)}}]}
+    # 20 quick items first, then 80 that would take 20 s each
+    items = [0.05] * 20 + [20.0] * 80
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = await _submit(client, spec, "cancel-map", {"items": items})
+        deadline = time.monotonic() + 60
+        while len(list(marks.glob("done-*"))) < 20:
+            assert time.monotonic() < deadline, "the quick items did not finish"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # let the slow ones start
+        response = await client.post(f"/v1/workflows/{workflow_id}/cancel",
+                                     json={"reason": "enough"})
+        assert response.status_code == 202, response.text
+        cancelled_at = time.time()
+        status = await wait_status(stack, workflow_id)
+        assert status["status"] == "cancelled"
+        assert (await client.post(f"/v1/workflows/{workflow_id}/cancel")).status_code == 409
+    records = sorted(await history(stack, workflow_id), key=lambda r: r.seq)
+    types = [r.type for r in records]
+    cut = types.index("WorkflowCancelled")
+    assert cut == len(types) - 1
+    dispatched = [r.body for r in records if isinstance(r.body, ev.TaskDispatched)]
+    cancelled = [r.body for r in records if isinstance(r.body, ev.TaskCancelled)]
+    first_cancel = types.index("TaskCancelled")
+    assert "TaskDispatched" not in types[first_cancel:]
+    assert len(dispatched) == 26  # 20 quick ones, then 6 slow ones in flight
+    assert len(cancelled) == 6
+    assert {c.reason for c in cancelled} == {"enough"}
+
+    # The running attempts were stopped by their worker, not left to finish.
+    stop_deadline = time.monotonic() + 20
+    while len(list(marks.glob("stopped-*"))) < 6:
+        assert time.monotonic() < stop_deadline, sorted(p.name for p in marks.iterdir())
+        await asyncio.sleep(0.1)
+    stopped = {int(p.name.split("-")[1]) for p in marks.glob("stopped-*")}
+    assert stopped == {c.index for c in cancelled}
+    for p in marks.glob("stopped-*"):
+        assert float(p.read_text()) - cancelled_at < 10
+    assert len(list(marks.glob("done-*"))) == 20
+
+    # Nothing more was dispatched for it after the cancel.
+    def all_dispatches(recs: list[ev.TaskDispatched]) -> bool:
+        return sum(r.workflow_id == workflow_id for r in recs) >= len(dispatched)
+
+    queued = await read_topic(stack.topics.tasks("cpu"), all_dispatches)
+    await asyncio.sleep(0.5)
+    assert sum(r.workflow_id == workflow_id for r in queued) == len(dispatched)
+
+    # The worker's slots are free again: a short workflow runs at once.
+    quick = {"name": "after-cancel", "nodes": [{"id": "a", "task": "e2e.sleep",
+                                                 "input": {"seconds": 0}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        after = await _submit(client, quick, "after-cancel")
+    assert (await wait_status(stack, after, timeout_s=20))["status"] == "succeeded"
+
+
+def _nodes(status: dict[str, object]) -> dict[str, str]:
+    return {n["id"]: n["status"] for n in status["nodes"]}  # type: ignore[attr-defined,index]
+
+
+async def test_error_route_and_continue_on_error(stack: Stack) -> None:
+    def shape(b: dict[str, object], *extra: dict[str, object]) -> dict[str, object]:
+        return {"name": "routes", "nodes": [
+            {"id": "a", "task": "e2e.sleep", "input": {"seconds": 0}},
+            {"id": "b", "task": "e2e.fatal", "needs": ["a"], **b},
+            {"id": "c", "task": "e2e.sleep", "needs": ["a"], "input": {"seconds": 0}},
+            {"id": "d", "task": "e2e.flaky", "needs": ["b", "c"],
+             "input": {"succeed_on": 1, "value": "${nodes.b.output}"}},
+            *extra]}
+
+    routed = shape({"on_error": "h"}, {"id": "h", "task": "e2e.flaky",
+                                       "input": {"succeed_on": 1, "value": "${error}"}})
+    carry_on = shape({"continue_on_error": True})
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        routed_id = await _submit(client, routed, "routed")
+        carry_id = await _submit(client, carry_on, "carry-on")
+    routed_status = await wait_status(stack, routed_id)
+    assert routed_status["status"] == "succeeded", routed_status
+    assert _nodes(routed_status) == {"a": "succeeded", "b": "failed", "c": "succeeded",
+                                     "d": "skipped", "h": "succeeded"}
+    handled = routed_status["output"]["h"]["value"]  # type: ignore[index]
+    assert handled["node"] == "b" and handled["type"] == "NonRetryableError"
+    assert "can never work" in handled["message"]
+
+    carry_status = await wait_status(stack, carry_id)
+    assert carry_status["status"] == "succeeded", carry_status
+    assert _nodes(carry_status)["b"] == "failed"
+    seen = carry_status["output"]["d"]["value"]  # type: ignore[index]
+    assert seen["error"]["type"] == "NonRetryableError"
