@@ -131,3 +131,11 @@ async def aresume(ctx: TaskContext, total: int, crash_after: int) -> dict[str, o
             raise RuntimeError(f"crashed after {crash_after} items")
         await asyncio.sleep(0)
     return {"attempt": ctx.attempt, "resumed_from": start, "processed": processed}
+
+
+@task(name="e2e.halfway", queue="cpu")
+async def halfway(ctx: TaskContext, seconds: float) -> str:
+    """Report progress 0.5 "halfway", then sleep ``seconds`` before finishing."""
+    ctx.progress(0.5, "halfway")
+    await asyncio.sleep(seconds)
+    return "done"

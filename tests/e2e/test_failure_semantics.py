@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from httpx_sse import aconnect_sse
 from stackkit import Stack, history, read_topic
 from test_kafka_submission import wait_status
 
@@ -148,3 +149,23 @@ async def test_error_route_and_continue_on_error(stack: Stack) -> None:
     assert _nodes(carry_status)["b"] == "failed"
     seen = carry_status["output"]["d"]["value"]  # type: ignore[index]
     assert seen["error"]["type"] == "NonRetryableError"
+
+
+async def test_progress_shows_in_the_status_and_on_sse_while_running(stack: Stack) -> None:
+    spec = {"name": "progress", "nodes": [{"id": "p", "task": "e2e.halfway",
+                                            "input": {"seconds": 3}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = await _submit(client, spec, "progress")
+        deadline = time.monotonic() + 20
+        while True:
+            view = (await client.get(f"/v1/workflows/{workflow_id}")).json()
+            tasks = view.get("tasks") or []
+            if tasks and tasks[0]["progress"] == 0.5:
+                break
+            assert time.monotonic() < deadline, view
+            await asyncio.sleep(0.1)
+        assert view["status"] == "running"
+        assert tasks[0]["message"] == "halfway"
+        async with aconnect_sse(client, "GET", f"/v1/workflows/{workflow_id}/events") as source:
+            kinds = [sse.event async for sse in source.aiter_sse() if sse.data]
+    assert kinds.index("TaskProgressed") < kinds.index("WorkflowSucceeded")
