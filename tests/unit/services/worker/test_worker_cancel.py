@@ -20,6 +20,7 @@ from worker_fakes import (
     records,
     serving,
     settings,
+    started,
     wait_until,
 )
 
@@ -70,10 +71,6 @@ def ticker() -> Iterator[int]:
 def stubborn(ctx: TaskContext) -> str:
     RELEASE.wait(10)  # ignores the stop flag until released
     return f"stop requested: {ctx.stop_requested}"
-
-
-def started(producer: FakeProducer) -> list[str]:
-    return [r.workflow_id for r in producer.reports() if isinstance(r, ev.TaskStarted)]
 
 
 def cancel(workflow_id: str, reason: str = "workflow cancelled") -> ev.TaskCancelled:

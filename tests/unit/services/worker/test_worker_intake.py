@@ -19,17 +19,13 @@ from worker_fakes import (
     records,
     serving,
     settings,
+    started,
     wait_until,
 )
 
-from headwater import events as ev
 from services.worker import intake as intake_module
 from services.worker.app import Worker
 from services.worker.intake import Intake
-
-
-def started(producer: FakeProducer) -> list[str]:
-    return [r.workflow_id for r in producer.reports() if isinstance(r, ev.TaskStarted)]
 
 
 async def test_while_every_slot_is_busy_the_loop_keeps_polling_paused(

@@ -17,15 +17,11 @@ from worker_fakes import (
     records,
     serving,
     settings,
+    started,
     wait_until,
 )
 
-from headwater import events as ev
 from services.worker.app import Worker
-
-
-def started(producer: FakeProducer) -> list[str]:
-    return [r.workflow_id for r in producer.reports() if isinstance(r, ev.TaskStarted)]
 
 
 async def test_a_started_dispatch_is_committed_while_it_runs_and_keeps_its_slot() -> None:

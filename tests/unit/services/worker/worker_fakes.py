@@ -222,6 +222,11 @@ def make_attempt(d: ev.TaskDispatched, executor: Executor, sent: Sent | None = N
     return Attempt(d, sent if sent is not None else Sent(), executor, max_output_bytes)
 
 
+def started(producer: FakeProducer) -> list[str]:
+    """Workflow ids of the ``TaskStarted`` reports, in order."""
+    return [r.workflow_id for r in producer.reports() if isinstance(r, ev.TaskStarted)]
+
+
 def outcomes(producer: FakeProducer) -> dict[str, Any]:
     """Workflow id -> its outcome report."""
     return {r.workflow_id: r for r in producer.reports()
