@@ -22,6 +22,7 @@ from headwater.errors import DecodeError
 from headwater.machine import step
 from headwater.state import WorkflowState, evolve
 from headwater.topics import Topics
+from services.common import faults
 from services.coordinator.inputs import decode_input
 from services.coordinator.timers import TimerIndex
 
@@ -157,15 +158,18 @@ class Coordinator:
                         d.record.offset, d.reason)
         if not out and not dead:
             return
+        faults.point("coordinator.before_publish")
         try:
             await self.bus.publish(encoded, dead)
         except BaseException:
             for wid in touched:
                 self.store.forget(wid)  # the in-memory states ran ahead of the table
             raise
+        faults.point("coordinator.after_publish")
         changed = {wid: set(state.dirty) for wid, state in touched.items()}
         writes = [f for state in touched.values() for f in self.store.put(state)]
         await asyncio.gather(*writes)  # durable before faust may commit the inputs
+        faults.point("coordinator.after_table_write")
         for wid, state in touched.items():
             self.timers.arm(state, changed[wid])
 

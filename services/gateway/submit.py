@@ -28,6 +28,7 @@ from headwater import events as ev
 from headwater.errors import SpecError
 from headwater.spec import parse_spec
 from headwater.topics import Topics
+from services.common import faults
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.body import require_storable
 from services.gateway.models import SubmitRequest
@@ -98,6 +99,7 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
     except Exception:
         await _release(pool, workflow_id)
         raise
+    faults.point("gateway.after_produce")
     return Accepted(workflow_id, True, "accepted")
 
 

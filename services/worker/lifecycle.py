@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 
 from headwater import events as ev
+from services.common import faults
 from services.worker.attempt import Attempt, now_ms
 from services.worker.runner import run_attempt
 
@@ -50,6 +51,7 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         acked = await attempt.start(worker_id)
         if acked:
             committable()
+            faults.point("worker.after_start")
         outcome = None if attempt.stop_reason is not None else await _run(attempt)
         ended = True
         attempt.stop("the attempt has ended")  # task code still calling ctx gets told
@@ -59,7 +61,10 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
                 committable()
         else:
             await attempt.progress.drain()
-            if await attempt.channel.put(outcome) and not acked:
+            reported = await attempt.channel.put(outcome)
+            if reported:
+                faults.point("worker.after_outcome")
+            if reported and not acked:
                 committable()
         await attempt.channel.close()
         await attempt.settle()

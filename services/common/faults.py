@@ -1,0 +1,69 @@
+"""Fault points: places where a test can make a service kill itself with SIGKILL.
+
+``HEADWATER_FAULTS`` names points and the hit at which to die, comma-separated:
+``coordinator.after_publish=3`` kills the process the third time it passes that point.
+Unset (always, outside the fault-injection suite) every point is a dictionary lookup
+that does nothing. SIGKILL rather than an exception: nothing may run after the point
+(no ``finally``, no flush, no commit), exactly as when the machine loses power.
+
+Points (the order of side effects they cut is each service's docstring's):
+
+- ``coordinator.before_publish``: a batch was consumed and applied in memory; nothing
+  was published or written.
+- ``coordinator.after_publish``: its history events and dispatches are acknowledged;
+  the table was not written.
+- ``coordinator.after_table_write``: the table writes are durable; the input offsets
+  were not committed.
+- ``worker.after_start``: an attempt's ``TaskStarted`` is acknowledged (its offset is
+  committable); the task is about to run.
+- ``worker.after_outcome``: an attempt's outcome is acknowledged; nothing committed since.
+- ``gateway.after_produce``: a submission was claimed and produced; the client has had
+  no answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+ENV = "HEADWATER_FAULTS"
+POINTS = frozenset({
+    "coordinator.before_publish", "coordinator.after_publish",
+    "coordinator.after_table_write", "worker.after_start", "worker.after_outcome",
+    "gateway.after_produce",
+})
+
+log = logging.getLogger("headwater.faults")
+
+
+def parse(spec: str) -> dict[str, int]:
+    """``"a=3,b=1"`` -> ``{"a": 3, "b": 1}``.
+
+    Raises:
+        ValueError: an unknown point or a hit number below 1.
+    """
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, hit = part.partition("=")
+        if name not in POINTS:
+            raise ValueError(f"{ENV}: unknown fault point {name!r} (one of {sorted(POINTS)})")
+        if not hit.isdigit() or int(hit) < 1:
+            raise ValueError(f"{ENV}: {part!r} needs a hit number >= 1, e.g. {name}=3")
+        out[name] = int(hit)
+    return out
+
+
+_armed = parse(os.environ.get(ENV, ""))
+_hits: dict[str, int] = {}
+
+
+def point(name: str) -> None:
+    """Pass the fault point ``name``; die here (SIGKILL) if this is the armed hit."""
+    if not _armed or name not in _armed:
+        return
+    _hits[name] = _hits.get(name, 0) + 1
+    if _hits[name] == _armed[name]:
+        log.critical("fault point %s reached (hit %d): SIGKILL", name, _hits[name])
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
