@@ -7,6 +7,7 @@ and ``logs/<name>.log``.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -58,6 +59,22 @@ class Service:
         """Where its output goes."""
         return home() / "logs" / f"{self.name}.log"
 
+    @property
+    def launch_file(self) -> Path:
+        """How it was started (argv and extra environment), for ``restart``."""
+        return home() / "run" / f"{self.name}.launch.json"
+
+
+def launched(name: str) -> tuple[Service, dict[str, str]] | None:
+    """The service ``name`` and the extra environment it was last started with, or None
+    if that was not recorded."""
+    path = Service(name, ()).launch_file
+    try:
+        doc = json.loads(path.read_text())
+        return Service(name, tuple(doc["argv"])), dict(doc["env"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
 
 def default_services(tasks: Sequence[str] = (EXAMPLE_TASKS,), workers: int = 1,
                      queue: str = "cpu") -> list[Service]:
@@ -107,6 +124,7 @@ def start(service: Service, env: Mapping[str, str] | None = None) -> int:
             cwd=REPO, env={**os.environ, **(env or {})}, start_new_session=True,
         )
     service.pid_file.write_text(str(proc.pid))
+    service.launch_file.write_text(json.dumps({"argv": list(service.argv), "env": dict(env or {})}))
     return proc.pid
 
 

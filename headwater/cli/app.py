@@ -19,6 +19,9 @@ from rich.table import Table
 
 from headwater import localstack
 from headwater.cli.follow import STYLE, follow
+from headwater.cli.projection import projection_app
+from headwater.cli.replay import replay
+from headwater.cli.stuck import stuck
 
 app = typer.Typer(help="Headwater: event-sourced workflows on Kafka.", no_args_is_help=True,
                   add_completion=False)
@@ -94,18 +97,26 @@ def up(
 
 
 @app.command()
-def restart(
-    workers: Annotated[int, typer.Option(help="worker processes for the queue")] = 1,
-    queue: Annotated[str, typer.Option(help="queue the workers serve")] = "cpu",
-    tasks: Annotated[list[str] | None, typer.Option(help="task modules to import")] = None,
-    gateway: str = GATEWAY,
-) -> None:
-    """Restart the Headwater processes (e.g. to load changed task code); Kafka, PostgreSQL
-    and the data stay."""
+def restart(gateway: str = GATEWAY) -> None:
+    """Restart every running Headwater process as it was started (same queues, task
+    modules and PYTHONPATH), e.g. to load changed task code; Kafka, PostgreSQL and the
+    data stay."""
+    again: list[tuple[localstack.Service, dict[str, str]]] = []
     for name, _pid in localstack.running_services():
+        launch = localstack.launched(name)
         localstack.stop(localstack.Service(name, ()))
         console.print(f"stopped {name}")
-    up(workers=workers, queue=queue, tasks=tasks, gateway=gateway)
+        if launch is None:
+            console.print(f"[yellow]{name}: not restarted (how it was started is not "
+                          "recorded); start it again with `headwater up`[/]")
+        else:
+            again.append(launch)
+    pids = [localstack.start(service, env) for service, env in again]
+    try:
+        localstack.wait_ready(f"{gateway}/ready", pids=pids)
+    except (TimeoutError, RuntimeError) as e:
+        _fail(f"{e}. Logs: {localstack.home() / 'logs'}")
+    ps()
 
 
 @app.command()
@@ -220,6 +231,12 @@ def cancel(
     if response.status_code >= 400:
         _problem(response)
     console.print(f"cancel of {workflow_id} requested")
+
+
+# The audit commands live in their own modules (they read Kafka and PostgreSQL directly).
+app.command()(replay)
+app.command()(stuck)
+app.add_typer(projection_app, name="projection")
 
 
 def main() -> None:
