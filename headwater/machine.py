@@ -42,11 +42,11 @@ from typing import Any
 
 from headwater import events as ev
 from headwater.errors import InputReferenceError
+from headwater.fencing import stale_reason
 from headwater.retry import backoff_seconds
 from headwater.spec import NodeKind, NodeSpec
 from headwater.state import (
     NodeStatus,
-    Outcome,
     TaskState,
     TaskStatus,
     WorkflowState,
@@ -117,6 +117,32 @@ def step(state: WorkflowState | None, event: ev.Input) -> Step:
     return Step(rec.state, rec.events)
 
 
+def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
+    """Fail the workflow of ``event`` as data, for an input that could not be applied
+    (its consequences do not fit a Kafka record, or ``step`` has a bug).
+
+    Args:
+        state: the workflow's state before ``event`` (modified in place).
+        event: the input that could not be applied.
+        error: why, recorded in ``WorkflowFailed``.
+
+    Returns:
+        The state and events: unfinished attempts and nodes cancelled, then
+        ``WorkflowFailed``. A submission of a new workflow is accepted first. Nothing
+        when the workflow is unknown (for any other input) or already terminal.
+    """
+    rec = _Recorder(state, event.at_ms)
+    if state is None and isinstance(event, ev.WorkflowSubmitted):
+        state = rec.record(ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec,
+                                               event.input, event.tenant))
+        if state.spec_error:
+            error = f"invalid spec: {state.spec_error}"
+    if state is not None and not state.status.terminal:
+        _end_workflow(rec, ev.WorkflowFailed(state.workflow_id, event.at_ms, error),
+                      f"workflow failed: {error}")
+    return Step(rec.state, rec.events)
+
+
 def _submit(rec: _Recorder, event: ev.WorkflowSubmitted) -> None:
     state = rec.record(
         ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input, event.tenant)
@@ -150,7 +176,7 @@ def _report(rec: _Recorder, state: WorkflowState, report: ev.Report) -> None:
 
 
 def _outcome(rec: _Recorder, task: TaskState, report: ev.TaskSucceeded | ev.TaskFailed) -> None:
-    stale = _stale(task, report.attempt)
+    stale = stale_reason(task, report.attempt)
     if stale:
         rec.record(ev.ReportDiscarded(report.workflow_id, report.node, report.index,
                                       report.attempt, report.at_ms, type(report).__name__,
@@ -162,15 +188,6 @@ def _outcome(rec: _Recorder, task: TaskState, report: ev.TaskSucceeded | ev.Task
         _task_succeeded(rec, report)
     else:
         _task_failed(rec, report)
-
-
-def _stale(task: TaskState, attempt: int) -> str:
-    """Why an outcome of ``attempt`` comes too late, or ``""`` if it does not."""
-    if attempt < task.attempt:
-        return f"attempt {attempt} was superseded by attempt {task.attempt}"
-    if task.outcome in (Outcome.TIMED_OUT, Outcome.LOST, Outcome.CANCELLED):
-        return f"attempt {attempt} had already ended: {task.outcome.replace('_', ' ')}"
-    return ""
 
 
 def _task_succeeded(rec: _Recorder, report: ev.TaskSucceeded) -> None:
@@ -274,7 +291,7 @@ def _start_node(rec: _Recorder, spec: NodeSpec) -> None:
     if not items:
         _finish(rec, spec.id, NodeStatus.SUCCEEDED)
         return
-    _fill_map(rec, spec)
+    _map_progress(rec, spec)
 
 
 def _fill_map(rec: _Recorder, spec: NodeSpec) -> None:
@@ -298,6 +315,12 @@ def _dispatch(rec: _Recorder, spec: NodeSpec, index: int | None, attempt: int) -
         else:
             task_input = state.resolve_input(spec.input, item, index, error)
     except InputReferenceError as e:
+        if index is not None and spec.continue_on_error:
+            # This item fails on its own (it never runs); the map goes on.
+            rec.record(ev.TaskFailed(state.workflow_id, spec.id, index, attempt, rec.at_ms,
+                                     f"{task_key(spec.id, index)}: {e}",
+                                     InputReferenceError.__name__, retryable=False))
+            return
         _node_failed(rec, spec.id, f"{task_key(spec.id, index)}: {e}")
         return
     previous = state.tasks.get(task_key(spec.id, index))

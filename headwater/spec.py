@@ -141,7 +141,8 @@ def parse_spec(doc: Any) -> WorkflowSpec:
         retry=parse_retry(doc.get("retry"), RetryPolicy(), "retry", faults),
         timeout=_seconds(doc.get("timeout"), None, "timeout", faults),
         heartbeat_timeout=_seconds(doc.get("heartbeat_timeout"), DEFAULT_HEARTBEAT_TIMEOUT,
-                                   "heartbeat_timeout", faults) or DEFAULT_HEARTBEAT_TIMEOUT,
+                                   "heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
+        or DEFAULT_HEARTBEAT_TIMEOUT,
         continue_on_error=_flag(doc.get("continue_on_error"), "continue_on_error", faults),
     )
     raw_nodes = doc.get("nodes")
@@ -174,6 +175,8 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
 
 
+ERROR_KEYS = ("node", "index", "attempts", "type", "message")
+"""The keys of ``${error}`` (``state.error_object``)."""
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
              "output"}
 _NODE_KEYS = {
@@ -181,6 +184,7 @@ _NODE_KEYS = {
     "timeout", "heartbeat_timeout", "on_error", "continue_on_error",
 }
 DEFAULT_HEARTBEAT_TIMEOUT = 30.0
+MIN_HEARTBEAT_TIMEOUT = 1.0
 """Seconds: a running attempt with no report for this long is lost (every node has one,
 so a worker that dies mid-task never leaves its task hanging)."""
 
@@ -195,13 +199,19 @@ class _Defaults:
     continue_on_error: bool
 
 
-def _seconds(value: Any, default: float | None, where: str, faults: list[str]) -> float | None:
-    """A positive, finite number of seconds (at most ``retry.MAX_SECONDS``), or ``default``."""
+def _seconds(value: Any, default: float | None, where: str, faults: list[str],
+             least: float = 0.0) -> float | None:
+    """A positive, finite number of seconds (above ``least`` and at most
+    ``retry.MAX_SECONDS``), or ``default``."""
     if value is None:
         return default
     if (isinstance(value, bool) or not isinstance(value, int | float)
             or not math.isfinite(value) or not 0 < value <= MAX_SECONDS):
         faults.append(f"{where} must be a positive number of seconds, at most {MAX_SECONDS}")
+        return default
+    if value < least:
+        faults.append(f"{where} must be at least {least:g} s (workers heartbeat every "
+                      "third of it)")
         return default
     return float(value)
 
@@ -256,7 +266,7 @@ def _parse_node(
         faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes")
     timeout = _seconds(raw.get("timeout"), defaults.timeout, f"{where}: timeout", faults)
     heartbeat = _seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
-                         f"{where}: heartbeat_timeout", faults)
+                         f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
     on_error = raw.get("on_error")
     if on_error is not None and not isinstance(on_error, str):
         faults.append(f"{where}: on_error must be the id of another node")
@@ -448,6 +458,8 @@ def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope)
         return f"${{{ref.root}}} is only defined in a map node's input"
     if ref.root == "error" and not scope.handler:
         return "${error} is only defined in the input of an error handler (an on_error target)"
+    if ref.root == "error" and ref.path and ref.path[0] not in ERROR_KEYS:
+        return f"an error has the keys {', '.join(ERROR_KEYS)}, not {ref.path[0]!r}"
     if ref.root == "nodes":
         if ref.node not in ids:
             return f"unknown reference to node {ref.node!r}"

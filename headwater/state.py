@@ -372,6 +372,16 @@ def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
     """An attempt failed. If it was the last (not retryable, or no attempts left) the
     node records the failure; a ``continue_on_error`` map keeps it as the item's result
     and goes on."""
+    key = task_key(body.node, body.index)
+    if key not in state.tasks and body.index is not None:
+        # A map item whose input could not be resolved fails before any dispatch.
+        node = _node(state, body.node)
+        if node.total is None or not 0 <= body.index < node.total:
+            raise IllegalTransition(f"no item {key} in workflow {state.workflow_id}")
+        node.next_index = max(node.next_index, body.index + 1)
+        node.running += 1  # as if dispatched; _child_finished gives the slot back
+        state.tasks[key] = TaskState(node=body.node, index=body.index, attempt=body.attempt,
+                                     status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms)
     t = _task(state, body.node, body.index)
     t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
     t.error_type, t.outcome = body.error_type, t.outcome or Outcome.REPORTED

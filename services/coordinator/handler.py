@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
-from headwater.machine import step
+from headwater.fencing import stop_for
+from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
 from headwater.topics import Topics
 from services.common import faults
@@ -144,19 +145,26 @@ class Coordinator:
             try:
                 result = step(state, event)
                 outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes)
-            except Exception as e:  # a bug or an unencodable value must not stop the service
+            except Exception as e:  # a bug or a record too large must not stop the service
                 log.exception("cannot apply %s to %s", type(event).__name__, wid)
-                dead.append(DeadLetter(record, f"cannot apply: {type(e).__name__}: {e}"))
-                self._rebuild(wid, out, touched)
-                continue
+                reason = f"cannot apply {type(event).__name__}: {type(e).__name__}: {e}"
+                dead.append(DeadLetter(record, reason))
+                failed = self._fail(wid, event, out, touched, reason)
+                if failed is None:
+                    continue
+                result, outgoing = failed
             if result.events and result.state is not None:
                 out.extend(result.events)
                 encoded.extend(outgoing)
                 touched[wid] = result.state
+            stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
+            if stop is not None:
+                encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
+                                        codec.encode(stop)))
         for d in dead:
             log.warning("dead-lettering %s[%d]@%d: %s", d.record.topic, d.record.partition,
                         d.record.offset, d.reason)
-        if not out and not dead:
+        if not encoded and not dead:
             return
         faults.point("coordinator.before_publish")
         try:
@@ -172,6 +180,25 @@ class Coordinator:
         faults.point("coordinator.after_table_write")
         for wid, state in touched.items():
             self.timers.arm(state, changed[wid])
+
+    def _fail(self, wid: str, event: ev.Input, out: list[ev.HistoryEvent],
+              touched: dict[str, WorkflowState], reason: str,
+              ) -> tuple[Step, list[Outgoing]] | None:
+        """After an input could not be applied, fail its workflow as data (so that it
+        ends, and a timer cannot fire the same input again and again).
+
+        Returns:
+            The failing step and its encoded records, or None when even that cannot be
+            recorded (the input is then only dead-lettered).
+        """
+        self._rebuild(wid, out, touched)
+        try:
+            result = fail(touched.get(wid), event, reason[:2000])
+            return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            self._rebuild(wid, out, touched)
+            return None
 
     def _rebuild(self, wid: str, out: list[ev.HistoryEvent],
                  touched: dict[str, WorkflowState]) -> None:

@@ -139,3 +139,9 @@ async def halfway(ctx: TaskContext, seconds: float) -> str:
     ctx.progress(0.5, "halfway")
     await asyncio.sleep(seconds)
     return "done"
+
+
+@task(name="e2e.q2_marked_sleep", queue="q2")
+async def q2_marked_sleep(ctx: TaskContext, seconds: float, marks: str) -> int | None:
+    """``e2e.marked_sleep`` for the queue ``q2`` (which has no worker until a test adds one)."""
+    return await marked_sleep(ctx, seconds, marks)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import httpx
 from httpx_sse import aconnect_sse
-from stackkit import Stack, history, read_topic
+from stackkit import TASKS, Stack, history, read_topic
 from test_kafka_submission import wait_status
 
+from headwater import codec, localstack
 from headwater import events as ev
 
 
@@ -169,3 +170,56 @@ async def test_progress_shows_in_the_status_and_on_sse_while_running(stack: Stac
         async with aconnect_sse(client, "GET", f"/v1/workflows/{workflow_id}/events") as source:
             kinds = [sse.event async for sse in source.aiter_sse() if sse.data]
     assert kinds.index("TaskProgressed") < kinds.index("WorkflowSucceeded")
+
+
+async def test_an_attempt_that_starts_after_its_cancel_is_stopped(
+        stack: Stack, tmp_path: Path) -> None:
+    """The queue has no worker when the cancel happens, so no worker sees the cancel; the
+    worker that comes later starts the attempts and the coordinator answers their
+    ``TaskStarted`` with a stop."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = {"name": "late-start", "nodes": [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.q2_marked_sleep",
+         "queue": "q2", "input": {"seconds": "${item}", "marks": str(marks)}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = await _submit(client, spec, "late-start", {"items": [5.0] * 3})
+        deadline = time.monotonic() + 30
+        while (await client.get(f"/v1/workflows/{workflow_id}")).json()["status"] != "running":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        response = await client.post(f"/v1/workflows/{workflow_id}/cancel")
+        assert response.status_code == 202, response.text
+    assert (await wait_status(stack, workflow_id))["status"] == "cancelled"
+    q2 = localstack.default_services(TASKS, 1, "q2")[-1]
+    stack.start(q2)
+    try:
+        stop_deadline = time.monotonic() + 30
+        while len(list(marks.glob("stopped-*"))) < 3:
+            assert time.monotonic() < stop_deadline, (
+                sorted(p.name for p in marks.iterdir()), stack.logs())
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(6)  # long enough for a 5 s task that was not stopped to end
+        assert list(marks.glob("done-*")) == []
+    finally:
+        stack.stop(q2)
+
+
+async def test_a_workflow_whose_output_exceeds_the_record_limit_fails_as_data(
+        stack: Stack) -> None:
+    # 20 results of 900 kB each: every task fits, the workflow's output (18 MB) does not.
+    spec = {"name": "too-big", "nodes": [
+        {"id": "m", "kind": "map", "over": "${input.sizes}", "task": "e2e.big_output",
+         "input": {"size": "${item}"}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = await _submit(client, spec, "too-big", {"sizes": [900_000] * 20})
+    status = await wait_status(stack, workflow_id, timeout_s=120)
+    assert status["status"] == "failed"
+    assert "exceeds the limit" in str(status["error"]), status["error"]
+    records = await history(stack, workflow_id)
+    assert sum(isinstance(r.body, ev.TaskSucceeded) for r in records) == 19
+    assert records[-1].type == "WorkflowFailed"
+    dead = await read_topic(stack.topics.dlq, lambda rs: any(
+        r.key == workflow_id.encode() for r in rs), decode=False)
+    (letter,) = [r for r in dead if r.key == workflow_id.encode()]
+    assert isinstance(codec.decode(letter.value), ev.TaskSucceeded)

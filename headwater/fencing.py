@@ -1,0 +1,58 @@
+"""Fencing: which reports come from an attempt that has already ended, and which
+attempts must be told to stop.
+
+Reports are fenced by attempt (DESIGN.md §3.3): only the current attempt of a task may
+change it. An attempt ends by its outcome, or earlier by the coordinator's decision
+(its deadline passed, its lease expired, it was cancelled) or by a later attempt taking
+over. A worker that goes on running such an attempt, because it missed the
+cancellation or was merely slow to heartbeat, is told to stop by a ``TaskCancelled``
+sent in answer to its next report.
+"""
+
+from __future__ import annotations
+
+from headwater import events as ev
+from headwater.state import Outcome, TaskState, TaskStatus, WorkflowState
+from headwater.topics import task_key
+
+ENDED_EARLY = (Outcome.TIMED_OUT, Outcome.LOST, Outcome.CANCELLED)
+
+
+def stale_reason(task: TaskState, attempt: int) -> str:
+    """Why an outcome of ``attempt`` comes too late, or ``""`` if it does not.
+
+    Args:
+        task: the task's state.
+        attempt: the attempt the outcome is for (not above ``task.attempt``).
+    """
+    if attempt < task.attempt:
+        return f"attempt {attempt} was superseded by attempt {task.attempt}"
+    if task.outcome in ENDED_EARLY:
+        return f"attempt {attempt} had already ended: {task.outcome.replace('_', ' ')}"
+    return ""
+
+
+def stop_for(state: WorkflowState | None, report: ev.Report) -> ev.TaskCancelled | None:
+    """The stop to send when a report shows a worker still running an attempt that has
+    ended (cancelled, timed out, lost, superseded, or finished already).
+
+    Args:
+        state: the workflow's state after the report was applied (None: unknown).
+        report: a report other than an outcome (started, heartbeat, progress, ...).
+
+    Returns:
+        A ``TaskCancelled`` for that attempt (not part of the history: it goes to
+        ``worker-control`` only), or None when the attempt may go on.
+    """
+    if state is None or isinstance(report, ev.TaskSucceeded | ev.TaskFailed):
+        return None
+    task = state.tasks.get(task_key(report.node, report.index))
+    if task is None or report.attempt > task.attempt:
+        return None
+    if report.attempt == task.attempt and task.status in (TaskStatus.DISPATCHED,
+                                                          TaskStatus.RUNNING):
+        return None
+    reason = stale_reason(task, report.attempt) or (
+        f"attempt {report.attempt} has already ended ({task.status.value})")
+    return ev.TaskCancelled(report.workflow_id, report.node, report.index, report.attempt,
+                            report.at_ms, reason)
