@@ -20,6 +20,7 @@ from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
 from headwater.fencing import stop_for
+from headwater.idempotency import conflict
 from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
 from headwater.topics import Topics
@@ -141,6 +142,10 @@ class Coordinator:
                 state = touched.get(wid) or self.store.get(wid)
             except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
                 dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
+                continue
+            why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
+            if why is not None:
+                dead.append(DeadLetter(record, why))
                 continue
             try:
                 result = step(state, event)

@@ -11,7 +11,6 @@ it had been produced, since the coordinator ignores a submission for a workflow 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 import uuid
@@ -20,12 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
-import orjson
 from aiokafka import AIOKafkaProducer
 
 from headwater import codec
 from headwater import events as ev
 from headwater.errors import SpecError
+from headwater.idempotency import body_hash
 from headwater.spec import parse_spec
 from headwater.topics import Topics
 from services.common import faults
@@ -45,12 +44,6 @@ class Accepted:
     workflow_id: str
     created: bool
     status: str
-
-
-def body_hash(spec: Any, workflow_input: Any, tenant: str | None) -> str:
-    """SHA-256 of the canonical JSON (sorted keys) of what defines a run."""
-    doc = {"workflow": spec, "input": workflow_input, "tenant": tenant}
-    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
