@@ -71,8 +71,12 @@ class Intake:
             free = self.slots - self.running
             return self._admit(await self.consumer.getmany(timeout_ms=POLL_MS,
                                                            max_records=free))
+        # ``asyncio.timeout``, not ``wait_for``: on Python 3.11, ``wait_for`` returns the
+        # result, swallowing a cancel (the worker stopping) that arrives as the wake-up
+        # does, and ``serve`` would then poll on forever.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), BUSY_POLL_S)
+            async with asyncio.timeout(BUSY_POLL_S):
+                await self._wake.wait()
         self._wake.clear()  # after waiting: a wake-up while the loop was away counts
         if not self.full:
             return []  # short tasks: records fetched ahead stay buffered (not paused)

@@ -3,6 +3,7 @@ their partitions paused, records that do not fit are given back, commits may fai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -135,3 +136,20 @@ async def test_an_offset_is_committable_before_its_slot_is_released() -> None:
     assert consumer.committed == {TP0: 1} and intake.full
     intake.release()
     assert [r.offset for _, r in await intake.take()] == [1]
+
+
+@pytest.mark.parametrize("hops", range(4))
+async def test_a_cancel_arriving_with_a_wake_up_is_not_lost(hops: int) -> None:
+    # The worker stopping just as a slot frees: a lost cancel left ``serve`` polling forever.
+    intake = Intake(FakeConsumer({TP0: []}), 1)  # type: ignore[arg-type]
+    intake.running = 1
+    taking = asyncio.create_task(intake.take())
+    await asyncio.sleep(0)  # it waits for a free slot
+    intake.release()
+    for _ in range(hops):  # let the wake-up travel that many loop iterations
+        await asyncio.sleep(0)
+    if taking.done():
+        return  # it returned before the cancel came: nothing to lose
+    taking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await taking
