@@ -55,7 +55,10 @@ class Notifier:
         event = asyncio.Event()
         self._waiters[workflow_id].add(event)
         try:
-            await asyncio.wait_for(event.wait(), timeout_s)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel
+            # that arrives with the wake-up, and the stream would outlive its client.
+            async with asyncio.timeout(timeout_s):
+                await event.wait()
         except TimeoutError:
             pass
         finally:
