@@ -90,6 +90,18 @@ def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) ->
     return f"{workflow_id}/{task_key(node, index)}/{attempt}"
 
 
+TABLE_KEY_SEP = "\x1f"
+"""Separates the workflow id from the part in the coordinator table's keys (ids and task
+keys never contain it)."""
+
+
+def table_entry_key(workflow_id: str, part: str | None = None) -> bytes:
+    """The coordinator table's key (and its changelog record's key) of a workflow's
+    header (``part`` None), its definition (``state.DEFINITION``) or one of its tasks
+    (``part`` = the task key): the workflow id, then ``TABLE_KEY_SEP`` and the part, UTF-8."""
+    return (workflow_id if part is None else f"{workflow_id}{TABLE_KEY_SEP}{part}").encode()
+
+
 DEADLINE_TIMER = "deadline"
 LEASE_TIMER = "lease"
 

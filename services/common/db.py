@@ -66,8 +66,9 @@ create table if not exists events (
 """
 
 
-async def _init(conn: asyncpg.Connection) -> None:
-    """jsonb in and out as Python values, through orjson."""
+async def init_connection(conn: asyncpg.Connection) -> None:
+    """jsonb in and out as Python values, through orjson (every connection to the
+    projection is set up so, so that all of them store the same bytes)."""
     await conn.set_type_codec(
         "jsonb", schema="pg_catalog", format="text",
         encoder=lambda v: orjson.dumps(v).decode(), decoder=orjson.loads,
@@ -83,7 +84,8 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) ->
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=max_size, init=_init)
+            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=max_size,
+                                             init=init_connection)
             break
         except (OSError, asyncpg.CannotConnectNowError):
             if time.monotonic() > deadline:

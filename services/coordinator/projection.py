@@ -176,7 +176,7 @@ UPSERT_DISPATCHED = (
     " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
     " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
     " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
-    " progress = null, message = '', started_at = null, finished_at = null,"
+    " progress = null, message = '', worker = '', started_at = null, finished_at = null,"
     " seq = excluded.seq where tasks.seq < excluded.seq")
 UPSERT_NODE = (
     "insert into nodes (workflow_id, node, status, total, error, seq)"

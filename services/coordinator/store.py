@@ -27,14 +27,11 @@ from headwater.snapshot import (
     load_split,
 )
 from headwater.state import DEFINITION, WorkflowState
+from headwater.topics import TABLE_KEY_SEP, table_entry_key
 
 log = logging.getLogger(__name__)
-SEP = "\x1f"  # workflow id, SEP, task key (or DEFINITION): ids never contain it
-
-
-def entry_key(workflow_id: str, part: str | None = None) -> bytes:
-    """The table key of a workflow's header (``part`` None) or of one of its parts."""
-    return (workflow_id if part is None else f"{workflow_id}{SEP}{part}").encode()
+SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics
+entry_key = table_entry_key
 
 
 class WorkflowTable(faust.Table[bytes, bytes]):

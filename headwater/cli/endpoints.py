@@ -1,0 +1,57 @@
+"""Where the audit commands find Kafka, the topics and PostgreSQL: options that default
+to the ``HEADWATER_*`` variables the services read, then to the local stack."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import typer
+
+from headwater import localstack
+from headwater.topics import DEFAULT_PREFIX, Topics
+
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+BOOTSTRAP = typer.Option(
+    None, "--bootstrap", envvar="HEADWATER_KAFKA_BOOTSTRAP", show_default=False,
+    help="Kafka bootstrap servers (default: 127.0.0.1 on $HEADWATER_KAFKA_PORT, 19092)")
+PREFIX = typer.Option(DEFAULT_PREFIX, "--prefix", envvar="HEADWATER_TOPIC_PREFIX",
+                      help="topic prefix of the deployment")
+PG_DSN = typer.Option(
+    None, "--pg-dsn", envvar="HEADWATER_PG_DSN", show_default=False,
+    help="the projection's database (default: the local one on $HEADWATER_PG_PORT)")
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """One deployment's Kafka, topics and database.
+
+    Attributes:
+        bootstrap: Kafka bootstrap servers, ``host:port[,host:port]``.
+        prefix: the topic prefix.
+        pg_dsn: the projection's PostgreSQL DSN.
+        max_message_bytes: the largest record to expect, bytes
+            (``HEADWATER_MAX_MESSAGE_BYTES``).
+    """
+
+    bootstrap: str
+    prefix: str
+    pg_dsn: str
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @property
+    def topics(self) -> Topics:
+        """The deployment's topic names."""
+        return Topics(self.prefix)
+
+
+def endpoints(bootstrap: str | None, prefix: str, pg_dsn: str | None) -> Endpoints:
+    """The endpoints from the options, with the local stack's as defaults."""
+    raw = os.environ.get("HEADWATER_MAX_MESSAGE_BYTES", "")
+    return Endpoints(
+        bootstrap=bootstrap or localstack.default_bootstrap(),
+        prefix=prefix,
+        pg_dsn=pg_dsn or localstack.default_pg_dsn(),
+        max_message_bytes=int(raw) if raw.isdigit() else DEFAULT_MAX_MESSAGE_BYTES,
+    )

@@ -1,0 +1,101 @@
+"""``headwater stuck``: list running workflows that nothing will ever move.
+
+The source of truth is the history: every workflow's events are read from the events
+topic and folded (DESIGN.md §3.1). The coordinator's table is a cache of the same
+state, and ``headwater replay ID`` checks that they agree; reading the log instead also
+finds workflows whose table entry is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from headwater.cli.endpoints import BOOTSTRAP, PREFIX, Endpoints, endpoints
+from headwater.cli.kafkalog import KafkaLog
+from headwater.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
+from headwater.replay import Recorded
+from headwater.stuck import Scan, scan
+
+console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
+errors = Console(soft_wrap=True, stderr=True, emoji=False)
+
+
+def stuck(
+    older_than: Annotated[float, typer.Option(
+        "--older-than", help="ignore workflows whose last event is younger than this, "
+        "seconds (their next event may be on its way)")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+    bootstrap: str | None = BOOTSTRAP,
+    prefix: str = PREFIX,
+) -> None:
+    """List running workflows with no attempt queued or running, no timer and no wait.
+
+    Folds every workflow's history from the events topic. Exit status: 0 none stuck,
+    1 some stuck or a history that does not fold, 3 Kafka unreachable. Histories whose
+    start was deleted by the topic's retention are listed but not judged.
+    """
+    ep = endpoints(bootstrap, prefix, None)
+    try:
+        histories, problems = asyncio.run(read_histories(ep))
+    except UNREACHABLE as e:
+        console.print(f"[red]error:[/] cannot read the log ({escape(str(e))}); is "
+                      "the stack up?")
+        raise typer.Exit(EXIT_UNREACHABLE) from e
+    for problem in problems:
+        errors.print(f"[yellow]note:[/] {escape(problem)}")
+    found = scan(histories, int(time.time() * 1000), round(older_than * 1000))
+    if as_json:
+        typer.echo(json.dumps(to_json(found), indent=2))
+    else:
+        show(found)
+    if found.stuck or found.unfoldable:
+        raise typer.Exit(EXIT_DIFFERENT)
+
+
+async def read_histories(ep: Endpoints) -> tuple[dict[str, list[Recorded]], list[str]]:
+    """Every workflow's records on the events topic, and the undecodable ones."""
+    async with KafkaLog(ep) as log:
+        return await log.all_events()
+
+
+def to_json(found: Scan) -> dict[str, object]:
+    """The scan as one JSON-ready document."""
+    return {
+        "workflows": found.workflows, "running": found.running, "recent": found.recent,
+        "stuck": [{"workflow_id": s.workflow_id, "name": s.name, "seq": s.seq,
+                   "updated_at_ms": s.updated_at_ms, "reason": s.reason}
+                  for s in found.stuck],
+        "unfoldable": [{"workflow_id": w, "error": e} for w, e in found.unfoldable],
+        "truncated": [{"workflow_id": w, "first_seq": s} for w, s in found.truncated],
+    }
+
+
+def show(found: Scan) -> None:
+    """Print the scan for people."""
+    console.print(f"{found.workflows} workflows in the log, {found.running} running"
+                  + (f" ({found.recent} updated too recently to judge)" if found.recent else ""))
+    if found.stuck:
+        table = Table("workflow", "name", "seq", "last event (UTC)", "reason")
+        for s in found.stuck:
+            at = datetime.fromtimestamp(s.updated_at_ms / 1000, tz=UTC)
+            table.add_row(escape(s.workflow_id), escape(s.name), str(s.seq),
+                          at.strftime("%Y-%m-%d %H:%M:%S"), escape(s.reason))
+        console.print(table)
+    for workflow_id, error in found.unfoldable:
+        console.print(f"[red]does not fold:[/] {escape(workflow_id)}: {escape(error)}")
+    for workflow_id, first in found.truncated:
+        console.print(f"[yellow]not judged:[/] {escape(workflow_id)}: its history starts at seq "
+                      f"{first} (older events deleted by retention)")
+    if found.stuck:
+        console.print(f"[red]{len(found.stuck)} stuck workflow(s)[/]")
+    else:
+        console.print("[green]no stuck workflows[/]")

@@ -1,0 +1,96 @@
+"""Stuck workflows: running, with no attempt queued or running and no timer."""
+
+from __future__ import annotations
+
+import pytest
+from machine_harness import T0, fail, ok, run, started, submit
+from test_machine_runs import DIAMOND, NAMES, RETRYING, _scenario
+
+from headwater import events as ev
+from headwater.replay import Recorded
+from headwater.state import NodeStatus, TaskStatus, WorkflowState, WorkflowStatus
+from headwater.stuck import is_stuck, pending, scan
+
+
+def state_after(inputs: list[ev.Input]) -> WorkflowState:
+    state = run(inputs).state
+    assert state is not None
+    return state
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_finished_workflow_is_never_stuck(name: str) -> None:
+    assert is_stuck(state_after(_scenario(name))) is None
+
+
+@pytest.mark.parametrize("inputs, waits_for", [
+    ([submit(DIAMOND)], ["task a dispatched"]),
+    ([submit(DIAMOND), started("a")], ["task a running"]),
+    ([submit(DIAMOND), ok("a", 1), started("b")], ["task b running", "task c dispatched"]),
+    ([submit(RETRYING), fail("a", at=T0 + 10)], ["timer retry:a:2"]),
+], ids=["queued", "running", "two at once", "retry timer"])
+def test_a_workflow_with_something_pending_is_not_stuck(inputs: list[ev.Input],
+                                                         waits_for: list[str]) -> None:
+    state = state_after(inputs)
+    assert pending(state) == waits_for
+    assert is_stuck(state) is None
+
+
+def test_finished_tasks_with_unfinished_nodes_and_nothing_pending_is_stuck() -> None:
+    # As if the coordinator had recorded the outcomes but lost the decisions after them.
+    state = state_after([submit(DIAMOND), ok("a", 1), started("b"), started("c")])
+    for key in ("b", "c"):
+        state.tasks[key].status = TaskStatus.SUCCEEDED
+    reason = is_stuck(state)
+    assert reason == ("no attempt queued or running and no timer, with nodes unfinished: "
+                      "b (running), c (running), d (pending)")
+
+
+def test_a_task_waiting_to_retry_without_its_timer_is_stuck() -> None:
+    state = state_after([submit(RETRYING), fail("a", at=T0 + 10)])
+    state.timers.clear()
+    assert is_stuck(state) == "task a waits to retry without a retry timer"
+
+
+def test_a_running_workflow_with_an_invalid_spec_or_every_node_done_is_stuck() -> None:
+    invalid = state_after([submit({"name": "t", "nodes": "no"})])
+    invalid.status = WorkflowStatus.RUNNING  # its WorkflowFailed lost
+    assert "its spec is invalid" in (is_stuck(invalid) or "")
+    done = state_after([submit(DIAMOND), ok("a", 1), ok("b"), ok("c"), started("d")])
+    done.tasks["d"].status = TaskStatus.SUCCEEDED
+    for node in done.nodes.values():
+        node.status = NodeStatus.SUCCEEDED
+    assert is_stuck(done) == "every node finished but the workflow did not"
+
+
+def recorded(events: list[ev.HistoryEvent]) -> list[Recorded]:
+    return [Recorded(e, i, e.body.at_ms) for i, e in enumerate(events)]
+
+
+def test_scan_folds_every_history_and_lists_the_stuck_ones() -> None:
+    finished = run(_scenario("map out of order")).history
+    moving = run([submit(DIAMOND, wf="moving")]).history
+    # The decisions after a's success (NodeFinished, the dispatches of b and c) are lost.
+    lost = run([submit(DIAMOND, wf="lost"), ok("a", 1, wf="lost")]).history[:3]
+    assert [e.type for e in lost] == ["WorkflowAccepted", "TaskDispatched", "TaskSucceeded"]
+    gap = [*finished[:2], *finished[3:]]
+    truncated = run([submit(DIAMOND, wf="old")]).history[1:]
+    histories = {"done": recorded(finished), "moving": recorded(moving),
+                 "lost": recorded(lost), "gap": recorded(gap), "old": recorded(truncated)}
+    found = scan(histories, now_ms=T0 + 60_000)
+    assert (found.workflows, found.running, found.recent) == (5, 2, 0)
+    (stuck,) = found.stuck
+    assert (stuck.workflow_id, stuck.name, stuck.seq) == ("lost", "t", 3)
+    assert stuck.updated_at_ms == lost[-1].body.at_ms
+    assert "a (running), b (pending)" in stuck.reason
+    assert [w for w, _ in found.unfoldable] == ["gap"]
+    assert found.truncated == [("old", 2)]
+
+
+def test_scan_skips_workflows_updated_too_recently() -> None:
+    lost = run([submit(DIAMOND, wf="lost"), ok("a", 1, wf="lost")]).history[:3]
+    at = lost[-1].body.at_ms
+    recent = scan({"lost": recorded(lost)}, now_ms=at + 5_000, older_than_ms=10_000)
+    assert (recent.running, recent.recent, recent.stuck) == (1, 1, [])
+    old = scan({"lost": recorded(lost)}, now_ms=at + 15_000, older_than_ms=10_000)
+    assert [s.workflow_id for s in old.stuck] == ["lost"]
