@@ -25,7 +25,7 @@ from headwater.cli.stuck import stuck
 
 app = typer.Typer(help="Headwater: event-sourced workflows on Kafka.", no_args_is_help=True,
                   add_completion=False)
-console = Console(soft_wrap=True)
+console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 
 
 def _default_gateway() -> str:
