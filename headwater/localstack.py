@@ -128,7 +128,13 @@ def start(service: Service, env: Mapping[str, str] | None = None) -> int:
     return proc.pid
 
 
-def stop(service: Service, timeout_s: float = 30.0) -> bool:
+STOP_TIMEOUT_S = 45.0
+"""How long ``stop`` waits after SIGTERM before SIGKILL, seconds: a worker drains for
+``HEADWATER_DRAIN_S`` (30 by default) and then needs a few seconds to report what it
+stopped."""
+
+
+def stop(service: Service, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM the pid in the pid file, SIGKILL after ``timeout_s``; True if it was running."""
     pid = read_pid(service.pid_file)
     service.pid_file.unlink(missing_ok=True)
@@ -137,7 +143,7 @@ def stop(service: Service, timeout_s: float = 30.0) -> bool:
     return stop_pid(pid, timeout_s)
 
 
-def stop_pid(pid: int, timeout_s: float = 30.0) -> bool:
+def stop_pid(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM ``pid``, SIGKILL after ``timeout_s``; True if it was running."""
     try:
         os.kill(pid, signal.SIGTERM)

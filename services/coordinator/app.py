@@ -1,4 +1,9 @@
-"""Wires the coordinator: the faust app, its table, agent, timer loop and projector."""
+"""Wires the coordinator: the faust app, its table, agent, timer loop and projector.
+
+SIGTERM (``shutdown``): faust finishes the batch in hand, commits and leaves the group;
+the agent never lets a batch be acknowledged half-applied, and a failure while stopping
+exits instead of restarting in place.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +23,15 @@ from services.coordinator.continuity import OffsetContinuity
 from services.coordinator.handler import Coordinator, InputRecord
 from services.coordinator.projection import run_projector
 from services.coordinator.settings import Settings
+from services.coordinator.shutdown import CoordinatorWorker, Unfinished, exit_now, finish
 from services.coordinator.store import TableStore, WorkflowTable
 from services.coordinator.timers import TimerIndex
 
 log = logging.getLogger("headwater.coordinator")
 TABLE_NAME = "workflows"  # faust names its changelog <app id>-<table>-changelog
+BATCH_GRACE_S = 15.0
+"""How long a batch may take to finish once the agent is cancelled (the coordinator is
+stopping), seconds; past it the process exits without acknowledging the batch."""
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -48,6 +57,7 @@ def create_app(settings: Settings) -> faust.App:
         broker_heartbeat_interval=3.0,
         key_serializer="raw",
         value_serializer="raw",
+        Worker=CoordinatorWorker,
     )
     inputs = app.topic(*topics.inputs, key_serializer="raw", value_serializer="raw")
     table = app.tables.add(WorkflowTable(
@@ -74,25 +84,38 @@ def create_app(settings: Settings) -> faust.App:
 
     app.on_rebalance_complete.connect(_on_rebalance)  # type: ignore[arg-type]
 
+    def restart_or_exit(reason: str) -> NoReturn:
+        if app.should_stop:  # stopping (SIGTERM): exit, do not start over
+            exit_now(f"{reason}, while stopping")
+        restart(reason)
+
     # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
     @app.agent(inputs, concurrency=1)
     async def coordinate(stream: Any) -> None:
-        # take_events acks a batch after the loop body, even when the body raised: a batch
-        # that failed half-way must never be committed, so such a failure ends the process
-        # at once (its inputs are then redelivered to whoever takes the partitions over).
-        async for batch in stream.take_events(settings.batch_max, settings.batch_window_s):
-            skipped = continuity.check(
-                (e.message.topic, e.message.partition, e.message.offset) for e in batch)
-            if skipped:
-                restart(f"input records were skipped ({skipped})")
-            try:
-                await coordinator.handle_batch(
-                    InputRecord(e.message.topic, e.message.partition, e.message.offset,
-                                e.message.key, e.message.value, list(e.message.headers or ()))
-                    for e in batch)
-            except Exception:
-                log.exception("a batch failed half-way")
-                restart("a batch failed half-way")
+        # take_events acks a batch after the loop body, even when the body raised or was
+        # cancelled: a batch that failed half-way must never be committed, so such a
+        # failure ends the process at once (its inputs are then redelivered to whoever
+        # takes the partitions over), and a cancel (the coordinator stopping) lets the
+        # batch finish first (``finish``).
+        batches = stream.take_events(settings.batch_max, settings.batch_window_s)
+        try:
+            async for batch in batches:
+                skipped = continuity.check(
+                    (e.message.topic, e.message.partition, e.message.offset) for e in batch)
+                if skipped:
+                    restart_or_exit(f"input records were skipped ({skipped})")
+                records = [InputRecord(e.message.topic, e.message.partition,
+                                       e.message.offset, e.message.key, e.message.value,
+                                       list(e.message.headers or ())) for e in batch]
+                try:
+                    await finish(coordinator.handle_batch(records), BATCH_GRACE_S)
+                except Unfinished as e:
+                    exit_now(f"the batch in hand could not be finished: {e}")
+                except Exception:
+                    log.exception("a batch failed half-way")
+                    restart_or_exit("a batch failed half-way")
+        finally:
+            await batches.aclose()  # acknowledges a finished batch now, not at collection
 
     @app.task  # type: ignore[untyped-decorator]
     async def quiet_logging() -> None:

@@ -24,6 +24,7 @@ from headwater.errors import DecodeError
 from headwater.state import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import task_key
 from services.common.db import NOTIFY_CHANNEL, connect_pool
+from services.common.finishing import Unfinished, finish
 from services.common.settings import CommonSettings
 
 log = logging.getLogger(__name__)
@@ -259,6 +260,8 @@ def plan(e: ev.HistoryEvent) -> list[tuple[str, tuple[Any, ...]]]:
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,
              asyncpg.PostgresConnectionError, OSError)
 MAX_BACKOFF_S = 5.0
+STOP_GRACE_S = 10.0
+"""How long a cancelled projector may take to finish its batch, seconds."""
 
 
 class Projector:
@@ -266,7 +269,9 @@ class Projector:
 
     A batch is committed only after it is projected. Failures (a deadlock with another
     projector during a rebalance, PostgreSQL restarting) are retried with backoff; the
-    projector never stops the process it runs in.
+    projector never stops the process it runs in. Cancelled (the process stopping), it
+    first finishes the batch in hand, projected and committed, for up to
+    ``STOP_GRACE_S``, then leaves its group.
     """
 
     def __init__(self, settings: CommonSettings, pool: asyncpg.Pool) -> None:
@@ -302,10 +307,19 @@ class Projector:
                             events.append(codec.decode(r.value))
                         except DecodeError as e:
                             log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
-                await self._project_with_retries(events)
-                await consumer.commit()
+                try:
+                    await finish(self._project_and_commit(consumer, events), STOP_GRACE_S)
+                except Unfinished as e:
+                    log.warning("stopping with a batch of %d events not projected or not "
+                                "committed (%s); it is projected again later", len(events), e)
+                    raise asyncio.CancelledError from e
         finally:
             await consumer.stop()
+
+    async def _project_and_commit(self, consumer: AIOKafkaConsumer,
+                                  events: list[ev.HistoryEvent]) -> None:
+        await self._project_with_retries(events)
+        await consumer.commit()
 
     async def _project_with_retries(self, events: list[ev.HistoryEvent]) -> None:
         # One order for every projector (by workflow, then seq), so that two of them

@@ -7,15 +7,19 @@ import logging
 import uvicorn
 
 from services.gateway.app import create_app
+from services.gateway.server import CLOSE_GRACE_S, GatewayServer
 from services.gateway.settings import Settings
 
 
 def main() -> None:
-    """Serve until SIGTERM/SIGINT."""
+    """Serve until SIGTERM/SIGINT, then drain and stop (``services.gateway.server``)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings.from_env()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level="warning", access_log=False)
+    app = create_app(settings)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                            access_log=False, timeout_graceful_shutdown=CLOSE_GRACE_S)
+    GatewayServer(config, app.state.hw).run()
+    logging.getLogger("headwater.gateway").info("gateway stopped")
 
 
 if __name__ == "__main__":

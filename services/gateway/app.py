@@ -1,4 +1,5 @@
-"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, routes."""
+"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, routes, and
+the drain state that SIGTERM flips (``drain``, ``server``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import FastAPI
 from services.common.db import connect_pool
 from services.common.kafka import ensure_topics, make_producer
 from services.gateway import health, problems, routes
+from services.gateway.drain import CountRequests, Drain
 from services.gateway.middleware import CatchAll, RejectNul
 from services.gateway.runtime import Runtime
 from services.gateway.settings import Settings
@@ -26,10 +28,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings: the gateway's settings; read from the environment when omitted.
 
     Returns:
-        The app; its ``state.hw`` is the ``Runtime`` once the lifespan has started.
+        The app; its ``state.hw`` is the ``Runtime`` (connected once the lifespan has
+        started).
     """
     settings = settings or Settings.from_env()
-    runtime = Runtime(settings)
+    runtime = Runtime(settings, drain=Drain(settings.shutdown_delay_s, settings.drain_s))
 
     async def connect() -> None:
         """Connect in the background so that /ready can answer 503 meanwhile."""
@@ -56,9 +59,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await runtime.close()
 
     app = FastAPI(title="Headwater", version="1", lifespan=lifespan)
+    app.state.hw = runtime
     problems.install(app)
     app.add_middleware(CatchAll)
-    app.add_middleware(RejectNul)  # added last: runs first
+    app.add_middleware(RejectNul)
+    app.add_middleware(CountRequests, drain=runtime.drain)  # added last: runs first
     app.include_router(health.router)
     app.include_router(routes.router)
     return app

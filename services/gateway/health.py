@@ -26,10 +26,13 @@ async def health() -> Response:
 
 @router.get("/ready")
 async def ready(request: Request) -> Response:
-    """Readiness: 503 until connected, and while PostgreSQL does not answer in time.
+    """Readiness: 503 until connected, while PostgreSQL does not answer in time, and
+    from SIGTERM on ("shutting down").
 
     PostgreSQL must answer ``select 1`` within the ``ready_timeout_s`` setting.
     """
+    if request.app.state.hw.drain.stopping:
+        raise Problem(503, "Not ready", "shutting down", headers={"Retry-After": RETRY_AFTER_S})
     hw = runtime(request)
     try:
         await asyncio.wait_for(hw.pool.fetchval("select 1"), hw.settings.ready_timeout_s)

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from services.gateway.body import parse_body, read_limited, require_storable
 from services.gateway.models import CancelRequest, SubmitRequest
 from services.gateway.problems import Problem
-from services.gateway.runtime import runtime
+from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
 from services.gateway.submit import request_cancel, submit
 from services.gateway.views import links, list_view, workflow_view
@@ -33,7 +33,7 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 @router.post("/v1/workflows")
 async def post_workflow(request: Request) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 409, 413, 422, 503."""
-    hw = runtime(request)
+    hw = accepting(request)
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
     accepted = await submit(hw.pool, hw.producer, hw.settings.topics, payload,
                             hw.settings.produce_timeout_s)
@@ -91,7 +91,7 @@ async def get_events(
 @router.post("/v1/workflows/{workflow_id}/cancel")
 async def cancel_workflow(request: Request, workflow_id: str) -> Response:
     """Request cancellation: 202; 404 unknown; 409 already terminal; 503."""
-    hw = runtime(request)
+    hw = accepting(request)
     payload = parse_body(CancelRequest,
                          await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
     require_storable({"reason": payload.reason})

@@ -1,18 +1,23 @@
-"""The gateway's connections, created at start-up and shared by the routes."""
+"""The gateway's connections, created at start-up and shared by the routes, and its
+drain state (``drain``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass, field
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
 from fastapi import Request
 
+from services.gateway.drain import Drain
 from services.gateway.problems import RETRY_AFTER_S, Problem
 from services.gateway.settings import Settings
 from services.gateway.stream import Notifier
+
+log = logging.getLogger("headwater.gateway")
 
 
 @dataclass
@@ -25,6 +30,7 @@ class Runtime:
         producer: the Kafka producer (set once connected).
         notifier: wakes SSE streams on the projector's ``NOTIFY``.
         ready: True once every connection is open.
+        drain: whether the gateway is stopping, and the requests in flight.
     """
 
     settings: Settings
@@ -32,6 +38,14 @@ class Runtime:
     producer: AIOKafkaProducer = field(init=False)
     notifier: Notifier = field(default_factory=Notifier)
     ready: bool = False
+    drain: Drain = field(default_factory=Drain)
+
+    def begin_shutdown(self, reason: str) -> None:
+        """Stop taking work (``drain``); call from the event loop. Idempotent."""
+        if self.drain.begin():
+            log.info("gateway shutting down (%s): /ready and new work answer 503; waiting "
+                     "up to %.1f s for %d requests in flight (and %d event streams)",
+                     reason, self.drain.window_s, self.drain.in_flight, self.drain.streams)
 
     async def close(self) -> None:
         """Close whatever was opened."""
@@ -54,3 +68,18 @@ def runtime(request: Request) -> Runtime:
         raise Problem(503, "Not ready", "still connecting to Kafka and PostgreSQL",
                       headers={"Retry-After": RETRY_AFTER_S})
     return hw
+
+
+def accepting(request: Request) -> Runtime:
+    """The gateway's connections, for a request that starts work (a submission, a
+    cancel).
+
+    Raises:
+        Problem: 503 with ``Retry-After`` once the gateway is shutting down (another
+            instance takes the retry), or while still connecting.
+    """
+    hw: Runtime = request.app.state.hw
+    if hw.drain.stopping:
+        raise Problem(503, "Shutting down", "this gateway is shutting down; retry, another "
+                      "instance will take the request", headers={"Retry-After": RETRY_AFTER_S})
+    return runtime(request)

@@ -21,6 +21,12 @@ class Settings(CommonSettings):
             seconds (``HEADWATER_PRODUCE_TIMEOUT``); beyond it the request gets 503.
         ready_timeout_s: longest wait for PostgreSQL to answer ``/ready``'s ``select 1``,
             seconds (``HEADWATER_READY_TIMEOUT``).
+        drain_s: the drain window, seconds (``HEADWATER_DRAIN_S``, 30 by default): after
+            SIGTERM or SIGINT the gateway keeps listening (``/ready`` 503, new work 503)
+            until the requests in flight are answered, at most this long (``drain``).
+        shutdown_delay_s: the least time it keeps listening after SIGTERM, seconds
+            (``HEADWATER_SHUTDOWN_DELAY``, 0 by default): time for a load balancer
+            polling ``/ready`` to notice the 503 and send its traffic elsewhere.
     """
 
     host: str = "127.0.0.1"
@@ -29,6 +35,8 @@ class Settings(CommonSettings):
     sse_ping_s: float = 15.0
     produce_timeout_s: float = 10.0
     ready_timeout_s: float = 1.0
+    drain_s: float = 30.0
+    shutdown_delay_s: float = 0.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -41,4 +49,6 @@ class Settings(CommonSettings):
             sse_ping_s=env_float("SSE_PING", 15.0),
             produce_timeout_s=env_float("PRODUCE_TIMEOUT", 10.0),
             ready_timeout_s=env_float("READY_TIMEOUT", 1.0),
+            drain_s=env_float("DRAIN_S", 30.0),
+            shutdown_delay_s=env_float("SHUTDOWN_DELAY", 0.0),
         )

@@ -5,6 +5,10 @@ events"). A reconnecting client sends ``Last-Event-ID`` and gets only later even
 stream closes after the terminal event. The projector's ``NOTIFY`` wakes waiting
 streams; a periodic re-read covers a missed notification. When PostgreSQL stops
 answering the stream ends, and the client's reconnection gets 503 until it is back.
+When the gateway shuts down, once it has stopped listening (``Notifier.end_streams``),
+every stream ends cleanly after what it has read, with a comment saying so and
+``retry: 1000`` (ms, the reconnection delay); the client reconnects to another instance
+with its ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 TERMINAL_TYPES = frozenset({"WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"})
 RECHECK_S = 2.0
 PAGE = 500
+CLOSING: dict[str, Any] = {"comment": "the gateway is shutting down; reconnect with "
+                                      "Last-Event-ID", "retry": 1000}
 log = logging.getLogger("headwater.gateway")
 
 
@@ -34,6 +40,7 @@ class Notifier:
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._conn: asyncpg.Connection | None = None
+        self.closing = False
 
     async def start(self, dsn: str) -> None:
         """Open the listening connection."""
@@ -44,6 +51,14 @@ class Notifier:
         """Close the listening connection."""
         if self._conn is not None:
             await self._conn.close()
+
+    def end_streams(self) -> None:
+        """Make every event stream end at its next step (the gateway is shutting
+        down), waking those that wait."""
+        self.closing = True
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
 
     def _on_notify(self, conn: Any, pid: int, channel: str, payload: str) -> None:
         for workflow_id in payload.split(","):
@@ -70,7 +85,8 @@ class Notifier:
 async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,
                          after_seq: int) -> AsyncIterator[dict[str, Any]]:
     """Yield SSE messages (``id``, ``event``, ``data``) with ``seq > after_seq``, in order,
-    until and including the terminal event, or until PostgreSQL stops answering."""
+    until and including the terminal event, until PostgreSQL stops answering, or until
+    ``notifier`` is closing (then a last ``CLOSING`` message)."""
     last = after_seq
     try:
         while True:
@@ -90,6 +106,9 @@ async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: st
                     "select status, seq from workflows where workflow_id = $1", workflow_id)
                 if row is None or (row["status"] in TERMINAL_STATUSES and row["seq"] <= last):
                     return  # resumed at or after the terminal event: nothing more will come
+            if notifier.closing:
+                yield CLOSING
+                return
             if len(rows) < PAGE:
                 await notifier.wait(workflow_id, RECHECK_S)
     except DATABASE_UNAVAILABLE as e:

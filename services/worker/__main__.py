@@ -17,20 +17,37 @@ log = logging.getLogger("headwater.worker")
 async def serve(settings: Settings) -> None:
     """Run a worker until SIGTERM or SIGINT, then stop it and return (no traceback).
 
-    Running attempts are cancelled, not drained. Their dispatches were committed when
-    they started, so each started one is reported as a retryable ``TaskFailed``
-    (``WorkerStopped``) and the coordinator dispatches its next attempt; sync task code
-    cannot be interrupted, but its next ``ctx`` call raises ``AttemptCancelled``.
+    The first signal drains (``services.worker.drain``): the worker takes no more
+    dispatches and leaves its group at once, so that the others take over its partitions
+    and every dispatch it had not started; its running attempts end and report as usual
+    for up to ``settings.drain_s`` seconds; those still running then are stopped. A
+    second signal, or one before the worker serves, stops at once: running attempts are
+    cancelled, and each started one is reported as a retryable ``TaskFailed``
+    (``WorkerStopped``), so that the coordinator dispatches its next attempt (sync task
+    code cannot be interrupted, but its next ``ctx`` call raises ``AttemptCancelled``).
     """
     main = asyncio.current_task()
     assert main is not None
+    worker = Worker(settings)
+
+    def on_signal(sig: signal.Signals) -> None:
+        if worker.serving and not worker.stopping:
+            log.info("worker %s: %s, draining for up to %.1f s", settings.worker_id,
+                     sig.name, settings.drain_s)
+            worker.stop()
+        else:
+            log.info("worker %s: %s, stopping at once", settings.worker_id, sig.name)
+            main.cancel()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, main.cancel)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await Worker(settings).run()
+        await worker.run()
     except asyncio.CancelledError:
         log.info("worker %s stopped", settings.worker_id)
+    else:
+        log.info("worker %s stopped after draining", settings.worker_id)
 
 
 def main() -> None:

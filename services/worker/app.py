@@ -6,7 +6,8 @@ was cancelled already; otherwise it runs (``lifecycle``): its offset becomes com
 once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
 ended. Task code cannot stop the worker, and the poll loop never waits on it
 (``intake``). A second consumer, without a group, reads ``worker-control`` (``control``)
-and stops the attempts the coordinator cancelled.
+and stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
+cancelling ``run`` stops at once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
 from services.worker.attempt import Attempt, AttemptKey, attempt_key, now_ms
 from services.worker.control import CancelledAttempts, ControlListener
+from services.worker.drain import drain
 from services.worker.intake import Intake
 from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
@@ -47,6 +49,8 @@ class Worker:
         running: the attempts running here, by ``(workflow_id, node, index, attempt)``.
         cancelled: attempts the coordinator cancelled lately.
         completed: attempts that ended with a reported outcome.
+        serving: True once :meth:`serve` takes dispatches.
+        stopping: True once :meth:`stop` was called.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -57,11 +61,14 @@ class Worker:
         self.running: dict[AttemptKey, Attempt] = {}
         self.cancelled = CancelledAttempts()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.serving = False
+        self.stopping = False
         self.intake: Intake
         self.outbox: Outbox
 
     async def run(self) -> None:
-        """Connect, serve the queue until cancelled, then leave the group and disconnect."""
+        """Connect, serve the queue until :meth:`stop` (drained) or cancelled (at once),
+        then leave the group and disconnect."""
         self._import_tasks()
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq,
@@ -93,28 +100,45 @@ class Worker:
             self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def serve(self, intake: Intake, outbox: Outbox) -> None:
-        """Take dispatches, run them, report and commit, until cancelled; then stop the
-        running attempts (reporting the started ones as failed) and commit.
+        """Take dispatches, run them, report and commit, until :meth:`stop` or a cancel.
+
+        After :meth:`stop`, drain (``drain``): take nothing more, leave the group, let
+        the running attempts end for up to ``settings.drain_s``. Then, or at once when
+        cancelled, stop the attempts still running (reporting the started ones as
+        failed) and commit.
 
         Args:
             intake: over a started consumer subscribed with ``intake.listener``.
             outbox: a started outbox (where reports and dead letters go).
+
+        Raises:
+            asyncio.CancelledError: cancelled (stopped at once).
         """
         self.intake = intake
         self.outbox = outbox
+        self.serving = True
         try:
-            while True:
+            while not self.stopping:
                 for tp, record in await intake.take():
                     task = asyncio.create_task(self._process(tp, record))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
                 await intake.commit()
+            await drain(intake, set(self._tasks), self.settings.drain_s,
+                        self.settings.worker_id)
         finally:
             tasks = list(self._tasks)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await intake.commit()
+
+    def stop(self) -> None:
+        """Drain and stop (SIGTERM): :meth:`serve` takes nothing more and returns once
+        the running attempts ended or the drain window is over."""
+        self.stopping = True
+        if self.serving:
+            self.intake.stop_taking()  # wakes a poll loop waiting for a free slot
 
     def cancel(self, cancelled: ev.TaskCancelled) -> None:
         """Stop the attempt ``cancelled`` names if it runs here, and remember it, so that

@@ -50,6 +50,8 @@ class Intake:
         self.running = 0
         self.tracker: OffsetTracker[TopicPartition] = OffsetTracker()
         self.listener = _Rebalance(self)
+        self.taking = True
+        self.left = False
         self._wake = asyncio.Event()
 
     @property
@@ -64,8 +66,11 @@ class Intake:
         to stay in the group.
 
         Returns:
-            ``(partition, record)`` pairs, in offset order per partition; often empty.
+            ``(partition, record)`` pairs, in offset order per partition; often empty,
+            and always once :meth:`stop_taking` was called.
         """
+        if not self.taking:
+            return []
         if not self.full:
             self._resume()
             free = self.slots - self.running
@@ -91,6 +96,36 @@ class Intake:
         self.tracker.finished(tp, offset)
         self._wake.set()  # commit soon, even while every slot is busy
 
+    def stop_taking(self) -> None:
+        """Take nothing more (the worker is stopping): pause every partition, wake a
+        :meth:`take` that waits for a slot, and give back what a poll returns from now
+        on (it stays uncommitted, for the partition's next owner)."""
+        self.taking = False
+        self.pause()
+        self._wake.set()
+
+    async def settled(self, timeout_s: float) -> int:
+        """Wait until no taken record still needs redelivery (each started attempt's
+        ``TaskStarted`` is acknowledged, or its attempt ended), or ``timeout_s`` passed.
+
+        Returns:
+            How many taken records still need redelivery (0 once settled).
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self.tracker.in_flight:
+                    self._wake.clear()
+                    await self._wake.wait()
+        return self.tracker.in_flight
+
+    async def leave(self) -> None:
+        """Commit what is committable, then leave the consumer group (the consumer
+        stops): the group rebalances at once, and the partitions' next owners get every
+        record not committed here. Commits after this do nothing."""
+        await self.commit()
+        self.left = True
+        await self.consumer.stop()
+
     def release(self) -> None:
         """A taken record's attempt has ended: its slot is free."""
         self.running -= 1
@@ -109,7 +144,7 @@ class Intake:
         rebalance (``CommitFailedError``) the records go to the partitions' new owner,
         and the coordinator ignores reports of an attempt it already has."""
         offsets = self.tracker.committable()
-        if not offsets:
+        if not offsets or self.left:
             return
         try:
             await self.consumer.commit(offsets)
@@ -128,8 +163,9 @@ class Intake:
         taken: Taken = []
         for tp, records in batches.items():
             for record in records:
-                if self.full:
-                    # From a partition assigned while paused: give the rest back.
+                if self.full or not self.taking:
+                    # From a partition assigned while paused, or fetched as the worker
+                    # began to stop: give the rest back.
                     self.consumer.seek(tp, record.offset)
                     break
                 self.running += 1
@@ -149,5 +185,5 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self.intake.tracker.forget(list(revoked))
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        if self.intake.full:
+        if self.intake.full or not self.intake.taking:
             self.intake.pause(set(assigned))

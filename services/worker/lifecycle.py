@@ -8,9 +8,10 @@ next attempt; Kafka never delivers the dispatch again. Before that acknowledgeme
 Kafka's redelivery still covers a worker that dies.
 
 A cancelled attempt (``TaskCancelled`` from the coordinator) ends without an outcome
-report. When the worker stops, a started attempt is reported as a retryable
-``TaskFailed`` (``WorkerStopped``), best effort, so that it is retried at once rather
-than after its heartbeat timeout.
+report. A draining worker (``drain``) lets its attempts run to their end; when it stops
+them (at the end of the drain window, or at once on a second signal), a started attempt
+is reported as a retryable ``TaskFailed`` (``WorkerStopped``), best effort, so that it is
+retried at once rather than after its heartbeat timeout.
 """
 
 from __future__ import annotations

@@ -6,10 +6,11 @@ import os
 import socket
 from dataclasses import dataclass
 
-from services.common.settings import CommonSettings, env_int, env_str
+from services.common.settings import CommonSettings, env_float, env_int, env_str
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
+DRAIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,12 @@ class Settings(CommonSettings):
             tasks do not count against it; it only bounds how long the poll loop itself
             may stall before the group rebalances this worker's partitions away. Running
             attempts are not affected (their dispatches are committed once started).
+        drain_s: the drain window, seconds (``HEADWATER_DRAIN_S``, 30 by default): on
+            SIGTERM or SIGINT the worker stops taking dispatches and leaves its group at
+            once, lets its running attempts end and report as usual for up to this long,
+            then stops those still running (``TaskFailed``, ``WorkerStopped``, retried
+            at once). A second signal stops them at once. Give the process manager (a
+            Kubernetes ``terminationGracePeriodSeconds``) a few seconds more than this.
     """
 
     queue: str = "cpu"
@@ -42,6 +49,7 @@ class Settings(CommonSettings):
     worker_id: str = ""
     max_output_bytes: int = MAX_OUTPUT_BYTES
     max_poll_interval_ms: int = MAX_POLL_INTERVAL_MS
+    drain_s: float = DRAIN_S
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -60,4 +68,5 @@ class Settings(CommonSettings):
             worker_id=env_str("WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
             max_output_bytes=env_int("MAX_OUTPUT_BYTES", MAX_OUTPUT_BYTES),
             max_poll_interval_ms=env_int("MAX_POLL_INTERVAL_MS", MAX_POLL_INTERVAL_MS),
+            drain_s=env_float("DRAIN_S", DRAIN_S),
         )

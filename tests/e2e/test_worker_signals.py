@@ -1,4 +1,5 @@
-"""``python -m services.worker`` stops cleanly on SIGTERM and SIGINT, mid-attempt too."""
+"""``python -m services.worker`` stops cleanly on SIGTERM and SIGINT, mid-attempt too: it
+drains for ``HEADWATER_DRAIN_S`` (1 s here), then stops the attempt still running."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ async def test_worker_exits_cleanly_on_a_signal_while_a_task_runs(
     log = tmp_path / "worker.log"
     env = {**os.environ, "HEADWATER_KAFKA_BOOTSTRAP": BOOTSTRAP,
            "HEADWATER_TOPIC_PREFIX": topics.prefix, "HEADWATER_PARTITIONS": "1",
+           "HEADWATER_DRAIN_S": "1",
            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -60,4 +62,4 @@ async def test_worker_exits_cleanly_on_a_signal_while_a_task_runs(
     output = log.read_text(errors="replace")
     assert code == 0, output
     assert "Traceback" not in output, output
-    assert "stopped" in output
+    assert "draining" in output and "stopped" in output

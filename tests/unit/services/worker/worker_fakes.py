@@ -76,7 +76,8 @@ def records(*dispatches: ev.TaskDispatched, start: int = 0) -> list[Record]:
 
 @dataclass
 class FakeConsumer:
-    """An assigned consumer over fixed records per partition, honouring pause and seek."""
+    """An assigned consumer over fixed records per partition, honouring pause and seek;
+    ``stop`` leaves the group (``left``), after which it must not be polled."""
 
     log: dict[TopicPartition, list[Record]]
     position: dict[TopicPartition, int] = field(default_factory=dict)
@@ -86,6 +87,7 @@ class FakeConsumer:
     polls: int = 0
     polls_while_paused: int = 0
     unpause_during_next_poll: set[TopicPartition] = field(default_factory=set)
+    left: bool = False
 
     def assignment(self) -> set[TopicPartition]:
         return set(self.log)
@@ -104,6 +106,7 @@ class FakeConsumer:
 
     async def getmany(self, timeout_ms: int = 0,
                       max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
+        assert not self.left, "polled after leaving the group"
         self.polls += 1
         self.paused_tps -= self.unpause_during_next_poll  # as a rebalance would
         self.unpause_during_next_poll = set()
@@ -126,9 +129,14 @@ class FakeConsumer:
 
     async def commit(self, offsets: dict[TopicPartition, int]) -> None:
         await asyncio.sleep(0)
+        assert not self.left, "committed after leaving the group"
         if self.commit_errors:
             raise self.commit_errors.pop(0)
         self.committed.update(offsets)
+
+    async def stop(self) -> None:
+        await asyncio.sleep(0)
+        self.left = True
 
 
 @dataclass
