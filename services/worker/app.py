@@ -228,10 +228,16 @@ class Worker:
             self.completed += 1
 
     def _skipped(self, dispatch: ev.TaskDispatched) -> bool:
-        """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, or
-        its deadline passed while it was queued (the coordinator times it out)."""
+        """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, it
+        already runs here (a redelivery), or its deadline passed while it was queued (the
+        coordinator times it out)."""
         if attempt_key(dispatch) in self.cancelled:
             log.info("skipping %s (%s): cancelled by the coordinator",
+                     dispatch.dispatch_id, dispatch.task)
+            return True
+        if attempt_key(dispatch) in self.running:
+            # Delivered again after a rebalance, before its offset was committed.
+            log.info("skipping %s (%s): it is already running here",
                      dispatch.dispatch_id, dispatch.task)
             return True
         deadline = dispatch.deadline_ms

@@ -203,6 +203,7 @@ async def test_an_attempt_that_starts_after_its_cancel_is_stopped(
         assert list(marks.glob("done-*")) == []
     finally:
         stack.stop(q2)
+        stack.services.remove(q2)  # later tests look for the stack's live services
 
 
 async def test_a_workflow_whose_output_exceeds_the_record_limit_fails_as_data(

@@ -191,3 +191,16 @@ async def test_a_cancelled_generator_stops_at_its_next_item_and_is_closed() -> N
         assert chunks() == sent  # no more chunks once cancelled
     assert len(STOPPED) == 1 and STOPPED[0].startswith("ticker closed after")
     assert outcomes(producer) == {}
+
+
+async def test_a_redelivered_dispatch_of_an_attempt_running_here_is_skipped(
+        caplog: pytest.LogCaptureFixture) -> None:
+    again = dispatch("unit.cancel.anap", {"seconds": 0.3}, workflow_id="a")
+    consumer = FakeConsumer({TP0: records(again, again)})  # a rebalance delivered it twice
+    producer = FakeProducer()
+    with caplog.at_level(logging.INFO, logger="headwater.worker"):
+        async with serving(Worker(settings(concurrency=2)), consumer, producer):
+            await wait_until(lambda: "a" in outcomes(producer))
+            await wait_until(lambda: consumer.committed.get(TP0) == 2)
+    assert started(producer) == ["a"]
+    assert "skipping a/n/1 (unit.cancel.anap): it is already running here" in caplog.text
