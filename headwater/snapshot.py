@@ -116,7 +116,7 @@ def dump_header(state: WorkflowState) -> bytes:
         "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
         "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
         "timers": state.timers, "open_nodes": state.open_nodes, "output": state.output,
-        "error": state.error, "spec_error": state.spec_error,
+        "error": state.error, "spec_error": state.spec_error, "applied": state.applied,
     })
 
 
@@ -179,7 +179,7 @@ def load_split(header: bytes, definition: bytes,
             nodes={k: _node(v) for k, v in h["nodes"].items()},
             timers={k: TimerState(**v) for k, v in h["timers"].items()},
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
-            spec_error=h["spec_error"],
+            spec_error=h["spec_error"], applied=dict(h.get("applied") or {}),
         )
         for spec in [] if state.spec_error else state.spec.nodes:
             node = state.nodes[spec.id]

@@ -187,6 +187,11 @@ class WorkflowState:
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
     dirty: set[str] = field(default_factory=set, repr=False, compare=False)
     """Task keys changed since the last snapshot write (and ``DEFINITION`` when new)."""
+    applied: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Input topic -> offset of the last record applied to this workflow (its records
+    are all on one partition of each topic). Not part of the history: the coordinator
+    keeps it in the table so that records it applied before a crash, delivered again
+    because their offsets were not committed yet, are not applied twice."""
 
     @property
     def spec(self) -> WorkflowSpec:

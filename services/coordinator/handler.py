@@ -3,9 +3,16 @@
 The order of side effects is what makes at-least-once processing safe (DESIGN.md §3.3):
 the batch's history events and dispatches are published and acknowledged first, then
 each touched workflow's snapshot is written once, and the input offsets are committed
-last (by faust, after the batch). A crash between any two replays the inputs against the
-old snapshots, which yields the same events with the same seq and the same dispatch
-ids, so readers dedupe them.
+last (by faust, every 0.5 s). After a crash the inputs since the last commit come again:
+
+- those whose effects were not written to the table are applied again to the snapshot
+  they were first applied to, which yields the same events with the same seq and the
+  same dispatch ids, so readers dedupe them;
+- those whose effects were written are skipped: each workflow's snapshot remembers the
+  offset of the last input applied to it, per input topic (``WorkflowState.applied``).
+  Applying such an input to the newer snapshot could record something else under a seq
+  already published (a failure report, applied again after the retry it caused, would
+  be "superseded").
 """
 
 from __future__ import annotations
@@ -117,6 +124,8 @@ class Coordinator:
         self.bus = bus
         self.store = store
         self.timers = timers
+        self.replayed = 0
+        """Records skipped because they had been applied before (redelivered)."""
 
     async def handle_batch(self, records: Iterable[InputRecord]) -> None:
         """Apply records in order; publish everything, then write each touched workflow
@@ -143,6 +152,9 @@ class Coordinator:
             except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
                 dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
                 continue
+            if state is not None and record.offset <= state.applied.get(record.topic, -1):
+                self.replayed += 1  # applied before a crash; its effects are in the table
+                continue
             why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
             if why is not None:
                 dead.append(DeadLetter(record, why))
@@ -161,6 +173,7 @@ class Coordinator:
             if result.events and result.state is not None:
                 out.extend(result.events)
                 encoded.extend(outgoing)
+                result.state.applied[record.topic] = record.offset
                 touched[wid] = result.state
             stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
             if stop is not None:
@@ -209,6 +222,7 @@ class Coordinator:
                  touched: dict[str, WorkflowState]) -> None:
         """After a failed step the in-memory state may be half-changed: rebuild it from
         the stored snapshot and this batch's events so far, which evolve exactly."""
+        applied = touched[wid].applied if wid in touched else None
         self.store.forget(wid)
         state = self.store.load(wid)
         for event in out:
@@ -217,4 +231,6 @@ class Coordinator:
         if state is None:
             touched.pop(wid, None)
         else:
+            if applied is not None:  # the batch's inputs applied so far stay applied
+                state.applied = dict(applied)
             touched[wid] = state
