@@ -40,7 +40,7 @@ def parse_ref(value: str) -> Ref | str | None:
         ``None`` when ``value`` is not a reference, a ``Ref`` when it is a valid one,
         or an error message (str) when it looks like a reference but is malformed.
     """
-    match = _REF.match(value)
+    match = _REF.fullmatch(value)
     if match is None:
         return "malformed reference" if "${" in value else None
     parts = match.group(1).split(".")
@@ -75,7 +75,7 @@ def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
     for key in path:
         if isinstance(value, Mapping) and key in value:
             value = value[key]
-        elif isinstance(value, list) and _INDEX.match(key) and int(key) < len(value):
+        elif isinstance(value, list) and _INDEX.fullmatch(key) and int(key) < len(value):
             value = value[int(key)]
         else:
             raise InputReferenceError(f"{raw}: no key {key!r}")

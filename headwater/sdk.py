@@ -245,11 +245,11 @@ def task(
 
     def register(func: F) -> F:
         task_name = name or f"{func.__module__}.{func.__qualname__}"
-        if not _NAME.match(task_name):
+        if not _NAME.fullmatch(task_name):
             raise TaskRegistrationError(
                 f"@task name {task_name!r} must match {_NAME.pattern}; pass name='pkg.task'"
             )
-        if not _QUEUE.match(queue):
+        if not _QUEUE.fullmatch(queue):
             raise TaskRegistrationError(f"@task queue {queue!r} must match {_QUEUE.pattern}")
         existing = REGISTRY.get(task_name)
         if existing is not None and _origin(existing.fn) != _origin(func):

@@ -233,7 +233,7 @@ def _parse_node(
         faults.append(f"{where}: must be a mapping")
         return None
     node_id = raw.get("id")
-    if not isinstance(node_id, str) or not _ID.match(node_id):
+    if not isinstance(node_id, str) or not _ID.fullmatch(node_id):
         faults.append(f"{where}: id must match {_ID.pattern}")
         return None
     where = f"node {node_id!r}"
@@ -248,7 +248,7 @@ def _parse_node(
     if not isinstance(task, str) or not task:
         faults.append(f"{where}: task: required, a registered task name")
     queue = raw.get("queue", DEFAULT_QUEUE)
-    if not isinstance(queue, str) or not _QUEUE.match(queue):
+    if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
         faults.append(f"{where}: queue must match {_QUEUE.pattern}")
     needs = raw.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):

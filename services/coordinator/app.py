@@ -66,6 +66,7 @@ def create_app(settings: Settings) -> faust.App:
     bus = FaustBus(app, settings)
     store = TableStore(table)
     timers = TimerIndex()
+    timers.leases_from_ms = int(time.time() * 1000)
     coordinator = Coordinator(topics, bus, store, timers, settings.max_message_bytes)
     rescan = asyncio.Event()
     rescan.set()
@@ -80,6 +81,7 @@ def create_app(settings: Settings) -> faust.App:
     async def _on_rebalance(sender: Any, **kwargs: Any) -> None:
         store.clear_cache()
         timers.clear()
+        timers.leases_from_ms = int(time.time() * 1000)
         rescan.set()
 
     app.on_rebalance_complete.connect(_on_rebalance)  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ def decode_input(
         raise DecodeError(f"record key {key!r} is not the workflow id {record.workflow_id!r}")
     if not 0 <= record.at_ms <= MAX_AT_MS:
         raise DecodeError(f"at_ms {record.at_ms} is not a time between 1970 and 9999")
-    if isinstance(record, ev.WorkflowSubmitted) and not _WORKFLOW_ID.match(record.workflow_id):
+    if isinstance(record, ev.WorkflowSubmitted) and not _WORKFLOW_ID.fullmatch(record.workflow_id):
         raise DecodeError(f"workflow id {record.workflow_id[:80]!r} does not match "
                           f"{WORKFLOW_ID_PATTERN}")
     return record

@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer
 from headwater import codec
 from headwater import events as ev
 from headwater.errors import DecodeError
+from headwater.idempotency import body_hash
 from headwater.state import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import task_key
 from services.common.db import NOTIFY_CHANNEL, connect_pool
@@ -161,10 +162,14 @@ def _clean(value: Any, depth: int) -> Any:
 INSERT_EVENT = (
     "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
     " on conflict do nothing")
+# body_hash: of the body that runs (the gateway's claim may have hashed another one that
+# lost a race with a submission straight on Kafka), from the decoded record, so that the
+# same body resubmitted over HTTP matches whatever PostgreSQL does to its numbers.
 UPSERT_ACCEPTED = (
     "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-    " created_at, updated_at) values ($1, $2, $3, 'running', $4, $5, $6, $7, $7)"
-    " on conflict (workflow_id) do update set name = excluded.name,"
+    " body_hash, created_at, updated_at)"
+    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7)"
+    " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
     " input = excluded.input, created_at = least(workflows.created_at, excluded.created_at),"
     " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
@@ -220,7 +225,8 @@ def plan(e: ev.HistoryEvent) -> list[tuple[str, tuple[Any, ...]]]:
     steps: list[tuple[str, tuple[Any, ...]]] = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
     if isinstance(b, ev.WorkflowAccepted):
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
-        steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at)))
+        steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
+                                        body_hash(b.spec, b.input, b.tenant))))
         return steps
     if type(b) in _TERMINAL:
         output = b.output if isinstance(b, ev.WorkflowSucceeded) else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from headwater.state import WorkflowState, task_timers
+from headwater.topics import LEASE_TIMER
 
 
 @dataclass(order=True)
@@ -36,6 +37,12 @@ class TimerIndex:
         self._heap: list[_Due] = []
         self._current: dict[tuple[str, str], int] = {}
         self._by_task: dict[tuple[str, str], set[str]] = {}
+        self.leases_from_ms = 0
+        """No lease ends sooner than its heartbeat timeout after this time (ms since the
+        epoch). Set when this process takes over partitions: the heartbeats sent while no
+        coordinator read them are still queued on ``reports``, behind the timers it
+        would fire, so every running attempt gets one full heartbeat timeout to show
+        up again."""
 
     def arm(self, state: WorkflowState, task_keys: Iterable[str] | None = None) -> None:
         """Remember the timers of ``state``.
@@ -55,6 +62,8 @@ class TimerIndex:
             for old in self._by_task.pop((wid, key), set()) - implied.keys():
                 self._current.pop((wid, old), None)
             for timer_id, fire_at_ms in implied.items():
+                if timer_id.startswith(LEASE_TIMER) and task is not None and task.heartbeat_ms:
+                    fire_at_ms = max(fire_at_ms, self.leases_from_ms + task.heartbeat_ms)
                 self._set(wid, timer_id, fire_at_ms)
             if implied:
                 self._by_task[(wid, key)] = set(implied)

@@ -88,3 +88,24 @@ async def test_a_kafka_submission_delivered_twice_is_one_run_and_another_body_is
     assert codec.decode(letter.value) == other
     reason = dict(letter.headers)[REASON_HEADER].decode()
     assert "already used by a different submission" in reason
+
+
+async def test_the_same_body_over_http_after_kafka_is_the_same_run(stack: Stack) -> None:
+    workflow_id = f"idem-cross-{uuid.uuid4().hex[:8]}"
+    body = {"s": 0.1, "big": 1e16, "zero": -0.0}  # numbers jsonb would rewrite
+    record = ev.WorkflowSubmitted(workflow_id, SPEC, body, int(time.time() * 1000))
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
+                                     key=workflow_id.encode())
+    finally:
+        await producer.stop()
+    assert (await wait_status(stack, workflow_id))["status"] == "succeeded"
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        same = await client.post("/v1/workflows",
+                                 json={"id": workflow_id, "workflow": SPEC, "input": body})
+        assert same.status_code == 200, same.text
+        other = await client.post("/v1/workflows", json={"id": workflow_id, "workflow": SPEC,
+                                                         "input": {**body, "s": 0.2}})
+        assert other.status_code == 409, other.text

@@ -122,3 +122,11 @@ def test_arming_without_keys_derives_every_task() -> None:
     index = TimerIndex()
     index.arm(_running())
     assert len(index) == 2
+
+
+def test_after_a_takeover_every_lease_gets_one_full_heartbeat_timeout() -> None:
+    index = TimerIndex()
+    index.leases_from_ms = 50_000  # took the partitions over long after the last heartbeat
+    index.arm(_running(), ["a"])
+    assert index.pop_due(52_999) == [("w1", "deadline:a:1", 11_000)]
+    assert index.pop_due(53_000) == [("w1", "lease:a:1", 53_000)]
