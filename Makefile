@@ -62,3 +62,11 @@ lint: install
 clean: down
 	bash infra/stack.sh reset
 	rm -rf $(VENV) .headwater
+
+## Fault injection, the long version (the quick one is part of `make test`): every fault
+## point several times, bigger batches, the 100-workflow rebalance; about 15 minutes.
+## Writes load/results/faults-<UTC timestamp>.json. `$(PY) -m load.faults --help` for options.
+.PHONY: faults
+faults: install
+	bash infra/stack.sh up
+	$(PY) -m load.faults

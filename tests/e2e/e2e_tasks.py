@@ -145,3 +145,26 @@ async def halfway(ctx: TaskContext, seconds: float) -> str:
 async def q2_marked_sleep(ctx: TaskContext, seconds: float, marks: str) -> int | None:
     """``e2e.marked_sleep`` for the queue ``q2`` (which has no worker until a test adds one)."""
     return await marked_sleep(ctx, seconds, marks)
+
+
+@task(name="e2e.digest", queue="cpu")
+async def digest(value: object, salt: str = "", seconds: float = 0.0) -> str:
+    """Sleep ``seconds``, then return 16 hex digits of SHA-256 over ``salt`` and ``value``
+    (JSON, sorted keys): the same input gives the same output on every attempt, so a run
+    under injected faults can be compared with a fault-free one (``load.faultkit``)."""
+    import hashlib
+    import json
+
+    await asyncio.sleep(seconds)
+    text = json.dumps([salt, value], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@task(name="e2e.flaky_digest", queue="cpu")
+async def flaky_digest(ctx: TaskContext, value: object, succeed_on: int,
+                       seconds: float = 0.0) -> str:
+    """``e2e.digest`` that fails every attempt before ``succeed_on``: retried, yet with
+    an output that does not depend on the attempt that succeeded."""
+    if ctx.attempt < succeed_on:
+        raise RuntimeError(f"attempt {ctx.attempt} fails on purpose")
+    return await digest(value, "flaky", seconds)

@@ -1,0 +1,181 @@
+"""The workflows a fault-injection run submits: varied shapes over deterministic tasks.
+
+Every task's output depends on its input alone (``e2e.digest``; ``e2e.flaky``, whose
+``attempt`` field the specs never pass on), so a run under faults must end every
+workflow exactly as a fault-free run of the same batch does: same status, same node
+statuses, same output. Attempts lost to a fault are retried, so each spec allows more
+attempts than the task needs and a short heartbeat timeout (a killed worker's attempt
+is retried after it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Spec = dict[str, Any]
+
+RETRY = {"max_attempts": 8, "backoff_base": 0.2, "backoff_max": 1.0, "multiplier": 2.0,
+         "jitter": 0.0}
+"""Attempts in all, and seconds between them: a fault costs at most an attempt or two."""
+HEARTBEAT_TIMEOUT_S = 2.0
+"""How long an attempt on a killed worker stays silent before it is retried, seconds."""
+FLAKY_SUCCEEDS_ON = 3
+"""The attempt at which ``e2e.flaky`` stops failing (two retries in a fault-free run)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each shape does.
+
+    Attributes:
+        seconds: how long each plain task sleeps, seconds.
+        map_items: items of the map shape.
+        map_concurrency: the map's ``max_concurrency``.
+        map_seconds: how long each map item sleeps, seconds.
+    """
+
+    seconds: float = 0.2
+    map_items: int = 100
+    map_concurrency: int = 10
+    map_seconds: float = 0.05
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One workflow of a batch, submitted over HTTP with an explicit id.
+
+    Attributes:
+        id: its workflow id (the idempotency key of its submission).
+        shape: which shape it is (a key of ``SHAPES``).
+        spec: the workflow spec.
+        input: the workflow input.
+    """
+
+    id: str
+    shape: str
+    spec: Spec
+    input: dict[str, Any] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        """The ``POST /v1/workflows`` body (the same on every retry)."""
+        return {"id": self.id, "workflow": self.spec, "input": self.input}
+
+
+def _flow(name: str, nodes: list[Spec], output: Any = None) -> Spec:
+    spec: Spec = {"name": name, "retry": RETRY, "heartbeat_timeout": HEARTBEAT_TIMEOUT_S,
+                  "nodes": nodes}
+    if output is not None:
+        spec["output"] = output
+    return spec
+
+
+def _digest(node: str, value: Any, seconds: float, needs: Sequence[str] = (),
+            **extra: Any) -> Spec:
+    spec: Spec = {"id": node, "task": "e2e.digest",
+                  "input": {"value": value, "salt": node, "seconds": seconds}}
+    if needs:
+        spec["needs"] = list(needs)
+    spec.update(extra)
+    return spec
+
+
+def chain(s: Sizes) -> Spec:
+    """a -> b -> c -> d, each digesting the one before."""
+    return _flow("fault-chain", [
+        _digest("a", "${input.seed}", s.seconds),
+        _digest("b", "${nodes.a.output}", s.seconds, ["a"]),
+        _digest("c", "${nodes.b.output}", s.seconds, ["b"]),
+        _digest("d", "${nodes.c.output}", s.seconds, ["c"]),
+    ])
+
+
+def diamond(s: Sizes) -> Spec:
+    """a -> (b, c) -> d: a fan-out and a fan-in."""
+    return _flow("fault-diamond", [
+        _digest("a", "${input.seed}", s.seconds),
+        _digest("b", "${nodes.a.output}", s.seconds, ["a"]),
+        _digest("c", "${nodes.a.output}", s.seconds, ["a"]),
+        _digest("d", {"b": "${nodes.b.output}", "c": "${nodes.c.output}"}, s.seconds,
+                ["b", "c"]),
+    ])
+
+
+def fan_out(s: Sizes) -> Spec:
+    """A map over ``input.items`` (results in input order), then a digest of the list."""
+    return _flow("fault-map", [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.digest",
+         "max_concurrency": s.map_concurrency,
+         "input": {"value": "${item}", "salt": "m", "seconds": s.map_seconds}},
+        _digest("sum", "${nodes.m.output}", s.seconds, ["m"]),
+    ], output={"items": "${nodes.m.output}", "sum": "${nodes.sum.output}"})
+
+
+def flaky(s: Sizes) -> Spec:
+    """``e2e.flaky`` fails until its third attempt, then a digest of its value."""
+    return _flow("fault-flaky", [
+        {"id": "f", "task": "e2e.flaky",
+         "input": {"succeed_on": FLAKY_SUCCEEDS_ON, "value": "${input.seed}"}},
+        _digest("g", "${nodes.f.output.value}", s.seconds, ["f"]),
+    ], output={"f": "${nodes.f.output.value}", "g": "${nodes.g.output}"})
+
+
+def error_route(s: Sizes) -> Spec:
+    """``bad`` fails for good and routes to ``handle``; its dependent is skipped."""
+    return _flow("fault-error-route", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "bad", "task": "e2e.fatal", "needs": ["a"], "on_error": "handle"},
+        _digest("after", "${nodes.bad.output}", s.seconds, ["bad"]),
+        {"id": "handle", "task": "e2e.digest",
+         "input": {"value": "${error.type}", "salt": "handle", "seconds": s.seconds}},
+    ])
+
+
+def continue_on_error(s: Sizes) -> Spec:
+    """``bad`` fails for good with ``continue_on_error``; its dependent still runs."""
+    return _flow("fault-continue", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "bad", "task": "e2e.fatal", "needs": ["a"], "continue_on_error": True},
+        _digest("after", "${nodes.bad.output.error.type}", s.seconds, ["bad"]),
+    ], output={"after": "${nodes.after.output}"})
+
+
+def failing(s: Sizes) -> Spec:
+    """``bad`` fails for good without a route: the workflow fails, ``after`` never runs."""
+    return _flow("fault-failing", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "bad", "task": "e2e.fatal", "needs": ["a"]},
+        _digest("after", "${nodes.bad.output}", s.seconds, ["bad"]),
+    ])
+
+
+SHAPES: dict[str, Callable[[Sizes], Spec]] = {
+    "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
+    "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
+}
+"""Every shape, in the order a batch cycles through them."""
+
+
+def make_batch(tag: str, size: int, sizes: Sizes = Sizes(),
+               shapes: Sequence[str] = tuple(SHAPES)) -> list[Submission]:
+    """``size`` workflows cycling through ``shapes``; ids ``<tag>-<shape>-<n>``.
+
+    The same arguments give the same batch (ids, specs and inputs), so a fault-free run
+    and a run under faults can be compared workflow by workflow.
+
+    Raises:
+        ValueError: an unknown shape.
+    """
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        raise ValueError(f"unknown shapes {unknown} (one of {list(SHAPES)})")
+    out = []
+    for n in range(size):
+        shape = shapes[n % len(shapes)]
+        workflow_input: dict[str, Any] = {"seed": f"{tag}-{n}"}
+        if shape == "map":
+            workflow_input["items"] = [f"{n}.{i}" for i in range(sizes.map_items)]
+        out.append(Submission(f"{tag}-{shape}-{n:03d}", shape, SHAPES[shape](sizes),
+                              workflow_input))
+    return out

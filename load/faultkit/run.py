@@ -1,0 +1,292 @@
+"""One run: a batch on a fresh sandbox while faults are injected, then every check.
+
+    batch = make_batch("b", 7)
+    expected = run(Plan("baseline"), batch).outcomes()
+    report = run(Plan("coordinator.after_publish", faults="coordinator.after_publish=5",
+                      expect=("fault coordinator.after_publish",)), batch, expected)
+    assert report.violations == [], report.violations
+
+The sandbox's processes start with ``plan.faults`` in ``HEADWATER_FAULTS`` (each process
+reacts to its own points only); the supervisor restarts whatever dies, armed with the
+plan's ``schedule``. After every workflow is terminal and the coordinators have
+committed every input, the topics are read whole and audited (``audit``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from headwater import events as ev
+from headwater.sandbox import Sandbox, start_sandbox, stop_sandbox
+from load.deploy import wait_idle
+from load.faultkit import audit as au
+from load.faultkit.batch import Submission
+from load.faultkit.client import SubmitLog, projected, submit_batch
+from load.faultkit.killer import WorkerKiller
+from load.faultkit.rebalance import QUEUE, TASKS, Rebalance, Script
+from load.faultkit.supervisor import FAULTS_ENV, Supervisor, home_kept
+from load.faultkit.topics import read_all
+from load.kafka_io import Seen, Tail
+
+REPO = Path(__file__).resolve().parents[2]
+E2E_DIR = REPO / "tests" / "e2e"
+LOG_TAIL_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to inject in one run.
+
+    Attributes:
+        name: what the run is called in reports (e.g. the fault point).
+        faults: ``HEADWATER_FAULTS`` of every process's first life.
+        schedule: per service kind, ``HEADWATER_FAULTS`` of its later lives (see
+            ``Supervisor``); none after the last.
+        worker_kills: SIGKILLs sent from outside to a worker running attempts.
+        kill_gap_s: the least time between two of those, seconds.
+        workers: worker processes.
+        rebalance: a scaling script to run during the batch, or None.
+        expect: causes of death that must each be seen at least once (a prefix such as
+            ``"fault coordinator.after_publish"`` or ``"external SIGKILL"``), so that a
+            fault that never fired fails the run rather than passing it vacuously.
+        submit_gap_s: seconds between two submissions (spreads the batch in time).
+        timeout_s: the longest wait for every workflow to be terminal, seconds.
+    """
+
+    name: str
+    faults: str = ""
+    schedule: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    worker_kills: int = 0
+    kill_gap_s: float = 3.0
+    workers: int = 1
+    rebalance: Rebalance | None = None
+    expect: tuple[str, ...] = ()
+    submit_gap_s: float = 0.05
+    timeout_s: float = 240.0
+
+
+@dataclass
+class RunReport:
+    """Everything one run measured and every check it failed.
+
+    Attributes:
+        plan: the plan's name.
+        violations: broken invariants and failed comparisons, one line each (the goal:
+            none).
+        figures: counts (see ``figures`` in ``run``).
+        audits: per workflow, what its history says.
+        deaths: ``service: cause`` of each process that died.
+        steps: the rebalance steps, if any.
+        evidence: the events-topic timeline of each workflow whose history is unsound.
+        logs: the processes' log tails when there were violations.
+    """
+
+    plan: str
+    violations: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    audits: dict[str, au.WorkflowAudit] = field(default_factory=dict)
+    deaths: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+    logs: str = ""
+
+    def outcomes(self) -> dict[str, au.Outcome]:
+        """Each workflow's outcome as its history folds (for a baseline)."""
+        return {wid: a.outcome for wid, a in self.audits.items() if a.outcome is not None}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for the JSON summary (without per-workflow audits and logs)."""
+        return {"plan": self.plan, "violations": self.violations, "figures": self.figures,
+                "deaths": self.deaths, "rebalance_steps": self.steps}
+
+
+def run(plan: Plan, batch: Sequence[Submission],
+        expected: Mapping[str, au.Outcome] | None = None) -> RunReport:
+    """Run ``batch`` on a fresh sandbox under ``plan``; check it, compare each workflow's
+    outcome with ``expected`` (a fault-free run's), and stop and drop the sandbox."""
+    home = Path(tempfile.mkdtemp(prefix=f"hw-faults-{plan.name.replace('.', '-')}-"))
+    report = RunReport(plan.name)
+    began = time.monotonic()
+    with home_kept():
+        try:
+            sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE,
+                                    pythonpath=[str(E2E_DIR)],
+                                    extra_env={FAULTS_ENV: plan.faults})
+        except RuntimeError as e:
+            report.violations.append(f"the sandbox did not start: {e}")
+            shutil.rmtree(home, ignore_errors=True)
+            return report
+        supervisor = Supervisor(sandbox, plan.schedule)
+        try:
+            asyncio.run(_drive(plan, batch, sandbox, supervisor, expected, report))
+        except Exception as e:  # the run could not finish: that is a finding too
+            report.violations.append(f"run aborted: {type(e).__name__}: {e}")
+        finally:
+            supervisor.close()
+            report.deaths = [f"{life.service}: {life.cause}" for life in supervisor.deaths()]
+            _check_deaths(plan, supervisor, report)
+            if report.violations:
+                report.logs = sandbox.logs(LOG_TAIL_CHARS)
+            stop_sandbox(sandbox)
+            shutil.rmtree(home, ignore_errors=True)
+    report.figures["duration_s"] = round(time.monotonic() - began, 1)
+    return report
+
+
+async def _drive(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
+                 supervisor: Supervisor, expected: Mapping[str, au.Outcome] | None,
+                 report: RunReport) -> None:
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    topics = sandbox.topics
+    ids = {s.id for s in batch}
+    terminal: set[str] = set()
+
+    def on_event(seen: Seen) -> None:
+        if seen.value.terminal and seen.value.workflow_id in ids:
+            terminal.add(seen.value.workflow_id)
+
+    tail = Tail(bootstrap, topics.events, on_record=on_event)
+    await tail.start()
+    killer = None
+    if plan.worker_kills:
+        killer = WorkerKiller(supervisor, bootstrap, topics.reports, plan.worker_kills,
+                              plan.kill_gap_s)
+        await killer.start()
+    script = None
+    if plan.rebalance is not None:
+        script = Script(plan.rebalance, sandbox, supervisor, lambda: len(terminal) / len(ids))
+    scaling = asyncio.create_task(script.run()) if script else None
+    began = time.monotonic()
+    try:
+        submitted = await submit_batch(sandbox.gateway, batch, gap_s=plan.submit_gap_s)
+        report.violations += submitted.errors
+        with contextlib.suppress(TimeoutError):  # listed below, with their last events
+            await tail.wait_until(lambda: terminal >= ids, plan.timeout_s,
+                                  "every workflow terminal")
+        report.figures["batch_s"] = round(time.monotonic() - began, 1)
+        if scaling is not None:
+            await scaling
+    finally:
+        if killer is not None:
+            await killer.stop()
+        await tail.stop()
+        if scaling is not None and not scaling.done():
+            scaling.cancel()
+    report.violations += _stuck(ids - terminal, tail)
+    await _settle(sandbox, supervisor, report)
+    await _check(plan, batch, sandbox, submitted, expected, report)
+    report.figures["worker_kills"] = [k.__dict__ for k in killer.done] if killer else []
+    report.steps = [s.__dict__ for s in script.steps] if script else []
+
+
+def _stuck(ids: set[str], tail: Tail) -> list[str]:
+    last: dict[str, ev.HistoryEvent] = {}
+    for seen in tail.records:
+        if seen.value.workflow_id in ids:
+            last[seen.value.workflow_id] = seen.value
+    return [f"{wid}: not terminal (stuck); last event: "
+            f"{last[wid].seq} {last[wid].type}" if wid in last else f"{wid}: no event at all"
+            for wid in sorted(ids)]
+
+
+async def _settle(sandbox: Sandbox, supervisor: Supervisor, report: RunReport) -> None:
+    """Wait for the restarts to be done and the coordinators to have committed every
+    input: no replay can add records to what is read next."""
+    deadline = time.monotonic() + 60
+    while not supervisor.all_running() and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    try:
+        await wait_idle(sandbox, timeout_s=120)
+    except TimeoutError as e:
+        report.violations.append(f"not idle after the batch: {e}")
+
+
+async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
+                 submitted: SubmitLog, expected: Mapping[str, au.Outcome] | None,
+                 report: RunReport) -> None:
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    topics = sandbox.topics
+    events = await read_all(bootstrap, topics.events)
+    dupes = au.count_duplicates(await read_all(bootstrap, topics.tasks(QUEUE)),
+                                await read_all(bootstrap, topics.reports),
+                                await read_all(bootstrap, topics.submissions))
+    audits = au.audit_events(events)
+    report.audits = audits
+    ids = [s.id for s in batch]
+    for wid in ids:
+        broken = audits[wid].violations() if wid in audits else [
+            f"{wid}: accepted over HTTP but no history (lost)"]
+        report.violations += broken
+        if broken and wid in audits:
+            report.evidence[wid] = au.timeline(wid, events)
+    stray = sorted(set(audits) - set(ids))
+    if stray:
+        report.violations.append(f"histories of workflows never submitted: {stray[:10]}")
+    outcomes = {wid: audits[wid].outcome for wid in ids if wid in audits}
+    mismatched = au.compare(dict(expected), outcomes) if expected is not None else []
+    report.violations += [f"differs from the fault-free run: {m}" for m in mismatched]
+    shown, behind = await projected(sandbox.gateway, {w: audits[w].events for w in outcomes})
+    report.violations += behind
+    report.violations += [f"projection differs from the history: {m}" for m in au.compare(
+        {w: o for w, o in outcomes.items() if o is not None and shown.get(w) is not None},
+        {w: o for w, o in shown.items()})]
+    mine = [audits[w] for w in ids if w in audits]
+    report.figures.update({
+        "workflows": len(ids),
+        "tasks": sum(a.tasks for a in mine),
+        "attempts_dispatched": sum(a.dispatched for a in mine),
+        "attempts_started": sum(a.started for a in mine),
+        "attempts_lost_to_faults": sum(a.lost_attempts for a in mine),
+        "duplicates": {
+            "events_identical": sum(a.duplicates for a in mine),
+            "reports_discarded": sum(a.discarded for a in mine),
+            "dispatch_records": dupes.dispatch_records,
+            "started_reports": dupes.started_reports,
+            "outcome_reports": dupes.outcome_reports,
+            "submission_records": dupes.submissions,
+            "http_same_run_after_connection_error": submitted.same_run_after_error(),
+        },
+        "http": {"statuses": submitted.statuses(),
+                 "connection_errors": submitted.connection_errors(),
+                 "created_after_connection_error": submitted.created_after_error()},
+        "undecodable_records": dupes.undecodable,
+        "lost": {
+            "submissions": sum(1 for w in ids if w not in audits),
+            "stuck": sum(1 for a in mine if a.terminals == 0),
+            "mismatched": len(mismatched),
+        },
+        "statuses": _count(o.status for o in outcomes.values() if o is not None),
+    })
+
+
+def _check_deaths(plan: Plan, supervisor: Supervisor, report: RunReport) -> None:
+    deaths = supervisor.deaths()
+    causes = [life.cause for life in deaths]
+    for life in deaths:
+        if life.cause == "unexpected exit":
+            report.violations.append(f"{life.service} (pid {life.pid}) exited unexpectedly")
+    for want in plan.expect:
+        if not any(c.startswith(want) for c in causes):
+            report.violations.append(f"the fault never fired: no death by {want!r} "
+                                     f"(deaths: {causes or 'none'})")
+    in_place = [r for life in supervisor.lives for r in life.restarts_in_place]
+    report.figures["kills"] = _count(c.split(" (hit")[0] for c in causes)
+    report.figures["restarts_in_place"] = len(in_place)
+    report.figures["restart_in_place_reasons"] = _count(
+        r.split(" ", 2)[2].split(" (")[0] for r in in_place)
+    report.figures["restarts_in_place_at"] = sorted(r.split(" (")[0] for r in in_place)
+
+
+def _count(values: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out

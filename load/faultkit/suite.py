@@ -1,0 +1,109 @@
+"""The fault points, the plans that exercise them, and the two suites: ``QUICK`` (one run
+per point on a small batch and a light rebalance: what ``make test`` runs) and ``FULL``
+(several runs per point, several kills per run, bigger batches, the full 100-workflow
+rebalance, and a rebalance with faults: what ``make faults`` runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from load.faultkit.batch import Sizes, Submission, make_batch
+from load.faultkit.rebalance import Rebalance
+from load.faultkit.run import Plan
+
+EXTERNAL_KILL = "worker.sigkill"
+"""Not a ``HEADWATER_FAULTS`` point: the harness SIGKILLs a worker mid-attempt."""
+POINTS = (
+    "coordinator.before_publish", "coordinator.after_publish",
+    "coordinator.after_table_write", EXTERNAL_KILL, "worker.after_start",
+    "worker.after_outcome", "gateway.after_produce",
+)
+"""Every fault point the suites cover, in the order they run."""
+REBALANCES = ("rebalance", "rebalance+faults")
+"""The rebalance scenarios (the second in the full suite only)."""
+
+FIRST_HITS = {"coordinator": (20, 5, 60), "worker": (20, 7, 50), "gateway": (3, 1, 8)}
+"""The hit that kills a service's first process, per run (cycled): points are passed
+once per applied batch (coordinator), attempt (worker) or submission (gateway)."""
+LATER_HITS = {"coordinator": 12, "worker": 15, "gateway": 4}
+"""The hit that kills each later process (a restarted coordinator applies its backlog in
+few, large batches, so fewer hits)."""
+
+
+def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.0) -> Plan:
+    """The plan that kills at ``point`` ``kills`` times in run number ``run``.
+
+    Raises:
+        ValueError: an unknown point.
+    """
+    if point == EXTERNAL_KILL:
+        return Plan(point, worker_kills=kills, kill_gap_s=4.0, expect=("external SIGKILL",),
+                    timeout_s=timeout_s)
+    if point not in POINTS:
+        raise ValueError(f"unknown fault point {point!r} (one of {list(POINTS)})")
+    kind = point.split(".", 1)[0]
+    first = FIRST_HITS[kind][run % len(FIRST_HITS[kind])]
+    later = [f"{point}={LATER_HITS[kind] + 3 * i}" for i in range(kills - 1)]
+    return Plan(point, faults=f"{point}={first}", schedule={kind: later},
+                expect=(f"fault {point}",), timeout_s=timeout_s)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """How much to run.
+
+    Attributes:
+        name: ``quick`` or ``full``.
+        batch_size: workflows per fault run (cycling through every shape).
+        runs: runs per fault point.
+        kills: kills per run.
+        rebalance_size: workflows of the rebalance run.
+        rebalance: its scaling script.
+        rebalance_gap_s: seconds between its submissions (spreads it over the steps).
+        faulty_rebalance: also run the rebalance batch while a coordinator and a worker
+            are killed.
+        sizes: how long tasks take.
+    """
+
+    name: str
+    batch_size: int
+    runs: int
+    kills: int
+    rebalance_size: int
+    rebalance: Rebalance
+    rebalance_gap_s: float
+    faulty_rebalance: bool
+    sizes: Sizes = field(default_factory=Sizes)
+
+    def batch(self) -> list[Submission]:
+        """The fault runs' batch (the same in every run)."""
+        return make_batch("fb", self.batch_size, self.sizes)
+
+    def rebalance_batch(self) -> list[Submission]:
+        """The rebalance runs' batch."""
+        return make_batch("rb", self.rebalance_size, self.sizes)
+
+    def plans(self) -> list[Plan]:
+        """Every fault run, point by point."""
+        return [point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)]
+
+    def rebalance_plans(self) -> list[Plan]:
+        """The rebalance run, and with ``faulty_rebalance`` the one with kills too."""
+        plans = [Plan("rebalance", rebalance=self.rebalance, submit_gap_s=self.rebalance_gap_s)]
+        if self.faulty_rebalance:
+            plans.append(Plan(
+                "rebalance+faults", faults="coordinator.after_publish=40",
+                schedule={"coordinator": ["coordinator.after_table_write=15"]},
+                worker_kills=1, kill_gap_s=5.0, rebalance=self.rebalance,
+                submit_gap_s=self.rebalance_gap_s,
+                expect=("fault coordinator.after_publish", "external SIGKILL")))
+        return plans
+
+
+QUICK = Suite("quick", batch_size=7, runs=1, kills=1, rebalance_size=28,
+              rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
+              rebalance_gap_s=0.4, faulty_rebalance=False)
+FULL = Suite("full", batch_size=21, runs=3, kills=2, rebalance_size=100,
+             rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
+             rebalance_gap_s=0.3, faulty_rebalance=True)
+SUITES = {s.name: s for s in (QUICK, FULL)}

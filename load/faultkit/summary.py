@@ -1,0 +1,96 @@
+"""The JSON summary of a suite: per run, and totals over the runs under faults."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from load.faultkit.run import RunReport
+
+
+def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add the integers of ``part`` into ``total``, recursively."""
+    for key, value in part.items():
+        if isinstance(value, dict):
+            _add(total.setdefault(key, {}), value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+
+
+FIGURES = ("workflows", "tasks", "attempts_dispatched", "attempts_started",
+           "attempts_lost_to_faults", "duplicates", "lost", "kills", "restarts_in_place")
+"""The figures summed over runs."""
+
+
+def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunReport],
+              started: float, began_at: datetime) -> dict[str, Any]:
+    """The summary document.
+
+    Args:
+        suite: the suite's name.
+        baselines: the fault-free runs (their figures are the reference).
+        runs: the runs under faults and the rebalance runs (named ``rebalance...``).
+        started: ``time.monotonic()`` at the start.
+        began_at: the wall-clock start.
+    """
+    per_plan: dict[str, int] = {}
+    totals: dict[str, dict[str, Any]] = {"fault_points": {}, "rebalance": {}, "all": {}}
+    for r in runs:
+        per_plan[r.plan] = per_plan.get(r.plan, 0) + 1
+        figures = {k: v for k, v in r.figures.items() if k in FIGURES}
+        group = "rebalance" if r.plan.startswith("rebalance") else "fault_points"
+        _add(totals[group], figures)
+        _add(totals["all"], figures)
+    violations = [f"{r.plan}: {v}" for r in [*baselines, *runs] for v in r.violations]
+    return {
+        "suite": suite,
+        "started_at": began_at.isoformat(timespec="seconds"),
+        "duration_s": round(time.monotonic() - started, 1),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_average": [round(x, 2) for x in os.getloadavg()]},
+        "fault_points": sum(1 for p in per_plan if not p.startswith("rebalance")),
+        "rebalance_scenarios": sum(1 for p in per_plan if p.startswith("rebalance")),
+        "runs_per_plan": per_plan,
+        "runs": len(runs),
+        "totals": totals,
+        "duplicates_absorbed": sum(totals["all"].get("duplicates", {}).values()),
+        "lost": sum(totals["all"].get("lost", {}).values()),
+        "violations": violations,
+        "baselines": [b.as_dict() for b in baselines],
+        "details": [r.as_dict() for r in runs],
+    }
+
+
+def write(doc: dict[str, Any], out_dir: Path, began_at: datetime) -> Path:
+    """Write ``faults-<UTC time>.json`` under ``out_dir``; return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"faults-{began_at.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    return path
+
+
+def table(doc: dict[str, Any]) -> str:
+    """A few lines for a terminal: one per run, then the totals."""
+    lines = [f"{'run':<34} {'wf':>4} {'tasks':>6} {'kills':>5} {'dupes':>6} {'lost':>4} "
+             f"{'viol':>4} {'s':>6}"]
+    for r in doc["details"]:
+        f = r["figures"]
+        lines.append(
+            f"{r['plan']:<34} {f.get('workflows', 0):>4} {f.get('tasks', 0):>6} "
+            f"{sum(f.get('kills', {}).values()):>5} {sum(f.get('duplicates', {}).values()):>6} "
+            f"{sum(f.get('lost', {}).values()):>4} {len(r['violations']):>4} "
+            f"{f.get('duration_s', 0):>6}")
+    t = doc["totals"]["all"]
+    lines.append(f"{doc['fault_points']} fault points and {doc['rebalance_scenarios']} "
+                 f"rebalance scenarios, {doc['runs']} runs: {t.get('workflows', 0)} workflows, "
+                 f"{t.get('tasks', 0)} tasks, {sum(t.get('kills', {}).values())} kills, "
+                 f"{doc['duplicates_absorbed']} duplicates absorbed, {doc['lost']} lost, "
+                 f"{len(doc['violations'])} violations, {doc['duration_s']} s")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""The fault-injection suite from the command line (``make faults`` runs the full one).
+
+    python -m load.faults                      # full: every point 3 times, 2 kills a run,
+                                               # the 100-workflow rebalance, with faults too
+    python -m load.faults --quick              # what `make test` runs (a few minutes)
+    python -m load.faults --only coordinator.after_publish --runs 5 --batch 14
+    python -m load.faults --list               # the fault points
+
+Writes ``load/results/faults-<UTC time>.json`` (and ``.log`` with the processes' log
+tails of any run that failed a check). Exit status 1 when any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from load.faultkit import summary
+from load.faultkit.audit import Outcome
+from load.faultkit.batch import Submission
+from load.faultkit.run import Plan, RunReport, run
+from load.faultkit.suite import POINTS, REBALANCES, SUITES
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite; return the exit status."""
+    args = _parser().parse_args(argv)
+    if args.list:
+        print("\n".join([*POINTS, *REBALANCES]))
+        return 0
+    suite = SUITES["quick" if args.quick else "full"]
+    changes = {k: v for k, v in (("runs", args.runs), ("batch_size", args.batch),
+                                 ("kills", args.kills)) if v is not None}
+    suite = dataclasses.replace(suite, **changes)
+    plans = [p for p in suite.plans() if not args.only or p.name in args.only]
+    rebalances = [p for p in suite.rebalance_plans()
+                  if not args.no_rebalance and (not args.only or p.name in args.only)]
+    began_at, started = datetime.now(UTC), time.monotonic()
+    baselines: list[RunReport] = []
+    reports: list[RunReport] = []
+    for batch, todo in ((suite.batch(), plans), (suite.rebalance_batch(), rebalances)):
+        if not todo:
+            continue
+        base = _one(Plan("baseline"), batch, None)
+        baselines.append(base)
+        if base.violations:
+            break  # nothing to compare with
+        reports += [_one(p, batch, base.outcomes()) for p in todo]
+    doc = summary.summarise(suite.name, baselines, reports, started, began_at)
+    path = summary.write(doc, Path(args.out), began_at)
+    failed = [r for r in [*baselines, *reports] if r.violations]
+    if failed:
+        path.with_suffix(".log").write_text("\n\n".join(
+            f"=== {r.plan} ===\n" + "\n".join(r.violations) + "\n"
+            + "".join(f"--- events of {w} ---\n" + "\n".join(lines) + "\n"
+                      for w, lines in r.evidence.items())
+            + r.logs for r in failed))
+    print(summary.table(doc))
+    print(f"summary: {path}")
+    for v in doc["violations"][:50]:
+        print(f"VIOLATION {v}")
+    return 1 if doc["violations"] else 0
+
+
+def _one(plan: Plan, batch: list[Submission], expected: dict[str, Outcome] | None,
+         ) -> RunReport:
+    print(f"-- {plan.name}: {len(batch)} workflows ...", flush=True)
+    report = run(plan, batch, expected)
+    f = report.figures
+    print(f"   {f.get('duration_s')} s, deaths {report.deaths or 'none'}, "
+          f"duplicates {f.get('duplicates')}, lost {f.get('lost')}, "
+          f"{len(report.violations)} violations", flush=True)
+    for v in report.violations[:10]:
+        print(f"   VIOLATION {v}", flush=True)
+    return report
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m load.faults", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="the short suite (as in make test)")
+    p.add_argument("--only", action="append", choices=[*POINTS, *REBALANCES], metavar="RUN",
+                   help="run only this fault point or rebalance scenario (repeatable; "
+                        "--list names them)")
+    p.add_argument("--runs", type=int, help="runs per fault point")
+    p.add_argument("--batch", type=int, help="workflows per fault run")
+    p.add_argument("--kills", type=int, help="kills per fault run")
+    p.add_argument("--no-rebalance", action="store_true", help="skip the rebalance runs")
+    p.add_argument("--out", default=str(RESULTS), help="where the summary goes")
+    p.add_argument("--list", action="store_true",
+                   help="print the fault points and rebalance scenarios, and exit")
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(main())

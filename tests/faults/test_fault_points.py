@@ -1,0 +1,48 @@
+"""Each fault point once, on a small batch of every workflow shape: the run keeps every
+invariant of DESIGN.md §3 and ends every workflow as a fault-free run does.
+
+``python -m load.faults`` (``make faults``) runs the longer version: several runs per
+point, several kills per run, bigger batches.
+"""
+
+from __future__ import annotations
+
+import pytest
+from faultcheck import explain
+
+from load.faultkit.audit import Outcome
+from load.faultkit.batch import Submission
+from load.faultkit.run import Plan, run
+from load.faultkit.suite import POINTS, QUICK, point_plan
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+
+@pytest.fixture(scope="module")
+def batch() -> list[Submission]:
+    return QUICK.batch()
+
+
+@pytest.fixture(scope="module")
+def expected(services: None, batch: list[Submission]) -> dict[str, Outcome]:
+    """The outcome of each workflow in a fault-free run."""
+    base = run(Plan("baseline"), batch)
+    assert base.violations == [], explain(base)
+    assert base.figures["statuses"] == {"succeeded": 6, "failed": 1}, explain(base)
+    return base.outcomes()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("point", POINTS)
+def test_a_killed_process_changes_no_outcome(point: str, batch: list[Submission],
+                                            expected: dict[str, Outcome]) -> None:
+    report = run(point_plan(point, kills=QUICK.kills), batch, expected)
+    assert report.violations == [], explain(report)
+    figures = report.figures
+    assert figures["lost"] == {"submissions": 0, "stuck": 0, "mismatched": 0}, explain(report)
+    assert sum(figures["kills"].values()) >= 1, explain(report)
+    if point == "gateway.after_produce":
+        # The client lost its connection after the submission was stored; sending the same
+        # id and body again gave the same run.
+        assert figures["duplicates"]["http_same_run_after_connection_error"] >= 1, \
+            explain(report)
