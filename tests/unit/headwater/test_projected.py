@@ -1,7 +1,7 @@
 """What the projection should hold for a history, and how rows differ from it.
 
 Whether the real projection agrees with these expectations is checked on PostgreSQL in
-``tests/e2e/test_audit.py`` for every recorded scenario.
+``tests/e2e/test_audit_tools.py`` for every recorded scenario.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rebuild's entry point and pure parts (the SQL runs in ``tests/e2e/test_audit.py``)."""
+"""The rebuild's entry point and pure parts (the SQL runs in ``tests/e2e/test_audit_tools.py``)."""
 
 from __future__ import annotations
 
