@@ -43,16 +43,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rebalances = [p for p in suite.rebalance_plans()
                   if not args.no_rebalance and (not args.only or p.name in args.only)]
     began_at, started = datetime.now(UTC), time.monotonic()
+    keep = Path(args.out) / f"faults-{began_at.strftime('%Y%m%dT%H%M%SZ')}-logs" \
+        if args.keep_logs else None
     baselines: list[RunReport] = []
     reports: list[RunReport] = []
     for batch, todo in ((suite.batch(), plans), (suite.rebalance_batch(), rebalances)):
         if not todo:
             continue
-        base = _one(Plan("baseline"), batch, None)
+        base = _one(Plan("baseline"), batch, None, keep)
         baselines.append(base)
         if base.violations:
             break  # nothing to compare with
-        reports += [_one(p, batch, base.outcomes()) for p in todo]
+        reports += [_one(p, batch, base.outcomes(), keep) for p in todo]
     doc = summary.summarise(suite.name, baselines, reports, started, began_at)
     path = summary.write(doc, Path(args.out), began_at)
     failed = [r for r in [*baselines, *reports] if r.violations]
@@ -70,9 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one(plan: Plan, batch: list[Submission], expected: dict[str, Outcome] | None,
-         ) -> RunReport:
+         keep_logs: Path | None) -> RunReport:
     print(f"-- {plan.name}: {len(batch)} workflows ...", flush=True)
-    report = run(plan, batch, expected)
+    report = run(plan, batch, expected, keep_logs)
     f = report.figures
     print(f"   {f.get('duration_s')} s, deaths {report.deaths or 'none'}, "
           f"duplicates {f.get('duplicates')}, lost {f.get('lost')}, "
@@ -94,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--kills", type=int, help="kills per fault run")
     p.add_argument("--no-rebalance", action="store_true", help="skip the rebalance runs")
     p.add_argument("--out", default=str(RESULTS), help="where the summary goes")
+    p.add_argument("--keep-logs", action="store_true",
+                   help="keep every process's whole log under OUT/faults-<time>-logs/")
     p.add_argument("--list", action="store_true",
                    help="print the fault points and rebalance scenarios, and exit")
     return p

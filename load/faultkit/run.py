@@ -109,9 +109,18 @@ class RunReport:
 
 
 def run(plan: Plan, batch: Sequence[Submission],
-        expected: Mapping[str, au.Outcome] | None = None) -> RunReport:
+        expected: Mapping[str, au.Outcome] | None = None,
+        keep_logs: Path | None = None) -> RunReport:
     """Run ``batch`` on a fresh sandbox under ``plan``; check it, compare each workflow's
-    outcome with ``expected`` (a fault-free run's), and stop and drop the sandbox."""
+    outcome with ``expected`` (a fault-free run's), and stop and drop the sandbox.
+
+    Args:
+        plan: what to inject.
+        batch: the workflows.
+        expected: each workflow's outcome in a fault-free run (None: compare nothing).
+        keep_logs: a directory to copy the processes' whole logs into (a subdirectory
+            per run), or None.
+    """
     home = Path(tempfile.mkdtemp(prefix=f"hw-faults-{plan.name.replace('.', '-')}-"))
     report = RunReport(plan.name)
     began = time.monotonic()
@@ -136,6 +145,8 @@ def run(plan: Plan, batch: Sequence[Submission],
             if report.violations:
                 report.logs = sandbox.logs(LOG_TAIL_CHARS)
             stop_sandbox(sandbox)
+            if keep_logs is not None:
+                shutil.copytree(home / "logs", keep_logs / home.name, dirs_exist_ok=True)
             shutil.rmtree(home, ignore_errors=True)
     report.figures["duration_s"] = round(time.monotonic() - began, 1)
     return report
