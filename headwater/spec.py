@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import yaml
 
 from headwater.errors import SpecError
+from headwater.graph import find_cycle, upstream_among
 from headwater.refs import Ref, iter_refs, parse_ref
 from headwater.retry import MAX_SECONDS, RetryPolicy, parse_retry
 
@@ -325,94 +325,6 @@ def _check_routes(nodes: list[NodeSpec], faults: list[str]) -> None:
             if by_id[target].needs:
                 faults.append(f"node {target!r}: an error handler (on_error of {n.id!r}) "
                               "cannot have needs; it starts when that node fails")
-
-
-def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None:
-    """Find one dependency cycle, iteratively.
-
-    Returns:
-        The cycle as a path that starts and ends at the same node
-        (``["a", "b", "a"]``), or ``None`` when the graph is acyclic.
-    """
-    needs = {n.id: [d for d in n.needs if d != n.id] for n in nodes}
-    for n in nodes:  # a handler comes after the node routing to it
-        if n.on_error in needs and n.on_error != n.id:
-            needs[n.on_error] = [*needs[n.on_error], n.id]
-    color: dict[str, int] = {}  # 0/absent: new, 1: on the stack, 2: done
-    for start in needs:
-        if color.get(start):
-            continue
-        path: list[str] = [start]
-        iters = [iter(needs[start])]
-        color[start] = 1
-        while path:
-            nxt = next(iters[-1], None)
-            if nxt is None:
-                color[path.pop()] = 2
-                iters.pop()
-                continue
-            if nxt not in needs:
-                continue
-            state = color.get(nxt, 0)
-            if state == 1:
-                cycle = [*path[path.index(nxt):], nxt]
-                return list(reversed(cycle))
-            if state == 0:
-                color[nxt] = 1
-                path.append(nxt)
-                iters.append(iter(needs[nxt]))
-    return None
-
-
-def upstream_among(
-    needs: Mapping[str, Sequence[str]], node_id: str, candidates: set[str]
-) -> set[str]:
-    """Which of ``candidates`` are transitive dependencies of ``node_id``.
-
-    A breadth-first walk up the ``needs`` edges that stops once every candidate is found,
-    so memory stays linear in the graph (no per-node ancestor sets).
-
-    Args:
-        needs: node id -> the ids it needs (unknown ids are ignored).
-        node_id: where to start.
-        candidates: the ids to look for.
-
-    Returns:
-        The subset of ``candidates`` upstream of ``node_id``.
-    """
-    found: set[str] = set()
-    seen = {node_id}
-    queue = deque([node_id])
-    while queue and len(found) < len(candidates):
-        for dep in needs.get(queue.popleft(), ()):
-            if dep not in seen:
-                seen.add(dep)
-                queue.append(dep)
-                if dep in candidates:
-                    found.add(dep)
-    return found
-
-
-def topological_order(nodes: tuple[NodeSpec, ...] | list[NodeSpec]) -> list[str]:
-    """Kahn's algorithm; unknown dependencies and self-dependencies are ignored. Nodes on a
-    cycle are left out."""
-    ids = {n.id for n in nodes}
-    indegree = {n.id: sum(1 for d in n.needs if d in ids and d != n.id) for n in nodes}
-    dependents: dict[str, list[str]] = {n.id: [] for n in nodes}
-    for n in nodes:
-        for d in n.needs:
-            if d in ids and d != n.id:
-                dependents[d].append(n.id)
-    ready = [n.id for n in nodes if indegree[n.id] == 0]
-    order: list[str] = []
-    while ready:
-        cur = ready.pop()
-        order.append(cur)
-        for dep in dependents[cur]:
-            indegree[dep] -= 1
-            if indegree[dep] == 0:
-                ready.append(dep)
-    return order
 
 
 def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
