@@ -13,9 +13,12 @@ from load.faultkit.run import Plan
 
 EXTERNAL_KILL = "worker.sigkill"
 """Not a ``HEADWATER_FAULTS`` point: the harness SIGKILLs a worker mid-attempt."""
+REDO_KILL = "coordinator.after_intent+after_redo"
+"""Two crashes in a row: at ``coordinator.after_intent``, then while the next process
+carries out the intent that left (``coordinator.after_redo``)."""
 POINTS = (
-    "coordinator.before_publish", "coordinator.after_publish",
-    "coordinator.after_table_write", EXTERNAL_KILL, "worker.after_start",
+    "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
+    REDO_KILL, EXTERNAL_KILL, "worker.after_start",
     "worker.after_outcome", "gateway.after_produce",
 )
 """Every fault point the suites cover, in the order they run."""
@@ -38,6 +41,12 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
     """
     if point == EXTERNAL_KILL:
         return Plan(point, worker_kills=kills, kill_gap_s=4.0, expect=("external SIGKILL",),
+                    timeout_s=timeout_s)
+    if point == REDO_KILL:
+        first = FIRST_HITS["coordinator"][run % len(FIRST_HITS["coordinator"])]
+        return Plan(point, faults=f"coordinator.after_intent={first}",
+                    schedule={"coordinator": ["coordinator.after_redo=1"]},
+                    expect=("fault coordinator.after_intent", "fault coordinator.after_redo"),
                     timeout_s=timeout_s)
     if point not in POINTS:
         raise ValueError(f"unknown fault point {point!r} (one of {list(POINTS)})")
@@ -93,7 +102,7 @@ class Suite:
         if self.faulty_rebalance:
             plans.append(Plan(
                 "rebalance+faults", faults="coordinator.after_publish=40",
-                schedule={"coordinator": ["coordinator.after_table_write=15"]},
+                schedule={"coordinator": ["coordinator.after_intent=15"]},
                 worker_kills=1, kill_gap_s=5.0, rebalance=self.rebalance,
                 submit_gap_s=self.rebalance_gap_s,
                 expect=("fault coordinator.after_publish", "external SIGKILL")))

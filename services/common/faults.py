@@ -8,12 +8,15 @@ that does nothing. SIGKILL rather than an exception: nothing may run after the p
 
 Points (the order of side effects they cut is each service's docstring's):
 
-- ``coordinator.before_publish``: a batch was consumed and applied in memory; nothing
-  was published or written.
-- ``coordinator.after_publish``: its history events and dispatches are acknowledged;
-  the table was not written.
-- ``coordinator.after_table_write``: the table writes are durable; the input offsets
-  were not committed.
+- ``coordinator.before_intent``: a batch was consumed and applied in memory; nothing
+  was written or published.
+- ``coordinator.after_intent``: its intents (``services/coordinator/wal.py``) are
+  durable in the table; no table entry was written, nothing published.
+- ``coordinator.after_publish``: its table entries are durable and its history events
+  and dispatches acknowledged; the intents were not cleared, the input offsets not
+  committed.
+- ``coordinator.after_redo``: after a restart, the intents a dead batch left were carried
+  out again; they were not cleared, and no input was read yet.
 - ``worker.after_start``: an attempt's ``TaskStarted`` is acknowledged (its offset is
   committable); the task is about to run.
 - ``worker.after_outcome``: an attempt's outcome is acknowledged; nothing committed since.
@@ -29,8 +32,8 @@ import signal
 
 ENV = "HEADWATER_FAULTS"
 POINTS = frozenset({
-    "coordinator.before_publish", "coordinator.after_publish",
-    "coordinator.after_table_write", "worker.after_start", "worker.after_outcome",
+    "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
+    "coordinator.after_redo", "worker.after_start", "worker.after_outcome",
     "gateway.after_produce",
 })
 

@@ -60,9 +60,10 @@ def create_app(settings: Settings) -> faust.App:
         Worker=CoordinatorWorker,
     )
     inputs = app.topic(*topics.inputs, key_serializer="raw", value_serializer="raw")
-    table = app.tables.add(WorkflowTable(
-        app, name=TABLE_NAME, partitions=settings.partitions, key_type=bytes,
-        value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots"))
+    table = WorkflowTable(app, name=TABLE_NAME, partitions=settings.partitions,
+                          key_type=bytes, value_type=bytes, beacon=app.tables.beacon,
+                          help="workflow snapshots")
+    app.tables.add(table)
     bus = FaustBus(app, settings)
     store = TableStore(table)
     timers = TimerIndex()
@@ -90,6 +91,16 @@ def create_app(settings: Settings) -> faust.App:
         if app.should_stop:  # stopping (SIGTERM): exit, do not start over
             exit_now(f"{reason}, while stopping")
         restart(reason)
+
+    async def _on_recovered(partitions: set[int]) -> None:
+        try:  # before the partitions' inputs are read (``WorkflowTable``)
+            await coordinator.recover(partitions)
+        except Exception:
+            log.exception("cannot carry out the intents left in partitions %s",
+                          sorted(partitions))
+            restart_or_exit("unfinished intents could not be carried out")
+
+    table.on_recovered = _on_recovered
 
     # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
     @app.agent(inputs, concurrency=1)

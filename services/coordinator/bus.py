@@ -11,7 +11,8 @@ from headwater import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings
-from services.coordinator.handler import DeadLetter, Outgoing
+from services.coordinator.handler import DeadLetter
+from services.coordinator.wal import Outgoing
 
 
 class FaustBus:

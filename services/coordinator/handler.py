@@ -1,18 +1,23 @@
-"""Apply a batch of input records: decode, step the state machine, publish, store.
+"""Apply a batch of input records: decode, step the state machine, record, carry out.
 
-The order of side effects is what makes at-least-once processing safe (DESIGN.md §3.3):
-the batch's history events and dispatches are published and acknowledged first, then
-each touched workflow's snapshot is written once, and the input offsets are committed
-last (by faust, every 0.5 s). After a crash the inputs since the last commit come again:
+The order of side effects is what makes at-least-once processing safe:
 
-- those whose effects were not written to the table are applied again to the snapshot
-  they were first applied to, which yields the same events with the same seq and the
-  same dispatch ids, so readers dedupe them;
-- those whose effects were written are skipped: each workflow's snapshot remembers the
+1. each partition's share of the batch (table entries, history events, dispatches, stops)
+   is written as one intent into the table (``wal``) and acknowledged;
+2. then carried out: the entries written and the records published, together;
+3. then the intent is cleared, and faust commits the input offsets (every 0.5 s).
+
+After a crash the new owner carries out any intent left in the table before it reads
+inputs, and the inputs since the last commit come again:
+
+- those whose effects were recorded are skipped: each workflow's snapshot remembers the
   offset of the last input applied to it, per input topic (``WorkflowState.applied``).
   Applying such an input to the newer snapshot could record something else under a seq
   already published (a failure report, applied again after the retry it caused, would
-  be "superseded").
+  be "superseded");
+- those whose intent never landed had no effect anywhere: they are applied again, in
+  whatever order faust now delivers the three input topics, to the same snapshots.
+  Nothing of theirs was published, so no seq can be published twice with two bodies.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from headwater.fencing import stop_for
 from headwater.idempotency import conflict
 from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
-from headwater.topics import Topics
+from headwater.topics import TABLE_KEY_SEP, Topics
 from services.common import faults
 from services.coordinator.inputs import decode_input
 from services.coordinator.timers import TimerIndex
+from services.coordinator.wal import Intent, Journal, Outgoing
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +56,9 @@ class InputRecord:
     headers: list[tuple[str, bytes]]
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    """An encoded record to publish on ``topic``."""
-
-    topic: str
-    key: bytes
-    value: bytes
+def workflow_of(entry_key: bytes) -> str:
+    """The workflow id of a table entry's key (``topics.table_entry_key``)."""
+    return entry_key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
 
 
 def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
@@ -107,11 +109,23 @@ class Store(Protocol):
     def load(self, workflow_id: str) -> WorkflowState | None:
         """The workflow's state as stored, ignoring any cache."""
 
-    def put(self, state: WorkflowState) -> list[Awaitable[Any]]:
-        """Write the workflow's snapshot; return futures that resolve once it is durable."""
+    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
+        """The table entries for what changed in ``state`` (and cache it)."""
+
+    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
+        """Write entries in order (None deletes); futures resolve once durable."""
+
+    def get_entry(self, key: bytes) -> bytes | None:
+        """A raw entry, or None."""
+
+    def partition(self, workflow_id: str) -> int:
+        """The partition of the workflow's entries."""
 
     def forget(self, workflow_id: str) -> None:
         """Drop any cached copy."""
+
+    def clear_cache(self) -> None:
+        """Drop every cached copy."""
 
 
 class Coordinator:
@@ -124,15 +138,44 @@ class Coordinator:
         self.bus = bus
         self.store = store
         self.timers = timers
+        self.journal = Journal(store)
+        self._effects = asyncio.Lock()  # one batch's effects at a time, recovery included
         self.replayed = 0
         """Records skipped because they had been applied before (redelivered)."""
+        self.redone = 0
+        """Intents carried out again after a crash (partitions)."""
 
-    async def handle_batch(self, records: Iterable[InputRecord]) -> None:
-        """Apply records in order; publish everything, then write each touched workflow
-        once.
+    async def recover(self, partitions: set[int]) -> None:
+        """Carry out the intents left in the slots of ``partitions`` by a batch that did
+        not finish (the process died, or the partitions moved here); call before reading
+        their inputs.
 
         Raises:
-            Exception: only if publishing to Kafka fails; the batch must then not be
+            DecodeError: a slot cannot be read (the partition must not be processed).
+            Exception: publishing or writing failed.
+        """
+        async with self._effects:
+            pending = self.journal.pending(partitions)
+            if not pending:
+                return
+            log.warning("carrying out the unfinished intents of partitions %s",
+                        sorted(pending))
+            self.store.clear_cache()
+            await self._carry_out(pending, [])
+            faults.point("coordinator.after_redo")
+            self.redone += len(pending)
+            await asyncio.gather(*self.journal.clear(pending))
+            for wid in {workflow_of(k) for i in pending.values() for k, _ in i.entries}:
+                state = self.store.get(wid)
+                if state is not None:  # its timers may have been armed before the redo
+                    self.timers.arm(state)
+
+    async def handle_batch(self, records: Iterable[InputRecord]) -> None:
+        """Apply records in order; record each partition's effects as one intent, then
+        carry them out (see the module's docstring).
+
+        Raises:
+            Exception: only if writing to Kafka fails; the batch must then not be
                 committed (the caller stops the process).
         """
         touched: dict[str, WorkflowState] = {}
@@ -184,20 +227,40 @@ class Coordinator:
                         d.record.offset, d.reason)
         if not encoded and not dead:
             return
-        faults.point("coordinator.before_publish")
+        changed = {wid: set(state.dirty) for wid, state in touched.items()}
+        intents = self._intents(touched, encoded)
         try:
-            await self.bus.publish(encoded, dead)
+            async with self._effects:
+                faults.point("coordinator.before_intent")
+                await asyncio.gather(*self.journal.record(intents))
+                faults.point("coordinator.after_intent")
+                await self._carry_out(intents, dead)
+                faults.point("coordinator.after_publish")
+                self.journal.clear(intents)  # a crash before it lands only repeats records
         except BaseException:
             for wid in touched:
-                self.store.forget(wid)  # the in-memory states ran ahead of the table
+                self.store.forget(wid)  # the cached states may be ahead of the table
             raise
-        faults.point("coordinator.after_publish")
-        changed = {wid: set(state.dirty) for wid, state in touched.items()}
-        writes = [f for state in touched.values() for f in self.store.put(state)]
-        await asyncio.gather(*writes)  # durable before faust may commit the inputs
-        faults.point("coordinator.after_table_write")
         for wid, state in touched.items():
             self.timers.arm(state, changed[wid])
+
+    def _intents(self, touched: dict[str, WorkflowState],
+                 encoded: list[Outgoing]) -> dict[int, Intent]:
+        """Group the batch's table entries and records by partition."""
+        intents: dict[int, Intent] = {}
+        for wid, state in touched.items():
+            intents.setdefault(self.store.partition(wid), Intent()).entries += \
+                self.store.entries(state)
+        for o in encoded:
+            intents.setdefault(self.store.partition(o.key.decode()), Intent()).records.append(o)
+        return intents
+
+    async def _carry_out(self, intents: dict[int, Intent], dead: list[DeadLetter]) -> None:
+        """Write the intents' entries and publish their records (and the dead letters);
+        return once the broker has acknowledged every one."""
+        writes = self.store.write([e for i in intents.values() for e in i.entries])
+        await asyncio.gather(self.bus.publish([r for i in intents.values() for r in i.records],
+                                              dead), *writes)
 
     def _fail(self, wid: str, event: ev.Input, out: list[ev.HistoryEvent],
               touched: dict[str, WorkflowState], reason: str,

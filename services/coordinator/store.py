@@ -13,7 +13,7 @@ cache is exact until a rebalance, when it is dropped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import faust
@@ -28,6 +28,7 @@ from headwater.snapshot import (
 )
 from headwater.state import DEFINITION, WorkflowState
 from headwater.topics import TABLE_KEY_SEP, table_entry_key
+from services.coordinator.wal import wal_partition
 
 log = logging.getLogger(__name__)
 SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics
@@ -35,12 +36,27 @@ entry_key = table_entry_key
 
 
 class WorkflowTable(faust.Table[bytes, bytes]):
-    """A table whose entries are partitioned by the workflow id in front of the key."""
+    """A table whose entries are partitioned by the workflow id in front of the key.
+
+    ``on_recovered``, when set, is awaited with the partitions this process owns once
+    faust has restored them from the changelog and before their input streams resume.
+    """
+
+    on_recovered: Callable[[set[int]], Awaitable[None]] | None = None
+
+    async def on_recovery_completed(self, active_tps: set[Any], standby_tps: set[Any]) -> None:
+        """faust's hook after recovery (``faust.tables.recovery``, before ``resume_flow``)."""
+        await super().on_recovery_completed(active_tps, standby_tps)
+        if self.on_recovered is not None:
+            await self.on_recovered({tp.partition for tp in active_tps})
 
     def partition_for_key(self, key: Any) -> int | None:
         """The partition the workflow's input records use (Kafka's murmur2 partitioner)."""
-        workflow_id = bytes(key).split(SEP.encode(), 1)[0]
         partitions: int = self.partitions or self.app.conf.topic_partitions
+        intent_partition = wal_partition(bytes(key))
+        if intent_partition is not None:
+            return intent_partition % partitions
+        workflow_id = bytes(key).split(SEP.encode(), 1)[0]
         hashed: int = murmur2(workflow_id)
         return (hashed & 0x7FFFFFFF) % partitions
 
@@ -75,29 +91,48 @@ class TableStore:
         return load_split(header, definition,
                           lambda key: self.table.get(entry_key(workflow_id, key)))
 
-    def put(self, state: WorkflowState) -> list[Awaitable[Any]]:
-        """Write the parts that changed, then the header (same partition, so in order).
+    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
+        """The table entries for the parts of ``state`` that changed, then its header (to
+        be written in this order), and keep ``state`` as the cached copy."""
+        wid = state.workflow_id
+        out = [(entry_key(wid, part),
+                dump_definition(state) if part == DEFINITION else dump_task(state, part))
+               for part in sorted(state.dirty)]
+        state.dirty.clear()
+        out.append((entry_key(wid), dump_header(state)))
+        if state.status.terminal:
+            self._cache.pop(wid, None)  # no further event changes it
+        else:
+            self._cache[wid] = state
+        return out
+
+    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
+        """Write entries (None deletes) in order, to the local store and the changelog.
 
         Returns:
             One future per changelog record; they resolve once the broker has it. Await
             them before the inputs are committed: faust's own ``flush`` may return with
             records still buffered.
         """
-        futures = [self._write(entry_key(state.workflow_id, part),
-                               dump_definition(state) if part == DEFINITION
-                               else dump_task(state, part))
-                   for part in sorted(state.dirty)]
-        state.dirty.clear()
-        futures.append(self._write(entry_key(state.workflow_id), dump_header(state)))
-        if state.status.terminal:
-            self._cache.pop(state.workflow_id, None)  # no further event changes it
-        else:
-            self._cache[state.workflow_id] = state
-        return futures
+        return [self._write(key, value) for key, value in entries]
 
-    def _write(self, key: bytes, value: bytes) -> Awaitable[Any]:
-        self.written_bytes += len(key) + len(value)
-        self.table.data[key] = value  # the local store, without a second changelog record
+    def partition(self, workflow_id: str) -> int:
+        """The partition of the workflow's entries and input records."""
+        partition: int | None = self.table.partition_for_key(entry_key(workflow_id))
+        assert partition is not None
+        return partition
+
+    def get_entry(self, key: bytes) -> bytes | None:
+        """A raw entry of the local store."""
+        value: bytes | None = self.table.data.get(key)
+        return value
+
+    def _write(self, key: bytes, value: bytes | None) -> Awaitable[Any]:
+        self.written_bytes += len(key) + len(value or b"")
+        if value is None:
+            self.table.data.pop(key, None)
+        else:
+            self.table.data[key] = value  # the local store, without a second changelog record
         future: Awaitable[Any] = self.table.send_changelog(
             self.table.partition_for_key(key), key, value)
         return future

@@ -1,28 +1,33 @@
-"""Inputs delivered again after a crash (``Coordinator.handle_batch`` with an in-memory bus
-and table): whatever was applied and written before is skipped, whatever was not is
-applied again to the same snapshot; no seq is ever published with two bodies."""
+"""Crashes between a batch's effects (``Coordinator.handle_batch`` and ``recover`` with an
+in-memory bus and table, killed at each fault point): after recovery and redelivery of
+every uncommitted input, in any cross-topic order, no seq is ever published with two
+bodies, none is missing, and the table folds from the published history."""
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Awaitable
+import asyncio
+import itertools
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 import pytest
 
 from headwater import codec
 from headwater import events as ev
-from headwater.snapshot import dump_header, load_split
-from headwater.state import WorkflowState
-from headwater.topics import Topics
+from headwater.snapshot import dump_state, load_split
+from headwater.spec import DEFAULT_QUEUE
+from headwater.state import DEFINITION, WorkflowState, evolve
+from headwater.topics import TABLE_KEY_SEP, Topics, table_entry_key
+from services.coordinator import handler as handler_module
 from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
 from services.coordinator.timers import TimerIndex
+from services.coordinator.wal import wal_key
 
 TOPICS = Topics("unit")
 WF = "wf-1"
 AT = 1_700_000_000_000
 SPEC = {"name": "flaky", "retry": {"max_attempts": 3, "backoff_base": 0.2},
-        "nodes": [{"id": "f", "task": "t.f"}]}
+        "nodes": [{"id": "f", "task": "t.f"}, {"id": "g", "task": "t.g", "needs": ["f"]}]}
 
 
 class Killed(BaseException):
@@ -30,36 +35,71 @@ class Killed(BaseException):
 
 
 class Bus:
+    """Every record the broker acknowledged, in order."""
+
     def __init__(self) -> None:
-        self.events: list[ev.HistoryEvent] = []
-        self.kill_after_publish = False
+        self.records: list[Outgoing] = []
 
     async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
-        self.events += [codec.decode(r.value) for r in records if r.topic == TOPICS.events]
-        if self.kill_after_publish:
-            raise Killed
+        self.records += records
+
+    def events(self) -> list[ev.HistoryEvent]:
+        return [codec.decode(r.value) for r in self.records if r.topic == TOPICS.events]
 
 
 class Table:
-    """Durable copies, written only by ``put``."""
+    """Raw entries, durable as soon as written (what survives a crash)."""
 
     def __init__(self) -> None:
-        self.durable: dict[str, WorkflowState] = {}
+        self.entries_: dict[bytes, bytes] = {}
+        self.cache: dict[str, WorkflowState] = {}
 
     def get(self, workflow_id: str) -> WorkflowState | None:
-        return self.load(workflow_id)
+        state = self.cache.get(workflow_id)
+        if state is None:
+            state = self.load(workflow_id)
+            if state is not None:
+                self.cache[workflow_id] = state
+        return state
 
     def load(self, workflow_id: str) -> WorkflowState | None:
-        state = self.durable.get(workflow_id)
-        return copy.deepcopy(state) if state is not None else None
+        header = self.entries_.get(table_entry_key(workflow_id))
+        if header is None:
+            return None
+        return load_split(header, self.entries_[table_entry_key(workflow_id, DEFINITION)],
+                          lambda key: self.entries_.get(table_entry_key(workflow_id, key)))
 
-    def put(self, state: WorkflowState) -> list[Awaitable[Any]]:
-        self.durable[state.workflow_id] = copy.deepcopy(state)
+    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
+        from headwater.snapshot import dump_definition, dump_header, dump_task
+
+        wid = state.workflow_id
+        out = [(table_entry_key(wid, p),
+                dump_definition(state) if p == DEFINITION else dump_task(state, p))
+               for p in sorted(state.dirty)]
         state.dirty.clear()
+        out.append((table_entry_key(wid), dump_header(state)))
+        self.cache[wid] = state
+        return out
+
+    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
+        for key, value in entries:
+            if value is None:
+                self.entries_.pop(key, None)
+            else:
+                self.entries_[key] = value
         return []
 
+    def get_entry(self, key: bytes) -> bytes | None:
+        return self.entries_.get(key)
+
+    def partition(self, workflow_id: str) -> int:
+        return 0
+
     def forget(self, workflow_id: str) -> None:
-        pass
+        self.cache.pop(workflow_id, None)
+
+    def clear_cache(self) -> None:
+        self.cache.clear()
 
 
 def rec(topic: str, offset: int, value: Any) -> InputRecord:
@@ -73,7 +113,11 @@ INPUTS = [
     rec(TOPICS.control, 0, ev.TimerFired(WF, "retry:f:2", AT + 300)),
     rec(TOPICS.reports, 2, ev.TaskStarted(WF, "f", None, 2, AT + 400, "w-1")),
     rec(TOPICS.reports, 3, ev.TaskHeartbeated(WF, "f", None, 2, AT + 500)),
+    rec(TOPICS.control, 1, ev.TimerFired(WF, "lease:f:2", AT + 40_000)),
+    rec(TOPICS.reports, 4, ev.TaskSucceeded(WF, "f", None, 2, AT + 600, {"ok": 1})),
 ]
+KILL_POINTS = ("coordinator.before_intent", "coordinator.after_intent",
+               "coordinator.after_publish")
 
 
 def conflicts(events: list[ev.HistoryEvent]) -> dict[int, set[str]]:
@@ -83,39 +127,129 @@ def conflicts(events: list[ev.HistoryEvent]) -> dict[int, set[str]]:
     return {s: {e.type for e in es} for s, es in by_seq.items() if any(e != es[0] for e in es)}
 
 
-@pytest.mark.parametrize("committed", range(len(INPUTS)))
-async def test_redelivered_inputs_never_publish_a_seq_twice_with_other_bodies(
-        committed: int) -> None:
-    """Each input is a batch, written to the table; the last one is killed after
-    publishing. Offsets were committed up to input ``committed``: everything after it
-    comes again."""
+def interleavings(records: list[InputRecord]) -> Iterator[list[InputRecord]]:
+    """Every order faust may deliver ``records`` in after a restart: each topic's records
+    keep their order, the topics interleave freely."""
+    topics = sorted({r.topic for r in records})
+    lanes = {t: [r for r in records if r.topic == t] for t in topics}
+    slots = [t for t in topics for _ in lanes[t]]
+    for order in sorted(set(itertools.permutations(slots))):
+        taken = {t: iter(lanes[t]) for t in topics}
+        yield [next(taken[t]) for t in order]
+
+
+@pytest.fixture
+def kill_at(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
+    """Set ``["point"]`` to make ``faults.point`` die there (once)."""
+    armed: dict[str, str | None] = {"point": None}
+
+    def point(name: str) -> None:
+        if name == armed["point"]:
+            armed["point"] = None
+            raise Killed(name)
+
+    monkeypatch.setattr(handler_module.faults, "point", point)
+    return armed
+
+
+def folded(events: list[ev.HistoryEvent]) -> WorkflowState | None:
+    state = None
+    for e in sorted({e.seq: e for e in events}.values(), key=lambda e: e.seq):
+        state = evolve(state, e)
+    return state
+
+
+def check_history(bus: Bus, table: Table) -> None:
+    events = bus.events()
+    assert conflicts(events) == {}
+    seqs = sorted({e.seq for e in events})
+    assert seqs == list(range(1, len(seqs) + 1))
+    stored = table.load(WF)
+    assert stored is not None
+    assert stored.seq == seqs[-1]
+    state = folded(events)
+    assert state is not None
+    assert dump_state(state) == dump_state(stored)
+    assert not any(k.startswith(wal_key(0)) for k in table.entries_)
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.parametrize(("killed", "committed"), [
+    (k, c) for k in range(1, len(INPUTS)) for c in (0, 2, 4) if c < k])
+async def test_a_batch_killed_at_any_point_is_recovered_in_every_redelivery_order(
+        point: str, killed: int, committed: int, kill_at: dict[str, str | None]) -> None:
+    """Batches of two inputs (the last of them: ``killed``) applied and killed at
+    ``point``; offsets committed up to input ``committed``. The new process recovers,
+    then gets every input after ``committed`` again, topics interleaved in each possible
+    way; then the rest."""
+    applied: list[InputRecord] = INPUTS[:killed - 1]
+    batch = INPUTS[killed - 1:killed + 1]
+    for order in interleavings(INPUTS[committed:killed + 1]):
+        bus, table = Bus(), Table()
+        first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        for r in applied:
+            await first.handle_batch([r])
+        kill_at["point"] = point
+        with pytest.raises(Killed):
+            await first.handle_batch(batch)
+        table.clear_cache()  # a new process
+        again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        await again.recover({0})
+        assert again.redone == (0 if point == "coordinator.before_intent" else 1)
+        await again.handle_batch(order)
+        await again.handle_batch(INPUTS[killed + 1:])
+        check_history(bus, table)
+
+
+async def test_an_intent_carried_out_twice_repeats_identical_records_only(
+        kill_at: dict[str, str | None]) -> None:
+    """Killed after the intent, then again after its redo: the third process redoes it
+    once more; readers see only duplicates of identical records."""
     bus, table = Bus(), Table()
     first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
-    for r in INPUTS[:-1]:
-        await first.handle_batch([r])
-    bus.kill_after_publish = True
+    await first.handle_batch(INPUTS[:2])
+    kill_at["point"] = "coordinator.after_intent"
     with pytest.raises(Killed):
-        await first.handle_batch([INPUTS[-1]])
-    bus.kill_after_publish = False
+        await first.handle_batch(INPUTS[2:4])
+    kill_at["point"] = "coordinator.after_redo"
+    with pytest.raises(Killed):
+        await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).recover({0})
+    table.clear_cache()
+    third = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    await third.recover({0})
+    await third.handle_batch(INPUTS[2:])
+    assert third.replayed == 2  # the redone batch's inputs
+    check_history(bus, table)
+    assert len(bus.records) > len(set(bus.records))  # the redo did repeat records
+
+
+async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
+        kill_at: dict[str, str | None]) -> None:
+    """A 3,000-item map's fan-out: more than ``wal.CHUNK_BYTES`` of entries and
+    dispatches."""
+    spec = {"name": "big", "nodes": [{"id": "m", "kind": "map", "over": "${input.items}",
+                                      "task": "t.m", "input": {"x": "${item}"}}]}
+    bus, table = Bus(), Table()
+    sub = InputRecord(TOPICS.submissions, 0, 0, WF.encode(), codec.encode(
+        ev.WorkflowSubmitted(WF, spec, {"items": list(range(3000))}, AT)), [])
+    kill_at["point"] = "coordinator.after_intent"
+    with pytest.raises(Killed):
+        await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([sub])
+    assert bus.records == []
+    assert table.get_entry(wal_key(0, 1)) is not None  # chunked
     again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
-    await again.handle_batch(INPUTS[committed:])
-    assert conflicts(bus.events) == {}
-    assert again.replayed == len(INPUTS) - 1 - committed
-    state = table.durable[WF]
-    assert [e.seq for e in bus.events if e.seq > state.seq] == []
-    assert state.seq == max(e.seq for e in bus.events)
-    assert state.applied == {TOPICS.submissions: 0, TOPICS.reports: 3, TOPICS.control: 0}
+    await again.recover({0})
+    dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
+    assert len(dispatches) == 3000
+    check_history(bus, table)
 
 
 def test_the_header_keeps_the_applied_offsets() -> None:
     bus, table = Bus(), Table()
-    import asyncio
-
     asyncio.run(Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch(
         INPUTS[:2]))
-    state = table.durable[WF]
-    from headwater.snapshot import dump_definition, dump_task
-
-    loaded = load_split(dump_header(state), dump_definition(state),
-                        lambda key: dump_task(state, key))
+    loaded = table.load(WF)
+    assert loaded is not None
     assert loaded.applied == {TOPICS.submissions: 0, TOPICS.reports: 0}
+    assert all(TABLE_KEY_SEP.encode() not in k or k.startswith(WF.encode())
+               for k in table.entries_)

@@ -1,0 +1,176 @@
+"""The coordinator's write-ahead record: what a batch will write and publish, per partition.
+
+A batch's effects are many Kafka records: table entries (on the table's changelog) and
+history events, dispatches and stops (on other topics). A crash can land any subset of
+them, and an input applied a second time, in another order, may decide differently: the
+same seq would then be published twice with different bodies. So each partition's share
+of a batch is first written as one ``Intent`` into the table itself, under the
+partition's own key, and only then carried out. After a crash the new owner finds the
+intent where the changelog restores the table, carries it out again verbatim (readers
+dedupe what had landed) and only then reads inputs; the inputs of the batch are skipped by
+the workflows' applied offsets. An intent that did not land means nothing of its batch
+landed: the inputs come again and are applied to the same snapshots.
+
+An intent larger than ``CHUNK_BYTES`` is split over chunk entries, written before the
+intent's head entry, which names their number: the head lands only after every chunk has
+(one partition, one producer, in order).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import fastavro
+import orjson
+from fastavro.schema import parse_schema
+
+from headwater.errors import DecodeError
+from headwater.topics import TABLE_KEY_SEP
+
+CHUNK_BYTES = 1 << 20
+"""Largest chunk of an encoded intent, bytes: well under the broker's
+``message.max.bytes`` (16 MiB in ``infra/kafka.sh``)."""
+
+WAL_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
+"""Table keys of intents start with it (no workflow id is empty, so none collides)."""
+
+_SCHEMA = parse_schema({
+    "type": "record", "name": "Intent", "namespace": "headwater.coordinator",
+    "fields": [
+        {"name": "entries", "type": {"type": "array", "items": {
+            "type": "record", "name": "Entry",
+            "fields": [{"name": "key", "type": "bytes"}, {"name": "value", "type": "bytes"}]}}},
+        {"name": "records", "type": {"type": "array", "items": {
+            "type": "record", "name": "Record",
+            "fields": [{"name": "topic", "type": "string"}, {"name": "key", "type": "bytes"},
+                       {"name": "value", "type": "bytes"}]}}},
+    ]})
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """An encoded record to publish on ``topic`` (keyed by the workflow id)."""
+
+    topic: str
+    key: bytes
+    value: bytes
+
+
+@dataclass
+class Intent:
+    """One partition's share of a batch: table entries to write, records to publish."""
+
+    entries: list[tuple[bytes, bytes]] = field(default_factory=list)
+    records: list[Outgoing] = field(default_factory=list)
+
+
+def wal_key(partition: int, chunk: int | None = None) -> bytes:
+    """The table key of a partition's intent head, or of its chunk ``chunk``."""
+    tail = str(partition) if chunk is None else f"{partition}{TABLE_KEY_SEP}{chunk}"
+    return WAL_PREFIX + tail.encode()
+
+
+def wal_partition(key: bytes) -> int | None:
+    """The partition an intent key (head or chunk) belongs to; None for other keys."""
+    if not key.startswith(WAL_PREFIX):
+        return None
+    return int(key[len(WAL_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
+
+
+def encode(partition: int, intent: Intent) -> list[tuple[bytes, bytes]]:
+    """The table entries that hold ``intent``: its chunks, then its head (write in order)."""
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _SCHEMA, {
+        "entries": [{"key": k, "value": v} for k, v in intent.entries],
+        "records": [{"topic": r.topic, "key": r.key, "value": r.value}
+                    for r in intent.records]})
+    blob = buf.getvalue()
+    chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
+    out = [(wal_key(partition, i), chunk) for i, chunk in enumerate(chunks)]
+    out.append((wal_key(partition), orjson.dumps({"v": 1, "chunks": len(chunks)})))
+    return out
+
+
+def chunk_count(head: bytes) -> int:
+    """How many chunks the head entry ``head`` names.
+
+    Raises:
+        DecodeError: not a head written by ``encode``.
+    """
+    try:
+        doc = orjson.loads(head)
+        n = doc["chunks"]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as e:
+        raise DecodeError(f"not an intent head: {e}") from e
+    if not isinstance(n, int) or n < 1:
+        raise DecodeError(f"an intent head names {n!r} chunks")
+    return n
+
+
+def decode(chunks: list[bytes]) -> Intent:
+    """The intent held by ``chunks`` (in order).
+
+    Raises:
+        DecodeError: the chunks do not hold an intent written by ``encode``.
+    """
+    try:
+        doc = fastavro.schemaless_reader(io.BytesIO(b"".join(chunks)), _SCHEMA, None)
+    except Exception as e:  # fastavro raises many types on bad input; all mean the same
+        raise DecodeError(f"unreadable intent: {type(e).__name__}: {e}") from e
+    assert isinstance(doc, dict)
+    return Intent([(e["key"], e["value"]) for e in doc["entries"]],
+                  [Outgoing(r["topic"], r["key"], r["value"]) for r in doc["records"]])
+
+
+class Entries(Protocol):
+    """Raw access to the table's local store and changelog (``TableStore``)."""
+
+    def get_entry(self, key: bytes) -> bytes | None:
+        """A raw entry, or None."""
+
+    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
+        """Write entries in order (None deletes); futures resolve once durable."""
+
+
+class Journal:
+    """Intents kept in the coordinator's table, one slot per partition."""
+
+    def __init__(self, table: Entries) -> None:
+        self.table = table
+
+    def record(self, intents: dict[int, Intent]) -> list[Awaitable[Any]]:
+        """Write each partition's intent (chunks, then head); await before carrying out."""
+        return self.table.write([e for p, intent in sorted(intents.items())
+                                 for e in encode(p, intent)])
+
+    def pending(self, partitions: Iterable[int]) -> dict[int, Intent]:
+        """The intents left in the slots of ``partitions`` (not yet cleared).
+
+        Raises:
+            DecodeError: a slot holds something ``encode`` did not write, or lacks a chunk.
+        """
+        found: dict[int, Intent] = {}
+        for p in sorted(partitions):
+            head = self.table.get_entry(wal_key(p))
+            if head is None:
+                continue
+            chunks = [self.table.get_entry(wal_key(p, i)) for i in range(chunk_count(head))]
+            if any(c is None for c in chunks):
+                raise DecodeError(f"the intent of partition {p} lacks a chunk")
+            found[p] = decode([c for c in chunks if c is not None])
+        return found
+
+    def clear(self, partitions: Iterable[int]) -> list[Awaitable[Any]]:
+        """Empty the slots of ``partitions``: the head first, so that a crash half-way
+        leaves either the whole intent or none."""
+        doomed: list[tuple[bytes, bytes | None]] = []
+        for p in sorted(partitions):
+            head = self.table.get_entry(wal_key(p))
+            if head is None:
+                continue
+            doomed.append((wal_key(p), None))
+            doomed += [(wal_key(p, i), None) for i in range(chunk_count(head))]
+        return self.table.write(doomed)
