@@ -168,7 +168,9 @@ def restart(reason: str) -> NoReturn:
 
 
 async def prepare(settings: Settings) -> None:
-    """Create the topics the coordinator reads and writes, before faust starts."""
+    """Create the topics the coordinator reads and writes, before faust starts: the
+    events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``."""
     topics = settings.topics
-    await ensure_topics(settings, [*topics.inputs, topics.events, topics.worker_control,
-                                   topics.dlq])
+    await ensure_topics(settings, [topics.events],
+                        configs={"retention.ms": str(settings.events_retention_ms)})
+    await ensure_topics(settings, [*topics.inputs, topics.worker_control, topics.dlq])

@@ -23,6 +23,10 @@ class Settings(CommonSettings):
         projection: whether this process also keeps the PostgreSQL projection
             (``HEADWATER_PROJECTION``, ``on``/``off``; ``off`` when
             ``python -m services.coordinator.projector`` runs on its own).
+        events_retention_ms: Kafka's ``retention.ms`` of the events topic when the
+            coordinator creates it (``HEADWATER_EVENTS_RETENTION_MS``); -1, the default,
+            keeps the history for ever, so that replays and projection rebuilds see all
+            of it. An existing topic keeps its configuration.
     """
 
     timer_interval_s: float = 0.05
@@ -31,6 +35,7 @@ class Settings(CommonSettings):
     batch_max: int = 500
     batch_window_s: float = 0.002
     projection: bool = True
+    events_retention_ms: int = -1
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -43,4 +48,5 @@ class Settings(CommonSettings):
             batch_max=env_int("BATCH_MAX", 500),
             batch_window_s=env_float("BATCH_WINDOW", 0.002),
             projection=env_str("PROJECTION", "on").lower() not in ("off", "0", "false", "no"),
+            events_retention_ms=env_int("EVENTS_RETENTION_MS", -1),
         )

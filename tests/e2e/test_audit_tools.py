@@ -21,6 +21,8 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from click.testing import Result
 from stackkit import ADMIN_DSN, BOOTSTRAP, Stack, start_stack, stop_stack
 from typer.testing import CliRunner
@@ -322,3 +324,24 @@ async def _dump(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 
 async def _rebuild_schemas(dsn: str) -> list[tuple[Any, ...]]:
     return await _fetch(dsn, "select nspname from pg_namespace where nspname like 'rebuild_%'")
+
+
+def test_the_events_topic_keeps_the_history_for_ever(own: Stack) -> None:
+    """Replays and rebuilds read the events topic from its start: the coordinator creates
+    it with ``retention.ms`` -1 (the broker's default here is 168 hours)."""
+    async def retention() -> dict[str, str]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+        await admin.start()
+        try:
+            found = {}
+            for name in (own.topics.events, own.topics.submissions):
+                [response] = await admin.describe_configs(
+                    [ConfigResource(ConfigResourceType.TOPIC, name, {"retention.ms": None})])
+                [resource] = response.resources
+                found[name] = {c[0]: c[1] for c in resource[4]}["retention.ms"]
+            return found
+        finally:
+            await admin.close()
+
+    found = asyncio.run(retention())
+    assert found == {own.topics.events: "-1", own.topics.submissions: str(168 * 3600 * 1000)}
