@@ -19,6 +19,7 @@ from headwater.spec import DEFAULT_QUEUE
 from headwater.state import DEFINITION, WorkflowState, evolve
 from headwater.topics import TABLE_KEY_SEP, Topics, table_entry_key
 from services.coordinator import handler as handler_module
+from services.coordinator import wal
 from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
 from services.coordinator.timers import TimerIndex
 from services.coordinator.wal import wal_key
@@ -224,9 +225,9 @@ async def test_an_intent_carried_out_twice_repeats_identical_records_only(
 
 
 async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
-        kill_at: dict[str, str | None]) -> None:
-    """A 3,000-item map's fan-out: more than ``wal.CHUNK_BYTES`` of entries and
-    dispatches."""
+        kill_at: dict[str, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3,000-item map's fan-out, with chunks of 16 KiB: its intent spans several."""
+    monkeypatch.setattr(wal, "CHUNK_BYTES", 16 << 10)
     spec = {"name": "big", "nodes": [{"id": "m", "kind": "map", "over": "${input.items}",
                                       "task": "t.m", "input": {"x": "${item}"}}]}
     bus, table = Bus(), Table()
@@ -236,7 +237,7 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
     with pytest.raises(Killed):
         await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([sub])
     assert bus.records == []
-    assert table.get_entry(wal_key(0, 1)) is not None  # chunked
+    assert table.get_entry(wal_key(0, 2)) is not None  # chunked
     again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
