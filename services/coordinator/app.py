@@ -21,6 +21,7 @@ from services.common.kafka import ensure_topics
 from services.coordinator.bus import FaustBus
 from services.coordinator.continuity import OffsetContinuity
 from services.coordinator.handler import Coordinator, InputRecord
+from services.coordinator.membership import leave_group
 from services.coordinator.projection import run_projector
 from services.coordinator.settings import Settings
 from services.coordinator.shutdown import CoordinatorWorker, Unfinished, exit_now, finish
@@ -88,6 +89,7 @@ def create_app(settings: Settings) -> faust.App:
     app.on_rebalance_complete.connect(_on_rebalance)  # type: ignore[arg-type]
 
     def restart_or_exit(reason: str) -> NoReturn:
+        leave_group(app)  # so that the next owner need not wait for our session to expire
         if app.should_stop:  # stopping (SIGTERM): exit, do not start over
             exit_now(f"{reason}, while stopping")
         restart(reason)
