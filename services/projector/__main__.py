@@ -1,21 +1,47 @@
-"""``python -m services.projector``: project ``events`` into PostgreSQL until SIGTERM."""
+"""``python -m services.projector``: project ``events`` into PostgreSQL until SIGTERM.
+
+SIGTERM or SIGINT: the batch in hand is projected and committed (``Projector.run``, up to
+its ``STOP_GRACE_S``), the consumer leaves its group, and the process exits 0; a second
+signal exits at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 
 from services.common.settings import CommonSettings
 from services.coordinator.projection import run_projector
+
+log = logging.getLogger("headwater.projector")
+
+
+async def serve(settings: CommonSettings) -> None:
+    """Run the projector until the first SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def stop(sig: signal.Signals) -> None:
+        log.info("%s: stopping", sig.name)
+        for s in (signal.SIGTERM, signal.SIGINT):  # a second signal: exit at once
+            loop.add_signal_handler(s, os._exit, 128 + s)
+        task.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop, sig)
+    with contextlib.suppress(asyncio.CancelledError):
+        await run_projector(settings)
 
 
 def main() -> None:
     """Run the projector with the common ``HEADWATER_*`` settings."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = CommonSettings(**CommonSettings.common_from_env())  # type: ignore[arg-type]
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_projector(settings))
+    asyncio.run(serve(settings))
 
 
 if __name__ == "__main__":

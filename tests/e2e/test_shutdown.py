@@ -248,3 +248,27 @@ async def _produce_submissions(stack: Stack, spec: dict[str, Any], ids: list[str
         await asyncio.gather(*sent)
     finally:
         await producer.stop()
+
+
+async def test_a_stopping_standalone_projector_commits_and_leaves_its_group(
+        stack: Stack) -> None:
+    """``python -m services.projector`` beside the coordinator's own projector: on
+    SIGTERM it exits 0 within seconds and leaves the projection group at once."""
+    group = stack.topics.projection_group
+    before = await group_size(group)
+    projector = localstack.Service("projector-2", python("services.projector"))
+    stack.start(projector)
+    try:
+        await eventually(lambda: _is(group_size(group), before + 1), "a second projector",
+                         40)
+        pid = localstack.read_pid(projector.pid_file)
+        assert pid is not None
+        os.kill(pid, signal.SIGTERM)
+        took = await eventually(lambda: exited(pid), "exit of the projector", 10)
+        assert took < 5, took
+        await eventually(lambda: _is(group_size(group), before), "the group without it", 3)
+        log = projector.log_file.read_text(errors="replace")
+        assert "SIGTERM: stopping" in log and "Traceback" not in log, log
+    finally:
+        stack.stop(projector)
+        stack.services.remove(projector)
