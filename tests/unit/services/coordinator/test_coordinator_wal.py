@@ -1,0 +1,90 @@
+"""Intents (``services/coordinator/wal.py``): their table entries, chunks and slots."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+
+from headwater.errors import DecodeError
+from headwater.topics import table_entry_key
+from services.coordinator import wal
+from services.coordinator.wal import Intent, Journal, Outgoing, wal_key, wal_partition
+
+INTENT = Intent(entries=[(table_entry_key("wf-1"), b'{"seq": 3}'),
+                         (table_entry_key("wf-1", "a"), b"\x00\xff" * 40)],
+                records=[Outgoing("p.events", b"wf-1", b"\xc3\x01avro"),
+                         Outgoing("p.tasks.cpu", b"wf-1", b"")])
+
+
+class Entries:
+    def __init__(self) -> None:
+        self.data: dict[bytes, bytes] = {}
+        self.log: list[tuple[bytes, bytes | None]] = []
+
+    def get_entry(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
+
+    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
+        for key, value in entries:
+            self.log.append((key, value))
+            if value is None:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = value
+        return []
+
+
+def test_an_intent_survives_its_entries() -> None:
+    entries = wal.encode(5, INTENT)
+    assert [k for k, _ in entries] == [wal_key(5, 0), wal_key(5)]  # chunks, then the head
+    assert wal.chunk_count(entries[-1][1]) == 1
+    assert wal.decode([v for _, v in entries[:-1]]) == INTENT
+
+
+def test_keys_name_their_partition_and_no_workflow_key_is_one() -> None:
+    assert wal_partition(wal_key(7)) == 7
+    assert wal_partition(wal_key(12, 3)) == 12
+    assert wal_partition(table_entry_key("wf-1")) is None
+    assert wal_partition(table_entry_key("wal", "7")) is None
+
+
+def test_a_large_intent_is_chunked_and_read_back_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wal, "CHUNK_BYTES", 64)
+    big = Intent(records=[Outgoing("t", b"k", bytes(range(256)) * 4)])
+    entries = wal.encode(0, big)
+    assert len(entries) > 3 and entries[-1][0] == wal_key(0)
+    assert all(len(v) <= 64 for _, v in entries[:-1])
+    assert wal.decode([v for _, v in entries[:-1]]) == big
+
+
+@pytest.mark.parametrize("head", [b"", b"{}", b'{"chunks": 0}', b'{"chunks": "2"}', b"[1]"])
+def test_a_malformed_head_is_a_decode_error(head: bytes) -> None:
+    with pytest.raises(DecodeError):
+        wal.chunk_count(head)
+
+
+def test_malformed_chunks_are_a_decode_error() -> None:
+    with pytest.raises(DecodeError):
+        wal.decode([b"not zlib"])
+
+
+def test_a_journal_keeps_one_slot_per_partition_and_clears_head_first() -> None:
+    table = Entries()
+    journal = Journal(table)
+    journal.record({1: INTENT, 4: Intent()})
+    assert journal.pending([1, 2, 4]) == {1: INTENT, 4: Intent()}
+    table.log.clear()
+    journal.clear([1])
+    assert table.log[0] == (wal_key(1), None)  # a crash half-way leaves no head
+    assert journal.pending([1, 4]) == {4: Intent()}
+    assert table.data.keys() == {wal_key(4), wal_key(4, 0)}
+
+
+def test_a_slot_missing_a_chunk_is_not_carried_out() -> None:
+    table = Entries()
+    Journal(table).record({3: INTENT})
+    del table.data[wal_key(3, 0)]
+    with pytest.raises(DecodeError, match="lacks a chunk"):
+        Journal(table).pending([3])
