@@ -39,7 +39,7 @@ from headwater.topics import TABLE_KEY_SEP, Topics
 from services.common import faults
 from services.coordinator.inputs import decode_input
 from services.coordinator.timers import TimerIndex
-from services.coordinator.wal import Intent, Journal, Outgoing
+from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable, wal_key
 
 log = logging.getLogger(__name__)
 
@@ -148,27 +148,36 @@ class Coordinator:
     async def recover(self, partitions: set[int]) -> None:
         """Carry out the intents left in the slots of ``partitions`` by a batch that did
         not finish (the process died, or the partitions moved here); call before reading
-        their inputs.
+        their inputs. A slot that cannot be read (corrupt) goes to the dead-letter topic,
+        with the reason, and is emptied: its batch's inputs are then applied again.
 
         Raises:
-            DecodeError: a slot cannot be read (the partition must not be processed).
             Exception: publishing or writing failed.
         """
         async with self._effects:
-            pending = self.journal.pending(partitions)
-            if not pending:
+            pending, unreadable = self.journal.pending(partitions)
+            if not pending and not unreadable:
                 return
             log.warning("carrying out the unfinished intents of partitions %s",
                         sorted(pending))
+            dead = [self._dead_intent(p, u) for p, u in sorted(unreadable.items())]
+            for d in dead:
+                log.error("dead-lettering %s", d.reason)
             self.store.clear_cache()
-            await self._carry_out(pending, [])
+            await self._carry_out(pending, dead)
             faults.point("coordinator.after_redo")
             self.redone += len(pending)
-            await asyncio.gather(*self.journal.clear(pending))
+            await asyncio.gather(*self.journal.clear([*pending, *unreadable]))
             for wid in {workflow_of(k) for i in pending.values() for k, _ in i.entries}:
                 state = self.store.get(wid)
                 if state is not None:  # its timers may have been armed before the redo
                     self.timers.arm(state)
+
+    def _dead_intent(self, partition: int, unreadable: Unreadable) -> DeadLetter:
+        """A dead letter holding an unreadable slot: its head, then its chunks."""
+        value = b"".join([unreadable.head, *unreadable.chunks])
+        return DeadLetter(InputRecord(f"{self.topics.coordinator_app_id}-intents", partition,
+                                      -1, wal_key(partition), value, []), unreadable.reason)
 
     async def handle_batch(self, records: Iterable[InputRecord]) -> None:
         """Apply records in order; record each partition's effects as one intent, then

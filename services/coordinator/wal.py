@@ -150,22 +150,25 @@ class Journal:
         return self.table.write([e for p, intent in sorted(intents.items())
                                  for e in encode(p, intent)])
 
-    def pending(self, partitions: Iterable[int]) -> dict[int, Intent]:
-        """The intents left in the slots of ``partitions`` (not yet cleared).
-
-        Raises:
-            DecodeError: a slot holds something ``encode`` did not write, or lacks a chunk.
-        """
+    def pending(self, partitions: Iterable[int],
+                ) -> tuple[dict[int, Intent], dict[int, Unreadable]]:
+        """The intents left in the slots of ``partitions`` (not yet cleared), and the
+        slots that hold something ``encode`` did not write (corrupt, or a chunk missing)."""
         found: dict[int, Intent] = {}
+        unreadable: dict[int, Unreadable] = {}
         for p in sorted(partitions):
             head = self.table.get_entry(wal_key(p))
             if head is None:
                 continue
-            chunks = [self.table.get_entry(wal_key(p, i)) for i in range(chunk_count(head))]
-            if any(c is None for c in chunks):
-                raise DecodeError(f"the intent of partition {p} lacks a chunk")
-            found[p] = decode([c for c in chunks if c is not None])
-        return found
+            chunks = self._chunks(p, head)
+            try:
+                if len(chunks) != chunk_count(head):
+                    raise DecodeError(f"{len(chunks)} of {chunk_count(head)} chunks found")
+                found[p] = decode(chunks)
+            except DecodeError as e:
+                unreadable[p] = Unreadable(f"unreadable intent of partition {p}: {e}", head,
+                                           chunks)
+        return found, unreadable
 
     def clear(self, partitions: Iterable[int]) -> list[Awaitable[Any]]:
         """Empty the slots of ``partitions``: the head first, so that a crash half-way
@@ -176,5 +179,29 @@ class Journal:
             if head is None:
                 continue
             doomed.append((wal_key(p), None))
-            doomed += [(wal_key(p, i), None) for i in range(chunk_count(head))]
+            doomed += [(wal_key(p, i), None) for i in range(len(self._chunks(p, head)))]
         return self.table.write(doomed)
+
+    def _chunks(self, partition: int, head: bytes) -> list[bytes]:
+        """The chunks present in a slot, in order, up to the first missing one (or as many
+        as ``head`` names, when it can be read)."""
+        try:
+            limit = chunk_count(head)
+        except DecodeError:
+            limit = None
+        chunks: list[bytes] = []
+        while limit is None or len(chunks) < limit:
+            chunk = self.table.get_entry(wal_key(partition, len(chunks)))
+            if chunk is None:
+                break
+            chunks.append(chunk)
+        return chunks
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A slot whose intent cannot be carried out: why, and its raw entries."""
+
+    reason: str
+    head: bytes
+    chunks: list[bytes]

@@ -254,3 +254,38 @@ def test_the_header_keeps_the_applied_offsets() -> None:
     assert loaded.applied == {TOPICS.submissions: 0, TOPICS.reports: 0}
     assert all(TABLE_KEY_SEP.encode() not in k or k.startswith(WF.encode())
                for k in table.entries_)
+
+
+async def test_an_unreadable_intent_is_dead_lettered_and_its_inputs_applied_again(
+        kill_at: dict[str, str | None]) -> None:
+    """A slot corrupted after a kill at ``after_intent``: recovery sends it to the DLQ with
+    the reason, empties it and goes on; the batch's inputs, delivered again, are applied
+    to the snapshot they were first applied to (nothing of theirs was published)."""
+    bus, table = DeadBus(), Table()
+    first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    await first.handle_batch(INPUTS[:2])
+    kill_at["point"] = "coordinator.after_intent"
+    with pytest.raises(Killed):
+        await first.handle_batch(INPUTS[2:4])
+    table.entries_[wal_key(0, 0)] = b"corrupt"
+    table.clear_cache()
+    again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    await again.recover({0})
+    assert again.redone == 0
+    [dead] = bus.dead
+    assert "unreadable intent of partition 0" in dead.reason
+    assert dead.record.key == wal_key(0) and dead.record.value.endswith(b"corrupt")
+    await again.handle_batch(INPUTS[2:])
+    check_history(bus, table)
+
+
+class DeadBus(Bus):
+    """A bus that keeps the dead letters too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dead: list[DeadLetter] = []
+
+    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
+        await super().publish(records, dead)
+        self.dead += dead

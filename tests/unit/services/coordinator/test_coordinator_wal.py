@@ -74,17 +74,28 @@ def test_a_journal_keeps_one_slot_per_partition_and_clears_head_first() -> None:
     table = Entries()
     journal = Journal(table)
     journal.record({1: INTENT, 4: Intent()})
-    assert journal.pending([1, 2, 4]) == {1: INTENT, 4: Intent()}
+    assert journal.pending([1, 2, 4]) == ({1: INTENT, 4: Intent()}, {})
     table.log.clear()
     journal.clear([1])
     assert table.log[0] == (wal_key(1), None)  # a crash half-way leaves no head
-    assert journal.pending([1, 4]) == {4: Intent()}
+    assert journal.pending([1, 4]) == ({4: Intent()}, {})
     assert table.data.keys() == {wal_key(4), wal_key(4, 0)}
 
 
-def test_a_slot_missing_a_chunk_is_not_carried_out() -> None:
+@pytest.mark.parametrize(("tamper", "why"), [
+    (lambda data: data.pop(wal_key(3, 0)), "0 of 1 chunks found"),
+    (lambda data: data.update({wal_key(3, 0): b"junk"}), "incorrect header check"),
+    (lambda data: data.update({wal_key(3): b"junk"}), "not an intent head"),
+])
+def test_an_unreadable_slot_is_reported_with_its_raw_entries_and_can_be_cleared(
+        tamper: Any, why: str) -> None:
     table = Entries()
-    Journal(table).record({3: INTENT})
-    del table.data[wal_key(3, 0)]
-    with pytest.raises(DecodeError, match="lacks a chunk"):
-        Journal(table).pending([3])
+    journal = Journal(table)
+    journal.record({3: INTENT, 5: INTENT})
+    tamper(table.data)
+    found, unreadable = journal.pending([3, 5])
+    assert found == {5: INTENT}
+    assert list(unreadable) == [3] and why in unreadable[3].reason
+    assert unreadable[3].head == table.data[wal_key(3)]
+    journal.clear([3])
+    assert not any(wal_partition(k) == 3 for k in table.data)
