@@ -102,6 +102,26 @@ def table_entry_key(workflow_id: str, part: str | None = None) -> bytes:
     return (workflow_id if part is None else f"{workflow_id}{TABLE_KEY_SEP}{part}").encode()
 
 
+INTENT_KEY_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
+"""The coordinator table's keys of intents (``services/coordinator/wal.py``) start with it;
+no workflow id is empty, so no workflow's key does."""
+
+
+def intent_key(partition: int, chunk: int | None = None) -> bytes:
+    """The coordinator table's key of a partition's intent head (``chunk`` None) or of
+    its chunk number ``chunk``: ``INTENT_KEY_PREFIX``, the partition, then
+    ``TABLE_KEY_SEP`` and the chunk."""
+    tail = str(partition) if chunk is None else f"{partition}{TABLE_KEY_SEP}{chunk}"
+    return INTENT_KEY_PREFIX + tail.encode()
+
+
+def intent_partition(key: bytes) -> int | None:
+    """The partition of an intent key (head or chunk); None for any other key."""
+    if not key.startswith(INTENT_KEY_PREFIX):
+        return None
+    return int(key[len(INTENT_KEY_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
+
+
 DEADLINE_TIMER = "deadline"
 LEASE_TIMER = "lease"
 

@@ -35,11 +35,11 @@ from headwater.fencing import stop_for
 from headwater.idempotency import conflict
 from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
-from headwater.topics import TABLE_KEY_SEP, Topics
+from headwater.topics import TABLE_KEY_SEP, Topics, intent_key
 from services.common import faults
 from services.coordinator.inputs import decode_input
 from services.coordinator.timers import TimerIndex
-from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable, wal_key
+from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class Coordinator:
         """A dead letter holding an unreadable slot: its head, then its chunks."""
         value = b"".join([unreadable.head, *unreadable.chunks])
         return DeadLetter(InputRecord(f"{self.topics.coordinator_app_id}-intents", partition,
-                                      -1, wal_key(partition), value, []), unreadable.reason)
+                                      -1, intent_key(partition), value, []), unreadable.reason)
 
     async def handle_batch(self, records: Iterable[InputRecord]) -> None:
         """Apply records in order; record each partition's effects as one intent, then

@@ -27,8 +27,7 @@ from headwater.snapshot import (
     load_split,
 )
 from headwater.state import DEFINITION, WorkflowState
-from headwater.topics import TABLE_KEY_SEP, table_entry_key
-from services.coordinator.wal import wal_partition
+from headwater.topics import TABLE_KEY_SEP, intent_partition, table_entry_key
 
 log = logging.getLogger(__name__)
 SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics
@@ -53,9 +52,9 @@ class WorkflowTable(faust.Table[bytes, bytes]):
     def partition_for_key(self, key: Any) -> int | None:
         """The partition the workflow's input records use (Kafka's murmur2 partitioner)."""
         partitions: int = self.partitions or self.app.conf.topic_partitions
-        intent_partition = wal_partition(bytes(key))
-        if intent_partition is not None:
-            return intent_partition % partitions
+        slot = intent_partition(bytes(key))
+        if slot is not None:  # an intent's slot: its own partition
+            return slot % partitions
         workflow_id = bytes(key).split(SEP.encode(), 1)[0]
         hashed: int = murmur2(workflow_id)
         return (hashed & 0x7FFFFFFF) % partitions

@@ -31,14 +31,11 @@ import orjson
 from fastavro.schema import parse_schema
 
 from headwater.errors import DecodeError
-from headwater.topics import TABLE_KEY_SEP
+from headwater.topics import intent_key
 
 CHUNK_BYTES = 1 << 20
 """Largest chunk of an encoded intent, bytes: well under the broker's
 ``message.max.bytes`` (16 MiB in ``infra/kafka.sh``)."""
-
-WAL_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
-"""Table keys of intents start with it (no workflow id is empty, so none collides)."""
 
 _SCHEMA = parse_schema({
     "type": "record", "name": "Intent", "namespace": "headwater.coordinator",
@@ -70,19 +67,6 @@ class Intent:
     records: list[Outgoing] = field(default_factory=list)
 
 
-def wal_key(partition: int, chunk: int | None = None) -> bytes:
-    """The table key of a partition's intent head, or of its chunk ``chunk``."""
-    tail = str(partition) if chunk is None else f"{partition}{TABLE_KEY_SEP}{chunk}"
-    return WAL_PREFIX + tail.encode()
-
-
-def wal_partition(key: bytes) -> int | None:
-    """The partition an intent key (head or chunk) belongs to; None for other keys."""
-    if not key.startswith(WAL_PREFIX):
-        return None
-    return int(key[len(WAL_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
-
-
 def encode(partition: int, intent: Intent) -> list[tuple[bytes, bytes]]:
     """The table entries that hold ``intent``: its chunks, then its head (write in order)."""
     buf = io.BytesIO()
@@ -92,8 +76,8 @@ def encode(partition: int, intent: Intent) -> list[tuple[bytes, bytes]]:
                     for r in intent.records]})
     blob = zlib.compress(buf.getvalue(), 1)
     chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
-    out = [(wal_key(partition, i), chunk) for i, chunk in enumerate(chunks)]
-    out.append((wal_key(partition), orjson.dumps({"v": 1, "chunks": len(chunks)})))
+    out = [(intent_key(partition, i), chunk) for i, chunk in enumerate(chunks)]
+    out.append((intent_key(partition), orjson.dumps({"v": 1, "chunks": len(chunks)})))
     return out
 
 
@@ -157,7 +141,7 @@ class Journal:
         found: dict[int, Intent] = {}
         unreadable: dict[int, Unreadable] = {}
         for p in sorted(partitions):
-            head = self.table.get_entry(wal_key(p))
+            head = self.table.get_entry(intent_key(p))
             if head is None:
                 continue
             chunks = self._chunks(p, head)
@@ -175,11 +159,11 @@ class Journal:
         leaves either the whole intent or none."""
         doomed: list[tuple[bytes, bytes | None]] = []
         for p in sorted(partitions):
-            head = self.table.get_entry(wal_key(p))
+            head = self.table.get_entry(intent_key(p))
             if head is None:
                 continue
-            doomed.append((wal_key(p), None))
-            doomed += [(wal_key(p, i), None) for i in range(len(self._chunks(p, head)))]
+            doomed.append((intent_key(p), None))
+            doomed += [(intent_key(p, i), None) for i in range(len(self._chunks(p, head)))]
         return self.table.write(doomed)
 
     def _chunks(self, partition: int, head: bytes) -> list[bytes]:
@@ -191,7 +175,7 @@ class Journal:
             limit = None
         chunks: list[bytes] = []
         while limit is None or len(chunks) < limit:
-            chunk = self.table.get_entry(wal_key(partition, len(chunks)))
+            chunk = self.table.get_entry(intent_key(partition, len(chunks)))
             if chunk is None:
                 break
             chunks.append(chunk)

@@ -17,12 +17,11 @@ from headwater import events as ev
 from headwater.snapshot import dump_state, load_split
 from headwater.spec import DEFAULT_QUEUE
 from headwater.state import DEFINITION, WorkflowState, evolve
-from headwater.topics import TABLE_KEY_SEP, Topics, table_entry_key
+from headwater.topics import TABLE_KEY_SEP, Topics, intent_key, table_entry_key
 from services.coordinator import handler as handler_module
 from services.coordinator import wal
 from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
 from services.coordinator.timers import TimerIndex
-from services.coordinator.wal import wal_key
 
 TOPICS = Topics("unit")
 WF = "wf-1"
@@ -171,7 +170,7 @@ def check_history(bus: Bus, table: Table) -> None:
     state = folded(events)
     assert state is not None
     assert dump_state(state) == dump_state(stored)
-    assert not any(k.startswith(wal_key(0)) for k in table.entries_)
+    assert not any(k.startswith(intent_key(0)) for k in table.entries_)
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
@@ -237,7 +236,7 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
     with pytest.raises(Killed):
         await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([sub])
     assert bus.records == []
-    assert table.get_entry(wal_key(0, 2)) is not None  # chunked
+    assert table.get_entry(intent_key(0, 2)) is not None  # chunked
     again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
@@ -267,14 +266,14 @@ async def test_an_unreadable_intent_is_dead_lettered_and_its_inputs_applied_agai
     kill_at["point"] = "coordinator.after_intent"
     with pytest.raises(Killed):
         await first.handle_batch(INPUTS[2:4])
-    table.entries_[wal_key(0, 0)] = b"corrupt"
+    table.entries_[intent_key(0, 0)] = b"corrupt"
     table.clear_cache()
     again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     assert again.redone == 0
     [dead] = bus.dead
     assert "unreadable intent of partition 0" in dead.reason
-    assert dead.record.key == wal_key(0) and dead.record.value.endswith(b"corrupt")
+    assert dead.record.key == intent_key(0) and dead.record.value.endswith(b"corrupt")
     await again.handle_batch(INPUTS[2:])
     check_history(bus, table)
 

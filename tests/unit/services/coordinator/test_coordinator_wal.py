@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from headwater.errors import DecodeError
-from headwater.topics import table_entry_key
+from headwater.topics import intent_key, intent_partition, table_entry_key
 from services.coordinator import wal
-from services.coordinator.wal import Intent, Journal, Outgoing, wal_key, wal_partition
+from services.coordinator.wal import Intent, Journal, Outgoing
 
 INTENT = Intent(entries=[(table_entry_key("wf-1"), b'{"seq": 3}'),
                          (table_entry_key("wf-1", "a"), b"\x00\xff" * 40)],
@@ -38,23 +38,23 @@ class Entries:
 
 def test_an_intent_survives_its_entries() -> None:
     entries = wal.encode(5, INTENT)
-    assert [k for k, _ in entries] == [wal_key(5, 0), wal_key(5)]  # chunks, then the head
+    assert [k for k, _ in entries] == [intent_key(5, 0), intent_key(5)]  # chunks, then the head
     assert wal.chunk_count(entries[-1][1]) == 1
     assert wal.decode([v for _, v in entries[:-1]]) == INTENT
 
 
 def test_keys_name_their_partition_and_no_workflow_key_is_one() -> None:
-    assert wal_partition(wal_key(7)) == 7
-    assert wal_partition(wal_key(12, 3)) == 12
-    assert wal_partition(table_entry_key("wf-1")) is None
-    assert wal_partition(table_entry_key("wal", "7")) is None
+    assert intent_partition(intent_key(7)) == 7
+    assert intent_partition(intent_key(12, 3)) == 12
+    assert intent_partition(table_entry_key("wf-1")) is None
+    assert intent_partition(table_entry_key("wal", "7")) is None
 
 
 def test_a_large_intent_is_chunked_and_read_back_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wal, "CHUNK_BYTES", 64)
     big = Intent(records=[Outgoing("t", b"k", bytes(range(256)) * 4)])
     entries = wal.encode(0, big)
-    assert len(entries) > 3 and entries[-1][0] == wal_key(0)
+    assert len(entries) > 3 and entries[-1][0] == intent_key(0)
     assert all(len(v) <= 64 for _, v in entries[:-1])
     assert wal.decode([v for _, v in entries[:-1]]) == big
 
@@ -77,15 +77,15 @@ def test_a_journal_keeps_one_slot_per_partition_and_clears_head_first() -> None:
     assert journal.pending([1, 2, 4]) == ({1: INTENT, 4: Intent()}, {})
     table.log.clear()
     journal.clear([1])
-    assert table.log[0] == (wal_key(1), None)  # a crash half-way leaves no head
+    assert table.log[0] == (intent_key(1), None)  # a crash half-way leaves no head
     assert journal.pending([1, 4]) == ({4: Intent()}, {})
-    assert table.data.keys() == {wal_key(4), wal_key(4, 0)}
+    assert table.data.keys() == {intent_key(4), intent_key(4, 0)}
 
 
 @pytest.mark.parametrize(("tamper", "why"), [
-    (lambda data: data.pop(wal_key(3, 0)), "0 of 1 chunks found"),
-    (lambda data: data.update({wal_key(3, 0): b"junk"}), "incorrect header check"),
-    (lambda data: data.update({wal_key(3): b"junk"}), "not an intent head"),
+    (lambda data: data.pop(intent_key(3, 0)), "0 of 1 chunks found"),
+    (lambda data: data.update({intent_key(3, 0): b"junk"}), "incorrect header check"),
+    (lambda data: data.update({intent_key(3): b"junk"}), "not an intent head"),
 ])
 def test_an_unreadable_slot_is_reported_with_its_raw_entries_and_can_be_cleared(
         tamper: Any, why: str) -> None:
@@ -96,6 +96,6 @@ def test_an_unreadable_slot_is_reported_with_its_raw_entries_and_can_be_cleared(
     found, unreadable = journal.pending([3, 5])
     assert found == {5: INTENT}
     assert list(unreadable) == [3] and why in unreadable[3].reason
-    assert unreadable[3].head == table.data[wal_key(3)]
+    assert unreadable[3].head == table.data[intent_key(3)]
     journal.clear([3])
-    assert not any(wal_partition(k) == 3 for k in table.data)
+    assert not any(intent_partition(k) == 3 for k in table.data)
