@@ -168,7 +168,13 @@ async def test_a_stopping_coordinator_hands_over_at_once_and_loses_nothing(
         took = await eventually(lambda: exited(pid), "exit of the coordinator", 10)
         assert took < 5, took  # well under the 10 s session timeout
         # It left the group: the other has every partition now, not after 10 s.
-        await eventually(lambda: _is(group_size(group), 1), "a one-member group", 3)
+        other_log = second.log_file.stat().st_size
+        try:
+            await eventually(lambda: _is(group_size(group), 1), "a one-member group", 3)
+        except AssertionError as e:  # say whether the other restarted meanwhile
+            tail = second.log_file.read_text(errors="replace")[other_log:]
+            raise AssertionError(f"{e}; the other coordinator's log since: "
+                                 f"{tail[-2000:]}") from e
         log = first.log_file.read_text(errors="replace")[log_start:]
         assert "coordinator stopping (SIGTERM)" in log and "coordinator stopped" in log, log
         assert "restarting" not in log and "exiting at once" not in log, log
