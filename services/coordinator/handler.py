@@ -140,6 +140,7 @@ class Coordinator:
         self.timers = timers
         self.journal = Journal(store)
         self._effects = asyncio.Lock()  # one batch's effects at a time, recovery included
+        self._clearing: list[Awaitable[Any]] = []  # the last batch's slots being emptied
         self.replayed = 0
         """Records skipped because they had been applied before (redelivered)."""
         self.redone = 0
@@ -240,12 +241,17 @@ class Coordinator:
         intents = self._intents(touched, encoded)
         try:
             async with self._effects:
+                # The last batch's slots are empty before this one's intents land: a crash
+                # from here on does not carry that batch out again (its dispatches would
+                # reach workers a second time).
+                await asyncio.gather(*self._clearing)
+                self._clearing = []
                 faults.point("coordinator.before_intent")
                 await asyncio.gather(*self.journal.record(intents))
                 faults.point("coordinator.after_intent")
                 await self._carry_out(intents, dead)
                 faults.point("coordinator.after_publish")
-                self.journal.clear(intents)  # a crash before it lands only repeats records
+                self._clearing = self.journal.clear(intents)  # awaited by the next batch
         except BaseException:
             for wid in touched:
                 self.store.forget(wid)  # the cached states may be ahead of the table

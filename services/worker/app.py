@@ -28,7 +28,7 @@ from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
 from services.worker.attempt import Attempt, AttemptKey, attempt_key, now_ms
-from services.worker.control import CancelledAttempts, ControlListener
+from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
 from services.worker.intake import Intake
 from services.worker.lifecycle import live
@@ -48,6 +48,7 @@ class Worker:
     Attributes:
         running: the attempts running here, by ``(workflow_id, node, index, attempt)``.
         cancelled: attempts the coordinator cancelled lately.
+        finished: attempts that ended here lately, their outcome acknowledged.
         completed: attempts that ended with a reported outcome.
         serving: True once :meth:`serve` takes dispatches.
         stopping: True once :meth:`stop` was called.
@@ -59,7 +60,8 @@ class Worker:
         self.executor = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="task")
         self.completed = 0
         self.running: dict[AttemptKey, Attempt] = {}
-        self.cancelled = CancelledAttempts()
+        self.cancelled = RecentAttempts()
+        self.finished = RecentAttempts()
         self._tasks: set[asyncio.Task[None]] = set()
         self.serving = False
         self.stopping = False
@@ -226,11 +228,12 @@ class Worker:
                 del self.running[attempt.key]
         if not attempt.cancelled:
             self.completed += 1
+            self.finished.add(attempt.key)  # its outcome (or a stand-in) was acknowledged
 
     def _skipped(self, dispatch: ev.TaskDispatched) -> bool:
         """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, it
-        already runs here (a redelivery), or its deadline passed while it was queued (the
-        coordinator times it out)."""
+        already runs or ran here (a redelivery), or its deadline passed while it was
+        queued (the coordinator times it out)."""
         if attempt_key(dispatch) in self.cancelled:
             log.info("skipping %s (%s): cancelled by the coordinator",
                      dispatch.dispatch_id, dispatch.task)
@@ -239,6 +242,12 @@ class Worker:
             # Delivered again after a rebalance, before its offset was committed.
             log.info("skipping %s (%s): it is already running here",
                      dispatch.dispatch_id, dispatch.task)
+            return True
+        if attempt_key(dispatch) in self.finished:
+            # Delivered again (a rebalance, or a coordinator that carried out its last
+            # batch again after a crash): the coordinator has, or will have, its outcome.
+            log.info("skipping %s (%s): it already ran here", dispatch.dispatch_id,
+                     dispatch.task)
             return True
         deadline = dispatch.deadline_ms
         if deadline is not None and now_ms() >= deadline:

@@ -50,8 +50,9 @@ class ControlConsumer(Protocol):
         """Records fetched per partition."""
 
 
-class CancelledAttempts:
-    """The attempts cancelled lately: a set that forgets its oldest entries.
+class RecentAttempts:
+    """Attempts seen lately (cancelled, or finished here): a set that forgets its oldest
+    entries.
 
     Args:
         capacity: entries kept.

@@ -204,3 +204,17 @@ async def test_a_redelivered_dispatch_of_an_attempt_running_here_is_skipped(
             await wait_until(lambda: consumer.committed.get(TP0) == 2)
     assert started(producer) == ["a"]
     assert "skipping a/n/1 (unit.cancel.anap): it is already running here" in caplog.text
+
+
+async def test_a_dispatch_of_an_attempt_that_already_ran_here_is_skipped(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Sent again after its attempt ended (a coordinator carrying out its last batch again
+    after a crash): the attempt does not run a second time."""
+    again = dispatch("unit.cancel.anap", {"seconds": 0.05}, workflow_id="a")
+    consumer = FakeConsumer({TP0: records(again, again)})
+    producer = FakeProducer()
+    with caplog.at_level(logging.INFO, logger="headwater.worker"):
+        async with serving(Worker(settings(concurrency=1)), consumer, producer):
+            await wait_until(lambda: consumer.committed.get(TP0) == 2)
+    assert started(producer) == ["a"]
+    assert "skipping a/n/1 (unit.cancel.anap): it already ran here" in caplog.text

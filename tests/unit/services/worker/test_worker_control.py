@@ -1,4 +1,4 @@
-"""Following the coordinator's cancels (``ControlListener``, ``CancelledAttempts``)."""
+"""Following the coordinator's cancels (``ControlListener``, ``RecentAttempts``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from worker_fakes import Record, dispatch, wait_until
 
 from headwater import codec
 from headwater import events as ev
-from services.worker.control import CancelledAttempts, ControlListener
+from services.worker.control import ControlListener, RecentAttempts
 
 TOPIC = "t.worker-control"
 
@@ -104,7 +104,7 @@ async def test_cancels_are_passed_on_and_other_records_skipped(
 
 
 def test_cancelled_attempts_are_remembered_up_to_a_bound() -> None:
-    remembered = CancelledAttempts(capacity=3)
+    remembered = RecentAttempts(capacity=3)
     for i in range(5):
         remembered.add((f"w{i}", "n", None, 1))
     remembered.add(("w2", "n", None, 1))  # seen again: the newest now
