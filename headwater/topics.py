@@ -153,3 +153,6 @@ JSON_CONTENT_TYPE = "application/json"
 AVRO_CONTENT_TYPE = "application/vnd.apache.avro"
 REASON_HEADER = "reason"
 SOURCE_TOPIC_HEADER = "source-topic"
+VALUE_OMITTED_HEADER = "value-omitted"
+"""On a dead letter sent without the original value (too large with its headers): the
+value's size; ``source-topic``, ``source-partition`` and ``source-offset`` say where it is."""

@@ -15,6 +15,7 @@ import httpx
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from headwater import localstack
@@ -38,7 +39,7 @@ GATEWAY = typer.Option(_default_gateway(), envvar="HEADWATER_GATEWAY_URL",
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    console.print(f"[red]error:[/] {message}")
+    console.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -90,7 +91,7 @@ def up(
     for s in dead:
         s.pid_file.unlink(missing_ok=True)
         tail = s.log_file.read_text(errors="replace").strip().splitlines()[-3:]
-        console.print(f"[red]{s.name} exited[/]: " + " | ".join(tail))
+        console.print(f"[red]{s.name} exited[/]: " + escape(" | ".join(tail)))
     ps()
     if dead:
         raise typer.Exit(1)
@@ -174,7 +175,7 @@ def submit(
         if response.status_code >= 400:
             _problem(response)
         workflow_id = response.json()["id"]
-        console.print(f"workflow [bold]{workflow_id}[/] {response.json()['status']}")
+        console.print(f"workflow [bold]{escape(workflow_id)}[/] {response.json()['status']}")
         if not follow_:
             return
         state = follow(client, f"/v1/workflows/{workflow_id}/events", console)
@@ -185,7 +186,7 @@ def submit(
     if state.status == "succeeded":
         console.print_json(json.dumps(state.output))
     else:
-        console.print(f"[red]{state.error}[/]")
+        console.print(f"[red]{escape(str(state.error))}[/]")
         raise typer.Exit(1)
 
 
@@ -204,18 +205,18 @@ def status(
         console.print_json(response.text)
         return
     doc = response.json()
-    console.print(f"[bold]{doc['id']}[/] {doc['name']} "
+    console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])} "
                   f"[{STYLE.get(doc['status'], '')}]{doc['status']}[/] seq {doc['seq']}")
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""
-        table.add_row(n["id"], n["kind"], n["status"], f"{n['succeeded']}{total}",
-                      str(n["failed"]), n["error"][:60])
+        table.add_row(escape(n["id"]), n["kind"], n["status"], f"{n['succeeded']}{total}",
+                      str(n["failed"]), escape((n["error"] or "")[:60]))
     console.print(table)
     if doc["output"] is not None:
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
-        console.print(f"[red]{doc['error']}[/]")
+        console.print(f"[red]{escape(str(doc['error']))}[/]")
 
 
 @app.command()
@@ -230,7 +231,7 @@ def cancel(
                               json={"reason": reason}, timeout=30)
     if response.status_code >= 400:
         _problem(response)
-    console.print(f"cancel of {workflow_id} requested")
+    console.print(f"cancel of {escape(workflow_id)} requested")
 
 
 # The audit commands live in their own modules (they read Kafka and PostgreSQL directly).

@@ -12,6 +12,7 @@ import orjson
 from httpx_sse import connect_sse
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -131,7 +132,7 @@ def follow(client: httpx.Client, url: str, console: Console) -> FollowState:
     state = FollowState()
 
     def reconnecting(error: Exception) -> None:
-        console.print(f"  (lost the stream: {error}; reconnecting ...)")
+        console.print(f"  (lost the stream: {escape(str(error))}; reconnecting ...)")
 
     if console.is_terminal:
         with Live(state.render(), console=console, refresh_per_second=8) as live:
@@ -142,5 +143,5 @@ def follow(client: httpx.Client, url: str, console: Console) -> FollowState:
         for kind, seq, data in events(client, url, reconnecting):
             note = state.apply(kind, seq, data)
             if note:
-                console.print(f"  [{seq:>5}] {note}")
+                console.print(f"  \\[{seq:>5}] {escape(note)}")
     return state

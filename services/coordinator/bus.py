@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
 from headwater import codec
 from headwater import events as ev
-from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
+from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings
 from services.coordinator.handler import DeadLetter
 from services.coordinator.wal import Outgoing
+
+MAX_REASON_CHARS = 4000
+"""Longest reason kept in a dead letter's header."""
 
 
 class FaustBus:
@@ -54,10 +59,17 @@ class FaustBus:
         await fut
 
     async def _dead_letter(self, dead: DeadLetter) -> Any:
-        """Send the original bytes to the DLQ, with reason and origin headers."""
+        """Send the original bytes to the DLQ, with reason and origin headers. A record
+        that would not fit ``max_message_bytes`` with them (an input near the limit) goes
+        without its value, and says so; its origin headers name where to read it."""
         r = dead.record
-        hdrs = [*r.headers, (REASON_HEADER, dead.reason.encode()),
+        hdrs = [*r.headers, (REASON_HEADER, dead.reason[:MAX_REASON_CHARS].encode()),
                 (SOURCE_TOPIC_HEADER, r.topic.encode()),
                 ("source-partition", str(r.partition).encode()),
                 ("source-offset", str(r.offset).encode())]
-        return await self._dlq.send(key=r.key, value=r.value, headers=hdrs)
+        value = r.value
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(r.key, value, hdrs)
+        if size > self.settings.max_message_bytes:
+            hdrs.append((VALUE_OMITTED_HEADER, f"{len(value or b'')} bytes".encode()))
+            value = None
+        return await self._dlq.send(key=r.key, value=value, headers=hdrs)

@@ -61,13 +61,21 @@ def workflow_of(entry_key: bytes) -> str:
     return entry_key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
 
 
+RECORD_MARGIN_BYTES = 4096
+"""Room left in ``max_bytes`` for what a produced record holds besides its key and value:
+aiokafka refuses a record whose batch (header, record framing, headers) exceeds
+``max_request_size`` (``DefaultRecordBatchBuilder.estimate_size_in_bytes``). A record
+accepted here and refused there would be written into an intent it could never leave."""
+
+
 def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
                    max_bytes: int) -> list[Outgoing]:
     """Encode history events for ``events``; each dispatch once more for its queue's
     topic, and each cancelled attempt once more for ``worker-control`` (workers stop it).
 
     Raises:
-        ValueError: a record does not fit its schema, or exceeds ``max_bytes``.
+        ValueError: a record does not fit its schema, or its key and value exceed
+            ``max_bytes`` less ``RECORD_MARGIN_BYTES``.
     """
     out: list[Outgoing] = []
     for event in events:
@@ -78,10 +86,19 @@ def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
         elif isinstance(event.body, ev.TaskCancelled):
             out.append(Outgoing(topics.worker_control, key, codec.encode(event.body)))
     for o in out:
-        if len(o.value) > max_bytes:
-            raise ValueError(f"a record of {len(o.value)} bytes exceeds the limit of "
-                             f"{max_bytes} (HEADWATER_MAX_MESSAGE_BYTES)")
+        if len(o.key) + len(o.value) > max_bytes - RECORD_MARGIN_BYTES:
+            raise ValueError(f"a record of {len(o.key) + len(o.value)} bytes exceeds the "
+                             f"limit of {max_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
+                             f"{RECORD_MARGIN_BYTES} for its framing")
     return out
+
+
+def misplaced(record: InputRecord, workflow_id: str, home: int) -> str:
+    """The dead-letter reason of an input on another partition than its workflow's."""
+    return (f"{record.topic}[{record.partition}] holds a record of workflow {workflow_id!r}, "
+            f"whose records belong on partition {home}: produce them keyed by the workflow "
+            "id with Kafka's murmur2 partitioner (the Java client's default; librdkafka: "
+            "partitioner=murmur2_random)")
 
 
 @dataclass(frozen=True)
@@ -200,6 +217,10 @@ class Coordinator:
                 dead.append(DeadLetter(record, str(e)))
                 continue
             wid = event.workflow_id
+            home = self.store.partition(wid)
+            if record.partition != home:  # its reports would go elsewhere: it would hang
+                dead.append(DeadLetter(record, misplaced(record, wid, home)))
+                continue
             try:
                 state = touched.get(wid) or self.store.get(wid)
             except DecodeError as e:  # a snapshot we cannot read: keep the input, go on

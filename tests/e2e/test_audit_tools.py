@@ -345,3 +345,15 @@ def test_the_events_topic_keeps_the_history_for_ever(own: Stack) -> None:
 
     found = asyncio.run(retention())
     assert found == {own.topics.events: "-1", own.topics.submissions: str(168 * 3600 * 1000)}
+
+
+def test_status_prints_names_and_errors_holding_console_markup_as_they_are(own: Stack) -> None:
+    """Rich markup in user data (``[/]``, ``[bold]``) is shown, not interpreted."""
+    name = "odd [/] name [bold]"
+    spec = {"name": name, "nodes": [
+        {"id": "a", "task": "e2e.flaky", "input": {"succeed_on": 1}}]}
+    workflow_id = submit(own, spec)
+    assert wait(own, workflow_id)["status"] == "succeeded"
+    result = cli(own, "status", workflow_id, "--gateway", own.gateway)
+    assert result.exit_code == 0, result.stdout
+    assert name in result.stdout, result.stdout

@@ -288,3 +288,36 @@ class DeadBus(Bus):
     async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
         await super().publish(records, dead)
         self.dead += dead
+
+
+async def test_an_input_on_another_partition_than_its_workflows_is_dead_lettered() -> None:
+    """A client that partitions by something else than murmur2 of the key: its workflow's
+    reports would reach another partition (another coordinator) and it would hang."""
+    bus, table = DeadBus(), Table()
+    elsewhere = InputRecord(TOPICS.submissions, 1, 0, WF.encode(),
+                            codec.encode(ev.WorkflowSubmitted(WF, SPEC, {}, AT)), [])
+    await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([elsewhere])
+    [dead] = bus.dead
+    assert dead.reason.startswith(f"{TOPICS.submissions}[1] holds a record of workflow "
+                                  f"'{WF}', whose records belong on partition 0")
+    assert bus.records == [] and table.load(WF) is None
+
+
+async def test_a_record_within_the_limit_but_not_its_framing_fails_the_workflow_as_data(
+        ) -> None:
+    """A dispatch whose value alone fits ``max_record_bytes`` but not with the room aiokafka
+    needs around it: refused before it reaches an intent it could never leave."""
+    limit = 20_000
+    spec = {"name": "big", "nodes": [{"id": "f", "task": "t.f",
+                                      "input": ["${input.blob}"] * 4}]}
+    bus, table = DeadBus(), Table()
+    sub = rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, spec, {"blob": "x" * 4_000},
+                                                          AT))
+    await Coordinator(TOPICS, bus, table, TimerIndex(), limit).handle_batch([sub])
+    [dead] = bus.dead
+    assert "exceeds the limit of 20000" in dead.reason
+    assert limit - 4096 < int(dead.reason.split("a record of ")[1].split()[0]) < limit
+    assert [e.type for e in bus.events()] == ["WorkflowAccepted", "NodeFinished",
+                                             "WorkflowFailed"]
+    assert all(len(r.key) + len(r.value) <= limit for r in bus.records)
+    assert table.get_entry(intent_key(0)) is None

@@ -1,0 +1,61 @@
+"""``FaustBus`` dead letters (with a stand-in for the faust app's topics: what is checked
+is what the bus hands to the producer, not Kafka)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.topics import VALUE_OMITTED_HEADER
+from services.common.settings import CommonSettings
+from services.coordinator.bus import MAX_REASON_CHARS, FaustBus
+from services.coordinator.handler import DeadLetter, InputRecord
+
+
+class Topic:
+    def __init__(self, sent: list[dict[str, Any]]) -> None:
+        self.sent = sent
+
+    async def send(self, **kwargs: Any) -> Any:
+        self.sent.append(kwargs)
+        return _done()
+
+
+async def _done() -> None:
+    return None
+
+
+class App:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def topic(self, name: str, **kwargs: Any) -> Topic:
+        return Topic(self.sent)
+
+
+def bus(limit: int) -> tuple[FaustBus, App]:
+    settings = CommonSettings(**{**CommonSettings.common_from_env(),  # type: ignore[arg-type]
+                                 "max_message_bytes": limit})
+    app = App()
+    return FaustBus(app, settings), app
+
+
+async def test_a_dead_letter_keeps_the_original_bytes_and_says_why() -> None:
+    b, app = bus(1 << 20)
+    record = InputRecord("p.reports", 3, 42, b"wf", b"\x00bad", [("h", b"v")])
+    await b.publish([], [DeadLetter(record, "x" * (MAX_REASON_CHARS + 10))])
+    [sent] = app.sent
+    headers = dict(sent["headers"])
+    assert sent["value"] == b"\x00bad" and sent["key"] == b"wf"
+    assert headers["reason"] == b"x" * MAX_REASON_CHARS
+    assert (headers["source-topic"], headers["source-partition"],
+            headers["source-offset"]) == (b"p.reports", b"3", b"42")
+    assert VALUE_OMITTED_HEADER not in headers
+
+
+async def test_a_dead_letter_too_large_with_its_headers_goes_without_its_value() -> None:
+    b, app = bus(10_000)
+    record = InputRecord("p.submissions", 0, 7, b"wf", b"v" * 9_990, [])
+    await b.publish([], [DeadLetter(record, "too large to apply")])
+    [sent] = app.sent
+    assert sent["value"] is None
+    assert dict(sent["headers"])[VALUE_OMITTED_HEADER] == b"9990 bytes"
