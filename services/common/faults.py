@@ -1,7 +1,8 @@
 """Fault points: places where a test can make a service kill itself with SIGKILL.
 
 ``HEADWATER_FAULTS`` names points and the hit at which to die, comma-separated:
-``coordinator.after_publish=3`` kills the process the third time it passes that point.
+``coordinator.after_publish=3`` kills the process the third time it passes that point;
+``coordinator.before_intent=3:stop`` stops it there (SIGSTOP) instead.
 Unset (always, outside the fault-injection suite) every point is a dictionary lookup
 that does nothing. SIGKILL rather than an exception: nothing may run after the point
 (no ``finally``, no flush, no commit), exactly as when the machine loses power.
@@ -40,20 +41,28 @@ POINTS = frozenset({
 log = logging.getLogger("headwater.faults")
 
 
-def parse(spec: str) -> dict[str, int]:
-    """``"a=3,b=1"`` -> ``{"a": 3, "b": 1}``.
+STOP = "stop"
+"""The action after ``:``: SIGSTOP instead of SIGKILL (the process stands still until a
+SIGCONT, as a frozen container would; ``services/coordinator/pause.py``)."""
+
+
+def parse(spec: str) -> dict[str, tuple[int, str]]:
+    """``"a=3,b=1:stop"`` -> ``{"a": (3, "kill"), "b": (1, "stop")}``.
 
     Raises:
-        ValueError: an unknown point or a hit number below 1.
+        ValueError: an unknown point or action, or a hit number below 1.
     """
-    out: dict[str, int] = {}
+    out: dict[str, tuple[int, str]] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
-        name, _, hit = part.partition("=")
+        name, _, rest = part.partition("=")
+        hit, _, action = rest.partition(":")
         if name not in POINTS:
             raise ValueError(f"{ENV}: unknown fault point {name!r} (one of {sorted(POINTS)})")
         if not hit.isdigit() or int(hit) < 1:
             raise ValueError(f"{ENV}: {part!r} needs a hit number >= 1, e.g. {name}=3")
-        out[name] = int(hit)
+        if action not in ("", STOP):
+            raise ValueError(f"{ENV}: {part!r}: unknown action {action!r} (none, or {STOP})")
+        out[name] = (int(hit), action or "kill")
     return out
 
 
@@ -62,11 +71,18 @@ _hits: dict[str, int] = {}
 
 
 def point(name: str) -> None:
-    """Pass the fault point ``name``; die here (SIGKILL) if this is the armed hit."""
+    """Pass the fault point ``name``; at the armed hit, die here (SIGKILL) or, with the
+    ``stop`` action, stand still (SIGSTOP) until continued."""
     if not _armed or name not in _armed:
         return
     _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] == _armed[name]:
-        log.critical("fault point %s reached (hit %d): SIGKILL", name, _hits[name])
-        logging.shutdown()
-        os.kill(os.getpid(), signal.SIGKILL)
+    hit, action = _armed[name]
+    if _hits[name] != hit:
+        return
+    if action == STOP:
+        log.critical("fault point %s reached (hit %d): SIGSTOP", name, hit)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    log.critical("fault point %s reached (hit %d): SIGKILL", name, hit)
+    logging.shutdown()
+    os.kill(os.getpid(), signal.SIGKILL)

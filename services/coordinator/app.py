@@ -22,6 +22,7 @@ from services.coordinator.bus import FaustBus
 from services.coordinator.continuity import OffsetContinuity
 from services.coordinator.handler import Coordinator, InputRecord
 from services.coordinator.membership import leave_group
+from services.coordinator.pause import PauseWatch
 from services.coordinator.projection import run_projector
 from services.coordinator.settings import Settings
 from services.coordinator.shutdown import CoordinatorWorker, Unfinished, exit_now, finish
@@ -30,6 +31,8 @@ from services.coordinator.timers import TimerIndex
 
 log = logging.getLogger("headwater.coordinator")
 TABLE_NAME = "workflows"  # faust names its changelog <app id>-<table>-changelog
+SESSION_TIMEOUT_S = 10.0
+"""Kafka's ``session.timeout.ms`` of the coordinators' group, seconds."""
 BATCH_GRACE_S = 15.0
 """How long a batch may take to finish once the agent is cancelled (the coordinator is
 stopping), seconds; past it the process exits without acknowledging the batch."""
@@ -54,7 +57,7 @@ def create_app(settings: Settings) -> faust.App:
         web_enabled=False,
         broker_commit_interval=0.5,
         # A crashed coordinator's partitions move after 10 s, not faust's default 60 s.
-        broker_session_timeout=10.0,
+        broker_session_timeout=SESSION_TIMEOUT_S,
         broker_heartbeat_interval=3.0,
         key_serializer="raw",
         value_serializer="raw",
@@ -69,7 +72,10 @@ def create_app(settings: Settings) -> faust.App:
     store = TableStore(table)
     timers = TimerIndex()
     timers.leases_from_ms = int(time.time() * 1000)
-    coordinator = Coordinator(topics, bus, store, timers, settings.max_message_bytes)
+    # Stood still for half a session: its partitions may be moving; write nothing more.
+    watch = PauseWatch(SESSION_TIMEOUT_S / 2).start()
+    coordinator = Coordinator(topics, bus, store, timers, settings.max_message_bytes,
+                              fence=watch.check)
     rescan = asyncio.Event()
     rescan.set()
 

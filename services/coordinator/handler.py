@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,6 +101,10 @@ def misplaced(record: InputRecord, workflow_id: str, home: int) -> str:
             "partitioner=murmur2_random)")
 
 
+class Fenced(Exception):
+    """This process must not write any more (its partitions may belong to another)."""
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     """A record that could not be applied, and why."""
@@ -149,8 +153,12 @@ class Coordinator:
     """Turns input records into history, dispatches and snapshots."""
 
     def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex,
-                 max_record_bytes: int) -> None:
+                 max_record_bytes: int, fence: Callable[[], str | None] = lambda: None,
+                 ) -> None:
+        """``fence`` says why this process must not write any more (``PauseWatch.check``),
+        or None; it is asked before each intent and before carrying one out."""
         self.topics = topics
+        self.fence = fence
         self.max_record_bytes = max_record_bytes
         self.bus = bus
         self.store = store
@@ -173,6 +181,7 @@ class Coordinator:
             Exception: publishing or writing failed.
         """
         async with self._effects:
+            self._check_fence()
             pending, unreadable = self.journal.pending(partitions)
             if not pending and not unreadable:
                 return
@@ -267,9 +276,11 @@ class Coordinator:
                 # reach workers a second time).
                 await asyncio.gather(*self._clearing)
                 self._clearing = []
+                self._check_fence()
                 faults.point("coordinator.before_intent")
                 await asyncio.gather(*self.journal.record(intents))
                 faults.point("coordinator.after_intent")
+                self._check_fence()
                 await self._carry_out(intents, dead)
                 faults.point("coordinator.after_publish")
                 self._clearing = self.journal.clear(intents)  # awaited by the next batch
@@ -279,6 +290,11 @@ class Coordinator:
             raise
         for wid, state in touched.items():
             self.timers.arm(state, changed[wid])
+
+    def _check_fence(self) -> None:
+        why = self.fence()
+        if why is not None:
+            raise Fenced(why)
 
     def _intents(self, touched: dict[str, WorkflowState],
                  encoded: list[Outgoing]) -> dict[int, Intent]:

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,12 +15,12 @@ from services.common import faults
 
 def test_parse_names_points_and_hits() -> None:
     assert faults.parse("") == {}
-    assert faults.parse("coordinator.after_publish=3, worker.after_start=1") == {
-        "coordinator.after_publish": 3, "worker.after_start": 1}
+    assert faults.parse("coordinator.after_publish=3, worker.after_start=1:stop") == {
+        "coordinator.after_publish": (3, "kill"), "worker.after_start": (1, "stop")}
 
 
 @pytest.mark.parametrize("bad", ["nowhere=1", "worker.after_start", "worker.after_start=0",
-                                 "worker.after_start=x"])
+                                 "worker.after_start=x", "worker.after_start=1:pause"])
 def test_parse_rejects_unknown_points_and_bad_hits(bad: str) -> None:
     with pytest.raises(ValueError, match="HEADWATER_FAULTS"):
         faults.parse(bad)
@@ -39,3 +40,27 @@ def test_the_process_dies_by_sigkill_at_the_armed_hit() -> None:
                           text=True, timeout=60, cwd=os.getcwd())
     assert done.returncode == -signal.SIGKILL
     assert done.stdout.split() == ["0", "1", "2"]
+
+
+def test_the_process_stands_still_at_an_armed_stop_until_continued() -> None:
+    code = ("from services.common import faults\n"
+            "for i in range(3):\n"
+            "    faults.point('worker.after_outcome')\n"
+            "    print(i, flush=True)\n")
+    env = {**os.environ, faults.ENV: "worker.after_outcome=2:stop"}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                            text=True, cwd=os.getcwd())
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "0\n"
+    deadline = time.monotonic() + 30
+    while _state(proc.pid) != "T":
+        assert time.monotonic() < deadline, "never stopped"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, _ = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (0, "1\n2\n")
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]

@@ -1,0 +1,79 @@
+"""A coordinator stopped (SIGSTOP) past its session timeout with a batch in hand, then
+resumed, on the real broker: the other coordinator has taken its partitions meanwhile,
+and the resumed one must not write that batch with the state it held
+(``services/coordinator/pause.py``); every history stays one history."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+from stackkit import Stack, read_topic
+from test_shutdown import _at_least, _is, _produce_submissions, eventually, group_size, python
+
+from headwater import localstack
+
+
+async def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+PAUSE_S = 14.0
+"""Past the 10 s session timeout, as a frozen container or VM would be."""
+
+
+async def test_a_coordinator_resumed_after_a_long_stop_writes_nothing_stale(
+        stack: Stack) -> None:
+    first = next(s for s in stack.services if s.name == "coordinator")
+    second = localstack.Service("coordinator-paused", python("services.coordinator"))
+    # It stops itself right before writing the intent of its 15th batch.
+    stack.start(second, {"HEADWATER_FAULTS": "coordinator.before_intent=15:stop"})
+    group = stack.topics.coordinator_app_id
+    pid = None
+    try:
+        await eventually(lambda: _is(group_size(group), 2), "a second coordinator", 40)
+        spec = {"name": "chain", "nodes": [
+            {"id": f"n{i}", "task": "e2e.digest", "input": {"value": i, "seconds": 0.2},
+             **({"needs": [f"n{i - 1}"]} if i else {})} for i in range(6)]}
+        ids = [f"pause-{uuid.uuid4().hex[:8]}" for _ in range(40)]
+        pid = localstack.read_pid(second.pid_file)
+        assert pid is not None
+        await _produce_submissions(stack, spec, ids)
+        await eventually(lambda: _stopped(pid), "the fault point's SIGSTOP", 60)
+        await asyncio.sleep(PAUSE_S)
+        os.kill(pid, signal.SIGCONT)
+        resumed_at = time.monotonic()
+
+        wanted = set(ids)
+
+        def all_done(records: list[Any]) -> bool:
+            return wanted <= {r.workflow_id for r in records if r.terminal}
+
+        records = await read_topic(stack.topics.events, all_done, timeout_s=90)
+        histories: dict[str, dict[int, Any]] = {w: {} for w in ids}
+        for r in records:
+            if r.workflow_id in wanted:
+                seen = histories[r.workflow_id].setdefault(r.seq, r)
+                assert seen == r, (seen, r)  # no seq recorded with two bodies
+        for workflow_id, history in histories.items():
+            assert sorted(history) == list(range(1, len(history) + 1)), workflow_id
+            terminal = [s for s, r in history.items() if r.terminal]
+            assert terminal == [len(history)], workflow_id
+            assert history[len(history)].type == "WorkflowSucceeded", workflow_id
+        log = second.log_file.read_text(errors="replace")
+        resumed = log[log.index("coordinator.before_intent reached"):]
+        # The batch in hand was refused, and the process rejoined as a new member.
+        assert "Fenced: the process stood still for" in resumed, resumed[-3000:]
+        assert "restarting: a batch failed half-way" in resumed, resumed[-3000:]
+        assert time.monotonic() - resumed_at < 90
+    finally:
+        if pid is not None:
+            os.kill(pid, signal.SIGCONT)
+        stack.stop(second)
+        stack.services.remove(second)
+        await eventually(lambda: _at_least(group_size(group), 1), "the coordinator", 40)
+        assert localstack.alive(localstack.read_pid(first.pid_file) or -1)
