@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Iterable
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError
 
@@ -75,3 +75,24 @@ def header(headers: Iterable[tuple[str, bytes]] | None, name: str) -> str | None
         if key == name:
             return value.decode(errors="replace") if value is not None else None
     return None
+
+
+async def committed_offsets(settings: CommonSettings, group: str,
+                            partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The consumer group's committed offsets (the next offset to read) of ``partitions``,
+    from the broker (Kafka's OffsetFetch); partitions without one are left out.
+
+    Raises:
+        KafkaError: the broker could not answer.
+    """
+    wanted = [TopicPartition(t, p) for t, p in partitions]
+    if not wanted:
+        return {}
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    await admin.start()
+    try:
+        found = await admin.list_consumer_group_offsets(group, partitions=wanted)
+    finally:
+        await admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in found.items()
+            if meta.offset >= 0}

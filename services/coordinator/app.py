@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import faust
 
 from headwater import events as ev
-from services.common.kafka import ensure_topics
+from services.common.kafka import committed_offsets, ensure_topics
 from services.coordinator.bus import FaustBus
 from services.coordinator.continuity import OffsetContinuity
 from services.coordinator.handler import Coordinator, InputRecord
@@ -91,6 +91,14 @@ def create_app(settings: Settings) -> faust.App:
         timers.clear()
         timers.leases_from_ms = int(time.time() * 1000)
         rescan.set()
+        # Before the streams resume: where each assigned input partition must start.
+        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment()
+                    if tp.topic in topics.inputs]
+        try:
+            continuity.expect(await committed_offsets(settings, topics.coordinator_app_id,
+                                                      assigned))
+        except Exception as e:  # the check is a safeguard; go on without it this time
+            log.warning("cannot read the committed offsets (%s: %s)", type(e).__name__, e)
 
     app.on_rebalance_complete.connect(_on_rebalance)  # type: ignore[arg-type]
 

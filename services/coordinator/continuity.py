@@ -6,11 +6,16 @@ can drop a record whose delivery to the stream was interrupted (a rebalance star
 while the stream's buffer was full) and go on after it; applying later records first
 would then make the history depend on delivery luck. The coordinator restarts instead,
 before acknowledging the batch, and resumes from the last committed offset.
+
+The first record of a partition after it was assigned is checked against the group's
+committed offset (``expect``): faust commits past a single unacknowledged record at the
+head of a partition (``Consumer._new_offset`` treats ``min(acked) - committed == 1`` as no
+gap), so a record dropped right after a rebalance would otherwise be lost for good.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class OffsetContinuity:
@@ -34,6 +39,13 @@ class OffsetContinuity:
             if last is None or offset > last:
                 self._last[key] = offset
         return None
+
+    def expect(self, committed: Mapping[tuple[str, int], int]) -> None:
+        """Partitions assigned: their next records start at these committed offsets (the
+        next offset to read; partitions without a committed offset are not checked)."""
+        for key, offset in committed.items():
+            if offset >= 0:
+                self._last[key] = offset - 1
 
     def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Partitions revoked: another process may move them on meanwhile."""

@@ -40,5 +40,5 @@ def leave_group(app: Any, timeout_s: float = LEAVE_TIMEOUT_S) -> bool:
     except Exception as e:  # anything at all: the process ends right after
         log.warning("could not leave the consumer group: %s: %s", type(e).__name__, e)
         return False
-    log.info("left the consumer group")
+    log.warning("left the consumer group")
     return True

@@ -22,3 +22,22 @@ def test_the_first_offset_after_assignment_and_after_revocation_is_accepted() ->
     c.forget([("r", 0)])
     assert c.check([("r", 0, 500)]) is None  # another process moved it on meanwhile
     assert c.check([("r", 1, 3), ("r", 0, 502)]) == "r[0]: offsets 501..501 were skipped"
+
+
+def test_the_first_record_after_an_assignment_must_be_at_the_committed_offset() -> None:
+    c = OffsetContinuity()
+    c.expect({("r", 0): 7, ("r", 1): 3})
+    assert c.check([("r", 0, 7), ("r", 0, 8)]) is None
+    assert c.check([("r", 1, 4)]) == "r[1]: offsets 3..3 were skipped"
+
+
+def test_records_before_the_committed_offset_are_no_skip() -> None:
+    c = OffsetContinuity()
+    c.expect({("r", 0): 7})
+    assert c.check([("r", 0, 5), ("r", 0, 6), ("r", 0, 7)]) is None
+
+
+def test_partitions_without_a_committed_offset_are_not_checked_at_first() -> None:
+    c = OffsetContinuity()
+    c.expect({("r", 0): -1})
+    assert c.check([("r", 0, 40)]) is None
