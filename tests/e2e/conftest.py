@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,3 +32,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield s
     finally:
         stop_stack(s)
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
+    """A private stack for one module, whose workflows and consumer-group members other
+    tests must not see (sandboxes set ``HEADWATER_HOME`` for localstack's pid files: put
+    back the session's, and set this one's again to stop it)."""
+    before = os.environ.get("HEADWATER_HOME")
+    home = tmp_path_factory.mktemp("own")
+    stack = start_stack(home)
+    _set_home(before)
+    try:
+        yield stack
+    finally:
+        os.environ["HEADWATER_HOME"] = str(home)
+        try:
+            stop_stack(stack)
+        finally:
+            _set_home(before)
+
+
+def _set_home(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("HEADWATER_HOME", None)
+    else:
+        os.environ["HEADWATER_HOME"] = value

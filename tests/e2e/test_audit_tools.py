@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from click.testing import Result
-from stackkit import ADMIN_DSN, BOOTSTRAP, Stack, start_stack, stop_stack
+from stackkit import ADMIN_DSN, BOOTSTRAP, Stack
 from typer.testing import CliRunner
 
 from headwater.cli import app
@@ -66,31 +64,6 @@ EXPECTED = {"diamond": "succeeded", "map": "succeeded", "failing": "failed",
 KEYS = {"workflows": "workflow_id", "nodes": "workflow_id, node",
         "tasks": "workflow_id, task_key", "events": "workflow_id, seq"}
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def own(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
-    """A private stack (sandboxes set ``HEADWATER_HOME`` for localstack's pid files: put
-    back the session's, and set this one's again to stop it)."""
-    before = os.environ.get("HEADWATER_HOME")
-    home = tmp_path_factory.mktemp("audit")
-    stack = start_stack(home)
-    _set_home(before)
-    try:
-        yield stack
-    finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_stack(stack)
-        finally:
-            _set_home(before)
-
-
-def _set_home(value: str | None) -> None:
-    if value is None:
-        os.environ.pop("HEADWATER_HOME", None)
-    else:
-        os.environ["HEADWATER_HOME"] = value
 
 
 def submit(stack: Stack, spec: dict[str, Any], workflow_input: Any = None) -> str:

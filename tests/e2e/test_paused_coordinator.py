@@ -10,10 +10,17 @@ import os
 import signal
 import time
 import uuid
-from typing import Any
 
-from stackkit import Stack, read_topic
-from test_shutdown import _at_least, _is, _produce_submissions, eventually, group_size, python
+from stackkit import Stack
+from test_shutdown import (
+    _at_least,
+    _is,
+    _produce_submissions,
+    eventually,
+    group_size,
+    python,
+    whole_histories,
+)
 
 from headwater import localstack
 
@@ -27,8 +34,10 @@ PAUSE_S = 14.0
 
 
 async def test_a_coordinator_resumed_after_a_long_stop_writes_nothing_stale(
-        stack: Stack) -> None:
-    first = next(s for s in stack.services if s.name == "coordinator")
+        own: Stack) -> None:
+    """On a private stack: the restarted coordinator leaves ghosts behind in the groups
+    of the coordinators and of the projection, which other tests would count."""
+    stack = own
     second = localstack.Service("coordinator-paused", python("services.coordinator"))
     # It stops itself right before writing the intent of its 15th batch.
     stack.start(second, {"HEADWATER_FAULTS": "coordinator.before_intent=15:stop"})
@@ -48,22 +57,7 @@ async def test_a_coordinator_resumed_after_a_long_stop_writes_nothing_stale(
         os.kill(pid, signal.SIGCONT)
         resumed_at = time.monotonic()
 
-        wanted = set(ids)
-
-        def all_done(records: list[Any]) -> bool:
-            return wanted <= {r.workflow_id for r in records if r.terminal}
-
-        records = await read_topic(stack.topics.events, all_done, timeout_s=90)
-        histories: dict[str, dict[int, Any]] = {w: {} for w in ids}
-        for r in records:
-            if r.workflow_id in wanted:
-                seen = histories[r.workflow_id].setdefault(r.seq, r)
-                assert seen == r, (seen, r)  # no seq recorded with two bodies
-        for workflow_id, history in histories.items():
-            assert sorted(history) == list(range(1, len(history) + 1)), workflow_id
-            terminal = [s for s, r in history.items() if r.terminal]
-            assert terminal == [len(history)], workflow_id
-            assert history[len(history)].type == "WorkflowSucceeded", workflow_id
+        await whole_histories(stack, ids, timeout_s=90)
         log = second.log_file.read_text(errors="replace")
         resumed = log[log.index("coordinator.before_intent reached"):]
         # The batch in hand was refused, and the process rejoined as a new member.
@@ -76,4 +70,3 @@ async def test_a_coordinator_resumed_after_a_long_stop_writes_nothing_stale(
         stack.stop(second)
         stack.services.remove(second)
         await eventually(lambda: _at_least(group_size(group), 1), "the coordinator", 40)
-        assert localstack.alive(localstack.read_pid(first.pid_file) or -1)

@@ -29,11 +29,20 @@ from headwater.sandbox import free_port
 
 async def group_size(group: str) -> int:
     """Members of the consumer group ``group`` now."""
+    return len(await group_members(group))
+
+
+async def group_members(group: str, stable: bool = False) -> set[str]:
+    """The member ids of the consumer group ``group`` now (with ``stable``: an empty set
+    unless the group is ``Stable``, no rebalance under way)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
     await admin.start()
     try:
         (response,) = await admin.describe_consumer_groups([group])
-        return len(response.groups[0][5])  # (error, group, state, protocol type, ..., members)
+        # (error, group, state, protocol type, protocol, members: (member id, ...))
+        if stable and response.groups[0][2] != "Stable":
+            return set()
+        return {m[0] for m in response.groups[0][5]}
     finally:
         await admin.close()
 
@@ -179,20 +188,7 @@ async def test_a_stopping_coordinator_hands_over_at_once_and_loses_nothing(
         assert "coordinator stopping (SIGTERM)" in log and "coordinator stopped" in log, log
         assert "restarting" not in log and "exiting at once" not in log, log
 
-        wanted = set(ids)
-
-        def all_done(records: list[Any]) -> bool:
-            return wanted <= {r.workflow_id for r in records if r.terminal}
-
-        records = await read_topic(stack.topics.events, all_done, timeout_s=60)
-        histories: dict[str, dict[int, Any]] = {w: {} for w in ids}
-        for r in records:
-            if r.workflow_id in wanted:
-                seen = histories[r.workflow_id].setdefault(r.seq, r)
-                assert seen == r, (seen, r)  # a replayed event is the same event
-        for workflow_id, history in histories.items():
-            assert sorted(history) == list(range(1, len(history) + 1)), workflow_id
-            assert history[len(history)].type == "WorkflowSucceeded", workflow_id
+        histories = await whole_histories(stack, ids, timeout_s=60)
         ended_ms = sorted(h[len(h)].body.at_ms for h in histories.values())
         assert ended_ms[-1] > killed_ms, "the batch was over before the SIGTERM"
     finally:
@@ -200,6 +196,29 @@ async def test_a_stopping_coordinator_hands_over_at_once_and_loses_nothing(
         await eventually(lambda: _at_least(group_size(group), 2), "the coordinator back", 40)
         stack.stop(second)
         stack.services.remove(second)
+
+
+async def whole_histories(stack: Stack, ids: list[str],
+                          timeout_s: float) -> dict[str, dict[int, Any]]:
+    """Read the events topic until every workflow of ``ids`` has ended; check that each
+    history is whole (seq 1..n, no seq with two bodies, one terminal event, the last, a
+    success) and return them, by workflow and seq."""
+    wanted = set(ids)
+
+    def all_done(records: list[Any]) -> bool:
+        return wanted <= {r.workflow_id for r in records if r.terminal}
+
+    records = await read_topic(stack.topics.events, all_done, timeout_s=timeout_s)
+    histories: dict[str, dict[int, Any]] = {w: {} for w in ids}
+    for r in records:
+        if r.workflow_id in wanted:
+            seen = histories[r.workflow_id].setdefault(r.seq, r)
+            assert seen == r, (seen, r)  # a replayed event is the same event
+    for workflow_id, history in histories.items():
+        assert sorted(history) == list(range(1, len(history) + 1)), workflow_id
+        assert [s for s, r in history.items() if r.terminal] == [len(history)], workflow_id
+        assert history[len(history)].type == "WorkflowSucceeded", workflow_id
+    return histories
 
 
 async def _fresh(url: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -261,18 +280,27 @@ async def test_a_stopping_standalone_projector_commits_and_leaves_its_group(
     """``python -m services.projector`` beside the coordinator's own projector: on
     SIGTERM it exits 0 within seconds and leaves the projection group at once."""
     group = stack.topics.projection_group
-    before = await group_size(group)
+    before = await group_members(group)
     projector = localstack.Service("projector-2", python("services.projector"))
     stack.start(projector)
     try:
-        await eventually(lambda: _is(group_size(group), before + 1), "a second projector",
-                         40)
+        joined: set[str] = set()
+
+        async def joined_now() -> bool:  # and the group settled (no rebalance under way)
+            joined.update(await group_members(group, stable=True) - before)
+            return bool(joined)
+
+        await eventually(joined_now, "a second projector in a stable group", 40)
         pid = localstack.read_pid(projector.pid_file)
         assert pid is not None
         os.kill(pid, signal.SIGTERM)
         took = await eventually(lambda: exited(pid), "exit of the projector", 10)
         assert took < 5, took
-        await eventually(lambda: _is(group_size(group), before), "the group without it", 3)
+
+        async def left() -> bool:
+            return not (await group_members(group)) & joined
+
+        await eventually(left, "the group without it", 3)
         log = projector.log_file.read_text(errors="replace")
         assert "SIGTERM: stopping" in log and "Traceback" not in log, log
     finally:

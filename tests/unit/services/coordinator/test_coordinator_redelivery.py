@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from headwater import codec
 from headwater import events as ev
-from headwater.snapshot import dump_state, load_split
+from headwater.snapshot import dump_state
 from headwater.spec import DEFAULT_QUEUE
-from headwater.state import DEFINITION, WorkflowState, evolve
-from headwater.topics import TABLE_KEY_SEP, Topics, intent_key, table_entry_key
+from headwater.state import WorkflowState, evolve
+from headwater.topics import TABLE_KEY_SEP, Topics, intent_key
 from services.coordinator import handler as handler_module
 from services.coordinator import wal
 from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
+from services.coordinator.store import TableStore
 from services.coordinator.timers import TimerIndex
 
 TOPICS = Topics("unit")
@@ -47,59 +48,38 @@ class Bus:
         return [codec.decode(r.value) for r in self.records if r.topic == TOPICS.events]
 
 
-class Table:
-    """Raw entries, durable as soon as written (what survives a crash)."""
+class FaustTable:
+    """What ``TableStore`` uses of a faust table: its local store, and a changelog whose
+    records are durable as soon as sent (a crash loses nothing written before it)."""
 
     def __init__(self) -> None:
-        self.entries_: dict[bytes, bytes] = {}
-        self.cache: dict[str, WorkflowState] = {}
+        self.data: dict[bytes, bytes] = {}
 
-    def get(self, workflow_id: str) -> WorkflowState | None:
-        state = self.cache.get(workflow_id)
-        if state is None:
-            state = self.load(workflow_id)
-            if state is not None:
-                self.cache[workflow_id] = state
-        return state
+    def get(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
 
-    def load(self, workflow_id: str) -> WorkflowState | None:
-        header = self.entries_.get(table_entry_key(workflow_id))
-        if header is None:
-            return None
-        return load_split(header, self.entries_[table_entry_key(workflow_id, DEFINITION)],
-                          lambda key: self.entries_.get(table_entry_key(workflow_id, key)))
+    def keys(self) -> list[bytes]:
+        return list(self.data)
 
-    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
-        from headwater.snapshot import dump_definition, dump_header, dump_task
-
-        wid = state.workflow_id
-        out = [(table_entry_key(wid, p),
-                dump_definition(state) if p == DEFINITION else dump_task(state, p))
-               for p in sorted(state.dirty)]
-        state.dirty.clear()
-        out.append((table_entry_key(wid), dump_header(state)))
-        self.cache[wid] = state
-        return out
-
-    def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
-        for key, value in entries:
-            if value is None:
-                self.entries_.pop(key, None)
-            else:
-                self.entries_[key] = value
-        return []
-
-    def get_entry(self, key: bytes) -> bytes | None:
-        return self.entries_.get(key)
-
-    def partition(self, workflow_id: str) -> int:
+    def partition_for_key(self, key: bytes) -> int:
         return 0
 
-    def forget(self, workflow_id: str) -> None:
-        self.cache.pop(workflow_id, None)
+    def send_changelog(self, partition: int, key: bytes, value: bytes | None) -> Any:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
 
-    def clear_cache(self) -> None:
-        self.cache.clear()
+
+class Table(TableStore):
+    """The real store over ``FaustTable``."""
+
+    def __init__(self) -> None:
+        super().__init__(FaustTable())
+
+    @property
+    def entries_(self) -> dict[bytes, bytes]:
+        data: dict[bytes, bytes] = self.table.data
+        return data
 
 
 def rec(topic: str, offset: int, value: Any) -> InputRecord:
