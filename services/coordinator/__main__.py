@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 
 from services.coordinator.app import create_app, prepare
@@ -16,7 +17,8 @@ def main() -> None:
     settings = Settings.from_env()
     asyncio.run(prepare(settings))
     app = create_app(settings)
-    sys.argv = [sys.argv[0], "worker", "--loglevel", "warn", "--without-web"]
+    level = os.environ.get("HEADWATER_LOG_LEVEL", "warn").lower()
+    sys.argv = [sys.argv[0], "worker", "--loglevel", level, "--without-web"]
     app.main()
 
 

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any, NoReturn
 
 import faust
@@ -95,8 +96,9 @@ def create_app(settings: Settings) -> faust.App:
         assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment()
                     if tp.topic in topics.inputs]
         try:
-            continuity.expect(await committed_offsets(settings, topics.coordinator_app_id,
-                                                      assigned))
+            committed = await committed_offsets(settings, topics.coordinator_app_id, assigned)
+            log.info("assigned %s; committed offsets %s", sorted(assigned), committed)
+            continuity.expect(committed)
         except Exception as e:  # the check is a safeguard; go on without it this time
             log.warning("cannot read the committed offsets (%s: %s)", type(e).__name__, e)
 
@@ -133,6 +135,10 @@ def create_app(settings: Settings) -> faust.App:
                     (e.message.topic, e.message.partition, e.message.offset) for e in batch)
                 if skipped:
                     restart_or_exit(f"input records were skipped ({skipped})")
+                if log.isEnabledFor(logging.INFO):  # HEADWATER_LOG_LEVEL=info
+                    log.info("batch: %s", offset_ranges(
+                        (e.message.topic, e.message.partition, e.message.offset)
+                        for e in batch))
                 records = [InputRecord(e.message.topic, e.message.partition,
                                        e.message.offset, e.message.key, e.message.value,
                                        list(e.message.headers or ())) for e in batch]
@@ -170,6 +176,15 @@ def create_app(settings: Settings) -> faust.App:
             await run_projector(settings)
 
     return app
+
+
+def offset_ranges(records: Iterable[tuple[str, int, int]]) -> str:
+    """``topic[partition]@first..last`` per input partition of a batch, for the log."""
+    ranges: dict[tuple[str, int], list[int]] = {}
+    for topic, partition, offset in records:
+        seen = ranges.setdefault((topic, partition), [offset, offset])
+        seen[0], seen[1] = min(seen[0], offset), max(seen[1], offset)
+    return " ".join(f"{t}[{p}]@{a}..{b}" for (t, p), (a, b) in sorted(ranges.items()))
 
 
 def restart(reason: str) -> NoReturn:

@@ -214,6 +214,7 @@ class Coordinator:
             Exception: only if writing to Kafka fails; the batch must then not be
                 committed (the caller stops the process).
         """
+        replayed_before = self.replayed
         touched: dict[str, WorkflowState] = {}
         out: list[ev.HistoryEvent] = []
         encoded: list[Outgoing] = []
@@ -265,6 +266,9 @@ class Coordinator:
         for d in dead:
             log.warning("dead-lettering %s[%d]@%d: %s", d.record.topic, d.record.partition,
                         d.record.offset, d.reason)
+        if self.replayed > replayed_before:
+            log.warning("skipped %d inputs whose effects the table holds (delivered again "
+                        "after a crash or a rebalance)", self.replayed - replayed_before)
         if not encoded and not dead:
             return
         changed = {wid: set(state.dirty) for wid, state in touched.items()}
