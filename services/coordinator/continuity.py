@@ -7,10 +7,10 @@ while the stream's buffer was full) and go on after it; applying later records f
 would then make the history depend on delivery luck. The coordinator restarts instead,
 before acknowledging the batch, and resumes from the last committed offset.
 
-The first record of a partition after it was assigned is checked against the group's
-committed offset (``expect``): faust commits past a single unacknowledged record at the
-head of a partition (``Consumer._new_offset`` treats ``min(acked) - committed == 1`` as no
-gap), so a record dropped right after a rebalance would otherwise be lost for good.
+The first record of a partition after it was assigned is checked too, against where it
+must start (``expect``: the group's committed offset, or the partition's first offset
+when none was committed; ``app.start_offsets``): a coordinator that starts a partition
+anywhere else would never see the records before (seen in the fault suite).
 """
 
 from __future__ import annotations
