@@ -34,6 +34,9 @@ log = logging.getLogger("headwater.coordinator")
 TABLE_NAME = "workflows"  # faust names its changelog <app id>-<table>-changelog
 SESSION_TIMEOUT_S = 10.0
 """Kafka's ``session.timeout.ms`` of the coordinators' group, seconds."""
+STALL_S = 30.0
+"""How long an input partition may hold records past the last one applied with none of
+them arriving before the coordinator restarts (``OffsetContinuity.stalled``), seconds."""
 BATCH_GRACE_S = 15.0
 """How long a batch may take to finish once the agent is cancelled (the coordinator is
 stopping), seconds; past it the process exits without acknowledging the batch."""
@@ -169,6 +172,18 @@ def create_app(settings: Settings) -> faust.App:
         now_ms = int(time.time() * 1000)
         for workflow_id, timer_id, fire_at_ms in timers.pop_due(now_ms):
             await bus.send_control(ev.TimerFired(workflow_id, timer_id, max(now_ms, fire_at_ms)))
+
+    @app.timer(interval=1.0)  # type: ignore[untyped-decorator]
+    async def watch_inputs() -> None:
+        if app.rebalancing:
+            return
+        ends: dict[tuple[str, int], int | None] = {}
+        for tp in app.consumer.assignment():
+            if tp.topic in topics.inputs:
+                ends[(tp.topic, tp.partition)] = app.consumer.highwater(tp)
+        why = continuity.stalled(ends, STALL_S)
+        if why is not None:
+            restart_or_exit(f"input records stalled ({why})")
 
     if settings.projection:
         @app.task  # type: ignore[untyped-decorator]

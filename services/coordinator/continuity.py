@@ -10,19 +10,29 @@ before acknowledging the batch, and resumes from the last committed offset.
 The first record of a partition after it was assigned is checked too, against where it
 must start (``expect``: the group's committed offset, or the partition's first offset
 when none was committed; ``app.start_offsets``): a coordinator that starts a partition
-anywhere else would never see the records before (seen in the fault suite).
+anywhere else would never see the records before (seen in the fault suite). And a
+record dropped last, with nothing after it, is noticed by ``stalled``: the partition's
+log end stays past the last offset processed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 
 
 class OffsetContinuity:
-    """The last offset processed per ``(topic, partition)`` since it was assigned."""
+    """The last offset processed per ``(topic, partition)`` since it was assigned, and
+    when it last moved.
 
-    def __init__(self) -> None:
+    Args:
+        clock: monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self._last: dict[tuple[str, int], int] = {}
+        self._moved_at: dict[tuple[str, int], float] = {}
 
     def check(self, records: Iterable[tuple[str, int, int]]) -> str | None:
         """Record ``(topic, partition, offset)`` triples in order.
@@ -38,6 +48,23 @@ class OffsetContinuity:
                 return f"{topic}[{partition}]: offsets {last + 1}..{offset - 1} were skipped"
             if last is None or offset > last:
                 self._last[key] = offset
+                self._moved_at[key] = self.clock()
+        return None
+
+    def stalled(self, ends: Mapping[tuple[str, int], int | None],
+                after_s: float) -> str | None:
+        """A partition whose log holds records past the last one processed (``ends``: the
+        next offset to be written, per partition; None: unknown) while none of its
+        records was processed for ``after_s`` seconds: a record lost on its way to the
+        stream with nothing after it to reveal the gap. None when there is none."""
+        now = self.clock()
+        for key, end in sorted(ends.items()):
+            last = self._last.get(key)
+            if last is None or end is None or end <= last + 1:
+                continue
+            if now - self._moved_at.get(key, now) >= after_s:
+                return (f"{key[0]}[{key[1]}]: offsets {last + 1}..{end - 1} are in the log "
+                        f"but none came for {now - self._moved_at[key]:.0f} s")
         return None
 
     def expect(self, committed: Mapping[tuple[str, int], int]) -> None:
@@ -46,8 +73,10 @@ class OffsetContinuity:
         for key, offset in committed.items():
             if offset >= 0:
                 self._last[key] = offset - 1
+                self._moved_at[key] = self.clock()
 
     def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Partitions revoked: another process may move them on meanwhile."""
         for key in partitions:
             self._last.pop(key, None)
+            self._moved_at.pop(key, None)

@@ -41,3 +41,36 @@ def test_partitions_without_a_committed_offset_are_not_checked_at_first() -> Non
     c = OffsetContinuity()
     c.expect({("r", 0): -1})
     assert c.check([("r", 0, 40)]) is None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_partition_whose_log_ran_ahead_with_nothing_arriving_is_stalled() -> None:
+    clock = Clock()
+    c = OffsetContinuity(clock)
+    c.expect({("r", 0): 5, ("r", 1): 0})
+    assert c.check([("r", 0, 5), ("r", 0, 6)]) is None
+    clock.now = 29.0
+    assert c.stalled({("r", 0): 8, ("r", 1): 0}, 30.0) is None  # not long enough yet
+    clock.now = 31.0
+    assert c.stalled({("r", 0): 7, ("r", 1): 0}, 30.0) is None  # nothing past offset 6
+    assert c.stalled({("r", 0): 8, ("r", 1): None}, 30.0) == (
+        "r[0]: offsets 7..7 are in the log but none came for 31 s")
+
+
+def test_progress_and_revocation_clear_a_stall() -> None:
+    clock = Clock()
+    c = OffsetContinuity(clock)
+    c.expect({("r", 0): 0})
+    clock.now = 40.0
+    assert c.check([("r", 0, 0)]) is None
+    assert c.stalled({("r", 0): 5}, 30.0) is None
+    clock.now = 80.0
+    c.forget([("r", 0)])
+    assert c.stalled({("r", 0): 5}, 30.0) is None
