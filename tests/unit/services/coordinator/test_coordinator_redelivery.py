@@ -181,16 +181,22 @@ async def test_a_batch_killed_at_any_point_is_recovered_in_every_redelivery_orde
         check_history(bus, table)
 
 
-async def test_an_intent_carried_out_twice_repeats_identical_records_only(
-        kill_at: dict[str, str | None]) -> None:
-    """Killed after the intent, then again after its redo: the third process redoes it
-    once more; readers see only duplicates of identical records."""
-    bus, table = Bus(), Table()
+async def killed_after_the_second_intent(bus: Bus, table: Table,
+                                         kill_at: dict[str, str | None]) -> None:
+    """Apply ``INPUTS[:2]``, then die once ``INPUTS[2:4]``'s intent is durable."""
     first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await first.handle_batch(INPUTS[:2])
     kill_at["point"] = "coordinator.after_intent"
     with pytest.raises(Killed):
         await first.handle_batch(INPUTS[2:4])
+
+
+async def test_an_intent_carried_out_twice_repeats_identical_records_only(
+        kill_at: dict[str, str | None]) -> None:
+    """Killed after the intent, then again after its redo: the third process redoes it
+    once more; readers see only duplicates of identical records."""
+    bus, table = Bus(), Table()
+    await killed_after_the_second_intent(bus, table, kill_at)
     kill_at["point"] = "coordinator.after_redo"
     with pytest.raises(Killed):
         await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).recover({0})
@@ -241,11 +247,7 @@ async def test_an_unreadable_intent_is_dead_lettered_and_its_inputs_applied_agai
     the reason, empties it and goes on; the batch's inputs, delivered again, are applied
     to the snapshot they were first applied to (nothing of theirs was published)."""
     bus, table = DeadBus(), Table()
-    first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
-    await first.handle_batch(INPUTS[:2])
-    kill_at["point"] = "coordinator.after_intent"
-    with pytest.raises(Killed):
-        await first.handle_batch(INPUTS[2:4])
+    await killed_after_the_second_intent(bus, table, kill_at)
     table.entries_[intent_key(0, 0)] = b"corrupt"
     table.clear_cache()
     again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
