@@ -168,6 +168,14 @@ def running_services() -> list[tuple[str, int]]:
     return found
 
 
+def stopped_services() -> list[str]:
+    """Names of the services whose pid file names a process that is gone: stopped or
+    crashed outside ``headwater down`` (which removes the pid file)."""
+    run = home() / "run"
+    return [path.stem for path in (sorted(run.glob("*.pid")) if run.exists() else [])
+            if read_pid(path) is None]
+
+
 def wait_ready(url: str, timeout_s: float = 90.0, pids: Sequence[int] = ()) -> None:
     """Poll ``url`` (the gateway's ``/ready``) until 200.
 

@@ -99,10 +99,19 @@ def up(
 
 @app.command()
 def restart(gateway: str = GATEWAY) -> None:
-    """Restart every running Headwater process as it was started (same queues, task
-    modules and PYTHONPATH), e.g. to load changed task code; Kafka, PostgreSQL and the
-    data stay."""
+    """Restart every Headwater process as it was started (same queues, task modules and
+    PYTHONPATH), e.g. to load changed task code, and start again those that stopped or
+    crashed since (their pid file is left); Kafka, PostgreSQL and the data stay."""
     again: list[tuple[localstack.Service, dict[str, str]]] = []
+    for name in localstack.stopped_services():
+        launch = localstack.launched(name)
+        if launch is None:
+            console.print(f"[yellow]{name} had stopped; how it was started is not "
+                          "recorded: start it again with `headwater up`[/]")
+        else:
+            console.print(f"{name} had stopped: starting it again")
+            localstack.Service(name, ()).pid_file.unlink(missing_ok=True)
+            again.append(launch)
     for name, _pid in localstack.running_services():
         launch = localstack.launched(name)
         localstack.stop(localstack.Service(name, ()))

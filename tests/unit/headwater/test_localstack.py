@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,3 +25,22 @@ def test_a_started_service_records_how_to_start_it_again(
         assert localstack.stop(service, timeout_s=5)
     assert localstack.running_services() == []
     assert localstack.launched("never-started") is None
+
+
+def test_a_pid_file_of_a_gone_process_is_a_stopped_service(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
+    run = tmp_path / "run"
+    run.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (run / "coordinator.pid").write_text(gone)
+    (run / "gateway.pid").write_text(str(os.getpid()))
+    assert localstack.stopped_services() == ["coordinator"]
+    assert [name for name, _ in localstack.running_services()] == ["gateway"]
+
+
+def test_no_run_directory_means_nothing_stopped(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
+    assert localstack.stopped_services() == []
