@@ -38,6 +38,13 @@ GATEWAY = typer.Option(_default_gateway(), envvar="HEADWATER_GATEWAY_URL",
                        help="gateway base URL (default: 127.0.0.1 on $HEADWATER_GATEWAY_PORT)")
 
 
+def styled(status: str) -> str:
+    """``status`` as console markup in its colour (plain when it has none, such as
+    ``accepted``: an empty tag is a markup error)."""
+    style = STYLE.get(status)
+    return f"[{style}]{escape(status)}[/]" if style else escape(status)
+
+
 def _fail(message: str, code: int = 2) -> NoReturn:
     console.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(code)
@@ -189,7 +196,7 @@ def submit(
             return
         state = follow(client, f"/v1/workflows/{workflow_id}/events", console)
     elapsed = time.monotonic() - started
-    console.print(f"[{STYLE.get(state.status, '')}]{state.status}[/] in {elapsed:.2f} s, "
+    console.print(f"{styled(state.status)} in {elapsed:.2f} s, "
                   f"{state.tasks_run} task attempt{'s' if state.tasks_run != 1 else ''}, "
                   f"{state.last_seq} events")
     if state.status == "succeeded":
@@ -215,7 +222,7 @@ def status(
         return
     doc = response.json()
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])} "
-                  f"[{STYLE.get(doc['status'], '')}]{doc['status']}[/] seq {doc['seq']}")
+                  f"{styled(doc['status'])} seq {doc['seq']}")
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

@@ -35,9 +35,15 @@ from headwater.fencing import stop_for
 from headwater.idempotency import conflict
 from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
-from headwater.topics import TABLE_KEY_SEP, Topics, intent_key
+from headwater.topics import Topics, intent_key
 from services.common import faults
 from services.coordinator.inputs import decode_input
+from services.coordinator.records import (
+    RECORD_MARGIN_BYTES,
+    encode_outputs,
+    misplaced,
+    workflow_of,
+)
 from services.coordinator.timers import TimerIndex
 from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable
 
@@ -54,51 +60,6 @@ class InputRecord:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes]]
-
-
-def workflow_of(entry_key: bytes) -> str:
-    """The workflow id of a table entry's key (``topics.table_entry_key``)."""
-    return entry_key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
-
-
-RECORD_MARGIN_BYTES = 4096
-"""Room left in ``max_bytes`` for what a produced record holds besides its key and value:
-aiokafka refuses a record whose batch (header, record framing, headers) exceeds
-``max_request_size`` (``DefaultRecordBatchBuilder.estimate_size_in_bytes``). A record
-accepted here and refused there would be written into an intent it could never leave."""
-
-
-def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
-                   max_bytes: int) -> list[Outgoing]:
-    """Encode history events for ``events``; each dispatch once more for its queue's
-    topic, and each cancelled attempt once more for ``worker-control`` (workers stop it).
-
-    Raises:
-        ValueError: a record does not fit its schema, or its key and value exceed
-            ``max_bytes`` less ``RECORD_MARGIN_BYTES``.
-    """
-    out: list[Outgoing] = []
-    for event in events:
-        key = event.workflow_id.encode()
-        out.append(Outgoing(topics.events, key, codec.encode(event)))
-        if isinstance(event.body, ev.TaskDispatched):
-            out.append(Outgoing(topics.tasks(event.body.queue), key, codec.encode(event.body)))
-        elif isinstance(event.body, ev.TaskCancelled):
-            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body)))
-    for o in out:
-        if len(o.key) + len(o.value) > max_bytes - RECORD_MARGIN_BYTES:
-            raise ValueError(f"a record of {len(o.key) + len(o.value)} bytes exceeds the "
-                             f"limit of {max_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
-                             f"{RECORD_MARGIN_BYTES} for its framing")
-    return out
-
-
-def misplaced(record: InputRecord, workflow_id: str, home: int) -> str:
-    """The dead-letter reason of an input on another partition than its workflow's."""
-    return (f"{record.topic}[{record.partition}] holds a record of workflow {workflow_id!r}, "
-            f"whose records belong on partition {home}: produce them keyed by the workflow "
-            "id with Kafka's murmur2 partitioner (the Java client's default; librdkafka: "
-            "partitioner=murmur2_random)")
 
 
 class Fenced(Exception):
@@ -219,6 +180,7 @@ class Coordinator:
         out: list[ev.HistoryEvent] = []
         encoded: list[Outgoing] = []
         dead: list[DeadLetter] = []
+        inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = {}
         for record in records:
             try:
                 event = decode_input(self.topics, record.topic, record.key, record.value,
@@ -229,7 +191,8 @@ class Coordinator:
             wid = event.workflow_id
             home = self.store.partition(wid)
             if record.partition != home:  # its reports would go elsewhere: it would hang
-                dead.append(DeadLetter(record, misplaced(record, wid, home)))
+                dead.append(DeadLetter(record, misplaced(record.topic, record.partition, wid,
+                                                           home)))
                 continue
             try:
                 state = touched.get(wid) or self.store.get(wid)
@@ -259,6 +222,7 @@ class Coordinator:
                 encoded.extend(outgoing)
                 result.state.applied[record.topic] = record.offset
                 touched[wid] = result.state
+                inputs_of.setdefault(wid, []).append((record, event))
             stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
             if stop is not None:
                 encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
@@ -272,7 +236,10 @@ class Coordinator:
         if not encoded and not dead:
             return
         changed = {wid: set(state.dirty) for wid, state in touched.items()}
-        intents = self._intents(touched, encoded)
+        entries = {wid: self.store.entries(state) for wid, state in touched.items()}
+        for wid in [w for w, es in entries.items() if self._too_large(es)]:
+            self._fail_batch(wid, inputs_of[wid], touched, entries, out, encoded, dead)
+        intents = self._intents(entries, encoded)
         try:
             async with self._effects:
                 # The last batch's slots are empty before this one's intents land: a crash
@@ -300,16 +267,60 @@ class Coordinator:
         if why is not None:
             raise Fenced(why)
 
-    def _intents(self, touched: dict[str, WorkflowState],
+    def _intents(self, entries: dict[str, list[tuple[bytes, bytes]]],
                  encoded: list[Outgoing]) -> dict[int, Intent]:
         """Group the batch's table entries and records by partition."""
         intents: dict[int, Intent] = {}
-        for wid, state in touched.items():
-            intents.setdefault(self.store.partition(wid), Intent()).entries += \
-                self.store.entries(state)
+        for wid, parts in entries.items():
+            intents.setdefault(self.store.partition(wid), Intent()).entries += parts
         for o in encoded:
             intents.setdefault(self.store.partition(o.key.decode()), Intent()).records.append(o)
         return intents
+
+    def _too_large(self, entries: list[tuple[bytes, bytes]]) -> int:
+        """The size of the largest table entry over the record limit, else 0."""
+        largest = max((len(k) + len(v) for k, v in entries), default=0)
+        return largest if largest > self.max_record_bytes - RECORD_MARGIN_BYTES else 0
+
+    def _fail_batch(self, wid: str, inputs: list[tuple[InputRecord, ev.Input]],
+                    touched: dict[str, WorkflowState],
+                    entries: dict[str, list[tuple[bytes, bytes]]], out: list[ev.HistoryEvent],
+                    encoded: list[Outgoing], dead: list[DeadLetter]) -> None:
+        """A workflow whose snapshot would not fit a table entry (an output near the
+        record limit, say): drop what the batch did to it, fail it as data from its state
+        before the batch instead, and dead-letter the batch's last input to it. Without
+        this its intent would land and never be carried out (aiokafka refuses the entry),
+        on every restart."""
+        size = self._too_large(entries.pop(wid))
+        reason = (f"the snapshot of workflow {wid} would hold a table entry of {size} bytes, "
+                  f"over the limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) "
+                  f"less {RECORD_MARGIN_BYTES}")
+        log.error("%s; failing it", reason)
+        out[:] = [e for e in out if e.workflow_id != wid]
+        encoded[:] = [o for o in encoded if o.key != wid.encode()]
+        touched.pop(wid)
+        self.store.forget(wid)
+        record, event = inputs[-1]
+        dead.append(DeadLetter(record, reason))
+        try:
+            result = fail(self.store.load(wid), event, reason[:2000])
+            outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes)
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            return
+        if result.state is None or not result.events:
+            return
+        for r, _ in inputs:  # the batch's inputs to it are spent
+            result.state.applied[r.topic] = max(r.offset,
+                                                result.state.applied.get(r.topic, -1))
+        failed_entries = self.store.entries(result.state)
+        if self._too_large(failed_entries):  # even failing it does not fit (its definition)
+            self.store.forget(wid)
+            return
+        out.extend(result.events)
+        encoded.extend(outgoing)
+        touched[wid] = result.state
+        entries[wid] = failed_entries
 
     async def _carry_out(self, intents: dict[int, Intent], dead: list[DeadLetter]) -> None:
         """Write the intents' entries and publish their records (and the dead letters);

@@ -180,3 +180,14 @@ def test_projection_rebuild_runs_the_services_module(monkeypatch: pytest.MonkeyP
     assert argv[1:] == ["-m", "services.projector.rebuild", "--check", "--keep"]
     assert env["HEADWATER_TOPIC_PREFIX"] == "pfx"
     assert env["HEADWATER_PG_DSN"] == "postgresql://x/y"
+
+
+@pytest.mark.parametrize("status", ["accepted", "running", "succeeded", "odd [/] one"])
+def test_a_status_prints_as_it_is_with_or_without_a_colour(status: str) -> None:
+    from rich.console import Console
+
+    from headwater.cli.app import styled
+
+    console = Console(record=True, width=120)
+    console.print(f"{styled(status)} seq 0")
+    assert console.export_text().strip() == f"{status} seq 0"

@@ -303,3 +303,29 @@ async def test_a_record_within_the_limit_but_not_its_framing_fails_the_workflow_
                                              "WorkflowFailed"]
     assert all(len(r.key) + len(r.value) <= limit for r in bus.records)
     assert table.get_entry(intent_key(0)) is None
+
+
+async def test_a_workflow_whose_snapshot_would_not_fit_a_table_entry_fails_as_data() -> None:
+    """Its output fits the ``WorkflowSucceeded`` record, but the snapshot header holds the
+    output and more: the batch's effects on it are dropped, it fails instead, the input
+    is dead-lettered, and nothing too large reaches the intent."""
+    limit = 40_000
+    spec = {"name": "big", "output": {"o": "${nodes.f.output}"},
+            "nodes": [{"id": "f", "task": "t.f"}]}
+    bus, table = DeadBus(), Table()
+    coordinator = Coordinator(TOPICS, bus, table, TimerIndex(), limit)
+    await coordinator.handle_batch([
+        rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, spec, {}, AT)),
+        rec(TOPICS.reports, 0, ev.TaskStarted(WF, "f", None, 1, AT + 10, "w-1"))])
+    output = "x" * 35_700  # the largest record 35,743 bytes fits; the header, 36,068, not
+    succeeded = rec(TOPICS.reports, 1, ev.TaskSucceeded(WF, "f", None, 1, AT + 20, output))
+    await coordinator.handle_batch([succeeded])
+    [dead] = bus.dead
+    assert dead.record == succeeded and "would hold a table entry of" in dead.reason
+    types = [e.type for e in bus.events()]
+    assert types[-1] == "WorkflowFailed" and "WorkflowSucceeded" not in types
+    assert all(len(k) + len(v) <= limit - 4096 for k, v in table.entries_.items())
+    state = table.load(WF)
+    assert state is not None and state.status.value == "failed"
+    assert state.applied[TOPICS.reports] == 1  # the input is spent, not applied again
+    check_history(bus, table)

@@ -1,0 +1,54 @@
+"""The coordinator's output records: history events, and what each means for workers
+(dispatches, stops), checked against the record limit before they reach an intent."""
+
+from __future__ import annotations
+
+from headwater import codec
+from headwater import events as ev
+from headwater.topics import TABLE_KEY_SEP, Topics
+from services.coordinator.wal import Outgoing
+
+
+def workflow_of(entry_key: bytes) -> str:
+    """The workflow id of a table entry's key (``topics.table_entry_key``)."""
+    return entry_key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
+
+
+RECORD_MARGIN_BYTES = 4096
+"""Room left in ``max_bytes`` for what a produced record holds besides its key and value:
+aiokafka refuses a record whose batch (header, record framing, headers) exceeds
+``max_request_size`` (``DefaultRecordBatchBuilder.estimate_size_in_bytes``). A record
+accepted here and refused there would be written into an intent it could never leave."""
+
+
+def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
+                   max_bytes: int) -> list[Outgoing]:
+    """Encode history events for ``events``; each dispatch once more for its queue's
+    topic, and each cancelled attempt once more for ``worker-control`` (workers stop it).
+
+    Raises:
+        ValueError: a record does not fit its schema, or its key and value exceed
+            ``max_bytes`` less ``RECORD_MARGIN_BYTES``.
+    """
+    out: list[Outgoing] = []
+    for event in events:
+        key = event.workflow_id.encode()
+        out.append(Outgoing(topics.events, key, codec.encode(event)))
+        if isinstance(event.body, ev.TaskDispatched):
+            out.append(Outgoing(topics.tasks(event.body.queue), key, codec.encode(event.body)))
+        elif isinstance(event.body, ev.TaskCancelled):
+            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body)))
+    for o in out:
+        if len(o.key) + len(o.value) > max_bytes - RECORD_MARGIN_BYTES:
+            raise ValueError(f"a record of {len(o.key) + len(o.value)} bytes exceeds the "
+                             f"limit of {max_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
+                             f"{RECORD_MARGIN_BYTES} for its framing")
+    return out
+
+
+def misplaced(topic: str, partition: int, workflow_id: str, home: int) -> str:
+    """The dead-letter reason of an input on another partition than its workflow's."""
+    return (f"{topic}[{partition}] holds a record of workflow {workflow_id!r}, "
+            f"whose records belong on partition {home}: produce them keyed by the workflow "
+            "id with Kafka's murmur2 partitioner (the Java client's default; librdkafka: "
+            "partitioner=murmur2_random)")
