@@ -6,13 +6,13 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from headwater import codec, localstack
 from headwater import events as ev
@@ -104,3 +104,22 @@ async def history(stack: Stack, workflow_id: str, timeout_s: float = 60.0) -> li
 
     records = await read_topic(stack.topics.events, done, timeout_s)
     return [r for r in records if r.workflow_id == workflow_id]
+
+
+async def produce(records: Iterable[tuple[str, bytes, bytes]],
+                  headers: list[tuple[str, bytes]] | None = None) -> None:
+    """Produce ``(topic, key, value)`` records straight to Kafka, in order, each one
+    acknowledged by every replica (``acks=all``) before the next is sent."""
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        for topic, key, value in records:
+            await producer.send_and_wait(topic, value, key=key, headers=headers)
+    finally:
+        await producer.stop()
+
+
+async def submit_to_kafka(stack: Stack, *submissions: ev.WorkflowSubmitted) -> None:
+    """Produce ``WorkflowSubmitted`` records (Avro) to the stack's submissions topic."""
+    await produce((stack.topics.submissions, s.workflow_id.encode(), codec.encode(s))
+                  for s in submissions)

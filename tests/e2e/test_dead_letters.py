@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from aiokafka import AIOKafkaProducer
-from stackkit import BOOTSTRAP, Stack, read_topic
+from stackkit import Stack, produce, read_topic, submit_to_kafka
 from test_kafka_submission import SMALL_INPUT, SPEC, wait_status
 
 from headwater import codec
@@ -20,17 +19,10 @@ async def test_garbage_goes_to_dlq_and_valid_work_still_runs(stack: Stack) -> No
         stack.topics.control: b"\xc3\x01" + b"\xff" * 8 + tag.encode(),  # unknown fingerprint
         stack.topics.reports: codec.encode(ev.TaskSucceeded(f"x-{tag}", "n", None, 1, 1, 1))[:-2],
     }
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        for topic, value in sent.items():
-            await producer.send_and_wait(topic, value, key=f"bad-{tag}".encode())
-        workflow_id = f"after-garbage-{tag}"
-        record = ev.WorkflowSubmitted(workflow_id, SPEC, SMALL_INPUT, int(time.time() * 1000))
-        await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
-                                     key=workflow_id.encode())
-    finally:
-        await producer.stop()
+    await produce((topic, f"bad-{tag}".encode(), value) for topic, value in sent.items())
+    workflow_id = f"after-garbage-{tag}"
+    await submit_to_kafka(stack, ev.WorkflowSubmitted(workflow_id, SPEC, SMALL_INPUT,
+                                                      int(time.time() * 1000)))
 
     def all_found(records: list[object]) -> bool:
         return {r.value for r in records} >= set(sent.values())  # type: ignore[attr-defined]

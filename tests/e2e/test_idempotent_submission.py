@@ -8,8 +8,7 @@ import time
 import uuid
 
 import httpx
-from aiokafka import AIOKafkaProducer
-from stackkit import BOOTSTRAP, Stack, history, read_topic
+from stackkit import Stack, history, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 
 from headwater import codec
@@ -65,14 +64,7 @@ async def test_a_kafka_submission_delivered_twice_is_one_run_and_another_body_is
     first = ev.WorkflowSubmitted(workflow_id, SPEC, {"s": 0.5}, now)
     duplicate = ev.WorkflowSubmitted(workflow_id, SPEC, {"s": 0.5}, now + 7)
     other = ev.WorkflowSubmitted(workflow_id, SPEC, {"s": 9}, now + 9)
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        for record in (first, first, duplicate, other):
-            await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
-                                         key=workflow_id.encode())
-    finally:
-        await producer.stop()
+    await submit_to_kafka(stack, first, first, duplicate, other)
     status = await wait_status(stack, workflow_id)
     assert status["status"] == "succeeded"
     assert status["input"] == {"s": 0.5}
@@ -94,13 +86,7 @@ async def test_the_same_body_over_http_after_kafka_is_the_same_run(stack: Stack)
     workflow_id = f"idem-cross-{uuid.uuid4().hex[:8]}"
     body = {"s": 0.1, "big": 1e16, "zero": -0.0}  # numbers jsonb would rewrite
     record = ev.WorkflowSubmitted(workflow_id, SPEC, body, int(time.time() * 1000))
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
-                                     key=workflow_id.encode())
-    finally:
-        await producer.stop()
+    await submit_to_kafka(stack, record)
     assert (await wait_status(stack, workflow_id))["status"] == "succeeded"
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         same = await client.post("/v1/workflows",

@@ -10,10 +10,8 @@ from pathlib import Path
 import httpx
 import orjson
 import yaml
-from aiokafka import AIOKafkaProducer
-from stackkit import BOOTSTRAP, Stack, history
+from stackkit import Stack, history, produce, submit_to_kafka
 
-from headwater import codec
 from headwater import events as ev
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "stdlib_search"
@@ -37,13 +35,7 @@ async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60) -> 
 async def test_avro_submission_produced_to_kafka_succeeds(stack: Stack) -> None:
     workflow_id = f"kafka-{uuid.uuid4().hex[:8]}"
     record = ev.WorkflowSubmitted(workflow_id, SPEC, SMALL_INPUT, int(time.time() * 1000))
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(stack.topics.submissions, codec.encode(record),
-                                     key=workflow_id.encode())
-    finally:
-        await producer.stop()
+    await submit_to_kafka(stack, record)
     status = await wait_status(stack, workflow_id)
     assert status["status"] == "succeeded", status
     output = status["output"]
@@ -56,13 +48,7 @@ async def test_json_submission_with_content_type_header_succeeds(stack: Stack) -
     workflow_id = f"json-{uuid.uuid4().hex[:8]}"
     doc = {"workflow_id": workflow_id, "spec": SPEC, "input": SMALL_INPUT,
            "at_ms": int(time.time() * 1000)}
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        await producer.send_and_wait(stack.topics.submissions, orjson.dumps(doc),
-                                     key=workflow_id.encode(),
-                                     headers=[("content-type", b"application/json")])
-    finally:
-        await producer.stop()
+    await produce([(stack.topics.submissions, workflow_id.encode(), orjson.dumps(doc))],
+                  headers=[("content-type", b"application/json")])
     status = await wait_status(stack, workflow_id)
     assert status["status"] == "succeeded", status

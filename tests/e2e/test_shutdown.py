@@ -15,15 +15,14 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from httpx_sse import aconnect_sse
-from stackkit import BOOTSTRAP, Stack, read_topic
+from stackkit import BOOTSTRAP, Stack, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 from test_leases import reports_of
 
-from headwater import codec, localstack
 from headwater import events as ev
+from headwater import localstack
 from headwater.sandbox import free_port
 
 
@@ -263,16 +262,8 @@ async def _follow(client: httpx.AsyncClient, workflow_id: str) -> list[str]:
 
 
 async def _produce_submissions(stack: Stack, spec: dict[str, Any], ids: list[str]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all", linger_ms=5)
-    await producer.start()
-    try:
-        now_ms = int(time.time() * 1000)
-        sent = [await producer.send(stack.topics.submissions, key=w.encode(),
-                                    value=codec.encode(ev.WorkflowSubmitted(w, spec, {}, now_ms)))
-                for w in ids]
-        await asyncio.gather(*sent)
-    finally:
-        await producer.stop()
+    now_ms = int(time.time() * 1000)
+    await submit_to_kafka(stack, *(ev.WorkflowSubmitted(w, spec, {}, now_ms) for w in ids))
 
 
 async def test_a_stopping_standalone_projector_commits_and_leaves_its_group(

@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from stackkit import BOOTSTRAP, require_services
+from stackkit import produce as stackkit_produce
 
 from headwater import codec
 from headwater import events as ev
@@ -62,14 +63,8 @@ async def produce(topics: Topics, *dispatches: ev.TaskDispatched) -> None:
     """Create the topics (one partition each) and produce ``dispatches`` to ``tasks.cpu``."""
     await ensure_topics(worker_settings(topics), [topics.tasks("cpu"), topics.reports,
                                                   topics.dlq])
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
-    await producer.start()
-    try:
-        for d in dispatches:
-            await producer.send_and_wait(topics.tasks("cpu"), codec.encode(d),
-                                         key=d.workflow_id.encode())
-    finally:
-        await producer.stop()
+    await stackkit_produce((topics.tasks("cpu"), d.workflow_id.encode(), codec.encode(d))
+                           for d in dispatches)
 
 
 def dispatch(workflow_id: str, task: str, input: dict[str, Any]) -> ev.TaskDispatched:
