@@ -36,6 +36,16 @@ async def serve(worker: Worker, consumer: FakeConsumer,
     return asyncio.create_task(worker.serve(intake, box))
 
 
+async def gated_attempt(drain_s: float,
+                        ) -> tuple[FakeConsumer, FakeProducer, Worker, asyncio.Task[None]]:
+    """A worker serving one dispatch of ``unit.gated`` (it runs until ``GATE`` is set)."""
+    GATE.clear()
+    consumer = FakeConsumer({TP0: records(dispatch("unit.gated", {"n": 1}, workflow_id="a"))})
+    producer = FakeProducer()
+    worker = Worker(settings(drain_s=drain_s))
+    return consumer, producer, worker, await serve(worker, consumer, producer)
+
+
 def heartbeats(producer: FakeProducer, workflow_id: str) -> int:
     return sum(isinstance(r, ev.TaskHeartbeated) and r.workflow_id == workflow_id
                for r in producer.reports())
@@ -68,11 +78,7 @@ async def test_running_attempts_finish_and_dispatches_not_started_stay_uncommitt
 
 
 async def test_attempts_running_when_the_window_ends_are_stopped_as_worker_stopped() -> None:
-    GATE.clear()
-    consumer = FakeConsumer({TP0: records(dispatch("unit.gated", {"n": 1}, workflow_id="a"))})
-    producer = FakeProducer()
-    worker = Worker(settings(drain_s=0.3))
-    served = await serve(worker, consumer, producer)
+    consumer, producer, worker, served = await gated_attempt(drain_s=0.3)
     try:
         await wait_until(lambda: consumer.committed.get(TP0) == 1)
         worker.stop()
@@ -87,11 +93,7 @@ async def test_attempts_running_when_the_window_ends_are_stopped_as_worker_stopp
 
 
 async def test_a_cancel_during_the_drain_stops_at_once() -> None:
-    GATE.clear()
-    consumer = FakeConsumer({TP0: records(dispatch("unit.gated", {"n": 1}, workflow_id="a"))})
-    producer = FakeProducer()
-    worker = Worker(settings(drain_s=30))
-    served = await serve(worker, consumer, producer)
+    consumer, producer, worker, served = await gated_attempt(drain_s=30)
     try:
         await wait_until(lambda: consumer.committed.get(TP0) == 1)
         worker.stop()
