@@ -102,6 +102,11 @@ def table_entry_key(workflow_id: str, part: str | None = None) -> bytes:
     return (workflow_id if part is None else f"{workflow_id}{TABLE_KEY_SEP}{part}").encode()
 
 
+def table_entry_workflow(key: bytes) -> str:
+    """The workflow id of a coordinator table key made by ``table_entry_key``."""
+    return key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
+
+
 INTENT_KEY_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
 """The coordinator table's keys of intents (``services/coordinator/wal.py``) start with it;
 no workflow id is empty, so no workflow's key does."""

@@ -35,14 +35,13 @@ from headwater.fencing import stop_for
 from headwater.idempotency import conflict
 from headwater.machine import Step, fail, step
 from headwater.state import WorkflowState, evolve
-from headwater.topics import Topics, intent_key
+from headwater.topics import Topics, intent_key, table_entry_workflow
 from services.common import faults
 from services.coordinator.inputs import decode_input
 from services.coordinator.records import (
     RECORD_MARGIN_BYTES,
     encode_outputs,
     misplaced,
-    workflow_of,
 )
 from services.coordinator.timers import TimerIndex
 from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable
@@ -156,7 +155,8 @@ class Coordinator:
             faults.point("coordinator.after_redo")
             self.redone += len(pending)
             await asyncio.gather(*self.journal.clear([*pending, *unreadable]))
-            for wid in {workflow_of(k) for i in pending.values() for k, _ in i.entries}:
+            redone = {table_entry_workflow(k) for i in pending.values() for k, _ in i.entries}
+            for wid in redone:
                 state = self.store.get(wid)
                 if state is not None:  # its timers may have been armed before the redo
                     self.timers.arm(state)

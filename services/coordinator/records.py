@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from headwater import codec
 from headwater import events as ev
-from headwater.topics import TABLE_KEY_SEP, Topics
+from headwater.topics import Topics
 from services.coordinator.wal import Outgoing
-
-
-def workflow_of(entry_key: bytes) -> str:
-    """The workflow id of a table entry's key (``topics.table_entry_key``)."""
-    return entry_key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
-
 
 RECORD_MARGIN_BYTES = 4096
 """Room left in ``max_bytes`` for what a produced record holds besides its key and value:

@@ -27,7 +27,12 @@ from headwater.snapshot import (
     load_split,
 )
 from headwater.state import DEFINITION, WorkflowState
-from headwater.topics import TABLE_KEY_SEP, intent_partition, table_entry_key
+from headwater.topics import (
+    TABLE_KEY_SEP,
+    intent_partition,
+    table_entry_key,
+    table_entry_workflow,
+)
 
 log = logging.getLogger(__name__)
 SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics
@@ -55,8 +60,7 @@ class WorkflowTable(faust.Table[bytes, bytes]):
         slot = intent_partition(bytes(key))
         if slot is not None:  # an intent's slot: its own partition
             return slot % partitions
-        workflow_id = bytes(key).split(SEP.encode(), 1)[0]
-        hashed: int = murmur2(workflow_id)
+        hashed: int = murmur2(table_entry_workflow(bytes(key)).encode())
         return (hashed & 0x7FFFFFFF) % partitions
 
 
@@ -66,7 +70,6 @@ class TableStore:
     def __init__(self, table: Any) -> None:
         self.table = table
         self._cache: dict[str, WorkflowState] = {}
-        self.written_bytes = 0
 
     def get(self, workflow_id: str) -> WorkflowState | None:
         """The cached state, else the table's entries decoded, else None."""
@@ -127,7 +130,6 @@ class TableStore:
         return value
 
     def _write(self, key: bytes, value: bytes | None) -> Awaitable[Any]:
-        self.written_bytes += len(key) + len(value or b"")
         if value is None:
             self.table.data.pop(key, None)
         else:
