@@ -23,6 +23,7 @@ inputs, and the inputs since the last commit come again:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -124,6 +125,8 @@ class Coordinator:
         self.store = store
         self.timers = timers
         self.journal = Journal(store)
+        # murmur2 in pure Python, asked once per input and per output record: remembered
+        self._partition = functools.lru_cache(maxsize=1 << 16)(store.partition)
         self._effects = asyncio.Lock()  # one batch's effects at a time, recovery included
         self._clearing: list[Awaitable[Any]] = []  # the last batch's slots being emptied
         self.replayed = 0
@@ -189,7 +192,7 @@ class Coordinator:
                 dead.append(DeadLetter(record, str(e)))
                 continue
             wid = event.workflow_id
-            home = self.store.partition(wid)
+            home = self._partition(wid)
             if record.partition != home:  # its reports would go elsewhere: it would hang
                 dead.append(DeadLetter(record, misplaced(record.topic, record.partition, wid,
                                                            home)))
@@ -272,9 +275,9 @@ class Coordinator:
         """Group the batch's table entries and records by partition."""
         intents: dict[int, Intent] = {}
         for wid, parts in entries.items():
-            intents.setdefault(self.store.partition(wid), Intent()).entries += parts
+            intents.setdefault(self._partition(wid), Intent()).entries += parts
         for o in encoded:
-            intents.setdefault(self.store.partition(o.key.decode()), Intent()).records.append(o)
+            intents.setdefault(self._partition(o.key.decode()), Intent()).records.append(o)
         return intents
 
     def _too_large(self, entries: list[tuple[bytes, bytes]]) -> int:
