@@ -1,0 +1,73 @@
+"""How golden histories are written and read: records as ``{"type", "fields"}``, events
+with their ``seq``, and the final state as a plain document.
+
+The encoding is independent of the Avro codec and of the table's snapshot format, so a
+change to either does not disturb the golden files; only a change to what the machine
+decides, or to how ``evolve`` folds it, does. The three accessors say where the core's
+modules live, the one thing to change when they move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from enum import Enum
+from typing import Any
+
+
+def events() -> types.ModuleType:
+    """The module of the input and history records."""
+    from headwater import events as ev
+    return ev
+
+
+def machine() -> types.ModuleType:
+    """The module with ``step``."""
+    from headwater import machine as m
+    return m
+
+
+def state() -> types.ModuleType:
+    """The module with ``evolve`` and ``task_timers``."""
+    from headwater import state as s
+    return s
+
+
+def dump_record(record: Any) -> dict[str, Any]:
+    """An input or event body as ``{"type": class name, "fields": {...}}``."""
+    return {"type": type(record).__name__, "fields": dataclasses.asdict(record)}
+
+
+def load_record(doc: dict[str, Any]) -> Any:
+    """The record ``dump_record`` wrote."""
+    return getattr(events(), doc["type"])(**doc["fields"])
+
+
+def dump_event(event: Any) -> dict[str, Any]:
+    """A ``HistoryEvent`` as its body's ``dump_record`` plus ``seq``."""
+    return {"seq": event.seq, **dump_record(event.body)}
+
+
+def load_event(doc: dict[str, Any]) -> Any:
+    """The ``HistoryEvent`` ``dump_event`` wrote."""
+    body = load_record(doc)
+    return events().HistoryEvent(body.workflow_id, doc["seq"], body)
+
+
+# WorkflowState fields that are the table's bookkeeping or caches, not the workflow's state.
+_NOT_STATE = {"dirty", "applied"}
+
+
+def state_doc(value: Any) -> Any:
+    """A workflow state (or any part of it) as plain JSON data: dataclass fields by name
+    (leaving out private ones and storage bookkeeping), enums by value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: state_doc(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not f.name.startswith("_") and f.name not in _NOT_STATE}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): state_doc(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [state_doc(v) for v in value]
+    return value
