@@ -19,7 +19,7 @@ import fastavro
 import orjson
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 
 MAGIC = b"\xc3\x01"

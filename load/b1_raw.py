@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from headwater import codec
-from headwater import events as ev
-from headwater.sandbox import bootstrap
+from headwater.core import events as ev
 from headwater.topics import AVRO_CONTENT_TYPE, CONTENT_TYPE_HEADER
 from load import stats
 from load.kafka_io import consumer, delete_topic, fresh_topic, producer
 from load.metrics import Basis, Metric
+from ops.sandbox import bootstrap
 
 # The header every Headwater producer sends (``services.common.kafka.AVRO_HEADERS``).
 HEADERS = [(CONTENT_TYPE_HEADER, AVRO_CONTENT_TYPE.encode())]

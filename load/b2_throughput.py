@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from headwater.sandbox import Sandbox
 from load import stats, workloads
 from load.deploy import deployment, ready
 from load.kafka_io import Seen, Tail, producer
 from load.metrics import Basis, Metric, keeping
+from ops.sandbox import Sandbox
 
 NAME = "B2"
 TITLE = "throughput, 3-task chains"

@@ -16,12 +16,12 @@ import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from headwater import events as ev
-from headwater.sandbox import Sandbox
+from headwater.core import events as ev
 from load import stats, workloads
 from load.deploy import QUEUE, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, producer
 from load.metrics import Basis, Metric, keeping
+from ops.sandbox import Sandbox
 
 NAME = "B3"
 TITLE = "hop latency, success → next task"

@@ -15,11 +15,11 @@ import logging
 import statistics
 from dataclasses import dataclass
 
-from headwater.sandbox import Sandbox
 from load import workloads
 from load.deploy import changelog, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, end_offsets, producer, range_bytes
 from load.metrics import Basis, Metric, keeping
+from ops.sandbox import Sandbox
 
 NAME = "B4"
 TITLE = "width scaling, one map"

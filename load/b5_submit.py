@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import httpx
 from aiokafka import AIOKafkaProducer
 
-from headwater import events as ev
-from headwater.sandbox import Sandbox
+from headwater.core import events as ev
 from load import stats, workloads
 from load.deploy import QUEUE, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, producer
 from load.metrics import Basis, Metric, keeping
+from ops.sandbox import Sandbox
 
 NAME = "B5"
 TITLE = "submission"

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import asyncpg
 
-from headwater.sandbox import admin_dsn, bootstrap
 from load import chart, report
 from load.metrics import PartialResult
 from load.plan import ORDER, plan
+from ops.sandbox import admin_dsn, bootstrap
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 log = logging.getLogger("load")

@@ -17,10 +17,10 @@ from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
-from headwater import localstack
-from headwater.sandbox import Sandbox, start_sandbox, stop_sandbox
 from load import workloads
 from load.kafka_io import Seen, Tail, consumer, end_offsets, partitions, producer
+from ops import localstack
+from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_MODULE = "load.noop_tasks"

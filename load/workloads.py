@@ -9,7 +9,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.topics import Topics
 
 TASK = "bench.noop"

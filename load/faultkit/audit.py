@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater import events as ev
-from headwater.state import IllegalTransition, WorkflowState, evolve
-from headwater.topics import task_key
+from headwater.core import events as ev
+from headwater.core.ids import task_key
+from headwater.core.state import IllegalTransition, WorkflowState, evolve
 from load.faultkit.topics import Record
 
 LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from headwater import events as ev
+from headwater.core import events as ev
 from load.faultkit.supervisor import Supervisor
 from load.kafka_io import Seen, Tail
 

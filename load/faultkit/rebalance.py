@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient
 
-from headwater import localstack
-from headwater.sandbox import Sandbox
 from load.faultkit.supervisor import Supervisor
+from ops import localstack
+from ops.sandbox import Sandbox
 
 QUEUE = "cpu"
 TASKS = ("e2e_tasks",)

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headwater import events as ev
-from headwater.sandbox import Sandbox, start_sandbox, stop_sandbox
+from headwater.core import events as ev
 from load.deploy import wait_idle
 from load.faultkit import audit as au
 from load.faultkit.batch import Submission
@@ -35,6 +34,7 @@ from load.faultkit.rebalance import QUEUE, TASKS, Rebalance, Script
 from load.faultkit.supervisor import FAULTS_ENV, Supervisor, home_kept
 from load.faultkit.topics import read_all
 from load.kafka_io import Seen, Tail
+from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO / "tests" / "e2e"

@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from headwater import localstack
-from headwater.sandbox import Sandbox
+from ops import localstack
+from ops.sandbox import Sandbox
 
 FAULTS_ENV = "HEADWATER_FAULTS"
 POLL_S = 0.1

@@ -5,13 +5,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from headwater.localstack import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_PG_DSN,
-    default_bootstrap,
-    default_pg_dsn,
-)
 from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
+DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
+
+
+def default_bootstrap() -> str:
+    """The local broker: ``127.0.0.1:$HEADWATER_KAFKA_PORT`` (the port ``infra/`` uses)."""
+    port = os.environ.get("HEADWATER_KAFKA_PORT")
+    return f"127.0.0.1:{port}" if port else DEFAULT_BOOTSTRAP
+
+
+def default_pg_dsn() -> str:
+    """The local database, on ``$HEADWATER_PG_PORT`` when set (the port ``infra/`` uses)."""
+    port = os.environ.get("HEADWATER_PG_PORT")
+    return f"postgresql://postgres@127.0.0.1:{port}/headwater" if port else DEFAULT_PG_DSN
 
 
 def env_str(name: str, default: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import faust
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.common.kafka import committed_offsets, ensure_topics
 from services.coordinator.bus import FaustBus
 from services.coordinator.continuity import OffsetContinuity

@@ -9,7 +9,7 @@ from typing import Any
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings

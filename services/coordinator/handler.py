@@ -30,15 +30,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
+from headwater.core.fencing import stop_for
+from headwater.core.idempotency import conflict
+from headwater.core.machine import Step, fail, step
+from headwater.core.state import WorkflowState, evolve
 from headwater.errors import DecodeError
-from headwater.fencing import stop_for
-from headwater.idempotency import conflict
-from headwater.machine import Step, fail, step
-from headwater.state import WorkflowState, evolve
-from headwater.topics import Topics, intent_key, table_entry_workflow
+from headwater.topics import Topics
 from services.common import faults
 from services.coordinator.inputs import decode_input
+from services.coordinator.keys import intent_key, table_entry_workflow
 from services.coordinator.records import (
     RECORD_MARGIN_BYTES,
     encode_outputs,

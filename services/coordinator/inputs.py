@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.topics import (
     CONTENT_TYPE_HEADER,

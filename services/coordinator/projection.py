@@ -19,11 +19,11 @@ import asyncpg
 from aiokafka import AIOKafkaConsumer
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
+from headwater.core.ids import task_key
+from headwater.core.state import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import DecodeError
-from headwater.idempotency import body_hash
-from headwater.state import NodeStatus, TaskStatus, WorkflowStatus
-from headwater.topics import task_key
 from services.common.db import NOTIFY_CHANNEL, connect_pool
 from services.common.finishing import Unfinished, finish
 from services.common.settings import CommonSettings

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.topics import Topics
 from services.coordinator.wal import Outgoing
 

@@ -19,20 +19,15 @@ from typing import Any
 import faust
 from aiokafka.partitioner import murmur2
 
+from headwater.core.state import DEFINITION, WorkflowState
 from headwater.errors import DecodeError
-from headwater.snapshot import (
-    dump_definition,
-    dump_header,
-    dump_task,
-    load_split,
-)
-from headwater.state import DEFINITION, WorkflowState
-from headwater.topics import (
+from services.coordinator.keys import (
     TABLE_KEY_SEP,
     intent_partition,
     table_entry_key,
     table_entry_workflow,
 )
+from services.coordinator.snapshot import dump_definition, dump_header, dump_task, load_split
 
 log = logging.getLogger(__name__)
 SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics

@@ -14,8 +14,8 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from headwater.state import WorkflowState, task_timers
-from headwater.topics import LEASE_TIMER
+from headwater.core.ids import LEASE_TIMER
+from headwater.core.state import WorkflowState, task_timers
 
 
 @dataclass(order=True)

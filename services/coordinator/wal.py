@@ -31,7 +31,7 @@ import orjson
 from fastavro.schema import parse_schema
 
 from headwater.errors import DecodeError
-from headwater.topics import intent_key
+from services.coordinator.keys import intent_key
 
 CHUNK_BYTES = 1 << 20
 """Largest chunk of an encoded intent, bytes: well under the broker's

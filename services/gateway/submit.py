@@ -22,10 +22,10 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
+from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
-from headwater.idempotency import body_hash
-from headwater.spec import parse_spec
 from headwater.topics import Topics
 from services.common import faults
 from services.common.kafka import AVRO_HEADERS

@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.common.settings import CommonSettings
 

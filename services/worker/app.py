@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from headwater.sdk import TaskContext, checkpoint_json
 from services.worker.channel import ReportChannel, Send, retrieve

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 MAX_QUEUED = 256
 """Reports queued before :meth:`ReportChannel.put_wait` makes its caller wait (a generator

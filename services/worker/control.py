@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from aiokafka import TopicPartition
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.worker.attempt import AttemptKey
 

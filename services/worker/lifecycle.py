@@ -21,7 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.common import faults
 from services.worker.attempt import Attempt, now_ms
 from services.worker.runner import run_attempt

@@ -20,7 +20,7 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.common.kafka import AVRO_HEADERS
 from services.worker import reports
 

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.reports import clean_text
 
 MIN_INTERVAL_S = 0.1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 
 MAX_TEXT_CHARS = 16_384
 """Error and progress messages are cut to this many characters (a report must stay small)."""

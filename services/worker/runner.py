@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskInfo
 from services.worker.attempt import Attempt, BadChunk, now_ms

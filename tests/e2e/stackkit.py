@@ -14,9 +14,10 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from headwater import codec, localstack
-from headwater import events as ev
-from headwater.sandbox import Sandbox, admin_dsn, bootstrap, start_sandbox, stop_sandbox
+from headwater import codec
+from headwater.core import events as ev
+from ops import localstack
+from ops.sandbox import Sandbox, admin_dsn, bootstrap, start_sandbox, stop_sandbox
 
 BOOTSTRAP = bootstrap()
 ADMIN_DSN = admin_dsn()

@@ -25,10 +25,10 @@ from click.testing import Result
 from stackkit import ADMIN_DSN, BOOTSTRAP, Stack
 from typer.testing import CliRunner
 
-from headwater.cli import app
-from headwater.cli.pgread import read_rows
-from headwater.projected import diff_rows, expected_rows
-from headwater.replay import fold
+from ops.cli import app
+from ops.cli.pgread import read_rows
+from ops.expected_rows import diff_rows, expected_rows
+from ops.history import fold
 from services.common.db import connect_pool
 from services.coordinator.projection import project
 

@@ -10,7 +10,7 @@ from httpx_sse import aconnect_sse
 from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 
 async def test_cancel_a_running_workflow(stack: Stack) -> None:

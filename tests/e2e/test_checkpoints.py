@@ -10,7 +10,7 @@ import pytest
 from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 
 @pytest.mark.parametrize("task", ["e2e.resume", "e2e.aresume"])

@@ -9,7 +9,7 @@ from stackkit import Stack, produce, read_topic, submit_to_kafka
 from test_kafka_submission import SMALL_INPUT, SPEC, wait_status
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 
 
 async def test_garbage_goes_to_dlq_and_valid_work_still_runs(stack: Stack) -> None:

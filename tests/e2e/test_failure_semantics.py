@@ -13,8 +13,9 @@ from httpx_sse import aconnect_sse
 from stackkit import TASKS, Stack, history, read_topic
 from test_kafka_submission import wait_status
 
-from headwater import codec, localstack
-from headwater import events as ev
+from headwater import codec
+from headwater.core import events as ev
+from ops import localstack
 
 
 async def _submit(client: httpx.AsyncClient, spec: dict[str, object],

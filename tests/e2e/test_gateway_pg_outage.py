@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import httpx
 from stackkit import Stack
 
-from headwater.localstack import Service
-from headwater.sandbox import free_port
+from ops.localstack import Service
+from ops.sandbox import free_port
 
 SPEC = {"name": "pg-down", "nodes": [{"id": "a", "task": "e2e.flaky",
                                       "input": {"succeed_on": 1}}]}

@@ -12,8 +12,8 @@ from stackkit import Stack, history, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 
 from headwater import codec
-from headwater import events as ev
-from headwater.idempotency import body_hash
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
 from headwater.topics import REASON_HEADER
 
 SPEC = {"name": "idem", "nodes": [

@@ -12,7 +12,7 @@ import orjson
 import yaml
 from stackkit import Stack, history, produce, submit_to_kafka
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "stdlib_search"
                        / "workflow.yaml").read_text())

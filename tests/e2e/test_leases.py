@@ -16,8 +16,9 @@ from stackkit import TASKS, Stack, history, read_topic
 from test_kafka_submission import wait_status
 from test_worker_faults import wait_all_committed
 
-from headwater import codec, localstack
-from headwater import events as ev
+from headwater import codec
+from headwater.core import events as ev
+from ops import localstack
 
 
 def worker_services(stack: Stack) -> dict[int, localstack.Service]:

@@ -22,7 +22,7 @@ from test_shutdown import (
     whole_histories,
 )
 
-from headwater import localstack
+from ops import localstack
 
 
 async def _stopped(pid: int) -> bool:

@@ -13,8 +13,8 @@ import asyncpg
 import pytest
 from stackkit import ADMIN_DSN
 
-from headwater import events as ev
-from headwater.machine import step
+from headwater.core import events as ev
+from headwater.core.machine import step
 from services.common.db import connect_pool
 from services.coordinator.projection import project
 

@@ -8,8 +8,8 @@ import httpx
 from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
-from headwater import events as ev
-from headwater.retry import RetryPolicy, backoff_seconds
+from headwater.core import events as ev
+from headwater.core.retry import RetryPolicy, backoff_seconds
 
 
 async def test_flaky_task_succeeds_on_third_attempt_after_backoff(stack: Stack) -> None:

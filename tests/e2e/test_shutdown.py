@@ -21,9 +21,9 @@ from stackkit import BOOTSTRAP, Stack, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 from test_leases import reports_of
 
-from headwater import events as ev
-from headwater import localstack
-from headwater.sandbox import free_port
+from headwater.core import events as ev
+from ops import localstack
+from ops.sandbox import free_port
 
 
 async def group_size(group: str) -> int:

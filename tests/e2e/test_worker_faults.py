@@ -14,8 +14,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from stackkit import BOOTSTRAP, Stack, history
 from test_kafka_submission import wait_status
 
-from headwater import events as ev
-from headwater import localstack
+from headwater.core import events as ev
+from ops import localstack
 
 RETRY = {"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 0.2, "jitter": 0}
 

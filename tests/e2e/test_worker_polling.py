@@ -17,7 +17,7 @@ from stackkit import BOOTSTRAP, require_services
 from stackkit import produce as stackkit_produce
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.topics import Topics
 from services.common.kafka import ensure_topics
 from services.worker.app import Worker

@@ -16,9 +16,9 @@ import pytest
 from stackkit import BOOTSTRAP, HERE
 from test_worker_polling import dispatch, fresh_topics, produce, read_all
 
-from headwater import events as ev
-from headwater.localstack import REPO
+from headwater.core import events as ev
 from headwater.topics import Topics
+from ops.localstack import REPO
 
 
 @pytest.fixture

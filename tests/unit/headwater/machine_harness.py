@@ -1,4 +1,4 @@
-"""Table harness for ``headwater.machine.step``: given inputs, when an input, then events and state.
+"""Table harness for ``headwater.core.machine.step``: given inputs, when an input, then events and state.
 
 Each ``Case`` runs its ``given`` inputs through ``step`` (the submission of ``spec`` first,
 unless ``submit`` is false), then the ``when`` input, and checks:
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from headwater import events as ev
-from headwater.machine import step
-from headwater.snapshot import dump_state
-from headwater.state import WorkflowState, evolve
+from headwater.core import events as ev
+from headwater.core.machine import step
+from headwater.core.state import WorkflowState, evolve
+from services.coordinator.snapshot import dump_state
 
 WF = "wf-1"
 T0 = 1_000_000

@@ -6,13 +6,13 @@ from __future__ import annotations
 from machine_harness import T0, run
 from test_machine_runs import _scenario
 
-from headwater import events as ev
-from headwater.audit import Difference, audit, check_projection, check_table, diff_states
-from headwater.jsondiff import ABSENT
-from headwater.projected import ProjectionRows, expected_rows
-from headwater.replay import Recorded, fold
-from headwater.snapshot import dump_state, load_state
-from headwater.state import TaskStatus, WorkflowState
+from headwater.core import events as ev
+from headwater.core.state import TaskStatus, WorkflowState
+from ops.audit import Difference, audit, check_projection, check_table, diff_states
+from ops.expected_rows import ProjectionRows, expected_rows
+from ops.history import Recorded, fold
+from ops.jsondiff import ABSENT
+from services.coordinator.snapshot import dump_state, load_state
 
 GRACE = 30_000
 NAME = "retries exhausted"

@@ -13,18 +13,18 @@ from machine_harness import run, submit
 from test_machine_runs import DIAMOND, _scenario
 from typer.testing import CliRunner
 
-from headwater.audit import Report, audit
-from headwater.cli import app
-from headwater.cli import projection as projection_cli
-from headwater.cli import replay as replay_cli
-from headwater.cli import stuck as stuck_cli
-from headwater.cli.endpoints import Endpoints
-from headwater.cli.kafkalog import partition_for
-from headwater.projected import expected_rows
-from headwater.replay import Recorded, fold
-from headwater.snapshot import dump_definition, dump_header, dump_task
-from headwater.state import DEFINITION, WorkflowState
-from headwater.topics import table_entry_key
+from headwater.core.state import DEFINITION, WorkflowState
+from ops.audit import Report, audit
+from ops.cli import app
+from ops.cli import projection as projection_cli
+from ops.cli import replay as replay_cli
+from ops.cli import stuck as stuck_cli
+from ops.cli.endpoints import Endpoints
+from ops.cli.kafkalog import partition_for
+from ops.expected_rows import expected_rows
+from ops.history import Recorded, fold
+from services.coordinator.keys import table_entry_key
+from services.coordinator.snapshot import dump_definition, dump_header, dump_task
 
 runner = CliRunner()
 LATE = 10**13
@@ -186,7 +186,7 @@ def test_projection_rebuild_runs_the_services_module(monkeypatch: pytest.MonkeyP
 def test_a_status_prints_as_it_is_with_or_without_a_colour(status: str) -> None:
     from rich.console import Console
 
-    from headwater.cli.app import styled
+    from ops.cli.app import styled
 
     console = Console(record=True, width=120)
     console.print(f"{styled(status)} seq 0")

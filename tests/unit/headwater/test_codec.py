@@ -14,7 +14,7 @@ import pytest
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"

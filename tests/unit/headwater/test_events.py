@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from headwater import events as ev
-from headwater.topics import Topics, dispatch_id, task_key
+from headwater.core import events as ev
+from headwater.core.ids import dispatch_id, task_key
+from headwater.topics import Topics
 
 AT = 1_000
 

@@ -1,5 +1,5 @@
-"""Which attempts a worker is told to stop (``headwater.fencing.stop_for``), and failing a
-workflow as data (``headwater.machine.fail``)."""
+"""Which attempts a worker is told to stop (``headwater.core.fencing.stop_for``), and failing a
+workflow as data (``headwater.core.machine.fail``)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
-from headwater.fencing import stop_for
-from headwater.machine import fail as fail_workflow
+from headwater.core import events as ev
+from headwater.core.fencing import stop_for
+from headwater.core.machine import fail as fail_workflow
 
 RETRY = {"max_attempts": 3, "backoff_base": 1}
 ONE = spec(task("a", retry=RETRY, heartbeat_timeout=2))

@@ -1,11 +1,11 @@
-"""Idempotent submission (``headwater.idempotency``)."""
+"""Idempotent submission (``headwater.core.idempotency``)."""
 
 from __future__ import annotations
 
 from machine_harness import run, spec, submit, task
 
-from headwater import events as ev
-from headwater.idempotency import body_hash, conflict
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash, conflict
 
 DOC = spec(task("a"), task("b", "a"))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.jsondiff import ABSENT, diff_json, same
+from ops.jsondiff import ABSENT, diff_json, same
 
 
 def test_equal_values_have_no_difference() -> None:

@@ -1,4 +1,4 @@
-"""The local stack's process records (``headwater.localstack``)."""
+"""The local stack's process records (``ops.localstack``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater import localstack
+from ops import localstack
 
 
 def test_a_started_service_records_how_to_start_it_again(

@@ -20,7 +20,7 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 TWO = spec(task("a"), task("b", "a"))
 MAP = spec(map_node("m", "${input.xs}", max_concurrency=3, retry={"max_attempts": 2}))

@@ -1,4 +1,4 @@
-"""State-machine tables: dependencies, maps and references (``headwater.machine.step``)."""
+"""State-machine tables: dependencies, maps and references (``headwater.core.machine.step``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 ROOTS = spec(task("a", input={"q": "${input.q}", "k": [1, "${input.k}"]}), task("b", "a"))
 DIAMOND = spec(

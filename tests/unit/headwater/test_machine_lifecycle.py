@@ -23,7 +23,7 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 RETRY = {"max_attempts": 3, "backoff_base": 1}
 # a waits for its retry timer, m has two children in flight, z waits for both.

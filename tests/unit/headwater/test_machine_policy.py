@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from machine_harness import T0, check_history, fail, fired, ok, run, spec, submit, task
 
-from headwater import events as ev
-from headwater.machine import step
-from headwater.state import WorkflowState, task_timers
+from headwater.core import events as ev
+from headwater.core.machine import step
+from headwater.core.state import WorkflowState, task_timers
 
 B_IDS = ["b1", "b2", "b3", "b4", "b5"]
 FLAKY_RETRY = {"max_attempts": 3, "backoff_base": 0.5, "backoff_max": 4, "jitter": 0.2}

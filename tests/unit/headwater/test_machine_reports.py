@@ -18,7 +18,7 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 
 RETRY = {"max_attempts": 3, "backoff_base": 1}
 ONE = spec(task("a", retry=RETRY))

@@ -21,8 +21,8 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
-from headwater.retry import RetryPolicy, backoff_seconds
+from headwater.core import events as ev
+from headwater.core.retry import RetryPolicy, backoff_seconds
 
 RETRY3 = {"max_attempts": 3, "backoff_base": 1, "backoff_max": 10, "multiplier": 2}
 ONE = spec(task("a", retry=RETRY3), task("b", "a"))

@@ -22,8 +22,8 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
-from headwater.state import NodeStatus
+from headwater.core import events as ev
+from headwater.core.state import NodeStatus
 
 D_INPUT = {"b": "${nodes.b.output}", "c": "${nodes.c.output}"}
 

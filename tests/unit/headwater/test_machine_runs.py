@@ -21,10 +21,10 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
-from headwater.machine import step
-from headwater.spec import load_spec_text
-from headwater.state import WorkflowState
+from headwater.core import events as ev
+from headwater.core.machine import step
+from headwater.core.spec import load_spec_text
+from headwater.core.state import WorkflowState
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search" / "workflow.yaml"
 

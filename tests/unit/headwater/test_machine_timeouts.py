@@ -20,8 +20,8 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
-from headwater.state import task_timers
+from headwater.core import events as ev
+from headwater.core.state import task_timers
 
 RETRY = {"max_attempts": 2, "backoff_base": 1}
 TIMED = spec(task("a", timeout=2, heartbeat_timeout=5, retry=RETRY))

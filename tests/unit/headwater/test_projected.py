@@ -9,10 +9,10 @@ from __future__ import annotations
 from machine_harness import T0, cancel, fail, fired, ok, run, submit
 from test_machine_runs import BUSY, DIAMOND, RETRYING
 
-from headwater import events as ev
-from headwater.jsondiff import ABSENT
-from headwater.projected import ProjectionRows, diff_rows, expected_rows
-from headwater.replay import fold
+from headwater.core import events as ev
+from ops.expected_rows import ProjectionRows, diff_rows, expected_rows
+from ops.history import fold
+from ops.jsondiff import ABSENT
 
 
 def rows_of(inputs: list[ev.Input]) -> ProjectionRows:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from headwater.core.refs import Ref, iter_refs, parse_ref, resolve
 from headwater.errors import InputReferenceError
-from headwater.refs import Ref, iter_refs, parse_ref, resolve
 
 PARSE_TABLE: list[tuple[str, Ref | str | None]] = [
     ("plain text", None),

@@ -9,9 +9,9 @@ import pytest
 from machine_harness import T0, run
 from test_machine_runs import NAMES, _scenario
 
-from headwater import events as ev
-from headwater.replay import _DESCRIBE, Recorded, dedupe, describe, fold, short, timeline
-from headwater.snapshot import dump_state
+from headwater.core import events as ev
+from ops.history import _DESCRIBE, Recorded, dedupe, describe, fold, short, timeline
+from services.coordinator.snapshot import dump_state
 
 
 def history(name: str) -> list[ev.HistoryEvent]:

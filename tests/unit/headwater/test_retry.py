@@ -1,4 +1,4 @@
-"""Retry policy: backoff delays and parsing (``headwater.retry``)."""
+"""Retry policy: backoff delays and parsing (``headwater.core.retry``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from headwater.retry import (
+from headwater.core.retry import (
     MAX_ATTEMPTS_LIMIT,
     RetryPolicy,
     backoff_seconds,

@@ -1,4 +1,4 @@
-"""Table snapshots: ``dump_state`` / ``load_state`` (``headwater.snapshot``)."""
+"""Table snapshots: ``dump_state`` / ``load_state`` (``services.coordinator.snapshot``)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from machine_harness import (
     task,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
+from headwater.core.machine import step
+from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
-from headwater.machine import step
-from headwater.snapshot import dump_state, load_state
-from headwater.state import WorkflowState
+from services.coordinator.snapshot import dump_state, load_state
 
 DOC = spec(task("a", retry={"max_attempts": 3, "jitter": 0.5}),
            map_node("m", "${input.xs}", max_concurrency=2, retry={"max_attempts": 2}),

@@ -9,15 +9,15 @@ from __future__ import annotations
 import pytest
 from test_machine_runs import NAMES, _scenario
 
-from headwater.machine import step
-from headwater.snapshot import (
+from headwater.core.machine import step
+from headwater.core.state import DEFINITION, WorkflowState
+from services.coordinator.snapshot import (
     dump_definition,
     dump_header,
     dump_state,
     dump_task,
     load_split,
 )
-from headwater.state import DEFINITION, WorkflowState
 
 
 def write(table: dict[str, bytes], state: WorkflowState) -> set[str]:

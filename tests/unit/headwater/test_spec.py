@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from headwater.errors import SpecError
-from headwater.retry import RetryPolicy
-from headwater.spec import (
+from headwater.core.retry import RetryPolicy
+from headwater.core.spec import (
     NodeKind,
     NodeSpec,
     find_cycle,
@@ -21,6 +20,7 @@ from headwater.spec import (
     parse_spec,
     upstream_among,
 )
+from headwater.errors import SpecError
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search" / "workflow.yaml"
 

@@ -1,4 +1,4 @@
-"""``headwater.state.evolve``: what each history event does, and what it refuses."""
+"""``headwater.core.state.evolve``: what each history event does, and what it refuses."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from headwater import events as ev
-from headwater.state import (
+from headwater.core import events as ev
+from headwater.core.state import (
     IllegalTransition,
     NodeStatus,
     TaskStatus,

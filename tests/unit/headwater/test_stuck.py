@@ -6,10 +6,10 @@ import pytest
 from machine_harness import T0, fail, ok, run, started, submit
 from test_machine_runs import DIAMOND, NAMES, RETRYING, _scenario
 
-from headwater import events as ev
-from headwater.replay import Recorded
-from headwater.state import NodeStatus, TaskStatus, WorkflowState, WorkflowStatus
-from headwater.stuck import is_stuck, pending, scan
+from headwater.core import events as ev
+from headwater.core.state import NodeStatus, TaskStatus, WorkflowState, WorkflowStatus
+from ops.history import Recorded
+from ops.stuck import is_stuck, pending, scan
 
 
 def state_after(inputs: list[ev.Input]) -> WorkflowState:

@@ -17,19 +17,19 @@ from typing import Any
 
 def events() -> types.ModuleType:
     """The module of the input and history records."""
-    from headwater import events as ev
+    from headwater.core import events as ev
     return ev
 
 
 def machine() -> types.ModuleType:
     """The module with ``step``."""
-    from headwater import machine as m
+    from headwater.core import machine as m
     return m
 
 
 def state() -> types.ModuleType:
     """The module with ``evolve`` and ``task_timers``."""
-    from headwater import state as s
+    from headwater.core import state as s
     return s
 
 

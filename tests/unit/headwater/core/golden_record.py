@@ -21,9 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 import golden_codec as gc
+import orjson
 
 HERE = Path(__file__).parent / "golden"
 T0 = 1_700_000_000_000

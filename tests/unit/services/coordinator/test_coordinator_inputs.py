@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.topics import Topics
 from services.coordinator.inputs import decode_input

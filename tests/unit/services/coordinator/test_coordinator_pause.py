@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.topics import Topics
 from services.coordinator.handler import Coordinator, Fenced, InputRecord
 from services.coordinator.pause import PauseWatch

@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 
 from headwater import codec
-from headwater import events as ev
-from headwater.snapshot import dump_state
-from headwater.spec import DEFAULT_QUEUE
-from headwater.state import WorkflowState, evolve
-from headwater.topics import TABLE_KEY_SEP, Topics, intent_key
+from headwater.core import events as ev
+from headwater.core.spec import DEFAULT_QUEUE
+from headwater.core.state import WorkflowState, evolve
+from headwater.topics import Topics
 from services.coordinator import handler as handler_module
 from services.coordinator import wal
 from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
+from services.coordinator.keys import TABLE_KEY_SEP, intent_key
+from services.coordinator.snapshot import dump_state
 from services.coordinator.store import TableStore
 from services.coordinator.timers import TimerIndex
 

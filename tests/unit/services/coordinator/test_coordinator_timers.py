@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.state import TimerState, WorkflowState
+from headwater.core.state import TimerState, WorkflowState
 from services.coordinator.timers import TimerIndex
 
 
@@ -73,8 +73,8 @@ def test_clear_forgets_everything() -> None:
 # -- deadlines and leases, derived from the tasks ------------------------------------------
 
 def _running(timeout: int | None = 10) -> WorkflowState:
-    from headwater import events as ev
-    from headwater.machine import step
+    from headwater.core import events as ev
+    from headwater.core.machine import step
 
     doc = {"name": "t", "nodes": [{"id": "a", "task": "t", "timeout": timeout,
                                    "heartbeat_timeout": 3}]}
@@ -91,8 +91,8 @@ def test_a_running_attempt_has_a_deadline_and_a_lease() -> None:
 
 
 def test_a_heartbeat_moves_the_lease_and_the_old_entry_never_fires() -> None:
-    from headwater import events as ev
-    from headwater.machine import step
+    from headwater.core import events as ev
+    from headwater.core.machine import step
 
     index = TimerIndex()
     s = _running(timeout=None)
@@ -105,8 +105,8 @@ def test_a_heartbeat_moves_the_lease_and_the_old_entry_never_fires() -> None:
 
 
 def test_an_attempt_that_ended_takes_its_timers_with_it() -> None:
-    from headwater import events as ev
-    from headwater.machine import step
+    from headwater.core import events as ev
+    from headwater.core.machine import step
 
     index = TimerIndex()
     s = _running()

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from headwater.errors import DecodeError
-from headwater.topics import intent_key, intent_partition, table_entry_key
 from services.coordinator import wal
+from services.coordinator.keys import intent_key, intent_partition, table_entry_key
 from services.coordinator.wal import Intent, Journal, Outgoing
 
 INTENT = Intent(entries=[(table_entry_key("wf-1"), b'{"seq": 3}'),

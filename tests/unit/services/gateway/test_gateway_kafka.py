@@ -12,7 +12,7 @@ import time
 import pytest
 from gateway_harness import SPEC, FakePool, FakeProducer, Gateway, assert_problem
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.gateway.submit import body_hash
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from gateway_harness import SPEC, FakePool, Gateway
 
-from headwater.spec import parse_spec
+from headwater.core.spec import parse_spec
 from services.gateway import submit
 
 SLOW_S = 1.5

@@ -25,7 +25,7 @@ from worker_fakes import (
 )
 
 from headwater import TaskContext, task
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from services.worker.app import Worker
 from services.worker.attempt import now_ms

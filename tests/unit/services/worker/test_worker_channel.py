@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.channel import ReportChannel
 
 BASE = ("wf", "n", None, 1)

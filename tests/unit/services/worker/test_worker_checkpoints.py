@@ -14,7 +14,7 @@ import pytest
 from worker_fakes import QUEUE, Sent, dispatch, make_attempt
 
 from headwater import TaskContext, task
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from services.worker.lifecycle import live
 

@@ -13,7 +13,7 @@ from aiokafka import TopicPartition
 from worker_fakes import Record, dispatch, wait_until
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.control import ControlListener, RecentAttempts
 
 TOPIC = "t.worker-control"

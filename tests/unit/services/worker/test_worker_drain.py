@@ -23,7 +23,7 @@ from worker_fakes import (
     wait_until,
 )
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.app import Worker
 from services.worker.intake import Intake
 

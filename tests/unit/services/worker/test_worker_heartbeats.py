@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from worker_fakes import QUEUE, Sent, dispatch, make_attempt
 
 from headwater import TaskContext, task
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.lifecycle import live
 
 

@@ -17,7 +17,7 @@ from aiokafka.errors import (
 )
 from worker_fakes import FakeProducer, outbox
 
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.outbox import transient
 
 BASE = ("wf", "n", None, 2, 1000)

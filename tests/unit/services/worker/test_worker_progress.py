@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.progress import ProgressReporter
 
 BASE = ("wf", "n", None, 1)

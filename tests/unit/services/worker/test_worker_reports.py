@@ -7,7 +7,7 @@ import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 
 from headwater import codec
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.reports import MAX_TEXT_CHARS, clean_text, prepare, stand_in
 
 BASE = ("wf", "n", 2, 1, 1000)

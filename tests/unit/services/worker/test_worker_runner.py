@@ -11,7 +11,7 @@ import pytest
 from worker_fakes import QUEUE, dispatch, make_attempt
 
 from headwater import NonRetryableError, TaskContext, task
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.runner import run_attempt
 
 

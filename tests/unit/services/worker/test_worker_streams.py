@@ -15,7 +15,7 @@ import pytest
 from worker_fakes import QUEUE, Sent, dispatch, make_attempt, wait_until
 
 from headwater import TaskContext, task
-from headwater import events as ev
+from headwater.core import events as ev
 from headwater.sdk import REGISTRY
 from services.worker.lifecycle import live
 

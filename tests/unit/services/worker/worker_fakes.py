@@ -15,7 +15,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError
 
 from headwater import codec, task
-from headwater import events as ev
+from headwater.core import events as ev
 from services.worker.app import Worker
 from services.worker.attempt import Attempt, now_ms
 from services.worker.intake import Intake

@@ -21,22 +21,6 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_TASKS = "examples.stdlib_search.tasks"
-DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
-
-
-def default_bootstrap() -> str:
-    """The local broker: ``127.0.0.1:$HEADWATER_KAFKA_PORT`` (the port ``infra/`` uses)."""
-    port = os.environ.get("HEADWATER_KAFKA_PORT")
-    return f"127.0.0.1:{port}" if port else DEFAULT_BOOTSTRAP
-
-
-def default_pg_dsn() -> str:
-    """The local database, on ``$HEADWATER_PG_PORT`` when set (the port ``infra/`` uses)."""
-    port = os.environ.get("HEADWATER_PG_PORT")
-    return f"postgresql://postgres@127.0.0.1:{port}/headwater" if port else DEFAULT_PG_DSN
-
-
 def home() -> Path:
     """``HEADWATER_HOME`` or ``<repo>/.headwater``."""
     return Path(os.environ.get("HEADWATER_HOME", REPO / ".headwater"))

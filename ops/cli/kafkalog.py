@@ -15,11 +15,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
 from headwater import codec
-from headwater import events as ev
-from headwater.cli.endpoints import Endpoints
+from headwater.core import events as ev
 from headwater.errors import DecodeError
-from headwater.replay import Recorded
-from headwater.topics import TABLE_KEY_SEP, table_entry_key
+from ops.cli.endpoints import Endpoints
+from ops.history import Recorded
+from services.coordinator.keys import TABLE_KEY_SEP, table_entry_key
 
 READ_TIMEOUT_S = 300.0
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from headwater import events as ev
-from headwater.state import IllegalTransition, WorkflowState, evolve
-from headwater.topics import task_key
+from headwater.core import events as ev
+from headwater.core.ids import task_key
+from headwater.core.state import IllegalTransition, WorkflowState, evolve
 
 DETAIL_CHARS = 80
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 import orjson
 
-from headwater.projected import ProjectionRows
+from ops.expected_rows import ProjectionRows
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
@@ -18,7 +18,7 @@ async def connect(dsn: str) -> asyncpg.Connection:
 
 
 async def read_rows(dsn: str, workflow_id: str) -> ProjectionRows:
-    """The compared columns of the workflow's rows (see ``headwater.projected``).
+    """The compared columns of the workflow's rows (see ``ops.expected_rows``).
 
     Raises:
         OSError or asyncpg.PostgresError: the database cannot be read. A database

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from headwater.spec import NodeSpec
+    from headwater.core.spec import NodeSpec
 
 
 def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None:

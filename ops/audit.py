@@ -24,11 +24,11 @@ from typing import Any
 
 import orjson
 
-from headwater.jsondiff import ABSENT, diff_json
-from headwater.projected import ProjectionRows, diff_rows, expected_rows
-from headwater.replay import Conflict, Fold, Recorded, dedupe, fold
-from headwater.snapshot import dump_state
-from headwater.state import WorkflowState
+from headwater.core.state import WorkflowState
+from ops.expected_rows import ProjectionRows, diff_rows, expected_rows
+from ops.history import Conflict, Fold, Recorded, dedupe, fold
+from ops.jsondiff import ABSENT, diff_json
+from services.coordinator.snapshot import dump_state
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
+from headwater.core.graph import find_cycle, upstream_among
+from headwater.core.refs import Ref, iter_refs, parse_ref
+from headwater.core.retry import MAX_SECONDS, RetryPolicy, parse_retry
 from headwater.errors import SpecError
-from headwater.graph import find_cycle, upstream_among
-from headwater.refs import Ref, iter_refs, parse_ref
-from headwater.retry import MAX_SECONDS, RetryPolicy, parse_retry
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")

@@ -19,18 +19,19 @@ from pathlib import Path
 import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient
 
-from headwater import localstack
 from headwater.topics import Topics
+from ops import localstack
+from services.common.settings import default_bootstrap, default_pg_dsn
 
 
 def bootstrap() -> str:
     """``HEADWATER_KAFKA_BOOTSTRAP``, else the local broker on ``HEADWATER_KAFKA_PORT``."""
-    return os.environ.get("HEADWATER_KAFKA_BOOTSTRAP") or localstack.default_bootstrap()
+    return os.environ.get("HEADWATER_KAFKA_BOOTSTRAP") or default_bootstrap()
 
 
 def admin_dsn() -> str:
     """``HEADWATER_PG_DSN``, else the local database on ``HEADWATER_PG_PORT``."""
-    return os.environ.get("HEADWATER_PG_DSN") or localstack.default_pg_dsn()
+    return os.environ.get("HEADWATER_PG_DSN") or default_pg_dsn()
 
 
 def free_port() -> int:

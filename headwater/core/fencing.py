@@ -11,9 +11,9 @@ sent in answer to its next report.
 
 from __future__ import annotations
 
-from headwater import events as ev
-from headwater.state import Outcome, TaskState, TaskStatus, WorkflowState
-from headwater.topics import task_key
+from headwater.core import events as ev
+from headwater.core.ids import task_key
+from headwater.core.state import Outcome, TaskState, TaskStatus, WorkflowState
 
 ENDED_EARLY = (Outcome.TIMED_OUT, Outcome.LOST, Outcome.CANCELLED)
 

@@ -19,11 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from headwater.cli.endpoints import BOOTSTRAP, PREFIX, Endpoints, endpoints
-from headwater.cli.kafkalog import KafkaLog
-from headwater.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
-from headwater.replay import Recorded
-from headwater.stuck import Scan, scan
+from ops.cli.endpoints import BOOTSTRAP, PREFIX, Endpoints, endpoints
+from ops.cli.kafkalog import KafkaLog
+from ops.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
+from ops.history import Recorded
+from ops.stuck import Scan, scan
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 errors = Console(soft_wrap=True, stderr=True, emoji=False)

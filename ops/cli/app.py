@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from headwater import localstack
-from headwater.cli.follow import STYLE, follow
-from headwater.cli.projection import projection_app
-from headwater.cli.replay import replay
-from headwater.cli.stuck import stuck
+from ops import localstack
+from ops.cli.follow import STYLE, follow
+from ops.cli.projection import projection_app
+from ops.cli.replay import replay
+from ops.cli.stuck import stuck
 
 app = typer.Typer(help="Headwater: event-sourced workflows on Kafka.", no_args_is_help=True,
                   add_completion=False)

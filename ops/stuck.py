@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from headwater.replay import Recorded, dedupe, fold
-from headwater.state import TaskStatus, WorkflowState, retry_timer_id
+from headwater.core.ids import retry_timer_id
+from headwater.core.state import TaskStatus, WorkflowState
+from ops.history import Recorded, dedupe, fold
 
 
 def pending(state: WorkflowState) -> list[str]:

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from headwater.errors import DecodeError
-from headwater.spec import NodeKind
-from headwater.state import (
+from headwater.core.ids import task_key
+from headwater.core.spec import NodeKind
+from headwater.core.state import (
     NodeState,
     NodeStatus,
     TaskState,
@@ -25,7 +25,7 @@ from headwater.state import (
     WorkflowState,
     WorkflowStatus,
 )
-from headwater.topics import task_key
+from headwater.errors import DecodeError
 
 SNAPSHOT_VERSION = 1
 

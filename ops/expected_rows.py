@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater import events as ev
-from headwater.jsondiff import ABSENT, diff_json
-from headwater.state import WorkflowState, WorkflowStatus
-from headwater.topics import task_key
+from headwater.core import events as ev
+from headwater.core.ids import task_key
+from headwater.core.state import WorkflowState, WorkflowStatus
+from ops.jsondiff import ABSENT, diff_json
 
 
 @dataclass

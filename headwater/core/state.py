@@ -12,17 +12,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from headwater import events as ev
-from headwater.errors import HeadwaterError, SpecError
-from headwater.refs import resolve
-from headwater.spec import WorkflowSpec, parse_spec
-from headwater.topics import (
+from headwater.core import events as ev
+from headwater.core.ids import (
     DEADLINE_TIMER,
     LEASE_TIMER,
     parse_task_timer_id,
+    retry_timer_id,
     task_key,
     task_timer_id,
 )
+from headwater.core.refs import resolve
+from headwater.core.spec import WorkflowSpec, parse_spec
+from headwater.errors import HeadwaterError, SpecError
 
 
 class WorkflowStatus(StrEnum):
@@ -425,11 +426,6 @@ def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}")
     state.dirty.add(key)
     t.outcome = Outcome.TIMED_OUT if kind == DEADLINE_TIMER else Outcome.LOST
-
-
-def retry_timer_id(key: str, attempt: int) -> str:
-    """Id of the durable timer that dispatches ``attempt`` of task ``key``."""
-    return f"retry:{key}:{attempt}"
 
 
 def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.topics import dispatch_id as make_dispatch_id
+from headwater.core.ids import dispatch_id as make_dispatch_id
 
 
 @dataclass(frozen=True)

@@ -40,20 +40,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from headwater import events as ev
-from headwater.errors import InputReferenceError
-from headwater.fencing import stale_reason
-from headwater.retry import backoff_seconds
-from headwater.spec import NodeKind, NodeSpec
-from headwater.state import (
-    NodeStatus,
-    TaskState,
-    TaskStatus,
-    WorkflowState,
-    evolve,
+from headwater.core import events as ev
+from headwater.core.fencing import stale_reason
+from headwater.core.ids import (
+    DEADLINE_TIMER,
+    dispatch_id,
+    parse_task_timer_id,
     retry_timer_id,
+    task_key,
 )
-from headwater.topics import DEADLINE_TIMER, dispatch_id, parse_task_timer_id, task_key
+from headwater.core.retry import backoff_seconds
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.state import NodeStatus, TaskState, TaskStatus, WorkflowState, evolve
+from headwater.errors import InputReferenceError
 
 
 @dataclass

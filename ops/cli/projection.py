@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from headwater.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, endpoints
+from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, endpoints
 
 projection_app = typer.Typer(help="The PostgreSQL projection (a view of the log).",
                              no_args_is_help=True, add_completion=False)

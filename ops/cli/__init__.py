@@ -1,5 +1,5 @@
 """The ``headwater`` command line."""
 
-from headwater.cli.app import app, main
+from ops.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -3,7 +3,7 @@ and compare the state with the coordinator's table and the PostgreSQL projection
 
 Reads, in this order so that each store is read no later than the log it derives from:
 the projector's committed offset, the projection's rows, the table's changelog, then the
-events topic. The comparison rules are in ``headwater.audit``.
+events topic. The comparison rules are in ``ops.audit``.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from headwater.audit import Report, StoreCheck, audit
-from headwater.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
-from headwater.cli.kafkalog import KafkaLog
-from headwater.cli.pgread import read_rows
+from headwater.core.state import DEFINITION, WorkflowState
 from headwater.errors import DecodeError
-from headwater.replay import TimelineRow, timeline
-from headwater.snapshot import dump_state, load_split
-from headwater.state import DEFINITION, WorkflowState
+from ops.audit import Report, StoreCheck, audit
+from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
+from ops.cli.kafkalog import KafkaLog
+from ops.cli.pgread import read_rows
+from ops.history import TimelineRow, timeline
+from services.coordinator.snapshot import dump_state, load_split
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 EXIT_DIFFERENT, EXIT_UNKNOWN, EXIT_UNREACHABLE = 1, 2, 3

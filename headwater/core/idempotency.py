@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from headwater import events as ev
-from headwater.state import WorkflowState
+from headwater.core import events as ev
+from headwater.core.state import WorkflowState
 
 
 def body_hash(spec: Any, workflow_input: Any, tenant: str | None) -> str:

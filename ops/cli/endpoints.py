@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import typer
 
-from headwater import localstack
 from headwater.topics import DEFAULT_PREFIX, Topics
+from services.common.settings import default_bootstrap, default_pg_dsn
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -50,8 +50,8 @@ def endpoints(bootstrap: str | None, prefix: str, pg_dsn: str | None) -> Endpoin
     """The endpoints from the options, with the local stack's as defaults."""
     raw = os.environ.get("HEADWATER_MAX_MESSAGE_BYTES", "")
     return Endpoints(
-        bootstrap=bootstrap or localstack.default_bootstrap(),
+        bootstrap=bootstrap or default_bootstrap(),
         prefix=prefix,
-        pg_dsn=pg_dsn or localstack.default_pg_dsn(),
+        pg_dsn=pg_dsn or default_pg_dsn(),
         max_message_bytes=int(raw) if raw.isdigit() else DEFAULT_MAX_MESSAGE_BYTES,
     )

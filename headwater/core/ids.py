@@ -1,0 +1,44 @@
+"""Id formats inside records: task keys, dispatch ids and timer ids.
+
+They are deterministic so that at-least-once delivery is safe: the same attempt always
+has the same dispatch id (docs/architecture.md, invariant 3), and a timer's id says
+which task and attempt it is for.
+"""
+
+from __future__ import annotations
+
+
+def task_key(node: str, index: int | None) -> str:
+    """The key of one task within a workflow: ``node`` or ``node[index]`` for map items."""
+    return node if index is None else f"{node}[{index}]"
+
+
+def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) -> str:
+    """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (DESIGN.md §3.3)."""
+    return f"{workflow_id}/{task_key(node, index)}/{attempt}"
+
+
+DEADLINE_TIMER = "deadline"
+LEASE_TIMER = "lease"
+
+
+def task_timer_id(kind: str, key: str, attempt: int) -> str:
+    """Id of a timer derived from a task's state: ``deadline:<task key>:<attempt>`` (its
+    timeout) or ``lease:<task key>:<attempt>`` (its heartbeat timeout)."""
+    return f"{kind}:{key}:{attempt}"
+
+
+def parse_task_timer_id(timer_id: str) -> tuple[str, str, int] | None:
+    """``(kind, task key, attempt)`` of a ``task_timer_id``, or None for any other id.
+
+    Node ids cannot hold ``:`` (``spec._ID``), so the split is unambiguous."""
+    kind, _, rest = timer_id.partition(":")
+    key, _, attempt = rest.rpartition(":")
+    if kind not in (DEADLINE_TIMER, LEASE_TIMER) or not key or not attempt.isdigit():
+        return None
+    return kind, key, int(attempt)
+
+
+def retry_timer_id(key: str, attempt: int) -> str:
+    """Id of the durable timer that dispatches ``attempt`` of task ``key``."""
+    return f"retry:{key}:{attempt}"

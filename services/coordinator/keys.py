@@ -1,0 +1,43 @@
+"""Key formats of the coordinator's table: a workflow's entries and the intents' slots.
+
+Every entry of a workflow is keyed by its id, so all of them go to the partition of the
+workflow's input records (``store.WorkflowTable.partition_for_key``).
+"""
+
+from __future__ import annotations
+
+TABLE_KEY_SEP = "\x1f"
+"""Separates the workflow id from the part in the coordinator table's keys (ids and task
+keys never contain it)."""
+
+
+def table_entry_key(workflow_id: str, part: str | None = None) -> bytes:
+    """The coordinator table's key (and its changelog record's key) of a workflow's
+    header (``part`` None), its definition (``state.DEFINITION``) or one of its tasks
+    (``part`` = the task key): the workflow id, then ``TABLE_KEY_SEP`` and the part, UTF-8."""
+    return (workflow_id if part is None else f"{workflow_id}{TABLE_KEY_SEP}{part}").encode()
+
+
+def table_entry_workflow(key: bytes) -> str:
+    """The workflow id of a coordinator table key made by ``table_entry_key``."""
+    return key.split(TABLE_KEY_SEP.encode(), 1)[0].decode()
+
+
+INTENT_KEY_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
+"""The coordinator table's keys of intents (``services/coordinator/wal.py``) start with it;
+no workflow id is empty, so no workflow's key does."""
+
+
+def intent_key(partition: int, chunk: int | None = None) -> bytes:
+    """The coordinator table's key of a partition's intent head (``chunk`` None) or of
+    its chunk number ``chunk``: ``INTENT_KEY_PREFIX``, the partition, then
+    ``TABLE_KEY_SEP`` and the chunk."""
+    tail = str(partition) if chunk is None else f"{partition}{TABLE_KEY_SEP}{chunk}"
+    return INTENT_KEY_PREFIX + tail.encode()
+
+
+def intent_partition(key: bytes) -> int | None:
+    """The partition of an intent key (head or chunk); None for any other key."""
+    if not key.startswith(INTENT_KEY_PREFIX):
+        return None
+    return int(key[len(INTENT_KEY_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
