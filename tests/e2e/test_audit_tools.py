@@ -32,7 +32,7 @@ from ops.history import fold
 from services.common.db import connect_pool
 from services.coordinator.projection import project
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core"))
 from machine_harness import run
 from test_machine_runs import NAMES, _scenario
 

@@ -22,7 +22,7 @@ from headwater.core.spec import (
 )
 from headwater.errors import SpecError
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search" / "workflow.yaml"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "stdlib_search" / "workflow.yaml"
 
 
 def node(node_id: str, *needs: str, **extra: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from headwater.core.machine import step
 from headwater.core.spec import load_spec_text
 from headwater.core.state import WorkflowState
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search" / "workflow.yaml"
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "stdlib_search" / "workflow.yaml"
 
 DIAMOND = spec(task("a"), task("b", "a"), task("c", "a"),
                task("d", "b", "c", input=["${nodes.b.output}", "${nodes.c.output}"]))

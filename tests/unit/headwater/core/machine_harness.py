@@ -1,4 +1,5 @@
-"""Table harness for ``headwater.core.machine.step``: given inputs, when an input, then events and state.
+"""Table harness for ``headwater.core.machine.step``: given inputs, when an input, then
+events and state.
 
 Each ``Case`` runs its ``given`` inputs through ``step`` (the submission of ``spec`` first,
 unless ``submit`` is false), then the ``when`` input, and checks:
