@@ -1,0 +1,111 @@
+"""The core stays pure: no module of ``headwater/core`` imports I/O, a clock or randomness.
+
+Each import of each core module (found with ``ast``, so an import inside a function or
+under ``TYPE_CHECKING`` counts too) must be another core module, the exception tree
+(``headwater.errors``, itself import-free), a pure part of the standard library, or one
+of the pure data libraries named below. Anything else fails with the module and the
+import named: add it to ``PURE`` only if it can do no I/O and read no clock.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[4]
+CORE = ROOT / "headwater" / "core"
+
+PURE = frozenset({
+    # standard library: data structures, typing, text and numbers
+    "__future__", "abc", "collections", "collections.abc", "dataclasses", "enum",
+    "functools", "itertools", "math", "operator", "re", "types", "typing", "hashlib",
+    "string", "copy", "bisect", "heapq", "numbers", "decimal", "fractions", "json",
+    "keyword", "textwrap",
+    # data libraries that parse and serialise only
+    "orjson", "yaml",
+    # the one exception tree
+    "headwater.errors",
+})
+"""Modules a core module may import besides ``headwater.core.*``."""
+
+FORBIDDEN_EXAMPLES = ("asyncio", "socket", "time", "datetime", "random", "os", "subprocess",
+                      "threading", "aiokafka", "asyncpg", "httpx", "faust", "services", "ops",
+                      "uuid", "secrets", "pathlib", "logging")
+"""What the rule is for (each would also fail as not in ``PURE``)."""
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import in the file; ``from a import b`` gives ``a``
+    and, when ``a.b`` is a module of the core, ``a.b`` as well."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: inside the core by construction
+                continue
+            module = node.module or ""
+            found.append((node.lineno, module))
+            if module in ("headwater", "headwater.core"):
+                found.extend((node.lineno, f"{module}.{a.name}") for a in node.names)
+    return found
+
+
+def violations(path: Path, root: Path = ROOT) -> list[str]:
+    """Why each import of ``path`` (under ``root``) breaks the boundary (empty when none
+    does)."""
+    out = []
+    for line, module in imports_of(path):
+        if module == "headwater.core" or module.startswith("headwater.core."):
+            continue
+        if module == "headwater":  # ``from headwater import x``: judged by x
+            continue
+        if module in PURE or module.split(".")[0] in PURE - {"headwater.errors"}:
+            continue
+        out.append(f"{path.relative_to(root)}:{line} imports {module}")
+    return out
+
+
+def core_modules() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def test_the_core_has_modules() -> None:
+    names = {p.stem for p in core_modules()}
+    assert {"spec", "events", "ids", "fencing", "idempotency"} <= names
+
+
+@pytest.mark.parametrize("path", core_modules(), ids=lambda p: str(p.relative_to(CORE)))
+def test_core_module_imports_nothing_impure(path: Path) -> None:
+    bad = violations(path)
+    assert not bad, "the core must stay pure:\n" + "\n".join(bad)
+
+
+def test_the_exception_tree_imports_nothing() -> None:
+    errors = ROOT / "headwater" / "errors.py"
+    assert [m for _, m in imports_of(errors) if m != "__future__"] == []
+
+
+@pytest.mark.parametrize("module", FORBIDDEN_EXAMPLES)
+def test_an_impure_import_is_named(tmp_path: Path, module: str) -> None:
+    """The check itself: a core module importing one of these is refused, by name."""
+    fake = tmp_path / "headwater" / "core" / "leaky.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f"from __future__ import annotations\n\ndef f() -> None:\n"
+                    f"    import {module}\n")
+    assert violations(fake, tmp_path) == [f"headwater/core/leaky.py:4 imports {module}"]
+
+
+def test_task_code_importing_headwater_pulls_in_no_operator_machinery() -> None:
+    """``import headwater`` (what a task module does) loads neither process management,
+    Kafka, PostgreSQL nor the operator tools."""
+    code = ("import sys, headwater; print(' '.join(sorted(m for m in sys.modules if m in "
+            "{'subprocess', 'asyncpg', 'aiokafka', 'faust', 'httpx', 'ops', 'services'})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""
