@@ -30,11 +30,11 @@ from typing import Any, Protocol, TypeVar, overload
 
 import orjson
 
+from headwater.core.ids import QUEUE_PATTERN
 from headwater.errors import AttemptCancelled, TaskRegistrationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
-_QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 
 
 ProgressSink = Callable[[float, str], None]
@@ -249,8 +249,9 @@ def task(
             raise TaskRegistrationError(
                 f"@task name {task_name!r} must match {_NAME.pattern}; pass name='pkg.task'"
             )
-        if not _QUEUE.fullmatch(queue):
-            raise TaskRegistrationError(f"@task queue {queue!r} must match {_QUEUE.pattern}")
+        if not QUEUE_PATTERN.fullmatch(queue):
+            raise TaskRegistrationError(
+                f"@task queue {queue!r} must match {QUEUE_PATTERN.pattern}")
         existing = REGISTRY.get(task_name)
         if existing is not None and _origin(existing.fn) != _origin(func):
             raise TaskRegistrationError(

@@ -7,6 +7,11 @@ which task and attempt it is for.
 
 from __future__ import annotations
 
+import re
+
+QUEUE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+"""Queue names (a node's ``queue``, ``@task(queue=...)``): 1-64 letters, digits, ``_``
+and ``-``; each names the topic ``<prefix>.tasks.<queue>``."""
 
 def task_key(node: str, index: int | None) -> str:
     """The key of one task within a workflow: ``node`` or ``node[index]`` for map items."""

@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 
 from headwater.core.graph import find_cycle, upstream_among
+from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.refs import Ref, iter_refs, parse_ref
 from headwater.core.retry import MAX_SECONDS, RetryPolicy, parse_retry
 from headwater.errors import SpecError
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
-_QUEUE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 DEFAULT_QUEUE = "cpu"
 MAX_NODES = 10_000
 
@@ -248,8 +248,8 @@ def _parse_node(
     if not isinstance(task, str) or not task:
         faults.append(f"{where}: task: required, a registered task name")
     queue = raw.get("queue", DEFAULT_QUEUE)
-    if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
-        faults.append(f"{where}: queue must match {_QUEUE.pattern}")
+    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+        faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")
     needs = raw.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         faults.append(f"{where}: needs must be a list of node ids")
