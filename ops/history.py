@@ -109,8 +109,6 @@ def fold(events: Iterable[ev.HistoryEvent], upto_seq: int | None = None) -> Fold
             state = evolve(state, e)
         except IllegalTransition as error:
             return Fold(state, f"seq {e.seq} ({e.type}) does not apply: {error}")
-    if state is not None:
-        state.dirty.clear()  # bookkeeping for the table's writes, not part of the state
     return Fold(state)
 
 

@@ -186,13 +186,6 @@ class WorkflowState:
     error: str = ""
     spec_error: str = ""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
-    dirty: set[str] = field(default_factory=set, repr=False, compare=False)
-    """Task keys changed since the last snapshot write (and ``DEFINITION`` when new)."""
-    applied: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
-    """Input topic -> offset of the last record applied to this workflow (its records
-    are all on one partition of each topic). Not part of the history: the coordinator
-    keeps it in the table so that records it applied before a crash, delivered again
-    because their offsets were not committed yet, are not applied twice."""
 
     @property
     def spec(self) -> WorkflowSpec:
@@ -244,10 +237,6 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
     return state
 
 
-DEFINITION = "@def"
-"""The pseudo task key under which the spec and input are stored, once."""
-
-
 def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState:
     """Apply one history event to ``state`` (in place) and return it.
 
@@ -268,7 +257,6 @@ def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState
                 f"expected WorkflowAccepted at seq 1, got {event.type} at seq {event.seq}"
             )
         state = new_state(body)
-        state.dirty.add(DEFINITION)
     elif event.seq != state.seq + 1:
         raise IllegalTransition(f"expected seq {state.seq + 1}, got {event.seq}")
     elif state.status.terminal:
@@ -283,9 +271,7 @@ def evolve(state: WorkflowState | None, event: ev.HistoryEvent) -> WorkflowState
 def _task(state: WorkflowState, node: str, index: int | None) -> TaskState:
     key = task_key(node, index)
     try:
-        task = state.tasks[key]
-        state.dirty.add(key)
-        return task
+        return state.tasks[key]
     except KeyError:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}") from None
 
@@ -350,7 +336,6 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         node.next_index = max(node.next_index, (body.index or 0) + 1)
         if body.index is not None:
             node.running += 1  # a retry reuses the slot its TimerScheduled kept
-    state.dirty.add(key)
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
         status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
@@ -424,7 +409,6 @@ def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
     t = state.tasks.get(key)
     if t is None:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}")
-    state.dirty.add(key)
     t.outcome = Outcome.TIMED_OUT if kind == DEADLINE_TIMER else Outcome.LOST
 
 
@@ -474,7 +458,6 @@ def _terminal(state: WorkflowState, status: WorkflowStatus) -> None:
         if not node.status.terminal:
             node.status = NodeStatus.CANCELLED
             state.open_nodes -= 1
-    for key, t in state.tasks.items():
+    for t in state.tasks.values():
         if not t.status.terminal:
             t.status = TaskStatus.CANCELLED
-            state.dirty.add(key)

@@ -21,13 +21,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from headwater.core.state import DEFINITION, WorkflowState
+from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from ops.audit import Report, StoreCheck, audit
 from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
 from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
+from services.coordinator.keys import DEFINITION
 from services.coordinator.snapshot import dump_state, load_split
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code

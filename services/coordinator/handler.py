@@ -11,7 +11,8 @@ After a crash the new owner carries out any intent left in the table before it r
 inputs, and the inputs since the last commit come again:
 
 - those whose effects were recorded are skipped: each workflow's snapshot remembers the
-  offset of the last input applied to it, per input topic (``WorkflowState.applied``).
+  offset of the last input applied to it, per input topic (``Store.applied``, kept in
+  the workflow's header entry).
   Applying such an input to the newer snapshot could record something else under a seq
   already published (a failure report, applied again after the retry it caused, would
   be "superseded");
@@ -47,6 +48,7 @@ from services.coordinator.records import (
 )
 from services.coordinator.timers import TimerIndex
 from services.coordinator.wal import Intent, Journal, Outgoing, Unreadable
+from services.coordinator.writeset import touched_parts
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +94,13 @@ class Store(Protocol):
     def load(self, workflow_id: str) -> WorkflowState | None:
         """The workflow's state as stored, ignoring any cache."""
 
-    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
-        """The table entries for what changed in ``state`` (and cache it)."""
+    def applied(self, workflow_id: str) -> dict[str, int]:
+        """Input topic -> offset of the last record applied to the workflow."""
+
+    def entries(self, state: WorkflowState, parts: set[str],
+                applied: dict[str, int]) -> list[tuple[bytes, bytes]]:
+        """The table entries of ``state``'s changed ``parts`` and its header with the
+        ``applied`` offsets (and cache both)."""
 
     def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
         """Write entries in order (None deletes); futures resolve once durable."""
@@ -185,6 +192,7 @@ class Coordinator:
         encoded: list[Outgoing] = []
         dead: list[DeadLetter] = []
         inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = {}
+        applied: dict[str, dict[str, int]] = {}  # per workflow, as the batch goes
         for record in records:
             try:
                 event = decode_input(self.topics, record.topic, record.key, record.value,
@@ -203,7 +211,14 @@ class Coordinator:
             except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
                 dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
                 continue
-            if state is not None and record.offset <= state.applied.get(record.topic, -1):
+            try:
+                if wid not in applied:
+                    applied[wid] = self.store.applied(wid)
+                offsets = applied[wid]
+            except DecodeError as e:
+                dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
+                continue
+            if state is not None and record.offset <= offsets.get(record.topic, -1):
                 self.replayed += 1  # applied before a crash; its effects are in the table
                 continue
             why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
@@ -224,7 +239,7 @@ class Coordinator:
             if result.events and result.state is not None:
                 out.extend(result.events)
                 encoded.extend(outgoing)
-                result.state.applied[record.topic] = record.offset
+                offsets[record.topic] = record.offset
                 touched[wid] = result.state
                 inputs_of.setdefault(wid, []).append((record, event))
             stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
@@ -239,10 +254,13 @@ class Coordinator:
                         "after a crash or a rebalance)", self.replayed - replayed_before)
         if not encoded and not dead:
             return
-        changed = {wid: set(state.dirty) for wid, state in touched.items()}
-        entries = {wid: self.store.entries(state) for wid, state in touched.items()}
+        changed = {wid: touched_parts([e for e in out if e.workflow_id == wid], state)
+                   for wid, state in touched.items()}
+        entries = {wid: self.store.entries(state, changed[wid], applied[wid])
+                   for wid, state in touched.items()}
         for wid in [w for w, es in entries.items() if self._too_large(es)]:
-            self._fail_batch(wid, inputs_of[wid], touched, entries, out, encoded, dead)
+            self._fail_batch(wid, inputs_of[wid], touched, entries, out, encoded, dead,
+                             changed)
         intents = self._intents(entries, encoded)
         try:
             async with self._effects:
@@ -289,7 +307,8 @@ class Coordinator:
     def _fail_batch(self, wid: str, inputs: list[tuple[InputRecord, ev.Input]],
                     touched: dict[str, WorkflowState],
                     entries: dict[str, list[tuple[bytes, bytes]]], out: list[ev.HistoryEvent],
-                    encoded: list[Outgoing], dead: list[DeadLetter]) -> None:
+                    encoded: list[Outgoing], dead: list[DeadLetter],
+                    changed: dict[str, set[str]]) -> None:
         """A workflow whose snapshot would not fit a table entry (an output near the
         record limit, say): drop what the batch did to it, fail it as data from its state
         before the batch instead, and dead-letter the batch's last input to it. Without
@@ -314,10 +333,11 @@ class Coordinator:
             return
         if result.state is None or not result.events:
             return
+        offsets = self.store.applied(wid)
         for r, _ in inputs:  # the batch's inputs to it are spent
-            result.state.applied[r.topic] = max(r.offset,
-                                                result.state.applied.get(r.topic, -1))
-        failed_entries = self.store.entries(result.state)
+            offsets[r.topic] = max(r.offset, offsets.get(r.topic, -1))
+        changed[wid] = touched_parts(result.events, result.state)
+        failed_entries = self.store.entries(result.state, changed[wid], offsets)
         if self._too_large(failed_entries):  # even failing it does not fit (its definition)
             self.store.forget(wid)
             return
@@ -356,7 +376,6 @@ class Coordinator:
                  touched: dict[str, WorkflowState]) -> None:
         """After a failed step the in-memory state may be half-changed: rebuild it from
         the stored snapshot and this batch's events so far, which evolve exactly."""
-        applied = touched[wid].applied if wid in touched else None
         self.store.forget(wid)
         state = self.store.load(wid)
         for event in out:
@@ -365,6 +384,4 @@ class Coordinator:
         if state is None:
             touched.pop(wid, None)
         else:
-            if applied is not None:  # the batch's inputs applied so far stay applied
-                state.applied = dict(applied)
             touched[wid] = state

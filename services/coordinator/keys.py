@@ -41,3 +41,8 @@ def intent_partition(key: bytes) -> int | None:
     if not key.startswith(INTENT_KEY_PREFIX):
         return None
     return int(key[len(INTENT_KEY_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
+
+
+DEFINITION = "@def"
+"""The part under which a workflow's definition (spec, input, tenant) is stored, once; no
+task key can be it (node ids start with a letter or ``_``)."""

@@ -103,9 +103,15 @@ def _task(v: dict[str, Any]) -> TaskState:
 SPLIT_VERSION = 2
 
 
-def dump_header(state: WorkflowState) -> bytes:
+def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> bytes:
     """The part of ``state`` rewritten on every change: status, seq, nodes (without map
-    results), timers, counters. Its size does not grow with the number of tasks."""
+    results), timers, counters. Its size does not grow with the number of tasks.
+
+    Args:
+        state: the workflow.
+        applied: the coordinator's bookkeeping kept beside it: input topic -> offset of
+            the last record applied to the workflow (``header_applied`` reads it back).
+    """
     nodes = {
         node_id: {"status": n.status, "total": n.total, "next_index": n.next_index,
                   "running": n.running, "done": n.done, "error": n.error,
@@ -116,7 +122,7 @@ def dump_header(state: WorkflowState) -> bytes:
         "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
         "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
         "timers": state.timers, "open_nodes": state.open_nodes, "output": state.output,
-        "error": state.error, "spec_error": state.spec_error, "applied": state.applied,
+        "error": state.error, "spec_error": state.spec_error, "applied": applied or {},
     })
 
 
@@ -179,7 +185,7 @@ def load_split(header: bytes, definition: bytes,
             nodes={k: _node(v) for k, v in h["nodes"].items()},
             timers={k: TimerState(**v) for k, v in h["timers"].items()},
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
-            spec_error=h["spec_error"], applied=dict(h.get("applied") or {}),
+            spec_error=h["spec_error"],
         )
         for spec in [] if state.spec_error else state.spec.nodes:
             node = state.nodes[spec.id]
@@ -207,6 +213,19 @@ def load_split(header: bytes, definition: bytes,
         raise
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
         raise DecodeError(f"bad snapshot: {e}") from e
+
+
+def header_applied(header: bytes) -> dict[str, int]:
+    """The applied offsets ``dump_header`` stored beside the state (input topic -> offset).
+
+    Raises:
+        DecodeError: the header is malformed.
+    """
+    try:
+        applied = orjson.loads(header).get("applied") or {}
+        return {str(k): int(v) for k, v in applied.items()}
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError) as e:
+        raise DecodeError(f"bad snapshot header: {e}") from e
 
 
 def _restore_output(state: WorkflowState, task: TaskState, output: Any) -> None:

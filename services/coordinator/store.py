@@ -19,15 +19,22 @@ from typing import Any
 import faust
 from aiokafka.partitioner import murmur2
 
-from headwater.core.state import DEFINITION, WorkflowState
+from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from services.coordinator.keys import (
+    DEFINITION,
     TABLE_KEY_SEP,
     intent_partition,
     table_entry_key,
     table_entry_workflow,
 )
-from services.coordinator.snapshot import dump_definition, dump_header, dump_task, load_split
+from services.coordinator.snapshot import (
+    dump_definition,
+    dump_header,
+    dump_task,
+    header_applied,
+    load_split,
+)
 
 log = logging.getLogger(__name__)
 SEP = TABLE_KEY_SEP  # workflow id, SEP, task key (or DEFINITION): the key format is in topics
@@ -65,6 +72,7 @@ class TableStore:
     def __init__(self, table: Any) -> None:
         self.table = table
         self._cache: dict[str, WorkflowState] = {}
+        self._applied: dict[str, dict[str, int]] = {}
 
     def get(self, workflow_id: str) -> WorkflowState | None:
         """The cached state, else the table's entries decoded, else None."""
@@ -88,19 +96,36 @@ class TableStore:
         return load_split(header, definition,
                           lambda key: self.table.get(entry_key(workflow_id, key)))
 
-    def entries(self, state: WorkflowState) -> list[tuple[bytes, bytes]]:
-        """The table entries for the parts of ``state`` that changed, then its header (to
-        be written in this order), and keep ``state`` as the cached copy."""
+    def applied(self, workflow_id: str) -> dict[str, int]:
+        """Input topic -> offset of the last record applied to the workflow (its records
+        are all on one partition of each topic), as stored beside its header; empty for
+        an unknown workflow. Records at or below these offsets, delivered again after a
+        crash because their offsets were not committed yet, must not be applied twice.
+
+        Raises:
+            DecodeError: the header is malformed.
+        """
+        applied = self._applied.get(workflow_id)
+        if applied is None:
+            header = self.table.get(entry_key(workflow_id))
+            applied = header_applied(header) if header is not None else {}
+        return dict(applied)
+
+    def entries(self, state: WorkflowState, parts: set[str],
+                applied: dict[str, int]) -> list[tuple[bytes, bytes]]:
+        """The table entries of ``state``'s changed ``parts`` (task keys, ``DEFINITION``;
+        ``writeset.touched_parts``), then its header with the ``applied`` offsets (to be
+        written in this order); keep ``state`` and ``applied`` as the cached copies."""
         wid = state.workflow_id
         out = [(entry_key(wid, part),
                 dump_definition(state) if part == DEFINITION else dump_task(state, part))
-               for part in sorted(state.dirty)]
-        state.dirty.clear()
-        out.append((entry_key(wid), dump_header(state)))
+               for part in sorted(parts)]
+        out.append((entry_key(wid), dump_header(state, applied)))
         if state.status.terminal:
-            self._cache.pop(wid, None)  # no further event changes it
+            self.forget(wid)  # no further event changes it
         else:
             self._cache[wid] = state
+            self._applied[wid] = dict(applied)
         return out
 
     def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
@@ -134,12 +159,14 @@ class TableStore:
         return future
 
     def forget(self, workflow_id: str) -> None:
-        """Drop the cached copy."""
+        """Drop the cached copies."""
         self._cache.pop(workflow_id, None)
+        self._applied.pop(workflow_id, None)
 
     def clear_cache(self) -> None:
         """Drop every cached copy (on rebalance)."""
         self._cache.clear()
+        self._applied.clear()
 
     def scan(self) -> list[WorkflowState]:
         """Decode every non-terminal workflow held locally (for re-arming timers)."""

@@ -13,7 +13,7 @@ from machine_harness import run, submit
 from test_machine_runs import DIAMOND, _scenario
 from typer.testing import CliRunner
 
-from headwater.core.state import DEFINITION, WorkflowState
+from headwater.core.state import WorkflowState
 from ops.audit import Report, audit
 from ops.cli import app
 from ops.cli import projection as projection_cli
@@ -23,7 +23,7 @@ from ops.cli.endpoints import Endpoints
 from ops.cli.kafkalog import partition_for
 from ops.expected_rows import expected_rows
 from ops.history import Recorded, fold
-from services.coordinator.keys import table_entry_key
+from services.coordinator.keys import DEFINITION, table_entry_key
 from services.coordinator.snapshot import dump_definition, dump_header, dump_task
 
 runner = CliRunner()

@@ -52,7 +52,6 @@ def test_folding_the_history_gives_the_machines_state(name: str) -> None:
     assert folded.error == ""
     assert folded.state is not None and result.state is not None
     assert dump_state(folded.state) == dump_state(result.state)
-    assert folded.state.dirty == set()
 
 
 def test_fold_stops_after_upto_seq() -> None:

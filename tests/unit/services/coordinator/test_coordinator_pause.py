@@ -54,6 +54,9 @@ class Store:
     def partition(self, workflow_id: str) -> int:
         return 0
 
+    def applied(self, workflow_id: str) -> dict[str, int]:
+        return {}
+
 
 async def test_a_fenced_coordinator_writes_nothing() -> None:
     topics = Topics("unit")
@@ -63,7 +66,8 @@ async def test_a_fenced_coordinator_writes_nothing() -> None:
             raise AssertionError("published while fenced")
 
     class Table(Store):
-        def entries(self, state: object) -> list[tuple[bytes, bytes]]:
+        def entries(self, state: object, parts: object,
+                    applied: object) -> list[tuple[bytes, bytes]]:
             return [(b"k", b"v")]
 
         def write(self, entries: object) -> list[object]:

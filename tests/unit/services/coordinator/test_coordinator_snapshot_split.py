@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from test_machine_runs import NAMES, _scenario
 
-from headwater.core.machine import step
-from headwater.core.state import DEFINITION, WorkflowState
+from headwater.core.machine import Step, step
+from headwater.core.state import WorkflowState
+from services.coordinator.keys import DEFINITION
 from services.coordinator.snapshot import (
     dump_definition,
     dump_header,
@@ -18,14 +19,17 @@ from services.coordinator.snapshot import (
     dump_task,
     load_split,
 )
+from services.coordinator.writeset import touched_parts
 
 
-def write(table: dict[str, bytes], state: WorkflowState) -> set[str]:
-    """What the coordinator's store does: the dirty parts, then the header."""
-    parts = set(state.dirty)
-    for part in state.dirty:
+def write(table: dict[str, bytes], result: Step) -> set[str]:
+    """What the coordinator's store does: the parts the step's events touched, then the
+    header."""
+    state = result.state
+    assert state is not None
+    parts = touched_parts(result.events, state)
+    for part in parts:
         table[part] = dump_definition(state) if part == DEFINITION else dump_task(state, part)
-    state.dirty.clear()
     table[""] = dump_header(state)
     return parts
 
@@ -35,10 +39,11 @@ def test_entries_rebuild_the_state_after_every_step(name: str) -> None:
     table: dict[str, bytes] = {}
     state: WorkflowState | None = None
     for item in _scenario(name):
-        state = step(state, item).state
+        result = step(state, item)
+        state = result.state
         if state is None:
             continue
-        write(table, state)
+        write(table, result)
         loaded = load_split(table[""], table[DEFINITION], table.get)
         assert dump_state(loaded) == dump_state(state)
         assert loaded == state
@@ -50,12 +55,13 @@ def test_a_step_writes_only_what_it_changed() -> None:
                                       "task": "t", "input": {"x": "${item}"}}]}
     from machine_harness import ok, submit
 
-    state = step(None, submit(doc, {"xs": list(range(1000))})).state
+    result = step(None, submit(doc, {"xs": list(range(1000))}))
+    state = result.state
     assert state is not None
-    first = write(table, state)
+    first = write(table, result)
     assert first == {DEFINITION} | {f"m[{i}]" for i in range(1000)}
     header_size = len(table[""])
-    state = step(state, ok("m", {"i": 7}, index=7)).state
-    assert state is not None
-    assert write(table, state) == {"m[7]"}
+    result = step(state, ok("m", {"i": 7}, index=7))
+    assert result.state is not None
+    assert write(table, result) == {"m[7]"}
     assert abs(len(table[""]) - header_size) <= 2  # only counters changed: no results in it

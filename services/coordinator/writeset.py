@@ -1,0 +1,51 @@
+"""Which table entries a step changed: the coordinator's write-set, read off the events.
+
+The workflow table holds a header per workflow (rewritten on every change), its
+definition once, and one entry per task (``snapshot``). Which task entries a batch must
+rewrite follows from the history events it recorded, since ``evolve`` changes a task
+only for an event that names it: so the domain state carries no bookkeeping of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from headwater.core import events as ev
+from headwater.core.ids import parse_task_timer_id, task_key
+from headwater.core.state import TaskStatus, WorkflowState
+from services.coordinator.keys import DEFINITION
+
+_TERMINAL = (ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled)
+
+
+def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> set[str]:
+    """The parts of the workflow's table entries that ``events`` changed.
+
+    Args:
+        events: history events of one workflow, as recorded (any order).
+        state: the workflow's state after them.
+
+    Returns:
+        Task keys (``node`` or ``node[index]``), and ``DEFINITION`` when the workflow was
+        accepted by them. The header is always rewritten and is not listed.
+    """
+    parts: set[str] = set()
+    for event in events:
+        body = event.body
+        if isinstance(body, ev.WorkflowAccepted):
+            parts.add(DEFINITION)
+        elif isinstance(body, ev.TimerFired):
+            parsed = parse_task_timer_id(body.timer_id)
+            if parsed is not None:  # a deadline or lease: the attempt's outcome changes
+                parts.add(parsed[1])
+        elif isinstance(body, _TERMINAL):
+            # A workflow that ends cancels whatever task is unfinished; the machine
+            # records a TaskCancelled for each first, but the fold does it regardless.
+            parts.update(k for k, t in state.tasks.items() if t.status is TaskStatus.CANCELLED)
+        elif isinstance(body, ev.MapExpanded | ev.NodeFinished):
+            continue  # node state: in the header
+        else:
+            node, index = getattr(body, "node", None), getattr(body, "index", None)
+            if node is not None and task_key(node, index) in state.tasks:
+                parts.add(task_key(node, index))
+    return parts
