@@ -35,8 +35,9 @@ up: install
 down: install
 	$(HW) down
 
-## The whole suite: unit tests, then end-to-end tests on the real broker and database.
-test: install
+## The whole suite: lint (ruff, mypy) first, then unit tests, then end-to-end tests on the
+## real broker and database. A lint failure fails `make test`.
+test: install lint
 	bash infra/stack.sh up
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
@@ -54,9 +55,11 @@ $(BENCH_STAMP): pyproject.toml
 test-unit: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
+## ruff (style, complexity and size rules: see [tool.ruff.lint] in pyproject.toml) and
+## mypy --strict; .pre-commit-config.yaml runs the same two.
 lint: install
-	$(VENV)/bin/ruff check headwater services tests examples
-	$(VENV)/bin/mypy headwater services
+	$(VENV)/bin/ruff check headwater services ops tests load examples
+	$(VENV)/bin/mypy --strict headwater services ops
 
 ## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster) and .venv.
 clean: down

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from examples.stdlib_search import core
+from examples.stdlib_search import corpus, ranking, sources
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search"
 QUERY = "parse command line arguments"
@@ -19,13 +19,13 @@ QUERY = "parse command line arguments"
 @pytest.fixture(scope="module")
 def all_modules() -> list[str]:
     """Return every module the workflow would map over."""
-    return core.list_modules()
+    return sources.list_modules()
 
 
 @pytest.fixture(scope="module")
-def all_docs(all_modules: list[str]) -> list[core.ModuleDocs]:
+def all_docs(all_modules: list[str]) -> list[corpus.ModuleDocs]:
     """Return the map's output over every module (the real pipeline)."""
-    return [core.extract_docs(module) for module in all_modules]
+    return [corpus.extract_docs(module) for module in all_modules]
 
 
 # -- list_modules -----------------------------------------------------------
@@ -51,7 +51,7 @@ def test_list_modules_does_not_import(all_modules: list[str]) -> None:
 
     code = (
         "import sys; before = set(sys.modules);"
-        "from examples.stdlib_search import core; core.list_modules();"
+        "from examples.stdlib_search import sources; sources.list_modules();"
         "print('\\n'.join(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run(
@@ -65,18 +65,18 @@ def test_list_modules_does_not_import(all_modules: list[str]) -> None:
 
 
 def test_list_modules_limit(all_modules: list[str]) -> None:
-    assert core.list_modules(limit=3) == all_modules[:3]
-    assert core.list_modules(limit=0) == []
-    assert core.list_modules(limit=None) == all_modules
+    assert sources.list_modules(limit=3) == all_modules[:3]
+    assert sources.list_modules(limit=0) == []
+    assert sources.list_modules(limit=None) == all_modules
     with pytest.raises(ValueError):
-        core.list_modules(limit=-1)
+        sources.list_modules(limit=-1)
 
 
 # -- extract_docs -----------------------------------------------------------
 
 
 def test_extract_docs_json() -> None:
-    docs = core.extract_docs("json")
+    docs = corpus.extract_docs("json")
     assert docs["module"] == "json"
     assert docs["lines"] > 100
     passages = docs["passages"]
@@ -92,7 +92,7 @@ def test_extract_docs_json() -> None:
 
 
 def test_extract_docs_classes_methods_and_order() -> None:
-    passages = core.extract_docs("difflib", max_passages=1000)["passages"]
+    passages = corpus.extract_docs("difflib", max_passages=1000)["passages"]
     ids = [p["id"] for p in passages]
     kinds = {p["id"]: p["kind"] for p in passages}
     assert kinds["difflib.SequenceMatcher"] == "class"
@@ -110,19 +110,19 @@ def test_extract_docs_classes_methods_and_order() -> None:
 
 def test_extract_docs_frozen_and_package_modules() -> None:
     # os is a frozen module on 3.11: find_spec reports origin "frozen"
-    assert core.extract_docs("os")["passages"][0]["id"] == "os"
-    assert core.extract_docs("email")["module"] == "email"  # package __init__.py
-    assert core.extract_docs("email.mime.text")["lines"] > 0  # dotted names
+    assert corpus.extract_docs("os")["passages"][0]["id"] == "os"
+    assert corpus.extract_docs("email")["module"] == "email"  # package __init__.py
+    assert corpus.extract_docs("email.mime.text")["lines"] > 0  # dotted names
 
 
 def test_extract_docs_limits() -> None:
-    docs = core.extract_docs("json", max_passages=2, max_chars=20)
+    docs = corpus.extract_docs("json", max_passages=2, max_chars=20)
     assert len(docs["passages"]) == 2
     assert all(len(p["text"]) <= 20 for p in docs["passages"])
     assert docs["passages"][0]["text"].endswith("…")
-    assert core.extract_docs("json", max_passages=0)["passages"] == []
+    assert corpus.extract_docs("json", max_passages=0)["passages"] == []
     with pytest.raises(ValueError):
-        core.extract_docs("json", max_chars=0)
+        corpus.extract_docs("json", max_chars=0)
 
 
 @pytest.mark.parametrize(
@@ -130,43 +130,43 @@ def test_extract_docs_limits() -> None:
 )
 def test_extract_docs_unknown_module(module: str) -> None:
     with pytest.raises(LookupError, match="no Python source"):
-        core.extract_docs(module)
+        corpus.extract_docs(module)
 
 
 def test_extract_docs_syntax_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bad = tmp_path / "json.py"
     bad.write_text("def broken(:\n")
-    monkeypatch.setattr(core, "_find_source", lambda module: bad)
+    monkeypatch.setattr(sources, "find_source", lambda module: bad)
     with pytest.raises(SyntaxError, match="cannot parse source of module 'json'"):
-        core.extract_docs("json")
+        corpus.extract_docs("json")
 
 
 def test_extract_docs_progress() -> None:
     calls: list[tuple[float, str]] = []
-    core.extract_docs("json", progress=lambda f, m: calls.append((f, m)))
+    corpus.extract_docs("json", progress=lambda f, m: calls.append((f, m)))
     assert calls and all(0.0 <= f <= 1.0 for f, _ in calls)
 
 
 def test_first_paragraph() -> None:
-    assert core.first_paragraph("One\n  two.\n\nThree.", 100) == "One two."
-    assert core.first_paragraph("   ", 100) == ""
-    assert core.first_paragraph("abcdef", 4) == "abc…"
+    assert corpus.first_paragraph("One\n  two.\n\nThree.", 100) == "One two."
+    assert corpus.first_paragraph("   ", 100) == ""
+    assert corpus.first_paragraph("abcdef", 4) == "abc…"
 
 
 # -- search -----------------------------------------------------------------
 
 
 def test_tokenize() -> None:
-    assert core.tokenize("The argparse.ArgumentParser: a x_y parser!") == [
+    assert ranking.tokenize("The argparse.ArgumentParser: a x_y parser!") == [
         "argpars",
         "argumentpars",
         "pars",
     ]
-    assert core.tokenize("parse parses parsing parser") == ["pars"] * 4
+    assert ranking.tokenize("parse parses parsing parser") == ["pars"] * 4
 
 
-def test_search_real_corpus(all_docs: list[core.ModuleDocs]) -> None:
-    result = core.search(all_docs, QUERY, top_k=5)
+def test_search_real_corpus(all_docs: list[corpus.ModuleDocs]) -> None:
+    result = ranking.search(all_docs, QUERY, top_k=5)
     assert result["query"] == QUERY
     assert result["passages_indexed"] == sum(len(d["passages"]) for d in all_docs)
     hits = result["hits"]
@@ -177,28 +177,28 @@ def test_search_real_corpus(all_docs: list[core.ModuleDocs]) -> None:
     json.dumps(result)
 
 
-def test_search_module_name_counts(all_docs: list[core.ModuleDocs]) -> None:
-    hits = core.search(all_docs, "argparse", top_k=3)["hits"]
+def test_search_module_name_counts(all_docs: list[corpus.ModuleDocs]) -> None:
+    hits = ranking.search(all_docs, "argparse", top_k=3)["hits"]
     assert hits and all(h["module"] == "argparse" for h in hits)
 
 
-def test_search_edge_cases(all_docs: list[core.ModuleDocs]) -> None:
-    assert core.search(all_docs, "the of and", top_k=5)["hits"] == []  # only stop words
-    assert core.search(all_docs, "zzqqxx", top_k=5)["hits"] == []  # no match: score 0
-    assert core.search(all_docs, QUERY, top_k=0)["hits"] == []
-    assert len(core.search(all_docs, QUERY, top_k=None)["hits"]) == 5
-    assert core.search([], QUERY) == {"query": QUERY, "hits": [], "passages_indexed": 0}
+def test_search_edge_cases(all_docs: list[corpus.ModuleDocs]) -> None:
+    assert ranking.search(all_docs, "the of and", top_k=5)["hits"] == []  # only stop words
+    assert ranking.search(all_docs, "zzqqxx", top_k=5)["hits"] == []  # no match: score 0
+    assert ranking.search(all_docs, QUERY, top_k=0)["hits"] == []
+    assert len(ranking.search(all_docs, QUERY, top_k=None)["hits"]) == 5
+    assert ranking.search([], QUERY) == {"query": QUERY, "hits": [], "passages_indexed": 0}
     with_gap: list[Any] = [None, *all_docs[:20]]  # None: a map item with no output
-    assert core.search(with_gap, QUERY)["passages_indexed"] > 0
+    assert ranking.search(with_gap, QUERY)["passages_indexed"] > 0
     with pytest.raises(ValueError):
-        core.search(all_docs, QUERY, top_k=-1)
+        ranking.search(all_docs, QUERY, top_k=-1)
 
 
 # -- stats and report -------------------------------------------------------
 
 
-def test_stats_consistent(all_docs: list[core.ModuleDocs]) -> None:
-    result = core.stats(all_docs)
+def test_stats_consistent(all_docs: list[corpus.ModuleDocs]) -> None:
+    result = ranking.stats(all_docs)
     assert result["modules"] == len(all_docs)
     assert result["passages"] == sum(len(d["passages"]) for d in all_docs)
     assert result["source_lines"] == sum(d["lines"] for d in all_docs)
@@ -207,7 +207,7 @@ def test_stats_consistent(all_docs: list[core.ModuleDocs]) -> None:
     lines = [count for _, count in top]
     assert lines == sorted(lines, reverse=True)
     assert max(d["lines"] for d in all_docs) == lines[0]
-    assert core.stats([]) == {
+    assert ranking.stats([]) == {
         "modules": 0,
         "passages": 0,
         "source_lines": 0,
@@ -215,10 +215,10 @@ def test_stats_consistent(all_docs: list[core.ModuleDocs]) -> None:
     }
 
 
-def test_report_shape(all_docs: list[core.ModuleDocs]) -> None:
-    hits = core.search(all_docs, QUERY, top_k=3)
-    stats = core.stats(all_docs)
-    result = core.report(dict(hits), dict(stats))
+def test_report_shape(all_docs: list[corpus.ModuleDocs]) -> None:
+    hits = ranking.search(all_docs, QUERY, top_k=3)
+    stats = ranking.stats(all_docs)
+    result = ranking.report(dict(hits), dict(stats))
     assert set(result) == {"query", "answer", "hits", "stats"}
     assert result["query"] == QUERY
     assert result["hits"] == hits["hits"] and result["stats"] == stats
@@ -233,8 +233,8 @@ def test_report_shape(all_docs: list[core.ModuleDocs]) -> None:
 
 def test_whole_pipeline_is_fast_and_small() -> None:
     start = time.perf_counter()
-    docs = [core.extract_docs(module) for module in core.list_modules()]
-    result = core.report(dict(core.search(docs, QUERY)), dict(core.stats(docs)))
+    docs = [corpus.extract_docs(module) for module in sources.list_modules()]
+    result = ranking.report(dict(ranking.search(docs, QUERY)), dict(ranking.stats(docs)))
     elapsed = time.perf_counter() - start
     size = len(json.dumps(docs).encode())
     assert result["hits"]
