@@ -1,11 +1,13 @@
 """Headwater: event-sourced orchestration for AI and data workflows on Apache Kafka.
 
-The kernel: specs and validation, events, the pure state machine, the codec, topic
-names, errors and the task SDK. It never imports ``services``.
+What task code imports: ``@task``, the ``TaskContext`` it receives and the errors it may
+raise. ``headwater.core`` is the pure decision core (specs, events, the state machine);
+``headwater.codec`` and ``headwater.topics`` are the Kafka wire format. This package
+never imports ``services`` or ``ops`` (docs/architecture.md §2).
 """
 
 from headwater.errors import NonRetryableError
-from headwater.sdk import TaskContext, task
+from headwater.sdk import AttemptInfo, TaskContext, task
 
-__all__ = ["NonRetryableError", "TaskContext", "task"]
+__all__ = ["AttemptInfo", "NonRetryableError", "TaskContext", "task"]
 __version__ = "0.1.0"

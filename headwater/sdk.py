@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar, overload
 
 import orjson
 
-from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.ids import QUEUE_PATTERN, dispatch_id
 from headwater.errors import AttemptCancelled, TaskRegistrationError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -77,11 +77,34 @@ class TaskInfo:
     is_async_generator: bool = False
 
 
-class _Done:
-    """An awaitable that is already complete (a checkpoint with nothing to wait for)."""
+class AlreadyDone:
+    """An awaitable that is already complete: what ``checkpoint`` returns when there is
+    nothing to wait for (outside a worker, or a sync task's acknowledged checkpoint)."""
 
     def __await__(self) -> Generator[Any, None, None]:
         yield from ()
+
+
+@dataclass(frozen=True)
+class AttemptInfo:
+    """Which attempt runs: its workflow, node, map index and attempt number.
+
+    Attributes:
+        workflow_id: the workflow's id.
+        node: the node id.
+        index: the map index, or None.
+        attempt: 1-based attempt number.
+    """
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+
+    @property
+    def dispatch_id(self) -> str:
+        """``workflow_id/node[index]/attempt`` (``headwater.core.ids.dispatch_id``)."""
+        return dispatch_id(self.workflow_id, self.node, self.index, self.attempt)
 
 
 class TaskContext:
@@ -92,19 +115,24 @@ class TaskContext:
         node: the node id.
         index: the map index, or None.
         attempt: 1-based attempt number.
-        dispatch_id: ``workflow_id/node[index]/attempt``.
+        dispatch_id: ``workflow_id/node[index]/attempt``: the same for every delivery of
+            this attempt, so a key for idempotent side effects.
     """
 
-    def __init__(
-        self, workflow_id: str, node: str, index: int | None, attempt: int, dispatch_id: str,
-        sink: ProgressSink | None = None, *, last_checkpoint: Any = None,
-        runtime: AttemptRuntime | None = None,
-    ) -> None:
-        self.workflow_id = workflow_id
-        self.node = node
-        self.index = index
-        self.attempt = attempt
-        self.dispatch_id = dispatch_id
+    def __init__(self, info: AttemptInfo, sink: ProgressSink | None = None, *,
+                 last_checkpoint: Any = None, runtime: AttemptRuntime | None = None) -> None:
+        """Args:
+            info: the attempt.
+            sink: where ``progress`` goes (the worker's reporter), or None.
+            last_checkpoint: what an earlier attempt saved, or None.
+            runtime: the worker's side of the attempt (stop requests, checkpoints,
+                heartbeats), or None outside a worker.
+        """
+        self.workflow_id = info.workflow_id
+        self.node = info.node
+        self.index = info.index
+        self.attempt = info.attempt
+        self.dispatch_id = info.dispatch_id
         self._sink = sink
         self._last_checkpoint = last_checkpoint
         self._runtime = runtime
@@ -176,7 +204,7 @@ class TaskContext:
         if self._runtime is not None:
             return self._runtime.checkpoint(state)
         checkpoint_json(state)  # outside a worker (e.g. a unit test of task code)
-        return _Done()
+        return AlreadyDone()
 
     def _raise_if_stopped(self) -> None:
         reason = self._runtime.stop_reason if self._runtime is not None else None

@@ -21,6 +21,7 @@ from load import stats
 from load.kafka_io import consumer, delete_topic, fresh_topic, producer
 from load.metrics import Basis, Metric
 from ops.sandbox import bootstrap
+from services.common.clock import now_ms
 
 # The header every Headwater producer sends (``services.common.kafka.AVRO_HEADERS``).
 HEADERS = [(CONTENT_TYPE_HEADER, AVRO_CONTENT_TYPE.encode())]
@@ -56,7 +57,7 @@ def sample_record() -> tuple[bytes, bytes]:
     """A key and value like Headwater's: the history record of a dispatch (a gateway-style
     workflow id, ``HistoryEvent(TaskDispatched)``), 140 to 150 bytes."""
     wid = f"wf-{uuid.uuid4().hex}"
-    body = ev.TaskDispatched(wid, "n1", None, 1, "bench.noop", "cpu", {}, int(time.time() * 1000))
+    body = ev.TaskDispatched(wid, "n1", None, 1, "bench.noop", "cpu", {}, now_ms())
     return wid.encode(), codec.encode(ev.HistoryEvent(wid, 5, body))
 
 
@@ -90,7 +91,7 @@ async def _measure(topic: str, sizes: Sizes) -> dict[str, float]:
         await recv.seek_to_end(tp)
         await recv.position(tp)
         rtts = await _round_trips(send, recv, topic, key, value, sizes)
-        rate = await _pipelined(send, recv, topic, key, value, sizes.pipelined)
+        rate = await _pipelined(send, recv, topic, (key, value), sizes.pipelined)
     finally:
         await send.stop()
         await recv.stop()
@@ -118,9 +119,10 @@ async def _round_trips(send: AIOKafkaProducer, recv: AIOKafkaConsumer, topic: st
 
 
 async def _pipelined(send: AIOKafkaProducer, recv: AIOKafkaConsumer, topic: str,
-                     key: bytes, value: bytes, count: int, timeout_s: float = 120.0) -> float:
-    """Produce ``count`` records without waiting in between while consuming them; return
-    records per second from the first send to the last record consumed."""
+                     record: tuple[bytes, bytes], count: int, timeout_s: float = 120.0) -> float:
+    """Produce ``count`` copies of ``record`` (key, value) without waiting in between while
+    consuming them; return records per second from the first send to the last consumed."""
+    key, value = record
     received = 0
 
     async def drain() -> None:

@@ -22,6 +22,7 @@ from load.deploy import QUEUE, deployment, ready, wait_idle
 from load.kafka_io import Seen, Tail, producer
 from load.metrics import Basis, Metric, keeping
 from ops.sandbox import Sandbox
+from services.common.clock import now_ms
 
 NAME = "B5"
 TITLE = "submission"
@@ -152,7 +153,7 @@ async def _sequential(submit: Submit, sizes: Sizes) -> dict[str, tuple[int, floa
     sent: dict[str, tuple[int, float]] = {}
     for _ in range(sizes.sequential):
         wid = workloads.new_id("b5")
-        at, start = workloads.now_ms(), time.perf_counter()
+        at, start = now_ms(), time.perf_counter()
         await submit(wid)
         sent[wid] = (at, (time.perf_counter() - start) * 1000)
         await asyncio.sleep(sizes.gap_s)

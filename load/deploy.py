@@ -13,14 +13,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.partitioner import murmur2
 
 from load import workloads
-from load.kafka_io import Seen, Tail, consumer, end_offsets, partitions, producer
+from load.kafka_io import Seen, Tail, end_offsets, existing_partitions, producer, reader
 from ops import localstack
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from services.common.partitioning import partition_for
+from services.common.topic_reader import Offsets, TopicReader
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_MODULE = "load.noop_tasks"
@@ -121,7 +121,7 @@ def ids_on_every_partition(tag: str, partitions: int, per_partition: int = 1) ->
     ids: list[str] = []
     for _ in range(1000 * partitions * per_partition):  # bounded: murmur2 spreads keys evenly
         wid = workloads.new_id(tag)
-        p = (murmur2(wid.encode()) & 0x7FFFFFFF) % partitions
+        p = partition_for(wid.encode(), partitions)
         if need[p] > 0:
             need[p] -= 1
             ids.append(wid)
@@ -166,24 +166,16 @@ async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) ->
     Raises:
         TimeoutError: still busy after ``timeout_s``.
     """
-    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    client = consumer(bootstrap)
-    await admin.start()
-    await client.start()
-    try:
-        inputs = [tp for topic in sandbox.topics.inputs
-                  for tp in await partitions(client, topic, timeout_s)]
-        log_parts = await partitions(client, changelog(sandbox), timeout_s)
+    async with reader(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]) as source:
+        inputs = {topic: await existing_partitions(source, topic, timeout_s)
+                  for topic in sandbox.topics.inputs}
+        log_parts = await existing_partitions(source, changelog(sandbox), timeout_s)
         deadline = time.monotonic() + timeout_s
-        last: dict[TopicPartition, int] = {}
+        last: Offsets = {}
         quiet_since = time.monotonic()
         while True:
-            committed = await admin.list_consumer_group_offsets(sandbox.topics.coordinator_app_id)
-            ends = await client.end_offsets(inputs)
-            lag = sum(end - (committed[tp].offset if tp in committed else 0)
-                      for tp, end in ends.items())
-            log_ends = await client.end_offsets(log_parts)
+            lag = await _input_lag(source, sandbox.topics.coordinator_app_id, inputs)
+            log_ends = await source.end_offsets(changelog(sandbox), log_parts)
             if log_ends != last:
                 last, quiet_since = log_ends, time.monotonic()
             if lag <= 0 and time.monotonic() - quiet_since >= quiet_s:
@@ -192,6 +184,13 @@ async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) ->
                 raise TimeoutError(f"coordinator not idle after {timeout_s:.0f} s "
                                    f"({lag} input records not committed)")
             await asyncio.sleep(0.25)
-    finally:
-        await client.stop()
-        await admin.close()
+
+
+async def _input_lag(source: TopicReader, group: str, inputs: dict[str, list[int]]) -> int:
+    """Records on the ``inputs`` (topic -> partitions) that ``group`` has not committed."""
+    lag = 0
+    for topic, parts in inputs.items():
+        committed = await source.committed(group, topic, parts)
+        ends = await source.end_offsets(topic, parts)
+        lag += sum(end - committed.get(p, 0) for p, end in ends.items())
+    return lag

@@ -1,10 +1,12 @@
 """Kafka plumbing for the benchmarks: a background topic reader, end offsets, the bytes
-in an offset range, fresh topics and producers."""
+in an offset range, fresh topics and producers. Reading goes through
+``services.common.topic_reader``; ``consumer`` is the raw client B1 measures."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,9 +16,16 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from headwater import codec
+from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
+from services.common.topic_reader import Offsets, TopicReader
+
+__all__ = ["FETCH_BYTES", "Offsets", "Seen", "Tail", "consumer", "delete_topic", "end_offsets",
+           "existing_partitions", "fresh_topic", "partitions", "producer", "range_bytes",
+           "reader"]
 
 FETCH_BYTES = 32 * 1024 * 1024  # above the 16 MiB records Headwater may write
-Offsets = dict[int, int]
+TAIL_POLL_S = 0.1
+"""The longest one fetch of a ``Tail`` waits, seconds."""
 
 
 @dataclass(frozen=True)
@@ -35,21 +44,30 @@ class Seen:
 
 
 def consumer(bootstrap: str) -> AIOKafkaConsumer:
-    """A group-less consumer with room for Headwater's largest records."""
+    """A group-less consumer with room for Headwater's largest records (B1's raw client;
+    everything else reads through ``reader``)."""
     return AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                             auto_offset_reset="earliest", max_partition_fetch_bytes=FETCH_BYTES,
                             fetch_max_bytes=FETCH_BYTES)
 
 
+def reader(bootstrap: str, timeout_s: float = 60.0) -> TopicReader:
+    """A ``TopicReader`` with room for Headwater's largest records; ``timeout_s`` bounds
+    each read, seconds."""
+    return TopicReader(bootstrap, max_message_bytes=FETCH_BYTES, fetch_max_bytes=FETCH_BYTES,
+                       timeout_s=timeout_s)
+
+
 def producer(bootstrap: str, **kwargs: Any) -> AIOKafkaProducer:
     """An ``acks=all`` producer (the default of every Headwater producer)."""
     return AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                            max_request_size=16 * 1024 * 1024, **kwargs)
+                            max_request_size=DEFAULT_MAX_MESSAGE_BYTES, **kwargs)
 
 
 async def partitions(client: AIOKafkaConsumer, topic: str,
                      timeout_s: float) -> list[TopicPartition]:
-    """The partitions of ``topic``, waiting up to ``timeout_s`` for it to exist.
+    """The partitions of ``topic``, waiting up to ``timeout_s`` for it to exist (for
+    callers holding a raw ``consumer``; a ``TopicReader`` has ``partitions``).
 
     Raises:
         TimeoutError: the topic did not appear.
@@ -65,6 +83,18 @@ async def partitions(client: AIOKafkaConsumer, topic: str,
         await asyncio.sleep(0.2)
 
 
+async def existing_partitions(source: TopicReader, topic: str, timeout_s: float) -> list[int]:
+    """The partitions of ``topic``, waiting up to ``timeout_s`` for it to exist.
+
+    Raises:
+        TimeoutError: the topic did not appear.
+    """
+    found = await source.partitions(topic, wait_s=timeout_s)
+    if not found:
+        raise TimeoutError(f"topic {topic} did not appear within {timeout_s} s")
+    return found
+
+
 class Tail:
     """Reads every partition of one topic in the background, from its end at ``start``.
 
@@ -77,33 +107,34 @@ class Tail:
         self.topic = topic
         self.on_record = on_record
         self.records: list[Seen] = []
-        self._consumer = consumer(bootstrap)
+        self._reader = reader(bootstrap)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, timeout_s: float = 60.0) -> None:
-        """Assign every partition at its current end, then read in the background.
+        """Read the end offsets of every partition now, then read from there in the
+        background (so every record produced after this returns is seen).
 
         Raises:
             TimeoutError: the topic does not exist after ``timeout_s``.
         """
-        await self._consumer.start()
-        tps = await partitions(self._consumer, self.topic, timeout_s)
-        self._consumer.assign(tps)
-        await self._consumer.seek_to_end(*tps)
-        for tp in tps:  # resolve the positions now, before anything is produced
-            await self._consumer.position(tp)
-        self._task = asyncio.create_task(self._read())
+        await self._reader.start()
+        try:
+            parts = await existing_partitions(self._reader, self.topic, timeout_s)
+            ends = await self._reader.end_offsets(self.topic, parts)
+        except BaseException:
+            await self._reader.stop()
+            raise
+        self._task = asyncio.create_task(self._read(ends))
 
-    async def _read(self) -> None:
-        while True:  # until ``stop`` cancels it
-            batches = await self._consumer.getmany(timeout_ms=100, max_records=5000)
-            for batch in batches.values():
-                for r in batch:
-                    size = (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
-                    seen = Seen(r.timestamp, size, codec.decode(r.value))
-                    self.records.append(seen)
-                    if self.on_record is not None:
-                        self.on_record(seen)
+    async def _read(self, start: Offsets) -> None:
+        async for batch in self._reader.follow(self.topic, start, max_records=5000,
+                                               timeout_s=math.inf, poll_s=TAIL_POLL_S):
+            for r in batch:  # until ``stop`` cancels it
+                size = (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
+                seen = Seen(r.timestamp, size, codec.decode(r.value))
+                self.records.append(seen)
+                if self.on_record is not None:
+                    self.on_record(seen)
 
     async def wait_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
         """Wait until ``condition()`` holds, checking every 20 ms.
@@ -122,12 +153,12 @@ class Tail:
             await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
-        """Stop reading and close the consumer."""
+        """Stop reading and close the reader."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        await self._consumer.stop()
+        await self._reader.stop()
 
 
 async def end_offsets(bootstrap: str, topic: str, timeout_s: float = 60.0) -> Offsets:
@@ -136,14 +167,9 @@ async def end_offsets(bootstrap: str, topic: str, timeout_s: float = 60.0) -> Of
     Raises:
         TimeoutError: the topic does not exist after ``timeout_s``.
     """
-    client = consumer(bootstrap)
-    await client.start()
-    try:
-        tps = await partitions(client, topic, timeout_s)
-        ends = await client.end_offsets(tps)
-        return {tp.partition: offset for tp, offset in ends.items()}
-    finally:
-        await client.stop()
+    async with reader(bootstrap) as source:
+        parts = await existing_partitions(source, topic, timeout_s)
+        return await source.end_offsets(topic, parts)
 
 
 async def range_bytes(bootstrap: str, topic: str, start: Offsets, end: Offsets,
@@ -164,34 +190,13 @@ async def range_bytes(bootstrap: str, topic: str, start: Offsets, end: Offsets,
     Raises:
         TimeoutError: the range was not read within ``timeout_s``.
     """
-    client = consumer(bootstrap)
-    await client.start()
-    try:
-        wanted = {p: (start.get(p, 0), e) for p, e in end.items() if e > start.get(p, 0)}
-        tps = {p: TopicPartition(topic, p) for p in wanted}
-        client.assign(list(tps.values()))
-        for p, (first, _) in wanted.items():
-            client.seek(tps[p], first)
-        total = count = 0
-        open_parts = set(wanted)
-        deadline = time.monotonic() + timeout_s
-        while open_parts:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic}: {len(open_parts)} partitions unfinished "
-                                   f"after {timeout_s:.0f} s")
-            batches = await client.getmany(*[tps[p] for p in open_parts], timeout_ms=200)
-            for tp, batch in batches.items():
-                last = wanted[tp.partition][1]
-                for r in batch:
-                    if r.offset < last:
-                        total += (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
-                        count += 1
-            for p in list(open_parts):
-                if await client.position(tps[p]) >= wanted[p][1]:
-                    open_parts.discard(p)
-        return total, count
-    finally:
-        await client.stop()
+    total = count = 0
+    async with reader(bootstrap, timeout_s) as source:
+        async for batch in source.batches(topic, start, end):
+            total += sum((r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
+                         for r in batch)
+            count += len(batch)
+    return total, count
 
 
 async def fresh_topic(bootstrap: str, name: str, partitions_: int = 1) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -11,6 +10,7 @@ from aiokafka import AIOKafkaProducer
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
+from services.common.clock import now_ms
 
 TASK = "bench.noop"
 Spec = dict[str, Any]
@@ -32,11 +32,6 @@ def fan_out(name: str = "bench-map") -> Spec:
 def new_id(tag: str) -> str:
     """A fresh workflow id, ``bench-<tag>-<hex>``."""
     return f"bench-{tag}-{uuid.uuid4().hex[:12]}"
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds since the epoch (the clock Kafka timestamps use)."""
-    return int(time.time() * 1000)
 
 
 def submission(workflow_id: str, spec: Spec, workflow_input: Any = None) -> bytes:

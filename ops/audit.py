@@ -1,7 +1,8 @@
 """Audit one workflow: its history against the coordinator's table and the projection.
 
-The history on the events topic is the truth (DESIGN.md §3.1). The table is a snapshot
-of it and the PostgreSQL projection a view of it; both may trail the log for a moment.
+The history on the events topic is the truth (docs/architecture.md §3, invariant 1). The
+table is a snapshot of it and the PostgreSQL projection a view of it; both may trail the
+log for a moment.
 A store that is behind is compared with the history folded up to the store's ``seq`` (it
 holds a prefix of the history), and its lag is a note, not a difference, while it is
 allowed:
@@ -250,27 +251,42 @@ class Report:
         return [*self.table.notes, *self.projection.notes]
 
 
-def audit(workflow_id: str, records: Sequence[Recorded], table: WorkflowState | None,
-          table_error: str, rows: ProjectionRows, committed_offset: int | None,
-          now_ms: int, grace_ms: int, log_problems: Sequence[str] = ()) -> Report:
-    """Deduplicate and fold the history, then compare the table and the projection.
+@dataclass(frozen=True)
+class Observed:
+    """What was read of one workflow for ``audit``: the log, the table, the projection.
 
-    Args:
-        workflow_id: the workflow.
+    Attributes:
         records: its records from the events topic, in log order, duplicates included.
         table: the state decoded from the table (None: no entry).
         table_error: why the table's entries could not be decoded, or ``""``.
         rows: the projection's rows for the workflow.
         committed_offset: the projector's committed offset on the workflow's events
             partition (None: unknown).
+        log_problems: records of the workflow that could not be decoded, one line each.
+    """
+
+    records: Sequence[Recorded] = ()
+    table: WorkflowState | None = None
+    table_error: str = ""
+    rows: ProjectionRows = field(default_factory=ProjectionRows)
+    committed_offset: int | None = None
+    log_problems: Sequence[str] = ()
+
+
+def audit(workflow_id: str, observed: Observed, now_ms: int, grace_ms: int) -> Report:
+    """Deduplicate and fold the history, then compare the table and the projection.
+
+    Args:
+        workflow_id: the workflow.
+        observed: what the log, the table and the projection hold of it.
         now_ms: the current time, ms since the epoch.
         grace_ms: how long the table may lack an event, ms.
-        log_problems: records of the workflow that could not be decoded, one line each.
 
     Returns:
         The report. Stores are not compared when the history does not fold.
     """
-    events, conflicts = dedupe(records)
+    table, rows, log_problems = observed.table, observed.rows, observed.log_problems
+    events, conflicts = dedupe(observed.records)
     folded = fold([r.event for r in events])
     if folded.error:
         skipped = "not compared: the history does not fold"
@@ -280,5 +296,6 @@ def audit(workflow_id: str, records: Sequence[Recorded], table: WorkflowState | 
                       StoreCheck("projection", rows.held, rows.seq, notes=[skipped]),
                       list(log_problems))
     return Report(workflow_id, events, conflicts, folded,
-                  check_table(events, table, table_error, now_ms, grace_ms),
-                  check_projection(events, rows, committed_offset), list(log_problems))
+                  check_table(events, table, observed.table_error, now_ms, grace_ms),
+                  check_projection(events, rows, observed.committed_offset),
+                  list(log_problems))

@@ -1,6 +1,6 @@
 """What the PostgreSQL projection should hold for a history, and how rows differ from it.
 
-The projection (``services/coordinator/projection.py``) keeps one ``workflows`` row,
+The projection (``services/projector/writer.py``) keeps one ``workflows`` row,
 ``nodes`` rows for the nodes the history mentions, one ``tasks`` row per task and one
 ``events`` row per event. This module states, from the folded state and the history,
 the columns that must agree with the state machine's view:
@@ -28,7 +28,8 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import task_key
-from headwater.core.state import WorkflowState, WorkflowStatus
+from headwater.core.state import WorkflowState
+from headwater.core.status import WorkflowStatus
 from ops.jsondiff import ABSENT, diff_json
 
 

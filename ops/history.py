@@ -1,9 +1,10 @@
 """Replay: a workflow's recorded history, deduplicated, folded and shown as a timeline.
 
-Readers of the events topic see each event at least once (DESIGN.md §3.3): a coordinator
-that crashed after publishing re-publishes the same events with the same ``seq``. Such
-identical duplicates are dropped here; two records with one ``seq`` and different
-bodies are a ``Conflict`` (the history is corrupt, or two writers owned the workflow).
+Readers of the events topic see each event at least once (docs/architecture.md §3,
+invariant 2): a coordinator that crashed after publishing re-publishes the same events
+with the same ``seq``. Such identical duplicates are dropped here; two records with one
+``seq`` and different bodies are a ``Conflict`` (the history is corrupt, or two writers
+owned the workflow).
 Everything in this module is pure.
 """
 
@@ -17,8 +18,9 @@ from typing import Any
 import orjson
 
 from headwater.core import events as ev
+from headwater.core.evolve import IllegalTransition, evolve
 from headwater.core.ids import task_key
-from headwater.core.state import IllegalTransition, WorkflowState, evolve
+from headwater.core.state import WorkflowState
 
 DETAIL_CHARS = 80
 

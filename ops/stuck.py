@@ -1,4 +1,5 @@
-"""Stuck workflows: not finished, and nothing will ever move them (DESIGN.md §3.5).
+"""Stuck workflows: not finished, and nothing will ever move them (docs/architecture.md §3,
+invariant 5).
 
 A workflow moves when an input arrives for it. The inputs it can still expect are
 reports of an attempt on a queue or running (``TaskStatus.live``; a running attempt
@@ -18,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from headwater.core.ids import retry_timer_id
-from headwater.core.state import TaskStatus, WorkflowState
+from headwater.core.state import WorkflowState
+from headwater.core.status import TaskStatus
 from ops.history import Recorded, dedupe, fold
 
 

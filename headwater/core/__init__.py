@@ -1,6 +1,6 @@
-"""The pure decision core: specs and validation, references, graph walks, retry policy,
-events, workflow state and ``evolve``, the state machine, fencing, idempotency and id
-formats.
+"""The pure decision core: specs and validation (``spec``, ``spec_fields``), references,
+graph walks, retry policy, events, status enums, workflow state, ``evolve``, the state
+machine (the ``machine`` package), fencing, idempotency and id formats.
 
 Nothing here does I/O, reads a clock or draws randomness: time comes from the input
 records and retry jitter from the dispatch id, so the same inputs always give the same

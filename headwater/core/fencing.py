@@ -1,21 +1,22 @@
 """Fencing: which reports come from an attempt that has already ended, and which
 attempts must be told to stop.
 
-Reports are fenced by attempt (DESIGN.md §3.3): only the current attempt of a task may
-change it. An attempt ends by its outcome, or earlier by the coordinator's decision
-(its deadline passed, its lease expired, it was cancelled) or by a later attempt taking
-over. A worker that goes on running such an attempt, because it missed the
-cancellation or was merely slow to heartbeat, is told to stop by a ``TaskCancelled``
-sent in answer to its next report.
+Reports are fenced by attempt (docs/architecture.md, invariant 3): only the current
+attempt of a task may change it. An attempt ends by its outcome, or earlier by the
+coordinator's decision (its deadline passed, its lease expired, it was cancelled) or by
+a later attempt taking over. A worker that goes on running such an attempt, because it
+missed the cancellation or was merely slow to heartbeat, is told to stop by a
+``TaskCancelled`` sent in answer to its next report.
 """
 
 from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.ids import task_key
-from headwater.core.state import Outcome, TaskState, TaskStatus, WorkflowState
+from headwater.core.state import TaskState, WorkflowState
+from headwater.core.status import AttemptEnd, TaskStatus
 
-ENDED_EARLY = (Outcome.TIMED_OUT, Outcome.LOST, Outcome.CANCELLED)
+ENDED_EARLY = (AttemptEnd.TIMED_OUT, AttemptEnd.LOST, AttemptEnd.CANCELLED)
 
 
 def stale_reason(task: TaskState, attempt: int) -> str:

@@ -19,7 +19,8 @@ def task_key(node: str, index: int | None) -> str:
 
 
 def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) -> str:
-    """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (DESIGN.md §3.3)."""
+    """Deterministic dispatch id ``workflow_id/node[index]/attempt`` (docs/architecture.md,
+    invariant 3)."""
     return f"{workflow_id}/{task_key(node, index)}/{attempt}"
 
 

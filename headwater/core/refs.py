@@ -82,6 +82,8 @@ def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
     return value
 
 
+
+
 def resolve(
     template: Any,
     workflow_input: Any,
@@ -112,21 +114,25 @@ def resolve(
             return template
         if isinstance(parsed, str):
             raise InputReferenceError(parsed)
-        if parsed.root == "input":
-            return _walk(workflow_input, parsed.path, template)
-        if parsed.root == "item":
-            return _walk(item, parsed.path, template)
-        if parsed.root == "index":
-            return index
-        if parsed.root == "error":
-            return _walk(error, parsed.path, template)
-        assert parsed.node is not None
-        if parsed.node not in outputs:
-            raise InputReferenceError(f"{template}: node {parsed.node!r} has no output")
-        return _walk(outputs[parsed.node], parsed.path, template)
+        scope = {"input": workflow_input, "item": item, "error": error}
+        return _value_of(parsed, template, outputs, scope, index)
     if isinstance(template, Mapping):
         return {k: resolve(v, workflow_input, outputs, item, index, error)
                 for k, v in template.items()}
     if isinstance(template, list):
         return [resolve(v, workflow_input, outputs, item, index, error) for v in template]
     return template
+
+
+def _value_of(ref: Ref, raw: str, outputs: Mapping[str, Any], scope: Mapping[str, Any],
+              index: int | None) -> Any:
+    """The value ``ref`` (written ``raw``) names; ``scope`` holds the workflow input, the
+    map item and the handled error by root (see ``resolve``)."""
+    if ref.root == "index":
+        return index
+    if ref.root == "nodes":
+        assert ref.node is not None
+        if ref.node not in outputs:
+            raise InputReferenceError(f"{raw}: node {ref.node!r} has no output")
+        return _walk(outputs[ref.node], ref.path, raw)
+    return _walk(scope[ref.root], ref.path, raw)

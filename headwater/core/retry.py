@@ -85,28 +85,11 @@ def parse_retry(raw: Any, default: RetryPolicy, where: str, faults: list[str]) -
         "jitter": default.jitter,
     }
     for key, value in raw.items():
-        if key not in values:
-            faults.append(f"{where}: unknown field {key!r}")
-            continue
-        if key == "max_attempts":
-            if type(value) is not int or not 1 <= value <= MAX_ATTEMPTS_LIMIT:
-                faults.append(
-                    f"{where}: max_attempts must be an integer in 1..{MAX_ATTEMPTS_LIMIT}")
-                continue
-        elif (not isinstance(value, int | float) or isinstance(value, bool)
-              or not math.isfinite(value) or value < 0):
-            faults.append(f"{where}: {key} must be a finite non-negative number")
-            continue
-        elif key in ("backoff_base", "backoff_max") and value > MAX_SECONDS:
-            faults.append(f"{where}: {key} must be at most {MAX_SECONDS} seconds")
-            continue
-        elif key == "multiplier" and value > 1000:
-            faults.append(f"{where}: multiplier must be at most 1000")
-            continue
-        elif key == "jitter" and value > 1:
-            faults.append(f"{where}: jitter must be within [0, 1]")
-            continue
-        values[key] = value
+        fault = _value_fault(key, value) if key in values else f"unknown field {key!r}"
+        if fault:
+            faults.append(f"{where}: {fault}")
+        else:
+            values[key] = value
     if values["backoff_max"] < values["backoff_base"]:
         faults.append(f"{where}: backoff_max must be >= backoff_base")
     return RetryPolicy(
@@ -116,3 +99,25 @@ def parse_retry(raw: Any, default: RetryPolicy, where: str, faults: list[str]) -
         multiplier=float(values["multiplier"]),
         jitter=float(values["jitter"]),
     )
+
+
+def _value_fault(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for the policy field ``key``, or None."""
+    if key == "max_attempts":
+        return _attempts_fault(value)
+    if (not isinstance(value, int | float) or isinstance(value, bool)
+            or not math.isfinite(value) or value < 0):
+        return f"{key} must be a finite non-negative number"
+    if key in ("backoff_base", "backoff_max") and value > MAX_SECONDS:
+        return f"{key} must be at most {MAX_SECONDS} seconds"
+    if key == "multiplier" and value > 1000:
+        return "multiplier must be at most 1000"
+    if key == "jitter" and value > 1:
+        return "jitter must be within [0, 1]"
+    return None
+
+
+def _attempts_fault(value: Any) -> str | None:
+    if type(value) is not int or not 1 <= value <= MAX_ATTEMPTS_LIMIT:
+        return f"max_attempts must be an integer in 1..{MAX_ATTEMPTS_LIMIT}"
+    return None

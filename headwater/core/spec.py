@@ -2,28 +2,37 @@
 
 Validation reports every fault at once (duplicate ids, unknown dependencies, cycles with
 their path, unknown or non-upstream references, bad retry values). It is iterative, so a
-10,000-node chain validates without recursion.
+10,000-node chain validates without recursion. Single field values (seconds, flags, a
+node's task, queue, needs and error policy) are checked in ``spec_fields``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import yaml
 
 from headwater.core.graph import find_cycle, upstream_among
-from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.refs import Ref, iter_refs, parse_ref
-from headwater.core.retry import MAX_SECONDS, RetryPolicy, parse_retry
+from headwater.core.retry import RetryPolicy, parse_retry
+from headwater.core.spec_fields import (
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    DEFAULT_QUEUE,
+    MIN_HEARTBEAT_TIMEOUT,
+    Defaults,
+    error_policy,
+    node_work,
+    parse_defaults,
+    seconds,
+)
 from headwater.errors import SpecError
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
-DEFAULT_QUEUE = "cpu"
 MAX_NODES = 10_000
 
 
@@ -74,7 +83,11 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class WorkflowSpec:
-    """A validated workflow: nodes in declared order, and the output template."""
+    """A validated workflow: nodes in declared order, and the output template.
+
+    The indexes below are derived from ``nodes`` on first use and cached on the instance
+    (``functools.cached_property``; the spec itself never changes).
+    """
 
     name: str
     nodes: tuple[NodeSpec, ...]
@@ -83,30 +96,36 @@ class WorkflowSpec:
     def handler_of(self, node_id: str) -> str | None:
         """The node whose ``on_error`` names ``node_id``, or None: such an error handler
         starts only through its route."""
-        cached: dict[str, str] | None = self.__dict__.get("_handlers")
-        if cached is None:
-            cached = {n.on_error: n.id for n in self.nodes if n.on_error}
-            object.__setattr__(self, "_handlers", cached)
-        return cached.get(node_id)
+        return self._handlers.get(node_id)
 
     def node(self, node_id: str) -> NodeSpec:
         """The node named ``node_id``. Raises ``KeyError`` if there is none."""
-        return self._by_id()[node_id]
-
-    def _by_id(self) -> dict[str, NodeSpec]:
-        cached: dict[str, NodeSpec] | None = self.__dict__.get("_index")
-        if cached is None:
-            cached = {n.id: n for n in self.nodes}
-            object.__setattr__(self, "_index", cached)
-        return cached
+        return self._by_id[node_id]
 
     def dependents(self) -> dict[str, list[str]]:
-        """Node id -> ids of the nodes that need it, in declared order."""
+        """Node id -> ids of the nodes that need it, in declared order (a new dict)."""
         out: dict[str, list[str]] = {n.id: [] for n in self.nodes}
         for n in self.nodes:
             for dep in n.needs:
                 out[dep].append(n.id)
         return out
+
+    def dependents_of(self, node_id: str) -> tuple[str, ...]:
+        """Ids of the nodes that need ``node_id``, in declared order (cached)."""
+        return self._dependents.get(node_id, ())
+
+    @cached_property
+    def _handlers(self) -> dict[str, str]:
+        """Error handler id -> the node whose ``on_error`` names it."""
+        return {n.on_error: n.id for n in self.nodes if n.on_error}
+
+    @cached_property
+    def _by_id(self) -> dict[str, NodeSpec]:
+        return {n.id: n for n in self.nodes}
+
+    @cached_property
+    def _dependents(self) -> dict[str, tuple[str, ...]]:
+        return {node_id: tuple(deps) for node_id, deps in self.dependents().items()}
 
 
 def load_spec_text(text: str) -> Any:
@@ -137,15 +156,22 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         faults.append("name: required, a non-empty string")
-    defaults = _Defaults(
-        retry=parse_retry(doc.get("retry"), RetryPolicy(), "retry", faults),
-        timeout=_seconds(doc.get("timeout"), None, "timeout", faults),
-        heartbeat_timeout=_seconds(doc.get("heartbeat_timeout"), DEFAULT_HEARTBEAT_TIMEOUT,
-                                   "heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
-        or DEFAULT_HEARTBEAT_TIMEOUT,
-        continue_on_error=_flag(doc.get("continue_on_error"), "continue_on_error", faults),
-    )
-    raw_nodes = doc.get("nodes")
+    defaults = parse_defaults(doc, faults)
+    nodes = _parse_nodes(doc.get("nodes"), defaults, faults)
+    _check_needs(nodes, faults)
+    _check_routes(nodes, faults)
+    cycle = find_cycle(nodes)
+    if cycle:
+        faults.append("cycle: " + " -> ".join(cycle))
+    _check_refs(nodes, doc.get("output"), faults)
+    if faults:
+        raise SpecError(faults)
+    return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
+
+
+def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[NodeSpec]:
+    """The nodes with a valid id, first of each id. Raises ``SpecError`` (with the
+    faults so far) when ``nodes`` is missing, empty or too long."""
     if not isinstance(raw_nodes, list) or not raw_nodes:
         faults.append("nodes: required, a non-empty list")
         raise SpecError(faults)
@@ -164,15 +190,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
             continue
         seen.add(node.id)
         nodes.append(node)
-    _check_needs(nodes, faults)
-    _check_routes(nodes, faults)
-    cycle = find_cycle(nodes)
-    if cycle:
-        faults.append("cycle: " + " -> ".join(cycle))
-    _check_refs(nodes, doc.get("output"), faults)
-    if faults:
-        raise SpecError(faults)
-    return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
+    return nodes
 
 
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
@@ -183,51 +201,46 @@ _NODE_KEYS = {
     "id", "kind", "task", "queue", "needs", "input", "over", "max_concurrency", "retry",
     "timeout", "heartbeat_timeout", "on_error", "continue_on_error",
 }
-DEFAULT_HEARTBEAT_TIMEOUT = 30.0
-MIN_HEARTBEAT_TIMEOUT = 1.0
-"""Seconds: a running attempt with no report for this long is lost (every node has one,
-so a worker that dies mid-task never leaves its task hanging)."""
-
-
-@dataclass(frozen=True)
-class _Defaults:
-    """Workflow-level defaults for node fields."""
-
-    retry: RetryPolicy
-    timeout: float | None
-    heartbeat_timeout: float
-    continue_on_error: bool
-
-
-def _seconds(value: Any, default: float | None, where: str, faults: list[str],
-             least: float = 0.0) -> float | None:
-    """A positive, finite number of seconds (above ``least`` and at most
-    ``retry.MAX_SECONDS``), or ``default``."""
-    if value is None:
-        return default
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or not 0 < value <= MAX_SECONDS):
-        faults.append(f"{where} must be a positive number of seconds, at most {MAX_SECONDS}")
-        return default
-    if value < least:
-        faults.append(f"{where} must be at least {least:g} s (workers heartbeat every "
-                      "third of it)")
-        return default
-    return float(value)
-
-
-def _flag(value: Any, where: str, faults: list[str], default: bool = False) -> bool:
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        faults.append(f"{where} must be true or false")
-        return default
-    return value
 
 
 def _parse_node(
-    raw: Any, i: int, defaults: _Defaults, faults: list[str]
+    raw: Any, i: int, defaults: Defaults, faults: list[str]
 ) -> NodeSpec | None:
+    """One node, or None when it has no valid id or kind (its faults appended in field
+    order: id, unknown fields, kind, task, queue, needs, map fields, timeouts, error
+    policy, retry)."""
+    head = _node_head(raw, i, faults)
+    if head is None:
+        return None
+    node_id, kind, where = head
+    task, queue, needs = node_work(raw, where, faults)
+    over, max_conc = _map_fields(raw, kind, where, faults)
+    timeout = seconds(raw.get("timeout"), defaults.timeout, f"{where}: timeout", faults)
+    heartbeat = seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
+                        f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
+    on_error, keep_going = error_policy(raw, where, defaults, faults)
+    retry = parse_retry(raw.get("retry"), defaults.retry, f"{where}: retry", faults)
+    return NodeSpec(
+        id=node_id,
+        kind=kind,
+        task=task,
+        queue=queue,
+        needs=needs,
+        input=raw.get("input"),
+        over=over,
+        max_concurrency=max_conc,
+        retry=retry,
+        timeout=timeout,
+        heartbeat_timeout=heartbeat or DEFAULT_HEARTBEAT_TIMEOUT,
+        on_error=on_error,
+        continue_on_error=keep_going and on_error is None,
+    )
+
+
+def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str] | None:
+    """``(id, kind, where)`` of a node: ``where`` names it in faults. None (the fault
+    appended) when it is not a mapping, or its id or kind is invalid; unknown fields are
+    faults too."""
     where = f"nodes[{i}]"
     if not isinstance(raw, Mapping):
         faults.append(f"{where}: must be a mapping")
@@ -244,16 +257,13 @@ def _parse_node(
     except ValueError:
         faults.append(f"{where}: kind must be one of {[k.value for k in NodeKind]}")
         return None
-    task = raw.get("task")
-    if not isinstance(task, str) or not task:
-        faults.append(f"{where}: task: required, a registered task name")
-    queue = raw.get("queue", DEFAULT_QUEUE)
-    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
-        faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")
-    needs = raw.get("needs", [])
-    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
-        faults.append(f"{where}: needs must be a list of node ids")
-        needs = []
+    return node_id, kind, where
+
+
+def _map_fields(raw: Mapping[str, Any], kind: NodeKind, where: str,
+                faults: list[str]) -> tuple[str | None, int | None]:
+    """``(over, max_concurrency)``: a map needs ``over`` (a reference) and may bound its
+    concurrency; other kinds have neither."""
     over = raw.get("over")
     max_conc = raw.get("max_concurrency")
     if kind is NodeKind.MAP:
@@ -264,33 +274,8 @@ def _parse_node(
             faults.append(f"{where}: max_concurrency must be a positive integer")
     elif over is not None or max_conc is not None:
         faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes")
-    timeout = _seconds(raw.get("timeout"), defaults.timeout, f"{where}: timeout", faults)
-    heartbeat = _seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
-                         f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
-    on_error = raw.get("on_error")
-    if on_error is not None and not isinstance(on_error, str):
-        faults.append(f"{where}: on_error must be the id of another node")
-        on_error = None
-    keep_going = _flag(raw.get("continue_on_error"), f"{where}: continue_on_error", faults,
-                       defaults.continue_on_error)
-    if on_error is not None and raw.get("continue_on_error") is True:
-        faults.append(f"{where}: on_error and continue_on_error exclude each other")
-    retry = parse_retry(raw.get("retry"), defaults.retry, f"{where}: retry", faults)
-    return NodeSpec(
-        id=node_id,
-        kind=kind,
-        task=task if isinstance(task, str) else "",
-        queue=queue if isinstance(queue, str) else DEFAULT_QUEUE,
-        needs=tuple(dict.fromkeys(needs)),
-        input=raw.get("input"),
-        over=over if isinstance(over, str) else None,
-        max_concurrency=max_conc if type(max_conc) is int else None,
-        retry=retry,
-        timeout=timeout,
-        heartbeat_timeout=heartbeat or DEFAULT_HEARTBEAT_TIMEOUT,
-        on_error=on_error,
-        continue_on_error=keep_going and on_error is None,
-    )
+    return (over if isinstance(over, str) else None,
+            max_conc if type(max_conc) is int else None)
 
 
 def _check_needs(nodes: list[NodeSpec], faults: list[str]) -> None:
@@ -364,17 +349,25 @@ class _Scope:
 
 
 def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope) -> str | None:
+    """Why a reference may not be used here, or None (``ref`` as a string: it did not
+    parse, and says why)."""
     if isinstance(ref, str):
         return ref
     if ref.root in ("item", "index") and not scope.in_map:
         return f"${{{ref.root}}} is only defined in a map node's input"
-    if ref.root == "error" and not scope.handler:
-        return "${error} is only defined in the input of an error handler (an on_error target)"
-    if ref.root == "error" and ref.path and ref.path[0] not in ERROR_KEYS:
-        return f"an error has the keys {', '.join(ERROR_KEYS)}, not {ref.path[0]!r}"
+    if ref.root == "error":
+        return _error_ref_fault(ref, scope)
     if ref.root == "nodes":
         if ref.node not in ids:
             return f"unknown reference to node {ref.node!r}"
         if ref.node not in upstream:
             return f"node {ref.node!r} is not upstream (add it to needs)"
+    return None
+
+
+def _error_ref_fault(ref: Ref, scope: _Scope) -> str | None:
+    if not scope.handler:
+        return "${error} is only defined in the input of an error handler (an on_error target)"
+    if ref.path and ref.path[0] not in ERROR_KEYS:
+        return f"an error has the keys {', '.join(ERROR_KEYS)}, not {ref.path[0]!r}"
     return None

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from headwater.core.status import WorkflowStatus
 from ops import localstack
 from ops.cli.follow import STYLE, follow
 from ops.cli.projection import projection_app
@@ -199,7 +200,7 @@ def submit(
     console.print(f"{styled(state.status)} in {elapsed:.2f} s, "
                   f"{state.tasks_run} task attempt{'s' if state.tasks_run != 1 else ''}, "
                   f"{state.last_seq} events")
-    if state.status == "succeeded":
+    if state.status == WorkflowStatus.SUCCEEDED:
         console.print_json(json.dumps(state.output))
     else:
         console.print(f"[red]{escape(str(state.error))}[/]")

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 import typer
 
 from headwater.topics import DEFAULT_PREFIX, Topics
-from services.common.settings import default_bootstrap, default_pg_dsn
-
-DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES, default_bootstrap, default_pg_dsn
 
 BOOTSTRAP = typer.Option(
     None, "--bootstrap", envvar="HEADWATER_KAFKA_BOOTSTRAP", show_default=False,

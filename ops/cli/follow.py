@@ -17,10 +17,18 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-TERMINAL = {"WorkflowSucceeded": "succeeded", "WorkflowFailed": "failed",
-            "WorkflowCancelled": "cancelled"}
-STYLE = {"succeeded": "green", "failed": "red", "upstream_failed": "red",
-         "cancelled": "yellow", "skipped": "dim", "running": "cyan", "pending": "dim"}
+from headwater.core import events as ev
+from headwater.core.status import NodeStatus, WorkflowStatus
+
+TERMINAL: dict[str, str] = {ev.WorkflowSucceeded.__name__: WorkflowStatus.SUCCEEDED,
+                            ev.WorkflowFailed.__name__: WorkflowStatus.FAILED,
+                            ev.WorkflowCancelled.__name__: WorkflowStatus.CANCELLED}
+"""The SSE event types that end a workflow -> the status it ends in."""
+STYLE: dict[str, str] = {
+    NodeStatus.SUCCEEDED: "green", NodeStatus.FAILED: "red", NodeStatus.UPSTREAM_FAILED: "red",
+    NodeStatus.CANCELLED: "yellow", NodeStatus.SKIPPED: "dim", NodeStatus.RUNNING: "cyan",
+    NodeStatus.PENDING: "dim"}
+"""A node's or workflow's status -> its colour (the workflow's statuses are node ones too)."""
 MAX_STREAM_CHARS = 2000
 
 
@@ -28,7 +36,7 @@ MAX_STREAM_CHARS = 2000
 class NodeView:
     """What the terminal shows of one node."""
 
-    status: str = "pending"
+    status: str = NodeStatus.PENDING
     total: int | None = None
     done: int = 0
     attempts: int = 0
@@ -40,7 +48,7 @@ class FollowState:
     """The workflow as seen from its event stream."""
 
     nodes: dict[str, NodeView] = field(default_factory=dict)
-    status: str = "running"
+    status: str = WorkflowStatus.RUNNING
     last_seq: int = 0
     message: str = ""
     output: Any = None
@@ -53,7 +61,7 @@ class FollowState:
         self.last_seq = seq
         node = self.nodes.setdefault(data.get("node", ""), NodeView()) if "node" in data else None
         if kind == "TaskDispatched" and node:
-            node.status = "running"
+            node.status = NodeStatus.RUNNING
             node.attempts += 1
             self.tasks_run += 1
         elif kind == "MapExpanded" and node:

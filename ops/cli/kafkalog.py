@@ -1,41 +1,22 @@
 """Read the log for the audit commands: history events and the coordinator table's
 changelog, from the beginning to the end each partition had when the read began, without
-a consumer group (nothing is committed; the services are not disturbed)."""
+a consumer group (nothing is committed; the services are not disturbed). The reading
+itself is ``services.common.topic_reader``'s."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
-
-from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.partitioner import murmur2
 
 from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from ops.cli.endpoints import Endpoints
 from ops.history import Recorded
+from services.common.partitioning import partition_for
+from services.common.topic_reader import READ_TIMEOUT_S, TopicReader
 from services.coordinator.keys import TABLE_KEY_SEP, table_entry_key
-
-READ_TIMEOUT_S = 300.0
-
-
-async def topic_partitions(admin: AIOKafkaAdminClient, topic: str) -> list[int]:
-    """The partitions of ``topic`` (empty when it does not exist)."""
-    (found,) = await asyncio.wait_for(admin.describe_topics([topic]), 30)
-    if found["error_code"] != 0:
-        return []
-    return sorted(int(p["partition"]) for p in found["partitions"])
-
-
-def partition_for(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner (murmur2) gives ``key``."""
-    hashed: int = murmur2(key)
-    return (hashed & 0x7FFFFFFF) % partitions
 
 
 class KafkaLog:
@@ -43,34 +24,21 @@ class KafkaLog:
 
     def __init__(self, endpoints: Endpoints, timeout_s: float = READ_TIMEOUT_S) -> None:
         self.endpoints = endpoints
-        self.timeout_s = timeout_s
-        self.consumer = AIOKafkaConsumer(
-            bootstrap_servers=endpoints.bootstrap, group_id=None, enable_auto_commit=False,
-            auto_offset_reset="earliest", max_partition_fetch_bytes=endpoints.max_message_bytes,
-            fetch_max_bytes=endpoints.max_message_bytes * 2, request_timeout_ms=30_000)
-
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=endpoints.bootstrap,
-                                         request_timeout_ms=30_000)
+        self.reader = TopicReader(endpoints.bootstrap,
+                                  max_message_bytes=endpoints.max_message_bytes,
+                                  timeout_s=timeout_s)
 
     async def __aenter__(self) -> KafkaLog:
-        try:
-            await self.consumer.start()
-            await self.admin.start()
-        except BaseException:
-            await self.consumer.stop()
-            raise
+        await self.reader.start()
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         tb: TracebackType | None) -> None:
-        try:
-            await self.admin.close()
-        finally:
-            await self.consumer.stop()
+        await self.reader.stop()
 
     async def partitions(self, topic: str) -> list[int]:
         """The partitions of ``topic`` (empty when it does not exist)."""
-        return await topic_partitions(self.admin, topic)
+        return await self.reader.partitions(topic)
 
     async def scan(self, topic: str, partitions: list[int],
                    keep: Callable[[bytes | None], bool]) -> list[Any]:
@@ -80,23 +48,7 @@ class KafkaLog:
         Raises:
             TimeoutError: the partitions were not read within the timeout.
         """
-        tps = [TopicPartition(topic, p) for p in partitions]
-        if not tps:
-            return []
-        self.consumer.assign(tps)
-        await self.consumer.seek_to_beginning(*tps)
-        ends: dict[TopicPartition, int] = await self.consumer.end_offsets(tps)
-        left = {tp for tp in tps if await self.consumer.position(tp) < ends[tp]}
-        found: list[Any] = []
-        deadline = time.monotonic() + self.timeout_s
-        while left:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic} took longer than {self.timeout_s:g} s")
-            batches = await self.consumer.getmany(*left, timeout_ms=500)
-            for tp, records in batches.items():
-                found += [r for r in records if r.offset < ends[tp] and keep(r.key)]
-            left = {tp for tp in left if await self.consumer.position(tp) < ends[tp]}
-        return found
+        return await self.reader.read_to_end(topic, partitions, keep)
 
     async def workflow_events(self, workflow_id: str) -> tuple[list[Recorded], list[str]]:
         """The workflow's records on the events topic, in log order.
@@ -172,11 +124,8 @@ class KafkaLog:
         partitions = await self.partitions(topic)
         if not partitions:
             return None
-        tp = TopicPartition(topic, partition_for(workflow_id.encode(), len(partitions)))
-        offsets = await asyncio.wait_for(
-            self.admin.list_consumer_group_offsets(group, partitions=[tp]), 30)
-        meta = offsets.get(tp)
-        return meta.offset if meta is not None and meta.offset >= 0 else None
+        home = partition_for(workflow_id.encode(), len(partitions))
+        return (await self.reader.committed(group, topic, [home])).get(home)
 
 
 def decode_events(records: list[Any]) -> tuple[list[tuple[str, Recorded]], list[str]]:

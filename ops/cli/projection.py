@@ -1,9 +1,9 @@
 """``headwater projection rebuild``: rebuild the PostgreSQL projection from the log.
 
 The work is done by ``services.projector.rebuild`` (it uses the projector's own code);
-``headwater`` never imports ``services`` (DESIGN.md §5), so this command runs it as a
-process with the same Python, passes the endpoints through ``HEADWATER_*`` variables,
-relays its output and exits with its status.
+``headwater`` never imports ``services`` (docs/architecture.md §2), so this command runs
+it as a process with the same Python, passes the endpoints through ``HEADWATER_*``
+variables, relays its output and exits with its status.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Annotated, Any
 
 import asyncpg
@@ -23,11 +22,12 @@ from rich.table import Table
 
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
-from ops.audit import Report, StoreCheck, audit
+from ops.audit import Observed, Report, StoreCheck, audit
 from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
 from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
+from services.common.clock import now_ms
 from services.coordinator.keys import DEFINITION
 from services.coordinator.snapshot import dump_state, load_split
 
@@ -80,8 +80,8 @@ async def gather(ep: Endpoints, workflow_id: str, grace_s: float) -> Report:
         rows = await read_rows(ep.pg_dsn, workflow_id)
         table, table_error = decode_table(workflow_id, await log.table_entries(workflow_id))
         records, problems = await log.workflow_events(workflow_id)
-    return audit(workflow_id, records, table, table_error, rows, committed,
-                 int(time.time() * 1000), round(grace_s * 1000), problems)
+    observed = Observed(records, table, table_error, rows, committed, problems)
+    return audit(workflow_id, observed, now_ms(), round(grace_s * 1000))
 
 
 def decode_table(workflow_id: str, entries: dict[str, bytes]) -> tuple[WorkflowState | None,

@@ -1,16 +1,15 @@
 """``headwater stuck``: list running workflows that nothing will ever move.
 
 The source of truth is the history: every workflow's events are read from the events
-topic and folded (DESIGN.md §3.1). The coordinator's table is a cache of the same
-state, and ``headwater replay ID`` checks that they agree; reading the log instead also
-finds workflows whose table entry is lost.
+topic and folded (docs/architecture.md §3, invariant 1). The coordinator's table is a
+cache of the same state, and ``headwater replay ID`` checks that they agree; reading the
+log instead also finds workflows whose table entry is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -24,6 +23,7 @@ from ops.cli.kafkalog import KafkaLog
 from ops.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
 from ops.history import Recorded
 from ops.stuck import Scan, scan
+from services.common.clock import now_ms
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 errors = Console(soft_wrap=True, stderr=True, emoji=False)
@@ -52,7 +52,7 @@ def stuck(
         raise typer.Exit(EXIT_UNREACHABLE) from e
     for problem in problems:
         errors.print(f"[yellow]note:[/] {escape(problem)}")
-    found = scan(histories, int(time.time() * 1000), round(older_than * 1000))
+    found = scan(histories, now_ms(), round(older_than * 1000))
     if as_json:
         typer.echo(json.dumps(to_json(found), indent=2))
     else:

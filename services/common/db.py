@@ -1,5 +1,5 @@
 """The PostgreSQL projection's schema. The projection can be dropped and rebuilt from
-the events topic at any time (DESIGN.md §2)."""
+the events topic at any time (docs/architecture.md §1)."""
 
 from __future__ import annotations
 

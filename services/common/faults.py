@@ -11,7 +11,7 @@ Points (the order of side effects they cut is each service's docstring's):
 
 - ``coordinator.before_intent``: a batch was consumed and applied in memory; nothing
   was written or published.
-- ``coordinator.after_intent``: its intents (``services/coordinator/wal.py``) are
+- ``coordinator.after_intent``: its intents (``services/coordinator/intents.py``) are
   durable in the table; no table entry was written, nothing published.
 - ``coordinator.after_publish``: its table entries are durable and its history events
   and dispatches acknowledged; the intents were not cleared, the input offsets not

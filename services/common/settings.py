@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest record Headwater produces by default, bytes (the local broker's
+``message.max.bytes``)."""
 
 
 def default_bootstrap() -> str:
@@ -50,6 +54,18 @@ def env_float(name: str, default: float) -> float:
         raise ValueError(f"HEADWATER_{name} must be a number, got {raw!r}") from None
 
 
+class CommonFields(TypedDict):
+    """The fields of ``CommonSettings`` as keyword arguments (what ``common_from_env``
+    reads), typed so that ``Settings(**CommonSettings.common_from_env(), ...)`` checks."""
+
+    bootstrap: str
+    prefix: str
+    partitions: int
+    replication: int
+    pg_dsn: str
+    max_message_bytes: int
+
+
 @dataclass(frozen=True)
 class CommonSettings:
     """What every service needs.
@@ -71,20 +87,25 @@ class CommonSettings:
     partitions: int = DEFAULT_PARTITIONS
     replication: int = 1
     pg_dsn: str = DEFAULT_PG_DSN
-    max_message_bytes: int = 16 * 1024 * 1024
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     topics: Topics = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "topics", Topics(self.prefix))
 
     @classmethod
-    def common_from_env(cls) -> dict[str, object]:
-        """The common fields as read from the environment (for subclasses' ``from_env``)."""
+    def common_from_env(cls) -> CommonFields:
+        """The common fields as read from the environment, as keyword arguments of any
+        subclass (``cls(**cls.common_from_env(), field=...)``).
+
+        Raises:
+            ValueError: a numeric variable is not an integer (the message names it).
+        """
         return {
             "bootstrap": env_str("KAFKA_BOOTSTRAP", default_bootstrap()),
             "prefix": env_str("TOPIC_PREFIX", DEFAULT_PREFIX),
             "partitions": env_int("PARTITIONS", DEFAULT_PARTITIONS),
             "replication": env_int("REPLICATION", 1),
             "pg_dsn": env_str("PG_DSN", default_pg_dsn()),
-            "max_message_bytes": env_int("MAX_MESSAGE_BYTES", 16 * 1024 * 1024),
+            "max_message_bytes": env_int("MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
         }

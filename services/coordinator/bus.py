@@ -1,23 +1,30 @@
-"""``Bus`` over faust topics: history to ``events``, dispatches to ``tasks.<queue>``,
-cancelled attempts to ``worker-control``, undecodable records to the DLQ."""
+"""Where the coordinator's output goes (``Bus``), and ``FaustBus`` over faust topics:
+history to ``events``, dispatches to ``tasks.<queue>``, cancelled attempts to
+``worker-control``, undecodable records to the DLQ."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from typing import Any, Protocol
 
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
 from services.common.settings import CommonSettings
-from services.coordinator.handler import DeadLetter
-from services.coordinator.wal import Outgoing
+from services.coordinator.faust_seam import record_bytes
+from services.coordinator.records import DeadLetter, Outgoing
 
 MAX_REASON_CHARS = 4000
 """Longest reason kept in a dead letter's header."""
+
+
+class Bus(Protocol):
+    """Where the coordinator's output goes (Kafka)."""
+
+    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
+        """Send encoded records and dead letters; return once the broker acknowledged
+        all of them."""
 
 
 class FaustBus:
@@ -68,8 +75,7 @@ class FaustBus:
                 ("source-partition", str(r.partition).encode()),
                 ("source-offset", str(r.offset).encode())]
         value = r.value
-        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(r.key, value, hdrs)
-        if size > self.settings.max_message_bytes:
+        if record_bytes(r.key, value, hdrs) > self.settings.max_message_bytes:
             hdrs.append((VALUE_OMITTED_HEADER, f"{len(value or b'')} bytes".encode()))
             value = None
         return await self._dlq.send(key=r.key, value=value, headers=hdrs)

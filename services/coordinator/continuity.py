@@ -9,10 +9,11 @@ before acknowledging the batch, and resumes from the last committed offset.
 
 The first record of a partition after it was assigned is checked too, against where it
 must start (``expect``: the group's committed offset, or the partition's first offset
-when none was committed; ``app.start_offsets``): a coordinator that starts a partition
+when none was committed; ``faust_seam.start_offsets``): a coordinator that starts a partition
 anywhere else would never see the records before (seen in the fault suite). And a
 record dropped last, with nothing after it, is noticed by ``stalled``: the partition's
-log end stays past the last offset processed.
+log end stays past the last offset processed. How they are hooked to faust's events is
+``faust_seam.InputWatch``'s.
 """
 
 from __future__ import annotations
@@ -80,3 +81,12 @@ class OffsetContinuity:
         for key in partitions:
             self._last.pop(key, None)
             self._moved_at.pop(key, None)
+
+
+def offset_ranges(records: Iterable[tuple[str, int, int]]) -> str:
+    """``topic[partition]@first..last`` per input partition of a batch, for the log."""
+    ranges: dict[tuple[str, int], list[int]] = {}
+    for topic, partition, offset in records:
+        seen = ranges.setdefault((topic, partition), [offset, offset])
+        seen[0], seen[1] = min(seen[0], offset), max(seen[1], offset)
+    return " ".join(f"{t}[{p}]@{a}..{b}" for (t, p), (a, b) in sorted(ranges.items()))

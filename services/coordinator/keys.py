@@ -1,10 +1,12 @@
 """Key formats of the coordinator's table: a workflow's entries and the intents' slots.
 
 Every entry of a workflow is keyed by its id, so all of them go to the partition of the
-workflow's input records (``store.WorkflowTable.partition_for_key``).
+workflow's input records (``store.entry_partition``).
 """
 
 from __future__ import annotations
+
+from services.common.partitioning import partition_for
 
 TABLE_KEY_SEP = "\x1f"
 """Separates the workflow id from the part in the coordinator table's keys (ids and task
@@ -24,8 +26,10 @@ def table_entry_workflow(key: bytes) -> str:
 
 
 INTENT_KEY_PREFIX = f"{TABLE_KEY_SEP}wal{TABLE_KEY_SEP}".encode()
-"""The coordinator table's keys of intents (``services/coordinator/wal.py``) start with it;
-no workflow id is empty, so no workflow's key does."""
+"""The coordinator table's keys of intents (``services/coordinator/intents.py``) start
+with it; no workflow id is empty, so no workflow's key does. Its bytes are a stored
+format (the tables and changelogs of running deployments hold them): they stay as they
+are, whatever the module is called."""
 
 
 def intent_key(partition: int, chunk: int | None = None) -> bytes:
@@ -41,6 +45,16 @@ def intent_partition(key: bytes) -> int | None:
     if not key.startswith(INTENT_KEY_PREFIX):
         return None
     return int(key[len(INTENT_KEY_PREFIX):].split(TABLE_KEY_SEP.encode(), 1)[0])
+
+
+def entry_partition(key: bytes, partitions: int) -> int:
+    """The partition of a coordinator table key among ``partitions``: an intent's slot
+    its own partition (modulo the count); a workflow's entry that of its workflow id by
+    Kafka's default partitioner, the partition its input records use."""
+    slot = intent_partition(key)
+    if slot is not None:
+        return slot % partitions
+    return partition_for(table_entry_workflow(key).encode(), partitions)
 
 
 DEFINITION = "@def"

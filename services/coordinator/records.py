@@ -1,18 +1,48 @@
-"""The coordinator's output records: history events, and what each means for workers
-(dispatches, stops), checked against the record limit before they reach an intent."""
+"""The coordinator's records: an input as consumed, an output encoded for its topic, and a
+dead letter; outputs are checked against the record limit before they reach an intent."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
-from services.coordinator.wal import Outgoing
 
 RECORD_MARGIN_BYTES = 4096
 """Room left in ``max_bytes`` for what a produced record holds besides its key and value:
 aiokafka refuses a record whose batch (header, record framing, headers) exceeds
 ``max_request_size`` (``DefaultRecordBatchBuilder.estimate_size_in_bytes``). A record
 accepted here and refused there would be written into an intent it could never leave."""
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One record from an input topic, as consumed."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """An encoded record to publish on ``topic`` (keyed by the workflow id)."""
+
+    topic: str
+    key: bytes
+    value: bytes
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that could not be applied, and why."""
+
+    record: InputRecord
+    reason: str
 
 
 def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],

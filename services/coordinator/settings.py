@@ -22,7 +22,7 @@ class Settings(CommonSettings):
             (``HEADWATER_BATCH_WINDOW``); adds at most this much latency at low load.
         projection: whether this process also keeps the PostgreSQL projection
             (``HEADWATER_PROJECTION``, ``on``/``off``; ``off`` when
-            ``python -m services.coordinator.projector`` runs on its own).
+            ``python -m services.projector`` runs on its own).
         events_retention_ms: Kafka's ``retention.ms`` of the events topic when the
             coordinator creates it (``HEADWATER_EVENTS_RETENTION_MS``); -1, the default,
             keeps the history for ever, so that replays and projection rebuilds see all
@@ -41,7 +41,7 @@ class Settings(CommonSettings):
     def from_env(cls) -> Settings:
         """Read the settings from the environment."""
         return cls(
-            **cls.common_from_env(),  # type: ignore[arg-type]
+            **cls.common_from_env(),
             timer_interval_s=env_float("TIMER_INTERVAL", 0.05),
             store=env_str("TABLE_STORE", "memory://"),
             data_dir=env_str("DATA_DIR", ".headwater/coordinator"),

@@ -18,13 +18,12 @@ from headwater.core.ids import task_key
 from headwater.core.spec import NodeKind
 from headwater.core.state import (
     NodeState,
-    NodeStatus,
     TaskState,
-    TaskStatus,
     TimerState,
     WorkflowState,
-    WorkflowStatus,
+    set_finished_output,
 )
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import DecodeError
 
 SNAPSHOT_VERSION = 1
@@ -187,32 +186,32 @@ def load_split(header: bytes, definition: bytes,
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
             spec_error=h["spec_error"],
         )
-        for spec in [] if state.spec_error else state.spec.nodes:
-            node = state.nodes[spec.id]
-            if spec.kind is NodeKind.MAP and node.total is not None:
-                node.results = [None] * node.total
-        for key in task_keys(state):
-            raw = get_task(key)
-            if raw is None:
-                raise DecodeError(f"task entry {key} of {state.workflow_id} is missing")
-            entry = orjson.loads(raw)
-            task = _task(entry["task"])
-            state.tasks[key] = task
-            if task.status is TaskStatus.SUCCEEDED or entry["output"] is not None:
-                _restore_output(state, task, entry["output"])
-        for node_id, node in state.nodes.items():
-            if node.status is NodeStatus.SUCCEEDED and node.results is not None:
-                state.outputs[node_id] = node.results
-            elif node.status is NodeStatus.SKIPPED:
-                state.outputs[node_id] = None
-            elif (node.status is NodeStatus.FAILED and node.results is not None
-                  and state.spec.node(node_id).continue_on_error):
-                state.outputs[node_id] = node.results
+        _restore_tasks(state, get_task)
+        for node_id in state.nodes:
+            set_finished_output(state, node_id)  # as evolve did on its NodeFinished
         return state
     except DecodeError:
         raise
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
         raise DecodeError(f"bad snapshot: {e}") from e
+
+
+def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]) -> None:
+    """Read every task entry into ``state.tasks``, with the outputs they hold (a task
+    node's output, a map item's place among its map's results)."""
+    for spec in [] if state.spec_error else state.spec.nodes:
+        node = state.nodes[spec.id]
+        if spec.kind is NodeKind.MAP and node.total is not None:
+            node.results = [None] * node.total
+    for key in task_keys(state):
+        raw = get_task(key)
+        if raw is None:
+            raise DecodeError(f"task entry {key} of {state.workflow_id} is missing")
+        entry = orjson.loads(raw)
+        task = _task(entry["task"])
+        state.tasks[key] = task
+        if task.status is TaskStatus.SUCCEEDED or entry["output"] is not None:
+            _restore_output(state, task, entry["output"])
 
 
 def header_applied(header: bytes) -> dict[str, int]:

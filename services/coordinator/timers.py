@@ -5,17 +5,19 @@ timers the state machine scheduled (``state.timers``), and the deadline and leas
 each unfinished attempt (``state.task_timers``). This index only remembers when to look.
 Firing means producing a ``TimerFired`` to the control topic, so the firing goes through
 the log like every other input; the state machine checks the timer again when it
-arrives, so a duplicate or early firing changes nothing.
+arrives, so a duplicate or early firing changes nothing. ``TimerLoop`` does the firing.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
+from headwater.core import events as ev
 from headwater.core.ids import LEASE_TIMER
 from headwater.core.state import WorkflowState, task_timers
+from services.common.clock import now_ms
 
 
 @dataclass(order=True)
@@ -92,3 +94,43 @@ class TimerIndex:
 
     def __len__(self) -> int:
         return len(self._current)
+
+
+class TimerLoop:
+    """Fires the due timers of ``index`` as ``TimerFired`` records; after ``reset`` (a
+    rebalance), re-arms every timer of the workflows held locally at the first tick that
+    is not during a rebalance.
+
+    Args:
+        index: the timers to fire; its leases start anew at each ``reset``.
+        scan: the non-terminal workflows held locally (``TableStore.scan``).
+        send: produce a record to the control topic and wait for the ack.
+        rebalancing: whether the consumer group is rebalancing now.
+    """
+
+    def __init__(self, index: TimerIndex, scan: Callable[[], list[WorkflowState]],
+                 send: Callable[[ev.TimerFired], Awaitable[None]],
+                 rebalancing: Callable[[], bool]) -> None:
+        self.index = index
+        self.scan = scan
+        self.send = send
+        self.rebalancing = rebalancing
+        self._rescan = True
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every timer; leases start now; rescan at the next tick."""
+        self.index.clear()
+        self.index.leases_from_ms = now_ms()
+        self._rescan = True
+
+    async def tick(self) -> None:
+        """Re-arm from the table if a rescan is due and the group is settled; then send
+        a ``TimerFired`` for each timer due (at the later of now and its time)."""
+        if self._rescan and not self.rebalancing():
+            self._rescan = False
+            for state in self.scan():
+                self.index.arm(state)
+        now = now_ms()
+        for workflow_id, timer_id, fire_at_ms in self.index.pop_due(now):
+            await self.send(ev.TimerFired(workflow_id, timer_id, max(now, fire_at_ms)))

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from headwater.core import events as ev
 from headwater.core.ids import parse_task_timer_id, task_key
-from headwater.core.state import TaskStatus, WorkflowState
+from headwater.core.state import WorkflowState
+from headwater.core.status import TaskStatus
 from services.coordinator.keys import DEFINITION
 
 _TERMINAL = (ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled)

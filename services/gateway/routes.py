@@ -1,4 +1,5 @@
-"""HTTP routes of API v1 (DESIGN.md §4): submit, read, follow and cancel workflows."""
+"""HTTP routes of API v1 (the README's HTTP table; docs/architecture.md §4): submit, read,
+follow and cancel workflows."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ from fastapi import APIRouter, Header, Query, Request
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
+from headwater.core.status import WorkflowStatus
 from services.gateway.body import parse_body, read_limited, require_storable
 from services.gateway.models import CancelRequest, SubmitRequest
 from services.gateway.problems import Problem
 from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
-from services.gateway.submit import request_cancel, submit
+from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, request_cancel, submit
 from services.gateway.views import links, list_view, workflow_view
 
 router = APIRouter()
-STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
+STATUSES = (CLAIMED, *WorkflowStatus)
+"""The statuses ``GET /v1/workflows?status=`` filters by."""
 # ASCII digits only (str.isdigit also takes "²"), and few enough to fit in a bigint.
 LAST_EVENT_ID = re.compile(r"[0-9]{1,18}")
 CANCEL_BODY_BYTES = 64 * 1024
@@ -97,5 +100,5 @@ async def cancel_workflow(request: Request, workflow_id: str) -> Response:
     require_storable({"reason": payload.reason})
     await request_cancel(hw.pool, hw.producer, hw.settings.topics, workflow_id, payload.reason,
                          hw.settings.produce_timeout_s)
-    return _json({"id": workflow_id, "status": "cancel_requested",
+    return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
                   "links": links(workflow_id)}, 202)

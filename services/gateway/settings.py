@@ -42,7 +42,7 @@ class Settings(CommonSettings):
     def from_env(cls) -> Settings:
         """Read the settings from the environment."""
         return cls(
-            **cls.common_from_env(),  # type: ignore[arg-type]
+            **cls.common_from_env(),
             host=env_str("GATEWAY_HOST", "127.0.0.1"),
             port=env_int("GATEWAY_PORT", 8080),
             max_body_bytes=env_int("MAX_BODY_BYTES", 4 * 1024 * 1024),

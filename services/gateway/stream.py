@@ -22,11 +22,15 @@ from typing import Any
 import asyncpg
 import orjson
 
+from headwater.core import events as ev
+from headwater.core.status import WorkflowStatus
 from services.common.db import NOTIFY_CHANNEL
 from services.gateway.problems import DATABASE_UNAVAILABLE
 
-TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
-TERMINAL_TYPES = frozenset({"WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"})
+TERMINAL_STATUSES = frozenset(status for status in WorkflowStatus if status.terminal)
+"""The ``workflows.status`` values after which nothing changes."""
+TERMINAL_TYPES = frozenset(body.__name__ for body in ev.TERMINAL_BODIES)
+"""The ``events.type`` values that end a workflow's stream."""
 RECHECK_S = 2.0
 PAGE = 500
 CLOSING: dict[str, Any] = {"comment": "the gateway is shutting down; reconnect with "

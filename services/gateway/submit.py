@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults
+from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.body import require_storable
 from services.gateway.models import SubmitRequest
@@ -35,6 +35,12 @@ from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Probl
 from services.gateway.stream import TERMINAL_STATUSES
 
 log = logging.getLogger("headwater.gateway")
+
+CLAIMED = "accepted"
+"""The status of a workflow row the gateway claimed (``seq`` 0) before the coordinator
+accepted the workflow: not a ``WorkflowStatus``, whose first value is ``running``."""
+CANCEL_REQUESTED = "cancel_requested"
+"""The status a cancel request is answered with (the workflow's own changes later)."""
 
 
 @dataclass(frozen=True)
@@ -75,16 +81,16 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
     # A large spec takes a while to check: off the event loop, so /health stays prompt.
     digest = await asyncio.to_thread(_validate, request, spec)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
-    now_ms = int(time.time() * 1000)
-    now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+    at_ms = now_ms()
+    now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
     claimed = await pool.fetchval(
         "insert into workflows (workflow_id, name, tenant, status, seq, spec, input, body_hash,"
-        " created_at, updated_at) values ($1, $2, $3, 'accepted', 0, $4, $5, $6, $7, $7)"
+        " created_at, updated_at) values ($1, $2, $3, $4, 0, $5, $6, $7, $8, $8)"
         " on conflict (workflow_id) do nothing returning 1",
-        workflow_id, str(spec.get("name", "")), request.tenant, spec, request.input, digest,
-        now,
+        workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec, request.input,
+        digest, now,
     )
-    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, now_ms, request.tenant)
+    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant)
     if not claimed:
         return await _existing(pool, producer, topics, record, digest, produce_timeout_s)
     try:
@@ -93,7 +99,7 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
         await _release(pool, workflow_id)
         raise
     faults.point("gateway.after_produce")
-    return Accepted(workflow_id, True, "accepted")
+    return Accepted(workflow_id, True, CLAIMED)
 
 
 def _validate(request: SubmitRequest, spec: dict[str, Any]) -> str:
@@ -130,7 +136,7 @@ async def _existing(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topi
     if existing != digest:
         raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
                       "different submission", workflow_id=workflow_id)
-    if row["status"] == "accepted" and row["seq"] == 0:
+    if row["status"] == CLAIMED and row["seq"] == 0:
         # Not started yet: perhaps its record was never produced (the gateway that claimed
         # the id died first). Producing it again is harmless if it was.
         await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
@@ -188,5 +194,5 @@ async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics:
     if status in TERMINAL_STATUSES:
         raise Problem(409, "Conflict", f"workflow {workflow_id} is already {status}",
                       status_now=status)
-    record = ev.CancelRequested(workflow_id, int(time.time() * 1000), reason)
+    record = ev.CancelRequested(workflow_id, now_ms(), reason)
     await produce(producer, topics.control, record, produce_timeout_s, "cancel")

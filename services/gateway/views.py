@@ -7,8 +7,10 @@ from typing import Any
 
 import asyncpg
 
+from headwater.core.status import NodeStatus, TaskStatus
 from services.gateway.cursor import decode_cursor, encode_cursor
 from services.gateway.problems import Problem
+from services.gateway.stream import TERMINAL_STATUSES
 
 MAX_TASKS = 1000
 
@@ -42,21 +44,21 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             "select * from tasks where workflow_id = $1 order by node, idx nulls first limit $2",
             workflow_id, MAX_TASKS + 1)
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
-    terminal = row["status"] in ("succeeded", "failed", "cancelled")
+    terminal = row["status"] in TERMINAL_STATUSES
     node_views = []
     for spec_node in spec_nodes:
         node_id = spec_node.get("id") if isinstance(spec_node, dict) else None
         if not isinstance(node_id, str):
             continue
         n = nodes.get(node_id)
-        status = n["status"] if n else ("cancelled" if terminal else "pending")
+        status = n["status"] if n else (NodeStatus.CANCELLED if terminal else NodeStatus.PENDING)
         node_views.append({
             "id": node_id, "kind": spec_node.get("kind", "task"), "task": spec_node.get("task"),
             "status": status, "error": n["error"] if n else "",
             "total": n["total"] if n else None,
-            "succeeded": counts.get((node_id, "succeeded"), 0),
-            "running": counts.get((node_id, "running"), 0),
-            "failed": counts.get((node_id, "failed"), 0),
+            "succeeded": counts.get((node_id, TaskStatus.SUCCEEDED), 0),
+            "running": counts.get((node_id, TaskStatus.RUNNING), 0),
+            "failed": counts.get((node_id, TaskStatus.FAILED), 0),
         })
     return {
         "id": workflow_id, "name": row["name"], "tenant": row["tenant"], "status": row["status"],

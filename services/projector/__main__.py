@@ -14,7 +14,7 @@ import os
 import signal
 
 from services.common.settings import CommonSettings
-from services.coordinator.projection import run_projector
+from services.projector.writer import run_projector
 
 log = logging.getLogger("headwater.projector")
 
@@ -40,7 +40,7 @@ async def serve(settings: CommonSettings) -> None:
 def main() -> None:
     """Run the projector with the common ``HEADWATER_*`` settings."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = CommonSettings(**CommonSettings.common_from_env())  # type: ignore[arg-type]
+    settings = CommonSettings(**CommonSettings.common_from_env())
     asyncio.run(serve(settings))
 
 

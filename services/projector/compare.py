@@ -96,15 +96,15 @@ async def compare(conn: asyncpg.Connection, live: str, rebuilt: str,
         The differences, by table and key (empty: the tables hold the same rows).
     """
     found: list[RowDifference] = []
-    for table, key in KEYS.items():
-        cols = await columns(conn, rebuilt, table)
-        found += await _compare_table(conn, table, key, cols, live, rebuilt, limit)
+    for table in KEYS:
+        found += await _compare_table(conn, table, live, rebuilt, limit)
     return found
 
 
-async def _compare_table(conn: asyncpg.Connection, table: str, key: tuple[str, ...],
-                         cols: list[str], live: str, rebuilt: str,
+async def _compare_table(conn: asyncpg.Connection, table: str, live: str, rebuilt: str,
                          limit: int) -> list[RowDifference]:
+    """``compare`` for one table, on the columns of the rebuilt copy's."""
+    key, cols = KEYS[table], await columns(conn, rebuilt, table)
     select = ", ".join(ident(c) for c in cols)
     where = f" where {CLAIMS}" if table == "workflows" else ""
     a = f"select {select} from {ident(live)}.{ident(table)}{where}"

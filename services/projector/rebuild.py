@@ -1,5 +1,5 @@
-"""Rebuild the PostgreSQL projection from the events topic (DESIGN.md §2: it can be
-dropped and rebuilt from the log at any time).
+"""Rebuild the PostgreSQL projection from the events topic (docs/architecture.md §1: it
+can be dropped and rebuilt from the log at any time).
 
 ``python -m services.projector.rebuild [--check] [--keep] [--force] [--json]``, also
 run by ``headwater projection rebuild`` (the ``headwater`` package never imports
@@ -40,7 +40,6 @@ import contextlib
 import json
 import logging
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,9 +47,9 @@ from typing import Any
 import asyncpg
 from aiokafka.errors import KafkaError
 
+from services.common.clock import now_ms
 from services.common.db import SCHEMA, init_connection
 from services.common.settings import CommonSettings
-from services.coordinator.projection import project
 from services.projector.compare import (
     KEYS,
     ONLY_LIVE,
@@ -60,6 +59,7 @@ from services.projector.compare import (
     ident,
 )
 from services.projector.eventlog import EventLog, Offsets
+from services.projector.writer import project
 
 log = logging.getLogger("headwater.rebuild")
 EXIT_DIFFERENT, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
@@ -71,7 +71,7 @@ class Refused(Exception):
 
 
 @dataclass
-class Outcome:
+class RebuildResult:
     """What a rebuild or a check did.
 
     Attributes:
@@ -104,7 +104,7 @@ async def connect(dsn: str, schema: str | None = None) -> asyncpg.Connection:
 
 
 async def rebuild(settings: CommonSettings, check: bool, keep: bool = False,
-                  force: bool = False, say: Callable[[str], None] = print) -> Outcome:
+                  force: bool = False, say: Callable[[str], None] = print) -> RebuildResult:
     """Rebuild the projection (or, with ``check``, compare a rebuilt copy with it).
 
     Args:
@@ -120,29 +120,38 @@ async def rebuild(settings: CommonSettings, check: bool, keep: bool = False,
     Raises:
         Refused: a rebuild would lose data (without ``force``).
     """
-    outcome = Outcome(f"rebuild_{int(time.time() * 1000)}")
+    result = RebuildResult(f"rebuild_{now_ms()}")
     live = await connect(settings.pg_dsn)
     copy: asyncpg.Connection | None = None
     try:
-        outcome.live_schema = str(await live.fetchval("select current_schema()"))
-        await live.execute(f"create schema {ident(outcome.schema)}")
-        copy = await connect(settings.pg_dsn, outcome.schema)
+        result.live_schema = str(await live.fetchval("select current_schema()"))
+        await live.execute(f"create schema {ident(result.schema)}")
+        copy = await connect(settings.pg_dsn, result.schema)
         await copy.execute(SCHEMA)
         async with EventLog(settings) as events:
-            await _build(settings, events, live, copy, outcome, check, force, say)
+            await _build(settings, events, live, copy, result, _Options(check, force, say))
     finally:
         if copy is not None:
             await copy.close()
-        outcome.kept = keep and not outcome.swapped
-        if not outcome.swapped and not keep:
-            await live.execute(f"drop schema if exists {ident(outcome.schema)} cascade")
+        result.kept = keep and not result.swapped
+        if not result.swapped and not keep:
+            await live.execute(f"drop schema if exists {ident(result.schema)} cascade")
         await live.close()
-    return outcome
+    return result
+
+
+@dataclass(frozen=True)
+class _Options:
+    """How ``rebuild`` was asked to run (its arguments of the same names)."""
+
+    check: bool
+    force: bool
+    say: Callable[[str], None]
 
 
 async def _build(settings: CommonSettings, events: EventLog, live: asyncpg.Connection,
-                 copy: asyncpg.Connection, outcome: Outcome, check: bool, force: bool,
-                 say: Callable[[str], None]) -> None:
+                 copy: asyncpg.Connection, result: RebuildResult, options: _Options) -> None:
+    check, force, say = options.check, options.force, options.say
     if not events.exists:
         raise Refused(f"there is no topic {events.topic}; is HEADWATER_TOPIC_PREFIX right?")
     truncated = {p: o for p, o in (await events.beginning()).items() if o > 0}
@@ -151,31 +160,31 @@ async def _build(settings: CommonSettings, events: EventLog, live: asyncpg.Conne
                 f"offset {truncated}); workflows that began before are incomplete")
         if not check and not force:
             raise Refused(note)
-        outcome.notes.append(note)
+        result.notes.append(note)
     group = settings.topics.projection_group
     end = await events.end()
     first = _bounded(await events.committed(group), end) if check else end
-    outcome.events += await _project_range(events, copy, {}, first, say)
-    say(f"projected {outcome.events} events into {outcome.schema}; locking the live tables")
-    tables = await _live_tables(live, outcome.live_schema)
+    result.events += await _project_range(events, copy, {}, first, say)
+    say(f"projected {result.events} events into {result.schema}; locking the live tables")
+    tables = await _live_tables(live, result.live_schema)
     async with live.transaction():
         await live.execute(f"set local lock_timeout = '{LOCK_TIMEOUT}'")
         if tables:
             mode = "share" if check else "access exclusive"
             await live.execute(f"lock table {', '.join(tables)} in {mode} mode")
-        final = await _settled(events, group, end, outcome) if check else await events.end()
-        outcome.events += await _project_range(events, copy, first, _at_least(final, first),
+        final = await _settled(events, group, end, result) if check else await events.end()
+        result.events += await _project_range(events, copy, first, _at_least(final, first),
                                                say)
         if tables:
-            outcome.differences = await compare(live, outcome.live_schema, outcome.schema)
+            result.differences = await compare(live, result.live_schema, result.schema)
         if check:
             return
-        lost = [d for d in outcome.differences if d.table == "workflows" and d.kind == ONLY_LIVE]
+        lost = [d for d in result.differences if d.table == "workflows" and d.kind == ONLY_LIVE]
         if lost and not force:
             raise Refused(f"{len(lost)} workflow(s) of the live tables are not in the log "
                           f"(e.g. {lost[0].key[0]}); a rebuild would lose them")
-        await _swap(live, outcome.live_schema, outcome.schema, tables)
-        outcome.swapped = True
+        await _swap(live, result.live_schema, result.schema, tables)
+        result.swapped = True
 
 
 def _bounded(committed: Offsets, end: Offsets) -> Offsets:
@@ -186,7 +195,7 @@ def _at_least(offsets: Offsets, floor: Offsets) -> Offsets:
     return {p: max(o, floor.get(p, 0)) for p, o in offsets.items()}
 
 
-async def _settled(events: EventLog, group: str, end: Offsets, outcome: Outcome) -> Offsets:
+async def _settled(events: EventLog, group: str, end: Offsets, result: RebuildResult) -> Offsets:
     """The live projector's committed offsets once they stop moving (it may still commit
     the batch it projected just before the lock); the log's end where it has none."""
     committed = await events.committed(group)
@@ -199,7 +208,7 @@ async def _settled(events: EventLog, group: str, end: Offsets, outcome: Outcome)
     now = await events.end()
     missing = sorted(p for p, e in now.items() if p not in committed and e > 0)
     if missing:
-        outcome.notes.append(f"the live projector ({group}) has committed nothing on "
+        result.notes.append(f"the live projector ({group}) has committed nothing on "
                              f"partitions {missing}; compared with the log's end there")
     return {p: committed.get(p, e) for p, e in now.items()}
 
@@ -252,11 +261,11 @@ async def _swap(conn: asyncpg.Connection, live: str, copy: str, tables: list[str
     await conn.execute(f"drop schema {cp}")
 
 
-def to_json(outcome: Outcome) -> dict[str, Any]:
-    """The outcome as one JSON-ready document."""
-    return {"schema": outcome.schema, "live_schema": outcome.live_schema,
-            "events": outcome.events, "swapped": outcome.swapped, "kept": outcome.kept,
-            "notes": outcome.notes, "differences": [d.to_json() for d in outcome.differences]}
+def to_json(result: RebuildResult) -> dict[str, Any]:
+    """The result as one JSON-ready document."""
+    return {"schema": result.schema, "live_schema": result.live_schema,
+            "events": result.events, "swapped": result.swapped, "kept": result.kept,
+            "notes": result.notes, "differences": [d.to_json() for d in result.differences]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,37 +282,37 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = CommonSettings(**CommonSettings.common_from_env())  # type: ignore[arg-type]
+    settings = CommonSettings(**CommonSettings.common_from_env())
     say: Callable[[str], None] = (lambda line: None) if args.json else print
     try:
-        outcome = asyncio.run(rebuild(settings, args.check, args.keep, args.force, say))
+        result = asyncio.run(rebuild(settings, args.check, args.keep, args.force, say))
     except Refused as e:
         print(f"refused: {e} (--force to rebuild anyway)", file=sys.stderr)
         return EXIT_REFUSED
     except (OSError, asyncpg.PostgresError, KafkaError, TimeoutError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    report(outcome, args.check, args.json)
-    return EXIT_DIFFERENT if args.check and outcome.differences else 0
+    report(result, args.check, args.json)
+    return EXIT_DIFFERENT if args.check and result.differences else 0
 
 
-def report(outcome: Outcome, check: bool, as_json: bool) -> None:
-    """Print the outcome."""
+def report(result: RebuildResult, check: bool, as_json: bool) -> None:
+    """Print the result."""
     if as_json:
-        print(json.dumps(to_json(outcome), indent=2))
+        print(json.dumps(to_json(result), indent=2))
         return
-    for note in outcome.notes:
+    for note in result.notes:
         print(f"note: {note}")
     verb = "differs" if check else "changed"
-    for d in outcome.differences:
+    for d in result.differences:
         print(f"{verb}: {d.describe()}")
     if check:
-        print(f"{len(outcome.differences)} difference(s) between the live tables and a copy "
-              f"rebuilt from {outcome.events} events" + (f" (kept in schema {outcome.schema})"
-                                                         if outcome.kept else ""))
+        print(f"{len(result.differences)} difference(s) between the live tables and a copy "
+              f"rebuilt from {result.events} events" + (f" (kept in schema {result.schema})"
+                                                         if result.kept else ""))
     else:
-        print(f"rebuilt the projection in schema {outcome.live_schema} from {outcome.events} "
-              f"events; {len(outcome.differences)} row(s) changed (repaired, or not reached "
+        print(f"rebuilt the projection in schema {result.live_schema} from {result.events} "
+              f"events; {len(result.differences)} row(s) changed (repaired, or not reached "
               "by the live projector yet)")
 
 

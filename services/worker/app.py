@@ -26,8 +26,9 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
+from services.common.clock import now_ms
 from services.common.kafka import ensure_topics, make_producer
-from services.worker.attempt import Attempt, AttemptKey, attempt_key, now_ms
+from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
 from services.worker.intake import Intake

@@ -21,7 +21,8 @@ import orjson
 
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
-from headwater.sdk import TaskContext, checkpoint_json
+from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
+from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
 
@@ -37,11 +38,6 @@ STOP_POLL_S = 0.2
 """How often a thread waiting for a checkpoint's acknowledgement checks the stop flag, s."""
 
 
-def now_ms() -> int:
-    """Wall-clock milliseconds since the epoch (workers stamp their reports)."""
-    return int(time.time() * 1000)
-
-
 def attempt_key(record: ev.TaskDispatched | ev.TaskCancelled) -> AttemptKey:
     """The attempt a dispatch or a cancel names."""
     return record.workflow_id, record.node, record.index, record.attempt
@@ -55,11 +51,6 @@ class BadChunk(Exception):
         super().__init__(message)
         self.message = message
         self.error_type = error_type
-
-
-class _Done:
-    def __await__(self) -> Any:
-        yield from ()
 
 
 class Attempt:
@@ -106,7 +97,7 @@ class Attempt:
     def context(self) -> TaskContext:
         """The ``ctx`` passed to task code."""
         d = self.dispatch
-        return TaskContext(d.workflow_id, d.node, d.index, d.attempt, d.dispatch_id,
+        return TaskContext(AttemptInfo(d.workflow_id, d.node, d.index, d.attempt),
                            self.progress.report, last_checkpoint=d.checkpoint, runtime=self)
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
@@ -130,7 +121,7 @@ class Attempt:
         while True:
             try:
                 saved.result(STOP_POLL_S)
-                return _Done()
+                return AlreadyDone()
             except TimeoutError:
                 if self._stop_reason is not None:
                     raise self._cancelled_error() from None

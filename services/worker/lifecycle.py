@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 from headwater.core import events as ev
 from services.common import faults
-from services.worker.attempt import Attempt, now_ms
+from services.common.clock import now_ms
+from services.worker.attempt import Attempt
 from services.worker.runner import run_attempt
 
 log = logging.getLogger("headwater.worker")

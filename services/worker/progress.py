@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from headwater.core import events as ev
+from services.common.clock import now_ms
 from services.worker.reports import clean_text
 
 MIN_INTERVAL_S = 0.1
@@ -65,7 +66,7 @@ class ProgressReporter:
             self._pending = None
             self._last_sent = time.monotonic()
             try:
-                await self.send(ev.TaskProgressed(*self.base, int(time.time() * 1000),
+                await self.send(ev.TaskProgressed(*self.base, now_ms(),
                                                   fraction, message))
             except Exception:  # progress only informs: never fail the attempt for it
                 log.warning("dropped a progress report of %s", self.base, exc_info=True)

@@ -24,10 +24,11 @@ import orjson
 from headwater.core import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskInfo
-from services.worker.attempt import Attempt, BadChunk, now_ms
+from services.common.clock import now_ms
+from services.worker.attempt import Attempt, BadChunk
 from services.worker.calls import Raised, call
 
-__all__ = ["bad_arguments", "now_ms", "run_attempt"]
+__all__ = ["bad_arguments", "run_attempt"]
 
 log = logging.getLogger("headwater.worker")
 
@@ -51,6 +52,16 @@ async def run_attempt(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed:
         asyncio.CancelledError: this asyncio task was cancelled (the attempt was
             cancelled, or the worker is stopping).
     """
+    prepared = _prepare(attempt)
+    if isinstance(prepared, ev.TaskFailed):
+        return prepared
+    info, kwargs = prepared
+    return await _call(attempt, info, kwargs)
+
+
+def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFailed:
+    """The registered task and the keyword arguments to call it with (``ctx`` included
+    when it wants one), or the non-retryable ``TaskFailed`` saying why it cannot run."""
     dispatch = attempt.dispatch
     info = REGISTRY.get(dispatch.task)
     if info is None:
@@ -71,6 +82,18 @@ async def run_attempt(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed:
     bad = bad_arguments(info, kwargs)
     if bad is not None:
         return _failed(dispatch, bad, "TypeError", False)
+    return info, kwargs
+
+
+async def _call(attempt: Attempt, info: TaskInfo,
+                kwargs: dict[str, Any]) -> ev.TaskSucceeded | ev.TaskFailed:
+    """Call the task code until the dispatch's deadline and turn how it ended into a
+    report (see ``run_attempt``).
+
+    Raises:
+        asyncio.CancelledError: this asyncio task was cancelled.
+    """
+    dispatch = attempt.dispatch
     timer = asyncio.timeout(attempt.remaining_s())
     try:
         async with timer:
@@ -79,20 +102,29 @@ async def run_attempt(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed:
         if _stopping():
             raise
         return _raised(dispatch, e)  # task code's own CancelledError: a failed attempt
-    except TimeoutError as e:
-        if timer.expired():
-            attempt.stop(f"timed out after {dispatch.timeout_s} s")
-            return _failed(dispatch, f"timed out after {dispatch.timeout_s} s",
-                           "TimeoutError", True)
-        return _raised(dispatch, e)
+    except TimeoutError as e:  # the deadline's, or one task code raised
+        return _timed_out(attempt) if timer.expired() else _raised(dispatch, e)
     except Raised as e:
         return _raised(dispatch, e.error)
     except BadChunk as e:
         return _failed(dispatch, e.message, e.error_type, False)
     except BaseException as e:  # the worker outlives its tasks: SystemExit included
         return _raised(dispatch, e)
+    return _succeeded(dispatch, output)
+
+
+def _timed_out(attempt: Attempt) -> ev.TaskFailed:
+    """Stop the attempt at its deadline; the retryable ``TaskFailed`` that says so."""
+    dispatch = attempt.dispatch
+    attempt.stop(f"timed out after {dispatch.timeout_s} s")
+    return _failed(dispatch, f"timed out after {dispatch.timeout_s} s", "TimeoutError", True)
+
+
+def _succeeded(dispatch: ev.TaskDispatched, output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
+    """``TaskSucceeded`` with ``output``, or a non-retryable ``TaskFailed`` if it is not
+    JSON (checked apart from the call: task code's own ``TypeError`` is not this)."""
     try:
-        orjson.dumps(output)  # outside the try above: task code's TypeErrors are not this
+        orjson.dumps(output)
     except orjson.JSONEncodeError as e:
         return _failed(dispatch, f"output is not JSON: {e}", "TypeError", False)
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,

@@ -61,7 +61,7 @@ class Settings(CommonSettings):
         """
         modules = tasks or [m for m in env_str("TASKS", "").split(",") if m]
         return cls(
-            **cls.common_from_env(),  # type: ignore[arg-type]
+            **cls.common_from_env(),
             queue=queue or env_str("QUEUE", "cpu"),
             task_modules=tuple(modules),
             concurrency=concurrency or env_int("CONCURRENCY", 8),

@@ -10,7 +10,7 @@ import pytest
 import headwater
 from headwater import sdk
 from headwater.errors import TaskRegistrationError
-from headwater.sdk import REGISTRY, TaskContext, TaskInfo, task
+from headwater.sdk import REGISTRY, AttemptInfo, TaskContext, TaskInfo, task
 
 
 @pytest.fixture(autouse=True)
@@ -156,7 +156,7 @@ def test_wants_ctx_and_is_async_detection(fn: Callable[..., Any], wants_ctx: boo
 
 def test_context_progress_is_clamped_and_sent_to_the_sink() -> None:
     sent: list[tuple[float, str]] = []
-    ctx = TaskContext("wf", "m", 3, 2, "wf/m[3]/2", sink=lambda f, m: sent.append((f, m)))
+    ctx = TaskContext(AttemptInfo("wf", "m", 3, 2), sink=lambda f, m: sent.append((f, m)))
     ctx.progress(0.5, "half")
     ctx.progress(-1)
     ctx.progress(7, 42)  # type: ignore[arg-type]
@@ -166,5 +166,5 @@ def test_context_progress_is_clamped_and_sent_to_the_sink() -> None:
 
 
 def test_context_without_a_sink_ignores_progress() -> None:
-    TaskContext("wf", "a", None, 1, "wf/a/1").progress(0.5, "nobody listens")
+    TaskContext(AttemptInfo("wf", "a", None, 1)).progress(0.5, "nobody listens")
     assert sdk.REGISTRY == REGISTRY

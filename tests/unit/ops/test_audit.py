@@ -7,8 +7,9 @@ from machine_harness import T0, run
 from test_machine_runs import _scenario
 
 from headwater.core import events as ev
-from headwater.core.state import TaskStatus, WorkflowState
-from ops.audit import Difference, audit, check_projection, check_table, diff_states
+from headwater.core.state import WorkflowState
+from headwater.core.status import TaskStatus
+from ops.audit import Difference, Observed, audit, check_projection, check_table, diff_states
 from ops.expected_rows import ProjectionRows, expected_rows
 from ops.history import Recorded, fold
 from ops.jsondiff import ABSENT
@@ -131,21 +132,22 @@ def test_a_projection_behind_is_allowed_where_the_projector_has_not_consumed() -
 
 
 def test_nothing_anywhere_is_an_unknown_workflow() -> None:
-    report = audit("nope", [], None, "", ProjectionRows(), None, LATE, GRACE)
+    report = audit("nope", Observed([], None, "", ProjectionRows(), None), LATE, GRACE)
     assert not report.known and report.differences == [] and report.notes == []
 
 
 def test_rows_without_a_history_make_it_known_and_different() -> None:
     recs = records()
-    report = audit("wf-1", [], None, "", rows_at(recs, len(recs)), None, LATE, GRACE)
+    report = audit("wf-1", Observed([], None, "", rows_at(recs, len(recs)), None), LATE, GRACE)
     assert report.known
     assert "ahead of the log" in report.differences[0].describe()
 
 
 def test_a_whole_audit_of_a_consistent_workflow_with_duplicates() -> None:
     recs = records()
-    report = audit("wf-1", [*recs, *recs[3:6]], copy(state_at(recs)), "",
-                   rows_at(recs, len(recs)), recs[-1].offset + 1, LATE, GRACE)
+    report = audit("wf-1", Observed([*recs, *recs[3:6]], copy(state_at(recs)), "",
+                                    rows_at(recs, len(recs)), recs[-1].offset + 1),
+                   LATE, GRACE)
     assert report.known and report.differences == [] and report.notes == []
     assert len(report.events) == len(recs)
     assert report.table.seq == report.projection.seq == len(recs)
@@ -154,11 +156,13 @@ def test_a_whole_audit_of_a_consistent_workflow_with_duplicates() -> None:
 def test_conflicts_undecodable_records_and_unfoldable_histories_are_log_differences() -> None:
     recs = records()
     forged = Recorded(ev.HistoryEvent("wf-1", 2, ev.WorkflowFailed("wf-1", T0, "x")), 999)
-    report = audit("wf-1", [*recs, forged], copy(state_at(recs)), "",
-                   rows_at(recs, len(recs)), None, LATE, GRACE, ["undecodable record at x"])
+    report = audit("wf-1", Observed([*recs, forged], copy(state_at(recs)), "",
+                                    rows_at(recs, len(recs)), None, ["undecodable record at x"]),
+                   LATE, GRACE)
     assert [d.where for d in report.differences] == ["log", "log"]
     assert "seq 2 recorded twice" in report.differences[1].describe()
-    gap = audit("wf-1", [*recs[:2], *recs[3:]], None, "", ProjectionRows(), None, LATE, GRACE)
+    gap = audit("wf-1", Observed([*recs[:2], *recs[3:]], None, "", ProjectionRows(), None),
+                LATE, GRACE)
     assert "the history does not fold" in gap.differences[0].describe()
     assert gap.notes == ["not compared: the history does not fold"] * 2
 

@@ -14,15 +14,16 @@ from test_machine_runs import DIAMOND, _scenario
 from typer.testing import CliRunner
 
 from headwater.core.state import WorkflowState
-from ops.audit import Report, audit
+from headwater.core.status import TaskStatus
+from ops.audit import Observed, Report, audit
 from ops.cli import app
 from ops.cli import projection as projection_cli
 from ops.cli import replay as replay_cli
 from ops.cli import stuck as stuck_cli
 from ops.cli.endpoints import Endpoints
-from ops.cli.kafkalog import partition_for
 from ops.expected_rows import expected_rows
 from ops.history import Recorded, fold
+from services.common.partitioning import partition_for
 from services.coordinator.keys import DEFINITION, table_entry_key
 from services.coordinator.snapshot import dump_definition, dump_header, dump_task
 
@@ -73,9 +74,9 @@ def report_for(name: str, tamper: bool = False, known: bool = True) -> Report:
     state = fold(history).state
     rows = expected_rows(state, history)
     if tamper:
-        rows.tasks["a"]["status"] = "cancelled"
+        rows.tasks["a"]["status"] = TaskStatus.CANCELLED
     table = fold(history).state
-    return audit("wf-1", recs, table, "", rows, None, LATE, 30_000)
+    return audit("wf-1", Observed(recs, table, "", rows, None), LATE, 30_000)
 
 
 @pytest.fixture

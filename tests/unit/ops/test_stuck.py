@@ -7,7 +7,8 @@ from machine_harness import T0, fail, ok, run, started, submit
 from test_machine_runs import DIAMOND, NAMES, RETRYING, _scenario
 
 from headwater.core import events as ev
-from headwater.core.state import NodeStatus, TaskStatus, WorkflowState, WorkflowStatus
+from headwater.core.state import WorkflowState
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from ops.history import Recorded
 from ops.stuck import is_stuck, pending, scan
 

@@ -3,8 +3,9 @@ with their ``seq``, and the final state as a plain document.
 
 The encoding is independent of the Avro codec and of the table's snapshot format, so a
 change to either does not disturb the golden files; only a change to what the machine
-decides, or to how ``evolve`` folds it, does. The three accessors say where the core's
-modules live, the one thing to change when they move.
+decides, or to how ``evolve`` folds it, does. The three accessors say where the core
+keeps the records, ``step``, ``evolve`` and ``task_timers``: the one thing to change when
+they move.
 """
 
 from __future__ import annotations
@@ -22,15 +23,17 @@ def events() -> types.ModuleType:
 
 
 def machine() -> types.ModuleType:
-    """The module with ``step``."""
+    """The module with ``step`` (the machine package exports it)."""
     from headwater.core import machine as m
     return m
 
 
-def state() -> types.ModuleType:
-    """The module with ``evolve`` and ``task_timers``."""
-    from headwater.core import state as s
-    return s
+def state() -> types.SimpleNamespace:
+    """``evolve`` (``headwater.core.evolve``) and ``task_timers``
+    (``headwater.core.state``), as attributes of one object."""
+    from headwater.core.evolve import evolve
+    from headwater.core.state import task_timers
+    return types.SimpleNamespace(evolve=evolve, task_timers=task_timers)
 
 
 def dump_record(record: Any) -> dict[str, Any]:

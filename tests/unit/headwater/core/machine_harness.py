@@ -21,8 +21,9 @@ from enum import Enum
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.evolve import evolve
 from headwater.core.machine import step
-from headwater.core.state import WorkflowState, evolve
+from headwater.core.state import WorkflowState
 from services.coordinator.snapshot import dump_state
 
 WF = "wf-1"

@@ -23,7 +23,7 @@ from machine_harness import (
 )
 
 from headwater.core import events as ev
-from headwater.core.state import NodeStatus
+from headwater.core.status import NodeStatus
 
 D_INPUT = {"b": "${nodes.b.output}", "c": "${nodes.c.output}"}
 

@@ -11,15 +11,9 @@ from typing import Any
 
 import pytest
 
+from headwater.core.graph import find_cycle, upstream_among
 from headwater.core.retry import RetryPolicy
-from headwater.core.spec import (
-    NodeKind,
-    NodeSpec,
-    find_cycle,
-    load_spec_text,
-    parse_spec,
-    upstream_among,
-)
+from headwater.core.spec import NodeKind, NodeSpec, load_spec_text, parse_spec
 from headwater.errors import SpecError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "stdlib_search" / "workflow.yaml"

@@ -1,4 +1,4 @@
-"""``headwater.core.state.evolve``: what each history event does, and what it refuses."""
+"""``headwater.core.evolve.evolve``: what each history event does, and what it refuses."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ from collections.abc import Sequence
 import pytest
 
 from headwater.core import events as ev
-from headwater.core.state import (
-    IllegalTransition,
-    NodeStatus,
-    TaskStatus,
-    WorkflowState,
-    WorkflowStatus,
-    evolve,
-    new_state,
-)
+from headwater.core.evolve import IllegalTransition, evolve
+from headwater.core.state import WorkflowState, new_state
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 
 WF = "wf"
 SPEC = {"name": "s", "nodes": [

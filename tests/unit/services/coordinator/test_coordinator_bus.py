@@ -8,7 +8,7 @@ from typing import Any
 from headwater.topics import VALUE_OMITTED_HEADER
 from services.common.settings import CommonSettings
 from services.coordinator.bus import MAX_REASON_CHARS, FaustBus
-from services.coordinator.handler import DeadLetter, InputRecord
+from services.coordinator.records import DeadLetter, InputRecord
 
 
 class Topic:

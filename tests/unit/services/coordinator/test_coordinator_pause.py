@@ -7,8 +7,9 @@ import pytest
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
-from services.coordinator.handler import Coordinator, Fenced, InputRecord
+from services.coordinator.batch import BatchApplier, Fenced
 from services.coordinator.pause import PauseWatch
+from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
 
 
@@ -76,12 +77,12 @@ async def test_a_fenced_coordinator_writes_nothing() -> None:
         def forget(self, workflow_id: str) -> None:
             pass
 
-    coordinator = Coordinator(topics, Bus(), Table(), TimerIndex(), 16 << 20,  # type: ignore[arg-type]
+    applier = BatchApplier(topics, Bus(), Table(), TimerIndex(), 16 << 20,  # type: ignore[arg-type]
                               fence=lambda: "stood still")
     spec = {"name": "one", "nodes": [{"id": "a", "task": "t.a"}]}
     record = InputRecord(topics.submissions, 0, 0, b"wf", codec.encode(
         ev.WorkflowSubmitted("wf", spec, {}, 1)), [])
     with pytest.raises(Fenced, match="stood still"):
-        await coordinator.handle_batch([record])
+        await applier.apply_batch([record])
     with pytest.raises(Fenced, match="stood still"):
-        await coordinator.recover({0})
+        await applier.recover({0})

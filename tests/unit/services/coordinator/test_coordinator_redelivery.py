@@ -1,4 +1,4 @@
-"""Crashes between a batch's effects (``Coordinator.handle_batch`` and ``recover`` with an
+"""Crashes between a batch's effects (``BatchApplier.apply_batch`` and ``recover`` with an
 in-memory bus and table, killed at each fault point): after recovery and redelivery of
 every uncommitted input, in any cross-topic order, no seq is ever published with two
 bodies, none is missing, and the table folds from the published history."""
@@ -14,13 +14,15 @@ import pytest
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.spec import DEFAULT_QUEUE
-from headwater.core.state import WorkflowState, evolve
+from headwater.core.evolve import evolve
+from headwater.core.spec_fields import DEFAULT_QUEUE
+from headwater.core.state import WorkflowState
 from headwater.topics import Topics
-from services.coordinator import handler as handler_module
-from services.coordinator import wal
-from services.coordinator.handler import Coordinator, DeadLetter, InputRecord, Outgoing
+from services.coordinator import batch as batch_module
+from services.coordinator import intents
+from services.coordinator.batch import BatchApplier
 from services.coordinator.keys import TABLE_KEY_SEP, intent_key
+from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 from services.coordinator.snapshot import dump_state
 from services.coordinator.store import TableStore
 from services.coordinator.timers import TimerIndex
@@ -129,7 +131,7 @@ def kill_at(monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None]:
             armed["point"] = None
             raise Killed(name)
 
-    monkeypatch.setattr(handler_module.faults, "point", point)
+    monkeypatch.setattr(batch_module.faults, "point", point)
     return armed
 
 
@@ -167,29 +169,29 @@ async def test_a_batch_killed_at_any_point_is_recovered_in_every_redelivery_orde
     batch = INPUTS[killed - 1:killed + 1]
     for order in interleavings(INPUTS[committed:killed + 1]):
         bus, table = Bus(), Table()
-        first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        first = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
         for r in applied:
-            await first.handle_batch([r])
+            await first.apply_batch([r])
         kill_at["point"] = point
         with pytest.raises(Killed):
-            await first.handle_batch(batch)
+            await first.apply_batch(batch)
         table.clear_cache()  # a new process
-        again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
         await again.recover({0})
         assert again.redone == (0 if point == "coordinator.before_intent" else 1)
-        await again.handle_batch(order)
-        await again.handle_batch(INPUTS[killed + 1:])
+        await again.apply_batch(order)
+        await again.apply_batch(INPUTS[killed + 1:])
         check_history(bus, table)
 
 
 async def killed_after_the_second_intent(bus: Bus, table: Table,
                                          kill_at: dict[str, str | None]) -> None:
     """Apply ``INPUTS[:2]``, then die once ``INPUTS[2:4]``'s intent is durable."""
-    first = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
-    await first.handle_batch(INPUTS[:2])
+    first = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    await first.apply_batch(INPUTS[:2])
     kill_at["point"] = "coordinator.after_intent"
     with pytest.raises(Killed):
-        await first.handle_batch(INPUTS[2:4])
+        await first.apply_batch(INPUTS[2:4])
 
 
 async def test_an_intent_carried_out_twice_repeats_identical_records_only(
@@ -200,11 +202,11 @@ async def test_an_intent_carried_out_twice_repeats_identical_records_only(
     await killed_after_the_second_intent(bus, table, kill_at)
     kill_at["point"] = "coordinator.after_redo"
     with pytest.raises(Killed):
-        await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).recover({0})
+        await BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20).recover({0})
     table.clear_cache()
-    third = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    third = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await third.recover({0})
-    await third.handle_batch(INPUTS[2:])
+    await third.apply_batch(INPUTS[2:])
     assert third.replayed == 2  # the redone batch's inputs
     check_history(bus, table)
     assert len(bus.records) > len(set(bus.records))  # the redo did repeat records
@@ -213,7 +215,7 @@ async def test_an_intent_carried_out_twice_repeats_identical_records_only(
 async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
         kill_at: dict[str, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
     """A 3,000-item map's fan-out, with chunks of 16 KiB: its intent spans several."""
-    monkeypatch.setattr(wal, "CHUNK_BYTES", 16 << 10)
+    monkeypatch.setattr(intents, "CHUNK_BYTES", 16 << 10)
     spec = {"name": "big", "nodes": [{"id": "m", "kind": "map", "over": "${input.items}",
                                       "task": "t.m", "input": {"x": "${item}"}}]}
     bus, table = Bus(), Table()
@@ -221,10 +223,10 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
         ev.WorkflowSubmitted(WF, spec, {"items": list(range(3000))}, AT)), [])
     kill_at["point"] = "coordinator.after_intent"
     with pytest.raises(Killed):
-        await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([sub])
+        await BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20).apply_batch([sub])
     assert bus.records == []
     assert table.get_entry(intent_key(0, 2)) is not None  # chunked
-    again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
     assert len(dispatches) == 3000
@@ -233,7 +235,7 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
 
 def test_the_header_keeps_the_applied_offsets() -> None:
     bus, table = Bus(), Table()
-    asyncio.run(Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch(
+    asyncio.run(BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20).apply_batch(
         INPUTS[:2]))
     assert table.load(WF) is not None
     table.clear_cache()  # read back from the header entry
@@ -251,13 +253,13 @@ async def test_an_unreadable_intent_is_dead_lettered_and_its_inputs_applied_agai
     await killed_after_the_second_intent(bus, table, kill_at)
     table.entries_[intent_key(0, 0)] = b"corrupt"
     table.clear_cache()
-    again = Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20)
+    again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     assert again.redone == 0
     [dead] = bus.dead
     assert "unreadable intent of partition 0" in dead.reason
     assert dead.record.key == intent_key(0) and dead.record.value.endswith(b"corrupt")
-    await again.handle_batch(INPUTS[2:])
+    await again.apply_batch(INPUTS[2:])
     check_history(bus, table)
 
 
@@ -279,7 +281,7 @@ async def test_an_input_on_another_partition_than_its_workflows_is_dead_lettered
     bus, table = DeadBus(), Table()
     elsewhere = InputRecord(TOPICS.submissions, 1, 0, WF.encode(),
                             codec.encode(ev.WorkflowSubmitted(WF, SPEC, {}, AT)), [])
-    await Coordinator(TOPICS, bus, table, TimerIndex(), 16 << 20).handle_batch([elsewhere])
+    await BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20).apply_batch([elsewhere])
     [dead] = bus.dead
     assert dead.reason.startswith(f"{TOPICS.submissions}[1] holds a record of workflow "
                                   f"'{WF}', whose records belong on partition 0")
@@ -296,7 +298,7 @@ async def test_a_record_within_the_limit_but_not_its_framing_fails_the_workflow_
     bus, table = DeadBus(), Table()
     sub = rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, spec, {"blob": "x" * 4_000},
                                                           AT))
-    await Coordinator(TOPICS, bus, table, TimerIndex(), limit).handle_batch([sub])
+    await BatchApplier(TOPICS, bus, table, TimerIndex(), limit).apply_batch([sub])
     [dead] = bus.dead
     assert "exceeds the limit of 20000" in dead.reason
     assert limit - 4096 < int(dead.reason.split("a record of ")[1].split()[0]) < limit
@@ -314,13 +316,13 @@ async def test_a_workflow_whose_snapshot_would_not_fit_a_table_entry_fails_as_da
     spec = {"name": "big", "output": {"o": "${nodes.f.output}"},
             "nodes": [{"id": "f", "task": "t.f"}]}
     bus, table = DeadBus(), Table()
-    coordinator = Coordinator(TOPICS, bus, table, TimerIndex(), limit)
-    await coordinator.handle_batch([
+    coordinator = BatchApplier(TOPICS, bus, table, TimerIndex(), limit)
+    await coordinator.apply_batch([
         rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, spec, {}, AT)),
         rec(TOPICS.reports, 0, ev.TaskStarted(WF, "f", None, 1, AT + 10, "w-1"))])
     output = "x" * 35_700  # the largest record 35,743 bytes fits; the header, 36,068, not
     succeeded = rec(TOPICS.reports, 1, ev.TaskSucceeded(WF, "f", None, 1, AT + 20, output))
-    await coordinator.handle_batch([succeeded])
+    await coordinator.apply_batch([succeeded])
     [dead] = bus.dead
     assert dead.record == succeeded and "would hold a table entry of" in dead.reason
     types = [e.type for e in bus.events()]

@@ -6,6 +6,8 @@ gives the state itself; and a step writes only the tasks it changed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from test_machine_runs import NAMES, _scenario
 
@@ -18,6 +20,7 @@ from services.coordinator.snapshot import (
     dump_state,
     dump_task,
     load_split,
+    task_keys,
 )
 from services.coordinator.writeset import touched_parts
 
@@ -65,3 +68,25 @@ def test_a_step_writes_only_what_it_changed() -> None:
     assert result.state is not None
     assert write(table, result) == {"m[7]"}
     assert abs(len(table[""]) - header_size) <= 2  # only counters changed: no results in it
+
+
+@pytest.mark.parametrize("node", [
+    {"id": "a", "task": "t", "continue_on_error": True, "input": "${input.missing}"},
+    {"id": "a", "kind": "map", "task": "t", "continue_on_error": True, "over": "${input.n}"},
+], ids=["task-bad-reference", "map-over-not-a-list"])
+def test_a_node_that_failed_before_any_attempt_keeps_its_error_output(node: dict[str, Any]) -> None:
+    """A ``continue_on_error`` node that failed before it had a task entry (its input or
+    its list could not be resolved) still shows ``{"error": ...}`` to the nodes waiting
+    for it, once the state is rebuilt from the table (the header alone has its failure)."""
+    from machine_harness import submit
+
+    doc = {"name": "early", "nodes": [
+        node, {"id": "slow", "task": "t"},
+        {"id": "c", "task": "t", "needs": ["a", "slow"], "input": "${nodes.a.output}"}]}
+    state = step(None, submit(doc, {"n": 3})).state
+    assert state is not None and "a" not in task_keys(state)
+    assert state.outputs["a"] == {"error": state.nodes["a"].failure}
+    table = {key: dump_task(state, key) for key in task_keys(state)}
+    loaded = load_split(dump_header(state), dump_definition(state), table.get)
+    assert loaded.outputs == state.outputs
+    assert dump_state(loaded) == dump_state(state)

@@ -44,10 +44,10 @@ class FakePool:
         """Claim (``insert``), ``select 1`` and ``select status``."""
         await self._enter()
         if sql.startswith("insert into workflows"):
-            workflow_id, name, tenant, spec, workflow_input, digest, _ = args
+            workflow_id, name, tenant, status, spec, workflow_input, digest, _ = args
             if workflow_id in self.rows:
                 return None
-            self.rows[workflow_id] = {"status": "accepted", "seq": 0, "name": name,
+            self.rows[workflow_id] = {"status": status, "seq": 0, "name": name,
                                       "tenant": tenant, "spec": spec, "input": workflow_input,
                                       "body_hash": digest}
             return 1

@@ -32,18 +32,19 @@ def test_marks_stay_within_the_log_and_never_go_back() -> None:
     assert rb._at_least({0: 4, 1: 9}, {0: 5}) == {0: 5, 1: 9}
 
 
-def fake_rebuild(outcome: rb.Outcome | Exception) -> Any:
-    async def run(settings: Any, check: bool, keep: bool, force: bool, say: Any) -> rb.Outcome:
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+def fake_rebuild(result: rb.RebuildResult | Exception) -> Any:
+    async def run(settings: Any, check: bool, keep: bool, force: bool,
+                  say: Any) -> rb.RebuildResult:
+        if isinstance(result, Exception):
+            raise result
+        return result
     return run
 
 
 def test_a_check_with_differences_exits_1_and_names_them(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     diff = RowDifference("tasks", ("wf-1", "a"), DIFFERENT, (("status", "x", "y"),))
-    monkeypatch.setattr(rb, "rebuild", fake_rebuild(rb.Outcome("rebuild_1", "public", 12,
+    monkeypatch.setattr(rb, "rebuild", fake_rebuild(rb.RebuildResult("rebuild_1", "public", 12,
                                                                [diff])))
     assert rb.main(["--check"]) == rb.EXIT_DIFFERENT
     out = capsys.readouterr().out
@@ -56,7 +57,7 @@ def test_a_check_with_differences_exits_1_and_names_them(
 
 def test_a_rebuild_exits_0_refusals_2_and_outages_3(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(rb, "rebuild", fake_rebuild(rb.Outcome("rebuild_1", "public", 3,
+    monkeypatch.setattr(rb, "rebuild", fake_rebuild(rb.RebuildResult("rebuild_1", "public", 3,
                                                                swapped=True)))
     assert rb.main([]) == 0
     assert "rebuilt the projection in schema public from 3 events" in capsys.readouterr().out

@@ -27,8 +27,8 @@ from worker_fakes import (
 from headwater import TaskContext, task
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
+from services.common.clock import now_ms
 from services.worker.app import Worker
-from services.worker.attempt import now_ms
 
 RELEASE = threading.Event()
 STOPPED: list[str] = []

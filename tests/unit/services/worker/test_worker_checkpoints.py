@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from worker_fakes import QUEUE, Sent, dispatch, make_attempt
 
-from headwater import TaskContext, task
+from headwater import AttemptInfo, TaskContext, task
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from services.worker.lifecycle import live
@@ -139,7 +139,7 @@ async def test_every_ctx_call_raises_once_the_attempt_must_stop() -> None:
 
 
 async def test_a_context_outside_a_worker_checks_checkpoints_and_ignores_them() -> None:
-    ctx = TaskContext("wf", "n", None, 1, "wf/n/1", last_checkpoint=[1])
+    ctx = TaskContext(AttemptInfo("wf", "n", None, 1), last_checkpoint=[1])
     await ctx.checkpoint({"ok": True})
     with pytest.raises(TypeError):
         ctx.checkpoint({1, 2})

@@ -16,8 +16,9 @@ from aiokafka.errors import MessageSizeTooLargeError
 
 from headwater import codec, task
 from headwater.core import events as ev
+from services.common.clock import now_ms
 from services.worker.app import Worker
-from services.worker.attempt import Attempt, now_ms
+from services.worker.attempt import Attempt
 from services.worker.intake import Intake
 from services.worker.outbox import Outbox
 from services.worker.settings import Settings

@@ -1,4 +1,7 @@
-"""The PostgreSQL projection of ``events``: workflows, nodes, tasks and the event log.
+"""The projector's writer: ``events`` projected into PostgreSQL (workflows, nodes, tasks
+and the event log), by ``Projector`` in its own consumer group. It runs inside the
+coordinator's process (``HEADWATER_PROJECTION=on``, ``run_projector``) or alone
+(``python -m services.projector``); a rebuild (``rebuild.py``) uses its ``project``.
 
 Idempotent and monotonic: every row remembers the ``seq`` of the event that last
 changed it and ignores events with a lower or equal ``seq``, so duplicates and
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +26,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from headwater.core.ids import task_key
-from headwater.core.state import NodeStatus, TaskStatus, WorkflowStatus
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import DecodeError
 from services.common.db import NOTIFY_CHANNEL, connect_pool
 from services.common.finishing import Unfinished, finish
@@ -219,48 +223,62 @@ STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED, U
 """Every statement, in the order a batch applies them (a task's lifecycle order)."""
 
 
-def plan(e: ev.HistoryEvent) -> list[tuple[str, tuple[Any, ...]]]:
+Statements = list[tuple[str, tuple[Any, ...]]]
+"""Statements with their arguments, in order."""
+_NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
+    ev.TaskDispatched: lambda wid, seq, at, b: [
+        (UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
+                             b.task, b.queue, at, seq)),
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.MapExpanded: lambda wid, seq, at, b: [
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq))],
+    ev.NodeFinished: lambda wid, seq, at, b: [
+        (UPSERT_NODE, (wid, b.node, b.status, None, b.error, seq))],
+    ev.TaskStarted: lambda wid, seq, at, b: [
+        (TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at))],
+    ev.TaskProgressed: lambda wid, seq, at, b: [
+        (TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction, b.message))],
+    ev.TaskFailed: lambda wid, seq, at, b: [
+        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at))],
+    ev.TimerScheduled: lambda wid, seq, at, b: [
+        (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
+    ev.TaskSucceeded: lambda wid, seq, at, b: [
+        (TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at))],
+    ev.TaskCancelled: lambda wid, seq, at, b: [
+        (TASK_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at))],
+}
+"""Body type -> the node and task statements of an event of a running workflow (after
+its ``BUMP_WORKFLOW``). Heartbeats, checkpoints, streamed chunks and discarded reports
+have none: they live in the event log (and on SSE) only."""
+
+
+def plan(e: ev.HistoryEvent) -> Statements:
     """The statements that project one event, with their arguments."""
     b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
-    steps: list[tuple[str, tuple[Any, ...]]] = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
+    steps: Statements = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
     if isinstance(b, ev.WorkflowAccepted):
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
         steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
                                         body_hash(b.spec, b.input, b.tenant))))
         return steps
     if type(b) in _TERMINAL:
-        output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
-        error = b.error if isinstance(b, ev.WorkflowFailed) else (
-            b.reason if isinstance(b, ev.WorkflowCancelled) else "")
-        return [*steps,
-                (UPSERT_TERMINAL, (wid, _TERMINAL[type(b)].value, seq, output, error, at)),
-                (CANCEL_OPEN_TASKS, (wid, seq, _OPEN_TASKS)),
-                (CANCEL_OPEN_NODES, (wid, seq, _OPEN_NODES))]
+        return [*steps, *_terminal_steps(wid, seq, at, b)]
     steps.append((BUMP_WORKFLOW, (wid, seq, at)))
-    if isinstance(b, ev.TaskDispatched):
-        steps.append((UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index,
-                                          b.attempt, b.task, b.queue, at, seq)))
-        steps.append((UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq)))
-    elif isinstance(b, ev.MapExpanded):
-        steps.append((UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq)))
-    elif isinstance(b, ev.NodeFinished):
-        steps.append((UPSERT_NODE, (wid, b.node, b.status, None, b.error, seq)))
-    elif isinstance(b, ev.TaskStarted):
-        steps.append((TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at)))
-    elif isinstance(b, ev.TaskProgressed):
-        steps.append((TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction,
-                                        b.message)))
-    elif isinstance(b, ev.TaskFailed):
-        steps.append((TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at)))
-    elif isinstance(b, ev.TimerScheduled):
-        steps.append((TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt)))
-    elif isinstance(b, ev.TaskSucceeded):
-        steps.append((TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at)))
-    elif isinstance(b, ev.TaskCancelled):
-        steps.append((TASK_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at)))
-    # Heartbeats, checkpoints, streamed chunks and discarded reports live in the event log
-    # (and on SSE) only.
+    node_and_task = _NODE_AND_TASK_STEPS.get(type(b))
+    if node_and_task is not None:
+        steps += node_and_task(wid, seq, at, b)
     return steps
+
+
+def _terminal_steps(wid: str, seq: int, at: datetime, b: Any) -> Statements:
+    """A workflow's end: its row's status, output or error, and every node and task
+    still open cancelled."""
+    output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
+    error = b.error if isinstance(b, ev.WorkflowFailed) else (
+        b.reason if isinstance(b, ev.WorkflowCancelled) else "")
+    return [(UPSERT_TERMINAL, (wid, _TERMINAL[type(b)].value, seq, output, error, at)),
+            (CANCEL_OPEN_TASKS, (wid, seq, _OPEN_TASKS)),
+            (CANCEL_OPEN_NODES, (wid, seq, _OPEN_NODES))]
 
 
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,

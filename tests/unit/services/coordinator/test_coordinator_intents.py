@@ -1,4 +1,4 @@
-"""Intents (``services/coordinator/wal.py``): their table entries, chunks and slots."""
+"""Intents (``services/coordinator/intents.py``): their table entries, chunks and slots."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from headwater.errors import DecodeError
-from services.coordinator import wal
+from services.coordinator import intents
+from services.coordinator.intents import Intent, IntentLog
 from services.coordinator.keys import intent_key, intent_partition, table_entry_key
-from services.coordinator.wal import Intent, Journal, Outgoing
+from services.coordinator.records import Outgoing
 
 INTENT = Intent(entries=[(table_entry_key("wf-1"), b'{"seq": 3}'),
                          (table_entry_key("wf-1", "a"), b"\x00\xff" * 40)],
@@ -37,10 +38,10 @@ class Entries:
 
 
 def test_an_intent_survives_its_entries() -> None:
-    entries = wal.encode(5, INTENT)
+    entries = intents.encode(5, INTENT)
     assert [k for k, _ in entries] == [intent_key(5, 0), intent_key(5)]  # chunks, then the head
-    assert wal.chunk_count(entries[-1][1]) == 1
-    assert wal.decode([v for _, v in entries[:-1]]) == INTENT
+    assert intents.chunk_count(entries[-1][1]) == 1
+    assert intents.decode([v for _, v in entries[:-1]]) == INTENT
 
 
 def test_keys_name_their_partition_and_no_workflow_key_is_one() -> None:
@@ -51,34 +52,34 @@ def test_keys_name_their_partition_and_no_workflow_key_is_one() -> None:
 
 
 def test_a_large_intent_is_chunked_and_read_back_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wal, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(intents, "CHUNK_BYTES", 64)
     big = Intent(records=[Outgoing("t", b"k", bytes(range(256)) * 4)])
-    entries = wal.encode(0, big)
+    entries = intents.encode(0, big)
     assert len(entries) > 3 and entries[-1][0] == intent_key(0)
     assert all(len(v) <= 64 for _, v in entries[:-1])
-    assert wal.decode([v for _, v in entries[:-1]]) == big
+    assert intents.decode([v for _, v in entries[:-1]]) == big
 
 
 @pytest.mark.parametrize("head", [b"", b"{}", b'{"chunks": 0}', b'{"chunks": "2"}', b"[1]"])
 def test_a_malformed_head_is_a_decode_error(head: bytes) -> None:
     with pytest.raises(DecodeError):
-        wal.chunk_count(head)
+        intents.chunk_count(head)
 
 
 def test_malformed_chunks_are_a_decode_error() -> None:
     with pytest.raises(DecodeError):
-        wal.decode([b"not zlib"])
+        intents.decode([b"not zlib"])
 
 
-def test_a_journal_keeps_one_slot_per_partition_and_clears_head_first() -> None:
+def test_an_intent_log_keeps_one_slot_per_partition_and_clears_head_first() -> None:
     table = Entries()
-    journal = Journal(table)
-    journal.record({1: INTENT, 4: Intent()})
-    assert journal.pending([1, 2, 4]) == ({1: INTENT, 4: Intent()}, {})
+    intent_log = IntentLog(table)
+    intent_log.record({1: INTENT, 4: Intent()})
+    assert intent_log.pending([1, 2, 4]) == ({1: INTENT, 4: Intent()}, {})
     table.log.clear()
-    journal.clear([1])
+    intent_log.clear([1])
     assert table.log[0] == (intent_key(1), None)  # a crash half-way leaves no head
-    assert journal.pending([1, 4]) == ({4: Intent()}, {})
+    assert intent_log.pending([1, 4]) == ({4: Intent()}, {})
     assert table.data.keys() == {intent_key(4), intent_key(4, 0)}
 
 
@@ -90,12 +91,12 @@ def test_a_journal_keeps_one_slot_per_partition_and_clears_head_first() -> None:
 def test_an_unreadable_slot_is_reported_with_its_raw_entries_and_can_be_cleared(
         tamper: Any, why: str) -> None:
     table = Entries()
-    journal = Journal(table)
-    journal.record({3: INTENT, 5: INTENT})
+    intent_log = IntentLog(table)
+    intent_log.record({3: INTENT, 5: INTENT})
     tamper(table.data)
-    found, unreadable = journal.pending([3, 5])
+    found, unreadable = intent_log.pending([3, 5])
     assert found == {5: INTENT}
     assert list(unreadable) == [3] and why in unreadable[3].reason
     assert unreadable[3].head == table.data[intent_key(3)]
-    journal.clear([3])
+    intent_log.clear([3])
     assert not any(intent_partition(k) == 3 for k in table.data)

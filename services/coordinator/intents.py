@@ -1,4 +1,4 @@
-"""The coordinator's write-ahead record: what a batch will write and publish, per partition.
+"""The intent log: what a batch will write and publish, per partition, written ahead.
 
 A batch's effects are many Kafka records: table entries (on the table's changelog) and
 history events, dispatches and stops (on other topics). A crash can land any subset of
@@ -32,6 +32,7 @@ from fastavro.schema import parse_schema
 
 from headwater.errors import DecodeError
 from services.coordinator.keys import intent_key
+from services.coordinator.records import Outgoing
 
 CHUNK_BYTES = 1 << 20
 """Largest chunk of an encoded intent, bytes: well under the broker's
@@ -48,15 +49,6 @@ _SCHEMA = parse_schema({
             "fields": [{"name": "topic", "type": "string"}, {"name": "key", "type": "bytes"},
                        {"name": "value", "type": "bytes"}]}}},
     ]})
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    """An encoded record to publish on ``topic`` (keyed by the workflow id)."""
-
-    topic: str
-    key: bytes
-    value: bytes
 
 
 @dataclass
@@ -114,7 +106,7 @@ def decode(chunks: list[bytes]) -> Intent:
 
 
 class Entries(Protocol):
-    """Raw access to the table's local store and changelog (``TableStore``)."""
+    """Raw access to the table's local store and changelog (``store.TableStore``)."""
 
     def get_entry(self, key: bytes) -> bytes | None:
         """A raw entry, or None."""
@@ -123,7 +115,7 @@ class Entries(Protocol):
         """Write entries in order (None deletes); futures resolve once durable."""
 
 
-class Journal:
+class IntentLog:
     """Intents kept in the coordinator's table, one slot per partition."""
 
     def __init__(self, table: Entries) -> None:

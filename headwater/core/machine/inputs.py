@@ -1,0 +1,92 @@
+"""The machine's entry points, ``step`` and ``fail``, and the table of inputs by type.
+
+Each input type has one rule in ``INPUT_RULES``: a submission starts a workflow that
+does not exist yet; every other input applies only to a running workflow (for an
+unknown or finished one it changes nothing and records nothing). A cancel request ends
+the workflow ``cancelled``; a timer goes to ``timers``; a worker's report to ``reports``.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from headwater.core import events as ev
+from headwater.core.machine import ending, reports, submission, timers
+from headwater.core.machine.recorder import Recorder, Step
+from headwater.core.state import WorkflowState
+
+InputRule = Callable[[Recorder, WorkflowState | None, Any], None]
+"""How one input type is applied: ``(recorder, state before, input)``."""
+
+
+def step(state: WorkflowState | None, event: ev.Input) -> Step:
+    """Apply one input to a workflow.
+
+    Args:
+        state: the workflow's state, or ``None`` if it has none yet. It is modified in
+            place (the caller hands it over), which keeps the cost of a step
+            independent of the workflow's size.
+        event: a decoded input record.
+
+    Returns:
+        The new state and the history events recorded (possibly none). Never raises for
+        a well-typed input: invalid specs and bad references fail the workflow as data.
+    """
+    rec = Recorder(state, event.at_ms)
+    INPUT_RULES[type(event)](rec, state, event)
+    return rec.result()
+
+
+def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
+    """Fail the workflow of ``event`` as data, for an input that could not be applied
+    (its consequences do not fit a Kafka record, or ``step`` has a bug).
+
+    Args:
+        state: the workflow's state before ``event`` (modified in place).
+        event: the input that could not be applied.
+        error: why, recorded in ``WorkflowFailed``.
+
+    Returns:
+        The state and events: unfinished attempts and nodes cancelled, then
+        ``WorkflowFailed``. A submission of a new workflow is accepted first. Nothing
+        when the workflow is unknown (for any other input) or already terminal.
+    """
+    rec = Recorder(state, event.at_ms)
+    if state is None and isinstance(event, ev.WorkflowSubmitted):
+        state = submission.accept(rec, event)
+        if state.spec_error:
+            error = f"invalid spec: {state.spec_error}"
+    if state is not None and not state.status.terminal:
+        ending.end_workflow(rec, ev.WorkflowFailed(state.workflow_id, event.at_ms, error),
+                            f"workflow failed: {error}")
+    return rec.result()
+
+
+def _submitted(rec: Recorder, state: WorkflowState | None, event: ev.WorkflowSubmitted) -> None:
+    if state is None:  # a resubmission of a known workflow changes nothing
+        submission.submit(rec, event)
+
+
+def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
+    reason = event.reason or "cancel requested"
+    ending.end_workflow(rec, ev.WorkflowCancelled(state.workflow_id, event.at_ms, event.reason),
+                        reason)
+
+
+def _while_running(rule: Callable[[Recorder, WorkflowState, Any], None]) -> InputRule:
+    """``rule``, applied only to a workflow that exists and has not ended."""
+    def apply(rec: Recorder, state: WorkflowState | None, event: Any) -> None:
+        if state is not None and not state.status.terminal:
+            rule(rec, state, event)
+    return apply
+
+
+INPUT_RULES: dict[type[Any], InputRule] = {
+    ev.WorkflowSubmitted: _submitted,
+    ev.CancelRequested: _while_running(_cancel),
+    ev.TimerFired: _while_running(timers.timer_fired),
+    **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
+}
+"""Input type -> its rule. The report types are those of ``events.Report``."""

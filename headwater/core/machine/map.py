@@ -1,0 +1,74 @@
+"""The ``map`` node kind: one task per item of a list, with bounded concurrency.
+
+It starts by resolving ``over`` to a list (anything else fails the node) and recording
+``MapExpanded``; an empty list succeeds at once. Children are dispatched in index order
+until ``max_concurrency`` are in flight (a child waiting to retry keeps its slot); each
+child that finishes frees a slot for the next. A child that fails for good fails the
+map at once, unless the map has ``continue_on_error``: then the error object is that
+item's result and the map goes on. When every child has finished, the map has
+succeeded, its output the results in input order (failed, with ``continue_on_error``,
+if any child failed).
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+from headwater.core.status import NodeStatus
+from headwater.errors import InputReferenceError
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Expand the map over its list and dispatch its first children."""
+    state = rec.current
+    try:
+        items = state.resolve_input(spec.over)
+    except InputReferenceError as e:
+        ending.node_failed(rec, spec.id, f"map {spec.id}: {e}")
+        return
+    if not isinstance(items, list):
+        ending.node_failed(rec, spec.id,
+                           f"map {spec.id}: 'over' gave {type(items).__name__}, not a list")
+        return
+    rec.record(ev.MapExpanded(state.workflow_id, spec.id, len(items), rec.at_ms))
+    if not items:
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+        return
+    _progress(rec, spec)
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """A child succeeded: its slot goes to the next child, or the map finishes."""
+    _progress(rec, spec)
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """A child failed for good: the map goes on with ``continue_on_error`` (the error is
+    the item's result), and fails otherwise."""
+    if spec.continue_on_error:
+        _progress(rec, spec)
+        return
+    ending.node_failed(rec, spec.id, reports.failure_message(report))
+
+
+def _progress(rec: Recorder, spec: NodeSpec) -> None:
+    """A child finished: fill the free slots, or finish the map if it was the last."""
+    _fill(rec, spec)
+    node = rec.current.nodes[spec.id]
+    if node.total is not None and node.done == node.total and not node.status.terminal:
+        if node.failed:
+            flow.finish(rec, spec.id, NodeStatus.FAILED,
+                        f"{node.failed} of {node.total} items of {spec.id} failed")
+        else:
+            flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+
+
+def _fill(rec: Recorder, spec: NodeSpec) -> None:
+    """Dispatch children until ``max_concurrency`` are in flight or none are left."""
+    node = rec.current.nodes[spec.id]
+    assert node.total is not None
+    limit = spec.max_concurrency or node.total
+    while node.next_index < node.total and node.running < limit and not node.status.terminal:
+        dispatch.dispatch(rec, spec, node.next_index, 1)

@@ -1,0 +1,74 @@
+"""The recorder: numbers the history events a step decides and evolves the state through
+each as it is decided, so every later rule sees the state the event made.
+
+Numbering here is the per-workflow ``seq``: strictly increasing and gap-free
+(docs/architecture.md, invariant 2); evolving here keeps the state a fold of the history
+(invariant 1).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from headwater.core import events as ev
+from headwater.core.evolve import evolve
+from headwater.core.state import WorkflowState
+
+
+@dataclass
+class Step:
+    """The result of one ``step``: the new state and what was recorded, in seq order."""
+
+    state: WorkflowState | None
+    events: list[ev.HistoryEvent] = field(default_factory=list)
+
+    @property
+    def dispatches(self) -> list[ev.TaskDispatched]:
+        """The dispatches among the recorded events."""
+        return [e.body for e in self.events if isinstance(e.body, ev.TaskDispatched)]
+
+
+class Recorder:
+    """Numbers bodies and evolves the state through them, as they are decided.
+
+    Attributes:
+        state: the workflow's state so far (``None`` until ``WorkflowAccepted``).
+        at_ms: the time of the input being applied (ms since the epoch): every event
+            decided for it carries this time.
+        events: what was recorded, in seq order.
+        finished: nodes whose consequences are still to be worked out (``flow``).
+        settling: whether ``flow.finish`` is already working through ``finished``.
+    """
+
+    def __init__(self, state: WorkflowState | None, at_ms: int) -> None:
+        self.state = state
+        self.at_ms = at_ms
+        self.events: list[ev.HistoryEvent] = []
+        self.finished: deque[str] = deque()
+        self.settling = False
+
+    @property
+    def current(self) -> WorkflowState:
+        """The state, once the workflow exists (every rule but acceptance needs one)."""
+        assert self.state is not None
+        return self.state
+
+    def record(self, body: ev.Body) -> WorkflowState:
+        """Number ``body`` with the next seq, evolve the state through it, keep it.
+
+        Returns:
+            The state after the event.
+
+        Raises:
+            IllegalTransition: ``body`` does not fit the state (a bug in a rule).
+        """
+        seq = (self.state.seq if self.state else 0) + 1
+        event = ev.HistoryEvent(body.workflow_id, seq, body)
+        self.state = evolve(self.state, event)
+        self.events.append(event)
+        return self.state
+
+    def result(self) -> Step:
+        """The step's result: the state and the events recorded."""
+        return Step(self.state, self.events)

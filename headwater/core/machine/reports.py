@@ -1,0 +1,74 @@
+"""Reports from workers: fencing, outcomes, and what an attempt's end means.
+
+Reports are fenced by attempt (docs/architecture.md, invariant 3): a report for an
+unknown task or a later attempt, a duplicate outcome, a second start, a redelivered
+chunk or a report after the attempt ended changes nothing and records nothing, except
+that a late outcome of an attempt that had timed out, was lost, was cancelled or was
+superseded is recorded as ``ReportDiscarded``. A success goes to the node's kind; a
+failure is retried through a timer while attempts are left, and otherwise goes to the
+node's kind as a final failure.
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.fencing import stale_reason
+from headwater.core.ids import task_key
+from headwater.core.machine import kinds, timers
+from headwater.core.machine.recorder import Recorder
+from headwater.core.state import TaskState, WorkflowState
+from headwater.core.status import TaskStatus
+
+
+def apply_report(rec: Recorder, state: WorkflowState, report: ev.Report) -> None:
+    """Apply a worker's report to a running workflow (fenced by attempt)."""
+    task = state.tasks.get(task_key(report.node, report.index))
+    if task is None or report.attempt > task.attempt:
+        return
+    if isinstance(report, ev.TaskSucceeded | ev.TaskFailed):
+        _outcome(rec, task, report)
+        return
+    if report.attempt != task.attempt or not task.status.live:
+        return
+    if isinstance(report, ev.TaskStarted) and task.status is TaskStatus.RUNNING:
+        return  # a redelivered start: already recorded
+    if isinstance(report, ev.TaskOutputStreamed) and report.chunk_seq < task.chunks:
+        return  # a redelivered chunk
+    rec.record(report)
+
+
+def _outcome(rec: Recorder, task: TaskState, report: ev.TaskSucceeded | ev.TaskFailed) -> None:
+    stale = stale_reason(task, report.attempt)
+    if stale:
+        rec.record(ev.ReportDiscarded(report.workflow_id, report.node, report.index,
+                                      report.attempt, report.at_ms, type(report).__name__,
+                                      stale))
+    elif not task.status.live:
+        return  # a duplicate of the outcome already recorded
+    elif isinstance(report, ev.TaskSucceeded):
+        rec.record(report)
+        spec = rec.current.spec.node(report.node)
+        kinds.rules(spec).attempt_succeeded(rec, spec, report)
+    else:
+        attempt_failed(rec, report)
+
+
+def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
+    """Record that an attempt failed (reported, timed out or lost): retry it after its
+    backoff while attempts are left and the error is retryable; otherwise it is the
+    task's final failure, which the node's kind rules on."""
+    spec = rec.current.spec.node(report.node)
+    rec.record(report)
+    if report.retryable and report.attempt < spec.retry.max_attempts:
+        timers.schedule_retry(rec, spec, report)
+        return
+    kinds.rules(spec).attempt_failed(rec, spec, report)
+
+
+def failure_message(report: ev.TaskFailed) -> str:
+    """How a task's final failure reads in its node's error, e.g.
+    ``"m[2] failed after 3 attempts: RuntimeError: boom"``."""
+    where = task_key(report.node, report.index)
+    tries = f"after {report.attempt} attempt{'s' if report.attempt > 1 else ''}"
+    error = f"{report.error_type}: {report.error}" if report.error_type else report.error
+    return f"{where} failed {tries}: {error}"

@@ -1,0 +1,34 @@
+"""Submission: accepting a workflow and starting it.
+
+A submitted workflow is accepted (``WorkflowAccepted`` holds its spec document and
+input). An invalid spec fails it at once; otherwise every root node (no needs, not an
+error handler) starts, and a workflow with nothing to do succeeds.
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.machine import ending, kinds
+from headwater.core.machine.recorder import Recorder
+from headwater.core.state import WorkflowState
+
+
+def accept(rec: Recorder, event: ev.WorkflowSubmitted) -> WorkflowState:
+    """Record ``WorkflowAccepted`` for a submission; returns the new state (its
+    ``spec_error`` says whether the spec was valid)."""
+    return rec.record(
+        ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input, event.tenant)
+    )
+
+
+def submit(rec: Recorder, event: ev.WorkflowSubmitted) -> None:
+    """Accept a new workflow and start its root nodes, or fail it for an invalid spec."""
+    state = accept(rec, event)
+    if state.spec_error:
+        error = f"invalid spec: {state.spec_error}"
+        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, error))
+        return
+    for node in state.spec.nodes:
+        if not node.needs and state.spec.handler_of(node.id) is None:
+            kinds.start(rec, node)
+    ending.finish_if_done(rec)

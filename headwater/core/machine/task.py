@@ -1,0 +1,28 @@
+"""The ``task`` node kind: one registered task, run on its queue's workers.
+
+It starts by dispatching attempt 1; it succeeds with its attempt (the task's output is
+the node's); when its task fails for good the node fails (``ending.node_failed``).
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+from headwater.core.status import NodeStatus
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Dispatch the node's first attempt."""
+    dispatch.dispatch(rec, spec, None, 1)
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """The task succeeded: so has the node."""
+    flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """The task failed for good: so has the node."""
+    ending.node_failed(rec, spec.id, reports.failure_message(report))

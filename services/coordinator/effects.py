@@ -1,0 +1,234 @@
+"""One batch's effects, built in memory input by input before anything is written.
+
+Each input record is decoded and routed (``inputs.decode_input``; it must be on its
+workflow's partition), skipped when the table holds its effects already (the store's
+applied offsets: it came again after a crash), stepped through the state machine, and
+its outputs collected: new states, history events, encoded records, dead letters. A
+step that raises fails its workflow as data (``machine.fail``), and a workflow whose
+table entry would exceed the record limit is failed instead of written: a bug or a
+record too large must not stop the coordinator nor leave an intent that can never be
+carried out (docs/architecture.md, invariant 6). ``batch.BatchApplier`` then records
+the effects as intents and carries them out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from headwater import codec
+from headwater.core import events as ev
+from headwater.core.evolve import evolve
+from headwater.core.fencing import stop_for
+from headwater.core.idempotency import conflict
+from headwater.core.machine import Step, fail, step
+from headwater.core.state import WorkflowState
+from headwater.errors import DecodeError
+from headwater.topics import Topics
+from services.coordinator.inputs import decode_input
+from services.coordinator.records import (
+    RECORD_MARGIN_BYTES,
+    DeadLetter,
+    InputRecord,
+    Outgoing,
+    encode_outputs,
+    misplaced,
+)
+from services.coordinator.store import Store
+from services.coordinator.writeset import touched_parts
+
+log = logging.getLogger(__name__)
+
+Entries = dict[str, list[tuple[bytes, bytes]]]
+"""Workflow id -> its table entries (key, value), in the order to write them."""
+
+
+@dataclass
+class BatchEffects:
+    """What one batch does, collected input by input (``add``, in batch order).
+
+    Attributes:
+        touched: workflow id -> its state after the batch's inputs so far.
+        out: the history events recorded, in order.
+        encoded: the records to publish (history, dispatches, stops), in order.
+        dead: the inputs that could not be applied, and why.
+        inputs_of: workflow id -> the inputs that changed it, with their events.
+        applied: workflow id -> input topic -> offset of the last input applied.
+        replayed: inputs skipped because the table holds their effects.
+    """
+
+    topics: Topics
+    store: Store
+    max_record_bytes: int
+    partition: Callable[[str], int]
+    """The partition of a workflow's records and entries."""
+    touched: dict[str, WorkflowState] = field(default_factory=dict)
+    out: list[ev.HistoryEvent] = field(default_factory=list)
+    encoded: list[Outgoing] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = field(default_factory=dict)
+    applied: dict[str, dict[str, int]] = field(default_factory=dict)
+    replayed: int = 0
+
+    def add(self, record: InputRecord) -> None:
+        """Apply one input record: route it, step it, collect what it did. Never raises
+        for a bad input or a failing step (it is dead-lettered)."""
+        routed = self._route(record)
+        if routed is None:
+            return
+        event, state, offsets = routed
+        why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
+        if why is not None:
+            self.dead.append(DeadLetter(record, why))
+            return
+        stepped = self._step(record, event, state)
+        if stepped is not None:
+            result, outgoing = stepped
+            self._collect(record, event, result, outgoing, offsets)
+
+    def _route(self, record: InputRecord,
+               ) -> tuple[ev.Input, WorkflowState | None, dict[str, int]] | None:
+        """The record's event, its workflow's state and applied offsets; None when it
+        was dead-lettered (undecodable, misplaced, its snapshot unreadable) or skipped
+        (applied before a crash: its effects are in the table)."""
+        try:
+            event = decode_input(self.topics, record.topic, record.key, record.value,
+                                 record.headers)
+        except DecodeError as e:
+            self.dead.append(DeadLetter(record, str(e)))
+            return None
+        wid = event.workflow_id
+        home = self.partition(wid)
+        if record.partition != home:  # its reports would go elsewhere: it would hang
+            self.dead.append(DeadLetter(record, misplaced(record.topic, record.partition,
+                                                          wid, home)))
+            return None
+        try:
+            state = self.touched.get(wid) or self.store.get(wid)
+            if wid not in self.applied:
+                self.applied[wid] = self.store.applied(wid)
+        except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
+            self.dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
+            return None
+        offsets = self.applied[wid]
+        if state is not None and record.offset <= offsets.get(record.topic, -1):
+            self.replayed += 1
+            return None
+        return event, state, offsets
+
+    def _step(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
+              ) -> tuple[Step, list[Outgoing]] | None:
+        """The machine's step and its encoded records; when that raises, the input is
+        dead-lettered and its workflow failed as data (None: not even that)."""
+        try:
+            result = step(state, event)
+            return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
+        except Exception as e:  # a bug or a record too large must not stop the service
+            log.exception("cannot apply %s to %s", type(event).__name__, event.workflow_id)
+            reason = f"cannot apply {type(event).__name__}: {type(e).__name__}: {e}"
+            self.dead.append(DeadLetter(record, reason))
+            return self._fail(event.workflow_id, event, reason)
+
+    def _collect(self, record: InputRecord, event: ev.Input, result: Step,
+                 outgoing: list[Outgoing], offsets: dict[str, int]) -> None:
+        """Keep what a step did, and a stop for a report of an attempt that must end."""
+        wid = event.workflow_id
+        if result.events and result.state is not None:
+            self.out.extend(result.events)
+            self.encoded.extend(outgoing)
+            offsets[record.topic] = record.offset
+            self.touched[wid] = result.state
+            self.inputs_of.setdefault(wid, []).append((record, event))
+        stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
+        if stop is not None:
+            self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
+                                         codec.encode(stop)))
+
+    def table_entries(self) -> tuple[dict[str, set[str]], Entries]:
+        """The parts of each touched workflow that changed (``writeset.touched_parts``)
+        and its table entries; a workflow whose entries would not fit a record is failed
+        instead (``_fail_oversized``)."""
+        changed = {wid: touched_parts([e for e in self.out if e.workflow_id == wid], state)
+                   for wid, state in self.touched.items()}
+        entries = {wid: self.store.entries(state, changed[wid], self.applied[wid])
+                   for wid, state in self.touched.items()}
+        for wid in [w for w, es in entries.items() if self._too_large(es)]:
+            self._fail_oversized(wid, entries, changed)
+        return changed, entries
+
+    def _too_large(self, entries: list[tuple[bytes, bytes]]) -> int:
+        """The size of the largest table entry over the record limit, else 0."""
+        largest = max((len(k) + len(v) for k, v in entries), default=0)
+        return largest if largest > self.max_record_bytes - RECORD_MARGIN_BYTES else 0
+
+    def _fail_oversized(self, wid: str, entries: Entries,
+                        changed: dict[str, set[str]]) -> None:
+        """A workflow whose snapshot would not fit a table entry (an output near the
+        record limit, say): drop what the batch did to it, fail it as data from its state
+        before the batch instead, and dead-letter the batch's last input to it. Without
+        this its intent would land and never be carried out (aiokafka refuses the entry),
+        on every restart."""
+        size = self._too_large(entries.pop(wid))
+        reason = (f"the snapshot of workflow {wid} would hold a table entry of {size} bytes, "
+                  f"over the limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) "
+                  f"less {RECORD_MARGIN_BYTES}")
+        log.error("%s; failing it", reason)
+        self.out[:] = [e for e in self.out if e.workflow_id != wid]
+        self.encoded[:] = [o for o in self.encoded if o.key != wid.encode()]
+        self.touched.pop(wid)
+        self.store.forget(wid)
+        inputs = self.inputs_of[wid]
+        record, event = inputs[-1]
+        self.dead.append(DeadLetter(record, reason))
+        try:
+            result = fail(self.store.load(wid), event, reason[:2000])
+            outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes)
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            return
+        if result.state is None or not result.events:
+            return
+        offsets = self.store.applied(wid)
+        for r, _ in inputs:  # the batch's inputs to it are spent
+            offsets[r.topic] = max(r.offset, offsets.get(r.topic, -1))
+        changed[wid] = touched_parts(result.events, result.state)
+        failed_entries = self.store.entries(result.state, changed[wid], offsets)
+        if self._too_large(failed_entries):  # even failing it does not fit (its definition)
+            self.store.forget(wid)
+            return
+        self.out.extend(result.events)
+        self.encoded.extend(outgoing)
+        self.touched[wid] = result.state
+        entries[wid] = failed_entries
+
+    def _fail(self, wid: str, event: ev.Input, reason: str,
+              ) -> tuple[Step, list[Outgoing]] | None:
+        """After an input could not be applied, fail its workflow as data (so that it
+        ends, and a timer cannot fire the same input again and again).
+
+        Returns:
+            The failing step and its encoded records, or None when even that cannot be
+            recorded (the input is then only dead-lettered).
+        """
+        self._rebuild(wid)
+        try:
+            result = fail(self.touched.get(wid), event, reason[:2000])
+            return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            self._rebuild(wid)
+            return None
+
+    def _rebuild(self, wid: str) -> None:
+        """After a failed step the in-memory state may be half-changed: rebuild it from
+        the stored snapshot and this batch's events so far, which evolve exactly."""
+        self.store.forget(wid)
+        state = self.store.load(wid)
+        for event in self.out:
+            if event.workflow_id == wid:
+                state = evolve(state, event)
+        if state is None:
+            self.touched.pop(wid, None)
+        else:
+            self.touched[wid] = state
