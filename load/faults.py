@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from load.faultkit import summary
-from load.faultkit.audit import Outcome
+from load.faultkit.audit import EndState
 from load.faultkit.batch import Submission
 from load.faultkit.run import Plan, RunReport, run
 from load.faultkit.suite import POINTS, REBALANCES, SUITES
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if doc["violations"] else 0
 
 
-def _one(plan: Plan, batch: list[Submission], expected: dict[str, Outcome] | None,
+def _one(plan: Plan, batch: list[Submission], expected: dict[str, EndState] | None,
          keep_logs: Path | None) -> RunReport:
     print(f"-- {plan.name}: {len(batch)} workflows ...", flush=True)
     report = run(plan, batch, expected, keep_logs)

@@ -94,7 +94,7 @@ class Fold:
 
 
 def fold(events: Iterable[ev.HistoryEvent], upto_seq: int | None = None) -> Fold:
-    """Fold events through ``state.evolve`` from nothing.
+    """Fold events through ``headwater.core.evolve`` from nothing.
 
     Args:
         events: deduplicated events in ``seq`` order.

@@ -166,7 +166,6 @@ Report = (
     TaskStarted | TaskProgressed | TaskHeartbeated | TaskCheckpointed | TaskOutputStreamed
     | TaskSucceeded | TaskFailed
 )
-Outcome = TaskSucceeded | TaskFailed
 Input = WorkflowSubmitted | CancelRequested | TimerFired | Report
 
 

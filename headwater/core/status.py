@@ -66,8 +66,7 @@ class TaskStatus(StrEnum):
 
 class AttemptEnd(StrEnum):
     """How the current attempt of a task ended (``TaskState.outcome``; ``""`` while it
-    has not). Not to be confused with ``events.Outcome``, the reports that carry a
-    worker's result."""
+    has not)."""
 
     REPORTED = "reported"  # a worker reported success or failure
     TIMED_OUT = "timed_out"  # its deadline passed first (the coordinator's timer)

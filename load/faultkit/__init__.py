@@ -1,7 +1,7 @@
 """Fault injection: run a batch of workflows on a private deployment while processes are
 killed at chosen points (``services.common.faults``) or from outside, and while
 coordinators and workers are scaled up and down; restart what dies; check the
-invariants of DESIGN.md §3 on the topics and compare every workflow's outcome with a
+invariants of docs/architecture.md §3 on the topics and compare every workflow's outcome with a
 fault-free run of the same batch.
 
 Modules: ``batch`` (the workflows), ``supervisor`` (restarts, causes of death),

@@ -1,10 +1,10 @@
 """The invariants a run must keep, checked on what the topics recorded.
 
-Per workflow, on the events topic (DESIGN.md §3): ``seq`` 1..n without gaps, exactly one
+Per workflow, on the events topic (docs/architecture.md §3): ``seq`` 1..n without gaps, exactly one
 terminal event, no two records with one ``seq`` and different bodies (identical copies
 are the at-least-once duplicates readers absorb), at most one ``TaskSucceeded`` per
 task, at most one ``TaskDispatched`` per task attempt, and a history that folds through
-``state.evolve``. The fold gives the workflow's ``Outcome`` (status, node statuses,
+``headwater.core.evolve``. The fold gives the workflow's ``EndState`` (status, node statuses,
 output), which a run under faults must share with a fault-free run.
 
 On the other topics, duplicates that the coordinator had to absorb are counted: dispatch
@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.evolve import IllegalTransition, evolve
 from headwater.core.ids import task_key
-from headwater.core.state import IllegalTransition, WorkflowState, evolve
+from headwater.core.state import WorkflowState
 from load.faultkit.topics import Record
 
 LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")
@@ -28,7 +29,7 @@ LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class EndState:
     """How a workflow ended, as compared between runs.
 
     Attributes:
@@ -83,7 +84,7 @@ class WorkflowAudit:
     tasks: int = 0
     lost_attempts: int = 0
     fold_error: str = ""
-    outcome: Outcome | None = None
+    outcome: EndState | None = None
 
     def violations(self) -> list[str]:
         """Each broken invariant, one line each (empty when the history is sound)."""
@@ -108,6 +109,27 @@ class WorkflowAudit:
 def audit_history(workflow_id: str, records: Iterable[ev.HistoryEvent]) -> WorkflowAudit:
     """Check one workflow's records (in log order) and fold them."""
     a = WorkflowAudit(workflow_id)
+    first = _first_by_seq(a, records)
+    if not first:
+        return a
+    a.events = len(first)
+    a.gaps = [s for s in range(1, max(first) + 1) if s not in first]
+    history = [first[s] for s in sorted(first)]
+    successes, dispatches = _count_bodies(a, history)
+    a.dispatched = sum(dispatches.values())
+    a.tasks = len({k.rsplit("/", 1)[0] for k in dispatches})
+    a.double_successes = sorted(k for k, n in successes.items() if n > 1)
+    a.double_dispatches = sorted(k for k, n in dispatches.items() if n > 1)
+    if not a.gaps:
+        state, a.fold_error = _fold(history)
+        a.outcome = outcome_of(state) if state is not None else None
+    return a
+
+
+def _first_by_seq(a: WorkflowAudit, records: Iterable[ev.HistoryEvent],
+                  ) -> dict[int, ev.HistoryEvent]:
+    """The first record of each seq; counts the later ones in ``a`` (``duplicates`` when
+    equal, ``conflicts`` when not)."""
     first: dict[int, ev.HistoryEvent] = {}
     for r in records:
         kept = first.setdefault(r.seq, r)
@@ -116,11 +138,13 @@ def audit_history(workflow_id: str, records: Iterable[ev.HistoryEvent]) -> Workf
                 a.duplicates += 1
             else:
                 a.conflicts.append(r.seq)
-    if not first:
-        return a
-    a.events = len(first)
-    a.gaps = [s for s in range(1, max(first) + 1) if s not in first]
-    history = [first[s] for s in sorted(first)]
+    return first
+
+
+def _count_bodies(a: WorkflowAudit, history: list[ev.HistoryEvent],
+                  ) -> tuple[Counter[str], Counter[str]]:
+    """Count terminals, starts, discarded reports and lost attempts in ``a``; return the
+    ``TaskSucceeded`` per task key and the ``TaskDispatched`` per ``key/attempt``."""
     successes: Counter[str] = Counter()
     dispatches: Counter[str] = Counter()
     for e in history:
@@ -136,14 +160,7 @@ def audit_history(workflow_id: str, records: Iterable[ev.HistoryEvent]) -> Workf
             a.discarded += 1
         elif isinstance(b, ev.TaskFailed) and b.error_type in LOST_ERROR_TYPES:
             a.lost_attempts += 1
-    a.dispatched = sum(dispatches.values())
-    a.tasks = len({k.rsplit("/", 1)[0] for k in dispatches})
-    a.double_successes = sorted(k for k, n in successes.items() if n > 1)
-    a.double_dispatches = sorted(k for k, n in dispatches.items() if n > 1)
-    if not a.gaps:
-        state, a.fold_error = _fold(history)
-        a.outcome = outcome_of(state) if state is not None else None
-    return a
+    return successes, dispatches
 
 
 def _fold(history: list[ev.HistoryEvent]) -> tuple[WorkflowState | None, str]:
@@ -156,9 +173,9 @@ def _fold(history: list[ev.HistoryEvent]) -> tuple[WorkflowState | None, str]:
     return state, ""
 
 
-def outcome_of(state: WorkflowState) -> Outcome:
+def outcome_of(state: WorkflowState) -> EndState:
     """The outcome of a folded state."""
-    return Outcome(state.status.value, {n: s.status.value for n, s in state.nodes.items()},
+    return EndState(state.status.value, {n: s.status.value for n, s in state.nodes.items()},
                    state.output)
 
 
@@ -241,7 +258,7 @@ def count_duplicates(dispatches: Iterable[Record], reports: Iterable[Record],
     return d
 
 
-def compare(expected: dict[str, Outcome], got: dict[str, Outcome | None]) -> list[str]:
+def compare(expected: dict[str, EndState], got: dict[str, EndState | None]) -> list[str]:
     """Workflows whose outcome differs from the expected one, one line each."""
     out = []
     for wid, want in sorted(expected.items()):

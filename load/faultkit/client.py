@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from load.faultkit.audit import Outcome
+from load.faultkit.audit import EndState
 from load.faultkit.batch import Submission
+from tests.waiting import scaled
 
 RETRYABLE_STATUS = (409, 429, 502, 503)
 """Answers that mean "try again" (409: the id is being submitted right now)."""
@@ -57,7 +58,7 @@ class SubmitLog:
 async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int = 4,
                        gap_s: float = 0.0, timeout_s: float = 120.0) -> SubmitLog:
     """POST every submission, ``parallel`` at once and ``gap_s`` apart, each until it is
-    answered 200 or 202 or ``timeout_s`` has passed."""
+    answered 200 or 202 or ``timeout_s`` (scaled, see ``tests/waiting.py``) has passed."""
     log = SubmitLog()
     limit = asyncio.Semaphore(parallel)
     async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
@@ -65,7 +66,7 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
         async def one(s: Submission) -> None:
             async with limit:
                 answers = log.answers.setdefault(s.id, [])
-                error = await _submit(client, s, answers, time.monotonic() + timeout_s)
+                error = await _submit(client, s, answers, time.monotonic() + scaled(timeout_s))
                 if error:
                     log.errors.append(f"{s.id}: {error}")
 
@@ -103,17 +104,18 @@ async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],
 
 
 async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0,
-                    ) -> tuple[dict[str, Outcome | None], list[str]]:
+                    ) -> tuple[dict[str, EndState | None], list[str]]:
     """``GET /v1/workflows/{id}`` for each workflow once the projection has caught up
-    with its history (``seq`` at least the given one).
+    with its history (``seq`` at least the given one), all within ``timeout_s`` (scaled,
+    see ``tests/waiting.py``).
 
     Returns:
         The outcome the gateway shows per workflow (None when it never caught up), and
         a line per workflow that did not.
     """
-    got: dict[str, Outcome | None] = {}
+    got: dict[str, EndState | None] = {}
     behind: list[str] = []
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + scaled(timeout_s)
     async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
         for wid, seq in sorted(seqs.items()):
             doc: dict[str, Any] = {}
@@ -127,7 +129,7 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
                     break
                 await asyncio.sleep(0.2)
             if doc.get("seq", -1) >= seq:
-                got[wid] = Outcome(doc["status"], {n["id"]: n["status"] for n in doc["nodes"]},
+                got[wid] = EndState(doc["status"], {n["id"]: n["status"] for n in doc["nodes"]},
                                    doc.get("output"))
             else:
                 got[wid] = None

@@ -19,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from load.faultkit.supervisor import Supervisor
 from ops import localstack
 from ops.sandbox import Sandbox
+from tests.waiting import scaled
 
 QUEUE = "cpu"
 TASKS = ("e2e_tasks",)
@@ -34,7 +35,8 @@ class Rebalance:
         workers: workers at the peak (from 1).
         start_s: seconds after the first submission before the first step.
         hold_s: seconds at the peak.
-        settle_s: the longest wait for a group to reach its new size, seconds.
+        settle_s: the longest wait for a group to reach its new size, seconds (scaled,
+            see ``tests/waiting.py``).
     """
 
     coordinators: int = 2
@@ -96,7 +98,7 @@ class Script:
         share = self.terminal_share()
         await asyncio.gather(*(asyncio.to_thread(action, s) for s in services))
         settled = await wait_group_size(self.sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], group,
-                                        size, self.plan.settle_s)
+                                        size, scaled(self.plan.settle_s))
         self.steps.append(Step(what, round(at - began, 2),
                                None if settled is None else round(settled - at, 2),
                                round(share, 3)))

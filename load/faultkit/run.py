@@ -35,6 +35,7 @@ from load.faultkit.supervisor import FAULTS_ENV, Supervisor, home_kept
 from load.faultkit.topics import read_all
 from load.kafka_io import Seen, Tail
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from tests.waiting import WaitTimeout, scaled, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO / "tests" / "e2e"
@@ -58,7 +59,9 @@ class Plan:
             ``"fault coordinator.after_publish"`` or ``"external SIGKILL"``), so that a
             fault that never fired fails the run rather than passing it vacuously.
         submit_gap_s: seconds between two submissions (spreads the batch in time).
-        timeout_s: the longest wait for every workflow to be terminal, seconds.
+        timeout_s: the longest wait for every workflow to be terminal, seconds (scaled by
+            ``HEADWATER_TEST_TIME_SCALE``, like every wait of the harness: see
+            ``tests/waiting.py``).
     """
 
     name: str
@@ -98,7 +101,7 @@ class RunReport:
     evidence: dict[str, list[str]] = field(default_factory=dict)
     logs: str = ""
 
-    def outcomes(self) -> dict[str, au.Outcome]:
+    def outcomes(self) -> dict[str, au.EndState]:
         """Each workflow's outcome as its history folds (for a baseline)."""
         return {wid: a.outcome for wid, a in self.audits.items() if a.outcome is not None}
 
@@ -109,7 +112,7 @@ class RunReport:
 
 
 def run(plan: Plan, batch: Sequence[Submission],
-        expected: Mapping[str, au.Outcome] | None = None,
+        expected: Mapping[str, au.EndState] | None = None,
         keep_logs: Path | None = None) -> RunReport:
     """Run ``batch`` on a fresh sandbox under ``plan``; check it, compare each workflow's
     outcome with ``expected`` (a fault-free run's), and stop and drop the sandbox.
@@ -153,7 +156,7 @@ def run(plan: Plan, batch: Sequence[Submission],
 
 
 async def _drive(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
-                 supervisor: Supervisor, expected: Mapping[str, au.Outcome] | None,
+                 supervisor: Supervisor, expected: Mapping[str, au.EndState] | None,
                  report: RunReport) -> None:
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics
@@ -180,7 +183,7 @@ async def _drive(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
         submitted = await submit_batch(sandbox.gateway, batch, gap_s=plan.submit_gap_s)
         report.violations += submitted.errors
         with contextlib.suppress(TimeoutError):  # listed below, with their last events
-            await tail.wait_until(lambda: terminal >= ids, plan.timeout_s,
+            await tail.wait_until(lambda: terminal >= ids, scaled(plan.timeout_s),
                                   "every workflow terminal")
         report.figures["batch_s"] = round(time.monotonic() - began, 1)
         if scaling is not None:
@@ -211,17 +214,17 @@ def _stuck(ids: set[str], tail: Tail) -> list[str]:
 async def _settle(sandbox: Sandbox, supervisor: Supervisor, report: RunReport) -> None:
     """Wait for the restarts to be done and the coordinators to have committed every
     input: no replay can add records to what is read next."""
-    deadline = time.monotonic() + 60
-    while not supervisor.all_running() and time.monotonic() < deadline:
-        await asyncio.sleep(0.2)
+    with contextlib.suppress(WaitTimeout):  # the idle check follows either way
+        await wait_until_async(supervisor.all_running, 60, "every supervised service running",
+                               interval_s=0.2)
     try:
-        await wait_idle(sandbox, timeout_s=120)
+        await wait_idle(sandbox, timeout_s=scaled(120))
     except TimeoutError as e:
         report.violations.append(f"not idle after the batch: {e}")
 
 
 async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
-                 submitted: SubmitLog, expected: Mapping[str, au.Outcome] | None,
+                 submitted: SubmitLog, expected: Mapping[str, au.EndState] | None,
                  report: RunReport) -> None:
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ops import localstack
 from ops.sandbox import Sandbox
+from tests.waiting import scaled
 
 FAULTS_ENV = "HEADWATER_FAULTS"
 POLL_S = 0.1
@@ -106,11 +107,11 @@ class Supervisor:
 
     def retire(self, service: localstack.Service, timeout_s: float = 30.0) -> None:
         """Stop supervising ``service`` and stop it by pid (SIGTERM, SIGKILL after
-        ``timeout_s``)."""
+        ``timeout_s``, scaled: see ``tests/waiting.py``)."""
         with self._lock:
             self._supervised.pop(service.name, None)
             life = self._current.pop(service.name, None)
-        self.sandbox.stop(service, timeout_s)
+        self.sandbox.stop(service, scaled(timeout_s))
         if life is not None:
             life.ended, life.cause = time.monotonic(), "stopped"
             life.restarts_in_place = _restarts(service, life.log_offset)

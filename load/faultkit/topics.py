@@ -12,6 +12,7 @@ from aiokafka import TopicPartition
 from headwater import codec
 from headwater.errors import DecodeError
 from load.kafka_io import consumer, partitions
+from tests.waiting import scaled
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,14 @@ async def read_all(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list
         topic does not exist (nothing was ever written to it).
 
     Raises:
-        TimeoutError: not read within ``timeout_s``.
+        TimeoutError: not read within ``timeout_s`` (scaled, see ``tests/waiting.py``).
     """
+    timeout_s = scaled(timeout_s)
     client = consumer(bootstrap)
     await client.start()
     try:
         try:
-            tps = await partitions(client, topic, timeout_s=5.0)
+            tps = await partitions(client, topic, timeout_s=scaled(5.0))
         except TimeoutError:
             return []
         ends = {tp: end for tp, end in (await client.end_offsets(tps)).items() if end > 0}

@@ -149,7 +149,10 @@ class BatchEffects:
         """The parts of each touched workflow that changed (``writeset.touched_parts``)
         and its table entries; a workflow whose entries would not fit a record is failed
         instead (``_fail_oversized``)."""
-        changed = {wid: touched_parts([e for e in self.out if e.workflow_id == wid], state)
+        events_of: dict[str, list[ev.HistoryEvent]] = {}
+        for e in self.out:  # one pass: a batch may touch hundreds of workflows
+            events_of.setdefault(e.workflow_id, []).append(e)
+        changed = {wid: touched_parts(events_of.get(wid, []), state)
                    for wid, state in self.touched.items()}
         entries = {wid: self.store.entries(state, changed[wid], self.applied[wid])
                    for wid, state in self.touched.items()}

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stackkit import Stack, require_services, start_stack, stop_stack
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # tests.waiting, whichever way pytest was started
+    sys.path.append(str(REPO))
+
+from stackkit import Stack, require_services, start_stack, stop_stack  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

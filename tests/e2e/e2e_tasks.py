@@ -67,9 +67,11 @@ async def aexit() -> None:
 
 @task(name="e2e.marked_sleep", queue="cpu")
 async def marked_sleep(ctx: TaskContext, seconds: float, marks: str) -> int | None:
-    """Sleep, leaving a file in the directory ``marks`` that says how the attempt ended:
-    ``done-<index>`` or ``stopped-<index>`` (the worker cancelled it)."""
+    """Sleep, leaving files in the directory ``marks``: ``started-<index>`` when the
+    attempt starts, then one that says how it ended: ``done-<index>`` or
+    ``stopped-<index>`` (the worker cancelled it)."""
     where = Path(marks)
+    (where / f"started-{ctx.index}").write_text(str(time.time()))
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
@@ -88,18 +90,35 @@ def hang_first(ctx: TaskContext, seconds: float) -> dict[str, int]:
     return {"attempt": ctx.attempt}
 
 
+GATE_S = 60.0
+"""The longest a streaming task waits at its gate, seconds (then it goes on regardless)."""
+
+
+def _gate_open(gate: str | None) -> bool:
+    return gate is None or Path(gate).exists()
+
+
 @task(name="e2e.stream", queue="cpu")
-def stream(words: list[str], pause: float) -> Iterator[str]:
-    """Yield ``words`` one by one, ``pause`` seconds apart (a sync generator)."""
-    for word in words:
+def stream(words: list[str], pause: float, gate: str | None = None) -> Iterator[str]:
+    """Yield ``words`` one by one, ``pause`` seconds apart (a sync generator); with
+    ``gate``, the words after the first wait (up to ``GATE_S``) for the file ``gate`` to
+    exist: the test creates it once the first word has reached it."""
+    for i, word in enumerate(words):
+        waited_since = time.monotonic()
+        while i and not _gate_open(gate) and time.monotonic() - waited_since < GATE_S:
+            time.sleep(0.02)
         time.sleep(pause)
         yield word
 
 
 @task(name="e2e.astream", queue="cpu")
-async def astream(words: list[str], pause: float) -> AsyncIterator[str]:
-    """Yield ``words`` one by one, ``pause`` seconds apart (an async generator)."""
-    for word in words:
+async def astream(words: list[str], pause: float, gate: str | None = None,
+                  ) -> AsyncIterator[str]:
+    """``e2e.stream`` as an async generator."""
+    for i, word in enumerate(words):
+        waited_since = time.monotonic()
+        while i and not _gate_open(gate) and time.monotonic() - waited_since < GATE_S:
+            await asyncio.sleep(0.02)
         await asyncio.sleep(pause)
         yield word
 

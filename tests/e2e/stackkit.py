@@ -12,12 +12,14 @@ from typing import Any
 
 import asyncpg
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
 from ops.sandbox import Sandbox, admin_dsn, bootstrap, start_sandbox, stop_sandbox
+from services.common.topic_reader import TopicReader
+from tests.waiting import scaled
 
 BOOTSTRAP = bootstrap()
 ADMIN_DSN = admin_dsn()
@@ -61,49 +63,45 @@ def stop_stack(stack: Sandbox) -> None:
     stop_sandbox(stack)
 
 
-async def read_topic(topic: str, stop: Callable[[list[Any]], bool], timeout_s: float = 60.0,
-                     decode: bool = True) -> list[Any]:
-    """Read ``topic`` from the beginning (no consumer group) until ``stop(records)``.
+async def read_topic(topic: str, stop: Callable[[list[Any]], bool],
+                     timeout_s: float | None = None, decode: bool = True) -> list[Any]:
+    """Read ``topic`` from the beginning (no consumer group) until ``stop(records)``,
+    for ``timeout_s`` seconds (callers pass it scaled; by default ``scaled(60)``).
 
     Returns decoded records (or raw ``ConsumerRecord`` objects with ``decode=False``).
 
     Raises:
         TimeoutError: ``stop`` did not hold within ``timeout_s``.
     """
-    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, enable_auto_commit=False,
-                                auto_offset_reset="earliest", group_id=None)
-    await consumer.start()
-    try:
-        partitions = None
-        deadline = time.monotonic() + timeout_s
-        while partitions is None:
-            partitions = consumer.partitions_for_topic(topic)
-            if partitions is None:
-                await consumer._client.force_metadata_update()
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"topic {topic} does not exist")
-                await asyncio.sleep(0.2)
-        consumer.assign([TopicPartition(topic, p) for p in partitions])
-        await consumer.seek_to_beginning()
-        records: list[Any] = []
-        while not stop(records):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"gave up reading {topic} after {timeout_s} s "
-                                   f"({len(records)} records)")
-            batches = await consumer.getmany(timeout_ms=200)
-            for batch in batches.values():
+    timeout_s = scaled(60) if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    records: list[Any] = []
+    async with TopicReader(BOOTSTRAP) as reader:
+        partitions = await reader.partitions(topic, wait_s=timeout_s)
+        if not partitions:
+            raise TimeoutError(f"topic {topic} does not exist")
+        start = await reader.beginning_offsets(topic, partitions)
+        if stop(records):
+            return records
+        try:
+            async for batch in reader.follow(topic, start, poll_s=0.2,
+                                             timeout_s=deadline - time.monotonic()):
                 records.extend(codec.decode(r.value) if decode else r for r in batch)
-        return records
-    finally:
-        await consumer.stop()
+                if stop(records):
+                    break
+        except TimeoutError:
+            raise TimeoutError(f"gave up reading {topic} after {timeout_s} s "
+                               f"({len(records)} records)") from None
+    return records
 
 
 async def history(stack: Stack, workflow_id: str, timeout_s: float = 60.0) -> list[ev.HistoryEvent]:
-    """The workflow's records on the events topic, up to and including its terminal one."""
+    """The workflow's records on the events topic, up to and including its terminal one
+    (``timeout_s`` is scaled by ``HEADWATER_TEST_TIME_SCALE``, see ``tests/waiting.py``)."""
     def done(records: list[Any]) -> bool:
         return any(r.workflow_id == workflow_id and r.terminal for r in records)
 
-    records = await read_topic(stack.topics.events, done, timeout_s)
+    records = await read_topic(stack.topics.events, done, scaled(timeout_s))
     return [r for r in records if r.workflow_id == workflow_id]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,8 @@ from ops.cli.pgread import read_rows
 from ops.expected_rows import diff_rows, expected_rows
 from ops.history import fold
 from services.common.db import connect_pool
-from services.coordinator.projection import project
+from services.projector.writer import project
+from tests.waiting import WaitTimeout, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core"))
 from machine_harness import run
@@ -75,14 +75,21 @@ def submit(stack: Stack, spec: dict[str, Any], workflow_input: Any = None) -> st
 
 
 def wait(stack: Stack, workflow_id: str, until: tuple[str, ...] = TERMINAL,
-         timeout_s: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while True:
+         timeout_s: float = 30, running_task: bool = False) -> dict[str, Any]:
+    """Poll the gateway until the workflow's status is one of ``until`` (and, with
+    ``running_task``, one of its tasks runs); return its document."""
+    def status() -> dict[str, Any]:
         response = httpx.get(f"{stack.gateway}/v1/workflows/{workflow_id}", timeout=10)
-        if response.status_code == 200 and response.json()["status"] in until:
-            return dict(response.json())
-        assert time.monotonic() < deadline, f"{workflow_id}: {response.text}"
-        time.sleep(0.1)
+        if response.status_code != 200:
+            return {"http_status": response.status_code, "body": response.text[:500]}
+        return dict(response.json())
+
+    def arrived(doc: dict[str, Any]) -> bool:
+        return doc.get("status") in until and (not running_task or any(
+            t["status"] == "running" for t in doc["tasks"]))
+
+    what = f"{workflow_id} {'/'.join(until)}{' with a running task' if running_task else ''}"
+    return wait_until(status, timeout_s, what, until=arrived)
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +97,7 @@ def runs(own: Stack) -> dict[str, str]:
     """A diamond, a map whose items all retry once, a failure and a cancellation."""
     ids = {name: submit(own, spec, inp) for name, (spec, inp) in SPECS.items()}
     ids["cancelled"] = submit(own, CANCELLED)
-    deadline = time.monotonic() + 30
-    while not any(t["status"] == "running" for t in wait(own, ids["cancelled"], ("running",))
-                  ["tasks"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait(own, ids["cancelled"], ("running",), timeout_s=60, running_task=True)
     response = httpx.post(f"{own.gateway}/v1/workflows/{ids['cancelled']}/cancel",
                           json={"reason": "audit"}, timeout=30)
     assert response.status_code == 202, response.text
@@ -110,14 +113,18 @@ def cli(stack: Stack, *args: str) -> Result:
 
 
 def replay(stack: Stack, workflow_id: str) -> tuple[int, dict[str, Any]]:
-    """``replay --json``, again while a store is still behind (for a few seconds)."""
-    deadline = time.monotonic() + 10
-    while True:
+    """``replay --json``, again while a store is still behind (for a few seconds, then
+    the last answer, notes and all, for the caller to judge)."""
+    def once() -> tuple[int, dict[str, Any]]:
         result = cli(stack, "replay", workflow_id, "--json")
-        doc = json.loads(result.stdout)
-        if not doc["notes"] or time.monotonic() > deadline:
-            return result.exit_code, doc
-        time.sleep(0.2)
+        return result.exit_code, json.loads(result.stdout)
+
+    try:
+        return wait_until(once, 10, f"a replay of {workflow_id} with no store behind",
+                          until=lambda answer: not answer[1]["notes"], interval_s=0.2)
+    except WaitTimeout as e:
+        last: tuple[int, dict[str, Any]] = e.last  # type: ignore[assignment]
+        return last
 
 
 def test_replay_folds_each_history_to_what_the_table_and_the_projection_hold(

@@ -12,11 +12,13 @@ import orjson
 import pytest
 from stackkit import require_services
 
+from tests.waiting import scaled
+
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(scaled(300))
 def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
     require_services()
     expected = orjson.loads(_bench("--quick", "--list").stdout)
@@ -47,6 +49,6 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     starts them, which would confuse this session's own stack.
     """
     run = subprocess.run([sys.executable, "-m", "load.bench", *args], cwd=REPO,
-                         capture_output=True, text=True, timeout=280)
+                         capture_output=True, text=True, timeout=scaled(280))
     assert run.returncode == 0, f"{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     return run

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import httpx
@@ -11,6 +10,7 @@ from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
+from tests.waiting import scaled
 
 
 async def test_cancel_a_running_workflow(stack: Stack) -> None:
@@ -20,10 +20,7 @@ async def test_cancel_a_running_workflow(stack: Stack) -> None:
                                        "input": {"seconds": 0}}]}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         workflow_id = (await client.post("/v1/workflows", json={"workflow": spec})).json()["id"]
-        deadline = time.monotonic() + 30
-        while (await client.get(f"/v1/workflows/{workflow_id}")).json()["status"] != "running":
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.1)
+        await wait_status(stack, workflow_id, 30, until=("running",))
         response = await client.post(f"/v1/workflows/{workflow_id}/cancel",
                                      json={"reason": "changed my mind"})
         assert response.status_code == 202, response.text
@@ -54,4 +51,4 @@ async def test_sse_resumed_at_the_terminal_event_closes_at_once(stack: Stack) ->
                                 headers={"Last-Event-ID": str(final["seq"])}) as source:
             received = [sse async for sse in source.aiter_sse() if sse.data]
         assert received == []
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < scaled(5)

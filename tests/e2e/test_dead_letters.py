@@ -10,6 +10,7 @@ from test_kafka_submission import SMALL_INPUT, SPEC, wait_status
 
 from headwater import codec
 from headwater.core import events as ev
+from tests.waiting import scaled
 
 
 async def test_garbage_goes_to_dlq_and_valid_work_still_runs(stack: Stack) -> None:
@@ -27,7 +28,7 @@ async def test_garbage_goes_to_dlq_and_valid_work_still_runs(stack: Stack) -> No
     def all_found(records: list[object]) -> bool:
         return {r.value for r in records} >= set(sent.values())  # type: ignore[attr-defined]
 
-    dead = await read_topic(stack.topics.dlq, all_found, decode=False)
+    dead = await read_topic(stack.topics.dlq, all_found, scaled(60), decode=False)
     for record in dead:
         if record.value in sent.values():
             headers = dict(record.headers)

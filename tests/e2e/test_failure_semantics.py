@@ -3,19 +3,21 @@ broker (the rules themselves are tabled in tests/unit/headwater/test_machine_*.p
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from stackkit import TASKS, Stack, history, read_topic
+from stackkit import BOOTSTRAP, TASKS, Stack, history, read_topic
 from test_kafka_submission import wait_status
 
 from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
+from services.common.topic_reader import TopicReader
+from tests.waiting import holds_for_async, scaled, wait_until_async
 
 
 async def _submit(client: httpx.AsyncClient, spec: dict[str, object],
@@ -40,7 +42,7 @@ async def test_an_attempt_that_exceeds_its_timeout_fails_and_is_retried(stack: S
     elapsed = time.monotonic() - started
     assert status["status"] == "failed", status
     assert "TimeoutError" in str(status["error"])
-    assert elapsed < 15, f"two 1 s attempts took {elapsed:.1f} s"
+    assert elapsed < scaled(15), f"two 1 s attempts took {elapsed:.1f} s"
     records = await history(stack, workflow_id)
     failed = [r.body for r in records if isinstance(r.body, ev.TaskFailed)]
     assert [f.attempt for f in failed] == [1, 2]
@@ -48,7 +50,7 @@ async def test_an_attempt_that_exceeds_its_timeout_fails_and_is_retried(stack: S
     dispatched = [r.body for r in records if isinstance(r.body, ev.TaskDispatched)]
     for d, f in zip(dispatched, failed, strict=True):
         assert d.timeout_s == 1.0
-        assert 900 <= f.at_ms - d.at_ms <= 5000, (d.at_ms, f.at_ms)
+        assert 900 <= f.at_ms - d.at_ms <= scaled(5) * 1000, (d.at_ms, f.at_ms)
     # Whichever of the coordinator's deadline and the worker's own timeout came second
     # was recorded as discarded and changed nothing.
     assert all(r.body.report == "TaskFailed" for r in records
@@ -67,11 +69,12 @@ async def test_cancelling_a_100_item_map_mid_run_stops_its_running_attempts(
     items = [0.05] * 20 + [20.0] * 80
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         workflow_id = await _submit(client, spec, "cancel-map", {"items": items})
-        deadline = time.monotonic() + 60
-        while len(list(marks.glob("done-*"))) < 20:
-            assert time.monotonic() < deadline, "the quick items did not finish"
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)  # let the slow ones start
+        await wait_until_async(lambda: _marked(marks, "done"), 60, "the 20 quick items done",
+                               until=lambda done: len(done) >= 20)
+        # The slow ones run: 6 of them started (and are running), after the 20 quick ones.
+        await wait_until_async(lambda: _marked(marks, "started"), 30,
+                               "the 20 quick and 6 slow items started",
+                               until=lambda started: len(started) >= 26)
         response = await client.post(f"/v1/workflows/{workflow_id}/cancel",
                                      json={"reason": "enough"})
         assert response.status_code == 202, response.text
@@ -92,23 +95,23 @@ async def test_cancelling_a_100_item_map_mid_run_stops_its_running_attempts(
     assert {c.reason for c in cancelled} == {"enough"}
 
     # The running attempts were stopped by their worker, not left to finish.
-    stop_deadline = time.monotonic() + 20
-    while len(list(marks.glob("stopped-*"))) < 6:
-        assert time.monotonic() < stop_deadline, sorted(p.name for p in marks.iterdir())
-        await asyncio.sleep(0.1)
+    await wait_until_async(lambda: _marked(marks, "stopped"), 20, "6 attempts stopped",
+                           until=lambda stopped: len(stopped) >= 6)
     stopped = {int(p.name.split("-")[1]) for p in marks.glob("stopped-*")}
     assert stopped == {c.index for c in cancelled}
     for p in marks.glob("stopped-*"):
-        assert float(p.read_text()) - cancelled_at < 10
+        assert float(p.read_text()) - cancelled_at < scaled(10)
     assert len(list(marks.glob("done-*"))) == 20
 
-    # Nothing more was dispatched for it after the cancel.
+    # Nothing more was dispatched for it after the cancel, then or a while later.
     def all_dispatches(recs: list[ev.TaskDispatched]) -> bool:
         return sum(r.workflow_id == workflow_id for r in recs) >= len(dispatched)
 
-    queued = await read_topic(stack.topics.tasks("cpu"), all_dispatches)
-    await asyncio.sleep(0.5)
+    queued = await read_topic(stack.topics.tasks("cpu"), all_dispatches, scaled(60))
     assert sum(r.workflow_id == workflow_id for r in queued) == len(dispatched)
+    await holds_for_async(lambda: _dispatches_now(stack, workflow_id), 0.5,
+                          f"{len(dispatched)} dispatches, none after the cancel",
+                          holds=lambda count: count == len(dispatched))
 
     # The worker's slots are free again: a short workflow runs at once.
     quick = {"name": "after-cancel", "nodes": [{"id": "a", "task": "e2e.sleep",
@@ -116,6 +119,18 @@ async def test_cancelling_a_100_item_map_mid_run_stops_its_running_attempts(
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         after = await _submit(client, quick, "after-cancel")
     assert (await wait_status(stack, after, timeout_s=20))["status"] == "succeeded"
+
+
+async def _dispatches_now(stack: Stack, workflow_id: str) -> int:
+    """How many dispatches of the workflow ``tasks.cpu`` holds, read to its end now."""
+    key = workflow_id.encode()
+    async with TopicReader(BOOTSTRAP, timeout_s=scaled(60)) as reader:
+        return len(await reader.read_to_end(stack.topics.tasks("cpu"), keep=lambda k: k == key))
+
+
+def _marked(marks: Path, kind: str) -> list[str]:
+    """The names of the marks of one ``kind`` (``started``, ``done``, ``stopped``), sorted."""
+    return sorted(p.name for p in marks.glob(f"{kind}-*"))
 
 
 def _nodes(status: dict[str, object]) -> dict[str, str]:
@@ -158,14 +173,13 @@ async def test_progress_shows_in_the_status_and_on_sse_while_running(stack: Stac
                                             "input": {"seconds": 3}}]}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         workflow_id = await _submit(client, spec, "progress")
-        deadline = time.monotonic() + 20
-        while True:
-            view = (await client.get(f"/v1/workflows/{workflow_id}")).json()
-            tasks = view.get("tasks") or []
-            if tasks and tasks[0]["progress"] == 0.5:
-                break
-            assert time.monotonic() < deadline, view
-            await asyncio.sleep(0.1)
+        async def view_now() -> dict[str, Any]:
+            return dict((await client.get(f"/v1/workflows/{workflow_id}")).json())
+
+        view = await wait_until_async(view_now, 20, "progress 0.5 in the status",
+                                      until=lambda v: (v.get("tasks") or [{}])[0].get(
+                                          "progress") == 0.5)
+        tasks = view["tasks"]
         assert view["status"] == "running"
         assert tasks[0]["message"] == "halfway"
         async with aconnect_sse(client, "GET", f"/v1/workflows/{workflow_id}/events") as source:
@@ -185,23 +199,22 @@ async def test_an_attempt_that_starts_after_its_cancel_is_stopped(
          "queue": "q2", "input": {"seconds": "${item}", "marks": str(marks)}}]}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         workflow_id = await _submit(client, spec, "late-start", {"items": [5.0] * 3})
-        deadline = time.monotonic() + 30
-        while (await client.get(f"/v1/workflows/{workflow_id}")).json()["status"] != "running":
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.1)
+        await wait_status(stack, workflow_id, 30, until=("running",))
         response = await client.post(f"/v1/workflows/{workflow_id}/cancel")
         assert response.status_code == 202, response.text
     assert (await wait_status(stack, workflow_id))["status"] == "cancelled"
     q2 = localstack.default_services(TASKS, 1, "q2")[-1]
     stack.start(q2)
     try:
-        stop_deadline = time.monotonic() + 30
-        while len(list(marks.glob("stopped-*"))) < 3:
-            assert time.monotonic() < stop_deadline, (
-                sorted(p.name for p in marks.iterdir()), stack.logs())
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(6)  # long enough for a 5 s task that was not stopped to end
-        assert list(marks.glob("done-*")) == []
+        try:
+            await wait_until_async(lambda: _marked(marks, "stopped"), 30, "3 attempts stopped",
+                                   until=lambda stopped: len(stopped) >= 3)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{stack.logs()}") from e
+        # Long enough for a 5 s task that was not stopped to end.
+        await holds_for_async(lambda: _marked(marks, "done"), 6, "no attempt done",
+                              holds=lambda done: done == [])
+        assert _marked(marks, "done") == []
     finally:
         stack.stop(q2)
         stack.services.remove(q2)  # later tests look for the stack's live services
@@ -222,6 +235,6 @@ async def test_a_workflow_whose_output_exceeds_the_record_limit_fails_as_data(
     assert sum(isinstance(r.body, ev.TaskSucceeded) for r in records) == 19
     assert records[-1].type == "WorkflowFailed"
     dead = await read_topic(stack.topics.dlq, lambda rs: any(
-        r.key == workflow_id.encode() for r in rs), decode=False)
+        r.key == workflow_id.encode() for r in rs), scaled(60), decode=False)
     (letter,) = [r for r in dead if r.key == workflow_id.encode()]
     assert isinstance(codec.decode(letter.value), ev.TaskSucceeded)

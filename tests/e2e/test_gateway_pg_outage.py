@@ -19,6 +19,7 @@ from stackkit import Stack
 
 from ops.localstack import Service
 from ops.sandbox import free_port
+from tests.waiting import scaled, wait_until_async
 
 SPEC = {"name": "pg-down", "nodes": [{"id": "a", "task": "e2e.flaky",
                                       "input": {"succeed_on": 1}}]}
@@ -79,18 +80,12 @@ class TcpProxy:
 
 async def wait_for_status(client: httpx.AsyncClient, path: str, status: int,
                           timeout_s: float = 60) -> httpx.Response:
-    """Poll ``path`` until it answers ``status``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            response = await client.get(path)
-            if response.status_code == status:
-                return response
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{path} did not answer {status} within {timeout_s} s")
-        await asyncio.sleep(0.2)
+    """Poll ``path`` until it answers ``status`` (``timeout_s`` scaled, see
+    ``tests/waiting.py``)."""
+    return await wait_until_async(lambda: client.get(path), timeout_s,
+                                  f"{status} on {path}",
+                                  until=lambda r: r.status_code == status,
+                                  ignore=(httpx.TransportError,), interval_s=0.2)
 
 
 def assert_503(response: httpx.Response, title: str) -> None:
@@ -126,7 +121,7 @@ async def test_database_lost_and_back(stack: Stack) -> None:
                        "Database unavailable")
             started = time.monotonic()
             assert_503(await client.get("/ready"), "Not ready")
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < scaled(5)
             assert (await client.get("/health")).status_code == 200
 
             await proxy.restore()

@@ -15,6 +15,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from headwater.topics import REASON_HEADER
+from tests.waiting import scaled
 
 SPEC = {"name": "idem", "nodes": [
     {"id": "a", "task": "e2e.sleep", "input": {"seconds": "${input.s}"}},
@@ -75,7 +76,7 @@ async def test_a_kafka_submission_delivered_twice_is_one_run_and_another_body_is
 
     key = workflow_id.encode()
     dead = await read_topic(stack.topics.dlq, lambda rs: any(r.key == key for r in rs),
-                            decode=False)
+                            scaled(60), decode=False)
     (letter,) = [r for r in dead if r.key == key]
     assert codec.decode(letter.value) == other
     reason = dict(letter.headers)[REASON_HEADER].decode()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -13,23 +13,32 @@ import yaml
 from stackkit import Stack, history, produce, submit_to_kafka
 
 from headwater.core import events as ev
+from tests.waiting import wait_until_async
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "stdlib_search"
                        / "workflow.yaml").read_text())
 SMALL_INPUT = {"query": "json encoder", "top_k": 3, "limit": 12}
+TERMINAL = ("succeeded", "failed", "cancelled")
 
 
-async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60) -> dict[str, object]:
-    """Poll the gateway until the workflow is terminal."""
-    deadline = time.monotonic() + timeout_s
+async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60,
+                      until: tuple[str, ...] = TERMINAL) -> dict[str, object]:
+    """Poll the gateway until the workflow's status is one of ``until`` (terminal by
+    default); return its document.
+
+    Raises:
+        WaitTimeout: not so within ``timeout_s`` (scaled, see ``tests/waiting.py``).
+    """
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=10) as client:
-        while time.monotonic() < deadline:
+        async def status() -> dict[str, Any]:
             response = await client.get(f"/v1/workflows/{workflow_id}")
-            if response.status_code == 200 and response.json()["status"] in (
-                    "succeeded", "failed", "cancelled"):
-                return dict(response.json())
-            await asyncio.sleep(0.2)
-    raise TimeoutError(f"{workflow_id} not terminal after {timeout_s} s")
+            if response.status_code != 200:
+                return {"http_status": response.status_code, "body": response.text[:500]}
+            return dict(response.json())
+
+        return await wait_until_async(status, timeout_s, f"{workflow_id} {'/'.join(until)}",
+                                      until=lambda doc: doc.get("status") in until,
+                                      interval_s=0.2)
 
 
 async def test_avro_submission_produced_to_kafka_succeeds(stack: Stack) -> None:

@@ -4,7 +4,6 @@ fails the attempt (``HeartbeatTimeout``) and another worker runs the next one.""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
@@ -12,6 +11,7 @@ import uuid
 from typing import Any
 
 import httpx
+from consumer_groups import wait_group_size
 from stackkit import TASKS, Stack, history, read_topic
 from test_kafka_submission import wait_status
 from test_worker_faults import wait_all_committed
@@ -19,6 +19,7 @@ from test_worker_faults import wait_all_committed
 from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
+from tests.waiting import scaled
 
 
 def worker_services(stack: Stack) -> dict[int, localstack.Service]:
@@ -34,14 +35,15 @@ def worker_services(stack: Stack) -> dict[int, localstack.Service]:
 async def reports_of(stack: Stack, workflow_id: str, enough: Any,
                      timeout_s: float = 60.0) -> list[Any]:
     """The workflow's reports on the reports topic, once ``enough(reports)`` holds (other
-    tests leave undecodable records there: only this workflow's, by key, are decoded)."""
+    tests leave undecodable records there: only this workflow's, by key, are decoded);
+    ``timeout_s`` is scaled (``tests/waiting.py``)."""
     key = workflow_id.encode()
 
     def mine(records: list[Any]) -> list[Any]:
         return [codec.decode(r.value) for r in records if r.key == key]
 
-    records = await read_topic(stack.topics.reports, lambda rs: enough(mine(rs)), timeout_s,
-                               decode=False)
+    records = await read_topic(stack.topics.reports, lambda rs: enough(mine(rs)),
+                               scaled(timeout_s), decode=False)
     return mine(records)
 
 
@@ -55,7 +57,8 @@ async def test_a_killed_workers_attempt_is_retried_on_another_worker(stack: Stac
     stack.start(second)
     killed: localstack.Service | None = None
     try:
-        await asyncio.sleep(3)  # let it join the group
+        await wait_group_size(stack.topics.worker_group("cpu"), 2, "two cpu workers", 30,
+                              stable=True)
         assert len(worker_services(stack)) == 2, stack.logs()
         spec = {"name": "lease", "nodes": [{
             "id": "h", "task": "e2e.hang_first", "input": {"seconds": 300},
@@ -85,7 +88,7 @@ async def test_a_killed_workers_attempt_is_retried_on_another_worker(stack: Stac
         status = await wait_status(stack, workflow_id, timeout_s=120)
         assert status["status"] == "succeeded", status
         assert status["output"] == {"h": {"attempt": 2}}
-        assert time.monotonic() - killed_at < 60
+        assert time.monotonic() - killed_at < scaled(60)
 
         records = sorted(await history(stack, workflow_id), key=lambda r: r.seq)
         failed = [r.body for r in records if isinstance(r.body, ev.TaskFailed)]

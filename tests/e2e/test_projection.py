@@ -16,7 +16,8 @@ from stackkit import ADMIN_DSN
 from headwater.core import events as ev
 from headwater.core.machine import step
 from services.common.db import connect_pool
-from services.coordinator.projection import project
+from services.projector.writer import project
+from tests.waiting import scaled
 
 T0 = 1_800_000_000_000
 SPEC = {"name": "proj", "retry": {"max_attempts": 2, "backoff_base": 0.1},
@@ -119,7 +120,7 @@ async def test_values_postgres_refuses_are_stored_sanitised(pools: list[asyncpg.
         "wf-p3", T0, {"text": "a\x00b", "deep": nest(300)}))
     events[-1] = ev.HistoryEvent("wf-p3", len(events), bad.body)
     async with pools[0].acquire() as conn:
-        await asyncio.wait_for(project(conn, events), 30)
+        await asyncio.wait_for(project(conn, events), scaled(30))
     row = await pools[0].fetchrow("select status, output from workflows")
     assert row["status"] == "succeeded"
     assert row["output"]["text"] == "a\ufffdb"

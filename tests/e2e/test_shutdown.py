@@ -11,47 +11,29 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-from aiokafka.admin import AIOKafkaAdminClient
+from consumer_groups import wait_group, wait_group_size
 from httpx_sse import aconnect_sse
-from stackkit import BOOTSTRAP, Stack, read_topic, submit_to_kafka
+from stackkit import Stack, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 from test_leases import reports_of
 
 from headwater.core import events as ev
 from ops import localstack
 from ops.sandbox import free_port
+from tests.waiting import scaled, wait_until_async
 
 
-async def group_size(group: str) -> int:
-    """Members of the consumer group ``group`` now."""
-    return len(await group_members(group))
-
-
-async def group_members(group: str, stable: bool = False) -> set[str]:
-    """The member ids of the consumer group ``group`` now (with ``stable``: an empty set
-    unless the group is ``Stable``, no rebalance under way)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
-    await admin.start()
-    try:
-        (response,) = await admin.describe_consumer_groups([group])
-        # (error, group, state, protocol type, protocol, members: (member id, ...))
-        if stable and response.groups[0][2] != "Stable":
-            return set()
-        return {m[0] for m in response.groups[0][5]}
-    finally:
-        await admin.close()
-
-
-async def eventually(check: Callable[[], Any], what: str, timeout_s: float) -> float:
-    """Poll the async ``check()`` until it is true; return the seconds it took."""
+async def eventually(check: Callable[[], Awaitable[object]], what: str,
+                     timeout_s: float) -> float:
+    """Wait (``tests.waiting.wait_until_async``, ``timeout_s`` scaled) until the async
+    ``check()`` is true; return the seconds it took."""
     began = time.monotonic()
-    while not await check():
-        assert time.monotonic() - began < timeout_s, f"no {what} after {timeout_s} s"
-        await asyncio.sleep(0.1)
+    await wait_until_async(check, timeout_s, what)
     return time.monotonic() - began
 
 
@@ -71,7 +53,7 @@ async def test_a_stopping_worker_finishes_its_attempt_and_hands_over_the_rest(
         stack.start(worker, {"HEADWATER_CONCURRENCY": "1", "HEADWATER_DRAIN_S": "20"})
     try:
         group = stack.topics.worker_group("drain")
-        await eventually(lambda: _is(group_size(group), 2), "two drain workers", 30)
+        await wait_group_size(group, 2, "two drain workers", 30)
         # Two dispatches keyed alike land on one partition: its owner (one slot) starts
         # one and leaves the other queued.
         spec = {"name": "drain", "nodes": [{
@@ -88,7 +70,7 @@ async def test_a_stopping_worker_finishes_its_attempt_and_hands_over_the_rest(
         (owner_service,) = [w for w in workers if localstack.read_pid(w.pid_file) == owner]
         os.kill(owner, signal.SIGTERM)
         took = await eventually(lambda: exited(owner), "exit of the stopping worker", 15)
-        assert took < 6, took  # the 3 s attempt, not the 20 s window
+        assert took < scaled(6), took  # the 3 s attempt, not the 20 s window
 
         status = await wait_status(stack, workflow_id, timeout_s=30)
         assert status["status"] == "succeeded", status
@@ -117,22 +99,29 @@ async def test_a_stopping_gateway_is_unready_and_finishes_what_is_in_flight(
     pid = stack.start(gateway, {"HEADWATER_GATEWAY_PORT": str(port)})
     url = f"http://127.0.0.1:{port}"
     try:
-        await asyncio.to_thread(localstack.wait_ready, f"{url}/ready", 60, [pid])
+        await asyncio.to_thread(localstack.wait_ready, f"{url}/ready", scaled(60), [pid])
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             followed = await _submit(client, {"name": "long", "nodes": [
                 {"id": "s", "task": "e2e.sleep", "input": {"seconds": 30}}]})
-            stream = asyncio.create_task(_follow(client, followed))
+            opened, asked = asyncio.Event(), asyncio.Event()
+            stream = asyncio.create_task(_follow(client, followed, opened))
             slow_id = f"slow-{uuid.uuid4().hex[:8]}"
-            slow = asyncio.create_task(client.post(
-                "/v1/workflows", content=_slowly(slow_id, 3.0),
-                headers={"content-type": "application/json"}))
-            await asyncio.sleep(0.5)  # both requests are in
+            slow = asyncio.create_task(_post_when_asked(url, _slow_body(slow_id), asked, 3.0))
+
+            def both_in() -> dict[str, bool]:
+                for task in (stream, slow):
+                    if task.done():
+                        task.result()  # raises what went wrong before the SIGTERM
+                return {"stream open": opened.is_set(), "body asked for": asked.is_set()}
+
+            await wait_until_async(both_in, 30, "both requests in",
+                                   until=lambda seen: all(seen.values()))
             os.kill(pid, signal.SIGTERM)
 
             async def unready() -> bool:
                 return (await _fresh(url, "GET", "/ready")).status_code == 503
 
-            assert await eventually(unready, "503 on /ready", 2) < 1
+            assert await eventually(unready, "503 on /ready", 2) < scaled(1)
             ready = await _fresh(url, "GET", "/ready")
             assert ready.headers["content-type"] == "application/problem+json"
             assert ready.json()["detail"] == "shutting down"
@@ -141,9 +130,9 @@ async def test_a_stopping_gateway_is_unready_and_finishes_what_is_in_flight(
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
             assert not stream.done()  # streams go on while requests are in flight
 
-            response = await slow  # the request in flight is answered
-            assert response.status_code == 202, response.text
-            seen = await asyncio.wait_for(stream, 10)  # ended cleanly, without an error
+            status, body = await slow  # the request in flight is answered
+            assert status == 202, body
+            seen = await asyncio.wait_for(stream, scaled(10))  # ended cleanly, without an error
             assert seen[0] == "WorkflowAccepted" and "WorkflowSucceeded" not in seen
             await eventually(lambda: exited(pid), "exit of the gateway", 10)
         async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
@@ -161,24 +150,24 @@ async def test_a_stopping_coordinator_hands_over_at_once_and_loses_nothing(
     stack.start(second)
     group = stack.topics.coordinator_app_id
     try:
-        await eventually(lambda: _is(group_size(group), 2), "a second coordinator", 40)
+        await wait_group_size(group, 2, "a second coordinator", 40)
         spec = {"name": "chain", "nodes": [
             {"id": f"n{i}", "task": "e2e.digest", "input": {"value": i, "seconds": 0.1},
              **({"needs": [f"n{i - 1}"]} if i else {})} for i in range(3)]}
         ids = [f"coord-{uuid.uuid4().hex[:8]}" for _ in range(60)]
         await _produce_submissions(stack, spec, ids)
-        await asyncio.sleep(1.5)  # mid-run: batches of reports and dispatches flow
+        await _mid_run(stack, ids)
         pid = localstack.read_pid(first.pid_file)
         assert pid is not None
         log_start = first.log_file.stat().st_size
         killed_ms = time.time() * 1000
         os.kill(pid, signal.SIGTERM)
         took = await eventually(lambda: exited(pid), "exit of the coordinator", 10)
-        assert took < 5, took  # well under the 10 s session timeout
+        assert took < scaled(5), took  # well under the 10 s session timeout
         # It left the group: the other has every partition now, not after 10 s.
         other_log = second.log_file.stat().st_size
         try:
-            await eventually(lambda: _is(group_size(group), 1), "a one-member group", 3)
+            await wait_group_size(group, 1, "a one-member group", 3)
         except AssertionError as e:  # say whether the other restarted meanwhile
             tail = second.log_file.read_text(errors="replace")[other_log:]
             raise AssertionError(f"{e}; the other coordinator's log since: "
@@ -192,7 +181,7 @@ async def test_a_stopping_coordinator_hands_over_at_once_and_loses_nothing(
         assert ended_ms[-1] > killed_ms, "the batch was over before the SIGTERM"
     finally:
         stack.start(first)  # the session's coordinator again (its pid file names a dead one)
-        await eventually(lambda: _at_least(group_size(group), 2), "the coordinator back", 40)
+        await wait_group_size(group, 2, "the coordinator back", 40, at_least=True)
         stack.stop(second)
         stack.services.remove(second)
 
@@ -207,7 +196,7 @@ async def whole_histories(stack: Stack, ids: list[str],
     def all_done(records: list[Any]) -> bool:
         return wanted <= {r.workflow_id for r in records if r.terminal}
 
-    records = await read_topic(stack.topics.events, all_done, timeout_s=timeout_s)
+    records = await read_topic(stack.topics.events, all_done, timeout_s=scaled(timeout_s))
     histories: dict[str, dict[int, Any]] = {w: {} for w in ids}
     for r in records:
         if r.workflow_id in wanted:
@@ -226,14 +215,6 @@ async def _fresh(url: str, method: str, path: str, **kwargs: Any) -> httpx.Respo
         return await client.request(method, path, **kwargs)
 
 
-async def _is(count: Any, wanted: int) -> bool:
-    return bool(await count == wanted)
-
-
-async def _at_least(count: Any, wanted: int) -> bool:
-    return bool(await count >= wanted)
-
-
 def _starts(reports: list[Any]) -> list[ev.TaskStarted]:
     return [r for r in reports if isinstance(r, ev.TaskStarted)]
 
@@ -245,20 +226,65 @@ async def _submit(client: httpx.AsyncClient, spec: dict[str, Any]) -> str:
     return workflow_id
 
 
-async def _slowly(workflow_id: str, seconds: float) -> AsyncIterator[bytes]:
-    """A submission's body, its second half ``seconds`` after its first."""
-    body = (b'{"id": "%s", "workflow": {"name": "slow", "nodes": '
+def _slow_body(workflow_id: str) -> bytes:
+    """A one-node submission's body."""
+    return (b'{"id": "%s", "workflow": {"name": "slow", "nodes": '
             b'[{"id": "a", "task": "e2e.sleep", "input": {"seconds": 0}}]}}' % workflow_id.encode())
-    yield body[:20]
-    await asyncio.sleep(seconds)
-    yield body[20:]
 
 
-async def _follow(client: httpx.AsyncClient, workflow_id: str) -> list[str]:
-    """The event types of the workflow's SSE stream, until the server ends it."""
+async def _post_when_asked(url: str, body: bytes, asked: asyncio.Event,
+                           pause_s: float) -> tuple[int, str]:
+    """POST ``body`` to ``/v1/workflows`` with ``Expect: 100-continue``: the headers
+    first; ``asked`` is set when the server answers ``100 Continue`` (the route has begun
+    reading the body: the request is in flight); the body follows ``pause_s`` later.
+
+    Returns:
+        The final status and body.
+    """
+    where = urlsplit(url)
+    reader, writer = await asyncio.open_connection(where.hostname, where.port)
+    try:
+        writer.write(b"POST /v1/workflows HTTP/1.1\r\nHost: %s\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Expect: 100-continue\r\n\r\n" % (where.netloc.encode(), len(body)))
+        await writer.drain()
+        interim = await reader.readuntil(b"\r\n\r\n")
+        assert interim.startswith(b"HTTP/1.1 100 "), interim
+        asked.set()
+        await asyncio.sleep(pause_s)  # a slow client, not a wait
+        writer.write(body)
+        await writer.drain()
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        fields = dict(line.split(":", 1) for line in head.split("\r\n")[1:] if ":" in line)
+        length = {k.strip().lower(): v.strip() for k, v in fields.items()}.get("content-length")
+        rest = await (reader.readexactly(int(length)) if length else reader.read())
+        return int(head.split(" ", 2)[1]), rest.decode(errors="replace")
+    finally:
+        writer.close()
+
+
+async def _follow(client: httpx.AsyncClient, workflow_id: str,
+                  opened: asyncio.Event) -> list[str]:
+    """The event types of the workflow's SSE stream, until the server ends it; ``opened``
+    is set once the stream's response has begun."""
     async with aconnect_sse(client, "GET", f"/v1/workflows/{workflow_id}/events",
                             timeout=httpx.Timeout(60)) as source:
+        opened.set()
         return [sse.event async for sse in source.aiter_sse() if sse.data]
+
+
+async def _mid_run(stack: Stack, ids: list[str]) -> None:
+    """Wait until the workflows of ``ids`` are under way (reports and dispatches flow: one
+    of them has its second node dispatched) and not all of them have ended."""
+    wanted = set(ids)
+
+    def under_way(records: list[Any]) -> bool:
+        return any(r.workflow_id in wanted and isinstance(r.body, ev.TaskDispatched)
+                   and r.body.node == "n1" for r in records)
+
+    records = await read_topic(stack.topics.events, under_way, timeout_s=scaled(60))
+    ended = {r.workflow_id for r in records if r.workflow_id in wanted and r.terminal}
+    assert ended != wanted, "the batch was over before the SIGTERM"
 
 
 async def _produce_submissions(stack: Stack, spec: dict[str, Any], ids: list[str]) -> None:
@@ -271,27 +297,28 @@ async def test_a_stopping_standalone_projector_commits_and_leaves_its_group(
     """``python -m services.projector`` beside the coordinator's own projector: on
     SIGTERM it exits 0 within seconds and leaves the projection group at once."""
     group = stack.topics.projection_group
-    before = await group_members(group)
+    # Each live coordinator's own projector, in a group settled at that size: an earlier
+    # test restarted the session's coordinator, whose projector may still be joining (it
+    # would count as the newcomer) or leave a member behind.
+    coordinators = sum(1 for s in stack.services if s.name.startswith("coordinator")
+                       and localstack.read_pid(s.pid_file) is not None)
+    before = await wait_group_size(group, coordinators, "the coordinators' projectors", 40,
+                                   stable=True)
     projector = localstack.Service("projector-2", python("services.projector"))
     stack.start(projector)
     try:
-        joined: set[str] = set()
-
-        async def joined_now() -> bool:  # and the group settled (no rebalance under way)
-            joined.update(await group_members(group, stable=True) - before)
-            return bool(joined)
-
-        await eventually(joined_now, "a second projector in a stable group", 40)
+        members = await wait_group(  # and the group settled (no rebalance under way)
+            group, f"a second projector beside {sorted(before)}", 40,
+            lambda m: before < m and len(m) == len(before) + 1, stable=True)
+        joined = members - before
         pid = localstack.read_pid(projector.pid_file)
         assert pid is not None
         os.kill(pid, signal.SIGTERM)
         took = await eventually(lambda: exited(pid), "exit of the projector", 10)
-        assert took < 5, took
+        assert took < scaled(5), took
 
-        async def left() -> bool:
-            return not (await group_members(group)) & joined
-
-        await eventually(left, "the group without it", 3)
+        await wait_group(group, f"the group without it ({sorted(joined)})", 3,
+                         lambda m: not m & joined)
         log = projector.log_file.read_text(errors="replace")
         assert "SIGTERM: stopping" in log and "Traceback" not in log, log
     finally:

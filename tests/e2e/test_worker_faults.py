@@ -3,8 +3,6 @@ ends in a report the coordinator gets, the worker lives on, and its offsets move
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from typing import Any
 
@@ -16,6 +14,7 @@ from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
 from ops import localstack
+from tests.waiting import wait_until_async
 
 RETRY = {"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 0.2, "jitter": 0}
 
@@ -32,7 +31,8 @@ async def submit(client: httpx.AsyncClient, name: str, task: str,
 
 
 async def wait_all_committed(stack: Stack, timeout_s: float = 60.0) -> None:
-    """Wait until the worker group has committed every record of ``tasks.cpu``."""
+    """Wait until the worker group has committed every record of ``tasks.cpu``
+    (``timeout_s`` scaled, see ``tests/waiting.py``)."""
     topic, group = stack.topics.tasks("cpu"), stack.topics.worker_group("cpu")
     admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
     consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)
@@ -40,15 +40,15 @@ async def wait_all_committed(stack: Stack, timeout_s: float = 60.0) -> None:
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        async def offsets() -> dict[str, dict[int, int]]:
             ends = {tp: o for tp, o in (await consumer.end_offsets(tps)).items() if o}
-            offsets = await admin.list_consumer_group_offsets(group)
-            committed = {tp: offsets[tp].offset for tp in ends if tp in offsets}
-            if committed == ends:
-                return
-            assert time.monotonic() < deadline, f"stuck: committed {committed}, ends {ends}"
-            await asyncio.sleep(0.5)
+            found = await admin.list_consumer_group_offsets(group)
+            return {"committed": {tp.partition: found[tp].offset for tp in ends if tp in found},
+                    "ends": {tp.partition: o for tp, o in ends.items()}}
+
+        await wait_until_async(offsets, timeout_s, f"{group} committed all of {topic}",
+                               until=lambda o: o["committed"] == o["ends"], interval_s=0.5)
     finally:
         await consumer.stop()
         await admin.close()

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from headwater.topics import Topics
 from services.common.kafka import ensure_topics
 from services.worker.app import Worker
 from services.worker.settings import Settings
+from tests.waiting import holds_for_async, wait_until_async
 
 
 @contextlib.contextmanager
@@ -103,13 +104,6 @@ async def committed(topics: Topics) -> int | None:
     return None if meta is None else int(meta.offset)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.5)
-
-
 @contextlib.asynccontextmanager
 async def running(worker: Worker) -> AsyncIterator[asyncio.Task[None]]:
     """Run ``worker`` in the background; check it is still running before stopping it."""
@@ -134,16 +128,20 @@ async def test_a_task_longer_than_max_poll_interval_runs_once(topics: Topics) ->
     await produce(topics, dispatch("long", "e2e.sleep", {"seconds": 7}),
                   dispatch("short", "e2e.sleep", {"seconds": 0}))
     async with running(Worker(settings)):
-        async def both_done() -> bool:
-            return len(outcomes(await read_all(topics.reports))) >= 2
+        async def reports() -> list[Any]:
+            return await read_all(topics.reports)
 
-        await eventually(both_done)
-        await eventually(lambda: _equals(committed(topics), 2), timeout_s=15)
-        await asyncio.sleep(2)  # a re-run would show up by now
-        reports = await read_all(topics.reports)
-    started = [r.workflow_id for r in reports if isinstance(r, ev.TaskStarted)]
+        await wait_until_async(reports, 60, "both outcomes reported",
+                               until=lambda rs: len(outcomes(rs)) >= 2, interval_s=0.5)
+        await wait_until_async(lambda: committed(topics), 15, "offset 2 committed",
+                               until=lambda offset: offset == 2, interval_s=0.5)
+        # A re-run would show up by now.
+        await holds_for_async(reports, 2, "two starts, no re-run",
+                              holds=lambda rs: len(_starts(rs)) <= 2, interval_s=0.5)
+        reports_now = await read_all(topics.reports)
+    started = [r.workflow_id for r in _starts(reports_now)]
     assert started == ["long", "short"]
-    assert [(r.workflow_id, r.output) for r in outcomes(reports)] == [("long", 7), ("short", 0)]
+    assert [(r.workflow_id, r.output) for r in outcomes(reports_now)] == [("long", 7), ("short", 0)]
 
 
 async def test_an_output_the_broker_refuses_becomes_a_failure(topics: Topics) -> None:
@@ -159,7 +157,8 @@ async def test_an_output_the_broker_refuses_becomes_a_failure(topics: Topics) ->
     await produce(topics, dispatch("big", "e2e.big_output", {"size": 50_000}),
                   dispatch("after", "e2e.big_output", {"size": 10}))
     async with running(Worker(worker_settings(topics, concurrency=1))):
-        await eventually(lambda: _equals(committed(topics), 2))
+        await wait_until_async(lambda: committed(topics), 60, "offset 2 committed",
+                               until=lambda offset: offset == 2, interval_s=0.5)
         reports = await read_all(topics.reports)
     big, after = outcomes(reports)
     assert isinstance(big, ev.TaskFailed) and big.workflow_id == "big"
@@ -168,5 +167,5 @@ async def test_an_output_the_broker_refuses_becomes_a_failure(topics: Topics) ->
     assert isinstance(after, ev.TaskSucceeded) and after.output == "x" * 10
 
 
-async def _equals(value: Awaitable[Any], expected: Any) -> bool:
-    return await value == expected
+def _starts(reports: list[Any]) -> list[ev.TaskStarted]:
+    return [r for r in reports if isinstance(r, ev.TaskStarted)]

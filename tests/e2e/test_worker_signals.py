@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from test_worker_polling import dispatch, fresh_topics, produce, read_all
 from headwater.core import events as ev
 from headwater.topics import Topics
 from ops.localstack import REPO
+from tests.waiting import scaled, wait_until_async
 
 
 @pytest.fixture
@@ -26,13 +26,6 @@ def topics() -> Iterator[Topics]:
     """A fresh topic prefix, deleted afterwards."""
     with fresh_topics() as names:
         yield names
-
-
-async def wait_for(check: object, what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"no {what} after {timeout_s} s"
-        await asyncio.sleep(0.3)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -52,9 +45,9 @@ async def test_worker_exits_cleanly_on_a_signal_while_a_task_runs(
         async def started() -> bool:
             return any(isinstance(r, ev.TaskStarted) for r in await read_all(topics.reports))
 
-        await wait_for(started, "TaskStarted")
+        await wait_until_async(started, 60, "TaskStarted", interval_s=0.3)
         proc.send_signal(sig)
-        code = await asyncio.to_thread(proc.wait, 20)
+        code = await asyncio.to_thread(proc.wait, scaled(20))
     finally:
         if proc.poll() is None:
             proc.kill()

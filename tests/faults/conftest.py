@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for _path in (REPO, REPO / "tests" / "e2e"):  # load.faultkit; stackkit and the e2e tasks
+for _path in (REPO, REPO / "tests" / "e2e"):  # load.faultkit, tests.waiting; stackkit, tasks
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 

@@ -1,5 +1,5 @@
 """Each fault point once, on a small batch of every workflow shape: the run keeps every
-invariant of DESIGN.md §3 and ends every workflow as a fault-free run does.
+invariant of docs/architecture.md §3 and ends every workflow as a fault-free run does.
 
 ``python -m load.faults`` (``make faults``) runs the longer version: several runs per
 point, several kills per run, bigger batches.
@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 from faultcheck import explain
 
-from load.faultkit.audit import Outcome
+from load.faultkit.audit import EndState
 from load.faultkit.batch import Submission
 from load.faultkit.run import Plan, run
 from load.faultkit.suite import POINTS, QUICK, point_plan
+from tests.waiting import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -24,7 +25,7 @@ def batch() -> list[Submission]:
 
 
 @pytest.fixture(scope="module")
-def expected(services: None, batch: list[Submission]) -> dict[str, Outcome]:
+def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     """The outcome of each workflow in a fault-free run."""
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
@@ -32,10 +33,10 @@ def expected(services: None, batch: list[Submission]) -> dict[str, Outcome]:
     return base.outcomes()
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(scaled(300))
 @pytest.mark.parametrize("point", POINTS)
 def test_a_killed_process_changes_no_outcome(point: str, batch: list[Submission],
-                                            expected: dict[str, Outcome]) -> None:
+                                            expected: dict[str, EndState]) -> None:
     report = run(point_plan(point, kills=QUICK.kills), batch, expected)
     assert report.violations == [], explain(report)
     figures = report.figures

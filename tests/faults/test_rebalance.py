@@ -9,11 +9,12 @@ from faultcheck import explain
 
 from load.faultkit.run import Plan, run
 from load.faultkit.suite import QUICK
+from tests.waiting import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(scaled(420))
 def test_scaling_up_and_down_mid_batch_changes_no_outcome(services: None) -> None:
     batch = QUICK.rebalance_batch()
     base = run(Plan("baseline"), batch)
