@@ -75,12 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         log.info("%s %s: running (%s)", p.name, p.title, p.settings)
         t0, load = time.monotonic(), os.getloadavg()[0]
         try:
-            outcomes.append(report.EndState(p, p.run(), time.monotonic() - t0, load))
+            outcomes.append(report.BenchResult(p, p.run(), time.monotonic() - t0, load))
         except Exception as e:  # one failed benchmark must not lose the others' results
             traceback.print_exc()
             kept = e.values if isinstance(e, PartialResult) else {}
             error = str(e) if isinstance(e, PartialResult) else f"{type(e).__name__}: {e}"
-            outcomes.append(report.EndState(p, kept, time.monotonic() - t0, load, error))
+            outcomes.append(report.BenchResult(p, kept, time.monotonic() - t0, load, error))
         log.info("%s done in %.1f s", p.name, time.monotonic() - t0)
     doc = report.document(outcomes, stamp, args.quick, time.monotonic() - start, notes.notes)
     paths = _write(doc, args.out, stamp)

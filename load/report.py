@@ -18,7 +18,7 @@ BASELINE = "B1"
 
 
 @dataclass(frozen=True)
-class EndState:
+class BenchResult:
     """How one benchmark went.
 
     Attributes:
@@ -37,7 +37,7 @@ class EndState:
     error: str | None = None
 
 
-def document(outcomes: list[EndState], stamp: str, quick: bool, wall_s: float,
+def document(outcomes: list[BenchResult], stamp: str, quick: bool, wall_s: float,
              notes: list[str]) -> dict[str, Any]:
     """The results document: every value, its ratio to B1, the settings and timings.
 
