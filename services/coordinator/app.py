@@ -26,8 +26,9 @@ TABLE_NAME = "workflows"  # faust names its changelog <app id>-<table>-changelog
 SESSION_TIMEOUT_S = 10.0
 """Kafka's ``session.timeout.ms`` of the coordinators' group, seconds."""
 STALL_S = 30.0
-"""How long an input partition may hold records past the last one applied with none of
-them arriving before the coordinator restarts (``OffsetContinuity.stalled``), seconds."""
+"""How long a record may wait in an input partition, past the last one applied, with
+none applied meanwhile, before the coordinator restarts (``OffsetContinuity.stalled``),
+seconds."""
 BATCH_GRACE_S = 15.0
 """How long a batch may take to finish once the agent is cancelled (the coordinator is
 stopping), seconds; past it the process exits without acknowledging the batch."""

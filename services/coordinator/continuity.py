@@ -12,7 +12,10 @@ must start (``expect``: the group's committed offset, or the partition's first o
 when none was committed; ``faust_seam.start_offsets``): a coordinator that starts a partition
 anywhere else would never see the records before (seen in the fault suite). And a
 record dropped last, with nothing after it, is noticed by ``stalled``: the partition's
-log end stays past the last offset processed. How they are hooked to faust's events is
+log end stays past the last offset processed, with no progress, for as long as the
+stall limit. The wait is measured from when the unprocessed record was first seen in
+the log, not from when the partition last moved: after an hour of quiet, the first new
+record has waited milliseconds, not an hour. How they are hooked to faust's events is
 ``faust_seam.InputWatch``'s.
 """
 
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 class OffsetContinuity:
     """The last offset processed per ``(topic, partition)`` since it was assigned, and
-    when it last moved.
+    since when records past it have been waiting in the log.
 
     Args:
         clock: monotonic seconds.
@@ -33,7 +36,7 @@ class OffsetContinuity:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._last: dict[tuple[str, int], int] = {}
-        self._moved_at: dict[tuple[str, int], float] = {}
+        self._waiting_since: dict[tuple[str, int], float] = {}
 
     def check(self, records: Iterable[tuple[str, int, int]]) -> str | None:
         """Record ``(topic, partition, offset)`` triples in order.
@@ -49,24 +52,32 @@ class OffsetContinuity:
                 return f"{topic}[{partition}]: offsets {last + 1}..{offset - 1} were skipped"
             if last is None or offset > last:
                 self._last[key] = offset
-                self._moved_at[key] = self.clock()
+                self._waiting_since.pop(key, None)  # progress: whatever waits, waits anew
         return None
 
     def stalled(self, ends: Mapping[tuple[str, int], int | None],
                 after_s: float) -> str | None:
-        """A partition whose log holds records past the last one processed (``ends``: the
-        next offset to be written, per partition; None: unknown) while none of its
-        records was processed for ``after_s`` seconds: a record lost on its way to the
-        stream with nothing after it to reveal the gap. None when there is none."""
+        """A partition whose log has held records past the last one processed for
+        ``after_s`` seconds with no progress meanwhile: a record lost on its way to the
+        stream with nothing after it to reveal the gap. Call it periodically: the wait
+        of a record counts from the first call that saw it in the log (``ends``: the
+        next offset to be written, per partition; None: unknown).
+
+        Returns:
+            A description of the first stalled partition, or None.
+        """
         now = self.clock()
+        found = None
         for key, end in sorted(ends.items()):
             last = self._last.get(key)
             if last is None or end is None or end <= last + 1:
+                self._waiting_since.pop(key, None)
                 continue
-            if now - self._moved_at.get(key, now) >= after_s:
-                return (f"{key[0]}[{key[1]}]: offsets {last + 1}..{end - 1} are in the log "
-                        f"but none came for {now - self._moved_at[key]:.0f} s")
-        return None
+            since = self._waiting_since.setdefault(key, now)
+            if found is None and now - since >= after_s:
+                found = (f"{key[0]}[{key[1]}]: offsets {last + 1}..{end - 1} have waited "
+                         f"{now - since:.0f} s in the log with none processed")
+        return found
 
     def expect(self, committed: Mapping[tuple[str, int], int]) -> None:
         """Partitions assigned: their next records start at these committed offsets (the
@@ -74,13 +85,13 @@ class OffsetContinuity:
         for key, offset in committed.items():
             if offset >= 0:
                 self._last[key] = offset - 1
-                self._moved_at[key] = self.clock()
+                self._waiting_since.pop(key, None)
 
     def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Partitions revoked: another process may move them on meanwhile."""
         for key in partitions:
             self._last.pop(key, None)
-            self._moved_at.pop(key, None)
+            self._waiting_since.pop(key, None)
 
 
 def offset_ranges(records: Iterable[tuple[str, int, int]]) -> str:

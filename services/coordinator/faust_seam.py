@@ -265,8 +265,8 @@ class InputWatch:
     Args:
         app: the faust app.
         settings: the coordinator's settings (input topics, the group's offsets).
-        stall_s: how long a partition may hold records past the last one applied with
-            none of them arriving, seconds (``OffsetContinuity.stalled``).
+        stall_s: how long a record may wait in an input partition, past the last one
+            applied, with none applied meanwhile, seconds (``OffsetContinuity.stalled``).
     """
 
     def __init__(self, app: Any, settings: Settings, stall_s: float) -> None:

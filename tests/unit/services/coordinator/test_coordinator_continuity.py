@@ -57,11 +57,39 @@ def test_a_partition_whose_log_ran_ahead_with_nothing_arriving_is_stalled() -> N
     c.expect({("r", 0): 5, ("r", 1): 0})
     assert c.check([("r", 0, 5), ("r", 0, 6)]) is None
     clock.now = 29.0
-    assert c.stalled({("r", 0): 8, ("r", 1): 0}, 30.0) is None  # not long enough yet
-    clock.now = 31.0
     assert c.stalled({("r", 0): 7, ("r", 1): 0}, 30.0) is None  # nothing past offset 6
+    assert c.stalled({("r", 0): 8, ("r", 1): 0}, 30.0) is None  # offset 7 seen waiting
+    clock.now = 58.0
+    assert c.stalled({("r", 0): 8, ("r", 1): None}, 30.0) is None  # 29 s: not long enough
+    clock.now = 59.5
     assert c.stalled({("r", 0): 8, ("r", 1): None}, 30.0) == (
-        "r[0]: offsets 7..7 are in the log but none came for 31 s")
+        "r[0]: offsets 7..7 have waited 30 s in the log with none processed")
+
+
+def test_a_record_after_a_long_quiet_is_not_a_stall() -> None:
+    """The wait counts from when a record was first seen in the log, not from when its
+    partition last moved: a coordinator idle for 60 s whose partition then receives a
+    burst is not stalled (it once restarted itself here, each time work arrived)."""
+    clock = Clock()
+    c = OffsetContinuity(clock)
+    c.expect({("r", 0): 0})
+    assert c.check([("r", 0, 0)]) is None
+    assert c.stalled({("r", 0): 1}, 30.0) is None  # all processed
+    clock.now = 60.0  # a minute of quiet, then a burst lands
+    assert c.stalled({("r", 0): 400}, 30.0) is None
+    clock.now = 60.2
+    assert c.check([("r", 0, i) for i in range(1, 400)]) is None
+    assert c.stalled({("r", 0): 400}, 30.0) is None
+
+
+def test_steady_progress_behind_a_growing_log_is_not_a_stall() -> None:
+    clock = Clock()
+    c = OffsetContinuity(clock)
+    c.expect({("r", 0): 0})
+    for second in range(100):  # always 50 records behind, but moving every second
+        clock.now = float(second)
+        assert c.check([("r", 0, second)]) is None
+        assert c.stalled({("r", 0): second + 51}, 30.0) is None
 
 
 def test_progress_and_revocation_clear_a_stall() -> None:
