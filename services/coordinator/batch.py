@@ -128,7 +128,7 @@ class BatchApplier:
                 committed (the caller stops the process).
         """
         effects = self._effects_of(records)
-        if not effects.encoded and not effects.dead:
+        if not effects.encoded and not effects.dead and not effects.waiting:
             return
         changed, entries = effects.table_entries()
         intents = self._intents(entries, effects.encoded)

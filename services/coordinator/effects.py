@@ -22,10 +22,11 @@ from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.fencing import stop_for
 from headwater.core.idempotency import conflict
-from headwater.core.machine import Step, fail, step
+from headwater.core.machine import Step, fail, start, step
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
+from services.coordinator import waiting as waiting_inputs
 from services.coordinator.inputs import decode_input
 from services.coordinator.records import (
     RECORD_MARGIN_BYTES,
@@ -56,6 +57,9 @@ class BatchEffects:
         inputs_of: workflow id -> the inputs that changed it, with their events.
         applied: workflow id -> input topic -> offset of the last input applied.
         replayed: inputs skipped because the table holds their effects.
+        waiting: workflow id -> the inputs waiting for its submission, where the batch
+            changed them (``waiting``).
+        started: workflows whose submission consumed the inputs waiting for it.
     """
 
     topics: Topics
@@ -70,6 +74,8 @@ class BatchEffects:
     inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = field(default_factory=dict)
     applied: dict[str, dict[str, int]] = field(default_factory=dict)
     replayed: int = 0
+    waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)
 
     def add(self, record: InputRecord) -> None:
         """Apply one input record: route it, step it, collect what it did. Never raises
@@ -107,22 +113,50 @@ class BatchEffects:
         try:
             state = self.touched.get(wid) or self.store.get(wid)
             if wid not in self.applied:
-                self.applied[wid] = self.store.applied(wid)
+                self.applied[wid] = self._stored_offsets(wid, state)
         except DecodeError as e:  # a snapshot we cannot read: keep the input, go on
             self.dead.append(DeadLetter(record, f"snapshot of {wid} is unreadable: {e}"))
             return None
         offsets = self.applied[wid]
-        if state is not None and record.offset <= offsets.get(record.topic, -1):
+        if record.offset <= offsets.get(record.topic, -1):
             self.replayed += 1
             return None
         return event, state, offsets
 
+    def _stored_offsets(self, wid: str, state: WorkflowState | None) -> dict[str, int]:
+        """The applied offsets the table holds for ``wid``: beside its header, or, for a
+        workflow not submitted yet, beside the inputs waiting for it.
+
+        Raises:
+            DecodeError: the entry holding them is malformed.
+        """
+        if state is not None:
+            return self.store.applied(wid)
+        return waiting_inputs.load(self.store.get_entry(waiting_inputs.waiting_key(wid)))[1]
+
+    def _waiting_for(self, wid: str) -> list[ev.Input]:
+        """The inputs waiting for ``wid``'s submission, as the batch left them.
+
+        Raises:
+            DecodeError: the entry holding them is malformed.
+        """
+        if wid in self.waiting:
+            return self.waiting[wid]
+        return waiting_inputs.load(self.store.get_entry(waiting_inputs.waiting_key(wid)))[0]
+
     def _step(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
               ) -> tuple[Step, list[Outgoing]] | None:
         """The machine's step and its encoded records; when that raises, the input is
-        dead-lettered and its workflow failed as data (None: not even that)."""
+        dead-lettered and its workflow failed as data (None: not even that). A new
+        workflow's submission takes the inputs waiting for it (``machine.start``)."""
         try:
-            result = step(state, event)
+            if (state is None and isinstance(event, ev.WorkflowSubmitted)
+                    and (kept := self._waiting_for(event.workflow_id))):
+                result = start(event, kept)
+                self.started.add(event.workflow_id)
+                self.waiting.pop(event.workflow_id, None)
+            else:
+                result = step(state, event)
             return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
         except Exception as e:  # a bug or a record too large must not stop the service
             log.exception("cannot apply %s to %s", type(event).__name__, event.workflow_id)
@@ -134,6 +168,8 @@ class BatchEffects:
                  outgoing: list[Outgoing], offsets: dict[str, int]) -> None:
         """Keep what a step did, and a stop for a report of an attempt that must end."""
         wid = event.workflow_id
+        if result.deferred:
+            self._keep_waiting(record, event, offsets)
         if result.events and result.state is not None:
             self.out.extend(result.events)
             self.encoded.extend(outgoing)
@@ -144,6 +180,20 @@ class BatchEffects:
         if stop is not None:
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
                                          codec.encode(stop)))
+
+    def _keep_waiting(self, record: InputRecord, event: ev.Input,
+                      offsets: dict[str, int]) -> None:
+        """Keep an input the machine deferred until its workflow's submission arrives
+        (dead-lettered past ``MAX_WAITING`` of them)."""
+        wid = event.workflow_id
+        kept = self._waiting_for(wid)
+        if len(kept) >= waiting_inputs.MAX_WAITING:
+            self.dead.append(DeadLetter(record, (
+                f"{waiting_inputs.MAX_WAITING} inputs already wait for workflow {wid}, "
+                f"which was never submitted")))
+            return
+        self.waiting[wid] = [*kept, event]
+        offsets[record.topic] = record.offset
 
     def table_entries(self) -> tuple[dict[str, set[str]], Entries]:
         """The parts of each touched workflow that changed (``writeset.touched_parts``)
@@ -156,6 +206,11 @@ class BatchEffects:
                    for wid, state in self.touched.items()}
         entries = {wid: self.store.entries(state, changed[wid], self.applied[wid])
                    for wid, state in self.touched.items()}
+        for wid, kept in self.waiting.items():
+            entries.setdefault(wid, []).append(
+                (waiting_inputs.waiting_key(wid), waiting_inputs.dump(kept, self.applied[wid])))
+        for wid in self.started:  # consumed: the entry is emptied
+            entries.setdefault(wid, []).append((waiting_inputs.waiting_key(wid), b""))
         for wid in [w for w, es in entries.items() if self._too_large(es)]:
             self._fail_oversized(wid, entries, changed)
         return changed, entries

@@ -60,3 +60,8 @@ def entry_partition(key: bytes, partitions: int) -> int:
 DEFINITION = "@def"
 """The part under which a workflow's definition (spec, input, tenant) is stored, once; no
 task key can be it (node ids start with a letter or ``_``)."""
+
+
+WAITING = "@waiting"
+"""The part under which inputs that arrived before their workflow's submission wait
+(``waiting``); no task key can be it."""

@@ -44,7 +44,7 @@ the workflow, its output); ``recorder`` numbers and evolves what they decide.
 
 from __future__ import annotations
 
-from headwater.core.machine.inputs import fail, step
+from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 
-__all__ = ["Step", "fail", "step"]
+__all__ = ["Step", "fail", "start", "step"]

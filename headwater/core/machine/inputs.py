@@ -1,15 +1,22 @@
 """The machine's entry points, ``step`` and ``fail``, and the table of inputs by type.
 
 Each input type has one rule in ``INPUT_RULES``: a submission starts a workflow that
-does not exist yet; every other input applies only to a running workflow (for an
-unknown or finished one it changes nothing and records nothing). A cancel request ends
-the workflow ``cancelled``; a timer goes to ``timers``; a worker's report to ``reports``.
+does not exist yet; every other input applies only to a running workflow (for a
+finished one it changes nothing and records nothing). A cancel request ends the
+workflow ``cancelled``; a timer goes to ``timers``; a worker's report to ``reports``.
+
+A cancel for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
+after the submission but reached the coordinator first (they travel on two topics), so
+the coordinator keeps it and hands it to ``start`` with the submission, which accepts
+the workflow and applies it before any node starts. Reports and timers for an unknown
+workflow change nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from headwater.core import events as ev
@@ -64,9 +71,40 @@ def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
     return rec.result()
 
 
+def start(event: ev.WorkflowSubmitted, waiting: Sequence[ev.Input]) -> Step:
+    """Apply a submission that found inputs waiting for it (deferred by ``step``).
+
+    Args:
+        event: the workflow's submission.
+        waiting: the inputs deferred for it, in the order they arrived; each is applied
+            at its own time or the submission's, whichever is later.
+
+    Returns:
+        As ``step``: ``WorkflowAccepted``, what the waiting inputs did (a cancel ends the
+        workflow before any node starts), then the start of the root nodes if it still
+        runs.
+    """
+    rec = Recorder(None, event.at_ms)
+    state = submission.accept(rec, event)
+    for item in waiting if not state.spec_error else ():
+        item = dataclasses.replace(item, at_ms=max(item.at_ms, rec.at_ms))
+        rec.at_ms = item.at_ms
+        INPUT_RULES[type(item)](rec, rec.state, item)
+    submission.begin(rec, event)
+    return rec.result()
+
+
 def _submitted(rec: Recorder, state: WorkflowState | None, event: ev.WorkflowSubmitted) -> None:
     if state is None:  # a resubmission of a known workflow changes nothing
         submission.submit(rec, event)
+
+
+def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,
+                     event: ev.CancelRequested) -> None:
+    if state is None:
+        rec.deferred = True  # the submission has not arrived yet: it waits for it
+    elif not state.status.terminal:
+        _cancel(rec, state, event)
 
 
 def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
@@ -85,7 +123,7 @@ def _while_running(rule: Callable[[Recorder, WorkflowState, Any], None]) -> Inpu
 
 INPUT_RULES: dict[type[Any], InputRule] = {
     ev.WorkflowSubmitted: _submitted,
-    ev.CancelRequested: _while_running(_cancel),
+    ev.CancelRequested: _cancel_or_defer,
     ev.TimerFired: _while_running(timers.timer_fired),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
 }

@@ -22,6 +22,9 @@ class Step:
 
     state: WorkflowState | None
     events: list[ev.HistoryEvent] = field(default_factory=list)
+    deferred: bool = False
+    """The input is for a workflow not submitted yet and must wait for it: keep it and
+    hand it to ``start`` with the submission (a cancel that overtook its submission)."""
 
     @property
     def dispatches(self) -> list[ev.TaskDispatched]:
@@ -47,6 +50,7 @@ class Recorder:
         self.events: list[ev.HistoryEvent] = []
         self.finished: deque[str] = deque()
         self.settling = False
+        self.deferred = False
 
     @property
     def current(self) -> WorkflowState:
@@ -70,5 +74,5 @@ class Recorder:
         return self.state
 
     def result(self) -> Step:
-        """The step's result: the state and the events recorded."""
-        return Step(self.state, self.events)
+        """The step's result: the state, the events recorded, whether the input waits."""
+        return Step(self.state, self.events, self.deferred)

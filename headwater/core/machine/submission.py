@@ -23,7 +23,16 @@ def accept(rec: Recorder, event: ev.WorkflowSubmitted) -> WorkflowState:
 
 def submit(rec: Recorder, event: ev.WorkflowSubmitted) -> None:
     """Accept a new workflow and start its root nodes, or fail it for an invalid spec."""
-    state = accept(rec, event)
+    accept(rec, event)
+    begin(rec, event)
+
+
+def begin(rec: Recorder, event: ev.WorkflowSubmitted) -> None:
+    """Start an accepted workflow's root nodes, or fail it for an invalid spec; nothing
+    when it has ended already (a cancel that was waiting for it)."""
+    state = rec.current
+    if state.status.terminal:
+        return
     if state.spec_error:
         error = f"invalid spec: {state.spec_error}"
         rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, error))

@@ -21,6 +21,7 @@ from machine_harness import (
 )
 
 from headwater.core import events as ev
+from headwater.core.machine import start, step
 
 TWO = spec(task("a"), task("b", "a"))
 MAP = spec(map_node("m", "${input.xs}", max_concurrency=3, retry={"max_attempts": 2}))
@@ -86,3 +87,34 @@ def test_cancelling_a_100_item_map_mid_run_leaves_no_dispatch_after_it() -> None
     assert "TaskDispatched" not in types[cut:]
     assert len(result.bodies(ev.TaskDispatched)) == 28
     assert len(result.bodies(ev.TaskCancelled)) == 8
+
+
+# -- a cancel that overtook its submission (they travel on two topics) -------------------
+
+def test_a_cancel_for_a_workflow_not_submitted_yet_is_deferred() -> None:
+    out = step(None, cancel())
+    assert out.deferred and out.state is None and out.events == []
+    assert not step(None, ok("a")).deferred  # a report for an unknown workflow: dropped
+    assert not step(None, fired("retry:a:2", T0)).deferred
+
+
+def test_the_waiting_cancel_ends_the_workflow_before_any_node_starts() -> None:
+    early = ev.CancelRequested("wf-1", T0 - 5, "user asked")
+    out = start(submit(TWO), [early])
+    check_history(out.events, out.state)
+    assert [e.type for e in out.events] == [
+        "WorkflowAccepted", "NodeFinished", "NodeFinished", "WorkflowCancelled"]
+    assert not out.dispatches
+    assert out.state is not None and out.state.status.value == "cancelled"
+    assert all(e.body.at_ms >= T0 for e in out.events)  # never before its acceptance
+    assert out.events[-1].body.reason == "user asked"
+
+
+def test_a_submission_with_nothing_waiting_starts_as_usual() -> None:
+    assert [e.type for e in start(submit(TWO), []).events] == [
+        e.type for e in step(None, submit(TWO)).events]
+
+
+def test_a_waiting_cancel_of_an_invalid_spec_leaves_it_failed() -> None:
+    out = start(submit({"name": "bad", "nodes": []}), [cancel()])
+    assert [e.type for e in out.events] == ["WorkflowAccepted", "WorkflowFailed"]

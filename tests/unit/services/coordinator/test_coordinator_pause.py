@@ -58,6 +58,9 @@ class Store:
     def applied(self, workflow_id: str) -> dict[str, int]:
         return {}
 
+    def get_entry(self, key: bytes) -> bytes | None:
+        return None
+
 
 async def test_a_fenced_coordinator_writes_nothing() -> None:
     topics = Topics("unit")
