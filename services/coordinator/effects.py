@@ -179,7 +179,7 @@ class BatchEffects:
         stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
         if stop is not None:
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
-                                         codec.encode(stop)))
+                                         codec.encode(stop), wid))
 
     def _keep_waiting(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:
@@ -233,7 +233,7 @@ class BatchEffects:
                   f"less {RECORD_MARGIN_BYTES}")
         log.error("%s; failing it", reason)
         self.out[:] = [e for e in self.out if e.workflow_id != wid]
-        self.encoded[:] = [o for o in self.encoded if o.key != wid.encode()]
+        self.encoded[:] = [o for o in self.encoded if o.workflow_id != wid]
         self.touched.pop(wid)
         self.store.forget(wid)
         inputs = self.inputs_of[wid]

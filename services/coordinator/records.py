@@ -30,11 +30,20 @@ class InputRecord:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """An encoded record to publish on ``topic`` (keyed by the workflow id)."""
+    """An encoded record to publish on ``topic``.
+
+    Attributes:
+        key: the record's key: the workflow id, except for a dispatch, keyed by its
+            dispatch id so that one workflow's tasks spread over every partition of
+            their queue (and so over every worker of its consumer group).
+        workflow_id: whose record it is (which intent it belongs to); empty for a record
+            read back from an intent, which is only published again.
+    """
 
     topic: str
     key: bytes
     value: bytes
+    workflow_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,8 @@ class DeadLetter:
 def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
                    max_bytes: int) -> list[Outgoing]:
     """Encode history events for ``events``; each dispatch once more for its queue's
-    topic, and each cancelled attempt once more for ``worker-control`` (workers stop it).
+    topic (keyed by its dispatch id), and each cancelled attempt once more for
+    ``worker-control`` (workers stop it).
 
     Raises:
         ValueError: a record does not fit its schema, or its key and value exceed
@@ -56,12 +66,14 @@ def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
     """
     out: list[Outgoing] = []
     for event in events:
-        key = event.workflow_id.encode()
-        out.append(Outgoing(topics.events, key, codec.encode(event)))
+        wid = event.workflow_id
+        key = wid.encode()
+        out.append(Outgoing(topics.events, key, codec.encode(event), wid))
         if isinstance(event.body, ev.TaskDispatched):
-            out.append(Outgoing(topics.tasks(event.body.queue), key, codec.encode(event.body)))
+            out.append(Outgoing(topics.tasks(event.body.queue),
+                                event.body.dispatch_id.encode(), codec.encode(event.body), wid))
         elif isinstance(event.body, ev.TaskCancelled):
-            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body)))
+            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body), wid))
     for o in out:
         if len(o.key) + len(o.value) > max_bytes - RECORD_MARGIN_BYTES:
             raise ValueError(f"a record of {len(o.key) + len(o.value)} bytes exceeds the "

@@ -122,10 +122,12 @@ async def test_cancelling_a_100_item_map_mid_run_stops_its_running_attempts(
 
 
 async def _dispatches_now(stack: Stack, workflow_id: str) -> int:
-    """How many dispatches of the workflow ``tasks.cpu`` holds, read to its end now."""
-    key = workflow_id.encode()
+    """How many dispatches of the workflow ``tasks.cpu`` holds, read to its end now
+    (dispatches are keyed by their dispatch id, ``<workflow id>/<task>/<attempt>``)."""
+    prefix = f"{workflow_id}/".encode()
     async with TopicReader(BOOTSTRAP, timeout_s=scaled(60)) as reader:
-        return len(await reader.read_to_end(stack.topics.tasks("cpu"), keep=lambda k: k == key))
+        return len(await reader.read_to_end(stack.topics.tasks("cpu"),
+                                            keep=lambda k: k is not None and k.startswith(prefix)))
 
 
 def _marked(marks: Path, kind: str) -> list[str]:
