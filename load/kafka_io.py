@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from headwater import codec
@@ -20,7 +20,7 @@ from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import Offsets, TopicReader
 
 __all__ = ["FETCH_BYTES", "Offsets", "Seen", "Tail", "consumer", "delete_topic", "end_offsets",
-           "existing_partitions", "fresh_topic", "partitions", "producer", "range_bytes",
+           "existing_partitions", "fresh_topic", "producer", "range_bytes",
            "reader"]
 
 FETCH_BYTES = 32 * 1024 * 1024  # above the 16 MiB records Headwater may write
@@ -62,25 +62,6 @@ def producer(bootstrap: str, **kwargs: Any) -> AIOKafkaProducer:
     """An ``acks=all`` producer (the default of every Headwater producer)."""
     return AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
                             max_request_size=DEFAULT_MAX_MESSAGE_BYTES, **kwargs)
-
-
-async def partitions(client: AIOKafkaConsumer, topic: str,
-                     timeout_s: float) -> list[TopicPartition]:
-    """The partitions of ``topic``, waiting up to ``timeout_s`` for it to exist (for
-    callers holding a raw ``consumer``; a ``TopicReader`` has ``partitions``).
-
-    Raises:
-        TimeoutError: the topic did not appear.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = client.partitions_for_topic(topic)
-        if found:
-            return [TopicPartition(topic, p) for p in sorted(found)]
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {topic} did not appear within {timeout_s} s")
-        await client._client.force_metadata_update()
-        await asyncio.sleep(0.2)
 
 
 async def existing_partitions(source: TopicReader, topic: str, timeout_s: float) -> list[int]:
