@@ -158,7 +158,10 @@ def ps() -> None:
 def _load_input(raw: str | None) -> Any:
     if raw is None:
         return None
-    text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    try:
+        text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    except OSError as e:
+        raise typer.BadParameter(f"cannot read --input file {raw[1:]!r}: {e.strerror}") from e
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

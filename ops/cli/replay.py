@@ -28,7 +28,7 @@ from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
 from services.common.clock import now_ms
-from services.coordinator.keys import DEFINITION
+from services.coordinator.keys import DEFINITION, WAITING
 from services.coordinator.snapshot import dump_state, load_split
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
@@ -92,8 +92,9 @@ def decode_table(workflow_id: str, entries: dict[str, bytes]) -> tuple[WorkflowS
         The state (None without a header) and why it could not be decoded, or ``""``.
     """
     header, definition = entries.get(""), entries.get(DEFINITION)
-    if header is None:
-        return None, ("it has entries but no header" if entries else "")
+    if header is None:  # inputs waiting for its submission have no state yet
+        others = set(entries) - {WAITING}
+        return None, ("it has entries but no header" if others else "")
     if definition is None:
         return None, "its definition entry is missing"
     try:

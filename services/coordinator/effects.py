@@ -186,14 +186,21 @@ class BatchEffects:
         """Keep an input the machine deferred until its workflow's submission arrives
         (dead-lettered past ``MAX_WAITING`` of them)."""
         wid = event.workflow_id
-        kept = self._waiting_for(wid)
-        if len(kept) >= waiting_inputs.MAX_WAITING:
-            self.dead.append(DeadLetter(record, (
-                f"{waiting_inputs.MAX_WAITING} inputs already wait for workflow {wid}, "
-                f"which was never submitted")))
+        kept = [*self._waiting_for(wid), event]
+        size = len(waiting_inputs.waiting_key(wid)) + len(waiting_inputs.dump(
+            kept, {**offsets, record.topic: record.offset}))
+        if len(kept) > waiting_inputs.MAX_WAITING:
+            why = (f"{waiting_inputs.MAX_WAITING} inputs already wait for workflow {wid}, "
+                   "which was never submitted")
+        elif size > self.max_record_bytes - RECORD_MARGIN_BYTES:
+            why = (f"the inputs waiting for workflow {wid} would take {size} bytes, over the "
+                   f"limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
+                   f"{RECORD_MARGIN_BYTES}")
+        else:
+            self.waiting[wid] = kept
+            offsets[record.topic] = record.offset
             return
-        self.waiting[wid] = [*kept, event]
-        offsets[record.topic] = record.offset
+        self.dead.append(DeadLetter(record, why))
 
     def table_entries(self) -> tuple[dict[str, set[str]], Entries]:
         """The parts of each touched workflow that changed (``writeset.touched_parts``)
@@ -228,6 +235,10 @@ class BatchEffects:
         this its intent would land and never be carried out (aiokafka refuses the entry),
         on every restart."""
         size = self._too_large(entries.pop(wid))
+        if wid not in self.touched:  # only waiting inputs, which _keep_waiting bounds
+            log.error("the inputs waiting for workflow %s take %d bytes; not kept", wid, size)
+            self.waiting.pop(wid, None)
+            return
         reason = (f"the snapshot of workflow {wid} would hold a table entry of {size} bytes, "
                   f"over the limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) "
                   f"less {RECORD_MARGIN_BYTES}")
@@ -258,6 +269,8 @@ class BatchEffects:
         self.out.extend(result.events)
         self.encoded.extend(outgoing)
         self.touched[wid] = result.state
+        if wid in self.started:  # the submission consumed them, failed as it is
+            failed_entries.append((waiting_inputs.waiting_key(wid), b""))
         entries[wid] = failed_entries
 
     def _fail(self, wid: str, event: ev.Input, reason: str,
