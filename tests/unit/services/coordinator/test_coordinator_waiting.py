@@ -13,6 +13,7 @@ from test_coordinator_redelivery import (
     TOPICS,
     WF,
     Bus,
+    DeadBus,
     Killed,
     Table,
     check_history,
@@ -24,10 +25,9 @@ from test_coordinator_redelivery import (
 from headwater.core import events as ev
 from services.coordinator import waiting
 from services.coordinator.batch import BatchApplier
-from services.coordinator.records import DeadLetter, Outgoing
 from services.coordinator.timers import TimerIndex
 
-__all__ = ["kill_at"]  # the fixture, shared with the redelivery tests
+__all__ = ["DeadBus", "kill_at"]  # shared with the redelivery tests
 
 CANCEL = rec(TOPICS.control, 0, ev.CancelRequested(WF, AT - 3, "changed my mind"))
 SUBMIT = rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, SPEC, {}, AT))
@@ -35,18 +35,6 @@ SUBMIT = rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, SPEC, {}, AT))
 
 def applier(bus: Bus, table: Table) -> BatchApplier:
     return BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
-
-
-class DeadBus(Bus):
-    """A bus that keeps the dead letters too."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.dead: list[DeadLetter] = []
-
-    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
-        await super().publish(records, dead)
-        self.dead += dead
 
 
 def check_cancelled(bus: Bus, table: Table, dispatched: bool = False) -> None:
