@@ -76,6 +76,7 @@ class BatchEffects:
     replayed: int = 0
     waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
+    _stored_waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
 
     def add(self, record: InputRecord) -> None:
         """Apply one input record: route it, step it, collect what it did. Never raises
@@ -132,17 +133,15 @@ class BatchEffects:
         """
         if state is not None:
             return self.store.applied(wid)
-        return waiting_inputs.load(self.store.get_entry(waiting_inputs.waiting_key(wid)))[1]
+        kept, offsets = waiting_inputs.load(
+            self.store.get_entry(waiting_inputs.waiting_key(wid)))
+        self._stored_waiting[wid] = kept  # read once a batch, like the offsets
+        return offsets
 
     def _waiting_for(self, wid: str) -> list[ev.Input]:
-        """The inputs waiting for ``wid``'s submission, as the batch left them.
-
-        Raises:
-            DecodeError: the entry holding them is malformed.
-        """
-        if wid in self.waiting:
-            return self.waiting[wid]
-        return waiting_inputs.load(self.store.get_entry(waiting_inputs.waiting_key(wid)))[0]
+        """The inputs waiting for ``wid``'s submission, as the batch left them (the table's,
+        read by ``_stored_offsets`` when the batch first met the workflow without state)."""
+        return self.waiting.get(wid, self._stored_waiting.get(wid, []))
 
     def _step(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
               ) -> tuple[Step, list[Outgoing]] | None:
