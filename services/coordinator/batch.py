@@ -164,8 +164,7 @@ class BatchApplier:
         for wid, parts in entries.items():
             intents.setdefault(self._partition(wid), Intent()).entries += parts
         for o in encoded:
-            owner = o.workflow_id or o.key.decode()
-            intents.setdefault(self._partition(owner), Intent()).records.append(o)
+            intents.setdefault(self._partition(o.workflow_id), Intent()).records.append(o)
         return intents
 
     async def _record_and_carry_out(self, intents: dict[int, Intent],
