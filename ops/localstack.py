@@ -95,11 +95,20 @@ def alive(pid: int) -> bool:
         return False
 
 
+COORDINATOR_MODULE = "services.coordinator"
+
+
 def start(service: Service, env: Mapping[str, str] | None = None) -> int:
-    """Start ``service`` unless its pid file names a live process; return its pid."""
+    """Start ``service`` unless its pid file names a live process; return its pid.
+
+    A coordinator is a static member of its group named after its service
+    (``HEADWATER_COORDINATOR_INSTANCE``, unless ``env`` sets it), so that a coordinator
+    restarted after a crash takes its partitions back at once."""
     pid = read_pid(service.pid_file)
     if pid is not None:
         return pid
+    if COORDINATOR_MODULE in service.argv:
+        env = {"HEADWATER_COORDINATOR_INSTANCE": service.name, **(env or {})}
     service.pid_file.parent.mkdir(parents=True, exist_ok=True)
     service.log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(service.log_file, "ab") as log:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,7 +100,11 @@ def start_sandbox(
         workers: worker processes for ``queue``.
         queue: the queue they serve.
         pythonpath: directories to put in front of ``PYTHONPATH`` (task modules).
-        extra_env: more ``HEADWATER_*`` settings.
+        extra_env: more ``HEADWATER_*`` settings. With ``HEADWATER_PROJECTION=off`` the
+            PostgreSQL projector runs as a process of its own (``python -m
+            services.projector``) instead of inside the coordinator: what a deployment
+            that cares about speed does, since the projector then has its own
+            interpreter.
 
     Raises:
         RuntimeError: the gateway did not become ready (the logs are in the message).
@@ -118,7 +123,11 @@ def start_sandbox(
     }
     os.environ["HEADWATER_HOME"] = str(home)  # where localstack keeps this sandbox's pids
     sandbox = Sandbox(prefix, dsn, f"http://127.0.0.1:{port}", home, env)
-    pids = [sandbox.start(s) for s in localstack.default_services(tasks, workers, queue)]
+    services = localstack.default_services(tasks, workers, queue)
+    if env.get("HEADWATER_PROJECTION", "on").lower() in ("off", "0", "false", "no"):
+        services.append(localstack.Service("projector", (sys.executable, "-m",
+                                                         "services.projector")))
+    pids = [sandbox.start(s) for s in services]
     try:
         localstack.wait_ready(f"{sandbox.gateway}/ready", timeout_s=120, pids=pids)
     except Exception as e:

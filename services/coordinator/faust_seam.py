@@ -131,6 +131,7 @@ def build_app(settings: Settings, session_timeout_s: float) -> FaustApp:
         broker_commit_interval=0.5,
         broker_session_timeout=session_timeout_s,
         broker_heartbeat_interval=3.0,
+        consumer_group_instance_id=settings.instance_id,
         key_serializer="raw",
         value_serializer="raw",
         Worker=CoordinatorWorker,

@@ -27,6 +27,14 @@ class Settings(CommonSettings):
             coordinator creates it (``HEADWATER_EVENTS_RETENTION_MS``); -1, the default,
             keeps the history for ever, so that replays and projection rebuilds see all
             of it. An existing topic keeps its configuration.
+        instance_id: this coordinator's static member id in its consumer group
+            (``HEADWATER_COORDINATOR_INSTANCE``; Kafka's ``group.instance.id``, KIP-345),
+            or None for a dynamic member. A static member restarted with the same id
+            takes its partitions back at once instead of after the dead member's session
+            timeout; it sends no ``LeaveGroup`` when it stops, so its partitions move to
+            the others only after ``session.timeout.ms``. Give every coordinator its own
+            stable id (the pod name of a StatefulSet, the service name on the local
+            stack); a second process with the same id fences the first.
     """
 
     timer_interval_s: float = 0.05
@@ -36,6 +44,7 @@ class Settings(CommonSettings):
     batch_window_s: float = 0.002
     projection: bool = True
     events_retention_ms: int = -1
+    instance_id: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -49,4 +58,5 @@ class Settings(CommonSettings):
             batch_window_s=env_float("BATCH_WINDOW", 0.002),
             projection=env_str("PROJECTION", "on").lower() not in ("off", "0", "false", "no"),
             events_retention_ms=env_int("EVENTS_RETENTION_MS", -1),
+            instance_id=env_str("COORDINATOR_INSTANCE", "").strip() or None,
         )

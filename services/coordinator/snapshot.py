@@ -9,6 +9,7 @@ A snapshot is a cache of the history: losing it costs a replay, never correctnes
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -90,7 +91,7 @@ def load_state(data: bytes) -> WorkflowState:
 
 
 def _node(v: dict[str, Any]) -> NodeState:
-    return NodeState(**{**v, "status": NodeStatus(v["status"])})
+    return NodeState(**{**v, "status": NodeStatus(v.get("status", NodeStatus.PENDING))})
 
 
 def _task(v: dict[str, Any]) -> TaskState:
@@ -111,12 +112,7 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
         applied: the coordinator's bookkeeping kept beside it: input topic -> offset of
             the last record applied to the workflow (``header_applied`` reads it back).
     """
-    nodes = {
-        node_id: {"status": n.status, "total": n.total, "next_index": n.next_index,
-                  "running": n.running, "done": n.done, "error": n.error,
-                  "failed": n.failed, "failure": n.failure}
-        for node_id, n in state.nodes.items()
-    }
+    nodes = {node_id: _NODE_SHAPE.set_fields(n) for node_id, n in state.nodes.items()}
     return orjson.dumps({
         "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
         "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
@@ -144,7 +140,36 @@ def dump_task(state: WorkflowState, key: str) -> bytes:
         else:
             results = state.nodes[task.node].results
             output = results[task.index] if results is not None else None
-    return orjson.dumps({"task": task, "output": output})
+    entry: dict[str, Any] = {"task": _TASK_SHAPE.set_fields(task)}
+    if output is not None:
+        entry["output"] = output
+    return orjson.dumps(entry)
+
+
+class _Shape:
+    """The fields of a state class written in its table entries, and their defaults."""
+
+    def __init__(self, cls: type, leave_out: tuple[str, ...] = ()) -> None:
+        fields = [f for f in dataclasses.fields(cls) if f.name not in leave_out]
+        self.names = [f.name for f in fields]
+        self.defaults = {f.name: f.default for f in fields
+                         if f.default is not dataclasses.MISSING}
+
+    def set_fields(self, obj: Any) -> dict[str, Any]:
+        """``obj``'s fields as a dict, without those that hold their default (the class's
+        constructor puts them back)."""
+        out: dict[str, Any] = {}
+        for k in self.names:
+            v = getattr(obj, k)
+            if k not in self.defaults or v != self.defaults[k]:
+                out[k] = v
+        return out
+
+
+_TASK_SHAPE = _Shape(TaskState)
+_NODE_SHAPE = _Shape(NodeState, leave_out=("results",))
+"""Defaults are left out of the table's entries: a no-op task's entry is a third of its
+full size. A map's ``results`` live in its tasks' entries, never in the header."""
 
 
 def task_keys(state: WorkflowState) -> list[str]:
@@ -210,8 +235,9 @@ def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]
         entry = orjson.loads(raw)
         task = _task(entry["task"])
         state.tasks[key] = task
-        if task.status is TaskStatus.SUCCEEDED or entry["output"] is not None:
-            _restore_output(state, task, entry["output"])
+        output = entry.get("output")
+        if task.status is TaskStatus.SUCCEEDED or output is not None:
+            _restore_output(state, task, output)
 
 
 def header_applied(header: bytes) -> dict[str, int]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.topics import VALUE_OMITTED_HEADER
+from services.common.kafka import AVRO_HEADERS
 from services.common.settings import CommonSettings
 from services.coordinator.bus import MAX_REASON_CHARS, FaustBus
-from services.coordinator.records import DeadLetter, InputRecord
+from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 
 
 class Topic:
@@ -24,9 +25,19 @@ async def _done() -> None:
     return None
 
 
+class Producer:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    async def send(self, *args: Any) -> Any:
+        self.sent.append(args)
+        return _done()
+
+
 class App:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
+        self.producer = Producer()
 
     def topic(self, name: str, **kwargs: Any) -> Topic:
         return Topic(self.sent)
@@ -59,3 +70,17 @@ async def test_a_dead_letter_too_large_with_its_headers_goes_without_its_value()
     [sent] = app.sent
     assert sent["value"] is None
     assert dict(sent["headers"])[VALUE_OMITTED_HEADER] == b"9990 bytes"
+
+
+async def test_records_go_to_the_producer_keyed_with_avro_headers_in_order() -> None:
+    b, app = bus(1 << 20)
+    b._ready["p.tasks.cpu"] = object()  # a topic the coordinator found at start
+    records = [Outgoing("p.events", b"wf", b"e1", "wf"), Outgoing("p.tasks.cpu", b"d", b"x", "wf"),
+               Outgoing("p.events", b"wf", b"e2", "wf")]
+    await b.publish(records, [])
+    assert [(topic, key, value, partition) for topic, key, value, partition, _, _
+            in app.producer.sent] == [("p.events", b"wf", b"e1", None),
+                                      ("p.tasks.cpu", b"d", b"x", None),
+                                      ("p.events", b"wf", b"e2", None)]
+    assert all(h == AVRO_HEADERS for *_, h in app.producer.sent)
+    assert app.sent == []  # nothing through faust's topics

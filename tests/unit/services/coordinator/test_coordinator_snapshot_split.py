@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from test_machine_runs import NAMES, _scenario
 
@@ -63,11 +64,35 @@ def test_a_step_writes_only_what_it_changed() -> None:
     assert state is not None
     first = write(table, result)
     assert first == {DEFINITION} | {f"m[{i}]" for i in range(1000)}
-    header_size = len(table[""])
     result = step(state, ok("m", {"i": 7}, index=7))
     assert result.state is not None
     assert write(table, result) == {"m[7]"}
+    header_size = len(table[""])
+    result = step(result.state, ok("m", {"i": 8}, index=8))
+    assert result.state is not None
+    assert write(table, result) == {"m[8]"}
     assert abs(len(table[""]) - header_size) <= 2  # only counters changed: no results in it
+
+
+def test_entries_leave_defaults_out_and_load_back_whole() -> None:
+    from machine_harness import ok, submit
+
+    doc = {"name": "pair", "nodes": [{"id": "a", "task": "t"},
+                                     {"id": "b", "task": "t", "needs": ["a"]}]}
+    result = step(None, submit(doc, {}))
+    assert result.state is not None
+    table: dict[str, bytes] = {}
+    write(table, result)
+    entry = orjson.loads(table["a"])
+    assert entry == {"task": {"node": "a", "index": None, "attempt": 1, "status": "dispatched",
+                              "dispatched_at_ms": entry["task"]["dispatched_at_ms"],
+                              "heartbeat_ms": 30_000}}  # the default heartbeat_timeout
+    assert orjson.loads(table[""])["nodes"]["b"] == {}  # pending, nothing counted yet
+    result = step(result.state, ok("a", {"x": 1}))
+    assert result.state is not None
+    write(table, result)
+    assert orjson.loads(table["a"])["output"] == {"x": 1}
+    assert load_split(table[""], table[DEFINITION], table.get) == result.state
 
 
 @pytest.mark.parametrize("node", [
