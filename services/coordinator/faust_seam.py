@@ -28,10 +28,10 @@ when the library stops behaving so, and then the workaround can go:
    about to exec or exit runs its ``GroupCoordinator``'s private ``_maybe_leave_group``.
 7. The root logger level (``quiet_logging``): faust's worker sets the root logger to
    DEBUG for its spinner and filters in its handler.
-8. Table writes (``write_entry``, ``read_entry``, ``WorkflowTable.partition_for_key``):
-   ``table[key] = value`` drops the changelog record's future (nothing to await before
-   the inputs are committed) and takes its partition from the current event (it raises
-   outside a stream); entries go to ``table.data`` and ``send_changelog`` directly.
+8. Table writes (``changelog.write``, ``read_entry``, ``WorkflowTable.partition_for_key``):
+   ``table[key] = value`` drops the changelog record's future and takes its partition
+   from the current event; entries go to ``table.data`` and, past faust's producer
+   buffer, to the app's producer (see ``changelog``).
 9. The recovery hook (``WorkflowTable.on_recovery_completed``): faust's ``on_recover``
    callbacks are called with no partitions.
 """
@@ -105,6 +105,12 @@ class CoordinatorWorker(faust.Worker):
             log.warning("coordinator stopped %.1f s after the signal", time.monotonic() - since)
 
 
+PRODUCER_BATCH_BYTES = 1 << 20
+"""aiokafka's ``max_batch_size`` for the coordinator's producer, bytes: a batch's records
+for one partition fit one producer batch (the default, 16 KiB, makes a large batch wait
+for a round trip per 16 KiB: aiokafka keeps one batch per partition in flight)."""
+
+
 def build_app(settings: Settings, session_timeout_s: float) -> FaustApp:
     """The faust app of the coordinators' group (``settings.topics.coordinator_app_id``),
     raw keys and values, at-least-once, run by ``CoordinatorWorker``.
@@ -125,6 +131,7 @@ def build_app(settings: Settings, session_timeout_s: float) -> FaustApp:
         processing_guarantee="at_least_once",
         producer_acks=-1,
         producer_max_request_size=settings.max_message_bytes,
+        producer_max_batch_size=PRODUCER_BATCH_BYTES,
         consumer_max_fetch_size=settings.max_message_bytes,
         consumer_auto_offset_reset="earliest",
         web_enabled=False,
@@ -174,23 +181,6 @@ def read_entry(table: Any, key: bytes) -> bytes | None:
     """An entry of the table's local store, raw (no cache, no decoding)."""
     value: bytes | None = table.data.get(key)
     return value
-
-
-def write_entry(table: Any, key: bytes, value: bytes | None) -> Awaitable[Any]:
-    """Write an entry (None deletes) to the table's local store, without a second
-    changelog record, and to its changelog.
-
-    Returns:
-        The changelog record's future; it resolves once the broker has it. Await it
-        before the inputs are committed: faust's own ``flush`` may return with records
-        still buffered.
-    """
-    if value is None:
-        table.data.pop(key, None)
-    else:
-        table.data[key] = value
-    future: Awaitable[Any] = table.send_changelog(table.partition_for_key(key), key, value)
-    return future
 
 
 def record_bytes(key: bytes | None, value: bytes | None,

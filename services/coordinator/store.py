@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
-from services.coordinator.faust_seam import read_entry, write_entry
+from services.coordinator import changelog
+from services.coordinator.faust_seam import read_entry
 from services.coordinator.keys import DEFINITION, TABLE_KEY_SEP, table_entry_key
 from services.coordinator.snapshot import (
     dump_definition,
@@ -130,10 +131,10 @@ class TableStore:
         """Write entries (None deletes) in order, to the local store and the changelog.
 
         Returns:
-            One future per changelog record; they resolve once the broker has it. Await
-            them before the inputs are committed (``faust_seam.write_entry``).
+            Futures that resolve once the broker has every changelog record. Await them
+            before the inputs are committed (``changelog.write``).
         """
-        return [write_entry(self.table, key, value) for key, value in entries]
+        return [changelog.write(self.table, entries)] if entries else []
 
     def partition(self, workflow_id: str) -> int:
         """The partition of the workflow's entries and input records."""

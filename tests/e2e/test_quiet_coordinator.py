@@ -16,7 +16,7 @@ import httpx
 from stackkit import Stack
 from test_kafka_submission import wait_status
 
-QUIET_S = 45.0
+QUIET_S = 60.0
 """Longer than the stall limit (``services/coordinator/app.py``, 30 s): the scenario
 itself, not a wait for a condition, so it is not scaled."""
 SPEC = {"name": "burst", "nodes": [{"id": "a", "task": "e2e.sleep", "input": {"seconds": 0}},

@@ -25,6 +25,7 @@ from faust.types import TP
 from intervaltree import IntervalTree
 from mode.threads import ServiceThread
 
+from services.coordinator import changelog
 from services.coordinator import faust_seam as seam
 from services.coordinator.keys import entry_partition, intent_key, table_entry_key
 from services.coordinator.records import InputRecord
@@ -329,23 +330,32 @@ async def test_a_faust_table_write_drops_its_changelog_future(app: faust.App) ->
     assert table.on_key_set(b"k", b"v") is None  # type: ignore[func-returns-value]
 
 
-async def test_write_entry_returns_the_changelog_future_and_partitions_by_key(
+async def test_changelog_write_sends_every_entry_in_order_to_its_partition(
         app: faust.App) -> None:
     table = seam.add_table(app, "workflows", 4)
-    sent: list[tuple[int, bytes, bytes | None]] = []
+    sent: list[tuple[Any, ...]] = []
+    persisted: list[tuple[Any, int]] = []
 
-    future: Any = "future"
+    class Producer:
+        async def send(self, *args: Any) -> Any:
+            sent.append(args)
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            done.set_result(SimpleNamespace(partition=args[3], offset=len(sent) * 10))
+            return done
 
-    def send_changelog(partition: int, key: bytes, value: bytes | None) -> Any:
-        sent.append((partition, key, value))
-        return future
-
-    table.send_changelog = send_changelog  # type: ignore[method-assign,assignment]
+    app.producer = Producer()  # type: ignore[assignment]
+    table.data.set_persisted_offset = (  # type: ignore[method-assign]
+        lambda tp, offset: persisted.append((tp, offset)))
     key = table_entry_key("wf-1", "a")
-    assert seam.write_entry(table, key, b"v") is future
-    assert seam.write_entry(table, intent_key(6), None) is future
-    assert seam.read_entry(table, key) == b"v"
-    assert sent == [(entry_partition(key, 4), key, b"v"), (2, intent_key(6), None)]
+    done = changelog.write(table, [(key, b"v"), (intent_key(5), None), (key, b"w")])
+    assert seam.read_entry(table, key) == b"w"  # the local store at once, before the broker
+    await done
+    topic = table.changelog_topic.get_topic_name()
+    p = entry_partition(key, 4)
+    assert p == 2
+    assert sent == [(topic, key, b"v", 2, None, None), (topic, intent_key(5), None, 1, None, None),
+                    (topic, key, b"w", 2, None, None)]
+    assert sorted(persisted) == [(TP(topic, 1), 20), (TP(topic, 2), 30)]  # each one's highest
 
 
 # 9. The recovery hook.

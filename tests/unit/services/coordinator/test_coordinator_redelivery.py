@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -51,12 +52,39 @@ class Bus:
         return [codec.decode(r.value) for r in self.records if r.topic == TOPICS.events]
 
 
-class FaustTable:
-    """What ``TableStore`` uses of a faust table: its local store, and a changelog whose
-    records are durable as soon as sent (a crash loses nothing written before it)."""
+class LocalStore(dict[bytes, bytes]):
+    """A faust table's local store: a dict that keeps the changelog offsets it was told."""
+
+    persisted: dict[Any, int]
+
+    def set_persisted_offset(self, tp: Any, offset: int) -> None:
+        self.persisted = {**getattr(self, "persisted", {}), tp: offset}
+
+
+class Producer:
+    """The app's producer: every record is durable as soon as sent (a crash loses
+    nothing written before it)."""
 
     def __init__(self) -> None:
-        self.data: dict[bytes, bytes] = {}
+        self.offsets: dict[tuple[str, int], int] = {}
+
+    async def send(self, topic: str, key: bytes, value: bytes | None, partition: int,
+                   timestamp: Any, headers: Any) -> Any:
+        offset = self.offsets.get((topic, partition), -1) + 1
+        self.offsets[(topic, partition)] = offset
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        done.set_result(SimpleNamespace(topic=topic, partition=partition, offset=offset))
+        return done
+
+
+class FaustTable:
+    """What ``TableStore`` uses of a faust table: its local store, its changelog topic's
+    name and the app's producer."""
+
+    def __init__(self) -> None:
+        self.data = LocalStore()
+        self.changelog_topic = SimpleNamespace(get_topic_name=lambda: "unit-changelog")
+        self.app = SimpleNamespace(producer=Producer())
 
     def get(self, key: bytes) -> bytes | None:
         return self.data.get(key)
@@ -66,11 +94,6 @@ class FaustTable:
 
     def partition_for_key(self, key: bytes) -> int:
         return 0
-
-    def send_changelog(self, partition: int, key: bytes, value: bytes | None) -> Any:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
 
 
 class Table(TableStore):

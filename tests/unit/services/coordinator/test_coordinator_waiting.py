@@ -15,6 +15,7 @@ from test_coordinator_redelivery import (
     Bus,
     DeadBus,
     Killed,
+    LocalStore,
     Table,
     check_history,
     interleavings,
@@ -103,7 +104,7 @@ async def test_a_crash_around_the_waiting_cancel_changes_nothing(
     for order in interleavings([CANCEL, SUBMIT]):
         trial_bus, trial_table = Bus(), Table()
         trial_bus.records = list(bus.records)
-        trial_table.table.data = dict(table.table.data)
+        trial_table.table.data = LocalStore(table.table.data)
         again = applier(trial_bus, trial_table)
         await again.recover({0})
         await again.apply_batch(order)

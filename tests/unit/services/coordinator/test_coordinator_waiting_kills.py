@@ -13,6 +13,7 @@ from test_coordinator_redelivery import (
     WF,
     Bus,
     Killed,
+    LocalStore,
     Table,
     check_history,
     interleavings,
@@ -46,7 +47,7 @@ def applier(bus: Bus, table: Table) -> BatchApplier:
 def clone(bus: Bus, table: Table) -> tuple[Bus, Table]:
     b, t = Bus(), Table()
     b.records = list(bus.records)
-    t.table.data = dict(table.table.data)
+    t.table.data = LocalStore(table.table.data)
     return b, t
 
 
