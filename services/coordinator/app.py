@@ -48,6 +48,7 @@ def create_app(settings: Settings) -> seam.FaustApp:
     pause = PauseWatch(SESSION_TIMEOUT_S / 2).start()
     applier = BatchApplier(settings.topics, bus, store, timers, settings.max_message_bytes,
                            fence=pause.check)
+    applier.history_heartbeats = settings.history_heartbeats
     watch = seam.InputWatch(app, settings, STALL_S)
     seam.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)
     table.on_recovered = recover_or_end(app, applier)

@@ -64,6 +64,10 @@ class BatchApplier:
             None; it is asked before each intent and before carrying one out.
     """
 
+    history_heartbeats = False
+    """Whether heartbeats are recorded in the history (``Settings.history_heartbeats``);
+    otherwise they only move their lease."""
+
     def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex,
                  max_record_bytes: int, fence: Callable[[], str | None] = lambda: None,
                  ) -> None:
@@ -129,6 +133,7 @@ class BatchApplier:
         """
         effects = self._effects_of(records)
         if not effects.encoded and not effects.dead and not effects.waiting:
+            self._renew(effects)
             return
         changed, entries = effects.table_entries()
         intents = self._intents(entries, effects.encoded)
@@ -140,11 +145,18 @@ class BatchApplier:
             raise
         for wid, state in effects.touched.items():
             self.timers.arm(state, changed[wid])
+        self._renew(effects)
+
+    def _renew(self, effects: BatchEffects) -> None:
+        """Move the leases the batch's heartbeats renewed (after arming its states)."""
+        for wid, timer_id, fire_at_ms in effects.renewals:
+            self.timers.renew(wid, timer_id, fire_at_ms)
 
     def _effects_of(self, records: Iterable[InputRecord]) -> BatchEffects:
         """Step every record in memory (``effects.BatchEffects``), and log what was
         dead-lettered or skipped."""
-        effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition)
+        effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition,
+                               history_heartbeats=self.history_heartbeats)
         try:
             for record in records:
                 effects.add(record)

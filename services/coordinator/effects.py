@@ -23,6 +23,7 @@ from headwater.core.evolve import evolve
 from headwater.core.fencing import stop_for
 from headwater.core.idempotency import conflict
 from headwater.core.machine import Step, fail, start, step
+from headwater.core.machine.reports import lease_renewal
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
@@ -60,6 +61,10 @@ class BatchEffects:
         waiting: workflow id -> the inputs waiting for its submission, where the batch
             changed them (``waiting``).
         started: workflows whose submission consumed the inputs waiting for it.
+        history_heartbeats: whether heartbeats are stepped and recorded like any report
+            (``HEADWATER_HISTORY_HEARTBEATS``); by default they only move their lease.
+        renewals: ``(workflow id, lease timer id, expiry ms)`` of the leases heartbeats
+            moved (``machine.reports.lease_renewal``), for the timer index.
     """
 
     topics: Topics
@@ -76,6 +81,8 @@ class BatchEffects:
     replayed: int = 0
     waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
+    history_heartbeats: bool = False
+    renewals: list[tuple[str, str, int]] = field(default_factory=list)
     _stored_waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
 
     def add(self, record: InputRecord) -> None:
@@ -85,6 +92,9 @@ class BatchEffects:
         if routed is None:
             return
         event, state, offsets = routed
+        if isinstance(event, ev.TaskHeartbeated) and not self.history_heartbeats:
+            self._renew(event, state)
+            return
         why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
         if why is not None:
             self.dead.append(DeadLetter(record, why))
@@ -177,6 +187,20 @@ class BatchEffects:
             self.inputs_of.setdefault(wid, []).append((record, event))
         stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
         if stop is not None:
+            self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
+                                         codec.encode(stop), wid))
+
+    def _renew(self, heartbeat: ev.TaskHeartbeated, state: WorkflowState | None) -> None:
+        """A heartbeat kept out of the history: it moves its attempt's lease, and an
+        attempt that must end is told to stop, as for any report. Nothing is written to
+        the table: a renewal lost with this process is made up by the full lease its
+        successor grants every running attempt."""
+        renewal = lease_renewal(state, heartbeat)
+        if renewal is not None:
+            self.renewals.append((heartbeat.workflow_id, *renewal))
+        stop = stop_for(state, heartbeat)
+        if stop is not None:
+            wid = heartbeat.workflow_id
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
                                          codec.encode(stop), wid))
 

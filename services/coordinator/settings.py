@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 
+ON = ("on", "1", "true", "yes")
+OFF = ("off", "0", "false", "no")
+"""How ``on``/``off`` settings may be spelled."""
+
 
 @dataclass(frozen=True)
 class Settings(CommonSettings):
@@ -35,6 +39,10 @@ class Settings(CommonSettings):
             the others only after ``session.timeout.ms``. Give every coordinator its own
             stable id (the pod name of a StatefulSet, the service name on the local
             stack); a second process with the same id fences the first.
+        history_heartbeats: record each ``TaskHeartbeated`` in the history
+            (``HEADWATER_HISTORY_HEARTBEATS``, ``on``/``off``, default ``off``). Off, a
+            heartbeat only moves its attempt's lease in the coordinator's memory: no
+            history record, table entry or intent per heartbeat.
     """
 
     timer_interval_s: float = 0.05
@@ -45,6 +53,7 @@ class Settings(CommonSettings):
     projection: bool = True
     events_retention_ms: int = -1
     instance_id: str | None = None
+    history_heartbeats: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -56,7 +65,8 @@ class Settings(CommonSettings):
             data_dir=env_str("DATA_DIR", ".headwater/coordinator"),
             batch_max=env_int("BATCH_MAX", 500),
             batch_window_s=env_float("BATCH_WINDOW", 0.002),
-            projection=env_str("PROJECTION", "on").lower() not in ("off", "0", "false", "no"),
+            projection=env_str("PROJECTION", "on").lower() not in OFF,
             events_retention_ms=env_int("EVENTS_RETENTION_MS", -1),
             instance_id=env_str("COORDINATOR_INSTANCE", "").strip() or None,
+            history_heartbeats=env_str("HISTORY_HEARTBEATS", "off").lower() in ON,
         )

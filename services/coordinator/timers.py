@@ -39,6 +39,9 @@ class TimerIndex:
         self._heap: list[_Due] = []
         self._current: dict[tuple[str, str], int] = {}
         self._by_task: dict[tuple[str, str], set[str]] = {}
+        self._renewed: dict[tuple[str, str], int] = {}
+        """Leases moved by heartbeats kept out of the history: (workflow id, lease timer
+        id) -> its expiry (``machine.reports.lease_renewal``)."""
         self.leases_from_ms = 0
         """No lease ends sooner than its heartbeat timeout after this time (ms since the
         epoch). Set when this process takes over partitions: the heartbeats sent while no
@@ -63,12 +66,23 @@ class TimerIndex:
             implied = dict(task_timers(task, key)) if task is not None else {}
             for old in self._by_task.pop((wid, key), set()) - implied.keys():
                 self._current.pop((wid, old), None)
+                self._renewed.pop((wid, old), None)
             for timer_id, fire_at_ms in implied.items():
                 if timer_id.startswith(LEASE_TIMER) and task is not None and task.heartbeat_ms:
-                    fire_at_ms = max(fire_at_ms, self.leases_from_ms + task.heartbeat_ms)
+                    fire_at_ms = max(fire_at_ms, self.leases_from_ms + task.heartbeat_ms,
+                                     self._renewed.get((wid, timer_id), 0))
                 self._set(wid, timer_id, fire_at_ms)
             if implied:
                 self._by_task[(wid, key)] = set(implied)
+
+    def renew(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
+        """Move an armed lease to ``fire_at_ms`` if that is later (a heartbeat kept out of
+        the history); a lease not armed here (its attempt ended) is left alone."""
+        key = (workflow_id, timer_id)
+        current = self._current.get(key)
+        if current is not None and fire_at_ms > current:
+            self._renewed[key] = fire_at_ms
+            self._set(workflow_id, timer_id, fire_at_ms)
 
     def _set(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
         if self._current.get((workflow_id, timer_id)) != fire_at_ms:
@@ -83,6 +97,7 @@ class TimerIndex:
             key = (item.workflow_id, item.timer_id)
             if self._current.get(key) == item.fire_at_ms:
                 del self._current[key]
+                self._renewed.pop(key, None)
                 due.append((item.workflow_id, item.timer_id, item.fire_at_ms))
         return due
 
@@ -91,6 +106,7 @@ class TimerIndex:
         self._heap.clear()
         self._current.clear()
         self._by_task.clear()
+        self._renewed.clear()
 
     def __len__(self) -> int:
         return len(self._current)

@@ -114,3 +114,26 @@ async def test_a_killed_workers_attempt_is_retried_on_another_worker(stack: Stac
         stack.services.remove(second)
         first = next(s for s in stack.services if s.name == "worker-cpu-1")
         assert localstack.read_pid(first.pid_file) is not None, stack.logs()
+
+
+async def test_heartbeats_keep_a_long_attempt_alive_and_stay_out_of_the_history(
+        stack: Stack) -> None:
+    """A task running for three heartbeat timeouts succeeds at its first attempt: its
+    heartbeats reach the coordinator on ``reports`` and move its lease, yet none is in
+    the history (``HEADWATER_HISTORY_HEARTBEATS`` is off by default)."""
+    spec = {"name": "long", "nodes": [{"id": "s", "task": "e2e.sleep",
+                                        "input": {"seconds": scaled(6)},
+                                        "heartbeat_timeout": scaled(2)}]}
+    workflow_id = f"beats-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        response = await client.post("/v1/workflows", json={"id": workflow_id, "workflow": spec})
+        assert response.status_code == 202, response.text
+    status = await wait_status(stack, workflow_id, timeout_s=60)
+    assert status["status"] == "succeeded", status
+    reports = await reports_of(stack, workflow_id,
+                               lambda rs: any(isinstance(r, ev.TaskSucceeded) for r in rs))
+    assert sum(isinstance(r, ev.TaskHeartbeated) for r in reports) >= 3
+    records = await history(stack, workflow_id)
+    kinds = [type(r.body).__name__ for r in sorted(records, key=lambda r: r.seq)]
+    assert "TaskHeartbeated" not in kinds and "TaskFailed" not in kinds, kinds
+    assert kinds.count("TaskDispatched") == 1, kinds

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.fencing import stale_reason
-from headwater.core.ids import task_key
+from headwater.core.ids import LEASE_TIMER, task_key, task_timer_id
 from headwater.core.machine import kinds, timers
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import TaskState, WorkflowState
@@ -35,6 +35,27 @@ def apply_report(rec: Recorder, state: WorkflowState, report: ev.Report) -> None
     if isinstance(report, ev.TaskOutputStreamed) and report.chunk_seq < task.chunks:
         return  # a redelivered chunk
     rec.record(report)
+
+
+def lease_renewal(state: WorkflowState | None,
+                  heartbeat: ev.TaskHeartbeated) -> tuple[str, int] | None:
+    """Where a heartbeat kept out of the history moves its attempt's lease: ``(lease
+    timer id, new expiry in ms)``, or None when it renews nothing (not the running
+    attempt of a live task, or a task without a heartbeat timeout).
+
+    The coordinator keeps such renewals in its timer index instead of recording them: a
+    lease that fires is checked against the last *recorded* report, which is older than
+    every renewal, so it expires exactly when no heartbeat came for ``heartbeat_timeout``
+    (``timers.timer_fired``). A coordinator taking partitions over gives every running
+    attempt one full lease, so a renewal lost with its process costs nothing.
+    """
+    task = None if state is None else state.tasks.get(task_key(heartbeat.node,
+                                                               heartbeat.index))
+    if (task is None or task.attempt != heartbeat.attempt
+            or task.status is not TaskStatus.RUNNING or task.heartbeat_ms is None):
+        return None
+    key = task_key(heartbeat.node, heartbeat.index)
+    return task_timer_id(LEASE_TIMER, key, task.attempt), heartbeat.at_ms + task.heartbeat_ms
 
 
 def _outcome(rec: Recorder, task: TaskState, report: ev.TaskSucceeded | ev.TaskFailed) -> None:

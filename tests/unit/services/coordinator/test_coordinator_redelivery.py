@@ -193,6 +193,7 @@ async def test_a_batch_killed_at_any_point_is_recovered_in_every_redelivery_orde
     for order in interleavings(INPUTS[committed:killed + 1]):
         bus, table = Bus(), Table()
         first = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        first.history_heartbeats = True  # so that every input here has effects
         for r in applied:
             await first.apply_batch([r])
         kill_at["point"] = point
@@ -200,6 +201,7 @@ async def test_a_batch_killed_at_any_point_is_recovered_in_every_redelivery_orde
             await first.apply_batch(batch)
         table.clear_cache()  # a new process
         again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
+        again.history_heartbeats = True
         await again.recover({0})
         assert again.redone == (0 if point == "coordinator.before_intent" else 1)
         await again.apply_batch(order)

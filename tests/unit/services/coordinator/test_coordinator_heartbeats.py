@@ -1,0 +1,97 @@
+"""Heartbeats kept out of the history: they move their attempt's lease in the timer index
+and write nothing, unless ``history_heartbeats`` asks for them to be recorded."""
+
+from __future__ import annotations
+
+import pytest
+from test_coordinator_redelivery import AT, SPEC, TOPICS, WF, Bus, Table, rec
+
+from headwater.core import events as ev
+from headwater.core.ids import LEASE_TIMER, task_timer_id
+from headwater.core.machine.reports import lease_renewal
+from services.coordinator import inputs as inputs_module
+from services.coordinator.batch import BatchApplier
+from services.coordinator.timers import TimerIndex
+
+LEASE = task_timer_id(LEASE_TIMER, "f", 1)
+HEARTBEAT_MS = 30_000  # the spec's default heartbeat_timeout
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The coordinator's clock as it stamps inputs (``inputs.now_ms``); set ``[0]``."""
+    now = [AT]
+    monkeypatch.setattr(inputs_module, "now_ms", lambda: now[0])
+    return now
+
+
+async def started(clock: list[int], history_heartbeats: bool = False,
+                  ) -> tuple[BatchApplier, Bus, Table, TimerIndex]:
+    bus, table, timers = Bus(), Table(), TimerIndex()
+    applier = BatchApplier(TOPICS, bus, table, timers, 16 << 20)
+    applier.history_heartbeats = history_heartbeats
+    await applier.apply_batch([rec(TOPICS.submissions, 0, ev.WorkflowSubmitted(WF, SPEC, {}, 0))])
+    await applier.apply_batch([rec(TOPICS.reports, 0, ev.TaskStarted(WF, "f", None, 1, 0, "w"))])
+    return applier, bus, table, timers
+
+
+async def test_a_heartbeat_moves_the_lease_and_writes_nothing(clock: list[int]) -> None:
+    applier, bus, table, timers = await started(clock)
+    records, entries = list(bus.records), dict(table.entries_)
+    clock[0] = AT + 20_000
+    await applier.apply_batch([rec(TOPICS.reports, 1, ev.TaskHeartbeated(WF, "f", None, 1, 0))])
+    assert bus.records == records and table.entries_ == entries  # no history, entry, intent
+    assert timers.pop_due(AT + HEARTBEAT_MS) == []  # the recorded start's lease has moved
+    assert timers.pop_due(AT + 20_000 + HEARTBEAT_MS) == [(WF, LEASE, AT + 20_000 + HEARTBEAT_MS)]
+
+
+async def test_the_lease_fires_once_no_heartbeat_came_for_the_timeout(clock: list[int]) -> None:
+    """The fired lease is checked against the last recorded report (the start), older
+    than the renewal: the attempt is lost and retried."""
+    applier, bus, _, timers = await started(clock)
+    clock[0] = AT + 20_000
+    await applier.apply_batch([rec(TOPICS.reports, 1, ev.TaskHeartbeated(WF, "f", None, 1, 0))])
+    [(_, timer_id, due)] = timers.pop_due(AT + 20_000 + HEARTBEAT_MS)
+    clock[0] = due
+    await applier.apply_batch([rec(TOPICS.control, 0, ev.TimerFired(WF, timer_id, due))])
+    failed = [e.body for e in bus.events() if isinstance(e.body, ev.TaskFailed)]
+    assert [(f.error_type, f.at_ms) for f in failed] == [("HeartbeatTimeout", due)]
+
+
+async def test_a_heartbeat_of_an_attempt_that_must_end_is_told_to_stop(
+        clock: list[int]) -> None:
+    applier, bus, _, _ = await started(clock)
+    before = len(bus.records)
+    await applier.apply_batch([rec(TOPICS.reports, 1, ev.TaskHeartbeated(WF, "f", None, 0, 0))])
+    assert [r.topic for r in bus.records[before:]] == [TOPICS.worker_control]  # superseded
+    await applier.apply_batch([rec(TOPICS.control, 0, ev.CancelRequested(WF, 0, "stop"))])
+    before = len(bus.records)
+    await applier.apply_batch([rec(TOPICS.reports, 2, ev.TaskHeartbeated(WF, "f", None, 1, 0))])
+    assert [r.topic for r in bus.records[before:]] == [TOPICS.worker_control]  # cancelled
+
+
+async def test_with_history_heartbeats_on_a_heartbeat_is_recorded(clock: list[int]) -> None:
+    applier, bus, _, _ = await started(clock, history_heartbeats=True)
+    clock[0] = AT + 20_000
+    await applier.apply_batch([rec(TOPICS.reports, 1, ev.TaskHeartbeated(WF, "f", None, 1, 0))])
+    assert [type(e.body).__name__ for e in bus.events()][-1] == "TaskHeartbeated"
+
+
+def test_lease_renewal_renews_only_the_running_attempt() -> None:
+    from machine_harness import started as started_state
+    from machine_harness import submit
+
+    from headwater.core.machine import step
+
+    doc = {"name": "one", "nodes": [{"id": "f", "task": "t"}]}
+    queued = step(None, submit(doc, {})).state
+    assert queued is not None
+    assert lease_renewal(queued, ev.TaskHeartbeated(WF, "f", None, 1, 5)) is None  # not running
+    running = step(queued, started_state("f")).state
+    assert running is not None
+    wid = running.workflow_id
+    assert lease_renewal(running, ev.TaskHeartbeated(wid, "f", None, 1, 5)) == (
+        LEASE, 5 + HEARTBEAT_MS)
+    assert lease_renewal(running, ev.TaskHeartbeated(wid, "f", None, 2, 5)) is None  # not its
+    assert lease_renewal(running, ev.TaskHeartbeated(wid, "g", None, 1, 5)) is None
+    assert lease_renewal(None, ev.TaskHeartbeated(wid, "f", None, 1, 5)) is None
