@@ -86,7 +86,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
     for n in sizes.widths:
-        runs = [await _one_map(sandbox, n, sizes.timeout_s)
+        runs = [await one_map(sandbox, n, sizes.timeout_s)
                 for _ in range(sizes.repeats if n < sizes.repeat_below else 1)]
         total_ms = statistics.median(r[0] for r in runs)
         out[f"total_ms_{n}"] = total_ms
@@ -98,11 +98,28 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
                               / out[f"changelog_bytes_per_task_{lo}"])
 
 
-async def _one_map(sandbox: Sandbox, width: int, timeout_s: float) -> tuple[float, float]:
-    """Run one map of ``width`` items; returns (total ms, changelog bytes)."""
+async def one_map(sandbox: Sandbox, width: int, timeout_s: float,
+                  wid: str | None = None) -> tuple[float, float]:
+    """Run one map of ``width`` items and wait for the coordinator to be idle again.
+
+    Args:
+        sandbox: a ready deployment.
+        width: the map's items.
+        timeout_s: the longest the map, and then the coordinator's going idle, may take,
+            seconds.
+        wid: its workflow id (None: a fresh one).
+
+    Returns:
+        ``(total ms, changelog bytes)``: submission → the ``WorkflowSucceeded`` record's
+        Kafka timestamp, and the bytes it appended to the table's changelog.
+
+    Raises:
+        TimeoutError: it did not finish in time.
+        RuntimeError: it did not succeed.
+    """
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     log_topic = changelog(sandbox)
-    wid = workloads.new_id(f"b4-{width}")
+    wid = wid or workloads.new_id(f"b4-{width}")
     terminal: list[Seen] = []
 
     def on_record(seen: Seen) -> None:

@@ -1,12 +1,15 @@
 """A benchmark's private deployment: a sandbox with extra coordinators and workers, made
-ready (groups stable, every partition warmed up) and stopped again."""
+ready (groups stable, every partition warmed up), grown or with a process killed and
+started again while it runs, and stopped again."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -20,12 +23,20 @@ from load.kafka_io import Seen, Tail, end_offsets, existing_partitions, producer
 from ops import localstack
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
 from services.common.partitioning import partition_for
+from services.common.settings import OFF
 from services.common.topic_reader import Offsets, TopicReader
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_MODULE = "load.noop_tasks"
 QUEUE = "cpu"
 LOG_TAIL_CHARS = 4000
+COORDINATOR = "coordinator"
+"""The service name of a sandbox's first coordinator (``localstack.default_services``)."""
+INSTANCE_VAR = "HEADWATER_COORDINATOR_INSTANCE"
+"""A coordinator's static member id in its consumer group; the benchmarks give each
+coordinator its service name, and a restarted one the same again."""
+KILL_WAIT_S = 10.0
+"""How long ``kill`` waits for a SIGKILLed process to be gone, seconds."""
 log = logging.getLogger("load.deploy")
 
 
@@ -35,14 +46,17 @@ def changelog(sandbox: Sandbox) -> str:
 
 
 def projection_group(sandbox: Sandbox) -> str:
-    """The consumer group of the projectors that run inside the coordinators."""
+    """The consumer group of the PostgreSQL projectors (a process of their own in a
+    benchmark's deployment, ``HEADWATER_PROJECTION=off``, as a deployment that cares
+    about speed runs them)."""
     return sandbox.topics.projection_group
 
 
 @contextlib.contextmanager
 def deployment(name: str, workers: int = 1, concurrency: int = 8,
                coordinators: int = 1) -> Iterator[Sandbox]:
-    """Start a sandbox running ``load.noop_tasks``; stop it and drop its data on exit.
+    """Start a sandbox running ``load.noop_tasks``, with the projector in a process of its
+    own; stop it and drop its data on exit.
 
     Args:
         name: a label for its home directory.
@@ -54,12 +68,15 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
         The running sandbox (not yet warmed up: see ``ready``).
     """
     home = Path(tempfile.mkdtemp(prefix=f"hw-bench-{name}-"))
+    # The sandbox's environment names the first coordinator; the others override it.
     sandbox = start_sandbox(home, tasks=[TASK_MODULE], workers=workers, pythonpath=[str(REPO)],
-                            extra_env={"HEADWATER_CONCURRENCY": str(concurrency)})
+                            extra_env={"HEADWATER_CONCURRENCY": str(concurrency),
+                                       "HEADWATER_PROJECTION": "off",
+                                       **coordinator_env(COORDINATOR)})
     try:
         argv = (sys.executable, "-m", "services.coordinator")
         for i in range(2, coordinators + 1):
-            sandbox.start(localstack.Service(f"coordinator-{i}", argv))
+            start_coordinator(sandbox, localstack.Service(f"coordinator-{i}", argv))
         yield sandbox
     except BaseException:
         log.error("deployment %s (topic prefix %s) failed; its processes' logs:\n%s",
@@ -70,9 +87,55 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
         shutil.rmtree(home, ignore_errors=True)
 
 
+def coordinator_env(name: str) -> dict[str, str]:
+    """The settings that make coordinator ``name`` a static group member named so."""
+    return {INSTANCE_VAR: name}
+
+
+def start_coordinator(sandbox: Sandbox, service: localstack.Service) -> int:
+    """Start (or start again) a coordinator of ``sandbox`` with its static member id.
+
+    Returns:
+        Its pid.
+    """
+    return sandbox.start(service, coordinator_env(service.name))
+
+
+def add_workers(sandbox: Sandbox, total: int) -> None:
+    """Start workers of queue ``cpu`` until ``sandbox`` has ``total`` of them (named as
+    ``localstack.default_services`` names them); none are stopped."""
+    have = {s.name for s in sandbox.services}
+    for service in localstack.default_services([TASK_MODULE], total, QUEUE):
+        if service.name.startswith("worker-") and service.name not in have:
+            sandbox.start(service)
+
+
+def kill(sandbox: Sandbox, name: str) -> localstack.Service:
+    """SIGKILL the process of service ``name`` by its pid and wait until it is gone.
+
+    Returns:
+        The service, to start again with ``Sandbox.start`` (``start_coordinator``).
+
+    Raises:
+        LookupError: ``sandbox`` has no such service, or it is not running.
+        TimeoutError: it still ran ``KILL_WAIT_S`` after the signal.
+    """
+    service = next((s for s in sandbox.services if s.name == name), None)
+    pid = localstack.read_pid(service.pid_file) if service is not None else None
+    if service is None or pid is None:
+        raise LookupError(f"no running service {name!r} in sandbox {sandbox.prefix}")
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while localstack.alive(pid):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name} (pid {pid}) still runs {KILL_WAIT_S:.0f} s after SIGKILL")
+        time.sleep(0.005)
+    return service
+
+
 async def ready(sandbox: Sandbox, coordinators: int, workers: int,
                 timeout_s: float = 120.0) -> None:
-    """Wait until the consumer groups (coordinators, the projectors inside them, workers)
+    """Wait until the consumer groups (coordinators, projectors, workers)
     are stable with all their members, so that no rebalance happens mid-measurement; then
     run one workflow on every input partition and wait for the coordinators to be idle.
 
@@ -82,8 +145,8 @@ async def ready(sandbox: Sandbox, coordinators: int, workers: int,
     deadline = time.monotonic() + timeout_s
     groups = {sandbox.topics.coordinator_app_id: coordinators,
               sandbox.topics.worker_group(QUEUE): workers}
-    if sandbox.env.get("HEADWATER_PROJECTION", "on").lower() not in ("off", "0", "false", "no"):
-        groups[projection_group(sandbox)] = coordinators
+    inline = sandbox.env.get("HEADWATER_PROJECTION", "on").lower() not in OFF
+    groups[projection_group(sandbox)] = coordinators if inline else 1
     await wait_groups(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], groups, timeout_s)
     await warm_up(sandbox, max(1.0, deadline - time.monotonic()))
     await wait_idle(sandbox, max(1.0, deadline - time.monotonic()))

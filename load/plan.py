@@ -7,18 +7,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from load import b1_raw, b2_throughput, b3_hops, b4_width, b5_submit
+from load import (
+    b1_raw,
+    b2_throughput,
+    b3_hops,
+    b4_width,
+    b5_submit,
+    b6_contention,
+    b7_recovery,
+    b8_workers,
+)
 from load.metrics import Metric
 
-ORDER = ("B1", "B2", "B3", "B4", "B5")
+ORDER = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
 MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B3": b3_hops, "B4": b4_width,
-                           "B5": b5_submit}
+                           "B5": b5_submit, "B6": b6_contention, "B7": b7_recovery,
+                           "B8": b8_workers}
 FULL: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
     "B2": b2_throughput.Sizes(workflows=600),
     "B3": b3_hops.Sizes(chains=100),
     "B4": b4_width.Sizes(widths=(100, 1000, 10_000)),
     "B5": b5_submit.Sizes(sequential=100, burst=600),
+    "B6": b6_contention.Sizes(chains=100),
+    "B7": b7_recovery.Sizes(workflows=20, kill_after=10),
+    "B8": b8_workers.Sizes(width=10_000),
 }
 QUICK: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
@@ -26,6 +39,9 @@ QUICK: dict[str, Any] = {
     "B3": b3_hops.Sizes(chains=25),
     "B4": b4_width.Sizes(widths=(100, 1000), repeats=1),
     "B5": b5_submit.Sizes(sequential=25, burst=150),
+    "B6": b6_contention.Sizes(chains=25),
+    "B7": b7_recovery.Sizes(workflows=10, kill_after=5),
+    "B8": b8_workers.Sizes(width=1000),
 }
 
 
@@ -34,7 +50,7 @@ class Planned:
     """One benchmark ready to run.
 
     Attributes:
-        name: ``B1`` ... ``B5``.
+        name: ``B1`` ... ``B8``.
         title: what it measures.
         sizes: its size settings (the module's ``Sizes``).
         metrics: the figures it reports.

@@ -23,6 +23,16 @@ def chain(length: int, name: str = "bench-chain") -> Spec:
     return {"name": name, "nodes": nodes}
 
 
+def diamond(name: str = "bench-diamond") -> Spec:
+    """Four noop tasks ``a -> (b, c) -> d``: a fan-out and a fan-in."""
+    return {"name": name, "nodes": [
+        {"id": "a", "task": TASK},
+        {"id": "b", "task": TASK, "needs": ["a"]},
+        {"id": "c", "task": TASK, "needs": ["a"]},
+        {"id": "d", "task": TASK, "needs": ["b", "c"]},
+    ]}
+
+
 def fan_out(name: str = "bench-map") -> Spec:
     """One map node running a noop per item of ``input.items``."""
     return {"name": name, "nodes": [{"id": "m", "kind": "map", "over": "${input.items}",

@@ -22,7 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from headwater.topics import Topics
 from ops import localstack
-from services.common.settings import default_bootstrap, default_pg_dsn
+from services.common.settings import OFF, default_bootstrap, default_pg_dsn
 
 
 def bootstrap() -> str:
@@ -124,7 +124,7 @@ def start_sandbox(
     os.environ["HEADWATER_HOME"] = str(home)  # where localstack keeps this sandbox's pids
     sandbox = Sandbox(prefix, dsn, f"http://127.0.0.1:{port}", home, env)
     services = localstack.default_services(tasks, workers, queue)
-    if env.get("HEADWATER_PROJECTION", "on").lower() in ("off", "0", "false", "no"):
+    if env.get("HEADWATER_PROJECTION", "on").lower() in OFF:
         services.append(localstack.Service("projector", (sys.executable, "-m",
                                                          "services.projector")))
     pids = [sandbox.start(s) for s in services]

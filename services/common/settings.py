@@ -27,6 +27,11 @@ def default_pg_dsn() -> str:
     return f"postgresql://postgres@127.0.0.1:{port}/headwater" if port else DEFAULT_PG_DSN
 
 
+ON = ("on", "1", "true", "yes")
+OFF = ("off", "0", "false", "no")
+"""How ``on``/``off`` settings may be spelled (lower case)."""
+
+
 def env_str(name: str, default: str) -> str:
     """``HEADWATER_<name>`` or ``default``."""
     return os.environ.get(f"HEADWATER_{name}", default)

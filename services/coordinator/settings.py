@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.common.settings import CommonSettings, env_float, env_int, env_str
-
-ON = ("on", "1", "true", "yes")
-OFF = ("off", "0", "false", "no")
-"""How ``on``/``off`` settings may be spelled."""
+from services.common.settings import OFF, ON, CommonSettings, env_float, env_int, env_str
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,172 @@
+"""Chains of noop tasks submitted a fixed gap apart, with the Kafka timestamps of every
+step of every chain: the workers' reports, the coordinator's dispatches and its history
+records. B3 and B6 measure hops from these.
+
+Every time here is a record's Kafka timestamp (CreateTime: set by the producer that sent
+the record, as it sent it), never an ``at_ms`` inside a record: the coordinator stamps
+the inputs it applies with its own clock, so a report's ``at_ms`` in the history says
+when the coordinator applied it, not when the worker sent it. All the producers (the
+workers, the coordinator) run on this machine, so their timestamps share one clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from headwater.core import events as ev
+from load import workloads
+from load.deploy import QUEUE
+from load.kafka_io import Seen, Tail, producer
+from ops.sandbox import Sandbox
+
+Step = tuple[str, str]
+"""A task of one chain: ``(workflow id, node id)``."""
+STARTED = "TaskStarted"
+SUCCEEDED = "TaskSucceeded"
+DISPATCH_WAIT_S = 10.0
+"""How long after the last chain finished its dispatch records may still be arriving."""
+
+
+@dataclass
+class Stamps:
+    """The first record of each kind per step, as read (``Seen``: its Kafka timestamp and
+    the decoded value), and how the chains ended.
+
+    Attributes:
+        ids: the chains' workflow ids.
+        reports: ``(report type name, step)`` -> the first such report on the reports
+            topic (``TaskStarted``, ``TaskSucceeded``).
+        history: ``(event type name, step)`` -> the first such history record.
+        dispatches: step -> its first dispatch record on ``tasks.<queue>``.
+        finished: chains with a terminal history record.
+        failed: chains that ended other than ``WorkflowSucceeded``.
+    """
+
+    ids: set[str]
+    reports: dict[tuple[str, Step], Seen] = field(default_factory=dict)
+    history: dict[tuple[str, Step], Seen] = field(default_factory=dict)
+    dispatches: dict[Step, Seen] = field(default_factory=dict)
+    finished: int = 0
+    failed: int = 0
+
+    def see_report(self, seen: Seen) -> None:
+        """Keep a ``TaskStarted`` or ``TaskSucceeded`` report of one of the chains."""
+        body = seen.value
+        if isinstance(body, ev.TaskStarted | ev.TaskSucceeded) and body.workflow_id in self.ids:
+            self.reports.setdefault((type(body).__name__, (body.workflow_id, body.node)), seen)
+
+    def see_event(self, seen: Seen) -> None:
+        """Keep a task's history record; count a chain's terminal record."""
+        event = seen.value
+        if event.workflow_id not in self.ids:
+            return
+        body = event.body
+        if isinstance(body, ev.TaskStarted | ev.TaskSucceeded):
+            self.history.setdefault((type(body).__name__, (body.workflow_id, body.node)), seen)
+        elif event.terminal:
+            self.finished += 1
+            self.failed += event.type != "WorkflowSucceeded"
+
+    def see_dispatch(self, seen: Seen) -> None:
+        """Keep a dispatch record of one of the chains."""
+        body = seen.value
+        if isinstance(body, ev.TaskDispatched) and body.workflow_id in self.ids:
+            self.dispatches.setdefault((body.workflow_id, body.node), seen)
+
+
+@dataclass(frozen=True)
+class Chains:
+    """One run of chains: their ids in submission order, their length and their stamps."""
+
+    ids: list[str]
+    length: int
+    stamps: Stamps
+
+    def hops(self) -> Iterator[tuple[Step, Step]]:
+        """``(task k, task k+1)`` of every chain, for k from 0 to ``length - 2``."""
+        for wid in self.ids:
+            for k in range(self.length - 1):
+                yield (wid, f"n{k}"), (wid, f"n{k + 1}")
+
+    def report_ms(self, kind: str, step: Step) -> int:
+        """The Kafka timestamp of the first ``kind`` report of ``step``, ms."""
+        return self.stamps.reports[(kind, step)].timestamp_ms
+
+    def dispatch_ms(self, step: Step) -> int:
+        """The Kafka timestamp of the first dispatch record of ``step``, ms."""
+        return self.stamps.dispatches[step].timestamp_ms
+
+
+def samples(chains: Chains) -> dict[str, list[float]]:
+    """Every hop of ``chains``, in ms, split where the records allow.
+
+    Returns:
+        ``hop``: task k's success report → task k+1's ``TaskStarted`` report;
+        ``dispatch``: task k's success report → task k+1's dispatch record (the
+        coordinator's side of the hop: reading the report, applying it, publishing);
+        ``start``: that dispatch record → task k+1's ``TaskStarted`` report (the worker's
+        side: fetching the dispatch and starting it); ``hop`` is their sum. And
+        ``turnaround``: every task's ``TaskStarted`` report → its history record (the
+        coordinator per input). All from Kafka timestamps.
+    """
+    out: dict[str, list[float]] = {"hop": [], "dispatch": [], "start": [], "turnaround": []}
+    for done, nxt in chains.hops():
+        success, started = chains.report_ms(SUCCEEDED, done), chains.report_ms(STARTED, nxt)
+        out["hop"].append(started - success)
+        out["dispatch"].append(chains.dispatch_ms(nxt) - success)
+        out["start"].append(started - chains.dispatch_ms(nxt))
+    for (kind, step), seen in chains.stamps.history.items():
+        if kind == STARTED:
+            out["turnaround"].append(seen.timestamp_ms - chains.report_ms(STARTED, step))
+    return out
+
+
+async def run_chains(sandbox: Sandbox, count: int, length: int, gap_s: float,
+                     timeout_s: float, tag: str) -> Chains:
+    """Submit ``count`` chains of ``length`` noop tasks ``gap_s`` apart and read the
+    reports, dispatches and history records of every step until all have finished.
+
+    Args:
+        sandbox: a ready deployment.
+        count: chains to submit.
+        length: tasks per chain.
+        gap_s: pause between submissions, seconds.
+        timeout_s: the longest the chains may take to finish, seconds.
+        tag: names the workflow ids and the spec (``bench-<tag>``), and the errors.
+
+    Raises:
+        TimeoutError: the chains, or their dispatch and report records, did not all
+            arrive in time.
+        RuntimeError: a chain did not succeed.
+    """
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    ids = [workloads.new_id(tag) for _ in range(count)]
+    stamps = Stamps(set(ids))
+    tails = [Tail(bootstrap, sandbox.topics.events, on_record=stamps.see_event),
+             Tail(bootstrap, sandbox.topics.tasks(QUEUE), on_record=stamps.see_dispatch),
+             Tail(bootstrap, sandbox.topics.reports, on_record=stamps.see_report)]
+    for tail in tails:
+        await tail.start()
+    send = producer(bootstrap)
+    await send.start()
+    try:
+        spec = workloads.chain(length, f"bench-{tag}")
+        for wid in ids:
+            await workloads.submit(send, sandbox.topics, wid, spec)
+            await asyncio.sleep(gap_s)
+        what = f"{tag.upper()}: {count} chains {gap_s * 1000:.0f} ms apart"
+        await tails[0].wait_until(lambda: stamps.finished >= count, timeout_s, what)
+        tasks = count * length
+        await tails[1].wait_until(lambda: len(stamps.dispatches) >= tasks, DISPATCH_WAIT_S,
+                                  f"{what}: every dispatch record")
+        await tails[2].wait_until(lambda: len(stamps.reports) >= 2 * tasks, DISPATCH_WAIT_S,
+                                  f"{what}: every started and success report")
+    finally:
+        await send.stop()
+        for tail in tails:
+            await tail.stop()
+    if stamps.failed:
+        raise RuntimeError(f"{tag.upper()}: {stamps.failed} of {count} workflows did not succeed")
+    return Chains(ids, length, stamps)
