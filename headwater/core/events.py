@@ -3,8 +3,11 @@
 Inputs arrive on ``submissions``, ``control`` and ``reports``; the state machine turns
 each into zero or more history events, which the coordinator publishes on ``events``
 inside a ``HistoryEvent`` envelope carrying the per-workflow ``seq``. Recorded inputs
-(``TaskStarted``, ``TaskSucceeded``, ...) appear in the history as they arrived.
-Times are integer milliseconds since the Unix epoch, always taken from the record.
+(``TaskStarted``, ``TaskSucceeded``, ...) appear in the history as the coordinator applied
+them: their ``at_ms`` is the coordinator's clock when it took the record, whatever the
+producer wrote (``services/coordinator/inputs.py``, docs/architecture.md "Time"). Times
+are integer milliseconds since the Unix epoch; the core takes them from the record and
+never reads a clock.
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ class TaskDispatched:
 
     @property
     def deadline_ms(self) -> int | None:
-        """When the attempt times out (ms since the epoch): ``timeout_s`` after dispatch,
-        time on the queue included; None without a timeout."""
+        """When the attempt times out (ms since the epoch, on the coordinator's clock):
+        ``timeout_s`` after dispatch, time on the queue included; None without a timeout.
+        A worker must not compare it with its own clock (it times ``timeout_s`` from when
+        it took the dispatch)."""
         if self.timeout_s is None:
             return None
         return self.at_ms + round(self.timeout_s * 1000)

@@ -1,7 +1,18 @@
-"""Decode an input record and check it belongs on its topic; anything else is for the DLQ."""
+"""Decode an input record, check it belongs on its topic (anything else is for the DLQ)
+and stamp it with the coordinator's clock.
+
+Leases, deadlines and retry timers are measured on one clock, the coordinator's, from
+when it applies the inputs (docs/architecture.md, "Time"): a worker, a gateway or any
+other producer may run on a machine whose clock is minutes off, so the ``at_ms`` it
+wrote is replaced by the coordinator's time before the state machine sees the input.
+The history records the stamped time, so a replay folds the same state. A
+``TimerFired`` comes from a coordinator's own timer loop, and keeps its time when that
+is later (a timer is never applied before it is due).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 
@@ -15,6 +26,7 @@ from headwater.topics import (
     WORKFLOW_ID_PATTERN,
     Topics,
 )
+from services.common.clock import now_ms
 from services.common.kafka import header
 
 _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
@@ -28,9 +40,9 @@ _ALLOWED: dict[str, tuple[type, ...]] = {
 
 def decode_input(
     topics: Topics, topic: str, key: bytes | None, value: bytes | None,
-    headers: Iterable[tuple[str, bytes]] | None,
+    headers: Iterable[tuple[str, bytes]] | None, received_ms: int | None = None,
 ) -> ev.Input:
-    """Decode one record from an input topic.
+    """Decode one record from an input topic and stamp it (``stamped``).
 
     Args:
         topics: the deployment's topic names.
@@ -38,9 +50,11 @@ def decode_input(
         key: the record key, which must be the workflow id (UTF-8).
         value: the record value (Avro single-object, or JSON for submissions).
         headers: the record headers.
+        received_ms: the coordinator's time as it takes the record into a batch, ms
+            since the epoch; None: ``clock.now_ms()`` now.
 
     Returns:
-        The input event.
+        The input event, its ``at_ms`` the coordinator's.
 
     Raises:
         DecodeError: undecodable, a record type that does not belong on ``topic``, or a
@@ -64,4 +78,17 @@ def decode_input(
     if isinstance(record, ev.WorkflowSubmitted) and not _WORKFLOW_ID.fullmatch(record.workflow_id):
         raise DecodeError(f"workflow id {record.workflow_id[:80]!r} does not match "
                           f"{WORKFLOW_ID_PATTERN}")
-    return record
+    return stamped(record, now_ms() if received_ms is None else received_ms)
+
+
+def stamped(record: ev.Input, received_ms: int) -> ev.Input:
+    """``record`` at the coordinator's time ``received_ms`` (a ``TimerFired``: at the
+    later of that and its own, which its coordinator's timer loop set).
+
+    Args:
+        record: a decoded input; its ``at_ms`` is the producer's clock, not to be
+            compared with this one.
+        received_ms: the coordinator's time now, ms since the epoch.
+    """
+    at_ms = max(received_ms, record.at_ms) if isinstance(record, ev.TimerFired) else received_ms
+    return record if at_ms == record.at_ms else dataclasses.replace(record, at_ms=at_ms)

@@ -1,8 +1,8 @@
 """Wires a worker: consume dispatches of one queue, run them, report, commit; and follow
 the coordinator's cancels.
 
-A taken dispatch is skipped without running when its deadline has passed or its attempt
-was cancelled already; otherwise it runs (``lifecycle``): its offset becomes committable
+A taken dispatch is skipped without running when its attempt was cancelled already, or
+runs or ran here; otherwise it runs (``lifecycle``): its offset becomes committable
 once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
 ended. Task code cannot stop the worker, and the poll loop never waits on it
 (``intake``). A second consumer, without a group, reads ``worker-control`` (``control``)
@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,7 +27,6 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
-from services.common.clock import now_ms
 from services.common.kafka import ensure_topics, make_producer
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
@@ -123,7 +123,8 @@ class Worker:
         try:
             while not self.stopping:
                 for tp, record in await intake.take():
-                    task = asyncio.create_task(self._process(tp, record))
+                    taken_at_s = time.monotonic()  # its timeout counts from here
+                    task = asyncio.create_task(self._process(tp, record, taken_at_s))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
                 await intake.commit()
@@ -194,9 +195,10 @@ class Worker:
         if others:
             log.warning("tasks declared for other queues, not served here: %s", ", ".join(others))
 
-    async def _process(self, tp: TopicPartition, record: ConsumerRecord) -> None:
+    async def _process(self, tp: TopicPartition, record: ConsumerRecord,
+                       taken_at_s: float) -> None:
         try:
-            await self._handle(tp, record)
+            await self._handle(tp, record, taken_at_s)
         except Exception:
             log.exception("could not report on %s offset %d; unless its TaskStarted was "
                           "acknowledged, it stays uncommitted and will be delivered again",
@@ -204,7 +206,8 @@ class Worker:
         finally:
             self.intake.release()
 
-    async def _handle(self, tp: TopicPartition, record: ConsumerRecord) -> None:
+    async def _handle(self, tp: TopicPartition, record: ConsumerRecord,
+                      taken_at_s: float) -> None:
         def committable() -> None:
             self.intake.committable(tp, record.offset)
 
@@ -220,7 +223,7 @@ class Worker:
             committable()
             return
         attempt = Attempt(dispatch, self.outbox.report, self.executor,
-                          self.settings.max_output_bytes)
+                          self.settings.max_output_bytes, taken_at_s)
         self.running[attempt.key] = attempt
         try:
             await live(attempt, self.settings.worker_id, committable)
@@ -232,9 +235,8 @@ class Worker:
             self.finished.add(attempt.key)  # its outcome (or a stand-in) was acknowledged
 
     def _skipped(self, dispatch: ev.TaskDispatched) -> bool:
-        """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, it
-        already runs or ran here (a redelivery), or its deadline passed while it was
-        queued (the coordinator times it out)."""
+        """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, or
+        it already runs or ran here (a redelivery)."""
         if attempt_key(dispatch) in self.cancelled:
             log.info("skipping %s (%s): cancelled by the coordinator",
                      dispatch.dispatch_id, dispatch.task)
@@ -250,12 +252,9 @@ class Worker:
             log.info("skipping %s (%s): it already ran here", dispatch.dispatch_id,
                      dispatch.task)
             return True
-        deadline = dispatch.deadline_ms
-        if deadline is not None and now_ms() >= deadline:
-            log.info("skipping %s (%s): its deadline passed %.1f s ago (timeout %s s, "
-                     "counted from dispatch)", dispatch.dispatch_id, dispatch.task,
-                     (now_ms() - deadline) / 1000, dispatch.timeout_s)
-            return True
+        # Not compared: the dispatch's deadline (the coordinator's clock) with this
+        # machine's clock, which may be minutes off. An attempt whose deadline passed on
+        # the queue is told to stop in answer to its TaskStarted (fencing.stop_for).
         return False
 
     async def _dead_letter(self, record: ConsumerRecord, reason: str) -> None:

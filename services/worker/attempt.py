@@ -6,6 +6,12 @@ SDK's ``AttemptRuntime``): checkpoints, progress and the stop flag. Task code ma
 from the event loop (``async`` tasks) or from a pool thread (sync tasks); everything that
 touches the loop's objects from a thread goes through ``call_soon_threadsafe`` or
 ``run_coroutine_threadsafe``.
+
+Times: the worker measures only durations, on its monotonic clock (heartbeat intervals,
+the attempt's timeout from when it took the dispatch). The ``at_ms`` of its reports
+(its wall clock) is not kept: the coordinator replaces it with its own time as it
+applies the report, and measures leases and deadlines on that one clock
+(docs/architecture.md, "Time").
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ class Attempt:
         send: sends one report (the outbox's ``report``).
         executor: where sync task code runs.
         max_output_bytes: largest checkpoint and chunk (JSON), bytes.
+        taken_at_s: ``time.monotonic()`` when this worker took the dispatch (None: now);
+            the attempt's own timeout counts from then.
 
     Attributes:
         key: ``(workflow_id, node, index, attempt)``.
@@ -72,8 +80,9 @@ class Attempt:
     """
 
     def __init__(self, dispatch: ev.TaskDispatched, send: Send, executor: Executor,
-                 max_output_bytes: int) -> None:
+                 max_output_bytes: int, taken_at_s: float | None = None) -> None:
         self.dispatch = dispatch
+        self.taken_at_s = time.monotonic() if taken_at_s is None else taken_at_s
         self.key = attempt_key(dispatch)
         self.loop = asyncio.get_running_loop()
         self.channel = ReportChannel(send)
@@ -145,9 +154,17 @@ class Attempt:
         return True
 
     def remaining_s(self) -> float | None:
-        """Seconds until the dispatch's deadline (negative once passed), or None."""
-        deadline = self.dispatch.deadline_ms
-        return None if deadline is None else (deadline - now_ms()) / 1000
+        """Seconds left of the dispatch's ``timeout_s``, counted on this worker's
+        monotonic clock from when it took the dispatch (negative once spent), or None
+        without a timeout.
+
+        The dispatch's ``deadline_ms`` is the coordinator's clock, which this machine's
+        may differ from by minutes: it is never compared with this one's. The
+        coordinator's deadline (time on the queue included) is the one that counts;
+        this timer stops the task code at the latest ``timeout_s`` after it was taken.
+        """
+        timeout = self.dispatch.timeout_s
+        return None if timeout is None else timeout - (time.monotonic() - self.taken_at_s)
 
     # Threads.
 

@@ -6,8 +6,11 @@ included, return or yield something that is not JSON) ends as a ``TaskSucceeded`
 asyncio task goes through (the coordinator cancelled the attempt, or the worker is
 stopping); the caller tells which.
 
-The attempt times out at the dispatch's absolute deadline (``timeout_s`` after it was
-dispatched, time on the queue included), by the worker's wall clock.
+The attempt times out ``timeout_s`` after this worker took its dispatch, by the worker's
+monotonic clock (``Attempt.remaining_s``). The coordinator's deadline, counted from the
+dispatch on its own clock (time on the queue included), is the one that fails the
+attempt; the worker never compares that time with its own wall clock, which may be
+minutes off.
 """
 
 from __future__ import annotations
@@ -87,8 +90,8 @@ def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFaile
 
 async def _call(attempt: Attempt, info: TaskInfo,
                 kwargs: dict[str, Any]) -> ev.TaskSucceeded | ev.TaskFailed:
-    """Call the task code until the dispatch's deadline and turn how it ended into a
-    report (see ``run_attempt``).
+    """Call the task code until its timeout (``Attempt.remaining_s``) and turn how it
+    ended into a report (see ``run_attempt``).
 
     Raises:
         asyncio.CancelledError: this asyncio task was cancelled.

@@ -187,3 +187,14 @@ async def flaky_digest(ctx: TaskContext, value: object, succeed_on: int,
     if ctx.attempt < succeed_on:
         raise RuntimeError(f"attempt {ctx.attempt} fails on purpose")
     return await digest(value, "flaky", seconds)
+
+
+@task(name="e2e.counted_sleep", queue="cpu")
+async def counted_sleep(ctx: TaskContext, seconds: float, runs: str) -> int:
+    """Append the attempt's number as a line to the file ``runs`` (every run of the task
+    code leaves one), then sleep ``seconds`` (heartbeating meanwhile); return the
+    attempt."""
+    with open(runs, "a") as f:
+        f.write(f"{ctx.attempt}\n")
+    await asyncio.sleep(seconds)
+    return ctx.attempt

@@ -49,7 +49,8 @@ MISPLACED = [
 @pytest.mark.parametrize("headers", [None, [], AVRO_HEADERS])
 def test_records_that_belong_on_their_topic(topic: str, record: Any,
                                             headers: list[tuple[str, bytes]] | None) -> None:
-    assert decode_input(TOPICS, topic, KEY, codec.encode(record), headers) == record
+    assert decode_input(TOPICS, topic, KEY, codec.encode(record), headers,
+                        received_ms=AT) == record
 
 
 @pytest.mark.parametrize(("topic", "record"), MISPLACED,
@@ -72,7 +73,8 @@ JSON_SUBMISSION = {"workflow_id": WF, "spec": {"name": "s", "nodes": [{"id": "a"
 
 def test_json_submission_with_the_content_type_header() -> None:
     data = orjson.dumps(JSON_SUBMISSION)
-    got = decode_input(TOPICS, TOPICS.submissions, KEY, data, [("x-trace", b"1"), *JSON_HEADERS])
+    got = decode_input(TOPICS, TOPICS.submissions, KEY, data, [("x-trace", b"1"), *JSON_HEADERS],
+                       received_ms=AT)
     assert got == ev.WorkflowSubmitted(WF, JSON_SUBMISSION["spec"], {"q": "ü"}, AT, None)
 
 

@@ -1,5 +1,5 @@
 """Stopping cancelled attempts (``Worker.cancel``) and skipping dispatches that should not
-run (cancelled already, deadline passed), over fake Kafka clients."""
+run (cancelled already, or running or run here), over fake Kafka clients."""
 
 from __future__ import annotations
 
@@ -146,32 +146,6 @@ async def test_a_dispatch_cancelled_before_it_arrives_is_skipped(
             await wait_until(lambda: consumer.committed.get(TP0) == 2)
     assert started(producer) == ["b"]
     assert "skipping a/n/1 (unit.ok): cancelled by the coordinator" in caplog.text
-
-
-async def test_a_dispatch_past_its_deadline_is_skipped(
-        caplog: pytest.LogCaptureFixture) -> None:
-    late = dispatch("unit.ok", workflow_id="late", timeout_s=5, at_ms=now_ms() - 10_000)
-    consumer = FakeConsumer({TP0: records(late, dispatch("unit.ok", workflow_id="b"))})
-    producer = FakeProducer()
-    with caplog.at_level(logging.INFO, logger="headwater.worker"):
-        async with serving(Worker(settings()), consumer, producer):
-            await wait_until(lambda: consumer.committed.get(TP0) == 2)
-    assert started(producer) == ["b"]  # no TaskStarted: the coordinator times it out
-    assert "skipping late/n/1 (unit.ok): its deadline passed 5." in caplog.text
-
-
-async def test_an_attempt_gets_only_the_time_left_until_its_deadline() -> None:
-    queued = dispatch("unit.cancel.anap", {"seconds": 5}, workflow_id="a", timeout_s=2.0,
-                      at_ms=now_ms() - 1700)  # 1.7 s of its 2 s spent on the queue
-    consumer = FakeConsumer({TP0: records(queued)})
-    producer = FakeProducer()
-    began = time.monotonic()
-    async with serving(Worker(settings()), consumer, producer):
-        await wait_until(lambda: "a" in outcomes(producer))
-    assert time.monotonic() - began < 1.5  # not the whole 2 s
-    failed = outcomes(producer)["a"]
-    assert (failed.error, failed.error_type, failed.retryable) == (
-        "timed out after 2.0 s", "TimeoutError", True)
 
 
 async def test_a_cancelled_generator_stops_at_its_next_item_and_is_closed() -> None:
