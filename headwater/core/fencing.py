@@ -57,3 +57,22 @@ def stop_for(state: WorkflowState | None, report: ev.Report) -> ev.TaskCancelled
         f"attempt {report.attempt} has already ended ({task.status.value})")
     return ev.TaskCancelled(report.workflow_id, report.node, report.index, report.attempt,
                             report.at_ms, reason)
+
+
+def stops_for_expired(recorded: list[ev.HistoryEvent]) -> list[ev.TaskCancelled]:
+    """The stops to send at once for the attempts a fired timer just ended (deadline
+    passed, lease expired): the worker that has the dispatch queued skips it, and one
+    still running it stops, without waiting for its next report.
+
+    Args:
+        recorded: the history events one ``TimerFired`` recorded.
+
+    Returns:
+        A ``TaskCancelled`` (for ``worker-control`` only) per attempt failed by the timer.
+    """
+    fired = {e.body.timer_id for e in recorded if isinstance(e.body, ev.TimerFired)}
+    if not fired:
+        return []
+    return [ev.TaskCancelled(f.workflow_id, f.node, f.index, f.attempt, f.at_ms,
+                             f"attempt {f.attempt} has ended: {f.error}")
+            for f in (e.body for e in recorded) if isinstance(f, ev.TaskFailed)]

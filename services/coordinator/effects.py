@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
-from headwater.core.fencing import stop_for
+from headwater.core.fencing import stop_for, stops_for_expired
 from headwater.core.idempotency import conflict
 from headwater.core.machine import Step, fail, start, step
 from headwater.core.machine.reports import lease_renewal
@@ -175,7 +175,8 @@ class BatchEffects:
 
     def _collect(self, record: InputRecord, event: ev.Input, result: Step,
                  outgoing: list[Outgoing], offsets: dict[str, int]) -> None:
-        """Keep what a step did, and a stop for a report of an attempt that must end."""
+        """Keep what a step did, and the stops to send: for a report of an attempt that
+        must end, and for the attempts a fired timer ended (``fencing``)."""
         wid = event.workflow_id
         if result.deferred:
             self._keep_waiting(record, event, offsets)
@@ -185,10 +186,11 @@ class BatchEffects:
             offsets[record.topic] = record.offset
             self.touched[wid] = result.state
             self.inputs_of.setdefault(wid, []).append((record, event))
+        stops = stops_for_expired(result.events) if isinstance(event, ev.TimerFired) else []
         stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
-        if stop is not None:
+        for s in [*stops, *([stop] if stop is not None else [])]:
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
-                                         codec.encode(stop), wid))
+                                         codec.encode(s), wid))
 
     def _renew(self, heartbeat: ev.TaskHeartbeated, state: WorkflowState | None) -> None:
         """A heartbeat kept out of the history: it moves its attempt's lease, and an

@@ -1,11 +1,13 @@
-"""Heartbeats kept out of the history: they move their attempt's lease in the timer index
-and write nothing, unless ``history_heartbeats`` asks for them to be recorded."""
+"""Leases in the coordinator: heartbeats kept out of the history move their attempt's lease
+in the timer index and write nothing (unless ``history_heartbeats`` asks for them to be
+recorded); an attempt a fired timer ends is told to stop at once."""
 
 from __future__ import annotations
 
 import pytest
 from test_coordinator_redelivery import AT, SPEC, TOPICS, WF, Bus, Table, rec
 
+from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import LEASE_TIMER, task_timer_id
 from headwater.core.machine.reports import lease_renewal
@@ -95,3 +97,17 @@ def test_lease_renewal_renews_only_the_running_attempt() -> None:
     assert lease_renewal(running, ev.TaskHeartbeated(wid, "f", None, 2, 5)) is None  # not its
     assert lease_renewal(running, ev.TaskHeartbeated(wid, "g", None, 1, 5)) is None
     assert lease_renewal(None, ev.TaskHeartbeated(wid, "f", None, 1, 5)) is None
+
+
+async def test_an_attempt_a_timer_ended_is_told_to_stop_at_once(clock: list[int]) -> None:
+    """The lease expired: the worker that runs (or has queued) the attempt gets a
+    ``TaskCancelled`` on worker-control now, not at its next report."""
+    applier, bus, _, timers = await started(clock)
+    [(_, timer_id, due)] = timers.pop_due(AT + HEARTBEAT_MS)
+    clock[0] = due
+    before = len(bus.records)
+    await applier.apply_batch([rec(TOPICS.control, 0, ev.TimerFired(WF, timer_id, due))])
+    stops = [codec.decode(r.value) for r in bus.records[before:]
+             if r.topic == TOPICS.worker_control]
+    assert [(s.node, s.attempt) for s in stops] == [("f", 1)]
+    assert "lost: no heartbeat" in stops[0].reason
