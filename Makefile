@@ -69,6 +69,14 @@ clean: down
 ## Fault injection, the long version (the quick one is part of `make test`): every fault
 ## point several times, bigger batches, the 100-workflow rebalance; about 15 minutes.
 ## Writes load/results/faults-<UTC timestamp>.json. `$(PY) -m load.faults --help` for options.
+## Fuzzing, the long version (the short one is part of `make test`): over 10,000 bad HTTP
+## requests and Kafka records on a private sandbox, a few minutes. Writes
+## load/results/fuzz-<UTC timestamp>.json. `$(PY) -m load.fuzz --help` for options.
+.PHONY: fuzz
+fuzz: install
+	bash infra/stack.sh up
+	$(PY) -m load.fuzz
+
 .PHONY: faults
 faults: install
 	bash infra/stack.sh up

@@ -27,6 +27,14 @@ HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk"})
+MAX_JSON_DEPTH = 200
+"""Deepest nesting of arrays and objects in a JSON field (the outermost is level 1),
+encoding and decoding alike. orjson writes at most 254 levels (its recursion limit) and
+reads up to 1024; the coordinator's table entries, the projection's rows and the HTTP
+documents put a few levels around a field's value. A value nested deeper than this
+could be read but not written again: a submission whose spec was nested 254 levels
+deep made every batch that held it fail, and the coordinator restarted for ever. Over
+HTTP the gateway takes at most 64 levels."""
 
 RECORD_TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
@@ -59,7 +67,10 @@ def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
     docs = {p.stem: orjson.loads(p.read_bytes()) for p in sorted(schema_dir().glob("*.avsc"))}
     by_name: dict[str, _Schema] = {}
     for name, doc in docs.items():
-        parsed = parse_schema(_inline(doc, docs), _write_hint=False)
+        # Parsed with fastavro's hint (its default): a schema without it is parsed again
+        # on every read and write, ten times the cost (HistoryEvent: 117 us against 12 us
+        # to write, 84 against 9 to read). The fingerprint is the same either way.
+        parsed = parse_schema(_inline(doc, docs))
         fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
         by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp))
     return by_name, {s.header: s for s in by_name.values()}
@@ -82,12 +93,38 @@ def fingerprint_header(record_type: str) -> bytes:
     return _schemas()[0][record_type].header
 
 
+def json_depth_fault(value: Any, text: bytes) -> str | None:
+    """Why ``value`` (a JSON field, ``text`` its encoding) may not travel, or None.
+
+    Returns:
+        ``"JSON nested deeper than <MAX_JSON_DEPTH> levels"`` when its arrays and objects
+        nest deeper than ``MAX_JSON_DEPTH``, else None.
+    """
+    if text.count(b"[") + text.count(b"{") <= MAX_JSON_DEPTH:
+        return None  # too few brackets to nest that deep (counted in C, no walk)
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return None
+
+
 def _to_avro(record: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
         if f.name in JSON_FIELDS:
-            value = orjson.dumps(value)
+            text = orjson.dumps(value)
+            fault = json_depth_fault(value, text)
+            if fault is not None:
+                raise ValueError(f"{type(record).__name__} does not fit its schema: "
+                                 f"{f.name}: {fault}")
+            value = text
         elif f.name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
         out[f.name] = value
@@ -98,7 +135,10 @@ def _from_avro(name: str, data: dict[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key in JSON_FIELDS:
-            value = orjson.loads(value)
+            text, value = value, orjson.loads(value)
+            fault = json_depth_fault(value, text)
+            if fault is not None:
+                raise DecodeError(f"bad {name} body: {key}: {fault}")
         elif key == "body":
             body_name, body = value
             value = _from_avro(body_name.rsplit(".", 1)[-1], body)
@@ -111,7 +151,8 @@ def encode(record: Any) -> bytes:
 
     Raises:
         KeyError: the record's type has no schema.
-        ValueError: a field does not fit its schema (e.g. a non-JSON output).
+        ValueError: a field does not fit its schema (e.g. a non-JSON output, or one
+            nested deeper than ``MAX_JSON_DEPTH``).
     """
     schema = _schemas()[0][type(record).__name__]
     buf = io.BytesIO()
@@ -128,7 +169,8 @@ def decode(data: bytes | None) -> Any:
 
     Raises:
         DecodeError: no ``C3 01`` marker, an unknown fingerprint, or a body that does
-            not match the schema (truncated, garbage, invalid JSON inside).
+            not match the schema (truncated, garbage, invalid JSON inside, JSON nested
+            deeper than ``MAX_JSON_DEPTH``).
     """
     if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
         raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
@@ -154,7 +196,8 @@ def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
     The document is ``{"workflow_id", "spec", "input"?, "tenant"?, "at_ms"}``.
 
     Raises:
-        DecodeError: not JSON, or fields missing or of the wrong type.
+        DecodeError: not JSON, fields missing or of the wrong type, or a ``spec`` or
+            ``input`` nested deeper than ``MAX_JSON_DEPTH``.
     """
     try:
         doc = orjson.loads(data or b"")
@@ -171,4 +214,8 @@ def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
         raise DecodeError("tenant: must be a string")
     if "spec" not in doc:
         raise DecodeError("spec: required")
+    for name in ("spec", "input"):
+        fault = json_depth_fault(doc.get(name), data or b"")
+        if fault is not None:
+            raise DecodeError(f"{name}: {fault}")
     return ev.WorkflowSubmitted(wid, doc["spec"], doc.get("input"), at_ms, tenant)

@@ -37,10 +37,13 @@ def task_timer_id(kind: str, key: str, attempt: int) -> str:
 def parse_task_timer_id(timer_id: str) -> tuple[str, str, int] | None:
     """``(kind, task key, attempt)`` of a ``task_timer_id``, or None for any other id.
 
-    Node ids cannot hold ``:`` (``spec._ID``), so the split is unambiguous."""
+    Node ids cannot hold ``:`` (``spec._ID``), so the split is unambiguous. The attempt
+    must be ASCII digits: ``str.isdigit`` also takes ``"²"`` (which ``int`` refuses) and
+    ``"٣"`` (which it reads as 3)."""
     kind, _, rest = timer_id.partition(":")
     key, _, attempt = rest.rpartition(":")
-    if kind not in (DEADLINE_TIMER, LEASE_TIMER) or not key or not attempt.isdigit():
+    if (kind not in (DEADLINE_TIMER, LEASE_TIMER) or not key
+            or not (attempt.isascii() and attempt.isdigit())):
         return None
     return kind, key, int(attempt)
 

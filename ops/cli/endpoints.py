@@ -51,5 +51,6 @@ def endpoints(bootstrap: str | None, prefix: str, pg_dsn: str | None) -> Endpoin
         bootstrap=bootstrap or default_bootstrap(),
         prefix=prefix,
         pg_dsn=pg_dsn or default_pg_dsn(),
-        max_message_bytes=int(raw) if raw.isdigit() else DEFAULT_MAX_MESSAGE_BYTES,
+        max_message_bytes=(int(raw) if raw.isascii() and raw.isdigit()
+                           else DEFAULT_MAX_MESSAGE_BYTES),
     )

@@ -58,7 +58,7 @@ def parse(spec: str) -> dict[str, tuple[int, str]]:
         hit, _, action = rest.partition(":")
         if name not in POINTS:
             raise ValueError(f"{ENV}: unknown fault point {name!r} (one of {sorted(POINTS)})")
-        if not hit.isdigit() or int(hit) < 1:
+        if not (hit.isascii() and hit.isdigit()) or int(hit) < 1:
             raise ValueError(f"{ENV}: {part!r} needs a hit number >= 1, e.g. {name}=3")
         if action not in ("", STOP):
             raise ValueError(f"{ENV}: {part!r}: unknown action {action!r} (none, or {STOP})")

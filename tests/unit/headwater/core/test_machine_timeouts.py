@@ -132,3 +132,15 @@ def test_a_lost_attempt_counts_against_max_attempts() -> None:
     assert lost_twice.state.status.value == "failed"
     assert [d.attempt for d in lost_twice.bodies(ev.TaskDispatched)] == [1, 2]
     assert lost_twice.state.timers == {}
+
+
+@pytest.mark.parametrize("timer_id", ["deadline:a:²", "lease:a:٣", "deadline:a:1²", "lease:a:"])
+def test_a_timer_id_whose_attempt_is_not_ascii_digits_changes_nothing(timer_id: str) -> None:
+    """``"²".isdigit()`` holds and ``int("²")`` raises: the step used to raise (found by
+    the fuzzer), and ``"٣"`` was read as attempt 3."""
+    from headwater.core.ids import parse_task_timer_id
+    from headwater.core.machine import step
+
+    assert parse_task_timer_id(timer_id) is None
+    state = run([submit(TIMED), started("a")]).state
+    assert step(state, fired(timer_id, T0 + 60_000)).events == []

@@ -1,0 +1,48 @@
+"""The short fuzzing run (``python -m load.fuzz`` runs the long one): a few hundred HTTP
+cases generated from the gateway's OpenAPI document and a few hundred mutated Kafka
+records, with valid workflows between them, on a private sandbox.
+
+Every promise of docs/architecture.md invariant 6 is checked by the run itself
+(``load.fuzzkit.checks``): no 5xx but documented 503s, every error a problem document,
+no process dead, replaced or restarted, every bad record dead-lettered with a reason,
+no partition wedged, every valid workflow succeeded. The seed is fixed, so the inputs
+are the same on every run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from load.fuzzkit.run import Options, run
+from tests.waiting import scaled
+
+pytestmark = [pytest.mark.e2e]
+
+SHORT = Options(http=400, kafka=600, huge=3, rounds=3, targets=4, seed=20261201,
+                timeout_s=120)
+
+
+def explain(report: dict[str, Any]) -> str:
+    """The violations, a few figures and the processes' log tails, for a failure."""
+    f = report["figures"]
+    return "\n".join([*report["violations"][:30],
+                      f"HTTP: {f['http']['by_status']}", f"services: {f['services']}",
+                      report.get("logs", "")])
+
+
+@pytest.mark.timeout(scaled(300))
+def test_bad_inputs_get_clear_errors_and_valid_work_goes_on(services: None) -> None:
+    report = run(SHORT, log=lambda line: None)
+    f = report["figures"]
+    assert report["violations"] == [], explain(report)
+    http, kafka = f["http"], f["kafka"]
+    assert http["inputs"] >= 250, http["by_operation"]
+    assert set(http["by_operation"]) >= {"POST /v1/workflows", "GET /v1/workflows"}
+    assert http["by_status_class"].get("4xx", 0) > 0 and http["server_errors"] == 0
+    dead = kafka["dead_letters"]
+    assert dead["expected"] >= 200 and dead["dead_lettered_with_reason"] == dead["expected"]
+    assert kafka["by_expectation"].get("applied", 0) > 0, "odd but valid records too"
+    assert dead["value_omitted"] >= 1, "a record at the size limit lost its value only"
+    assert f["valid_workflows"]["outcomes"] == {"succeeded": 2 * (SHORT.rounds + 1)}
