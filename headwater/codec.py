@@ -114,20 +114,31 @@ def json_depth_fault(value: Any, text: bytes) -> str | None:
     return None
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A record class's field names, in order (``dataclasses.fields`` is slow to ask)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def _to_avro(record: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
-        value = getattr(record, f.name)
-        if f.name in JSON_FIELDS:
+    for name in _field_names(type(record)):
+        value = getattr(record, name)
+        if name in JSON_FIELDS:
             text = orjson.dumps(value)
             fault = json_depth_fault(value, text)
             if fault is not None:
                 raise ValueError(f"{type(record).__name__} does not fit its schema: "
-                                 f"{f.name}: {fault}")
+                                 f"{name}: {fault}")
             value = text
-        elif f.name == "body":
+        elif name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
-        out[f.name] = value
+        out[name] = value
     return out
 
 
