@@ -66,9 +66,6 @@ clean: down
 	bash infra/stack.sh reset
 	rm -rf $(VENV) .headwater
 
-## Fault injection, the long version (the quick one is part of `make test`): every fault
-## point several times, bigger batches, the 100-workflow rebalance; about 15 minutes.
-## Writes load/results/faults-<UTC timestamp>.json. `$(PY) -m load.faults --help` for options.
 ## Fuzzing, the long version (the short one is part of `make test`): over 10,000 bad HTTP
 ## requests and Kafka records on a private sandbox, a few minutes. Writes
 ## load/results/fuzz-<UTC timestamp>.json. `$(PY) -m load.fuzz --help` for options.
@@ -77,6 +74,11 @@ fuzz: install
 	bash infra/stack.sh up
 	$(PY) -m load.fuzz
 
+## Fault injection, the long version (the quick one is part of `make test`): every fault
+## point several times, bigger batches, the 100-workflow rebalance, and the infrastructure
+## faults (the broker SIGKILLed and SIGSTOPped, PostgreSQL stopped for 60 s, on a private
+## broker and database); about 25 minutes. Writes load/results/faults-<UTC timestamp>.json.
+## `$(PY) -m load.faults --help` for options.
 .PHONY: faults
 faults: install
 	bash infra/stack.sh up

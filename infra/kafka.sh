@@ -2,6 +2,8 @@
 # Local single-node Kafka (KRaft, broker+controller in one JVM) without Docker.
 # Jars come from Maven Central via infra/kafka/pom.xml; state lives in
 # $HEADWATER_HOME/kafka. Usage: infra/kafka.sh start|stop|status|reset
+# A second, private broker (the fault suite's) sets HEADWATER_HOME and the two ports,
+# and HEADWATER_KAFKA_LIBS to the first one's jars so that nothing is downloaded again.
 set -euo pipefail
 
 INFRA="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -16,7 +18,7 @@ mkdir -p "$HW_HOME/kafka"
 # The default state dir is inside the repo: make git ignore it wholesale.
 [[ -n ${HEADWATER_HOME:-} || -f $HW_HOME/.gitignore ]] || echo '*' >"$HW_HOME/.gitignore"
 K="$(cd "$HW_HOME/kafka" && pwd -P)"      # absolute, so cwd never matters
-LIBS="$K/libs" DATA="$K/data" LOGS="$K/logs"
+LIBS="${HEADWATER_KAFKA_LIBS:-$K/libs}" DATA="$K/data" LOGS="$K/logs"
 PROPS="$K/server.properties" PIDFILE="$K/kafka.pid"
 POM="$INFRA/kafka/pom.xml" LOG4J="$INFRA/kafka/log4j.properties"
 

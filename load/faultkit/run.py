@@ -8,8 +8,10 @@
 
 The sandbox's processes start with ``plan.faults`` in ``HEADWATER_FAULTS`` (each process
 reacts to its own points only); the supervisor restarts whatever dies, armed with the
-plan's ``schedule``. After every workflow is terminal and the coordinators have
-committed every input, the topics are read whole and audited (``audit``).
+plan's ``schedule``. A plan with an ``outage`` runs on a private broker and database
+(``infra``) that the outage takes away mid-batch and gives back (``outage``). After
+every workflow is terminal and the coordinators have committed every input, the topics
+are read whole and audited (``audit``).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from load.deploy import wait_idle
 from load.faultkit import audit as au
 from load.faultkit.batch import Submission
 from load.faultkit.client import SubmitLog, projected, submit_batch
-from load.faultkit.killer import WorkerKiller
-from load.faultkit.rebalance import QUEUE, TASKS, Rebalance, Script
+from load.faultkit.infra import PrivateInfra, private_infra
+from load.faultkit.outage import Outage
+from load.faultkit.rebalance import QUEUE, TASKS, Rebalance
+from load.faultkit.scripts import Progress, SideScripts
 from load.faultkit.supervisor import FAULTS_ENV, Supervisor, home_kept
-from load.faultkit.topics import read_all
-from load.kafka_io import Seen, Tail
+from load.faultkit.topics import read_all, uncommitted
+from load.kafka_io import Tail
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
 from tests.waiting import WaitTimeout, scaled, wait_until_async
 
@@ -59,6 +63,9 @@ class Plan:
             ``"fault coordinator.after_publish"`` or ``"external SIGKILL"``), so that a
             fault that never fired fails the run rather than passing it vacuously.
         submit_gap_s: seconds between two submissions (spreads the batch in time).
+        outage: an infrastructure fault (the broker or PostgreSQL lost mid-batch), or
+            None; the run then gets a private broker and database (``infra``), and a
+            process that exits meanwhile is restarted and counted, not a violation.
         timeout_s: the longest wait for every workflow to be terminal, seconds (scaled by
             ``HEADWATER_TEST_TIME_SCALE``, like every wait of the harness: see
             ``tests/waiting.py``).
@@ -73,6 +80,7 @@ class Plan:
     rebalance: Rebalance | None = None
     expect: tuple[str, ...] = ()
     submit_gap_s: float = 0.05
+    outage: Outage | None = None
     timeout_s: float = 240.0
 
 
@@ -127,78 +135,89 @@ def run(plan: Plan, batch: Sequence[Submission],
     home = Path(tempfile.mkdtemp(prefix=f"hw-faults-{plan.name.replace('.', '-')}-"))
     report = RunReport(plan.name)
     began = time.monotonic()
-    with home_kept():
+    with home_kept(), contextlib.ExitStack() as own:
+        infra = None
         try:
-            sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE,
-                                    pythonpath=[str(E2E_DIR)],
-                                    extra_env={FAULTS_ENV: plan.faults})
+            if plan.outage is not None:
+                infra = own.enter_context(private_infra(plan.name.replace(".", "-")))
+                own.enter_context(infra.pointed_at())
         except RuntimeError as e:
-            report.violations.append(f"the sandbox did not start: {e}")
-            shutil.rmtree(home, ignore_errors=True)
-            return report
-        supervisor = Supervisor(sandbox, plan.schedule)
-        try:
-            asyncio.run(_drive(plan, batch, sandbox, supervisor, expected, report))
-        except Exception as e:  # the run could not finish: that is a finding too
-            report.violations.append(f"run aborted: {type(e).__name__}: {e}")
-        finally:
-            supervisor.close()
-            report.deaths = [f"{life.service}: {life.cause}" for life in supervisor.deaths()]
-            _check_deaths(plan, supervisor, report)
-            if report.violations:
-                report.logs = sandbox.logs(LOG_TAIL_CHARS)
-            stop_sandbox(sandbox)
-            if keep_logs is not None:
-                shutil.copytree(home / "logs", keep_logs / home.name, dirs_exist_ok=True)
-            shutil.rmtree(home, ignore_errors=True)
+            report.violations.append(f"the private broker and database did not start: {e}")
+        else:
+            _on_sandbox(_Run(plan, batch, expected, report), home, infra, keep_logs)
+    shutil.rmtree(home, ignore_errors=True)
     report.figures["duration_s"] = round(time.monotonic() - began, 1)
     return report
 
 
-async def _drive(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
-                 supervisor: Supervisor, expected: Mapping[str, au.EndState] | None,
-                 report: RunReport) -> None:
-    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
-    topics = sandbox.topics
-    ids = {s.id for s in batch}
-    terminal: set[str] = set()
+@dataclass(frozen=True)
+class _Run:
+    """What one run is given, and its report."""
 
-    def on_event(seen: Seen) -> None:
-        if seen.value.terminal and seen.value.workflow_id in ids:
-            terminal.add(seen.value.workflow_id)
+    plan: Plan
+    batch: Sequence[Submission]
+    expected: Mapping[str, au.EndState] | None
+    report: RunReport
 
-    tail = Tail(bootstrap, topics.events, on_record=on_event)
+
+def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
+                keep_logs: Path | None) -> None:
+    """Start the sandbox (on ``infra`` when given), drive the run, stop it again."""
+    plan, report = r.plan, r.report
+    try:
+        sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)],
+                                extra_env={FAULTS_ENV: plan.faults})
+    except RuntimeError as e:
+        report.violations.append(f"the sandbox did not start: {e}")
+        return
+    supervisor = Supervisor(sandbox, plan.schedule)
+    try:
+        asyncio.run(_drive(r, sandbox, supervisor, infra))
+    except Exception as e:  # the run could not finish: that is a finding too
+        report.violations.append(f"run aborted: {type(e).__name__}: {e}")
+    finally:
+        supervisor.close()
+        report.deaths = [f"{life.service}: {life.cause}" for life in supervisor.deaths()]
+        _check_deaths(plan, supervisor, report)
+        if report.violations:
+            report.logs = sandbox.logs(LOG_TAIL_CHARS) + (
+                "\n" + infra.logs(LOG_TAIL_CHARS) if infra is not None else "")
+        # A private broker and database are deleted whole: nothing to drop.
+        stop_sandbox(sandbox, drop=infra is None)
+        if keep_logs is not None:
+            shutil.copytree(home / "logs", keep_logs / home.name, dirs_exist_ok=True)
+            if infra is not None:
+                shutil.copytree(infra.home / "kafka" / "logs",
+                                keep_logs / home.name / "broker", dirs_exist_ok=True)
+
+
+async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
+                 infra: PrivateInfra | None) -> None:
+    plan, batch, report = r.plan, r.batch, r.report
+    progress = Progress({s.id for s in batch})
+    tail = Tail(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], sandbox.topics.events,
+                on_record=progress.on_event)
     await tail.start()
-    killer = None
-    if plan.worker_kills:
-        killer = WorkerKiller(supervisor, bootstrap, topics.reports, plan.worker_kills,
-                              plan.kill_gap_s)
-        await killer.start()
-    script = None
-    if plan.rebalance is not None:
-        script = Script(plan.rebalance, sandbox, supervisor, lambda: len(terminal) / len(ids))
-    scaling = asyncio.create_task(script.run()) if script else None
+    side = await SideScripts.start(sandbox, supervisor, progress, plan, infra,
+                                   [s.id for s in batch])
     began = time.monotonic()
     try:
         submitted = await submit_batch(sandbox.gateway, batch, gap_s=plan.submit_gap_s)
         report.violations += submitted.errors
         with contextlib.suppress(TimeoutError):  # listed below, with their last events
-            await tail.wait_until(lambda: terminal >= ids, scaled(plan.timeout_s),
+            await tail.wait_until(progress.done, scaled(plan.timeout_s),
                                   "every workflow terminal")
         report.figures["batch_s"] = round(time.monotonic() - began, 1)
-        if scaling is not None:
-            await scaling
+        await side.finish()
     finally:
-        if killer is not None:
-            await killer.stop()
+        await side.stop()
         await tail.stop()
-        if scaling is not None and not scaling.done():
-            scaling.cancel()
-    report.violations += _stuck(ids - terminal, tail)
+    report.violations += _stuck(progress.ids - progress.terminal, tail)
     await _settle(sandbox, supervisor, report)
-    await _check(plan, batch, sandbox, submitted, expected, report)
-    report.figures["worker_kills"] = [k.__dict__ for k in killer.done] if killer else []
-    report.steps = [s.__dict__ for s in script.steps] if script else []
+    await _check(plan, batch, sandbox, submitted, r.expected, report)
+    figures, report.steps, violations = side.report()
+    report.figures.update(figures)
+    report.violations += violations
 
 
 def _stuck(ids: set[str], tail: Tail) -> list[str]:
@@ -220,7 +239,9 @@ async def _settle(sandbox: Sandbox, supervisor: Supervisor, report: RunReport) -
     try:
         await wait_idle(sandbox, timeout_s=scaled(120))
     except TimeoutError as e:
-        report.violations.append(f"not idle after the batch: {e}")
+        behind = await uncommitted(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"],
+                                   sandbox.topics.coordinator_app_id, sandbox.topics.inputs)
+        report.violations.append(f"not idle after the batch: {e}: {'; '.join(behind)}")
 
 
 async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
@@ -282,17 +303,31 @@ async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
 
 
 def _check_deaths(plan: Plan, supervisor: Supervisor, report: RunReport) -> None:
+    """Deaths as violations and figures: ``kills`` (by cause, with those the run's
+    scripts made), ``restarts`` (by the supervisor, per service kind), ``exits``
+    (unexpected ones, per service kind: a violation, except under an infrastructure
+    fault, where a process that gives up and is restarted is allowed and counted)."""
     deaths = supervisor.deaths()
     causes = [life.cause for life in deaths]
-    for life in deaths:
-        if life.cause == "unexpected exit":
-            report.violations.append(f"{life.service} (pid {life.pid}) exited unexpectedly")
+    exits = [life for life in deaths if life.cause == "unexpected exit"]
+    if plan.outage is None:
+        report.violations += [f"{life.service} (pid {life.pid}) exited unexpectedly"
+                              for life in exits]
     for want in plan.expect:
         if not any(c.startswith(want) for c in causes):
             report.violations.append(f"the fault never fired: no death by {want!r} "
                                      f"(deaths: {causes or 'none'})")
+    kills = _count(c.split(" (hit")[0] for c in causes if c != "unexpected exit")
+    for cause, n in report.figures.get("kills", {}).items():
+        kills[cause] = kills.get(cause, 0) + n
+    report.figures["kills"] = kills
+    report.figures["restarts"] = _count(life.service.split("-", 1)[0] for life in deaths)
+    report.figures["exits"] = _count(life.service.split("-", 1)[0] for life in exits)
+    _restarts_in_place(supervisor, report)
+
+
+def _restarts_in_place(supervisor: Supervisor, report: RunReport) -> None:
     in_place = [r for life in supervisor.lives for r in life.restarts_in_place]
-    report.figures["kills"] = _count(c.split(" (hit")[0] for c in causes)
     report.figures["restarts_in_place"] = len(in_place)
     report.figures["restart_in_place_reasons"] = _count(
         r.split(" ", 2)[2].split(" (")[0] for r in in_place)

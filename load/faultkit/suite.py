@@ -1,13 +1,16 @@
-"""The fault points, the plans that exercise them, and the two suites: ``QUICK`` (one run
-per point on a small batch and a light rebalance: what ``make test`` runs) and ``FULL``
-(several runs per point, several kills per run, bigger batches, the full 100-workflow
-rebalance, and a rebalance with faults: what ``make faults`` runs)."""
+"""The fault points, the infrastructure faults, the plans that exercise them, and the two
+suites: ``QUICK`` (one run per point and per infrastructure fault on a small batch, with
+PostgreSQL down for 20 s, and a light rebalance: what ``make test`` runs) and ``FULL``
+(several runs per point, several kills per run, bigger batches, two runs per
+infrastructure fault with PostgreSQL down for 60 s, the full 100-workflow rebalance,
+and a rebalance with faults: what ``make faults`` runs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from load.faultkit.batch import Sizes, Submission, make_batch
+from load.faultkit.outage import Outage
 from load.faultkit.rebalance import Rebalance
 from load.faultkit.run import Plan
 
@@ -22,6 +25,16 @@ POINTS = (
     "worker.after_outcome", "gateway.after_produce",
 )
 """Every fault point the suites cover, in the order they run."""
+INFRA = ("infra.broker_sigkill", "infra.broker_sigstop", "infra.postgres_stop")
+"""The infrastructure faults, each on a private broker and database (``outage``): the
+broker SIGKILLed mid-batch and started again ``BROKER_RESTART_S`` later; the broker
+frozen (SIGSTOP) for ``BROKER_FROZEN_S`` and thawed; PostgreSQL stopped at once for the
+suite's ``postgres_down_s`` and started again."""
+BROKER_RESTART_S = 3.0
+"""Seconds between the broker's SIGKILL and its restart (which takes ~15 s more: the
+controller keeps the dead broker's registration for its session timeout)."""
+BROKER_FROZEN_S = 20.0
+"""Seconds the broker stays frozen (SIGSTOP)."""
 REBALANCES = ("rebalance", "rebalance+faults")
 """The rebalance scenarios (the second in the full suite only)."""
 
@@ -57,6 +70,24 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
                 expect=(f"fault {point}",), timeout_s=timeout_s)
 
 
+def infra_plan(name: str, postgres_down_s: float = 60.0) -> Plan:
+    """The plan of the infrastructure fault ``name`` (one of ``INFRA``).
+
+    Args:
+        name: the fault.
+        postgres_down_s: how long PostgreSQL stays down, seconds.
+
+    Raises:
+        ValueError: an unknown fault.
+    """
+    if name not in INFRA:
+        raise ValueError(f"unknown infrastructure fault {name!r} (one of {list(INFRA)})")
+    what = name.split(".", 1)[1]
+    down = {"broker_sigkill": BROKER_RESTART_S, "broker_sigstop": BROKER_FROZEN_S,
+            "postgres_stop": postgres_down_s}[what]
+    return Plan(name, outage=Outage(what, down))
+
+
 @dataclass(frozen=True)
 class Suite:
     """How much to run.
@@ -71,6 +102,8 @@ class Suite:
         rebalance_gap_s: seconds between its submissions (spreads it over the steps).
         faulty_rebalance: also run the rebalance batch while a coordinator and a worker
             are killed.
+        infra_runs: runs per infrastructure fault.
+        postgres_down_s: how long PostgreSQL stays down in its fault, seconds.
         sizes: how long tasks take.
     """
 
@@ -82,6 +115,8 @@ class Suite:
     rebalance: Rebalance
     rebalance_gap_s: float
     faulty_rebalance: bool
+    infra_runs: int = 1
+    postgres_down_s: float = 60.0
     sizes: Sizes = field(default_factory=Sizes)
 
     def batch(self) -> list[Submission]:
@@ -93,8 +128,14 @@ class Suite:
         return make_batch("rb", self.rebalance_size, self.sizes)
 
     def plans(self) -> list[Plan]:
-        """Every fault run, point by point."""
-        return [point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)]
+        """Every fault run, point by point, then the infrastructure faults."""
+        return [*(point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)),
+                *self.infra_plans()]
+
+    def infra_plans(self) -> list[Plan]:
+        """Every infrastructure fault, ``infra_runs`` times each."""
+        return [infra_plan(name, self.postgres_down_s)
+                for name in INFRA for _ in range(self.infra_runs)]
 
     def rebalance_plans(self) -> list[Plan]:
         """The rebalance run, and with ``faulty_rebalance`` the one with kills too."""
@@ -111,8 +152,8 @@ class Suite:
 
 QUICK = Suite("quick", batch_size=7, runs=1, kills=1, rebalance_size=28,
               rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
-              rebalance_gap_s=0.4, faulty_rebalance=False)
+              rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0)
 FULL = Suite("full", batch_size=21, runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
-             rebalance_gap_s=0.3, faulty_rebalance=True)
+             rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0)
 SUITES = {s.name: s for s in (QUICK, FULL)}

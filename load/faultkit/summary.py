@@ -25,8 +25,16 @@ def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
 
 
 FIGURES = ("workflows", "tasks", "attempts_dispatched", "attempts_started",
-           "attempts_lost_to_faults", "duplicates", "lost", "kills", "restarts_in_place")
+           "attempts_lost_to_faults", "duplicates", "lost", "kills", "pauses", "outages",
+           "restarts", "exits", "restarts_in_place")
 """The figures summed over runs."""
+
+
+def _group(plan: str) -> str:
+    """Which total a run counts in: ``rebalance``, ``infra`` or ``fault_points``."""
+    if plan.startswith("rebalance"):
+        return "rebalance"
+    return "infra" if plan.startswith("infra.") else "fault_points"
 
 
 def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunReport],
@@ -41,12 +49,12 @@ def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunRepo
         began_at: the wall-clock start.
     """
     per_plan: dict[str, int] = {}
-    totals: dict[str, dict[str, Any]] = {"fault_points": {}, "rebalance": {}, "all": {}}
+    totals: dict[str, dict[str, Any]] = {"fault_points": {}, "infra": {}, "rebalance": {},
+                                         "all": {}}
     for r in runs:
         per_plan[r.plan] = per_plan.get(r.plan, 0) + 1
         figures = {k: v for k, v in r.figures.items() if k in FIGURES}
-        group = "rebalance" if r.plan.startswith("rebalance") else "fault_points"
-        _add(totals[group], figures)
+        _add(totals[_group(r.plan)], figures)
         _add(totals["all"], figures)
     violations = [f"{r.plan}: {v}" for r in [*baselines, *runs] for v in r.violations]
     return {
@@ -55,13 +63,15 @@ def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunRepo
         "duration_s": round(time.monotonic() - started, 1),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average": [round(x, 2) for x in os.getloadavg()]},
-        "fault_points": sum(1 for p in per_plan if not p.startswith("rebalance")),
-        "rebalance_scenarios": sum(1 for p in per_plan if p.startswith("rebalance")),
+        "fault_points": sum(1 for p in per_plan if _group(p) == "fault_points"),
+        "infra_faults": sum(1 for p in per_plan if _group(p) == "infra"),
+        "rebalance_scenarios": sum(1 for p in per_plan if _group(p) == "rebalance"),
         "runs_per_plan": per_plan,
         "runs": len(runs),
         "totals": totals,
         "duplicates_absorbed": sum(totals["all"].get("duplicates", {}).values()),
         "lost": sum(totals["all"].get("lost", {}).values()),
+        "stuck": totals["all"].get("lost", {}).get("stuck", 0),
         "violations": violations,
         "baselines": [b.as_dict() for b in baselines],
         "details": [r.as_dict() for r in runs],
@@ -78,19 +88,25 @@ def write(doc: dict[str, Any], out_dir: Path, began_at: datetime) -> Path:
 
 def table(doc: dict[str, Any]) -> str:
     """A few lines for a terminal: one per run, then the totals."""
-    lines = [f"{'run':<34} {'wf':>4} {'tasks':>6} {'kills':>5} {'dupes':>6} {'lost':>4} "
-             f"{'viol':>4} {'s':>6}"]
+    lines = [f"{'run':<34} {'wf':>4} {'tasks':>6} {'kills':>5} {'pause':>5} {'outage':>6} "
+             f"{'dupes':>6} {'lost':>4} {'viol':>4} {'s':>6}"]
     for r in doc["details"]:
         f = r["figures"]
         lines.append(
             f"{r['plan']:<34} {f.get('workflows', 0):>4} {f.get('tasks', 0):>6} "
-            f"{sum(f.get('kills', {}).values()):>5} {sum(f.get('duplicates', {}).values()):>6} "
+            f"{sum(f.get('kills', {}).values()):>5} {f.get('pauses', 0):>5} "
+            f"{sum(f.get('outages', {}).values()):>6} "
+            f"{sum(f.get('duplicates', {}).values()):>6} "
             f"{sum(f.get('lost', {}).values()):>4} {len(r['violations']):>4} "
             f"{f.get('duration_s', 0):>6}")
     t = doc["totals"]["all"]
-    lines.append(f"{doc['fault_points']} fault points and {doc['rebalance_scenarios']} "
-                 f"rebalance scenarios, {doc['runs']} runs: {t.get('workflows', 0)} workflows, "
+    lines.append(f"{doc['fault_points']} fault points, {doc.get('infra_faults', 0)} "
+                 f"infrastructure faults and {doc['rebalance_scenarios']} rebalance "
+                 f"scenarios, {doc['runs']} runs: {t.get('workflows', 0)} workflows, "
                  f"{t.get('tasks', 0)} tasks, {sum(t.get('kills', {}).values())} kills, "
+                 f"{t.get('pauses', 0)} pauses, {sum(t.get('outages', {}).values())} outages, "
+                 f"{sum(t.get('restarts', {}).values())} restarts, "
                  f"{doc['duplicates_absorbed']} duplicates absorbed, {doc['lost']} lost, "
-                 f"{len(doc['violations'])} violations, {doc['duration_s']} s")
+                 f"{doc.get('stuck', 0)} stuck, {len(doc['violations'])} violations, "
+                 f"{doc['duration_s']} s")
     return "\n".join(lines)

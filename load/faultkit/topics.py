@@ -1,8 +1,10 @@
 """Reading whole topics once a run is over: every record up to the end offsets of the
-moment, decoded, with undecodable records counted rather than raised."""
+moment, decoded, with undecodable records counted rather than raised; and which input
+records a consumer group has not committed (``uncommitted``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +58,17 @@ def _record(r: Any) -> Record:
     except (DecodeError, ValueError):
         value = None
     return Record(r.partition, r.offset, (r.key or b"").decode(errors="replace"), value, raw)
+
+
+async def uncommitted(bootstrap: str, group: str, topics: Iterable[str]) -> list[str]:
+    """``<topic>[<partition>] committed <c> of <end>`` for every partition of ``topics``
+    where ``group`` has not committed up to the end (evidence for a run not idle)."""
+    out = []
+    async with reader(bootstrap, scaled(60.0)) as source:
+        for topic in topics:
+            parts = await source.partitions(topic)
+            committed = await source.committed(group, topic, parts)
+            for p, end in sorted((await source.end_offsets(topic, parts)).items()):
+                if committed.get(p, 0) < end:
+                    out.append(f"{topic}[{p}] committed {committed.get(p, 'none')} of {end}")
+    return out

@@ -11,6 +11,16 @@ import orjson
 
 NOTIFY_CHANNEL = "headwater_events"
 
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    OSError,  # refused, reset, unreachable; TimeoutError is an OSError too
+    asyncpg.PostgresConnectionError,  # SQLSTATE class 08: the connection failed or was lost
+    asyncpg.InterfaceError,  # the connection or the pool is closed
+    asyncpg.exceptions.OperatorInterventionError,  # class 57P: shutting down, starting up
+    asyncpg.exceptions.InsufficientResourcesError,  # class 53: too many connections, disk full
+)
+"""Errors that mean PostgreSQL cannot answer now (not that a statement is wrong): retry
+later (the gateway answers 503, the projector tries again)."""
+
 SCHEMA = """
 create table if not exists workflows (
     workflow_id text primary key,

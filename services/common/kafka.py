@@ -1,18 +1,31 @@
-"""Kafka plumbing the services share: topic creation, producers, record headers."""
+"""Kafka plumbing the services share: topic creation, producers, record headers, and
+whether a broker answers at all (``broker_answers``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import math
 import time
 from collections.abc import Iterable
+from typing import Any
 
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaClient, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    NoError,
+    TopicAlreadyExistsError,
+    for_code,
+)
+from aiokafka.protocol.metadata import MetadataRequest
 
 from headwater.topics import AVRO_CONTENT_TYPE, CONTENT_TYPE_HEADER
 from services.common.settings import CommonSettings
+
+log = logging.getLogger("headwater.kafka")
 
 AVRO_HEADERS: list[tuple[str, bytes]] = [(CONTENT_TYPE_HEADER, AVRO_CONTENT_TYPE.encode())]
 
@@ -21,16 +34,28 @@ async def ensure_topics(
     settings: CommonSettings, names: Iterable[str], timeout_s: float = 60.0,
     configs: dict[str, str] | None = None,
 ) -> None:
-    """Create the topics that do not exist yet (idempotent).
+    """Create the topics that do not exist yet (idempotent), and return once the broker
+    lists every one of them in its metadata.
+
+    A topic is in the controller's metadata when ``CreateTopics`` answers but in a
+    broker's metadata cache a little later (KRaft applies the metadata log
+    asynchronously): a consumer that subscribed meanwhile finds no such topic and,
+    with aiokafka, asks again only after ``metadata_max_age_ms`` (5 minutes by
+    default), consuming nothing of it until then. aiokafka also returns a refused
+    creation as an error code in the answer rather than raising it. Hence the wait,
+    asking again while a topic is refused or still missing.
 
     Args:
         settings: bootstrap, partition count and replication factor.
         names: topic names.
-        timeout_s: how long to keep trying while the broker is unreachable, seconds.
+        timeout_s: how long to keep trying while the broker is unreachable or the topics
+            are not listed yet, seconds.
         configs: topic configs (Kafka's ``TopicConfig`` names).
 
     Raises:
         KafkaConnectionError: the broker stayed unreachable for ``timeout_s``.
+        TimeoutError: the topics were not all listed within ``timeout_s`` (the message
+            has the broker's last refusal, if any).
     """
     wanted = list(dict.fromkeys(names))
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
@@ -44,18 +69,51 @@ async def ensure_topics(
                 raise
             await asyncio.sleep(0.5)
     try:
-        existing = set(await admin.list_topics())
-        missing = [n for n in wanted if n not in existing]
-        if missing:
-            # Another process may create one first: that is fine.
-            with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics([
-                    NewTopic(n, settings.partitions, settings.replication,
-                             topic_configs=dict(configs or {}))
-                    for n in missing
-                ])
+        topics = [NewTopic(n, settings.partitions, settings.replication,
+                           topic_configs=dict(configs or {})) for n in wanted]
+        await _create_until_listed(admin, topics, deadline)
     finally:
         await admin.close()
+
+
+RECREATE_S = 1.0
+"""How long a creation the broker accepted may take to be listed before it is asked
+for again, seconds."""
+
+
+async def _create_until_listed(admin: AIOKafkaAdminClient, topics: list[NewTopic],
+                               deadline: float) -> None:
+    """Create whichever of ``topics`` the broker does not list, until it lists them all.
+
+    Raises:
+        TimeoutError: not all listed by ``deadline`` (``time.monotonic()``).
+    """
+    asked_at, refused = -math.inf, ""
+    while True:
+        listed = set(await admin.list_topics())
+        missing = [t for t in topics if t.name not in listed]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics {[t.name for t in missing]} not listed by the "
+                               f"broker in time{refused}")
+        if refused or time.monotonic() - asked_at >= RECREATE_S:
+            asked_at = time.monotonic()
+            # Another process may create one first: that is fine.
+            with contextlib.suppress(TopicAlreadyExistsError):
+                response = await admin.create_topics(missing)
+                refused = _refusals(response.topic_errors)
+                if refused:
+                    log.warning("the broker refused to create topics%s; asking again", refused)
+        await asyncio.sleep(0.05)
+
+
+def _refusals(topic_errors: Iterable[tuple[Any, ...]]) -> str:
+    """`` (<topic>: <error>, ...)`` for the topics a ``CreateTopics`` answer refused for
+    another reason than that they exist; ``""`` when none was."""
+    refused = [f"{name}: {for_code(code).__name__}" for name, code, *_ in topic_errors
+               if for_code(code) not in (NoError, TopicAlreadyExistsError)]
+    return f" ({', '.join(refused)})" if refused else ""
 
 
 def make_producer(settings: CommonSettings, linger_ms: int = 0) -> AIOKafkaProducer:
@@ -67,6 +125,43 @@ def make_producer(settings: CommonSettings, linger_ms: int = 0) -> AIOKafkaProdu
         linger_ms=linger_ms,
         max_request_size=settings.max_message_bytes,
     )
+
+
+class BrokerUnreachable(Exception):
+    """Raised by :func:`broker_answers` when no broker answered in time; the message
+    says why (no answer within the time, a refused connection, no broker known)."""
+
+
+async def broker_answers(client: AIOKafkaClient, timeout_s: float) -> None:
+    """Ask a broker the client knows for the metadata of no topic, over the client's own
+    connection, and wait at most ``timeout_s`` for the answer.
+
+    A producer or consumer that is merely idle has no way to notice a broker that died
+    or froze until its next request times out (aiokafka's ``request_timeout_ms``, 40 s by
+    default): a request is the only test, as aiokafka's maintainers advise for health
+    checks (aio-libs/aiokafka#604). Asking for no topic (an empty list, Metadata API
+    v1 and later) makes it the cheapest request a broker answers. A request left
+    unanswered when the time is up is abandoned harmlessly: aiokafka ignores the late
+    answer of a cancelled request.
+
+    Args:
+        client: the ``AIOKafkaClient`` of a started producer or consumer (its
+            ``client`` attribute).
+        timeout_s: how long to wait for the answer, seconds.
+
+    Raises:
+        BrokerUnreachable: no answer within ``timeout_s``, the connection failed, or no
+            broker is known yet.
+    """
+    node = client.get_random_node()
+    if node is None:
+        raise BrokerUnreachable("no broker known yet")
+    try:
+        await asyncio.wait_for(client.send(node, MetadataRequest([])), timeout_s)
+    except TimeoutError:
+        raise BrokerUnreachable(f"no answer within {timeout_s:g} s") from None
+    except (KafkaError, OSError) as e:
+        raise BrokerUnreachable(f"{type(e).__name__}: {e}") from e
 
 
 def header(headers: Iterable[tuple[str, bytes]] | None, name: str) -> str | None:

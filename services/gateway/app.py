@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
 from services.common.db import connect_pool
-from services.common.kafka import ensure_topics, make_producer
+from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import health, problems, routes
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.middleware import CatchAll, RejectNul
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime.pool = await connect_pool(settings.pg_dsn, max_size=20, timeout_s=float("inf"))
         runtime.producer = make_producer(settings)
         await runtime.producer.start()
+        runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)
         await runtime.notifier.start(settings.pg_dsn)
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)

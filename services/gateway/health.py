@@ -8,8 +8,9 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from services.common.kafka import BrokerUnreachable
 from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
-from services.gateway.runtime import runtime
+from services.gateway.runtime import Runtime, runtime
 
 router = APIRouter()
 
@@ -26,17 +27,39 @@ async def health() -> Response:
 
 @router.get("/ready")
 async def ready(request: Request) -> Response:
-    """Readiness: 503 until connected, while PostgreSQL does not answer in time, and
-    from SIGTERM on ("shutting down").
+    """Readiness: 503 until connected, while PostgreSQL or Kafka does not answer in
+    time, and from SIGTERM on ("shutting down").
 
-    PostgreSQL must answer ``select 1`` within the ``ready_timeout_s`` setting.
+    PostgreSQL must answer ``select 1`` and a Kafka broker a metadata request
+    (``services.common.kafka.broker_answers``), both within the ``ready_timeout_s``
+    setting; the two are asked at once, so the probe takes at most that long. The
+    detail names each one that did not answer.
     """
     if request.app.state.hw.drain.stopping:
         raise Problem(503, "Not ready", "shutting down", headers={"Retry-After": RETRY_AFTER_S})
     hw = runtime(request)
+    faults = [f for f in await asyncio.gather(_database_fault(hw), _kafka_fault(hw)) if f]
+    if faults:
+        raise Problem(503, "Not ready", "; ".join(faults),
+                      headers={"Retry-After": RETRY_AFTER_S})
+    return _ok("ready")
+
+
+async def _database_fault(hw: Runtime) -> str:
+    """Why PostgreSQL is not ready (``""``: it answered)."""
     try:
         await asyncio.wait_for(hw.pool.fetchval("select 1"), hw.settings.ready_timeout_s)
     except DATABASE_UNAVAILABLE as e:  # TimeoutError is an OSError
-        raise Problem(503, "Not ready", f"PostgreSQL does not answer: {type(e).__name__}",
-                      headers={"Retry-After": RETRY_AFTER_S}) from e
-    return _ok("ready")
+        return f"PostgreSQL does not answer: {type(e).__name__}"
+    return ""
+
+
+async def _kafka_fault(hw: Runtime) -> str:
+    """Why Kafka is not ready (``""``: a broker answered, or no check is set)."""
+    if hw.broker_check is None:
+        return ""
+    try:
+        await hw.broker_check(hw.settings.ready_timeout_s)
+    except BrokerUnreachable as e:
+        return f"Kafka unreachable: {e}"
+    return ""

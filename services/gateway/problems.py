@@ -5,23 +5,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import asyncpg
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from services.common.db import UNAVAILABLE
+
 PROBLEM_JSON = "application/problem+json"
 RETRY_AFTER_S = "1"  # seconds, as the Retry-After header carries it
 
-DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
-    OSError,  # refused, reset, unreachable; TimeoutError is an OSError too
-    asyncpg.PostgresConnectionError,  # SQLSTATE class 08: the connection failed or was lost
-    asyncpg.InterfaceError,  # the connection or the pool is closed
-    asyncpg.exceptions.OperatorInterventionError,  # class 57P: shutting down, starting up
-    asyncpg.exceptions.InsufficientResourcesError,  # class 53: too many connections, disk full
-)
+DATABASE_UNAVAILABLE = UNAVAILABLE
 """Errors that mean PostgreSQL cannot answer now (not that a query is wrong): 503."""
 
 log = logging.getLogger("headwater.gateway")

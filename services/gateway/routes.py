@@ -7,13 +7,20 @@ import re
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
 from services.gateway.body import parse_body, read_limited, require_storable
 from services.gateway.models import CancelRequest, SubmitRequest
+from services.gateway.openapi import (
+    CANCEL_SCHEMA,
+    SUBMIT_SCHEMA,
+    WORKFLOW_ID_DOC,
+    json_body,
+    problems,
+)
 from services.gateway.problems import Problem
 from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
@@ -26,6 +33,8 @@ STATUSES = (CLAIMED, *WorkflowStatus)
 # ASCII digits only (str.isdigit also takes "²"), and few enough to fit in a bigint.
 LAST_EVENT_ID = re.compile(r"[0-9]{1,18}")
 CANCEL_BODY_BYTES = 64 * 1024
+WorkflowId = Annotated[str, Path(json_schema_extra=WORKFLOW_ID_DOC)]
+"""The ``{workflow_id}`` path parameter (its pattern documented, not enforced)."""
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -33,7 +42,9 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
                     headers=headers)
 
 
-@router.post("/v1/workflows")
+@router.post("/v1/workflows", status_code=202, openapi_extra=json_body(SUBMIT_SCHEMA),
+             responses={200: {"description": "the same id and body again: the same run"},
+                        **problems(409, 413, 422, 503)})
 async def post_workflow(request: Request) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 409, 413, 422, 503."""
     hw = accepting(request)
@@ -46,13 +57,13 @@ async def post_workflow(request: Request) -> Response:
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})
 
 
-@router.get("/v1/workflows/{workflow_id}")
-async def get_workflow(request: Request, workflow_id: str) -> Response:
+@router.get("/v1/workflows/{workflow_id}", responses=problems(404, 503))
+async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Status of one workflow; 404 when unknown."""
     return _json(await workflow_view(runtime(request).pool, workflow_id))
 
 
-@router.get("/v1/workflows")
+@router.get("/v1/workflows", responses=problems(400, 422, 503))
 async def get_workflows(
     request: Request,
     status: Annotated[str | None, Query(pattern="^(" + "|".join(STATUSES) + ")$")] = None,
@@ -66,15 +77,18 @@ async def get_workflows(
     return _json(await list_view(hw.pool, status, name, tenant, limit, cursor))
 
 
-@router.get("/v1/workflows/{workflow_id}/events")
+@router.get("/v1/workflows/{workflow_id}/events", response_class=EventSourceResponse,
+            responses={200: {"content": {"text/event-stream": {}}}, **problems(400, 404, 503)})
 async def get_events(
-    request: Request, workflow_id: str,
-    last_event_id: Annotated[str | None, Header()] = None,
+    request: Request, workflow_id: WorkflowId,
+    last_event_id: Annotated[str | None, Header(
+        json_schema_extra={"pattern": "^[0-9]{0,18}$"})] = None,
 ) -> EventSourceResponse:
     """SSE stream of the workflow's history; honours ``Last-Event-ID``.
 
     Raises:
-        Problem: 400 when ``Last-Event-ID`` is not 1 to 18 ASCII digits, 404 unknown id.
+        Problem: 400 when ``Last-Event-ID`` is not 1 to 18 ASCII digits (empty: from the
+            start), 404 unknown id.
     """
     hw = runtime(request)
     after = 0
@@ -91,8 +105,10 @@ async def get_events(
                                ping=hw.settings.sse_ping_s)
 
 
-@router.post("/v1/workflows/{workflow_id}/cancel")
-async def cancel_workflow(request: Request, workflow_id: str) -> Response:
+@router.post("/v1/workflows/{workflow_id}/cancel", status_code=202,
+             openapi_extra=json_body(CANCEL_SCHEMA, required=False),
+             responses=problems(404, 409, 413, 422, 503))
+async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Request cancellation: 202; 404 unknown; 409 already terminal; 503."""
     hw = accepting(request)
     payload = parse_body(CancelRequest,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -31,6 +32,9 @@ class Runtime:
         notifier: wakes SSE streams on the projector's ``NOTIFY``.
         ready: True once every connection is open.
         drain: whether the gateway is stopping, and the requests in flight.
+        broker_check: asks Kafka for an answer within the seconds it is given and raises
+            ``services.common.kafka.BrokerUnreachable`` when none comes (``/ready``); set
+            with the producer, over its connection (None: Kafka is not checked).
     """
 
     settings: Settings
@@ -39,6 +43,7 @@ class Runtime:
     notifier: Notifier = field(default_factory=Notifier)
     ready: bool = False
     drain: Drain = field(default_factory=Drain)
+    broker_check: Callable[[float], Awaitable[None]] | None = None
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop taking work (``drain``); call from the event loop. Idempotent."""

@@ -19,7 +19,8 @@ class Settings(CommonSettings):
         sse_ping_s: SSE heartbeat interval, seconds (``HEADWATER_SSE_PING``).
         produce_timeout_s: longest wait for Kafka to acknowledge a submission or a cancel,
             seconds (``HEADWATER_PRODUCE_TIMEOUT``); beyond it the request gets 503.
-        ready_timeout_s: longest wait for PostgreSQL to answer ``/ready``'s ``select 1``,
+        ready_timeout_s: longest wait for PostgreSQL to answer ``/ready``'s ``select 1``
+            and for a Kafka broker to answer its metadata request (both at once),
             seconds (``HEADWATER_READY_TIMEOUT``).
         drain_s: the drain window, seconds (``HEADWATER_DRAIN_S``, 30 by default): after
             SIGTERM or SIGINT the gateway keeps listening (``/ready`` 503, new work 503)

@@ -14,6 +14,7 @@ with its ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -32,6 +33,9 @@ TERMINAL_STATUSES = frozenset(status for status in WorkflowStatus if status.term
 TERMINAL_TYPES = frozenset(body.__name__ for body in ev.TERMINAL_BODIES)
 """The ``events.type`` values that end a workflow's stream."""
 RECHECK_S = 2.0
+"""How often a waiting stream reads again without a notification, seconds."""
+RELISTEN_S = 1.0
+"""How often the notifier checks its listening connection, seconds."""
 PAGE = 500
 CLOSING: dict[str, Any] = {"comment": "the gateway is shutting down; reconnect with "
                                       "Last-Event-ID", "retry": 1000}
@@ -39,30 +43,68 @@ log = logging.getLogger("headwater.gateway")
 
 
 class Notifier:
-    """Listens on ``headwater_events`` and wakes the streams of the named workflows."""
+    """Listens on ``headwater_events`` and wakes the streams of the named workflows.
+
+    The listening connection is opened again when it was lost (PostgreSQL restarted),
+    checked every ``RELISTEN_S``; meanwhile streams re-read every ``RECHECK_S``, and
+    once it is back every waiting stream is woken to read what it missed.
+    """
 
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._conn: asyncpg.Connection | None = None
+        self._dsn = ""
+        self._keeper: asyncio.Task[None] | None = None
         self.closing = False
 
     async def start(self, dsn: str) -> None:
-        """Open the listening connection."""
-        self._conn = await asyncpg.connect(dsn)
-        await self._conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        """Open the listening connection, and keep it open."""
+        self._dsn = dsn
+        await self._listen()
+        self._keeper = asyncio.create_task(self._keep_listening())
 
     async def stop(self) -> None:
         """Close the listening connection."""
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
         if self._conn is not None:
             await self._conn.close()
+
+    async def _listen(self) -> None:
+        conn = await asyncpg.connect(self._dsn)
+        await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        self._conn = conn
+
+    async def _keep_listening(self) -> None:
+        lost = False
+        while True:
+            await asyncio.sleep(RELISTEN_S)
+            if self._conn is not None and not self._conn.is_closed():
+                continue
+            if not lost:
+                log.warning("lost the connection listening on %s; event streams re-read "
+                            "every %.0f s until it is back", NOTIFY_CHANNEL, RECHECK_S)
+                lost = True
+            try:
+                await self._listen()
+            except (*DATABASE_UNAVAILABLE, asyncpg.PostgresError):
+                continue
+            log.info("listening on %s again", NOTIFY_CHANNEL)
+            lost = False
+            self._wake_all()  # what was notified meanwhile was missed
+
+    def _wake_all(self) -> None:
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
 
     def end_streams(self) -> None:
         """Make every event stream end at its next step (the gateway is shutting
         down), waking those that wait."""
         self.closing = True
-        for events in self._waiters.values():
-            for event in events:
-                event.set()
+        self._wake_all()
 
     def _on_notify(self, conn: Any, pid: int, channel: str, payload: str) -> None:
         for workflow_id in payload.split(","):

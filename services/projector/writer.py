@@ -21,6 +21,7 @@ from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import CommitFailedError
 
 from headwater import codec
 from headwater.core import events as ev
@@ -28,7 +29,7 @@ from headwater.core.idempotency import body_hash
 from headwater.core.ids import task_key
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import DecodeError
-from services.common.db import NOTIFY_CHANNEL, connect_pool
+from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
 from services.common.finishing import Unfinished, finish
 from services.common.settings import CommonSettings
 
@@ -281,8 +282,9 @@ def _terminal_steps(wid: str, seq: int, at: datetime, b: Any) -> Statements:
             (CANCEL_OPEN_NODES, (wid, seq, _OPEN_NODES))]
 
 
-RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError,
-             asyncpg.PostgresConnectionError, OSError)
+RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, *UNAVAILABLE)
+"""Failures the projector waits out: a deadlock with another projector, or PostgreSQL
+unavailable (stopped, restarting, out of connections)."""
 MAX_BACKOFF_S = 5.0
 STOP_GRACE_S = 10.0
 """How long a cancelled projector may take to finish its batch, seconds."""
@@ -292,10 +294,12 @@ class Projector:
     """Consumes ``events`` in its own consumer group and keeps the projection current.
 
     A batch is committed only after it is projected. Failures (a deadlock with another
-    projector during a rebalance, PostgreSQL restarting) are retried with backoff; the
-    projector never stops the process it runs in. Cancelled (the process stopping), it
-    first finishes the batch in hand, projected and committed, for up to
-    ``STOP_GRACE_S``, then leaves its group.
+    projector during a rebalance, PostgreSQL down or restarting) are retried with
+    backoff; a commit refused because the group rebalanced meanwhile (the broker was
+    lost, or the projection waited longer than ``max.poll.interval.ms``) leaves the batch
+    to the partitions' next owner; the projector never stops the process it runs in.
+    Cancelled (the process stopping), it first finishes the batch in hand, projected and
+    committed, for up to ``STOP_GRACE_S``, then leaves its group.
     """
 
     def __init__(self, settings: CommonSettings, pool: asyncpg.Pool) -> None:
@@ -333,6 +337,10 @@ class Projector:
                             log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
                 try:
                     await finish(self._project_and_commit(consumer, events), STOP_GRACE_S)
+                except CommitFailedError as e:  # rebalanced meanwhile: go on in the group
+                    log.warning("%d events projected but not committed (%s); the partitions' "
+                                "next owner projects them again, which changes nothing",
+                                len(events), e.args[-1] if e.args else e)
                 except Unfinished as e:
                     log.warning("stopping with a batch of %d events not projected or not "
                                 "committed (%s); it is projected again later", len(events), e)

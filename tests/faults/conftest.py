@@ -13,7 +13,13 @@ for _path in (REPO, REPO / "tests" / "e2e"):  # load.faultkit, tests.waiting; st
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 
+from faultcheck import explain  # noqa: E402
 from stackkit import require_services  # noqa: E402
+
+from load.faultkit.audit import EndState  # noqa: E402
+from load.faultkit.batch import Submission  # noqa: E402
+from load.faultkit.run import Plan, run  # noqa: E402
+from load.faultkit.suite import QUICK  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,3 +31,19 @@ def pytest_configure(config: pytest.Config) -> None:
 def services() -> None:
     """Kafka and PostgreSQL are reachable (fails on CI, skips elsewhere, when not)."""
     require_services()
+
+
+@pytest.fixture(scope="session")
+def batch() -> list[Submission]:
+    """The quick suite's batch, the same in every fault run."""
+    return QUICK.batch()
+
+
+@pytest.fixture(scope="session")
+def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
+    """The outcome of each workflow of ``batch`` in a fault-free run (one for the
+    session: the fault points' and the infrastructure faults' runs compare with it)."""
+    base = run(Plan("baseline"), batch)
+    assert base.violations == [], explain(base)
+    assert base.figures["statuses"] == {"succeeded": 6, "failed": 1}, explain(base)
+    return base.outcomes()

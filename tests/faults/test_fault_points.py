@@ -12,25 +12,11 @@ from faultcheck import explain
 
 from load.faultkit.audit import EndState
 from load.faultkit.batch import Submission
-from load.faultkit.run import Plan, run
+from load.faultkit.run import run
 from load.faultkit.suite import POINTS, QUICK, point_plan
 from tests.waiting import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
-
-
-@pytest.fixture(scope="module")
-def batch() -> list[Submission]:
-    return QUICK.batch()
-
-
-@pytest.fixture(scope="module")
-def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
-    """The outcome of each workflow in a fault-free run."""
-    base = run(Plan("baseline"), batch)
-    assert base.violations == [], explain(base)
-    assert base.figures["statuses"] == {"succeeded": 6, "failed": 1}, explain(base)
-    return base.outcomes()
 
 
 @pytest.mark.timeout(scaled(300))

@@ -243,10 +243,36 @@ async def test_partitions_committed_at_0_or_not_at_all_are_sought_to_their_first
 
     monkeypatch.setattr(seam, "committed_offsets", committed_offsets)
     app = SimpleNamespace(consumer=SimpleNamespace(earliest_offsets=earliest_offsets,
-                                                   seek=seek))
+                                                   seek=seek, _committed_offset={}))
     start = await seam.start_offsets(app, SETTINGS, assigned)
     assert start == {("p.reports", 0): 5, ("p.reports", 1): 5, ("p.control", 3): 12}
     assert seeks == [(TP("p.reports", 0), 5), (TP("p.reports", 1), 5)]
+
+
+async def test_a_failed_commit_counts_as_done_in_faust_and_the_start_undoes_it(
+        app: faust.App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """faust's ``commit`` records the offsets even when ``_commit`` failed; the group then
+    holds less than faust thinks, and faust would never commit the records between.
+    ``start_offsets`` sets faust's record to what the group holds."""
+    consumer = app.consumer
+    tp = TP("p.reports", 0)
+
+    async def failed_commit(offsets: Any) -> bool:
+        return False
+
+    monkeypatch.setattr(consumer, "_commit", failed_commit)
+    monkeypatch.setattr(consumer, "assignment", lambda: {tp})
+    monkeypatch.setattr(app.producer, "flush", lambda: asyncio.sleep(0))
+    assert await consumer._commit_offsets({tp: 40}) is False
+    assert consumer._committed_offset[tp] == 40  # faust's view: committed, though it failed
+
+    async def committed_offsets(settings: Any, group: str, tps: Any) -> dict[Any, int]:
+        return {("p.reports", 0): 31}  # what the group really holds
+
+    monkeypatch.setattr(seam, "committed_offsets", committed_offsets)
+    await seam.start_offsets(app, SETTINGS, [tp])
+    assert consumer._committed_offset[tp] == 31
+    assert consumer._should_commit(tp, 35)  # records 31..39 will be committed again
 
 
 # 5. Offset continuity, hooked to faust's events (no library test: see the seam).
