@@ -9,11 +9,12 @@ benchmarks: a fresh topic prefix, a fresh database, and its own processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,3 +169,22 @@ async def _drop(sandbox: Sandbox) -> None:
             await admin.delete_topics(mine)
     finally:
         await admin.close()
+
+
+def set_home(value: str | None) -> None:
+    """Set ``HEADWATER_HOME`` (where ``localstack`` keeps pid files), or unset it (None)."""
+    if value is None:
+        os.environ.pop("HEADWATER_HOME", None)
+    else:
+        os.environ["HEADWATER_HOME"] = value
+
+
+@contextlib.contextmanager
+def home_kept() -> Iterator[None]:
+    """Restore ``HEADWATER_HOME`` on exit: ``start_sandbox`` points it at the sandbox (its
+    pid files), which would mislead whoever else in this process uses the local stack."""
+    before = os.environ.get("HEADWATER_HOME")
+    try:
+        yield
+    finally:
+        set_home(before)

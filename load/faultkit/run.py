@@ -35,10 +35,10 @@ from load.faultkit.infra import PrivateInfra, private_infra
 from load.faultkit.outage import Outage
 from load.faultkit.rebalance import QUEUE, TASKS, Rebalance
 from load.faultkit.scripts import Progress, SideScripts
-from load.faultkit.supervisor import FAULTS_ENV, Supervisor, home_kept
+from load.faultkit.supervisor import FAULTS_ENV, Supervisor
 from load.faultkit.topics import read_all, uncommitted
 from load.kafka_io import Tail
-from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from tests.waiting import WaitTimeout, scaled, wait_until_async
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ops import localstack
@@ -208,15 +208,3 @@ def _restarts(service: localstack.Service, offset: int) -> list[str]:
             for m in _RESTART_LINE.finditer(_tail(service, offset))]
 
 
-@contextlib.contextmanager
-def home_kept() -> Iterator[None]:
-    """Restore ``HEADWATER_HOME`` on exit: ``start_sandbox`` points it at the sandbox (its
-    pid files), which would mislead whoever else in this process uses the local stack."""
-    before = os.environ.get("HEADWATER_HOME")
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HEADWATER_HOME", None)
-        else:
-            os.environ["HEADWATER_HOME"] = before

@@ -15,14 +15,11 @@ must still run with the pid it started with (``watch``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import random
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,7 @@ from load.fuzzkit.mutants import Mutant, Mutator
 from load.fuzzkit.valid import Valid
 from load.fuzzkit.watch import Watch
 from load.kafka_io import existing_partitions, reader
-from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from tests.waiting import scaled
 
@@ -71,19 +68,6 @@ class Options:
     seed: int = 0
     timeout_s: float = 300.0
 
-
-@contextlib.contextmanager
-def home_kept() -> Iterator[None]:
-    """Restore ``HEADWATER_HOME`` on exit: ``start_sandbox`` points it at the sandbox (its
-    pid files), which would mislead whoever else in this process uses the local stack."""
-    before = os.environ.get("HEADWATER_HOME")
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("HEADWATER_HOME", None)
-        else:
-            os.environ["HEADWATER_HOME"] = before
 
 
 def run(options: Options, log: Any = print) -> dict[str, Any]:

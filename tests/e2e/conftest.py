@@ -15,6 +15,8 @@ if str(REPO) not in sys.path:  # tests.waiting, whichever way pytest was started
 
 from stackkit import Stack, require_services, start_stack, stop_stack  # noqa: E402
 
+from ops.sandbox import set_home  # noqa: E402
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -48,7 +50,7 @@ def own(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[St
     before = os.environ.get("HEADWATER_HOME")
     home = tmp_path_factory.mktemp("own")
     stack = start_stack(home)
-    _set_home(before)
+    set_home(before)
     try:
         yield stack
     finally:
@@ -56,11 +58,6 @@ def own(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[St
         try:
             stop_stack(stack)
         finally:
-            _set_home(before)
+            set_home(before)
 
 
-def _set_home(value: str | None) -> None:
-    if value is None:
-        os.environ.pop("HEADWATER_HOME", None)
-    else:
-        os.environ["HEADWATER_HOME"] = value

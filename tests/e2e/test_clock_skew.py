@@ -30,6 +30,7 @@ from test_leases import reports_of
 
 from headwater.core import events as ev
 from ops import localstack
+from ops.sandbox import set_home
 from services.common.clock import now_ms
 from tests.waiting import scaled
 
@@ -62,14 +63,9 @@ def home_of(stack: Stack) -> Iterator[None]:
     try:
         yield
     finally:
-        _set_home(before)
+        set_home(before)
 
 
-def _set_home(value: str | None) -> None:
-    if value is None:
-        os.environ.pop("HEADWATER_HOME", None)
-    else:
-        os.environ["HEADWATER_HOME"] = value
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +75,7 @@ def coordinated(tmp_path_factory: pytest.TempPathFactory, services: None) -> Ite
     libfaketime()
     before = os.environ.get("HEADWATER_HOME")
     stack = start_stack(tmp_path_factory.mktemp("skew"), workers=0)
-    _set_home(before)
+    set_home(before)
     try:
         yield stack
     finally:
