@@ -156,7 +156,9 @@ class BatchApplier:
         """Step every record in memory (``effects.BatchEffects``), and log what was
         dead-lettered or skipped."""
         effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition,
-                               history_heartbeats=self.history_heartbeats)
+                               history_heartbeats=self.history_heartbeats,
+                               lease_end=None if self.history_heartbeats
+                               else self.timers.lease_end)
         try:
             for record in records:
                 effects.add(record)

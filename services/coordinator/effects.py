@@ -22,6 +22,7 @@ from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.fencing import stop_for, stops_for_expired
 from headwater.core.idempotency import conflict
+from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.machine import Step, fail, start, step
 from headwater.core.machine.reports import lease_renewal
 from headwater.core.state import WorkflowState
@@ -83,6 +84,8 @@ class BatchEffects:
     started: set[str] = field(default_factory=set)
     history_heartbeats: bool = False
     renewals: list[tuple[str, str, int]] = field(default_factory=list)
+    lease_end: Callable[[str, str, int], int] | None = None
+    """``TimerIndex.lease_end``: when a lease ends by the heartbeats this process read."""
     _stored_waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
 
     def add(self, record: InputRecord) -> None:
@@ -94,6 +97,8 @@ class BatchEffects:
         event, state, offsets = routed
         if isinstance(event, ev.TaskHeartbeated) and not self.history_heartbeats:
             self._renew(event, state)
+            return
+        if isinstance(event, ev.TimerFired) and self._lease_renewed(event, state):
             return
         why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
         if why is not None:
@@ -205,6 +210,22 @@ class BatchEffects:
             wid = heartbeat.workflow_id
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
                                          codec.encode(stop), wid))
+
+    def _lease_renewed(self, fired: ev.TimerFired, state: WorkflowState | None) -> bool:
+        """Whether ``fired`` is a lease that heartbeats this process read since renewed
+        (not in the history, so the machine cannot see them): then it is not applied,
+        and the lease is armed again for when it does end."""
+        parsed = parse_task_timer_id(fired.timer_id)
+        if parsed is None or parsed[0] != LEASE_TIMER or self.lease_end is None or state is None:
+            return False
+        task = state.tasks.get(parsed[1])
+        if task is None or task.attempt != parsed[2] or task.heartbeat_ms is None:
+            return False
+        end = self.lease_end(fired.workflow_id, fired.timer_id, task.heartbeat_ms)
+        if end <= fired.at_ms:
+            return False
+        self.renewals.append((fired.workflow_id, fired.timer_id, end))
+        return True
 
     def _keep_waiting(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:

@@ -6,8 +6,10 @@ when it applies the inputs (docs/architecture.md, "Time"): a worker, a gateway o
 other producer may run on a machine whose clock is minutes off, so the ``at_ms`` it
 wrote is replaced by the coordinator's time before the state machine sees the input.
 The history records the stamped time, so a replay folds the same state. A
-``TimerFired`` comes from a coordinator's own timer loop, and keeps its time when that
-is later (a timer is never applied before it is due).
+``TimerFired`` is stamped too: ``headwater.control`` is open to any producer, and a
+firing dated in the future would end a deadline early or date a retry past year 9999. A
+firing that arrives before its timer is due changes nothing (``machine.timers``); the
+timer loop fires it again.
 """
 
 from __future__ import annotations
@@ -82,13 +84,13 @@ def decode_input(
 
 
 def stamped(record: ev.Input, received_ms: int) -> ev.Input:
-    """``record`` at the coordinator's time ``received_ms`` (a ``TimerFired``: at the
-    later of that and its own, which its coordinator's timer loop set).
+    """``record`` at the coordinator's time ``received_ms``.
 
     Args:
         record: a decoded input; its ``at_ms`` is the producer's clock, not to be
             compared with this one.
         received_ms: the coordinator's time now, ms since the epoch.
     """
-    at_ms = max(received_ms, record.at_ms) if isinstance(record, ev.TimerFired) else received_ms
-    return record if at_ms == record.at_ms else dataclasses.replace(record, at_ms=at_ms)
+    if record.at_ms == received_ms:
+        return record
+    return dataclasses.replace(record, at_ms=received_ms)

@@ -11,13 +11,20 @@ arrives, so a duplicate or early firing changes nothing. ``TimerLoop`` does the 
 from __future__ import annotations
 
 import heapq
+import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from headwater.core import events as ev
-from headwater.core.ids import LEASE_TIMER
+from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.state import WorkflowState, task_timers
 from services.common.clock import now_ms
+
+STOOD_STILL_S = 1.0
+"""A gap between two ticks of the timer loop longer than this, seconds, means the process
+stood still (its interval is 50 ms): every lease then starts anew."""
+log = logging.getLogger("headwater.coordinator")
 
 
 @dataclass(order=True)
@@ -76,13 +83,28 @@ class TimerIndex:
                 self._by_task[(wid, key)] = set(implied)
 
     def renew(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
-        """Move an armed lease to ``fire_at_ms`` if that is later (a heartbeat kept out of
-        the history); a lease not armed here (its attempt ended) is left alone."""
+        """Move a lease to ``fire_at_ms`` if that is later (a heartbeat kept out of the
+        history), and arm it again if it had fired; a lease of an attempt not running
+        here (ended, or not yet armed) is left alone."""
+        parsed = parse_task_timer_id(timer_id)
+        if parsed is None or timer_id not in self._by_task.get((workflow_id, parsed[1]), ()):
+            return
         key = (workflow_id, timer_id)
+        self._renewed[key] = max(fire_at_ms, self._renewed.get(key, 0))
         current = self._current.get(key)
-        if current is not None and fire_at_ms > current:
-            self._renewed[key] = fire_at_ms
+        if current is None or fire_at_ms > current:
             self._set(workflow_id, timer_id, fire_at_ms)
+
+    def lease_end(self, workflow_id: str, timer_id: str, heartbeat_ms: int) -> int:
+        """When a lease ends by what this process saw and the history does not hold: the
+        heartbeats it read (``renew``), and the full lease every running attempt gets
+        from ``leases_from_ms``; ms since the epoch (0: nothing of the kind).
+
+        A lease whose ``TimerFired`` arrives before this is not applied (``effects``): it
+        was fired by a process that had not read those heartbeats yet (one that stood
+        still, or the last owner of the partition)."""
+        return max(self._renewed.get((workflow_id, timer_id), 0),
+                   self.leases_from_ms + heartbeat_ms)
 
     def _set(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
         if self._current.get((workflow_id, timer_id)) != fire_at_ms:
@@ -97,7 +119,6 @@ class TimerIndex:
             key = (item.workflow_id, item.timer_id)
             if self._current.get(key) == item.fire_at_ms:
                 del self._current[key]
-                self._renewed.pop(key, None)
                 due.append((item.workflow_id, item.timer_id, item.fire_at_ms))
         return due
 
@@ -132,6 +153,7 @@ class TimerLoop:
         self.send = send
         self.rebalancing = rebalancing
         self._rescan = True
+        self._last_tick: float | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -142,7 +164,18 @@ class TimerLoop:
 
     async def tick(self) -> None:
         """Re-arm from the table if a rescan is due and the group is settled; then send
-        a ``TimerFired`` for each timer due (at the later of now and its time)."""
+        a ``TimerFired`` for each timer due (at the later of now and its time).
+
+        A tick that comes more than ``STOOD_STILL_S`` after the last one (the process
+        was stopped, or starved of CPU) starts every lease anew first (``reset``): the
+        heartbeats sent meanwhile are still unread on ``reports``, and the leases that
+        came due while nothing ran must not fire before they are read."""
+        tick = time.monotonic()
+        if self._last_tick is not None and tick - self._last_tick > STOOD_STILL_S:
+            log.warning("the timer loop stood still for %.1f s: leases start anew",
+                        tick - self._last_tick)
+            self.reset()
+        self._last_tick = tick
         if self._rescan and not self.rebalancing():
             self._rescan = False
             for state in self.scan():

@@ -167,6 +167,8 @@ def _clean(value: Any, depth: int) -> Any:
 INSERT_EVENT = (
     "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
     " on conflict do nothing")
+# created_at: the acceptance's time (the coordinator's clock, as the log has it), not the
+# gateway's claim's, so that a projection rebuilt from the log equals the live one.
 # body_hash: of the body that runs (the gateway's claim may have hashed another one that
 # lost a race with a submission straight on Kafka), from the decoded record, so that the
 # same body resubmitted over HTTP matches whatever PostgreSQL does to its numbers.
@@ -176,7 +178,7 @@ UPSERT_ACCEPTED = (
     " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7)"
     " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
-    " input = excluded.input, created_at = least(workflows.created_at, excluded.created_at),"
+    " input = excluded.input, created_at = excluded.created_at,"
     " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
     " seq = greatest(workflows.seq, excluded.seq),"
     " updated_at = greatest(workflows.updated_at, excluded.updated_at)")

@@ -44,10 +44,13 @@ def schedule_retry(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
 
 
 def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> None:
-    """A retry timer dispatches its attempt; a deadline or lease that has really expired
-    fails the attempt it was armed for; any other timer changes nothing."""
+    """A retry timer that is due dispatches its attempt; a deadline or lease that has
+    really expired fails the attempt it was armed for; an early firing, or any other
+    timer, changes nothing."""
     timer = state.timers.get(event.timer_id)
     if timer is not None:
+        if event.at_ms < timer.fire_at_ms:
+            return  # early (or forged): the timer loop fires it again when it is due
         rec.record(event)
         dispatch.dispatch(rec, state.spec.node(timer.node), timer.index, timer.attempt)
         return

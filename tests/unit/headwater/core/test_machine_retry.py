@@ -55,6 +55,12 @@ CASES = [
         state={"timers": {}, "tasks.a.attempt": 2, "tasks.a.status": "dispatched"},
     ),
     Case(
+        "a firing before the timer is due (forged, or from a clock behind) changes nothing",
+        ONE, given=[FAIL_1], when=fired("retry:a:2", T0 + 1099),
+        events=[],
+        state={"timers.retry:a:2.fire_at_ms": T0 + 1100, "tasks.a.status": "retry_wait"},
+    ),
+    Case(
         "attempt 2 fails: the delay doubles",
         ONE, given=[FAIL_1, FIRE_2], when=FAIL_2,
         events=[("TaskFailed", {"attempt": 2}),

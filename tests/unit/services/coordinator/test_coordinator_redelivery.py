@@ -20,6 +20,7 @@ from headwater.core.spec_fields import DEFAULT_QUEUE
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 from services.coordinator import batch as batch_module
+from services.coordinator import inputs as inputs_module
 from services.coordinator import intents
 from services.coordinator.batch import BatchApplier
 from services.coordinator.keys import TABLE_KEY_SEP, intent_key
@@ -142,6 +143,13 @@ def interleavings(records: list[InputRecord]) -> Iterator[list[InputRecord]]:
     for order in sorted(set(itertools.permutations(slots))):
         taken = {t: iter(lanes[t]) for t in topics}
         yield [next(taken[t]) for t in order]
+
+
+@pytest.fixture(autouse=True)
+def producers_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs keep the times written in them (the coordinator's stamping is tested in
+    ``test_coordinator_clock``): these scenarios need their timers due when they fire."""
+    monkeypatch.setattr(inputs_module, "stamped", lambda record, received_ms: record)
 
 
 @pytest.fixture
