@@ -7,7 +7,6 @@ and ``logs/<name>.log``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -96,22 +95,11 @@ def alive(pid: int) -> bool:
         return False
 
 
-COORDINATOR_MODULE = "services.coordinator"
-
-
 def start(service: Service, env: Mapping[str, str] | None = None) -> int:
-    """Start ``service`` unless its pid file names a live process; return its pid.
-
-    A coordinator is a static member of its group named after its service and this
-    stack's home (``HEADWATER_COORDINATOR_INSTANCE``, unless ``env`` sets it), so that a
-    coordinator restarted after a crash takes its partitions back at once, while two
-    stacks on one broker never share a name (two live members of one name both write)."""
+    """Start ``service`` unless its pid file names a live process; return its pid."""
     pid = read_pid(service.pid_file)
     if pid is not None:
         return pid
-    if COORDINATOR_MODULE in service.argv:
-        digest = hashlib.sha256(str(home().resolve()).encode()).hexdigest()[:10]
-        env = {"HEADWATER_COORDINATOR_INSTANCE": f"{service.name}-{digest}", **(env or {})}
     service.pid_file.parent.mkdir(parents=True, exist_ok=True)
     service.log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(service.log_file, "ab") as log:

@@ -32,11 +32,13 @@ class Settings(CommonSettings):
             or None for a dynamic member. A static member restarted with the same id
             takes its partitions back at once instead of after the dead member's session
             timeout; it sends no ``LeaveGroup`` when it stops, so its partitions move to
-            the others only after ``session.timeout.ms``. Give every coordinator its own
-            stable id (the pod name of a StatefulSet; the service name and the stack's
-            home on the local stack) and never run two live processes with one id: Kafka
-            then fences each in turn, both go on writing, and histories get seqs with
-            two bodies.
+            the others only after ``session.timeout.ms`` (aiokafka cannot send the
+            ``LeaveGroup`` v3 that names an instance): a rolling restart is faster, a
+            scale-down slower. Unset on the local stack and in the tests, set in the
+            benchmarks' deployment (``load/deploy.py``). Give every coordinator its own
+            stable id (the pod name of a StatefulSet) and never run two live processes
+            with one id: Kafka then fences each in turn, both go on writing, and
+            histories get seqs with two bodies.
         history_heartbeats: record each ``TaskHeartbeated`` in the history
             (``HEADWATER_HISTORY_HEARTBEATS``, ``on``/``off``, default ``off``). Off, a
             heartbeat only moves its attempt's lease in the coordinator's memory: no
