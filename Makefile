@@ -9,7 +9,7 @@ HW := $(VENV)/bin/headwater
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run up down test test-unit lint clean bench
+.PHONY: install run hybrid up down test test-unit lint clean bench
 
 install: $(STAMP)
 
@@ -28,6 +28,12 @@ run: install
 	$(HW) submit examples/stdlib_search/workflow.yaml \
 		--input @examples/stdlib_search/input.json --follow
 	@echo "The stack is still running: '$(HW) status <id>', or 'make down' to stop it."
+
+## The hybrid example: classify the installed packages, research in a bounded agent loop,
+## approve by a signal, publish.
+hybrid: install
+	$(HW) up
+	$(PY) -m examples.hybrid --approve
 
 up: install
 	$(HW) up
@@ -59,7 +65,7 @@ test-unit: install
 ## mypy --strict; .pre-commit-config.yaml runs the same two.
 lint: install
 	$(VENV)/bin/ruff check headwater services ops tests load examples
-	$(VENV)/bin/mypy --strict headwater services ops
+	$(VENV)/bin/mypy --strict headwater services ops examples
 
 ## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster) and .venv.
 clean: down

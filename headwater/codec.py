@@ -2,8 +2,8 @@
 
 Wire format (Avro 1.11 spec, "Single-object encoding"): the marker ``C3 01``, the
 schema's 8-byte CRC-64-AVRO fingerprint (little-endian) of its Parsing Canonical Form,
-then the Avro binary body. Every record thus names its schema. Submissions may also be
-JSON on Kafka when the record carries ``content-type: application/json``.
+then the Avro binary body. Every record thus names its schema. Submissions and signals
+may also be JSON on Kafka when the record carries ``content-type: application/json``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
-JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk"})
+JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields"})
 MAX_JSON_DEPTH = 200
 """Deepest nesting of arrays and objects in a JSON field (the outermost is level 1),
 encoding and decoding alike. orjson writes at most 254 levels (its recursion limit) and
@@ -44,7 +44,9 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.WorkflowAccepted, ev.MapExpanded, ev.TimerScheduled, ev.NodeFinished,
         ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
-        ev.ReportDiscarded,
+        ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ParentLinked,
+        ev.WaitStarted, ev.SignalConsumed, ev.SignalDiscarded, ev.SleepStarted,
+        ev.ConditionEvaluated, ev.LoopStepDecided,
     )
 }
 
@@ -60,6 +62,8 @@ class _Schema:
     name: str
     parsed: Any
     header: bytes
+    reader: Any = None
+    """For a retired schema: the current one, into which its records are read."""
 
 
 @cache
@@ -73,7 +77,26 @@ def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
         parsed = parse_schema(_inline(doc, docs))
         fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
         by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp))
-    return by_name, {s.header: s for s in by_name.values()}
+    by_header = {s.header: s for s in by_name.values()}
+    for retired in _retired(by_name):
+        by_header.setdefault(retired.header, retired)
+    return by_name, by_header
+
+
+def _retired(current: dict[str, _Schema]) -> list[_Schema]:
+    """The retired schemas (``retired/<Name>.<fingerprint>.avsc``, fully inlined): records
+    written with one are still read, resolved into the current schema of that name (Avro
+    1.11 spec, "Schema Resolution": a union that gained members, a record that gained
+    fields with defaults). So a history written before a schema changed can be replayed."""
+    out = []
+    for path in sorted((schema_dir() / "retired").glob("*.avsc")):
+        name = path.name.split(".", 1)[0]
+        if name not in current:
+            continue
+        parsed = parse_schema(orjson.loads(path.read_bytes()))
+        fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
+        out.append(_Schema(name, parsed, MAGIC + bytes.fromhex(fp), current[name].parsed))
+    return out
 
 
 def _inline(doc: Any, docs: dict[str, Any]) -> Any:
@@ -191,7 +214,8 @@ def decode(data: bytes | None) -> Any:
     buf = io.BytesIO(data)
     buf.seek(HEADER_SIZE)
     try:
-        value = fastavro.schemaless_reader(buf, schema.parsed, return_record_name=True)
+        value = fastavro.schemaless_reader(buf, schema.parsed, schema.reader,
+                                           return_record_name=True)
         if buf.tell() != len(data):
             raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {schema.name}")
         return _from_avro(schema.name, value)  # type: ignore[arg-type]
@@ -199,6 +223,35 @@ def decode(data: bytes | None) -> Any:
         raise
     except Exception as e:  # fastavro raises many types on bad input; all mean the same
         raise DecodeError(f"bad {schema.name} body: {type(e).__name__}: {e}") from e
+
+
+def _json_document(data: bytes | None, what: str) -> tuple[dict[str, Any], str, int]:
+    """A JSON record's object, its ``workflow_id`` and its ``at_ms``.
+
+    Raises:
+        DecodeError: not JSON, not an object, or ``workflow_id`` or ``at_ms`` missing or
+            of the wrong type.
+    """
+    try:
+        doc = orjson.loads(data or b"")
+    except orjson.JSONDecodeError as e:
+        raise DecodeError(f"not JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise DecodeError(f"a JSON {what} must be an object")
+    wid, at_ms = doc.get("workflow_id"), doc.get("at_ms")
+    if not isinstance(wid, str) or not wid:
+        raise DecodeError("workflow_id: required, a non-empty string")
+    if type(at_ms) is not int:
+        raise DecodeError("at_ms: required, integer milliseconds since the epoch")
+    return doc, wid, at_ms
+
+
+def _require_shallow(doc: dict[str, Any], data: bytes | None, names: tuple[str, ...]) -> None:
+    """Raise ``DecodeError`` when a JSON field among ``names`` nests too deep."""
+    for name in names:
+        fault = json_depth_fault(doc.get(name), data or b"")
+        if fault is not None:
+            raise DecodeError(f"{name}: {fault}")
 
 
 def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
@@ -210,23 +263,35 @@ def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
         DecodeError: not JSON, fields missing or of the wrong type, or a ``spec`` or
             ``input`` nested deeper than ``MAX_JSON_DEPTH``.
     """
-    try:
-        doc = orjson.loads(data or b"")
-    except orjson.JSONDecodeError as e:
-        raise DecodeError(f"not JSON: {e}") from e
-    if not isinstance(doc, dict):
-        raise DecodeError("a JSON submission must be an object")
-    wid, at_ms, tenant = doc.get("workflow_id"), doc.get("at_ms"), doc.get("tenant")
-    if not isinstance(wid, str) or not wid:
-        raise DecodeError("workflow_id: required, a non-empty string")
-    if type(at_ms) is not int:
-        raise DecodeError("at_ms: required, integer milliseconds since the epoch")
+    doc, wid, at_ms = _json_document(data, "submission")
+    tenant = doc.get("tenant")
     if tenant is not None and not isinstance(tenant, str):
         raise DecodeError("tenant: must be a string")
     if "spec" not in doc:
         raise DecodeError("spec: required")
-    for name in ("spec", "input"):
-        fault = json_depth_fault(doc.get(name), data or b"")
-        if fault is not None:
-            raise DecodeError(f"{name}: {fault}")
+    _require_shallow(doc, data, ("spec", "input"))
     return ev.WorkflowSubmitted(wid, doc["spec"], doc.get("input"), at_ms, tenant)
+
+
+def decode_json_signal(data: bytes | None) -> ev.SignalSent:
+    """Decode a JSON ``SignalSent`` (``content-type: application/json``, on ``control``).
+
+    The document is ``{"workflow_id", "name", "at_ms", "index"?, "signal_id"?,
+    "fields"?}``, the fields of the Avro record; whether the workflow has a wait for it
+    is for the coordinator to tell (``headwater.core.signals``).
+
+    Raises:
+        DecodeError: not JSON, fields missing or of the wrong type (``index`` a
+            non-negative integer or null, ``signal_id`` a string), or ``fields`` nested
+            deeper than ``MAX_JSON_DEPTH``.
+    """
+    doc, wid, at_ms = _json_document(data, "signal")
+    name, index, signal_id = doc.get("name"), doc.get("index"), doc.get("signal_id", "")
+    if not isinstance(name, str) or not name:
+        raise DecodeError("name: required, a non-empty string")
+    if index is not None and (type(index) is not int or not 0 <= index < 2**31):
+        raise DecodeError("index: must be null or an integer from 0 to 2**31 - 1")
+    if not isinstance(signal_id, str):
+        raise DecodeError("signal_id: must be a string")
+    _require_shallow(doc, data, ("fields",))
+    return ev.SignalSent(wid, name, at_ms, index, signal_id, doc.get("fields"))

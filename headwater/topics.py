@@ -25,18 +25,22 @@ class Topics:
 
     @property
     def submissions(self) -> str:
-        """``WorkflowSubmitted`` records from the gateway or any producer."""
+        """``WorkflowSubmitted`` records from the gateway or any producer, and the
+        ``ChildSubmitted`` records of child workflows (from their parent's coordinator)."""
         return f"{self.prefix}.submissions"
 
     @property
     def control(self) -> str:
-        """``CancelRequested`` and ``TimerFired`` records."""
+        """``CancelRequested``, ``SignalSent`` (the gateway or any producer) and
+        ``TimerFired`` records."""
         return f"{self.prefix}.control"
 
     @property
     def reports(self) -> str:
         """Worker reports: ``TaskStarted``, ``TaskProgressed``, ``TaskHeartbeated``,
-        ``TaskCheckpointed``, ``TaskOutputStreamed``, ``TaskSucceeded``, ``TaskFailed``."""
+        ``TaskCheckpointed``, ``TaskOutputStreamed``, ``TaskSucceeded``, ``TaskFailed``;
+        a child workflow's start and end are reported to its parent the same way (by
+        the child's coordinator)."""
         return f"{self.prefix}.reports"
 
     @property

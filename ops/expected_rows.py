@@ -13,7 +13,13 @@ the columns that must agree with the state machine's view:
 - ``tasks``: ``status`` and ``attempt``. A task waiting to retry is counted in the
   projection under the attempt it will dispatch next (``TimerScheduled.attempt``), and
   stays so when cancelled while waiting; the state keeps the failed attempt until then;
-- ``events``: the same ``seq`` numbers with the same types.
+- ``events``: the same ``seq`` numbers with the same types;
+- the node kinds' rows (``KindRows``, ``services/projector/kinds.py``): a child's link
+  to its parent; ``condition`` and ``wake_at`` of the nodes with a ``ConditionEvaluated``
+  or a ``SleepStarted``; each wait's signal, status and consumed signal id; each
+  recorded signal's status and the node that took it; each loop step's tool or finish.
+  The nodes with a ``WaitStarted``, ``SleepStarted`` or ``ConditionEvaluated`` have a
+  ``nodes`` row too.
 
 Columns that only the projection or the gateway keeps (worker, times, ``body_hash``)
 are not compared. A ``workflows`` row with ``seq`` 0 is the gateway's claim of an id
@@ -22,15 +28,48 @@ whose submission the coordinator has not accepted yet. Pure code.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.ids import task_key
+from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from ops.jsondiff import ABSENT, diff_json
+from services.projector.kinds import SignalStatus, WaitStatus
+
+_NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
+              ev.SleepStarted, ev.ConditionEvaluated)
+"""The events whose node gets a ``nodes`` row."""
+
+
+@dataclass
+class KindRows:
+    """The compared columns of one workflow's node kinds' rows.
+
+    Attributes:
+        parent: ``{"workflow_id", "node", "index", "attempt"}`` of the ``workflows``
+            row's ``parent_*`` columns, or None when they are null.
+        nodes: node id -> ``{"condition", "wake_at_ms"}`` (``nodes.condition``, and
+            ``nodes.wake_at`` in ms since the epoch) of the nodes with either set.
+        waits: wait key (``node`` or ``node[index]``) -> ``{"signal", "status",
+            "signal_id"}``.
+        signals: seq -> ``{"name", "index", "signal_id", "status", "node"}``.
+        steps: ``node/step`` -> ``{"tool", "finish"}``.
+    """
+
+    parent: dict[str, Any] | None = None
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    signals: dict[int, dict[str, Any]] = field(default_factory=dict)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (signal seqs as string keys)."""
+        return {"parent": self.parent, "nodes": self.nodes, "waits": self.waits,
+                "signals": {str(k): v for k, v in sorted(self.signals.items())},
+                "steps": self.steps}
 
 
 @dataclass
@@ -42,12 +81,14 @@ class ProjectionRows:
         nodes: node id -> ``{"status", "total", "error"}``.
         tasks: task key -> ``{"status", "attempt"}``.
         events: seq -> event type.
+        kinds: the node kinds' rows; None: not read (they are then not compared).
     """
 
     workflow: dict[str, Any] | None = None
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: dict[int, str] = field(default_factory=dict)
+    kinds: KindRows | None = None
 
     @property
     def seq(self) -> int:
@@ -62,7 +103,8 @@ class ProjectionRows:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (event seqs as string keys)."""
         return {"workflow": self.workflow, "nodes": self.nodes, "tasks": self.tasks,
-                "events": {str(k): v for k, v in sorted(self.events.items())}}
+                "events": {str(k): v for k, v in sorted(self.events.items())},
+                "kinds": self.kinds.to_json() if self.kinds is not None else None}
 
 
 def expected_rows(state: WorkflowState | None,
@@ -79,6 +121,7 @@ def expected_rows(state: WorkflowState | None,
     rows = ProjectionRows(events={e.seq: e.type for e in events})
     if state is None:
         return rows
+    rows.kinds = expected_kind_rows(events)
     rows.workflow = {
         "status": state.status.value, "seq": state.seq,
         "output": state.output if state.status is WorkflowStatus.SUCCEEDED else None,
@@ -88,7 +131,7 @@ def expected_rows(state: WorkflowState | None,
     mentioned: set[str] = set()
     for e in events:
         b = e.body
-        if isinstance(b, ev.TaskDispatched | ev.MapExpanded | ev.NodeFinished):
+        if isinstance(b, _NODE_ROWS):
             mentioned.add(b.node)
         if isinstance(b, ev.TimerScheduled):
             key = task_key(b.node, b.index)
@@ -101,6 +144,94 @@ def expected_rows(state: WorkflowState | None,
         rows.tasks[key] = {"status": task.status.value,
                            "attempt": max(task.attempt, next_attempt.get(key, 0))}
     return rows
+
+
+def expected_kind_rows(events: Sequence[ev.HistoryEvent]) -> KindRows:
+    """The node kinds' rows a history implies (the rules of ``services/projector/kinds.py``).
+
+    Args:
+        events: a workflow's history, in ``seq`` order, without duplicates.
+
+    Returns:
+        The compared columns of its node kinds' rows.
+    """
+    rows = KindRows()
+    for e in events:
+        apply = _KIND_RULES.get(type(e.body))
+        if apply is not None:
+            apply(rows, e.seq, e.body)
+        elif e.terminal:
+            _end_waits(rows, None)
+    return rows
+
+
+def _end_waits(rows: KindRows, node: str | None) -> None:
+    """The open waits of ``node`` (of every node: None) end."""
+    for key, wait in rows.waits.items():
+        if wait["status"] == WaitStatus.WAITING and (node is None or _node_of(key) == node):
+            wait["status"] = WaitStatus.ENDED.value
+
+
+def _node_of(wait_key: str) -> str:
+    return wait_key.split("[", 1)[0]
+
+
+def _node_row(rows: KindRows, node: str) -> dict[str, Any]:
+    return rows.nodes.setdefault(node, {"condition": None, "wake_at_ms": None})
+
+
+def _wait_ended(rows: KindRows, key: str, status: WaitStatus, signal_id: str = "") -> None:
+    wait = rows.waits.get(key)
+    if wait is not None and wait["status"] == WaitStatus.WAITING:
+        wait["status"], wait["signal_id"] = status.value, signal_id or wait["signal_id"]
+
+
+def _consumed(rows: KindRows, seq: int, b: ev.SignalConsumed) -> None:
+    _wait_ended(rows, task_key(b.node, b.index), WaitStatus.SIGNALLED, b.signal_id)
+    for signal_seq in sorted(rows.signals):  # the oldest that matches
+        signal = rows.signals[signal_seq]
+        if (signal_seq < seq and signal["status"] == SignalStatus.RECEIVED
+                and (signal["name"], signal["index"], signal["signal_id"])
+                == (b.name, b.index, b.signal_id)):
+            signal["status"], signal["node"] = SignalStatus.CONSUMED.value, b.node
+            return
+
+
+def _timer_fired(rows: KindRows, seq: int, b: ev.TimerFired) -> None:
+    parsed = parse_node_timer_id(b.timer_id)
+    if parsed is not None and parsed[0] == WAIT_TIMER:
+        _wait_ended(rows, parsed[1], WaitStatus.TIMED_OUT)
+
+
+def _signal(status: SignalStatus) -> Callable[[KindRows, int, Any], None]:
+    def record(rows: KindRows, seq: int, b: ev.SignalSent | ev.SignalDiscarded) -> None:
+        rows.signals[seq] = {"name": b.name, "index": b.index, "signal_id": b.signal_id,
+                             "status": status.value, "node": ""}
+    return record
+
+
+def _set(rows: KindRows, node: str, column: str, value: Any) -> None:
+    _node_row(rows, node)[column] = value
+
+
+_KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
+    ev.ParentLinked: lambda rows, seq, b: setattr(rows, "parent", {
+        "workflow_id": b.parent_id, "node": b.node, "index": b.index, "attempt": b.attempt}),
+    ev.WaitStarted: lambda rows, seq, b: rows.waits.__setitem__(
+        task_key(b.node, b.index),
+        {"signal": b.signal, "status": WaitStatus.WAITING.value, "signal_id": ""}),
+    ev.SignalSent: _signal(SignalStatus.RECEIVED),
+    ev.SignalDiscarded: _signal(SignalStatus.DISCARDED),
+    ev.SignalConsumed: _consumed,
+    ev.TimerFired: _timer_fired,
+    ev.NodeFinished: lambda rows, seq, b: _end_waits(rows, b.node),
+    ev.SleepStarted: lambda rows, seq, b: _set(rows, b.node, "wake_at_ms", b.wake_at_ms),
+    ev.ConditionEvaluated: lambda rows, seq, b: _set(rows, b.node, "condition", bool(b.value)),
+    ev.LoopStepDecided: lambda rows, seq, b: rows.steps.__setitem__(
+        f"{b.node}/{b.step}", {"tool": b.tool, "finish": b.finish}),
+}
+"""Body type -> how it changes the node kinds' rows (a terminal event ends every open
+wait)."""
 
 
 def diff_rows(expected: ProjectionRows, actual: ProjectionRows) -> list[tuple[str, Any, Any]]:
@@ -126,4 +257,23 @@ def diff_rows(expected: ProjectionRows, actual: ProjectionRows) -> list[tuple[st
     for seq in sorted(expected.events.keys() | actual.events.keys()):
         out += diff_json(expected.events.get(seq, ABSENT), actual.events.get(seq, ABSENT),
                          f"events[{seq}]")
+    if actual.kinds is not None:
+        out += diff_kind_rows(expected.kinds or KindRows(), actual.kinds)
+    return out
+
+
+def diff_kind_rows(expected: KindRows, actual: KindRows) -> list[tuple[str, Any, Any]]:
+    """Where the node kinds' rows differ from the expected ones (paths like
+    ``"parent"``, ``"waits[approve[1]].status"``, ``"signals[7].node"``,
+    ``"steps[agent/2].tool"``, ``"kind_nodes[pause].wake_at_ms"``)."""
+    out = diff_json(expected.parent if expected.parent is not None else ABSENT,
+                    actual.parent if actual.parent is not None else ABSENT, "parent")
+    signals = ({str(k): v for k, v in expected.signals.items()},
+               {str(k): v for k, v in actual.signals.items()})
+    for table, want, have in (("kind_nodes", expected.nodes, actual.nodes),
+                              ("waits", expected.waits, actual.waits),
+                              ("signals", *signals),
+                              ("steps", expected.steps, actual.steps)):
+        for key in sorted(want.keys() | have.keys()):
+            out += diff_json(want.get(key, ABSENT), have.get(key, ABSENT), f"{table}[{key}]")
     return out

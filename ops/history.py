@@ -175,6 +175,30 @@ def _failed(b: ev.TaskFailed) -> str:
     return short(f"{b.error_type}: {b.error}" + ("" if b.retryable else " (not retryable)"))
 
 
+def _instant(at_ms: int) -> str:
+    """``at_ms`` as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[
+        :-3] + "Z"
+
+
+def _waiting(b: ev.WaitStarted) -> str:
+    until = (f" until {_instant(b.timeout_at_ms)} ({(b.timeout_at_ms - b.at_ms) / 1000:g} s)"
+             if b.timeout_at_ms is not None else ", no timeout")
+    return f"for signal {b.signal}{until}"
+
+
+def _signal(b: ev.SignalSent | ev.SignalConsumed | ev.SignalDiscarded) -> str:
+    at = "" if b.index is None else f"[{b.index}]"
+    return f"{b.name}{at}" + (f" id {b.signal_id}" if b.signal_id else "")
+
+
+def _step(b: ev.LoopStepDecided) -> str:
+    spend = f" spend {b.spend:g}" if b.spend else ""
+    if b.finish:
+        return short(f"step {b.step}: finish {short(b.output)}{spend}")
+    return short(f"step {b.step}: {b.tool} {short(b.input)}{spend}")
+
+
 _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     ev.WorkflowAccepted: _accepted,
     ev.TaskDispatched: _dispatched,
@@ -190,6 +214,17 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     ev.TimerScheduled: lambda b: f"{b.timer_id} in {(b.fire_at_ms - b.at_ms) / 1000:g} s",
     ev.TimerFired: lambda b: b.timer_id,
     ev.MapExpanded: lambda b: f"{b.count} items",
+    ev.ParentLinked: lambda b: (f"child of {b.parent_id} "
+                                f"({task_key(b.node, b.index)} attempt {b.attempt})"),
+    ev.WaitStarted: _waiting,
+    ev.SignalSent: lambda b: short(f"{_signal(b)} {short(b.fields)}"),
+    ev.SignalConsumed: lambda b: short(f"took {_signal(b)} {short(b.fields)}"),
+    ev.SignalDiscarded: lambda b: short(f"{_signal(b)}: {b.reason}" if b.reason
+                                        else _signal(b)),
+    ev.SleepStarted: lambda b: (f"until {_instant(b.wake_at_ms)} "
+                                f"({(b.wake_at_ms - b.at_ms) / 1000:g} s)"),
+    ev.ConditionEvaluated: lambda b: "when: true" if b.value else "when: false (skipped)",
+    ev.LoopStepDecided: _step,
     ev.NodeFinished: lambda b: short(f"{b.status} {b.error}".strip()),
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),

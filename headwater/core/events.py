@@ -16,6 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.ids import dispatch_id as make_dispatch_id
+from headwater.core.kind_events import (
+    ChildSubmitted,
+    ConditionEvaluated,
+    LoopStepDecided,
+    ParentLinked,
+    SignalConsumed,
+    SignalDiscarded,
+    SignalSent,
+    SleepStarted,
+    WaitStarted,
+)
+
+__all__ = ["ChildSubmitted", "ConditionEvaluated", "LoopStepDecided", "ParentLinked",
+           "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "WaitStarted"]
+"""The kinds' records, re-exported; the module's own classes are public too."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +186,8 @@ Report = (
     TaskStarted | TaskProgressed | TaskHeartbeated | TaskCheckpointed | TaskOutputStreamed
     | TaskSucceeded | TaskFailed
 )
-Input = WorkflowSubmitted | CancelRequested | TimerFired | Report
+Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
+         | Report)
 
 
 @dataclass(frozen=True)
@@ -288,6 +304,14 @@ Body = (
     | TimerScheduled
     | TimerFired
     | MapExpanded
+    | ParentLinked
+    | WaitStarted
+    | SignalSent
+    | SignalConsumed
+    | SignalDiscarded
+    | SleepStarted
+    | ConditionEvaluated
+    | LoopStepDecided
     | NodeFinished
     | WorkflowSucceeded
     | WorkflowFailed

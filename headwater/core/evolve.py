@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core import evolve_waits as waits
 from headwater.core.ids import DEADLINE_TIMER, parse_task_timer_id, retry_timer_id, task_key
 from headwater.core.state import (
     NodeState,
@@ -91,7 +92,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         node.status = NodeStatus.RUNNING
         # Tasks 0..next_index-1 exist (a task node: 1), so a snapshot can list them.
         node.next_index = max(node.next_index, (body.index or 0) + 1)
-        if body.index is not None:
+        if _fans_out(state, body.node):
             node.running += 1  # a retry reuses the slot its TimerScheduled kept
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
@@ -136,34 +137,52 @@ def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     t = _task(state, body.node, body.index)
     t.status, t.finished_at_ms, t.progress = TaskStatus.SUCCEEDED, body.at_ms, 1.0
     t.outcome = AttemptEnd.REPORTED
-    if body.index is None:
+    spec = state.spec.node(body.node)
+    if spec.loop is not None:
+        if body.index is not None and body.index % 2 == 1:
+            _tool_done(state, body.node, body.index, body.output)
+        return  # a decision: its LoopStepDecided follows
+    if not spec.fans_out:
         state.outputs[body.node] = body.output
         return
     node = _node(state, body.node)
-    assert node.results is not None
+    assert node.results is not None and body.index is not None
     node.results[body.index] = body.output
     node.done += 1
     _child_finished(state, body.node, body.index)
+
+
+def _tool_done(state: WorkflowState, node_id: str, index: int, output: Any) -> None:
+    """A loop's tool (task ``2k+1``) succeeded: its call joins the transcript."""
+    node = _node(state, node_id)
+    decided = node.decision
+    if decided is None or decided.get("step") != index // 2 or "tool" not in decided:
+        raise IllegalTransition(f"loop {node_id}: no tool was decided for step {index // 2}")
+    entry = {"step": decided["step"], "tool": decided["tool"], "input": decided["input"],
+             "output": output}
+    if node.transcript is None:
+        node.transcript = []
+    node.transcript.append(entry)  # in place: the cost stays flat in its length
 
 
 def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
     """An attempt failed. If it was the last (not retryable, or no attempts left) the
     node records the failure; a ``continue_on_error`` map keeps it as the item's result
     and goes on."""
-    if task_key(body.node, body.index) not in state.tasks and body.index is not None:
+    item = body.index is not None and _fans_out(state, body.node)  # a map-like item
+    if task_key(body.node, body.index) not in state.tasks and item:
         _undispatched_item(state, body)
     t = _task(state, body.node, body.index)
     t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
     t.error_type, t.outcome = body.error_type, t.outcome or AttemptEnd.REPORTED
     _child_finished(state, body.node, body.index)
-    spec = state.spec.node(body.node)
-    if body.retryable and body.attempt < spec.retry.max_attempts:
+    if body.retryable and body.attempt < state.work(body.node, body.index).retry.max_attempts:
         return  # a TimerScheduled follows
     node = _node(state, body.node)
     node.failure = error_object(body.node, body.index, body.attempt, body.error_type,
                                 body.error)
-    if body.index is not None and spec.continue_on_error:
-        assert node.results is not None
+    if item and state.spec.node(body.node).continue_on_error:
+        assert node.results is not None and body.index is not None
         node.results[body.index] = {"error": node.failure}
         node.done += 1
         node.failed += 1
@@ -188,7 +207,7 @@ def _cancelled(state: WorkflowState, body: ev.TaskCancelled) -> None:
     t = _task(state, body.node, body.index)
     if t.status is TaskStatus.RETRY_WAIT:
         state.timers.pop(retry_timer_id(task_key(body.node, body.index), t.attempt + 1), None)
-    if not t.status.terminal and body.index is not None:
+    if not t.status.terminal and _fans_out(state, body.node):
         state.nodes[body.node].running -= 1  # a retry wait kept its slot too
     t.status, t.outcome, t.finished_at_ms = TaskStatus.CANCELLED, AttemptEnd.CANCELLED, body.at_ms
 
@@ -198,8 +217,18 @@ def _discarded(state: WorkflowState, body: ev.ReportDiscarded) -> None:
 
 
 def _child_finished(state: WorkflowState, node_id: str, index: int | None) -> None:
-    if index is not None:
+    """An item of a node that fans out (``over``) ended: its slot is free."""
+    if index is not None and _fans_out(state, node_id):
         state.nodes[node_id].running -= 1
+
+
+def _fans_out(state: WorkflowState, node_id: str) -> bool:
+    """Whether the node keeps one result per item (a map, or a wait or child with
+    ``over``); a loop's tasks have indexes too, but one result."""
+    try:
+        return state.spec.node(node_id).fans_out
+    except KeyError:
+        raise IllegalTransition(f"no node {node_id} in workflow {state.workflow_id}") from None
 
 
 # -- timers --------------------------------------------------------------------------------
@@ -208,12 +237,14 @@ def _timer_scheduled(state: WorkflowState, body: ev.TimerScheduled) -> None:
     state.timers[body.timer_id] = TimerState(body.fire_at_ms, body.node, body.index,
                                              body.attempt)
     _task(state, body.node, body.index).status = TaskStatus.RETRY_WAIT
-    if body.index is not None:
+    if _fans_out(state, body.node):
         _node(state, body.node).running += 1  # the retry keeps its map slot
 
 
 def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
-    if state.timers.pop(body.timer_id, None) is not None:
+    timer = state.timers.pop(body.timer_id, None)
+    if timer is not None:
+        waits.node_timer_fired(state, body.timer_id, timer)  # a wait's timeout, a sleep's end
         return
     parsed = parse_task_timer_id(body.timer_id)
     if parsed is None:
@@ -223,6 +254,26 @@ def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
     if t is None:
         raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}")
     t.outcome = AttemptEnd.TIMED_OUT if kind == DEADLINE_TIMER else AttemptEnd.LOST
+
+
+# -- child workflows and loops -----------------------------------------------------------
+
+def _parent_linked(state: WorkflowState, body: ev.ParentLinked) -> None:
+    state.parent = {"workflow_id": body.parent_id, "node": body.node, "index": body.index,
+                    "attempt": body.attempt}
+
+
+def _loop_step_decided(state: WorkflowState, body: ev.LoopStepDecided) -> None:
+    """A loop's step was decided: count it and its spending, keep the decision (the
+    tool to run, or the output it finished with)."""
+    node = _node(state, body.node)
+    if body.step != node.steps:
+        raise IllegalTransition(f"loop {body.node}: expected step {node.steps}, "
+                                f"got {body.step}")
+    node.steps += 1
+    node.spent += body.spend
+    node.decision = ({"step": body.step, "finish": body.output} if body.finish
+                     else {"step": body.step, "tool": body.tool, "input": body.input})
 
 
 # -- nodes and the workflow ----------------------------------------------------------------
@@ -243,6 +294,7 @@ def _node_finished(state: WorkflowState, body: ev.NodeFinished) -> None:
         # It failed before any attempt (a reference, a bad list).
         node.failure = error_object(body.node, None, 0, "", body.error)
     set_finished_output(state, body.node)
+    waits.node_finished(state, body)
 
 
 def _workflow_succeeded(state: WorkflowState, body: ev.WorkflowSucceeded) -> None:
@@ -287,6 +339,14 @@ EVENT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.TimerScheduled: _timer_scheduled,
     ev.TimerFired: _timer_fired,
     ev.MapExpanded: _map_expanded,
+    ev.WaitStarted: waits.wait_started,
+    ev.SignalSent: waits.signal_sent,
+    ev.SignalConsumed: waits.signal_consumed,
+    ev.SignalDiscarded: waits.signal_discarded,
+    ev.SleepStarted: waits.sleep_started,
+    ev.ConditionEvaluated: waits.condition_evaluated,
+    ev.ParentLinked: _parent_linked,
+    ev.LoopStepDecided: _loop_step_decided,
     ev.NodeFinished: _node_finished,
     ev.WorkflowSucceeded: _workflow_succeeded,
     ev.WorkflowFailed: _workflow_failed,

@@ -51,3 +51,32 @@ def parse_task_timer_id(timer_id: str) -> tuple[str, str, int] | None:
 def retry_timer_id(key: str, attempt: int) -> str:
     """Id of the durable timer that dispatches ``attempt`` of task ``key``."""
     return f"retry:{key}:{attempt}"
+
+
+WAIT_TIMER = "wait"
+SLEEP_TIMER = "sleep"
+
+
+def node_timer_id(kind: str, key: str) -> str:
+    """Id of a node's own durable timer: ``wait:<task key>`` (a wait's timeout, per map
+    item) or ``sleep:<node>`` (a sleep's wake-up)."""
+    return f"{kind}:{key}"
+
+
+def parse_node_timer_id(timer_id: str) -> tuple[str, str] | None:
+    """``(kind, task key)`` of a ``node_timer_id``, or None for any other id."""
+    kind, _, key = timer_id.partition(":")
+    if kind not in (WAIT_TIMER, SLEEP_TIMER) or not key or ":" in key:
+        return None
+    return kind, key
+
+
+def child_id(parent_id: str, node: str, index: int | None, attempt: int) -> str:
+    """The id of the child workflow that attempt ``attempt`` of node ``node`` (item
+    ``index``) of ``parent_id`` starts: ``<parent>:<node>:<attempt>`` or
+    ``<parent>:<node>.<index>:<attempt>``. Deterministic, so a parent that is retried,
+    replayed or redelivered never starts a second child for the same attempt. It keeps
+    to ``topics.WORKFLOW_ID_PATTERN`` (``/`` and ``[]`` are not safe in a URL path
+    segment); the caller checks its length (at most 200 characters)."""
+    where = node if index is None else f"{node}.{index}"
+    return f"{parent_id}:{where}:{attempt}"

@@ -3,44 +3,56 @@
 Validation reports every fault at once (duplicate ids, unknown dependencies, cycles with
 their path, unknown or non-upstream references, bad retry values). It is iterative, so a
 10,000-node chain validates without recursion. Single field values (seconds, flags, a
-node's task, queue, needs and error policy) are checked in ``spec_fields``.
+node's task, queue, needs and error policy) are checked in ``spec_fields``; what each
+node kind adds (a wait's signal, a sleep, a child, a loop) and ``when`` in ``spec_kinds``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
 import yaml
 
+from headwater.core.conditions import condition_refs
 from headwater.core.graph import find_cycle, upstream_among
-from headwater.core.refs import Ref, iter_refs, parse_ref
+from headwater.core.refs import Ref, iter_refs
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.spec_fields import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     DEFAULT_QUEUE,
     MIN_HEARTBEAT_TIMEOUT,
+    NODE_ID,
     Defaults,
     error_policy,
     node_work,
     parse_defaults,
     seconds,
 )
+from headwater.core.spec_kinds import (
+    KIND_KEYS,
+    TASK_KEY,
+    ChildSpec,
+    LoopSpec,
+    NodeKind,
+    SleepSpec,
+    WaitSpec,
+    Work,
+    fan_out_fields,
+    kind_key_faults,
+    parse_kind,
+    parse_when,
+    signal_clash_faults,
+)
 from headwater.errors import SpecError
 
-_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
+__all__ = ["ERROR_KEYS", "MAX_NODES", "NodeKind", "NodeSpec", "WorkflowSpec", "load_spec_text",
+           "parse_spec"]
+
+_ID = NODE_ID
 MAX_NODES = 10_000
-
-
-class NodeKind(StrEnum):
-    """What a node does."""
-
-    TASK = "task"  # run one registered task on a worker pool
-    MAP = "map"  # run one task per item of a list; the fan-in keeps input order
 
 
 @dataclass(frozen=True)
@@ -49,13 +61,15 @@ class NodeSpec:
 
     Attributes:
         id: unique within the workflow.
-        kind: task or map.
-        task: registered task name, e.g. ``"stdlib.search"``.
+        kind: task, map, wait, sleep, workflow or loop.
+        task: registered task name, e.g. ``"stdlib.search"`` (a loop's decide task;
+            ``""`` for wait, sleep and workflow nodes).
         queue: worker pool, e.g. ``"cpu"``.
         needs: ids of the nodes that must succeed first.
         input: JSON-like template with ``${...}`` references.
-        over: for maps, the reference to the list to fan out over.
-        max_concurrency: for maps, most children in flight at once (None: no bound).
+        over: for maps (and waits and workflow nodes that fan out), the reference to
+            the list to fan out over.
+        max_concurrency: most items in flight at once (None: no bound).
         retry: the node's retry policy (workflow default when not given).
         timeout: per-attempt timeout in seconds, counted from dispatch, or None.
         heartbeat_timeout: seconds without a report from a running attempt after which
@@ -64,6 +78,8 @@ class NodeSpec:
             for good; this node's dependents are then skipped.
         continue_on_error: when this node fails for good, its dependents still run and
             see ``{"error": {...}}`` instead of its output.
+        when: a condition (``conditions``); false at start skips the node.
+        wait, sleep, child, loop: what the node's kind adds (``spec_kinds``).
     """
 
     id: str
@@ -79,6 +95,17 @@ class NodeSpec:
     heartbeat_timeout: float = 30.0
     on_error: str | None = None
     continue_on_error: bool = False
+    when: str | None = None
+    wait: WaitSpec | None = None
+    sleep: SleepSpec | None = None
+    child: ChildSpec | None = None
+    loop: LoopSpec | None = None
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether the node runs once per item of ``over`` (maps, and waits and workflow
+        nodes given ``over``)."""
+        return self.over is not None
 
 
 @dataclass(frozen=True)
@@ -160,6 +187,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     nodes = _parse_nodes(doc.get("nodes"), defaults, faults)
     _check_needs(nodes, faults)
     _check_routes(nodes, faults)
+    signal_clash_faults([(n.id, n.wait) for n in nodes if n.wait is not None], faults)
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
@@ -197,44 +225,51 @@ ERROR_KEYS = ("node", "index", "attempts", "type", "message")
 """The keys of ``${error}`` (``state.error_object``)."""
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
              "output"}
-_NODE_KEYS = {
-    "id", "kind", "task", "queue", "needs", "input", "over", "max_concurrency", "retry",
-    "timeout", "heartbeat_timeout", "on_error", "continue_on_error",
-}
+_NODE_KEYS = {"id", "kind", "needs", "when", "on_error", "continue_on_error"}.union(
+    *KIND_KEYS.values())
 
 
 def _parse_node(
     raw: Any, i: int, defaults: Defaults, faults: list[str]
 ) -> NodeSpec | None:
     """One node, or None when it has no valid id or kind (its faults appended in field
-    order: id, unknown fields, kind, task, queue, needs, map fields, timeouts, error
-    policy, retry)."""
+    order: id, unknown fields, kind, task, queue, needs, fan-out fields, timeouts, error
+    policy, retry, condition, the kind's own fields)."""
     head = _node_head(raw, i, faults)
     if head is None:
         return None
     node_id, kind, where = head
-    task, queue, needs = node_work(raw, where, faults)
-    over, max_conc = _map_fields(raw, kind, where, faults)
-    timeout = seconds(raw.get("timeout"), defaults.timeout, f"{where}: timeout", faults)
+    task, queue, needs = node_work(raw, where, faults, TASK_KEY.get(kind))
+    over, max_conc = fan_out_fields(raw, kind, where, faults)
+    # A wait's timeout is its own (a workflow-wide one is for task attempts); a wait or
+    # a sleep is never retried.
+    own = kind in (NodeKind.WAIT, NodeKind.SLEEP)
+    timeout = seconds(raw.get("timeout"), None if own else defaults.timeout,
+                      f"{where}: timeout", faults)
     heartbeat = seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
                         f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
     on_error, keep_going = error_policy(raw, where, defaults, faults)
-    retry = parse_retry(raw.get("retry"), defaults.retry, f"{where}: retry", faults)
+    retry = parse_retry(raw.get("retry"), RetryPolicy() if own else defaults.retry,
+                        f"{where}: retry", faults)
+    when = parse_when(raw, where, faults)
+    work = Work(queue, retry, timeout, heartbeat or DEFAULT_HEARTBEAT_TIMEOUT)
+    parts = parse_kind(raw, kind, where, work, _child_faults, faults)
     return NodeSpec(
-        id=node_id,
-        kind=kind,
-        task=task,
-        queue=queue,
-        needs=needs,
-        input=raw.get("input"),
-        over=over,
-        max_concurrency=max_conc,
-        retry=retry,
-        timeout=timeout,
-        heartbeat_timeout=heartbeat or DEFAULT_HEARTBEAT_TIMEOUT,
-        on_error=on_error,
-        continue_on_error=keep_going and on_error is None,
+        id=node_id, kind=kind, task=task, queue=queue, needs=needs, input=raw.get("input"),
+        over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
+        heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
+        continue_on_error=keep_going and on_error is None, when=when, wait=parts.wait,
+        sleep=parts.sleep, child=parts.child, loop=parts.loop,
     )
+
+
+def _child_faults(doc: Any) -> list[str]:
+    """The faults of a child workflow's spec document (none when it is valid)."""
+    try:
+        parse_spec(doc)
+    except SpecError as e:
+        return e.faults
+    return []
 
 
 def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str] | None:
@@ -257,25 +292,8 @@ def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str]
     except ValueError:
         faults.append(f"{where}: kind must be one of {[k.value for k in NodeKind]}")
         return None
+    kind_key_faults(raw, kind, where, faults)
     return node_id, kind, where
-
-
-def _map_fields(raw: Mapping[str, Any], kind: NodeKind, where: str,
-                faults: list[str]) -> tuple[str | None, int | None]:
-    """``(over, max_concurrency)``: a map needs ``over`` (a reference) and may bound its
-    concurrency; other kinds have neither."""
-    over = raw.get("over")
-    max_conc = raw.get("max_concurrency")
-    if kind is NodeKind.MAP:
-        if not isinstance(over, str) or not isinstance(parse_ref(over), Ref):
-            faults.append(f"{where}: a map needs 'over', a reference to a list such as "
-                          "\"${nodes.<id>.output}\" or \"${input.<key>}\"")
-        if max_conc is not None and (type(max_conc) is not int or max_conc < 1):
-            faults.append(f"{where}: max_concurrency must be a positive integer")
-    elif over is not None or max_conc is not None:
-        faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes")
-    return (over if isinstance(over, str) else None,
-            max_conc if type(max_conc) is int else None)
 
 
 def _check_needs(nodes: list[NodeSpec], faults: list[str]) -> None:
@@ -320,8 +338,12 @@ def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
         templates: list[tuple[str, Any]] = [("input", n.input)]
         if n.over is not None:
             templates.append(("over", n.over))
+        if n.sleep is not None and n.sleep.until is not None:
+            templates.append(("until", n.sleep.until))
         refs = [(field_name, raw, ref) for field_name, template in templates
                 for raw, ref in iter_refs(template)]
+        if n.when is not None:
+            refs.extend(("when", raw, ref) for raw, ref in condition_refs(n.when))
         named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
         # A handler sees what its source could see: the nodes upstream of the source.
         source = source_of.get(n.id)
@@ -329,8 +351,8 @@ def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
         if named - upstream:
             upstream |= upstream_among(needs, source or n.id, named - upstream)
         for field_name, raw, ref in refs:
-            scope = _Scope(in_map=n.kind is NodeKind.MAP and field_name == "input",
-                           handler=source is not None and field_name == "input")
+            scope = _Scope(in_map=n.fans_out and field_name == "input",
+                           handler=source is not None and field_name in ("input", "when"))
             fault = _ref_fault(ref, ids, upstream, scope)
             if fault:
                 faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")

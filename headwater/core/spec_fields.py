@@ -8,6 +8,7 @@ usable placeholder, so ``spec.parse_spec`` can report every fault of a spec at o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.retry import MAX_SECONDS, RetryPolicy, parse_retry
 
+NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
+"""What a node id (and a wait's signal name) must match."""
 DEFAULT_QUEUE = "cpu"
 """The worker pool of a node that names none."""
 DEFAULT_HEARTBEAT_TIMEOUT = 30.0
@@ -74,13 +77,14 @@ def parse_defaults(doc: Mapping[str, Any], faults: list[str]) -> Defaults:
     )
 
 
-def node_work(raw: Mapping[str, Any], where: str,
-              faults: list[str]) -> tuple[str, str, tuple[str, ...]]:
+def node_work(raw: Mapping[str, Any], where: str, faults: list[str],
+              task_key: str | None = "task") -> tuple[str, str, tuple[str, ...]]:
     """``(task, queue, needs)`` of a node; an invalid value gives a fault and a
-    placeholder (``""``, the default queue, no needs)."""
-    task = raw.get("task")
-    if not isinstance(task, str) or not task:
-        faults.append(f"{where}: task: required, a registered task name")
+    placeholder (``""``, the default queue, no needs). ``task_key`` is the field that
+    names the task (a loop's ``decide``), None for kinds without one (task ``""``)."""
+    task = raw.get(task_key) if task_key else ""
+    if task_key and (not isinstance(task, str) or not task):
+        faults.append(f"{where}: {task_key}: required, a registered task name")
     queue = raw.get("queue", DEFAULT_QUEUE)
     if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
         faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")

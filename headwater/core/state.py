@@ -9,11 +9,12 @@ invariant 1). The table stores it split (``services/coordinator/snapshot.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from headwater.core import events as ev
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, task_timer_id
 from headwater.core.refs import resolve
+from headwater.core.retry import RetryPolicy
 from headwater.core.spec import WorkflowSpec, parse_spec
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import SpecError
@@ -60,6 +61,14 @@ class NodeState:
         failed: map children that failed for good (a ``continue_on_error`` map goes on).
         failure: the error object of the node's final failure (see ``error_object``),
             handed to its error handler as ``${error}``.
+        transcript: a loop's finished tool calls, ``{"step", "tool", "input",
+            "output"}`` each, in step order (None until the first).
+        spent: a loop's spending so far: the sum of what its decisions reported.
+        steps: how many steps of a loop were decided (its ``LoopStepDecided`` events).
+        decision: a loop's latest decision, ``{"step", "tool", "input"}`` (the tool
+            running or to retry) or ``{"step", "finish": output}``.
+        branch_skipped: skipped by its false ``when``, or because every node it needs
+            was branch-skipped: such a need does not keep a join from running.
     """
 
     status: NodeStatus = NodeStatus.PENDING
@@ -71,6 +80,11 @@ class NodeState:
     error: str = ""
     failed: int = 0
     failure: dict[str, Any] | None = None
+    transcript: list[Any] | None = None
+    spent: float = 0.0
+    steps: int = 0
+    decision: dict[str, Any] | None = None
+    branch_skipped: bool = False
 
 
 def error_object(node: str, index: int | None, attempts: int, error_type: str,
@@ -79,6 +93,21 @@ def error_object(node: str, index: int | None, attempts: int, error_type: str,
     ``{"error": ...}``, to the dependents of a ``continue_on_error`` node."""
     return {"node": node, "index": index, "attempts": attempts, "type": error_type,
             "message": message}
+
+
+CHILD_TASK = "workflow"
+"""The task name of a child workflow's attempts (``TaskDispatched.task``): no worker
+runs them; the coordinator starts the child instead."""
+
+
+class TaskWork(NamedTuple):
+    """What one task runs and how (``WorkflowState.work``): times in seconds."""
+
+    task: str
+    queue: str
+    retry: RetryPolicy
+    timeout: float | None
+    heartbeat_timeout: float | None
 
 
 @dataclass
@@ -112,6 +141,15 @@ class WorkflowState:
     output: Any = None
     error: str = ""
     spec_error: str = ""
+    signals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Signals taken before their wait started, by ``signals.signal_key`` (``name`` or
+    ``name[index]``), oldest first: ``{"signal_id", "fields", "at_ms"}`` each."""
+    signal_ids: list[str] = field(default_factory=list)
+    """The ``signal_id`` of every signal recorded (taken or discarded): a second one
+    with the same id changes nothing."""
+    parent: dict[str, Any] | None = None
+    """A child workflow's link to the attempt that started it (``ParentLinked``):
+    ``{"workflow_id", "node", "index", "attempt"}``; None for a workflow of its own."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -125,6 +163,35 @@ class WorkflowState:
                       error: Any = None) -> Any:
         """Resolve a template against this workflow's input and node outputs."""
         return resolve(template, self.input, self.outputs, item, index, error)
+
+    def work(self, node_id: str, index: int | None) -> TaskWork:
+        """What one task of a node runs and how: the node's own task, queue, retry
+        policy, timeout and heartbeat timeout, except that a child workflow's attempts
+        run no task (``CHILD_TASK``, no lease) and a loop's odd index (``2k+1``, the
+        tool of step k) runs the tool its step's decision picked.
+
+        Raises:
+            KeyError: no such node, or no tool decided for that step of the loop.
+        """
+        spec = self.spec.node(node_id)
+        if spec.child is not None:
+            return TaskWork(CHILD_TASK, spec.queue, spec.retry, spec.timeout, None)
+        if spec.loop is not None and index is not None and index % 2 == 1:
+            tool = spec.loop.tool(self._decided_tool(node_id, index // 2))
+            if tool is None:
+                raise KeyError(f"loop {node_id} has no tool decided for step {index // 2}")
+            return TaskWork(tool.task, tool.queue, tool.retry, tool.timeout,
+                            tool.heartbeat_timeout)
+        return TaskWork(spec.task, spec.queue, spec.retry, spec.timeout,
+                        spec.heartbeat_timeout)
+
+    def _decided_tool(self, node_id: str, step: int) -> str:
+        """The tool the decision of step ``step`` of a loop picked (``""``: none)."""
+        node = self.nodes[node_id]
+        if node.decision is not None and node.decision.get("step") == step:
+            return str(node.decision.get("tool", ""))
+        done = [e for e in node.transcript or () if e.get("step") == step]
+        return str(done[0]["tool"]) if done else ""
 
 
 def task_timers(task: TaskState, key: str) -> list[tuple[str, int]]:
@@ -167,7 +234,8 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
 def set_finished_output(state: WorkflowState, node_id: str) -> None:
     """Give a finished node the output its dependents see, as its status says.
 
-    A map that succeeded: its results, in input order. Skipped: ``None``. Failed with
+    A map that succeeded: its results, in input order. A loop that succeeded: its
+    ``loop_output``. Skipped, or a sleep that succeeded: ``None``. Failed with
     ``continue_on_error``: a map's results (the error objects among them), any other
     node ``{"error": <its failure>}``. Otherwise nothing: a task node's output came with
     its attempt's ``TaskSucceeded``. ``evolve`` applies it on ``NodeFinished``; a
@@ -180,8 +248,21 @@ def set_finished_output(state: WorkflowState, node_id: str) -> None:
     node = state.nodes[node_id]
     if node.status is NodeStatus.SUCCEEDED and node.results is not None:
         state.outputs[node_id] = node.results
+    elif node.status is NodeStatus.SUCCEEDED and node.decision is not None:
+        state.outputs[node_id] = loop_output(node)
     elif node.status is NodeStatus.SKIPPED:
         state.outputs[node_id] = None
+    elif node.status is NodeStatus.SUCCEEDED and state.spec.node(node_id).sleep is not None:
+        state.outputs[node_id] = None  # a sleep's output is null
     elif node.status is NodeStatus.FAILED and state.spec.node(node_id).continue_on_error:
         state.outputs[node_id] = (node.results if node.results is not None
                                   else {"error": node.failure})
+
+
+def loop_output(node: NodeState) -> Any:
+    """A loop's output: what its last decision finished with, or, when it ended by
+    reaching its bounds (``on_exhausted: finish``), ``{"finished": false, "transcript":
+    [...]}``."""
+    if node.decision is not None and "finish" in node.decision:
+        return node.decision["finish"]
+    return {"finished": False, "transcript": list(node.transcript or [])}

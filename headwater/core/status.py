@@ -29,12 +29,14 @@ class NodeStatus(StrEnum):
     """Lifecycle of a node."""
 
     PENDING = "pending"  # waiting for its needs
-    RUNNING = "running"  # dispatched (a map: some children not finished)
+    RUNNING = "running"  # dispatched (a map: some children not finished; a wait:
+    #                     waiting for its signal; a sleep: sleeping)
     SUCCEEDED = "succeeded"  # terminal: output available
     FAILED = "failed"  # terminal: retries exhausted or a non-retryable error
     UPSTREAM_FAILED = "upstream_failed"  # terminal: a node it needs failed (fail fast)
     SKIPPED = "skipped"  # terminal: a node it needs failed into an error route or was
-    #                     skipped, or it is an error handler whose node did not fail
+    #                     skipped, or it is an error handler whose node did not fail, or
+    #                     its ``when`` was false (a branch not taken)
     CANCELLED = "cancelled"  # terminal: the workflow ended while it was running or waiting
 
     @property

@@ -43,6 +43,23 @@ class Sizes:
 
 
 @dataclass(frozen=True)
+class Signal:
+    """A signal the run sends to a workflow of the batch, over HTTP, while it runs.
+
+    Attributes:
+        name: the signal (a ``wait`` node's ``signal``).
+        fields: its fields.
+        after_s: seconds after the workflow's submission was accepted.
+        signal_id: its id: sent again after an error, it is taken once.
+    """
+
+    name: str
+    fields: dict[str, Any]
+    after_s: float
+    signal_id: str
+
+
+@dataclass(frozen=True)
 class Submission:
     """One workflow of a batch, submitted over HTTP with an explicit id.
 
@@ -51,12 +68,14 @@ class Submission:
         shape: which shape it is (a key of ``SHAPES``).
         spec: the workflow spec.
         input: the workflow input.
+        signals: the signals to send it once it is accepted.
     """
 
     id: str
     shape: str
     spec: Spec
     input: dict[str, Any] = field(default_factory=dict)
+    signals: tuple[Signal, ...] = ()
 
     def body(self) -> dict[str, Any]:
         """The ``POST /v1/workflows`` body (the same on every retry)."""
@@ -150,9 +169,77 @@ def failing(s: Sizes) -> Spec:
     ])
 
 
+def wait(s: Sizes) -> Spec:
+    """``a``, then a wait for the signal ``approval`` (sent mid-run), then a digest of
+    the signal's note."""
+    return _flow("fault-wait", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "approval", "kind": "wait", "signal": "approval", "needs": ["a"],
+         "timeout": 600, "fields": {"approved": "boolean", "note": "string"}},
+        _digest("b", {"a": "${nodes.a.output}", "note": "${nodes.approval.output.note}"},
+                s.seconds, ["approval"]),
+    ], output={"b": "${nodes.b.output}", "approved": "${nodes.approval.output.approved}"})
+
+
+def sleep(s: Sizes) -> Spec:
+    """``a``, a durable sleep of ``SLEEP_S``, then ``b``."""
+    return _flow("fault-sleep", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "nap", "kind": "sleep", "duration": SLEEP_S, "needs": ["a"]},
+        _digest("b", "${nodes.a.output}", s.seconds, ["nap"]),
+    ])
+
+
+def child(s: Sizes) -> Spec:
+    """``a``, then a map of ``CHILDREN`` child workflows (two tasks each, at most two at
+    once), then a digest of their outputs (in input order)."""
+    inner = _flow("fault-child-inner", [
+        _digest("x", "${input.value}", s.seconds),
+        _digest("y", "${nodes.x.output}", s.seconds, ["x"]),
+    ], output="${nodes.y.output}")
+    return _flow("fault-child", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "kids", "kind": "workflow", "needs": ["a"], "over": "${input.children}",
+         "max_concurrency": 2, "workflow": inner,
+         "input": {"value": {"a": "${nodes.a.output}", "item": "${item}"}}},
+        _digest("b", "${nodes.kids.output}", s.seconds, ["kids"]),
+    ], output={"kids": "${nodes.kids.output}", "b": "${nodes.b.output}"})
+
+
+def loop(s: Sizes) -> Spec:
+    """A bounded loop: ``e2e.decide`` calls the ``digest`` tool ``LOOP_STEPS`` times on
+    its last output, then finishes; then a digest of the loop's output."""
+    return _flow("fault-loop", [
+        {"id": "agent", "kind": "loop", "decide": "e2e.decide", "max_steps": LOOP_STEPS + 2,
+         "tools": [{"name": "digest", "task": "e2e.digest"}],
+         "input": {"seed": "${input.seed}", "steps": LOOP_STEPS, "tool": "digest"}},
+        _digest("b", "${nodes.agent.output}", s.seconds, ["agent"]),
+    ], output={"agent": "${nodes.agent.output}", "b": "${nodes.b.output}"})
+
+
+def branch(s: Sizes) -> Spec:
+    """``a``, then ``yes`` or ``no`` as ``input.flag`` says (``when``), then a join of
+    both (the skipped branch's output is null)."""
+    return _flow("fault-branch", [
+        _digest("a", "${input.seed}", s.seconds),
+        _digest("yes", "${nodes.a.output}", s.seconds, ["a"], when="${input.flag} == true"),
+        _digest("no", "${nodes.a.output}", s.seconds, ["a"], when="not ${input.flag}"),
+        _digest("join", {"yes": "${nodes.yes.output}", "no": "${nodes.no.output}"},
+                s.seconds, ["yes", "no"]),
+    ])
+
+
+SLEEP_S = 1.5
+"""How long the sleep shape sleeps, seconds."""
+CHILDREN = 3
+"""Child workflows of the child shape."""
+LOOP_STEPS = 4
+"""Tool calls of the loop shape."""
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
+    "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
 }
 """Every shape, in the order a batch cycles through them."""
 
@@ -176,6 +263,12 @@ def make_batch(tag: str, size: int, sizes: Sizes = Sizes(),
         workflow_input: dict[str, Any] = {"seed": f"{tag}-{n}"}
         if shape == "map":
             workflow_input["items"] = [f"{n}.{i}" for i in range(sizes.map_items)]
-        out.append(Submission(f"{tag}-{shape}-{n:03d}", shape, SHAPES[shape](sizes),
-                              workflow_input))
+        elif shape == "child":
+            workflow_input["children"] = [f"{n}.{i}" for i in range(CHILDREN)]
+        elif shape == "branch":
+            workflow_input["flag"] = n % 2 == 0
+        wid = f"{tag}-{shape}-{n:03d}"
+        signals = (Signal("approval", {"approved": True, "note": f"ok {n}"}, 1.0,
+                          f"{wid}-approval"),) if shape == "wait" else ()
+        out.append(Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals))
     return out

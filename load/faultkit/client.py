@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from load.faultkit.audit import EndState
-from load.faultkit.batch import Submission
+from load.faultkit.batch import Signal, Submission
 from tests.waiting import scaled
 
 RETRYABLE_STATUS = (409, 429, 502, 503)
@@ -69,14 +69,51 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
                 error = await _submit(client, s, answers, time.monotonic() + scaled(timeout_s))
                 if error:
                     log.errors.append(f"{s.id}: {error}")
+                    return
+            for sig in s.signals:
+                signals.append(asyncio.create_task(_signal_later(client, s.id, sig, log,
+                                                                 scaled(timeout_s))))
 
         tasks = []
+        signals: list[asyncio.Task[None]] = []
         for s in batch:
             tasks.append(asyncio.create_task(one(s)))
             if gap_s:
                 await asyncio.sleep(gap_s)
         await asyncio.gather(*tasks)
+        await asyncio.gather(*signals)
     return log
+
+
+SIGNAL_RETRYABLE = {404, *RETRYABLE_STATUS}
+"""Answers after which a signal is sent again: 404 while the projection has not caught up
+with the submission yet, and the submission's retryable ones."""
+
+
+async def _signal_later(client: httpx.AsyncClient, workflow_id: str, sig: Signal,
+                        log: SubmitLog, timeout_s: float) -> None:
+    """Send ``sig`` ``sig.after_s`` after the submission, again after a transport error
+    or a retryable answer (same ``signal_id``: it is taken once) until 202 or
+    ``timeout_s``; a failure is one of ``log.errors``."""
+    await asyncio.sleep(sig.after_s)
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            response = await client.post(f"/v1/workflows/{workflow_id}/signals/{sig.name}",
+                                         json={"signal_id": sig.signal_id,
+                                               "fields": sig.fields})
+        except httpx.TransportError as e:
+            last = f"{type(e).__name__}: {e}"
+            await asyncio.sleep(0.5)
+            continue
+        if response.status_code == 202:
+            return
+        last = f"{response.status_code} {response.text[:300]}"
+        if response.status_code not in SIGNAL_RETRYABLE:
+            break
+        await asyncio.sleep(float(response.headers.get("retry-after", "0.5") or 0.5))
+    log.errors.append(f"{workflow_id}: signal {sig.name} not accepted: {last}")
 
 
 async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],

@@ -150,10 +150,10 @@ class Suite:
         return plans
 
 
-QUICK = Suite("quick", batch_size=7, runs=1, kills=1, rebalance_size=28,
+QUICK = Suite("quick", batch_size=12, runs=1, kills=1, rebalance_size=28,
               rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
               rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0)
-FULL = Suite("full", batch_size=21, runs=3, kills=2, rebalance_size=100,
+FULL = Suite("full", batch_size=24, runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
              rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0)
 SUITES = {s.name: s for s in (QUICK, FULL)}

@@ -50,7 +50,8 @@ def load_schema(gateway: str) -> schemathesis.BaseSchema:
 
     A node's ``queue`` names a Kafka topic that the coordinator creates on first use; the
     cases must not create hundreds on the shared broker, so the document is narrowed:
-    nodes name no queue (the default, which the sandbox's workers serve).
+    nodes and a loop's tools name no queue (the default, which the sandbox's workers
+    serve).
     """
     # aiokafka's partitioner uses the random module in another thread; Hypothesis takes
     # that for a strategy's doing and warns.
@@ -62,6 +63,9 @@ def load_schema(gateway: str) -> schemathesis.BaseSchema:
     node = body["content"]["application/json"]["schema"]["properties"]["workflow"][
         "properties"]["nodes"]["items"]
     node["properties"].pop("queue", None)
+    tools = node["properties"].get("tools", {}).get("items", {}).get("anyOf", [])
+    for tool in tools:
+        tool.get("properties", {}).pop("queue", None)  # a loop's tool names a queue too
     return schemathesis.openapi.from_dict(doc)
 
 

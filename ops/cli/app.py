@@ -1,4 +1,4 @@
-"""The ``headwater`` command: run the local stack, submit and watch workflows."""
+"""The ``headwater`` command: run the local stack, submit, watch and signal workflows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
+from urllib.parse import quote
 
 import httpx
 import typer
@@ -252,6 +253,63 @@ def cancel(
     if response.status_code >= 400:
         _problem(response)
     console.print(f"cancel of {escape(workflow_id)} requested")
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def signal_fields(pairs: list[str]) -> dict[str, Any]:
+    """The fields of ``--field NAME=VALUE`` options: each value as JSON when it parses
+    as JSON (``true``, ``3``, ``{"a": 1}``, ``"quoted"``), else as the string it is
+    (``yes``, ``two words``). ``NaN`` and ``Infinity`` are strings: JSON has no such
+    numbers.
+
+    Raises:
+        typer.BadParameter: a pair without ``=`` or without a name, or a name given twice.
+    """
+    fields: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--field {pair!r}: expected NAME=VALUE")
+        if name in fields:
+            raise typer.BadParameter(f"--field {name} is given twice")
+        try:
+            fields[name] = json.loads(raw, parse_constant=_reject_constant)
+        except ValueError:  # json.JSONDecodeError is one
+            fields[name] = raw
+    return fields
+
+
+@app.command()
+def signal(
+    workflow_id: Annotated[str, typer.Argument(help="workflow id")],
+    name: Annotated[str, typer.Argument(help="the signal's name (a wait node's signal:)")],
+    field: Annotated[list[str] | None, typer.Option(
+        "--field", "-f", help="a field as NAME=VALUE (VALUE is JSON when it parses, "
+                              "else a string); repeat for each field")] = None,
+    index: Annotated[int | None, typer.Option(
+        min=0, help="the map item whose wait it is for (a wait with over)")] = None,
+    signal_id: Annotated[str | None, typer.Option(
+        "--id", help="the signal's id: sending the same id again changes nothing "
+                     "(default: a random one)")] = None,
+    gateway: str = GATEWAY,
+) -> None:
+    """Send a signal to a workflow's wait node, e.g. ``headwater signal wf-1 approval
+    --field approved=true --field note="looks good"``."""
+    body: dict[str, Any] = {"fields": signal_fields(field or [])}
+    if index is not None:
+        body["index"] = index
+    if signal_id is not None:
+        body["signal_id"] = signal_id
+    with _gateway_errors(gateway):
+        response = httpx.post(f"{gateway}/v1/workflows/{quote(workflow_id, safe='')}"
+                              f"/signals/{quote(name, safe='')}", json=body, timeout=30)
+    if response.status_code >= 400:
+        _problem(response)
+    console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
+                  f"(signal id {escape(response.json()['signal_id'])})")
 
 
 # The audit commands live in their own modules (they read Kafka and PostgreSQL directly).

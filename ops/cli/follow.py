@@ -1,10 +1,13 @@
-"""Follow a workflow's SSE stream and show its progress in the terminal."""
+"""Follow a workflow's SSE stream and show its progress in the terminal: nodes and their
+attempts, map progress, and what waits, sleeps, child workflows and loops are doing
+(waiting on a signal, sleeping until a time, a child started, a loop's step and tool)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -18,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from headwater.core import events as ev
+from headwater.core.state import CHILD_TASK
 from headwater.core.status import NodeStatus, WorkflowStatus
 
 TERMINAL: dict[str, str] = {ev.WorkflowSucceeded.__name__: WorkflowStatus.SUCCEEDED,
@@ -41,6 +45,7 @@ class NodeView:
     done: int = 0
     attempts: int = 0
     error: str = ""
+    detail: str = ""  # what a wait, sleep, child or loop is doing now
 
 
 @dataclass
@@ -55,16 +60,15 @@ class FollowState:
     error: str = ""
     tasks_run: int = 0
     streamed: str = ""
+    child_nodes: set[str] = field(default_factory=set)  # nodes whose tasks are children
 
     def apply(self, kind: str, seq: int, data: dict[str, Any]) -> str | None:
         """Fold one SSE event; return a one-line note worth printing, if any."""
         self.last_seq = seq
         node = self.nodes.setdefault(data.get("node", ""), NodeView()) if "node" in data else None
-        if kind == "TaskDispatched" and node:
-            node.status = NodeStatus.RUNNING
-            node.attempts += 1
-            self.tasks_run += 1
-        elif kind == "MapExpanded" and node:
+        if kind in KIND_NOTES:
+            return KIND_NOTES[kind](self, node, data)
+        if kind == "MapExpanded" and node:
             node.total = data.get("count")
             return f"{data['node']}: fanning out over {node.total} items"
         elif kind == "TaskSucceeded" and node and data.get("index") is not None:
@@ -77,14 +81,13 @@ class FollowState:
             self.streamed = (self.streamed + text)[-MAX_STREAM_CHARS:]
             return f"{data.get('node')} streamed: {text}"
         elif kind == "TaskFailed":
-            where = data.get("node", "") + (f"[{data['index']}]" if data.get("index") is not None
-                                            else "")
             kind_ = f"{data['error_type']}: " if data.get("error_type") else ""
-            self.message = f"{where} attempt {data.get('attempt')}: {kind_}{data.get('error')}"
+            self.message = (f"{_where(data)} attempt {data.get('attempt')}: "
+                            f"{kind_}{data.get('error')}")
             return self.message
         elif kind == "NodeFinished" and node:
             node.status, node.error = data["status"], data.get("error", "")
-            self.message = ""
+            node.detail, self.message = "", ""
             return f"{data['node']}: {node.status}" + (f" ({node.error})" if node.error else "")
         elif kind in TERMINAL:
             self.status = TERMINAL[kind]
@@ -95,7 +98,7 @@ class FollowState:
     def render(self) -> Group:
         """A table of nodes with map progress bars, and the latest message."""
         table = Table(show_header=True, header_style="bold", box=None)
-        for column in ("node", "status", "progress", "attempts"):
+        for column in ("node", "status", "progress", "attempts", "now"):
             table.add_column(column)
         for name, n in self.nodes.items():
             bar: Any = ""
@@ -104,11 +107,101 @@ class FollowState:
                                         complete_style="cyan", finished_style="green"),
                             Text(f"{n.done}/{n.total}"))
             table.add_row(name, Text(n.status, style=STYLE.get(n.status, "")), bar,
-                          str(n.attempts))
+                          str(n.attempts), Text(n.detail[:60], style="dim"))
         parts: list[Any] = [table, Text(self.message[:120], style="dim")]
         if self.streamed:
             parts.append(Text(self.streamed[-400:]))
         return Group(*parts)
+
+
+def _where(data: dict[str, Any]) -> str:
+    """``node`` or ``node[index]`` of an event's data."""
+    index = data.get("index")
+    return str(data.get("node", "")) + (f"[{index}]" if index is not None else "")
+
+
+def _instant(at_ms: Any) -> str:
+    """ms since the epoch as ``YYYY-MM-DD HH:MM:SS UTC`` (``?`` if not a number)."""
+    if not isinstance(at_ms, int | float) or isinstance(at_ms, bool):
+        return "?"
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _dispatched(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> None:
+    if node:
+        node.status = NodeStatus.RUNNING
+        node.attempts += 1
+        state.tasks_run += 1
+        if data.get("task") == CHILD_TASK:
+            state.child_nodes.add(data["node"])
+
+
+def _started(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str | None:
+    if not node or data["node"] not in state.child_nodes:
+        return None
+    node.detail = f"child {data.get('worker', '')} running"
+    return f"{_where(data)}: child workflow {data.get('worker', '')} started"
+
+
+def _wait_started(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    until = data.get("timeout_at_ms")
+    note = f"waiting on signal {data.get('signal')}" + (
+        f" until {_instant(until)}" if until is not None else "")
+    if node:
+        node.status, node.detail = NodeStatus.RUNNING, note
+    return f"{_where(data)}: {note}"
+
+
+def _signal_sent(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    return f"signal {_where({'node': data.get('name'), 'index': data.get('index')})} received"
+
+
+def _signal_consumed(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    if node:
+        node.detail = f"took signal {data.get('name')}"
+    return f"{_where(data)}: took signal {data.get('name')}"
+
+
+def _signal_discarded(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    name = _where({"node": data.get("name"), "index": data.get("index")})
+    return f"signal {name} discarded" + (f": {data['reason']}" if data.get("reason") else "")
+
+
+def _sleep_started(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    note = f"sleeping until {_instant(data.get('wake_at_ms'))}"
+    if node:
+        node.status, node.detail = NodeStatus.RUNNING, note
+    return f"{data.get('node')}: {note}"
+
+
+def _condition(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    return f"{data.get('node')}: when is {'true' if data.get('value') else 'false'}"
+
+
+def _step_decided(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    step = data.get("step")
+    note = (f"loop step {step}: finish" if data.get("finish")
+            else f"loop step {step}: {data.get('tool')}")
+    if node:
+        node.detail = note
+    return f"{data.get('node')}: {note}"
+
+
+def _parent_linked(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    return (f"child of {data.get('parent_id')} ({_where(data)} attempt "
+            f"{data.get('attempt')})")
+
+
+Note = Callable[[FollowState, NodeView | None, dict[str, Any]], str | None]
+KIND_NOTES: dict[str, Note] = {
+    "TaskDispatched": _dispatched, "TaskStarted": _started,
+    "WaitStarted": _wait_started, "SignalSent": _signal_sent,
+    "SignalConsumed": _signal_consumed, "SignalDiscarded": _signal_discarded,
+    "SleepStarted": _sleep_started, "ConditionEvaluated": _condition,
+    "LoopStepDecided": _step_decided, "ParentLinked": _parent_linked,
+}
+"""Event types -> what they change in the view, and the line they print (if any): a
+dispatch and a start (that of a child workflow), and the node kinds' events."""
 
 
 def events(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncpg
 import orjson
 
-from ops.expected_rows import ProjectionRows
+from ops.expected_rows import KindRows, ProjectionRows
+from services.projector.compare import ident
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
@@ -50,4 +51,38 @@ async def _read(conn: asyncpg.Connection, workflow_id: str) -> ProjectionRows:
                for r in nodes},
         tasks={r["task_key"]: {"status": r["status"], "attempt": r["attempt"]} for r in tasks},
         events={int(r["seq"]): r["type"] for r in events},
+        kinds=await read_kind_rows(conn, workflow_id),
     )
+
+
+async def read_kind_rows(conn: asyncpg.Connection, workflow_id: str,
+                         schema: str | None = None) -> KindRows:
+    """The compared columns of one workflow's node kinds' rows (``ops.expected_rows``),
+    from the tables in ``schema`` (None: the search path's, where the projector writes)."""
+    s = f"{ident(schema)}." if schema else ""
+    parent = await conn.fetchrow(
+        f"select parent_id, parent_node, parent_index, parent_attempt from {s}workflows"
+        " where workflow_id = $1 and parent_id is not null", workflow_id)
+    nodes = await conn.fetch(
+        f"select node, condition, wake_at from {s}nodes where workflow_id = $1"
+        " and (condition is not null or wake_at is not null)", workflow_id)
+    waits = await conn.fetch(f"select wait_key, signal, status, signal_id from {s}waits"
+                             " where workflow_id = $1", workflow_id)
+    signals = await conn.fetch(f"select seq, name, idx, signal_id, status, node from "
+                               f"{s}signals where workflow_id = $1", workflow_id)
+    steps = await conn.fetch(f"select node, step, tool, finish from {s}loop_steps"
+                             " where workflow_id = $1", workflow_id)
+    return KindRows(
+        parent=None if parent is None else {
+            "workflow_id": parent["parent_id"], "node": parent["parent_node"],
+            "index": parent["parent_index"], "attempt": parent["parent_attempt"]},
+        nodes={r["node"]: {"condition": r["condition"], "wake_at_ms": None
+                           if r["wake_at"] is None else round(r["wake_at"].timestamp() * 1000)}
+               for r in nodes},
+        waits={r["wait_key"]: {"signal": r["signal"], "status": r["status"],
+                               "signal_id": r["signal_id"]} for r in waits},
+        signals={int(r["seq"]): {"name": r["name"], "index": r["idx"],
+                                 "signal_id": r["signal_id"], "status": r["status"],
+                                 "node": r["node"]} for r in signals},
+        steps={f"{r['node']}/{r['step']}": {"tool": r["tool"], "finish": r["finish"]}
+               for r in steps})

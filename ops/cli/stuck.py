@@ -22,7 +22,7 @@ from ops.cli.endpoints import BOOTSTRAP, PREFIX, Endpoints, endpoints
 from ops.cli.kafkalog import KafkaLog
 from ops.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
 from ops.history import Recorded
-from ops.stuck import Scan, scan
+from ops.stuck import GRACE_MS, Scan, scan
 from services.common.clock import now_ms
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
@@ -33,15 +33,21 @@ def stuck(
     older_than: Annotated[float, typer.Option(
         "--older-than", help="ignore workflows whose last event is younger than this, "
         "seconds (their next event may be on its way)")] = 0.0,
+    grace: Annotated[float, typer.Option(
+        "--grace", help="how late a sleep's wake-up, or a child workflow's start or end, "
+        "may be before its workflow counts as stuck, seconds")] = GRACE_MS / 1000,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
     bootstrap: str | None = BOOTSTRAP,
     prefix: str = PREFIX,
 ) -> None:
     """List running workflows with no attempt queued or running, no timer and no wait.
 
-    Folds every workflow's history from the events topic. Exit status: 0 none stuck,
-    1 some stuck or a history that does not fold, 3 Kafka unreachable. Histories whose
-    start was deleted by the topic's retention are listed but not judged.
+    Folds every workflow's history from the events topic. A workflow waiting for a
+    signal (with or without a timeout) or sleeping until its wake-up is not stuck; one
+    whose sleep is overdue, or whose child workflow has vanished (no history, or ended
+    without the parent hearing, longer than --grace ago), is. Exit status: 0 none
+    stuck, 1 some stuck or a history that does not fold, 3 Kafka unreachable. Histories
+    whose start was deleted by the topic's retention are listed but not judged.
     """
     ep = endpoints(bootstrap, prefix, None)
     try:
@@ -52,7 +58,7 @@ def stuck(
         raise typer.Exit(EXIT_UNREACHABLE) from e
     for problem in problems:
         errors.print(f"[yellow]note:[/] {escape(problem)}")
-    found = scan(histories, now_ms(), round(older_than * 1000))
+    found = scan(histories, now_ms(), round(older_than * 1000), round(grace * 1000))
     if as_json:
         typer.echo(json.dumps(to_json(found), indent=2))
     else:

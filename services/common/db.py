@@ -73,7 +73,71 @@ create table if not exists events (
     data jsonb not null,
     primary key (workflow_id, seq)
 );
+create table if not exists waits (
+    workflow_id text not null,
+    wait_key text not null,
+    node text not null,
+    idx integer,
+    signal text not null,
+    status text not null,
+    started_at timestamptz not null,
+    timeout_at timestamptz,
+    signal_id text not null default '',
+    fields jsonb,
+    ended_at timestamptz,
+    seq bigint not null,
+    primary key (workflow_id, wait_key)
+);
+create table if not exists signals (
+    workflow_id text not null,
+    seq bigint not null,
+    name text not null,
+    idx integer,
+    signal_id text not null default '',
+    status text not null,
+    node text not null default '',
+    reason text not null default '',
+    fields jsonb,
+    at timestamptz not null,
+    consumed_seq bigint,
+    primary key (workflow_id, seq)
+);
+create table if not exists loop_steps (
+    workflow_id text not null,
+    node text not null,
+    step integer not null,
+    tool text not null default '',
+    input jsonb,
+    finish boolean not null default false,
+    output jsonb,
+    spend double precision not null default 0,
+    decided_at timestamptz not null,
+    seq bigint not null,
+    primary key (workflow_id, node, step)
+);
+do $$ begin
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'parent_id')
+    then
+        alter table workflows add column parent_id text, add column parent_node text,
+            add column parent_index integer, add column parent_attempt integer;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'nodes' and column_name = 'condition')
+    then
+        alter table nodes add column condition boolean, add column wake_at timestamptz;
+    end if;
+end $$;
+create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
+    parent_attempt) where parent_id is not null;
 """
+"""The projection's tables, created if missing. Columns added after a table's first
+version come from ``alter table`` (checked first: an ``alter`` takes the table's
+strongest lock even when it changes nothing, and every service runs this at start).
+Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]``),
+``signals`` (one per recorded ``SignalSent`` or ``SignalDiscarded``, by ``seq``) and
+``loop_steps`` (one per decided step); ``workflows.parent_*`` link a child to its parent,
+``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up."""
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:

@@ -2,13 +2,14 @@
 
 Each input record is decoded and routed (``inputs.decode_input``; it must be on its
 workflow's partition), skipped when the table holds its effects already (the store's
-applied offsets: it came again after a crash), stepped through the state machine, and
-its outputs collected: new states, history events, encoded records, dead letters. A
-step that raises fails its workflow as data (``machine.fail``), and a workflow whose
-table entry would exceed the record limit is failed instead of written: a bug or a
-record too large must not stop the coordinator nor leave an intent that can never be
-carried out (docs/architecture.md, invariant 6). ``batch.BatchApplier`` then records
-the effects as intents and carries them out.
+applied offsets: it came again after a crash), dead-lettered when it is refused (a
+submission whose id names another run, a signal no wait can take: ``refusal``), stepped
+through the state machine, and its outputs collected: new states, history events,
+encoded records, dead letters. A step that raises fails its workflow as data
+(``machine.fail``), and a workflow whose table entry would exceed the record limit is
+failed instead of written: a bug or a record too large must not stop the coordinator
+nor leave an intent that can never be carried out (docs/architecture.md, invariant 6).
+``batch.BatchApplier`` then records the effects as intents and carries them out.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from headwater.core.idempotency import conflict
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.machine import Step, fail, start, step
 from headwater.core.machine.reports import lease_renewal
+from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
@@ -45,6 +47,36 @@ log = logging.getLogger(__name__)
 
 Entries = dict[str, list[tuple[bytes, bytes]]]
 """Workflow id -> its table entries (key, value), in the order to write them."""
+
+
+def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
+    """Why ``event`` is dead-lettered instead of stepped, or None to step it.
+
+    A submission (or a child's) whose id names another run (``idempotency.conflict``),
+    and a signal
+    that no wait of its workflow can take (``signals.signal_fault``: no wait of that
+    name, a bad index, a missing field or one of the wrong type). A signal for a
+    workflow not submitted yet is not checked here: it waits for the submission.
+
+    Args:
+        state: the event's workflow (None: not submitted yet).
+        event: an input, decoded and on its workflow's partition.
+
+    Returns:
+        The dead letter's reason, e.g. ``"SignalSent for workflow w-1 refused: signal
+        'approval': missing required field 'approved'"``.
+    """
+    if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
+        return conflict(state, event)
+    if not isinstance(event, ev.SignalSent) or state is None:
+        return None
+    what = f"SignalSent for workflow {event.workflow_id}"
+    try:
+        fault = signal_fault(state, event)
+    except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
+        log.exception("cannot check %s", what)
+        return f"{what} could not be checked: {type(e).__name__}: {e}"
+    return None if fault is None else f"{what} refused: {fault}"
 
 
 @dataclass
@@ -100,7 +132,7 @@ class BatchEffects:
             return
         if isinstance(event, ev.TimerFired) and self._lease_renewed(event, state):
             return
-        why = conflict(state, event) if isinstance(event, ev.WorkflowSubmitted) else None
+        why = refusal(state, event)
         if why is not None:
             self.dead.append(DeadLetter(record, why))
             return
@@ -164,14 +196,15 @@ class BatchEffects:
         dead-lettered and its workflow failed as data (None: not even that). A new
         workflow's submission takes the inputs waiting for it (``machine.start``)."""
         try:
-            if (state is None and isinstance(event, ev.WorkflowSubmitted)
+            if (state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted)
                     and (kept := self._waiting_for(event.workflow_id))):
                 result = start(event, kept)
                 self.started.add(event.workflow_id)
                 self.waiting.pop(event.workflow_id, None)
             else:
                 result = step(state, event)
-            return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
+            return result, encode_outputs(self.topics, result.events, self.max_record_bytes,
+                                          result.state)
         except Exception as e:  # a bug or a record too large must not stop the service
             log.exception("cannot apply %s to %s", type(event).__name__, event.workflow_id)
             reason = f"cannot apply {type(event).__name__}: {type(e).__name__}: {e}"
@@ -298,7 +331,8 @@ class BatchEffects:
         self.dead.append(DeadLetter(record, reason))
         try:
             result = fail(self.store.load(wid), event, reason[:2000])
-            outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes)
+            outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes,
+                                      result.state)
         except Exception:
             log.exception("cannot fail %s either", wid)
             return
@@ -331,7 +365,8 @@ class BatchEffects:
         self._rebuild(wid)
         try:
             result = fail(self.touched.get(wid), event, reason[:2000])
-            return result, encode_outputs(self.topics, result.events, self.max_record_bytes)
+            return result, encode_outputs(self.topics, result.events, self.max_record_bytes,
+                                          result.state)
         except Exception:
             log.exception("cannot fail %s either", wid)
             self._rebuild(wid)

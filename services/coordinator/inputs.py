@@ -1,6 +1,10 @@
 """Decode an input record, check it belongs on its topic (anything else is for the DLQ)
 and stamp it with the coordinator's clock.
 
+JSON (``content-type: application/json``) is taken for the two inputs other systems
+produce: a ``WorkflowSubmitted`` on ``submissions`` and a ``SignalSent`` on ``control``;
+every other record is Avro.
+
 Leases, deadlines and retry timers are measured on one clock, the coordinator's, from
 when it applies the inputs (docs/architecture.md, "Time"): a worker, a gateway or any
 other producer may run on a machine whose clock is minutes off, so the ``at_ms`` it
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from headwater import codec
 from headwater.core import events as ev
@@ -32,9 +36,13 @@ from services.common.clock import now_ms
 from services.common.kafka import header
 
 _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
+_JSON_DECODERS: dict[str, Callable[[bytes | None], ev.Input]] = {
+    "submissions": codec.decode_json_submission,
+    "control": codec.decode_json_signal,
+}
 _ALLOWED: dict[str, tuple[type, ...]] = {
-    "submissions": (ev.WorkflowSubmitted,),
-    "control": (ev.CancelRequested, ev.TimerFired),
+    "submissions": (ev.WorkflowSubmitted, ev.ChildSubmitted),
+    "control": (ev.CancelRequested, ev.TimerFired, ev.SignalSent),
     "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskHeartbeated, ev.TaskCheckpointed,
                 ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed),
 }
@@ -50,7 +58,8 @@ def decode_input(
         topics: the deployment's topic names.
         topic: the record's topic.
         key: the record key, which must be the workflow id (UTF-8).
-        value: the record value (Avro single-object, or JSON for submissions).
+        value: the record value (Avro single-object, or JSON for a submission or a
+            signal).
         headers: the record headers.
         received_ms: the coordinator's time as it takes the record into a batch, ms
             since the epoch; None: ``clock.now_ms()`` now.
@@ -67,17 +76,16 @@ def decode_input(
     if kind is None:
         raise DecodeError(f"not an input topic: {topic}")
     content_type = (header(headers, CONTENT_TYPE_HEADER) or "").split(";")[0].strip().lower()
-    if kind == "submissions" and content_type == JSON_CONTENT_TYPE:
-        record = codec.decode_json_submission(value)
-    else:
-        record = codec.decode(value)
+    json_decoder = _JSON_DECODERS.get(kind) if content_type == JSON_CONTENT_TYPE else None
+    record: ev.Input = codec.decode(value) if json_decoder is None else json_decoder(value)
     if not isinstance(record, _ALLOWED[kind]):
         raise DecodeError(f"{type(record).__name__} does not belong on {topic}")
     if key is None or key.decode(errors="replace") != record.workflow_id:
         raise DecodeError(f"record key {key!r} is not the workflow id {record.workflow_id!r}")
     if not 0 <= record.at_ms <= MAX_AT_MS:
         raise DecodeError(f"at_ms {record.at_ms} is not a time between 1970 and 9999")
-    if isinstance(record, ev.WorkflowSubmitted) and not _WORKFLOW_ID.fullmatch(record.workflow_id):
+    if (isinstance(record, ev.WorkflowSubmitted | ev.ChildSubmitted)
+            and not _WORKFLOW_ID.fullmatch(record.workflow_id)):
         raise DecodeError(f"workflow id {record.workflow_id[:80]!r} does not match "
                           f"{WORKFLOW_ID_PATTERN}")
     return stamped(record, now_ms() if received_ms is None else received_ms)

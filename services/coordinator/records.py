@@ -1,5 +1,14 @@
 """The coordinator's records: an input as consumed, an output encoded for its topic, and a
-dead letter; outputs are checked against the record limit before they reach an intent."""
+dead letter; outputs are checked against the record limit before they reach an intent.
+
+Child workflows are routed here too: the dispatch of a ``workflow`` node's attempt is
+not a task for a worker but the child's submission (``ChildSubmitted`` on
+``submissions``, keyed by the child's id ``ids.child_id``); an attempt that is cancelled
+or fails (its deadline passed, say) cancels its child (``CancelRequested`` on
+``control``); and a child reports to its parent's attempt like a worker would, on
+``reports`` keyed by the parent's id: ``TaskStarted(worker=<child id>)`` once accepted
+and linked, ``TaskSucceeded`` with its output or ``TaskFailed`` when it ends.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,9 @@ from dataclasses import dataclass
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.ids import child_id
+from headwater.core.machine.child import CHILD_CANCELLED, CHILD_FAILED
+from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 
 RECORD_MARGIN_BYTES = 4096
@@ -54,11 +66,20 @@ class DeadLetter:
     reason: str
 
 
-def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
-                   max_bytes: int) -> list[Outgoing]:
+def encode_outputs(topics: Topics, events: list[ev.HistoryEvent], max_bytes: int,
+                   state: WorkflowState | None = None) -> list[Outgoing]:
     """Encode history events for ``events``; each dispatch once more for its queue's
     topic (keyed by its dispatch id), and each cancelled attempt once more for
-    ``worker-control`` (workers stop it).
+    ``worker-control`` (workers stop it). With the workflow's ``state``, the records of
+    its child workflows and of its parent's (see the module's docstring) too.
+
+    Args:
+        topics: the deployment's topic names.
+        events: history events of one step, as recorded.
+        max_bytes: the record limit (``HEADWATER_MAX_MESSAGE_BYTES``).
+        state: the workflow's state after ``events`` (the step's ``result.state``);
+            without it a ``workflow`` node's dispatch cannot be told from a task's, and
+            a child's end is not reported to its parent.
 
     Raises:
         ValueError: a record does not fit its schema, or its key and value exceed
@@ -67,19 +88,84 @@ def encode_outputs(topics: Topics, events: list[ev.HistoryEvent],
     out: list[Outgoing] = []
     for event in events:
         wid = event.workflow_id
-        key = wid.encode()
-        out.append(Outgoing(topics.events, key, codec.encode(event), wid))
-        if isinstance(event.body, ev.TaskDispatched):
-            out.append(Outgoing(topics.tasks(event.body.queue),
-                                event.body.dispatch_id.encode(), codec.encode(event.body), wid))
-        elif isinstance(event.body, ev.TaskCancelled):
-            out.append(Outgoing(topics.worker_control, key, codec.encode(event.body), wid))
+        out.append(Outgoing(topics.events, wid.encode(), codec.encode(event), wid))
+        out.extend(_routed(topics, event.body, state))
     for o in out:
         if len(o.key) + len(o.value) > max_bytes - RECORD_MARGIN_BYTES:
             raise ValueError(f"a record of {len(o.key) + len(o.value)} bytes exceeds the "
                              f"limit of {max_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
                              f"{RECORD_MARGIN_BYTES} for its framing")
     return out
+
+
+def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[Outgoing]:
+    """The records one history event gives rise to besides itself."""
+    wid = body.workflow_id
+    if isinstance(body, ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed) and _is_child(
+            state, body.node):
+        return [_to_child(topics, body, state)]
+    if isinstance(body, ev.TaskDispatched):
+        return [Outgoing(topics.tasks(body.queue), body.dispatch_id.encode(),
+                         codec.encode(body), wid)]
+    if isinstance(body, ev.TaskCancelled):
+        return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
+    report = _to_parent(body, state)
+    if report is None:
+        return []
+    return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
+
+
+def _is_child(state: WorkflowState | None, node_id: str) -> bool:
+    """Whether ``node_id`` is a ``workflow`` node (its attempts are child workflows)."""
+    if state is None or state.spec_error:
+        return False
+    try:
+        return state.spec.node(node_id).child is not None
+    except KeyError:
+        return False
+
+
+def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed,
+              state: WorkflowState | None) -> Outgoing:
+    """A child attempt's dispatch submits its child; its cancellation or failure (the
+    child's own end, or a deadline that passed) cancels it: a no-op for a child that
+    has ended, and one that has not started yet is cancelled as soon as it is."""
+    assert state is not None
+    cid = child_id(body.workflow_id, body.node, body.index, body.attempt)
+    record: ev.ChildSubmitted | ev.CancelRequested
+    if isinstance(body, ev.TaskDispatched):
+        child = state.spec.node(body.node).child
+        assert child is not None
+        record = ev.ChildSubmitted(cid, body.workflow_id, body.node, body.index, body.attempt,
+                                   child.workflow, body.input, body.at_ms, state.tenant)
+        topic = topics.submissions
+    else:
+        why = body.reason if isinstance(body, ev.TaskCancelled) else body.error
+        record = ev.CancelRequested(cid, body.at_ms, f"parent {body.workflow_id}: {why}"[:2000])
+        topic = topics.control
+    return Outgoing(topic, cid.encode(), codec.encode(record), body.workflow_id)
+
+
+def _to_parent(body: ev.Body, state: WorkflowState | None,
+               ) -> ev.TaskStarted | ev.TaskSucceeded | ev.TaskFailed | None:
+    """A child workflow's report to the parent attempt that started it: started once
+    linked, and its end (cancelled: not retryable, someone meant it)."""
+    if isinstance(body, ev.ParentLinked):
+        return ev.TaskStarted(body.parent_id, body.node, body.index, body.attempt, body.at_ms,
+                              worker=body.workflow_id)
+    parent = state.parent if state is not None else None
+    if parent is None or not isinstance(body, ev.TERMINAL_BODIES):
+        return None
+    where = (parent["workflow_id"], parent["node"], parent["index"], parent["attempt"],
+             body.at_ms)
+    if isinstance(body, ev.WorkflowSucceeded):
+        return ev.TaskSucceeded(*where, output=body.output)
+    if isinstance(body, ev.WorkflowFailed):
+        return ev.TaskFailed(*where, f"child workflow {body.workflow_id} failed: {body.error}",
+                             CHILD_FAILED, retryable=True)
+    reason = body.reason or "cancel requested"
+    return ev.TaskFailed(*where, f"child workflow {body.workflow_id} was cancelled: {reason}",
+                         CHILD_CANCELLED, retryable=False)
 
 
 def misplaced(topic: str, partition: int, workflow_id: str, home: int) -> str:

@@ -51,6 +51,9 @@ def dump_state(state: WorkflowState) -> bytes:
         "output": state.output,
         "error": state.error,
         "spec_error": state.spec_error,
+        "signals": state.signals,
+        "signal_ids": state.signal_ids,
+        "parent": state.parent,
     }
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
@@ -83,6 +86,9 @@ def load_state(data: bytes) -> WorkflowState:
             output=doc["output"],
             error=doc["error"],
             spec_error=doc["spec_error"],
+            signals=doc.get("signals") or {},
+            signal_ids=doc.get("signal_ids") or [],
+            parent=doc.get("parent"),
         )
     except DecodeError:
         raise
@@ -112,13 +118,29 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
         applied: the coordinator's bookkeeping kept beside it: input topic -> offset of
             the last record applied to the workflow (``header_applied`` reads it back).
     """
-    nodes = {node_id: _NODE_SHAPE.set_fields(n) for node_id, n in state.nodes.items()}
-    return orjson.dumps({
+    own = _taskless(state)
+    nodes = {node_id: (_NODE_SHAPE_ALL if node_id in own else _NODE_SHAPE).set_fields(n)
+             for node_id, n in state.nodes.items()}
+    doc: dict[str, Any] = {
         "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
         "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
         "timers": state.timers, "open_nodes": state.open_nodes, "output": state.output,
         "error": state.error, "spec_error": state.spec_error, "applied": applied or {},
-    })
+    }
+    outputs = {n: state.outputs[n] for n in own if n in state.outputs}
+    for name, value in (("outputs", outputs), ("signals", state.signals),
+                        ("signal_ids", state.signal_ids), ("parent", state.parent)):
+        if value:
+            doc[name] = value
+    return orjson.dumps(doc)
+
+
+def _taskless(state: WorkflowState) -> set[str]:
+    """The nodes whose output and results no task entry holds: waits (a signal's fields)
+    and sleeps. The header keeps them."""
+    if state.spec_error:
+        return set()
+    return {n.id for n in state.spec.nodes if n.wait is not None or n.sleep is not None}
 
 
 def dump_definition(state: WorkflowState) -> bytes:
@@ -168,8 +190,10 @@ class _Shape:
 
 _TASK_SHAPE = _Shape(TaskState)
 _NODE_SHAPE = _Shape(NodeState, leave_out=("results",))
+_NODE_SHAPE_ALL = _Shape(NodeState)
 """Defaults are left out of the table's entries: a no-op task's entry is a third of its
-full size. A map's ``results`` live in its tasks' entries, never in the header."""
+full size. A map's ``results`` live in its tasks' entries, never in the header (a wait
+per item has no tasks: its results stay in the header, ``_NODE_SHAPE_ALL``)."""
 
 
 def task_keys(state: WorkflowState) -> list[str]:
@@ -179,9 +203,11 @@ def task_keys(state: WorkflowState) -> list[str]:
     keys: list[str] = []
     for spec in state.spec.nodes:
         node = state.nodes[spec.id]
-        if spec.kind is NodeKind.TASK:
+        if spec.wait is not None or spec.sleep is not None:
+            continue  # no tasks
+        if spec.kind is NodeKind.TASK or (spec.child is not None and not spec.fans_out):
             keys.extend([spec.id] if node.next_index else [])
-        else:
+        else:  # a map's items, a map of children, a loop's decides and tools
             keys.extend(task_key(spec.id, i) for i in range(node.next_index))
     return keys
 
@@ -209,7 +235,9 @@ def load_split(header: bytes, definition: bytes,
             nodes={k: _node(v) for k, v in h["nodes"].items()},
             timers={k: TimerState(**v) for k, v in h["timers"].items()},
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
-            spec_error=h["spec_error"],
+            spec_error=h["spec_error"], outputs=dict(h.get("outputs") or {}),
+            signals=h.get("signals") or {}, signal_ids=h.get("signal_ids") or [],
+            parent=h.get("parent"),
         )
         _restore_tasks(state, get_task)
         for node_id in state.nodes:
@@ -226,7 +254,7 @@ def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]
     node's output, a map item's place among its map's results)."""
     for spec in [] if state.spec_error else state.spec.nodes:
         node = state.nodes[spec.id]
-        if spec.kind is NodeKind.MAP and node.total is not None:
+        if spec.fans_out and spec.wait is None and node.total is not None:
             node.results = [None] * node.total
     for key in task_keys(state):
         raw = get_task(key)
@@ -257,6 +285,8 @@ def _restore_output(state: WorkflowState, task: TaskState, output: Any) -> None:
     if task.index is None:
         state.outputs[task.node] = output
         return
+    if state.spec.node(task.node).loop is not None:
+        return  # a loop's outputs are its transcript and decision, in the header
     results = state.nodes[task.node].results
     if results is None or task.index >= len(results):
         raise DecodeError(f"task {task.node}[{task.index}] is outside its map")

@@ -16,7 +16,9 @@ from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
+from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
 from headwater.topics import WORKFLOW_ID_PATTERN
+from services.gateway.models import MAX_INDEX
 from services.gateway.problems import PROBLEM_JSON
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
@@ -43,29 +45,88 @@ RETRY_SCHEMA: dict[str, Any] = {
 }
 """A retry policy (``headwater.core.retry``; seconds)."""
 
+_SIGNAL_FIELD_TYPE: dict[str, Any] = {"enum": list(SIGNAL_FIELD_TYPES)}
+SIGNAL_FIELDS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "a wait's signal fields: name -> type (required) or {type, required}",
+    "additionalProperties": {"anyOf": [_SIGNAL_FIELD_TYPE, {
+        "type": "object", "additionalProperties": False,
+        "properties": {"type": _SIGNAL_FIELD_TYPE, "required": {"type": "boolean"}}}]},
+}
+"""A wait node's ``fields`` (``headwater.core.spec_kinds``)."""
+
+TOOL_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "string", "minLength": 1, "description": "a task of that name"},
+    {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "task": {"type": "string", "minLength": 1},
+        "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern},
+        "retry": _or_null(RETRY_SCHEMA),
+        "timeout": _or_null(_SECONDS),
+        "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
+    }},
+]}
+"""One tool of a loop node: a task name, or a mapping (the loop's settings by default)."""
+
+
+def _kind_needs(kinds: list[str], required: list[str]) -> dict[str, Any]:
+    """``if`` a node is of one of ``kinds`` (``task``: also without a kind) ``then`` it
+    has the fields ``required``."""
+    of_kind = {"properties": {"kind": {"enum": kinds}}, "required": ["kind"]}
+    condition = ({"anyOf": [of_kind, {"not": {"required": ["kind"]}}]} if "task" in kinds
+                 else of_kind)
+    return {"if": condition, "then": {"required": required}}
+
+
 NODE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["id", "task"],
+    "required": ["id"],
     "additionalProperties": False,
     "properties": {
         "id": {"type": "string", "pattern": NODE_ID_PATTERN},
-        "kind": {"enum": ["task", "map"], "default": "task"},
+        "kind": {"enum": [k.value for k in NodeKind], "default": "task"},
         "task": {"type": "string", "minLength": 1},
         "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern, "default": "cpu"},
         "needs": {"type": "array", "items": {"type": "string"}},
+        "when": _or_null({"type": "string", "minLength": 1, "description": "a condition "
+                          "over references, e.g. ${nodes.a.output.label} == \"refund\"; "
+                          "false skips the node"}),
         "input": {"description": "a JSON template; a string that is exactly ${...} is "
                                  "replaced by the value it names"},
-        "over": _or_null({"type": "string", "description": "a map's list, e.g. "
-                                                          "${input.items}"}),
+        "over": _or_null({"type": "string", "description": "the list of a map (or of a "
+                          "wait or workflow node per item), e.g. ${input.items}"}),
         "max_concurrency": _or_null({"type": "integer", "minimum": 1}),
         "retry": _or_null(RETRY_SCHEMA),
         "timeout": _or_null(_SECONDS),
         "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
         "on_error": _or_null({"type": "string"}),
         "continue_on_error": _or_null({"type": "boolean"}),
+        "signal": {"type": "string", "pattern": NODE_ID_PATTERN,
+                   "description": "the signal a wait node waits for"},
+        "fields": _or_null(SIGNAL_FIELDS_SCHEMA),
+        "duration": _or_null({**_SECONDS, "description": "a sleep's length, seconds"}),
+        "until": _or_null({"type": "string", "description": "a sleep's end: an RFC 3339 "
+                           "time with an offset, or a ${...} reference to one"}),
+        "workflow": {"type": "object", "description": "a child workflow's spec, inline"},
+        "decide": {"type": "string", "minLength": 1, "description": "a loop's decide task"},
+        "tools": {"type": "array", "minItems": 1, "items": TOOL_SCHEMA},
+        "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_LOOP_STEPS},
+        "on_exhausted": {"enum": ["fail", "finish"], "default": "fail"},
+        "budget": _or_null({"type": "number", "exclusiveMinimum": 0}),
     },
+    "allOf": [
+        _kind_needs(["task"], ["task"]),
+        _kind_needs(["map"], ["task", "over"]),
+        _kind_needs(["wait"], ["signal"]),
+        {"if": {"properties": {"kind": {"const": "sleep"}}, "required": ["kind"]},
+         "then": {"oneOf": [{"required": ["duration"]}, {"required": ["until"]}]}},
+        _kind_needs(["workflow"], ["workflow"]),
+        _kind_needs(["loop"], ["decide", "tools", "max_steps"]),
+    ],
 }
-"""One node of a spec (the README's "Workflow specs")."""
+"""One node of a spec (the README's "Workflow specs"): the fields of every kind, and
+those each kind requires. Which fields a kind does not take is the spec parser's to say
+(``spec_kinds.KIND_KEYS``)."""
 
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -105,6 +166,29 @@ CANCEL_SCHEMA: dict[str, Any] = {
 }
 """``POST /v1/workflows/{id}/cancel`` (``models.CancelRequest``); the body is optional."""
 
+SIGNAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["fields"],
+    "additionalProperties": False,
+    "properties": {
+        "signal_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200,
+                      "description": "the sender's id for the signal: another with an id "
+                                     "already recorded changes nothing (retrying is safe); "
+                                     "none or null: the gateway makes one"},
+        "index": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INDEX,
+                  "description": "the map item whose wait it is for (a wait with over)"},
+        "fields": {"type": "object", "description": "the fields the wait node declares, "
+                                                    "by name; they become its output"},
+    },
+}
+"""``POST /v1/workflows/{id}/signals/{name}`` (``models.SignalRequest``)."""
+
+SIGNAL_NAME_DOC: dict[str, Any] = {"pattern": NODE_ID_PATTERN,
+                                   "description": "the signal a wait node declares "
+                                                  "(signal:); any other is 400"}
+"""The schema extras of the ``{name}`` path parameter of a signal (documented, not
+enforced: the workflow's spec says which names it takes)."""
+
 PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["type", "title", "status"],
@@ -135,16 +219,20 @@ WORKFLOW_ID_DOC: dict[str, Any] = {"pattern": WORKFLOW_ID_PATTERN,
 an id of another form names no workflow)."""
 
 
-def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def problems(*statuses: int, meanings: dict[int, str] | None = None,
+             ) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` entries of error answers, for a route decorator.
 
     Args:
-        statuses: HTTP status codes, each in ``_MEANINGS``.
+        statuses: HTTP status codes, each in ``_MEANINGS`` or ``meanings``.
+        meanings: what a status means for this route, where it differs from
+            ``_MEANINGS`` (e.g. ``{400: "no wait takes the signal"}``).
 
     Returns:
         ``{status: {"description", "content": {problem+json: schema}}}``.
     """
-    return {s: {"description": _MEANINGS[s],
+    described = {**_MEANINGS, **(meanings or {})}
+    return {s: {"description": described[s],
                 "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}} for s in statuses}
 
 

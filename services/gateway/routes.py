@@ -1,5 +1,5 @@
 """HTTP routes of API v1 (the README's HTTP table; docs/architecture.md §4): submit, read,
-follow and cancel workflows."""
+follow, cancel and signal workflows."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
 from services.gateway.body import parse_body, read_limited, require_storable
-from services.gateway.models import CancelRequest, SubmitRequest
+from services.gateway.models import CancelRequest, SignalRequest, SubmitRequest
 from services.gateway.openapi import (
     CANCEL_SCHEMA,
+    SIGNAL_NAME_DOC,
+    SIGNAL_SCHEMA,
     SUBMIT_SCHEMA,
     WORKFLOW_ID_DOC,
     json_body,
@@ -24,7 +26,14 @@ from services.gateway.openapi import (
 from services.gateway.problems import Problem
 from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
-from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, request_cancel, submit
+from services.gateway.submit import (
+    CANCEL_REQUESTED,
+    CLAIMED,
+    request_cancel,
+    send_signal,
+    signal_record,
+    submit,
+)
 from services.gateway.views import links, list_view, workflow_view
 
 router = APIRouter()
@@ -35,6 +44,8 @@ LAST_EVENT_ID = re.compile(r"[0-9]{1,18}")
 CANCEL_BODY_BYTES = 64 * 1024
 WorkflowId = Annotated[str, Path(json_schema_extra=WORKFLOW_ID_DOC)]
 """The ``{workflow_id}`` path parameter (its pattern documented, not enforced)."""
+SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
+"""The ``{name}`` path parameter of a signal (its pattern documented, not enforced)."""
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -59,7 +70,10 @@ async def post_workflow(request: Request) -> Response:
 
 @router.get("/v1/workflows/{workflow_id}", responses=problems(404, 503))
 async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
-    """Status of one workflow; 404 when unknown."""
+    """Status of one workflow; 404 when unknown. Besides nodes and tasks: ``parent`` and
+    ``children`` (child workflows, both ways), ``waiting`` (open waits and their signal),
+    ``signals``, ``next_wakeup``, and per node a ``when`` node's ``condition``, a wait's
+    ``signal``/``waits``, a sleep's ``wake_at``, a loop's ``steps``/``spent``."""
     return _json(await workflow_view(runtime(request).pool, workflow_id))
 
 
@@ -117,4 +131,24 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
     await request_cancel(hw.pool, hw.producer, hw.settings.topics, workflow_id, payload.reason,
                          hw.settings.produce_timeout_s)
     return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
+                  "links": links(workflow_id)}, 202)
+
+
+@router.post("/v1/workflows/{workflow_id}/signals/{name}", status_code=202,
+             openapi_extra=json_body(SIGNAL_SCHEMA),
+             responses=problems(400, 404, 409, 413, 422, 503, meanings={
+                 400: "no wait of the workflow takes the signal: undeclared name, bad "
+                      "index, a field missing or of the wrong type (named)",
+                 409: "the workflow has already ended"}))
+async def signal_workflow(request: Request, workflow_id: WorkflowId,
+                          name: SignalName) -> Response:
+    """Signal a wait node: 202 once the signal is on Kafka; 400 when no wait takes it;
+    404 unknown; 409 ended; 413; 422 a malformed body; 503."""
+    hw = accepting(request)
+    payload = parse_body(SignalRequest, await read_limited(request, hw.settings.max_body_bytes))
+    require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
+    signal = signal_record(workflow_id, name, payload)
+    await send_signal(hw.pool, hw.producer, hw.settings.topics, signal,
+                      hw.settings.produce_timeout_s)
+    return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
                   "links": links(workflow_id)}, 202)

@@ -6,6 +6,9 @@ submissions of one id exactly one claims it. A claim whose record was never prod
 (the gateway died in between) is healed by the next submission of the same id and body
 while the workflow has not started: it produces the record again, which is harmless if
 it had been produced, since the coordinator ignores a submission for a workflow it has.
+
+Cancels and signals are produced to ``control`` for a workflow the projection knows and
+that has not ended; a signal only when one of the workflow's waits can take it.
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ from aiokafka import AIOKafkaProducer
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
+from headwater.core.signals import signal_fault
 from headwater.core.spec import parse_spec
+from headwater.core.state import new_state
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.body import require_storable
-from services.gateway.models import SubmitRequest
+from services.gateway.models import SignalRequest, SubmitRequest
 from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 from services.gateway.stream import TERMINAL_STATUSES
 
@@ -196,3 +201,70 @@ async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics:
                       status_now=status)
     record = ev.CancelRequested(workflow_id, now_ms(), reason)
     await produce(producer, topics.control, record, produce_timeout_s, "cancel")
+
+
+def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.SignalSent:
+    """The ``SignalSent`` of a signal request: without a ``signal_id`` it gets a random
+    one (UUID4, hex).
+
+    Args:
+        workflow_id: the workflow to signal.
+        name: the signal's name (a wait node's ``signal:``).
+        request: the parsed body.
+    """
+    return ev.SignalSent(workflow_id, name, now_ms(), request.index,
+                         request.signal_id or uuid.uuid4().hex, request.fields)
+
+
+async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                      signal: ev.SignalSent, produce_timeout_s: float) -> None:
+    """Produce a ``SignalSent`` that a wait of a workflow that has not ended can take.
+
+    The workflow's spec and status are read from the projection, as ``GET`` reads them,
+    and the signal is checked against them (``signals.signal_fault``), so that a
+    signal no wait can take is refused here rather than dead-lettered by the
+    coordinator. A signal for a wait not started yet is kept until it starts.
+
+    Args:
+        pool: the projection's pool.
+        producer: the Kafka producer.
+        topics: the topic names.
+        signal: the signal (``signal_record``).
+        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
+
+    Raises:
+        Problem: 404 unknown id, 409 the workflow has ended, 400 no wait takes the
+            signal (the fault in ``detail`` and ``errors``), 503 Kafka unavailable or
+            slow.
+    """
+    workflow_id = signal.workflow_id
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("select status, spec, input, tenant from workflows"
+                                  " where workflow_id = $1", workflow_id)
+        if row is None:
+            raise Problem(404, "Not found", f"no workflow {workflow_id}")
+        if row["status"] in TERMINAL_STATUSES:
+            raise Problem(409, "Conflict", f"workflow {workflow_id} has already ended: "
+                          f"{row['status']}", status_now=row["status"])
+        totals = {r["node"]: r["total"] for r in await conn.fetch(
+            "select node, total from nodes where workflow_id = $1 and total is not null",
+            workflow_id)}
+    # A large spec takes a while to parse: off the event loop, as for a submission.
+    fault = await asyncio.to_thread(_signal_fault, row, totals, signal)
+    if fault is not None:
+        raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
+    await produce(producer, topics.control, signal, produce_timeout_s, "signal")
+
+
+def _signal_fault(row: Any, totals: dict[str, int], signal: ev.SignalSent) -> str | None:
+    """Why no wait of the workflow in ``row`` (a ``workflows`` row) can take ``signal``,
+    or None. Its state is rebuilt from the spec, with the item counts of its expanded
+    nodes (``totals``) so that an index can be checked. Runs in a worker thread."""
+    state = new_state(ev.WorkflowAccepted(signal.workflow_id, signal.at_ms, row["spec"],
+                                          row["input"], row["tenant"]))
+    if state.spec_error:  # cannot run at all: it fails as soon as it is accepted
+        return f"the workflow's spec is invalid: {state.spec_error}"
+    for node, total in totals.items():
+        if node in state.nodes:
+            state.nodes[node].total = total
+    return signal_fault(state, signal)

@@ -18,6 +18,9 @@ KEYS: dict[str, tuple[str, ...]] = {
     "nodes": ("workflow_id", "node"),
     "tasks": ("workflow_id", "task_key"),
     "events": ("workflow_id", "seq"),
+    "waits": ("workflow_id", "wait_key"),
+    "signals": ("workflow_id", "seq"),
+    "loop_steps": ("workflow_id", "node", "step"),
 }
 """The projection's tables and their primary keys."""
 GATEWAY_COLUMNS: dict[str, frozenset[str]] = {"workflows": frozenset({"body_hash"})}

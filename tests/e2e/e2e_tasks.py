@@ -198,3 +198,22 @@ async def counted_sleep(ctx: TaskContext, seconds: float, runs: str) -> int:
         f.write(f"{ctx.attempt}\n")
     await asyncio.sleep(seconds)
     return ctx.attempt
+
+
+@task(name="e2e.decide", queue="cpu")
+def decide(input: dict[str, object], transcript: list[dict[str, object]], step: int,
+           tools: list[str], spent: float = 0.0) -> dict[str, object]:
+    """A loop's decide task with a fixed policy: call ``input["tool"]`` (default the
+    first tool) on the last tool output (the loop's ``input["seed"]`` at first; the tool
+    sleeps ``input["seconds"]``, default 0) until
+    ``input["steps"]`` tools have run, then finish with the last output. It reports
+    ``input["spend"]`` (default 1) per step against the loop's budget."""
+    steps = input.get("steps", 3)
+    assert isinstance(steps, int)
+    spend = input.get("spend", 1)
+    last = transcript[-1]["output"] if transcript else input.get("seed")
+    if len(transcript) >= steps:
+        return {"finish": {"last": last, "steps": len(transcript)}, "spend": spend}
+    tool = input.get("tool", tools[0])
+    tool_input = {"value": last, "salt": f"step{step}", "seconds": input.get("seconds", 0)}
+    return {"tool": tool, "input": tool_input, "spend": spend}

@@ -3,9 +3,13 @@
 An attempt's input is the node's ``input`` template resolved against the workflow's
 input and the outputs of the nodes upstream (a map item also sees ``${item}`` and
 ``${index}``; an error handler ``${error}``, and by default ``{"error": ...}`` as its
-whole input). A reference that cannot be resolved fails the node for good, except that
-an item of a ``continue_on_error`` map fails on its own (it never runs) and the map goes
-on. The dispatch carries the checkpoint the task's last attempt saved.
+whole input). A loop's decide task gets the loop's resolved input with its transcript so
+far, and its tool the input the step's decision gave it. A reference that cannot be
+resolved fails the node for good, except that an item of a ``continue_on_error`` map
+fails on its own (it never runs) and the map goes on; so does an attempt of a child
+workflow whose id would be too long. The dispatch carries the checkpoint the task's last
+attempt saved, and what ``WorkflowState.work`` says the task runs (a loop's tool: its
+own task, queue, timeout and heartbeat timeout; a child workflow: no task, no lease).
 """
 
 from __future__ import annotations
@@ -13,12 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.ids import task_key
+from headwater.core.ids import child_id, task_key
 from headwater.core.machine import ending
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.errors import InputReferenceError
+
+MAX_CHILD_ID = 200
+"""The longest workflow id (``topics.WORKFLOW_ID_PATTERN``): a child whose derived id
+(``ids.child_id``) would be longer cannot be started, and its attempt fails."""
+CHILD_ID_TOO_LONG = "ChildIdTooLong"
+"""The error type of such an attempt."""
 
 
 def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> None:
@@ -26,34 +36,55 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
 
     Args:
         rec: the step's recorder.
-        spec: a task or map node.
-        index: the map item, or None for a task node.
+        spec: a node with tasks (task, map, child workflow, loop).
+        index: the map item (a loop's task: ``2k`` decide, ``2k+1`` tool of step k),
+            or None for a node with a single task.
         attempt: 1 for the first attempt; a retry timer gives the later ones.
     """
     state = rec.current
     try:
         task_input = _task_input(state, spec, index)
     except InputReferenceError as e:
-        if index is not None and spec.continue_on_error:
-            # This item fails on its own (it never runs); the map goes on.
-            rec.record(ev.TaskFailed(state.workflow_id, spec.id, index, attempt, rec.at_ms,
-                                     f"{task_key(spec.id, index)}: {e}",
-                                     InputReferenceError.__name__, retryable=False))
-            return
-        ending.node_failed(rec, spec.id, f"{task_key(spec.id, index)}: {e}")
+        _undispatchable(rec, spec, index, attempt, str(e), InputReferenceError.__name__)
+        return
+    too_long = _child_id_fault(state, spec, index, attempt)
+    if too_long:
+        _undispatchable(rec, spec, index, attempt, too_long, CHILD_ID_TOO_LONG)
         return
     previous = state.tasks.get(task_key(spec.id, index))
+    work = state.work(spec.id, index)
     rec.record(ev.TaskDispatched(
         workflow_id=state.workflow_id, node=spec.id, index=index, attempt=attempt,
-        task=spec.task, queue=spec.queue, input=task_input, at_ms=rec.at_ms,
-        timeout_s=spec.timeout, heartbeat_timeout_s=spec.heartbeat_timeout,
+        task=work.task, queue=work.queue, input=task_input, at_ms=rec.at_ms,
+        timeout_s=work.timeout, heartbeat_timeout_s=work.heartbeat_timeout,
         checkpoint=previous.checkpoint if previous is not None else None,
     ))
+
+
+def _undispatchable(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
+                    why: str, error_type: str) -> None:
+    """An attempt that cannot be dispatched fails the node for good; an item of a
+    ``continue_on_error`` node that fans out fails on its own (it never runs) and the
+    node goes on."""
+    where = f"{task_key(spec.id, index)}: {why}"
+    if index is not None and spec.continue_on_error and spec.fans_out:
+        rec.record(ev.TaskFailed(rec.current.workflow_id, spec.id, index, attempt, rec.at_ms,
+                                 where, error_type, retryable=False))
+        return
+    ending.node_failed(rec, spec.id, where)
 
 
 def _task_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
     """The attempt's input. Raises ``InputReferenceError`` for a reference that cannot
     be resolved."""
+    if spec.loop is not None:
+        return _loop_input(state, spec, index or 0)
+    return _node_input(state, spec, index)
+
+
+def _node_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
+    """The node's ``input`` resolved (for item ``index``; an error handler's with
+    ``${error}``, by default ``{"error": ...}``)."""
     source = state.spec.handler_of(spec.id)
     error = state.nodes[source].failure if source is not None else None
     item = _map_item(state, spec, index)
@@ -62,8 +93,35 @@ def _task_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
     return state.resolve_input(spec.input, item, index, error)
 
 
+def _loop_input(state: WorkflowState, spec: NodeSpec, index: int) -> Any:
+    """A loop's task input: its decide task (even index) gets ``{"input", "transcript",
+    "step", "tools", "spent"}``; its tool (odd index) the input its step's decision gave."""
+    assert spec.loop is not None
+    node = state.nodes[spec.id]
+    if index % 2 == 1:
+        assert node.decision is not None and node.decision.get("step") == index // 2
+        return node.decision.get("input")
+    return {"input": _node_input(state, spec, None), "transcript": list(node.transcript or []),
+            "step": index // 2, "tools": [t.name for t in spec.loop.tools],
+            "spent": node.spent}
+
+
 def _map_item(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
-    if index is None:
+    if index is None or not spec.fans_out:
         return None
     items = state.resolve_input(spec.over)
     return items[index]
+
+
+def _child_id_fault(state: WorkflowState, spec: NodeSpec, index: int | None,
+                    attempt: int) -> str:
+    """Why an attempt of a workflow node cannot start its child (``""``: it can): the
+    child's id (``ids.child_id``) would be longer than ``MAX_CHILD_ID``, after a deep
+    chain of children or with long ids, and could not be submitted."""
+    if spec.child is None:
+        return ""
+    cid = child_id(state.workflow_id, spec.id, index, attempt)
+    if len(cid) <= MAX_CHILD_ID:
+        return ""
+    return (f"the child's id {cid[:60]}... would be {len(cid)} characters, over the "
+            f"limit of {MAX_CHILD_ID} (nest fewer workflows, or give shorter ids)")

@@ -3,8 +3,13 @@
 When a node finishes, its error route is taken (its handler starts if it failed, and is
 skipped otherwise) and each of its dependents is settled: skipped as soon as a node it
 needs finished unusable (skipped, or failed without ``continue_on_error``), started once
-every node it needs finished usable. Consequences are queued on the recorder and worked
-off in a loop, never by recursion: a skip can cascade down a 10,000-node chain.
+every node it needs finished usable. A branch not taken does not count as unusable: a
+node *branch-skipped* (by its false ``when``, or because every node it needs was
+branch-skipped, ``NodeState.branch_skipped``) keeps none of its dependents from
+running, so a join of a skipped branch and a taken one runs (seeing null as the skipped
+node's output); a node whose needs were all branch-skipped is branch-skipped too.
+Consequences are queued on the recorder and worked off in a loop, never by recursion: a
+skip can cascade down a 10,000-node chain.
 """
 
 from __future__ import annotations
@@ -62,11 +67,17 @@ def _settle(rec: Recorder, node_id: str) -> None:
     spec = state.spec.node(node_id)
     for need in spec.needs:
         status = state.nodes[need].status
-        if status.terminal and not _usable(state, need):
+        if status.terminal and not _usable(state, need) and not state.nodes[need].branch_skipped:
             why = "was skipped" if status is NodeStatus.SKIPPED else "failed"
             _skip(rec, node_id, f"needs {need}, which {why}")
             return
-    if all(state.nodes[n].status.terminal for n in spec.needs):
+    if not all(state.nodes[n].status.terminal for n in spec.needs):
+        return
+    if spec.needs and all(state.nodes[n].branch_skipped for n in spec.needs):
+        were = "was" if len(spec.needs) == 1 else "were"
+        _skip(rec, node_id, f"needs {', '.join(spec.needs)}, which {were} skipped by a "
+                            "false when")
+    else:
         kinds.start(rec, spec)
 
 

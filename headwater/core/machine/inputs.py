@@ -1,11 +1,12 @@
 """The machine's entry points, ``step`` and ``fail``, and the table of inputs by type.
 
-Each input type has one rule in ``INPUT_RULES``: a submission starts a workflow that
-does not exist yet; every other input applies only to a running workflow (for a
-finished one it changes nothing and records nothing). A cancel request ends the
-workflow ``cancelled``; a timer goes to ``timers``; a worker's report to ``reports``.
+Each input type has one rule in ``INPUT_RULES``: a submission (or a parent's
+``ChildSubmitted``) starts a workflow that does not exist yet; every other input applies
+only to a running workflow (for a finished one it changes nothing and records nothing).
+A cancel request ends the workflow ``cancelled``; a signal goes to ``wait``; a timer
+goes to ``timers``; a worker's report to ``reports``.
 
-A cancel for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
+A cancel or a signal for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
 after the submission but reached the coordinator first (they travel on two topics), so
 the coordinator keeps it and hands it to ``start`` with the submission, which accepts
 the workflow and applies it before any node starts. Reports and timers for an unknown
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.machine import ending, reports, submission, timers
+from headwater.core.machine import ending, reports, submission, timers, wait
 from headwater.core.machine.recorder import Recorder, Step
 from headwater.core.state import WorkflowState
 
@@ -61,7 +62,7 @@ def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
         when the workflow is unknown (for any other input) or already terminal.
     """
     rec = Recorder(state, event.at_ms)
-    if state is None and isinstance(event, ev.WorkflowSubmitted):
+    if state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
         state = submission.accept(rec, event)
         if state.spec_error:
             error = f"invalid spec: {state.spec_error}"
@@ -71,18 +72,18 @@ def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
     return rec.result()
 
 
-def start(event: ev.WorkflowSubmitted, waiting: Sequence[ev.Input]) -> Step:
+def start(event: submission.Submission, waiting: Sequence[ev.Input]) -> Step:
     """Apply a submission that found inputs waiting for it (deferred by ``step``).
 
     Args:
-        event: the workflow's submission.
+        event: the workflow's submission (or a parent's ``ChildSubmitted``).
         waiting: the inputs deferred for it, in the order they arrived; each is applied
             at its own time or the submission's, whichever is later.
 
     Returns:
-        As ``step``: ``WorkflowAccepted``, what the waiting inputs did (a cancel ends the
-        workflow before any node starts), then the start of the root nodes if it still
-        runs.
+        As ``step``: ``WorkflowAccepted`` (and a child's ``ParentLinked``), what the
+        waiting inputs did (a cancel ends the workflow before any node starts), then the
+        start of the root nodes if it still runs.
     """
     rec = Recorder(None, event.at_ms)
     state = submission.accept(rec, event)
@@ -94,9 +95,18 @@ def start(event: ev.WorkflowSubmitted, waiting: Sequence[ev.Input]) -> Step:
     return rec.result()
 
 
-def _submitted(rec: Recorder, state: WorkflowState | None, event: ev.WorkflowSubmitted) -> None:
+def _submitted(rec: Recorder, state: WorkflowState | None,
+               event: submission.Submission) -> None:
     if state is None:  # a resubmission of a known workflow changes nothing
         submission.submit(rec, event)
+
+
+def _signal_or_defer(rec: Recorder, state: WorkflowState | None,
+                     event: ev.SignalSent) -> None:
+    if state is None:
+        rec.deferred = True  # sent right after the submission, which has not arrived yet
+    elif not state.status.terminal:
+        wait.signal_sent(rec, state, event)
 
 
 def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,
@@ -123,7 +133,9 @@ def _while_running(rule: Callable[[Recorder, WorkflowState, Any], None]) -> Inpu
 
 INPUT_RULES: dict[type[Any], InputRule] = {
     ev.WorkflowSubmitted: _submitted,
+    ev.ChildSubmitted: _submitted,  # a child workflow: accepted and linked to its parent
     ev.CancelRequested: _cancel_or_defer,
+    ev.SignalSent: _signal_or_defer,
     ev.TimerFired: _while_running(timers.timer_fired),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
 }

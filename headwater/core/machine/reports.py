@@ -4,9 +4,10 @@ Reports are fenced by attempt (docs/architecture.md, invariant 3): a report for 
 unknown task or a later attempt, a duplicate outcome, a second start, a redelivered
 chunk or a report after the attempt ended changes nothing and records nothing, except
 that a late outcome of an attempt that had timed out, was lost, was cancelled or was
-superseded is recorded as ``ReportDiscarded``. A success goes to the node's kind; a
-failure is retried through a timer while attempts are left, and otherwise goes to the
-node's kind as a final failure.
+superseded is recorded as ``ReportDiscarded``. A success goes to the node's kind (which
+may find its output unfit, and fail the attempt instead); a failure is retried through a
+timer while its task's retry policy (``WorkflowState.work``: a loop's tool has its own)
+leaves attempts, and otherwise goes to the node's kind as a final failure.
 """
 
 from __future__ import annotations
@@ -67,11 +68,25 @@ def _outcome(rec: Recorder, task: TaskState, report: ev.TaskSucceeded | ev.TaskF
     elif not task.status.live:
         return  # a duplicate of the outcome already recorded
     elif isinstance(report, ev.TaskSucceeded):
-        rec.record(report)
-        spec = rec.current.spec.node(report.node)
-        kinds.rules(spec).attempt_succeeded(rec, spec, report)
+        _succeeded(rec, report)
     else:
         attempt_failed(rec, report)
+
+
+def _succeeded(rec: Recorder, report: ev.TaskSucceeded) -> None:
+    """A success goes to the node's kind, unless the kind finds its output unfit (a
+    loop's decision naming no allowed tool): then the attempt fails with that fault,
+    retryable like any failure."""
+    spec = rec.current.spec.node(report.node)
+    fault = kinds.output_fault(rec.current, spec, report)
+    if fault is not None:
+        error_type, error = fault
+        attempt_failed(rec, ev.TaskFailed(report.workflow_id, report.node, report.index,
+                                          report.attempt, report.at_ms, error, error_type,
+                                          retryable=True))
+        return
+    rec.record(report)
+    kinds.rules(spec).attempt_succeeded(rec, spec, report)
 
 
 def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
@@ -79,8 +94,9 @@ def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
     backoff while attempts are left and the error is retryable; otherwise it is the
     task's final failure, which the node's kind rules on."""
     spec = rec.current.spec.node(report.node)
-    rec.record(report)
-    if report.retryable and report.attempt < spec.retry.max_attempts:
+    state = rec.record(report)
+    retry = state.work(report.node, report.index).retry
+    if report.retryable and report.attempt < retry.max_attempts:
         timers.schedule_retry(rec, spec, report)
         return
     kinds.rules(spec).attempt_failed(rec, spec, report)

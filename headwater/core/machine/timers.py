@@ -7,6 +7,8 @@ dispatches the next attempt. The deadline (``timeout`` after dispatch) and the l
 coordinator arms them from the state (``state.task_timers``), and when one fires it is
 checked against the state again, since a later report may have renewed the lease or
 ended the attempt. An expired one fails the attempt like a worker's failure would.
+A wait's timeout and a sleep's wake-up are node timers (``ids.node_timer_id``) kept in
+``state.timers`` by ``WaitStarted`` and ``SleepStarted``, armed like retry timers.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from headwater.core import events as ev
 from headwater.core.ids import (
     DEADLINE_TIMER,
     LEASE_TIMER,
+    WAIT_TIMER,
     dispatch_id,
+    parse_node_timer_id,
     parse_task_timer_id,
     retry_timer_id,
     task_key,
 )
-from headwater.core.machine import dispatch, reports
+from headwater.core.machine import dispatch, reports, sleep, wait
 from headwater.core.machine.recorder import Recorder
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
@@ -33,7 +37,8 @@ from headwater.core.status import TaskStatus
 def schedule_retry(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """Record the timer that dispatches the attempt after ``report``'s, after its backoff."""
     did = dispatch_id(report.workflow_id, report.node, report.index, report.attempt)
-    delay_ms = round(backoff_seconds(spec.retry, report.attempt, did) * 1000)
+    policy = rec.current.work(report.node, report.index).retry  # a loop's tool: its own
+    delay_ms = round(backoff_seconds(policy, report.attempt, did) * 1000)
     rec.record(ev.TimerScheduled(
         workflow_id=report.workflow_id,
         timer_id=retry_timer_id(task_key(report.node, report.index), report.attempt + 1),
@@ -44,15 +49,22 @@ def schedule_retry(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
 
 
 def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> None:
-    """A retry timer that is due dispatches its attempt; a deadline or lease that has
-    really expired fails the attempt it was armed for; an early firing, or any other
-    timer, changes nothing."""
+    """A retry timer that is due dispatches its attempt; a wait's timeout that is due
+    fails the wait (``wait.timed_out``), a sleep's wakes it (``sleep.woke``); a deadline
+    or lease that has really expired fails the attempt it was armed for; an early
+    firing, or any other timer (one a signal dropped), changes nothing."""
     timer = state.timers.get(event.timer_id)
     if timer is not None:
         if event.at_ms < timer.fire_at_ms:
             return  # early (or forged): the timer loop fires it again when it is due
         rec.record(event)
-        dispatch.dispatch(rec, state.spec.node(timer.node), timer.index, timer.attempt)
+        node_timer = parse_node_timer_id(event.timer_id)
+        if node_timer is None:
+            dispatch.dispatch(rec, state.spec.node(timer.node), timer.index, timer.attempt)
+        elif node_timer[0] == WAIT_TIMER:
+            wait.timed_out(rec, state.spec.node(timer.node), timer.index)
+        else:
+            sleep.woke(rec, state.spec.node(timer.node))
         return
     parsed = parse_task_timer_id(event.timer_id)
     if parsed is None:
@@ -77,7 +89,8 @@ Expiry = tuple[str, str]
 def _deadline_passed(task: TaskState, spec: NodeSpec, now_ms: int) -> Expiry | None:
     if task.deadline_ms is None or now_ms < task.deadline_ms:
         return None
-    return "TimeoutError", f"timed out: no outcome {spec.timeout:g} s after dispatch"
+    timeout_s = (task.deadline_ms - task.dispatched_at_ms) / 1000  # the task's own timeout
+    return "TimeoutError", f"timed out: no outcome {timeout_s:g} s after dispatch"
 
 
 def _lease_expired(task: TaskState, spec: NodeSpec, now_ms: int) -> Expiry | None:

@@ -55,11 +55,37 @@ def body_samples() -> list[Any]:
                      fire_at_ms=AT + 2**40, node="nöde", attempt=3, at_ms=AT),
         ev.TimerFired(WF, "retry:n:2", AT),
         ev.MapExpanded(WF, "m", 10_000, AT),
+        *kind_body_samples(),
         ev.NodeFinished(WF, "nöde", "failed", AT, "needs a, which failed"),
         ev.WorkflowSucceeded(WF, AT, {"out": NESTED}),
         ev.WorkflowSucceeded(WF, AT, None),
         ev.WorkflowFailed(WF, AT, "invalid spec: cycle: a -> b -> a"),
         ev.WorkflowCancelled(WF, AT, "user ✋"),
+    ]
+
+
+def kind_body_samples() -> list[Any]:
+    """The history bodies of waits, signals, sleeps, conditions, children and loops."""
+    return [
+        ev.ParentLinked(WF, "pärent-1", "child", None, 3, AT),
+        ev.ParentLinked(WF, "p", "kids", 12, 1, AT),
+        *_with_index(ev.WaitStarted, workflow_id=WF, node="approve", signal="approvål",
+                     at_ms=AT, timeout_at_ms=AT + 2**40),
+        ev.WaitStarted(WF, "w", None, "s", AT),
+        ev.SignalSent(WF, "approval", AT, None, "sig-ü-1", {"approved": True, "n": NESTED}),
+        ev.SignalSent(WF, "approval", AT, 2**31 - 1),
+        *_with_index(ev.SignalConsumed, workflow_id=WF, node="approve", name="approval",
+                     signal_id="sig-1", at_ms=AT, fields={"note": "ok ✓", "deep": [NESTED]}),
+        ev.SignalConsumed(WF, "w", None, "s", "", AT),
+        *_with_index(ev.SignalDiscarded, workflow_id=WF, name="approval", signal_id="sig-2",
+                     at_ms=AT, reason="wait approve had ended: timed out"),
+        ev.SignalDiscarded(WF, "s", None, "", AT),
+        ev.SleepStarted(WF, "nap", AT, AT + 3_000),
+        ev.ConditionEvaluated(WF, "refund", AT, False),
+        ev.ConditionEvaluated(WF, "refund", AT),
+        ev.LoopStepDecided(WF, "agent", 0, AT, tool="search", input={"q": NESTED}, spend=12.5),
+        ev.LoopStepDecided(WF, "agent", 4, AT, finish=True, output={"answer": [SPEC]}),
+        ev.LoopStepDecided(WF, "agent", 999, AT),
     ]
 
 
@@ -69,6 +95,8 @@ def samples() -> list[Any]:
         ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
         ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
         ev.CancelRequested(WF, AT, "because"),
+        ev.ChildSubmitted(f"{WF}:child:2", WF, "child", None, 2, SPEC, NESTED, AT, "tënant"),
+        ev.ChildSubmitted(f"{WF}:kids.7:1", WF, "kids", 7, 1, SPEC, None, AT),
         *bodies,
         *(ev.HistoryEvent(WF, seq, body) for seq, body in enumerate(bodies, start=1)),
         ev.HistoryEvent(WF, 2**62, ev.TimerFired(WF, "t", AT)),
@@ -190,6 +218,9 @@ BAD_INPUTS: list[tuple[str, Any, str]] = [
     ("invalid UTF-8 in a string", _raw_body("TimerFired", {
         "workflow_id": "w", "timer_id": "t", "at_ms": 1}).replace(b"\x02w", b"\x02\xff"),
      "UnicodeDecodeError"),
+    ("corrupt JSON in a signal's fields", _raw_body("SignalSent", {
+        "workflow_id": "w", "name": "s", "at_ms": 1, "index": None, "signal_id": "",
+        "fields": b'{"a": tru'}), "bad SignalSent body: JSONDecodeError"),
     ("HistoryEvent with corrupt JSON body", _raw_body("HistoryEvent", {
         "workflow_id": "w", "seq": 1, "body": ("headwater.WorkflowSucceeded", {
             "workflow_id": "w", "at_ms": 1, "output": b"[1,"})}),
@@ -225,6 +256,18 @@ def test_encode_rejects_values_that_are_not_json() -> None:
         codec.encode(ev.TaskSucceeded(WF, "n", None, 1, AT, {1, 2}))
     with pytest.raises(KeyError):
         codec.encode(ev.HistoryEvent)
+
+
+def test_a_signals_fields_are_a_json_document() -> None:
+    record = ev.SignalSent(WF, "s", AT, None, "", {"a": [1, {"b": None}]})
+    assert b'{"a":[1,{"b":null}]}' in codec.encode(record)
+    with pytest.raises(ValueError, match="SignalSent does not fit its schema"):
+        codec.encode(ev.SignalSent(WF, "s", AT, None, "", {"a": {1, 2}}))
+    deep: Any = 0
+    for _ in range(codec.MAX_JSON_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ValueError, match="fields: JSON nested deeper than"):
+        codec.encode(ev.SignalSent(WF, "s", AT, None, "", deep))
 
 
 def test_encode_out_of_range_long_raises_value_error() -> None:
@@ -269,6 +312,57 @@ BAD_JSON: list[tuple[str, Any]] = [
 def test_bad_json_submission_raises_decode_error(data: Any) -> None:
     with pytest.raises(DecodeError):
         codec.decode_json_submission(data)
+
+
+# -- JSON signals --------------------------------------------------------------------------
+
+GOOD_SIGNAL = {"workflow_id": WF, "name": "approval", "at_ms": AT, "index": 3,
+               "signal_id": "sig-ü", "fields": {"approved": True, "note": NESTED}}
+
+
+def test_json_signal_is_decoded() -> None:
+    got = codec.decode_json_signal(orjson.dumps(GOOD_SIGNAL))
+    assert got == ev.SignalSent(WF, "approval", AT, 3, "sig-ü",
+                                {"approved": True, "note": NESTED})
+    minimal = {"workflow_id": "w", "name": "s", "at_ms": 0}
+    assert codec.decode_json_signal(orjson.dumps(minimal)) == ev.SignalSent("w", "s", 0)
+    with_nulls = {**minimal, "index": None, "fields": None}
+    assert codec.decode_json_signal(orjson.dumps(with_nulls)) == ev.SignalSent("w", "s", 0)
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+BAD_SIGNALS: list[tuple[str, Any, str]] = [
+    ("None", None, "not JSON"), ("not JSON", b"{oops", "not JSON"),
+    ("array", b"[1]", "a JSON signal must be an object"),
+    ("no workflow_id", {**GOOD_SIGNAL, "workflow_id": None}, "workflow_id: required"),
+    ("no at_ms", {k: v for k, v in GOOD_SIGNAL.items() if k != "at_ms"}, "at_ms: required"),
+    ("float at_ms", {**GOOD_SIGNAL, "at_ms": 1.0}, "at_ms: required"),
+    ("no name", {k: v for k, v in GOOD_SIGNAL.items() if k != "name"}, "name: required"),
+    ("empty name", {**GOOD_SIGNAL, "name": ""}, "name: required"),
+    ("numeric name", {**GOOD_SIGNAL, "name": 5}, "name: required"),
+    ("string index", {**GOOD_SIGNAL, "index": "3"}, "index: must be null or an integer"),
+    ("bool index", {**GOOD_SIGNAL, "index": True}, "index: must be null or an integer"),
+    ("negative index", {**GOOD_SIGNAL, "index": -1}, "index: must be null or an integer"),
+    ("huge index", {**GOOD_SIGNAL, "index": 2**31}, "index: must be null or an integer"),
+    ("numeric signal_id", {**GOOD_SIGNAL, "signal_id": 7}, "signal_id: must be a string"),
+    ("null signal_id", {**GOOD_SIGNAL, "signal_id": None}, "signal_id: must be a string"),
+    ("deep fields", {**GOOD_SIGNAL, "fields": _deep(codec.MAX_JSON_DEPTH + 1)},
+     "fields: JSON nested deeper than"),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), [row[1:] for row in BAD_SIGNALS],
+                         ids=[row[0] for row in BAD_SIGNALS])
+def test_bad_json_signal_raises_decode_error(doc: Any, message: str) -> None:
+    data = doc if doc is None or isinstance(doc, bytes) else orjson.dumps(doc)
+    with pytest.raises(DecodeError, match=message):
+        codec.decode_json_signal(data)
 
 
 def test_record_types_are_the_event_dataclasses() -> None:

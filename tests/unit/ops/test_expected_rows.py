@@ -6,11 +6,12 @@ Whether the real projection agrees with these expectations is checked on Postgre
 
 from __future__ import annotations
 
-from machine_harness import T0, cancel, fail, fired, ok, run, submit
+import kind_histories
+from machine_harness import T0, Run, cancel, fail, fired, ok, run, submit
 from test_machine_runs import BUSY, DIAMOND, RETRYING
 
 from headwater.core import events as ev
-from ops.expected_rows import ProjectionRows, diff_rows, expected_rows
+from ops.expected_rows import KindRows, ProjectionRows, diff_rows, expected_rows
 from ops.history import fold
 from ops.jsondiff import ABSENT
 
@@ -81,3 +82,86 @@ def test_the_gateways_claim_is_not_compared_before_anything_is_projected() -> No
     assert claim.held and claim.seq == 0
     assert diff_rows(ProjectionRows(), claim) == []
     assert diff_rows(rows_of([submit(DIAMOND)]), claim)[0][0].startswith("workflows.")
+
+
+def kind_rows_of(result: Run) -> KindRows:
+    rows = expected_rows(fold(result.history).state, result.history)
+    assert rows.kinds is not None
+    return rows.kinds
+
+
+def test_a_wait_signalled_a_sleep_and_conditions_have_their_rows() -> None:
+    result = kind_histories.waited()
+    rows = expected_rows(fold(result.history).state, result.history)
+    assert set(rows.nodes) == {"approve", "pause", "refund", "ship"}
+    assert rows.nodes["refund"]["status"] == "skipped"
+    assert rows.kinds == KindRows(
+        nodes={"pause": {"condition": None, "wake_at_ms": T0 + 5010},
+               "refund": {"condition": False, "wake_at_ms": None},
+               "ship": {"condition": True, "wake_at_ms": None}},
+        waits={"approve": {"signal": "approval", "status": "signalled", "signal_id": "s1"}},
+        signals={3: {"name": "approval", "index": None, "signal_id": "s1",
+                     "status": "consumed", "node": "approve"}})
+
+
+def test_a_condition_alone_gives_its_node_a_pending_row() -> None:
+    result = kind_histories.waited()
+    prefix = [e for e in result.history if e.seq <= 9]  # refund's ConditionEvaluated
+    rows = expected_rows(fold(prefix).state, prefix)
+    assert rows.nodes["refund"] == {"status": "pending", "total": None, "error": ""}
+
+
+def test_signals_before_and_after_their_waits() -> None:
+    kinds = kind_rows_of(kind_histories.per_item())
+    assert kinds.waits == {
+        "approve[0]": {"signal": "approval", "status": "signalled", "signal_id": "s0"},
+        "approve[1]": {"signal": "approval", "status": "signalled", "signal_id": "early"}}
+    assert {seq: (s["signal_id"], s["status"], s["node"]) for seq, s in kinds.signals.items()} == {
+        3: ("early", "consumed", "approve"), 10: ("s0", "consumed", "approve"),
+        14: ("late", "discarded", "")}
+
+
+def test_a_timed_out_wait_and_the_waits_a_workflows_end_closes() -> None:
+    assert kind_rows_of(kind_histories.timed_out()).waits == {
+        "approve": {"signal": "approval", "status": "timed_out", "signal_id": ""}}
+    cancelled = run([submit(kind_histories.FOR_EVER), cancel(at=T0 + 50)])
+    assert kind_rows_of(cancelled).waits["approve"]["status"] == "ended"
+    waiting = run([submit(kind_histories.FOR_EVER)])
+    assert kind_rows_of(waiting).waits["approve"]["status"] == "waiting"
+
+
+def test_loop_steps_and_a_childs_parent() -> None:
+    assert kind_rows_of(kind_histories.looped()).steps == {
+        "agent/0": {"tool": "search", "finish": False},
+        "agent/1": {"tool": "", "finish": True}}
+    assert kind_rows_of(kind_histories.child()).parent == {
+        "workflow_id": "p", "node": "c", "index": None, "attempt": 1}
+
+
+def test_the_kinds_rows_are_compared_once_they_are_read() -> None:
+    result = kind_histories.per_item()
+    want = expected_rows(fold(result.history).state, result.history)
+    unread = expected_rows(fold(result.history).state, result.history)
+    unread.kinds = None
+    assert diff_rows(want, unread) == []
+    have = expected_rows(fold(result.history).state, result.history)
+    assert have.kinds is not None and diff_rows(want, have) == []
+    have.kinds.waits["approve[0]"]["status"] = "waiting"
+    del have.kinds.signals[14]
+    have.kinds.parent = {"workflow_id": "x", "node": "c", "index": None, "attempt": 1}
+    have.kinds.steps["agent/0"] = {"tool": "search", "finish": False}
+    have.kinds.nodes["pause"] = {"condition": None, "wake_at_ms": 5}
+    assert diff_rows(want, have) == [
+        ("parent", ABSENT, have.kinds.parent),
+        ("kind_nodes[pause]", ABSENT, {"condition": None, "wake_at_ms": 5}),
+        ("waits[approve[0]].status", "signalled", "waiting"),
+        ("signals[14]", want.kinds.signals[14] if want.kinds else None, ABSENT),
+        ("steps[agent/0]", ABSENT, {"tool": "search", "finish": False}),
+    ]
+    assert want.to_json()["kinds"]["signals"]["14"]["status"] == "discarded"
+
+
+def test_signals_without_ids_are_taken_oldest_first() -> None:
+    kinds = kind_rows_of(kind_histories.buffered())
+    assert {seq: (s["status"], s["node"]) for seq, s in kinds.signals.items()} == {
+        3: ("consumed", "approve"), 4: ("received", "")}

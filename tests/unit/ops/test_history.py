@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
+import kind_histories
 import pytest
 from machine_harness import T0, run
 from test_machine_runs import NAMES, _scenario
@@ -105,3 +106,25 @@ def test_short_cuts_long_values_and_shows_json() -> None:
     assert short({"a": [1, 2]}) == '{"a":[1,2]}'
     assert short("y" * 200, limit=10) == "y" * 9 + "…"
     assert short(None) == "null"
+
+
+def test_the_node_kinds_events_say_what_they_wait_for_and_decided() -> None:
+    waited, per_item, loop, kid = (kind_histories.waited().history,
+                                   kind_histories.per_item().history,
+                                   kind_histories.looped().history,
+                                   kind_histories.child().history)
+    rows = {(r.type, r.task): r.detail for r in timeline([*waited, *per_item, *loop, *kid])}
+    assert rows[("WaitStarted", "approve")] == (
+        "for signal approval until 1970-01-01T00:17:40.000Z (60 s)")
+    assert rows[("WaitStarted", "approve[0]")] == "for signal approval, no timeout"
+    sent = [r.detail for r in timeline([*waited, *per_item]) if r.type == "SignalSent"]
+    assert sent == ['approval id s1 {"ok":true}', 'approval[1] id early {"ok":true}',
+                    'approval[0] id s0 {"ok":true}']
+    assert rows[("SignalConsumed", "approve[1]")] == 'took approval[1] id early {"ok":true}'
+    assert rows[("SignalDiscarded", "")] == "approval[0] id late: wait approve is succeeded"
+    assert rows[("SleepStarted", "pause")] == "until 1970-01-01T00:16:45.010Z (5 s)"
+    assert rows[("ConditionEvaluated", "refund")] == "when: false (skipped)"
+    assert rows[("ConditionEvaluated", "ship")] == "when: true"
+    steps = [r.detail for r in timeline(loop) if r.type == "LoopStepDecided"]
+    assert steps == ['step 0: search {"q":"rivers"} spend 2', 'step 1: finish the Nile']
+    assert rows[("ParentLinked", "c/1")] == "child of p (c attempt 1)"

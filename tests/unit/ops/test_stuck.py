@@ -1,7 +1,8 @@
-"""Stuck workflows: running, with no attempt queued or running and no timer."""
+"""Stuck workflows: running, with no attempt queued or running, no timer and no wait."""
 
 from __future__ import annotations
 
+import kind_histories
 import pytest
 from machine_harness import T0, fail, ok, run, started, submit
 from test_machine_runs import DIAMOND, NAMES, RETRYING, _scenario
@@ -10,7 +11,7 @@ from headwater.core import events as ev
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from ops.history import Recorded
-from ops.stuck import is_stuck, pending, scan
+from ops.stuck import GRACE_MS, is_stuck, pending, scan
 
 
 def state_after(inputs: list[ev.Input]) -> WorkflowState:
@@ -43,7 +44,7 @@ def test_finished_tasks_with_unfinished_nodes_and_nothing_pending_is_stuck() -> 
     for key in ("b", "c"):
         state.tasks[key].status = TaskStatus.SUCCEEDED
     reason = is_stuck(state)
-    assert reason == ("no attempt queued or running and no timer, with nodes unfinished: "
+    assert reason == ("no attempt queued or running, no timer and no wait, with nodes unfinished: "
                       "b (running), c (running), d (pending)")
 
 
@@ -95,3 +96,74 @@ def test_scan_skips_workflows_updated_too_recently() -> None:
     assert (recent.running, recent.recent, recent.stuck) == (1, 1, [])
     old = scan({"lost": recorded(lost)}, now_ms=at + 15_000, older_than_ms=10_000)
     assert [s.workflow_id for s in old.stuck] == ["lost"]
+
+
+def test_a_wait_for_a_signal_is_pending_with_or_without_a_timeout() -> None:
+    for_ever = state_after([submit(kind_histories.FOR_EVER)])
+    assert pending(for_ever) == ["wait approve for signal approval"]
+    assert is_stuck(for_ever, T0 + 10**9, {}) is None
+    timed = state_after([submit(kind_histories.TIMING_OUT)])
+    assert pending(timed) == ["timer wait:approve", "wait approve for signal approval"]
+    assert is_stuck(timed) is None
+
+
+def test_a_sleep_is_pending_until_its_wake_up_and_stuck_long_after() -> None:
+    state = kind_histories.sleeping().state
+    assert state is not None
+    wake = T0 + 5010
+    assert pending(state) == ["timer sleep:pause"]
+    assert is_stuck(state, wake - 1000, {}) is None
+    assert is_stuck(state, wake + GRACE_MS, {}) is None
+    assert is_stuck(state, wake + GRACE_MS + 3000, {}) == (
+        "sleep pause was due to wake 63 s ago and has not")
+    assert is_stuck(state, wake + 600_000, {}, grace_ms=1_000_000) is None
+    state.timers.clear()
+    assert is_stuck(state) == "sleep pause has no wake-up timer"
+
+
+def parent_state() -> WorkflowState:
+    state = state_after([submit(kind_histories.PARENT, wf="p")])
+    assert [(k, t.status.value) for k, t in state.tasks.items()] == [("c", "dispatched")]
+    return state
+
+
+def test_a_parent_whose_child_has_no_history_is_stuck_after_the_grace() -> None:
+    parent = parent_state()
+    assert pending(parent) == ["task c dispatched"]
+    assert is_stuck(parent, T0 + GRACE_MS, {"p": parent}) is None
+    assert is_stuck(parent, T0 + GRACE_MS + 5000, {"p": parent}) == (
+        "task c/1 waits for child workflow p:c:1, which has no history 65 s after it was "
+        "started")
+    assert is_stuck(parent, T0 + GRACE_MS + 5000) is None  # children not judged
+
+
+def test_a_parent_whose_child_ended_without_telling_it_is_stuck_after_the_grace() -> None:
+    parent = parent_state()
+    kid = kind_histories.child().state
+    assert kid is not None
+    seen: dict[str, WorkflowState | None] = {"p": parent, "p:c:1": kid}
+    assert is_stuck(parent, T0 + 10**9, seen) is None  # the child runs
+    seen["p:c:1"] = None  # its history does not fold: not judged
+    assert is_stuck(parent, T0 + 10**9, seen) is None
+    ended = state_after([*_child_inputs(), ev.TaskSucceeded("p:c:1", "x", None, 1,
+                                                            T0 + 100, "X")])
+    assert ended.status is WorkflowStatus.SUCCEEDED
+    seen["p:c:1"] = ended
+    assert is_stuck(parent, T0 + 100 + GRACE_MS, seen) is None
+    assert is_stuck(parent, T0 + 100 + GRACE_MS + 1000, seen) == (
+        "task c/1 waits for child workflow p:c:1, which ended (succeeded) 61 s ago")
+
+
+def _child_inputs() -> list[ev.Input]:
+    return [ev.ChildSubmitted("p:c:1", "p", "c", None, 1, kind_histories.KID, {"q": 1}, T0)]
+
+
+def test_scan_finds_a_parent_whose_child_vanished() -> None:
+    parent = run([submit(kind_histories.PARENT, wf="p")]).history
+    waiting = run([submit(kind_histories.FOR_EVER, wf="w")]).history
+    found = scan({"p": recorded(parent), "w": recorded(waiting)}, now_ms=T0 + 120_000)
+    assert [(s.workflow_id, s.reason) for s in found.stuck] == [
+        ("p", "task c/1 waits for child workflow p:c:1, which has no history 120 s after it "
+              "was started")]
+    kid = run(_child_inputs()).history
+    assert scan({"p": recorded(parent), "p:c:1": recorded(kid)}, T0 + 120_000).stuck == []

@@ -26,6 +26,8 @@ from typing import Any
 import golden_codec as gc
 import orjson
 
+from headwater.core.ids import child_id, parse_node_timer_id
+
 HERE = Path(__file__).parent / "golden"
 OUT = Path(os.environ.get("GOLDEN_OUT", HERE))
 T0 = 1_700_000_000_000
@@ -112,6 +114,120 @@ def _never(d: Any) -> list[tuple[int, Any]]:
     key = (d.workflow_id, d.node, d.index, d.attempt)
     return [(5, ev.TaskStarted(*key, d.at_ms + 5, "w-1"))]
 
+def _wait(nid: str, *needs: str, **extra: Any) -> dict[str, Any]:
+    return {"id": nid, "kind": "wait", "signal": "approval", "needs": list(needs),
+            "fields": {"approved": "boolean", "by": {"type": "string", "required": False}},
+            **extra}
+
+def _signal(name: str, at: int, signal_id: str, **fields: Any) -> tuple[int, Any]:
+    return at, ev.SignalSent(f"wf-{name.replace('_', '-')}", "approval", T0 + at, None,
+                             signal_id, fields)
+
+def _classify(d: Any) -> list[tuple[int, Any]]:
+    if d.node == "classify":
+        return _reports(d, output={"label": "other"})
+    return _echo(d)
+
+def _wake_up(d: Any) -> list[tuple[int, Any]]:
+    if d.node == "a":  # T0 + 5 s: the instant of the sleep until ${nodes.a.output.at}
+        return _reports(d, output={"at": "2023-11-14T22:13:25Z"})
+    return _echo(d)
+
+
+def _kind_scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenarios of waits, sleeps and conditions (recorded after the others)."""
+    when_doc = {"name": "when", "nodes": [
+        _task("classify"),
+        _task("refund", "classify", when='${nodes.classify.output.label} == "refund"'),
+        _task("refund_done", "refund"),
+        _task("other", "classify", when='${nodes.classify.output.label} != "refund"'),
+        _task("other_done", "other"),
+        _task("join", "refund_done", "other_done",
+              input={"r": "${nodes.refund_done.output}", "o": "${nodes.other_done.output}"})]}
+    return {
+        "wait_signalled": ({"name": "wait", "nodes": [
+            _task("a"), _wait("w", "a", timeout=60),
+            _task("b", "w", input="${nodes.w.output}")]}, None, _echo,
+            [_signal("wait_signalled", 300, "s-1", approved=True, by="ann"),
+             _signal("wait_signalled", 310, "s-1", approved=True, by="ann")]),
+        "wait_timeout_route": ({"name": "wait-timeout", "nodes": [
+            _task("a"), _wait("w", "a", timeout=1, on_error="h"), _task("b", "w"),
+            _task("h", input={"e": "${error}"})]}, None, _echo,
+            [_signal("wait_timeout_route", 1045, "late", approved=True)]),
+        "signal_before_wait": ({"name": "early-signal", "nodes": [
+            _task("a"), _wait("w", "a", timeout=60),
+            _task("b", "w", input="${nodes.w.output}")]}, None, _echo,
+            [_signal("signal_before_wait", 1, "early", approved=False)]),
+        "sleep": ({"name": "sleep", "nodes": [
+            _task("a"), {"id": "s", "kind": "sleep", "needs": ["a"], "duration": 2},
+            {"id": "past", "kind": "sleep", "needs": ["s"], "until": "2001-01-01T00:00:00Z"},
+            {"id": "until", "kind": "sleep", "needs": ["past", "a"],
+             "until": "${nodes.a.output.at}"},
+            _task("b", "until", input="${nodes.until.output}")]}, None, _wake_up, []),
+        "when_branch": (when_doc, None, _classify, []),
+    }
+
+
+def _kid(d: Any, *, fail: bool = False, output: Any = None) -> list[tuple[int, Any]]:
+    """A child workflow's coordinator as its parent sees it: started once the child is
+    accepted (worker: the child's id), then its end."""
+    key = (d.workflow_id, d.node, d.index, d.attempt)
+    kid = child_id(*key)
+    out: list[tuple[int, Any]] = [(5, ev.TaskStarted(*key, d.at_ms + 5, kid))]
+    if fail:
+        out.append((40, ev.TaskFailed(*key, d.at_ms + 40, f"child workflow {kid} failed: "
+                                      "x failed after 1 attempt: RuntimeError: boom",
+                                      "ChildWorkflowFailed", True)))
+    else:
+        out.append((40, ev.TaskSucceeded(*key, d.at_ms + 40, {"from": kid, "q": d.input})))
+    return out
+
+def _children(d: Any) -> list[tuple[int, Any]]:
+    if d.task == "workflow":
+        return _kid(d, fail=d.node == "flaky" and d.attempt < 3)
+    return _echo(d)
+
+def _agent(d: Any, finish_at: int | None = 2) -> list[tuple[int, Any]]:
+    """A loop's decide task (even index) picks search, then read, then finishes at step
+    ``finish_at`` (None: never); its tools (odd index) echo."""
+    if d.node != "l" or d.index % 2 == 1:
+        return _echo(d)
+    step = d.index // 2
+    if step == finish_at:
+        return _reports(d, output={"finish": {"steps": len(d.input["transcript"])},
+                                   "spend": 0.5})
+    return _reports(d, output={"tool": ("search", "read")[step % 2],
+                               "input": {"q": d.input["input"], "step": step}, "spend": 1})
+
+
+def _child_loop_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenarios of child workflows and loops (recorded after the others)."""
+    kid = {"name": "kid", "nodes": [_task("x", input="${input}")],
+           "output": "${nodes.x.output}"}
+    tools = ["search", {"name": "read", "task": "t.read", "queue": "io", "timeout": 30,
+                        "retry": {"max_attempts": 2}}]
+    def agent(nid: str = "l", **extra: Any) -> dict[str, Any]:
+        return {"id": nid, "kind": "loop", "decide": "t.decide", "tools": tools,
+                "input": "${input.q}", **extra}
+    return {
+        "child": ({"name": "child", "nodes": [
+            _task("a"),
+            {"id": "c", "kind": "workflow", "needs": ["a"], "workflow": kid,
+             "input": {"q": "${nodes.a.output.node}"}},
+            _task("b", "c", input="${nodes.c.output}")]}, None, _children, []),
+        "child_retries": ({"name": "child-retries", "nodes": [
+            {"id": "flaky", "kind": "workflow", "workflow": kid, "input": "${input}",
+             "timeout": 60, "retry": {"max_attempts": 3, "backoff_base": 0.5}},
+            _task("b", "flaky", input="${nodes.flaky.output}")]}, {"q": 1}, _children, []),
+        "loop": ({"name": "loop", "nodes": [agent(max_steps=3),
+                                            _task("b", "l", input="${nodes.l.output}")]},
+                 {"q": "rivers"}, _agent, []),
+        "loop_exhausted": ({"name": "loop-exhausted", "nodes": [
+            agent(max_steps=2), _task("b", "l")]},
+            {"q": "rivers"}, lambda d: _agent(d, finish_at=None), []),
+    }
+
 
 def _scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
     retry = {"max_attempts": 3, "backoff_base": 0.2, "multiplier": 2, "jitter": 0.2}
@@ -194,7 +310,13 @@ class _Simulation:
                           ev.TimerFired(self.wid, e.body.timer_id, e.body.fire_at_ms))
 
     def arm(self, state: Any) -> None:
-        """Queue the deadline and lease timers the state implies, once each."""
+        """Queue the deadline and lease timers the state implies, and the node timers
+        (a wait's timeout, a sleep's wake-up) it holds, once each."""
+        for timer_id, timer in state.timers.items():
+            if (parse_node_timer_id(timer_id) is not None
+                    and (timer_id, timer.fire_at_ms) not in self.armed):
+                self.armed.add((timer_id, timer.fire_at_ms))
+                self.push(timer.fire_at_ms, ev.TimerFired(self.wid, timer_id, timer.fire_at_ms))
         for key, t in state.tasks.items():
             for timer_id, fire_at in gc.state().task_timers(t, key):
                 if (timer_id, fire_at) not in self.armed:
@@ -228,7 +350,8 @@ def drive(name: str, doc: dict[str, Any], inp: Any, script: Script,
 def main() -> None:
     """Write ``<scenario>.jsonl`` beside this file for every scenario (or those named)."""
     wanted = set(sys.argv[1:])
-    for name, (doc, inp, script, extra) in _scenarios().items():
+    for name, (doc, inp, script, extra) in {**_scenarios(), **_kind_scenarios(),
+                                            **_child_loop_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

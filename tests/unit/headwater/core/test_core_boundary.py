@@ -25,12 +25,21 @@ PURE = frozenset({
     "functools", "itertools", "math", "operator", "re", "types", "typing", "hashlib",
     "string", "copy", "bisect", "heapq", "numbers", "decimal", "fractions", "json",
     "keyword", "textwrap",
+    "ast",  # parsing only: ``when`` conditions are parsed, never compiled or run
     # data libraries that parse and serialise only
     "orjson", "yaml",
     # the one exception tree
     "headwater.errors",
 })
 """Modules a core module may import besides ``headwater.core.*``."""
+
+PURE_IN = {"instants.py": frozenset({"datetime"})}
+"""Modules one core module may import besides ``PURE``: ``datetime`` parses RFC 3339
+instants in ``instants.py``, which may not read the clock (``CLOCK_NAMES``)."""
+
+CLOCK_NAMES = frozenset({"now", "today", "utcnow", "time", "fromtimestamp",
+                         "utcfromtimestamp", "astimezone", "localtime"})
+"""Names that read the clock or the machine's time zone."""
 
 FORBIDDEN_EXAMPLES = ("asyncio", "socket", "time", "datetime", "random", "os", "subprocess",
                       "threading", "aiokafka", "asyncpg", "httpx", "faust", "services", "ops",
@@ -67,8 +76,23 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
             continue
         if module in PURE or module.split(".")[0] in PURE - {"headwater.errors"}:
             continue
+        if module in PURE_IN.get(path.name, ()) and not clock_reads(path):
+            continue
         out.append(f"{path.relative_to(root)}:{line} imports {module}")
     return out
+
+
+def clock_reads(path: Path) -> list[str]:
+    """``line: name`` of every use of a name in ``CLOCK_NAMES`` in the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        name = (node.attr if isinstance(node, ast.Attribute)
+                else node.id if isinstance(node, ast.Name)
+                else node.name if isinstance(node, ast.alias) else None)
+        if name in CLOCK_NAMES:
+            found.append(f"{getattr(node, 'lineno', 0)}: {name}")
+    return found
 
 
 def core_modules() -> list[Path]:
@@ -84,6 +108,23 @@ def test_the_core_has_modules() -> None:
 def test_core_module_imports_nothing_impure(path: Path) -> None:
     bad = violations(path)
     assert not bad, "the core must stay pure:\n" + "\n".join(bad)
+
+
+def test_instants_reads_no_clock() -> None:
+    assert clock_reads(CORE / "instants.py") == []
+
+
+def test_a_clock_read_beside_datetime_is_refused(tmp_path: Path) -> None:
+    """The check itself: ``datetime`` is allowed in instants.py only without a clock."""
+    fake = tmp_path / "headwater" / "core" / "instants.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("from datetime import datetime\n\nSTART = datetime.now()\n")
+    assert violations(fake, tmp_path) == ["headwater/core/instants.py:1 imports datetime"]
+    fake.write_text("from datetime import datetime\n\nEPOCH = datetime(1970, 1, 1)\n")
+    assert violations(fake, tmp_path) == []
+    other = fake.with_name("other.py")
+    other.write_text("import datetime\n")
+    assert violations(other, tmp_path) == ["headwater/core/other.py:1 imports datetime"]
 
 
 def test_the_exception_tree_imports_nothing() -> None:

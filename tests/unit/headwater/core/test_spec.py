@@ -94,7 +94,7 @@ FAULT_TABLE: list[tuple[str, dict[str, Any], str]] = [
     ("bad id", doc({"id": "1bad", "task": "t"}), "nodes[0]: id must match"),
     ("node not a mapping", doc("a"), "nodes[0]: must be a mapping"),
     ("missing task", doc({"id": "a"}), "node 'a': task: required"),
-    ("bad kind", doc(node("a", kind="loop")), "node 'a': kind must be one of"),
+    ("bad kind", doc(node("a", kind="cron")), "node 'a': kind must be one of"),
     ("bad queue", doc(node("a", queue="gpu pool")), "node 'a': queue must match"),
     ("over on a task", doc(node("a", over="${input.x}")), "belong to map nodes"),
     ("max_concurrency 0", doc(node("m", kind="map", over="${input}", max_concurrency=0)),

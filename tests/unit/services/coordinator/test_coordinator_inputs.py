@@ -21,8 +21,13 @@ JSON_HEADERS = [("content-type", b"application/json")]
 AVRO_HEADERS = [("content-type", b"application/vnd.apache.avro")]
 
 BY_TOPIC: dict[str, list[Any]] = {
-    TOPICS.submissions: [ev.WorkflowSubmitted(WF, {"name": "s", "nodes": []}, [1], AT, "t")],
-    TOPICS.control: [ev.CancelRequested(WF, AT, "stop"), ev.TimerFired(WF, "retry:a:2", AT)],
+    TOPICS.submissions: [
+        ev.WorkflowSubmitted(WF, {"name": "s", "nodes": []}, [1], AT, "t"),
+        ev.ChildSubmitted(WF, "parent-1", "kid", None, 1, {"name": "c", "nodes": []},
+                          {"v": 1}, AT, "t"),
+    ],
+    TOPICS.control: [ev.CancelRequested(WF, AT, "stop"), ev.TimerFired(WF, "retry:a:2", AT),
+                     ev.SignalSent(WF, "approval", AT, 1, "sig-1", {"approved": True})],
     TOPICS.reports: [
         ev.TaskStarted(WF, "a", None, 1, AT, "w"),
         ev.TaskProgressed(WF, "m", 2, 1, AT, 0.5, "half"),

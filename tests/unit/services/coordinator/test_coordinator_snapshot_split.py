@@ -6,6 +6,7 @@ gives the state itself; and a step writes only the tasks it changed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from services.coordinator.snapshot import (
     dump_state,
     dump_task,
     load_split,
+    load_state,
     task_keys,
 )
 from services.coordinator.writeset import touched_parts
@@ -115,3 +117,28 @@ def test_a_node_that_failed_before_any_attempt_keeps_its_error_output(node: dict
     loaded = load_split(dump_header(state), dump_definition(state), table.get)
     assert loaded.outputs == state.outputs
     assert dump_state(loaded) == dump_state(state)
+
+
+GOLDEN = Path(__file__).resolve().parents[3] / "unit" / "headwater" / "core" / "golden"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in GOLDEN.glob("*.jsonl")))
+def test_entries_rebuild_every_golden_state_after_every_step(name: str) -> None:
+    """Every node kind's state survives the table: a wait's buffered signals, its
+    output and its per-item results, a sleep, a child's parent link, a loop's decisions
+    and transcript (golden histories of every kind, step by step)."""
+    import golden_codec as gc
+
+    table: dict[str, bytes] = {}
+    state: WorkflowState | None = None
+    lines = [orjson.loads(line) for line in (GOLDEN / f"{name}.jsonl").read_bytes().splitlines()]
+    for line in lines[:-1]:
+        result = step(state, gc.load_record(line["input"]))
+        state = result.state
+        if state is None or not result.events:
+            continue
+        write(table, result)
+        loaded = load_split(table[""], table[DEFINITION], table.get)
+        assert gc.state_doc(loaded) == gc.state_doc(state)
+        assert loaded == state
+        assert load_state(dump_state(state)) == state

@@ -1,0 +1,48 @@
+"""The ``workflow`` node kind: a child workflow, one per attempt (per item with ``over``).
+
+Each attempt of the node is a task attempt (``TaskDispatched(task="workflow")``) that no
+worker runs: the coordinator submits the child instead (``ChildSubmitted``, id
+``ids.child_id(parent, node, index, attempt)``, so a parent that is retried, replayed or
+redelivered never starts a second child for the same attempt), and the child's
+coordinator reports back as a worker would: ``TaskStarted(worker=<child id>)`` when the
+child is accepted, ``TaskSucceeded(output)`` or ``TaskFailed("ChildWorkflowFailed",
+retryable)`` / ``TaskFailed("ChildWorkflowCancelled", not retryable)`` when it ends. So a
+child's deadline (the node's ``timeout``), its retries (each one a new child) and its
+cancellation (the coordinator cancels the child of a cancelled or failed attempt) are a
+task's, without a lease (the child reports no heartbeats).
+
+Without ``over`` the node runs like a task: the child's output is the node's output, its
+final failure the node's failure. With ``over`` it runs like a map of children, in input
+order, at most ``max_concurrency`` at once (the durable ``call_parallel``).
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.machine import map as map_kind
+from headwater.core.machine import task as task_kind
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+
+CHILD_FAILED = "ChildWorkflowFailed"
+"""The error type of a child attempt whose child failed (retryable)."""
+CHILD_CANCELLED = "ChildWorkflowCancelled"
+"""The error type of a child attempt whose child was cancelled (not retryable: someone
+cancelled it on purpose)."""
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Start the child of attempt 1, or expand over the list and start the first ones."""
+    (map_kind if spec.fans_out else task_kind).start(rec, spec)
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """A child succeeded: the node succeeds with its output, or (with ``over``) the next
+    child starts in its slot, or the node finishes with the results in input order."""
+    (map_kind if spec.fans_out else task_kind).attempt_succeeded(rec, spec, report)
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """A child failed for good (its last attempt's child failed, was cancelled or timed
+    out): the node fails, or (with ``over`` and ``continue_on_error``) goes on."""
+    (map_kind if spec.fans_out else task_kind).attempt_failed(rec, spec, report)

@@ -1,0 +1,132 @@
+"""The ``loop`` node kind: a bounded agent loop. A decide task picks, step by step, the
+next tool to call from the node's ``tools``, until it finishes or a bound is reached.
+
+Step k is two tasks of the node: index ``2k`` runs the decide task (the node's own task,
+queue, retry and timeout) with ``{"input", "transcript", "step", "tools", "spent"}``;
+index ``2k+1`` runs the tool it picked, as that tool's task (its own queue, retry and
+timeout: ``WorkflowState.work``), with the input the decision gave it. A decision is
+``{"tool": name, "input": ..., "spend"?: n}`` or ``{"finish": output, "spend"?: n}``;
+anything else (a tool not in ``tools``, both keys or neither, not an object, a spend
+that is not a number of at least 0) fails the decide attempt with ``LoopDecisionError``
+instead of being recorded as its success, and it is retried like any failure. A valid
+one is recorded as ``LoopStepDecided``: ``finish`` ends the node with its output; a tool
+is dispatched. When the tool succeeds its call joins the transcript (``evolve``), and
+then, if that was step ``max_steps - 1`` or the decisions' spending reached ``budget``,
+the loop is exhausted: with ``on_exhausted: fail`` the node fails naming the bound, with
+``finish`` it succeeds with ``{"finished": false, "transcript": [...]}``; otherwise the
+next decide is dispatched. A decide or tool task that fails for good fails the node.
+
+Every step is history (the dispatches, their outcomes, ``LoopStepDecided``), so a crash
+resumes the loop at the step it was in and a replay gives the same transcript.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from headwater.core import events as ev
+from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+from headwater.core.state import WorkflowState
+from headwater.core.status import NodeStatus
+
+OUTPUT_ERROR = "LoopDecisionError"
+"""The error type of a decide attempt whose decision is unfit (``output_fault``)."""
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Dispatch the decide task of step 0."""
+    dispatch.dispatch(rec, spec, 0, 1)
+
+
+def output_fault(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded) -> str | None:
+    """Why a decide task's output is not a valid decision, or None (a tool's output, or
+    a valid decision)."""
+    if report.index is None or report.index % 2 == 1:
+        return None
+    return decision_fault(spec, report.index // 2, report.output)
+
+
+def decision_fault(spec: NodeSpec, step: int, decision: Any) -> str | None:
+    """Why ``decision`` is not a valid decision for step ``step`` of loop ``spec``
+    (naming what it got and what is allowed), or None when it is."""
+    assert spec.loop is not None
+    where = f"loop {spec.id}: step {step}: decide"
+    names = ", ".join(t.name for t in spec.loop.tools)
+    if not isinstance(decision, dict):
+        return (f"{where} returned {type(decision).__name__}, not an object "
+                '{"tool": name, "input": ...} or {"finish": output}')
+    if ("tool" in decision) == ("finish" in decision):
+        which = "both 'tool' and 'finish'" if "tool" in decision else "neither 'tool' nor 'finish'"
+        return f"{where} returned {which}; a decision has exactly one"
+    spend = decision.get("spend", 0)
+    if (isinstance(spend, bool) or not isinstance(spend, int | float)
+            or not math.isfinite(spend) or spend < 0):
+        return f"{where}: spend must be a number of at least 0, not {spend!r}"
+    tool = decision.get("tool")
+    if "tool" in decision and (not isinstance(tool, str) or spec.loop.tool(tool) is None):
+        return f"{where} picked tool {tool!r}, which is not one of its tools ({names})"
+    return None
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """A decide task succeeded (its decision is valid): record the step's decision and
+    finish or run the tool. A tool succeeded: the next step, unless a bound is reached."""
+    assert report.index is not None
+    if report.index % 2 == 0:
+        _decided(rec, spec, report.index // 2, report.output)
+    else:
+        _tool_done(rec, spec, report.index // 2)
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """A decide or tool task failed for good: so has the loop."""
+    assert report.index is not None
+    step = report.index // 2
+    if report.index % 2 == 0:
+        what = f"decide of step {step}"
+    else:
+        decision = rec.current.nodes[spec.id].decision or {}
+        what = f"tool {decision.get('tool', '?')} of step {step}"
+    ending.node_failed(rec, spec.id, f"{reports.failure_message(report)} ({what})")
+
+
+def _decided(rec: Recorder, spec: NodeSpec, step: int, decision: dict[str, Any]) -> None:
+    wf = rec.current.workflow_id
+    spend = float(decision.get("spend", 0))
+    if "finish" in decision:
+        rec.record(ev.LoopStepDecided(wf, spec.id, step, rec.at_ms, finish=True,
+                                      output=decision["finish"], spend=spend))
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+        return
+    rec.record(ev.LoopStepDecided(wf, spec.id, step, rec.at_ms, tool=decision["tool"],
+                                  input=decision.get("input"), spend=spend))
+    dispatch.dispatch(rec, spec, 2 * step + 1, 1)
+
+
+def _tool_done(rec: Recorder, spec: NodeSpec, step: int) -> None:
+    """The tool of ``step`` succeeded (its call is in the transcript): decide again, or
+    end the loop by its ``on_exhausted`` if that was its last step or its budget is
+    spent."""
+    assert spec.loop is not None
+    bound = exhausted(spec, step, rec.current.nodes[spec.id].spent)
+    if bound is None:
+        dispatch.dispatch(rec, spec, 2 * step + 2, 1)
+    elif spec.loop.on_exhausted == "finish":
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+    else:
+        ending.node_failed(rec, spec.id, bound)
+
+
+def exhausted(spec: NodeSpec, step: int, spent: float) -> str | None:
+    """Which bound a loop reached once the tool of ``step`` is done, as its error
+    (``loop <id>: reached max_steps N`` or ``loop <id>: spent S of budget B``), or None
+    when it may take another step."""
+    assert spec.loop is not None
+    if step + 1 >= spec.loop.max_steps:
+        return f"loop {spec.id}: reached max_steps {spec.loop.max_steps}"
+    if spec.loop.budget is not None and spent >= spec.loop.budget:
+        return f"loop {spec.id}: spent {spent:g} of budget {spec.loop.budget:g}"
+    return None

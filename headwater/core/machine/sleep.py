@@ -1,0 +1,64 @@
+"""The ``sleep`` node kind: wait for a duration, or until an instant, durably.
+
+It starts by working out when to wake: ``duration`` seconds after its start, or the
+instant ``until`` names (an RFC 3339 text, written in the spec or given by a ``${...}``
+reference, resolved now). It records ``SleepStarted(wake_at_ms)``, which arms the timer
+``sleep:<node>`` in ``state.timers`` (the coordinator arms it like any other, so the
+sleep survives every restart); when that fires the node succeeds, its output null. An
+instant not after its start succeeds at once; an ``until`` reference that cannot be
+resolved, or that gives no RFC 3339 instant, fails the node (routed as any failure).
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.machine import ending, flow
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+from headwater.core.status import NodeStatus
+from headwater.errors import InputReferenceError
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Sleep until the node's wake-up (at once if that has passed)."""
+    try:
+        wake_at = wake_at_ms(rec, spec)
+    except InputReferenceError as e:
+        ending.node_failed(rec, spec.id, f"sleep {spec.id}: until: {e}")
+        return
+    rec.record(ev.SleepStarted(rec.current.workflow_id, spec.id, rec.at_ms, wake_at))
+    if wake_at <= rec.at_ms:
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+
+
+def wake_at_ms(rec: Recorder, spec: NodeSpec) -> int:
+    """When the node wakes, ms since the epoch.
+
+    Raises:
+        InputReferenceError: ``until`` is a reference that cannot be resolved or does
+            not give an RFC 3339 instant.
+    """
+    assert spec.sleep is not None
+    if spec.sleep.duration is not None:
+        return rec.at_ms + round(spec.sleep.duration * 1000)
+    assert spec.sleep.until is not None
+    text = rec.current.resolve_input(spec.sleep.until)
+    at = parse_instant(text) if isinstance(text, str) else None
+    if at is None:
+        raise InputReferenceError(f"{spec.sleep.until} gave {repr(text)[:80]}, not {RFC3339_HINT}")
+    return at
+
+
+def woke(rec: Recorder, spec: NodeSpec) -> None:
+    """The node's timer fired (``TimerFired`` recorded): it has slept."""
+    if not rec.current.nodes[spec.id].status.terminal:
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """A sleep has no tasks: no attempt of it can succeed."""
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """A sleep has no tasks: no attempt of it can fail."""

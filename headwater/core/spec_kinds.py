@@ -1,0 +1,390 @@
+"""The node kinds of a spec and what each kind adds: a wait's signal, a sleep's
+duration or instant, a child workflow, a loop's tools and bounds, and the ``when``
+condition any node may carry.
+
+Like ``spec_fields``, each parser appends what is wrong to ``faults`` (``"<where>:
+<what>"``) and returns a usable value (or None), so ``spec.parse_spec`` reports every
+fault of a spec at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from headwater.core.conditions import ConditionError, parse_condition
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.refs import Ref, parse_ref
+from headwater.core.retry import RetryPolicy, parse_retry
+from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, NODE_ID, seconds
+
+MAX_LOOP_STEPS = 1000
+"""The most steps (one decide and one tool call each) a loop may be given."""
+SIGNAL_FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array", "any")
+"""The types a wait's signal fields may declare (JSON Schema's names; ``any``: all)."""
+NO_DEFINITIONS = ("definitions arrive with the registry; give the child inline as "
+                  "workflow:")
+MAX_CHILD_DEPTH = 8
+"""The deepest nesting of inline child workflows a spec may hold (each is validated
+with its parent, recursively)."""
+
+
+class NodeKind(StrEnum):
+    """What a node does."""
+
+    TASK = "task"  # run one registered task on a worker pool
+    MAP = "map"  # run one task per item of a list; the fan-in keeps input order
+    WAIT = "wait"  # wait for a named signal (per item with ``over``), up to its timeout
+    SLEEP = "sleep"  # wait for a duration or until an instant, durably
+    WORKFLOW = "workflow"  # run a child workflow (per item with ``over``)
+    LOOP = "loop"  # a bounded agent loop: decide, call a tool, repeat
+
+
+@dataclass(frozen=True)
+class SignalField:
+    """One declared field of a signal: ``type`` is one of ``SIGNAL_FIELD_TYPES``."""
+
+    name: str
+    type: str
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class WaitSpec:
+    """A wait node: the signal it waits for (named like a node id) and the fields that
+    signal must carry. Its timeout is the node's ``timeout``."""
+
+    signal: str
+    fields: tuple[SignalField, ...] = ()
+
+
+@dataclass(frozen=True)
+class SleepSpec:
+    """A sleep node: ``duration`` seconds from its start, or ``until`` an instant (an
+    RFC 3339 text, or a ``${...}`` reference resolved at start). Exactly one is set."""
+
+    duration: float | None = None
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """A workflow node: ``workflow`` is the child's inline spec document (validated when
+    the parent's spec is); ``definition`` names a registered one (not yet supported)."""
+
+    workflow: Any = None
+    definition: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool a loop's decide task may pick: it runs as task ``task`` on ``queue``,
+    with its own retry policy, timeout and heartbeat timeout (seconds)."""
+
+    name: str
+    task: str
+    queue: str
+    retry: RetryPolicy
+    timeout: float | None
+    heartbeat_timeout: float
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """A loop node: its tools, at most ``max_steps`` steps, what reaching the bound does
+    (``"fail"`` or ``"finish"``), and an optional budget of what decide reports spent."""
+
+    tools: tuple[ToolSpec, ...]
+    max_steps: int
+    on_exhausted: str = "fail"
+    budget: float | None = None
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool named ``name``, or None."""
+        return next((t for t in self.tools if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class KindParts:
+    """What a node's kind adds to it (None where the kind has no such part)."""
+
+    wait: WaitSpec | None = None
+    sleep: SleepSpec | None = None
+    child: ChildSpec | None = None
+    loop: LoopSpec | None = None
+
+
+@dataclass(frozen=True)
+class Work:
+    """The task settings of a node (a loop's tools default to them)."""
+
+    queue: str
+    retry: RetryPolicy
+    timeout: float | None
+    heartbeat_timeout: float
+
+
+_TASKLIKE = frozenset({"task", "queue", "input", "retry", "timeout", "heartbeat_timeout"})
+KIND_KEYS: dict[NodeKind, frozenset[str]] = {
+    NodeKind.TASK: _TASKLIKE,
+    NodeKind.MAP: _TASKLIKE | {"over", "max_concurrency"},
+    NodeKind.WAIT: frozenset({"signal", "fields", "timeout", "over"}),
+    NodeKind.SLEEP: frozenset({"duration", "until"}),
+    NodeKind.WORKFLOW: frozenset({"workflow", "definition", "input", "queue", "retry",
+                                  "timeout", "over", "max_concurrency"}),
+    NodeKind.LOOP: (_TASKLIKE - {"task"}) | {"decide", "tools", "max_steps", "on_exhausted",
+                                             "budget"},
+}
+"""The fields each kind takes besides those of every node (id, kind, needs, when, error
+policy)."""
+TASK_KEY: dict[NodeKind, str | None] = {NodeKind.TASK: "task", NodeKind.MAP: "task",
+                                         NodeKind.LOOP: "decide"}
+"""The field naming a node's task (a loop's is its decide task); None: no task."""
+
+
+def kind_key_faults(raw: Mapping[str, Any], kind: NodeKind, where: str,
+                    faults: list[str]) -> None:
+    """A fault per field another kind takes but this one does not (``over`` and
+    ``max_concurrency`` are judged by ``fan_out_fields``)."""
+    for key in sorted(set(raw) & _ANY_KIND - KIND_KEYS[kind] - {"over", "max_concurrency"}):
+        hint = (" (a loop names its task with 'decide:')"
+                if key == "task" and kind is NodeKind.LOOP else "")
+        faults.append(f"{where}: {key!r} does not apply to a {kind.value} node{hint}")
+
+
+_ANY_KIND = frozenset().union(*KIND_KEYS.values())
+
+
+def fan_out_fields(raw: Mapping[str, Any], kind: NodeKind, where: str,
+                   faults: list[str]) -> tuple[str | None, int | None]:
+    """``(over, max_concurrency)``: a map needs ``over`` (a reference) and may bound its
+    concurrency; a workflow node may have both, a wait ``over`` alone (every item waits
+    at once); other kinds have neither."""
+    over = raw.get("over")
+    max_conc = raw.get("max_concurrency")
+    if kind in (NodeKind.MAP, NodeKind.WAIT, NodeKind.WORKFLOW):
+        if (over is not None or kind is NodeKind.MAP) and (
+                not isinstance(over, str) or not isinstance(parse_ref(over), Ref)):
+            faults.append(f"{where}: a {kind.value} needs 'over', a reference to a list "
+                          "such as \"${nodes.<id>.output}\" or \"${input.<key>}\""
+                          if kind is NodeKind.MAP else
+                          f"{where}: 'over' must be a reference to a list")
+        if kind is NodeKind.WAIT and max_conc is not None:
+            faults.append(f"{where}: a wait has no max_concurrency (every item waits at once)")
+        elif max_conc is not None and (type(max_conc) is not int or max_conc < 1):
+            faults.append(f"{where}: max_concurrency must be a positive integer")
+        elif max_conc is not None and over is None:
+            faults.append(f"{where}: max_concurrency needs 'over'")
+    elif over is not None or max_conc is not None:
+        faults.append(f"{where}: 'over' and 'max_concurrency' belong to map nodes (and "
+                      "'over' to wait and workflow nodes)")
+    return (over if isinstance(over, str) else None,
+            max_conc if type(max_conc) is int else None)
+
+
+def parse_when(raw: Mapping[str, Any], where: str, faults: list[str]) -> str | None:
+    """A node's ``when`` condition (its references are checked with the others')."""
+    text = raw.get("when")
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text.strip():
+        faults.append(f"{where}: when must be a condition (a string such as "
+                      "'${nodes.a.output.ok} == true')")
+        return None
+    try:
+        parse_condition(text)
+    except ConditionError as e:
+        faults.append(f"{where}: when: {text}: {e}")
+        return None
+    return text
+
+
+def parse_kind(raw: Mapping[str, Any], kind: NodeKind, where: str, work: Work,
+               validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """What ``kind`` adds to the node ``raw``.
+
+    Args:
+        raw: the node's mapping.
+        kind: its kind.
+        where: names the node in faults.
+        work: the node's task settings (a loop's tools default to them).
+        validate: the faults of a child's spec document (``[]`` when it is valid).
+        faults: appended to.
+
+    Returns:
+        The parts (those of other kinds None).
+    """
+    if kind is NodeKind.WAIT:
+        return KindParts(wait=_wait(raw, where, faults))
+    if kind is NodeKind.SLEEP:
+        return KindParts(sleep=_sleep(raw, where, faults))
+    if kind is NodeKind.WORKFLOW:
+        return KindParts(child=_child(raw, where, validate, faults))
+    if kind is NodeKind.LOOP:
+        return KindParts(loop=_loop(raw, where, work, faults))
+    return KindParts()
+
+
+def _wait(raw: Mapping[str, Any], where: str, faults: list[str]) -> WaitSpec:
+    signal = raw.get("signal")
+    if not isinstance(signal, str) or not NODE_ID.fullmatch(signal):
+        faults.append(f"{where}: signal: required, a name matching {NODE_ID.pattern}")
+        signal = ""
+    declared = raw.get("fields", {})
+    if declared is None:
+        declared = {}
+    if not isinstance(declared, Mapping):
+        faults.append(f"{where}: fields must be a mapping of field name to type")
+        declared = {}
+    fields = [f for name, spec in declared.items()
+              if (f := _signal_field(name, spec, f"{where}: fields", faults)) is not None]
+    return WaitSpec(signal=signal, fields=tuple(fields))
+
+
+def _signal_field(name: Any, spec: Any, where: str, faults: list[str]) -> SignalField | None:
+    """One declared field: ``name: type`` (required) or ``name: {type, required?}``."""
+    if not isinstance(name, str) or not name:
+        faults.append(f"{where}: field names must be non-empty strings")
+        return None
+    required: Any = True
+    if isinstance(spec, Mapping):
+        for key in sorted(set(spec) - {"type", "required"}, key=str):
+            faults.append(f"{where}: {name}: unknown field {key!r}")
+        required = spec.get("required", True)
+        spec = spec.get("type", "any")
+    if spec not in SIGNAL_FIELD_TYPES:
+        faults.append(f"{where}: {name}: type must be one of {', '.join(SIGNAL_FIELD_TYPES)}")
+        return None
+    if not isinstance(required, bool):
+        faults.append(f"{where}: {name}: required must be true or false")
+        return None
+    return SignalField(name=name, type=str(spec), required=required)
+
+
+def _sleep(raw: Mapping[str, Any], where: str, faults: list[str]) -> SleepSpec:
+    duration = seconds(raw.get("duration"), None, f"{where}: duration", faults)
+    until = raw.get("until")
+    if (raw.get("duration") is None) == (until is None):
+        faults.append(f"{where}: a sleep needs exactly one of 'duration' (seconds) and "
+                      "'until' (an instant)")
+    if until is None:
+        return SleepSpec(duration=duration)
+    ref = parse_ref(until) if isinstance(until, str) else None
+    if isinstance(ref, str):
+        faults.append(f"{where}: until: {until}: {ref}")
+    elif ref is None and not (isinstance(until, str) and parse_instant(until) is not None):
+        faults.append(f"{where}: until must be {RFC3339_HINT}, or a ${{...}} reference")
+    return SleepSpec(duration=duration, until=until if isinstance(until, str) else None)
+
+
+def _child(raw: Mapping[str, Any], where: str, validate: Callable[[Any], list[str]],
+           faults: list[str]) -> ChildSpec:
+    workflow, definition = raw.get("workflow"), raw.get("definition")
+    if definition is not None:
+        faults.append(f"{where}: definition: {NO_DEFINITIONS}")
+    if workflow is None:
+        if definition is None:
+            faults.append(f"{where}: a workflow node needs 'workflow:', the child's spec")
+        return ChildSpec(definition=definition if isinstance(definition, str) else None)
+    if _child_depth(workflow) > MAX_CHILD_DEPTH:
+        faults.append(f"{where}: workflow: inline children nest more than "
+                      f"{MAX_CHILD_DEPTH} deep")
+    else:
+        faults.extend(f"{where}: workflow: {fault}" for fault in validate(workflow))
+    return ChildSpec(workflow=workflow)
+
+
+def _child_depth(doc: Any) -> int:
+    """How deep inline children nest in a spec document (1: it has none), found
+    without recursion (stopping once past the bound)."""
+    deepest = 0
+    stack = [(doc, 1)]
+    while stack and deepest <= MAX_CHILD_DEPTH:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        nodes = item.get("nodes") if isinstance(item, Mapping) else None
+        for node in nodes if isinstance(nodes, list) else ():
+            if isinstance(node, Mapping) and isinstance(node.get("workflow"), Mapping):
+                stack.append((node["workflow"], depth + 1))
+    return deepest
+
+
+def _loop(raw: Mapping[str, Any], where: str, work: Work, faults: list[str]) -> LoopSpec:
+    max_steps = raw.get("max_steps")
+    if type(max_steps) is not int or not 1 <= max_steps <= MAX_LOOP_STEPS:
+        faults.append(f"{where}: max_steps: required, an integer from 1 to {MAX_LOOP_STEPS}")
+        max_steps = 1
+    on_exhausted = raw.get("on_exhausted", "fail")
+    if on_exhausted not in ("fail", "finish"):
+        faults.append(f"{where}: on_exhausted must be fail or finish")
+        on_exhausted = "fail"
+    budget = raw.get("budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
+                               or not math.isfinite(budget) or budget <= 0):
+        faults.append(f"{where}: budget must be a positive number")
+        budget = None
+    raw_tools = raw.get("tools")
+    if not isinstance(raw_tools, list) or not raw_tools:
+        faults.append(f"{where}: tools: required, a non-empty list of tools")
+        raw_tools = []
+    tools: list[ToolSpec] = []
+    for i, raw_tool in enumerate(raw_tools):
+        tool = _tool(raw_tool, f"{where}: tools[{i}]", work, faults)
+        if tool is not None and any(t.name == tool.name for t in tools):
+            faults.append(f"{where}: tools[{i}]: duplicate tool name {tool.name!r}")
+        elif tool is not None:
+            tools.append(tool)
+    return LoopSpec(tools=tuple(tools), max_steps=max_steps, on_exhausted=str(on_exhausted),
+                    budget=None if budget is None else float(budget))
+
+
+_TOOL_KEYS = {"name", "task", "queue", "retry", "timeout", "heartbeat_timeout"}
+
+
+def _tool(raw: Any, where: str, work: Work, faults: list[str]) -> ToolSpec | None:
+    """A tool: its name alone (the task of that name, with the loop's settings) or a
+    mapping overriding them."""
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping):
+        faults.append(f"{where}: a tool is a task name or a mapping with 'name'")
+        return None
+    for key in sorted(set(raw) - _TOOL_KEYS, key=str):
+        faults.append(f"{where}: unknown field {key!r}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        faults.append(f"{where}: name: required, a non-empty string")
+        return None
+    task = raw.get("task", name)
+    if not isinstance(task, str) or not task:
+        faults.append(f"{where}: task must be a registered task name")
+        task = name
+    queue = raw.get("queue", work.queue)
+    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+        faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")
+        queue = work.queue
+    heartbeat = seconds(raw.get("heartbeat_timeout"), work.heartbeat_timeout,
+                        f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
+    return ToolSpec(
+        name=name, task=task, queue=queue,
+        retry=parse_retry(raw.get("retry"), work.retry, f"{where}: retry", faults),
+        timeout=seconds(raw.get("timeout"), work.timeout, f"{where}: timeout", faults),
+        heartbeat_timeout=heartbeat or work.heartbeat_timeout)
+
+
+def signal_clash_faults(waits: list[tuple[str, WaitSpec]], faults: list[str]) -> None:
+    """A signal waited for by two wait nodes is a fault: a signal names one wait."""
+    first: dict[str, str] = {}
+    for node_id, wait in waits:
+        if not wait.signal:
+            continue
+        if wait.signal in first:
+            faults.append(f"signal {wait.signal!r} is waited for by both "
+                          f"{first[wait.signal]!r} and {node_id!r}; give each wait its own "
+                          "signal")
+        else:
+            first[wait.signal] = node_id

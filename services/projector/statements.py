@@ -1,0 +1,153 @@
+"""What each history event writes to the PostgreSQL projection: the statements of the
+workflows, nodes, tasks and events tables, and ``core_plan``, which picks them for one
+event (the node kinds' own statements are in ``kinds.py``; ``writer.py`` applies both).
+
+Every statement is guarded by ``seq`` (or sets a value that never changes), so applying
+a history in one batch, in many, or with duplicates gives the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
+from headwater.core.ids import task_key
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
+
+OPEN_TASKS = [s.value for s in TaskStatus if not s.terminal]
+OPEN_NODES = [s.value for s in NodeStatus if not s.terminal]
+TERMINAL = {
+    ev.WorkflowSucceeded: WorkflowStatus.SUCCEEDED,
+    ev.WorkflowFailed: WorkflowStatus.FAILED,
+    ev.WorkflowCancelled: WorkflowStatus.CANCELLED,
+}
+"""The terminal body types -> the workflow status they set."""
+
+
+def ts(at_ms: int) -> datetime:
+    """Milliseconds since the epoch as an aware UTC datetime."""
+    return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+
+
+INSERT_EVENT = (
+    "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
+    " on conflict do nothing")
+# created_at: the acceptance's time (the coordinator's clock, as the log has it), not the
+# gateway's claim's, so that a projection rebuilt from the log equals the live one.
+# body_hash: of the body that runs (the gateway's claim may have hashed another one that
+# lost a race with a submission straight on Kafka), from the decoded record, so that the
+# same body resubmitted over HTTP matches whatever PostgreSQL does to its numbers.
+UPSERT_ACCEPTED = (
+    "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+    " body_hash, created_at, updated_at)"
+    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7)"
+    " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
+    " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
+    " input = excluded.input, created_at = excluded.created_at,"
+    " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
+    " seq = greatest(workflows.seq, excluded.seq),"
+    " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
+BUMP_WORKFLOW = (
+    "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2")
+UPSERT_DISPATCHED = (
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
+    " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
+    " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
+    " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
+    " progress = null, message = '', worker = '', started_at = null, finished_at = null,"
+    " seq = excluded.seq where tasks.seq < excluded.seq")
+UPSERT_NODE = (
+    "insert into nodes (workflow_id, node, status, total, error, seq)"
+    " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
+    " status = case when nodes.seq < excluded.seq then excluded.status else nodes.status end,"
+    " error = case when nodes.seq < excluded.seq then excluded.error else nodes.error end,"
+    " total = coalesce(nodes.total, excluded.total),"  # a map's size never changes
+    " seq = greatest(nodes.seq, excluded.seq)")
+_TASK = " where workflow_id = $1 and task_key = $2 and seq < $3"
+TASK_STARTED = "update tasks set status = 'running', worker = $4, started_at = $5, seq = $3" + _TASK
+TASK_PROGRESSED = "update tasks set progress = $4, message = $5, seq = $3" + _TASK
+TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5, seq = $3"
+               + _TASK)
+TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
+TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
+                  " seq = $3" + _TASK)
+TASK_CANCELLED = ("update tasks set status = 'cancelled', error = $4, finished_at = $5,"
+                  " seq = $3" + _TASK)
+UPSERT_TERMINAL = (
+    "insert into workflows (workflow_id, status, seq, output, error, created_at, updated_at)"
+    " values ($1, $2, $3, $4, $5, $6, $6) on conflict (workflow_id) do update set"
+    " status = excluded.status, seq = excluded.seq, output = excluded.output,"
+    " error = excluded.error, updated_at = excluded.updated_at"
+    " where workflows.seq < excluded.seq")
+CANCEL_OPEN_TASKS = (
+    "update tasks set status = 'cancelled', seq = $2 where workflow_id = $1"
+    " and status = any($3::text[]) and seq < $2")
+CANCEL_OPEN_NODES = (
+    "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
+    " and status = any($3::text[]) and seq < $2")
+CORE_STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED,
+                   UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED, TASK_RETRY_WAIT,
+                   TASK_SUCCEEDED, TASK_CANCELLED, UPSERT_TERMINAL, CANCEL_OPEN_TASKS,
+                   CANCEL_OPEN_NODES)
+"""The core statements, in the order a batch applies them (a task's lifecycle order)."""
+
+
+Statements = list[tuple[str, tuple[Any, ...]]]
+"""Statements with their arguments, in order."""
+_NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
+    ev.TaskDispatched: lambda wid, seq, at, b: [
+        (UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
+                             b.task, b.queue, at, seq)),
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.MapExpanded: lambda wid, seq, at, b: [
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq))],
+    ev.NodeFinished: lambda wid, seq, at, b: [
+        (UPSERT_NODE, (wid, b.node, b.status, None, b.error, seq))],
+    ev.TaskStarted: lambda wid, seq, at, b: [
+        (TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at))],
+    ev.TaskProgressed: lambda wid, seq, at, b: [
+        (TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction, b.message))],
+    ev.TaskFailed: lambda wid, seq, at, b: [
+        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at))],
+    ev.TimerScheduled: lambda wid, seq, at, b: [
+        (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
+    ev.TaskSucceeded: lambda wid, seq, at, b: [
+        (TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at))],
+    ev.TaskCancelled: lambda wid, seq, at, b: [
+        (TASK_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at))],
+}
+"""Body type -> the node and task statements of an event of a running workflow (after
+its ``BUMP_WORKFLOW``). Heartbeats, checkpoints, streamed chunks and discarded reports
+have none: they live in the event log (and on SSE) only."""
+
+
+def core_plan(e: ev.HistoryEvent) -> Statements:
+    """The core statements that project one event, with their arguments."""
+    b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
+    steps: Statements = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
+    if isinstance(b, ev.WorkflowAccepted):
+        name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
+        steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
+                                        body_hash(b.spec, b.input, b.tenant))))
+        return steps
+    if type(b) in TERMINAL:
+        return [*steps, *_terminal_steps(wid, seq, at, b)]
+    steps.append((BUMP_WORKFLOW, (wid, seq, at)))
+    node_and_task = _NODE_AND_TASK_STEPS.get(type(b))
+    if node_and_task is not None:
+        steps += node_and_task(wid, seq, at, b)
+    return steps
+
+
+def _terminal_steps(wid: str, seq: int, at: datetime, b: Any) -> Statements:
+    """A workflow's end: its row's status, output or error, and every node and task
+    still open cancelled."""
+    output = b.output if isinstance(b, ev.WorkflowSucceeded) else None
+    error = b.error if isinstance(b, ev.WorkflowFailed) else (
+        b.reason if isinstance(b, ev.WorkflowCancelled) else "")
+    return [(UPSERT_TERMINAL, (wid, TERMINAL[type(b)].value, seq, output, error, at)),
+            (CANCEL_OPEN_TASKS, (wid, seq, OPEN_TASKS)),
+            (CANCEL_OPEN_NODES, (wid, seq, OPEN_NODES))]

@@ -1,0 +1,58 @@
+"""Records written with a retired schema still decode: a history recorded before the
+schemas gained the wait, sleep, condition, child and loop events replays after the
+upgrade (``codec._retired``)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import fastavro
+import orjson
+import pytest
+from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
+
+from headwater import codec
+from headwater.core import events as ev
+from headwater.errors import DecodeError
+
+RETIRED = sorted((codec.schema_dir() / "retired").glob("*.avsc"))
+OLD_BODIES = [
+    ev.TaskSucceeded("wf", "a", None, 1, 5, {"x": [1, 2]}),
+    ev.TaskDispatched("wf", "m", 3, 2, "t", "cpu", {"i": 3}, 7, 1.5, 30.0, None),
+    ev.NodeFinished("wf", "a", "failed", 9, "boom"),
+    ev.WorkflowAccepted("wf", 1, {"name": "n", "nodes": []}, None, "team"),
+]
+
+
+def _written_with(path: Path, record: object) -> bytes:
+    schema = parse_schema(orjson.loads(path.read_bytes()))
+    buf = io.BytesIO()
+    buf.write(codec.MAGIC + bytes.fromhex(path.name.split(".")[1]))
+    fastavro.schemaless_writer(buf, schema, codec._to_avro(record))
+    return buf.getvalue()
+
+
+def test_there_is_a_retired_history_schema() -> None:
+    assert [p.name.split(".")[0] for p in RETIRED] == ["HistoryEvent"]
+
+
+@pytest.mark.parametrize("path", RETIRED, ids=[p.name for p in RETIRED])
+def test_a_retired_schema_is_named_by_its_fingerprint(path: Path) -> None:
+    parsed = parse_schema(orjson.loads(path.read_bytes()))
+    assert fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO") == path.name.split(".")[1]
+    assert codec.fingerprint_header(path.name.split(".")[0])[2:].hex() != path.name.split(".")[1]
+
+
+@pytest.mark.parametrize("body", OLD_BODIES, ids=[type(b).__name__ for b in OLD_BODIES])
+def test_history_written_with_the_retired_schema_decodes(body: ev.Body) -> None:
+    record = ev.HistoryEvent("wf", 4, body)
+    data = _written_with(RETIRED[0], record)
+    assert codec.decode(data) == record
+    assert codec.encode(record) != data  # new records name the current schema
+
+
+def test_a_truncated_retired_record_is_a_decode_error() -> None:
+    data = _written_with(RETIRED[0], ev.HistoryEvent("wf", 1, OLD_BODIES[0]))
+    with pytest.raises(DecodeError):
+        codec.decode(data[:-3])
