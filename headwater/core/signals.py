@@ -89,6 +89,9 @@ def _index_fault(state: WorkflowState, node: NodeSpec, index: Any) -> str | None
 def fields_fault(declared: tuple[SignalField, ...], fields: Any, name: str) -> str | None:
     """Why ``fields`` do not fit the declared fields of signal ``name``, or None.
 
+    An optional field may be left out or null (the wait's output then holds null for it,
+    ``with_optional``).
+
     Args:
         declared: the wait's declared fields.
         fields: the signal's fields (None counts as ``{}``).
@@ -107,6 +110,8 @@ def fields_fault(declared: tuple[SignalField, ...], fields: Any, name: str) -> s
             if field.required:
                 return f"signal {name!r}: missing required field {field.name!r}"
             continue
+        if fields[field.name] is None and not field.required:
+            continue  # an optional field may be null, as if left out
         if not _CHECKS[field.type](fields[field.name]):
             return (f"signal {name!r}: field {field.name!r} must be {_A[field.type]}, not "
                     f"{_json_type(fields[field.name])}")
@@ -115,6 +120,14 @@ def fields_fault(declared: tuple[SignalField, ...], fields: Any, name: str) -> s
         known = ", ".join(sorted(by_name)) or "none"
         return f"signal {name!r}: unknown field {extra[0]!r} (declared: {known})"
     return None
+
+
+def with_optional(declared: tuple[SignalField, ...], fields: Any) -> Any:
+    """A valid signal's fields as a wait's output: every optional field it left out is
+    there as null, so ``${nodes.<wait>.output.<field>}`` always resolves."""
+    if not isinstance(fields, Mapping):
+        return {} if fields is None else fields
+    return {**{f.name: None for f in declared if not f.required}, **fields}
 
 
 def _is_number(value: Any) -> bool:

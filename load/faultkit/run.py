@@ -36,7 +36,7 @@ from load.faultkit.outage import Outage
 from load.faultkit.rebalance import QUEUE, TASKS, Rebalance
 from load.faultkit.scripts import Progress, SideScripts
 from load.faultkit.supervisor import FAULTS_ENV, Supervisor
-from load.faultkit.topics import read_all, uncommitted
+from load.faultkit.topics import Record, read_all, uncommitted
 from load.kafka_io import Tail
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from tests.waiting import WaitTimeout, scaled, wait_until_async
@@ -262,10 +262,15 @@ async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
         report.violations += broken
         if broken and wid in audits:
             report.evidence[wid] = au.timeline(wid, events)
-    stray = sorted(set(audits) - set(ids))
+    children = _children(events, set(ids))
+    for wid in sorted(children):
+        broken = audits[wid].violations() if wid in audits else []
+        report.violations += broken
+    stray = sorted(set(audits) - set(ids) - children)
     if stray:
         report.violations.append(f"histories of workflows never submitted: {stray[:10]}")
-    outcomes = {wid: audits[wid].outcome for wid in ids if wid in audits}
+    outcomes = {wid: audits[wid].outcome for wid in [*ids, *sorted(children)]
+                if wid in audits}
     mismatched = au.compare(dict(expected), outcomes) if expected is not None else []
     report.violations += [f"differs from the fault-free run: {m}" for m in mismatched]
     shown, behind = await projected(sandbox.gateway, {w: audits[w].events for w in outcomes})
@@ -276,6 +281,7 @@ async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
     mine = [audits[w] for w in ids if w in audits]
     report.figures.update({
         "workflows": len(ids),
+        "child_workflows": len(children),
         "tasks": sum(a.tasks for a in mine),
         "attempts_dispatched": sum(a.dispatched for a in mine),
         "attempts_started": sum(a.started for a in mine),
@@ -332,6 +338,22 @@ def _restarts_in_place(supervisor: Supervisor, report: RunReport) -> None:
     report.figures["restart_in_place_reasons"] = _count(
         r.split(" ", 2)[2].split(" (")[0] for r in in_place)
     report.figures["restarts_in_place_at"] = sorted(r.split(" (")[0] for r in in_place)
+
+
+def _children(events: Sequence[Record], roots: set[str]) -> set[str]:
+    """The child workflows (at any depth) of ``roots``, by their ``ParentLinked``."""
+    parent_of = {r.value.workflow_id: r.value.body.parent_id for r in events
+                 if isinstance(r.value, ev.HistoryEvent)
+                 and isinstance(r.value.body, ev.ParentLinked)}
+    found: set[str] = set()
+    for child in parent_of:
+        seen, up = {child}, parent_of[child]
+        while up in parent_of and up not in seen:
+            seen.add(up)
+            up = parent_of[up]
+        if up in roots:
+            found.add(child)
+    return found
 
 
 def _count(values: Any) -> dict[str, int]:

@@ -24,7 +24,7 @@ def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
             total[key] = total.get(key, 0) + value
 
 
-FIGURES = ("workflows", "tasks", "attempts_dispatched", "attempts_started",
+FIGURES = ("workflows", "child_workflows", "tasks", "attempts_dispatched", "attempts_started",
            "attempts_lost_to_faults", "duplicates", "lost", "kills", "pauses", "outages",
            "restarts", "exits", "restarts_in_place")
 """The figures summed over runs."""
@@ -102,7 +102,8 @@ def table(doc: dict[str, Any]) -> str:
     t = doc["totals"]["all"]
     lines.append(f"{doc['fault_points']} fault points, {doc.get('infra_faults', 0)} "
                  f"infrastructure faults and {doc['rebalance_scenarios']} rebalance "
-                 f"scenarios, {doc['runs']} runs: {t.get('workflows', 0)} workflows, "
+                 f"scenarios, {doc['runs']} runs: {t.get('workflows', 0)} workflows "
+                 f"(and {t.get('child_workflows', 0)} child workflows), "
                  f"{t.get('tasks', 0)} tasks, {sum(t.get('kills', {}).values())} kills, "
                  f"{t.get('pauses', 0)} pauses, {sum(t.get('outages', {}).values())} outages, "
                  f"{sum(t.get('restarts', {}).values())} restarts, "

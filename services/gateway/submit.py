@@ -223,7 +223,9 @@ async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: To
     The workflow's spec and status are read from the projection, as ``GET`` reads them,
     and the signal is checked against them (``signals.signal_fault``), so that a
     signal no wait can take is refused here rather than dead-lettered by the
-    coordinator. A signal for a wait not started yet is kept until it starts.
+    coordinator. A signal for a wait not started yet is kept until it starts. A signal
+    whose ``signal_id`` the workflow recorded is answered as accepted even once the
+    workflow has ended (a sender retrying after a lost answer), and is not sent again.
 
     Args:
         pool: the projection's pool.
@@ -233,7 +235,8 @@ async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: To
         produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
 
     Raises:
-        Problem: 404 unknown id, 409 the workflow has ended, 400 no wait takes the
+        Problem: 404 unknown id, 409 the workflow has ended (and did not record this
+            signal), 400 no wait takes the
             signal (the fault in ``detail`` and ``errors``), 503 Kafka unavailable or
             slow.
     """
@@ -244,6 +247,9 @@ async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: To
         if row is None:
             raise Problem(404, "Not found", f"no workflow {workflow_id}")
         if row["status"] in TERMINAL_STATUSES:
+            if await conn.fetchval("select 1 from signals where workflow_id = $1 and"
+                                   " signal_id = $2", workflow_id, signal.signal_id):
+                return  # sent again after a lost answer: it was recorded; nothing to do
             raise Problem(409, "Conflict", f"workflow {workflow_id} has already ended: "
                           f"{row['status']}", status_now=row["status"])
         totals = {r["node"]: r["total"] for r in await conn.fetch(

@@ -20,7 +20,7 @@ from test_kafka_submission import wait_status
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
-from tests.waiting import scaled
+from tests.waiting import scaled, wait_until_async
 
 DIGEST = "e2e.digest"
 APPROVAL_FIELDS = {"approved": "boolean", "note": {"type": "string", "required": False}}
@@ -80,8 +80,10 @@ def bodies(records: list[ev.HistoryEvent], body: type) -> list[Any]:
 
 async def succeeded_with(stack: Stack, workflow_id: str,
                          fields: dict[str, Any]) -> list[ev.HistoryEvent]:
-    """Assert the workflow succeeded with ``fields`` as its output, its history gap-free
-    with one consumed signal; return the history."""
+    """Assert the workflow succeeded with ``fields`` as its output (the optional ``note``
+    null when left out), its history gap-free with one consumed signal; return the
+    history."""
+    fields = {"note": None, **fields}
     status = await wait_status(stack, workflow_id)
     assert status["status"] == "succeeded", status
     assert status["output"] == fields, status
@@ -145,12 +147,19 @@ async def test_an_undeclared_signal_or_a_bad_field_is_400(stack: Stack) -> None:
         assert unknown.status_code == 404, unknown.text
         status = await client.get(f"/v1/workflows/{workflow_id}")
         assert status.json()["status"] == "running", "a refused signal changes nothing"
-        ok = await signal(client, workflow_id, "approval", fields={"approved": True})
+        ok = await signal(client, workflow_id, "approval", signal_id="ok-1",
+                          fields={"approved": True})
         assert ok.status_code == 202, ok.text
     await succeeded_with(stack, workflow_id, {"approved": True})
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         ended = await signal(client, workflow_id, "approval", fields={"approved": True})
+        # The projection records the taken signal a moment after the workflow's end.
+        resent = await wait_until_async(
+            lambda: signal(client, workflow_id, "approval", signal_id="ok-1",
+                           fields={"approved": True}),
+            30, "the recorded signal answered 202 again", until=lambda r: r.status_code == 202)
     assert ended.status_code == 409, ended.text
+    assert resent.json()["signal_id"] == "ok-1", resent.text
 
 
 async def test_a_bad_signal_record_is_dead_lettered_with_its_reason(stack: Stack) -> None:

@@ -22,21 +22,29 @@ from headwater.errors import InputReferenceError
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Expand the map over its list and dispatch its first children."""
+    count = expand(rec, spec)
+    if count == 0:
+        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
+    elif count is not None:
+        _progress(rec, spec)
+
+
+def expand(rec: Recorder, spec: NodeSpec) -> int | None:
+    """Resolve a fanned-out node's ``over`` to a list and record ``MapExpanded``; return
+    its length, or None when the node failed instead (a reference that cannot be
+    resolved, or not a list). Maps, waits and child workflows with ``over`` share it."""
     state = rec.current
     try:
         items = state.resolve_input(spec.over)
     except InputReferenceError as e:
-        ending.node_failed(rec, spec.id, f"map {spec.id}: {e}")
-        return
+        ending.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
+        return None
     if not isinstance(items, list):
-        ending.node_failed(rec, spec.id,
-                           f"map {spec.id}: 'over' gave {type(items).__name__}, not a list")
-        return
+        ending.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: 'over' gave "
+                                         f"{type(items).__name__}, not a list")
+        return None
     rec.record(ev.MapExpanded(state.workflow_id, spec.id, len(items), rec.at_ms))
-    if not items:
-        flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
-        return
-    _progress(rec, spec)
+    return len(items)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:

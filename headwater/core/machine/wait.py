@@ -22,12 +22,18 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.evolve_waits import TIMEOUT_ERROR
 from headwater.core.machine import ending, flow
+from headwater.core.machine import map as map_kind
 from headwater.core.machine.recorder import Recorder
-from headwater.core.signals import signal_fault, signal_key, timeout_message, wait_node
+from headwater.core.signals import (
+    signal_fault,
+    signal_key,
+    timeout_message,
+    wait_node,
+    with_optional,
+)
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus
-from headwater.errors import InputReferenceError
 
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
@@ -35,18 +41,10 @@ def start(rec: Recorder, spec: NodeSpec) -> None:
     if not spec.fans_out:
         _begin(rec, spec, None)
         return
-    state = rec.current
-    try:
-        items = state.resolve_input(spec.over)
-    except InputReferenceError as e:
-        ending.node_failed(rec, spec.id, f"wait {spec.id}: {e}")
+    count = map_kind.expand(rec, spec)
+    if count is None:
         return
-    if not isinstance(items, list):
-        ending.node_failed(rec, spec.id,
-                           f"wait {spec.id}: 'over' gave {type(items).__name__}, not a list")
-        return
-    rec.record(ev.MapExpanded(state.workflow_id, spec.id, len(items), rec.at_ms))
-    for index in range(len(items)):
+    for index in range(count):
         _begin(rec, spec, index)
     _progress(rec, spec)
 
@@ -67,7 +65,7 @@ def _consume(rec: Recorder, spec: NodeSpec, index: int | None, signal_id: str,
     """The node (item) takes a signal; a plain wait has succeeded with it."""
     assert spec.wait is not None
     rec.record(ev.SignalConsumed(rec.current.workflow_id, spec.id, index, spec.wait.signal,
-                                 signal_id, rec.at_ms, {} if fields is None else fields))
+                                 signal_id, rec.at_ms, with_optional(spec.wait.fields, fields)))
     if index is None:
         flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
 

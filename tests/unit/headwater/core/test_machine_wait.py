@@ -58,6 +58,9 @@ STARTED_AT = T0 + 100  # when ok("a") arrives
 TIMEOUT = "wait:w"
 DUE = STARTED_AT + 10_000
 APPROVED = {"approved": True}
+TAKEN = {"approved": True, "note": None}
+"""A wait's output for ``APPROVED``: the optional field it left out is there, null."""
+REJECTED = {"approved": False, "note": None}
 AFTER_A: list[ev.Input] = [ok("a", "A")]
 PER_ITEM = spec(task("list"), wait("w", "list", over="${nodes.list.output}"),
                 task("b", "w", input="${nodes.w.output}"))
@@ -91,15 +94,15 @@ CASES = [
          PLAIN, given=[signal()], when=ok("a", "A"),
          events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
                  ("WaitStarted", {"node": "w"}),
-                 ("SignalConsumed", {"node": "w", "signal_id": "s1", "fields": APPROVED}),
+                 ("SignalConsumed", {"node": "w", "signal_id": "s1", "fields": TAKEN}),
                  ("NodeFinished", {"node": "w", "status": "succeeded"}),
-                 ("TaskDispatched", {"node": "b", "input": APPROVED})],
-         state={"signals": {}, "timers": {}, "outputs.w": APPROVED}),
+                 ("TaskDispatched", {"node": "b", "input": TAKEN})],
+         state={"signals": {}, "timers": {}, "outputs.w": TAKEN}),
     Case("a signal while the wait waits is taken at once; its timer goes",
          PLAIN, given=AFTER_A, when=signal(at=T0 + 200),
          events=[("SignalSent", {}), ("SignalConsumed", {"node": "w", "index": None}),
                  ("NodeFinished", {"node": "w", "status": "succeeded"}),
-                 ("TaskDispatched", {"node": "b", "input": APPROVED})],
+                 ("TaskDispatched", {"node": "b", "input": TAKEN})],
          state={"timers": {}, "signals": {}, "signal_ids": ["s1"]}),
     Case("the same signal id twice (taken): nothing",
          PLAIN, given=[*AFTER_A, signal(at=T0 + 200)], when=signal(at=T0 + 300),
@@ -167,7 +170,7 @@ CASES = [
          PER_ITEM, given=LISTED, when=signal({"approved": False}, index=1, at=T0 + 200),
          events=[("SignalSent", {"index": 1}),
                  ("SignalConsumed", {"node": "w", "index": 1})],
-         state={"nodes.w.results": [None, {"approved": False}, None], "nodes.w.done": 1,
+         state={"nodes.w.results": [None, REJECTED, None], "nodes.w.done": 1,
                 "nodes.w.status": "running",
                 "timers": {"wait:w[0]": TimerState(DUE, "w", 0, 0),
                            "wait:w[2]": TimerState(DUE, "w", 2, 0)}}),
@@ -177,8 +180,8 @@ CASES = [
          when=signal(index=1, at=T0 + 220),
          events=[("SignalSent", {}), ("SignalConsumed", {"index": 1}),
                  ("NodeFinished", {"node": "w", "status": "succeeded"}),
-                 ("TaskDispatched", {"node": "b", "input": [{"approved": False}, APPROVED,
-                                                            APPROVED]})],
+                 ("TaskDispatched", {"node": "b", "input": [REJECTED, TAKEN,
+                                                            TAKEN]})],
          state={"timers": {}}),
     Case("a signal for an item before the list exists is kept for that item",
          PER_ITEM, given=[signal(index=2)], when=ok("list", ["x", "y", "z"]),
@@ -201,7 +204,7 @@ CASES = [
     Case("with continue_on_error an item's timeout is its result; the others go on",
          PER_ITEM_SOFT, given=[*LISTED, signal(index=0, at=T0 + 200)],
          when=fired("wait:w[1]", DUE), events=[("TimerFired", {})],
-         state={"nodes.w.results": [APPROVED, {"error": _timeout_error(1)}, None],
+         state={"nodes.w.results": [TAKEN, {"error": _timeout_error(1)}, None],
                 "nodes.w.failed": 1, "nodes.w.status": "running"}),
     Case("... and the last item ends the wait failed, B seeing every result",
          PER_ITEM_SOFT, given=[*LISTED, signal(index=0, at=T0 + 200),
@@ -211,7 +214,7 @@ CASES = [
                  ("NodeFinished", {"node": "w", "status": "failed",
                                    "error": "1 of 3 items of w failed"}),
                  ("TaskDispatched", {"node": "b", "input": [
-                     APPROVED, {"error": _timeout_error(1)}, APPROVED]})]),
+                     TAKEN, {"error": _timeout_error(1)}, TAKEN]})]),
     Case("a wait over an empty list succeeds at once",
          PER_ITEM, given=[], when=ok("list", []),
          events=[("TaskSucceeded", {}), ("NodeFinished", {}), ("MapExpanded", {"count": 0}),

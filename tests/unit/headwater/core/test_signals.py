@@ -62,8 +62,9 @@ FAULTS: list[tuple[str, ev.SignalSent, bool, str | None]] = [
      "field 'meta' must be an object, not an array"),
     ("wrong type: array", sig(fields={**VALID, "tags": "a"}), False,
      "field 'tags' must be an array, not a string"),
-    ("wrong type: optional string", sig(fields={**VALID, "note": None}), False,
-     "field 'note' must be a string, not null"),
+    ("wrong type: optional string", sig(fields={**VALID, "note": 3}), False,
+     "field 'note' must be a string, not a number"),
+    ("null for an optional field", sig(fields={**VALID, "note": None}), False, None),
     ("undeclared field", sig(fields={**VALID, "colour": "red"}), False,
      "signal 'approval': unknown field 'colour' (declared: approved, count, extra, meta, "
      "note, score, tags, who)"),

@@ -142,3 +142,33 @@ def test_entries_rebuild_every_golden_state_after_every_step(name: str) -> None:
         assert gc.state_doc(loaded) == gc.state_doc(state)
         assert loaded == state
         assert load_state(dump_state(state)) == state
+
+
+def test_a_wait_per_item_keeps_its_results_and_signals_in_the_header() -> None:
+    """A wait with ``over`` has no tasks: its per-item results, the signals kept for its
+    items and the signal ids live in the header, and survive a reload at every step."""
+    from headwater.core import events as ev
+
+    spec = {"name": "w", "nodes": [
+        {"id": "a", "task": "t"},
+        {"id": "ok", "kind": "wait", "signal": "ok", "over": "${input.items}",
+         "needs": ["a"], "fields": {"n": "integer"}}]}
+    wid, t = "wf-items", 1_000
+    inputs: list[ev.Input] = [
+        ev.WorkflowSubmitted(wid, spec, {"items": [1, 2, 3]}, t),
+        ev.SignalSent(wid, "ok", t + 1, 2, "s-early", {"n": 2}),  # before the wait starts
+        ev.TaskSucceeded(wid, "a", None, 1, t + 2, "done"),
+        ev.SignalSent(wid, "ok", t + 3, 0, "s-0", {"n": 0}),
+        ev.SignalSent(wid, "ok", t + 4, 0, "s-0", {"n": 0}),  # the same id again
+    ]
+    table: dict[str, bytes] = {}
+    state: WorkflowState | None = None
+    for item in inputs:
+        result = step(state, item)
+        state = result.state
+        assert state is not None
+        write(table, result)
+        loaded = load_split(table[""], table[DEFINITION], table.get)
+        assert loaded == state
+    assert state is not None and state.nodes["ok"].results == [{"n": 0}, None, {"n": 2}]
+    assert set(state.signal_ids) == {"s-early", "s-0"}
