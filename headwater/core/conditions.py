@@ -9,6 +9,12 @@ comparisons (``== != < <= > >= in``, ``not in``, chained as in Python), literals
 list and tuple literals, and unary minus. Attribute access, calls, subscripts, other
 names and every other form are refused at parse time, so a condition can compute
 nothing but a comparison (it is evaluated by walking the tree here, never by ``eval``).
+What can never work is refused at parse time too: a whole condition that is a literal
+other than true or false (``"1"``), a list or a unary minus (it never gives true or
+false), unary minus on a literal, list, comparison or ``not`` (never a number), the
+placeholder names however they are spelled (Python reads identifiers in their NFKC
+form, so ``_`` followed by a full-width low line U+FF3F and ``when_ref_0`` is
+``__when_ref_0``), and text that is not valid Unicode (a lone surrogate).
 
 Values follow JSON: a boolean equals only a boolean (``true == 1`` is false); ``<`` and
 its kin compare two numbers or two strings; ``x in y`` looks ``x`` up in a list, a
@@ -29,6 +35,7 @@ from headwater.core.refs import Ref, parse_ref
 
 _REF_TEXT = re.compile(r"\$\{[^}]*\}")
 _HOLE = "__when_ref_"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NAMED = {"true": True, "false": False, "null": None}
 _COMPARE: dict[type[ast.cmpop], str] = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -82,23 +89,36 @@ def parse_condition(text: str) -> Condition:
         The ``Condition``.
 
     Raises:
-        ConditionError: the expression is too long, not valid syntax, or uses a form
-            outside the language (named: ``attribute access``, ``a call``, ``unknown
-            name 'x'``, ...).
+        ConditionError: the expression is too long, not valid text or syntax, uses a
+            form outside the language (named: ``attribute access``, ``a call``,
+            ``unknown name 'x'``, ``'__when_ref_' is reserved``, ...), negates what is
+            never a number, or as a whole is never true or false (``gives 1 whatever
+            the values``).
     """
     if len(text) > MAX_LENGTH:
         raise ConditionError(f"longer than {MAX_LENGTH} characters")
     if _HOLE in text:
         raise ConditionError(f"{_HOLE!r} is reserved")
+    surrogate = _SURROGATE.search(text)
+    if surrogate:
+        raise ConditionError(f"not valid text: a lone surrogate "
+                             f"(U+{ord(surrogate.group()):04X}) at {surrogate.start()}")
     refs = tuple(dict.fromkeys(_REF_TEXT.findall(text)))
-    source = _REF_TEXT.sub(lambda m: f" {_HOLE}{refs.index(m.group(0))} ", text)
+    source = _REF_TEXT.sub(lambda m: f" {_HOLE}{refs.index(m.group(0))} ", text).strip()
     try:
-        tree = ast.parse(source.strip(), mode="eval").body
+        tree = ast.parse(source, mode="eval").body
     except SyntaxError as e:
         raise ConditionError(f"not a valid expression ({e.msg})") from None
+    except ValueError as e:  # older Pythons: "source code string cannot contain null bytes"
+        raise ConditionError(f"not a valid expression ({e})") from None
     except (RecursionError, MemoryError):
         raise ConditionError(f"nested deeper than {MAX_DEPTH} levels") from None
     _check(tree, len(refs))
+    _check_holes(tree, source)
+    never = _never_boolean(tree)
+    if never:
+        raise ConditionError(f"gives {never} whatever the values, never true or false "
+                             "(write a comparison, e.g. '${nodes.a.output.n} == 1')")
     return Condition(text=text, refs=refs, tree=tree)
 
 
@@ -136,9 +156,50 @@ def _check(node: ast.expr, holes: int) -> None:
         stack.extend((child, depth + 1) for child in children(item, holes))
 
 
+def _check_holes(tree: ast.expr, source: str) -> None:
+    """Refuse a name that reads as a placeholder but is not one written here: Python
+    reads identifiers in their NFKC form, so one spelled with a full-width low line
+    (U+FF3F) is ``__when_ref_0`` (the text itself holds no ``__when_ref_``, which
+    ``parse_condition`` refuses)."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and node.id.startswith(_HOLE)
+                and ast.get_source_segment(source, node) != node.id):
+            raise ConditionError(f"{_HOLE!r} is reserved (however it is spelled)")
+
+
+def _never_boolean(tree: ast.expr) -> str | None:
+    """What a whole condition gives when it can never give true or false, or None."""
+    if isinstance(tree, ast.Constant) and not isinstance(tree.value, bool):
+        return _show(tree.value)
+    if isinstance(tree, ast.Name) and tree.id in _NAMED and _NAMED[tree.id] is None:
+        return "null"
+    if isinstance(tree, ast.List | ast.Tuple):
+        return "a list"
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.USub):
+        return "a number or fails"
+    return None
+
+
+def _never_number(node: ast.expr) -> str | None:
+    """What an operand of unary minus is when it can never be a number, or None."""
+    if isinstance(node, ast.Constant) and (isinstance(node.value, bool | str)
+                                           or node.value is None):
+        return _show(node.value)
+    if isinstance(node, ast.Name) and node.id in _NAMED:
+        return _show(_NAMED[node.id])
+    kinds: list[tuple[type | tuple[type, ...], str]] = [
+        ((ast.List, ast.Tuple), "a list"), (ast.Compare, "a comparison")]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return "a 'not'"
+    return next((name for kind, name in kinds if isinstance(node, kind)), None)
+
+
 def _unary_children(node: ast.UnaryOp, holes: int) -> list[ast.expr]:
     if not isinstance(node.op, ast.Not | ast.USub):
         raise ConditionError("only 'not' and unary minus are allowed before a value")
+    never = _never_number(node.operand) if isinstance(node.op, ast.USub) else None
+    if never:
+        raise ConditionError(f"unary minus needs a number, not {never}")
     return [node.operand]
 
 
@@ -157,6 +218,8 @@ def _literal_children(node: ast.Constant, holes: int) -> list[ast.expr]:
 
 
 def _name_children(node: ast.Name, holes: int) -> list[ast.expr]:
+    if node.id.startswith(_HOLE) and not _is_hole(node.id, holes):
+        raise ConditionError(f"{_HOLE!r} is reserved (however it is spelled)")
     if node.id not in _NAMED and not _is_hole(node.id, holes):
         raise ConditionError(f"unknown name {node.id!r} (name values with ${{...}} "
                              "references; literals are true, false, null)")
@@ -176,8 +239,8 @@ _CHILDREN: dict[type[ast.expr], Callable[[Any, int], list[ast.expr]]] = {
 
 
 def _is_hole(name: str, holes: int) -> bool:
-    suffix = name.removeprefix(_HOLE)
-    return suffix != name and suffix.isdigit() and int(suffix) < holes
+    suffix = name.removeprefix(_HOLE)  # str.isdigit alone takes digits of any script
+    return suffix != name and suffix.isascii() and suffix.isdigit() and int(suffix) < holes
 
 
 def _form_name(node: ast.expr) -> str:

@@ -46,11 +46,18 @@ class WorkflowSubmitted:
 
 @dataclass(frozen=True)
 class CancelRequested:
-    """A request to cancel a workflow."""
+    """A request to cancel a workflow.
+
+    ``parent_id`` is set by a parent's coordinator cancelling its child: such a cancel
+    ends only a workflow that is that parent's child (``ParentLinked``), so a parent
+    whose child id was taken by another run cannot cancel that run. None (a user's
+    cancel, from the gateway or any producer) cancels whatever the id names.
+    """
 
     workflow_id: str
     at_ms: int
     reason: str = ""
+    parent_id: str | None = None
 
 
 @dataclass(frozen=True)

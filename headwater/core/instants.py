@@ -16,6 +16,12 @@ _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
+FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _MS
+"""0001-01-01T00:00:00Z: the earliest instant accepted (Python's ``datetime.MINYEAR``)."""
+LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // _MS
+"""9999-12-31T23:59:59.999Z: the latest (``topics.MAX_AT_MS``, the latest time a record
+may carry). An offset can push a local year-1 or year-9999 date-time past either end:
+such a value names no instant a reader of the history could write down."""
 RFC3339_HINT = "an RFC 3339 date-time with a UTC offset, such as 2025-06-01T12:00:00Z"
 """How faults describe what an instant must look like."""
 
@@ -29,7 +35,8 @@ def parse_instant(text: str) -> int | None:
         text: e.g. ``"2025-06-01T12:00:00Z"`` or ``"2025-06-01 14:00:00.5+02:00"``.
 
     Returns:
-        Milliseconds since 1970-01-01T00:00:00Z (negative before it), or None.
+        Milliseconds since 1970-01-01T00:00:00Z (negative before it), or None, also when
+        the instant is before ``FIRST_MS`` or after ``LAST_MS`` in UTC.
     """
     if not _RFC3339.fullmatch(text):
         return None
@@ -45,4 +52,8 @@ def parse_instant(text: str) -> int | None:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (moment - _EPOCH) // _MS
+    try:
+        ms = (moment - _EPOCH) // _MS
+    except OverflowError:
+        return None
+    return ms if FIRST_MS <= ms <= LAST_MS else None

@@ -101,12 +101,22 @@ def parse_retry(raw: Any, default: RetryPolicy, where: str, faults: list[str]) -
     )
 
 
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that a float can hold: finite,
+    and an int small enough (``10**400`` is an int, but no float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _value_fault(key: str, value: Any) -> str | None:
     """What is wrong with ``value`` for the policy field ``key``, or None."""
     if key == "max_attempts":
         return _attempts_fault(value)
-    if (not isinstance(value, int | float) or isinstance(value, bool)
-            or not math.isfinite(value) or value < 0):
+    if not finite_number(value) or value < 0:
         return f"{key} must be a finite non-negative number"
     if key in ("backoff_base", "backoff_max") and value > MAX_SECONDS:
         return f"{key} must be at most {MAX_SECONDS} seconds"

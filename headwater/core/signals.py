@@ -7,10 +7,17 @@ declared type (JSON Schema's type names: ``integer`` is a number without a fract
 ``number`` any number, neither a boolean), no undeclared one. ``signal_fault`` is the
 check the gateway (400) and the coordinator (dead letter) make before a signal reaches
 the state machine, which then takes every signal it gets as valid.
+
+What the history and the projection keep of a signal must be storable as sent
+(``storable_fault``): its name and ``signal_id`` at most ``MAX_SIGNAL_ID`` characters,
+without control characters (U+0000-U+001F, U+007F-U+009F) or lone surrogates, and no
+string or key of its fields holding U+0000, which PostgreSQL's ``text`` and ``jsonb``
+cannot hold (the gateway refuses the same for every JSON body it takes).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +25,16 @@ from headwater.core import events as ev
 from headwater.core.spec import NodeSpec, WorkflowSpec
 from headwater.core.spec_kinds import SignalField
 from headwater.core.state import WorkflowState
+
+MAX_SIGNAL_ID = 200
+"""Characters: the longest signal name or ``signal_id`` (as the gateway's
+``SignalRequest`` takes it)."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,59}")
+
+# A path into the fields, built backwards: (parent link, key or index), or None.
+_Link = tuple[Any, str | int] | None
 
 
 def signal_key(name: str, index: int | None) -> str:
@@ -47,12 +64,16 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
             ``{}``).
 
     Returns:
-        One message naming what is wrong: the workflow's spec is invalid; no wait node
+        One message naming what is wrong: the signal cannot be stored as it is
+            (``storable_fault``); the workflow's spec is invalid; no wait node
         waits for that signal (the declared signals named); an index for a wait that
         is not per item, none for one that is, or one outside its list; the fields are
         not an object; a required field is missing; a field has the wrong type; a field
         is not declared. None when the signal is valid.
     """
+    fault = storable_fault(signal)
+    if fault:
+        return fault
     if state.spec_error:
         return "the workflow's spec is invalid; it waits for no signal"
     node = wait_node(state.spec, signal.name)
@@ -65,6 +86,73 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
         return fault
     assert node.wait is not None
     return fields_fault(node.wait.fields, signal.fields, signal.name)
+
+
+def storable_fault(signal: ev.SignalSent) -> str | None:
+    """Why ``signal`` cannot be recorded and projected as it is, or None.
+
+    Args:
+        signal: the signal, as decoded from its record or request.
+
+    Returns:
+        A message naming the part at fault, without repeating it: ``signal_id must be
+        at most 200 characters, not 100000``, ``signal_id must not contain control
+        characters (U+0000 at 1)``, ``signal 'go': fields.note: contains U+0000
+        (PostgreSQL cannot store it)``.
+    """
+    fault = id_fault("signal name", signal.name) or id_fault("signal_id", signal.signal_id)
+    if fault:
+        return fault
+    fault = _nul_fault(signal.fields)
+    return None if fault is None else f"signal {signal.name!r}: {fault}"
+
+
+def id_fault(what: str, text: Any) -> str | None:
+    """Why ``text`` (a signal's name or id, named ``what`` in the message) cannot be
+    kept as it is, or None: longer than ``MAX_SIGNAL_ID``, not a string, or holding a
+    control character or a lone surrogate (its code point and position named)."""
+    if not isinstance(text, str):
+        return f"{what} must be a string, not {_json_type(text)}"
+    if len(text) > MAX_SIGNAL_ID:
+        return f"{what} must be at most {MAX_SIGNAL_ID} characters, not {len(text)}"
+    for pattern, kind in ((_CONTROL, "control characters"), (_SURROGATE, "a lone surrogate")):
+        found = pattern.search(text)
+        if found:
+            return (f"{what} must not contain {kind} (U+{ord(found.group()):04X} at "
+                    f"{found.start()})")
+    return None
+
+
+def _nul_fault(fields: Any) -> str | None:
+    """The first string or key of ``fields`` holding U+0000, in document order, by its
+    path (``fields.a[2]: contains U+0000 ...``), or None. Iterative: any depth."""
+    stack: list[tuple[Any, _Link]] = [(fields, None)]
+    while stack:
+        item, link = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            return f"{_path(link)}: contains U+0000 (PostgreSQL cannot store it)"
+        if isinstance(item, Mapping):
+            if any(isinstance(k, str) and "\x00" in k for k in item):
+                return f"{_path(link)}: a key contains U+0000 (PostgreSQL cannot store it)"
+            stack.extend((v, (link, k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, (link, i)) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _path(link: _Link) -> str:
+    """``fields.a["b c"][3]`` from a link chain (keys that are not plain names quoted,
+    cut to 60 characters)."""
+    parts: list[str] = []
+    while link is not None:
+        link, key = link
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif _NAME.fullmatch(str(key)):
+            parts.append(f".{key}")
+        else:
+            parts.append(f"[{str(key)[:60]!r}]")
+    return "fields" + "".join(reversed(parts))
 
 
 def _index_fault(state: WorkflowState, node: NodeSpec, index: Any) -> str | None:

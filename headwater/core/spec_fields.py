@@ -7,14 +7,13 @@ usable placeholder, so ``spec.parse_spec`` can report every fault of a spec at o
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.retry import MAX_SECONDS, RetryPolicy, parse_retry
+from headwater.core.retry import MAX_SECONDS, RetryPolicy, finite_number, parse_retry
 
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$")
 """What a node id (and a wait's signal name) must match."""
@@ -44,8 +43,7 @@ def seconds(value: Any, default: float | None, where: str, faults: list[str],
     ``retry.MAX_SECONDS``), or ``default`` when absent or invalid (a fault appended)."""
     if value is None:
         return default
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or not 0 < value <= MAX_SECONDS):
+    if not finite_number(value) or not 0 < value <= MAX_SECONDS:
         faults.append(f"{where} must be a positive number of seconds, at most {MAX_SECONDS}")
         return default
     if value < least:

@@ -9,7 +9,6 @@ fault of a spec at once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,7 +18,7 @@ from headwater.core.conditions import ConditionError, parse_condition
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.refs import Ref, parse_ref
-from headwater.core.retry import RetryPolicy, parse_retry
+from headwater.core.retry import RetryPolicy, finite_number, parse_retry
 from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, NODE_ID, seconds
 
 MAX_LOOP_STEPS = 1000
@@ -323,8 +322,7 @@ def _loop(raw: Mapping[str, Any], where: str, work: Work, faults: list[str]) -> 
         faults.append(f"{where}: on_exhausted must be fail or finish")
         on_exhausted = "fail"
     budget = raw.get("budget")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float)
-                               or not math.isfinite(budget) or budget <= 0):
+    if budget is not None and (not finite_number(budget) or budget <= 0):
         faults.append(f"{where}: budget must be a positive number")
         budget = None
     raw_tools = raw.get("tools")

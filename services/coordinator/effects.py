@@ -31,6 +31,7 @@ from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
 from services.coordinator import waiting as waiting_inputs
+from services.coordinator.conflicts import conflict_records
 from services.coordinator.inputs import decode_input
 from services.coordinator.records import (
     RECORD_MARGIN_BYTES,
@@ -52,8 +53,9 @@ Entries = dict[str, list[tuple[bytes, bytes]]]
 def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     """Why ``event`` is dead-lettered instead of stepped, or None to step it.
 
-    A submission (or a child's) whose id names another run (``idempotency.conflict``),
-    and a signal
+    A submission (or a child's) whose id names another run (``idempotency.conflict``;
+    a refused child's parent attempt is then failed, ``conflicts.conflict_records``),
+    a signal for a workflow that has ended, and a signal
     that no wait of its workflow can take (``signals.signal_fault``: no wait of that
     name, a bad index, a missing field or one of the wrong type). A signal for a
     workflow not submitted yet is not checked here: it waits for the submission.
@@ -71,6 +73,8 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     if not isinstance(event, ev.SignalSent) or state is None:
         return None
     what = f"SignalSent for workflow {event.workflow_id}"
+    if state.status.terminal:  # recorded nowhere else: the loser of a race with the end
+        return f"{what} refused: the workflow has already ended ({state.status.value})"
     try:
         fault = signal_fault(state, event)
     except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
@@ -135,6 +139,7 @@ class BatchEffects:
         why = refusal(state, event)
         if why is not None:
             self.dead.append(DeadLetter(record, why))
+            self.encoded.extend(conflict_records(self.topics, state, event, why))
             return
         stepped = self._step(record, event, state)
         if stepped is not None:

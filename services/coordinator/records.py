@@ -5,9 +5,10 @@ Child workflows are routed here too: the dispatch of a ``workflow`` node's attem
 not a task for a worker but the child's submission (``ChildSubmitted`` on
 ``submissions``, keyed by the child's id ``ids.child_id``); an attempt that is cancelled
 or fails (its deadline passed, say) cancels its child (``CancelRequested`` on
-``control``); and a child reports to its parent's attempt like a worker would, on
-``reports`` keyed by the parent's id: ``TaskStarted(worker=<child id>)`` once accepted
-and linked, ``TaskSucceeded`` with its output or ``TaskFailed`` when it ends.
+``control``, naming the parent in ``parent_id``); and a child reports to its parent's
+attempt like a worker would, on ``reports`` keyed by the parent's id:
+``TaskStarted(worker=<child id>)`` once accepted and linked, ``TaskSucceeded`` with its
+output or ``TaskFailed`` when it ends.
 """
 
 from __future__ import annotations
@@ -129,7 +130,9 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
               state: WorkflowState | None) -> Outgoing:
     """A child attempt's dispatch submits its child; its cancellation or failure (the
     child's own end, or a deadline that passed) cancels it: a no-op for a child that
-    has ended, and one that has not started yet is cancelled as soon as it is."""
+    has ended, and one that has not started yet is cancelled as soon as it is. The
+    cancel names the parent (``parent_id``): a workflow of that id that is not this
+    parent's child (another run holds the id) is left alone."""
     assert state is not None
     cid = child_id(body.workflow_id, body.node, body.index, body.attempt)
     record: ev.ChildSubmitted | ev.CancelRequested
@@ -141,7 +144,8 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
         topic = topics.submissions
     else:
         why = body.reason if isinstance(body, ev.TaskCancelled) else body.error
-        record = ev.CancelRequested(cid, body.at_ms, f"parent {body.workflow_id}: {why}"[:2000])
+        record = ev.CancelRequested(cid, body.at_ms, f"parent {body.workflow_id}: {why}"[:2000],
+                                    parent_id=body.workflow_id)
         topic = topics.control
     return Outgoing(topic, cid.encode(), codec.encode(record), body.workflow_id)
 

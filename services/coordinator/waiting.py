@@ -24,7 +24,8 @@ MAX_WAITING = 100
 """Inputs kept at most for one workflow not submitted yet; more are dead-lettered (a
 producer cancelling an id that is never submitted must not grow the table for ever)."""
 
-_KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested}
+_KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
+                                 "SignalSent": ev.SignalSent}
 """The input types that can wait (those ``step`` defers)."""
 
 

@@ -167,7 +167,7 @@ async def test_the_view_shows_what_each_kind_is_doing(
     per_item = await _view(dsn, "batched", "kv-per_item")
     assert [(s["signal_id"], s["status"]) for s in per_item["signals"]] == [
         ("early", "consumed"), ("s0", "consumed"), ("late", "discarded")]
-    assert per_item["signals"][2]["reason"] == "wait approve is succeeded"
+    assert per_item["signals"][2]["reason"] == "wait approve has already succeeded"
 
     loop = await _view(dsn, "batched", "kv-looped")
     agent = next(n for n in loop["nodes"] if n["id"] == "agent")

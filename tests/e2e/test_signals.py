@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx
 import orjson
-from stackkit import Stack, history, produce, read_topic
+from stackkit import BOOTSTRAP, Stack, history, produce, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
+from services.common.topic_reader import TopicReader
 from tests.waiting import scaled, wait_until_async
 
 DIGEST = "e2e.digest"
@@ -226,3 +227,34 @@ async def test_the_same_signal_id_twice_changes_nothing(stack: Stack, tmp_path: 
     assert [s.signal_id for s in bodies(records, ev.SignalSent)] == ["once"]
     [discarded] = bodies(records, ev.SignalDiscarded)
     assert discarded.signal_id == "late", discarded
+
+
+async def test_a_signal_that_overtakes_its_submission_waits_for_it(stack: Stack) -> None:
+    """The signal is on ``control`` before the submission is on ``submissions`` (two
+    topics: the coordinator may read either first). It is kept in the table until the
+    submission arrives, then taken when the wait starts; it once made every input of its
+    workflow a dead letter ("bad waiting inputs entry: 'SignalSent'")."""
+    workflow_id = f"overtaken-{uuid.uuid4().hex[:8]}"
+    now = int(time.time() * 1000)
+    early = ev.SignalSent(workflow_id, "approval", now, None, "first", {"approved": True})
+    await produce([(stack.topics.control, workflow_id.encode(), codec.encode(early))])
+    await _all_committed(stack, stack.topics.control)  # the coordinator took it first
+    await submit_to_kafka(stack, ev.WorkflowSubmitted(workflow_id, approval_spec(), None,
+                                                      now + 1))
+    records = await succeeded_with(stack, workflow_id, {"approved": True})
+    order = [type(r.body).__name__ for r in records
+             if isinstance(r.body, ev.SignalSent | ev.WaitStarted | ev.SignalConsumed)]
+    assert order == ["SignalSent", "WaitStarted", "SignalConsumed"], order
+
+
+async def _all_committed(stack: Stack, topic: str) -> None:
+    """Wait until the coordinators' group has committed every record of ``topic``."""
+    async with TopicReader(BOOTSTRAP) as reader:
+        partitions = await reader.partitions(topic)
+
+        async def behind() -> int:
+            end = await reader.end_offsets(topic, partitions)
+            done = await reader.committed(stack.topics.coordinator_app_id, topic, partitions)
+            return sum(end[p] - done.get(p, 0) for p in partitions)
+
+        await wait_until_async(behind, 60, f"{topic} committed", until=lambda n: n == 0)

@@ -3,8 +3,9 @@
 Each input type has one rule in ``INPUT_RULES``: a submission (or a parent's
 ``ChildSubmitted``) starts a workflow that does not exist yet; every other input applies
 only to a running workflow (for a finished one it changes nothing and records nothing).
-A cancel request ends the workflow ``cancelled``; a signal goes to ``wait``; a timer
-goes to ``timers``; a worker's report to ``reports``.
+A cancel request ends the workflow ``cancelled`` (a parent's, naming its ``parent_id``,
+only its own child); a signal goes to ``wait``; a timer goes to ``timers``; a worker's
+report to ``reports``.
 
 A cancel or a signal for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
 after the submission but reached the coordinator first (they travel on two topics), so
@@ -118,6 +119,11 @@ def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,
 
 
 def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
+    """End the workflow cancelled; nothing for a parent's cancel (``parent_id`` set) of
+    a workflow that is not that parent's child (its id was taken by another run)."""
+    parent = state.parent["workflow_id"] if state.parent is not None else None
+    if event.parent_id is not None and event.parent_id != parent:
+        return
     reason = event.reason or "cancel requested"
     ending.end_workflow(rec, ev.WorkflowCancelled(state.workflow_id, event.at_ms, event.reason),
                         reason)

@@ -5,16 +5,18 @@ Step k is two tasks of the node: index ``2k`` runs the decide task (the node's o
 queue, retry and timeout) with ``{"input", "transcript", "step", "tools", "spent"}``;
 index ``2k+1`` runs the tool it picked, as that tool's task (its own queue, retry and
 timeout: ``WorkflowState.work``), with the input the decision gave it. A decision is
-``{"tool": name, "input": ..., "spend"?: n}`` or ``{"finish": output, "spend"?: n}``;
-anything else (a tool not in ``tools``, both keys or neither, not an object, a spend
-that is not a number of at least 0) fails the decide attempt with ``LoopDecisionError``
-instead of being recorded as its success, and it is retried like any failure. A valid
-one is recorded as ``LoopStepDecided``: ``finish`` ends the node with its output; a tool
-is dispatched. When the tool succeeds its call joins the transcript (``evolve``), and
-then, if that was step ``max_steps - 1`` or the decisions' spending reached ``budget``,
-the loop is exhausted: with ``on_exhausted: fail`` the node fails naming the bound, with
-``finish`` it succeeds with ``{"finished": false, "transcript": [...]}``; otherwise the
-next decide is dispatched. A decide or tool task that fails for good fails the node.
+``{"tool": name, "input"?: {...}, "spend"?: n}`` or ``{"finish": output, "spend"?: n}``;
+anything else (a tool not in ``tools``, both keys or neither, any other key, not an
+object, a tool input that is not an object (the tool's keyword arguments: null or left
+out is none), a spend that is not a finite number of at least 0) fails the decide
+attempt with ``LoopDecisionError`` instead of being recorded as its success, and it is
+retried like any failure. A valid one is recorded as ``LoopStepDecided``: ``finish``
+ends the node with its output; a tool is dispatched. When the tool succeeds its call
+joins the transcript (``evolve``), and then, if that was step ``max_steps - 1`` or the
+decisions' spending reached ``budget``, the loop is exhausted: with ``on_exhausted:
+fail`` the node fails naming the bound, with ``finish`` it succeeds with
+``{"finished": false, "transcript": [...]}``; otherwise the next decide is dispatched.
+A decide or tool task that fails for good fails the node.
 
 Every step is history (the dispatches, their outcomes, ``LoopStepDecided``), so a crash
 resumes the loop at the step it was in and a replay gives the same transcript.
@@ -34,6 +36,10 @@ from headwater.core.status import NodeStatus
 
 OUTPUT_ERROR = "LoopDecisionError"
 """The error type of a decide attempt whose decision is unfit (``output_fault``)."""
+_KEYS = {"tool": ("tool", "input", "spend"), "finish": ("finish", "spend")}
+"""The keys a decision may have, by the kind of decision."""
+_KINDS = {"tool": "a tool decision has tool, input and spend",
+          "finish": "a finishing decision has finish and spend"}
 
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
@@ -54,21 +60,54 @@ def decision_fault(spec: NodeSpec, step: int, decision: Any) -> str | None:
     (naming what it got and what is allowed), or None when it is."""
     assert spec.loop is not None
     where = f"loop {spec.id}: step {step}: decide"
-    names = ", ".join(t.name for t in spec.loop.tools)
     if not isinstance(decision, dict):
         return (f"{where} returned {type(decision).__name__}, not an object "
                 '{"tool": name, "input": ...} or {"finish": output}')
     if ("tool" in decision) == ("finish" in decision):
         which = "both 'tool' and 'finish'" if "tool" in decision else "neither 'tool' nor 'finish'"
         return f"{where} returned {which}; a decision has exactly one"
-    spend = decision.get("spend", 0)
-    if (isinstance(spend, bool) or not isinstance(spend, int | float)
-            or not math.isfinite(spend) or spend < 0):
-        return f"{where}: spend must be a number of at least 0, not {spend!r}"
-    tool = decision.get("tool")
-    if "tool" in decision and (not isinstance(tool, str) or spec.loop.tool(tool) is None):
+    kind = "tool" if "tool" in decision else "finish"
+    unknown = sorted(repr(k) for k in decision if k not in _KEYS[kind])
+    if unknown:
+        return f"{where} returned unknown key {unknown[0]} ({_KINDS[kind]})"
+    fault = _spend_fault(decision.get("spend", 0))
+    if fault:
+        return f"{where}: {fault}"
+    return None if kind == "finish" else _tool_fault(spec, where, decision)
+
+
+def _tool_fault(spec: NodeSpec, where: str, decision: dict[str, Any]) -> str | None:
+    """Why a tool decision names no tool of the loop, or gives it no object as its
+    input (the tool's keyword arguments; null or left out: none), or None."""
+    assert spec.loop is not None
+    tool = decision["tool"]
+    if not isinstance(tool, str) or spec.loop.tool(tool) is None:
+        names = ", ".join(t.name for t in spec.loop.tools)
         return f"{where} picked tool {tool!r}, which is not one of its tools ({names})"
+    tool_input = decision.get("input")
+    if not isinstance(tool_input, dict | None):
+        return (f"{where}: the input of tool {tool} must be an object, not "
+                f"{_json_type(tool_input)} (its keys are the tool's keyword arguments)")
     return None
+
+
+def _spend_fault(spend: Any) -> str | None:
+    """Why a decision's ``spend`` is unfit, or None. NaN and the infinities reach the
+    coordinator as null (a worker encodes its output with orjson, which writes them so)."""
+    if (not isinstance(spend, bool) and isinstance(spend, int | float)
+            and math.isfinite(spend) and spend >= 0):
+        return None
+    shown = "null (NaN and infinity arrive as null)" if spend is None else repr(spend)
+    return f"spend must be a finite number of at least 0, not {shown}"
+
+
+def _json_type(value: Any) -> str:
+    """A JSON value's type, as a message names it (``an array``)."""
+    kinds: list[tuple[type | tuple[type, ...], str]] = [
+        (bool, "a boolean"), ((int, float), "a number"), (str, "a string"),
+        (list, "an array")]
+    return next((name for kind, name in kinds if isinstance(value, kind)),
+                type(value).__name__)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:

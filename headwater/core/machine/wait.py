@@ -5,7 +5,9 @@ It starts by recording ``WaitStarted`` (with ``over``: ``MapExpanded``, then one
 (``wait:<task key>``) when it has one, and takes a signal kept for it if one came
 before it started (``SignalConsumed``). A signal that comes while it waits is recorded
 (``SignalSent``) and taken at once; one that comes before it starts is recorded and kept
-(``WorkflowState.signals``); one that comes after its wait ended, or for a node that
+(``WorkflowState.signals``), at most one per wait (item): a further one for the same
+wait (item) is recorded as ``SignalDiscarded`` at once, so that a sender cannot pile up
+signals no wait will take; one that comes after its wait ended, or for a node that
 will never wait (skipped, cancelled), is recorded as ``SignalDiscarded``; one whose
 ``signal_id`` was recorded already changes nothing. The signal's fields are the node's
 output (an item's result). When the timeout fires first, the node (the item) fails with
@@ -21,10 +23,12 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.evolve_waits import TIMEOUT_ERROR
+from headwater.core.ids import task_key
 from headwater.core.machine import ending, flow
 from headwater.core.machine import map as map_kind
 from headwater.core.machine.recorder import Recorder
 from headwater.core.signals import (
+    id_fault,
     signal_fault,
     signal_key,
     timeout_message,
@@ -32,7 +36,7 @@ from headwater.core.signals import (
     with_optional,
 )
 from headwater.core.spec import NodeSpec
-from headwater.core.state import WorkflowState
+from headwater.core.state import WorkflowState, error_object
 from headwater.core.status import NodeStatus
 
 
@@ -90,7 +94,8 @@ def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> N
         rec: the step's recorder.
         state: the running workflow.
         signal: the signal; ``signals.signal_fault`` should have found nothing wrong
-            with it (one that does is recorded as discarded, with the fault).
+            with it (one that does is recorded as discarded, with the fault; a name or
+            id it could not store is left out).
     """
     if signal.signal_id and signal.signal_id in state.signal_ids:
         return  # the same signal again: an at-least-once sender
@@ -99,32 +104,65 @@ def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> N
     if spec is None:
         _discard(rec, signal, fault or "no such wait")
         return
-    node = state.nodes[spec.id]
-    if node.status is NodeStatus.PENDING:
-        rec.record(signal)  # kept until the wait starts
-    elif node.status.terminal:
-        _discard(rec, signal, f"wait {spec.id} is {node.status.value}")
-    elif _waiting(state, spec, signal.index):
-        rec.record(signal)
+    reason = _unwanted(state, spec, signal.index)
+    if reason is not None:
+        _discard(rec, signal, reason)
+        return
+    rec.record(signal)  # kept until the wait starts, or taken now
+    if state.nodes[spec.id].status is NodeStatus.RUNNING:
         _consume(rec, spec, signal.index, signal.signal_id, signal.fields)
         _progress(rec, spec)
-    else:
-        _discard(rec, signal, f"{signal_key(spec.id, signal.index)} has taken a signal "
-                              "already")
 
 
-def _waiting(state: WorkflowState, spec: NodeSpec, index: int | None) -> bool:
-    """Whether the node (its item ``index``) of a running wait still waits."""
+_ENDED = {
+    NodeStatus.SUCCEEDED: "has already succeeded",
+    NodeStatus.FAILED: "has already failed",
+    NodeStatus.CANCELLED: "was cancelled",
+    NodeStatus.SKIPPED: "was skipped",
+    NodeStatus.UPSTREAM_FAILED: "will not run: a node it needs failed",
+}
+"""How a discard's reason says that a wait has ended: ``wait w has already failed``."""
+
+
+def _unwanted(state: WorkflowState, spec: NodeSpec, index: int | None) -> str | None:
+    """Why the wait ``spec`` (its item ``index``) takes no further signal, or None when
+    it waits for one now or may keep one until it starts."""
     node = state.nodes[spec.id]
-    if index is None:
-        return True
-    return (node.results is not None and 0 <= index < len(node.results)
-            and node.results[index] is None)
+    where = f"wait {task_key(spec.id, index)}"
+    if node.status.terminal:
+        return f"wait {spec.id} {_ENDED.get(node.status, 'has ended')}"
+    if node.status is NodeStatus.PENDING:
+        assert spec.wait is not None
+        kept = state.signals.get(signal_key(spec.wait.signal, index))
+        if not kept:
+            return None
+        sid = kept[0]["signal_id"]
+        return f"{f'signal {sid}' if sid else 'a signal'} is already kept for {where}"
+    return None if index is None else _item_taken(state, spec, index)
+
+
+def _item_taken(state: WorkflowState, spec: NodeSpec, index: int) -> str | None:
+    """Why item ``index`` of a running wait with ``over`` takes no further signal (it
+    took one, or timed out), or None while it waits."""
+    node = state.nodes[spec.id]
+    where = f"wait {task_key(spec.id, index)}"
+    if node.results is None or not 0 <= index < len(node.results):
+        return f"{where} is not one of its items"  # signal_fault refuses it first
+    result = node.results[index]
+    if result is None:
+        return None
+    timed_out = spec.timeout is not None and result == {"error": error_object(
+        spec.id, index, 1, TIMEOUT_ERROR, timeout_message(spec, index))}
+    return f"{where} has already {'timed out' if timed_out else 'taken a signal'}"
 
 
 def _discard(rec: Recorder, signal: ev.SignalSent, reason: str) -> None:
-    rec.record(ev.SignalDiscarded(signal.workflow_id, signal.name, signal.index,
-                                  signal.signal_id, rec.at_ms, reason))
+    """Record that ``signal`` changed nothing; a name or id that cannot be stored as it
+    is (``signals.id_fault``: the reason says why) is recorded as ``""``."""
+    name = signal.name if id_fault("", signal.name) is None else ""
+    signal_id = signal.signal_id if id_fault("", signal.signal_id) is None else ""
+    rec.record(ev.SignalDiscarded(signal.workflow_id, name, signal.index, signal_id,
+                                  rec.at_ms, reason))
 
 
 def timed_out(rec: Recorder, spec: NodeSpec, index: int | None) -> None:

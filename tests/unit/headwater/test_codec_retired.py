@@ -1,6 +1,7 @@
 """Records written with a retired schema still decode: a history recorded before the
 schemas gained the wait, sleep, condition, child and loop events replays after the
-upgrade (``codec._retired``)."""
+upgrade, and a cancel written before ``CancelRequested`` gained ``parent_id`` reads as a
+user's cancel (``codec._retired``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 
 RETIRED = sorted((codec.schema_dir() / "retired").glob("*.avsc"))
+RETIRED_BY_NAME = {p.name.split(".")[0]: p for p in RETIRED}
+HISTORY = RETIRED_BY_NAME.get("HistoryEvent", Path("missing"))
+CANCEL = RETIRED_BY_NAME.get("CancelRequested", Path("missing"))
 OLD_BODIES = [
     ev.TaskSucceeded("wf", "a", None, 1, 5, {"x": [1, 2]}),
     ev.TaskDispatched("wf", "m", 3, 2, "t", "cpu", {"i": 3}, 7, 1.5, 30.0, None),
@@ -33,8 +37,8 @@ def _written_with(path: Path, record: object) -> bytes:
     return buf.getvalue()
 
 
-def test_there_is_a_retired_history_schema() -> None:
-    assert [p.name.split(".")[0] for p in RETIRED] == ["HistoryEvent"]
+def test_the_retired_schemas_are_history_and_cancel() -> None:
+    assert [p.name.split(".")[0] for p in RETIRED] == ["CancelRequested", "HistoryEvent"]
 
 
 @pytest.mark.parametrize("path", RETIRED, ids=[p.name for p in RETIRED])
@@ -47,12 +51,28 @@ def test_a_retired_schema_is_named_by_its_fingerprint(path: Path) -> None:
 @pytest.mark.parametrize("body", OLD_BODIES, ids=[type(b).__name__ for b in OLD_BODIES])
 def test_history_written_with_the_retired_schema_decodes(body: ev.Body) -> None:
     record = ev.HistoryEvent("wf", 4, body)
-    data = _written_with(RETIRED[0], record)
+    data = _written_with(HISTORY, record)
     assert codec.decode(data) == record
     assert codec.encode(record) != data  # new records name the current schema
 
 
 def test_a_truncated_retired_record_is_a_decode_error() -> None:
-    data = _written_with(RETIRED[0], ev.HistoryEvent("wf", 1, OLD_BODIES[0]))
+    data = _written_with(HISTORY, ev.HistoryEvent("wf", 1, OLD_BODIES[0]))
     with pytest.raises(DecodeError):
         codec.decode(data[:-3])
+
+
+def test_a_cancel_written_before_parent_id_decodes_as_a_users_cancel() -> None:
+    old = ev.CancelRequested("wf", 7, "user asked")
+    schema = parse_schema(orjson.loads(CANCEL.read_bytes()))
+    buf = io.BytesIO()
+    buf.write(codec.MAGIC + bytes.fromhex(CANCEL.name.split(".")[1]))
+    fastavro.schemaless_writer(buf, schema, {"workflow_id": "wf", "at_ms": 7,
+                                             "reason": "user asked"})
+    data = buf.getvalue()
+    assert codec.decode(data) == old and old.parent_id is None
+    assert codec.encode(old) != data  # new records name the current schema
+    parent = ev.CancelRequested("wf:c:1", 7, "parent wf: timed out", parent_id="wf")
+    assert codec.decode(codec.encode(parent)) == parent
+    with pytest.raises(DecodeError):
+        codec.decode(data[:-2])

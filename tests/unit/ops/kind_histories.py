@@ -58,8 +58,8 @@ def per_item() -> Run:
 
 
 def buffered() -> Run:
-    """Two signals without an id come before approve starts: it takes the older one; the
-    other stays kept when the workflow ends."""
+    """Two signals without an id come before approve starts: the first is kept (and taken
+    when approve starts), the second discarded at once (one signal is kept per wait)."""
     return run([submit(AFTER_DRAFT), signal(T0 + 5, signal_id="", fields={"ok": True}),
                 signal(T0 + 6, signal_id="", fields={"ok": False}), ok("draft", at=T0 + 10)])
 

@@ -161,7 +161,7 @@ def test_the_kinds_rows_are_compared_once_they_are_read() -> None:
     assert want.to_json()["kinds"]["signals"]["14"]["status"] == "discarded"
 
 
-def test_signals_without_ids_are_taken_oldest_first() -> None:
+def test_a_second_signal_kept_for_a_wait_is_discarded() -> None:
     kinds = kind_rows_of(kind_histories.buffered())
     assert {seq: (s["status"], s["node"]) for seq, s in kinds.signals.items()} == {
-        3: ("consumed", "approve"), 4: ("received", "")}
+        3: ("consumed", "approve"), 4: ("discarded", "")}

@@ -47,7 +47,7 @@ def test_signals_for_items_and_discarded_ones_are_named() -> None:
     assert "approve[0]: waiting on signal approval" in notes
     assert "signal approval[1] received" in notes
     assert "approve[1]: took signal approval" in notes
-    assert "signal approval[0] discarded: wait approve is succeeded" in notes
+    assert "signal approval[0] discarded: wait approve has already succeeded" in notes
 
 
 def test_each_loop_step_names_its_tool() -> None:

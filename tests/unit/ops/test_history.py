@@ -121,7 +121,8 @@ def test_the_node_kinds_events_say_what_they_wait_for_and_decided() -> None:
     assert sent == ['approval id s1 {"ok":true}', 'approval[1] id early {"ok":true}',
                     'approval[0] id s0 {"ok":true}']
     assert rows[("SignalConsumed", "approve[1]")] == 'took approval[1] id early {"ok":true}'
-    assert rows[("SignalDiscarded", "")] == "approval[0] id late: wait approve is succeeded"
+    assert rows[("SignalDiscarded", "")] == (
+        "approval[0] id late: wait approve has already succeeded")
     assert rows[("SleepStarted", "pause")] == "until 1970-01-01T00:16:45.010Z (5 s)"
     assert rows[("ConditionEvaluated", "refund")] == "when: false (skipped)"
     assert rows[("ConditionEvaluated", "ship")] == "when: true"

@@ -8,6 +8,8 @@ import pytest
 
 from headwater.core.conditions import ConditionError, condition_refs, evaluate, parse_condition
 from headwater.core.refs import Ref
+from headwater.core.spec import parse_spec
+from headwater.errors import SpecError
 
 A, B = "${nodes.a.output}", "${input.b}"
 
@@ -35,6 +37,13 @@ VALUES: list[tuple[str, list[Any], bool]] = [
     (f"{A} == {A}", [{"x": [1]}], True),
     (f'{A} < "b"', ["a"], True),
     (f"not {A}", [[]], True),
+    ("true", [], True),
+    ("False", [], False),
+    (f"- -{A} == 2", [2], True),
+    (f"-{A} == -2", [2], True),
+    (f"{A} == -1", [-1], True),
+    (f"\uff54rue and {A}", [True], True),  # a full-width letter reads as its ASCII one
+    (f"{A} == '__when\uff3fref_'", ["__when\uff3fref_"], True),  # in a string: no name
 ]
 
 
@@ -62,6 +71,30 @@ REFUSED = [
     ("not " * 60 + A, "nested deeper than 50 levels"),
     ("-" * 1000 + A, "nested deeper than 50 levels"),
     ("[" * 60 + "]" * 60 + f" == {A}", "nested deeper than 50 levels"),
+    # -- a whole condition that can never be true or false ----------------------------
+    ("1", "gives 1 whatever the values, never true or false"),
+    ("'yes'", "gives 'yes' whatever the values"),
+    ("null", "gives null whatever the values"),
+    ("None", "gives null whatever the values"),
+    ("9" * 4095, "never true or false"),
+    (f"[{A}]", "gives a list whatever the values"),
+    (f"({A}, 1)", "gives a list whatever the values"),
+    ("-1", "gives a number or fails whatever the values"),
+    (f"-{A}", "gives a number or fails whatever the values"),
+    # -- unary minus on what is never a number ----------------------------------------
+    ("-'a' == 1", "unary minus needs a number, not 'a'"),
+    (f"-true == {A}", "unary minus needs a number, not true"),
+    (f"-null == {A}", "unary minus needs a number, not null"),
+    (f"-[1] == {A}", "unary minus needs a number, not a list"),
+    (f"-({A} == 1) == {B}", "unary minus needs a number, not a comparison"),
+    (f"-(not {A}) == {B}", "unary minus needs a number, not a 'not'"),
+    # -- the placeholder name, however it is spelled; text Python cannot read ---------
+    ("_\uff3fwhen_ref_0 == 1", "'__when_ref_' is reserved"),
+    (f"_\uff3fwhen_ref_0 == 1 and {A} == 1", "'__when_ref_' is reserved"),
+    ("_\uff3fwhen_ref_\u1369 == 1", "'__when_ref_' is reserved"),
+    (f"_\uff3fwhen_ref_\u1369 == 1 and {A} == 1", "'__when_ref_' is reserved"),
+    (f"_\uff3f\uff57hen\uff3fref_\u0661 == {A}", "'__when_ref_' is reserved"),
+    ("'\ud800' == 'x'", "not valid text: a lone surrogate (U+D800) at 1"),
 ]
 
 
@@ -103,3 +136,20 @@ def test_references_are_found_in_order_once_each() -> None:
 def test_a_long_chain_of_ands_is_checked_without_recursion() -> None:
     text = " and ".join([f"{A} == 1"] * 150)
     assert evaluate(parse_condition(text), [1]) is True
+
+
+@pytest.mark.parametrize(("when", "why"), [
+    ("1", "gives 1 whatever the values"),
+    ("-'a' == 1", "unary minus needs a number, not 'a'"),
+    ("_\uff3fwhen_ref_\u1369 == 1", "'__when_ref_' is reserved"),
+    ("'\ud800' == 'x'", "a lone surrogate"),
+], ids=["constant", "minus on a string", "placeholder alias", "lone surrogate"])
+def test_a_condition_that_can_never_work_is_a_spec_fault(when: str, why: str) -> None:
+    """What the gateway answers 422 and the coordinator fails at acceptance: a fault
+    naming the node, never another exception."""
+    doc = {"name": "p", "nodes": [{"id": "a", "task": "t.a"},
+                                  {"id": "b", "task": "t.b", "needs": ["a"], "when": when}]}
+    with pytest.raises(SpecError) as info:
+        parse_spec(doc)
+    [fault] = info.value.faults
+    assert fault.startswith("node 'b': when: ") and why in fault, fault

@@ -33,8 +33,9 @@ def state(expanded: bool = False) -> WorkflowState:
     return result.state
 
 
-def sig(name: str = "approval", fields: Any = None, index: Any = None) -> ev.SignalSent:
-    return ev.SignalSent(WF, name, T0, index, "s1", VALID if fields is None else fields)
+def sig(name: str = "approval", fields: Any = None, index: Any = None,
+        sid: str = "s1") -> ev.SignalSent:
+    return ev.SignalSent(WF, name, T0, index, sid, VALID if fields is None else fields)
 
 
 def without(key: str) -> dict[str, Any]:
@@ -81,6 +82,31 @@ FAULTS: list[tuple[str, ev.SignalSent, bool, str | None]] = [
      "index must be a non-negative integer, not -1"),
     ("boolean index", sig("review", {}, index=True), False,
      "index must be a non-negative integer, not True"),
+    # -- what PostgreSQL and the projection must be able to hold -----------------------
+    ("no signal id", sig(sid=""), False, None),
+    ("a signal id of 200 characters", sig(sid="x" * 200), False, None),
+    ("a signal id of letters of any script", sig(sid="mail-42 ✓ é"), False, None),
+    ("a signal id over 200 characters", sig(sid="x" * 100_000), False,
+     "signal_id must be at most 200 characters, not 100000"),
+    ("a signal id with U+0000", sig(sid="a\x00b"), False,
+     "signal_id must not contain control characters (U+0000 at 1)"),
+    ("a signal id with a newline", sig(sid="a\nb"), False,
+     "signal_id must not contain control characters (U+000A at 1)"),
+    ("a signal id with an escape", sig(sid="\x1b[31m"), False,
+     "signal_id must not contain control characters (U+001B at 0)"),
+    ("a signal id with a C1 control", sig(sid="a\x85"), False, "(U+0085 at 1)"),
+    ("a signal id with a lone surrogate", sig(sid="a\ud800"), False,
+     "signal_id must not contain a lone surrogate (U+D800 at 1)"),
+    ("a name with U+0000", sig("appr\x00oval"), False,
+     "signal name must not contain control characters (U+0000 at 4)"),
+    ("a field with U+0000", sig(fields={**VALID, "who": "a\x00"}), False,
+     "signal 'approval': fields.who: contains U+0000 (PostgreSQL cannot store it)"),
+    ("a field with U+0000 deep inside", sig(fields={**VALID, "meta": {"k": [1, {"x": "\x00"}]}}),
+     False, "fields.meta.k[1].x: contains U+0000"),
+    ("a field name with U+0000", sig(fields={**VALID, "a\x00": 1}), False,
+     "signal 'approval': fields: a key contains U+0000"),
+    ("a nested key with U+0000", sig(fields={**VALID, "extra": {"\x00": 1}}), False,
+     "fields.extra: a key contains U+0000"),
 ]
 
 
@@ -107,6 +133,14 @@ def test_no_fields_count_as_an_empty_object() -> None:
     assert fields_fault(declared, None, "s") is None
     assert fields_fault((SignalField("ok", "boolean"),), None, "s") == (
         "signal 's': missing required field 'ok'")
+
+
+def test_deeply_nested_fields_are_checked_without_recursion() -> None:
+    deep: Any = "\x00"
+    for _ in range(5000):
+        deep = [deep]
+    got = signal_fault(state(), sig(fields={**VALID, "extra": deep}))
+    assert got is not None and got.endswith("contains U+0000 (PostgreSQL cannot store it)")
 
 
 def test_signal_keys() -> None:

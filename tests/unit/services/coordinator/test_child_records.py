@@ -81,7 +81,8 @@ def test_cancelling_the_parent_cancels_its_running_child() -> None:
                         ev.CancelRequested("p", AT + 9, "user asked"))
     assert result.events[0].type == "TaskCancelled"
     assert _beside_history(_encode(result)) == [
-        (TOPICS.control, "p:c:1", ev.CancelRequested("p:c:1", AT + 9, "parent p: user asked"))]
+        (TOPICS.control, "p:c:1", ev.CancelRequested("p:c:1", AT + 9, "parent p: user asked",
+                                                     parent_id="p"))]
 
 
 def test_an_attempt_that_timed_out_cancels_its_child() -> None:
@@ -91,6 +92,7 @@ def test_an_attempt_that_timed_out_cancels_its_child() -> None:
     ((topic, key, record),) = _beside_history(_encode(result))
     assert (topic, key) == (TOPICS.control, "p:c:1")
     assert isinstance(record, ev.CancelRequested) and "timed out" in record.reason
+    assert record.parent_id == "p"  # only p's child takes it
 
 
 def _child(*inputs: ev.Input) -> Step:
@@ -115,7 +117,7 @@ def test_an_accepted_child_reports_its_parents_attempt_started() -> None:
      ev.TaskFailed("p", "c", None, 2, AT + 7,
                    "child workflow p:c:2 failed: x failed after 1 attempt: RuntimeError: boom",
                    CHILD_FAILED, retryable=True)),
-    (ev.CancelRequested("p:c:2", AT + 7, "parent p: user asked"),
+    (ev.CancelRequested("p:c:2", AT + 7, "parent p: user asked", parent_id="p"),
      ev.TaskFailed("p", "c", None, 2, AT + 7,
                    "child workflow p:c:2 was cancelled: parent p: user asked",
                    CHILD_CANCELLED, retryable=False)),
@@ -218,3 +220,27 @@ def test_cancelling_a_parent_cascades_to_its_child_and_grandchild() -> None:
         "p": "cancelled", "p:c:1": "cancelled", "p:c:1:g:1": "cancelled"}
     grandchild = states["p:c:1:g:1"]
     assert grandchild is not None and "parent p:c:1: parent p: user asked" in grandchild.error
+
+
+def test_every_cancel_a_parent_sends_its_child_names_the_parent() -> None:
+    """Cancels of the children of attempts that failed, timed out or were cancelled,
+    at every depth, carry ``parent_id``: the workflow id of the parent sending it."""
+    middle = {"name": "middle", "nodes": [
+        {"id": "g", "kind": "workflow", "workflow": KID, "input": "${input}"}]}
+    top = {"name": "top", "nodes": [
+        {"id": "c", "kind": "workflow", "workflow": middle, "input": "${input}"}]}
+    states: dict[str, WorkflowState | None] = {}
+    _drain(states, [Outgoing(TOPICS.submissions, b"p", codec.encode(
+        ev.WorkflowSubmitted("p", top, 1, AT, "tenant-a")))], lambda d: None)
+    cancelled = _encode(step(states["p"], ev.CancelRequested("p", AT + 50, "user asked")))
+    child = step(states["p:c:1"], ev.CancelRequested("p:c:1", AT + 50, "x", parent_id="p"))
+    sent = [r for _, _, r in _beside_history([*cancelled, *_encode(child)])
+            if isinstance(r, ev.CancelRequested)]
+    assert [(r.workflow_id, r.parent_id) for r in sent] == [("p:c:1", "p"),
+                                                             ("p:c:1:g:1", "p:c:1")]
+    _, timed_out = _parent(ev.TaskStarted("p", "c", None, 1, AT + 5, "p:c:1"),
+                           ev.TimerFired("p", "deadline:c:1", AT + 60_000))
+    _, failed = _parent(ev.TaskFailed("p", "c", None, 1, AT + 5, "no", CHILD_FAILED, True))
+    for result in (timed_out, failed):
+        (record,) = [r for _, _, r in _beside_history(_encode(result))]
+        assert isinstance(record, ev.CancelRequested) and record.parent_id == "p"

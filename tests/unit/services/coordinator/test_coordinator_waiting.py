@@ -111,3 +111,26 @@ async def test_a_crash_around_the_waiting_cancel_changes_nothing(
         cancel_landed = killed == "submission" or point != "coordinator.before_intent"
         check_cancelled(trial_bus, trial_table, dispatched=not cancel_landed
                         and order[0] is SUBMIT)
+
+
+SAMPLES: list[ev.Input] = [
+    ev.CancelRequested("wf-w", 10, "stop"),
+    ev.SignalSent("wf-w", "approval", 11, None, "s-1", {"approved": True}),
+    ev.SignalSent("wf-w", "review", 12, 3, "", None),
+    ev.TimerFired("wf-w", "retry:a:2", 13),
+    ev.TaskStarted("wf-w", "a", None, 1, 14, "w"),
+]
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=[type(e).__name__ for e in SAMPLES])
+def test_every_input_the_machine_defers_can_wait_in_the_table(event: ev.Input) -> None:
+    """An input ``step`` defers for a workflow not submitted yet is kept in the table
+    and read back whole; a signal that overtook its submission once could not be read
+    back, and every later input of its workflow was dead-lettered."""
+    from headwater.core.machine import step
+    from services.coordinator import waiting
+
+    if not step(None, event).deferred:
+        return  # changes nothing for an unknown workflow: never kept
+    inputs, applied = waiting.load(waiting.dump([event, event], {"control": 7}))
+    assert inputs == [event, event] and applied == {"control": 7}

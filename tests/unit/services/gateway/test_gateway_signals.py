@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -102,6 +103,27 @@ def test_a_signal_no_wait_takes_is_400_naming_the_fault(gw: Gateway, url: str,
     assert producer.sent == [], "nothing produced"
 
 
+@pytest.mark.parametrize(("signal_id", "fault"), [
+    ("a\nb", "signal_id must not contain control characters (U+000A at 1)"),
+    ("\x1b[2Jgone", "signal_id must not contain control characters (U+001B at 0)"),
+    ("del\x7f", "signal_id must not contain control characters (U+007F at 3)"),
+    ("c1\x9b", "signal_id must not contain control characters (U+009B at 2)"),
+], ids=["newline", "escape", "delete", "C1 control"])
+def test_a_signal_id_with_control_characters_is_400(gw: Gateway, signal_id: str,
+                                                    fault: str) -> None:
+    """The check the coordinator dead-letters by (``signals.signal_fault``): ids that
+    PostgreSQL, the logs and a terminal cannot show as sent. U+0000 is a 422, as in
+    every body (``test_a_malformed_body_is_422``); over 200 characters too."""
+    producer = connected(gw)
+    doc = assert_problem(gw.client.post(URL, json={"fields": {"approved": True},
+                                                   "signal_id": signal_id}),
+                         400, "Invalid signal")
+    assert doc["detail"] == fault and doc["errors"] == [fault]
+    assert producer.sent == []
+    assert gw.client.post(URL, json={"fields": {"approved": True},
+                                     "signal_id": "mail 42 ✓"}).status_code == 202
+
+
 class ExpandedPool(FakePool):
     """A projection whose ``nodes`` rows say wait ``review`` expanded to 3 items."""
 
@@ -136,12 +158,29 @@ def test_unknown_workflow_is_404(gw: Gateway) -> None:
     assert producer.sent == []
 
 
+@dataclass
+class RecordedPool(FakePool):
+    """A projection whose ``signals`` rows hold the signal ids in ``recorded``."""
+
+    recorded: set[str] = field(default_factory=set)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        if sql.startswith("select 1 from signals"):
+            await self._enter()
+            return 1 if args[1] in self.recorded else None
+        return await super().fetchval(sql, *args)
+
+
 @pytest.mark.parametrize("status", [s for s in WorkflowStatus if s.terminal])
 def test_an_ended_workflow_is_409(gw: Gateway, status: WorkflowStatus) -> None:
-    producer = connected(gw, status)
+    producer = FakeProducer()
+    gw.connect(RecordedPool(rows=pool_with(status).rows, recorded={"s-old"}), producer)
     doc = assert_problem(gw.client.post(URL, json={"fields": {"approved": True}}), 409)
     assert doc["status_now"] == status and "has already ended" in doc["detail"]
     assert producer.sent == []
+    again = gw.client.post(URL, json={"fields": {"approved": True}, "signal_id": "s-old"})
+    assert again.status_code == 202, "a recorded signal sent again is answered as accepted"
+    assert producer.sent == [], "... and not sent again"
 
 
 @pytest.mark.parametrize(("content", "fault"), [
