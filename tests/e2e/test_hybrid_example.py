@@ -31,12 +31,14 @@ MAX_STEPS = 6
 
 @pytest.fixture(scope="module")
 def hybrid_worker(stack: Stack) -> Iterator[localstack.Service]:
-    """A worker for the example's queue in the session's sandbox."""
+    """A worker for the example's queue in the session's sandbox, stopped and taken off
+    its list of processes afterwards (later tests count the stack's workers)."""
     service = localstack.Service("worker-hybrid-1", (
         sys.executable, "-m", "services.worker", "--queue", QUEUE, "--tasks", TASKS_MODULE))
     stack.start(service)
     yield service
     stack.stop(service)
+    stack.services.remove(service)
 
 
 def bodies(records: list[ev.HistoryEvent], body: type) -> list[Any]:
