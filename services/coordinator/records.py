@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
-from headwater.core.machine.child import CHILD_CANCELLED, CHILD_FAILED
+from headwater.core.machine.child import report_to_parent
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 
@@ -110,7 +110,7 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
                          codec.encode(body), wid)]
     if isinstance(body, ev.TaskCancelled):
         return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
-    report = _to_parent(body, state)
+    report = report_to_parent(body, state)
     if report is None:
         return []
     return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
@@ -148,28 +148,6 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
                                     parent_id=body.workflow_id)
         topic = topics.control
     return Outgoing(topic, cid.encode(), codec.encode(record), body.workflow_id)
-
-
-def _to_parent(body: ev.Body, state: WorkflowState | None,
-               ) -> ev.TaskStarted | ev.TaskSucceeded | ev.TaskFailed | None:
-    """A child workflow's report to the parent attempt that started it: started once
-    linked, and its end (cancelled: not retryable, someone meant it)."""
-    if isinstance(body, ev.ParentLinked):
-        return ev.TaskStarted(body.parent_id, body.node, body.index, body.attempt, body.at_ms,
-                              worker=body.workflow_id)
-    parent = state.parent if state is not None else None
-    if parent is None or not isinstance(body, ev.TERMINAL_BODIES):
-        return None
-    where = (parent["workflow_id"], parent["node"], parent["index"], parent["attempt"],
-             body.at_ms)
-    if isinstance(body, ev.WorkflowSucceeded):
-        return ev.TaskSucceeded(*where, output=body.output)
-    if isinstance(body, ev.WorkflowFailed):
-        return ev.TaskFailed(*where, f"child workflow {body.workflow_id} failed: {body.error}",
-                             CHILD_FAILED, retryable=True)
-    reason = body.reason or "cancel requested"
-    return ev.TaskFailed(*where, f"child workflow {body.workflow_id} was cancelled: {reason}",
-                         CHILD_CANCELLED, retryable=False)
 
 
 def misplaced(topic: str, partition: int, workflow_id: str, home: int) -> str:

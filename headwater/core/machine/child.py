@@ -23,6 +23,7 @@ from headwater.core.machine import map as map_kind
 from headwater.core.machine import task as task_kind
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeSpec
+from headwater.core.state import WorkflowState
 
 CHILD_FAILED = "ChildWorkflowFailed"
 """The error type of a child attempt whose child failed (retryable)."""
@@ -46,3 +47,27 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """A child failed for good (its last attempt's child failed, was cancelled or timed
     out): the node fails, or (with ``over`` and ``continue_on_error``) goes on."""
     (map_kind if spec.fans_out else task_kind).attempt_failed(rec, spec, report)
+
+
+def report_to_parent(body: ev.Body, state: WorkflowState | None,
+                     ) -> ev.TaskStarted | ev.TaskSucceeded | ev.TaskFailed | None:
+    """A child workflow's report to the parent attempt that started it, for an event of
+    the child's history: started once linked (``ParentLinked``), and its end (failed:
+    retryable; cancelled: not, someone meant it). None for any other event, and for a
+    workflow that is no child. The coordinator sends it on ``reports``."""
+    if isinstance(body, ev.ParentLinked):
+        return ev.TaskStarted(body.parent_id, body.node, body.index, body.attempt, body.at_ms,
+                              worker=body.workflow_id)
+    parent = state.parent if state is not None else None
+    if parent is None or not isinstance(body, ev.TERMINAL_BODIES):
+        return None
+    where = (parent["workflow_id"], parent["node"], parent["index"], parent["attempt"],
+             body.at_ms)
+    if isinstance(body, ev.WorkflowSucceeded):
+        return ev.TaskSucceeded(*where, output=body.output)
+    if isinstance(body, ev.WorkflowFailed):
+        return ev.TaskFailed(*where, f"child workflow {body.workflow_id} failed: {body.error}",
+                             CHILD_FAILED, retryable=True)
+    reason = body.reason or "cancel requested"
+    return ev.TaskFailed(*where, f"child workflow {body.workflow_id} was cancelled: {reason}",
+                         CHILD_CANCELLED, retryable=False)
