@@ -23,8 +23,11 @@ from test_kafka_submission import wait_status
 from test_leases import reports_of
 
 from headwater.core import events as ev
+from headwater.core.ids import dispatch_id
+from headwater.topics import DEFAULT_PARTITIONS
 from ops import localstack
 from ops.sandbox import free_port
+from services.common.partitioning import partition_for
 from tests.waiting import scaled, wait_until_async
 
 
@@ -35,6 +38,17 @@ async def eventually(check: Callable[[], Awaitable[object]], what: str,
     began = time.monotonic()
     await wait_until_async(check, timeout_s, what)
     return time.monotonic() - began
+
+
+def _same_partition_id() -> str:
+    """A workflow id whose two map items' dispatches (keyed by dispatch id) land on one
+    partition of the queue's topic, so that one worker holds both."""
+    while True:
+        wid = f"drain-{uuid.uuid4().hex[:8]}"
+        a, b = (partition_for(dispatch_id(wid, "m", i, 1).encode(), DEFAULT_PARTITIONS)
+                for i in (0, 1))
+        if a == b:
+            return wid
 
 
 async def exited(pid: int) -> bool:
@@ -59,7 +73,7 @@ async def test_a_stopping_worker_finishes_its_attempt_and_hands_over_the_rest(
         spec = {"name": "drain", "nodes": [{
             "id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.drain_sleep",
             "queue": "drain", "input": {"seconds": "${item}"}}]}
-        workflow_id = f"drain-{uuid.uuid4().hex[:8]}"
+        workflow_id = _same_partition_id()
         async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
             response = await client.post("/v1/workflows", json={
                 "id": workflow_id, "workflow": spec, "input": {"items": [3, 3]}})
