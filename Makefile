@@ -45,6 +45,7 @@ down: install
 ## real broker and database. A lint failure fails `make test`.
 test: install lint
 	bash infra/stack.sh up
+	bash infra/browser.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 ## Benchmarks against raw Kafka on the local stack (under 10 minutes):

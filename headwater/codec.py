@@ -257,20 +257,28 @@ def _require_shallow(doc: dict[str, Any], data: bytes | None, names: tuple[str, 
 def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
     """Decode a JSON ``WorkflowSubmitted`` (``content-type: application/json``).
 
-    The document is ``{"workflow_id", "spec", "input"?, "tenant"?, "at_ms"}``.
+    The document is ``{"workflow_id", "spec", "input"?, "tenant"?, "at_ms",
+    "definition"?, "definition_version"?}``, the fields of the Avro record.
 
     Raises:
-        DecodeError: not JSON, fields missing or of the wrong type, or a ``spec`` or
-            ``input`` nested deeper than ``MAX_JSON_DEPTH``.
+        DecodeError: not JSON, fields missing or of the wrong type (``definition`` a
+            string, ``definition_version`` an integer from 1 to 2**31 - 1), or a
+            ``spec`` or ``input`` nested deeper than ``MAX_JSON_DEPTH``.
     """
     doc, wid, at_ms = _json_document(data, "submission")
-    tenant = doc.get("tenant")
+    tenant, definition = doc.get("tenant"), doc.get("definition")
+    version = doc.get("definition_version")
     if tenant is not None and not isinstance(tenant, str):
         raise DecodeError("tenant: must be a string")
+    if definition is not None and not isinstance(definition, str):
+        raise DecodeError("definition: must be a string")
+    if version is not None and (type(version) is not int or not 1 <= version < 2**31):
+        raise DecodeError("definition_version: must be null or an integer from 1 to 2**31 - 1")
     if "spec" not in doc:
         raise DecodeError("spec: required")
     _require_shallow(doc, data, ("spec", "input"))
-    return ev.WorkflowSubmitted(wid, doc["spec"], doc.get("input"), at_ms, tenant)
+    return ev.WorkflowSubmitted(wid, doc["spec"], doc.get("input"), at_ms, tenant,
+                                definition=definition, definition_version=version)
 
 
 def decode_json_signal(data: bytes | None) -> ev.SignalSent:

@@ -53,3 +53,123 @@ class AttemptCancelled(HeadwaterError):
     Its outcome is no longer wanted (none is reported for a cancelled attempt), so task
     code should let it propagate; catching it only delays freeing the worker's slot.
     """
+
+
+class HeadwaterHTTPError(HeadwaterError):
+    """Raised by ``headwater.client`` when the gateway answers an error: its problem
+    document (RFC 9457, ``application/problem+json``) mapped to a subclass by status.
+
+    Attributes:
+        status: the HTTP status code.
+        type: the problem's ``type`` (``about:blank`` for the gateway's own).
+        title: the problem's ``title`` (the same for every problem of its kind).
+        detail: the problem's ``detail`` (what went wrong this time), or "".
+        body: the whole problem document (extension members such as ``errors``), or
+            ``{}`` when the answer was not JSON.
+    """
+
+    def __init__(self, status: int, type: str = "about:blank", title: str = "",
+                 detail: str = "", body: dict[str, object] | None = None) -> None:
+        super().__init__(f"{status} {title}: {detail}" if detail else f"{status} {title}")
+        self.status, self.type, self.title, self.detail = status, type, title, detail
+        self.body = body or {}
+
+
+class BadRequest(HeadwaterHTTPError):
+    """400: a malformed header, cursor or query, or a signal no wait takes."""
+
+
+class NotFound(HeadwaterHTTPError):
+    """404: no such workflow or definition."""
+
+
+class Conflict(HeadwaterHTTPError):
+    """409: the id is taken by another body, or the workflow has already ended."""
+
+
+class Gone(HeadwaterHTTPError):
+    """410: the definition was deleted (no new runs)."""
+
+
+class Unprocessable(HeadwaterHTTPError):
+    """422: an invalid body or query; ``body["errors"]`` names every fault."""
+
+
+class TooManyRequests(HeadwaterHTTPError):
+    """429: a queue is full.
+
+    Attributes:
+        retry_after: the seconds the gateway asks to wait (``Retry-After``), or None.
+    """
+
+    def __init__(self, status: int, type: str = "about:blank", title: str = "",
+                 detail: str = "", body: dict[str, object] | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(status, type, title, detail, body)
+        self.retry_after = retry_after
+
+
+class Unavailable(HeadwaterHTTPError):
+    """503: Kafka or PostgreSQL unavailable, the gateway still connecting or stopping
+    (raised once the client's retries are spent)."""
+
+
+class GatewayUnreachable(HeadwaterError, ConnectionError):
+    """Raised by ``headwater.client`` when no connection to the gateway could be made (or
+    kept) within its retries; the transport's error is chained."""
+
+
+class WorkflowFailed(HeadwaterError):
+    """Raised by ``headwater.client`` (``result``, ``run``) for a run that failed.
+
+    Attributes:
+        workflow_id: the run.
+        error: its error, as ``GET /v1/workflows/{id}`` shows it.
+    """
+
+    def __init__(self, workflow_id: str, error: str) -> None:
+        super().__init__(f"workflow {workflow_id} failed: {error}")
+        self.workflow_id, self.error = workflow_id, error
+
+
+class WorkflowCancelled(HeadwaterError):
+    """Raised by ``headwater.client`` (``result``, ``run``) for a run that was cancelled.
+
+    Attributes:
+        workflow_id: the run.
+        reason: the cancel's reason (its ``error``), or "".
+    """
+
+    def __init__(self, workflow_id: str, reason: str = "") -> None:
+        super().__init__(f"workflow {workflow_id} was cancelled" + (f": {reason}" if reason
+                                                                     else ""))
+        self.workflow_id, self.reason = workflow_id, reason
+
+
+class ResultTimeout(HeadwaterError, TimeoutError):
+    """Raised by ``headwater.client`` ``result`` when the run has not ended within its
+    ``timeout`` (the run goes on).
+
+    Attributes:
+        workflow_id: the run.
+    """
+
+    def __init__(self, workflow_id: str, timeout_s: float) -> None:
+        super().__init__(f"workflow {workflow_id} has not ended within {timeout_s:g} s")
+        self.workflow_id = workflow_id
+
+
+class CallFailed(NonRetryableError):
+    """Raised by ``TaskContext.call`` (and its kin) when a child run ended other than
+    succeeded. Not retried: another attempt finds the same child (its id does not
+    depend on the attempt), which has ended the same way.
+
+    Attributes:
+        workflow_id: the child run.
+        status: how it ended (``failed`` or ``cancelled``).
+        error: its error or the cancel's reason.
+    """
+
+    def __init__(self, workflow_id: str, status: str, error: str) -> None:
+        super().__init__(f"child run {workflow_id} {status}: {error}")
+        self.workflow_id, self.status, self.error = workflow_id, status, error

@@ -18,22 +18,35 @@ failure, a timeout or a lost worker) reads it back as ``ctx.last_checkpoint``. A
 attempt stops: ``async`` functions are cancelled where they await; sync ones cannot be
 interrupted, so ``ctx.stop_requested`` turns true and the next ``ctx`` call raises
 ``AttemptCancelled``.
+
+Task code runs other workflows with ``ctx.call(name, input)`` and
+``ctx.call_parallel([(name, input), ...])`` (sync task code: they block the task's
+thread) or ``await ctx.acall(...)`` / ``await ctx.acall_parallel(...)`` (async task
+code): each child is a run of a stored definition, its id derived from the task, not the
+attempt, so a retried attempt finds its children rather than starting them again
+(``headwater.client_calls``).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import orjson
 
 from headwater.core.ids import QUEUE_PATTERN, dispatch_id
 from headwater.errors import AttemptCancelled, TaskRegistrationError
 
+if TYPE_CHECKING:
+    from headwater.client_calls import Calls
+
 F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
+"""Where ``ctx.call`` submits outside a worker (a worker passes its
+``HEADWATER_GATEWAY_URL``)."""
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
 
 
@@ -120,13 +133,16 @@ class TaskContext:
     """
 
     def __init__(self, info: AttemptInfo, sink: ProgressSink | None = None, *,
-                 last_checkpoint: Any = None, runtime: AttemptRuntime | None = None) -> None:
+                 last_checkpoint: Any = None, runtime: AttemptRuntime | None = None,
+                 gateway_url: str | None = None) -> None:
         """Args:
             info: the attempt.
             sink: where ``progress`` goes (the worker's reporter), or None.
             last_checkpoint: what an earlier attempt saved, or None.
             runtime: the worker's side of the attempt (stop requests, checkpoints,
                 heartbeats), or None outside a worker.
+            gateway_url: the gateway ``call`` submits child runs to (None:
+                ``DEFAULT_GATEWAY_URL``).
         """
         self.workflow_id = info.workflow_id
         self.node = info.node
@@ -136,6 +152,8 @@ class TaskContext:
         self._sink = sink
         self._last_checkpoint = last_checkpoint
         self._runtime = runtime
+        self._gateway_url = gateway_url or DEFAULT_GATEWAY_URL
+        self._calls: Calls | None = None
 
     @property
     def last_checkpoint(self) -> Any:
@@ -205,6 +223,56 @@ class TaskContext:
             return self._runtime.checkpoint(state)
         checkpoint_json(state)  # outside a worker (e.g. a unit test of task code)
         return AlreadyDone()
+
+    def call(self, definition: str, input: Any = None) -> Any:
+        """Run a stored definition as a child run and return its output; blocks (for sync
+        task code: from ``async`` code, ``await ctx.acall``).
+
+        The child's id is ``<workflow_id>:<node>[.<index>]:call.<n>`` (``n``: the
+        attempt's calls so far), the same in every attempt, so a retried attempt that
+        calls in the same order finds the child it had started (see
+        ``headwater.client_calls``).
+
+        Args:
+            definition: ``name`` or ``name@3``.
+            input: the child's input (JSON).
+
+        Raises:
+            CallFailed: the child failed or was cancelled (not retried).
+            HeadwaterHTTPError: the gateway refused it (404 unknown definition, 422 an
+                input its schema refuses, 409 the id taken by another input).
+            AttemptCancelled: the attempt must stop while it waits.
+            RuntimeError: called on a running event loop.
+        """
+        return self.call_parallel([(definition, input)])[0]
+
+    def call_parallel(self, calls: Sequence[tuple[str, Any]]) -> list[Any]:
+        """Run several child runs at once (``(definition, input)`` each, all submitted
+        before any is waited for) and return their outputs in the order given; blocks.
+
+        Raises:
+            CallFailed: a child failed or was cancelled (the first in order).
+            HeadwaterHTTPError, AttemptCancelled, RuntimeError: as ``call``.
+        """
+        return self._children().run(calls)
+
+    async def acall(self, definition: str, input: Any = None) -> Any:
+        """``call`` for ``async`` task code."""
+        return (await self.acall_parallel([(definition, input)]))[0]
+
+    async def acall_parallel(self, calls: Sequence[tuple[str, Any]]) -> list[Any]:
+        """``call_parallel`` for ``async`` task code (a cancelled attempt is cancelled
+        where it awaits)."""
+        return await self._children().arun(calls)
+
+    def _children(self) -> Calls:
+        """The attempt's child runs (the client is imported on first use only)."""
+        if self._calls is None:
+            from headwater.client_calls import Calls
+
+            self._calls = Calls(self.workflow_id, self.node, self.index, self._gateway_url,
+                                self._raise_if_stopped)
+        return self._calls
 
     def _raise_if_stopped(self) -> None:
         reason = self._runtime.stop_reason if self._runtime is not None else None

@@ -59,6 +59,19 @@ class Topics:
         """Undecodable records: the original bytes and a ``reason`` header."""
         return f"{self.prefix}.dlq"
 
+    @property
+    def workers(self) -> str:
+        """``WorkerAnnounced`` records keyed by worker id (compacted, 1 partition): each
+        worker at start, every few seconds, and stopping (then a tombstone)."""
+        return f"{self.prefix}.workers"
+
+    @property
+    def definitions(self) -> str:
+        """The definitions registry (compacted, 1 partition): ``DefinitionStored`` keyed
+        ``name@version`` and ``DefinitionHead`` keyed ``name``
+        (``headwater.core.definitions``)."""
+        return f"{self.prefix}.definitions"
+
     def tasks(self, queue: str) -> str:
         """Dispatches for the worker pool ``queue`` (one consumer group per queue)."""
         return f"{self.prefix}.tasks.{queue}"

@@ -6,7 +6,10 @@ The projection (``services/projector/writer.py``) keeps one ``workflows`` row,
 the columns that must agree with the state machine's view:
 
 - ``workflows``: ``status``, ``seq``, ``output`` (of a succeeded workflow), ``error``
-  (a failure's error, a cancellation's reason);
+  (a failure's error, a cancellation's reason), and ``definition`` (``{"name",
+  "version"}`` of ``definition`` and ``definition_version``) of a run resolved from a
+  registered definition (none for an inline spec, so rows read without those columns
+  compare as before);
 - ``nodes``: ``status``, ``total`` (a map's size) and ``error`` of every node that has a
   dispatch, a ``MapExpanded`` or a ``NodeFinished`` (a node with none of them, still
   pending, has no row);
@@ -77,7 +80,8 @@ class ProjectionRows:
     """The compared columns of one workflow's rows.
 
     Attributes:
-        workflow: ``{"status", "seq", "output", "error"}``, or None without a row.
+        workflow: ``{"status", "seq", "output", "error"}`` and ``"definition"`` when
+            the row names one, or None without a row.
         nodes: node id -> ``{"status", "total", "error"}``.
         tasks: task key -> ``{"status", "attempt"}``.
         events: seq -> event type.
@@ -127,6 +131,9 @@ def expected_rows(state: WorkflowState | None,
         "output": state.output if state.status is WorkflowStatus.SUCCEEDED else None,
         "error": state.error,
     }
+    if state.definition is not None:
+        rows.workflow["definition"] = {"name": state.definition,
+                                       "version": state.definition_version}
     next_attempt: dict[str, int] = {}
     mentioned: set[str] = set()
     for e in events:

@@ -1,12 +1,15 @@
 """The local development stack: Kafka and PostgreSQL (``infra/``) plus the Headwater
 processes, started in the background with pid files and stopped by pid.
 
-State lives under ``HEADWATER_HOME`` (default ``<repo>/.headwater``): ``run/<name>.pid``
-and ``logs/<name>.log``.
+State lives under ``HEADWATER_HOME`` (default ``<repo>/.headwater``): ``run/<name>.pid``,
+``run/<name>.launch.json`` (how it was last started), ``logs/<name>.log``, and
+``stack.json``, the workers the stack remembers (``ops.stackstate``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import signal
@@ -17,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_TASKS = "examples.stdlib_search.tasks"
+
+
 def home() -> Path:
     """``HEADWATER_HOME`` or ``<repo>/.headwater``."""
     return Path(os.environ.get("HEADWATER_HOME", REPO / ".headwater"))
@@ -64,12 +67,32 @@ def default_services(tasks: Sequence[str] = (EXAMPLE_TASKS,), workers: int = 1,
                      queue: str = "cpu") -> list[Service]:
     """Coordinator, gateway and ``workers`` workers of ``queue`` importing ``tasks``."""
     py = sys.executable
+    return [Service("coordinator", (py, "-m", "services.coordinator")),
+            Service("gateway", (py, "-m", "services.gateway")),
+            *worker_services(queue, tasks, workers)]
+
+
+def worker_services(queue: str, tasks: Sequence[str], count: int = 1) -> list[Service]:
+    """``worker-<queue>-1`` to ``worker-<queue>-<count>``, each importing ``tasks``."""
     task_args = tuple(arg for module in tasks for arg in ("--tasks", module))
-    services = [Service("coordinator", (py, "-m", "services.coordinator")),
-                Service("gateway", (py, "-m", "services.gateway"))]
-    services += [Service(f"worker-{queue}-{i}", (py, "-m", "services.worker", "--queue", queue,
-                                                  *task_args)) for i in range(1, workers + 1)]
-    return services
+    return [Service(f"worker-{queue}-{i}", (sys.executable, "-m", "services.worker",
+                                             "--queue", queue, *task_args))
+            for i in range(1, count + 1)]
+
+
+def worker_of(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """``(queue, task modules)`` of a ``python -m services.worker`` command line, or None
+    for any other process (``--queue Q`` and ``--tasks M`` only; a worker that takes them
+    from ``HEADWATER_QUEUE``/``HEADWATER_TASKS`` shows as queue ``""``)."""
+    if list(argv[1:3]) != ["-m", "services.worker"]:
+        return None
+    queue, tasks = "", []
+    for flag, value in itertools.pairwise(argv[3:]):
+        if flag == "--queue":
+            queue = value
+        elif flag == "--tasks":
+            tasks.append(value)
+    return queue, tasks
 
 
 def infra(command: str) -> None:
@@ -118,6 +141,10 @@ STOP_TIMEOUT_S = 45.0
 stopped."""
 
 
+KILL_WAIT_S = 5.0
+"""How long ``stop_all`` waits for killed processes to be gone, seconds."""
+
+
 def stop(service: Service, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM the pid in the pid file, SIGKILL after ``timeout_s``; True if it was running."""
     pid = read_pid(service.pid_file)
@@ -160,18 +187,75 @@ def stopped_services() -> list[str]:
             if read_pid(path) is None]
 
 
-def wait_ready(url: str, timeout_s: float = 90.0, pids: Sequence[int] = ()) -> None:
+def stop_all(services: Sequence[Service], timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
+    """SIGTERM every running one of ``services`` at once, wait up to ``timeout_s`` for all
+    of them (a worker drains meanwhile), then SIGKILL those left.
+
+    Returns:
+        The names of those that were running, in the order given.
+    """
+    pids: dict[str, int] = {}
+    for service in services:
+        pid = read_pid(service.pid_file)
+        service.pid_file.unlink(missing_ok=True)
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        pids[service.name] = pid
+    deadline = time.monotonic() + timeout_s
+    while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids.values():
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # SIGKILL is delivered asynchronously
+    return list(pids)
+
+
+def log_tail(name: str, lines: int = 8) -> str:
+    """The last ``lines`` lines of process ``name``'s log (its error text when it died at
+    start), or ``""`` when it has none. Reads at most the last 64 KiB."""
+    path = Service(name, ()).log_file
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def wait_ready(url: str, timeout_s: float = 90.0,
+               pids: Sequence[int] | Mapping[str, int] = ()) -> None:
     """Poll ``url`` (the gateway's ``/ready``) until 200.
+
+    Args:
+        url: the readiness URL.
+        timeout_s: how long to wait, seconds.
+        pids: processes that must stay alive meanwhile; given as ``{name: pid}``, the
+            error names the process and quotes the tail of its log.
 
     Raises:
         TimeoutError: not ready within ``timeout_s``.
         RuntimeError: one of ``pids`` exited meanwhile.
     """
+    import httpx  # here: the command line's fast commands import this module
+
+    labelled = isinstance(pids, Mapping)
+    named = dict(pids) if isinstance(pids, Mapping) else {f"process {p}": p for p in pids}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for pid in pids:
+        for name, pid in named.items():
             if not alive(pid):
-                raise RuntimeError(f"process {pid} exited; see {home() / 'logs'}")
+                if labelled:
+                    raise RuntimeError(f"{name} (pid {pid}) exited:\n{log_tail(name)}")
+                raise RuntimeError(f"{name} exited; see {home() / 'logs'}")
         try:
             if httpx.get(url, timeout=2).status_code == 200:
                 return
@@ -179,3 +263,63 @@ def wait_ready(url: str, timeout_s: float = 90.0, pids: Sequence[int] = ()) -> N
             pass
         time.sleep(0.3)
     raise TimeoutError(f"{url} not ready after {timeout_s} s")
+
+
+IMPORT_CHECK = """\
+import importlib, importlib.util, sys
+main, *tasks = sys.argv[1:]
+spec = importlib.util.find_spec(main)
+if spec is None:
+    sys.exit(f"ModuleNotFoundError: No module named {main!r}")
+if spec.submodule_search_locations is not None:
+    importlib.import_module(main + ".__main__")
+for module in tasks:
+    importlib.import_module(module)
+"""
+"""What ``preflight`` runs: imports a ``python -m`` process's module (a package's
+``__main__``, whose ``main()`` runs only as a script) and a worker's task modules."""
+PREFLIGHT_TIMEOUT_S = 120.0
+"""How long ``preflight`` waits for its imports, seconds (the coordinator imports faust:
+seconds on a busy two-core machine)."""
+
+
+def preflight(launches: Sequence[tuple[Service, Mapping[str, str]]],
+              timeout_s: float = PREFLIGHT_TIMEOUT_S) -> dict[str, str]:
+    """Check, before stopping anything, that each process would get past its imports: in
+    a fresh interpreter per distinct command line (run at once, in parallel) with the
+    process's environment and directory, import its ``-m`` module and, for a worker, its
+    ``--tasks`` modules. Processes not started with ``-m`` are not checked.
+
+    Args:
+        launches: ``(service, extra environment)`` as ``start`` takes them.
+        timeout_s: how long to wait for all the checks, seconds.
+
+    Returns:
+        ``{name: error text}`` for each process that would fail (the last lines of the
+        check's traceback); empty when all pass.
+    """
+    groups: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[str]] = {}
+    for service, env in launches:
+        worker = worker_of(service.argv)
+        if len(service.argv) < 3 or service.argv[1] != "-m":
+            continue
+        argv = (service.argv[0], "-c", IMPORT_CHECK, service.argv[2],
+                *(worker[1] if worker else ()))
+        groups.setdefault((argv, tuple(sorted(env.items()))), []).append(service.name)
+    procs = {key: subprocess.Popen(key[0], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   cwd=REPO, env={**os.environ, **dict(key[1])})
+             for key in groups}
+    deadline = time.monotonic() + timeout_s
+    failures: dict[str, str] = {}
+    for key, proc in procs.items():
+        try:
+            _, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            err = f"its imports took over {timeout_s:.0f} s".encode()
+        if proc.returncode != 0:
+            text = "\n".join(err.decode(errors="replace").strip().splitlines()[-8:])
+            failures.update(dict.fromkeys(groups[key], text or f"exit {proc.returncode}"))
+    return failures

@@ -17,8 +17,11 @@ workflow with none of them waits forever; so does one with
   the grace after the dispatch, or a child that ended more than the grace ago without
   the parent hearing (the attempt's deadline, if it has one, may still fail it).
 
-An attempt queued where no worker listens is pending by this definition: a worker may
-still come. A cancellation can always end a stuck workflow.
+An attempt queued where no worker listens is pending by this definition (a worker may
+still come), but it is listed too when the workers' announcements are given
+(``serving``): a task or map attempt dispatched on a queue without a live worker, or
+whose live workers do not serve its task (``unserved``). A cancellation can always end
+a stuck workflow.
 """
 
 from __future__ import annotations
@@ -93,6 +96,30 @@ def is_stuck(state: WorkflowState, now_ms: int | None = None, seen: Seen | None 
         return "every node finished but the workflow did not"
     return (f"no attempt queued or running, no timer and no wait, with nodes unfinished: "
             f"{', '.join(open_nodes)}")
+
+
+def unserved(state: WorkflowState, serving: Mapping[str, set[str]]) -> str | None:
+    """A task or map attempt dispatched (not started) on a queue that no live worker
+    serves its task on, or None.
+
+    Args:
+        state: a workflow's state.
+        serving: queue -> the tasks its live workers serve (the workers topic).
+    """
+    if state.status.terminal:
+        return None
+    kinds = (NodeKind.TASK, NodeKind.MAP)
+    for key, t in state.tasks.items():
+        node = state.spec.node(t.node) if t.node in state.nodes else None
+        if t.status is not TaskStatus.DISPATCHED or node is None or node.kind not in kinds:
+            continue
+        if node.queue not in serving:
+            return (f"task {key}/{t.attempt} waits on queue {node.queue}, which has no live "
+                    "worker")
+        if node.task not in serving[node.queue]:
+            return (f"task {key}/{t.attempt} waits on queue {node.queue}, whose live workers "
+                    f"do not serve task {node.task}")
+    return None
 
 
 def _sleep_stuck(state: WorkflowState, now_ms: int | None, grace_ms: int) -> str | None:
@@ -175,7 +202,8 @@ class Scan:
 
 
 def scan(histories: Mapping[str, Sequence[Recorded]], now_ms: int,
-         older_than_ms: int = 0, grace_ms: int = GRACE_MS) -> Scan:
+         older_than_ms: int = 0, grace_ms: int = GRACE_MS,
+         serving: Mapping[str, set[str]] | None = None) -> Scan:
     """Fold every workflow's history and collect the stuck ones.
 
     Args:
@@ -184,6 +212,8 @@ def scan(histories: Mapping[str, Sequence[Recorded]], now_ms: int,
         older_than_ms: skip running workflows whose last event is younger than this, ms
             (their next event may be on its way).
         grace_ms: how late a sleep's wake-up or a child workflow may be, ms (``is_stuck``).
+        serving: queue -> the tasks its live workers serve; given, attempts waiting on
+            a queue that cannot take them are stuck too (``unserved``).
 
     Returns:
         The stuck workflows (by id), and the histories that could not be judged.
@@ -199,6 +229,8 @@ def scan(histories: Mapping[str, Sequence[Recorded]], now_ms: int,
             found.recent += 1
             continue
         reason = is_stuck(state, now_ms, seen, grace_ms)
+        if reason is None and serving is not None:
+            reason = unserved(state, serving)
         if reason is not None:
             found.stuck.append(Stuck(workflow_id, state.name, state.seq,
                                      state.updated_at_ms, reason))

@@ -35,13 +35,20 @@ __all__ = ["ChildSubmitted", "ConditionEvaluated", "LoopStepDecided", "ParentLin
 
 @dataclass(frozen=True)
 class WorkflowSubmitted:
-    """A request to run a workflow (gateway or any producer)."""
+    """A request to run a workflow (gateway or any producer).
+
+    ``spec`` is always the full document. ``definition`` and ``definition_version`` name
+    the registered definition it was resolved from (the gateway resolves it; the
+    coordinator never looks one up); None for an inline spec.
+    """
 
     workflow_id: str
     spec: Any
     input: Any
     at_ms: int
     tenant: str | None = None
+    definition: str | None = None
+    definition_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -199,13 +206,17 @@ Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | Tim
 
 @dataclass(frozen=True)
 class WorkflowAccepted:
-    """History: the workflow was accepted with this spec document and input."""
+    """History: the workflow was accepted with this spec document and input, resolved
+    from the registered definition ``definition`` version ``definition_version`` (None
+    for an inline spec)."""
 
     workflow_id: str
     at_ms: int
     spec: Any
     input: Any
     tenant: str | None = None
+    definition: str | None = None
+    definition_version: int | None = None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ class SignalSent:
 class ChildSubmitted:
     """A child workflow, started by attempt ``attempt`` of the ``workflow`` node ``node``
     (item ``index``) of workflow ``parent_id`` (the parent's coordinator, on
-    ``submissions``, keyed by the child's id ``ids.child_id``)."""
+    ``submissions``, keyed by the child's id ``ids.child_id``). ``definition`` and
+    ``definition_version`` name the registered definition the node's inline spec was
+    resolved from (its ``ChildSpec``), or None."""
 
     workflow_id: str
     parent_id: str
@@ -47,6 +49,8 @@ class ChildSubmitted:
     input: Any
     at_ms: int
     tenant: str | None = None
+    definition: str | None = None
+    definition_version: int | None = None
 
 
 @dataclass(frozen=True)

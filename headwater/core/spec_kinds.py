@@ -1,6 +1,6 @@
 """The node kinds of a spec and what each kind adds: a wait's signal, a sleep's
-duration or instant, a child workflow, a loop's tools and bounds, and the ``when``
-condition any node may carry.
+duration or instant, a child workflow (``spec_child``), a loop's tools and bounds, and
+the ``when`` condition any node may carry.
 
 Like ``spec_fields``, each parser appends what is wrong to ``faults`` (``"<where>:
 <what>"``) and returns a usable value (or None), so ``spec.parse_spec`` reports every
@@ -19,17 +19,17 @@ from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.refs import Ref, parse_ref
 from headwater.core.retry import RetryPolicy, finite_number, parse_retry
+from headwater.core.spec_child import ChildSpec, parse_child
 from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, NODE_ID, seconds
+
+__all__ = ["ChildSpec"]
+"""A workflow node's part (``spec_child``), re-exported; the module's own names are
+public too."""
 
 MAX_LOOP_STEPS = 1000
 """The most steps (one decide and one tool call each) a loop may be given."""
 SIGNAL_FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array", "any")
 """The types a wait's signal fields may declare (JSON Schema's names; ``any``: all)."""
-NO_DEFINITIONS = ("definitions arrive with the registry; give the child inline as "
-                  "workflow:")
-MAX_CHILD_DEPTH = 8
-"""The deepest nesting of inline child workflows a spec may hold (each is validated
-with its parent, recursively)."""
 
 
 class NodeKind(StrEnum):
@@ -68,15 +68,6 @@ class SleepSpec:
 
     duration: float | None = None
     until: str | None = None
-
-
-@dataclass(frozen=True)
-class ChildSpec:
-    """A workflow node: ``workflow`` is the child's inline spec document (validated when
-    the parent's spec is); ``definition`` names a registered one (not yet supported)."""
-
-    workflow: Any = None
-    definition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,8 +124,8 @@ KIND_KEYS: dict[NodeKind, frozenset[str]] = {
     NodeKind.MAP: _TASKLIKE | {"over", "max_concurrency"},
     NodeKind.WAIT: frozenset({"signal", "fields", "timeout", "over"}),
     NodeKind.SLEEP: frozenset({"duration", "until"}),
-    NodeKind.WORKFLOW: frozenset({"workflow", "definition", "input", "queue", "retry",
-                                  "timeout", "over", "max_concurrency"}),
+    NodeKind.WORKFLOW: frozenset({"workflow", "definition", "definition_version", "input",
+                                  "queue", "retry", "timeout", "over", "max_concurrency"}),
     NodeKind.LOOP: (_TASKLIKE - {"task"}) | {"decide", "tools", "max_steps", "on_exhausted",
                                              "budget"},
 }
@@ -222,7 +213,7 @@ def parse_kind(raw: Mapping[str, Any], kind: NodeKind, where: str, work: Work,
     if kind is NodeKind.SLEEP:
         return KindParts(sleep=_sleep(raw, where, faults))
     if kind is NodeKind.WORKFLOW:
-        return KindParts(child=_child(raw, where, validate, faults))
+        return KindParts(child=parse_child(raw, where, validate, faults))
     if kind is NodeKind.LOOP:
         return KindParts(loop=_loop(raw, where, work, faults))
     return KindParts()
@@ -278,38 +269,6 @@ def _sleep(raw: Mapping[str, Any], where: str, faults: list[str]) -> SleepSpec:
     elif ref is None and not (isinstance(until, str) and parse_instant(until) is not None):
         faults.append(f"{where}: until must be {RFC3339_HINT}, or a ${{...}} reference")
     return SleepSpec(duration=duration, until=until if isinstance(until, str) else None)
-
-
-def _child(raw: Mapping[str, Any], where: str, validate: Callable[[Any], list[str]],
-           faults: list[str]) -> ChildSpec:
-    workflow, definition = raw.get("workflow"), raw.get("definition")
-    if definition is not None:
-        faults.append(f"{where}: definition: {NO_DEFINITIONS}")
-    if workflow is None:
-        if definition is None:
-            faults.append(f"{where}: a workflow node needs 'workflow:', the child's spec")
-        return ChildSpec(definition=definition if isinstance(definition, str) else None)
-    if _child_depth(workflow) > MAX_CHILD_DEPTH:
-        faults.append(f"{where}: workflow: inline children nest more than "
-                      f"{MAX_CHILD_DEPTH} deep")
-    else:
-        faults.extend(f"{where}: workflow: {fault}" for fault in validate(workflow))
-    return ChildSpec(workflow=workflow)
-
-
-def _child_depth(doc: Any) -> int:
-    """How deep inline children nest in a spec document (1: it has none), found
-    without recursion (stopping once past the bound)."""
-    deepest = 0
-    stack = [(doc, 1)]
-    while stack and deepest <= MAX_CHILD_DEPTH:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        nodes = item.get("nodes") if isinstance(item, Mapping) else None
-        for node in nodes if isinstance(nodes, list) else ():
-            if isinstance(node, Mapping) and isinstance(node.get("workflow"), Mapping):
-                stack.append((node["workflow"], depth + 1))
-    return deepest
 
 
 def _loop(raw: Mapping[str, Any], where: str, work: Work, faults: list[str]) -> LoopSpec:

@@ -150,6 +150,10 @@ class WorkflowState:
     parent: dict[str, Any] | None = None
     """A child workflow's link to the attempt that started it (``ParentLinked``):
     ``{"workflow_id", "node", "index", "attempt"}``; None for a workflow of its own."""
+    definition: str | None = None
+    definition_version: int | None = None
+    """The registered definition (name, version) the spec was resolved from
+    (``WorkflowAccepted``); None for an inline spec."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -220,6 +224,8 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
         name=name if isinstance(name, str) else "",
         created_at_ms=event.at_ms,
         updated_at_ms=event.at_ms,
+        definition=event.definition,
+        definition_version=event.definition_version,
     )
     try:
         spec = state.spec

@@ -27,6 +27,7 @@ from load.fuzzkit import oddities
 from load.fuzzkit.bases import JSON_HEADERS, OTHER_TYPES, Base, Builders
 from services.common.kafka import AVRO_HEADERS
 from services.common.partitioning import partition_for
+from services.coordinator.homing import movable
 from services.coordinator.inputs import decode_input
 
 MiB = 1024 * 1024
@@ -194,9 +195,10 @@ class Mutator:
 def classify(topics: Topics, partitions: int, m: Mutant) -> tuple[str, str]:
     """What ``m`` should become, and why: ``(DLQ, the decoder's reason)`` when the
     coordinator's decoder refuses it or it lands on another partition than its
-    workflow's, else ``(APPLIED, "")``. A decoder that raises anything but
-    ``DecodeError`` is a finding (the coordinator only catches that): ``(DLQ, "decoder
-    raised ...")`` with the traceback."""
+    workflow's on a topic whose records are not moved home (reports), else
+    ``(APPLIED, "")``. A decoder that raises anything but ``DecodeError`` is a finding
+    (the coordinator only catches that): ``(DLQ, "decoder raised ...")`` with the
+    traceback."""
     try:
         record = decode_input(topics, m.topic, m.key, m.value, m.headers)
     except DecodeError as e:
@@ -204,7 +206,7 @@ def classify(topics: Topics, partitions: int, m: Mutant) -> tuple[str, str]:
     except Exception as e:  # a finding: reported with its traceback
         return DLQ, f"decoder raised {type(e).__name__}: {e}\n{traceback.format_exc()}"
     home = partition_for(record.workflow_id.encode(), partitions)
-    if m.partition is not None and m.partition != home:
+    if m.partition is not None and m.partition != home and not movable(topics, m.topic):
         return DLQ, f"misplaced: partition {m.partition}, its workflow's is {home}"
     return APPLIED, ""
 

@@ -5,7 +5,7 @@ attempts, map progress, and what waits, sleeps, child workflows and loops are do
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,16 +23,13 @@ from rich.text import Text
 from headwater.core import events as ev
 from headwater.core.state import CHILD_TASK
 from headwater.core.status import NodeStatus, WorkflowStatus
+from ops.cli.common import STYLE
 
 TERMINAL: dict[str, str] = {ev.WorkflowSucceeded.__name__: WorkflowStatus.SUCCEEDED,
                             ev.WorkflowFailed.__name__: WorkflowStatus.FAILED,
                             ev.WorkflowCancelled.__name__: WorkflowStatus.CANCELLED}
 """The SSE event types that end a workflow -> the status it ends in."""
-STYLE: dict[str, str] = {
-    NodeStatus.SUCCEEDED: "green", NodeStatus.FAILED: "red", NodeStatus.UPSTREAM_FAILED: "red",
-    NodeStatus.CANCELLED: "yellow", NodeStatus.SKIPPED: "dim", NodeStatus.RUNNING: "cyan",
-    NodeStatus.PENDING: "dim"}
-"""A node's or workflow's status -> its colour (the workflow's statuses are node ones too)."""
+__all__ = ["STYLE", "TERMINAL", "FollowState", "events", "follow"]
 MAX_STREAM_CHARS = 2000
 
 
@@ -228,20 +225,17 @@ def events(
             time.sleep(1.0)  # the gateway is away: do not spin
 
 
-def follow(client: httpx.Client, url: str, console: Console) -> FollowState:
-    """Follow until the terminal event, live in a terminal, line by line otherwise."""
+def follow(stream: Iterable[tuple[str, int, dict[str, Any]]], console: Console) -> FollowState:
+    """Follow ``(event type, seq, data)`` until the stream ends (at the terminal event),
+    live in a terminal, line by line otherwise."""
     state = FollowState()
-
-    def reconnecting(error: Exception) -> None:
-        console.print(f"  (lost the stream: {escape(str(error))}; reconnecting ...)")
-
     if console.is_terminal:
         with Live(state.render(), console=console, refresh_per_second=8) as live:
-            for kind, seq, data in events(client, url, reconnecting):
+            for kind, seq, data in stream:
                 state.apply(kind, seq, data)
                 live.update(state.render())
     else:
-        for kind, seq, data in events(client, url, reconnecting):
+        for kind, seq, data in stream:
             note = state.apply(kind, seq, data)
             if note:
                 console.print(f"  \\[{seq:>5}] {escape(note)}")

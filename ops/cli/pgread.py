@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 import orjson
 
@@ -37,8 +39,8 @@ async def read_rows(dsn: str, workflow_id: str) -> ProjectionRows:
 
 async def _read(conn: asyncpg.Connection, workflow_id: str) -> ProjectionRows:
     wf = await conn.fetchrow(
-        "select status, seq, output, error from workflows where workflow_id = $1",
-        workflow_id)
+        "select status, seq, output, error, definition, definition_version from workflows"
+        " where workflow_id = $1", workflow_id)
     nodes = await conn.fetch(
         "select node, status, total, error from nodes where workflow_id = $1", workflow_id)
     tasks = await conn.fetch(
@@ -46,13 +48,22 @@ async def _read(conn: asyncpg.Connection, workflow_id: str) -> ProjectionRows:
     events = await conn.fetch(
         "select seq, type from events where workflow_id = $1", workflow_id)
     return ProjectionRows(
-        workflow=dict(wf) if wf is not None else None,
+        workflow=workflow_row(wf) if wf is not None else None,
         nodes={r["node"]: {"status": r["status"], "total": r["total"], "error": r["error"]}
                for r in nodes},
         tasks={r["task_key"]: {"status": r["status"], "attempt": r["attempt"]} for r in tasks},
         events={int(r["seq"]): r["type"] for r in events},
         kinds=await read_kind_rows(conn, workflow_id),
     )
+
+
+def workflow_row(row: asyncpg.Record) -> dict[str, Any]:
+    """A ``workflows`` row's compared columns: ``{"status", "seq", "output", "error"}``
+    and, when the run names a definition, ``"definition": {"name", "version"}``."""
+    out = {k: row[k] for k in ("status", "seq", "output", "error")}
+    if row["definition"] is not None:
+        out["definition"] = {"name": row["definition"], "version": row["definition_version"]}
+    return out
 
 
 async def read_kind_rows(conn: asyncpg.Connection, workflow_id: str,

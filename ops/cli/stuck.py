@@ -24,6 +24,8 @@ from ops.cli.replay import EXIT_DIFFERENT, EXIT_UNREACHABLE, UNREACHABLE
 from ops.history import Recorded
 from ops.stuck import GRACE_MS, Scan, scan
 from services.common.clock import now_ms
+from services.common.topic_reader import TopicReader
+from services.worker.announce import latest, serving_at
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 errors = Console(soft_wrap=True, stderr=True, emoji=False)
@@ -47,24 +49,44 @@ def stuck(
     whose sleep is overdue, or whose child workflow has vanished (no history, or ended
     without the parent hearing, longer than --grace ago), is. Exit status: 0 none
     stuck, 1 some stuck or a history that does not fold, 3 Kafka unreachable. Histories
-    whose start was deleted by the topic's retention are listed but not judged.
+    whose start was deleted by the topic's retention are listed but not judged. An
+    attempt dispatched on a queue without a live worker serving its task (the workers
+    topic's announcements) is listed too.
     """
     ep = endpoints(bootstrap, prefix, None)
     try:
-        histories, problems = asyncio.run(read_histories(ep))
+        histories, problems, serving = asyncio.run(_read_all(ep))
     except UNREACHABLE as e:
         console.print(f"[red]error:[/] cannot read the log ({escape(str(e))}); is "
                       "the stack up?")
         raise typer.Exit(EXIT_UNREACHABLE) from e
     for problem in problems:
         errors.print(f"[yellow]note:[/] {escape(problem)}")
-    found = scan(histories, now_ms(), round(older_than * 1000), round(grace * 1000))
+    found = scan(histories, now_ms(), round(older_than * 1000), round(grace * 1000),
+                 serving)
     if as_json:
         typer.echo(json.dumps(to_json(found), indent=2))
     else:
         show(found)
     if found.stuck or found.unfoldable:
         raise typer.Exit(EXIT_DIFFERENT)
+
+
+async def _read_all(ep: Endpoints) -> tuple[dict[str, list[Recorded]], list[str],
+                                            dict[str, set[str]] | None]:
+    histories, problems = await read_histories(ep)
+    return histories, problems, await read_serving(ep)
+
+
+async def read_serving(ep: Endpoints) -> dict[str, set[str]] | None:
+    """Queue -> the tasks its live workers serve, from the workers topic; None when the
+    topic does not exist (workers that do not announce themselves: not judged)."""
+    async with TopicReader(ep.bootstrap, max_message_bytes=ep.max_message_bytes) as reader:
+        partitions = await reader.partitions(ep.topics.workers)
+        if not partitions:
+            return None
+        records = await reader.read_to_end(ep.topics.workers, partitions)
+    return serving_at(latest((r.key, r.value) for r in records), now_ms())
 
 
 async def read_histories(ep: Endpoints) -> tuple[dict[str, list[Recorded]], list[str]]:

@@ -127,9 +127,23 @@ do $$ begin
     then
         alter table nodes add column condition boolean, add column wake_at timestamptz;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'definition')
+    then
+        alter table workflows add column definition text,
+            add column definition_version integer;
+    end if;
 end $$;
 create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
     parent_attempt) where parent_id is not null;
+create index if not exists workflows_by_definition on workflows (definition, created_at desc,
+    workflow_id desc) where definition is not null;
+create index if not exists workflows_by_status on workflows (status, created_at desc,
+    workflow_id desc);
+create index if not exists workflows_by_name on workflows (name, created_at desc,
+    workflow_id desc);
+create index if not exists workflows_by_tenant on workflows (tenant, created_at desc,
+    workflow_id desc) where tenant is not null;
 """
 """The projection's tables, created if missing. Columns added after a table's first
 version come from ``alter table`` (checked first: an ``alter`` takes the table's
@@ -137,7 +151,39 @@ strongest lock even when it changes nothing, and every service runs this at star
 Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]``),
 ``signals`` (one per recorded ``SignalSent`` or ``SignalDiscarded``, by ``seq``) and
 ``loop_steps`` (one per decided step); ``workflows.parent_*`` link a child to its parent,
-``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up."""
+``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
+``workflows.definition`` and ``definition_version`` name the registered definition a run
+was resolved from (null for an inline spec). The ``workflows_by_*`` indexes serve
+``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
+order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
+the ``created_after``/``created_before`` ranges; ``status`` is the only one of their
+columns that changes after acceptance (a few times per run), so the projector's updates
+of ``seq`` stay heap-only."""
+
+DEFINITIONS_SCHEMA = """
+create table if not exists definitions (
+    name text not null,
+    version integer not null,
+    spec jsonb not null,
+    input_schema jsonb,
+    digest text not null,
+    state text not null,
+    created_at timestamptz not null,
+    primary key (name, version)
+);
+create table if not exists definition_heads (
+    name text primary key,
+    version integer not null,
+    deleted boolean not null,
+    state text not null,
+    updated_at timestamptz not null
+);
+"""
+"""The definitions registry's tables, a projection of the ``definitions`` topic
+(``services/gateway/definitions.py``): one ``definitions`` row per version, one
+``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
+is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
+records, then ``stored``."""
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:
@@ -169,4 +215,5 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) ->
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("select pg_advisory_xact_lock(7420001)")
         await conn.execute(SCHEMA)
+        await conn.execute(DEFINITIONS_SCHEMA)
     return pool

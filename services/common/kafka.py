@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import time
@@ -74,6 +75,32 @@ async def ensure_topics(
         await _create_until_listed(admin, topics, deadline)
     finally:
         await admin.close()
+
+
+COMPACTED = {"cleanup.policy": "compact"}
+"""The topic config of a compacted topic (Kafka's ``cleanup.policy``): the log keeps at
+least the last record of each key."""
+
+
+async def ensure_compacted_topics(settings: CommonSettings, names: Iterable[str],
+                                  partitions: int = 1, timeout_s: float = 60.0) -> None:
+    """Create the compacted topics that do not exist yet, as ``ensure_topics`` does
+    (``cleanup.policy=compact``, ``partitions`` partitions instead of the settings').
+
+    A topic that exists already is left as it is, whatever its config.
+
+    Args:
+        settings: bootstrap and replication factor.
+        names: topic names.
+        partitions: partitions of each new topic (1: one total order of its records).
+        timeout_s: as ``ensure_topics``, seconds.
+
+    Raises:
+        KafkaConnectionError: the broker stayed unreachable for ``timeout_s``.
+        TimeoutError: the topics were not all listed within ``timeout_s``.
+    """
+    await ensure_topics(dataclasses.replace(settings, partitions=partitions), names,
+                        timeout_s=timeout_s, configs=COMPACTED)
 
 
 RECREATE_S = 1.0

@@ -34,6 +34,7 @@ from typing import Any
 
 from headwater.topics import Topics
 from services.common import faults
+from services.coordinator import homing
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
 from services.coordinator.intents import Intent, IntentLog, Unreadable
@@ -132,13 +133,13 @@ class BatchApplier:
                 committed (the caller stops the process).
         """
         effects = self._effects_of(records)
-        if not effects.encoded and not effects.dead and not effects.waiting:
+        if not (effects.encoded or effects.dead or effects.waiting or effects.moves):
             self._renew(effects)
             return
         changed, entries = effects.table_entries()
         intents = self._intents(entries, effects.encoded)
         try:
-            await self._record_and_carry_out(intents, effects.dead)
+            await self._record_and_carry_out(intents, effects.dead, effects.moves)
         except BaseException:
             for wid in effects.touched:
                 self.store.forget(wid)  # the cached states may be ahead of the table
@@ -181,8 +182,8 @@ class BatchApplier:
             intents.setdefault(self._partition(o.workflow_id), Intent()).records.append(o)
         return intents
 
-    async def _record_and_carry_out(self, intents: dict[int, Intent],
-                                    dead: list[DeadLetter]) -> None:
+    async def _record_and_carry_out(self, intents: dict[int, Intent], dead: list[DeadLetter],
+                                    moves: list[homing.Move]) -> None:
         """Write the intents and await them, then carry them out; their slots are
         emptied while the next batch is applied (and awaited before its intents)."""
         async with self._one_at_a_time:
@@ -196,7 +197,7 @@ class BatchApplier:
             await asyncio.gather(*self.intent_log.record(intents))
             faults.point("coordinator.after_intent")
             self._check_fence()
-            await self._carry_out(intents, dead)
+            await self._carry_out(intents, dead, moves)
             faults.point("coordinator.after_publish")
             self._clearing = self.intent_log.clear(intents)  # awaited by the next batch
 
@@ -205,9 +206,11 @@ class BatchApplier:
         if why is not None:
             raise Fenced(why)
 
-    async def _carry_out(self, intents: dict[int, Intent], dead: list[DeadLetter]) -> None:
-        """Write the intents' entries and publish their records (and the dead letters);
-        return once the broker has acknowledged every one."""
+    async def _carry_out(self, intents: dict[int, Intent], dead: list[DeadLetter],
+                         moves: list[homing.Move] | None = None) -> None:
+        """Write the intents' entries and publish their records (and the dead letters, and
+        the moves home: ``homing``); return once the broker has acknowledged every one."""
         writes = self.store.write([e for i in intents.values() for e in i.entries])
         await asyncio.gather(self.bus.publish([r for i in intents.values() for r in i.records],
-                                              dead), *writes)
+                                              dead), *writes,
+                             homing.carry_out(self.bus, moves or []))

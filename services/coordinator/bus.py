@@ -5,6 +5,7 @@ history to ``events``, dispatches to ``tasks.<queue>``, cancelled attempts to
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from headwater import codec
@@ -25,6 +26,11 @@ class Bus(Protocol):
     async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
         """Send encoded records and dead letters; return once the broker acknowledged
         all of them."""
+
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int,
+                   headers: list[tuple[str, bytes]]) -> Awaitable[Any]:
+        """Queue one record for ``partition`` (a record moved home: ``homing``); the
+        awaitable resolves once the broker acknowledged it."""
 
 
 class FaustBus:
@@ -66,6 +72,13 @@ class FaustBus:
             futures.append(await self.app.producer.send(r.topic, r.key, r.value, None, None,
                                                         AVRO_HEADERS))
         await asyncio.gather(*futures)
+
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int,
+                   headers: list[tuple[str, bytes]]) -> Awaitable[Any]:
+        """Queue one record for ``partition`` with ``headers``, as they are (``homing``)."""
+        ack: Awaitable[Any] = await self.app.producer.send(topic, key, value, partition, None,
+                                                           headers)
+        return ack
 
     async def send_control(self, record: ev.TimerFired | ev.CancelRequested) -> None:
         """Send a record to the control topic (keyed by workflow id) and wait for the ack."""

@@ -1,14 +1,15 @@
 """One batch's effects, built in memory input by input before anything is written.
 
-Each input record is decoded and routed (``inputs.decode_input``; it must be on its
-workflow's partition), skipped when the table holds its effects already (the store's
-applied offsets: it came again after a crash), dead-lettered when it is refused (a
-submission whose id names another run, a signal no wait can take: ``refusal``), stepped
-through the state machine, and its outputs collected: new states, history events,
-encoded records, dead letters. A step that raises fails its workflow as data
-(``machine.fail``), and a workflow whose table entry would exceed the record limit is
-failed instead of written: a bug or a record too large must not stop the coordinator
-nor leave an intent that can never be carried out (docs/architecture.md, invariant 6).
+Each input record is decoded and routed (``inputs.decode_input``; one on another
+partition than its workflow's is moved there or dead-lettered: ``homing``), skipped when
+the table holds its effects already (the store's applied offsets: it came again after a
+crash), dead-lettered when it is refused (a submission whose id names another run, a
+signal no wait can take: ``refusal``), stepped through the state machine, and its
+outputs collected: new states, history events, encoded records, dead letters. A step
+that raises fails its workflow as data (``machine.fail``), and a workflow whose table
+entry would exceed the record limit is failed instead of written: a bug or a record too
+large must not stop the coordinator nor leave an intent that can never be carried out
+(docs/architecture.md, invariant 6).
 ``batch.BatchApplier`` then records the effects as intents and carries them out.
 """
 
@@ -30,6 +31,7 @@ from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
+from services.coordinator import homing
 from services.coordinator import waiting as waiting_inputs
 from services.coordinator.conflicts import conflict_records
 from services.coordinator.inputs import decode_input
@@ -39,7 +41,6 @@ from services.coordinator.records import (
     InputRecord,
     Outgoing,
     encode_outputs,
-    misplaced,
 )
 from services.coordinator.store import Store
 from services.coordinator.writeset import touched_parts
@@ -92,6 +93,7 @@ class BatchEffects:
         out: the history events recorded, in order.
         encoded: the records to publish (history, dispatches, stops), in order.
         dead: the inputs that could not be applied, and why.
+        moves: the inputs on another partition than their workflow's, to move home.
         inputs_of: workflow id -> the inputs that changed it, with their events.
         applied: workflow id -> input topic -> offset of the last input applied.
         replayed: inputs skipped because the table holds their effects.
@@ -113,6 +115,7 @@ class BatchEffects:
     out: list[ev.HistoryEvent] = field(default_factory=list)
     encoded: list[Outgoing] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    moves: list[homing.Move] = field(default_factory=list)
     inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = field(default_factory=dict)
     applied: dict[str, dict[str, int]] = field(default_factory=dict)
     replayed: int = 0
@@ -149,8 +152,8 @@ class BatchEffects:
     def _route(self, record: InputRecord,
                ) -> tuple[ev.Input, WorkflowState | None, dict[str, int]] | None:
         """The record's event, its workflow's state and applied offsets; None when it
-        was dead-lettered (undecodable, misplaced, its snapshot unreadable) or skipped
-        (applied before a crash: its effects are in the table)."""
+        was dead-lettered (undecodable, misplaced, its snapshot unreadable), moved home
+        (``homing``) or skipped (applied before a crash: its effects are in the table)."""
         try:
             event = decode_input(self.topics, record.topic, record.key, record.value,
                                  record.headers)
@@ -160,8 +163,7 @@ class BatchEffects:
         wid = event.workflow_id
         home = self.partition(wid)
         if record.partition != home:  # its reports would go elsewhere: it would hang
-            self.dead.append(DeadLetter(record, misplaced(record.topic, record.partition,
-                                                          wid, home)))
+            homing.sort_out(self.topics, record, wid, home, self.moves, self.dead)
             return None
         try:
             state = self.touched.get(wid) or self.store.get(wid)

@@ -3,7 +3,8 @@ dead letter; outputs are checked against the record limit before they reach an i
 
 Child workflows are routed here too: the dispatch of a ``workflow`` node's attempt is
 not a task for a worker but the child's submission (``ChildSubmitted`` on
-``submissions``, keyed by the child's id ``ids.child_id``); an attempt that is cancelled
+``submissions``, keyed by the child's id ``ids.child_id``, naming the registered
+definition the node's inline spec was resolved from, if any); an attempt that is cancelled
 or fails (its deadline passed, say) cancels its child (``CancelRequested`` on
 ``control``, naming the parent in ``parent_id``); and a child reports to its parent's
 attempt like a worker would, on ``reports`` keyed by the parent's id:
@@ -140,7 +141,9 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
         child = state.spec.node(body.node).child
         assert child is not None
         record = ev.ChildSubmitted(cid, body.workflow_id, body.node, body.index, body.attempt,
-                                   child.workflow, body.input, body.at_ms, state.tenant)
+                                   child.workflow, body.input, body.at_ms, state.tenant,
+                                   definition=child.definition,
+                                   definition_version=child.definition_version)
         topic = topics.submissions
     else:
         why = body.reason if isinstance(body, ev.TaskCancelled) else body.error

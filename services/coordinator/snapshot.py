@@ -54,6 +54,8 @@ def dump_state(state: WorkflowState) -> bytes:
         "signals": state.signals,
         "signal_ids": state.signal_ids,
         "parent": state.parent,
+        "definition": state.definition,
+        "definition_version": state.definition_version,
     }
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
@@ -89,6 +91,8 @@ def load_state(data: bytes) -> WorkflowState:
             signals=doc.get("signals") or {},
             signal_ids=doc.get("signal_ids") or [],
             parent=doc.get("parent"),
+            definition=doc.get("definition"),
+            definition_version=doc.get("definition_version"),
         )
     except DecodeError:
         raise
@@ -144,11 +148,17 @@ def _taskless(state: WorkflowState) -> set[str]:
 
 
 def dump_definition(state: WorkflowState) -> bytes:
-    """What never changes after acceptance: spec, input, tenant, name, creation time."""
-    return orjson.dumps({
+    """What never changes after acceptance: spec, input, tenant, name, creation time, and
+    the registered definition the spec came from (left out when there is none: entries
+    written before it read the same)."""
+    doc: dict[str, Any] = {
         "v": SPLIT_VERSION, "spec_doc": state.spec_doc, "input": state.input,
         "tenant": state.tenant, "name": state.name, "created_at_ms": state.created_at_ms,
-    })
+    }
+    if state.definition is not None:
+        doc["definition"] = state.definition
+        doc["definition_version"] = state.definition_version
+    return orjson.dumps(doc)
 
 
 def dump_task(state: WorkflowState, key: str) -> bytes:
@@ -237,7 +247,8 @@ def load_split(header: bytes, definition: bytes,
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
             spec_error=h["spec_error"], outputs=dict(h.get("outputs") or {}),
             signals=h.get("signals") or {}, signal_ids=h.get("signal_ids") or [],
-            parent=h.get("parent"),
+            parent=h.get("parent"), definition=d.get("definition"),
+            definition_version=d.get("definition_version"),
         )
         _restore_tasks(state, get_task)
         for node_id in state.nodes:

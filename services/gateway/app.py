@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
-from services.gateway import health, problems, routes
+from services.gateway import cors, definitions_api, health, problems, queues_api, routes, run_api
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.middleware import CatchAll, RejectNul
 from services.gateway.runtime import Runtime
@@ -43,7 +43,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runtime.producer = make_producer(settings)
         await runtime.producer.start()
         runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)
+        await runtime.start_queues()
         await runtime.notifier.start(settings.pg_dsn)
+        await definitions_api.start(app)  # the definitions topic, read into its tables
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)
 
@@ -66,6 +68,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CatchAll)
     app.add_middleware(RejectNul)
     app.add_middleware(CountRequests, drain=runtime.drain)  # added last: runs first
+    cors.install(app, settings.cors_origins)  # before it, though: preflights, 503s too
     app.include_router(health.router)
     app.include_router(routes.router)
+    app.include_router(run_api.router)
+    app.include_router(queues_api.router)
+    app.include_router(definitions_api.router)
     return app

@@ -22,6 +22,8 @@ class SubmitRequest(BaseModel):
     definition: str | None = None
     input: Any = None
     tenant: str | None = Field(default=None, max_length=200)
+    queue_anyway: bool = False
+    """Queue tasks that no live worker of their queue serves (else 400, ``admission``)."""
 
 
 class CancelRequest(BaseModel):
@@ -49,3 +51,14 @@ class SignalRequest(BaseModel):
     signal_id: str | None = Field(default=None, min_length=1, max_length=200)
     index: int | None = Field(default=None, ge=0, le=MAX_INDEX, strict=True)
     fields: dict[str, Any]
+
+
+class DefinitionRequest(BaseModel):
+    """``PUT /v1/definitions/{name}``: a workflow spec (``workflow``) and, optionally, the
+    JSON Schema its input must match (``input_schema``). A bare spec (a document with
+    ``nodes`` and no ``workflow``) is taken as ``{"workflow": <it>}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workflow: dict[str, Any]
+    input_schema: dict[str, Any] | None = None

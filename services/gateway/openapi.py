@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
 from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
@@ -108,6 +109,11 @@ NODE_SCHEMA: dict[str, Any] = {
         "until": _or_null({"type": "string", "description": "a sleep's end: an RFC 3339 "
                            "time with an offset, or a ${...} reference to one"}),
         "workflow": {"type": "object", "description": "a child workflow's spec, inline"},
+        "definition": {"type": "string", "description": "instead of workflow: a registered "
+                       "definition, name or name@version, inlined by the gateway"},
+        "definition_version": {"type": "integer", "minimum": 1, "description": "the "
+                               "definition's version the inline workflow was resolved "
+                               "from (set by the gateway)"},
         "decide": {"type": "string", "minLength": 1, "description": "a loop's decide task"},
         "tools": {"type": "array", "minItems": 1, "items": TOOL_SCHEMA},
         "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_LOOP_STEPS},
@@ -120,7 +126,8 @@ NODE_SCHEMA: dict[str, Any] = {
         _kind_needs(["wait"], ["signal"]),
         {"if": {"properties": {"kind": {"const": "sleep"}}, "required": ["kind"]},
          "then": {"oneOf": [{"required": ["duration"]}, {"required": ["until"]}]}},
-        _kind_needs(["workflow"], ["workflow"]),
+        {"if": {"properties": {"kind": {"const": "workflow"}}, "required": ["kind"]},
+         "then": {"anyOf": [{"required": ["workflow"]}, {"required": ["definition"]}]}},
         _kind_needs(["loop"], ["decide", "tools", "max_steps"]),
     ],
 }
@@ -146,18 +153,21 @@ SPEC_SCHEMA: dict[str, Any] = {
 
 SUBMIT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["workflow"],
+    "oneOf": [{"required": ["workflow"]}, {"required": ["definition"]}],
     "additionalProperties": False,
     "properties": {
         "id": {"type": ["string", "null"], "pattern": WORKFLOW_ID_PATTERN,
                "description": "idempotency key: the same id and body give the same run; "
                               "none or null: the gateway makes one"},
         "workflow": SPEC_SCHEMA,
+        "definition": {"type": "string", "description": "instead of workflow: a registered "
+                       "definition, name (its latest version) or name@version; the input "
+                       "must match its input_schema"},
         "input": {"description": "the workflow's input, any JSON value"},
         "tenant": {"type": ["string", "null"], "maxLength": 200},
     },
 }
-"""``POST /v1/workflows`` (``models.SubmitRequest``; ``definition`` is refused)."""
+"""``POST /v1/workflows`` (``models.SubmitRequest``): a spec, or a definition's name."""
 
 CANCEL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -245,3 +255,89 @@ def json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
     """
     return {"requestBody": {"required": required,
                             "content": {"application/json": {"schema": schema}}}}
+
+
+def json_answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A ``responses`` entry of a JSON answer (a 2xx), for a route decorator.
+
+    Args:
+        description: what the answer means.
+        schema: the answer's JSON Schema.
+    """
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+DEFINITION_NAME_DOC: dict[str, Any] = {
+    "pattern": DEFINITION_NAME_PATTERN,
+    "description": "a definition's name: 1-100 letters, digits and _.- starting with a "
+                   "letter or digit"}
+"""The schema extras of the ``{name}`` path parameter of a definition."""
+
+DEFINITION_BODY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["workflow"],
+    "additionalProperties": False,
+    "properties": {
+        "workflow": SPEC_SCHEMA,
+        "input_schema": {"type": ["object", "null"],
+                         "description": "JSON Schema (draft 4, 6, 7, 2019-09 or 2020-12 by "
+                                        "its $schema; 2020-12 without) that a run's input "
+                                        "must match; null: any input. References outside "
+                                        "it are refused"},
+    },
+}
+"""``PUT /v1/definitions/{name}`` (``models.DefinitionRequest``)."""
+
+DEFINITION_PUT_SCHEMA: dict[str, Any] = {
+    "oneOf": [DEFINITION_BODY_SCHEMA, {**SPEC_SCHEMA, "description": "a bare spec: the "
+                                       "same as {\"workflow\": <it>}"}],
+    "examples": [{"workflow": {"name": "greet", "nodes": [
+        {"id": "hello", "task": "examples.hello", "input": {"who": "${input.who}"}}]},
+        "input_schema": {"type": "object", "required": ["who"],
+                         "properties": {"who": {"type": "string"}}}}],
+}
+"""The body of ``PUT /v1/definitions/{name}``: the spec and its input schema, or a bare
+spec."""
+
+_DEFINITION_LINKS: dict[str, Any] = {
+    "type": "object", "additionalProperties": {"type": "string"},
+    "description": "self (this version), latest, run (POST /v1/run/{name}), runs "
+                   "(GET /v1/workflows?definition=)"}
+DEFINITION_STORED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "version", "digest", "created_at", "links"],
+    "properties": {
+        "name": {"type": "string"},
+        "version": {"type": "integer", "minimum": 1},
+        "digest": {"type": "string", "description": "SHA-256 (hex) of the canonical JSON "
+                                                    "of the spec and input schema"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "links": _DEFINITION_LINKS,
+    },
+}
+"""The answer of ``PUT /v1/definitions/{name}``, and an item of the list."""
+
+DEFINITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [*DEFINITION_STORED_SCHEMA["required"], "latest", "deleted", "workflow",
+                 "input_schema"],
+    "properties": {
+        **DEFINITION_STORED_SCHEMA["properties"],
+        "latest": {"type": "integer", "description": "the definition's latest version"},
+        "deleted": {"type": "boolean", "description": "deleted: no new runs"},
+        "workflow": SPEC_SCHEMA,
+        "input_schema": {"type": ["object", "null"]},
+    },
+}
+"""The answer of ``GET /v1/definitions/{name}``."""
+
+DEFINITIONS_LIST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["items", "next_cursor"],
+    "properties": {
+        "items": {"type": "array", "items": DEFINITION_STORED_SCHEMA},
+        "next_cursor": {"type": ["string", "null"],
+                        "description": "pass as ?cursor= for the next page; null: none"},
+    },
+}
+"""The answer of ``GET /v1/definitions``."""

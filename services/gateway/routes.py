@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, Path, Query, Request
+from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
 from services.gateway.body import parse_body, read_limited, require_storable
+from services.gateway.control import request_cancel, send_signal, signal_record
 from services.gateway.models import CancelRequest, SignalRequest, SubmitRequest
 from services.gateway.openapi import (
     CANCEL_SCHEMA,
@@ -26,15 +28,8 @@ from services.gateway.openapi import (
 from services.gateway.problems import Problem
 from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
-from services.gateway.submit import (
-    CANCEL_REQUESTED,
-    CLAIMED,
-    request_cancel,
-    send_signal,
-    signal_record,
-    submit,
-)
-from services.gateway.views import links, list_view, workflow_view
+from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit
+from services.gateway.views import links, list_filter, list_view, workflow_view
 
 router = APIRouter()
 STATUSES = (CLAIMED, *WorkflowStatus)
@@ -77,18 +72,33 @@ async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     return _json(await workflow_view(runtime(request).pool, workflow_id))
 
 
+class ListQuery(BaseModel):
+    """The query parameters of ``GET /v1/workflows`` (``views.list_filter`` reads the
+    definition and the instants)."""
+
+    status: str | None = Field(default=None, pattern="^(" + "|".join(STATUSES) + ")$")
+    name: str | None = None
+    tenant: str | None = None
+    definition: str | None = Field(
+        default=None, description="a registered definition's name, or name@version")
+    created_after: str | None = Field(
+        default=None, description="RFC 3339 date-time with a UTC offset: created after it "
+                                  "(exclusive)")
+    created_before: str | None = Field(
+        default=None, description="RFC 3339 date-time with a UTC offset: created before it "
+                                  "(exclusive)")
+    limit: int = Field(default=50, ge=1, le=500)
+    cursor: str | None = None
+
+
 @router.get("/v1/workflows", responses=problems(400, 422, 503))
-async def get_workflows(
-    request: Request,
-    status: Annotated[str | None, Query(pattern="^(" + "|".join(STATUSES) + ")$")] = None,
-    name: str | None = None,
-    tenant: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: str | None = None,
-) -> Response:
-    """Workflows newest first, filtered by status, name and tenant, cursor-paged."""
+async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
+    """Workflows newest first, filtered by status, name, tenant, definition and creation
+    time, cursor-paged; 400 for a bad cursor, 422 for a malformed parameter (named)."""
     hw = runtime(request)
-    return _json(await list_view(hw.pool, status, name, tenant, limit, cursor))
+    filters = list_filter(query.status, query.name, query.tenant, query.definition,
+                          query.created_after, query.created_before)
+    return _json(await list_view(hw.pool, filters, query.limit, query.cursor))
 
 
 @router.get("/v1/workflows/{workflow_id}/events", response_class=EventSourceResponse,

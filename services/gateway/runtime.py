@@ -13,10 +13,14 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from fastapi import Request
 
+from services.gateway import admission
 from services.gateway.drain import Drain
 from services.gateway.problems import RETRY_AFTER_S, Problem
+from services.gateway.queues import QueueFigures
 from services.gateway.settings import Settings
 from services.gateway.stream import Notifier
+from services.gateway.workers import WorkerRegistry
+from services.gateway.workers import install as install_registry
 
 log = logging.getLogger("headwater.gateway")
 
@@ -35,6 +39,8 @@ class Runtime:
         broker_check: asks Kafka for an answer within the seconds it is given and raises
             ``services.common.kafka.BrokerUnreachable`` when none comes (``/ready``); set
             with the producer, over its connection (None: Kafka is not checked).
+        workers: the workers' announcements (``workers``; set once connected).
+        queue_figures: backlogs and waiting dispatches (``queues``; set once connected).
     """
 
     settings: Settings
@@ -44,6 +50,8 @@ class Runtime:
     ready: bool = False
     drain: Drain = field(default_factory=Drain)
     broker_check: Callable[[float], Awaitable[None]] | None = None
+    workers: WorkerRegistry | None = None
+    queue_figures: QueueFigures | None = None
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop taking work (``drain``); call from the event loop. Idempotent."""
@@ -55,11 +63,38 @@ class Runtime:
     async def close(self) -> None:
         """Close whatever was opened."""
         await self.notifier.stop()
+        await self.stop_queues()
         if hasattr(self, "producer"):
             await self.producer.stop()
         if hasattr(self, "pool"):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.pool.close(), 5)
+
+
+    async def start_queues(self) -> None:
+        """Start reading the workers topic and the queues' figures, and admit
+        submissions with them (``admission``).
+
+        Raises:
+            KafkaError: the broker is unreachable.
+        """
+        self.workers = WorkerRegistry(self.settings, self.settings.announce_grace_s)
+        self.workers.start()
+        install_registry(self.workers)
+        figures = QueueFigures(self.settings)
+        await figures.start()
+        self.queue_figures = figures
+        admission.install(admission.Admission(self.workers, figures,
+                                              dict(self.settings.queue_maxdepth)))
+
+    async def stop_queues(self) -> None:
+        """Stop what ``start_queues`` started."""
+        admission.install(None)
+        install_registry(None)
+        if self.workers is not None:
+            await self.workers.stop()
+        if self.queue_figures is not None:
+            await self.queue_figures.stop()
 
 
 def runtime(request: Request) -> Runtime:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.common.settings import CommonSettings, env_float, env_int, env_str
+from services.gateway.admission import parse_maxdepth
+from services.gateway.cors import parse_origins
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,20 @@ class Settings(CommonSettings):
         shutdown_delay_s: the least time it keeps listening after SIGTERM, seconds
             (``HEADWATER_SHUTDOWN_DELAY``, 0 by default): time for a load balancer
             polling ``/ready`` to notice the 503 and send its traffic elsewhere.
+        queue_maxdepth: per queue, the backlog (dispatches not taken yet) at which a
+            submission needing the queue gets 429 (``HEADWATER_QUEUE_MAXDEPTH``,
+            ``"gpu=100,cpu=0"``; ``*=N`` for the queues not named; 0 or unnamed:
+            unlimited).
+        announce_grace_s: how long after start the gateway places nodes but refuses
+            none for want of a live worker, seconds (``HEADWATER_ANNOUNCE_GRACE_S``, 10 by
+            default: two of the workers' default announce intervals), since workers
+            started with it may not have announced themselves yet.
+        run_timeout_max_s: the longest a synchronous ``POST /v1/run/{name}`` waits for
+            its run to end, seconds (``HEADWATER_RUN_TIMEOUT_MAX_S``, 60 by default): a
+            larger ``timeout`` is cut to it, and none means it.
+        cors_origins: the other origins whose pages may call the API
+            (``HEADWATER_CORS_ORIGINS``: comma-separated, or ``*``; empty, the default:
+            none, CORS off; ``cors.parse_origins``).
     """
 
     host: str = "127.0.0.1"
@@ -38,6 +54,10 @@ class Settings(CommonSettings):
     ready_timeout_s: float = 1.0
     drain_s: float = 30.0
     shutdown_delay_s: float = 0.0
+    queue_maxdepth: tuple[tuple[str, int], ...] = ()
+    announce_grace_s: float = 10.0
+    run_timeout_max_s: float = 60.0
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -52,4 +72,8 @@ class Settings(CommonSettings):
             ready_timeout_s=env_float("READY_TIMEOUT", 1.0),
             drain_s=env_float("DRAIN_S", 30.0),
             shutdown_delay_s=env_float("SHUTDOWN_DELAY", 0.0),
+            queue_maxdepth=parse_maxdepth(env_str("QUEUE_MAXDEPTH", "")),
+            announce_grace_s=env_float("ANNOUNCE_GRACE_S", 10.0),
+            run_timeout_max_s=env_float("RUN_TIMEOUT_MAX_S", 60.0),
+            cors_origins=parse_origins(env_str("CORS_ORIGINS", "")),
         )

@@ -7,8 +7,7 @@ submissions of one id exactly one claims it. A claim whose record was never prod
 while the workflow has not started: it produces the record again, which is harmless if
 it had been produced, since the coordinator ignores a submission for a workflow it has.
 
-Cancels and signals are produced to ``control`` for a workflow the projection knows and
-that has not ended; a signal only when one of the workflow's waits can take it.
+Cancels and signals are in ``control.py``.
 """
 
 from __future__ import annotations
@@ -25,19 +24,19 @@ from aiokafka import AIOKafkaProducer
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.definitions import DefinitionRefError, parse_ref
 from headwater.core.idempotency import body_hash
-from headwater.core.signals import signal_fault
 from headwater.core.spec import parse_spec
-from headwater.core.state import new_state
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
+from services.gateway.admission import admit, placed_like
 from services.gateway.body import require_storable
-from services.gateway.models import SignalRequest, SubmitRequest
+from services.gateway.definitions import check_input, inline_children, resolve
+from services.gateway.models import SubmitRequest
 from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
-from services.gateway.stream import TERMINAL_STATUSES
 
 log = logging.getLogger("headwater.gateway")
 
@@ -59,7 +58,16 @@ class Accepted:
 
 async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
                  request: SubmitRequest, produce_timeout_s: float) -> Accepted:
-    """Validate and submit a workflow.
+    """Validate and submit a workflow: a spec (``workflow``) or a registered definition
+    (``definition``, ``"name"`` or ``"name@3"``).
+
+    A definition is resolved to its version here, its input checked against its
+    ``input_schema``, and the definitions its ``kind: workflow`` nodes name (in an inline
+    spec too) are inlined (``definitions.inline_children``): the record carries the full
+    spec and the definition's name and version. The id's claim holds the hash of the
+    request as given (so a retry of the same id and body is the same run, whatever
+    version is the latest by then) and the spec it resolved to (what a healed claim
+    produces again).
 
     Args:
         pool: the projection's pool.
@@ -72,32 +80,99 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
         The outcome: created (202) or the same run again (200).
 
     Raises:
-        Problem: 422 for a value PostgreSQL or Kafka cannot hold or an invalid spec
-            (every fault in ``errors``), 409 when the id is taken by a different body,
-            503 when Kafka does not acknowledge within ``produce_timeout_s``.
+        Problem: 422 for a value PostgreSQL or Kafka cannot hold, an invalid spec or
+            reference, or an input that does not match the definition's input schema
+            (every fault in ``errors``), 404 an unknown definition or version, 410 a
+            deleted definition, 409 when the id is taken by a different body, 503 when
+            Kafka does not acknowledge within ``produce_timeout_s``.
     """
     if request.definition is not None:
-        raise Problem(422, "Unsupported field", "named definitions are not available in "
-                      "this version; send the spec in 'workflow'", errors=["definition"])
+        return await _submit_definition(pool, producer, topics, request, request.definition,
+                                        produce_timeout_s)
     spec = request.workflow
     if spec is None:
-        raise Problem(422, "Invalid request", "'workflow' (the spec) is required",
-                      errors=["workflow: required"])
+        raise Problem(422, "Invalid request", "'workflow' (the spec) or 'definition' (a "
+                      "registered definition's name) is required",
+                      errors=["workflow: required (or definition)"])
     # A large spec takes a while to check: off the event loop, so /health stays prompt.
-    digest = await asyncio.to_thread(_validate, request, spec)
+    digest = await asyncio.to_thread(_storable, request, spec)
+    full = await inline_children(pool, spec)
+    await asyncio.to_thread(_check_spec, full)
+    return await _claim(pool, producer, topics, request, _Claim(full, digest),
+                        produce_timeout_s)
+
+
+async def _submit_definition(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                             request: SubmitRequest, ref: str,
+                             produce_timeout_s: float) -> Accepted:
+    """``submit`` of ``{"definition": ref, "input": ...}``."""
+    if request.workflow is not None:
+        raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
+                      "'definition' (a registered definition), not both",
+                      errors=["definition: not with workflow"])
+    digest = await asyncio.to_thread(_storable, request, {"definition": ref})
+    if request.id is not None:  # a retry: the same run, even if ref now names another
+        row = await _row(pool, request.id)
+        if row is not None:
+            same = await asyncio.to_thread(_same_run, row, request, digest)
+            return await _existing(producer, topics, row, request.id, same, produce_timeout_s)
+    resolved = await resolve(pool, ref)
+    await asyncio.to_thread(check_input, resolved, request.input)
+    full = await inline_children(pool, resolved.spec, (resolved.name,))
+    await asyncio.to_thread(_check_spec, full)
+    return await _claim(pool, producer, topics, request,
+                        _Claim(full, digest, resolved.name, resolved.version),
+                        produce_timeout_s)
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What a claim stores: the full spec, the request's hash, the definition's name and
+    version (None: an inline spec)."""
+
+    spec: dict[str, Any]
+    digest: str
+    definition: str | None = None
+    version: int | None = None
+
+
+async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
+                 request: SubmitRequest, claim: _Claim, produce_timeout_s: float) -> Accepted:
+    """Claim the id with the resolved spec, then produce the submission.
+
+    A retry of an id already claimed is answered from its row (the same run, or 409)
+    before admission: its run was admitted once, and refusing the retry (400, 429) would
+    leave its sender unsure whether it runs.
+    """
+    if request.id is not None:
+        row = await _row(pool, request.id)
+        if row is not None:
+            same = await asyncio.to_thread(_same_claimed, row, request, claim)
+            return await _existing(producer, topics, row, request.id, same, produce_timeout_s)
+    spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
-    claimed = await pool.fetchval(
-        "insert into workflows (workflow_id, name, tenant, status, seq, spec, input, body_hash,"
-        " created_at, updated_at) values ($1, $2, $3, $4, 0, $5, $6, $7, $8, $8)"
-        " on conflict (workflow_id) do nothing returning 1",
-        workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec, request.input,
-        digest, now,
-    )
-    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant)
-    if not claimed:
-        return await _existing(pool, producer, topics, record, digest, produce_timeout_s)
+    values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
+              request.input, claim.digest, now)
+    if claim.definition is None:
+        claimed = await pool.fetchval(
+            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+            " body_hash, created_at, updated_at) values ($1, $2, $3, $4, 0, $5, $6, $7, $8, $8)"
+            " on conflict (workflow_id) do nothing returning 1", *values)
+    else:
+        claimed = await pool.fetchval(
+            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+            " body_hash, created_at, updated_at, definition, definition_version) values ($1,"
+            " $2, $3, $4, 0, $5, $6, $7, $8, $8, $9, $10) on conflict (workflow_id) do nothing"
+            " returning 1", *values, claim.definition, claim.version)
+    if not claimed:  # claimed meanwhile by a concurrent submission of the same id
+        row = await _row(pool, workflow_id)
+        same = row is not None and await asyncio.to_thread(_same_claimed, row, request, claim)
+        return await _existing(producer, topics, row, workflow_id, same, produce_timeout_s)
+    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
+                                  definition=claim.definition,
+                                  definition_version=claim.version)
     try:
         await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
     except Exception:
@@ -107,14 +182,30 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
     return Accepted(workflow_id, True, CLAIMED)
 
 
-def _validate(request: SubmitRequest, spec: dict[str, Any]) -> str:
-    """Check the values and the spec; return the body hash. Runs in a worker thread."""
-    require_storable({"workflow": spec, "input": request.input, "tenant": request.tenant})
+def _same_claimed(row: Any, request: SubmitRequest, claim: _Claim) -> bool:
+    """``_same_run`` of a submission whose id ``row`` already holds. An inline spec is
+    compared with the spec that runs as admission placed it (``admission.placed_like``:
+    the queues it gave nodes without one), whatever the workers are by now. Runs in a
+    worker thread."""
+    full = placed_like(claim.spec, row["spec"]) if claim.definition is None else None
+    return _same_run(row, request, claim.digest, full)
+
+
+def _storable(request: SubmitRequest, hashed: Any) -> str:
+    """Check the values; return the hash of the request as given (``hashed``: the spec,
+    or ``{"definition": ref}``). Runs in a worker thread."""
+    given = ({"workflow": hashed} if request.definition is None
+             else {"definition": request.definition})
+    require_storable({**given, "input": request.input, "tenant": request.tenant})
+    return body_hash(hashed, request.input, request.tenant)
+
+
+def _check_spec(spec: dict[str, Any]) -> None:
+    """Check the (resolved) spec. Runs in a worker thread."""
     try:
         parse_spec(spec)
     except SpecError as e:
         raise Problem(422, "Invalid workflow spec", str(e), errors=e.faults) from e
-    return body_hash(spec, request.input, request.tenant)
 
 
 async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
@@ -127,23 +218,55 @@ async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
         log.warning("could not release the claim on %s: %r", workflow_id, e)
 
 
-async def _existing(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                    record: ev.WorkflowSubmitted, digest: str,
-                    produce_timeout_s: float) -> Accepted:
-    workflow_id = record.workflow_id
-    row = await pool.fetchrow(
-        "select status, seq, body_hash, spec, input, tenant from workflows"
-        " where workflow_id = $1", workflow_id)
+async def _row(pool: asyncpg.Pool, workflow_id: str) -> Any:
+    """The claim's row (None: the id is free)."""
+    return await pool.fetchrow(
+        "select status, seq, body_hash, spec, input, tenant, definition, definition_version"
+        " from workflows where workflow_id = $1", workflow_id)
+
+
+def _same_run(row: Any, request: SubmitRequest, digest: str,
+              full: dict[str, Any] | None = None) -> bool:
+    """Whether ``request`` (whose hash as given is ``digest``) names the run of ``row``.
+
+    The claim holds the hash of the request as given; once the workflow is accepted, the
+    projection holds the hash of the body that runs: the resolved spec. So a request by
+    name is also the same run when it names the run's definition (and its version, if it
+    pins one) with the same input and tenant; an inline spec, when its children
+    inlined (``full``) are the spec that runs.
+    """
+    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
+    if existing == digest:
+        return True
+    if request.definition is not None:
+        try:
+            ref = parse_ref(request.definition)
+        except DefinitionRefError:
+            return False
+        return (row.get("definition") == ref.name
+                and ref.version in (None, row.get("definition_version"))
+                and existing == body_hash(row["spec"], request.input, request.tenant))
+    return full is not None and existing == body_hash(full, request.input, request.tenant)
+
+
+async def _existing(producer: AIOKafkaProducer, topics: Topics, row: Any, workflow_id: str,
+                    same_run: bool, produce_timeout_s: float) -> Accepted:
+    """The answer to a submission of an id already claimed (``row``, its ``_row``;
+    ``same_run``: ``_same_run`` of it): the same run (its claim produced again while the
+    workflow has not started), or 409."""
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
                       headers={"Retry-After": RETRY_AFTER_S})
-    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
-    if existing != digest:
+    if not same_run:
         raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
                       "different submission", workflow_id=workflow_id)
     if row["status"] == CLAIMED and row["seq"] == 0:
         # Not started yet: perhaps its record was never produced (the gateway that claimed
-        # the id died first). Producing it again is harmless if it was.
+        # the id died first). Producing it again, from the claim (the spec and definition
+        # version it resolved to), is harmless if it was.
+        record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
+                                      row["tenant"], definition=row.get("definition"),
+                                      definition_version=row.get("definition_version"))
         await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
     return Accepted(workflow_id, False, row["status"])
 
@@ -175,102 +298,3 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
     except Exception as e:
         raise Problem(503, "Kafka unavailable", f"the {what} was not stored: {e}",
                       headers=retry, workflow_id=workflow_id) from e
-
-
-async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                         workflow_id: str, reason: str, produce_timeout_s: float) -> None:
-    """Produce a ``CancelRequested`` for a workflow that is not terminal.
-
-    Args:
-        pool: the projection's pool.
-        producer: the Kafka producer.
-        topics: the topic names.
-        workflow_id: the workflow to cancel.
-        reason: recorded in the history.
-        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
-
-    Raises:
-        Problem: 404 unknown id, 409 already terminal, 503 Kafka unavailable or slow.
-    """
-    status = await pool.fetchval("select status from workflows where workflow_id = $1",
-                                 workflow_id)
-    if status is None:
-        raise Problem(404, "Not found", f"no workflow {workflow_id}")
-    if status in TERMINAL_STATUSES:
-        raise Problem(409, "Conflict", f"workflow {workflow_id} is already {status}",
-                      status_now=status)
-    record = ev.CancelRequested(workflow_id, now_ms(), reason)
-    await produce(producer, topics.control, record, produce_timeout_s, "cancel")
-
-
-def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.SignalSent:
-    """The ``SignalSent`` of a signal request: without a ``signal_id`` it gets a random
-    one (UUID4, hex).
-
-    Args:
-        workflow_id: the workflow to signal.
-        name: the signal's name (a wait node's ``signal:``).
-        request: the parsed body.
-    """
-    return ev.SignalSent(workflow_id, name, now_ms(), request.index,
-                         request.signal_id or uuid.uuid4().hex, request.fields)
-
-
-async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                      signal: ev.SignalSent, produce_timeout_s: float) -> None:
-    """Produce a ``SignalSent`` that a wait of a workflow that has not ended can take.
-
-    The workflow's spec and status are read from the projection, as ``GET`` reads them,
-    and the signal is checked against them (``signals.signal_fault``), so that a
-    signal no wait can take is refused here rather than dead-lettered by the
-    coordinator. A signal for a wait not started yet is kept until it starts. A signal
-    whose ``signal_id`` the workflow recorded is answered as accepted even once the
-    workflow has ended (a sender retrying after a lost answer), and is not sent again.
-
-    Args:
-        pool: the projection's pool.
-        producer: the Kafka producer.
-        topics: the topic names.
-        signal: the signal (``signal_record``).
-        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
-
-    Raises:
-        Problem: 404 unknown id, 409 the workflow has ended (and did not record this
-            signal), 400 no wait takes the
-            signal (the fault in ``detail`` and ``errors``), 503 Kafka unavailable or
-            slow.
-    """
-    workflow_id = signal.workflow_id
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow("select status, spec, input, tenant from workflows"
-                                  " where workflow_id = $1", workflow_id)
-        if row is None:
-            raise Problem(404, "Not found", f"no workflow {workflow_id}")
-        if row["status"] in TERMINAL_STATUSES:
-            if await conn.fetchval("select 1 from signals where workflow_id = $1 and"
-                                   " signal_id = $2", workflow_id, signal.signal_id):
-                return  # sent again after a lost answer: it was recorded; nothing to do
-            raise Problem(409, "Conflict", f"workflow {workflow_id} has already ended: "
-                          f"{row['status']}", status_now=row["status"])
-        totals = {r["node"]: r["total"] for r in await conn.fetch(
-            "select node, total from nodes where workflow_id = $1 and total is not null",
-            workflow_id)}
-    # A large spec takes a while to parse: off the event loop, as for a submission.
-    fault = await asyncio.to_thread(_signal_fault, row, totals, signal)
-    if fault is not None:
-        raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
-    await produce(producer, topics.control, signal, produce_timeout_s, "signal")
-
-
-def _signal_fault(row: Any, totals: dict[str, int], signal: ev.SignalSent) -> str | None:
-    """Why no wait of the workflow in ``row`` (a ``workflows`` row) can take ``signal``,
-    or None. Its state is rebuilt from the spec, with the item counts of its expanded
-    nodes (``totals``) so that an index can be checked. Runs in a worker thread."""
-    state = new_state(ev.WorkflowAccepted(signal.workflow_id, signal.at_ms, row["spec"],
-                                          row["input"], row["tenant"]))
-    if state.spec_error:  # cannot run at all: it fails as soon as it is accepted
-        return f"the workflow's spec is invalid: {state.spec_error}"
-    for node, total in totals.items():
-        if node in state.nodes:
-            state.nodes[node].total = total
-    return signal_fault(state, signal)

@@ -40,13 +40,16 @@ INSERT_EVENT = (
 # body_hash: of the body that runs (the gateway's claim may have hashed another one that
 # lost a race with a submission straight on Kafka), from the decoded record, so that the
 # same body resubmitted over HTTP matches whatever PostgreSQL does to its numbers.
+# definition, definition_version: the registered definition the spec was resolved from
+# (null for an inline spec), as the acceptance recorded it.
 UPSERT_ACCEPTED = (
     "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-    " body_hash, created_at, updated_at)"
-    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7)"
+    " body_hash, created_at, updated_at, definition, definition_version)"
+    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7, $9, $10)"
     " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
     " input = excluded.input, created_at = excluded.created_at,"
+    " definition = excluded.definition, definition_version = excluded.definition_version,"
     " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
     " seq = greatest(workflows.seq, excluded.seq),"
     " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
@@ -131,7 +134,8 @@ def core_plan(e: ev.HistoryEvent) -> Statements:
     if isinstance(b, ev.WorkflowAccepted):
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
         steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
-                                        body_hash(b.spec, b.input, b.tenant))))
+                                        body_hash(b.spec, b.input, b.tenant), b.definition,
+                                        b.definition_version)))
         return steps
     if type(b) in TERMINAL:
         return [*steps, *_terminal_steps(wid, seq, at, b)]

@@ -28,6 +28,7 @@ from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
+from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
@@ -68,6 +69,7 @@ class Worker:
         self.stopping = False
         self.intake: Intake
         self.outbox: Outbox
+        self.announcer: Announcer | None = None
 
     async def run(self) -> None:
         """Connect, serve the queue until :meth:`stop` (drained) or cancelled (at once),
@@ -76,6 +78,7 @@ class Worker:
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq,
                                             self.settings.topics.worker_control])
+        await ensure_workers_topic(self.settings)
         outbox = Outbox(self._connect_producer, self.settings.topics.reports,
                         self.settings.max_output_bytes)
         consumer = AIOKafkaConsumer(
@@ -95,7 +98,8 @@ class Worker:
                 await consumer.start()
                 try:
                     log.info("worker %s serving %s", self.settings.worker_id, self.topic)
-                    await self.serve(intake, outbox)
+                    async with self._announcing():
+                        await self.serve(intake, outbox)
                 finally:
                     await consumer.stop()
         finally:
@@ -141,6 +145,8 @@ class Worker:
         """Drain and stop (SIGTERM): :meth:`serve` takes nothing more and returns once
         the running attempts ended or the drain window is over."""
         self.stopping = True
+        if self.announcer is not None:
+            self.announcer.mark_stopping()
         if self.serving:
             self.intake.stop_taking()  # wakes a poll loop waiting for a free slot
 
@@ -175,6 +181,17 @@ class Worker:
                     await reader
         finally:
             await consumer.stop()
+
+    @contextlib.asynccontextmanager
+    async def _announcing(self) -> AsyncIterator[None]:
+        """Announce this worker on the workers topic meanwhile (``announce``)."""
+        served = [n for n, t in REGISTRY.items() if t.queue == self.settings.queue]
+        self.announcer = Announcer(self.settings, served, lambda: len(self.running))
+        try:
+            async with self.announcer:
+                yield
+        finally:
+            self.announcer = None
 
     async def _connect_producer(self) -> Producer:
         producer = make_producer(self.settings, linger_ms=2)

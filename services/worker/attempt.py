@@ -31,6 +31,7 @@ from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
+from services.worker.settings import gateway_url_from_env
 
 log = logging.getLogger("headwater.worker")
 
@@ -69,6 +70,8 @@ class Attempt:
         max_output_bytes: largest checkpoint and chunk (JSON), bytes.
         taken_at_s: ``time.monotonic()`` when this worker took the dispatch (None: now);
             the attempt's own timeout counts from then.
+        gateway_url: where the task's ``ctx.call`` submits child runs (None: the
+            worker's ``HEADWATER_GATEWAY_URL``, ``settings.gateway_url_from_env``).
 
     Attributes:
         key: ``(workflow_id, node, index, attempt)``.
@@ -80,7 +83,8 @@ class Attempt:
     """
 
     def __init__(self, dispatch: ev.TaskDispatched, send: Send, executor: Executor,
-                 max_output_bytes: int, taken_at_s: float | None = None) -> None:
+                 max_output_bytes: int, taken_at_s: float | None = None, *,
+                 gateway_url: str | None = None) -> None:
         self.dispatch = dispatch
         self.taken_at_s = time.monotonic() if taken_at_s is None else taken_at_s
         self.key = attempt_key(dispatch)
@@ -89,6 +93,7 @@ class Attempt:
         self.progress = ProgressReporter(self.loop, self.key, self._send_progress)
         self.executor = executor
         self.max_output_bytes = max_output_bytes
+        self.gateway_url = gateway_url or gateway_url_from_env()
         self.chunks: list[Any] = []
         self.cancelled = False
         self.body: asyncio.Task[Any] | None = None
@@ -107,7 +112,8 @@ class Attempt:
         """The ``ctx`` passed to task code."""
         d = self.dispatch
         return TaskContext(AttemptInfo(d.workflow_id, d.node, d.index, d.attempt),
-                           self.progress.report, last_checkpoint=d.checkpoint, runtime=self)
+                           self.progress.report, last_checkpoint=d.checkpoint, runtime=self,
+                           gateway_url=self.gateway_url)
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
         """Send ``TaskCheckpointed(state)`` in order with the attempt's other reports.

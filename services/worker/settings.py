@@ -11,6 +11,17 @@ from services.common.settings import CommonSettings, env_float, env_int, env_str
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
 DRAIN_S = 30.0
+ANNOUNCE_S = 5.0
+
+
+def gateway_url_from_env() -> str:
+    """``HEADWATER_GATEWAY_URL``, or the local gateway when unset:
+    ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT`` (8080 by default), as the CLI finds it.
+
+    Raises:
+        ValueError: ``HEADWATER_GATEWAY_PORT`` is not a number.
+    """
+    return env_str("GATEWAY_URL", f"http://127.0.0.1:{env_int('GATEWAY_PORT', 8080)}")
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,12 @@ class Settings(CommonSettings):
             then stops those still running (``TaskFailed``, ``WorkerStopped``, retried
             at once). A second signal stops them at once. Give the process manager (a
             Kubernetes ``terminationGracePeriodSeconds``) a few seconds more than this.
+        announce_s: how often the worker announces itself on the workers topic, seconds
+            (``HEADWATER_ANNOUNCE_S``, 5 by default); it counts as live for 3 intervals
+            after its last announcement.
+        gateway_url: the gateway that task code's ``ctx.call`` submits child runs to
+            (``HEADWATER_GATEWAY_URL``; by default the local gateway,
+            ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT``).
     """
 
     queue: str = "cpu"
@@ -50,6 +67,8 @@ class Settings(CommonSettings):
     max_output_bytes: int = MAX_OUTPUT_BYTES
     max_poll_interval_ms: int = MAX_POLL_INTERVAL_MS
     drain_s: float = DRAIN_S
+    announce_s: float = ANNOUNCE_S
+    gateway_url: str = "http://127.0.0.1:8080"
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -69,4 +88,6 @@ class Settings(CommonSettings):
             max_output_bytes=env_int("MAX_OUTPUT_BYTES", MAX_OUTPUT_BYTES),
             max_poll_interval_ms=env_int("MAX_POLL_INTERVAL_MS", MAX_POLL_INTERVAL_MS),
             drain_s=env_float("DRAIN_S", DRAIN_S),
+            announce_s=env_float("ANNOUNCE_S", ANNOUNCE_S),
+            gateway_url=gateway_url_from_env(),
         )

@@ -21,9 +21,9 @@ from tests.waiting import holds_for_async, scaled, wait_until_async
 
 
 async def _submit(client: httpx.AsyncClient, spec: dict[str, object],
-                  prefix: str, input: object = None) -> str:
+                  prefix: str, input: object = None, **extra: object) -> str:
     workflow_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    body: dict[str, object] = {"id": workflow_id, "workflow": spec}
+    body: dict[str, object] = {"id": workflow_id, "workflow": spec, **extra}
     if input is not None:
         body["input"] = input
     response = await client.post("/v1/workflows", json=body)
@@ -200,7 +200,9 @@ async def test_an_attempt_that_starts_after_its_cancel_is_stopped(
         {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.q2_marked_sleep",
          "queue": "q2", "input": {"seconds": "${item}", "marks": str(marks)}}]}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
-        workflow_id = await _submit(client, spec, "late-start", {"items": [5.0] * 3})
+        # No worker serves q2 yet (nor may one have lately): queued anyway.
+        workflow_id = await _submit(client, spec, "late-start", {"items": [5.0] * 3},
+                                    queue_anyway=True)
         await wait_status(stack, workflow_id, 30, until=("running",))
         response = await client.post(f"/v1/workflows/{workflow_id}/cancel")
         assert response.status_code == 202, response.text

@@ -11,10 +11,11 @@ import pytest
 from headwater.topics import Topics
 from load.fuzzkit.bases import Builders
 from load.fuzzkit.mutants import APPLIED, DLQ, Mutator, classify
+from services.coordinator.homing import movable
 
 TOPICS = Topics("fz")
 ALWAYS_BAD = ("truncated", "trailing", "no_magic", "unknown_fingerprint", "wrong_type",
-              "empty", "tombstone", "wrong_key", "null_key", "wrong_partition", "bad_at_ms",
+              "empty", "tombstone", "wrong_key", "null_key", "bad_at_ms",
               "huge", "wrong_content_type", "json_garbage")
 
 
@@ -34,13 +35,15 @@ def test_every_mutation_of_every_kind_is_classified(kind: str) -> None:
         assert ("fuzz-case", f"{kind}-{name}".encode()) in mutant.headers
         if name in ALWAYS_BAD:
             assert mutant.expect == DLQ and mutant.why, (name, mutant.why)
+        if name == "wrong_partition":  # moved home from submissions and control, not reports
+            assert (mutant.expect == DLQ) == (not movable(TOPICS, mutant.topic)), mutant.topic
         assert not mutant.why.startswith("decoder raised"), mutant.why
         assert classify(TOPICS, 8, mutant)[0] == mutant.expect or name == "huge_valid"
 
 
 def test_a_misplaced_record_is_bad_though_it_decodes() -> None:
     m, rng = mutator(), random.Random(3)
-    mutant = m.mutate(m.builders.submission(rng), "wrong_partition", rng, "p")
+    mutant = m.mutate(m.builders.kinds()["TaskStarted"](rng), "wrong_partition", rng, "p")
     assert mutant is not None and mutant.expect == DLQ and mutant.why.startswith("misplaced")
 
 

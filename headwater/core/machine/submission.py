@@ -1,10 +1,11 @@
 """Submission: accepting a workflow and starting it.
 
-A submitted workflow is accepted (``WorkflowAccepted`` holds its spec document and
-input); a child workflow (``ChildSubmitted``, from its parent's coordinator) is accepted
-the same way and then linked to the attempt that started it (``ParentLinked``), to which
-its end is reported. An invalid spec fails it at once; otherwise every root node (no
-needs, not an error handler) starts, and a workflow with nothing to do succeeds.
+A submitted workflow is accepted (``WorkflowAccepted`` holds its spec document, its
+input and the registered definition it was resolved from, if any); a child workflow
+(``ChildSubmitted``, from its parent's coordinator) is accepted the same way and then
+linked to the attempt that started it (``ParentLinked``), to which its end is reported.
+An invalid spec fails it at once; otherwise every root node (no needs, not an error
+handler) starts, and a workflow with nothing to do succeeds.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ Submission = ev.WorkflowSubmitted | ev.ChildSubmitted
 
 
 def accept(rec: Recorder, event: Submission) -> WorkflowState:
-    """Record ``WorkflowAccepted`` for a submission, and ``ParentLinked`` after it for a
-    child workflow; returns the new state (its ``spec_error`` says whether the spec was
-    valid)."""
+    """Record ``WorkflowAccepted`` for a submission (with the definition it names, if
+    any), and ``ParentLinked`` after it for a child workflow; returns the new state (its
+    ``spec_error`` says whether the spec was valid)."""
     state = rec.record(
-        ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input, event.tenant)
+        ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input,
+                            event.tenant, definition=event.definition,
+                            definition_version=event.definition_version)
     )
     if isinstance(event, ev.ChildSubmitted):
         state = rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,

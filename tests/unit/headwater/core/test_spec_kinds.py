@@ -198,8 +198,8 @@ FAULTS: list[tuple[str, dict[str, Any], str]] = [
     ("workflow without a spec", doc(kind("c", "workflow")),
      "node 'c': a workflow node needs 'workflow:', the child's spec"),
     ("workflow by definition", doc(kind("c", "workflow", definition="billing")),
-     "node 'c': definition: definitions arrive with the registry; give the child inline as "
-     "workflow:"),
+     "node 'c': definition: definition references are resolved by the gateway: submit "
+     "through HTTP, or give the child inline"),
     ("workflow with an invalid child", doc(kind("c", "workflow", workflow={"name": "x"})),
      "node 'c': workflow: nodes: required, a non-empty list"),
     ("workflow child not a mapping", doc(kind("c", "workflow", workflow="child.yaml")),

@@ -309,14 +309,15 @@ class DeadBus(Bus):
 
 
 async def test_an_input_on_another_partition_than_its_workflows_is_dead_lettered() -> None:
-    """A client that partitions by something else than murmur2 of the key: its workflow's
-    reports would reach another partition (another coordinator) and it would hang."""
+    """A report partitioned by something else than murmur2 of the key would reach another
+    coordinator, which does not own its workflow (submissions and control records are
+    moved home instead: ``test_coordinator_homing``)."""
     bus, table = DeadBus(), Table()
-    elsewhere = InputRecord(TOPICS.submissions, 1, 0, WF.encode(),
-                            codec.encode(ev.WorkflowSubmitted(WF, SPEC, {}, AT)), [])
+    elsewhere = InputRecord(TOPICS.reports, 1, 0, WF.encode(),
+                            codec.encode(ev.TaskStarted(WF, "f", None, 1, AT, "w-1")), [])
     await BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20).apply_batch([elsewhere])
     [dead] = bus.dead
-    assert dead.reason.startswith(f"{TOPICS.submissions}[1] holds a record of workflow "
+    assert dead.reason.startswith(f"{TOPICS.reports}[1] holds a record of workflow "
                                   f"'{WF}', whose records belong on partition 0")
     assert bus.records == [] and table.load(WF) is None
 

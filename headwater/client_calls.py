@@ -1,0 +1,138 @@
+"""Child runs started by task code (``TaskContext.call`` and kin), through the client.
+
+Each child is a run of a stored definition submitted by ``POST /v1/workflows`` with an
+id derived from the task and the call's place in it, not from the attempt:
+``<workflow_id>:<node>[.<index>]:call.<n>`` (``n`` counts the calls of the attempt from
+0, ``call_parallel`` taking one number per child, in order). A retried attempt (after
+a failure, or a worker killed mid-way) that makes the same calls in the same order
+names the same children: the gateway answers their ids with the runs it has (200), so
+none is started twice, and results already there are returned at once. Task code must
+therefore make its calls in a deterministic order with the same inputs (another input
+for an id taken answers 409, raised as ``Conflict``).
+
+A child that fails or is cancelled raises ``CallFailed`` (not retried: another attempt
+would find the same ended child).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from headwater.client import AsyncClient, Client
+from headwater.errors import CallFailed, ResultTimeout, WorkflowCancelled, WorkflowFailed
+
+MAX_ID_CHARS = 200
+"""The longest workflow id (``headwater.topics.WORKFLOW_ID_PATTERN``)."""
+POLL_S = 2.0
+"""How long a blocking call waits for a child before checking whether its attempt must
+stop, seconds."""
+Invocation = tuple[str, Any]
+"""``(definition, input)``: one child run (``name`` or ``name@3``, and its input)."""
+
+
+def child_id(workflow_id: str, node: str, index: int | None, n: int) -> str:
+    """The id of an attempt's ``n``-th child run: ``<workflow_id>:<node>[.<index>]:call.<n>``,
+    or ``call-<sha256 hex, 40 chars>`` of that when it would be over ``MAX_ID_CHARS``."""
+    task = node if index is None else f"{node}.{index}"
+    full = f"{workflow_id}:{task}:call.{n}"
+    if len(full) <= MAX_ID_CHARS:
+        return full
+    return "call-" + hashlib.sha256(full.encode()).hexdigest()[:40]
+
+
+def _failed(workflow_id: str, error: WorkflowFailed | WorkflowCancelled) -> CallFailed:
+    if isinstance(error, WorkflowFailed):
+        return CallFailed(workflow_id, "failed", error.error)
+    return CallFailed(workflow_id, "cancelled", error.reason)
+
+
+class Calls:
+    """The child runs of one attempt.
+
+    Args:
+        workflow_id: the attempt's workflow.
+        node: its node.
+        index: its map index, or None.
+        gateway_url: the gateway to submit to (the worker's ``HEADWATER_GATEWAY_URL``).
+        check: raises ``AttemptCancelled`` once the attempt must stop (blocking waits
+            call it every ``POLL_S``).
+    """
+
+    def __init__(self, workflow_id: str, node: str, index: int | None, gateway_url: str,
+                 check: Callable[[], None]) -> None:
+        self._task = (workflow_id, node, index)
+        self.gateway_url = gateway_url
+        self._check = check
+        self._next = 0
+
+    def _ids(self, count: int) -> list[str]:
+        first, self._next = self._next, self._next + count
+        return [child_id(*self._task, n) for n in range(first, first + count)]
+
+    def run(self, invocations: Sequence[Invocation]) -> list[Any]:
+        """Submit every child, then wait for each; blocking (for sync task code).
+
+        Returns:
+            Their outputs, in the order given.
+
+        Raises:
+            RuntimeError: called on a running event loop (it would block it).
+            CallFailed: a child failed or was cancelled (the first in order).
+            AttemptCancelled: the attempt must stop.
+            HeadwaterHTTPError: the gateway refused a child (unknown definition 404,
+                an input the definition refuses 422, an id taken by another input 409).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError("ctx.call and ctx.call_parallel block; from async task "
+                               "code use await ctx.acall(...) / ctx.acall_parallel(...)")
+        ids = self._ids(len(invocations))
+        with Client(self.gateway_url) as client:
+            for workflow_id, (definition, workflow_input) in zip(ids, invocations,
+                                                                 strict=True):
+                self._check()
+                client.submit(definition=definition, input=workflow_input, id=workflow_id)
+            return [self._wait(client, workflow_id) for workflow_id in ids]
+
+    def _wait(self, client: Client, workflow_id: str) -> Any:
+        while True:
+            self._check()
+            try:
+                return client.result(workflow_id, timeout=POLL_S)
+            except ResultTimeout:
+                continue
+            except (WorkflowFailed, WorkflowCancelled) as e:
+                raise _failed(workflow_id, e) from e
+
+    async def arun(self, invocations: Sequence[Invocation]) -> list[Any]:
+        """``run`` for async task code: the children are awaited together (a cancel of
+        the attempt cancels the wait).
+
+        Returns:
+            Their outputs, in the order given.
+
+        Raises:
+            CallFailed, HeadwaterHTTPError: as ``run``.
+        """
+        ids = self._ids(len(invocations))
+        async with AsyncClient(self.gateway_url) as client:
+            for workflow_id, (definition, workflow_input) in zip(ids, invocations,
+                                                                 strict=True):
+                await client.submit(definition=definition, input=workflow_input,
+                                    id=workflow_id)
+            outcomes = await asyncio.gather(*(client.result(i) for i in ids),
+                                            return_exceptions=True)
+        results = []
+        for workflow_id, value in zip(ids, outcomes, strict=True):
+            if isinstance(value, (WorkflowFailed, WorkflowCancelled)):
+                raise _failed(workflow_id, value) from value
+            if isinstance(value, BaseException):
+                raise value
+            results.append(value)
+        return results

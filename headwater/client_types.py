@@ -1,0 +1,212 @@
+"""What ``headwater.client`` returns: frozen views of the gateway's JSON answers, each
+keeping the whole answer in ``raw`` (fields the view does not name stay reachable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from headwater.core.events import TERMINAL_BODIES
+from headwater.core.status import WorkflowStatus
+
+TERMINAL_STATUSES = frozenset(s.value for s in WorkflowStatus if s.terminal)
+"""The statuses of a run that has ended (``succeeded``, ``failed``, ``cancelled``)."""
+TERMINAL_EVENTS = frozenset(body.__name__ for body in TERMINAL_BODIES)
+"""The event types that end a run's stream (``WorkflowSucceeded`` ...)."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submission's answer (``POST /v1/workflows``).
+
+    Attributes:
+        id: the run's id.
+        status: its status when answered (``accepted`` for a new run).
+        created: True for a new run (202), False for the same id and body again (200).
+        links: ``{"self", "events"}`` paths.
+    """
+
+    id: str
+    status: str
+    created: bool
+    links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DefinitionRef:
+    """Which definition (and version) a run was started from."""
+
+    name: str
+    version: int | None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A run, as ``GET /v1/workflows/{id}`` shows it (a list item has no ``input``,
+    ``output`` or ``definition``: None).
+
+    Attributes:
+        id: the run's id.
+        name: the spec's ``name``.
+        status: ``accepted``, ``running``, ``succeeded``, ``failed`` or ``cancelled``.
+        tenant: its tenant, or None.
+        seq: the seq number of its last projected event (0: not started).
+        input: its input.
+        output: its output once succeeded, else None.
+        error: why it failed, or "".
+        created_at: RFC 3339 time.
+        updated_at: RFC 3339 time.
+        definition: the definition it was started from, or None (an inline spec).
+        raw: the whole document.
+    """
+
+    id: str
+    name: str
+    status: str
+    tenant: str | None
+    seq: int
+    input: Any
+    output: Any
+    error: str
+    created_at: str | None
+    updated_at: str | None
+    definition: DefinitionRef | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended."""
+        return self.status in TERMINAL_STATUSES
+
+
+def workflow_from(doc: dict[str, Any]) -> Workflow:
+    """The view of a workflow document (or a list item)."""
+    ref = doc.get("definition")
+    definition = (DefinitionRef(str(ref.get("name", "")), ref.get("version"))
+                  if isinstance(ref, dict) else None)
+    return Workflow(
+        id=doc["id"], name=doc.get("name") or "", status=doc["status"],
+        tenant=doc.get("tenant"), seq=int(doc.get("seq") or 0), input=doc.get("input"),
+        output=doc.get("output"), error=doc.get("error") or "",
+        created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
+        definition=definition, raw=doc)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of ``GET /v1/workflows``, newest first.
+
+    Attributes:
+        items: the runs (list items: no input or output).
+        next_cursor: pass it as ``cursor`` for the next page; None on the last.
+    """
+
+    items: list[Workflow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """The answer of ``POST /v1/run/{name}`` waiting or answering at once.
+
+    Attributes:
+        id: the run's id.
+        status: its status.
+        done: True when it ended within the wait (then ``workflow`` is its document).
+        workflow: the run's document once ended, else None.
+    """
+
+    id: str
+    status: str
+    done: bool
+    workflow: Workflow | None = None
+
+    @property
+    def output(self) -> Any:
+        """The run's output (None unless it succeeded within the wait)."""
+        return self.workflow.output if self.workflow is not None else None
+
+    @property
+    def error(self) -> str:
+        """The run's error ("" unless it failed within the wait)."""
+        return self.workflow.error if self.workflow is not None else ""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of a run's history (an SSE message).
+
+    Attributes:
+        id: its seq number (1, 2, ...), what ``Last-Event-ID`` resumes after; 0 for the
+            ``accepted`` message of ``run(mode="stream")``.
+        type: the event's type (``WorkflowAccepted``, ``TaskSucceeded`` ... or
+            ``accepted``).
+        data: its fields.
+    """
+
+    id: int
+    type: str
+    data: dict[str, Any]
+
+    @property
+    def terminal(self) -> bool:
+        """Whether it ends the run."""
+        return self.type in TERMINAL_EVENTS
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A stored definition's version (``PUT``/``GET /v1/definitions/...``).
+
+    Attributes:
+        name: its name.
+        version: its version number (1, 2, ...).
+        digest: the SHA-256 (hex) of its body.
+        created_at: RFC 3339 time, or None.
+        raw: the whole document (``GET`` of one version adds ``workflow``, the spec,
+            ``input_schema``, ``latest`` and ``deleted``).
+    """
+
+    name: str
+    version: int
+    digest: str
+    created_at: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+def definition_from(doc: dict[str, Any]) -> Definition:
+    """The view of a definition document."""
+    return Definition(name=doc["name"], version=int(doc["version"]),
+                      digest=doc.get("digest") or "", created_at=doc.get("created_at"),
+                      raw=doc)
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One queue, as ``GET /v1/queues`` shows it.
+
+    Attributes:
+        queue: its name.
+        backlog: dispatches waiting.
+        in_flight: attempts running.
+        live_workers: workers announcing themselves.
+        state: ``ok``, ``no_live_workers`` or ``full``.
+        tasks: the tasks its live workers serve.
+        raw: the whole item (``workers``, ``oldest_waiting_s``, ``maxdepth``).
+    """
+
+    queue: str
+    backlog: int
+    in_flight: int
+    live_workers: int
+    state: str
+    tasks: list[str]
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+def queue_from(doc: dict[str, Any]) -> Queue:
+    """The view of one item of ``GET /v1/queues``."""
+    return Queue(queue=doc["queue"], backlog=int(doc.get("backlog") or 0),
+                 in_flight=int(doc.get("in_flight") or 0),
+                 live_workers=int(doc.get("live_workers") or 0),
+                 state=doc.get("state") or "", tasks=list(doc.get("tasks") or []), raw=doc)

@@ -1,0 +1,194 @@
+"""The definitions registry's rules: what a definition's name and a reference to one
+look like, the digest of a registered body, and which version a ``PUT`` makes.
+
+A definition is a workflow spec (and, optionally, a JSON Schema of its input) stored
+under a name. Each ``PUT`` of a body that differs from the current version makes the
+next version (1, 2, 3, ...); the same body again is the same version. ``DELETE`` marks
+the name deleted (no new runs; the versions stay readable); a ``PUT`` after it makes a
+new version and the name live again. The records (``DefinitionStored``, keyed
+``name@version``; ``DefinitionHead``, keyed ``name``) go to the compacted
+``definitions`` topic, the registry's source of truth; the gateway's PostgreSQL tables
+are a projection of it (``services/gateway/definitions.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
+"""A definition's name: 1-100 characters, letters, digits and ``_.-``, starting with a
+letter or digit (safe in a URL path and a Kafka key; never ``.`` or ``..``)."""
+MAX_VERSION = 2**31 - 1
+"""The highest version (an Avro ``int``, as ``spec_child.MAX_VERSION``)."""
+_NAME = re.compile(NAME_PATTERN)
+_VERSION = re.compile(r"[1-9][0-9]{0,9}")
+
+
+class DefinitionRefError(ValueError):
+    """Raised by ``parse_ref`` and ``check_name`` for a malformed name or reference; the
+    message says what a good one looks like."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a definition: its name and a version, or None for the latest."""
+
+    name: str
+    version: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a valid definition name.
+
+    Raises:
+        DefinitionRefError: it is not (the message quotes ``NAME_PATTERN``'s rule).
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise DefinitionRefError(
+            f"definition name {name!r} is invalid: 1-100 letters, digits and _.- "
+            "starting with a letter or digit")
+    return name
+
+
+def parse_ref(ref: str) -> Ref:
+    """Parse ``"name"`` (the latest version) or ``"name@3"`` (version 3).
+
+    Args:
+        ref: the reference, as a submission or a ``kind: workflow`` node gives it.
+
+    Returns:
+        The name and the version (None: the latest).
+
+    Raises:
+        DefinitionRefError: a bad name, or a version that is not an integer from 1 to
+            ``MAX_VERSION``.
+    """
+    if not isinstance(ref, str):
+        raise DefinitionRefError(f"a definition reference is a string, not {type(ref).__name__}")
+    name, at, version = ref.partition("@")
+    check_name(name)
+    if not at:
+        return Ref(name)
+    if not _VERSION.fullmatch(version) or int(version) > MAX_VERSION:
+        raise DefinitionRefError(
+            f"definition reference {ref!r}: the version after @ must be an integer from 1 "
+            f"to {MAX_VERSION} (such as \"{name}@3\")")
+    return Ref(name, int(version))
+
+
+def digest(workflow: Any, input_schema: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON (keys sorted, orjson) of a definition's body:
+    two bodies with the same spec and input schema have the same digest, whatever the
+    order of their keys.
+
+    Raises:
+        TypeError: a value that is not JSON (orjson's ``JSONEncodeError``).
+    """
+    doc = {"workflow": workflow, "input_schema": input_schema}
+    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Head:
+    """A name's current version and whether the name is deleted."""
+
+    version: int
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class PutDecision:
+    """What a ``PUT`` does: ``created`` a new ``version`` (201), or it is the current
+    version already (200, nothing written)."""
+
+    version: int
+    created: bool
+
+
+def decide_put(head: Head | None, versions: Mapping[int, str], body_digest: str) -> PutDecision:
+    """The version a ``PUT`` of a body with digest ``body_digest`` makes.
+
+    The same body as the current version of a live name is that version (idempotent);
+    any other body, a body equal to an older version (applying it again makes it the
+    latest), and any body after a ``DELETE`` make the next version.
+
+    Args:
+        head: the name's head (None: a name never registered).
+        versions: every version of the name known -> its digest.
+        body_digest: ``digest`` of the body.
+
+    Returns:
+        The decision.
+
+    Raises:
+        ValueError: the name already has ``MAX_VERSION`` versions.
+    """
+    if head is not None and not head.deleted and versions.get(head.version) == body_digest:
+        return PutDecision(head.version, created=False)
+    latest = max([*versions, head.version if head else 0, 0])
+    if latest >= MAX_VERSION:
+        raise ValueError(f"the definition already has {MAX_VERSION} versions")
+    return PutDecision(latest + 1, created=True)
+
+
+def head_supersedes(new: Head, old: Head | None) -> bool:
+    """Whether head ``new`` replaces ``old`` (applying heads in any order, or twice,
+    ends at the same head).
+
+    Versions only grow, and a version is deleted at most once and never undeleted (a
+    ``PUT`` after a ``DELETE`` makes a new version), so heads are ordered by ``(version,
+    deleted)``.
+    """
+    return old is None or (new.version, new.deleted) > (old.version, old.deleted)
+
+
+def stored_key(name: str, version: int) -> str:
+    """The Kafka key of a ``DefinitionStored``: ``name@version``."""
+    return f"{name}@{version}"
+
+
+@dataclass(frozen=True)
+class DefinitionStored:
+    """A definition's version, on the ``definitions`` topic (key ``name@version``).
+
+    Attributes:
+        name: the definition's name.
+        version: its version, from 1.
+        spec: the workflow spec, a JSON document.
+        input_schema: the JSON Schema its input must match, or None.
+        digest: ``digest(spec, input_schema)``.
+        at_ms: when the version was registered, ms since the Unix epoch.
+    """
+
+    name: str
+    version: int
+    spec: Any
+    input_schema: Any
+    digest: str
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class DefinitionHead:
+    """A name's current version, on the ``definitions`` topic (key ``name``).
+
+    Attributes:
+        name: the definition's name.
+        version: the latest version.
+        deleted: True once the name is deleted (no new runs).
+        at_ms: when the head changed, ms since the Unix epoch.
+    """
+
+    name: str
+    version: int
+    deleted: bool
+    at_ms: int

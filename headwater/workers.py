@@ -1,0 +1,44 @@
+"""The record of the ``workers`` topic (``Topics.workers``): a worker's announcement.
+
+A worker writes it (``services.worker.announce``) and the gateway and ``headwater
+stuck`` read it; ``headwater.codec`` encodes and decodes it like every record
+(``schemas/avro/WorkerAnnounced.avsc``). It is no workflow record
+(``headwater.core.events``): nothing of a workflow's history depends on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WorkerAnnounced:
+    """One worker's announcement (the fields of ``WorkerAnnounced.avsc``).
+
+    Attributes:
+        worker_id: its name in reports; the record's key.
+        queue: the queue it serves.
+        tasks: the task names it serves, sorted.
+        concurrency: attempts it runs at once.
+        in_flight: attempts running when it announced.
+        version: the ``headwater`` package version it runs.
+        host: host name.
+        pid: process id.
+        started_at_ms: when it started, ms since the epoch (its clock).
+        at_ms: when it announced, ms since the epoch (its clock).
+        interval_ms: how often it announces, ms.
+        stopping: True once it stops taking dispatches.
+    """
+
+    worker_id: str
+    queue: str
+    tasks: tuple[str, ...]
+    concurrency: int
+    in_flight: int
+    version: str
+    host: str
+    pid: int
+    started_at_ms: int
+    at_ms: int
+    interval_ms: int
+    stopping: bool = False

@@ -1,0 +1,78 @@
+"""``headwater list``: runs newest first (``GET /v1/workflows``), filtered by status,
+name and definition, as a table (``--json``: the items as the gateway gives them)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ops.cli.common import GATEWAY, console, styled
+from ops.cli.workflows import client, gateway_errors
+
+STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
+
+
+def when(rfc3339: str | None) -> str:
+    """An RFC 3339 time as ``YYYY-MM-DD HH:MM:SS`` in its own offset (``-`` when None;
+    the text itself when it does not parse)."""
+    if not rfc3339:
+        return "-"
+    try:
+        return datetime.fromisoformat(rfc3339).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return rfc3339
+
+
+def definition_of(raw: dict[str, Any]) -> str:
+    """``name@version`` of the definition a list item was started from, or ``""``."""
+    ref = raw.get("definition")
+    if isinstance(ref, dict) and ref.get("name"):
+        return f"{ref['name']}@{ref.get('version')}" if ref.get("version") else ref["name"]
+    return str(ref) if isinstance(ref, str) else ""
+
+
+def list_runs(
+    status: Annotated[str | None, typer.Option(
+        help=f"only runs in this status ({', '.join(STATUSES)})")] = None,
+    name: Annotated[str | None, typer.Option(help="only runs of this spec name")] = None,
+    definition: Annotated[str | None, typer.Option(
+        help="only runs started from this definition (its name)")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="how many, newest first")] = 20,
+    cursor: Annotated[str | None, typer.Option(
+        help="the next page's cursor, as a previous list printed it")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the items as JSON")] = False,
+    gateway: str = GATEWAY,
+) -> None:
+    """List runs, newest first, filtered.
+
+    E.g. ``headwater list --status failed --limit 5``.
+    """
+    if status is not None and status not in STATUSES:
+        raise typer.BadParameter(f"--status {status!r}: one of {', '.join(STATUSES)}")
+    with gateway_errors(gateway), client(gateway) as hw:
+        page = hw.list(status=status, name=name, definition=definition, limit=limit,
+                       cursor=cursor)
+    if as_json:
+        console.print_json(json.dumps({"items": [w.raw for w in page.items],
+                                       "next_cursor": page.next_cursor}))
+        return
+    table = Table("id", "name", "definition", "status", "created", "updated", "error")
+    for w in page.items:
+        table.add_row(escape(w.id), escape(w.name), escape(definition_of(w.raw)),
+                      styled(w.status), when(w.created_at), when(w.updated_at),
+                      escape((w.error or "")[:50]))
+    console.print(table)
+    if not page.items:
+        console.print("no runs" + (" match" if status or name or definition else ""))
+    if page.next_cursor:
+        again = [f"--{k} {shlex.quote(str(v))}" for k, v in (("status", status), ("name", name),
+                                           ("definition", definition), ("limit", limit))
+                 if v is not None and (k != "limit" or v != 20)]
+        console.print(escape(" ".join(["more: headwater list", *again,
+                                       f"--cursor {page.next_cursor}"])))

@@ -1,0 +1,123 @@
+"""``headwater queues``: every queue's backlog, work in flight, live workers and state,
+from the gateway's ``GET /v1/queues``."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console(soft_wrap=True, emoji=False)
+STATE_STYLE = {"ok": "green", "no_live_workers": "red", "full": "yellow"}
+EXIT_UNREACHABLE = 3
+
+
+def _default_gateway() -> str:
+    return os.environ.get("HEADWATER_GATEWAY_URL") or \
+        f"http://127.0.0.1:{os.environ.get('HEADWATER_GATEWAY_PORT', '8080')}"
+
+
+def queues(
+    gateway: Annotated[str | None, typer.Option(
+        "--gateway", show_default=False,
+        help="gateway base URL (default: $HEADWATER_GATEWAY_URL, else 127.0.0.1 on "
+             "$HEADWATER_GATEWAY_PORT)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
+) -> None:
+    """Show every queue: backlog, in flight, live workers, the tasks they serve, the
+    oldest waiting dispatch, maxdepth and state (ok, no_live_workers, full).
+
+    Exit status: 0 every queue ok, 1 some queue without live workers or full, 2 the
+    gateway answered with an error, 3 the gateway is unreachable.
+    """
+    url = gateway or _default_gateway()
+    try:
+        response = httpx.get(f"{url}/v1/queues", timeout=30)
+    except httpx.TransportError as e:
+        console.print(f"[red]error:[/] cannot reach the gateway at {escape(url)} "
+                      f"({escape(str(e))}); is the stack up (`headwater up`)?")
+        raise typer.Exit(EXIT_UNREACHABLE) from e
+    if response.status_code >= 400:
+        console.print(f"[red]error:[/] {response.status_code} {escape(response.text[:500])}")
+        raise typer.Exit(2)
+    found: list[dict[str, Any]] = response.json()["queues"]
+    if as_json:
+        typer.echo(json.dumps({"queues": found}, indent=2))
+    else:
+        show(found)
+    if any(q["state"] != "ok" for q in found):
+        raise typer.Exit(1)
+
+
+def show(found: list[dict[str, Any]]) -> None:
+    """Print the queues for people: one row per queue, then its live workers."""
+    if not found:
+        console.print("no queues yet (no worker announced itself, no tasks topic)")
+        return
+    table = Table("queue", "state", "backlog", "in flight", "live workers", "oldest waiting",
+                  "maxdepth", "tasks")
+    for q in found:
+        style = STATE_STYLE.get(q["state"], "")
+        oldest = q["oldest_waiting_s"]
+        table.add_row(escape(q["queue"]), f"[{style}]{escape(q['state'])}[/]",
+                      str(q["backlog"]), str(q["in_flight"]), str(q["live_workers"]),
+                      "-" if oldest is None else f"{oldest:g} s",
+                      str(q["maxdepth"] or "unlimited"), escape(", ".join(q["tasks"])))
+    console.print(table)
+    workers = Table("worker", "queue", "host", "pid", "version", "in flight",
+                    "last announced")
+    rows = [(q, w) for q in found for w in q["workers"]]
+    for q, w in rows:
+        workers.add_row(escape(w["worker_id"]), escape(q["queue"]), escape(w["host"]),
+                        str(w["pid"]), escape(w["version"]),
+                        f"{w['in_flight']}/{w['concurrency']}", f"{w['announced_s_ago']:g} s ago")
+    if rows:
+        console.print(workers)
+
+
+def wait_for_workers(gateway: str, queue: str, timeout_s: float = 30.0,
+                     poll_s: float = 0.2) -> dict[str, Any]:
+    """Wait until the gateway knows a live worker of ``queue`` (``GET /v1/queues``):
+    what a script that has just started a worker does before it submits, since a task
+    no live worker serves is refused (400) and a worker takes a second or two to
+    announce itself.
+
+    Args:
+        gateway: the gateway's base URL.
+        queue: the queue.
+        timeout_s: how long to wait, seconds.
+        poll_s: how often to ask, seconds.
+
+    Returns:
+        The queue's entry of ``GET /v1/queues``.
+
+    Raises:
+        TimeoutError: no live worker of ``queue`` within ``timeout_s`` (the message has
+            the last answer or error).
+    """
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while True:
+        try:
+            response = httpx.get(f"{gateway}/v1/queues", timeout=poll_s + 5)
+            if response.status_code == 200:
+                entry = next((q for q in response.json()["queues"] if q["queue"] == queue),
+                             None)
+                if entry is not None and entry["live_workers"] > 0:
+                    return dict(entry)
+                last = f"queue {queue}: {entry}"
+            else:
+                last = f"{response.status_code} {response.text[:200]}"
+        except httpx.TransportError as e:
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no live worker of queue {queue} within {timeout_s:g} s "
+                               f"({last})")
+        time.sleep(poll_s)

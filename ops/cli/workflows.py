@@ -1,0 +1,224 @@
+"""``headwater submit``, ``status``, ``cancel`` and ``signal``: one workflow at a time,
+through the Python client (``headwater.client``).
+
+``submit`` chooses the workflow id (``wf-<uuid4 hex>``) before its first try unless
+``--id`` gives one, and prints it at once: the client retries a connection error or a
+503 with that same id, so a retry can never start a second run (the gateway answers 200
+for the same id and body). Exit codes: 0 done, 1 unknown workflow (404) or, with
+``--follow``, a run that ended other than ``succeeded``, 2 any other refusal or an
+unreachable gateway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from headwater import errors
+from ops.cli.common import GATEWAY, console, fail, styled, unreachable
+
+if TYPE_CHECKING:
+    from headwater.client import Client
+
+
+def client(gateway: str) -> Client:
+    """A client of ``gateway`` (5 retries of a connection error or a 503)."""
+    from headwater.client import Client  # here: it imports httpx, which takes a while
+
+    return Client(gateway)
+
+
+def problem(error: errors.HeadwaterHTTPError) -> NoReturn:
+    """End the command with the gateway's problem: its status, detail and each of its
+    ``errors``; exit 1 for a 404, else 2.
+
+    Raises:
+        typer.Exit: always.
+    """
+    detail = error.detail or error.title
+    listed = error.body.get("errors")
+    lines = "".join(f"\n  - {e}" for e in (listed if isinstance(listed, list) else [])
+                    if e != detail)
+    fail(f"{error.status} {detail}{lines}", 1 if error.status == 404 else 2)
+
+
+@contextlib.contextmanager
+def gateway_errors(gateway: str) -> Iterator[None]:
+    """Turn the client's errors into one line each (``problem``, ``unreachable``)."""
+    try:
+        yield
+    except errors.GatewayUnreachable as e:
+        unreachable(gateway, e.__cause__ or e)
+    except errors.HeadwaterHTTPError as e:
+        problem(e)
+
+
+def load_input(raw: str | None) -> Any:
+    """``--input``: JSON text, or ``@file.json``; None when absent.
+
+    Raises:
+        typer.BadParameter: the file cannot be read, or the text is not JSON.
+    """
+    if raw is None:
+        return None
+    try:
+        text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    except OSError as e:
+        raise typer.BadParameter(f"cannot read --input file {raw[1:]!r}: {e.strerror}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise typer.BadParameter(f"--input is not JSON: {e}") from e
+
+
+def submit(
+    file: Annotated[Path, typer.Argument(help="workflow spec, YAML or JSON", exists=True)],
+    input: Annotated[str | None, typer.Option("--input", "-i",
+                     help="input as JSON, or @file.json")] = None,
+    id: Annotated[str | None, typer.Option(
+        help="workflow id (idempotency key; default: wf-<random>, chosen and printed "
+             "before the first try)")] = None,
+    tenant: Annotated[str | None, typer.Option()] = None,
+    follow_: Annotated[bool, typer.Option("--follow/--no-follow",
+                       help="watch progress until the workflow ends")] = False,
+    gateway: str = GATEWAY,
+) -> None:
+    """Submit a workflow; with --follow, show its progress and print its output."""
+    import yaml
+
+    from headwater.client_http import new_workflow_id
+
+    try:
+        spec = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as e:
+        fail(f"{file}: not valid YAML or JSON: {e}")
+    if not isinstance(spec, dict):
+        fail(f"{file}: a workflow is a mapping (name, nodes ...), not {type(spec).__name__}")
+    workflow_input = load_input(input)
+    workflow_id = id or new_workflow_id()
+    console.print(f"workflow [bold]{escape(workflow_id)}[/]", end=" ")
+    started = time.monotonic()
+    with gateway_errors(gateway), client(gateway) as hw:
+        try:
+            answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant)
+        except BaseException:
+            console.print()
+            raise
+        console.print(answer.status if answer.created else f"{answer.status} (submitted before)")
+        if not follow_:
+            return
+        from ops.cli.follow import follow
+
+        state = follow(((e.type, e.id, e.data) for e in hw.events(workflow_id)), console)
+    _report(state, time.monotonic() - started)
+
+
+def _report(state: Any, elapsed: float) -> None:
+    """Print how a followed run ended; exit 1 unless it succeeded."""
+    console.print(f"{styled(state.status)} in {elapsed:.2f} s, "
+                  f"{state.tasks_run} task attempt{'s' if state.tasks_run != 1 else ''}, "
+                  f"{state.last_seq} events")
+    if state.status == "succeeded":
+        console.print_json(json.dumps(state.output))
+    else:
+        console.print(f"[red]{escape(str(state.error))}[/]")
+        raise typer.Exit(1)
+
+
+def status(
+    workflow_id: Annotated[str, typer.Argument(help="workflow id")],
+    gateway: str = GATEWAY,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
+) -> None:
+    """Show a workflow's status, nodes and output."""
+    with gateway_errors(gateway), client(gateway) as hw:
+        doc = hw.get(workflow_id).raw
+    if as_json:
+        console.print_json(json.dumps(doc))
+        return
+    definition = doc.get("definition")
+    made_from = (f" (definition {escape(str(definition.get('name')))}@"
+                 f"{definition.get('version')})" if isinstance(definition, dict) else "")
+    console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
+                  f"{styled(doc['status'])} seq {doc['seq']}")
+    table = Table("node", "kind", "status", "succeeded", "failed", "error")
+    for n in doc["nodes"]:
+        total = f"/{n['total']}" if n["total"] is not None else ""
+        table.add_row(escape(n["id"]), n["kind"], n["status"], f"{n['succeeded']}{total}",
+                      str(n["failed"]), escape((n["error"] or "")[:60]))
+    console.print(table)
+    if doc["output"] is not None:
+        console.print_json(json.dumps(doc["output"]))
+    elif doc["error"]:
+        console.print(f"[red]{escape(str(doc['error']))}[/]")
+
+
+def cancel(
+    workflow_id: Annotated[str, typer.Argument(help="workflow id")],
+    reason: Annotated[str, typer.Option(help="why, recorded in the history")] = "",
+    gateway: str = GATEWAY,
+) -> None:
+    """Cancel a running workflow."""
+    with gateway_errors(gateway), client(gateway) as hw:
+        hw.cancel(workflow_id, reason)
+    console.print(f"cancel of {escape(workflow_id)} requested")
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def signal_fields(pairs: list[str]) -> dict[str, Any]:
+    """The fields of ``--field NAME=VALUE`` options: each value as JSON when it parses
+    as JSON (``true``, ``3``, ``{"a": 1}``, ``"quoted"``), else as the string it is
+    (``yes``, ``two words``). ``NaN`` and ``Infinity`` are strings: JSON has no such
+    numbers.
+
+    Raises:
+        typer.BadParameter: a pair without ``=`` or without a name, or a name given twice.
+    """
+    fields: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--field {pair!r}: expected NAME=VALUE")
+        if name in fields:
+            raise typer.BadParameter(f"--field {name} is given twice")
+        try:
+            fields[name] = json.loads(raw, parse_constant=_reject_constant)
+        except ValueError:  # json.JSONDecodeError is one
+            fields[name] = raw
+    return fields
+
+
+def signal(
+    workflow_id: Annotated[str, typer.Argument(help="workflow id")],
+    name: Annotated[str, typer.Argument(help="the signal's name (a wait node's signal:)")],
+    field: Annotated[list[str] | None, typer.Option(
+        "--field", "-f", help="a field as NAME=VALUE (VALUE is JSON when it parses, "
+                              "else a string); repeat for each field")] = None,
+    index: Annotated[int | None, typer.Option(
+        min=0, help="the map item whose wait it is for (a wait with over)")] = None,
+    signal_id: Annotated[str | None, typer.Option(
+        "--id", help="the signal's id: sending the same id again changes nothing "
+                     "(default: a random one, kept across retries)")] = None,
+    gateway: str = GATEWAY,
+) -> None:
+    """Send a signal to a workflow's wait node.
+
+    E.g. ``headwater signal wf-1 approval --field approved=true --field note="looks
+    good"``.
+    """
+    fields = signal_fields(field or [])
+    with gateway_errors(gateway), client(gateway) as hw:
+        answer = hw.signal(workflow_id, name, fields, index=index, signal_id=signal_id)
+    console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
+                  f"(signal id {escape(str(answer.get('signal_id')))})")

@@ -1,0 +1,239 @@
+"""The gateway's view of the workers: their last announcements on the workers topic
+(``services.worker.announce``), read in the background with ``TopicReader``.
+
+Liveness is judged on the gateway's clock, not the workers': a record read while
+following the topic counts as heard when it was read; one read while catching up with
+the topic's past (at start, or after the reader reconnects) as heard at its own
+``at_ms``, never later than now. So a worker's clock being off matters only for the
+records of the catch-up, and a worker that died long ago is not live again because the
+gateway read its last record just now.
+
+One registry serves one gateway process: the one running is ``installed()`` (the
+submission's admission and the workflow view ask it; None before the gateway connects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import ConsumerRecord, TopicPartition
+
+from headwater.core.status import TaskStatus
+from services.common.clock import now_ms
+from services.common.settings import CommonSettings
+from services.common.topic_reader import TopicReader
+from services.worker.announce import (
+    WorkerAnnounced,
+    decode_announcement,
+    ensure_workers_topic,
+    is_live,
+)
+
+log = logging.getLogger("headwater.gateway")
+
+RECONNECT_S = 1.0
+"""How long the reader waits after losing Kafka before it reads again, seconds."""
+PROBE_S = 1.0
+"""How often the reader asks for the topic's end offsets while following, seconds."""
+FRESH_S = 3.0
+"""How long the registry counts as up to date after the reader last proved it had read
+the topic to an end offset the broker gave, seconds (``fresh``)."""
+
+
+@dataclass(frozen=True)
+class Heard:
+    """A worker's last announcement and when the gateway heard it (ms since the epoch,
+    the gateway's clock)."""
+
+    record: WorkerAnnounced
+    heard_at_ms: int
+
+
+class WorkerRegistry:
+    """Every worker's last announcement, kept up to date by a background reader.
+
+    Args:
+        settings: Kafka settings and the topic names.
+        grace_s: how long after :meth:`start` the registry is not trusted to know every
+            live worker (``trusted``), seconds: a worker started with the gateway may not
+            have announced itself yet.
+    """
+
+    def __init__(self, settings: CommonSettings, grace_s: float) -> None:
+        self.settings = settings
+        self.grace_s = grace_s
+        self.heard: dict[str, Heard] = {}
+        self.caught_up = False
+        self.started_at_s = math.inf
+        self.fresh_at_s = -math.inf
+        self.fresh_at_ms = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start reading in the background (from the event loop)."""
+        self.started_at_s = time.monotonic()
+        self._task = asyncio.create_task(self._read())
+
+    async def stop(self) -> None:
+        """Stop reading."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the reader read the topic to an end offset the broker gave it less than
+        ``FRESH_S`` ago (not so while Kafka is unreachable, or the reader lags)."""
+        return time.monotonic() - self.fresh_at_s < FRESH_S
+
+    @property
+    def trusted(self) -> bool:
+        """Whether a queue without live workers may be refused: the topic was read to its
+        end, the reader is ``fresh`` and the grace after start is over."""
+        return (self.caught_up and self.fresh
+                and time.monotonic() - self.started_at_s >= self.grace_s)
+
+    def live(self, now: int | None = None) -> list[WorkerAnnounced]:
+        """The live workers' last announcements, by worker id; while the registry is not
+        ``fresh``, judged as of the last time it was (workers do not die of the gateway
+        losing Kafka)."""
+        at = now_ms() if now is None else now
+        if not self.fresh and self.fresh_at_ms:
+            at = min(at, self.fresh_at_ms)
+        return [h.record for _, h in sorted(self.heard.items())
+                if is_live(h.record, h.heard_at_ms, at)]
+
+    def serving(self, now: int | None = None) -> dict[str, set[str]]:
+        """Queue -> the tasks its live workers serve (a queue with live workers serving
+        nothing maps to an empty set)."""
+        found: dict[str, set[str]] = {}
+        for record in self.live(now):
+            found.setdefault(record.queue, set()).update(record.tasks)
+        return found
+
+    def queues(self) -> set[str]:
+        """Every queue a worker announced (live or not)."""
+        return {h.record.queue for h in self.heard.values()}
+
+    def take(self, record: ConsumerRecord, following: bool) -> None:
+        """Apply one record of the workers topic (a tombstone forgets its worker)."""
+        try:
+            announced = decode_announcement(record.value)
+        except Exception as e:
+            log.warning("skipping record %d of the workers topic: %s", record.offset, e)
+            return
+        key = (record.key or b"").decode(errors="replace")
+        if announced is None:
+            self.heard.pop(key, None)
+            return
+        now = now_ms()
+        self.heard[announced.worker_id] = Heard(
+            announced, now if following else min(now, announced.at_ms))
+
+    async def _read(self) -> None:
+        """Catch up with the topic, then follow it; start again after a Kafka error."""
+        while True:
+            try:
+                await ensure_workers_topic(self.settings, timeout_s=math.inf)
+                async with TopicReader(self.settings.bootstrap,
+                                       max_message_bytes=self.settings.max_message_bytes) as reader:
+                    await self._catch_up_and_follow(reader)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("reading the workers topic failed (%r); reading it again", e)
+            await asyncio.sleep(RECONNECT_S)
+
+    async def _catch_up_and_follow(self, reader: TopicReader) -> None:
+        topic = self.settings.topics.workers
+        partitions = await reader.partitions(topic, wait_s=30.0)
+        end = await reader.end_offsets(topic, partitions)
+        async for batch in reader.batches(topic, {}, end):
+            for record in batch:
+                self.take(record, following=False)
+        self.caught_up = True
+        self._mark_fresh()
+        probe = asyncio.create_task(self._probe(reader, topic, end))
+        try:
+            async for batch in reader.follow(topic, end, timeout_s=math.inf):
+                for record in batch:
+                    self.take(record, following=True)
+        finally:
+            probe.cancel()
+
+    def _mark_fresh(self) -> None:
+        self.fresh_at_s, self.fresh_at_ms = time.monotonic(), now_ms()
+
+    async def _probe(self, reader: TopicReader, topic: str, end: dict[int, int]) -> None:
+        """Every ``PROBE_S``: fresh when the reader's position reached the end offsets of
+        the previous probe (it read what was there a second ago) and the broker answers."""
+        tps = {p: TopicPartition(topic, p) for p in end}
+        while True:
+            await asyncio.sleep(PROBE_S)
+            try:
+                reached = all([await reader.consumer.position(tp) >= end[p]
+                               for p, tp in tps.items()])
+                end = await asyncio.wait_for(reader.end_offsets(topic, end), PROBE_S * 2)
+            except Exception as e:  # Kafka unreachable: not fresh until it answers again
+                log.debug("probing the workers topic: %r", e)
+                continue
+            if reached:
+                self._mark_fresh()
+
+
+_installed: list[WorkerRegistry] = []
+
+
+def install(registry: WorkerRegistry | None) -> None:
+    """Make ``registry`` the one ``installed()`` returns (None: none)."""
+    _installed[:] = [registry] if registry is not None else []
+
+
+def installed() -> WorkerRegistry | None:
+    """The running gateway's registry, or None (not connected yet, or in a test)."""
+    return _installed[0] if _installed else None
+
+
+def served(serving: Mapping[str, set[str]], task: str) -> list[str]:
+    """The queues whose live workers serve ``task``, sorted."""
+    return sorted(q for q, tasks in serving.items() if task in tasks)
+
+
+def queue_state(status: str, queue: str, task: str) -> dict[str, str]:
+    """``{"queue_state": ...}`` for a task row (``tasks``) whose attempt waits on a queue
+    that cannot take it: ``no_live_workers`` (none live), ``unserved`` (live workers,
+    none serving its task); empty otherwise, or when the registry is not ``trusted``
+    yet (or not installed)."""
+    registry = installed()
+    if status != TaskStatus.DISPATCHED or registry is None or not registry.trusted:
+        return {}
+    serving = registry.serving()
+    if queue not in serving:
+        return {"queue_state": "no_live_workers"}
+    if task not in serving[queue]:
+        return {"queue_state": "unserved"}
+    return {}
+
+
+def queue_warnings(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """``{"warnings": [...]}``, one sentence per attempt of ``rows`` (``tasks`` rows)
+    that waits on a queue that cannot take it (``queue_state``); empty without any."""
+    found = []
+    for row in rows:
+        state = queue_state(row["status"], row["queue"], row["task"]).get("queue_state")
+        if state == "no_live_workers":
+            found.append(f"{row['task_key']} (attempt {row['attempt']}) waits on queue "
+                         f"{row['queue']!r}, which has no live worker")
+        elif state == "unserved":
+            found.append(f"{row['task_key']} (attempt {row['attempt']}) waits on queue "
+                         f"{row['queue']!r}, whose live workers do not serve task "
+                         f"{row['task']!r}")
+    return {"warnings": found} if found else {}
