@@ -42,11 +42,13 @@ down: install
 	$(HW) down
 
 ## The whole suite: lint (ruff, mypy) first, then unit tests, then end-to-end tests on the
-## real broker and database. A lint failure fails `make test`.
+## real broker and database. A lint failure fails `make test`. Two pytest processes
+## (pytest-xdist), each with its own stack of Headwater processes on the one broker and
+## database, take whole test modules in turn: the end-to-end tests mostly wait.
 test: install lint
 	bash infra/stack.sh up
 	bash infra/browser.sh
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
 
 ## Benchmarks against raw Kafka on the local stack (under 10 minutes):
 ## load/results/<UTC timestamp>.json, .md and .png. `$(PY) -m load.bench --help` for options.

@@ -8,8 +8,9 @@ and ``AsyncClient`` (``headwater.client_async``, the same methods to await).
 
 Errors: every problem document the gateway answers is raised as a
 ``headwater.errors.HeadwaterHTTPError`` subclass chosen by status (``NotFound``,
-``Conflict``, ``Unprocessable``, ``TooManyRequests`` ...); a run that failed or was
-cancelled raises ``WorkflowFailed`` / ``WorkflowCancelled`` from ``result``.
+``Conflict``, ``Unprocessable``, ``TooManyRequests`` ...), a redirect as ``HeadwaterHTTPError``;
+an empty id or name or a timeout not finite and >= 0 is a ``ValueError`` before sending;
+a run that failed or was cancelled raises ``WorkflowFailed`` / ``WorkflowCancelled``.
 
 Retries: a connection error (the transport's, timeouts included) and a 503 are tried
 again, ``retries`` times, after ``client_http.delay_s`` (``Retry-After`` or a doubling
@@ -35,28 +36,32 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 import httpx
-from httpx_sse import EventSource, connect_sse
+from httpx_sse import connect_sse
 
 from headwater import errors
 from headwater.client_async import AsyncClient
 from headwater.client_http import (
     Call,
     Mode,
+    check_timeout,
+    default_url,
     definition_put_call,
     delay_s,
     error_for,
-    event_from,
     events_call,
     list_call,
-    new_workflow_id,
     outcome,
     retryable,
     run_call,
     run_from,
+    run_id,
     segment,
     signal_call,
+    sse_events,
     submit_call,
+    unexpected,
 )
+from headwater.client_schedules import Schedules
 from headwater.client_types import (
     Definition,
     Event,
@@ -71,7 +76,6 @@ from headwater.client_types import (
 )
 
 __all__ = ["AsyncClient", "Client", "Definitions"]
-DEFAULT_URL = "http://127.0.0.1:8080"
 RUN_WAIT_S = 60.0
 """How long a waiting ``run`` without ``timeout`` expects the gateway to wait, seconds
 (its ``HEADWATER_RUN_TIMEOUT_MAX_S`` by default): the read timeout is this plus
@@ -92,12 +96,14 @@ class Client:
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
     """
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0,
+    def __init__(self, base_url: str | None = None, *, timeout: float = 30.0,
                  retries: int = 5, transport: httpx.BaseTransport | None = None) -> None:
-        self.base_url, self.timeout, self.retries = base_url.rstrip("/"), timeout, retries
+        self.base_url = (base_url or default_url()).rstrip("/")
+        self.timeout, self.retries = check_timeout(timeout), retries
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
                                   transport=transport)
         self.definitions = Definitions(self)
+        self.schedules = Schedules(self)
 
     def __enter__(self) -> Client:
         return self
@@ -141,13 +147,13 @@ class Client:
                 time.sleep(delay_s(tries, response))
                 tries += 1
                 continue
-            if response.is_error:
+            if unexpected(response):
                 raise error_for(response)
             return response
 
     def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
                definition: str | None = None, input: Any = None, id: str | None = None,
-               tenant: str | None = None) -> Submitted:
+               tenant: str | None = None, queue_anyway: bool = False) -> Submitted:
         """Submit a run of an inline spec (``workflow``: a dict, a YAML/JSON file or
         text) or of a stored definition (``definition``: ``name`` or ``name@3``).
 
@@ -157,13 +163,14 @@ class Client:
             input: the run's input (JSON).
             id: the run's id (None: ``wf-<uuid4 hex>``, chosen before the first try).
             tenant: its tenant.
+            queue_anyway: submit even when a queue it needs has no live worker.
 
         Raises:
-            ValueError: neither or both of ``workflow`` and ``definition``.
+            ValueError: neither or both of ``workflow`` and ``definition``; an empty id.
             Conflict: the id is taken by another body. Unprocessable: an invalid spec
                 or input. NotFound/Gone: unknown or deleted definition.
         """
-        call = submit_call(workflow, definition, input, id or new_workflow_id(), tenant)
+        call = submit_call(workflow, definition, input, run_id(id), tenant, queue_anyway)
         response = self.send(call)
         doc = response.json()
         return Submitted(doc["id"], doc["status"], response.status_code == 202,
@@ -172,14 +179,15 @@ class Client:
     @overload
     def run(self, definition: str, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-            id: str | None = ...) -> Run: ...
+            id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
     @overload
     def run(self, definition: str, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
-            id: str | None = ...) -> Iterator[Event]: ...
+            id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
 
     def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
-            timeout: float | None = None, id: str | None = None) -> Run | Iterator[Event]:
+            timeout: float | None = None, id: str | None = None,
+            queue_anyway: bool = False) -> Run | Iterator[Event]:
         """Run a definition (``POST /v1/run/{name}``).
 
         Args:
@@ -192,9 +200,13 @@ class Client:
             timeout: how long the gateway waits, seconds (None: its maximum,
                 ``HEADWATER_RUN_TIMEOUT_MAX_S``).
             id: the run's id (None: chosen before the first try).
+            queue_anyway: submit even when a queue it needs has no live worker.
+
+        Raises:
+            ValueError: an empty name or id; a timeout not finite or below 0.
         """
-        workflow_id = id or new_workflow_id()
-        call = run_call(definition, input, mode, timeout, workflow_id)
+        workflow_id = run_id(id)
+        call = run_call(definition, input, mode, timeout, workflow_id, queue_anyway)
         if mode == "stream":
             return self._run_stream(call, workflow_id)
         wait_s = RUN_WAIT_S if timeout is None else timeout
@@ -229,7 +241,7 @@ class Client:
             ResultTimeout: (a ``TimeoutError``) it has not ended within ``timeout``.
             NotFound: unknown id.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if (wait := check_timeout(timeout)) is None else time.monotonic() + wait
         try:
             workflow = self.get(workflow_id)
             if not workflow.done:
@@ -270,7 +282,7 @@ class Client:
                                  timeout=self._read_timeout(workflow_id, deadline)) as source:
                     if self._answered(source.response, failures):
                         first = None
-                        for event in _events(source):
+                        for event in sse_events(source):
                             if event.id == 0 and greet:
                                 greet = False
                                 yield event
@@ -297,7 +309,7 @@ class Client:
         Raises:
             HeadwaterHTTPError: any other error answer.
         """
-        if not response.is_error:
+        if not unexpected(response):
             return True
         response.read()
         if retryable(response) and failures < self.retries:
@@ -343,14 +355,6 @@ class Client:
     def queues(self) -> builtins.list[Queue]:
         """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""
         return [queue_from(q) for q in self.send(Call("GET", "/v1/queues")).json()["queues"]]
-
-
-def _events(source: EventSource) -> Iterator[Event]:
-    """The events of an SSE stream (messages without data skipped)."""
-    for sse in source.iter_sse():
-        event = event_from(sse)
-        if event is not None:
-            yield event
 
 
 class Definitions:

@@ -19,21 +19,25 @@ from headwater import errors
 from headwater.client_http import (
     Call,
     Mode,
+    check_timeout,
+    default_url,
     definition_put_call,
     delay_s,
     error_for,
     event_from,
     events_call,
     list_call,
-    new_workflow_id,
     outcome,
     retryable,
     run_call,
     run_from,
+    run_id,
     segment,
     signal_call,
     submit_call,
+    unexpected,
 )
+from headwater.client_schedules import AsyncSchedules
 from headwater.client_types import (
     Definition,
     Event,
@@ -47,7 +51,6 @@ from headwater.client_types import (
     workflow_from,
 )
 
-DEFAULT_URL = "http://127.0.0.1:8080"
 RUN_WAIT_S = 60.0
 """As ``headwater.client.RUN_WAIT_S``."""
 SETTLE_S = 0.1
@@ -58,12 +61,14 @@ class AsyncClient:
     """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
     (``transport``: an ``httpx.AsyncBaseTransport``)."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, timeout: float = 30.0,
+    def __init__(self, base_url: str | None = None, *, timeout: float = 30.0,
                  retries: int = 5, transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self.base_url, self.timeout, self.retries = base_url.rstrip("/"), timeout, retries
+        self.base_url = (base_url or default_url()).rstrip("/")
+        self.timeout, self.retries = check_timeout(timeout), retries
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        transport=transport)
         self.definitions = AsyncDefinitions(self)
+        self.schedules = AsyncSchedules(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -95,7 +100,7 @@ class AsyncClient:
                 await asyncio.sleep(delay_s(tries, response))
                 tries += 1
                 continue
-            if response.is_error:
+            if unexpected(response):
                 raise error_for(response)
             return response
 
@@ -105,9 +110,10 @@ class AsyncClient:
 
     async def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
                      definition: str | None = None, input: Any = None,
-                     id: str | None = None, tenant: str | None = None) -> Submitted:
+                     id: str | None = None, tenant: str | None = None,
+                     queue_anyway: bool = False) -> Submitted:
         """As ``Client.submit``."""
-        call = submit_call(workflow, definition, input, id or new_workflow_id(), tenant)
+        call = submit_call(workflow, definition, input, run_id(id), tenant, queue_anyway)
         response = await self.send(call)
         doc = response.json()
         return Submitted(doc["id"], doc["status"], response.status_code == 202,
@@ -116,19 +122,20 @@ class AsyncClient:
     @overload
     async def run(self, definition: str, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-                  id: str | None = ...) -> Run: ...
+                  id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
     @overload
     async def run(self, definition: str, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
-                  id: str | None = ...) -> AsyncIterator[Event]: ...
+                  id: str | None = ...,
+                  queue_anyway: bool = ...) -> AsyncIterator[Event]: ...
 
     async def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
-                  timeout: float | None = None,
-                  id: str | None = None) -> Run | AsyncIterator[Event]:
+                  timeout: float | None = None, id: str | None = None,
+                  queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
         iterator of the events (the request is sent as it is iterated)."""
-        workflow_id = id or new_workflow_id()
-        call = run_call(definition, input, mode, timeout, workflow_id)
+        workflow_id = run_id(id)
+        call = run_call(definition, input, mode, timeout, workflow_id, queue_anyway)
         if mode == "stream":
             return self._follow(workflow_id, 0, None, call)
         wait_s = RUN_WAIT_S if timeout is None else timeout
@@ -149,7 +156,7 @@ class AsyncClient:
 
     async def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """As ``Client.result``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if (wait := check_timeout(timeout)) is None else time.monotonic() + wait
         try:
             workflow = await self.get(workflow_id)
             if not workflow.done:
@@ -206,7 +213,7 @@ class AsyncClient:
 
     async def _answered(self, response: httpx.Response, failures: int) -> bool:
         """As ``Client._answered``."""
-        if not response.is_error:
+        if not unexpected(response):
             return True
         await response.aread()
         if retryable(response) and failures < self.retries:

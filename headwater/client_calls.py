@@ -11,7 +11,9 @@ therefore make its calls in a deterministic order with the same inputs (another 
 for an id taken answers 409, raised as ``Conflict``).
 
 A child that fails or is cancelled raises ``CallFailed`` (not retried: another attempt
-would find the same ended child).
+would find the same ended child); a child the gateway refuses for good (an unknown
+definition 404, a deleted one 410, an input or name it does not take 422) raises
+``CallRefused`` (not retried either: another attempt would be refused the same way).
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from headwater.client import AsyncClient, Client
-from headwater.errors import CallFailed, ResultTimeout, WorkflowCancelled, WorkflowFailed
+from headwater.errors import (
+    CallFailed,
+    CallRefused,
+    Gone,
+    HeadwaterHTTPError,
+    NotFound,
+    ResultTimeout,
+    Unprocessable,
+    WorkflowCancelled,
+    WorkflowFailed,
+)
 
 MAX_ID_CHARS = 200
 """The longest workflow id (``headwater.topics.WORKFLOW_ID_PATTERN``)."""
@@ -31,6 +43,14 @@ POLL_S = 2.0
 stop, seconds."""
 Invocation = tuple[str, Any]
 """``(definition, input)``: one child run (``name`` or ``name@3``, and its input)."""
+
+
+REFUSED = (NotFound, Gone, Unprocessable)
+"""The gateway's answers to a child run that no later attempt can change: 404, 410, 422."""
+
+
+def _refused(definition: str, error: HeadwaterHTTPError) -> CallRefused:
+    return CallRefused(definition, error.status, error.detail or error.title)
 
 
 def child_id(workflow_id: str, node: str, index: int | None, n: int) -> str:
@@ -81,9 +101,10 @@ class Calls:
         Raises:
             RuntimeError: called on a running event loop (it would block it).
             CallFailed: a child failed or was cancelled (the first in order).
+            CallRefused: the gateway refused a child for good (404, 410, 422).
             AttemptCancelled: the attempt must stop.
-            HeadwaterHTTPError: the gateway refused a child (unknown definition 404,
-                an input the definition refuses 422, an id taken by another input 409).
+            HeadwaterHTTPError: another refusal (an id taken by another input 409,
+                a queue full 429 ...).
         """
         try:
             asyncio.get_running_loop()
@@ -97,7 +118,11 @@ class Calls:
             for workflow_id, (definition, workflow_input) in zip(ids, invocations,
                                                                  strict=True):
                 self._check()
-                client.submit(definition=definition, input=workflow_input, id=workflow_id)
+                try:
+                    client.submit(definition=definition, input=workflow_input,
+                                  id=workflow_id)
+                except REFUSED as e:
+                    raise _refused(definition, e) from e
             return [self._wait(client, workflow_id) for workflow_id in ids]
 
     def _wait(self, client: Client, workflow_id: str) -> Any:
@@ -118,14 +143,17 @@ class Calls:
             Their outputs, in the order given.
 
         Raises:
-            CallFailed, HeadwaterHTTPError: as ``run``.
+            CallFailed, CallRefused, HeadwaterHTTPError: as ``run``.
         """
         ids = self._ids(len(invocations))
         async with AsyncClient(self.gateway_url) as client:
             for workflow_id, (definition, workflow_input) in zip(ids, invocations,
                                                                  strict=True):
-                await client.submit(definition=definition, input=workflow_input,
-                                    id=workflow_id)
+                try:
+                    await client.submit(definition=definition, input=workflow_input,
+                                        id=workflow_id)
+                except REFUSED as e:
+                    raise _refused(definition, e) from e
             outcomes = await asyncio.gather(*(client.result(i) for i in ids),
                                             return_exceptions=True)
         results = []

@@ -5,21 +5,43 @@ and ``AsyncClient`` only send the calls, each in its own way."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 from urllib.parse import quote
 
 import httpx
 import yaml
-from httpx_sse import ServerSentEvent
+from httpx_sse import EventSource, ServerSentEvent
 
 from headwater import errors
 from headwater.client_types import Event, Run, Workflow, workflow_from
 
 Mode = Literal["sync", "async", "stream"]
+DEFAULT_PORT = 8080
+"""The local gateway's port when ``HEADWATER_GATEWAY_PORT`` is unset."""
+
+
+def default_url() -> str:
+    """Where a client finds the gateway: ``HEADWATER_GATEWAY_URL``, else
+    ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT`` (8080 when unset), as the local stack
+    starts it.
+
+    Raises:
+        ValueError: ``HEADWATER_GATEWAY_PORT`` is not a number.
+    """
+    url = os.environ.get("HEADWATER_GATEWAY_URL")
+    if url:
+        return url
+    port = os.environ.get("HEADWATER_GATEWAY_PORT") or str(DEFAULT_PORT)
+    if not port.isascii() or not port.isdigit():
+        raise ValueError(f"HEADWATER_GATEWAY_PORT must be a port number, not {port!r}")
+    return f"http://127.0.0.1:{port}"
 BACKOFF_BASE_S = 0.2
 """The first retry's delay, seconds; each further one doubles, up to ``BACKOFF_MAX_S``."""
 BACKOFF_MAX_S = 2.0
@@ -50,8 +72,59 @@ def new_workflow_id() -> str:
 
 def segment(value: str) -> str:
     """``value`` percent-encoded as one URL path segment (RFC 3986, section 3.3: every
-    reserved character encoded, ``:`` and ``@`` too)."""
+    reserved character encoded, ``:`` and ``@`` too).
+
+    Raises:
+        ValueError: ``value`` is empty (a path without its id or name names another
+            resource, or none).
+    """
+    if not value:
+        raise ValueError("an empty id or name names nothing: give the run's id or the "
+                         "definition's (schedule's) name")
     return quote(value, safe="")
+
+
+@overload
+def check_timeout(value: float, what: str = ...) -> float: ...
+@overload
+def check_timeout(value: None, what: str = ...) -> None: ...
+
+
+def check_timeout(value: float | None, what: str = "timeout") -> float | None:
+    """``value`` as a timeout, seconds: None, or a finite number at least 0.
+
+    Raises:
+        ValueError: NaN, an infinity, a negative number or not a number, naming
+            ``what`` (httpx would raise a bare ``ValueError`` or ``OverflowError``
+            deep in the transport, or wait for ever).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0 (or None), "
+                         f"not {value!r}")
+    return value
+
+
+def run_id(given: str | None) -> str:
+    """The id of a new run: ``given``, or ``new_workflow_id()`` for None.
+
+    Raises:
+        ValueError: ``given`` is empty.
+    """
+    if given is None:
+        return new_workflow_id()
+    if not given:
+        raise ValueError("an empty run id names nothing (None: a new id)")
+    return given
+
+
+def unexpected(response: httpx.Response) -> bool:
+    """Whether an answer is not the success it should be: an error, or a redirect
+    (3xx: the gateway redirects no call of this client, so one means a wrong path or
+    URL)."""
+    return response.status_code >= 300
 
 
 def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
@@ -60,6 +133,8 @@ def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
 
     Raises:
         ValueError: the text or file is not a YAML mapping.
+        FileNotFoundError: a one-line text ending in ``.yaml``, ``.yml`` or ``.json`` that
+            names no file.
         OSError: the file cannot be read.
     """
     if isinstance(workflow, dict):
@@ -72,6 +147,8 @@ def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise ValueError(f"the workflow is not YAML or JSON: {e}") from e
     if not isinstance(spec, dict):
+        if isinstance(spec, str) and spec.endswith((".yaml", ".yml", ".json")):
+            raise FileNotFoundError(f"no workflow file {spec!r} (from {Path.cwd()})")
         raise ValueError("the workflow must be a mapping (name, nodes ...)")
     return spec
 
@@ -125,14 +202,19 @@ def retryable(response: httpx.Response) -> bool:
 
 
 def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | None,
-                workflow_input: Any, workflow_id: str, tenant: str | None) -> Call:
-    """``POST /v1/workflows`` with an inline spec or a definition's name.
+                workflow_input: Any, workflow_id: str, tenant: str | None,
+                queue_anyway: bool = False) -> Call:
+    """``POST /v1/workflows`` with an inline spec or a definition's name
+    (``queue_anyway``: submit even when a queue has no live worker).
 
     Raises:
-        ValueError: neither or both of ``workflow`` and ``definition``.
+        ValueError: neither or both of ``workflow`` and ``definition``; an empty
+            ``definition`` or ``workflow_id``.
     """
     if (workflow is None) == (definition is None):
         raise ValueError("give either workflow (a spec) or definition (a name)")
+    if definition == "" or not workflow_id:
+        raise ValueError("an empty definition name or run id names nothing")
     body: dict[str, Any] = {"id": workflow_id, "input": workflow_input}
     if workflow is not None:
         body["workflow"] = load_workflow(workflow)
@@ -140,15 +222,27 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
         body["definition"] = definition
     if tenant is not None:
         body["tenant"] = tenant
+    if queue_anyway:
+        body["queue_anyway"] = True
     return Call("POST", "/v1/workflows", json=body)
 
 
 def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,
-             workflow_id: str) -> Call:
-    """``POST /v1/run/{definition}`` in ``mode``."""
+             workflow_id: str, queue_anyway: bool = False) -> Call:
+    """``POST /v1/run/{definition}`` in ``mode`` (``queue_anyway``: submit even when a
+    queue has no live worker).
+
+    Raises:
+        ValueError: an empty ``definition`` or ``workflow_id``; a ``timeout`` that is
+            not a finite number >= 0.
+    """
+    if not workflow_id:
+        raise ValueError("an empty run id names nothing")
     params: dict[str, Any] = {"id": workflow_id}
-    if timeout is not None:
+    if check_timeout(timeout) is not None:
         params["timeout"] = timeout
+    if queue_anyway:
+        params["queue_anyway"] = "true"
     headers = {"Content-Type": "application/json"}
     if mode == "async":
         headers["Prefer"] = "respond-async"
@@ -192,6 +286,14 @@ def event_from(sse: ServerSentEvent) -> Event | None:
     event_id = int(sse.id) if sse.id and sse.id.isdigit() else 0
     return Event(event_id, sse.event or "message",
                  data if isinstance(data, dict) else {"value": data})
+
+
+def sse_events(source: EventSource) -> Iterator[Event]:
+    """The events of a (blocking) SSE stream, messages without data skipped."""
+    for sse in source.iter_sse():
+        event = event_from(sse)
+        if event is not None:
+            yield event
 
 
 def events_call(workflow_id: str, after: int) -> Call:

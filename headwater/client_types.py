@@ -210,3 +210,80 @@ def queue_from(doc: dict[str, Any]) -> Queue:
                  in_flight=int(doc.get("in_flight") or 0),
                  live_workers=int(doc.get("live_workers") or 0),
                  state=doc.get("state") or "", tasks=list(doc.get("tasks") or []), raw=doc)
+
+
+@dataclass(frozen=True)
+class ScheduleApplied:
+    """A ``PUT /v1/schedules/{name}``'s answer.
+
+    Attributes:
+        name: the schedule's name.
+        generation: its live generation (1, 2, ...).
+        workflow_id: the generation's workflow, ``schedule:<name>:<generation>``.
+        created: True for a new generation (201; the one before it is cancelled), False
+            for the same settings as the live one (200).
+        raw: the whole answer.
+    """
+
+    name: str
+    generation: int
+    workflow_id: str
+    created: bool
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+def schedule_applied_from(doc: dict[str, Any]) -> ScheduleApplied:
+    """The view of a ``PUT /v1/schedules/{name}`` answer."""
+    return ScheduleApplied(name=doc["name"], generation=int(doc["generation"]),
+                           workflow_id=doc["workflow_id"], created=bool(doc["created"]),
+                           raw=doc)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule, as ``GET /v1/schedules[/{name}]`` shows it.
+
+    Attributes:
+        name: its name.
+        generation: its live generation.
+        workflow_id: the generation's workflow (its children are the runs).
+        cron: the cron expression (croniter's; 6 fields: seconds last).
+        timezone: the IANA zone it is read in.
+        definition: the definition each run runs, and its version.
+        paused: whether fire times start no run now.
+        next_fire_at: the next fire time (RFC 3339), or None (not armed yet).
+        last_fire_at: the last fire time, or None.
+        last_run_id: the last run started, or None.
+        fired: fire times that started a run.
+        skipped: fire times skipped (overlap, missed, paused).
+        raw: the whole document (the policies, ``input``, ``status``; ``runs``, the
+            recent runs, from ``GET`` of one).
+    """
+
+    name: str
+    generation: int
+    workflow_id: str
+    cron: str
+    timezone: str
+    definition: DefinitionRef | None
+    paused: bool
+    next_fire_at: str | None
+    last_fire_at: str | None
+    last_run_id: str | None
+    fired: int
+    skipped: int
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+
+def schedule_from(doc: dict[str, Any]) -> Schedule:
+    """The view of a schedule document."""
+    ref = doc.get("definition") or {}
+    definition = (DefinitionRef(ref["name"], ref.get("version"))
+                  if isinstance(ref, dict) and ref.get("name") else None)
+    return Schedule(name=doc["name"], generation=int(doc["generation"]),
+                    workflow_id=doc["workflow_id"], cron=doc.get("cron") or "",
+                    timezone=doc.get("timezone") or "UTC", definition=definition,
+                    paused=bool(doc.get("paused")), next_fire_at=doc.get("next_fire_at"),
+                    last_fire_at=doc.get("last_fire_at"), last_run_id=doc.get("last_run_id"),
+                    fired=int(doc.get("fired") or 0), skipped=int(doc.get("skipped") or 0),
+                    raw=doc)

@@ -4,6 +4,11 @@ Wire format (Avro 1.11 spec, "Single-object encoding"): the marker ``C3 01``, th
 schema's 8-byte CRC-64-AVRO fingerprint (little-endian) of its Parsing Canonical Form,
 then the Avro binary body. Every record thus names its schema. Submissions and signals
 may also be JSON on Kafka when the record carries ``content-type: application/json``.
+
+The records are the workflow records (``headwater.core.events``) and two others: the
+definitions registry's (``headwater.core.definitions``) and the workers'
+announcements (``headwater.workers``). A field that holds a JSON document is an Avro
+``bytes`` (``JSON_FIELDS``); an Avro ``array`` is a tuple in the record.
 """
 
 from __future__ import annotations
@@ -20,13 +25,19 @@ import orjson
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater.core import events as ev
+from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
+from headwater.workers import WorkerAnnounced
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
-JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields"})
+JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
+                         "input_schema"})
+INT_RANGE = range(-(2**31), 2**31)
+"""The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
+fastavro writes any Python integer into one, so the codec refuses the others."""
 MAX_JSON_DEPTH = 200
 """Deepest nesting of arrays and objects in a JSON field (the outermost is level 1),
 encoding and decoding alike. orjson writes at most 254 levels (its recursion limit) and
@@ -47,6 +58,8 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ParentLinked,
         ev.WaitStarted, ev.SignalConsumed, ev.SignalDiscarded, ev.SleepStarted,
         ev.ConditionEvaluated, ev.LoopStepDecided,
+        ev.ScheduleArmed, ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
+        DefinitionStored, DefinitionHead, WorkerAnnounced,
     )
 }
 
@@ -64,6 +77,10 @@ class _Schema:
     header: bytes
     reader: Any = None
     """For a retired schema: the current one, into which its records are read."""
+    ints: tuple[str, ...] = ()
+    """The fields that are an Avro ``int`` (or null or one)."""
+    arrays: tuple[str, ...] = ()
+    """The fields that are an Avro ``array``: tuples in the record."""
 
 
 @cache
@@ -76,11 +93,24 @@ def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
         # to write, 84 against 9 to read). The fingerprint is the same either way.
         parsed = parse_schema(_inline(doc, docs))
         fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
-        by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp))
+        by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp),
+                                ints=_fields_of(parsed, "int"),
+                                arrays=_fields_of(parsed, "array"))
     by_header = {s.header: s for s in by_name.values()}
     for retired in _retired(by_name):
         by_header.setdefault(retired.header, retired)
     return by_name, by_header
+
+
+def _fields_of(parsed: Any, avro_type: str) -> tuple[str, ...]:
+    """The names of a record schema's fields of ``avro_type``, alone or in a union."""
+    out = []
+    for field in parsed["fields"]:
+        members = field["type"] if isinstance(field["type"], list) else [field["type"]]
+        if any(m == avro_type or (isinstance(m, dict) and m.get("type") == avro_type)
+               for m in members):
+            out.append(field["name"])
+    return tuple(out)
 
 
 def _retired(current: dict[str, _Schema]) -> list[_Schema]:
@@ -95,7 +125,9 @@ def _retired(current: dict[str, _Schema]) -> list[_Schema]:
             continue
         parsed = parse_schema(orjson.loads(path.read_bytes()))
         fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
-        out.append(_Schema(name, parsed, MAGIC + bytes.fromhex(fp), current[name].parsed))
+        now = current[name]
+        out.append(_Schema(name, parsed, MAGIC + bytes.fromhex(fp), now.parsed,
+                           now.ints, now.arrays))
     return out
 
 
@@ -150,6 +182,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 def _to_avro(record: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    schema = _schemas()[0][type(record).__name__]
     for name in _field_names(type(record)):
         value = getattr(record, name)
         if name in JSON_FIELDS:
@@ -162,6 +195,11 @@ def _to_avro(record: Any) -> dict[str, Any]:
         elif name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
         out[name] = value
+    for name in schema.ints:
+        value = out[name]
+        if type(value) is int and value not in INT_RANGE:
+            raise ValueError(f"{type(record).__name__} does not fit its schema: {name}: "
+                             f"{value} is beyond an Avro int (32 bits)")
     return out
 
 
@@ -177,16 +215,18 @@ def _from_avro(name: str, data: dict[str, Any]) -> Any:
             body_name, body = value
             value = _from_avro(body_name.rsplit(".", 1)[-1], body)
         kwargs[key] = value
+    for key in _schemas()[0][name].arrays:
+        kwargs[key] = tuple(kwargs[key])
     return RECORD_TYPES[name](**kwargs)
 
 
 def encode(record: Any) -> bytes:
-    """Encode a record dataclass from ``headwater.events``.
+    """Encode a record dataclass of ``RECORD_TYPES``.
 
     Raises:
         KeyError: the record's type has no schema.
-        ValueError: a field does not fit its schema (e.g. a non-JSON output, or one
-            nested deeper than ``MAX_JSON_DEPTH``).
+        ValueError: a field does not fit its schema (e.g. a non-JSON output, one nested
+            deeper than ``MAX_JSON_DEPTH``, an integer beyond an Avro ``int``).
     """
     schema = _schemas()[0][type(record).__name__]
     buf = io.BytesIO()
@@ -206,11 +246,7 @@ def decode(data: bytes | None) -> Any:
             not match the schema (truncated, garbage, invalid JSON inside, JSON nested
             deeper than ``MAX_JSON_DEPTH``).
     """
-    if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
-        raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
-    schema = _schemas()[1].get(bytes(data[:HEADER_SIZE]))
-    if schema is None:
-        raise DecodeError(f"unknown schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
+    schema, data = _schema_of(data)
     buf = io.BytesIO(data)
     buf.seek(HEADER_SIZE)
     try:
@@ -223,6 +259,26 @@ def decode(data: bytes | None) -> Any:
         raise
     except Exception as e:  # fastavro raises many types on bad input; all mean the same
         raise DecodeError(f"bad {schema.name} body: {type(e).__name__}: {e}") from e
+
+
+def record_type(data: bytes | None) -> str:
+    """The name of the record type (a key of ``RECORD_TYPES``) that single-object Avro
+    bytes name in their header; the body is not read.
+
+    Raises:
+        DecodeError: no ``C3 01`` marker, or an unknown fingerprint.
+    """
+    return _schema_of(data)[0].name
+
+
+def _schema_of(data: bytes | None) -> tuple[_Schema, bytes]:
+    """The schema that ``data`` names, and ``data`` (never None)."""
+    if data is None or len(data) < HEADER_SIZE or data[:2] != MAGIC:
+        raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
+    schema = _schemas()[1].get(bytes(data[:HEADER_SIZE]))
+    if schema is None:
+        raise DecodeError(f"unknown schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
+    return schema, data
 
 
 def _json_document(data: bytes | None, what: str) -> tuple[dict[str, Any], str, int]:
@@ -260,10 +316,14 @@ def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
     The document is ``{"workflow_id", "spec", "input"?, "tenant"?, "at_ms",
     "definition"?, "definition_version"?}``, the fields of the Avro record.
 
+    Their values (a tenant's length, a definition's name, a version's range) are for
+    the coordinator to check, the same for Avro and JSON
+    (``services.coordinator.inputs.submission_fault``).
+
     Raises:
-        DecodeError: not JSON, fields missing or of the wrong type (``definition`` a
-            string, ``definition_version`` an integer from 1 to 2**31 - 1), or a
-            ``spec`` or ``input`` nested deeper than ``MAX_JSON_DEPTH``.
+        DecodeError: not JSON, fields missing or of the wrong type (``tenant`` and
+            ``definition`` strings, ``definition_version`` an integer), or a ``spec`` or
+            ``input`` nested deeper than ``MAX_JSON_DEPTH``.
     """
     doc, wid, at_ms = _json_document(data, "submission")
     tenant, definition = doc.get("tenant"), doc.get("definition")
@@ -272,8 +332,8 @@ def decode_json_submission(data: bytes | None) -> ev.WorkflowSubmitted:
         raise DecodeError("tenant: must be a string")
     if definition is not None and not isinstance(definition, str):
         raise DecodeError("definition: must be a string")
-    if version is not None and (type(version) is not int or not 1 <= version < 2**31):
-        raise DecodeError("definition_version: must be null or an integer from 1 to 2**31 - 1")
+    if version is not None and type(version) is not int:
+        raise DecodeError("definition_version: must be null or an integer")
     if "spec" not in doc:
         raise DecodeError("spec: required")
     _require_shallow(doc, data, ("spec", "input"))

@@ -173,3 +173,20 @@ class CallFailed(NonRetryableError):
     def __init__(self, workflow_id: str, status: str, error: str) -> None:
         super().__init__(f"child run {workflow_id} {status}: {error}")
         self.workflow_id, self.status, self.error = workflow_id, status, error
+
+
+class CallRefused(NonRetryableError):
+    """Raised by ``TaskContext.call`` (and its kin) when the gateway refuses a child run
+    for good: an unknown definition or version (404), a deleted definition (410), or an
+    input or name it does not take (422). Not retried: another attempt would be refused
+    the same way.
+
+    Attributes:
+        definition: the reference called (``name`` or ``name@3``).
+        status: the gateway's HTTP status.
+        detail: its problem's ``detail``.
+    """
+
+    def __init__(self, definition: str, status: int, detail: str) -> None:
+        super().__init__(f"call of {definition!r} refused ({status}): {detail}")
+        self.definition, self.status, self.detail = definition, status, detail

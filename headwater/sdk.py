@@ -239,8 +239,10 @@ class TaskContext:
 
         Raises:
             CallFailed: the child failed or was cancelled (not retried).
-            HeadwaterHTTPError: the gateway refused it (404 unknown definition, 422 an
-                input its schema refuses, 409 the id taken by another input).
+            CallRefused: (``headwater.errors``) the gateway refused it for good,
+                naming the definition and why: 404 unknown definition, 410 deleted, 422
+                an input its schema refuses or a malformed name (not retried).
+            HeadwaterHTTPError: another refusal (409 the id taken by another input).
             AttemptCancelled: the attempt must stop while it waits.
             RuntimeError: called on a running event loop.
         """
@@ -252,7 +254,7 @@ class TaskContext:
 
         Raises:
             CallFailed: a child failed or was cancelled (the first in order).
-            HeadwaterHTTPError, AttemptCancelled, RuntimeError: as ``call``.
+            CallRefused, HeadwaterHTTPError, AttemptCancelled, RuntimeError: as ``call``.
         """
         return self._children().run(calls)
 

@@ -21,6 +21,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from load import workloads
 from load.kafka_io import Seen, Tail, end_offsets, existing_partitions, producer, reader
 from ops import localstack
+from ops.cli.queues import wait_for_workers
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
 from services.common.partitioning import partition_for
 from services.common.settings import OFF
@@ -136,8 +137,10 @@ def kill(sandbox: Sandbox, name: str) -> localstack.Service:
 async def ready(sandbox: Sandbox, coordinators: int, workers: int,
                 timeout_s: float = 120.0) -> None:
     """Wait until the consumer groups (coordinators, projectors, workers)
-    are stable with all their members, so that no rebalance happens mid-measurement; then
-    run one workflow on every input partition and wait for the coordinators to be idle.
+    are stable with all their members, so that no rebalance happens mid-measurement, and
+    the gateway knows a live worker (its announcement: until then a submission over HTTP
+    gets 400); then run one workflow on every input partition and wait for the
+    coordinators to be idle.
 
     Raises:
         TimeoutError: not ready within ``timeout_s``.
@@ -148,6 +151,8 @@ async def ready(sandbox: Sandbox, coordinators: int, workers: int,
     inline = sandbox.env.get("HEADWATER_PROJECTION", "on").lower() not in OFF
     groups[projection_group(sandbox)] = coordinators if inline else 1
     await wait_groups(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], groups, timeout_s)
+    await asyncio.to_thread(wait_for_workers, sandbox.gateway, QUEUE,
+                            max(1.0, deadline - time.monotonic()))
     await warm_up(sandbox, max(1.0, deadline - time.monotonic()))
     await wait_idle(sandbox, max(1.0, deadline - time.monotonic()))
 

@@ -15,14 +15,15 @@ the columns that must agree with the state machine's view:
   pending, has no row);
 - ``tasks``: ``status`` and ``attempt``. A task waiting to retry is counted in the
   projection under the attempt it will dispatch next (``TimerScheduled.attempt``), and
-  stays so when cancelled while waiting; the state keeps the failed attempt until then;
+  stays so when cancelled while waiting; the state keeps the failed attempt until then.
+  A schedule's run that ended has left the state; its row keeps the end's status;
 - ``events``: the same ``seq`` numbers with the same types;
 - the node kinds' rows (``KindRows``, ``services/projector/kinds.py``): a child's link
   to its parent; ``condition`` and ``wake_at`` of the nodes with a ``ConditionEvaluated``
   or a ``SleepStarted``; each wait's signal, status and consumed signal id; each
   recorded signal's status and the node that took it; each loop step's tool or finish.
-  The nodes with a ``WaitStarted``, ``SleepStarted`` or ``ConditionEvaluated`` have a
-  ``nodes`` row too.
+  The nodes with a ``WaitStarted``, ``SleepStarted``, ``ConditionEvaluated`` or
+  ``ScheduleArmed`` have a ``nodes`` row too.
 
 Columns that only the projection or the gateway keeps (worker, times, ``body_hash``)
 are not compared. A ``workflows`` row with ``seq`` 0 is the gateway's claim of an id
@@ -43,7 +44,7 @@ from ops.jsondiff import ABSENT, diff_json
 from services.projector.kinds import SignalStatus, WaitStatus
 
 _NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
-              ev.SleepStarted, ev.ConditionEvaluated)
+              ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed)
 """The events whose node gets a ``nodes`` row."""
 
 
@@ -150,7 +151,27 @@ def expected_rows(state: WorkflowState | None,
     for key, task in state.tasks.items():
         rows.tasks[key] = {"status": task.status.value,
                            "attempt": max(task.attempt, next_attempt.get(key, 0))}
+    rows.tasks.update(_ended_runs(events, state))
     return rows
+
+
+_RUN_ENDS = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
+             ev.TaskCancelled: "cancelled"}
+
+
+def _ended_runs(events: Sequence[ev.HistoryEvent],
+                state: WorkflowState) -> dict[str, dict[str, Any]]:
+    """The ``tasks`` rows of a schedule's runs that ended: their tasks left the state
+    (``evolve_schedule.run_ended``), their rows stay, with the status of the end."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in [] if state.spec_error else events:
+        b = e.body
+        if (isinstance(b, ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled)
+                and task_key(b.node, b.index) not in state.tasks
+                and state.spec.node(b.node).schedule is not None):
+            out[task_key(b.node, b.index)] = {"status": _RUN_ENDS[type(b)],
+                                              "attempt": b.attempt}
+    return out
 
 
 def expected_kind_rows(events: Sequence[ev.HistoryEvent]) -> KindRows:

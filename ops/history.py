@@ -225,6 +225,11 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
                                 f"({(b.wake_at_ms - b.at_ms) / 1000:g} s)"),
     ev.ConditionEvaluated: lambda b: "when: true" if b.value else "when: false (skipped)",
     ev.LoopStepDecided: _step,
+    ev.ScheduleArmed: lambda b: f"next fire time {_instant(b.fire_ms)}",
+    ev.ScheduleFired: lambda b: (f"{_instant(b.fire_ms)}: {b.outcome}"
+                                 + (f" {b.run_id}" if b.run_id else "")),
+    ev.SchedulePaused: lambda b: "paused",
+    ev.ScheduleResumed: lambda b: "resumed",
     ev.NodeFinished: lambda b: short(f"{b.status} {b.error}".strip()),
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),

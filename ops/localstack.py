@@ -119,7 +119,9 @@ def alive(pid: int) -> bool:
 
 
 def start(service: Service, env: Mapping[str, str] | None = None) -> int:
-    """Start ``service`` unless its pid file names a live process; return its pid."""
+    """Start ``service`` unless its pid file names a live process; return its pid.
+
+    Its environment is ``launch_env``'s; the launch record keeps ``env`` as given."""
     pid = read_pid(service.pid_file)
     if pid is not None:
         return pid
@@ -128,11 +130,20 @@ def start(service: Service, env: Mapping[str, str] | None = None) -> int:
     with open(service.log_file, "ab") as log:
         proc = subprocess.Popen(
             service.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=REPO, env={**os.environ, **(env or {})}, start_new_session=True,
+            cwd=REPO, env=launch_env(service, env or {}), start_new_session=True,
         )
     service.pid_file.write_text(str(proc.pid))
     service.launch_file.write_text(json.dumps({"argv": list(service.argv), "env": dict(env or {})}))
     return proc.pid
+
+
+def launch_env(service: Service, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``service`` starts with: this process's, then for a worker
+    (``python -m services.worker``) ``HEADWATER_WORKER_NAME`` set to its process name, so
+    that its id in reports and ``GET /v1/queues`` is ``<name>-<pid>``, as ``headwater ps``
+    names it (with its pid), then ``env``."""
+    own = {"HEADWATER_WORKER_NAME": service.name} if worker_of(service.argv) else {}
+    return {**os.environ, **own, **env}
 
 
 STOP_TIMEOUT_S = 45.0
@@ -231,8 +242,15 @@ def log_tail(name: str, lines: int = 8) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+FOREIGN_WAIT_S = 20.0
+"""How long ``wait_ready`` lets the gateway it waits for exit by itself once another
+process answers on its port, seconds (its log then says why: ``address already in
+use``); then it is stopped."""
+
+
 def wait_ready(url: str, timeout_s: float = 90.0,
-               pids: Sequence[int] | Mapping[str, int] = ()) -> None:
+               pids: Sequence[int] | Mapping[str, int] = (), owner: str | None = None,
+               ) -> None:
     """Poll ``url`` (the gateway's ``/ready``) until 200.
 
     Args:
@@ -240,10 +258,14 @@ def wait_ready(url: str, timeout_s: float = 90.0,
         timeout_s: how long to wait, seconds.
         pids: processes that must stay alive meanwhile; given as ``{name: pid}``, the
             error names the process and quotes the tail of its log.
+        owner: the name in ``pids`` of the gateway started: ready only once ``/health``
+            beside ``url`` answers with its ``pid``. Another process answering there
+            (the port was taken) is an error, and ``owner`` is stopped.
 
     Raises:
         TimeoutError: not ready within ``timeout_s``.
-        RuntimeError: one of ``pids`` exited meanwhile.
+        RuntimeError: one of ``pids`` exited meanwhile, or another process than
+            ``owner`` answers on its port.
     """
     import httpx  # here: the command line's fast commands import this module
 
@@ -257,12 +279,57 @@ def wait_ready(url: str, timeout_s: float = 90.0,
                     raise RuntimeError(f"{name} (pid {pid}) exited:\n{log_tail(name)}")
                 raise RuntimeError(f"{name} exited; see {home() / 'logs'}")
         try:
+            if owner is not None:
+                answering = answering_pid(url.rsplit("/", 1)[0] + "/health")
+                if answering != named[owner]:
+                    raise RuntimeError(foreign(url, owner, named[owner], answering))
             if httpx.get(url, timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
     raise TimeoutError(f"{url} not ready after {timeout_s} s")
+
+
+def answering_pid(health_url: str) -> int | None:
+    """The ``pid`` that ``GET health_url`` answers with (None: an answer without one, or
+    not JSON: another program).
+
+    Raises:
+        httpx.HTTPError: no answer (nothing listens yet).
+    """
+    import httpx
+
+    response = httpx.get(health_url, timeout=2)
+    try:
+        pid = response.json().get("pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+
+
+def foreign(url: str, name: str, pid: int, answering: int | None,
+            wait_s: float | None = None) -> str:
+    """What ``wait_ready`` says when ``answering`` (a pid, None: unknown) answers on
+    ``url``'s port in place of process ``name`` (``pid``): it waits up to ``wait_s``
+    seconds (None: ``FOREIGN_WAIT_S``) for ``name`` to exit (then its log tells why),
+    else stops it; either way ``name``'s pid file is removed.
+
+    Returns:
+        The message: the process, the port, who answers, and the tail of its log.
+    """
+    from urllib.parse import urlsplit
+
+    deadline = time.monotonic() + (FOREIGN_WAIT_S if wait_s is None else wait_s)
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    fate = "exited" if not alive(pid) else "stopped"
+    if fate == "stopped":
+        stop_pid(pid, timeout_s=5.0)
+    Service(name, ()).pid_file.unlink(missing_ok=True)
+    who = f"pid {answering}" if answering is not None else "a pid not given"
+    return (f"{name} (pid {pid}) {fate}: another process ({who}) answers on port "
+            f"{urlsplit(url).port}, not the {name} started. Its log:\n{log_tail(name)}")
 
 
 IMPORT_CHECK = """\

@@ -33,11 +33,14 @@ import yaml
 
 from examples.hybrid.progress import Progress
 from examples.hybrid.tasks import QUEUE, TASKS_MODULE
-from ops import localstack
+from ops import localstack, stackstate
 from ops.cli.follow import events
+from ops.cli.queues import wait_for_workers
 
 HERE = Path(__file__).resolve().parent
 WORKER = "worker-hybrid-1"
+WORKER_WAIT_S = 60.0
+"""How long the runner waits for a worker it started to announce itself, seconds."""
 
 
 def default_gateway() -> str:
@@ -70,25 +73,41 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def ensure_worker() -> tuple[int, bool]:
-    """A worker for the example's queue: ``(pid, started now)``.
+def ensure_worker(gateway: str, timeout_s: float = WORKER_WAIT_S) -> tuple[int, bool]:
+    """A worker for the example's queue, once the gateway knows a live worker of it (its
+    announcement: until then the example's tasks get 400): ``(pid, started now)``.
+
+    Args:
+        gateway: the gateway's base URL.
+        timeout_s: how long to wait for the announcement, seconds.
 
     Raises:
-        RuntimeError: the worker exited at once (the message has its log's last lines).
+        RuntimeError: the worker exited before it announced itself (the message has its
+            log's last lines), or the gateway knew no live worker within ``timeout_s``.
     """
     service = localstack.Service(WORKER, (sys.executable, "-m", "services.worker",
                                           "--queue", QUEUE, "--tasks", TASKS_MODULE))
     running = localstack.read_pid(service.pid_file)
-    if running is not None:
-        return running, False
-    pid = localstack.start(service, {"PYTHONPATH": os.pathsep.join(
-        filter(None, [str(localstack.REPO), os.environ.get("PYTHONPATH")]))})
-    time.sleep(1.0)  # a worker that cannot import its tasks exits within a second
-    if not localstack.alive(pid):
-        service.pid_file.unlink(missing_ok=True)
-        tail = service.log_file.read_text(errors="replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{WORKER} exited: {' | '.join(tail)}")
-    return pid, True
+    pid = running if running is not None else localstack.start(service, {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(localstack.REPO),
+                                                    os.environ.get("PYTHONPATH")]))})
+    if not any(g.queue == QUEUE for g in stackstate.remembered()):  # `headwater up` restarts it
+        env = (localstack.launched(WORKER) or (service, {}))[1]
+        stackstate.remember(stackstate.WorkerGroup(QUEUE, (TASKS_MODULE,), 1,
+                                                   str(localstack.REPO), env))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            wait_for_workers(gateway, QUEUE, timeout_s=1.0)
+            return pid, running is None
+        except TimeoutError as e:
+            if not localstack.alive(pid):  # a worker that cannot import its tasks exits
+                service.pid_file.unlink(missing_ok=True)
+                tail = service.log_file.read_text(errors="replace").strip().splitlines()[-3:]
+                raise RuntimeError(f"{WORKER} exited: {' | '.join(tail)}") from None
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"{WORKER} (pid {pid}) did not announce itself within "
+                                   f"{timeout_s:g} s: {e}") from None
 
 
 def workflow_input(args: argparse.Namespace) -> dict[str, Any]:
@@ -184,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if not args.no_worker:
-            pid, started = ensure_worker()
+            pid, started = ensure_worker(args.gateway)
             print(f"{WORKER} (pid {pid}) {'started' if started else 'already running'}")
         return run(args)
     except (RuntimeError, ValueError, OSError, httpx.HTTPError) as e:

@@ -21,6 +21,10 @@ from headwater.core.kind_events import (
     ConditionEvaluated,
     LoopStepDecided,
     ParentLinked,
+    ScheduleArmed,
+    ScheduleFired,
+    SchedulePaused,
+    ScheduleResumed,
     SignalConsumed,
     SignalDiscarded,
     SignalSent,
@@ -29,6 +33,7 @@ from headwater.core.kind_events import (
 )
 
 __all__ = ["ChildSubmitted", "ConditionEvaluated", "LoopStepDecided", "ParentLinked",
+           "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
            "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "WaitStarted"]
 """The kinds' records, re-exported; the module's own classes are public too."""
 
@@ -330,6 +335,10 @@ Body = (
     | SleepStarted
     | ConditionEvaluated
     | LoopStepDecided
+    | ScheduleArmed
+    | ScheduleFired
+    | SchedulePaused
+    | ScheduleResumed
     | NodeFinished
     | WorkflowSucceeded
     | WorkflowFailed

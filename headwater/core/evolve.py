@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core import evolve_schedule as schedules
 from headwater.core import evolve_waits as waits
 from headwater.core.ids import DEADLINE_TIMER, parse_task_timer_id, retry_timer_id, task_key
 from headwater.core.state import (
@@ -138,6 +139,9 @@ def _succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     t.status, t.finished_at_ms, t.progress = TaskStatus.SUCCEEDED, body.at_ms, 1.0
     t.outcome = AttemptEnd.REPORTED
     spec = state.spec.node(body.node)
+    if spec.schedule is not None:
+        schedules.run_ended(state, body.node, body.index)  # its output is the run's own
+        return
     if spec.loop is not None:
         if body.index is not None and body.index % 2 == 1:
             _tool_done(state, body.node, body.index, body.output)
@@ -186,6 +190,7 @@ def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
         node.results[body.index] = {"error": node.failure}
         node.done += 1
         node.failed += 1
+    schedules.run_ended(state, body.node, body.index)  # a schedule's run is never retried
 
 
 def _undispatched_item(state: WorkflowState, body: ev.TaskFailed) -> None:
@@ -210,6 +215,7 @@ def _cancelled(state: WorkflowState, body: ev.TaskCancelled) -> None:
     if not t.status.terminal and _fans_out(state, body.node):
         state.nodes[body.node].running -= 1  # a retry wait kept its slot too
     t.status, t.outcome, t.finished_at_ms = TaskStatus.CANCELLED, AttemptEnd.CANCELLED, body.at_ms
+    schedules.run_ended(state, body.node, body.index)
 
 
 def _discarded(state: WorkflowState, body: ev.ReportDiscarded) -> None:
@@ -347,6 +353,10 @@ EVENT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.ConditionEvaluated: waits.condition_evaluated,
     ev.ParentLinked: _parent_linked,
     ev.LoopStepDecided: _loop_step_decided,
+    ev.ScheduleArmed: schedules.schedule_armed,
+    ev.ScheduleFired: schedules.schedule_fired,
+    ev.SchedulePaused: schedules.schedule_paused,
+    ev.ScheduleResumed: schedules.schedule_resumed,
     ev.NodeFinished: _node_finished,
     ev.WorkflowSucceeded: _workflow_succeeded,
     ev.WorkflowFailed: _workflow_failed,

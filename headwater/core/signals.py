@@ -24,6 +24,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.spec import NodeSpec, WorkflowSpec
 from headwater.core.spec_kinds import SignalField
+from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.state import WorkflowState
 
 MAX_SIGNAL_ID = 200
@@ -65,7 +66,8 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
 
     Returns:
         One message naming what is wrong: the signal cannot be stored as it is
-            (``storable_fault``); the workflow's spec is invalid; no wait node
+            (``storable_fault``); the workflow's spec is invalid; a schedule's signal
+        is not ``pause`` or ``resume``, or has an index or fields; no wait node
         waits for that signal (the declared signals named); an index for a wait that
         is not per item, none for one that is, or one outside its list; the fields are
         not an object; a required field is missing; a field has the wrong type; a field
@@ -76,6 +78,8 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
         return fault
     if state.spec_error:
         return "the workflow's spec is invalid; it waits for no signal"
+    if any(n.schedule is not None for n in state.spec.nodes):
+        return _schedule_signal_fault(signal)
     node = wait_node(state.spec, signal.name)
     if node is None:
         declared = sorted(n.wait.signal for n in state.spec.nodes if n.wait is not None)
@@ -86,6 +90,19 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
         return fault
     assert node.wait is not None
     return fields_fault(node.wait.fields, signal.fields, signal.name)
+
+
+def _schedule_signal_fault(signal: ev.SignalSent) -> str | None:
+    """Why a signal cannot be taken by a schedule workflow: it takes ``pause`` and
+    ``resume``, without an index or fields."""
+    if signal.name not in (PAUSE_SIGNAL, RESUME_SIGNAL):
+        return (f"a schedule takes the signals {PAUSE_SIGNAL} and {RESUME_SIGNAL}, not "
+                f"{signal.name!r}")
+    if signal.index is not None:
+        return f"signal {signal.name!r} of a schedule takes no index"
+    if signal.fields not in (None, {}):
+        return f"signal {signal.name!r} of a schedule takes no fields"
+    return None
 
 
 def storable_fault(signal: ev.SignalSent) -> str | None:

@@ -30,6 +30,7 @@ from headwater.core.spec_fields import (
     node_work,
     parse_defaults,
     seconds,
+    workflow_name,
 )
 from headwater.core.spec_kinds import (
     KIND_KEYS,
@@ -46,6 +47,7 @@ from headwater.core.spec_kinds import (
     parse_when,
     signal_clash_faults,
 )
+from headwater.core.spec_schedule import ScheduleSpec, schedule_spec_faults
 from headwater.errors import SpecError
 
 __all__ = ["ERROR_KEYS", "MAX_NODES", "NodeKind", "NodeSpec", "WorkflowSpec", "load_spec_text",
@@ -61,7 +63,7 @@ class NodeSpec:
 
     Attributes:
         id: unique within the workflow.
-        kind: task, map, wait, sleep, workflow or loop.
+        kind: task, map, wait, sleep, workflow, loop or schedule.
         task: registered task name, e.g. ``"stdlib.search"`` (a loop's decide task;
             ``""`` for wait, sleep and workflow nodes).
         queue: worker pool, e.g. ``"cpu"``.
@@ -79,7 +81,8 @@ class NodeSpec:
         continue_on_error: when this node fails for good, its dependents still run and
             see ``{"error": {...}}`` instead of its output.
         when: a condition (``conditions``); false at start skips the node.
-        wait, sleep, child, loop: what the node's kind adds (``spec_kinds``).
+        wait, sleep, child, loop, schedule: what the node's kind adds (``spec_kinds``;
+            a schedule's runs are its ``child``).
     """
 
     id: str
@@ -100,6 +103,7 @@ class NodeSpec:
     sleep: SleepSpec | None = None
     child: ChildSpec | None = None
     loop: LoopSpec | None = None
+    schedule: ScheduleSpec | None = None
 
     @property
     def fans_out(self) -> bool:
@@ -180,14 +184,13 @@ def parse_spec(doc: Any) -> WorkflowSpec:
         raise SpecError(["spec must be a mapping with 'name' and 'nodes'"])
     for key in sorted(set(doc) - _TOP_KEYS, key=str):
         faults.append(f"unknown field {key!r} (expected one of {sorted(_TOP_KEYS)})")
-    name = doc.get("name")
-    if not isinstance(name, str) or not name:
-        faults.append("name: required, a non-empty string")
+    name = workflow_name(doc.get("name"), faults)
     defaults = parse_defaults(doc, faults)
     nodes = _parse_nodes(doc.get("nodes"), defaults, faults)
     _check_needs(nodes, faults)
     _check_routes(nodes, faults)
     signal_clash_faults([(n.id, n.wait) for n in nodes if n.wait is not None], faults)
+    schedule_spec_faults(nodes, faults)
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
@@ -242,8 +245,8 @@ def _parse_node(
     task, queue, needs = node_work(raw, where, faults, TASK_KEY.get(kind))
     over, max_conc = fan_out_fields(raw, kind, where, faults)
     # A wait's timeout is its own (a workflow-wide one is for task attempts); a wait or
-    # a sleep is never retried.
-    own = kind in (NodeKind.WAIT, NodeKind.SLEEP)
+    # a sleep or a schedule's run is never retried.
+    own = kind in (NodeKind.WAIT, NodeKind.SLEEP, NodeKind.SCHEDULE)
     timeout = seconds(raw.get("timeout"), None if own else defaults.timeout,
                       f"{where}: timeout", faults)
     heartbeat = seconds(raw.get("heartbeat_timeout"), defaults.heartbeat_timeout,
@@ -259,7 +262,7 @@ def _parse_node(
         over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
         heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
         continue_on_error=keep_going and on_error is None, when=when, wait=parts.wait,
-        sleep=parts.sleep, child=parts.child, loop=parts.loop,
+        sleep=parts.sleep, child=parts.child, loop=parts.loop, schedule=parts.schedule,
     )
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.definitions import DefinitionRefError, check_name
+
 MAX_CHILD_DEPTH = 8
 """The deepest nesting of inline child workflows a spec may hold (each is validated
 with its parent, recursively)."""
@@ -96,6 +98,11 @@ def _definition(raw: Mapping[str, Any], where: str,
     if match is None:
         faults.append(f"{where}: definition must be a definition's name, or name@version "
                       "(such as \"billing\" or \"billing@3\")")
+        return None, None
+    try:
+        check_name(match["name"])
+    except DefinitionRefError as e:
+        faults.append(f"{where}: definition: {e}")
         return None, None
     version = int(match["version"]) if match["version"] else None
     if version is not None and given is not None and version != given:

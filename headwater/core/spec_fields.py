@@ -25,6 +25,10 @@ so a worker that dies mid-task never leaves its task hanging)."""
 MIN_HEARTBEAT_TIMEOUT = 1.0
 """Seconds: the least heartbeat timeout a spec may give (workers heartbeat every third
 of it)."""
+MAX_NAME_CHARS = 200
+"""Longest workflow name, characters. The projection indexes it (``workflows_by_name``),
+and PostgreSQL refuses an index row over 2704 bytes (btree version 4, ``BTMaxItemSize``
+of an 8 KiB page): 200 characters of up to 4 UTF-8 bytes each stay well below that."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,18 @@ class Defaults:
     timeout: float | None
     heartbeat_timeout: float
     continue_on_error: bool
+
+
+def workflow_name(value: Any, faults: list[str]) -> str:
+    """The spec's ``name``: a non-empty string of at most ``MAX_NAME_CHARS`` characters;
+    ``""`` when invalid (a fault appended)."""
+    if not isinstance(value, str) or not value:
+        faults.append("name: required, a non-empty string")
+        return ""
+    if len(value) > MAX_NAME_CHARS:
+        faults.append(f"name: at most {MAX_NAME_CHARS} characters, got {len(value)}")
+        return ""
+    return value
 
 
 def seconds(value: Any, default: float | None, where: str, faults: list[str],

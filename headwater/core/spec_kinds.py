@@ -21,10 +21,11 @@ from headwater.core.refs import Ref, parse_ref
 from headwater.core.retry import RetryPolicy, finite_number, parse_retry
 from headwater.core.spec_child import ChildSpec, parse_child
 from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, NODE_ID, seconds
+from headwater.core.spec_schedule import SCHEDULE_KEYS, ScheduleSpec, parse_schedule
 
-__all__ = ["ChildSpec"]
-"""A workflow node's part (``spec_child``), re-exported; the module's own names are
-public too."""
+__all__ = ["ChildSpec", "ScheduleSpec"]
+"""A workflow node's part (``spec_child``) and a schedule's (``spec_schedule``),
+re-exported; the module's own names are public too."""
 
 MAX_LOOP_STEPS = 1000
 """The most steps (one decide and one tool call each) a loop may be given."""
@@ -41,6 +42,7 @@ class NodeKind(StrEnum):
     SLEEP = "sleep"  # wait for a duration or until an instant, durably
     WORKFLOW = "workflow"  # run a child workflow (per item with ``over``)
     LOOP = "loop"  # a bounded agent loop: decide, call a tool, repeat
+    SCHEDULE = "schedule"  # run a child workflow at each fire time of a cron expression
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class KindParts:
     sleep: SleepSpec | None = None
     child: ChildSpec | None = None
     loop: LoopSpec | None = None
+    schedule: ScheduleSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ KIND_KEYS: dict[NodeKind, frozenset[str]] = {
                                   "queue", "retry", "timeout", "over", "max_concurrency"}),
     NodeKind.LOOP: (_TASKLIKE - {"task"}) | {"decide", "tools", "max_steps", "on_exhausted",
                                              "budget"},
+    NodeKind.SCHEDULE: SCHEDULE_KEYS,
 }
 """The fields each kind takes besides those of every node (id, kind, needs, when, error
 policy)."""
@@ -216,6 +220,9 @@ def parse_kind(raw: Mapping[str, Any], kind: NodeKind, where: str, work: Work,
         return KindParts(child=parse_child(raw, where, validate, faults))
     if kind is NodeKind.LOOP:
         return KindParts(loop=_loop(raw, where, work, faults))
+    if kind is NodeKind.SCHEDULE:
+        schedule, child = parse_schedule(raw, where, validate, faults)
+        return KindParts(child=child, schedule=schedule)
     return KindParts()
 
 

@@ -69,6 +69,8 @@ class NodeState:
             running or to retry) or ``{"step", "finish": output}``.
         branch_skipped: skipped by its false ``when``, or because every node it needs
             was branch-skipped: such a need does not keep a join from running.
+        next_fire_ms, last_fire_ms, paused: a schedule's armed fire time, the last one
+            that came due (ms since the epoch, None before) and whether it is paused.
     """
 
     status: NodeStatus = NodeStatus.PENDING
@@ -85,6 +87,9 @@ class NodeState:
     steps: int = 0
     decision: dict[str, Any] | None = None
     branch_skipped: bool = False
+    next_fire_ms: int | None = None
+    last_fire_ms: int | None = None
+    paused: bool = False
 
 
 def error_object(node: str, index: int | None, attempts: int, error_type: str,

@@ -5,7 +5,9 @@ terminal event, no two records with one ``seq`` and different bodies (identical 
 are the at-least-once duplicates readers absorb), at most one ``TaskSucceeded`` per
 task, at most one ``TaskDispatched`` per task attempt, and a history that folds through
 ``headwater.core.evolve``. The fold gives the workflow's ``EndState`` (status, node statuses,
-output), which a run under faults must share with a fault-free run.
+output, the definition it ran), which a run under faults must share with a fault-free run;
+``definition_faults`` checks that each run recorded the definition version it was meant
+to run (``WorkflowAccepted.definition`` and ``definition_version``).
 
 On the other topics, duplicates that the coordinator had to absorb are counted: dispatch
 records sent twice, reports sent twice for one attempt, submissions produced twice.
@@ -14,7 +16,7 @@ records sent twice, reports sent twice for one attempt, submissions produced twi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +24,7 @@ from headwater.core import events as ev
 from headwater.core.evolve import IllegalTransition, evolve
 from headwater.core.ids import task_key
 from headwater.core.state import WorkflowState
+from load.faultkit.batch import Submission
 from load.faultkit.topics import Record
 
 LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")
@@ -36,15 +39,26 @@ class EndState:
         status: ``succeeded``, ``failed``, ``cancelled`` (or ``running``: not terminal).
         nodes: node id -> node status.
         output: the workflow's output (None unless it succeeded).
+        definition: ``name@version`` of the registered definition it ran, or None (an
+            inline spec).
     """
 
     status: str
     nodes: dict[str, str]
     output: Any
+    definition: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON)."""
-        return {"status": self.status, "nodes": self.nodes, "output": self.output}
+        return {"status": self.status, "nodes": self.nodes, "output": self.output,
+                "definition": self.definition}
+
+
+def definition_ref(name: str | None, version: int | None) -> str | None:
+    """``name@version`` (``name@?`` without a version), or None without a name."""
+    if name is None:
+        return None
+    return f"{name}@{'?' if version is None else version}"
 
 
 @dataclass
@@ -68,6 +82,8 @@ class WorkflowAudit:
             ``WorkerStopped``) rather than by their task code.
         fold_error: why the history does not fold (``""`` when it does).
         outcome: the folded state's outcome (None without a history).
+        definition: ``name@version`` that its ``WorkflowAccepted`` records, or None
+            (an inline spec, or no ``WorkflowAccepted``).
     """
 
     workflow_id: str
@@ -85,6 +101,7 @@ class WorkflowAudit:
     lost_attempts: int = 0
     fold_error: str = ""
     outcome: EndState | None = None
+    definition: str | None = None
 
     def violations(self) -> list[str]:
         """Each broken invariant, one line each (empty when the history is sound)."""
@@ -160,6 +177,8 @@ def _count_bodies(a: WorkflowAudit, history: list[ev.HistoryEvent],
             a.discarded += 1
         elif isinstance(b, ev.TaskFailed) and b.error_type in LOST_ERROR_TYPES:
             a.lost_attempts += 1
+        elif isinstance(b, ev.WorkflowAccepted):
+            a.definition = definition_ref(b.definition, b.definition_version)
     return successes, dispatches
 
 
@@ -176,7 +195,7 @@ def _fold(history: list[ev.HistoryEvent]) -> tuple[WorkflowState | None, str]:
 def outcome_of(state: WorkflowState) -> EndState:
     """The outcome of a folded state."""
     return EndState(state.status.value, {n: s.status.value for n, s in state.nodes.items()},
-                   state.output)
+                   state.output, definition_ref(state.definition, state.definition_version))
 
 
 def timeline(workflow_id: str, records: Iterable[Record]) -> list[str]:
@@ -266,10 +285,53 @@ def compare(expected: dict[str, EndState], got: dict[str, EndState | None]) -> l
         if have is None:
             out.append(f"{wid}: no outcome (expected {want.status})")
             continue
-        diffs = [name for name in ("status", "nodes", "output")
+        diffs = [name for name in ("status", "nodes", "output", "definition")
                  if getattr(want, name) != getattr(have, name)]
         if diffs:
             detail = "; ".join(f"{n}: expected {getattr(want, n)!r}, got {getattr(have, n)!r}"
                                for n in diffs)
             out.append(f"{wid}: {detail[:600]}")
+    return out
+
+
+def descendants(records: Iterable[Record], roots: set[str]) -> dict[str, str]:
+    """The child workflows (at any depth) of ``roots``, by their ``ParentLinked``.
+
+    Returns:
+        Child workflow id -> its parent's id.
+    """
+    parent_of = {r.value.workflow_id: r.value.body.parent_id for r in records
+                 if isinstance(r.value, ev.HistoryEvent)
+                 and isinstance(r.value.body, ev.ParentLinked)}
+    found: dict[str, str] = {}
+    for child in parent_of:
+        seen, up = {child}, parent_of[child]
+        while up in parent_of and up not in seen:
+            seen.add(up)
+            up = parent_of[up]
+        if up in roots:
+            found[child] = parent_of[child]
+    return found
+
+
+def definition_faults(batch: Iterable[Submission], parent_of: Mapping[str, str],
+                      audits: Mapping[str, WorkflowAudit]) -> list[str]:
+    """Runs whose ``WorkflowAccepted`` records another definition and version than the
+    batch meant them to run, one line each: a submission its ``runs`` (None: none, an
+    inline spec), a child workflow of a submission that submission's ``children_run``.
+
+    Args:
+        batch: the submissions.
+        parent_of: child workflow id -> its parent's id (``descendants``).
+        audits: what the histories say (a workflow without one is reported elsewhere).
+    """
+    by_id = {s.id: s for s in batch}
+    want = {**{wid: s.runs for wid, s in by_id.items()},
+            **{c: by_id[p].children_run for c, p in parent_of.items() if p in by_id}}
+    out = []
+    for wid, expected in sorted(want.items()):
+        audit = audits.get(wid)
+        if audit is not None and audit.events and audit.definition != expected:
+            out.append(f"{wid}: ran definition {audit.definition or 'none (inline spec)'}, "
+                       f"expected {expected or 'none (inline spec)'}")
     return out

@@ -6,6 +6,13 @@ workflow exactly as a fault-free run of the same batch does: same status, same n
 statuses, same output. Attempts lost to a fault are retried, so each spec allows more
 attempts than the task needs and a short heartbeat timeout (a killed worker's attempt
 is retried after it).
+
+Some workflows run registered definitions (``definitions``, registered over HTTP before
+the batch is submitted, version after version): two are submitted by name
+(``BY_DEFINITION``: ``fault-diamond@1`` and ``fault-diamond``, whose latest version is
+2), and the child shape's ``kind: workflow`` node names ``fault-child-inner``. Each
+submission says which definition and version its run, and each of its child runs, must
+record (README, "A run's definition").
 """
 
 from __future__ import annotations
@@ -60,15 +67,39 @@ class Signal:
 
 
 @dataclass(frozen=True)
+class Definition:
+    """A definition a batch runs, registered before the batch is submitted.
+
+    Attributes:
+        name: its name (``PUT /v1/definitions/{name}``).
+        versions: the spec of version 1, 2, ...: on a fresh sandbox each ``PUT`` of the
+            next one makes that version.
+    """
+
+    name: str
+    versions: tuple[Spec, ...]
+
+    def latest(self) -> str:
+        """``name@<latest version>``, as a run of ``name`` records it."""
+        return f"{self.name}@{len(self.versions)}"
+
+
+@dataclass(frozen=True)
 class Submission:
     """One workflow of a batch, submitted over HTTP with an explicit id.
 
     Attributes:
         id: its workflow id (the idempotency key of its submission).
-        shape: which shape it is (a key of ``SHAPES``).
-        spec: the workflow spec.
+        shape: which shape it is (a key of ``SHAPES`` or ``BY_DEFINITION``).
+        spec: the workflow spec (by definition: the version's spec, which the body does
+            not carry).
         input: the workflow input.
         signals: the signals to send it once it is accepted.
+        definition: the definition it is submitted by (``name`` or ``name@N``), or None
+            (the spec is in the body).
+        runs: ``name@version`` its run must record, or None (an inline spec: none).
+        children_run: ``name@version`` each of its child runs must record, or None.
+        needs: the definitions to register before it is submitted.
     """
 
     id: str
@@ -76,9 +107,15 @@ class Submission:
     spec: Spec
     input: dict[str, Any] = field(default_factory=dict)
     signals: tuple[Signal, ...] = ()
+    definition: str | None = None
+    runs: str | None = None
+    children_run: str | None = None
+    needs: tuple[Definition, ...] = ()
 
     def body(self) -> dict[str, Any]:
         """The ``POST /v1/workflows`` body (the same on every retry)."""
+        if self.definition is not None:
+            return {"id": self.id, "definition": self.definition, "input": self.input}
         return {"id": self.id, "workflow": self.spec, "input": self.input}
 
 
@@ -190,17 +227,32 @@ def sleep(s: Sizes) -> Spec:
     ])
 
 
-def child(s: Sizes) -> Spec:
-    """``a``, then a map of ``CHILDREN`` child workflows (two tasks each, at most two at
-    once), then a digest of their outputs (in input order)."""
-    inner = _flow("fault-child-inner", [
+def diamond_v2(s: Sizes) -> Spec:
+    """``diamond`` with an output naming each branch: version 2 of ``fault-diamond`` (a
+    run of the other version ends with another output)."""
+    spec = diamond(s)
+    spec["output"] = {"b": "${nodes.b.output}", "c": "${nodes.c.output}",
+                      "d": "${nodes.d.output}"}
+    return spec
+
+
+def child_inner(s: Sizes) -> Spec:
+    """``x -> y`` on ``input.value``, output ``y``'s: the definition ``fault-child-inner``
+    that the child shape runs."""
+    return _flow("fault-child-inner", [
         _digest("x", "${input.value}", s.seconds),
         _digest("y", "${nodes.x.output}", s.seconds, ["x"]),
     ], output="${nodes.y.output}")
+
+
+def child(s: Sizes) -> Spec:
+    """``a``, then a map of ``CHILDREN`` child workflows of the definition
+    ``fault-child-inner`` (named, not inline: the gateway resolves it; two tasks each, at
+    most two at once), then a digest of their outputs (in input order)."""
     return _flow("fault-child", [
         _digest("a", "${input.seed}", s.seconds),
         {"id": "kids", "kind": "workflow", "needs": ["a"], "over": "${input.children}",
-         "max_concurrency": 2, "workflow": inner,
+         "max_concurrency": 2, "definition": CHILD_DEFINITION,
          "input": {"value": {"a": "${nodes.a.output}", "item": "${item}"}}},
         _digest("b", "${nodes.kids.output}", s.seconds, ["kids"]),
     ], output={"kids": "${nodes.kids.output}", "b": "${nodes.b.output}"})
@@ -241,34 +293,85 @@ SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
 }
-"""Every shape, in the order a batch cycles through them."""
+"""Every shape with its spec inline, in the order a batch cycles through them."""
+DIAMOND_DEFINITION = "fault-diamond"
+"""The definition of the diamond shape: version 1 ``diamond``, version 2 ``diamond_v2``."""
+CHILD_DEFINITION = "fault-child-inner"
+"""The definition the child shape's ``kind: workflow`` node names (one version)."""
+BY_DEFINITION: dict[str, tuple[str, int]] = {
+    "definition_pinned": (f"{DIAMOND_DEFINITION}@1", 1),
+    "definition_latest": (DIAMOND_DEFINITION, 2),
+}
+"""The shapes submitted by a definition (``{"id", "definition", "input"}``): the reference
+submitted, and the version its run must record (a bare name runs the latest)."""
+ALL_SHAPES = ("chain", "diamond", "definition_latest", "map", "flaky", "error_route",
+              "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
+              "loop", "branch")
+"""Every shape, in the order a batch cycles through them. The runs by name come early
+(3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
+suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
+name, sent again for the same run. A short batch (``--batch 3``) has one too."""
+
+
+def definitions(s: Sizes) -> dict[str, Definition]:
+    """The definitions the shapes run, by name, each with its versions in order."""
+    return {DIAMOND_DEFINITION: Definition(DIAMOND_DEFINITION, (diamond(s), diamond_v2(s))),
+            CHILD_DEFINITION: Definition(CHILD_DEFINITION, (child_inner(s),))}
 
 
 def make_batch(tag: str, size: int, sizes: Sizes = Sizes(),
-               shapes: Sequence[str] = tuple(SHAPES)) -> list[Submission]:
+               shapes: Sequence[str] = ALL_SHAPES) -> list[Submission]:
     """``size`` workflows cycling through ``shapes``; ids ``<tag>-<shape>-<n>``.
 
-    The same arguments give the same batch (ids, specs and inputs), so a fault-free run
-    and a run under faults can be compared workflow by workflow.
+    The same arguments give the same batch (ids, specs, references and inputs), so a
+    fault-free run and a run under faults can be compared workflow by workflow.
 
     Raises:
         ValueError: an unknown shape.
     """
-    unknown = [s for s in shapes if s not in SHAPES]
+    unknown = [s for s in shapes if s not in ALL_SHAPES]
     if unknown:
-        raise ValueError(f"unknown shapes {unknown} (one of {list(SHAPES)})")
-    out = []
-    for n in range(size):
-        shape = shapes[n % len(shapes)]
-        workflow_input: dict[str, Any] = {"seed": f"{tag}-{n}"}
-        if shape == "map":
-            workflow_input["items"] = [f"{n}.{i}" for i in range(sizes.map_items)]
-        elif shape == "child":
-            workflow_input["children"] = [f"{n}.{i}" for i in range(CHILDREN)]
-        elif shape == "branch":
-            workflow_input["flag"] = n % 2 == 0
-        wid = f"{tag}-{shape}-{n:03d}"
-        signals = (Signal("approval", {"approved": True, "note": f"ok {n}"}, 1.0,
-                          f"{wid}-approval"),) if shape == "wait" else ()
-        out.append(Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals))
-    return out
+        raise ValueError(f"unknown shapes {unknown} (one of {list(ALL_SHAPES)})")
+    registry = definitions(sizes)
+    return [_submission(tag, n, shapes[n % len(shapes)], sizes, registry)
+            for n in range(size)]
+
+
+def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
+    """The input of workflow number ``n`` of ``shape``."""
+    workflow_input: dict[str, Any] = {"seed": f"{tag}-{n}"}
+    if shape == "map":
+        workflow_input["items"] = [f"{n}.{i}" for i in range(sizes.map_items)]
+    elif shape == "child":
+        workflow_input["children"] = [f"{n}.{i}" for i in range(CHILDREN)]
+    elif shape == "branch":
+        workflow_input["flag"] = n % 2 == 0
+    return workflow_input
+
+
+def _submission(tag: str, n: int, shape: str, sizes: Sizes,
+                registry: dict[str, Definition]) -> Submission:
+    """Workflow number ``n`` of the batch ``tag``, of ``shape``: its submission, with the
+    definitions it needs and what its runs must record."""
+    wid, workflow_input = f"{tag}-{shape}-{n:03d}", _input(tag, shape, n, sizes)
+    if shape in BY_DEFINITION:
+        ref, version = BY_DEFINITION[shape]
+        d = registry[ref.partition("@")[0]]
+        return Submission(wid, shape, d.versions[version - 1], workflow_input,
+                          definition=ref, runs=f"{d.name}@{version}", needs=(d,))
+    if shape == "child":
+        inner = registry[CHILD_DEFINITION]
+        return Submission(wid, shape, child(sizes), workflow_input,
+                          children_run=inner.latest(), needs=(inner,))
+    signals = (Signal("approval", {"approved": True, "note": f"ok {n}"}, 1.0,
+                      f"{wid}-approval"),) if shape == "wait" else ()
+    return Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals)
+
+
+def needed(batch: Sequence[Submission]) -> list[Definition]:
+    """The definitions ``batch`` needs, each once, in the order first needed."""
+    found: dict[str, Definition] = {}
+    for s in batch:
+        for d in s.needs:
+            found.setdefault(d.name, d)
+    return list(found.values())

@@ -1,27 +1,90 @@
-"""Submitting a batch over HTTP as a careful client does, and reading the projection.
+"""Registering a batch's definitions and submitting the batch over HTTP as a careful
+client does, and reading the projection.
 
 A client that loses its connection mid-request does not know whether the submission was
 stored, so it sends the same id and body again until it gets an answer: 202 (created)
 or 200 (the same run). That is what makes a gateway killed after producing harmless.
+A definition's ``PUT`` is sent again likewise: the same body as the latest version
+answers that version (200), so a repeated ``PUT`` never makes another one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-from load.faultkit.audit import EndState
-from load.faultkit.batch import Signal, Submission
+from load.faultkit.audit import EndState, definition_ref
+from load.faultkit.batch import Definition, Signal, Submission
 from tests.waiting import scaled
 
 RETRYABLE_STATUS = (409, 429, 502, 503)
 """Answers that mean "try again" (409: the id is being submitted right now)."""
+PUT_RETRYABLE_STATUS = (429, 502, 503)
+"""Answers after which a definition's ``PUT`` is sent again (its 409 means the name has
+used every version number: final)."""
+
+
+@dataclass
+class Registered:
+    """What registering a batch's definitions took.
+
+    Attributes:
+        answers: ``name@version`` -> the HTTP status of each ``PUT`` of that version
+            (0: no answer, the connection failed).
+        errors: final failures, one line each (a version never stored, or stored as
+            another version than expected).
+    """
+
+    answers: dict[str, list[int]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        """``versions`` stored (answered 200 or 201), the ``statuses`` answered (``"0"``:
+        no answer)."""
+        return {"versions": sum(1 for a in self.answers.values() if a and a[-1] in (200, 201)),
+                "statuses": dict(Counter(str(s) for a in self.answers.values() for s in a))}
+
+
+async def register(base_url: str, definitions: Sequence[Definition],
+                   timeout_s: float = 120.0) -> Registered:
+    """``PUT /v1/definitions/{name}`` each version of each definition in order, each
+    until answered 200 or 201 or ``timeout_s`` (scaled, see ``tests/waiting.py``) has
+    passed, and check that it was stored as the version expected (on a fresh sandbox:
+    its place in ``versions``). A definition whose version failed gets no later ones
+    (they would take its number)."""
+    log = Registered()
+    async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
+        for d in definitions:
+            for version, spec in enumerate(d.versions, 1):
+                error = await _put(client, d.name, version, spec,
+                                   log.answers.setdefault(f"{d.name}@{version}", []),
+                                   time.monotonic() + scaled(timeout_s))
+                if error:
+                    log.errors.append(f"definition {d.name}@{version}: {error}")
+                    break
+    return log
+
+
+async def _put(client: httpx.AsyncClient, name: str, version: int, spec: dict[str, Any],
+               answers: list[int], deadline: float) -> str:
+    """Register ``spec`` as ``name``'s version ``version``; ``""`` or why it was not."""
+    send = functools.partial(client.put, f"/v1/definitions/{quote(name, safe='')}",
+                             json={"workflow": spec})
+    response, last = await until_answered(send, answers, deadline, PUT_RETRYABLE_STATUS)
+    if response is None:
+        return f"not stored in time; last: {last}"
+    if response.status_code not in (200, 201):
+        return last
+    stored = response.json().get("version")
+    return "" if stored == version else f"stored as version {stored}"
 
 
 @dataclass
@@ -49,6 +112,10 @@ class SubmitLog:
         """Submissions that lost a connection and, sent again, got 202 (nothing had been
         kept of the first POST)."""
         return sum(1 for a in self.answers.values() if 0 in a and a[-1] == 202)
+
+    def retried(self) -> list[str]:
+        """The workflows whose submission lost a connection (and was sent again)."""
+        return sorted(wid for wid, a in self.answers.items() if 0 in a)
 
     def statuses(self) -> dict[str, int]:
         """How often each status was answered (``"0"``: no answer)."""
@@ -119,25 +186,43 @@ async def _signal_later(client: httpx.AsyncClient, workflow_id: str, sig: Signal
 async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],
                   deadline: float) -> str:
     """Submit until accepted; return ``""`` or why it never was."""
+    send = functools.partial(client.post, "/v1/workflows", json=s.body())
+    response, last = await until_answered(send, answers, deadline, RETRYABLE_STATUS)
+    if response is None:
+        return f"not accepted in time; last: {last}"
+    if response.status_code not in (200, 202):
+        return last
+    if response.json().get("id") != s.id:
+        return f"answered for another id: {response.text[:200]}"
+    return ""
+
+
+async def until_answered(send: Callable[[], Awaitable[httpx.Response]], answers: list[int],
+                          deadline: float, retryable: Collection[int],
+                          ) -> tuple[httpx.Response | None, str]:
+    """Send the request again after a transport error (0.5 s later) or a ``retryable``
+    status (after its ``Retry-After``, else 0.5 s) until ``deadline`` (monotonic
+    seconds); each attempt's status goes to ``answers`` (0: no answer).
+
+    Returns:
+        The first answer of another status (None when the deadline passed first), and a
+        line on the last failure (``"<status> <body>"``, or the transport error).
+    """
     last = ""
     while time.monotonic() < deadline:
         try:
-            response = await client.post("/v1/workflows", json=s.body())
+            response = await send()
         except httpx.TransportError as e:
             answers.append(0)
             last = f"{type(e).__name__}: {e}"
             await asyncio.sleep(0.5)
             continue
         answers.append(response.status_code)
-        if response.status_code in (200, 202):
-            if response.json().get("id") != s.id:
-                return f"answered for another id: {response.text[:200]}"
-            return ""
         last = f"{response.status_code} {response.text[:300]}"
-        if response.status_code not in RETRYABLE_STATUS:
-            return last
+        if response.status_code not in retryable:
+            return response, last
         await asyncio.sleep(float(response.headers.get("retry-after", "0.5") or 0.5))
-    return f"not accepted in time; last: {last}"
+    return None, last
 
 
 async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0,
@@ -147,8 +232,8 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
     see ``tests/waiting.py``).
 
     Returns:
-        The outcome the gateway shows per workflow (None when it never caught up), and
-        a line per workflow that did not.
+        The outcome the gateway shows per workflow (with the definition it shows the
+        run ran; None when it never caught up), and a line per workflow that did not.
     """
     got: dict[str, EndState | None] = {}
     behind: list[str] = []
@@ -166,8 +251,10 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
                     break
                 await asyncio.sleep(0.2)
             if doc.get("seq", -1) >= seq:
+                ran = doc.get("definition") or {}
                 got[wid] = EndState(doc["status"], {n["id"]: n["status"] for n in doc["nodes"]},
-                                   doc.get("output"))
+                                   doc.get("output"),
+                                   definition_ref(ran.get("name"), ran.get("version")))
             else:
                 got[wid] = None
                 behind.append(f"{wid}: projection at seq {doc.get('seq')}, history at {seq}")

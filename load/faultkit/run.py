@@ -11,7 +11,13 @@ reacts to its own points only); the supervisor restarts whatever dies, armed wit
 plan's ``schedule``. A plan with an ``outage`` runs on a private broker and database
 (``infra``) that the outage takes away mid-batch and gives back (``outage``). After
 every workflow is terminal and the coordinators have committed every input, the topics
-are read whole and audited (``audit``).
+are read whole and audited (``audit``). The batch is submitted once the gateway knows
+a live worker (``wait_for_workers``); a worker killed or restarted meanwhile does not
+get its tasks refused (``HEADWATER_UNSERVED_AFTER_S``). The definitions the batch runs
+are registered before it is submitted (``client.register``), and each run must record
+the definition and version its submission meant (``audit.definition_faults``). A
+schedule fires beside the batch until the batch has ended (``schedule``): audited on its
+own, its figures reported, it is not compared with the fault-free run.
 """
 
 from __future__ import annotations
@@ -29,15 +35,17 @@ from typing import Any
 from headwater.core import events as ev
 from load.deploy import wait_idle
 from load.faultkit import audit as au
-from load.faultkit.batch import Submission
-from load.faultkit.client import SubmitLog, projected, submit_batch
+from load.faultkit.batch import Submission, needed
+from load.faultkit.client import SubmitLog, projected, register, submit_batch
 from load.faultkit.infra import PrivateInfra, private_infra
 from load.faultkit.outage import Outage
 from load.faultkit.rebalance import QUEUE, TASKS, Rebalance
+from load.faultkit.schedule import ScheduleRun, set_apart, with_run_definition
 from load.faultkit.scripts import Progress, SideScripts
 from load.faultkit.supervisor import FAULTS_ENV, Supervisor
 from load.faultkit.topics import Record, read_all, uncommitted
-from load.kafka_io import Tail
+from load.kafka_io import Seen, Tail
+from ops.cli.queues import wait_for_workers
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from tests.waiting import WaitTimeout, scaled, wait_until_async
 
@@ -194,10 +202,23 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
 async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
                  infra: PrivateInfra | None) -> None:
     plan, batch, report = r.plan, r.batch, r.report
+    # The gateway refuses (400, final here) a task no live worker serves: the batch waits
+    # until the sandbox's workers announced themselves, before any fault is injected.
+    await asyncio.to_thread(wait_for_workers, sandbox.gateway, QUEUE, scaled(60))
+    registered = await register(sandbox.gateway, with_run_definition(needed(batch)))
+    report.violations += registered.errors
+    report.figures["definitions"] = registered.figures()
     progress = Progress({s.id for s in batch})
+    schedule = ScheduleRun(sandbox.gateway)
+
+    def on_event(seen: Seen) -> None:
+        progress.on_event(seen)
+        schedule.on_event(seen)
+
     tail = Tail(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], sandbox.topics.events,
-                on_record=progress.on_event)
+                on_record=on_event)
     await tail.start()
+    await schedule.put()  # fires beside the batch until deleted once it has ended
     side = await SideScripts.start(sandbox, supervisor, progress, plan, infra,
                                    [s.id for s in batch])
     began = time.monotonic()
@@ -209,12 +230,13 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
                                   "every workflow terminal")
         report.figures["batch_s"] = round(time.monotonic() - began, 1)
         await side.finish()
+        await schedule.delete_and_wait(tail.wait_until, 120.0)
     finally:
         await side.stop()
         await tail.stop()
-    report.violations += _stuck(progress.ids - progress.terminal, tail)
+    report.violations += _stuck(progress.ids - progress.terminal, tail) + schedule.errors
     await _settle(sandbox, supervisor, report)
-    await _check(plan, batch, sandbox, submitted, r.expected, report)
+    await _check(batch, sandbox, (submitted, schedule), r.expected, report)
     figures, report.steps, violations = side.report()
     report.figures.update(figures)
     report.violations += violations
@@ -244,32 +266,27 @@ async def _settle(sandbox: Sandbox, supervisor: Supervisor, report: RunReport) -
         report.violations.append(f"not idle after the batch: {e}: {'; '.join(behind)}")
 
 
-async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
-                 submitted: SubmitLog, expected: Mapping[str, au.EndState] | None,
-                 report: RunReport) -> None:
+async def _check(batch: Sequence[Submission], sandbox: Sandbox,
+                 answered: tuple[SubmitLog, ScheduleRun],
+                 expected: Mapping[str, au.EndState] | None, report: RunReport) -> None:
+    submitted, schedule = answered
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics
     events = await read_all(bootstrap, topics.events)
     dupes = au.count_duplicates(await read_all(bootstrap, topics.tasks(QUEUE)),
                                 await read_all(bootstrap, topics.reports),
                                 await read_all(bootstrap, topics.submissions))
-    audits = au.audit_events(events)
+    audits, found = set_apart(schedule.workflow_id, events, au.audit_events(events))
     report.audits = audits
+    if found is not None:  # the schedule's own checks and figures, not compared
+        report.violations += found.violations
+        report.evidence.update(found.evidence)
+        report.figures["schedule"] = {**found.figures(), "http": schedule.answers}
     ids = [s.id for s in batch]
-    for wid in ids:
-        broken = audits[wid].violations() if wid in audits else [
-            f"{wid}: accepted over HTTP but no history (lost)"]
-        report.violations += broken
-        if broken and wid in audits:
-            report.evidence[wid] = au.timeline(wid, events)
-    children = _children(events, set(ids))
-    for wid in sorted(children):
-        broken = audits[wid].violations() if wid in audits else []
-        report.violations += broken
-    stray = sorted(set(audits) - set(ids) - children)
-    if stray:
-        report.violations.append(f"histories of workflows never submitted: {stray[:10]}")
-    outcomes = {wid: audits[wid].outcome for wid in [*ids, *sorted(children)]
+    parent_of = au.descendants(events, set(ids))
+    _check_histories(ids, sorted(parent_of), events, report)
+    report.violations += au.definition_faults(batch, parent_of, audits)
+    outcomes = {wid: audits[wid].outcome for wid in [*ids, *sorted(parent_of)]
                 if wid in audits}
     mismatched = au.compare(dict(expected), outcomes) if expected is not None else []
     report.violations += [f"differs from the fault-free run: {m}" for m in mismatched]
@@ -281,7 +298,42 @@ async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
     mine = [audits[w] for w in ids if w in audits]
     report.figures.update({
         "workflows": len(ids),
-        "child_workflows": len(children),
+        "child_workflows": len(parent_of),
+        **_figures(mine, dupes, submitted),
+        "lost": {
+            "submissions": sum(1 for w in ids if w not in audits),
+            "stuck": sum(1 for a in mine if a.terminals == 0),
+            "mismatched": len(mismatched),
+        },
+        "statuses": _count(o.status for o in outcomes.values() if o is not None),
+        "definitions_run": _count(o.definition for o in outcomes.values()
+                                  if o is not None and o.definition is not None),
+    })
+
+
+def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequence[Record],
+                     report: RunReport) -> None:
+    """The invariants of each submitted workflow's history and of each child's, and no
+    history of a workflow never submitted (``report.audits`` holds the audits)."""
+    audits = report.audits
+    for wid in ids:
+        broken = audits[wid].violations() if wid in audits else [
+            f"{wid}: accepted over HTTP but no history (lost)"]
+        report.violations += broken
+        if broken and wid in audits:
+            report.evidence[wid] = au.timeline(wid, events)
+    for wid in children:
+        report.violations += audits[wid].violations() if wid in audits else []
+    stray = sorted(set(audits) - set(ids) - set(children))
+    if stray:
+        report.violations.append(f"histories of workflows never submitted: {stray[:10]}")
+
+
+def _figures(mine: Sequence[au.WorkflowAudit], dupes: au.Duplicates,
+             submitted: SubmitLog) -> dict[str, Any]:
+    """The figures of the submitted workflows' histories, the duplicates on the other
+    topics and the submissions' HTTP answers."""
+    return {
         "tasks": sum(a.tasks for a in mine),
         "attempts_dispatched": sum(a.dispatched for a in mine),
         "attempts_started": sum(a.started for a in mine),
@@ -297,15 +349,10 @@ async def _check(plan: Plan, batch: Sequence[Submission], sandbox: Sandbox,
         },
         "http": {"statuses": submitted.statuses(),
                  "connection_errors": submitted.connection_errors(),
-                 "created_after_connection_error": submitted.created_after_error()},
+                 "created_after_connection_error": submitted.created_after_error(),
+                 "sent_again_after_connection_error": submitted.retried()},
         "undecodable_records": dupes.undecodable,
-        "lost": {
-            "submissions": sum(1 for w in ids if w not in audits),
-            "stuck": sum(1 for a in mine if a.terminals == 0),
-            "mismatched": len(mismatched),
-        },
-        "statuses": _count(o.status for o in outcomes.values() if o is not None),
-    })
+    }
 
 
 def _check_deaths(plan: Plan, supervisor: Supervisor, report: RunReport) -> None:
@@ -338,22 +385,6 @@ def _restarts_in_place(supervisor: Supervisor, report: RunReport) -> None:
     report.figures["restart_in_place_reasons"] = _count(
         r.split(" ", 2)[2].split(" (")[0] for r in in_place)
     report.figures["restarts_in_place_at"] = sorted(r.split(" (")[0] for r in in_place)
-
-
-def _children(events: Sequence[Record], roots: set[str]) -> set[str]:
-    """The child workflows (at any depth) of ``roots``, by their ``ParentLinked``."""
-    parent_of = {r.value.workflow_id: r.value.body.parent_id for r in events
-                 if isinstance(r.value, ev.HistoryEvent)
-                 and isinstance(r.value.body, ev.ParentLinked)}
-    found: set[str] = set()
-    for child in parent_of:
-        seen, up = {child}, parent_of[child]
-        while up in parent_of and up not in seen:
-            seen.add(up)
-            up = parent_of[up]
-        if up in roots:
-            found.add(child)
-    return found
 
 
 def _count(values: Any) -> dict[str, int]:

@@ -38,9 +38,10 @@ BROKER_FROZEN_S = 20.0
 REBALANCES = ("rebalance", "rebalance+faults")
 """The rebalance scenarios (the second in the full suite only)."""
 
-FIRST_HITS = {"coordinator": (20, 5, 60), "worker": (20, 7, 50), "gateway": (3, 1, 8)}
+FIRST_HITS = {"coordinator": (20, 5, 60), "worker": (20, 7, 50), "gateway": (4, 2, 9)}
 """The hit that kills a service's first process, per run (cycled): points are passed
-once per applied batch (coordinator), attempt (worker) or submission (gateway)."""
+once per applied batch (coordinator), attempt (worker) or submission (gateway; the
+first is the schedule's ``PUT``, so 4 is the batch's third submission)."""
 LATER_HITS = {"coordinator": 12, "worker": 15, "gateway": 4}
 """The hit that kills each later process (a restarted coordinator applies its backlog in
 few, large batches, so fewer hits)."""
@@ -94,7 +95,8 @@ class Suite:
 
     Attributes:
         name: ``quick`` or ``full``.
-        batch_size: workflows per fault run (cycling through every shape).
+        batch_size: workflows per fault run (cycling through every shape,
+            ``batch.ALL_SHAPES``: 14 make one of each).
         runs: runs per fault point.
         kills: kills per run.
         rebalance_size: workflows of the rebalance run.
@@ -150,10 +152,10 @@ class Suite:
         return plans
 
 
-QUICK = Suite("quick", batch_size=12, runs=1, kills=1, rebalance_size=28,
+QUICK = Suite("quick", batch_size=14, runs=1, kills=1, rebalance_size=28,
               rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
               rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0)
-FULL = Suite("full", batch_size=24, runs=3, kills=2, rebalance_size=100,
+FULL = Suite("full", batch_size=28, runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
              rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0)
 SUITES = {s.name: s for s in (QUICK, FULL)}

@@ -26,8 +26,8 @@ def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
 
 FIGURES = ("workflows", "child_workflows", "tasks", "attempts_dispatched", "attempts_started",
            "attempts_lost_to_faults", "duplicates", "lost", "kills", "pauses", "outages",
-           "restarts", "exits", "restarts_in_place")
-"""The figures summed over runs."""
+           "restarts", "exits", "restarts_in_place", "schedule")
+"""The figures summed over runs (of ``schedule``: its fires, runs and outcomes)."""
 
 
 def _group(plan: str) -> str:

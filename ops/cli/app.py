@@ -31,6 +31,8 @@ LAZY.update({
                         STACK),
     "submit": LazyCommand("ops.cli.workflows", "submit", "Submit a workflow; with --follow, "
                           "show its progress and print its output.", RUNS),
+    "run": LazyCommand("ops.cli.run", "run", "Run a stored definition by name and print "
+                       "its output.", RUNS),
     "status": LazyCommand("ops.cli.workflows", "status", "Show a workflow's status, nodes "
                           "and output.", RUNS),
     "list": LazyCommand("ops.cli.listing", "list_runs", "List runs, newest first, filtered.", RUNS),
@@ -40,6 +42,8 @@ LAZY.update({
     "definitions": LazyCommand("ops.cli.definitions", "definitions_app",
                                "Stored workflow definitions and their versions.", RUNS,
                                optional=True),
+    "schedules": LazyCommand("ops.cli.schedules", "schedules_app", "Schedules: runs of a "
+                             "definition at cron times.", RUNS, optional=True),
     "queues": LazyCommand("ops.cli.queues", "queues", "Show every queue: backlog, in "
                           "flight, live workers and the tasks they serve.", RUNS,
                           optional=True),

@@ -5,15 +5,20 @@ every command imports it, and ``headwater --help`` must start fast."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
 
 from headwater.core.status import NodeStatus
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
+errors_console = Console(stderr=True, soft_wrap=True, emoji=False)
+"""For notes that are not the command's answer (stderr)."""
 
 STYLE: dict[str, str] = {
     NodeStatus.SUCCEEDED: "green", NodeStatus.FAILED: "red", NodeStatus.UPSTREAM_FAILED: "red",
@@ -57,3 +62,26 @@ def unreachable(gateway: str, error: BaseException) -> NoReturn:
     """
     fail(f"cannot reach the gateway at {gateway} ({error}); is the stack up "
          "(`headwater up`)? Set HEADWATER_GATEWAY_URL to use another one.")
+
+
+def print_table(table: Table, whole: Sequence[str] = (), out: Console | None = None) -> None:
+    """Print ``table`` with no cell cut short: in a terminal, within its width, long
+    cells fold onto more lines (never ``…``) and the columns named in ``whole`` (ids)
+    keep each cell on one line unless the others cannot shrink further; piped (not a
+    terminal), at the width the table needs, so each cell is on one line.
+
+    Args:
+        table: the table (its columns' overflow is set to ``fold``).
+        whole: headers of the columns whose cells are copied whole (ids).
+        out: the console (default: ``console``).
+    """
+    out = out or console
+    for column in table.columns:
+        column.overflow = "fold"  # the last resort of a whole column too
+        column.no_wrap = column.no_wrap or column.header in whole
+    if out.is_terminal:
+        out.print(table)
+        return
+    needed = Measurement.get(out, out.options.update_width(100_000), table).maximum
+    table.width = max(needed, out.width) if table.expand else needed
+    out.print(table, crop=False)

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ops.cli.common import GATEWAY, console, styled
+from ops.cli.common import GATEWAY, console, print_table, styled
 from ops.cli.workflows import client, gateway_errors
 
 STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
@@ -67,7 +67,7 @@ def list_runs(
         table.add_row(escape(w.id), escape(w.name), escape(definition_of(w.raw)),
                       styled(w.status), when(w.created_at), when(w.updated_at),
                       escape((w.error or "")[:50]))
-    console.print(table)
+    print_table(table, whole=("id",))
     if not page.items:
         console.print("no runs" + (" match" if status or name or definition else ""))
     if page.next_cursor:

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ops.cli.common import print_table
+
 console = Console(soft_wrap=True, emoji=False)
 STATE_STYLE = {"ok": "green", "no_live_workers": "red", "full": "yellow"}
 EXIT_UNREACHABLE = 3
@@ -70,7 +72,7 @@ def show(found: list[dict[str, Any]]) -> None:
                       str(q["backlog"]), str(q["in_flight"]), str(q["live_workers"]),
                       "-" if oldest is None else f"{oldest:g} s",
                       str(q["maxdepth"] or "unlimited"), escape(", ".join(q["tasks"])))
-    console.print(table)
+    print_table(table, whole=("queue",), out=console)
     workers = Table("worker", "queue", "host", "pid", "version", "in flight",
                     "last announced")
     rows = [(q, w) for q in found for w in q["workers"]]
@@ -79,7 +81,7 @@ def show(found: list[dict[str, Any]]) -> None:
                         str(w["pid"]), escape(w["version"]),
                         f"{w['in_flight']}/{w['concurrency']}", f"{w['announced_s_ago']:g} s ago")
     if rows:
-        console.print(workers)
+        print_table(workers, whole=("worker",), out=console)
 
 
 def wait_for_workers(gateway: str, queue: str, timeout_s: float = 30.0,

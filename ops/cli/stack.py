@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ops import localstack, stackstate
-from ops.cli.common import GATEWAY, console, fail
+from ops.cli.common import GATEWAY, console, fail, print_table
 from ops.localstack import Service
 from ops.stackstate import WorkerGroup
 
@@ -85,15 +85,19 @@ def _core(recorded: bool) -> list[Launch]:
 
 
 def _settle(gateway: str, pids: dict[str, int]) -> list[str]:
-    """Wait for the gateway, then ``START_GRACE_S``; print each process that exited (its
-    log's tail) and return their names.
+    """Wait for the gateway started (``pids["gateway"]``: ``/health`` must answer with
+    its pid), then ``START_GRACE_S``; print each process that exited (its log's tail)
+    and return their names.
 
     Raises:
-        typer.Exit: the gateway was not ready in time, or a process exited before.
+        typer.Exit: the gateway was not ready in time, a process exited before, or
+            another process answers on the gateway's port (the gateway started is
+            stopped).
     """
     console.print("waiting for the gateway to be ready ...")
     try:
-        localstack.wait_ready(f"{gateway}/ready", pids=pids)
+        localstack.wait_ready(f"{gateway}/ready", pids=pids,
+                              owner="gateway" if "gateway" in pids else None)
         time.sleep(START_GRACE_S)
     except (TimeoutError, RuntimeError) as e:
         fail(f"{e}\nLogs: {localstack.home() / 'logs'}. If the gateway listens elsewhere, "
@@ -230,19 +234,26 @@ def down(infra: Annotated[bool, INFRA] = True) -> None:
 
 
 def ps() -> None:
-    """List the local stack's processes, and the remembered workers that do not run."""
+    """List the local stack's processes, and the remembered workers that do not run.
+
+    A process that is recorded (the coordinator or the gateway started before, or one
+    whose pid file names a process gone) but does not run shows as ``stopped``.
+    """
     table = Table("process", "pid", "queue", "tasks", "log")
     running = dict(localstack.running_services())
     serves = {s.name: (g.queue, list(g.tasks)) for g in _remembered(adopt=False)
               for s in g.services()}
-    for name in list(running) + [n for n in serves if n not in running]:
+    core = [s.name for s in localstack.default_services(workers=0)
+            if localstack.launched(s.name) is not None]
+    names = list(dict.fromkeys([*running, *core, *localstack.stopped_services(), *serves]))
+    for name in names:
         launch = localstack.launched(name)
         worker = serves.get(name) or (localstack.worker_of(launch[0].argv) if launch else None)
         pid = str(running[name]) if name in running else "[yellow]stopped[/]"
         table.add_row(escape(name), pid, escape(worker[0]) if worker else "",
                       escape(" ".join(worker[1])) if worker else "",
-                      str(Service(name, ()).log_file))
-    console.print(table)
+                      escape(str(Service(name, ()).log_file)))
+    print_table(table)
 
 
 worker_app = typer.Typer(help="The workers the local stack remembers (see `headwater ps`).",

@@ -2,16 +2,18 @@
 through the Python client (``headwater.client``).
 
 ``submit`` chooses the workflow id (``wf-<uuid4 hex>``) before its first try unless
-``--id`` gives one, and prints it at once: the client retries a connection error or a
-503 with that same id, so a retry can never start a second run (the gateway answers 200
-for the same id and body). Exit codes: 0 done, 1 unknown workflow (404) or, with
-``--follow``, a run that ended other than ``succeeded``, 2 any other refusal or an
-unreachable gateway.
+``--id`` gives one, and says so at once on stderr (``submitting wf-…``, not to be taken
+for an accepted run): the client retries a connection error or a 503 with that same id,
+so a retry can never start a second run (the gateway answers 200 for the same id and
+body). A refusal (4xx) says the workflow was refused and not stored. Exit codes: 0
+done, 1 unknown workflow (404) or, with ``--follow``, a run that ended other than
+``succeeded``, 2 any other refusal or an unreachable gateway.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -23,10 +25,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from headwater import errors
-from ops.cli.common import GATEWAY, console, fail, styled, unreachable
+from ops.cli.common import (
+    GATEWAY,
+    console,
+    errors_console,
+    fail,
+    print_table,
+    styled,
+    unreachable,
+)
+from ops.cli.queue_notes import node_status, print_warnings, warn_later
 
 if TYPE_CHECKING:
     from headwater.client import Client
+    from headwater.client_types import Submitted
 
 
 def client(gateway: str) -> Client:
@@ -36,9 +48,14 @@ def client(gateway: str) -> Client:
     return Client(gateway)
 
 
-def problem(error: errors.HeadwaterHTTPError) -> NoReturn:
+def problem(error: errors.HeadwaterHTTPError, refused: str = "") -> NoReturn:
     """End the command with the gateway's problem: its status, detail and each of its
     ``errors``; exit 1 for a 404, else 2.
+
+    Args:
+        error: the gateway's answer.
+        refused: what a 4xx refused (e.g. ``workflow wf-1``): the message then says it
+            was refused and not stored.
 
     Raises:
         typer.Exit: always.
@@ -47,18 +64,22 @@ def problem(error: errors.HeadwaterHTTPError) -> NoReturn:
     listed = error.body.get("errors")
     lines = "".join(f"\n  - {e}" for e in (listed if isinstance(listed, list) else [])
                     if e != detail)
-    fail(f"{error.status} {detail}{lines}", 1 if error.status == 404 else 2)
+    prefix = f"{refused} refused, not stored: " if refused and error.status < 500 else ""
+    hint = ("\n(`--queue-anyway` queues it all the same)"
+            if refused and error.status == 400 and "queue_anyway" in detail else "")
+    fail(f"{prefix}{error.status} {detail}{lines}{hint}", 1 if error.status == 404 else 2)
 
 
 @contextlib.contextmanager
-def gateway_errors(gateway: str) -> Iterator[None]:
-    """Turn the client's errors into one line each (``problem``, ``unreachable``)."""
+def gateway_errors(gateway: str, refused: str = "") -> Iterator[None]:
+    """Turn the client's errors into one line each (``problem``, ``unreachable``);
+    ``refused`` as ``problem`` takes it."""
     try:
         yield
     except errors.GatewayUnreachable as e:
         unreachable(gateway, e.__cause__ or e)
     except errors.HeadwaterHTTPError as e:
-        problem(e)
+        problem(e, refused)
 
 
 def load_input(raw: str | None) -> Any:
@@ -87,14 +108,45 @@ def submit(
         help="workflow id (idempotency key; default: wf-<random>, chosen and printed "
              "before the first try)")] = None,
     tenant: Annotated[str | None, typer.Option()] = None,
+    queue_anyway: Annotated[bool, typer.Option(
+        "--queue-anyway", help="queue its tasks even on a queue without a live worker "
+                               "serving them (else 400)")] = False,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
 ) -> None:
     """Submit a workflow; with --follow, show its progress and print its output."""
-    import yaml
-
     from headwater.client_http import new_workflow_id
+
+    spec = _spec(file)
+    workflow_input = load_input(input)
+    workflow_id = id or new_workflow_id()
+    if id is None:
+        errors_console.print(f"submitting {escape(workflow_id)} (the id is chosen before "
+                             f"the first try: retrying with --id {escape(workflow_id)} is "
+                             "safe)")
+    started = time.monotonic()
+    with gateway_errors(gateway), client(gateway) as hw:
+        with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
+            answer = _send(hw, spec, workflow_input, workflow_id, tenant, queue_anyway)
+        console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
+            answer.status if answer.created else f"{answer.status} (submitted before)"))
+        if not follow_:
+            return
+        from ops.cli.follow import follow
+
+        timer = warn_later(hw, workflow_id, console)
+        try:
+            state = follow(((e.type, e.id, e.data) for e in hw.events(workflow_id)), console)
+        finally:
+            timer.cancel()
+    report(state, time.monotonic() - started)
+
+
+def _spec(file: Path) -> dict[str, Any]:
+    """The workflow in ``file`` (YAML or JSON). Raises ``typer.Exit`` (2) if it is not a
+    mapping."""
+    import yaml
 
     try:
         spec = yaml.safe_load(file.read_text())
@@ -102,26 +154,26 @@ def submit(
         fail(f"{file}: not valid YAML or JSON: {e}")
     if not isinstance(spec, dict):
         fail(f"{file}: a workflow is a mapping (name, nodes ...), not {type(spec).__name__}")
-    workflow_input = load_input(input)
-    workflow_id = id or new_workflow_id()
-    console.print(f"workflow [bold]{escape(workflow_id)}[/]", end=" ")
-    started = time.monotonic()
-    with gateway_errors(gateway), client(gateway) as hw:
-        try:
-            answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant)
-        except BaseException:
-            console.print()
-            raise
-        console.print(answer.status if answer.created else f"{answer.status} (submitted before)")
-        if not follow_:
-            return
-        from ops.cli.follow import follow
-
-        state = follow(((e.type, e.id, e.data) for e in hw.events(workflow_id)), console)
-    _report(state, time.monotonic() - started)
+    return spec
 
 
-def _report(state: Any, elapsed: float) -> None:
+def _send(hw: Client, spec: dict[str, Any], workflow_input: Any, workflow_id: str,
+          tenant: str | None, queue_anyway: bool) -> Submitted:
+    """``hw.submit``, with ``queue_anyway`` in the body when set (``POST /v1/workflows``
+    takes it; the client's ``submit`` does not)."""
+    if not queue_anyway:
+        return hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant)
+    from headwater.client_http import submit_call
+    from headwater.client_types import Submitted
+
+    call = submit_call(spec, None, workflow_input, workflow_id, tenant)
+    response = hw.send(dataclasses.replace(call, json={**call.json, "queue_anyway": True}))
+    doc = response.json()
+    return Submitted(doc["id"], doc["status"], response.status_code == 202,
+                     doc.get("links") or {})
+
+
+def report(state: Any, elapsed: float) -> None:
     """Print how a followed run ended; exit 1 unless it succeeded."""
     console.print(f"{styled(state.status)} in {elapsed:.2f} s, "
                   f"{state.tasks_run} task attempt{'s' if state.tasks_run != 1 else ''}, "
@@ -152,9 +204,11 @@ def status(
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""
-        table.add_row(escape(n["id"]), n["kind"], n["status"], f"{n['succeeded']}{total}",
-                      str(n["failed"]), escape((n["error"] or "")[:60]))
-    console.print(table)
+        table.add_row(escape(n["id"]), n["kind"], escape(node_status(n, doc.get("tasks", []))),
+                      f"{n['succeeded']}{total}", str(n["failed"]),
+                      escape((n["error"] or "")[:60]))
+    print_table(table, whole=("node",))
+    print_warnings(doc, console)
     if doc["output"] is not None:
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:

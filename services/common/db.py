@@ -144,6 +144,28 @@ create index if not exists workflows_by_name on workflows (name, created_at desc
     workflow_id desc);
 create index if not exists workflows_by_tenant on workflows (tenant, created_at desc,
     workflow_id desc) where tenant is not null;
+create table if not exists schedules (
+    workflow_id text primary key,
+    name text not null,
+    cron text not null,
+    timezone text not null,
+    definition text,
+    definition_version integer,
+    overlap text not null,
+    catchup text not null,
+    paused boolean not null default false,
+    next_fire_at timestamptz,
+    last_fire_at timestamptz,
+    last_run_id text,
+    fired integer not null default 0,
+    skipped integer not null default 0,
+    status text not null default 'running',
+    created_at timestamptz not null,
+    armed_seq bigint not null default 0,
+    fired_seq bigint not null default 0,
+    paused_seq bigint not null default 0
+);
+create index if not exists schedules_by_name on schedules (name, created_at desc);
 """
 """The projection's tables, created if missing. Columns added after a table's first
 version come from ``alter table`` (checked first: an ``alter`` takes the table's
@@ -158,7 +180,12 @@ was resolved from (null for an inline spec). The ``workflows_by_*`` indexes serv
 order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
 the ``created_after``/``created_before`` ranges; ``status`` is the only one of their
 columns that changes after acceptance (a few times per run), so the projector's updates
-of ``seq`` stay heap-only."""
+of ``seq`` stay heap-only. ``schedules`` holds one row per schedule workflow (a spec
+with a ``schedule`` node; ``name`` without the ``schedule:`` prefix): its settings, its
+state (``paused``, the armed ``next_fire_at``, the last fire time, the last run started,
+the fire times ``fired`` and ``skipped``) and ``status`` (``running`` until the workflow
+ends, then its end); ``armed_seq``, ``fired_seq`` and ``paused_seq`` are the seq of the
+last event applied to each part, so that a repeated event changes nothing."""
 
 DEFINITIONS_SCHEMA = """
 create table if not exists definitions (

@@ -32,6 +32,11 @@ class Bus(Protocol):
         """Queue one record for ``partition`` (a record moved home: ``homing``); the
         awaitable resolves once the broker acknowledged it."""
 
+    def too_large(self, key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes]]) -> str | None:
+        """Why a record is over the largest the producer sends (its size and the limit);
+        None when it fits."""
+
 
 class FaustBus:
     """Publishes through the faust app's producer and waits for the broker's acks."""
@@ -80,6 +85,14 @@ class FaustBus:
                                                            headers)
         return ack
 
+    def too_large(self, key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes]]) -> str | None:
+        """Why the producer would refuse a record (``MessageSizeTooLargeError``):
+        ``"<size> bytes, over HEADWATER_MAX_MESSAGE_BYTES (<limit>)"``; None when it
+        fits. The size is aiokafka's estimate (``faust_seam.record_bytes``)."""
+        size, limit = record_bytes(key, value, headers), self.settings.max_message_bytes
+        return f"{size} bytes, over HEADWATER_MAX_MESSAGE_BYTES ({limit})" if size > limit else None
+
     async def send_control(self, record: ev.TimerFired | ev.CancelRequested) -> None:
         """Send a record to the control topic (keyed by workflow id) and wait for the ack."""
         topic = self._topic(self.topics.control)
@@ -97,7 +110,7 @@ class FaustBus:
                 ("source-partition", str(r.partition).encode()),
                 ("source-offset", str(r.offset).encode())]
         value = r.value
-        if record_bytes(r.key, value, hdrs) > self.settings.max_message_bytes:
+        if self.too_large(r.key, value, hdrs) is not None:
             hdrs.append((VALUE_OMITTED_HEADER, f"{len(value or b'')} bytes".encode()))
             value = None
         return await self._dlq.send(key=r.key, value=value, headers=hdrs)

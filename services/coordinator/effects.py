@@ -47,7 +47,7 @@ from services.coordinator.writeset import touched_parts
 
 log = logging.getLogger(__name__)
 
-Entries = dict[str, list[tuple[bytes, bytes]]]
+Entries = dict[str, list[tuple[bytes, bytes | None]]]
 """Workflow id -> its table entries (key, value), in the order to write them."""
 
 
@@ -308,9 +308,9 @@ class BatchEffects:
             self._fail_oversized(wid, entries, changed)
         return changed, entries
 
-    def _too_large(self, entries: list[tuple[bytes, bytes]]) -> int:
+    def _too_large(self, entries: list[tuple[bytes, bytes | None]]) -> int:
         """The size of the largest table entry over the record limit, else 0."""
-        largest = max((len(k) + len(v) for k, v in entries), default=0)
+        largest = max((len(k) + len(v or b"") for k, v in entries), default=0)
         return largest if largest > self.max_record_bytes - RECORD_MARGIN_BYTES else 0
 
     def _fail_oversized(self, wid: str, entries: Entries,

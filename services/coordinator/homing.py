@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from headwater.topics import Topics
 from services.common.kafka import header
-from services.coordinator.records import DeadLetter, InputRecord, misplaced
+from services.coordinator.records import DeadLetter, InputRecord, Outgoing, misplaced
 
 log = logging.getLogger(__name__)
 
@@ -125,28 +125,56 @@ def sort_out(topics: Topics, record: InputRecord, workflow_id: str, home: int,
 
 
 class Sender(Protocol):
-    """Sends one record to a given partition (``bus.FaustBus.send``)."""
+    """Sends one record to a given partition, or dead letters (``bus.FaustBus``)."""
 
     async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int,
                    headers: list[tuple[str, bytes]]) -> Awaitable[Any]:
         """Queue it; the awaitable returned resolves once the broker acknowledged it."""
 
+    def too_large(self, key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes]]) -> str | None:
+        """Why the producer would refuse the record (its size and the limit); None if it
+        fits."""
+
+    async def publish(self, records: list[Outgoing], dead: list[DeadLetter]) -> None:
+        """Send records and dead letters; return once the broker acknowledged them."""
+
+
+def _too_large_reason(move: Move, why: str) -> str:
+    r = move.record
+    where = misplaced(r.topic, r.partition, (r.key or b"").decode(errors="replace"), move.home)
+    return f"{where}; it cannot be moved there: with its moved-from header it is {why}"
+
 
 async def carry_out(sender: Sender, moves: Sequence[Move]) -> None:
     """Re-produce each moved record on its home partition, wait for every ack, then
-    count and log each move (INFO: the key, both partitions, the total so far).
+    count and log each move (WARNING: the key, both partitions, the total so far).
+
+    A record that would not fit the producer's limit with its ``moved-from`` header (one
+    just under it where it was) is dead-lettered with the reason instead: the producer
+    would refuse it (``MessageSizeTooLargeError``) and fail the batch, again on every
+    restart.
 
     Raises:
         Exception: the producer's error; the batch must then not be committed.
     """
     if not moves:
         return
+    fitting: list[Move] = []
+    dead: list[DeadLetter] = []
+    for m in moves:
+        why = sender.too_large(m.record.key, m.record.value, m.headers())
+        if why is None:
+            fitting.append(m)
+        else:
+            dead.append(DeadLetter(m.record, _too_large_reason(m, why)))
     # Queued one by one, in order (a partition's records keep their order), then awaited.
     acks = [await sender.send(m.record.topic, m.record.key, m.record.value, m.home,
-                              m.headers()) for m in moves]
-    await asyncio.gather(*acks)
-    for m in moves:
+                              m.headers()) for m in fitting]
+    await asyncio.gather(sender.publish([], dead), *acks)
+    for m in fitting:
         MOVED.add(m.record.topic)
-        log.info("moved %s (key %r) from partition %d to its home partition %d "
-                 "(%d records moved so far)", m.origin, (m.record.key or b"").decode(
-                     errors="replace"), m.record.partition, m.home, MOVED.total)
+        log.warning("moved %s (key %r) from partition %d to its home partition %d "
+                    "(%d records moved so far): its producer partitions by another hash "
+                    "than murmur2 of the key", m.origin, (m.record.key or b"").decode(
+                        errors="replace"), m.record.partition, m.home, MOVED.total)

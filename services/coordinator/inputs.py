@@ -14,6 +14,12 @@ The history records the stamped time, so a replay folds the same state. A
 firing dated in the future would end a deadline early or date a retry past year 9999. A
 firing that arrives before its timer is due changes nothing (``machine.timers``); the
 timer loop fires it again.
+
+A submission's ``tenant``, ``definition`` and ``definition_version`` are checked here,
+for Avro and JSON alike (``submission_fault``), as the gateway checks them over HTTP,
+and so is the length of the spec's ``name``: the projection indexes the tenant, the
+definition and the name, and PostgreSQL refuses an index row over 2704 bytes, so one
+9 KB tenant would stall the projection of every run.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from collections.abc import Callable, Iterable
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.definitions import MAX_VERSION, DefinitionRefError, check_name
+from headwater.core.spec_fields import MAX_NAME_CHARS
 from headwater.errors import DecodeError
 from headwater.topics import (
     CONTENT_TYPE_HEADER,
@@ -35,6 +43,8 @@ from headwater.topics import (
 from services.common.clock import now_ms
 from services.common.kafka import header
 
+MAX_TENANT_CHARS = 200
+"""Longest tenant, characters (as the gateway's ``SubmitRequest.tenant``)."""
 _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 _JSON_DECODERS: dict[str, Callable[[bytes | None], ev.Input]] = {
     "submissions": codec.decode_json_submission,
@@ -88,7 +98,50 @@ def decode_input(
             and not _WORKFLOW_ID.fullmatch(record.workflow_id)):
         raise DecodeError(f"workflow id {record.workflow_id[:80]!r} does not match "
                           f"{WORKFLOW_ID_PATTERN}")
+    if isinstance(record, ev.WorkflowSubmitted | ev.ChildSubmitted):
+        fault = submission_fault(record)
+        if fault is not None:
+            raise DecodeError(fault)
     return stamped(record, now_ms() if received_ms is None else received_ms)
+
+
+def submission_fault(record: ev.WorkflowSubmitted | ev.ChildSubmitted) -> str | None:
+    """Why a submission may not be recorded, or None: a value the projection indexes
+    that it could not hold, or a definition that is not one.
+
+    Checks:
+        ``tenant``: None, or a string of at most ``MAX_TENANT_CHARS`` characters.
+        the spec's ``name``: at most ``spec_fields.MAX_NAME_CHARS`` characters as the
+            projection stores it (a shorter bad name is a spec fault: the run fails).
+        ``definition``: None, or a definition's name (``definitions.NAME_PATTERN``: no
+            ``@version``, no control or bidirectional characters).
+        ``definition_version``: None, or an integer from 1 to
+            ``definitions.MAX_VERSION``, and only with a ``definition``.
+
+    Returns:
+        ``"<field>: <what is wrong>"``, or None when all are good.
+    """
+    tenant, definition, version = record.tenant, record.definition, record.definition_version
+    if tenant is not None and (not isinstance(tenant, str) or len(tenant) > MAX_TENANT_CHARS):
+        return f"tenant: must be null or a string of at most {MAX_TENANT_CHARS} characters"
+    name = record.spec.get("name") if isinstance(record.spec, dict) else None
+    if name is not None and len(name if isinstance(name, str) else str(name)) > MAX_NAME_CHARS:
+        return f"spec: name: at most {MAX_NAME_CHARS} characters"
+    return _definition_fault(definition, version)
+
+
+def _definition_fault(definition: str | None, version: int | None) -> str | None:
+    """Why a submission's ``definition`` and ``definition_version`` are bad, or None."""
+    if definition is not None:
+        try:
+            check_name(definition)
+        except DefinitionRefError as e:
+            return f"definition: {str(e)[:300]}"
+    if version is not None and definition is None:
+        return "definition_version: given without a definition"
+    if version is not None and (type(version) is not int or not 1 <= version <= MAX_VERSION):
+        return f"definition_version: must be null or an integer from 1 to {MAX_VERSION}"
+    return None
 
 
 def stamped(record: ev.Input, received_ms: int) -> ev.Input:

@@ -38,38 +38,47 @@ CHUNK_BYTES = 1 << 20
 """Largest chunk of an encoded intent, bytes: well under the broker's
 ``message.max.bytes`` (16 MiB in ``infra/kafka.sh``)."""
 
-_SCHEMA = parse_schema({
-    "type": "record", "name": "Intent", "namespace": "headwater.coordinator",
-    "fields": [
-        {"name": "entries", "type": {"type": "array", "items": {
-            "type": "record", "name": "Entry",
-            "fields": [{"name": "key", "type": "bytes"}, {"name": "value", "type": "bytes"}]}}},
-        {"name": "records", "type": {"type": "array", "items": {
-            "type": "record", "name": "Record",
-            "fields": [{"name": "topic", "type": "string"}, {"name": "key", "type": "bytes"},
-                       {"name": "value", "type": "bytes"}]}}},
-    ]})
+def _schema(entry_value: Any) -> Any:
+    return parse_schema({
+        "type": "record", "name": "Intent", "namespace": "headwater.coordinator",
+        "fields": [
+            {"name": "entries", "type": {"type": "array", "items": {
+                "type": "record", "name": "Entry",
+                "fields": [{"name": "key", "type": "bytes"},
+                           {"name": "value", "type": entry_value}]}}},
+            {"name": "records", "type": {"type": "array", "items": {
+                "type": "record", "name": "Record",
+                "fields": [{"name": "topic", "type": "string"},
+                           {"name": "key", "type": "bytes"},
+                           {"name": "value", "type": "bytes"}]}}},
+        ]})
+
+
+_SCHEMAS = {1: _schema("bytes"), 2: _schema(["null", "bytes"])}
+"""Intent layouts by the head's ``v``: 2 lets an entry's value be null (the entry is
+deleted: a schedule's ended run); 1 is read still, for intents written before."""
+_VERSION = 2
 
 
 @dataclass
 class Intent:
     """One partition's share of a batch: table entries to write, records to publish."""
 
-    entries: list[tuple[bytes, bytes]] = field(default_factory=list)
+    entries: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     records: list[Outgoing] = field(default_factory=list)
 
 
 def encode(partition: int, intent: Intent) -> list[tuple[bytes, bytes]]:
     """The table entries that hold ``intent``: its chunks, then its head (write in order)."""
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _SCHEMA, {
+    fastavro.schemaless_writer(buf, _SCHEMAS[_VERSION], {
         "entries": [{"key": k, "value": v} for k, v in intent.entries],
         "records": [{"topic": r.topic, "key": r.key, "value": r.value}
                     for r in intent.records]})
     blob = zlib.compress(buf.getvalue(), 1)
     chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
     out = [(intent_key(partition, i), chunk) for i, chunk in enumerate(chunks)]
-    out.append((intent_key(partition), orjson.dumps({"v": 1, "chunks": len(chunks)})))
+    out.append((intent_key(partition), orjson.dumps({"v": _VERSION, "chunks": len(chunks)})))
     return out
 
 
@@ -89,15 +98,30 @@ def chunk_count(head: bytes) -> int:
     return n
 
 
-def decode(chunks: list[bytes]) -> Intent:
-    """The intent held by ``chunks`` (in order).
+def head_version(head: bytes) -> int:
+    """The layout ``v`` a head entry names (1 when it names none).
+
+    Raises:
+        DecodeError: not a head written by ``encode``, or a layout unknown here.
+    """
+    try:
+        v = orjson.loads(head).get("v", 1)
+    except (orjson.JSONDecodeError, AttributeError) as e:
+        raise DecodeError(f"not an intent head: {e}") from e
+    if v not in _SCHEMAS:
+        raise DecodeError(f"an intent head of layout {v!r}, not one of {sorted(_SCHEMAS)}")
+    return int(v)
+
+
+def decode(chunks: list[bytes], version: int = _VERSION) -> Intent:
+    """The intent held by ``chunks`` (in order), of layout ``version`` (``head_version``).
 
     Raises:
         DecodeError: the chunks do not hold an intent written by ``encode``.
     """
     try:
         raw = zlib.decompress(b"".join(chunks))
-        doc = fastavro.schemaless_reader(io.BytesIO(raw), _SCHEMA, None)
+        doc = fastavro.schemaless_reader(io.BytesIO(raw), _SCHEMAS[version], None)
     except Exception as e:  # fastavro raises many types on bad input; all mean the same
         raise DecodeError(f"unreadable intent: {type(e).__name__}: {e}") from e
     assert isinstance(doc, dict)
@@ -140,7 +164,7 @@ class IntentLog:
             try:
                 if len(chunks) != chunk_count(head):
                     raise DecodeError(f"{len(chunks)} of {chunk_count(head)} chunks found")
-                found[p] = decode(chunks)
+                found[p] = decode(chunks, head_version(head))
             except DecodeError as e:
                 unreadable[p] = Unreadable(f"unreadable intent of partition {p}: {e}", head,
                                            chunks)

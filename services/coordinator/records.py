@@ -9,7 +9,9 @@ or fails (its deadline passed, say) cancels its child (``CancelRequested`` on
 ``control``, naming the parent in ``parent_id``); and a child reports to its parent's
 attempt like a worker would, on ``reports`` keyed by the parent's id:
 ``TaskStarted(worker=<child id>)`` once accepted and linked, ``TaskSucceeded`` with its
-output or ``TaskFailed`` when it ends.
+output or ``TaskFailed`` when it ends. A ``schedule`` node's runs are its children too,
+except that the end of the schedule's workflow cancels none of them
+(``machine.schedule.cancels_run``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
 from headwater.core.machine.child import report_to_parent
+from headwater.core.machine.schedule import cancels_run
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 
@@ -105,6 +108,8 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
     wid = body.workflow_id
     if isinstance(body, ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed) and _is_child(
             state, body.node):
+        if isinstance(body, ev.TaskCancelled) and not cancels_run(state, body):
+            return []  # a schedule's run outlives the schedule
         return [_to_child(topics, body, state)]
     if isinstance(body, ev.TaskDispatched):
         return [Outgoing(topics.tasks(body.queue), body.dispatch_id.encode(),

@@ -133,7 +133,8 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
     }
     outputs = {n: state.outputs[n] for n in own if n in state.outputs}
     for name, value in (("outputs", outputs), ("signals", state.signals),
-                        ("signal_ids", state.signal_ids), ("parent", state.parent)):
+                        ("signal_ids", state.signal_ids), ("parent", state.parent),
+                        ("runs", schedule_runs(state))):
         if value:
             doc[name] = value
     return orjson.dumps(doc)
@@ -145,6 +146,19 @@ def _taskless(state: WorkflowState) -> set[str]:
     if state.spec_error:
         return set()
     return {n.id for n in state.spec.nodes if n.wait is not None or n.sleep is not None}
+
+
+def schedule_runs(state: WorkflowState) -> dict[str, list[int]]:
+    """Schedule node -> the indexes of its runs in the state (those still running: an
+    ended run leaves it, ``evolve_schedule.run_ended``); empty without a schedule node.
+    The header keeps it, since the indexes no longer follow from ``next_index``."""
+    if state.spec_error:
+        return {}
+    runs: dict[str, list[int]] = {n.id: [] for n in state.spec.nodes if n.schedule is not None}
+    for t in state.tasks.values():
+        if t.node in runs and t.index is not None:
+            runs[t.node].append(t.index)
+    return {n: sorted(ks) for n, ks in runs.items()}
 
 
 def dump_definition(state: WorkflowState) -> bytes:
@@ -206,16 +220,27 @@ full size. A map's ``results`` live in its tasks' entries, never in the header (
 per item has no tasks: its results stay in the header, ``_NODE_SHAPE_ALL``)."""
 
 
-def task_keys(state: WorkflowState) -> list[str]:
-    """The keys of every task the workflow has dispatched, derived from its nodes."""
+def task_keys(state: WorkflowState, runs: dict[str, list[int]] | None = None) -> list[str]:
+    """The keys of the workflow's task entries, derived from its nodes.
+
+    Args:
+        state: the workflow.
+        runs: a schedule's runs in the table (``schedule_runs``, from the header); None:
+            those of ``state``.
+    """
     if state.spec_error:
         return []
+    runs = schedule_runs(state) if runs is None else runs
     keys: list[str] = []
     for spec in state.spec.nodes:
         node = state.nodes[spec.id]
         if spec.wait is not None or spec.sleep is not None:
             continue  # no tasks
-        if spec.kind is NodeKind.TASK or (spec.child is not None and not spec.fans_out):
+        if spec.schedule is not None:  # a header written before ended runs left the
+            # state has no "runs": then every run started has its entry
+            keys.extend(task_key(spec.id, i)
+                        for i in runs.get(spec.id, range(node.next_index)))
+        elif spec.kind is NodeKind.TASK or (spec.kind is NodeKind.WORKFLOW and not spec.fans_out):
             keys.extend([spec.id] if node.next_index else [])
         else:  # a map's items, a map of children, a loop's decides and tools
             keys.extend(task_key(spec.id, i) for i in range(node.next_index))
@@ -250,7 +275,7 @@ def load_split(header: bytes, definition: bytes,
             parent=h.get("parent"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
         )
-        _restore_tasks(state, get_task)
+        _restore_tasks(state, get_task, h.get("runs") or {})
         for node_id in state.nodes:
             set_finished_output(state, node_id)  # as evolve did on its NodeFinished
         return state
@@ -260,14 +285,16 @@ def load_split(header: bytes, definition: bytes,
         raise DecodeError(f"bad snapshot: {e}") from e
 
 
-def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]) -> None:
-    """Read every task entry into ``state.tasks``, with the outputs they hold (a task
-    node's output, a map item's place among its map's results)."""
+def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None],
+                   runs: dict[str, list[int]]) -> None:
+    """Read every task entry into ``state.tasks`` (a schedule's: its ``runs``), with the
+    outputs they hold (a task node's output, a map item's place among its map's
+    results)."""
     for spec in [] if state.spec_error else state.spec.nodes:
         node = state.nodes[spec.id]
         if spec.fans_out and spec.wait is None and node.total is not None:
             node.results = [None] * node.total
-    for key in task_keys(state):
+    for key in task_keys(state, runs):
         raw = get_task(key)
         if raw is None:
             raise DecodeError(f"task entry {key} of {state.workflow_id} is missing")
@@ -296,8 +323,10 @@ def _restore_output(state: WorkflowState, task: TaskState, output: Any) -> None:
     if task.index is None:
         state.outputs[task.node] = output
         return
-    if state.spec.node(task.node).loop is not None:
-        return  # a loop's outputs are its transcript and decision, in the header
+    spec = state.spec.node(task.node)
+    if spec.loop is not None or spec.schedule is not None:
+        return  # a loop's outputs are its transcript and decision, in the header; a
+        # schedule's runs keep their outputs in their own histories
     results = state.nodes[task.node].results
     if results is None or task.index >= len(results):
         raise DecodeError(f"task {task.node}[{task.index}] is outside its map")

@@ -45,9 +45,9 @@ class Store(Protocol):
         """Input topic -> offset of the last record applied to the workflow."""
 
     def entries(self, state: WorkflowState, parts: set[str],
-                applied: dict[str, int]) -> list[tuple[bytes, bytes]]:
-        """The table entries of ``state``'s changed ``parts`` and its header with the
-        ``applied`` offsets (and cache both)."""
+                applied: dict[str, int]) -> list[tuple[bytes, bytes | None]]:
+        """The table entries of ``state``'s changed ``parts`` (None: delete it) and its
+        header with the ``applied`` offsets (and cache both)."""
 
     def write(self, entries: list[tuple[bytes, bytes | None]]) -> list[Awaitable[Any]]:
         """Write entries in order (None deletes); futures resolve once durable."""
@@ -63,6 +63,14 @@ class Store(Protocol):
 
     def clear_cache(self) -> None:
         """Drop every cached copy."""
+
+
+def _entry(state: WorkflowState, part: str) -> bytes | None:
+    """The entry of one changed part: the definition, a task, or None for a task that
+    left the state (a schedule's ended run: the entry is deleted)."""
+    if part == DEFINITION:
+        return dump_definition(state)
+    return dump_task(state, part) if part in state.tasks else None
 
 
 class TableStore:
@@ -111,14 +119,13 @@ class TableStore:
         return dict(applied)
 
     def entries(self, state: WorkflowState, parts: set[str],
-                applied: dict[str, int]) -> list[tuple[bytes, bytes]]:
+                applied: dict[str, int]) -> list[tuple[bytes, bytes | None]]:
         """The table entries of ``state``'s changed ``parts`` (task keys, ``DEFINITION``;
-        ``writeset.touched_parts``), then its header with the ``applied`` offsets (to be
-        written in this order); keep ``state`` and ``applied`` as the cached copies."""
+        ``writeset.touched_parts``; None deletes the entry of a task no longer in the
+        state), then its header with the ``applied`` offsets (to be written in this
+        order); keep ``state`` and ``applied`` as the cached copies."""
         wid = state.workflow_id
-        out = [(table_entry_key(wid, part),
-                dump_definition(state) if part == DEFINITION else dump_task(state, part))
-               for part in sorted(parts)]
+        out = [(table_entry_key(wid, part), _entry(state, part)) for part in sorted(parts)]
         out.append((table_entry_key(wid), dump_header(state, applied)))
         if state.status.terminal:
             self.forget(wid)  # no further event changes it

@@ -17,6 +17,7 @@ from headwater.core.status import TaskStatus
 from services.coordinator.keys import DEFINITION
 
 _TERMINAL = (ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled)
+_ENDS = (ev.TaskSucceeded, ev.TaskFailed, ev.TaskCancelled)
 
 
 def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> set[str]:
@@ -28,7 +29,8 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
 
     Returns:
         Task keys (``node`` or ``node[index]``), and ``DEFINITION`` when the workflow was
-        accepted by them. The header is always rewritten and is not listed.
+        accepted by them. A key no longer in ``state.tasks`` (a schedule's run that
+        ended) is an entry to delete. The header is always rewritten and is not listed.
     """
     parts: set[str] = set()
     for event in events:
@@ -47,6 +49,18 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
             continue  # node state: in the header
         else:
             node, index = getattr(body, "node", None), getattr(body, "index", None)
-            if node is not None and task_key(node, index) in state.tasks:
+            if node is not None and (task_key(node, index) in state.tasks
+                                     or _run_ended(body, state)):
                 parts.add(task_key(node, index))
     return parts
+
+
+def _run_ended(body: object, state: WorkflowState) -> bool:
+    """Whether ``body`` ended a schedule's run, whose task has left the state
+    (``evolve_schedule.run_ended``): its entry is to be deleted."""
+    if not isinstance(body, _ENDS) or state.spec_error:
+        return False
+    try:
+        return state.spec.node(body.node).schedule is not None
+    except KeyError:
+        return False

@@ -3,12 +3,15 @@ placement, workers that serve its tasks, and back-pressure.
 
 - A task node (``task``, ``map``, a ``loop``'s ``decide``) without ``queue`` goes to a
   queue whose live workers serve its task: the default queue (``cpu``) if its workers
-  do, else the first such queue by name; none: the default queue, as the spec says.
-  Nodes of inline child workflows likewise. A loop's tools without their own ``queue``
-  run on the loop's.
-- 400 when no live worker of a node's queue serves its task (the problem names the
-  node, the task and the queue), unless the submission says ``queue_anyway: true``.
-  Not refused while the gateway's worker registry is not ``trusted`` (just started:
+  do, else the first such queue by name; none live: likewise among the queues whose
+  workers served it lately (the registry's horizon, below); none: the default queue, as
+  the spec says. Nodes of inline child workflows likewise. A loop's tools without their
+  own ``queue`` run on the loop's.
+- 400 when no live worker of a node's queue serves its task and none did for the
+  registry's horizon (``WorkerRegistry.serving_lately``, ``Settings.unserved_after_s``:
+  a queue whose only worker restarts is not refused meanwhile); the problem names the
+  node, the task and the queue. Not so when the submission says ``queue_anyway: true``,
+  nor while the gateway's worker registry is not ``trusted`` (just started:
   ``Settings.announce_grace_s``).
 - 429 with ``Retry-After`` when the backlog of a queue the spec needs is at or over its
   ``maxdepth`` (``Settings.queue_maxdepth``; 0: unlimited). Figures Kafka cannot give
@@ -23,7 +26,7 @@ queue.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,44 +75,58 @@ class Need:
     queue: str
 
 
-def place(spec: dict[str, Any], serving: Mapping[str, set[str]]) -> tuple[dict[str, Any],
-                                                                          list[Need]]:
+def place(spec: dict[str, Any], serving: Mapping[str, set[str]],
+          lately: Mapping[str, set[str]] | None = None) -> tuple[dict[str, Any], list[Need]]:
     """Place the spec's task nodes without ``queue`` (see the module docstring) and list
     what it needs; the spec is not changed (a changed copy is returned).
 
     Args:
         spec: a raw spec that passed validation.
         serving: queue -> the tasks its live workers serve.
+        lately: queue -> the tasks served there live or within the horizon
+            (``WorkerRegistry.serving_lately``), for tasks no live worker serves; None:
+            ``serving``.
 
     Returns:
         The placed spec and every ``(node, task, queue)`` it runs.
     """
     needs: list[Need] = []
-    return _place(spec, serving, "", needs), needs
+    fallback = serving if lately is None else lately
+
+    def where_to(task: str) -> str:
+        return choose_queue(serving if served(serving, task) else fallback, task)
+
+    return _place(spec, where_to, "", needs), needs
 
 
-def _place(spec: dict[str, Any], serving: Mapping[str, set[str]], where: str,
+def _place(spec: dict[str, Any], where_to: Callable[[str], str], where: str,
            needs: list[Need]) -> dict[str, Any]:
     nodes = spec.get("nodes")
     if not isinstance(nodes, list):
         return spec
-    placed = [_place_node(n, serving, where, needs) if isinstance(n, dict) else n
+    placed = [_place_node(n, where_to, where, needs) if isinstance(n, dict) else n
               for n in nodes]
     return {**spec, "nodes": placed}
 
 
-def _place_node(node: dict[str, Any], serving: Mapping[str, set[str]], where: str,
+def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str,
                 needs: list[Need]) -> dict[str, Any]:
     here = f"{where}node {node.get('id')!r}"
     kind = node.get("kind", "task")
     child = node.get("workflow")
     if kind == "workflow" and isinstance(child, dict):
-        return {**node, "workflow": _place(child, serving, f"{here} (child workflow): ", needs)}
+        return {**node, "workflow": _place(child, where_to, f"{here} (child workflow): ",
+                                           needs)}
+    if kind == "schedule" and isinstance(child, dict):
+        # Its runs are placed as children are, but not admitted: they start later, when
+        # the queues' backlog and workers are what they will be then.
+        return {**node, "workflow": _place(child, where_to, f"{here} (scheduled runs): ",
+                                           [])}
     task = node.get(TASK_KINDS.get(kind, ""))
     if not isinstance(task, str):
         return node
     if "queue" not in node:
-        queue = choose_queue(serving, task)
+        queue = where_to(task)
         node = node if queue == DEFAULT_QUEUE else {**node, "queue": queue}
     queue = str(node.get("queue", DEFAULT_QUEUE))
     needs.append(Need(here, task, queue))
@@ -159,10 +176,14 @@ def choose_queue(serving: Mapping[str, set[str]], task: str) -> str:
     return DEFAULT_QUEUE if not queues or DEFAULT_QUEUE in queues else queues[0]
 
 
-def unserved(needs: list[Need], serving: Mapping[str, set[str]]) -> Problem | None:
-    """The 400 for the first need no live worker of its queue serves, or None."""
+def unserved(needs: list[Need], serving: Mapping[str, set[str]],
+             lately: Mapping[str, set[str]] | None = None) -> Problem | None:
+    """The 400 for the first need no live worker of its queue serves (``serving``) and,
+    given ``lately`` (``WorkerRegistry.serving_lately``), none served within the
+    horizon either; or None."""
+    served_lately = serving if lately is None else lately
     for need in needs:
-        if need.task in serving.get(need.queue, set()):
+        if need.task in served_lately.get(need.queue, set()):
             continue
         workers = "has no live worker" if need.queue not in serving else \
             "has live workers, none of which serves it"
@@ -190,13 +211,14 @@ class Admission:
         """The placed spec, or a refusal.
 
         Raises:
-            Problem: 400 a task no live worker of its queue serves (without
-                ``queue_anyway``), 429 a needed queue at or over its maxdepth.
+            Problem: 400 a task no live worker of its queue serves, nor one did within
+                the registry's horizon (without ``queue_anyway``); 429 a needed queue at
+                or over its maxdepth.
         """
-        serving = self.registry.serving()
-        placed, needs = place(spec, serving)
+        serving, lately = self.registry.serving(), self.registry.serving_lately()
+        placed, needs = place(spec, serving, lately)
         if not queue_anyway and self.registry.trusted:
-            problem = unserved(needs, serving)
+            problem = unserved(needs, serving, lately)
             if problem is not None:
                 raise problem
         for queue in sorted({n.queue for n in needs}):

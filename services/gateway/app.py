@@ -13,7 +13,16 @@ from fastapi import FastAPI
 
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
-from services.gateway import cors, definitions_api, health, problems, queues_api, routes, run_api
+from services.gateway import (
+    cors,
+    definitions_api,
+    health,
+    problems,
+    queues_api,
+    routes,
+    run_api,
+    schedules_api,
+)
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.middleware import CatchAll, RejectNul
 from services.gateway.runtime import Runtime
@@ -74,4 +83,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(run_api.router)
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)
+    app.include_router(schedules_api.router)
     return app

@@ -11,6 +11,7 @@ stopping, so that a draining gateway is not held by long waits.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -73,8 +74,14 @@ def parse_prefer(values: list[str]) -> Preferences:
 
 
 def choose_mode(prefer: Preferences, accept: str) -> Mode:
-    """The mode a request asks for: ``respond-async`` wins, then an ``Accept`` naming
-    ``text/event-stream``, else waiting.
+    """The mode a request asks for: ``respond-async`` wins, then an ``Accept`` that
+    names ``text/event-stream`` with a weight above 0 and at least that of JSON, else
+    waiting.
+
+    Weights are read as RFC 9110 section 12.5.1 has them: ``q`` from 0 to 1 (1 when
+    absent; a malformed one is taken as 1), the most specific range naming a type giving
+    its weight (``text/event-stream`` before ``text/*`` before ``*/*``); ``q=0`` means
+    "not acceptable". Only a range naming the stream itself chooses it.
 
     Args:
         prefer: the request's preferences (``parse_prefer``).
@@ -82,8 +89,40 @@ def choose_mode(prefer: Preferences, accept: str) -> Mode:
     """
     if prefer.respond_async:
         return Mode.ASYNC
-    media = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return Mode.STREAM if EVENT_STREAM in media else Mode.SYNC
+    ranges = _media_ranges(accept)
+    stream_q = ranges.get(EVENT_STREAM, 0.0)
+    json_q = _weight(ranges, "application/json")
+    return Mode.STREAM if stream_q > 0 and stream_q >= json_q else Mode.SYNC
+
+
+def _media_ranges(accept: str) -> dict[str, float]:
+    """Each media range of an ``Accept`` header (lowercase, parameters but ``q``
+    dropped) and its weight; a range named twice keeps its highest."""
+    ranges: dict[str, float] = {}
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        if not media:
+            continue
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = min(max(float(value.strip()), 0.0), 1.0)
+                except ValueError:
+                    q = 1.0
+                q = q if math.isfinite(q) else 1.0
+        ranges[media.lower()] = max(q, ranges.get(media.lower(), 0.0))
+    return ranges
+
+
+def _weight(ranges: dict[str, float], media: str) -> float:
+    """The weight ``ranges`` give ``media`` (its most specific matching range; 0 for
+    none)."""
+    for candidate in (media, media.split("/", 1)[0] + "/*", "*/*"):
+        if candidate in ranges:
+            return ranges[candidate]
+    return 0.0
 
 
 def wait_seconds(timeout_s: float | None, prefer: Preferences, cap_s: float) -> float:

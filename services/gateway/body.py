@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from services.gateway.jsoncheck import first_fault
 from services.gateway.problems import Problem
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 async def read_limited(request: Request, limit: int) -> bytes:
@@ -51,6 +52,27 @@ def parse_body(model: type[ModelT], body: bytes) -> ModelT:
         errors = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
                   for err in e.errors()]
         raise Problem(422, "Invalid request", "; ".join(errors), errors=errors) from e
+
+
+def parse_json(body: bytes, what: str) -> Any:
+    """Parse a JSON body into plain values, as ``parse_body`` parses a model's fields.
+
+    Integers keep every digit (orjson would turn one beyond 64 bits into a float), so
+    ``require_storable`` sees, and refuses, what the other bodies' checks refuse.
+
+    Args:
+        body: the body.
+        what: what the body is, for the detail (e.g. ``"the body (the run's input)"``).
+
+    Raises:
+        Problem: 422 when the body is not JSON (``errors``: ``"body: <message>"``).
+    """
+    try:
+        return _JSON.validate_json(body)
+    except ValidationError as e:
+        message = e.errors()[0]["msg"]
+        raise Problem(422, "Invalid request", f"{what} must be JSON: {message}",
+                      errors=[f"body: {message}"]) from e
 
 
 def require_storable(values: Mapping[str, Any]) -> None:

@@ -20,7 +20,11 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+
+from services.gateway.problems import problem_response
 
 ALLOW_METHODS = ("GET", "POST", "PUT", "DELETE")
 """Methods of the API a page may call (preflight ``Access-Control-Allow-Methods``)."""
@@ -62,13 +66,42 @@ def parse_origins(text: str) -> tuple[str, ...]:
     return tuple(origins)
 
 
+class ProblemCORSMiddleware(CORSMiddleware):
+    """Starlette's ``CORSMiddleware`` whose refused preflight is a problem document (400,
+    ``application/problem+json``, naming what was refused) like every other error
+    answer, instead of its ``text/plain`` one."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        """The answer to a preflight (``OPTIONS`` with ``Access-Control-Request-Method``).
+
+        Args:
+            request_headers: the preflight's headers.
+
+        Returns:
+            Starlette's answer; a refusal (400) as a problem document with its headers.
+        """
+        answer = super().preflight_response(request_headers)
+        if answer.status_code < 400:
+            return answer
+        refused = bytes(answer.body).decode().removeprefix("Disallowed CORS ")
+        headers = {k: v for k, v in answer.headers.items()
+                   if k.lower() not in ("content-type", "content-length")}
+        return problem_response(
+            answer.status_code, "CORS preflight refused",
+            f"this gateway does not allow the preflight's {refused} (origin "
+            f"{request_headers.get('origin', '')!r}, method "
+            f"{request_headers.get('access-control-request-method', '')!r}); see "
+            "HEADWATER_CORS_ORIGINS", headers=headers,
+            refused=[part.strip() for part in refused.split(",")])
+
+
 def install(app: FastAPI, origins: tuple[str, ...]) -> None:
     """Answer cross-origin requests from ``origins`` (nothing when there are none). Add
     it after the other middleware, so that it runs first: a preflight is answered
     before anything else, and every response carries the headers, a 503 too."""
     if not origins:
         return
-    app.add_middleware(CORSMiddleware, allow_origins=list(origins),
+    app.add_middleware(ProblemCORSMiddleware, allow_origins=list(origins),
                        allow_methods=list(ALLOW_METHODS), allow_headers=list(ALLOW_HEADERS),
                        expose_headers=list(EXPOSE_HEADERS), allow_credentials=False,
                        max_age=MAX_AGE_S)

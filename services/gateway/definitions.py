@@ -22,12 +22,18 @@ import jsonschema_rs
 import orjson
 
 from headwater.core.definitions import DefinitionRefError, parse_ref
+from headwater.core.spec import MAX_NODES
 from services.gateway.jsoncheck import format_path
 from services.gateway.problems import Problem
 
 MAX_INLINE_DEPTH = 8
 """The deepest chain of definitions naming definitions that a spec may inline (as deep
 as ``headwater.core.spec_child.MAX_CHILD_DEPTH`` lets inline children nest)."""
+MAX_INLINED_NODES = MAX_NODES
+"""The most nodes a spec may hold with every definition its ``kind: workflow`` nodes name
+inlined, counting the nodes of every inline child at every depth: as many as one spec
+may hold (``headwater.core.spec.MAX_NODES``, 10,000). Definitions naming definitions
+multiply: five levels of ten children are 100,000 nodes."""
 MAX_INPUT_ERRORS = 20
 """The most faults of an input a 422 lists."""
 META_SCHEMAS = frozenset({
@@ -176,18 +182,25 @@ def _path(root: str, parts: Any) -> str:
 
 
 async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
-                          chain: tuple[str, ...] = ()) -> dict[str, Any]:
+                          chain: tuple[str, ...] = (), max_bytes: int | None = None,
+                          ) -> dict[str, Any]:
     """``spec`` with each ``kind: workflow`` node that names a ``definition`` given the
     resolved version's spec inline (``workflow``) and ``definition_version``, the
     definition's name without ``@<version>``, recursively (in inline children too).
 
-    A spec without such nodes is returned as it is, without a query.
+    A spec without such nodes is returned as it is, without a query. The size is
+    counted as the children are inlined, and inlining stops at the first child that
+    takes it over a limit, so a small spec that would expand to millions of nodes is
+    refused after reading at most the limit.
 
     Args:
         pool: the projection's pool.
         spec: a workflow spec document.
         chain: the definitions being inlined around ``spec`` (outermost first), to find
             a definition that names itself.
+        max_bytes: the most bytes of spec JSON the result may hold (``spec``'s own and
+            each inlined definition's, once per time it is inlined), or None for no
+            limit beyond ``MAX_INLINED_NODES``.
 
     Returns:
         The spec with every child definition inline (a new document; ``spec`` is left
@@ -195,23 +208,44 @@ async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
 
     Raises:
         Problem: 422 naming the node, for a malformed reference, an unknown or deleted
-            definition or version, a definition that names itself, or a chain deeper
-            than ``MAX_INLINE_DEPTH``.
+            definition or version, a definition that names itself, a chain deeper
+            than ``MAX_INLINE_DEPTH``, or a result over ``MAX_INLINED_NODES`` nodes or
+            ``max_bytes`` bytes.
     """
-    inlined: dict[str, Any] = await _Inliner(pool).spec(spec, chain, "")
+    inliner = _Inliner(pool, max_bytes)
+    if max_bytes is not None:
+        inliner.add_bytes(len(orjson.dumps(spec)), "workflow")
+    inlined: dict[str, Any] = await inliner.spec(spec, chain, "")
     return inlined
 
 
 class _Inliner:
-    """One ``inline_children`` call: resolves each reference once."""
+    """One ``inline_children`` call: resolves each reference once, counts the nodes
+    and bytes inlined so far."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, max_bytes: int | None = None) -> None:
         self.pool = pool
         self.found: dict[str, Resolved] = {}
+        self.sizes: dict[tuple[str, int], int] = {}
+        self.max_bytes = max_bytes
+        self.nodes = self.bytes = 0
+
+    def add_bytes(self, size: int, where: str) -> None:
+        """Count ``size`` bytes more; 422 naming ``where`` past ``max_bytes``."""
+        self.bytes += size
+        if self.max_bytes is not None and self.bytes > self.max_bytes:
+            raise _too_large(where, f"the spec with its child definitions inlined is over "
+                             f"{self.max_bytes} bytes (HEADWATER_MAX_BODY_BYTES)")
 
     async def spec(self, spec: Any, chain: tuple[str, ...], where: str, depth: int = 0) -> Any:
         """``spec`` with its children inlined; ``depth``: how deep it is nested."""
         nodes = spec.get("nodes") if isinstance(spec, Mapping) else None
+        if isinstance(nodes, list):
+            self.nodes += len(nodes)
+            if self.nodes > MAX_INLINED_NODES and where:  # one spec's own: parse_spec
+                raise _too_large(where.removesuffix(".") or "nodes", "the spec with its "
+                                 f"child definitions inlined holds over {MAX_INLINED_NODES} "
+                                 "nodes (MAX_INLINED_NODES, counting every child's)")
         if (depth > MAX_INLINE_DEPTH or not isinstance(nodes, list)
                 or not any(_is_child(n) for n in nodes)):
             return spec  # deeper than a spec may nest: parse_spec names the fault
@@ -238,6 +272,11 @@ class _Inliner:
         if len(chain) >= MAX_INLINE_DEPTH:
             raise _child_fault(where, f"definitions name definitions more than "
                                f"{MAX_INLINE_DEPTH} deep")
+        if self.max_bytes is not None:
+            key = (resolved.name, resolved.version)
+            if key not in self.sizes:
+                self.sizes[key] = len(orjson.dumps(resolved.spec))
+            self.add_bytes(self.sizes[key], where)
         child = await self.spec(resolved.spec, (*chain, resolved.name), f"{where}.workflow.",
                                 depth + 1)
         return {**node, "definition": resolved.name, "definition_version": resolved.version,
@@ -259,6 +298,11 @@ def _is_child(node: Any) -> bool:
     return (isinstance(node, Mapping) and node.get("kind") == "workflow"
             and (node.get("definition") is not None or isinstance(node.get("workflow"),
                                                                    Mapping)))
+
+
+def _too_large(where: str, what: str) -> Problem:
+    fault = f"{where}: {what}"
+    return Problem(422, "Workflow spec too large", fault, errors=[fault])
 
 
 def _child_fault(where: str, what: str) -> Problem:

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
-from services.gateway.body import parse_body, read_limited, require_storable
+from services.gateway.body import parse_body, parse_json, read_limited, require_storable
 from services.gateway.definitions import DELETED, inline_children, schema_faults
 from services.gateway.definitions_reader import start
 from services.gateway.definitions_store import Store
@@ -77,8 +77,8 @@ def _body(raw: bytes) -> DefinitionRequest:
         Problem: 422 naming each fault of a malformed body.
     """
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        doc = parse_json(raw, "the body")  # every digit kept: _validate checks the values
+    except Problem:
         doc = None  # parse_body names the fault
     if isinstance(doc, dict) and "nodes" in doc and "workflow" not in doc:
         return DefinitionRequest(workflow=doc)
@@ -94,7 +94,9 @@ async def _validate(request: Request, name: str, body: DefinitionRequest) -> Non
     require_storable({"workflow": body.workflow, "input_schema": body.input_schema})
     faults = schema_faults(body.input_schema) if body.input_schema is not None else []
     try:
-        inlined = await inline_children(runtime(request).pool, body.workflow, (name,))
+        hw = runtime(request)
+        inlined = await inline_children(hw.pool, body.workflow, (name,),
+                                        max_bytes=hw.settings.max_body_bytes)
     except Problem as e:
         faults += e.extra.get("errors", [e.detail])
     else:
@@ -130,6 +132,19 @@ async def put_definition(request: Request, name: DefinitionName) -> Response:
            "created_at": _iso(stored.created_at), "links": links(name, stored.version)}
     return _json(doc, 201 if stored.created else 200,
                  {"Location": links(name, stored.version)["self"]})
+
+
+@router.api_route("/v1/definitions/", methods=["PUT", "DELETE"], include_in_schema=False)
+async def definition_without_name() -> Response:
+    """``PUT`` or ``DELETE /v1/definitions/`` (an empty name): 422 naming the missing
+    name, rather than a redirect to the list, which takes neither method."""
+    raise missing_name("/v1/definitions/{name}")
+
+
+def missing_name(template: str) -> Problem:
+    """The 422 of a path whose ``{name}`` is empty (``template``: the route)."""
+    return Problem(422, "Invalid definition name", f"the definition's name is missing "
+                   f"from the path: {template}", errors=["name: missing (empty)"])
 
 
 @router.get("/v1/definitions", responses={

@@ -107,7 +107,7 @@ async def start(app: FastAPI) -> None:
             await ensure_compacted_topics(settings, [settings.topics.definitions],
                                           timeout_s=math.inf)
             applied = await rebuild(hw.pool, settings)
-            log.info("read %d definition records from %s", applied,
+            log.info("read %d records (versions and heads) from %s", applied,
                      settings.topics.definitions)
             return
         except asyncio.CancelledError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import orjson
 from fastapi import APIRouter, Request
@@ -15,14 +16,23 @@ from services.gateway.runtime import Runtime, runtime
 router = APIRouter()
 
 
-def _ok(status: str) -> Response:
-    return Response(orjson.dumps({"status": status}), media_type="application/json")
+def _ok(status: str, **extra: object) -> Response:
+    return Response(orjson.dumps({"status": status, **extra}), media_type="application/json")
 
 
-@router.get("/health")
+HEALTH_SCHEMA = {"type": "object", "required": ["status", "pid"], "properties": {
+    "status": {"const": "ok"},
+    "pid": {"type": "integer", "description": "the answering gateway process's pid: "
+                                              "`headwater up` checks that it is the "
+                                              "process it started"}}}
+
+
+@router.get("/health", responses={200: {
+    "description": "alive", "content": {"application/json": {
+        "schema": HEALTH_SCHEMA, "example": {"status": "ok", "pid": 4242}}}}})
 async def health() -> Response:
-    """Liveness: the process answers."""
-    return _ok("ok")
+    """Liveness: the process answers, with its ``pid`` (which process holds the port)."""
+    return _ok("ok", pid=os.getpid())
 
 
 @router.get("/ready")

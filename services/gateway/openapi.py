@@ -85,7 +85,8 @@ NODE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "id": {"type": "string", "pattern": NODE_ID_PATTERN},
-        "kind": {"enum": [k.value for k in NodeKind], "default": "task"},
+        "kind": {"enum": [k.value for k in NodeKind if k is not NodeKind.SCHEDULE],
+                 "default": "task"},
         "task": {"type": "string", "minLength": 1},
         "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern, "default": "cpu"},
         "needs": {"type": "array", "items": {"type": "string"}},
@@ -133,7 +134,9 @@ NODE_SCHEMA: dict[str, Any] = {
 }
 """One node of a spec (the README's "Workflow specs"): the fields of every kind, and
 those each kind requires. Which fields a kind does not take is the spec parser's to say
-(``spec_kinds.KIND_KEYS``)."""
+(``spec_kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
+makes it (its body is documented there), and with its fields this document was more
+than schemathesis can generate cases for (``tests/fuzz/test_openapi_document.py``)."""
 
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -165,9 +168,24 @@ SUBMIT_SCHEMA: dict[str, Any] = {
                        "must match its input_schema"},
         "input": {"description": "the workflow's input, any JSON value"},
         "tenant": {"type": ["string", "null"], "maxLength": 200},
+        "queue_anyway": {"type": "boolean", "default": False,
+                         "description": "queue the run even if no live worker of a node's "
+                                        "queue serves its task, nor one did lately "
+                                        "(HEADWATER_UNSERVED_AFTER_S): without it, 400; a "
+                                        "worker may come later. A full queue is still 429"},
     },
 }
 """``POST /v1/workflows`` (``models.SubmitRequest``): a spec, or a definition's name."""
+
+SUBMIT_MEANINGS = {
+    400: "a task no live worker of its node's queue serves, nor one did within "
+         "HEADWATER_UNSERVED_AFTER_S (the problem has task and queue; queue_anyway: true "
+         "queues it anyway); or U+0000 in the path or query",
+    429: "a queue the workflow needs has a backlog at or over its maxdepth "
+         "(HEADWATER_QUEUE_MAXDEPTH; the problem has queue, backlog and maxdepth; with "
+         "Retry-After)",
+}
+"""What 400 and 429 mean for ``POST /v1/workflows`` (``admission``)."""
 
 CANCEL_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -20,6 +20,7 @@ from services.gateway.openapi import (
     CANCEL_SCHEMA,
     SIGNAL_NAME_DOC,
     SIGNAL_SCHEMA,
+    SUBMIT_MEANINGS,
     SUBMIT_SCHEMA,
     WORKFLOW_ID_DOC,
     json_body,
@@ -50,9 +51,11 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 
 @router.post("/v1/workflows", status_code=202, openapi_extra=json_body(SUBMIT_SCHEMA),
              responses={200: {"description": "the same id and body again: the same run"},
-                        **problems(409, 413, 422, 503)})
+                        **problems(400, 409, 413, 422, 429, 503,
+                                   meanings=SUBMIT_MEANINGS)})
 async def post_workflow(request: Request) -> Response:
-    """Submit a workflow: 202 (new), 200 (same id and body again), 409, 413, 422, 503."""
+    """Submit a workflow: 202 (new), 200 (same id and body again), 400 (a task no live
+    worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503."""
     hw = accepting(request)
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
     accepted = await submit(hw.pool, hw.producer, hw.settings.topics, payload,

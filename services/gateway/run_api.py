@@ -11,6 +11,8 @@ and answer when it has ended, at once, or as a stream (``awaiting``).
 
 ``id`` (query) is the idempotency key, as ``id`` in ``POST /v1/workflows``: the same id
 with the same input answers the same run (and waits for it again), another input 409.
+``queue_anyway=true`` (query) submits even when a queue the run needs has no live
+worker, as ``queue_anyway`` in ``POST /v1/workflows`` (else 400).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, Path, Query, Request
+from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
@@ -33,10 +36,10 @@ from services.gateway.awaiting import (
     wait_for_end,
     wait_seconds,
 )
-from services.gateway.body import read_limited
+from services.gateway.body import parse_json, read_limited, require_storable
+from services.gateway.definitions_api import missing_name
 from services.gateway.models import SubmitRequest
 from services.gateway.openapi import problems
-from services.gateway.problems import Problem
 from services.gateway.runtime import Runtime, accepting
 from services.gateway.submit import Accepted, submit
 
@@ -60,6 +63,18 @@ RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+class RunQuery(BaseModel):
+    """The query of ``POST /v1/run/{name}`` (other parameters are ignored)."""
+
+    timeout: float | None = Field(default=None, ge=0, allow_inf_nan=False, description=(
+        "seconds to wait for the end (at most HEADWATER_RUN_TIMEOUT_MAX_S)"))
+    id: str | None = Field(default=None, pattern=WORKFLOW_ID_PATTERN,
+                           description="the run's id (idempotency key)")
+    queue_anyway: bool = Field(default=False, description=(
+        "submit even when a queue the run needs has no live worker (as queue_anyway in "
+        "POST /v1/workflows)"))
+
+
 def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
                     headers=headers)
@@ -69,15 +84,14 @@ def parse_input(body: bytes) -> Any:
     """The run's input: the body as JSON, or None when it is empty.
 
     Raises:
-        Problem: 422 when the body is not JSON.
+        Problem: 422 when the body is not JSON, or holds a value PostgreSQL or Kafka
+            cannot (``body.require_storable``), naming it (``input.a[3]: ...``).
     """
     if not body.strip():
         return None
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        raise Problem(422, "Invalid request", f"the body (the run's input) must be JSON: {e}",
-                      errors=[f"body: {e}"]) from e
+    value = parse_json(body, "the body (the run's input)")
+    require_storable({"input": value})
+    return value
 
 
 @router.post("/v1/run/{name}", responses=RUN_RESPONSES,
@@ -86,11 +100,7 @@ def parse_input(body: bytes) -> Any:
 async def run_definition(
     request: Request,
     name: Annotated[str, Path(json_schema_extra=DEFINITION_DOC)],
-    timeout: Annotated[float | None, Query(
-        ge=0, allow_inf_nan=False,
-        description="seconds to wait for the end (at most HEADWATER_RUN_TIMEOUT_MAX_S)")] = None,
-    id: Annotated[str | None, Query(
-        pattern=WORKFLOW_ID_PATTERN, description="the run's id (idempotency key)")] = None,
+    query: Annotated[RunQuery, Query()],
     accept: Annotated[str, Header()] = "",
     prefer: Annotated[list[str] | None, Header()] = None,
 ) -> Response:
@@ -105,10 +115,17 @@ async def run_definition(
     workflow_input = parse_input(await read_limited(request, hw.settings.max_body_bytes))
     preferences = parse_prefer(prefer or [])
     accepted = await submit(hw.pool, hw.producer, hw.settings.topics,
-                            SubmitRequest(id=id, definition=name, input=workflow_input),
+                            SubmitRequest(id=query.id, definition=name, input=workflow_input,
+                                          queue_anyway=query.queue_anyway),
                             hw.settings.produce_timeout_s)
     return await answer(hw, accepted, choose_mode(preferences, accept),
-                        wait_seconds(timeout, preferences, hw.settings.run_timeout_max_s))
+                        wait_seconds(query.timeout, preferences, hw.settings.run_timeout_max_s))
+
+
+@router.post("/v1/run/", include_in_schema=False)
+async def run_without_name() -> Response:
+    """``POST /v1/run/`` (an empty name): 422 naming the missing name."""
+    raise missing_name("/v1/run/{name}")
 
 
 async def answer(hw: Runtime, accepted: Accepted, mode: Mode, wait_s: float) -> Response:

@@ -78,7 +78,8 @@ class Runtime:
         Raises:
             KafkaError: the broker is unreachable.
         """
-        self.workers = WorkerRegistry(self.settings, self.settings.announce_grace_s)
+        self.workers = WorkerRegistry(self.settings, self.settings.announce_grace_s,
+                                      self.settings.unserved_after_s)
         self.workers.start()
         install_registry(self.workers)
         figures = QueueFigures(self.settings)

@@ -38,6 +38,13 @@ class Settings(CommonSettings):
             none for want of a live worker, seconds (``HEADWATER_ANNOUNCE_GRACE_S``, 10 by
             default: two of the workers' default announce intervals), since workers
             started with it may not have announced themselves yet.
+        unserved_after_s: the horizon of admission, seconds
+            (``HEADWATER_UNSERVED_AFTER_S``, 60 by default): a task counts as served on a
+            queue while a live worker serves it or one was heard serving it less than
+            this long ago, so a submission is refused (400) only after that; a queue whose
+            only worker restarts (stopping, tombstone, the new one announcing) or was
+            killed is not refused meanwhile. Status views (``queue_state``, ``GET
+            /v1/queues``) go by the live workers alone.
         run_timeout_max_s: the longest a synchronous ``POST /v1/run/{name}`` waits for
             its run to end, seconds (``HEADWATER_RUN_TIMEOUT_MAX_S``, 60 by default): a
             larger ``timeout`` is cut to it, and none means it.
@@ -56,6 +63,7 @@ class Settings(CommonSettings):
     shutdown_delay_s: float = 0.0
     queue_maxdepth: tuple[tuple[str, int], ...] = ()
     announce_grace_s: float = 10.0
+    unserved_after_s: float = 60.0
     run_timeout_max_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
 
@@ -74,6 +82,7 @@ class Settings(CommonSettings):
             shutdown_delay_s=env_float("SHUTDOWN_DELAY", 0.0),
             queue_maxdepth=parse_maxdepth(env_str("QUEUE_MAXDEPTH", "")),
             announce_grace_s=env_float("ANNOUNCE_GRACE_S", 10.0),
+            unserved_after_s=env_float("UNSERVED_AFTER_S", 60.0),
             run_timeout_max_s=env_float("RUN_TIMEOUT_MAX_S", 60.0),
             cors_origins=parse_origins(env_str("CORS_ORIGINS", "")),
         )

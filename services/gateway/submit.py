@@ -21,6 +21,7 @@ from typing import Any
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError
 
 from headwater import codec
 from headwater.core import events as ev
@@ -283,18 +284,31 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
         what: what the record is, for the problem's detail (``"submission"``).
 
     Raises:
-        Problem: 503 with ``Retry-After`` when Kafka fails or does not acknowledge in time.
+        Problem: 413 (no ``Retry-After``: the same record is refused again) naming the
+            record's size and the limit when it is larger than the producer's
+            ``max_request_size`` (``HEADWATER_MAX_MESSAGE_BYTES``) or the broker's
+            ``message.max.bytes``; 503 with ``Retry-After`` when Kafka fails otherwise
+            or does not acknowledge in time.
     """
     workflow_id: str = record.workflow_id
     retry = {"Retry-After": RETRY_AFTER_S}
+    value = codec.encode(record)
     try:
         await asyncio.wait_for(
-            producer.send_and_wait(topic, codec.encode(record), key=workflow_id.encode(),
+            producer.send_and_wait(topic, value, key=workflow_id.encode(),
                                    headers=AVRO_HEADERS), timeout_s)
     except TimeoutError as e:
         raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
                       f"{timeout_s:g} s; it may still be stored, and retrying it is safe",
                       headers=retry, workflow_id=workflow_id) from e
+    except MessageSizeTooLargeError as e:
+        limit = getattr(producer, "_max_request_size", None)  # aiokafka keeps no public one
+        within = f"{limit} bytes, " if isinstance(limit, int) else ""
+        raise Problem(413, "Record too large", f"the {what} is {len(value)} bytes as a "
+                      f"Kafka record, more than Kafka takes ({within}HEADWATER_MAX_MESSAGE_BYTES"
+                      " or the broker's message.max.bytes); make its spec or input smaller",
+                      workflow_id=workflow_id, record_bytes=len(value),
+                      max_record_bytes=limit if isinstance(limit, int) else None) from e
     except Exception as e:
         raise Problem(503, "Kafka unavailable", f"the {what} was not stored: {e}",
                       headers=retry, workflow_id=workflow_id) from e

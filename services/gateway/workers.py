@@ -8,6 +8,17 @@ the topic's past (at start, or after the reader reconnects) as heard at its own
 records of the catch-up, and a worker that died long ago is not live again because the
 gateway read its last record just now.
 
+Besides who is live, the registry remembers when each ``(queue, task)`` was last heard
+served (``last_served``: the last announcement of a worker serving it, stopping or not,
+when it was heard): admission refuses a task only once no worker has served it for the
+registry's horizon (``unserved_after_s``), so a queue whose only worker restarts (a
+deploy) is not refused meanwhile. The status views go by the live workers alone.
+
+Announcements are trusted input (protect the topic with Kafka ACLs in production), but
+a forged one steers admission less: liveness counts intervals of at most a minute
+(``announce.MAX_LIVE_INTERVAL_MS``), a record keyed by another worker than its own is
+ignored (logged once per key), and so is one naming more than ``MAX_TASKS`` tasks.
+
 One registry serves one gateway process: the one running is ``installed()`` (the
 submission's admission and the workflow view ask it; None before the gateway connects).
 """
@@ -42,9 +53,15 @@ RECONNECT_S = 1.0
 """How long the reader waits after losing Kafka before it reads again, seconds."""
 PROBE_S = 1.0
 """How often the reader asks for the topic's end offsets while following, seconds."""
+UNSERVED_AFTER_S = 60.0
+"""The default horizon (``Settings.unserved_after_s``), seconds."""
 FRESH_S = 3.0
 """How long the registry counts as up to date after the reader last proved it had read
 the topic to an end offset the broker gave, seconds (``fresh``)."""
+MAX_TASKS = 10_000
+"""The most tasks one announcement may name; one naming more is ignored (logged)."""
+MAX_MISKEYED_LOGGED = 1000
+"""How many keys of records naming another worker are logged (once each)."""
 
 
 @dataclass(frozen=True)
@@ -64,16 +81,21 @@ class WorkerRegistry:
         grace_s: how long after :meth:`start` the registry is not trusted to know every
             live worker (``trusted``), seconds: a worker started with the gateway may not
             have announced itself yet.
+        unserved_after_s: the horizon of ``serving_lately``, seconds.
     """
 
-    def __init__(self, settings: CommonSettings, grace_s: float) -> None:
+    def __init__(self, settings: CommonSettings, grace_s: float,
+                 unserved_after_s: float = UNSERVED_AFTER_S) -> None:
         self.settings = settings
         self.grace_s = grace_s
+        self.unserved_after_s = unserved_after_s
         self.heard: dict[str, Heard] = {}
+        self.last_served: dict[tuple[str, str], int] = {}
         self.caught_up = False
         self.started_at_s = math.inf
         self.fresh_at_s = -math.inf
         self.fresh_at_ms = 0
+        self._miskeyed: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -101,13 +123,16 @@ class WorkerRegistry:
         return (self.caught_up and self.fresh
                 and time.monotonic() - self.started_at_s >= self.grace_s)
 
-    def live(self, now: int | None = None) -> list[WorkerAnnounced]:
-        """The live workers' last announcements, by worker id; while the registry is not
-        ``fresh``, judged as of the last time it was (workers do not die of the gateway
+    def _as_of(self, now: int | None) -> int:
+        """The time liveness is judged at, ms: ``now`` (default: the clock), or the last
+        time the registry was ``fresh`` if it is not (workers do not die of the gateway
         losing Kafka)."""
         at = now_ms() if now is None else now
-        if not self.fresh and self.fresh_at_ms:
-            at = min(at, self.fresh_at_ms)
+        return min(at, self.fresh_at_ms) if not self.fresh and self.fresh_at_ms else at
+
+    def live(self, now: int | None = None) -> list[WorkerAnnounced]:
+        """The live workers' last announcements, by worker id (judged ``_as_of`` now)."""
+        at = self._as_of(now)
         return [h.record for _, h in sorted(self.heard.items())
                 if is_live(h.record, h.heard_at_ms, at)]
 
@@ -117,6 +142,19 @@ class WorkerRegistry:
         found: dict[str, set[str]] = {}
         for record in self.live(now):
             found.setdefault(record.queue, set()).update(record.tasks)
+        return found
+
+    def serving_lately(self, now: int | None = None) -> dict[str, set[str]]:
+        """``serving`` and, besides, the tasks a worker of the queue was heard serving
+        less than ``unserved_after_s`` ago (``last_served``; older entries are dropped
+        when judged at the clock's now): what admission refuses by."""
+        found = self.serving(now)
+        horizon = self._as_of(now) - self.unserved_after_s * 1000
+        for (queue, task), at in list(self.last_served.items()):
+            if at > horizon:
+                found.setdefault(queue, set()).add(task)
+            elif now is None:
+                del self.last_served[(queue, task)]
         return found
 
     def queues(self) -> set[str]:
@@ -134,9 +172,31 @@ class WorkerRegistry:
         if announced is None:
             self.heard.pop(key, None)
             return
+        if not self._acceptable(record.offset, key, announced):
+            return
         now = now_ms()
-        self.heard[announced.worker_id] = Heard(
-            announced, now if following else min(now, announced.at_ms))
+        heard_at = now if following else min(now, announced.at_ms)
+        self.heard[announced.worker_id] = Heard(announced, heard_at)
+        for task in announced.tasks:
+            key_served = (announced.queue, task)
+            self.last_served[key_served] = max(heard_at, self.last_served.get(key_served, 0))
+
+    def _acceptable(self, offset: int, key: str, announced: WorkerAnnounced) -> bool:
+        """Whether an announcement may count: keyed by its own worker id (compaction keeps
+        one record per key, so another key would outlive that worker's tombstone; logged
+        once per key), naming at most ``MAX_TASKS`` tasks (logged)."""
+        if key != announced.worker_id:
+            if key not in self._miskeyed and len(self._miskeyed) < MAX_MISKEYED_LOGGED:
+                self._miskeyed.add(key)
+                log.warning("ignoring announcements of the workers topic keyed %r: they "
+                            "name worker %r (offset %d); is someone else producing to the "
+                            "topic?", key[:200], announced.worker_id[:200], offset)
+            return False
+        if len(announced.tasks) > MAX_TASKS:
+            log.warning("ignoring record %d of the workers topic: worker %r names %d tasks, "
+                        "more than %d", offset, key[:200], len(announced.tasks), MAX_TASKS)
+            return False
+        return True
 
     async def _read(self) -> None:
         """Catch up with the topic, then follow it; start again after a Kafka error."""

@@ -21,6 +21,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "waits": ("workflow_id", "wait_key"),
     "signals": ("workflow_id", "seq"),
     "loop_steps": ("workflow_id", "node", "step"),
+    "schedules": ("workflow_id",),
 }
 """The projection's tables and their primary keys."""
 GATEWAY_COLUMNS: dict[str, frozenset[str]] = {"workflows": frozenset({"body_hash"})}

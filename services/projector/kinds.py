@@ -22,6 +22,8 @@ batches and duplicates give the same rows:
   with ``condition``.
 - ``LoopStepDecided``: a ``loop_steps`` row (the tool and its input, or the finish and
   its output; the spend).
+- A schedule's acceptance, its ``Schedule*`` events and its end: its ``schedules`` row
+  (``schedules.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
 from headwater.core.status import NodeStatus
+from services.projector.schedules import SCHEDULE_STATEMENTS, schedule_plan
 from services.projector.statements import TERMINAL, UPSERT_NODE, Statements, ts
 
 
@@ -96,10 +99,11 @@ UPSERT_STEP = (
     " where loop_steps.seq < excluded.seq")
 KIND_STATEMENTS = (SET_PARENT, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT, WAIT_SIGNALLED,
                    WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS, INSERT_SIGNAL,
-                   SIGNAL_CONSUMED, UPSERT_STEP)
+                   SIGNAL_CONSUMED, UPSERT_STEP, *SCHEDULE_STATEMENTS)
 """The node kinds' statements, in the order a batch applies them (after the core ones,
 so that the rows they update exist): a wait's row is written before it is signalled,
-timed out or ended, a signal's before it is consumed."""
+timed out or ended, a signal's before it is consumed; a schedule's (``schedules.py``)
+last."""
 
 _RUNNING = NodeStatus.RUNNING.value
 
@@ -157,6 +161,7 @@ def kind_plan(e: ev.HistoryEvent) -> Statements:
     their arguments; none for most core events."""
     b = e.body
     if type(b) in TERMINAL:
-        return [(CLOSE_OPEN_WAITS, (e.workflow_id, e.seq, ts(b.at_ms)))]
+        return [(CLOSE_OPEN_WAITS, (e.workflow_id, e.seq, ts(b.at_ms))), *schedule_plan(e)]
     steps = _STEPS.get(type(b))
-    return steps(e.workflow_id, e.seq, ts(b.at_ms), b) if steps is not None else []
+    own = steps(e.workflow_id, e.seq, ts(b.at_ms), b) if steps is not None else []
+    return [*own, *schedule_plan(e)]

@@ -226,7 +226,8 @@ async def _project_range(events: EventLog, copy: asyncpg.Connection, start: Offs
     return done
 
 
-LOCK_ORDER = ("events", "workflows", "tasks", "nodes", "waits", "signals", "loop_steps")
+LOCK_ORDER = ("events", "workflows", "tasks", "nodes", "waits", "signals", "loop_steps",
+              "schedules")
 """The order in which the projector's statements take their locks (``STATEMENTS``):
 taking ours in the same order cannot deadlock with it."""
 

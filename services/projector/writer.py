@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
@@ -208,11 +209,7 @@ class Projector:
                     continue
                 events: list[ev.HistoryEvent] = []
                 for records in batches.values():
-                    for r in records:
-                        try:
-                            events.append(codec.decode(r.value))
-                        except DecodeError as e:
-                            log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
+                    events.extend(_history_events(records))
                 try:
                     await finish(self._project_and_commit(consumer, events), STOP_GRACE_S)
                 except CommitFailedError as e:  # rebalanced meanwhile: go on in the group
@@ -249,6 +246,24 @@ class Projector:
                 log.exception("projection failed; retrying in %.1f s", delay)
             await asyncio.sleep(delay)
             delay = min(MAX_BACKOFF_S, delay * 2)
+
+
+def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
+    """The ``HistoryEvent`` records of a fetch, in order; any other record (undecodable,
+    or a record of another type with a known schema) is logged and skipped."""
+    out: list[ev.HistoryEvent] = []
+    for r in records:
+        try:
+            event = codec.decode(r.value)
+        except DecodeError as e:
+            log.error("undecodable record on %s@%d: %s", r.topic, r.offset, e)
+            continue
+        if isinstance(event, ev.HistoryEvent):
+            out.append(event)
+        else:
+            log.error("a %s record on %s@%d, not a history event: skipped",
+                      type(event).__name__, r.topic, r.offset)
+    return out
 
 
 async def run_projector(settings: CommonSettings) -> None:

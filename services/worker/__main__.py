@@ -59,7 +59,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, help="attempts at once; HEADWATER_CONCURRENCY")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
+    try:
+        settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
+    except ValueError as e:  # a bad setting: named, exit 2, no traceback
+        parser.error(str(e))
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C before the loop runs
         asyncio.run(serve(settings))
 

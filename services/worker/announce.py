@@ -7,9 +7,10 @@ sends neither; it stops counting as live once ``LIVE_INTERVALS`` intervals passe
 without an announcement (``is_live``). The gateway's ``WorkerRegistry`` and
 ``headwater stuck`` read the topic; nothing reads it in a consumer group.
 
-The record is Avro like every other (``schemas/avro/WorkerAnnounced.avsc``, written with
-``headwater.codec``'s single-object encoding); it is not a workflow record, so it has
-its own decoder here (``decode_announcement``).
+The record (``headwater.workers.WorkerAnnounced``, also importable from here) is Avro
+like every other, encoded and decoded by ``headwater.codec``
+(``schemas/avro/WorkerAnnounced.avsc``); ``decode_announcement`` refuses what does not
+belong on the topic.
 """
 
 from __future__ import annotations
@@ -17,32 +18,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
-import io
 import logging
+import math
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
-from functools import cache
-from typing import Any
+from dataclasses import replace
 
-import fastavro
-import orjson
 from aiokafka import AIOKafkaProducer
-from fastavro.schema import parse_schema
 
 from headwater import codec
 from headwater.errors import DecodeError
+from headwater.workers import WorkerAnnounced as WorkerAnnounced
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS, ensure_topics, make_producer
 from services.common.settings import CommonSettings
-from services.worker.settings import Settings
+from services.worker.settings import ANNOUNCE_RANGE_S, Settings
 
 log = logging.getLogger("headwater.worker")
 
 LIVE_INTERVALS = 3
 """A worker is live while its last announcement is younger than this many of its
 intervals (and it is not stopping)."""
+MAX_LIVE_INTERVAL_MS = int(ANNOUNCE_RANGE_S[1] * 1000)
+"""The longest interval liveness counts by, ms (the longest ``HEADWATER_ANNOUNCE_S``):
+a record that says it announces once a month (forged: announcements are trusted input)
+keeps its worker live for ``LIVE_INTERVALS`` minutes at most."""
 WORKERS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.ms": "3600000"}
 """The workers topic keeps each worker's last record (Kafka's log compaction); hourly
 segments, so that compaction (which skips the active segment) has something to do."""
@@ -53,48 +54,17 @@ STOP_SEND_S = 3.0
 worker that cannot say it stops is not live for long anyway)."""
 
 
-@dataclass(frozen=True)
-class WorkerAnnounced:
-    """One worker's announcement (the fields of ``WorkerAnnounced.avsc``).
-
-    Attributes:
-        worker_id: its name in reports; the record's key.
-        queue: the queue it serves.
-        tasks: the task names it serves, sorted.
-        concurrency: attempts it runs at once.
-        in_flight: attempts running when it announced.
-        version: the ``headwater`` package version it runs.
-        host: host name.
-        pid: process id.
-        started_at_ms: when it started, ms since the epoch (its clock).
-        at_ms: when it announced, ms since the epoch (its clock).
-        interval_ms: how often it announces, ms.
-        stopping: True once it stops taking dispatches.
-    """
-
-    worker_id: str
-    queue: str
-    tasks: tuple[str, ...]
-    concurrency: int
-    in_flight: int
-    version: str
-    host: str
-    pid: int
-    started_at_ms: int
-    at_ms: int
-    interval_ms: int
-    stopping: bool = False
-
-
 def is_live(record: WorkerAnnounced, heard_at_ms: int, now: int) -> bool:
-    """Whether the worker counts as live.
+    """Whether the worker counts as live: not stopping, and heard less than
+    ``LIVE_INTERVALS`` of its intervals ago (at most ``MAX_LIVE_INTERVAL_MS`` each).
 
     Args:
         record: its last announcement.
         heard_at_ms: when it was heard, ms since the epoch, on the reader's clock.
         now: the current time, ms since the epoch, on the same clock.
     """
-    return not record.stopping and now - heard_at_ms < LIVE_INTERVALS * record.interval_ms
+    interval_ms = min(record.interval_ms, MAX_LIVE_INTERVAL_MS)
+    return not record.stopping and now - heard_at_ms < LIVE_INTERVALS * interval_ms
 
 
 def encode_announcement(record: WorkerAnnounced) -> bytes:
@@ -106,33 +76,21 @@ def encode_announcement(record: WorkerAnnounced) -> bytes:
     return codec.encode(record)
 
 
-@cache
-def _schema() -> Any:
-    return parse_schema(orjson.loads((codec.schema_dir() / "WorkerAnnounced.avsc").read_bytes()))
-
-
 def decode_announcement(data: bytes | None) -> WorkerAnnounced | None:
-    """Decode a record of the workers topic; None for a tombstone (a null value).
+    """Decode a record of the workers topic (``headwater.codec.decode``); None for a
+    tombstone (a null value).
 
     Raises:
-        DecodeError: not a ``WorkerAnnounced`` (another schema, no marker, a bad body).
+        DecodeError: no marker, an unknown fingerprint, a record of another type (named
+            in the message), or a bad body (truncated, trailing bytes).
     """
     if data is None:
         return None
-    if data[:codec.HEADER_SIZE] != codec.fingerprint_header("WorkerAnnounced"):
-        raise DecodeError("not a WorkerAnnounced record")
-    buf = io.BytesIO(data)
-    buf.seek(codec.HEADER_SIZE)
-    try:
-        value: dict[str, Any] = fastavro.schemaless_reader(  # type: ignore[assignment]
-            buf, _schema(), None)
-        if buf.tell() != len(data):
-            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after WorkerAnnounced")
-        return WorkerAnnounced(**{**value, "tasks": tuple(value["tasks"])})
-    except DecodeError:
-        raise
-    except Exception as e:  # fastavro raises many types on bad input; all mean the same
-        raise DecodeError(f"bad WorkerAnnounced body: {type(e).__name__}: {e}") from e
+    name = codec.record_type(data)
+    if name != WorkerAnnounced.__name__:
+        raise DecodeError(f"a {name} record, not a WorkerAnnounced")
+    record: WorkerAnnounced = codec.decode(data)
+    return record
 
 
 def latest(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, WorkerAnnounced]:
@@ -181,10 +139,17 @@ class Announcer:
             (seconds), Kafka settings and the topic names.
         tasks: the task names it serves.
         in_flight: how many attempts run now (called at each announcement).
+
+    Raises:
+        ValueError: ``announce_s`` is not a positive, finite number (0 would announce
+            without pause; ``HEADWATER_ANNOUNCE_S`` is checked by ``Settings.from_env``).
     """
 
     def __init__(self, settings: Settings, tasks: Iterable[str],
                  in_flight: Callable[[], int]) -> None:
+        if not math.isfinite(settings.announce_s) or settings.announce_s <= 0:
+            raise ValueError(f"announce_s must be a positive number of seconds, got "
+                             f"{settings.announce_s!r}")
         self.topic = settings.topics.workers
         self.settings = settings
         self.in_flight = in_flight

@@ -70,7 +70,10 @@ def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFaile
     if info is None:
         return _failed(dispatch, f"no task {dispatch.task!r} is registered on this worker "
                        f"(queue {dispatch.queue}); every worker of a queue must import the "
-                       "same task modules", TaskNotFoundError.__name__, False)
+                       "same task modules, and a node without `queue:` runs on "
+                       f"{dispatch.queue!r} unless the gateway placed it (a submission "
+                       "produced to Kafka is not placed: name the node's queue)",
+                       TaskNotFoundError.__name__, False)
     if info.queue != dispatch.queue:
         return _failed(dispatch, f"task {dispatch.task!r} is declared for queue "
                        f"{info.queue!r} but node {dispatch.node!r} sent it to queue "

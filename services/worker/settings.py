@@ -2,16 +2,52 @@
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from dataclasses import dataclass
 
+from headwater.core.ids import QUEUE_PATTERN
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
 DRAIN_S = 30.0
 ANNOUNCE_S = 5.0
+ANNOUNCE_RANGE_S = (0.1, 60.0)
+"""The announce intervals taken, seconds: below, the announcer spins (0 sends without
+pause); above, liveness would lapse between two announcements (it counts 3 intervals of
+at most 60 s: ``announce.MAX_LIVE_INTERVAL_MS``, which bounds a forged record's)."""
+
+
+def announce_s_from_env() -> float:
+    """``HEADWATER_ANNOUNCE_S``: a finite number of seconds in ``ANNOUNCE_RANGE_S``.
+
+    Raises:
+        ValueError: not a number, or not such one (the message names the variable).
+    """
+    value = env_float("ANNOUNCE_S", ANNOUNCE_S)
+    low, high = ANNOUNCE_RANGE_S
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"HEADWATER_ANNOUNCE_S must be a number of seconds from {low:g} to "
+                         f"{high:g}, got {os.environ.get('HEADWATER_ANNOUNCE_S')!r}")
+    return value
+
+
+def checked_queue(queue: str, source: str) -> str:
+    """``queue`` if it names a queue (``ids.QUEUE_PATTERN``: it is part of a topic name).
+
+    Args:
+        queue: the queue name.
+        source: where it came from (``"--queue"``, ``"HEADWATER_QUEUE"``), for the message.
+
+    Raises:
+        ValueError: it does not (the message names ``source`` and the pattern).
+    """
+    if not QUEUE_PATTERN.fullmatch(queue):
+        raise ValueError(f"{source} must be 1-64 letters, digits, _ and - "
+                         f"({QUEUE_PATTERN.pattern}), got {queue[:100]!r}")
+    return queue
 
 
 def gateway_url_from_env() -> str:
@@ -29,11 +65,15 @@ class Settings(CommonSettings):
     """Worker settings.
 
     Attributes:
-        queue: the queue (worker pool) served (``HEADWATER_QUEUE``, ``--queue``).
+        queue: the queue (worker pool) served (``HEADWATER_QUEUE``, ``--queue``; 1-64
+            letters, digits, ``_`` and ``-``, ``ids.QUEUE_PATTERN``).
         task_modules: modules to import so that their ``@task`` functions register
             (``HEADWATER_TASKS``, comma-separated; ``--tasks``).
         concurrency: attempts run at once (``HEADWATER_CONCURRENCY``).
-        worker_id: this process's name in reports (``HEADWATER_WORKER_ID``).
+        worker_id: this process's name in reports and announcements
+            (``HEADWATER_WORKER_ID``; unset: ``<HEADWATER_WORKER_NAME or the host
+            name>-<pid>``, so the local stack's ``worker-cpu-1`` runs as
+            ``worker-cpu-1-<pid>``).
         max_output_bytes: largest encoded ``TaskSucceeded`` report, bytes
             (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default). A task whose output makes
             a larger report fails without retry ("output is N bytes, over the limit of
@@ -53,8 +93,8 @@ class Settings(CommonSettings):
             at once). A second signal stops them at once. Give the process manager (a
             Kubernetes ``terminationGracePeriodSeconds``) a few seconds more than this.
         announce_s: how often the worker announces itself on the workers topic, seconds
-            (``HEADWATER_ANNOUNCE_S``, 5 by default); it counts as live for 3 intervals
-            after its last announcement.
+            (``HEADWATER_ANNOUNCE_S``, 5 by default, from 0.1 to 60); it counts as live
+            for 3 intervals after its last announcement.
         gateway_url: the gateway that task code's ``ctx.call`` submits child runs to
             (``HEADWATER_GATEWAY_URL``; by default the local gateway,
             ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT``).
@@ -76,18 +116,21 @@ class Settings(CommonSettings):
         """Read the environment; explicit arguments (from the command line) win.
 
         Raises:
-            ValueError: a numeric variable is not a number (the message names it).
+            ValueError: a numeric variable is not a number, ``HEADWATER_ANNOUNCE_S`` is
+                out of range, or the queue is no queue name (the message names it).
         """
         modules = tasks or [m for m in env_str("TASKS", "").split(",") if m]
         return cls(
             **cls.common_from_env(),
-            queue=queue or env_str("QUEUE", "cpu"),
+            queue=checked_queue(queue, "--queue") if queue else checked_queue(
+                env_str("QUEUE", "cpu"), "HEADWATER_QUEUE"),
             task_modules=tuple(modules),
             concurrency=concurrency or env_int("CONCURRENCY", 8),
-            worker_id=env_str("WORKER_ID", f"{socket.gethostname()}-{os.getpid()}"),
+            worker_id=env_str("WORKER_ID",
+                              f"{env_str('WORKER_NAME', socket.gethostname())}-{os.getpid()}"),
             max_output_bytes=env_int("MAX_OUTPUT_BYTES", MAX_OUTPUT_BYTES),
             max_poll_interval_ms=env_int("MAX_POLL_INTERVAL_MS", MAX_POLL_INTERVAL_MS),
             drain_s=env_float("DRAIN_S", DRAIN_S),
-            announce_s=env_float("ANNOUNCE_S", ANNOUNCE_S),
+            announce_s=announce_s_from_env(),
             gateway_url=gateway_url_from_env(),
         )

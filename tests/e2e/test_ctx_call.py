@@ -6,6 +6,7 @@ from async task code."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -20,7 +21,8 @@ from test_kafka_submission import wait_status
 
 from headwater.client import AsyncClient
 from ops import localstack
-from tests.waiting import wait_until_async
+from ops.cli.queues import wait_for_workers
+from tests.waiting import scaled, wait_until_async
 
 QUEUE = "calls"
 CHILD: dict[str, Any] = {"name": "child", "nodes": [
@@ -47,6 +49,7 @@ async def test_call_parallel_survives_a_killed_worker(stack: Stack, tmp_path: Pa
     conn = await asyncpg.connect(stack.dsn)
     try:
         await wait_group_size(stack.topics.worker_group(QUEUE), 1, "a calls worker", 30)
+        await asyncio.to_thread(wait_for_workers, stack.gateway, QUEUE, scaled(30))
         child = f"child-{uuid.uuid4().hex[:8]}"
         async with AsyncClient(stack.gateway) as hw:
             await hw.definitions.put(child, CHILD)

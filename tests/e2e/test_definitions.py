@@ -1,6 +1,7 @@
 """The definitions registry on the real stack: versions, runs by name that record their
-version, input schemas, delete (no new runs; a running one finishes), and the tables
-rebuilt from the compacted topic after they are lost; and ``headwater definitions``."""
+version, input schemas, delete (no new runs; a running one finishes), the tables
+rebuilt from the compacted topic after they are lost, the bound on definitions naming
+definitions; and ``headwater definitions``."""
 
 from __future__ import annotations
 
@@ -180,6 +181,33 @@ async def test_tables_lost_are_rebuilt_from_the_topic_and_children_are_inlined(
     (child,) = done["children"]
     child_doc = await wait_status(stack, child["workflow_id"])
     assert child_doc["definition"] == {"name": name, "version": 1}, child_doc
+
+
+def fan(child: str | None) -> dict[str, Any]:
+    """Ten nodes, each a run of definition ``child`` (None: a task)."""
+    return {"name": "fan", "nodes": [
+        {"id": f"n{i}", "kind": "workflow", "definition": child} if child else
+        {"id": f"n{i}", "task": "e2e.sleep", "input": {"seconds": 0}} for i in range(10)]}
+
+
+async def test_definitions_naming_definitions_are_inlined_within_a_bound(stack: Stack) -> None:
+    """Ten children of ten children ... (a few hundred bytes a level) would inline to
+    more than ``MAX_INLINED_NODES`` (10,000) nodes: the ``PUT`` and a submission naming
+    it are 422 naming the limit, at once (inlining stops there), not a record Kafka
+    refuses."""
+    tag = uuid.uuid4().hex[:8]
+    levels = [f"fan{depth}-{tag}" for depth in range(4)]  # fan0 holds fan1 ... fan3 tasks
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=60) as client:
+        for depth in (3, 2, 1):
+            child = levels[depth + 1] if depth < 3 else None
+            await put(client, levels[depth], {"workflow": fan(child)}, 201)  # 1,110 nodes
+        started = asyncio.get_running_loop().time()
+        refused = await put(client, levels[0], fan(levels[1]), 422)  # 11,110 nodes
+        assert any("over 10000 nodes (MAX_INLINED_NODES" in e for e in refused["errors"])
+        submitted = await client.post("/v1/workflows", json={"workflow": fan(levels[1])})
+        assert submitted.status_code == 422, submitted.text
+        assert "MAX_INLINED_NODES" in submitted.json()["detail"]
+        assert asyncio.get_running_loop().time() - started < scaled(10)
 
 
 def test_the_cli_applies_lists_shows_and_deletes(stack: Stack, tmp_path: Path) -> None:

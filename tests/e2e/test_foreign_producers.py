@@ -16,13 +16,16 @@ from typing import Any
 
 import orjson
 import pytest
+from aiokafka import AIOKafkaProducer
 from confluent_kafka import Producer
 from stackkit import BOOTSTRAP, HERE, TASKS, Stack, read_topic
 from test_kafka_submission import wait_status
 
 from ops.sandbox import home_kept, start_sandbox, stop_sandbox
 from services.common.partitioning import partition_for
+from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import TopicReader
+from services.coordinator.faust_seam import record_bytes
 from tests.waiting import scaled, wait_until
 
 SPEC = {"name": "foreign", "nodes": [{"id": "a", "task": "e2e.sleep",
@@ -32,11 +35,11 @@ RUNS = 6
 
 @pytest.fixture(scope="module")
 def chatty(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
-    """A private stack whose coordinator logs at INFO (each move's line)."""
+    """A private stack whose coordinator logs at its default level (WARNING, at which
+    each move's line is written)."""
     home: Path = tmp_path_factory.mktemp("foreign")
     with home_kept():
-        stack = start_sandbox(home, TASKS, 1, pythonpath=[str(HERE)],
-                              extra_env={"HEADWATER_LOG_LEVEL": "info"})
+        stack = start_sandbox(home, TASKS, 1, pythonpath=[str(HERE)])
     try:
         yield stack
     finally:
@@ -130,3 +133,46 @@ def _move_lines(log: str, ids: list[str]) -> list[tuple[str, int, int]]:
     found = re.findall(r"moved \S+ \(key '([^']+)'\) from partition (\d+) to its home "
                        r"partition (\d+)", log)
     return [(wid, int(a), int(b)) for wid, a, b in found if wid in ids]
+
+
+async def test_a_move_that_would_not_fit_is_dead_lettered_and_the_rest_go_on(chatty: Stack,
+                                                                           ) -> None:
+    """A submission just under the size limit, on another partition than its home: with
+    the ``moved-from`` header it would not fit, so it is dead-lettered with the reason
+    (the producer would refuse it and fail the batch, restart after restart); a
+    submission moved after it succeeds."""
+    stack = chatty
+    topic = stack.topics.submissions
+    async with TopicReader(BOOTSTRAP) as reader:
+        partitions = len(await reader.partitions(topic, wait_s=scaled(10)))
+    big_id, after_id = misplaced_ids(partitions, 2, 2)
+    now = int(time.time() * 1000)
+    headers = [("content-type", b"application/json")]
+
+    def submission(wid: str, pad: int) -> bytes:
+        return orjson.dumps({"workflow_id": wid, "spec": SPEC, "input": {"pad": "x" * pad},
+                             "at_ms": now})
+
+    limit = DEFAULT_MAX_MESSAGE_BYTES
+    base = record_bytes(big_id.encode(), submission(big_id, 0), headers)
+    big = submission(big_id, limit - 20 - base)
+    assert limit - 40 < record_bytes(big_id.encode(), big, headers) <= limit
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all",
+                                max_request_size=limit + 1024)
+    await producer.start()
+    try:
+        for wid, value in ((big_id, big), (after_id, submission(after_id, 0))):
+            elsewhere = (partition_for(wid.encode(), partitions) + 1) % partitions
+            await producer.send_and_wait(topic, value, key=wid.encode(), partition=elsewhere,
+                                         headers=headers)
+    finally:
+        await producer.stop()
+
+    status = await wait_status(stack, after_id)
+    assert status["status"] == "succeeded", status
+    dead = await read_topic(stack.topics.dlq, lambda rs: any(
+        r.key == big_id.encode() for r in rs), scaled(30), decode=False)
+    [letter] = [r for r in dead if r.key == big_id.encode()]
+    reason = dict(letter.headers)["reason"].decode()
+    assert "it cannot be moved there: with its moved-from header it is" in reason, reason
+    assert f"over HEADWATER_MAX_MESSAGE_BYTES ({limit})" in reason, reason

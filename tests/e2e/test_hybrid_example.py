@@ -23,6 +23,7 @@ from examples.hybrid import runner
 from examples.hybrid.tasks import QUEUE, TASKS_MODULE
 from headwater.core import events as ev
 from ops import localstack
+from ops.cli.queues import wait_for_workers
 from tests.waiting import scaled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hybrid"
@@ -32,10 +33,12 @@ MAX_STEPS = 6
 @pytest.fixture(scope="module")
 def hybrid_worker(stack: Stack) -> Iterator[localstack.Service]:
     """A worker for the example's queue in the session's sandbox, stopped and taken off
-    its list of processes afterwards (later tests count the stack's workers)."""
+    its list of processes afterwards (later tests count the stack's workers). Ready once
+    the gateway knows it (its announcement): before, the example's tasks get 400."""
     service = localstack.Service("worker-hybrid-1", (
         sys.executable, "-m", "services.worker", "--queue", QUEUE, "--tasks", TASKS_MODULE))
     stack.start(service)
+    wait_for_workers(stack.gateway, QUEUE, scaled(60))
     yield service
     stack.stop(service)
     stack.services.remove(service)

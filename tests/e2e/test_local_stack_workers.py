@@ -70,6 +70,11 @@ class PrivateStack:
         return "\n".join(f"--- {p.stem}\n{localstack.log_tail(p.stem, 15)}"
                          for p in sorted((self.home / "logs").glob("*.log")))
 
+    def announced(self) -> set[str]:
+        """The ``worker_id`` of every live worker the gateway knows (``GET /v1/queues``)."""
+        with Client(self.gateway) as hw:
+            return {w["worker_id"] for q in hw.queues() for w in q.raw["workers"]}
+
     def echo(self, text: str) -> str:
         """Run the lane workflow once and return its output."""
         with Client(self.gateway) as hw:
@@ -113,12 +118,38 @@ async def _create_db(name: str) -> None:
         await conn.close()
 
 
+def _a_second_gateway_on_the_port_is_not_taken_for_ready(
+        private: PrivateStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another stack's gateway started on the same port dies of ``address already in
+    use``; its readiness wait, answered by this stack's gateway, says so and does not
+    take that gateway for its own."""
+    monkeypatch.setattr(localstack, "FOREIGN_WAIT_S", scaled(60))
+    monkeypatch.setenv("HEADWATER_HOME", str(private.home.parent / "second"))
+    gateway = localstack.Service("gateway", (sys.executable, "-m", "services.gateway"))
+    pid = localstack.start(gateway, private.env)
+    try:
+        with pytest.raises(RuntimeError) as refused:
+            localstack.wait_ready(f"{private.gateway}/ready", timeout_s=scaled(90),
+                                  pids={"gateway": pid}, owner="gateway")
+        port = private.gateway.rsplit(":", 1)[1]
+        assert f"gateway (pid {pid}) exited: another process" in str(refused.value)
+        assert f"port {port}" in str(refused.value) and "Errno 98" in str(refused.value)
+        assert not localstack.alive(pid) and localstack.running_services() == []
+    finally:
+        localstack.stop_pid(pid, timeout_s=5)
+        monkeypatch.setenv("HEADWATER_HOME", str(private.home))
+
+
 def test_every_worker_comes_back_and_a_broken_one_stops_nothing(
-        private: PrivateStack) -> None:
+        private: PrivateStack, monkeypatch: pytest.MonkeyPatch) -> None:
     # A new stack remembers the example's cpu worker besides the queue asked for.
     private.ok("up", "--no-infra", "--queue", "lane", "--tasks", "w5_lane_tasks")
     assert set(private.running()) == CORE | {"worker-lane-1"}, private.logs()
     assert private.echo("abc") == "cba"
+    # The names ps gives, with their pids.
+    assert {w.rsplit("-", 1)[0] for w in private.announced()} == {"worker-cpu-1",
+                                                                   "worker-lane-1"}
+    _a_second_gateway_on_the_port_is_not_taken_for_ready(private, monkeypatch)
     (private.directory / "lane.json").write_text(json.dumps(SPEC))
     followed = private.ok("submit", "lane.json", "--input", '"xyz"', "--follow")
     assert re.match(r"workflow wf-[0-9a-f]{32} accepted\n", followed), followed

@@ -5,8 +5,11 @@ an attempt waiting on a dead queue shows in its run's status and in ``stuck``.
 
 One gateway of the test's own (maxdepth 2 on ``qt-io``, no start-up grace) over the
 session's stack, and a worker of its own on each of two fresh queues announcing every
-half second; the ``qt-io`` one is SIGKILLed (it sends no stopping record). The CLI's
-``headwater queues`` and ``stuck`` read the same deployment.
+half second; the ``qt-io`` one is SIGKILLed (it sends no stopping record), the
+``qt-gpu`` one stopped with SIGTERM, whose task is admitted until the gateway's short
+horizon (``HEADWATER_UNSERVED_AFTER_S``) passes. The CLI's ``headwater queues`` and
+``stuck`` read the same deployment. And the figures themselves, read promptly after a
+fetch of the oldest dispatch, and answered from memory when asked again.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import Any
 import httpx
 import pytest
 import typer
-from stackkit import BOOTSTRAP, Stack
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from stackkit import BOOTSTRAP, Stack, produce
 from typer.testing import CliRunner
 
 from ops import localstack
@@ -33,11 +37,15 @@ from ops.cli.stuck import read_histories, read_serving
 from ops.sandbox import free_port
 from ops.stuck import scan
 from services.common.clock import now_ms
+from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
+from services.gateway.queues import QueueFigures, overview
 from services.worker.announce import decode_announcement, latest
 from tests.waiting import scaled, wait_until_async
 
 ANNOUNCE = {"HEADWATER_ANNOUNCE_S": "0.5"}
+HORIZON_S = scaled(15)
+"""The gateway's ``HEADWATER_UNSERVED_AFTER_S``: short, to see it pass."""
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +65,8 @@ def queues_gateway(stack: Stack) -> Iterator[str]:
         started.append(gateway)
         pid = stack.start(gateway, {"HEADWATER_GATEWAY_PORT": str(port),
                                     "HEADWATER_QUEUE_MAXDEPTH": "qt-io=2",
-                                    "HEADWATER_ANNOUNCE_GRACE_S": "0"})
+                                    "HEADWATER_ANNOUNCE_GRACE_S": "0",
+                                    "HEADWATER_UNSERVED_AFTER_S": str(HORIZON_S)})
         localstack.wait_ready(f"http://127.0.0.1:{port}/ready", timeout_s=scaled(60),
                               pids=[pid])
         yield f"http://127.0.0.1:{port}"
@@ -168,3 +177,76 @@ async def test_queues_placement_refusals_and_a_dead_worker(stack: Stack,
     assert decode_announcement(mine[-2].value).stopping  # type: ignore[union-attr]
     kept = {w.queue for w in latest((r.key, r.value) for r in records).values()}
     assert "qt-io" in kept and "qt-gpu" not in kept  # the SIGKILLed one left no tombstone
+    await _restart_horizon(queues_gateway)
+
+
+async def _restart_horizon(gateway: str) -> None:
+    """Its only worker just stopped (a deploy): qt-gpu shows no live workers at once, but
+    its task is admitted, still placed there, until the horizon passes; then 400."""
+    embed = {"name": "restarting", "nodes": [{"id": "e", "task": "qt.embed",
+                                              "input": {"text": "x"}}]}
+    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
+        doc = (await client.get("/v1/queues")).json()
+        assert _queue(doc, "qt-gpu")["state"] == "no_live_workers"
+        admitted = await client.post("/v1/workflows", json={"workflow": embed})
+        assert admitted.status_code == 202, admitted.text
+        wid = admitted.json()["id"]
+        view = await wait_until_async(lambda: client.get(f"/v1/workflows/{wid}"), 60,
+                                      "dispatched", until=lambda r: r.json()["tasks"])
+        assert view.json()["tasks"][0]["queue"] == "qt-gpu"
+        await client.post(f"/v1/workflows/{wid}/cancel")
+
+        async def submit_and_cancel() -> httpx.Response:
+            response = await client.post("/v1/workflows", json={"workflow": embed})
+            if response.status_code == 202:
+                await client.post(f"/v1/workflows/{response.json()['id']}/cancel")
+            return response
+
+        refused = await wait_until_async(submit_and_cancel, 15 + 30,
+                                         "400 once the horizon passed",
+                                         until=lambda r: r.status_code != 202, interval_s=1.0)
+        assert refused.status_code == 400, refused.text
+        assert (refused.json()["task"], refused.json()["queue"]) == ("qt.embed", "cpu")
+
+
+async def test_queue_figures_are_read_promptly_after_a_fetch(services: None) -> None:
+    """Reading the oldest waiting dispatch leaves no consumer long-polling in front of
+    the next offset requests (each waited ``fetch.max.wait.ms``, 500 ms, so a ``GET
+    /v1/queues`` took 1 to 2.5 s), and a figure asked again answers from memory."""
+    settings = CommonSettings(bootstrap=BOOTSTRAP, prefix=f"qlat{os.getpid()}{now_ms()}")
+    topic = settings.topics.tasks("lat")
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        await admin.close()
+    await produce([(topic, b"wf-1", b"a"), (topic, b"wf-2", b"b")])
+
+    class NoWorkers:
+        def live(self, now: int) -> list[Any]:
+            return []
+
+        def queues(self) -> set[str]:
+            return {"lat"}
+
+    figures = QueueFigures(settings)
+    await figures.start()
+    try:
+        first = await figures._lag("lat")  # fetches the oldest record
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        again = await figures._lag("lat")  # uncached
+        uncached_s = loop.time() - started
+        assert (first.backlog, again.backlog) == (2, 2) and again.oldest_ms is not None
+        assert uncached_s < 0.4, f"an uncached read took {uncached_s:.2f} s"
+        await overview(figures, NoWorkers(), {})  # type: ignore[arg-type]
+        await asyncio.sleep(1.2)  # past CACHE_S: stale, answered at once, read again
+        started = loop.time()
+        shown = await overview(figures, NoWorkers(), {})  # type: ignore[arg-type]
+        cached_s = loop.time() - started
+        assert [(q["queue"], q["backlog"]) for q in shown] == [("lat", 2)]
+        assert shown[0]["oldest_waiting_s"] is not None
+        assert cached_s < 0.1, f"an idle overview took {cached_s:.3f} s"
+    finally:
+        await figures.stop()

@@ -1,5 +1,6 @@
 """``POST /v1/run/{name}`` on the real stack: waiting for the output, waiting past the
-timeout into 202, the event stream, and ``Prefer: respond-async``; and the wait itself
+timeout into 202, the event stream, and ``Prefer: respond-async``; what a run request
+cannot carry, ``queue_anyway`` and ``Accept`` weights; and the wait itself
 (``awaiting.wait_for_end``), woken by the projector's ``NOTIFY``."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from services.common.db import connect_pool
 from services.gateway import awaiting
 from services.gateway.awaiting import wait_for_end
 from services.gateway.stream import Notifier
-from tests.waiting import scaled
+from tests.waiting import scaled, wait_until_async
 
 SLEEPY: dict[str, Any] = {"name": "sleepy", "nodes": [
     {"id": "s", "task": "e2e.sleep", "input": {"seconds": "${input.seconds}"}}],
@@ -97,3 +98,36 @@ async def test_the_three_modes(stack: Stack) -> None:
     assert messages[1][1] == "WorkflowAccepted" and messages[-1][1] == "WorkflowSucceeded"
     unknown = httpx.post(f"{stack.gateway}/v1/run/{unique('nothing')}", json={})
     assert unknown.status_code == 404
+
+
+async def test_what_a_run_request_cannot_carry_and_how_it_asks(stack: Stack) -> None:
+    """On the real gateway: an input integer beyond 64 bits is 422 naming it (not a
+    float), ``queue_anyway`` lets a run whose task no live worker serves be queued,
+    ``Accept`` weights are read (``q=0`` is not the stream), and an empty name is a
+    problem naming it."""
+    name, unserved = unique("sleepy"), unique("unserved")
+    nobody = {"name": "unserved", "nodes": [{"id": "u", "task": "e2e.nobody-serves-this",
+                                             "queue": f"q-{unserved}"}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=60) as client:
+        for ref, spec in ((name, SLEEPY), (unserved, nobody)):
+            put = await client.put(f"/v1/definitions/{ref}", json={"workflow": spec})
+            assert put.status_code == 201, put.text
+        huge = await client.post(f"/v1/run/{name}", content=b"12345678901234567890123")
+        assert huge.status_code == 422, huge.text
+        assert huge.json()["errors"] == ["input: integer outside the signed 64-bit range"]
+
+        await wait_until_async(  # admitted anyway while the gateway's start-up grace lasts
+            lambda: client.post(f"/v1/run/{unserved}", headers={"Prefer": "respond-async"}),
+            60, "a run no live worker serves refused", until=lambda r: r.status_code == 400)
+        queued = await client.post(f"/v1/run/{unserved}?queue_anyway=true",
+                                   headers={"Prefer": "respond-async"})
+        assert queued.status_code == 202, queued.text
+
+        for accept in ("text/event-stream;q=0", "application/json, text/event-stream;q=0.1"):
+            answer = await client.post(f"/v1/run/{name}?timeout=30", json={"seconds": 0.1},
+                                       headers={"Accept": accept})
+            assert answer.status_code == 200, (accept, answer.text)
+            assert answer.headers["content-type"] == "application/json"
+
+        empty = await client.put("/v1/definitions/", json={"workflow": SLEEPY})
+        assert empty.status_code == 422 and "name" in empty.json()["detail"], empty.text

@@ -26,6 +26,7 @@ from headwater.core import events as ev
 from headwater.core.ids import dispatch_id
 from headwater.topics import DEFAULT_PARTITIONS
 from ops import localstack
+from ops.cli.queues import wait_for_workers
 from ops.sandbox import free_port
 from services.common.partitioning import partition_for
 from tests.waiting import scaled, wait_until_async
@@ -68,6 +69,7 @@ async def test_a_stopping_worker_finishes_its_attempt_and_hands_over_the_rest(
     try:
         group = stack.topics.worker_group("drain")
         await wait_group_size(group, 2, "two drain workers", 30)
+        await asyncio.to_thread(wait_for_workers, stack.gateway, "drain", scaled(30))
         # Two dispatches keyed alike land on one partition: its owner (one slot) starts
         # one and leaves the other queued.
         spec = {"name": "drain", "nodes": [{

@@ -13,7 +13,7 @@ for _path in (REPO, REPO / "tests" / "e2e"):  # load.faultkit, tests.waiting; st
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 
-from faultcheck import explain  # noqa: E402
+from faultcheck import assert_schedule_ran, explain  # noqa: E402
 from stackkit import require_services  # noqa: E402
 
 from load.faultkit.audit import EndState  # noqa: E402
@@ -45,5 +45,11 @@ def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     session: the fault points' and the infrastructure faults' runs compare with it)."""
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
-    assert base.figures["statuses"] == {"succeeded": 14, "failed": 1}, explain(base)  # 3 children
+    # 14 workflows (one per shape) and the child shape's 3 children; only "failing" fails.
+    assert base.figures["statuses"] == {"succeeded": 16, "failed": 1}, explain(base)
+    # Two runs by definition name (version 1 pinned, and the latest: 2), and the children
+    # of the kind: workflow node that names fault-child-inner.
+    assert base.figures["definitions_run"] == {
+        "fault-diamond@1": 1, "fault-diamond@2": 1, "fault-child-inner@1": 3}, explain(base)
+    assert_schedule_ran(base)
     return base.outcomes()

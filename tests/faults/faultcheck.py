@@ -14,3 +14,12 @@ def explain(report: RunReport) -> str:
         lines += [f"--- events of {wid} ---", *timeline[-120:]]
     lines.append(report.logs)
     return "\n".join(lines)
+
+
+def assert_schedule_ran(report: RunReport) -> None:
+    """The schedule beside the batch fired and each fire started a run (how many
+    depends on time; its invariants are among the run's violations)."""
+    schedule = report.figures["schedule"]
+    assert schedule["fires"] >= 1, explain(report)
+    assert schedule["outcomes"] == {"started": schedule["fires"]}, explain(report)
+    assert schedule["runs"] == schedule["fires"], explain(report)

@@ -8,7 +8,7 @@ point, several kills per run, bigger batches.
 from __future__ import annotations
 
 import pytest
-from faultcheck import explain
+from faultcheck import assert_schedule_ran, explain
 
 from load.faultkit.audit import EndState
 from load.faultkit.batch import Submission
@@ -28,6 +28,7 @@ def test_a_killed_process_changes_no_outcome(point: str, batch: list[Submission]
     figures = report.figures
     assert figures["lost"] == {"submissions": 0, "stuck": 0, "mismatched": 0}, explain(report)
     assert sum(figures["kills"].values()) >= 1, explain(report)
+    assert_schedule_ran(report)
     if point == "gateway.after_produce":
         # The client lost its connection after the submission was stored; sending the same
         # id and body again gave the same run.

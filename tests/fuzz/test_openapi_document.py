@@ -25,7 +25,13 @@ DOC: dict[str, Any] = create_app().openapi()
 def test_submission_and_cancel_bodies_are_described() -> None:
     submit = DOC["paths"]["/v1/workflows"]["post"]["requestBody"]
     body = submit["content"]["application/json"]["schema"]
-    assert submit["required"] is True and body["required"] == ["workflow"]
+    assert submit["required"] is True and "required" not in body
+    assert body["oneOf"] == [{"required": ["workflow"]}, {"required": ["definition"]}]
+    assert body["properties"]["queue_anyway"]["type"] == "boolean"
+    responses = DOC["paths"]["/v1/workflows"]["post"]["responses"]
+    assert "queue_anyway" in responses["400"]["description"]
+    assert "maxdepth" in responses["429"]["description"]
+    assert PROBLEM_JSON in responses["429"]["content"]
     node = body["properties"]["workflow"]["properties"]["nodes"]["items"]
     assert node["required"] == ["id"]  # what else a node needs depends on its kind
     assert "allOf" in node

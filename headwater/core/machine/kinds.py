@@ -19,6 +19,7 @@ from headwater.core.machine import child as child_kind
 from headwater.core.machine import ending, flow
 from headwater.core.machine import loop as loop_kind
 from headwater.core.machine import map as map_kind
+from headwater.core.machine import schedule as schedule_kind
 from headwater.core.machine import sleep as sleep_kind
 from headwater.core.machine import task as task_kind
 from headwater.core.machine import wait as wait_kind
@@ -52,6 +53,7 @@ KINDS: dict[NodeKind, NodeKindRules] = {
     NodeKind.SLEEP: sleep_kind,
     NodeKind.WORKFLOW: child_kind,
     NodeKind.LOOP: loop_kind,
+    NodeKind.SCHEDULE: schedule_kind,
 }
 """Node kind -> the module with its rules."""
 

@@ -8,7 +8,8 @@ coordinator arms them from the state (``state.task_timers``), and when one fires
 checked against the state again, since a later report may have renewed the lease or
 ended the attempt. An expired one fails the attempt like a worker's failure would.
 A wait's timeout and a sleep's wake-up are node timers (``ids.node_timer_id``) kept in
-``state.timers`` by ``WaitStarted`` and ``SleepStarted``, armed like retry timers.
+``state.timers`` by ``WaitStarted`` and ``SleepStarted``, armed like retry timers; so is
+a schedule's next fire time (``schedule:<node>``, by ``ScheduleArmed``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from headwater.core.ids import (
     retry_timer_id,
     task_key,
 )
-from headwater.core.machine import dispatch, reports, sleep, wait
+from headwater.core.machine import dispatch, reports, schedule, sleep, wait
 from headwater.core.machine.recorder import Recorder
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
+from headwater.core.spec_schedule import is_schedule_timer
 from headwater.core.state import TaskState, WorkflowState
 from headwater.core.status import TaskStatus
 
@@ -50,7 +52,8 @@ def schedule_retry(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
 
 def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> None:
     """A retry timer that is due dispatches its attempt; a wait's timeout that is due
-    fails the wait (``wait.timed_out``), a sleep's wakes it (``sleep.woke``); a deadline
+    fails the wait (``wait.timed_out``), a sleep's wakes it (``sleep.woke``), a
+    schedule's fires its due fire times (``schedule.fired``); a deadline
     or lease that has really expired fails the attempt it was armed for; an early
     firing, or any other timer (one a signal dropped), changes nothing."""
     timer = state.timers.get(event.timer_id)
@@ -59,7 +62,9 @@ def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> No
             return  # early (or forged): the timer loop fires it again when it is due
         rec.record(event)
         node_timer = parse_node_timer_id(event.timer_id)
-        if node_timer is None:
+        if is_schedule_timer(event.timer_id):
+            schedule.fired(rec, state.spec.node(timer.node))
+        elif node_timer is None:
             dispatch.dispatch(rec, state.spec.node(timer.node), timer.index, timer.attempt)
         elif node_timer[0] == WAIT_TIMER:
             wait.timed_out(rec, state.spec.node(timer.node), timer.index)

@@ -4,6 +4,7 @@ attempt, results in order, a failed child raising, and the client kept out of
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from headwater import client_calls
 from headwater.client import Client
-from headwater.errors import AttemptCancelled, CallFailed
+from headwater.errors import AttemptCancelled, CallFailed, NonRetryableError
 from headwater.sdk import AttemptInfo, TaskContext
 from headwater.topics import WORKFLOW_ID_PATTERN
 
@@ -35,11 +36,16 @@ class Gateway:
     def __init__(self, status: dict[str, str] | None = None) -> None:
         self.submitted: list[dict[str, Any]] = []
         self.status = status or {}
+        self.refuse: dict[str, int] = {}  # definition: the status its submission gets
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
             body = json.loads(request.content)
             self.submitted.append(body)
+            if body["definition"] in self.refuse:
+                return httpx.Response(self.refuse[body["definition"]], json={
+                    "type": "about:blank", "title": "No", "detail": f"no {body['definition']}"},
+                    headers={"content-type": "application/problem+json"})
             return httpx.Response(202, json={"id": body["id"], "status": "accepted"})
         workflow_id = request.url.path.rsplit("/", 1)[1]
         status = self.status.get(workflow_id, "succeeded")
@@ -112,3 +118,20 @@ def test_import_headwater_stays_without_the_client() -> None:
             "('httpx', 'headwater.client'))]; print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("status", [404, 410, 422])
+async def test_a_child_the_gateway_refuses_for_good_is_not_retried(
+        gateway: Gateway, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    from headwater.client_async import AsyncClient
+
+    monkeypatch.setattr(client_calls, "AsyncClient", lambda url: AsyncClient(
+        url, transport=httpx.MockTransport(gateway)))
+    gateway.refuse["gone@2"] = status
+    with pytest.raises(NonRetryableError, match=re.escape(f"'gone@2' refused ({status}): "
+                                                          "no gone@2")) as refused:
+        await context(1).acall("gone@2", {})
+    assert isinstance(refused.value, client_calls.CallRefused)
+    assert (refused.value.definition, refused.value.status) == ("gone@2", status)
+    with pytest.raises(client_calls.CallRefused):
+        await asyncio.to_thread(context(1).call, "gone@2", {})

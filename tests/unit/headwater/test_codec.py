@@ -15,7 +15,9 @@ from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
+from headwater.workers import WorkerAnnounced
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -86,6 +88,25 @@ def kind_body_samples() -> list[Any]:
         ev.LoopStepDecided(WF, "agent", 0, AT, tool="search", input={"q": NESTED}, spend=12.5),
         ev.LoopStepDecided(WF, "agent", 4, AT, finish=True, output={"answer": [SPEC]}),
         ev.LoopStepDecided(WF, "agent", 999, AT),
+        ev.ScheduleArmed(WF, "fire", AT, AT + 2_000),
+        ev.ScheduleFired(WF, "fire", AT, AT - 5, "started", f"{WF}:fire.0:1"),
+        ev.ScheduleFired(WF, "fire", AT, AT - 90_000, "skipped_missed"),
+        ev.SchedulePaused(WF, "fire", AT, "sig-1"),
+        ev.ScheduleResumed(WF, "fire", AT),
+    ]
+
+
+def other_samples() -> list[Any]:
+    """The records that are no workflow records: the definitions' and the workers'."""
+    return [
+        DefinitionStored("grëet", 1, SPEC, None, "d" * 64, AT),
+        DefinitionStored("greet", 2**31 - 1, SPEC, {"type": "object", "properties": NESTED},
+                         "e" * 64, 0),
+        DefinitionHead("grëet", 3, False, AT),
+        DefinitionHead("greet", 1, True, AT),
+        WorkerAnnounced("host-1-42", "gpu", ("embed", "ränk"), 4, 2, "0.1.0", "höst", 42,
+                        AT - 60_000, AT, 5000),
+        WorkerAnnounced("w", "cpu", (), 1, 0, "unknown", "h", 2**31 - 1, 0, AT, 1, True),
     ]
 
 
@@ -100,6 +121,7 @@ def samples() -> list[Any]:
         *bodies,
         *(ev.HistoryEvent(WF, seq, body) for seq, body in enumerate(bodies, start=1)),
         ev.HistoryEvent(WF, 2**62, ev.TimerFired(WF, "t", AT)),
+        *other_samples(),
     ]
 
 
@@ -276,6 +298,44 @@ def test_encode_out_of_range_long_raises_value_error() -> None:
         codec.encode(record)
 
 
+@pytest.mark.parametrize("record", [
+    ev.TaskSucceeded(WF, "n", None, 2**31, AT, None),
+    ev.TaskSucceeded(WF, "n", -(2**31) - 1, 1, AT, None),
+    ev.HistoryEvent(WF, 1, ev.MapExpanded(WF, "m", 2**31, AT)),
+    DefinitionHead("g", 2**31, False, AT),
+    WorkerAnnounced("w", "q", (), 1, 0, "v", "h", 2**32, 0, AT, 1),
+], ids=lambda r: type(r).__name__)
+def test_an_integer_beyond_an_avro_int_does_not_encode(record: Any) -> None:
+    """fastavro would write it (an Avro ``int`` is a zig-zag varint like a ``long``):
+    other Avro readers would not read it back."""
+    with pytest.raises(ValueError, match="is beyond an Avro int"):
+        codec.encode(record)
+    smallest = ev.TaskSucceeded(WF, "n", -(2**31), 2**31 - 1, AT, None)
+    assert codec.decode(codec.encode(smallest)) == smallest
+
+
+def test_an_array_decodes_as_a_tuple_and_null_json_as_none() -> None:
+    announced = next(r for r in SAMPLES if isinstance(r, WorkerAnnounced))
+    assert codec.decode(codec.encode(announced)).tasks == ("embed", "ränk")
+    stored = DefinitionStored("g", 1, SPEC, None, "d", AT)
+    assert b"\x08null" in codec.encode(stored)  # the JSON document null, 4 bytes long
+    assert codec.decode(codec.encode(stored)).input_schema is None
+    deep: Any = 0
+    for _ in range(codec.MAX_JSON_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ValueError, match="input_schema: JSON nested deeper than"):
+        codec.encode(DefinitionStored("g", 1, SPEC, deep, "d", AT))
+
+
+def test_record_type_reads_the_header_alone() -> None:
+    assert codec.record_type(codec.fingerprint_header("WorkerAnnounced")) == "WorkerAnnounced"
+    assert codec.record_type(VALID[:-3]) == "TaskSucceeded"
+    with pytest.raises(DecodeError, match="no C3 01 marker"):
+        codec.record_type(None)
+    with pytest.raises(DecodeError, match="unknown schema fingerprint"):
+        codec.record_type(b"\xc3\x01" + b"\x00" * 8)
+
+
 # -- JSON submissions ---------------------------------------------------------------------
 
 GOOD_JSON = {"workflow_id": WF, "spec": SPEC, "input": NESTED, "at_ms": AT, "tenant": "t"}
@@ -365,7 +425,9 @@ def test_bad_json_signal_raises_decode_error(doc: Any, message: str) -> None:
         codec.decode_json_signal(data)
 
 
-def test_record_types_are_the_event_dataclasses() -> None:
+def test_record_types_are_the_event_dataclasses_and_the_two_others() -> None:
+    others = {DefinitionStored, DefinitionHead, WorkerAnnounced}
     for name, cls in codec.RECORD_TYPES.items():
         assert dataclasses.is_dataclass(cls) and cls.__name__ == name
-        assert cls is getattr(ev, name)
+        assert cls in others or cls is getattr(ev, name)
+    assert others <= set(codec.RECORD_TYPES.values())

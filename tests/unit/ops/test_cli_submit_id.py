@@ -4,69 +4,16 @@ filters. Against a real HTTP server on a free port standing in for the gateway."
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from ops.cli.app import app
+from tests.unit.ops.conftest import Gateway
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "stdlib_search" / "workflow.yaml"
 runner = CliRunner()
-
-
-@dataclass
-class Gateway:
-    """Answers each request with the next of ``answers`` (status, document)."""
-
-    url: str = ""
-    answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    requests: list[tuple[str, str, Any]] = field(default_factory=list)
-
-
-@pytest.fixture
-def gateway() -> Iterator[Gateway]:
-    gw = Gateway()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self, body: Any) -> None:
-            gw.requests.append((self.command, self.path, body))
-            status, doc = gw.answers.pop(0)
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json" if status < 400
-                             else "application/problem+json")
-            if status == 503:
-                self.send_header("retry-after", "0")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            self._answer(json.loads(self.rfile.read(length)))
-
-        def do_GET(self) -> None:
-            self._answer(None)
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    gw.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield gw
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 UNAVAILABLE = (503, {"title": "Kafka unavailable", "status": 503,
@@ -80,7 +27,9 @@ def test_a_503_is_retried_with_the_id_chosen_and_printed_before_the_first_try(
     assert result.exit_code == 0, result.output
     ids = [body["id"] for _, _, body in gateway.requests]
     assert len(ids) == 3 and len(set(ids)) == 1 and re.fullmatch(r"wf-[0-9a-f]{32}", ids[0])
-    assert f"workflow {ids[0]} running (submitted before)" in result.output
+    assert f"workflow {ids[0]} running (submitted before)" in result.stdout
+    assert result.stderr.startswith(f"submitting {ids[0]} (the id is chosen before the "
+                                    f"first try: retrying with --id {ids[0]} is safe)")
 
 
 def test_a_given_id_is_sent_as_given(gateway: Gateway) -> None:
@@ -94,13 +43,34 @@ def test_a_given_id_is_sent_as_given(gateway: Gateway) -> None:
     assert "workflow mine-1 accepted" in result.output
 
 
-def test_a_refusal_after_the_id_is_printed_exits_2_with_the_problem(gateway: Gateway) -> None:
+def test_a_refusal_says_refused_and_not_stored_and_never_looks_accepted(
+        gateway: Gateway) -> None:
     gateway.answers = [(422, {"title": "Invalid workflow", "status": 422,
                               "detail": "2 faults", "errors": ["node a: no task"]})]
     result = runner.invoke(app, ["submit", str(EXAMPLE), "--gateway", gateway.url])
     assert result.exit_code == 2
-    assert re.search(r"workflow wf-[0-9a-f]{32}\s*\nerror: 422 2 faults\n  - node a: no task",
-                     result.output), result.output
+    workflow_id = gateway.requests[0][2]["id"]
+    assert not any(line.startswith("workflow ") for line in result.output.splitlines())
+    assert re.search(rf"error: workflow {workflow_id} refused, not stored: 422 2 faults\n"
+                     r"  - node a: no task", result.output), result.output
+    assert "retrying with --id" in result.stderr
+
+
+def test_queue_anyway_is_sent_and_suggested_on_the_400(gateway: Gateway) -> None:
+    gateway.answers = [(400, {"title": "Bad Request", "status": 400, "detail":
+                              "no live worker serves it, or submit with queue_anyway: "
+                              "true to queue it"}),
+                       (202, {"id": "q-1", "status": "accepted"})]
+    refused = runner.invoke(app, ["submit", str(EXAMPLE), "--id", "q-1", "--gateway",
+                                  gateway.url])
+    assert refused.exit_code == 2 and "--queue-anyway" in refused.output, refused.output
+    assert "queue_anyway" not in gateway.requests[0][2]
+    queued = runner.invoke(app, ["submit", str(EXAMPLE), "--id", "q-1", "--queue-anyway",
+                                 "--gateway", gateway.url])
+    assert queued.exit_code == 0, queued.output
+    body = gateway.requests[1][2]
+    assert body["queue_anyway"] is True and body["id"] == "q-1" and body["workflow"]
+    assert "workflow q-1 accepted" in queued.stdout
 
 
 def test_a_spec_that_is_not_a_mapping_is_refused_before_sending(

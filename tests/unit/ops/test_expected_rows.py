@@ -165,3 +165,23 @@ def test_a_second_signal_kept_for_a_wait_is_discarded() -> None:
     kinds = kind_rows_of(kind_histories.buffered())
     assert {seq: (s["status"], s["node"]) for seq, s in kinds.signals.items()} == {
         3: ("consumed", "approve"), 4: ("discarded", "")}
+
+
+def test_a_schedules_ended_runs_keep_their_rows_though_they_left_the_state() -> None:
+    kid = {"name": "kid", "nodes": [{"id": "x", "task": "t.x"}]}
+    doc = {"name": "schedule:s", "nodes": [{"id": "fire", "kind": "schedule",
+                                            "cron": "* * * * * */2", "workflow": kid,
+                                            "overlap": "allow"}]}
+    wf = "wf-1"
+    history = run([ev.WorkflowSubmitted(wf, doc, None, T0),
+                   fired("schedule:fire", T0 + 2000),
+                   ev.TaskSucceeded(wf, "fire", 0, 1, T0 + 2500, None),
+                   fired("schedule:fire", T0 + 4000),
+                   ev.TaskFailed(wf, "fire", 1, 1, T0 + 4500, "boom", "ChildWorkflowFailed", True),
+                   fired("schedule:fire", T0 + 6000)]).history
+    state = fold(history).state
+    assert state is not None and list(state.tasks) == ["fire[2]"]
+    assert expected_rows(state, history).tasks == {
+        "fire[0]": {"status": "succeeded", "attempt": 1},
+        "fire[1]": {"status": "failed", "attempt": 1},
+        "fire[2]": {"status": "dispatched", "attempt": 1}}

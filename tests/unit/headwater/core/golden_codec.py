@@ -72,7 +72,8 @@ _NOT_STATE = {"dirty", "applied"}
 # children, loops): left out while at their default, so the golden files written before
 # them stay as they are.
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
-          "signal_ids", "parent", "definition", "definition_version"}
+          "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
+          "last_fire_ms", "paused"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -27,6 +27,7 @@ import golden_codec as gc
 import orjson
 
 from headwater.core.ids import child_id, parse_node_timer_id
+from headwater.core.spec_schedule import is_schedule_timer
 
 HERE = Path(__file__).parent / "golden"
 OUT = Path(os.environ.get("GOLDEN_OUT", HERE))
@@ -229,6 +230,37 @@ def _child_loop_scenarios(
     }
 
 
+def _runs(d: Any) -> list[tuple[int, Any]]:
+    """A schedule's runs: run 0 takes 3 s (the next fire time overlaps it), run 1 fails,
+    run 2 never ends (the schedule is cancelled while it runs)."""
+    key = (d.workflow_id, d.node, d.index, d.attempt)
+    kid = child_id(*key)
+    out: list[tuple[int, Any]] = [(5, ev.TaskStarted(*key, d.at_ms + 5, kid))]
+    if d.index == 0:
+        out.append((3000, ev.TaskSucceeded(*key, d.at_ms + 3000, {"run": 0})))
+    elif d.index == 1:
+        out.append((40, ev.TaskFailed(*key, d.at_ms + 40, f"child workflow {kid} failed",
+                                      "ChildWorkflowFailed", True)))
+    return out
+
+
+def _schedule_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenario of a schedule (recorded after the others): every 2 s, a fire time
+    skipped for overlap, one while paused, a failed run, a cancel while a run runs."""
+    wid = "wf-schedule"
+    kid = {"name": "kid", "nodes": [_task("x", input="${input}")]}
+    return {
+        "schedule": ({"name": "schedule:every-2s", "nodes": [
+            {"id": "fire", "kind": "schedule", "cron": "* * * * * */2", "workflow": kid,
+             "definition": "kid", "definition_version": 2, "input": {"q": 1},
+             "misfire_grace": 1}]}, None, _runs,
+            [(5500, ev.SignalSent(wid, "pause", T0 + 5500, None, "p-1", None)),
+             (7500, ev.SignalSent(wid, "resume", T0 + 7500, None, "r-1", None)),
+             (10500, ev.CancelRequested(wid, T0 + 10500, "schedule deleted"))]),
+    }
+
+
 def _scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
     retry = {"max_attempts": 3, "backoff_base": 0.2, "multiplier": 2, "jitter": 0.2}
     return {
@@ -311,10 +343,11 @@ class _Simulation:
 
     def arm(self, state: Any) -> None:
         """Queue the deadline and lease timers the state implies, and the node timers
-        (a wait's timeout, a sleep's wake-up) it holds, once each."""
+        (a wait's timeout, a sleep's wake-up, a schedule's fire time) it holds, once
+        each."""
         for timer_id, timer in state.timers.items():
-            if (parse_node_timer_id(timer_id) is not None
-                    and (timer_id, timer.fire_at_ms) not in self.armed):
+            node_timer = parse_node_timer_id(timer_id) is not None or is_schedule_timer(timer_id)
+            if node_timer and (timer_id, timer.fire_at_ms) not in self.armed:
                 self.armed.add((timer_id, timer.fire_at_ms))
                 self.push(timer.fire_at_ms, ev.TimerFired(self.wid, timer_id, timer.fire_at_ms))
         for key, t in state.tasks.items():
@@ -351,7 +384,8 @@ def main() -> None:
     """Write ``<scenario>.jsonl`` beside this file for every scenario (or those named)."""
     wanted = set(sys.argv[1:])
     for name, (doc, inp, script, extra) in {**_scenarios(), **_kind_scenarios(),
-                                            **_child_loop_scenarios()}.items():
+                                            **_child_loop_scenarios(),
+                                            **_schedule_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

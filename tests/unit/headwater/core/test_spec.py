@@ -307,3 +307,10 @@ def test_upstream_among() -> None:
     assert upstream_among(needs, "d", {"a", "b", "c", "d"}) == {"a", "b", "c"}
     assert upstream_among(needs, "b", {"a", "c"}) == {"a"}
     assert upstream_among(needs, "a", {"b", "c", "d"}) == set()
+
+
+def test_a_name_over_200_characters_is_a_fault() -> None:
+    # The projection indexes the name; PostgreSQL refuses an index row over 2704 bytes.
+    assert faults_of(doc(node("a"), name="n" * 3000)) == [
+        "name: at most 200 characters, got 3000"]
+    assert parse_spec(doc(node("a"), name="n" * 200)).name == "n" * 200

@@ -71,3 +71,15 @@ def test_a_malformed_definition_is_named(fields: dict[str, Any], fault: str) -> 
 def test_a_definition_version_on_another_kind_of_node_is_a_fault() -> None:
     doc = {"name": "p", "nodes": [{"id": "a", "task": "t.a", "definition_version": 1}]}
     assert faults_of(doc) == ["node 'a': 'definition_version' does not apply to a task node"]
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "a/b", "x\u202ey", "-a", "a" * 101])
+def test_a_child_definition_name_follows_the_registrys_rule(name: str) -> None:
+    from headwater.core.spec import parse_spec
+    from headwater.errors import SpecError
+
+    child = {"name": "c", "nodes": [{"id": "t", "task": "t"}]}
+    spec = {"name": "p", "nodes": [{"id": "c", "kind": "workflow", "definition": name,
+                                    "workflow": child}]}
+    with pytest.raises(SpecError, match=r"definition name .* is invalid"):
+        parse_spec(spec)

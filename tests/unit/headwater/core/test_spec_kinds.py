@@ -250,7 +250,7 @@ FAULTS: list[tuple[str, dict[str, Any], str]] = [
      "node 'l': 'over' and 'max_concurrency' belong to map nodes"),
     # kinds
     ("unknown kind", doc(node("a", kind="cron")), "node 'a': kind must be one of ['task', "
-     "'map', 'wait', 'sleep', 'workflow', 'loop']"),
+     "'map', 'wait', 'sleep', 'workflow', 'loop', 'schedule']"),
     ("signal on a task", doc(node("a", signal="s")),
      "node 'a': 'signal' does not apply to a task node"),
 ]

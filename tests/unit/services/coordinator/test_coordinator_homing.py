@@ -6,6 +6,7 @@ whose every key is on partition 0."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from types import SimpleNamespace
 from typing import Any
@@ -21,6 +22,7 @@ from services.common.settings import CommonSettings
 from services.coordinator import homing
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
+from services.coordinator.faust_seam import record_bytes
 from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
 from tests.unit.services.coordinator.test_coordinator_redelivery import (
@@ -57,6 +59,10 @@ class MovingBus(DeadBus):
             return None
 
         return ack()
+
+    def too_large(self, key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes]]) -> str | None:
+        return None  # the size check is FaustBus's: test_a_move_that_would_not_fit_...
 
 
 def applier(bus: MovingBus, table: Table) -> BatchApplier:
@@ -177,3 +183,69 @@ async def test_the_faust_bus_sends_a_move_to_its_partition_with_its_headers() ->
     assert sent == [(TOPICS.control, WF.encode(), move.record.value, 2, None,
                      [(CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE.encode()),
                       ("moved-from", f"{TOPICS.control}/5/9".encode())])]
+
+
+def faust_bus(max_message_bytes: int) -> tuple[FaustBus, list[tuple[Any, ...]],
+                                               list[dict[str, Any]]]:
+    """A ``FaustBus`` over a fake app: what it sends to a partition, and to the DLQ."""
+    sent: list[tuple[Any, ...]] = []
+    dead: list[dict[str, Any]] = []
+
+    async def ack() -> None:
+        return None
+
+    class Producer:
+        async def send(self, *args: Any) -> Any:
+            sent.append(args)
+            return ack()
+
+    class Topic:
+        async def send(self, **kwargs: Any) -> Any:
+            dead.append(kwargs)
+            return ack()
+
+    app = SimpleNamespace(producer=Producer(), topic=lambda name, **kw: Topic())
+    settings = dataclasses.replace(CommonSettings(**CommonSettings.common_from_env()),
+                                   max_message_bytes=max_message_bytes)
+    return FaustBus(app, settings), sent, dead
+
+
+async def test_a_move_that_would_not_fit_goes_to_the_dlq_with_the_reason() -> None:
+    """A record just under the size limit fits where it was but not with ``moved-from``:
+    the producer would refuse it (``MessageSizeTooLargeError``), failing every batch."""
+    move = homing.Move(submission(partition=1, offset=7), home=0)
+    record = move.record
+    limit = record_bytes(record.key, record.value, move.headers()) - 1
+    assert record_bytes(record.key, record.value, record.headers) <= limit
+    bus, sent, dead = faust_bus(limit)
+    await homing.carry_out(bus, [move])
+    assert sent == [], "not re-produced"
+    [letter] = dead
+    reason = dict(letter["headers"])["reason"].decode()
+    assert reason.startswith(f"{TOPICS.submissions}[1] holds a record of workflow '{WF}'"), reason
+    assert reason.endswith(f"it cannot be moved there: with its moved-from header it is "
+                           f"{limit + 1} bytes, over HEADWATER_MAX_MESSAGE_BYTES ({limit})")
+    assert letter["key"] == WF.encode()
+
+
+async def test_a_move_that_fits_is_sent_beside_one_that_does_not() -> None:
+    small = homing.Move(json_signal(partition=5, offset=9), home=0)
+    big = homing.Move(submission(partition=1, offset=7, spec={**SPEC, "pad": "x" * 5000}),
+                      home=0)
+    bus, sent, dead = faust_bus(record_bytes(big.record.key, big.record.value,
+                                             big.record.headers))
+    await homing.carry_out(bus, [big, small])
+    assert [s[3] for s in sent] == [0] and sent[0][2] == small.record.value
+    [letter] = dead  # without its value: with the DLQ's headers it would not fit either
+    assert dict(letter["headers"])["source-offset"] == b"7" and letter["key"] == WF.encode()
+
+
+async def test_each_move_is_logged_as_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """The coordinator logs at WARNING by default: a producer partitioning by another hash
+    is worth seeing."""
+    bus, _, _ = faust_bus(16 << 20)
+    with caplog.at_level(logging.WARNING, logger="services.coordinator.homing"):
+        await homing.carry_out(bus, [homing.Move(json_signal(partition=5, offset=9), home=2)])
+    [line] = [r for r in caplog.records if r.name.endswith("homing")]
+    assert line.levelno == logging.WARNING
+    assert line.getMessage().startswith(f"moved {TOPICS.control}/5/9 (key '{WF}')")

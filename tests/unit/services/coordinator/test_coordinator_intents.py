@@ -100,3 +100,20 @@ def test_an_unreadable_slot_is_reported_with_its_raw_entries_and_can_be_cleared(
     assert unreadable[3].head == table.data[intent_key(3)]
     intent_log.clear([3])
     assert not any(intent_partition(k) == 3 for k in table.data)
+
+
+def test_an_intent_carries_deletes_and_one_written_before_them_still_reads() -> None:
+    deleting = Intent(entries=[(table_entry_key("wf-1", "fire[3]"), None),
+                               (table_entry_key("wf-1"), b'{"seq": 9}')])
+    log = IntentLog(Entries())
+    log.record({2: deleting, 3: INTENT})
+    found, unreadable = log.pending([2, 3])
+    assert found == {2: deleting, 3: INTENT} and not unreadable
+    old = Entries()  # layout 1: values were never null, and its head names v 1
+    buf = intents.io.BytesIO()
+    intents.fastavro.schemaless_writer(buf, intents._SCHEMAS[1], {
+        "entries": [{"key": k, "value": v} for k, v in INTENT.entries],
+        "records": [{"topic": r.topic, "key": r.key, "value": r.value} for r in INTENT.records]})
+    old.data[intent_key(4, 0)] = intents.zlib.compress(buf.getvalue())
+    old.data[intent_key(4)] = b'{"v": 1, "chunks": 1}'
+    assert IntentLog(old).pending([4]) == ({4: INTENT}, {})

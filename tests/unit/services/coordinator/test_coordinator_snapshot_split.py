@@ -35,7 +35,12 @@ def write(table: dict[str, bytes], result: Step) -> set[str]:
     assert state is not None
     parts = touched_parts(result.events, state)
     for part in parts:
-        table[part] = dump_definition(state) if part == DEFINITION else dump_task(state, part)
+        if part == DEFINITION:
+            table[part] = dump_definition(state)
+        elif part in state.tasks:
+            table[part] = dump_task(state, part)
+        else:  # a schedule's run that ended: its entry is deleted
+            table.pop(part, None)
     table[""] = dump_header(state)
     return parts
 

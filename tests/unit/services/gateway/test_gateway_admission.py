@@ -1,5 +1,6 @@
 """Admission of submissions (``services.gateway.admission``): queue placement, 400 for a
-task no live worker serves, 429 for a full queue; and the worker registry's liveness."""
+task no live worker serves (nor one did within the horizon), 429 for a full queue; and
+the worker registry's liveness and horizon."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def test_a_node_without_queue_goes_where_its_task_is_served() -> None:
     assert spec["nodes"][0] == {"id": "e", "task": "embed"}  # the spec given is unchanged
     assert [(n.task, n.queue) for n in needs] == [
         ("embed", "gpu"), ("shared", "cpu"), ("nobody", "cpu"), ("fetch", "gpu")]
+
+
+def test_a_schedules_runs_are_placed_but_not_admitted() -> None:
+    runs = _spec({"id": "in", "task": "fetch"}, {"id": "x", "task": "nobody"})
+    spec = _spec({"id": "fire", "kind": "schedule", "cron": "* * * * *", "workflow": runs})
+    placed, needs = place(spec, SERVING)
+    assert [n.get("queue") for n in placed["nodes"][0]["workflow"]["nodes"]] == ["io", None]
+    assert needs == []  # nothing is refused now for what runs later
 
 
 def test_placement_reaches_maps_loops_and_inline_children() -> None:
@@ -150,6 +159,88 @@ def test_a_registry_that_lost_kafka_trusts_nothing_and_keeps_its_last_view() -> 
     assert registry.serving(now_ms() + 60_000) == {"gpu": {"embed"}}  # as of then
     registry._mark_fresh()
     assert registry.serving(now_ms() + 60_000) == {}
+
+
+# -- the horizon: a task lately served is not refused ---------------------------------------
+
+
+def _age(registry: WorkerRegistry, ms: int) -> None:
+    """Move everything the registry heard ``ms`` into the past (time passes)."""
+    registry.heard = {k: replace(h, heard_at_ms=h.heard_at_ms - ms)
+                      for k, h in registry.heard.items()}
+    registry.last_served = {k: at - ms for k, at in registry.last_served.items()}
+
+
+def _stop(registry: WorkerRegistry, record: WorkerAnnounced) -> None:
+    """What a worker stopped with SIGTERM sends: a stopping record, then a tombstone."""
+    registry.take(_consumed(record.worker_id, encode_announcement(
+        replace(record, stopping=True))), following=True)
+    registry.take(_consumed(record.worker_id, None), following=True)
+
+
+def test_a_task_counts_as_served_for_the_horizon_after_its_last_worker_went() -> None:
+    gpu = _record("w1", "gpu", ("embed",))
+    registry = _registry(gpu, _record("w2", "cpu", ("a",)))
+    registry.unserved_after_s = 60.0
+    assert registry.serving_lately() == {"gpu": {"embed"}, "cpu": {"a"}}  # served: live
+    registry.take(_consumed("w1", encode_announcement(replace(gpu, stopping=True))),
+                  following=True)
+    assert registry.serving() == {"cpu": {"a"}}  # stopping: not live at once
+    assert registry.serving_lately() == {"gpu": {"embed"}, "cpu": {"a"}}
+    registry.take(_consumed("w1", None), following=True)  # the tombstone
+    assert registry.queues() == {"cpu"}
+    assert registry.serving_lately() == {"gpu": {"embed"}, "cpu": {"a"}}
+    _age(registry, 59_000)
+    assert registry.serving_lately() == {"gpu": {"embed"}, "cpu": {"a"}}
+    _age(registry, 1_000)  # the horizon passed (w2 went silent too)
+    assert registry.serving_lately() == {} and registry.last_served == {}
+
+
+def test_a_silent_worker_counts_until_the_horizon_from_when_it_was_last_heard() -> None:
+    registry = _registry(_record("w1", "gpu", ("embed",)))  # then SIGKILLed: silence
+    registry.unserved_after_s = 5.0
+    assert registry.serving(now_ms() + 3 * 200) == {}  # not live after 3 intervals
+    assert registry.serving_lately(now_ms() + 4_900) == {"gpu": {"embed"}}
+    assert registry.serving_lately(now_ms() + 5_100) == {}
+
+
+def test_a_record_of_the_catch_up_was_served_when_it_says() -> None:
+    registry = _registry()
+    old = _record("dead", "gpu", ("embed",), at_ms=now_ms() - 61_000)
+    registry.take(_consumed("dead", encode_announcement(old)), following=False)
+    assert registry.serving_lately() == {}
+    recent = _record("gone", "io", ("fetch",), at_ms=now_ms() - 30_000, stopping=True)
+    registry.take(_consumed("gone", encode_announcement(recent)), following=False)
+    assert registry.serving_lately() == {"io": {"fetch"}}
+
+
+async def test_admission_waits_for_the_horizon_before_refusing_a_restarting_queue() -> None:
+    gpu = _record("w1", "gpu", ("embed",))
+    registry = _registry(gpu, _record("w2", "cpu", ("a",)))
+    admission = Admission(registry, FakeFigures({}), {})  # type: ignore[arg-type]
+    pinned = _spec({"id": "e", "task": "embed", "queue": "gpu"})
+    free = _spec({"id": "e", "task": "embed"})
+    _stop(registry, gpu)  # a rolling restart: the only gpu worker stopped
+    assert await admission.admit(pinned, False) == pinned
+    assert (await admission.admit(free, False))["nodes"][0]["queue"] == "gpu"
+    _age(registry, 61_000)  # no worker came back within the horizon
+    for spec in (pinned, free):
+        with pytest.raises(Problem) as refused:
+            await admission.admit(spec, False)
+        assert refused.value.status == 400 and "no live worker" in refused.value.detail
+    registry.take(_consumed("w3", encode_announcement(_record("w3", "gpu", ("embed",)))),
+                  following=True)  # the new one announces
+    assert await admission.admit(pinned, False) == pinned
+
+
+def test_the_horizon_is_a_gateway_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.gateway.settings import Settings
+
+    assert WorkerRegistry(CommonSettings(), 0.0).unserved_after_s == 60.0
+    assert Settings.from_env().unserved_after_s == 60.0
+    monkeypatch.setenv("HEADWATER_UNSERVED_AFTER_S", "2.5")
+    assert Settings.from_env().unserved_after_s == 2.5
+    assert WorkerRegistry(CommonSettings(), 0.0, 7.0).unserved_after_s == 7.0
 
 
 # -- admission -----------------------------------------------------------------------------

@@ -68,6 +68,10 @@ def test_another_origin_gets_no_header_and_a_refused_preflight() -> None:
     assert "access-control-allow-origin" not in simple.headers
     assert preflight.status_code == 400 and "access-control-allow-origin" not in \
         preflight.headers
+    assert preflight.headers["content-type"] == "application/problem+json"
+    doc = preflight.json()
+    assert (doc["status"], doc["refused"]) == (400, ["origin"]), doc
+    assert "http://evil.example" in doc["detail"]
 
 
 def test_any_origin_with_a_star() -> None:
@@ -90,3 +94,15 @@ def test_origins_are_parsed(text: str, origins: tuple[str, ...]) -> None:
 def test_a_bad_origin_names_the_variable_and_the_entry(bad: str) -> None:
     with pytest.raises(ValueError, match=r"HEADWATER_CORS_ORIGINS: .* is not an origin"):
         parse_origins(f"http://ok.example,{bad}")
+
+
+def test_a_preflight_asking_a_method_or_header_not_allowed_names_it() -> None:
+    settings = dataclasses.replace(UNREACHABLE, cors_origins=(PAGE,))
+    with gateway(settings) as gw:
+        preflight = gw.client.options("/health", headers={
+            **PREFLIGHT, "Access-Control-Request-Method": "PATCH",
+            "Access-Control-Request-Headers": "x-secret"})
+    assert preflight.status_code == 400
+    assert preflight.headers["content-type"] == "application/problem+json"
+    assert preflight.json()["refused"] == ["method", "headers"]
+    assert preflight.headers["access-control-allow-origin"] == PAGE

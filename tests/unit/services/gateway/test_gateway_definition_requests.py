@@ -35,6 +35,20 @@ def test_a_bad_put_is_422_naming_each_fault(gw: Gateway, name: str, body: dict[s
     assert producer.sent == []
 
 
+@pytest.mark.parametrize("body", [
+    b'{"name": "x", "nodes": [{"id": "a", "task": "t", "input": {"n": 12345678901234567890123}}]}',
+    b'{"workflow": {"name": "x", "nodes": [{"id": "a", "task": "t", "input": {"n": '
+    b'12345678901234567890123}}]}}',
+])
+def test_a_spec_integer_beyond_64_bits_is_422_naming_it(gw: Gateway, body: bytes) -> None:
+    producer = FakeProducer()
+    gw.connect(FakePool(), producer)
+    doc = assert_problem(gw.client.put("/v1/definitions/ok", content=body), 422)
+    assert doc["errors"] == ["workflow.nodes[0].input.n: integer outside the signed 64-bit "
+                             "range"], doc
+    assert producer.sent == []
+
+
 def test_a_body_that_is_not_json_is_422(gw: Gateway) -> None:
     gw.connect(FakePool())
     assert_problem(gw.client.put("/v1/definitions/ok", content=b"{nope"), 422)

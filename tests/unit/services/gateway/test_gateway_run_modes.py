@@ -4,9 +4,12 @@ RFC 7240 ``Prefer`` header, ``Accept``, and the wait's cap; and its answers to a
 
 from __future__ import annotations
 
-import pytest
-from gateway_harness import FakePool, Gateway
+from typing import Any
 
+import pytest
+from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
+
+from services.gateway import run_api
 from services.gateway.awaiting import (
     Mode,
     Preferences,
@@ -14,6 +17,8 @@ from services.gateway.awaiting import (
     parse_prefer,
     wait_seconds,
 )
+from services.gateway.models import SubmitRequest
+from services.gateway.problems import Problem
 
 
 @pytest.mark.parametrize(("headers", "expected"), [
@@ -29,7 +34,7 @@ def test_prefer_is_read_as_rfc_7240_says(headers: list[str], expected: Preferenc
 
 def test_the_mode_and_the_wait() -> None:
     assert choose_mode(Preferences(True), "text/event-stream") is Mode.ASYNC
-    assert choose_mode(Preferences(), "application/json, text/event-stream;q=0.9") \
+    assert choose_mode(Preferences(), "application/json;q=0.9, text/event-stream") \
         is Mode.STREAM
     assert choose_mode(Preferences(), "*/*") is Mode.SYNC
     assert wait_seconds(None, Preferences(), 60) == 60
@@ -53,3 +58,59 @@ def test_a_body_that_is_not_json_is_422(gw: Gateway) -> None:
     response = gw.client.post("/v1/run/docs", content=b"{nope")
     assert response.status_code == 422
     assert "must be JSON" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(("body", "path"), [
+    (b"12345678901234567890123", "input: integer outside the signed 64-bit range"),
+    (b'{"a": [1, -99999999999999999999]}', "input.a[1]: integer outside"),
+    (b'{"a": "x\\u0000"}', "input.a: contains U+0000"),
+])
+def test_an_input_postgresql_or_kafka_cannot_hold_is_422_naming_it(
+        gw: Gateway, body: bytes, path: str) -> None:
+    producer = FakeProducer()
+    gw.connect(FakePool(), producer)
+    doc = assert_problem(gw.client.post("/v1/run/docs", content=body), 422)
+    assert any(e.startswith(path) for e in doc["errors"]), doc
+    assert producer.sent == []
+
+
+@pytest.mark.parametrize(("accept", "mode"), [
+    ("text/event-stream;q=0", Mode.SYNC),
+    ("text/event-stream; q=0.0", Mode.SYNC),
+    ("application/json, text/event-stream;q=0.1", Mode.SYNC),
+    ("application/json;q=0.5, text/event-stream", Mode.STREAM),
+    ("text/event-stream;q=0.5, application/json;q=0.2", Mode.STREAM),
+    ("*/*;q=0.9, text/event-stream", Mode.STREAM),
+    ("text/*", Mode.SYNC),
+    ("text/event-stream;q=bogus", Mode.STREAM),  # a malformed weight counts as 1
+    ("", Mode.SYNC),
+])
+def test_accept_weights_are_read_as_rfc_9110_says(accept: str, mode: Mode) -> None:
+    assert choose_mode(Preferences(), accept) is mode
+
+
+def test_a_run_without_a_name_is_a_problem_naming_it(gw: Gateway) -> None:
+    gw.connect(FakePool())
+    for method, path in [("POST", "/v1/run/"), ("PUT", "/v1/definitions/"),
+                         ("DELETE", "/v1/definitions/")]:
+        response = gw.client.request(method, path, content=b"{}", follow_redirects=False)
+        doc = assert_problem(response, 422)
+        assert "name" in doc["detail"], doc
+
+
+@pytest.mark.parametrize(("query", "expected"), [("", False), ("?queue_anyway=true", True),
+                                                 ("?queue_anyway=false", False)])
+def test_queue_anyway_reaches_the_submission(gw: Gateway, monkeypatch: pytest.MonkeyPatch,
+                                             query: str, expected: bool) -> None:
+    seen: list[SubmitRequest] = []
+
+    async def refuse(pool: Any, producer: Any, topics: Any, request: SubmitRequest,
+                     timeout_s: float) -> Any:
+        seen.append(request)
+        raise Problem(400, "No live worker", "stop here")
+
+    monkeypatch.setattr(run_api, "submit", refuse)
+    gw.connect(FakePool())
+    assert_problem(gw.client.post(f"/v1/run/docs{query}", content=b"{}"), 400)
+    assert [r.queue_anyway for r in seen] == [expected]
+    assert_problem(gw.client.post("/v1/run/docs?queue_anyway=maybe", content=b"{}"), 422)

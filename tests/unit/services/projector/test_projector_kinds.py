@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from headwater.core import events as ev
 from headwater.core import kind_events
 from services.projector import kinds as k
+from services.projector import schedules as sc
 from services.projector import statements as st
 from services.projector.writer import STATEMENTS, plan
 
@@ -29,13 +30,16 @@ HISTORY_KINDS = [cls for cls in typing.get_args(ev.Body) if cls.__module__ == ki
 
 
 def test_every_history_event_of_the_kinds_writes_more_than_its_event_row() -> None:
-    assert len(HISTORY_KINDS) == 8
+    assert len(HISTORY_KINDS) == 12
     samples: list[ev.Body] = [
         ev.ParentLinked(WF, "p", "c", None, 1, T), ev.WaitStarted(WF, "w", None, "go", T),
         ev.SignalSent(WF, "go", T), ev.SignalConsumed(WF, "w", None, "go", "s1", T),
         ev.SignalDiscarded(WF, "go", None, "s2", T, "ended"),
         ev.SleepStarted(WF, "z", T, T + 5000), ev.ConditionEvaluated(WF, "n", T, False),
-        ev.LoopStepDecided(WF, "agent", 0, T, tool="search", input={"q": 1})]
+        ev.LoopStepDecided(WF, "agent", 0, T, tool="search", input={"q": 1}),
+        ev.ScheduleArmed(WF, "fire", T, T + 2000),
+        ev.ScheduleFired(WF, "fire", T, T, "started", f"{WF}:fire.0:1"),
+        ev.SchedulePaused(WF, "fire", T), ev.ScheduleResumed(WF, "fire", T)]
     assert {type(b) for b in samples} == set(HISTORY_KINDS)
     for body in samples:
         written = sqls(body)
@@ -97,7 +101,7 @@ def test_a_node_end_and_a_workflow_end_close_open_waits() -> None:
     for end in (ev.WorkflowSucceeded(WF, T, 1), ev.WorkflowFailed(WF, T, "x"),
                 ev.WorkflowCancelled(WF, T, "asked")):
         assert args_of(end, k.CLOSE_OPEN_WAITS) == (WF, 5, AT)
-        assert sqls(end)[-1] == k.CLOSE_OPEN_WAITS
+        assert sqls(end)[-2:] == [k.CLOSE_OPEN_WAITS, sc.SCHEDULE_ENDED]  # a schedule's row
 
 
 def test_a_sleep_runs_its_node_until_its_wake_up() -> None:

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from headwater import codec
+from headwater import codec, workers
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.worker.announce import (
@@ -47,12 +47,27 @@ def test_header_is_the_crc64_fingerprint_of_the_schema_file() -> None:
     assert encode_announcement(RECORD)[:codec.HEADER_SIZE] == expected
 
 
-@pytest.mark.parametrize("data", [
-    b"", b"garbage", codec.encode(ev.TimerFired("wf", "t", AT)),
-    encode_announcement(RECORD)[:-3], encode_announcement(RECORD) + b"\x00"])
-def test_decode_refuses_what_is_not_an_announcement(data: bytes) -> None:
-    with pytest.raises(DecodeError):
+def test_the_record_is_headwaters_and_the_codecs() -> None:
+    assert WorkerAnnounced is workers.WorkerAnnounced
+    assert encode_announcement(RECORD) == codec.encode(RECORD)
+    assert codec.decode(encode_announcement(RECORD)) == RECORD
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"", "no C3 01 marker"), (b"garbage", "no C3 01 marker"),
+    (codec.encode(ev.TimerFired("wf", "t", AT)), "a TimerFired record, not a WorkerAnnounced"),
+    (codec.fingerprint_header("DefinitionHead") + b"\x00",
+     "a DefinitionHead record, not a WorkerAnnounced"),
+    (encode_announcement(RECORD)[:-3], "bad WorkerAnnounced body"),
+    (encode_announcement(RECORD) + b"\x00", "1 trailing bytes after WorkerAnnounced")])
+def test_decode_refuses_what_is_not_an_announcement(data: bytes, message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
         decode_announcement(data)
+
+
+def test_a_field_beyond_an_avro_int_does_not_encode() -> None:
+    with pytest.raises(ValueError, match="pid: 4294967296 is beyond an Avro int"):
+        encode_announcement(replace(RECORD, pid=2**32))
 
 
 def test_a_body_from_another_avro_writer_decodes_and_a_truncated_one_is_refused() -> None:

@@ -1,0 +1,179 @@
+"""The ``schedule`` node kind: run a workflow at each fire time of a cron expression.
+
+A schedule is a workflow of this one node (``spec_schedule``). It starts by arming its
+first fire time, the first after ``start_at`` (default: the workflow's acceptance):
+``ScheduleArmed(fire_ms)``, which puts the timer ``schedule:<node>`` in ``state.timers``
+(the coordinator arms it like a sleep's). When the timer fires at ``t`` (the
+coordinator's time), the fire times due are those from the armed one to ``t``, at most
+the latest ``catchup_max + 1`` (``spec_schedule.due_fire_times``). A due time later than
+``misfire_grace`` at ``t`` is *missed*; the others are on time and run. Of the missed
+ones, ``catchup: none`` runs none, ``latest`` the latest when no due time is on time,
+``all`` the latest ``catchup_max``. Each due time records ``ScheduleFired(fire_ms,
+outcome)``, oldest first: ``skipped_missed``, ``skipped_paused`` (while paused),
+``skipped_overlap`` (``overlap: skip`` with a run still running), or ``started``; then
+the next fire time after ``t`` is armed.
+
+A started fire is an attempt of the node, as a ``workflow`` node's child is: task index
+k (the k-th run started, from 0: the node's ``next_index``), attempt 1, never retried;
+``TaskDispatched(task="workflow")`` becomes the child's submission with the id
+``<workflow id>:<node>.<k>:1`` (``ids.child_id``), which is in ``ScheduleFired.run_id``.
+The history fixes k for each fire time, so whatever crashes, a fire time runs once.
+``overlap: cancel_previous`` cancels the running runs first (``TaskCancelled``, which
+cancels the child); ``allow`` starts beside them. A run's end changes nothing of the
+schedule: the node never finishes, and the workflow runs until it is cancelled.
+
+Cancelling the schedule workflow (deleting the schedule) ends it, cancelling its
+attempts in its history as any workflow's end does; but those cancels do not cascade to
+the runs (``cancels_run``): a run started goes on to its own end.
+
+Signals ``pause`` and ``resume`` (no fields) record ``SchedulePaused`` and
+``ScheduleResumed``; a resume arms the next fire time after now (paused time is not
+caught up). A repeated ``signal_id`` changes nothing; a pause while paused (a resume
+while running) records nothing.
+"""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.ids import child_id
+from headwater.core.machine import dispatch
+from headwater.core.machine import wait as wait_kind
+from headwater.core.machine.recorder import Recorder
+from headwater.core.signals import signal_fault
+from headwater.core.spec import NodeSpec
+from headwater.core.spec_schedule import (
+    PAUSE_SIGNAL,
+    ScheduleSpec,
+    due_fire_times,
+    instant_text,
+    next_fire_ms,
+)
+from headwater.core.state import WorkflowState
+
+STARTED = "started"
+SKIPPED_OVERLAP = "skipped_overlap"
+SKIPPED_MISSED = "skipped_missed"
+SKIPPED_PAUSED = "skipped_paused"
+OUTCOMES = (STARTED, SKIPPED_OVERLAP, SKIPPED_MISSED, SKIPPED_PAUSED)
+"""The outcomes of a fire time (``ScheduleFired.outcome``)."""
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Arm the first fire time after ``start_at`` (or after now)."""
+    assert spec.schedule is not None
+    after = spec.schedule.start_at_ms
+    _arm(rec, spec, rec.at_ms if after is None else after)
+
+
+def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
+    """A run succeeded: the schedule goes on as before."""
+
+
+def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
+    """A run failed or was cancelled: the schedule goes on as before (never failing)."""
+
+
+def fired(rec: Recorder, spec: NodeSpec) -> None:
+    """The node's timer fired (``TimerFired`` recorded, at ``rec.at_ms``): record each
+    due fire time's outcome, start the runs, arm the next fire time."""
+    assert spec.schedule is not None
+    node = rec.current.nodes[spec.id]
+    if node.next_fire_ms is None:
+        return
+    due = due_fire_times(spec.schedule, node.next_fire_ms, rec.at_ms)
+    paused = node.paused
+    for fire_ms, runs in plan(spec.schedule, due, rec.at_ms):
+        if paused:
+            _skipped(rec, spec, fire_ms, SKIPPED_PAUSED)
+        elif not runs:
+            _skipped(rec, spec, fire_ms, SKIPPED_MISSED)
+        else:
+            _fire(rec, spec, fire_ms)
+    _arm(rec, spec, max([rec.at_ms, *due]))
+
+
+def plan(spec: ScheduleSpec, due: list[int], now_ms: int) -> list[tuple[int, bool]]:
+    """``(fire time, runs)`` for each due fire time (oldest first), by the catch-up
+    policy: on time (at most ``misfire_grace`` before ``now_ms``) runs; of the missed,
+    ``none`` runs none, ``latest`` the latest if none is on time, ``all`` the latest
+    ``catchup_max``."""
+    grace_ms = round(spec.misfire_grace * 1000)
+    missed = [f for f in due if now_ms - f > grace_ms]
+    on_time = due[len(missed):]
+    caught: list[int] = []
+    if spec.catchup == "all":
+        caught = missed[-spec.catchup_max:]
+    elif spec.catchup == "latest" and not on_time:
+        caught = missed[-1:]
+    runs = set(caught) | set(on_time)
+    return [(f, f in runs) for f in due]
+
+
+def _fire(rec: Recorder, spec: NodeSpec, fire_ms: int) -> None:
+    """Start the run of ``fire_ms``, as the overlap policy says."""
+    assert spec.schedule is not None
+    state = rec.current
+    running = [t for t in state.tasks.values() if t.node == spec.id and t.status.live]
+    if running and spec.schedule.overlap == "skip":
+        _skipped(rec, spec, fire_ms, SKIPPED_OVERLAP)
+        return
+    if spec.schedule.overlap == "cancel_previous":
+        why = (f"schedule {spec.id}: the run of {instant_text(fire_ms)} replaces it "
+               "(overlap: cancel_previous)")
+        for t in running:
+            rec.record(ev.TaskCancelled(state.workflow_id, spec.id, t.index, t.attempt,
+                                        rec.at_ms, why))
+    k = rec.current.nodes[spec.id].next_index
+    rec.record(ev.ScheduleFired(state.workflow_id, spec.id, rec.at_ms, fire_ms, STARTED,
+                                child_id(state.workflow_id, spec.id, k, 1)))
+    dispatch.dispatch(rec, spec, k, 1)
+
+
+def _skipped(rec: Recorder, spec: NodeSpec, fire_ms: int, outcome: str) -> None:
+    rec.record(ev.ScheduleFired(rec.current.workflow_id, spec.id, rec.at_ms, fire_ms, outcome))
+
+
+def _arm(rec: Recorder, spec: NodeSpec, after_ms: int) -> None:
+    """Arm the first fire time after ``after_ms`` (none if the expression has none)."""
+    assert spec.schedule is not None
+    fire_ms = next_fire_ms(spec.schedule, after_ms)
+    if fire_ms is not None:
+        rec.record(ev.ScheduleArmed(rec.current.workflow_id, spec.id, rec.at_ms, fire_ms))
+
+
+def schedule_node(state: WorkflowState) -> NodeSpec | None:
+    """The workflow's schedule node, or None (for an invalid spec too)."""
+    if state.spec_error:
+        return None
+    return next((n for n in state.spec.nodes if n.schedule is not None), None)
+
+
+def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> None:
+    """A signal for a schedule workflow: ``pause`` or ``resume``; any other (or one with
+    fields, or an index) is discarded with its fault, as a wait's would be."""
+    spec = schedule_node(state)
+    if spec is None or signal_fault(state, signal) is not None:
+        wait_kind.signal_sent(rec, state, signal)
+        return
+    if signal.signal_id and signal.signal_id in state.signal_ids:
+        return  # the same signal again
+    node = state.nodes[spec.id]
+    if signal.name == PAUSE_SIGNAL:
+        if not node.paused:
+            rec.record(ev.SchedulePaused(state.workflow_id, spec.id, rec.at_ms,
+                                         signal.signal_id))
+    elif node.paused:
+        rec.record(ev.ScheduleResumed(state.workflow_id, spec.id, rec.at_ms, signal.signal_id))
+        _arm(rec, spec, rec.at_ms)
+
+
+def cancels_run(state: WorkflowState | None, body: ev.TaskCancelled) -> bool:
+    """Whether a cancelled attempt cancels its child workflow: yes, except the runs of a
+    schedule whose workflow has ended (deleted): those go on to their own end. A run
+    cancelled by ``overlap: cancel_previous`` (the schedule still running) is cancelled."""
+    if state is None or not state.status.terminal or state.spec_error:
+        return True
+    try:
+        return state.spec.node(body.node).schedule is None
+    except KeyError:
+        return True

@@ -1,0 +1,54 @@
+"""The worker's settings refuse what would make it spin or loop for ever: an announce
+interval outside [0.1, 60] s (or not a finite number: beyond 60 s liveness, which counts
+3 intervals of at most 60 s, would lapse between announcements) and a queue name a Kafka
+topic cannot carry."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from services.worker.announce import Announcer
+from services.worker.settings import Settings
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "0.05", "inf", "-inf", "nan", "1e7", "60.5", "3600"])
+def test_an_announce_interval_out_of_range_is_refused(raw: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_ANNOUNCE_S", raw)
+    with pytest.raises(ValueError, match=r"HEADWATER_ANNOUNCE_S must be a number of seconds "
+                                         r"from 0\.1 to 60, got"):
+        Settings.from_env()
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("0.1", 0.1), ("5", 5.0), ("60", 60.0)])
+def test_an_announce_interval_in_range_is_taken(raw: str, seconds: float,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_ANNOUNCE_S", raw)
+    assert Settings.from_env().announce_s == seconds
+
+
+@pytest.mark.parametrize("queue", ["a/b", "", "a b", "q" * 65, "tâche", "a.b"])
+def test_a_queue_name_a_topic_cannot_carry_is_refused(queue: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_QUEUE", queue)
+    with pytest.raises(ValueError, match="HEADWATER_QUEUE"):
+        Settings.from_env()
+    monkeypatch.delenv("HEADWATER_QUEUE")
+    if queue:
+        with pytest.raises(ValueError, match="--queue"):
+            Settings.from_env(queue=queue)
+
+
+@pytest.mark.parametrize("queue", ["cpu", "gpu-big_2", "q" * 64])
+def test_a_good_queue_name_is_taken(queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_QUEUE", queue)
+    assert Settings.from_env().queue == queue
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, float("inf"), float("nan")])
+def test_the_announcer_refuses_an_interval_that_would_spin_or_crash(seconds: float) -> None:
+    settings = dataclasses.replace(Settings(**Settings.common_from_env()), announce_s=seconds)
+    with pytest.raises(ValueError, match="announce_s must be a positive number of seconds"):
+        Announcer(settings, ["t"], lambda: 0)
