@@ -4,7 +4,9 @@ the events topic at any time (docs/architecture.md §1)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import asyncpg
 import orjson
@@ -244,3 +246,28 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) ->
         await conn.execute(SCHEMA)
         await conn.execute(DEFINITIONS_SCHEMA)
     return pool
+
+
+@contextlib.asynccontextmanager
+async def name_locked(pool: asyncpg.Pool, lock_class: int,
+                      name: str) -> AsyncIterator[asyncpg.Connection]:
+    """One connection of ``pool`` holding the session advisory lock ``(lock_class,
+    hashtext(name))`` (PostgreSQL's two-key ``pg_advisory_lock``) while the block runs:
+    writers of one name take turns, across gateways.
+
+    Args:
+        pool: the projection's pool.
+        lock_class: the lock's first key, one per kind of name (``7420002``
+            definitions, ``7420003`` schedules; ``7420001`` is the schema's).
+        name: the name whose writes are serialised.
+    """
+    async with pool.acquire() as conn:
+        await conn.execute("select pg_advisory_lock($1, hashtext($2))", lock_class, name)
+        try:
+            yield conn
+        finally:
+            # A broken connection loses its session locks with it (and asyncpg's reset on
+            # release unlocks every advisory lock anyway).
+            if not conn.is_closed():
+                await conn.execute("select pg_advisory_unlock($1, hashtext($2))",
+                                   lock_class, name)

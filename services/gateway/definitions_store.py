@@ -31,6 +31,7 @@ from headwater.core.definitions import (
     stored_key,
 )
 from services.common.clock import now_ms
+from services.common.db import name_locked
 from services.common.kafka import AVRO_HEADERS
 from services.gateway import definition_records
 from services.gateway.problems import RETRY_AFTER_S, Problem
@@ -177,17 +178,9 @@ class Store:
 
     async def _locked(self, name: str, write: Callable[[_Writer], Awaitable[T]]) -> T:
         """``write(writer)`` holding the name's advisory lock on one connection."""
-        async with self.pool.acquire() as conn:
-            await conn.execute("select pg_advisory_lock($1, hashtext($2))", LOCK_CLASS, name)
-            try:
-                return await write(_Writer(conn, self.producer, self.topic,
-                                           self.produce_timeout_s))
-            finally:
-                # A broken connection loses its session locks with it (and asyncpg's reset
-                # on release unlocks every advisory lock anyway).
-                if not conn.is_closed():
-                    await conn.execute("select pg_advisory_unlock($1, hashtext($2))",
-                                       LOCK_CLASS, name)
+        async with name_locked(self.pool, LOCK_CLASS, name) as conn:
+            return await write(_Writer(conn, self.producer, self.topic,
+                                       self.produce_timeout_s))
 
     async def put(self, name: str, spec: Any, input_schema: Any) -> Registered:
         """Register a body (already validated) under ``name``.

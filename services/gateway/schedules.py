@@ -33,6 +33,7 @@ from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from headwater.topics import Topics
+from services.common.db import name_locked
 from services.gateway.body import require_storable
 from services.gateway.control import request_cancel
 from services.gateway.definitions import Resolved, check_input, inline_children, resolve
@@ -265,14 +266,8 @@ class Writer:
 
     async def _locked(self, name: str, write: Callable[[Any], Awaitable[T]]) -> T:
         """``write(conn)`` holding the name's advisory lock on one connection."""
-        async with self.pool.acquire() as conn:
-            await conn.execute("select pg_advisory_lock($1, hashtext($2))", LOCK_CLASS, name)
-            try:
-                return await write(conn)
-            finally:
-                if not conn.is_closed():  # a broken connection loses its locks with it
-                    await conn.execute("select pg_advisory_unlock($1, hashtext($2))",
-                                       LOCK_CLASS, name)
+        async with name_locked(self.pool, LOCK_CLASS, name) as conn:
+            return await write(conn)
 
     async def put(self, name: str, spec: dict[str, Any]) -> Applied:
         """Make ``spec`` the live generation of ``name``: the live one if it has the
