@@ -61,7 +61,8 @@ class HeadwaterHTTPError(HeadwaterError):
 
     Attributes:
         status: the HTTP status code.
-        type: the problem's ``type`` (``about:blank`` for the gateway's own).
+        type: the problem's ``type`` (``urn:headwater:problem:<slug>`` for the gateway's
+            own; ``about:blank`` when absent).
         title: the problem's ``title`` (the same for every problem of its kind).
         detail: the problem's ``detail`` (what went wrong this time), or "".
         body: the whole problem document (extension members such as ``errors``), or

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
-from services.gateway.problems import problem_response
+from services.gateway.problems import CORS_REFUSED, problem_response
 
 ALLOW_METHODS = ("GET", "POST", "PUT", "DELETE")
 """Methods of the API a page may call (preflight ``Access-Control-Allow-Methods``)."""
@@ -87,7 +87,7 @@ class ProblemCORSMiddleware(CORSMiddleware):
         headers = {k: v for k, v in answer.headers.items()
                    if k.lower() not in ("content-type", "content-length")}
         return problem_response(
-            answer.status_code, "CORS preflight refused",
+            CORS_REFUSED.status, CORS_REFUSED.title,
             f"this gateway does not allow the preflight's {refused} (origin "
             f"{request_headers.get('origin', '')!r}, method "
             f"{request_headers.get('access-control-request-method', '')!r}); see "

@@ -37,7 +37,17 @@ from services.gateway.openapi import (
     json_body,
     problems,
 )
-from services.gateway.problems import Problem
+from services.gateway.openapi_problems import READS, WRITES
+from services.gateway.problems import (
+    CONFLICT,
+    DEFINITION_DELETED,
+    INVALID_DEFINITION,
+    INVALID_DEFINITION_NAME,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    REQUEST_TOO_LARGE,
+    Problem,
+)
 from services.gateway.runtime import Runtime, accepting, runtime
 
 router = APIRouter()
@@ -113,7 +123,9 @@ async def _validate(request: Request, name: str, body: DefinitionRequest) -> Non
             responses={201: json_answer("a new version", DEFINITION_STORED_SCHEMA),
                        200: json_answer("the same body as the current version: that "
                                         "version, unchanged", DEFINITION_STORED_SCHEMA),
-                       **problems(409, 413, 422, 503, meanings={
+                       **problems(*WRITES, REQUEST_TOO_LARGE, INVALID_REQUEST,
+                                  INVALID_DEFINITION_NAME, INVALID_DEFINITION, CONFLICT,
+                                  meanings={
                            409: "the name has used every version number",
                            422: "an invalid name, spec or input_schema, naming every "
                                 "fault"})})
@@ -149,7 +161,7 @@ def missing_name(template: str) -> Problem:
 
 @router.get("/v1/definitions", responses={
     200: json_answer("the latest version of each definition not deleted, by name",
-                     DEFINITIONS_LIST_SCHEMA), **problems(422, 503)})
+                     DEFINITIONS_LIST_SCHEMA), **problems(*READS, INVALID_REQUEST)})
 async def get_definitions(request: Request,
                           limit: Annotated[int, Query(ge=1, le=500)] = 100,
                           cursor: str | None = None) -> Response:
@@ -169,7 +181,7 @@ async def get_definitions(request: Request,
 
 @router.get("/v1/definitions/{name}", responses={
     200: json_answer("one version of the definition", DEFINITION_SCHEMA),
-    **problems(404, 410, 422, 503, meanings={
+    **problems(*READS, NOT_FOUND, DEFINITION_DELETED, INVALID_REQUEST, meanings={
         **_NOT_FOUND, 410: "the definition is deleted (?version=N still reads a version)"})})
 async def get_definition(request: Request, name: DefinitionName,
                          version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
@@ -199,7 +211,7 @@ async def get_definition(request: Request, name: DefinitionName,
 
 @router.delete("/v1/definitions/{name}", status_code=204, responses={
     204: {"description": "deleted (or already deleted): no new runs; runs started go on"},
-    **problems(404, 503, meanings=_NOT_FOUND)})
+    **problems(*WRITES, NOT_FOUND, meanings=_NOT_FOUND)})
 async def delete_definition(request: Request, name: DefinitionName) -> Response:
     """Delete a definition: 204 (deleting it again too); new runs of it get 410, runs
     already started go on; its versions stay readable (``?version=N``); 404 unknown."""

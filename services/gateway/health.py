@@ -10,7 +10,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from services.common.kafka import BrokerUnreachable
-from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.openapi import problems
+from services.gateway.problems import DATABASE_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.runtime import Runtime, runtime
 
 router = APIRouter()
@@ -35,7 +36,7 @@ async def health() -> Response:
     return _ok("ok", pid=os.getpid())
 
 
-@router.get("/ready")
+@router.get("/ready", responses=problems(NOT_READY))
 async def ready(request: Request) -> Response:
     """Readiness: 503 until connected, while PostgreSQL or Kafka does not answer in
     time, and from SIGTERM on ("shutting down").

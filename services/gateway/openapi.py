@@ -1,6 +1,8 @@
 """What the OpenAPI document (``/openapi.json``) says beyond the route signatures: the
-request bodies, which the routes read themselves (``body.py``), the path's workflow id,
-and the problem documents of the error answers.
+request bodies, which the routes read themselves (``body.py``), and the path's workflow
+id. The error answers are ``openapi_problems``'s (``problems``, re-exported here for
+the routes); ``openapi_document`` completes the document with the answers' schemas and
+every example.
 
 The routes take the raw request (to bound the body before parsing it), so FastAPI cannot
 see their bodies; each route passes ``openapi_extra`` and ``responses`` from here. The
@@ -18,9 +20,12 @@ from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
 from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
+from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.models import MAX_INDEX
-from services.gateway.problems import PROBLEM_JSON
+from services.gateway.openapi_problems import problems
+
+__all__ = ["problems"]  # the routes' error answers, beside their bodies
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
 """Node ids (``headwater.core.spec``)."""
@@ -30,7 +35,6 @@ _SECONDS: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0, "maximum": 
 def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` or ``null``: a spec field whose ``null`` means absent (the default)."""
     return {"anyOf": [schema, {"type": "null"}]}
-
 
 
 RETRY_SCHEMA: dict[str, Any] = {
@@ -148,6 +152,13 @@ SPEC_SCHEMA: dict[str, Any] = {
         "timeout": _or_null(_SECONDS),
         "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
         "continue_on_error": _or_null({"type": "boolean"}),
+        "restart_on_failure": _or_null({
+            "type": "boolean", "description": "a lost attempt restarts the whole run "
+            "(idempotent workflows only; no wait or schedule nodes)"}),
+        "max_restarts": _or_null({"type": "integer", "minimum": 1,
+                                  "maximum": MAX_RESTARTS_LIMIT,
+                                  "description": "restarts allowed (default 3; only with "
+                                  "restart_on_failure)"}),
         "nodes": {"type": "array", "minItems": 1, "items": NODE_SCHEMA},
         "output": {"description": "a JSON template of the workflow's output"},
     },
@@ -178,14 +189,17 @@ SUBMIT_SCHEMA: dict[str, Any] = {
 """``POST /v1/workflows`` (``models.SubmitRequest``): a spec, or a definition's name."""
 
 SUBMIT_MEANINGS = {
+    404: "no such definition (or version of it)",
+    409: "the id is taken by another body (or is being submitted right now: retry)",
     400: "a task no live worker of its node's queue serves, nor one did within "
          "HEADWATER_UNSERVED_AFTER_S (the problem has task and queue; queue_anyway: true "
-         "queues it anyway); or U+0000 in the path or query",
+         "queues it anyway)",
     429: "a queue the workflow needs has a backlog at or over its maxdepth "
          "(HEADWATER_QUEUE_MAXDEPTH; the problem has queue, backlog and maxdepth; with "
          "Retry-After)",
 }
-"""What 400 and 429 mean for ``POST /v1/workflows`` (``admission``)."""
+"""What 404, 409, 400 and 429 mean for ``POST /v1/workflows`` (``submit``,
+``admission``)."""
 
 CANCEL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -217,51 +231,10 @@ SIGNAL_NAME_DOC: dict[str, Any] = {"pattern": NODE_ID_PATTERN,
 """The schema extras of the ``{name}`` path parameter of a signal (documented, not
 enforced: the workflow's spec says which names it takes)."""
 
-PROBLEM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["type", "title", "status"],
-    "properties": {
-        "type": {"type": "string"},
-        "title": {"type": "string"},
-        "status": {"type": "integer"},
-        "detail": {"type": "string"},
-        "instance": {"type": "string"},
-        "errors": {"type": "array", "items": {"type": "string"}},
-    },
-}
-"""An RFC 9457 problem document (``problems.problem_response``)."""
-
-_MEANINGS = {
-    400: "a malformed header, cursor or query",
-    404: "no such workflow",
-    409: "the id is taken by another body, or the workflow already finished",
-    413: "the body is too large",
-    422: "an invalid body or query, naming every fault",
-    503: "Kafka or PostgreSQL unavailable, still connecting, or shutting down "
-         "(with Retry-After)",
-}
-
 WORKFLOW_ID_DOC: dict[str, Any] = {"pattern": WORKFLOW_ID_PATTERN,
                                    "description": "a workflow id (any other is 404)"}
 """The schema extras of the ``{workflow_id}`` path parameter (documented, not enforced:
 an id of another form names no workflow)."""
-
-
-def problems(*statuses: int, meanings: dict[int, str] | None = None,
-             ) -> dict[int | str, dict[str, Any]]:
-    """The ``responses`` entries of error answers, for a route decorator.
-
-    Args:
-        statuses: HTTP status codes, each in ``_MEANINGS`` or ``meanings``.
-        meanings: what a status means for this route, where it differs from
-            ``_MEANINGS`` (e.g. ``{400: "no wait takes the signal"}``).
-
-    Returns:
-        ``{status: {"description", "content": {problem+json: schema}}}``.
-    """
-    described = {**_MEANINGS, **(meanings or {})}
-    return {s: {"description": described[s],
-                "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}} for s in statuses}
 
 
 def json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
@@ -309,10 +282,6 @@ DEFINITION_BODY_SCHEMA: dict[str, Any] = {
 DEFINITION_PUT_SCHEMA: dict[str, Any] = {
     "oneOf": [DEFINITION_BODY_SCHEMA, {**SPEC_SCHEMA, "description": "a bare spec: the "
                                        "same as {\"workflow\": <it>}"}],
-    "examples": [{"workflow": {"name": "greet", "nodes": [
-        {"id": "hello", "task": "examples.hello", "input": {"who": "${input.who}"}}]},
-        "input_schema": {"type": "object", "required": ["who"],
-                         "properties": {"who": {"type": "string"}}}}],
 }
 """The body of ``PUT /v1/definitions/{name}``: the spec and its input schema, or a bare
 spec."""

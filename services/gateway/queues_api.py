@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from services.gateway.openapi import problems
-from services.gateway.problems import RETRY_AFTER_S, Problem
+from services.gateway.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.queues import overview
 from services.gateway.runtime import runtime
 
@@ -26,7 +26,7 @@ QUEUES_EXAMPLE = {"queues": [{
     200: {"description": "every known queue (a worker announced it, or its tasks topic "
                          "exists), by name",
           "content": {"application/json": {"example": QUEUES_EXAMPLE}}},
-    **problems(503)})
+    **problems(NOT_READY, KAFKA_UNAVAILABLE)})
 async def get_queues(request: Request) -> Response:
     """Per queue: ``backlog`` (its workers' consumer group lag: dispatches not taken yet),
     ``in_flight`` (attempts its live workers run), ``live_workers`` and ``workers``

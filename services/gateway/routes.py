@@ -26,7 +26,16 @@ from services.gateway.openapi import (
     json_body,
     problems,
 )
-from services.gateway.problems import Problem
+from services.gateway.openapi_problems import BODY, READS, SIGNAL, SUBMISSION, WRITES
+from services.gateway.problems import (
+    BAD_CURSOR,
+    BAD_LAST_EVENT_ID,
+    CONFLICT,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    RECORD_TOO_LARGE,
+    Problem,
+)
 from services.gateway.runtime import accepting, runtime
 from services.gateway.stream import history_stream
 from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit
@@ -42,6 +51,7 @@ WorkflowId = Annotated[str, Path(json_schema_extra=WORKFLOW_ID_DOC)]
 """The ``{workflow_id}`` path parameter (its pattern documented, not enforced)."""
 SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
 """The ``{name}`` path parameter of a signal (its pattern documented, not enforced)."""
+_NO_WORKFLOW = {404: "no such workflow"}
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -51,8 +61,7 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 
 @router.post("/v1/workflows", status_code=202, openapi_extra=json_body(SUBMIT_SCHEMA),
              responses={200: {"description": "the same id and body again: the same run"},
-                        **problems(400, 409, 413, 422, 429, 503,
-                                   meanings=SUBMIT_MEANINGS)})
+                        **problems(*WRITES, *BODY, *SUBMISSION, meanings=SUBMIT_MEANINGS)})
 async def post_workflow(request: Request) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 400 (a task no live
     worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503."""
@@ -66,7 +75,8 @@ async def post_workflow(request: Request) -> Response:
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})
 
 
-@router.get("/v1/workflows/{workflow_id}", responses=problems(404, 503))
+@router.get("/v1/workflows/{workflow_id}",
+            responses=problems(*READS, NOT_FOUND, meanings=_NO_WORKFLOW))
 async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Status of one workflow; 404 when unknown. Besides nodes and tasks: ``parent`` and
     ``children`` (child workflows, both ways), ``waiting`` (open waits and their signal),
@@ -94,7 +104,7 @@ class ListQuery(BaseModel):
     cursor: str | None = None
 
 
-@router.get("/v1/workflows", responses=problems(400, 422, 503))
+@router.get("/v1/workflows", responses=problems(*READS, BAD_CURSOR, INVALID_REQUEST))
 async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
     """Workflows newest first, filtered by status, name, tenant, definition and creation
     time, cursor-paged; 400 for a bad cursor, 422 for a malformed parameter (named)."""
@@ -105,7 +115,8 @@ async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) 
 
 
 @router.get("/v1/workflows/{workflow_id}/events", response_class=EventSourceResponse,
-            responses={200: {"content": {"text/event-stream": {}}}, **problems(400, 404, 503)})
+            responses={200: {"content": {"text/event-stream": {}}},
+                       **problems(*READS, BAD_LAST_EVENT_ID, NOT_FOUND, meanings=_NO_WORKFLOW)})
 async def get_events(
     request: Request, workflow_id: WorkflowId,
     last_event_id: Annotated[str | None, Header(
@@ -134,7 +145,8 @@ async def get_events(
 
 @router.post("/v1/workflows/{workflow_id}/cancel", status_code=202,
              openapi_extra=json_body(CANCEL_SCHEMA, required=False),
-             responses=problems(404, 409, 413, 422, 503))
+             responses=problems(*WRITES, *BODY, NOT_FOUND, CONFLICT, meanings={
+                 **_NO_WORKFLOW, 409: "the workflow has already ended"}))
 async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Request cancellation: 202; 404 unknown; 409 already terminal; 503."""
     hw = accepting(request)
@@ -149,10 +161,8 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
 
 @router.post("/v1/workflows/{workflow_id}/signals/{name}", status_code=202,
              openapi_extra=json_body(SIGNAL_SCHEMA),
-             responses=problems(400, 404, 409, 413, 422, 503, meanings={
-                 400: "no wait of the workflow takes the signal: undeclared name, bad "
-                      "index, a field missing or of the wrong type (named)",
-                 409: "the workflow has already ended"}))
+             responses=problems(*WRITES, *BODY, *SIGNAL, RECORD_TOO_LARGE, meanings={
+                 **_NO_WORKFLOW, 409: "the workflow has already ended"}))
 async def signal_workflow(request: Request, workflow_id: WorkflowId,
                           name: SignalName) -> Response:
     """Signal a wait node: 202 once the signal is on Kafka; 400 when no wait takes it;

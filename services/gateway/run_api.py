@@ -40,6 +40,7 @@ from services.gateway.body import parse_json, read_limited, require_storable
 from services.gateway.definitions_api import missing_name
 from services.gateway.models import SubmitRequest
 from services.gateway.openapi import problems
+from services.gateway.openapi_problems import BODY, SUBMISSION, WRITES
 from services.gateway.runtime import Runtime, accepting
 from services.gateway.submit import Accepted, submit
 
@@ -52,13 +53,11 @@ RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
           "content": {"text/event-stream": {}}},
     202: {"description": "the run goes on (timed out, or Prefer: respond-async): its id, "
                          "status and links; Location names it"},
-    **problems(400, 404, 409, 410, 413, 422, 429, 503, meanings={
+    **problems(*WRITES, *BODY, *SUBMISSION, meanings={
         400: "a task of the definition that no live worker of its queue serves",
         404: "no such definition (or version)",
         409: "the id is taken by another input",
         410: "the definition was deleted: no new runs",
-        422: "the body is not JSON, or the input does not match the definition's "
-             "input_schema (naming the field)",
         429: "a queue the run needs is full (with Retry-After)"}),
 }
 

@@ -24,7 +24,21 @@ from services.gateway.body import parse_body, read_limited
 from services.gateway.control import send_signal, signal_record
 from services.gateway.models import SignalRequest
 from services.gateway.openapi import json_answer, json_body, problems
-from services.gateway.problems import Problem
+from services.gateway.openapi_problems import READS, SIGNAL, WRITES
+from services.gateway.problems import (
+    CONFLICT,
+    INVALID_REQUEST,
+    INVALID_SCHEDULE,
+    INVALID_SCHEDULE_NAME,
+    INVALID_SPEC,
+    NO_WORKER,
+    NOT_FOUND,
+    QUEUE_FULL,
+    RECORD_TOO_LARGE,
+    REQUEST_TOO_LARGE,
+    SPEC_TOO_LARGE,
+    Problem,
+)
 from services.gateway.runtime import Runtime, accepting, runtime
 from services.gateway.schedules import (
     MAX_CATCHUP,
@@ -121,7 +135,10 @@ def _writer(hw: Runtime) -> Writer:
                                         SCHEDULE_APPLIED_SCHEMA),
                        200: json_answer("the same settings as the live generation: it, "
                                         "unchanged", SCHEDULE_APPLIED_SCHEMA),
-                       **problems(413, 422, 503, meanings={
+                       **problems(*WRITES, REQUEST_TOO_LARGE, RECORD_TOO_LARGE,
+                                  INVALID_REQUEST, INVALID_SCHEDULE_NAME, INVALID_SCHEDULE,
+                                  INVALID_SPEC, SPEC_TOO_LARGE, CONFLICT, NO_WORKER,
+                                  QUEUE_FULL, meanings={
                            422: "an invalid name or body: cron, timezone, definition "
                                 "(malformed, unknown or deleted), input (against the "
                                 "definition's input_schema), naming every field"})})
@@ -143,7 +160,7 @@ async def put_schedule(request: Request, name: ScheduleName) -> Response:
 
 @router.get("/v1/schedules", responses={
     200: json_answer("the live schedules, by name", SCHEDULES_LIST_SCHEMA),
-    **problems(422, 503)})
+    **problems(*READS, INVALID_REQUEST)})
 async def get_schedules(request: Request,
                         limit: Annotated[int, Query(ge=1, le=500)] = 100,
                         cursor: str | None = None) -> Response:
@@ -154,7 +171,7 @@ async def get_schedules(request: Request,
 
 @router.get("/v1/schedules/{name}", responses={
     200: json_answer("the schedule: settings, state and recent runs", SCHEDULE_SCHEMA),
-    **problems(404, 503, meanings=_NOT_FOUND)})
+    **problems(*READS, NOT_FOUND, meanings=_NOT_FOUND)})
 async def get_schedule(request: Request, name: ScheduleName) -> Response:
     """A schedule's settings, state (paused, next and last fire, counts) and recent runs;
     404 when there is none (never put, or deleted)."""
@@ -175,7 +192,7 @@ async def _signal(request: Request, name: str, signal: str) -> Response:
 
 _SIGNALLED = json_answer("the signal is on its way to the schedule workflow",
                          {"type": "object"})
-_SIGNAL_PROBLEMS = problems(400, 404, 409, 503, meanings={
+_SIGNAL_PROBLEMS = problems(*WRITES, *SIGNAL, meanings={
     **_NOT_FOUND, 400: "the schedule workflow takes no such signal",
     409: "the schedule ended meanwhile"})
 
@@ -197,7 +214,7 @@ async def resume_schedule(request: Request, name: ScheduleName) -> Response:
 
 @router.delete("/v1/schedules/{name}", status_code=204, responses={
     204: {"description": "cancelled: no new runs; runs already started go on"},
-    **problems(404, 503, meanings=_NOT_FOUND)})
+    **problems(*WRITES, NOT_FOUND, meanings=_NOT_FOUND)})
 async def delete_schedule(request: Request, name: ScheduleName) -> Response:
     """Delete a schedule: its workflow is cancelled, its runs go on (204); 404 when
     there is none."""

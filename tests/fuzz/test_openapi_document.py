@@ -8,16 +8,23 @@ cancel, and no schema-violating case for any path parameter.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
+import httpx
+import orjson
 import pytest
 import schemathesis
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
+from schemathesis.core.failures import FailureGroup
+from schemathesis.core.result import Ok
 
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.app import create_app
-from services.gateway.problems import PROBLEM_JSON
+from services.gateway.problems import NOT_FOUND, PROBLEM_JSON
+from services.gateway.settings import Settings
 
 DOC: dict[str, Any] = create_app().openapi()
 
@@ -82,3 +89,24 @@ def test_what_the_gateway_takes_is_not_described_as_invalid() -> None:
     for name in ("max_concurrency", "continue_on_error", "timeout", "retry"):
         assert {"type": "null"} in node[name]["anyOf"], name
     assert "anyOf" not in node["kind"] and "anyOf" not in node["needs"], "null is a fault"
+
+
+def test_schemathesis_reads_every_operation_and_checks_answers_by_problem_type() -> None:
+    """The problem types are components referred to by ``$ref`` and told apart by
+    ``type`` (a discriminator): schemathesis resolves both, takes the gateway's own
+    answer and refuses one whose type the operation does not answer."""
+    schema = schemathesis.openapi.from_dict(DOC)
+    loaded = list(schema.get_all_operations())
+    assert loaded and all(isinstance(r, Ok) for r in loaded)
+    unreachable = Settings(bootstrap="127.0.0.1:9", pg_dsn="postgresql://postgres@127.0.0.1:9/x")
+    with TestClient(create_app(unreachable)) as client:
+        answer = client.get("/v1/workflows/wf-1")  # not connected: 503 not-ready
+    operation = schema["/v1/workflows/{workflow_id}"]["GET"]
+    assert answer.status_code == 503
+    operation.validate_response(answer)
+    forged = httpx.Response(503, content=orjson.dumps({**answer.json(), "type": NOT_FOUND.uri}),
+                            headers={"content-type": PROBLEM_JSON}, request=answer.request)
+    forged.elapsed = datetime.timedelta(0)
+    with pytest.raises(FailureGroup) as refused:
+        operation.validate_response(forged)
+    assert "DiscriminatorMismatch" in {type(e).__name__ for e in refused.value.exceptions}
