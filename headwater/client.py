@@ -13,7 +13,7 @@ an empty id or name or a timeout not finite and >= 0 is a ``ValueError`` before 
 a run that failed or was cancelled raises ``WorkflowFailed`` / ``WorkflowCancelled``.
 
 Retries: a connection error (the transport's, timeouts included) and a 503 are tried
-again, ``retries`` times, after ``client_http.delay_s`` (``Retry-After`` or a doubling
+again, ``retries`` times, after ``client_retry.delay_s`` (``Retry-After`` or a doubling
 backoff, at most 2 s). That is safe for every method: a submission's id (and a
 signal's ``signal_id``) is chosen before the first try, so a retry names the same run
 (the gateway answers 200 for the same id and body). Other errors are raised at once.
@@ -30,59 +30,27 @@ from __future__ import annotations
 
 import builtins
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import httpx
 from httpx_sse import connect_sse
 
+from headwater import client_requests as req
 from headwater import errors
 from headwater.client_async import AsyncClient
-from headwater.client_http import (
-    Call,
-    Mode,
-    check_timeout,
-    default_url,
-    definition_put_call,
-    delay_s,
-    error_for,
-    events_call,
-    list_call,
-    outcome,
-    retryable,
-    run_call,
-    run_from,
-    run_id,
-    segment,
-    signal_call,
-    sse_events,
-    submit_call,
-    unexpected,
-)
+from headwater.client_follow import SETTLE_S as SETTLE_S
+from headwater.client_follow import Follow, Waiting
+from headwater.client_http import Call, Mode, outcome, settings, sse_events
+from headwater.client_requests import RUN_WAIT_S as RUN_WAIT_S
+from headwater.client_requests import Fetches, Listing, Request
+from headwater.client_retry import Tries, unexpected
 from headwater.client_schedules import Schedules
-from headwater.client_types import (
-    Definition,
-    Event,
-    Page,
-    Queue,
-    Run,
-    Submitted,
-    Workflow,
-    definition_from,
-    queue_from,
-    workflow_from,
-)
+from headwater.client_types import Definition, Event, Page, Queue, Run, Submitted, Workflow
 
 __all__ = ["AsyncClient", "Client", "Definitions"]
-RUN_WAIT_S = 60.0
-"""How long a waiting ``run`` without ``timeout`` expects the gateway to wait, seconds
-(its ``HEADWATER_RUN_TIMEOUT_MAX_S`` by default): the read timeout is this plus
-``timeout``; a gateway waiting longer is asked again (the same id: the same run)."""
-SETTLE_S = 0.1
-"""The pause between reads of a run whose terminal event was seen but whose document
-does not show it yet, seconds."""
+T = TypeVar("T")
 
 
 class Client:
@@ -98,12 +66,9 @@ class Client:
 
     def __init__(self, base_url: str | None = None, *, timeout: float = 30.0,
                  retries: int = 5, transport: httpx.BaseTransport | None = None) -> None:
-        self.base_url = (base_url or default_url()).rstrip("/")
-        self.timeout, self.retries = check_timeout(timeout), retries
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
-                                  transport=transport)
-        self.definitions = Definitions(self)
-        self.schedules = Schedules(self)
+        self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        self.definitions, self.schedules = Definitions(self), Schedules(self)
 
     def __enter__(self) -> Client:
         return self
@@ -129,27 +94,31 @@ class Client:
             HeadwaterHTTPError: an error answer (a subclass by status).
             GatewayUnreachable: no answer within the retries.
         """
-        tries = 0
+        tries = Tries(self.retries, f"{call.method} {self.base_url}{call.path}")
         while True:
             try:
                 response = self._http.request(
-                    call.method, call.path, json=call.json, content=call.content,
-                    params=call.params, headers=call.headers,
+                    call.method, call.path, **call.options(),
                     timeout=self.timeout if timeout is None else timeout)
             except httpx.TransportError as e:
-                if tries >= self.retries:
-                    raise errors.GatewayUnreachable(
-                        f"{call.method} {self.base_url}{call.path}: {e!r}") from e
-                time.sleep(delay_s(tries))
-                tries += 1
+                time.sleep(tries.lost(e))
                 continue
-            if retryable(response) and tries < self.retries:
-                time.sleep(delay_s(tries, response))
-                tries += 1
-                continue
-            if unexpected(response):
-                raise error_for(response)
-            return response
+            wait = tries.answered(response)
+            if wait is None:
+                return response
+            time.sleep(wait)
+
+    def fetch(self, request: Request[T]) -> T:
+        """Send a method's request (``client_requests``) and decode its answer; errors
+        as ``send``'s."""
+        return request.decode(self.send(request.call, request.read_timeout(self.timeout)))
+
+    def fetch_all(self, request: Request[Listing[T]]) -> builtins.list[T]:
+        """Every item of a listing, page after page (``fetch`` of each)."""
+        listing = self.fetch(request)
+        while listing.next is not None:
+            listing = self.fetch(listing.next)
+        return listing.found
 
     def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
                definition: str | None = None, input: Any = None, id: str | None = None,
@@ -170,11 +139,8 @@ class Client:
             Conflict: the id is taken by another body. Unprocessable: an invalid spec
                 or input. NotFound/Gone: unknown or deleted definition.
         """
-        call = submit_call(workflow, definition, input, run_id(id), tenant, queue_anyway)
-        response = self.send(call)
-        doc = response.json()
-        return Submitted(doc["id"], doc["status"], response.status_code == 202,
-                         doc.get("links") or {})
+        return self.fetch(req.submit(workflow, definition, input, id, tenant,
+                                          queue_anyway))
 
     @overload
     def run(self, definition: str, input: Any = ...,
@@ -205,29 +171,21 @@ class Client:
         Raises:
             ValueError: an empty name or id; a timeout not finite or below 0.
         """
-        workflow_id = run_id(id)
-        call = run_call(definition, input, mode, timeout, workflow_id, queue_anyway)
+        request = req.run(definition, input, mode, timeout, id, queue_anyway)
         if mode == "stream":
-            return self._run_stream(call, workflow_id)
-        wait_s = RUN_WAIT_S if timeout is None else timeout
-        return run_from(self.send(call, self.timeout + wait_s if mode == "sync" else None))
-
-    def _run_stream(self, call: Call, workflow_id: str) -> Iterator[Event]:
-        """The events of a streamed run: its own stream, then ``events`` once lost."""
-        return self._follow(workflow_id, 0, None, call)
+            return self._follow(Follow.run(self, request.call))
+        return self.fetch(request)
 
     def get(self, workflow_id: str) -> Workflow:
         """One run (``GET /v1/workflows/{id}``). Raises ``NotFound`` when unknown."""
-        return workflow_from(self.send(Call("GET", f"/v1/workflows/{segment(workflow_id)}"))
-                             .json())
+        return self.fetch(req.get(workflow_id))
 
     def list(self, *, status: str | None = None, name: str | None = None,
              definition: str | None = None, limit: int = 50,
              cursor: str | None = None) -> Page:
         """Runs newest first (``GET /v1/workflows``), filtered; ``Page.next_cursor``
         pages on."""
-        doc = self.send(list_call(status, name, definition, limit, cursor)).json()
-        return Page([workflow_from(i) for i in doc["items"]], doc.get("next_cursor"))
+        return self.fetch(req.workflows(status, name, definition, limit, cursor))
 
     def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """Wait for a run to end and return its output.
@@ -241,20 +199,18 @@ class Client:
             ResultTimeout: (a ``TimeoutError``) it has not ended within ``timeout``.
             NotFound: unknown id.
         """
-        deadline = None if (wait := check_timeout(timeout)) is None else time.monotonic() + wait
+        waiting = Waiting(self, workflow_id, timeout)
         try:
             workflow = self.get(workflow_id)
             if not workflow.done:
-                for event in self._follow(workflow_id, workflow.seq, deadline):
-                    if event.terminal:
-                        break
+                for _ in self._follow(waiting.follow(workflow.seq)):
+                    pass  # until the terminal event
                 workflow = self.get(workflow_id)
-                while not workflow.done:  # its status is projected with the terminal event
-                    self._read_timeout(workflow_id, deadline)
-                    time.sleep(SETTLE_S)
-                    workflow = self.get(workflow_id)
+            while not workflow.done:
+                time.sleep(waiting.settle())
+                workflow = self.get(workflow_id)
         except errors.ResultTimeout:
-            raise errors.ResultTimeout(workflow_id, timeout or 0.0) from None
+            raise waiting.timed_out() from None
         return outcome(workflow)
 
     def events(self, workflow_id: str, last_event_id: int | None = None) -> Iterator[Event]:
@@ -265,102 +221,50 @@ class Client:
             NotFound: unknown id.
             GatewayUnreachable: no stream within the retries.
         """
-        return self._follow(workflow_id, last_event_id or 0, None)
+        return self._follow(Follow(self, workflow_id, last_event_id or 0))
 
-    def _follow(self, workflow_id: str, after: int, deadline: float | None,
-                first: Call | None = None) -> Iterator[Event]:
-        """Events after seq ``after`` until the terminal one (or ``deadline``, on
-        ``time.monotonic()``: ``ResultTimeout``). ``first``: the request to send until
-        it is answered (a streamed run's ``POST``, whose ``accepted`` event is yielded
-        once) instead of ``GET .../events``."""
-        failures, last, greet = 0, after, first is not None
+    def _follow(self, follow: Follow) -> Iterator[Event]:
+        """The events ``follow`` hands on, its stream opened again as it says."""
         while True:
-            call = first or events_call(workflow_id, last)
+            call = follow.call()
             try:
-                with connect_sse(self._http, call.method, call.path, content=call.content,
-                                 params=call.params, headers=call.headers,
-                                 timeout=self._read_timeout(workflow_id, deadline)) as source:
-                    if self._answered(source.response, failures):
-                        first = None
+                with connect_sse(self._http, call.method, call.path, **call.options(),
+                                 timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        source.response.read()
+                    if follow.opened(source.response):
                         for event in sse_events(source):
-                            if event.id == 0 and greet:
-                                greet = False
+                            if follow.take(event):
                                 yield event
-                            if event.id <= last:
-                                continue
-                            last, failures = event.id, 0
-                            yield event
-                            if event.terminal:
-                                return
-                            self._read_timeout(workflow_id, deadline)
-                        if self._ended_at(workflow_id, last):
+                                if follow.done(event):
+                                    return
+                        if follow.ended(self.get(follow.workflow_id)):
                             return
             except httpx.TransportError as e:
-                self._read_timeout(workflow_id, deadline)
-                if failures >= self.retries:
-                    raise errors.GatewayUnreachable(
-                        f"events of {workflow_id} from {self.base_url}: {e!r}") from e
-            time.sleep(delay_s(failures))
-            failures += 1
-
-    def _answered(self, response: httpx.Response, failures: int) -> bool:
-        """True for a stream's 2xx answer, False for a 503 worth another try.
-
-        Raises:
-            HeadwaterHTTPError: any other error answer.
-        """
-        if not unexpected(response):
-            return True
-        response.read()
-        if retryable(response) and failures < self.retries:
-            return False
-        raise error_for(response)
-
-    def _read_timeout(self, workflow_id: str, deadline: float | None) -> float:
-        """The read timeout left before ``deadline``, seconds.
-
-        Raises:
-            ResultTimeout: the deadline has passed.
-        """
-        if deadline is None:
-            return self.timeout
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise errors.ResultTimeout(workflow_id, self.timeout)
-        return min(self.timeout, left)
-
-    def _ended_at(self, workflow_id: str, last: int) -> bool:
-        """Whether a stream that closed without a terminal event was resumed after the
-        run's end (nothing more will come)."""
-        workflow = self.get(workflow_id)
-        return workflow.done and workflow.seq <= last
+                follow.lost(e)
+            time.sleep(follow.pause())
 
     def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
                index: int | None = None, signal_id: str | None = None) -> dict[str, Any]:
         """Signal a run's wait (``POST .../signals/{name}``); ``signal_id`` (None: a
         UUID4 chosen before the first try) makes a retry count once. Returns the
         answer (``workflow_id``, ``signal``, ``signal_id``, ``links``)."""
-        call = signal_call(workflow_id, name, fields, index, signal_id or uuid.uuid4().hex)
-        result: dict[str, Any] = self.send(call).json()
-        return result
+        return self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
 
     def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
         """Ask for a run's cancellation. Returns the answer (``status:
         cancel_requested``). Raises ``Conflict`` when it has already ended."""
-        result: dict[str, Any] = self.send(Call(
-            "POST", f"/v1/workflows/{segment(workflow_id)}/cancel",
-            json={"reason": reason})).json()
-        return result
+        return self.fetch(req.cancel(workflow_id, reason))
 
     def queues(self) -> builtins.list[Queue]:
         """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""
-        return [queue_from(q) for q in self.send(Call("GET", "/v1/queues")).json()["queues"]]
+        return self.fetch(req.queues())
 
 
 class Definitions:
     """``Client.definitions``: the registry (``/v1/definitions``)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Fetches) -> None:
         self._client = client
 
     def put(self, name: str, spec: dict[str, Any] | str | Path, *,
@@ -368,31 +272,20 @@ class Definitions:
         """Store a version (``PUT /v1/definitions/{name}``): a new one (``raw`` of a
         201), or the current one when the body is the same. Raises ``Unprocessable``
         naming every fault of the spec or the schema."""
-        return definition_from(self._client.send(definition_put_call(name, spec,
-                                                                     input_schema)).json())
+        return self._client.fetch(req.definition_put(name, spec, input_schema))
 
     def list(self) -> builtins.list[Definition]:
         """Every definition's latest version (deleted ones aside), by name (every page
         of ``GET /v1/definitions``)."""
-        found: builtins.list[Definition] = []
-        cursor = None
-        while True:
-            params = {"limit": 500, **({"cursor": cursor} if cursor else {})}
-            doc = self._client.send(Call("GET", "/v1/definitions", params=params)).json()
-            found += [definition_from(d) for d in doc["items"]]
-            cursor = doc.get("next_cursor")
-            if not cursor:
-                return found
+        return self._client.fetch_all(req.definitions())
 
     def get(self, name: str, version: int | None = None) -> Definition:
         """One version (None: the latest); ``raw["workflow"]`` is its spec. Raises
         ``NotFound`` (unknown name or version), ``Gone`` (deleted, without
         ``version``)."""
-        params = {} if version is None else {"version": version}
-        return definition_from(self._client.send(Call(
-            "GET", f"/v1/definitions/{segment(name)}", params=params)).json())
+        return self._client.fetch(req.definition_get(name, version))
 
     def delete(self, name: str) -> None:
         """Stop new runs of ``name`` (they get ``Gone``; running ones go on); deleting
         it again changes nothing. Raises ``NotFound`` when unknown."""
-        self._client.send(Call("DELETE", f"/v1/definitions/{segment(name)}"))
+        self._client.fetch(req.definition_delete(name))

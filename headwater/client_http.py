@@ -1,6 +1,7 @@
-"""The I/O-free half of ``headwater.client``: the requests each method sends
-(``Call``), how answers and problem documents are read, and the retry policy. ``Client``
-and ``AsyncClient`` only send the calls, each in its own way."""
+"""The requests of ``headwater.client`` and the reading of answers, without I/O: the
+``Call`` builders of its methods (``client_requests`` pairs each with its decoder), the
+checks of their arguments, and the views of answers and SSE messages. When a call is
+tried again, and what an error answer raises, is ``client_retry``'s."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Literal, overload
 from urllib.parse import quote
@@ -42,13 +42,17 @@ def default_url() -> str:
     if not port.isascii() or not port.isdigit():
         raise ValueError(f"HEADWATER_GATEWAY_PORT must be a port number, not {port!r}")
     return f"http://127.0.0.1:{port}"
-BACKOFF_BASE_S = 0.2
-"""The first retry's delay, seconds; each further one doubles, up to ``BACKOFF_MAX_S``."""
-BACKOFF_MAX_S = 2.0
-"""The longest delay between two tries, seconds (a ``Retry-After`` too is cut to it)."""
-_ERRORS: dict[int, type[errors.HeadwaterHTTPError]] = {
-    400: errors.BadRequest, 404: errors.NotFound, 409: errors.Conflict, 410: errors.Gone,
-    422: errors.Unprocessable, 429: errors.TooManyRequests, 503: errors.Unavailable}
+
+
+def settings(base_url: str | None, timeout: float, retries: int) -> tuple[str, float, int]:
+    """A client's ``base_url`` (None: ``default_url()``; without a trailing ``/``),
+    ``timeout`` (seconds) and ``retries``, as ``Client`` and ``AsyncClient`` keep them.
+
+    Raises:
+        ValueError: ``timeout`` is not a finite number >= 0; ``HEADWATER_GATEWAY_PORT``
+            is not a number.
+    """
+    return (base_url or default_url()).rstrip("/"), check_timeout(timeout), retries
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,13 @@ class Call:
     content: bytes | None = None
     params: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``httpx.Client.request`` and ``stream`` beside the
+        method and the path: ``json``, ``content``, ``params`` and ``headers`` (a copy:
+        ``httpx_sse`` adds to the headers it is given)."""
+        return {"json": self.json, "content": self.content, "params": self.params,
+                "headers": dict(self.headers)}
 
 
 def new_workflow_id() -> str:
@@ -120,13 +131,6 @@ def run_id(given: str | None) -> str:
     return given
 
 
-def unexpected(response: httpx.Response) -> bool:
-    """Whether an answer is not the success it should be: an error, or a redirect
-    (3xx: the gateway redirects no call of this client, so one means a wrong path or
-    URL)."""
-    return response.status_code >= 300
-
-
 def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
     """A spec from a dict, a ``Path`` to a YAML or JSON file, or YAML/JSON text (a
     ``str`` naming an existing file is read as one).
@@ -151,54 +155,6 @@ def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
             raise FileNotFoundError(f"no workflow file {spec!r} (from {Path.cwd()})")
         raise ValueError("the workflow must be a mapping (name, nodes ...)")
     return spec
-
-
-def error_for(response: httpx.Response) -> errors.HeadwaterHTTPError:
-    """The exception of an error answer: its problem document (RFC 9457) mapped by
-    status (``errors.NotFound`` for 404 ...; ``HeadwaterHTTPError`` for the others)."""
-    try:
-        body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        body = None
-    doc: dict[str, Any] = body if isinstance(body, dict) else {}
-    kind = _ERRORS.get(response.status_code, errors.HeadwaterHTTPError)
-    args = (response.status_code, str(doc.get("type") or "about:blank"),
-            str(doc.get("title") or response.reason_phrase),
-            str(doc.get("detail") or ("" if doc else response.text[:500])), doc)
-    if kind is errors.TooManyRequests:
-        return errors.TooManyRequests(*args, retry_after=retry_after_s(response))
-    return kind(*args)
-
-
-def retry_after_s(response: httpx.Response) -> float | None:
-    """The ``Retry-After`` header in seconds (RFC 9110, section 10.2.3: seconds or an
-    HTTP date), or None when absent or malformed."""
-    value = response.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    if value.isascii() and value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-        date = parsedate_to_datetime(response.headers.get("date", "")) if \
-            response.headers.get("date") else None
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - date).total_seconds()) if date else None
-
-
-def delay_s(tries: int, response: httpx.Response | None = None) -> float:
-    """The wait before try ``tries + 1``, seconds: ``Retry-After`` when the answer
-    has one, else ``BACKOFF_BASE_S`` doubled per try; at most ``BACKOFF_MAX_S``."""
-    asked = retry_after_s(response) if response is not None else None
-    wait = asked if asked is not None else BACKOFF_BASE_S * 2 ** tries
-    return min(wait, BACKOFF_MAX_S)
-
-
-def retryable(response: httpx.Response) -> bool:
-    """Whether an answer is worth another try with the same request: 503 (Kafka or
-    PostgreSQL unavailable, the gateway connecting or stopping)."""
-    return response.status_code == 503
 
 
 def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | None,

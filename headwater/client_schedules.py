@@ -1,24 +1,30 @@
 """``Client.schedules`` and ``AsyncClient.schedules``: schedules (``/v1/schedules``, the
-README's "Schedules") through a client's ``send``, so they retry as its other calls do
-(a ``PUT`` again is the same generation when it was applied)."""
+README's "Schedules"). Each method's request and the reading of its answer are one
+``client_requests.Request`` built here, sent by the client's ``fetch`` (so they retry as
+its other calls do: a ``PUT`` again is the same generation when it was applied).
+"""
 
 from __future__ import annotations
 
 import builtins
-from typing import Any, Protocol, TypedDict, Unpack
-
-import httpx
+from typing import Any, TypedDict, Unpack
 
 from headwater.client_http import Call, segment
+from headwater.client_requests import (
+    Fetches,
+    FetchesAsync,
+    Listing,
+    Request,
+    nothing,
+    pages,
+    reading,
+)
 from headwater.client_types import (
     Schedule,
     ScheduleApplied,
     schedule_applied_from,
     schedule_from,
 )
-
-PAGE = 500
-"""Schedules per page of ``GET /v1/schedules`` while ``list`` reads them all."""
 
 
 class ScheduleOptions(TypedDict, total=False):
@@ -39,14 +45,6 @@ class ScheduleOptions(TypedDict, total=False):
     """RFC 3339 with an offset: fire times after it (default: from acceptance)."""
 
 
-class _Sends(Protocol):
-    def send(self, call: Call, timeout: float | None = None) -> httpx.Response: ...
-
-
-class _SendsAsync(Protocol):
-    async def send(self, call: Call, timeout: float | None = None) -> httpx.Response: ...
-
-
 def put_body(cron: str, definition: str, input: Any, options: ScheduleOptions,
              ) -> dict[str, Any]:
     """The body of a ``PUT``."""
@@ -58,19 +56,35 @@ def put_call(name: str, body: dict[str, Any]) -> Call:
     return Call("PUT", f"/v1/schedules/{segment(name)}", json=body)
 
 
-def _list_call(cursor: str | None) -> Call:
-    return Call("GET", "/v1/schedules",
-                params={"limit": PAGE, **({"cursor": cursor} if cursor else {})})
-
-
 def _one(name: str, verb: str = "") -> str:
     return f"/v1/schedules/{segment(name)}" + (f"/{verb}" if verb else "")
+
+
+def applying(name: str, body: dict[str, Any]) -> Request[ScheduleApplied]:
+    """``Schedules.apply``: ``PUT /v1/schedules/{name}``."""
+    return Request(put_call(name, body), reading(schedule_applied_from))
+
+
+def listing() -> Request[Listing[Schedule]]:
+    """``Schedules.list``: every page of ``GET /v1/schedules``."""
+    return pages("/v1/schedules", schedule_from)
+
+
+def showing(name: str) -> Request[Schedule]:
+    """``Schedules.get``: ``GET /v1/schedules/{name}``."""
+    return Request(Call("GET", _one(name)), reading(schedule_from))
+
+
+def acting(method: str, name: str, verb: str = "") -> Request[None]:
+    """``method`` on the schedule's path (``POST .../pause``, ``DELETE``), answered
+    without a body to read."""
+    return Request(Call(method, _one(name, verb)), nothing)
 
 
 class Schedules:
     """``Client.schedules``: create or replace, list, show, pause, resume, delete."""
 
-    def __init__(self, client: _Sends) -> None:
+    def __init__(self, client: Fetches) -> None:
         self._client = client
 
     def put(self, name: str, *, cron: str, definition: str, input: Any = None,
@@ -89,40 +103,33 @@ class Schedules:
     def apply(self, name: str, body: dict[str, Any]) -> ScheduleApplied:
         """``put`` with the body as a mapping (a file's, as ``headwater schedules apply``
         reads it); the gateway names any field it does not take."""
-        return schedule_applied_from(self._client.send(put_call(name, body)).json())
+        return self._client.fetch(applying(name, body))
 
     def list(self) -> builtins.list[Schedule]:
         """Every live schedule, by name (every page of ``GET /v1/schedules``)."""
-        found: builtins.list[Schedule] = []
-        cursor = None
-        while True:
-            doc = self._client.send(_list_call(cursor)).json()
-            found += [schedule_from(d) for d in doc["items"]]
-            cursor = doc.get("next_cursor")
-            if not cursor:
-                return found
+        return self._client.fetch_all(listing())
 
     def get(self, name: str) -> Schedule:
         """A schedule; ``raw["runs"]`` are its recent runs. Raises ``NotFound``."""
-        return schedule_from(self._client.send(Call("GET", _one(name))).json())
+        return self._client.fetch(showing(name))
 
     def pause(self, name: str) -> None:
         """Pause it: fire times start no run until ``resume``. Raises ``NotFound``."""
-        self._client.send(Call("POST", _one(name, "pause")))
+        self._client.fetch(acting("POST", name, "pause"))
 
     def resume(self, name: str) -> None:
         """Resume it from its next fire time after now (paused ones are not caught up)."""
-        self._client.send(Call("POST", _one(name, "resume")))
+        self._client.fetch(acting("POST", name, "resume"))
 
     def delete(self, name: str) -> None:
         """Delete it: no new runs (runs started go on). Raises ``NotFound``."""
-        self._client.send(Call("DELETE", _one(name)))
+        self._client.fetch(acting("DELETE", name))
 
 
 class AsyncSchedules:
     """``AsyncClient.schedules``: as ``Schedules``, to await."""
 
-    def __init__(self, client: _SendsAsync) -> None:
+    def __init__(self, client: FetchesAsync) -> None:
         self._client = client
 
     async def put(self, name: str, *, cron: str, definition: str, input: Any = None,
@@ -132,31 +139,24 @@ class AsyncSchedules:
 
     async def apply(self, name: str, body: dict[str, Any]) -> ScheduleApplied:
         """As ``Schedules.apply``."""
-        return schedule_applied_from((await self._client.send(put_call(name, body))).json())
+        return await self._client.fetch(applying(name, body))
 
     async def list(self) -> builtins.list[Schedule]:
         """As ``Schedules.list``."""
-        found: builtins.list[Schedule] = []
-        cursor = None
-        while True:
-            doc = (await self._client.send(_list_call(cursor))).json()
-            found += [schedule_from(d) for d in doc["items"]]
-            cursor = doc.get("next_cursor")
-            if not cursor:
-                return found
+        return await self._client.fetch_all(listing())
 
     async def get(self, name: str) -> Schedule:
         """As ``Schedules.get``."""
-        return schedule_from((await self._client.send(Call("GET", _one(name)))).json())
+        return await self._client.fetch(showing(name))
 
     async def pause(self, name: str) -> None:
         """As ``Schedules.pause``."""
-        await self._client.send(Call("POST", _one(name, "pause")))
+        await self._client.fetch(acting("POST", name, "pause"))
 
     async def resume(self, name: str) -> None:
         """As ``Schedules.resume``."""
-        await self._client.send(Call("POST", _one(name, "resume")))
+        await self._client.fetch(acting("POST", name, "resume"))
 
     async def delete(self, name: str) -> None:
         """As ``Schedules.delete``."""
-        await self._client.send(Call("DELETE", _one(name)))
+        await self._client.fetch(acting("DELETE", name))

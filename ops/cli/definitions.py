@@ -1,22 +1,34 @@
 """``headwater definitions``: register, list, show and delete workflow definitions, through
-the gateway's ``/v1/definitions`` (``headwater.client``)."""
+the gateway's ``/v1/definitions`` (``headwater.client``); the commands' shape is
+``ops.cli.resources.Registry``'s, shared with ``headwater schedules``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
 from rich.markup import escape
-from rich.table import Table
 
 from ops.cli.common import GATEWAY, console, fail
-from ops.cli.workflows import client, gateway_errors
+from ops.cli.resources import JsonOpt, Registry, read_file, sub_app
 
-definitions_app = typer.Typer(help="Stored workflow definitions and their versions.",
-                              no_args_is_help=True, add_completion=False)
+if TYPE_CHECKING:
+    from headwater.client_types import Definition
+
+definitions_app = sub_app("Stored workflow definitions and their versions.")
+NameArg = Annotated[str, typer.Argument(help="the definition's name")]
+
+
+def _row(d: Definition) -> tuple[str, ...]:
+    return escape(d.name), str(d.version), escape(d.created_at or ""), d.digest[:12]
+
+
+DEFINITIONS: Registry[Definition] = Registry(
+    "definition", "definitions", lambda hw: hw.definitions,
+    ("name", "version", "created", "digest"), _row)
+"""The registry's commands (``Client.definitions``)."""
 
 
 def read_definition(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -26,10 +38,7 @@ def read_definition(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     Raises:
         typer.Exit: the file cannot be read or holds neither (exit 2).
     """
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        fail(f"cannot read {path}: {e}")
+    doc = read_file(path)
     if isinstance(doc, dict) and isinstance(doc.get("workflow"), dict):
         schema = doc.get("input_schema")
         if schema is not None and not isinstance(schema, dict):
@@ -40,14 +49,9 @@ def read_definition(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     fail(f"{path} holds neither a spec (name, nodes) nor a mapping with 'workflow'")
 
 
-@definitions_app.command()
-def apply(
-    file: Annotated[Path, typer.Argument(help="YAML or JSON: a spec, or {workflow, "
-                                              "input_schema}")],
-    name: Annotated[str | None, typer.Option(help="the definition's name (default: the "
-                                                  "spec's name)")] = None,
-    gateway: str = GATEWAY,
-) -> None:
+@DEFINITIONS.apply_command(
+    definitions_app, "YAML or JSON: a spec, or {workflow, input_schema}", "the spec's name")
+def apply(file: Path, name: str | None, gateway: str) -> None:
     """Register FILE as a version of a definition.
 
     A new version when it differs from the latest; else the latest again, unchanged."""
@@ -55,46 +59,21 @@ def apply(
     target = name or spec.get("name")
     if not isinstance(target, str) or not target:
         fail("the spec has no name: give --name")
-    with gateway_errors(gateway), client(gateway) as hw:
-        stored = hw.definitions.put(target, spec, input_schema=schema)
-    console.print(f"{escape(stored.name)} version {stored.version} "
-                  f"(digest {stored.digest[:12]})")
+    DEFINITIONS.tell(gateway, lambda hw: hw.definitions.put(target, spec, input_schema=schema),
+                     _stored)
+
+
+def _stored(stored: Definition) -> str:
+    return f"{escape(stored.name)} version {stored.version} (digest {stored.digest[:12]})"
 
 
 @definitions_app.command("list")
-def list_definitions(
-    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
-    gateway: str = GATEWAY,
-) -> None:
+def list_definitions(as_json: JsonOpt = False, gateway: str = GATEWAY) -> None:
     """List each definition's latest version (deleted ones aside), by name."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        found = hw.definitions.list()
-    if as_json:
-        typer.echo(json.dumps([d.raw for d in found], indent=2))
-        return
-    table = Table("name", "version", "created", "digest", box=None)
-    for d in found:
-        table.add_row(escape(d.name), str(d.version), escape(d.created_at or ""),
-                      d.digest[:12])
-    console.print(table if found else "no definitions")
+    DEFINITIONS.list(as_json, gateway)
 
 
-@definitions_app.command()
-def show(
-    name: Annotated[str, typer.Argument(help="the definition's name")],
-    version: Annotated[int | None, typer.Option(help="a version (default: the latest)",
-                                                min=1)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
-    gateway: str = GATEWAY,
-) -> None:
-    """Show a definition's version: its spec and input schema.
-
-    A deleted definition's versions only with --version."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        found = hw.definitions.get(name, version)
-    if as_json:
-        typer.echo(json.dumps(found.raw, indent=2))
-        return
+def _describe(found: Definition) -> None:
     doc = found.raw
     state = "deleted" if doc.get("deleted") else "live"
     console.print(f"[bold]{escape(found.name)}[/] version {found.version} of "
@@ -105,13 +84,23 @@ def show(
 
 
 @definitions_app.command()
-def delete(
-    name: Annotated[str, typer.Argument(help="the definition's name")],
+def show(
+    name: NameArg,
+    version: Annotated[int | None, typer.Option(help="a version (default: the latest)",
+                                                min=1)] = None,
+    as_json: JsonOpt = False,
     gateway: str = GATEWAY,
 ) -> None:
+    """Show a definition's version: its spec and input schema.
+
+    A deleted definition's versions only with --version."""
+    DEFINITIONS.show(gateway, lambda hw: hw.definitions.get(name, version), as_json,
+                     _describe)
+
+
+@definitions_app.command()
+def delete(name: NameArg, gateway: str = GATEWAY) -> None:
     """Delete a definition: no new runs of it, running ones go on.
 
     New runs get 410; its versions stay readable (show --version)."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        hw.definitions.delete(name)
-    console.print(f"{escape(name)} deleted: no new runs")
+    DEFINITIONS.delete(name, gateway)

@@ -1,24 +1,40 @@
 """``headwater schedules``: create or replace, list, show, pause, resume and delete
-schedules, through the gateway's ``/v1/schedules`` (``headwater.client``)."""
+schedules, through the gateway's ``/v1/schedules`` (``headwater.client``); the commands'
+shape is ``ops.cli.resources.Registry``'s, shared with ``headwater definitions``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 from rich.markup import escape
 from rich.table import Table
 
 from ops.cli.common import GATEWAY, console, fail, styled
-from ops.cli.workflows import client, gateway_errors
+from ops.cli.resources import JsonOpt, Registry, read_file, sub_app
 
-schedules_app = typer.Typer(help="Schedules: runs of a definition at cron times.",
-                            no_args_is_help=True, add_completion=False)
+if TYPE_CHECKING:
+    from headwater.client_types import Schedule, ScheduleApplied
+
+schedules_app = sub_app("Schedules: runs of a definition at cron times.")
 NameArg = Annotated[str, typer.Argument(help="the schedule's name")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print the raw JSON")]
+
+
+def _definition(doc: dict[str, Any]) -> str:
+    ref = doc.get("definition") or {}
+    return f"{ref.get('name')}@{ref.get('version')}" if isinstance(ref, dict) else str(ref)
+
+
+def _row(s: Schedule) -> tuple[str, ...]:
+    return (escape(s.name), str(s.generation), escape(s.cron), escape(_definition(s.raw)),
+            "paused" if s.paused else "active", escape(s.next_fire_at or "-"))
+
+
+SCHEDULES: Registry[Schedule] = Registry(
+    "schedule", "schedules", lambda hw: hw.schedules,
+    ("name", "gen", "cron", "definition", "state", "next fire"), _row)
+"""The registry's commands (``Client.schedules``)."""
 
 
 def read_schedule(path: Path, name: str | None) -> tuple[str, dict[str, Any]]:
@@ -29,10 +45,7 @@ def read_schedule(path: Path, name: str | None) -> tuple[str, dict[str, Any]]:
     Raises:
         typer.Exit: the file cannot be read, is no mapping, or has no name (exit 2).
     """
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        fail(f"cannot read {path}: {e}")
+    doc = read_file(path)
     if not isinstance(doc, dict):
         fail(f"{path} holds no mapping (cron, definition, input, ...)")
     body = {k: v for k, v in doc.items() if k != "name"}
@@ -44,56 +57,38 @@ def read_schedule(path: Path, name: str | None) -> tuple[str, dict[str, Any]]:
     return target, body
 
 
-@schedules_app.command()
-def apply(
-    file: Annotated[Path, typer.Argument(help="YAML or JSON: name, cron, definition, "
-                                              "input, timezone, overlap, catchup ...")],
-    name: Annotated[str | None, typer.Option(help="the schedule's name (default: the "
-                                                  "file's name:)")] = None,
-    gateway: str = GATEWAY,
-) -> None:
+@SCHEDULES.apply_command(
+    schedules_app, "YAML or JSON: name, cron, definition, input, timezone, overlap, "
+    "catchup ...", "the file's name:")
+def apply(file: Path, name: str | None, gateway: str) -> None:
     """Create or replace the schedule in FILE.
 
     The same settings as the live one change nothing; others start the next generation
     (the one before is cancelled; its runs go on)."""
     target, body = read_schedule(file, name)
-    with gateway_errors(gateway), client(gateway) as hw:
-        applied = hw.schedules.apply(target, body)
+    SCHEDULES.tell(gateway, lambda hw: hw.schedules.apply(target, body), _applied)
+
+
+def _applied(applied: ScheduleApplied) -> str:
     change = "created generation" if applied.created else "unchanged, generation"
-    console.print(f"{escape(applied.name)}: {change} {applied.generation} "
-                  f"({escape(applied.workflow_id)})")
-
-
-def _definition(doc: dict[str, Any]) -> str:
-    ref = doc.get("definition") or {}
-    return f"{ref.get('name')}@{ref.get('version')}" if isinstance(ref, dict) else str(ref)
+    return (f"{escape(applied.name)}: {change} {applied.generation} "
+            f"({escape(applied.workflow_id)})")
 
 
 @schedules_app.command("list")
 def list_schedules(as_json: JsonOpt = False, gateway: str = GATEWAY) -> None:
     """List the live schedules, by name."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        found = hw.schedules.list()
-    if as_json:
-        typer.echo(json.dumps([s.raw for s in found], indent=2))
-        return
-    table = Table("name", "gen", "cron", "definition", "state", "next fire", box=None)
-    for s in found:
-        table.add_row(escape(s.name), str(s.generation), escape(s.cron),
-                      escape(_definition(s.raw)), "paused" if s.paused else "active",
-                      escape(s.next_fire_at or "-"))
-    console.print(table if found else "no schedules")
+    SCHEDULES.list(as_json, gateway)
 
 
 @schedules_app.command()
 def show(name: NameArg, as_json: JsonOpt = False, gateway: str = GATEWAY) -> None:
     """Show a schedule: its settings, state and recent runs."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        found = hw.schedules.get(name)
+    SCHEDULES.show(gateway, lambda hw: hw.schedules.get(name), as_json, _describe)
+
+
+def _describe(found: Schedule) -> None:
     doc = found.raw
-    if as_json:
-        typer.echo(json.dumps(doc, indent=2))
-        return
     state = "paused" if found.paused else "active"
     console.print(f"[bold]{escape(found.name)}[/] generation {found.generation} "
                   f"({escape(found.workflow_id)}), {state}, {styled(doc.get('status', ''))}")
@@ -116,22 +111,18 @@ def show(name: NameArg, as_json: JsonOpt = False, gateway: str = GATEWAY) -> Non
 @schedules_app.command()
 def pause(name: NameArg, gateway: str = GATEWAY) -> None:
     """Pause a schedule: its fire times start no run until resumed."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        hw.schedules.pause(name)
-    console.print(f"{escape(name)}: pause sent")
+    SCHEDULES.tell(gateway, lambda hw: hw.schedules.pause(name),
+                   lambda _: f"{escape(name)}: pause sent")
 
 
 @schedules_app.command()
 def resume(name: NameArg, gateway: str = GATEWAY) -> None:
     """Resume a paused schedule from its next fire time after now."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        hw.schedules.resume(name)
-    console.print(f"{escape(name)}: resume sent")
+    SCHEDULES.tell(gateway, lambda hw: hw.schedules.resume(name),
+                   lambda _: f"{escape(name)}: resume sent")
 
 
 @schedules_app.command()
 def delete(name: NameArg, gateway: str = GATEWAY) -> None:
     """Delete a schedule: no new runs; runs already started go on."""
-    with gateway_errors(gateway), client(gateway) as hw:
-        hw.schedules.delete(name)
-    console.print(f"{escape(name)} deleted: no new runs")
+    SCHEDULES.delete(name, gateway)

@@ -13,7 +13,6 @@ done, 1 unknown workflow (404) or, with ``--follow``, a run that ended other tha
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -38,7 +37,6 @@ from ops.cli.queue_notes import node_status, print_warnings, warn_later
 
 if TYPE_CHECKING:
     from headwater.client import Client
-    from headwater.client_types import Submitted
 
 
 def client(gateway: str) -> Client:
@@ -128,7 +126,8 @@ def submit(
     started = time.monotonic()
     with gateway_errors(gateway), client(gateway) as hw:
         with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
-            answer = _send(hw, spec, workflow_input, workflow_id, tenant, queue_anyway)
+            answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant,
+                               queue_anyway=queue_anyway)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
         if not follow_:
@@ -155,22 +154,6 @@ def _spec(file: Path) -> dict[str, Any]:
     if not isinstance(spec, dict):
         fail(f"{file}: a workflow is a mapping (name, nodes ...), not {type(spec).__name__}")
     return spec
-
-
-def _send(hw: Client, spec: dict[str, Any], workflow_input: Any, workflow_id: str,
-          tenant: str | None, queue_anyway: bool) -> Submitted:
-    """``hw.submit``, with ``queue_anyway`` in the body when set (``POST /v1/workflows``
-    takes it; the client's ``submit`` does not)."""
-    if not queue_anyway:
-        return hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant)
-    from headwater.client_http import submit_call
-    from headwater.client_types import Submitted
-
-    call = submit_call(spec, None, workflow_input, workflow_id, tenant)
-    response = hw.send(dataclasses.replace(call, json={**call.json, "queue_anyway": True}))
-    doc = response.json()
-    return Submitted(doc["id"], doc["status"], response.status_code == 202,
-                     doc.get("links") or {})
 
 
 def report(state: Any, elapsed: float) -> None:

@@ -12,8 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client as client_module
-from headwater import client_async, errors
+from headwater import client_retry, errors
 from headwater.client import AsyncClient, Client
 from headwater.client_types import Run
 
@@ -25,8 +24,7 @@ DONE = {"id": "wf-1", "name": "n", "status": "succeeded", "seq": 4, "output": {"
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting."""
-    monkeypatch.setattr(client_module, "delay_s", lambda *a: 0.0)
-    monkeypatch.setattr(client_async, "delay_s", lambda *a: 0.0)
+    monkeypatch.setattr(client_retry, "delay_s", lambda *a: 0.0)
 
 
 def client(handler: Handler, retries: int = 3) -> Client:

@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client as client_module
-from headwater import client_async, errors
+from headwater import client_retry, errors
 from headwater.client import AsyncClient, Client
 from headwater.client_types import DefinitionRef
 
@@ -27,8 +26,7 @@ APPLIED = {"name": "nightly", "generation": 2, "workflow_id": "schedule:nightly:
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting."""
-    monkeypatch.setattr(client_module, "delay_s", lambda *a: 0.0)
-    monkeypatch.setattr(client_async, "delay_s", lambda *a: 0.0)
+    monkeypatch.setattr(client_retry, "delay_s", lambda *a: 0.0)
 
 
 class Gateway:

@@ -3,14 +3,12 @@ sends (the gateway names any other fault)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+import standin_gateway
 from typer.testing import CliRunner
 
 from ops.cli.app import app
@@ -38,28 +36,13 @@ def gateway() -> Iterator[tuple[str, list[tuple[str, Any]]]]:
     """A gateway answering every ``PUT`` with generation 1; records ``(path, body)``."""
     seen: list[tuple[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:
-            length = int(self.headers["content-length"])
-            seen.append((self.path, json.loads(self.rfile.read(length))))
-            body = json.dumps({"name": "n", "generation": 1, "workflow_id": "schedule:n:1",
-                               "created": True}).encode()
-            self.send_response(201)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(method: str, path: str, body: Any) -> tuple[int, Any]:
+        seen.append((path, body))
+        return 201, {"name": "n", "generation": 1, "workflow_id": "schedule:n:1",
+                     "created": True}
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with standin_gateway.serve(answer) as url:
+        yield url, seen
 
 
 def test_apply_sends_the_body_without_its_name(tmp_path: Path, gateway: Any) -> None:
