@@ -58,6 +58,7 @@ class Workflow:
         updated_at: RFC 3339 time.
         definition: the definition it was started from, or None (an inline spec).
         raw: the whole document.
+        generation: 1, or more once ``restart_on_failure`` restarted it.
     """
 
     id: str
@@ -72,6 +73,7 @@ class Workflow:
     updated_at: str | None
     definition: DefinitionRef | None
     raw: dict[str, Any] = field(repr=False, compare=False)
+    generation: int = 1
 
     @property
     def done(self) -> bool:
@@ -89,7 +91,7 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         tenant=doc.get("tenant"), seq=int(doc.get("seq") or 0), input=doc.get("input"),
         output=doc.get("output"), error=doc.get("error") or "",
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
-        definition=definition, raw=doc)
+        definition=definition, raw=doc, generation=int(doc.get("generation") or 1))
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.WaitStarted, ev.SignalConsumed, ev.SignalDiscarded, ev.SleepStarted,
         ev.ConditionEvaluated, ev.LoopStepDecided,
         ev.ScheduleArmed, ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
+        ev.WorkflowRestarted,
         DefinitionStored, DefinitionHead, WorkerAnnounced,
     )
 }

@@ -9,7 +9,7 @@ the columns that must agree with the state machine's view:
   (a failure's error, a cancellation's reason), and ``definition`` (``{"name",
   "version"}`` of ``definition`` and ``definition_version``) of a run resolved from a
   registered definition (none for an inline spec, so rows read without those columns
-  compare as before);
+  compare as before), and ``generation`` of a restarted run (``restart_on_failure``);
 - ``nodes``: ``status``, ``total`` (a map's size) and ``error`` of every node that has a
   dispatch, a ``MapExpanded`` or a ``NodeFinished`` (a node with none of them, still
   pending, has no row);
@@ -25,7 +25,13 @@ the columns that must agree with the state machine's view:
   The nodes with a ``WaitStarted``, ``SleepStarted``, ``ConditionEvaluated`` or
   ``ScheduleArmed`` have a ``nodes`` row too.
 
-Columns that only the projection or the gateway keeps (worker, times, ``body_hash``)
+A ``WorkflowRestarted`` drops the rows of the generation before it (its ``tasks``,
+``nodes`` and ``loop_steps`` rows, ``services/projector/restarts.py``): only the events
+after the last one give ``nodes`` rows and node kinds' rows, and ``state.tasks`` holds
+only the new generation's tasks.
+
+Columns that only the projection or the gateway keeps (worker, times, ``body_hash``,
+``request_hash``)
 are not compared. A ``workflows`` row with ``seq`` 0 is the gateway's claim of an id
 whose submission the coordinator has not accepted yet. Pure code.
 """
@@ -135,10 +141,15 @@ def expected_rows(state: WorkflowState | None,
     if state.definition is not None:
         rows.workflow["definition"] = {"name": state.definition,
                                        "version": state.definition_version}
+    if state.generation > 1:
+        rows.workflow["generation"] = state.generation
     next_attempt: dict[str, int] = {}
     mentioned: set[str] = set()
     for e in events:
         b = e.body
+        if isinstance(b, ev.WorkflowRestarted):
+            mentioned.clear()
+            next_attempt.clear()
         if isinstance(b, _NODE_ROWS):
             mentioned.add(b.node)
         if isinstance(b, ev.TimerScheduled):
@@ -242,6 +253,12 @@ def _set(rows: KindRows, node: str, column: str, value: Any) -> None:
     _node_row(rows, node)[column] = value
 
 
+def _restarted(rows: KindRows) -> None:
+    """A restart drops the old generation's ``nodes`` and ``loop_steps`` rows."""
+    rows.nodes.clear()
+    rows.steps.clear()
+
+
 _KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
     ev.ParentLinked: lambda rows, seq, b: setattr(rows, "parent", {
         "workflow_id": b.parent_id, "node": b.node, "index": b.index, "attempt": b.attempt}),
@@ -257,6 +274,7 @@ _KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
     ev.ConditionEvaluated: lambda rows, seq, b: _set(rows, b.node, "condition", bool(b.value)),
     ev.LoopStepDecided: lambda rows, seq, b: rows.steps.__setitem__(
         f"{b.node}/{b.step}", {"tool": b.tool, "finish": b.finish}),
+    ev.WorkflowRestarted: lambda rows, seq, b: _restarted(rows),
 }
 """Body type -> how it changes the node kinds' rows (a terminal event ends every open
 wait)."""

@@ -231,6 +231,7 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     ev.SchedulePaused: lambda b: "paused",
     ev.ScheduleResumed: lambda b: "resumed",
     ev.NodeFinished: lambda b: short(f"{b.status} {b.error}".strip()),
+    ev.WorkflowRestarted: lambda b: short(f"generation {b.generation}: {b.reason}"),
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),
     ev.WorkflowCancelled: lambda b: short(b.reason),

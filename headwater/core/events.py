@@ -12,7 +12,7 @@ never reads a clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core.ids import dispatch_id as make_dispatch_id
@@ -286,6 +286,25 @@ class NodeFinished:
 
 
 @dataclass(frozen=True)
+class WorkflowRestarted:
+    """History: a lost attempt restarted the whole run (``restart_on_failure``,
+    ``headwater.core.spec_restart``). Every unfinished attempt was cancelled just
+    before; ``generation`` (2, 3, ...) starts again from the root nodes with the
+    workflow's input. The previous generation's tasks (``dropped``: node -> how many
+    tasks it had, its ``next_index``, so the record grows with the nodes, not the tasks)
+    and node outputs leave the state, and the new generation's attempts are numbered
+    from ``attempt_floor + 1`` (the highest attempt so far, plus one), so a late
+    report of an older attempt is never taken for a newer one."""
+
+    workflow_id: str
+    at_ms: int
+    generation: int
+    attempt_floor: int
+    reason: str = ""
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class WorkflowSucceeded:
     """History, terminal: every node succeeded; ``output`` is the workflow's output."""
 
@@ -340,6 +359,7 @@ Body = (
     | SchedulePaused
     | ScheduleResumed
     | NodeFinished
+    | WorkflowRestarted
     | WorkflowSucceeded
     | WorkflowFailed
     | WorkflowCancelled

@@ -89,7 +89,7 @@ def _node(state: WorkflowState, node_id: str) -> NodeState:
 def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     key = task_key(body.node, body.index)
     node = _node(state, body.node)
-    if body.attempt == 1:
+    if body.attempt == state.first_attempt:
         node.status = NodeStatus.RUNNING
         # Tasks 0..next_index-1 exist (a task node: 1), so a snapshot can list them.
         node.next_index = max(node.next_index, (body.index or 0) + 1)
@@ -180,11 +180,11 @@ def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
     t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
     t.error_type, t.outcome = body.error_type, t.outcome or AttemptEnd.REPORTED
     _child_finished(state, body.node, body.index)
-    if body.retryable and body.attempt < state.work(body.node, body.index).retry.max_attempts:
+    tries = state.tries(body.attempt)
+    if body.retryable and tries < state.work(body.node, body.index).retry.max_attempts:
         return  # a TimerScheduled follows
     node = _node(state, body.node)
-    node.failure = error_object(body.node, body.index, body.attempt, body.error_type,
-                                body.error)
+    node.failure = error_object(body.node, body.index, tries, body.error_type, body.error)
     if item and state.spec.node(body.node).continue_on_error:
         assert node.results is not None and body.index is not None
         node.results[body.index] = {"error": node.failure}
@@ -303,6 +303,25 @@ def _node_finished(state: WorkflowState, body: ev.NodeFinished) -> None:
     waits.node_finished(state, body)
 
 
+def _workflow_restarted(state: WorkflowState, body: ev.WorkflowRestarted) -> None:
+    """A new generation: the nodes start over (pending), the previous generation's
+    tasks, outputs and timers go, and attempts are numbered from ``attempt_floor + 1``.
+    Every attempt must have ended first (the machine cancels them)."""
+    live = [k for k, t in state.tasks.items() if not t.status.terminal]
+    highest = max((t.attempt for t in state.tasks.values()), default=0)
+    if body.generation != state.generation + 1 or live or body.attempt_floor < highest:
+        raise IllegalTransition(
+            f"restart to generation {body.generation} (floor {body.attempt_floor}) in "
+            f"generation {state.generation} with attempts up to {highest}"
+            + (f" and {live[0]} unfinished" if live else ""))
+    state.generation, state.attempt_floor = body.generation, body.attempt_floor
+    state.nodes = {n.id: NodeState() for n in state.spec.nodes}
+    state.open_nodes = len(state.nodes)
+    state.tasks.clear()
+    state.outputs.clear()
+    state.timers.clear()
+
+
 def _workflow_succeeded(state: WorkflowState, body: ev.WorkflowSucceeded) -> None:
     _terminal(state, WorkflowStatus.SUCCEEDED)
     state.output = body.output
@@ -358,6 +377,7 @@ EVENT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.SchedulePaused: schedules.schedule_paused,
     ev.ScheduleResumed: schedules.schedule_resumed,
     ev.NodeFinished: _node_finished,
+    ev.WorkflowRestarted: _workflow_restarted,
     ev.WorkflowSucceeded: _workflow_succeeded,
     ev.WorkflowFailed: _workflow_failed,
     ev.WorkflowCancelled: _workflow_cancelled,

@@ -48,6 +48,10 @@ def stop_for(state: WorkflowState | None, report: ev.Report) -> ev.TaskCancelled
     if state is None or isinstance(report, ev.TaskSucceeded | ev.TaskFailed):
         return None
     task = state.tasks.get(task_key(report.node, report.index))
+    if task is None and 0 < report.attempt <= state.attempt_floor:
+        return ev.TaskCancelled(report.workflow_id, report.node, report.index, report.attempt,
+                                report.at_ms, f"attempt {report.attempt} was ended by a "
+                                f"restart (generation {state.generation} runs)")
     if task is None or report.attempt > task.attempt:
         return None
     if report.attempt == task.attempt and task.status in (TaskStatus.DISPATCHED,

@@ -16,9 +16,7 @@ from typing import Any
 
 import yaml
 
-from headwater.core.conditions import condition_refs
-from headwater.core.graph import find_cycle, upstream_among
-from headwater.core.refs import Ref, iter_refs
+from headwater.core.graph import find_cycle
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.spec_fields import (
     DEFAULT_HEARTBEAT_TIMEOUT,
@@ -47,6 +45,8 @@ from headwater.core.spec_kinds import (
     parse_when,
     signal_clash_faults,
 )
+from headwater.core.spec_refs import ERROR_KEYS, check_refs
+from headwater.core.spec_restart import RESTART_KEYS, parse_restarts
 from headwater.core.spec_schedule import ScheduleSpec, schedule_spec_faults
 from headwater.errors import SpecError
 
@@ -123,6 +123,9 @@ class WorkflowSpec:
     name: str
     nodes: tuple[NodeSpec, ...]
     output: Any = None
+    max_restarts: int = 0
+    """How many times a lost attempt may restart the whole run (``spec_restart``; 0:
+    never, a lost attempt is retried like any failed one)."""
 
     def handler_of(self, node_id: str) -> str | None:
         """The node whose ``on_error`` names ``node_id``, or None: such an error handler
@@ -171,7 +174,8 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     """Validate a spec document and build a ``WorkflowSpec``.
 
     Args:
-        doc: plain data as loaded from YAML/JSON: ``{name, retry?, nodes: [...], output?}``.
+        doc: plain data as loaded from YAML/JSON: ``{name, retry?, nodes: [...], output?,
+            restart_on_failure?, max_restarts?}``.
 
     Returns:
         The frozen spec.
@@ -194,10 +198,13 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
-    _check_refs(nodes, doc.get("output"), faults)
+    check_refs(nodes, doc.get("output"), faults)
+    restarts = parse_restarts(
+        doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
     if faults:
         raise SpecError(faults)
-    return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"))
+    return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"),
+                        max_restarts=restarts)
 
 
 def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[NodeSpec]:
@@ -224,10 +231,8 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[
     return nodes
 
 
-ERROR_KEYS = ("node", "index", "attempts", "type", "message")
-"""The keys of ``${error}`` (``state.error_object``)."""
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
-             "output"}
+             "output", *RESTART_KEYS}
 _NODE_KEYS = {"id", "kind", "needs", "when", "on_error", "continue_on_error"}.union(
     *KIND_KEYS.values())
 
@@ -331,68 +336,3 @@ def _check_routes(nodes: list[NodeSpec], faults: list[str]) -> None:
             if by_id[target].needs:
                 faults.append(f"node {target!r}: an error handler (on_error of {n.id!r}) "
                               "cannot have needs; it starts when that node fails")
-
-
-def _check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
-    ids = {n.id for n in nodes}
-    needs = {n.id: n.needs for n in nodes}
-    source_of = {n.on_error: n.id for n in nodes if n.on_error}
-    for n in nodes:
-        templates: list[tuple[str, Any]] = [("input", n.input)]
-        if n.over is not None:
-            templates.append(("over", n.over))
-        if n.sleep is not None and n.sleep.until is not None:
-            templates.append(("until", n.sleep.until))
-        refs = [(field_name, raw, ref) for field_name, template in templates
-                for raw, ref in iter_refs(template)]
-        if n.when is not None:
-            refs.extend(("when", raw, ref) for raw, ref in condition_refs(n.when))
-        named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
-        # A handler sees what its source could see: the nodes upstream of the source.
-        source = source_of.get(n.id)
-        upstream = named & set(n.needs)  # most references name a direct dependency
-        if named - upstream:
-            upstream |= upstream_among(needs, source or n.id, named - upstream)
-        for field_name, raw, ref in refs:
-            scope = _Scope(in_map=n.fans_out and field_name == "input",
-                           handler=source is not None and field_name in ("input", "when"))
-            fault = _ref_fault(ref, ids, upstream, scope)
-            if fault:
-                faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")
-    for raw, ref in iter_refs(output):
-        fault = _ref_fault(ref, ids, ids, _Scope())
-        if fault:
-            faults.append(f"output: {raw}: {fault}")
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """Which special references a template may use."""
-
-    in_map: bool = False  # ${item}, ${index}: a map node's input
-    handler: bool = False  # ${error}: an error handler's input
-
-
-def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope) -> str | None:
-    """Why a reference may not be used here, or None (``ref`` as a string: it did not
-    parse, and says why)."""
-    if isinstance(ref, str):
-        return ref
-    if ref.root in ("item", "index") and not scope.in_map:
-        return f"${{{ref.root}}} is only defined in a map node's input"
-    if ref.root == "error":
-        return _error_ref_fault(ref, scope)
-    if ref.root == "nodes":
-        if ref.node not in ids:
-            return f"unknown reference to node {ref.node!r}"
-        if ref.node not in upstream:
-            return f"node {ref.node!r} is not upstream (add it to needs)"
-    return None
-
-
-def _error_ref_fault(ref: Ref, scope: _Scope) -> str | None:
-    if not scope.handler:
-        return "${error} is only defined in the input of an error handler (an on_error target)"
-    if ref.path and ref.path[0] not in ERROR_KEYS:
-        return f"an error has the keys {', '.join(ERROR_KEYS)}, not {ref.path[0]!r}"
-    return None

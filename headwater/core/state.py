@@ -159,6 +159,11 @@ class WorkflowState:
     definition_version: int | None = None
     """The registered definition (name, version) the spec was resolved from
     (``WorkflowAccepted``); None for an inline spec."""
+    generation: int = 1
+    """The run's generation: 1, then one more for each ``WorkflowRestarted``."""
+    attempt_floor: int = 0
+    """The highest attempt number any task reached before the latest restart (0 before
+    any): this generation's attempts are numbered from ``attempt_floor + 1``."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -167,6 +172,17 @@ class WorkflowState:
         if self._spec is None:
             self._spec = parse_spec(self.spec_doc)
         return self._spec
+
+    @property
+    def first_attempt(self) -> int:
+        """The number of a task's first attempt in this generation (1 before any
+        restart)."""
+        return self.attempt_floor + 1
+
+    def tries(self, attempt: int) -> int:
+        """How many attempts of a task ``attempt`` makes in this generation (what its
+        retry policy counts): ``attempt - attempt_floor``."""
+        return attempt - self.attempt_floor
 
     def resolve_input(self, template: Any, item: Any = None, index: int | None = None,
                       error: Any = None) -> Any:

@@ -3,7 +3,8 @@
 Per workflow, on the events topic (docs/architecture.md §3): ``seq`` 1..n without gaps, exactly one
 terminal event, no two records with one ``seq`` and different bodies (identical copies
 are the at-least-once duplicates readers absorb), at most one ``TaskSucceeded`` per
-task, at most one ``TaskDispatched`` per task attempt, and a history that folds through
+task and generation (a ``WorkflowRestarted`` starts the next, whose tasks run again), at
+most one ``TaskDispatched`` per task attempt, and a history that folds through
 ``headwater.core.evolve``. The fold gives the workflow's ``EndState`` (status, node statuses,
 output, the definition it ran), which a run under faults must share with a fault-free run;
 ``definition_faults`` checks that each run recorded the definition version it was meant
@@ -72,7 +73,8 @@ class WorkflowAudit:
         conflicts: ``seq`` numbers recorded twice with different bodies.
         gaps: ``seq`` numbers missing below the highest one.
         terminals: distinct terminal events.
-        double_successes: task keys with more than one ``TaskSucceeded``.
+        double_successes: task keys with more than one ``TaskSucceeded`` in one
+            generation (``<generation>:<key>``).
         double_dispatches: ``key/attempt`` with more than one ``TaskDispatched``.
         discarded: ``ReportDiscarded`` events (late or repeated outcomes absorbed).
         dispatched: distinct ``TaskDispatched`` (attempts sent to workers).
@@ -80,6 +82,8 @@ class WorkflowAudit:
         tasks: distinct task keys dispatched (tasks run, whatever their attempts).
         lost_attempts: attempts failed as lost or stopped (``HeartbeatTimeout``,
             ``WorkerStopped``) rather than by their task code.
+        restarts: ``WorkflowRestarted`` events (lost attempts that restarted the run,
+            ``restart_on_failure``).
         fold_error: why the history does not fold (``""`` when it does).
         outcome: the folded state's outcome (None without a history).
         definition: ``name@version`` that its ``WorkflowAccepted`` records, or None
@@ -99,6 +103,7 @@ class WorkflowAudit:
     started: int = 0
     tasks: int = 0
     lost_attempts: int = 0
+    restarts: int = 0
     fold_error: str = ""
     outcome: EndState | None = None
     definition: str | None = None
@@ -160,15 +165,18 @@ def _first_by_seq(a: WorkflowAudit, records: Iterable[ev.HistoryEvent],
 
 def _count_bodies(a: WorkflowAudit, history: list[ev.HistoryEvent],
                   ) -> tuple[Counter[str], Counter[str]]:
-    """Count terminals, starts, discarded reports and lost attempts in ``a``; return the
-    ``TaskSucceeded`` per task key and the ``TaskDispatched`` per ``key/attempt``."""
+    """Count terminals, starts, discarded reports, lost attempts and restarts in ``a``;
+    return the ``TaskSucceeded`` per ``generation:key`` and the ``TaskDispatched`` per
+    ``key/attempt``."""
     successes: Counter[str] = Counter()
     dispatches: Counter[str] = Counter()
     for e in history:
         b = e.body
         a.terminals += e.terminal
         if isinstance(b, ev.TaskSucceeded):
-            successes[task_key(b.node, b.index)] += 1
+            successes[f"{a.restarts + 1}:{task_key(b.node, b.index)}"] += 1
+        elif isinstance(b, ev.WorkflowRestarted):
+            a.restarts += 1
         elif isinstance(b, ev.TaskDispatched):
             dispatches[f"{task_key(b.node, b.index)}/{b.attempt}"] += 1
         elif isinstance(b, ev.TaskStarted):

@@ -269,6 +269,22 @@ def loop(s: Sizes) -> Spec:
     ], output={"agent": "${nodes.agent.output}", "b": "${nodes.b.output}"})
 
 
+def restart(s: Sizes) -> Spec:
+    """``a``, a map of ``RESTART_ITEMS`` slow items, then ``b``, with
+    ``restart_on_failure``: an attempt lost with its worker restarts the whole run (up to
+    ``RESTART_MAX`` times, then it is retried), which must end as a fault-free run does."""
+    spec = _flow("fault-restart", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.digest",
+         "needs": ["a"], "max_concurrency": RESTART_ITEMS,
+         "input": {"value": {"a": "${nodes.a.output}", "item": "${item}"}, "salt": "m",
+                   "seconds": s.seconds * 2}},
+        _digest("b", "${nodes.m.output}", s.seconds, ["m"]),
+    ], output={"m": "${nodes.m.output}", "b": "${nodes.b.output}"})
+    spec.update(restart_on_failure=True, max_restarts=RESTART_MAX)
+    return spec
+
+
 def branch(s: Sizes) -> Spec:
     """``a``, then ``yes`` or ``no`` as ``input.flag`` says (``when``), then a join of
     both (the skipped branch's output is null)."""
@@ -287,11 +303,16 @@ CHILDREN = 3
 """Child workflows of the child shape."""
 LOOP_STEPS = 4
 """Tool calls of the loop shape."""
+RESTART_ITEMS = 4
+"""Map items of the restart shape (all in flight at once)."""
+RESTART_MAX = 5
+"""Restarts the restart shape allows before a lost attempt is retried instead."""
 
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
+    "restart": restart,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"
@@ -306,11 +327,12 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "diamond", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch")
+              "loop", "branch", "restart")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
-name, sent again for the same run. A short batch (``--batch 3``) has one too."""
+name, sent again for the same run. A short batch (``--batch 3``) has one too. The
+restart shape came last (added after the others, so their places stay)."""
 
 
 def definitions(s: Sizes) -> dict[str, Definition]:
@@ -346,6 +368,8 @@ def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
         workflow_input["children"] = [f"{n}.{i}" for i in range(CHILDREN)]
     elif shape == "branch":
         workflow_input["flag"] = n % 2 == 0
+    elif shape == "restart":
+        workflow_input["items"] = [f"{n}.{i}" for i in range(RESTART_ITEMS)]
     return workflow_input
 
 

@@ -338,6 +338,7 @@ def _figures(mine: Sequence[au.WorkflowAudit], dupes: au.Duplicates,
         "attempts_dispatched": sum(a.dispatched for a in mine),
         "attempts_started": sum(a.started for a in mine),
         "attempts_lost_to_faults": sum(a.lost_attempts for a in mine),
+        "runs_restarted": sum(a.restarts for a in mine),
         "duplicates": {
             "events_identical": sum(a.duplicates for a in mine),
             "reports_discarded": sum(a.discarded for a in mine),

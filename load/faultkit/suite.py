@@ -96,7 +96,7 @@ class Suite:
     Attributes:
         name: ``quick`` or ``full``.
         batch_size: workflows per fault run (cycling through every shape,
-            ``batch.ALL_SHAPES``: 14 make one of each).
+            ``batch.ALL_SHAPES``: 15 make one of each).
         runs: runs per fault point.
         kills: kills per run.
         rebalance_size: workflows of the rebalance run.

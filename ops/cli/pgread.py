@@ -39,8 +39,8 @@ async def read_rows(dsn: str, workflow_id: str) -> ProjectionRows:
 
 async def _read(conn: asyncpg.Connection, workflow_id: str) -> ProjectionRows:
     wf = await conn.fetchrow(
-        "select status, seq, output, error, definition, definition_version from workflows"
-        " where workflow_id = $1", workflow_id)
+        "select status, seq, output, error, definition, definition_version, generation"
+        " from workflows where workflow_id = $1", workflow_id)
     nodes = await conn.fetch(
         "select node, status, total, error from nodes where workflow_id = $1", workflow_id)
     tasks = await conn.fetch(
@@ -58,11 +58,14 @@ async def _read(conn: asyncpg.Connection, workflow_id: str) -> ProjectionRows:
 
 
 def workflow_row(row: asyncpg.Record) -> dict[str, Any]:
-    """A ``workflows`` row's compared columns: ``{"status", "seq", "output", "error"}``
-    and, when the run names a definition, ``"definition": {"name", "version"}``."""
+    """A ``workflows`` row's compared columns: ``{"status", "seq", "output", "error"}``,
+    and, when the run names a definition, ``"definition": {"name", "version"}``, and a
+    restarted run's ``"generation"`` (above 1)."""
     out = {k: row[k] for k in ("status", "seq", "output", "error")}
     if row["definition"] is not None:
         out["definition"] = {"name": row["definition"], "version": row["definition_version"]}
+    if row.get("generation", 1) > 1:
+        out["generation"] = row["generation"]
     return out
 
 

@@ -135,6 +135,21 @@ do $$ begin
         alter table workflows add column definition text,
             add column definition_version integer;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows'
+                   and column_name = 'request_hash')
+    then
+        alter table workflows add column request_hash text;
+        -- A claim not accepted yet holds its request's hash in body_hash.
+        update workflows set request_hash = body_hash where seq = 0;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows'
+                   and column_name = 'generation')
+    then
+        alter table workflows add column generation integer not null default 1,
+            add column restarted_seq bigint not null default 0;
+    end if;
 end $$;
 create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
     parent_attempt) where parent_id is not null;
@@ -177,7 +192,15 @@ Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]
 ``loop_steps`` (one per decided step); ``workflows.parent_*`` link a child to its parent,
 ``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
 ``workflows.definition`` and ``definition_version`` name the registered definition a run
-was resolved from (null for an inline spec). The ``workflows_by_*`` indexes serve
+was resolved from (null for an inline spec). ``workflows.request_hash`` is the hash of
+the request as the gateway's claim took it (``body_hash`` of its spec, or of
+``{"definition": ref}``, with its input and tenant), which retries are compared with;
+the projector keeps it, and clears it when the body accepted is not the claim's (a
+submission straight on Kafka won the id); ``body_hash`` is the hash of the body accepted
+(the request's until then). ``workflows.generation`` is the run's generation (1, then
+one more per ``WorkflowRestarted``, ``restart_on_failure``) and ``restarted_seq`` the seq
+of its latest restart (0: none), below which no ``tasks``, ``nodes`` or ``loop_steps``
+row of it may stay. The ``workflows_by_*`` indexes serve
 ``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
 order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
 the ``created_after``/``created_before`` ranges; ``status`` is the only one of their

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from headwater.core.ids import task_key
-from headwater.core.spec import NodeKind
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import (
     NodeState,
     TaskState,
@@ -56,6 +56,8 @@ def dump_state(state: WorkflowState) -> bytes:
         "parent": state.parent,
         "definition": state.definition,
         "definition_version": state.definition_version,
+        "generation": state.generation,
+        "attempt_floor": state.attempt_floor,
     }
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
@@ -93,6 +95,8 @@ def load_state(data: bytes) -> WorkflowState:
             parent=doc.get("parent"),
             definition=doc.get("definition"),
             definition_version=doc.get("definition_version"),
+            generation=doc.get("generation", 1),
+            attempt_floor=doc.get("attempt_floor", 0),
         )
     except DecodeError:
         raise
@@ -137,6 +141,8 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
                         ("runs", schedule_runs(state))):
         if value:
             doc[name] = value
+    if state.generation > 1:  # a restarted run (left out otherwise: headers read the same)
+        doc["generation"], doc["attempt_floor"] = state.generation, state.attempt_floor
     return orjson.dumps(doc)
 
 
@@ -234,17 +240,24 @@ def task_keys(state: WorkflowState, runs: dict[str, list[int]] | None = None) ->
     keys: list[str] = []
     for spec in state.spec.nodes:
         node = state.nodes[spec.id]
-        if spec.wait is not None or spec.sleep is not None:
-            continue  # no tasks
         if spec.schedule is not None:  # a header written before ended runs left the
             # state has no "runs": then every run started has its entry
             keys.extend(task_key(spec.id, i)
                         for i in runs.get(spec.id, range(node.next_index)))
-        elif spec.kind is NodeKind.TASK or (spec.kind is NodeKind.WORKFLOW and not spec.fans_out):
-            keys.extend([spec.id] if node.next_index else [])
-        else:  # a map's items, a map of children, a loop's decides and tools
-            keys.extend(task_key(spec.id, i) for i in range(node.next_index))
+        else:
+            keys.extend(node_task_keys(spec, node.next_index))
     return keys
+
+
+def node_task_keys(spec: NodeSpec, count: int) -> list[str]:
+    """The keys of the first ``count`` tasks of node ``spec`` (its ``next_index``): none
+    for a wait or a sleep, the node's id for a task or a child without ``over``, else
+    ``node[i]`` (a map's items, a map of children, a loop's decides and tools)."""
+    if spec.wait is not None or spec.sleep is not None:
+        return []
+    if spec.kind is NodeKind.TASK or (spec.kind is NodeKind.WORKFLOW and not spec.fans_out):
+        return [spec.id] if count else []
+    return [task_key(spec.id, i) for i in range(count)]
 
 
 def load_split(header: bytes, definition: bytes,
@@ -274,6 +287,7 @@ def load_split(header: bytes, definition: bytes,
             signals=h.get("signals") or {}, signal_ids=h.get("signal_ids") or [],
             parent=h.get("parent"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
+            generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
         )
         _restore_tasks(state, get_task, h.get("runs") or {})
         for node_id in state.nodes:

@@ -15,6 +15,7 @@ from headwater.core.ids import parse_task_timer_id, task_key
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
 from services.coordinator.keys import DEFINITION
+from services.coordinator.snapshot import node_task_keys
 
 _TERMINAL = (ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled)
 _ENDS = (ev.TaskSucceeded, ev.TaskFailed, ev.TaskCancelled)
@@ -30,7 +31,8 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
     Returns:
         Task keys (``node`` or ``node[index]``), and ``DEFINITION`` when the workflow was
         accepted by them. A key no longer in ``state.tasks`` (a schedule's run that
-        ended) is an entry to delete. The header is always rewritten and is not listed.
+        ended, a task of a generation a restart ended) is an entry to delete. The
+        header is always rewritten and is not listed.
     """
     parts: set[str] = set()
     for event in events:
@@ -45,6 +47,9 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
             # A workflow that ends cancels whatever task is unfinished; the machine
             # records a TaskCancelled for each first, but the fold does it regardless.
             parts.update(k for k, t in state.tasks.items() if t.status is TaskStatus.CANCELLED)
+        elif isinstance(body, ev.WorkflowRestarted):  # the old generation's entries:
+            for node_id, count in body.dropped.items():  # deleted, or rewritten
+                parts.update(node_task_keys(state.spec.node(node_id), count))
         elif isinstance(body, ev.MapExpanded | ev.NodeFinished):
             continue  # node state: in the header
         else:

@@ -139,35 +139,6 @@ def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str
     return node
 
 
-def placed_like(spec: dict[str, Any], stored: Any) -> dict[str, Any]:
-    """``spec`` with the queues ``place`` gave a run's ``stored`` spec: each node without
-    ``queue`` takes that of the stored node of the same id (inline children likewise).
-
-    So a submission retried with the same id and body is recognised as the same run
-    (its body hash compared with the run's) whatever the workers are by then.
-
-    Args:
-        spec: a raw spec, as submitted.
-        stored: the spec the run records (a ``workflows.spec``), of any shape.
-    """
-    nodes, theirs = spec.get("nodes"), stored.get("nodes") if isinstance(stored, dict) else None
-    if not isinstance(nodes, list) or not isinstance(theirs, list):
-        return spec
-    by_id = {n.get("id"): n for n in theirs if isinstance(n, dict)}
-    out = []
-    for node in nodes:
-        other = by_id.get(node.get("id")) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or not isinstance(other, dict):
-            out.append(node)
-            continue
-        if "queue" not in node and "queue" in other:
-            node = {**node, "queue": other["queue"]}
-        if isinstance(node.get("workflow"), dict):
-            node = {**node, "workflow": placed_like(node["workflow"], other.get("workflow"))}
-        out.append(node)
-    return {**spec, "nodes": out}
-
-
 def choose_queue(serving: Mapping[str, set[str]], task: str) -> str:
     """Where a node of ``task`` without ``queue`` goes: the default queue if its live
     workers serve the task, else the first queue by name whose live workers do, else the

@@ -25,7 +25,6 @@ from aiokafka.errors import MessageSizeTooLargeError
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.definitions import DefinitionRefError, parse_ref
 from headwater.core.idempotency import body_hash
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
@@ -33,7 +32,7 @@ from headwater.topics import Topics
 from services.common import faults
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
-from services.gateway.admission import admit, placed_like
+from services.gateway.admission import admit
 from services.gateway.body import require_storable
 from services.gateway.definitions import check_input, inline_children, resolve
 from services.gateway.models import SubmitRequest
@@ -66,9 +65,9 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
     ``input_schema``, and the definitions its ``kind: workflow`` nodes name (in an inline
     spec too) are inlined (``definitions.inline_children``): the record carries the full
     spec and the definition's name and version. The id's claim holds the hash of the
-    request as given (so a retry of the same id and body is the same run, whatever
-    version is the latest by then) and the spec it resolved to (what a healed claim
-    produces again).
+    request as given (``request_hash``: a retry of the same id and body is the same run,
+    whatever the definitions and workers are by then) and the spec it resolved to (what
+    a healed claim produces again).
 
     Args:
         pool: the projection's pool.
@@ -87,89 +86,102 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
             deleted definition, 409 when the id is taken by a different body, 503 when
             Kafka does not acknowledge within ``produce_timeout_s``.
     """
+    return await _claim(pool, producer, topics, request, _given(request), produce_timeout_s)
+
+
+def _given(request: SubmitRequest) -> dict[str, Any]:
+    """What the request's hash covers besides its input and tenant: the spec as given,
+    or ``{"definition": ref}``.
+
+    Raises:
+        Problem: 422 for neither or both of ``workflow`` and ``definition``.
+    """
     if request.definition is not None:
-        return await _submit_definition(pool, producer, topics, request, request.definition,
-                                        produce_timeout_s)
-    spec = request.workflow
-    if spec is None:
+        if request.workflow is not None:
+            raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
+                          "'definition' (a registered definition), not both",
+                          errors=["definition: not with workflow"])
+        return {"definition": request.definition}
+    if request.workflow is None:
         raise Problem(422, "Invalid request", "'workflow' (the spec) or 'definition' (a "
                       "registered definition's name) is required",
                       errors=["workflow: required (or definition)"])
-    # A large spec takes a while to check: off the event loop, so /health stays prompt.
-    digest = await asyncio.to_thread(_storable, request, spec)
-    full = await inline_children(pool, spec)
-    await asyncio.to_thread(_check_spec, full)
-    return await _claim(pool, producer, topics, request, _Claim(full, digest),
-                        produce_timeout_s)
-
-
-async def _submit_definition(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                             request: SubmitRequest, ref: str,
-                             produce_timeout_s: float) -> Accepted:
-    """``submit`` of ``{"definition": ref, "input": ...}``."""
-    if request.workflow is not None:
-        raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
-                      "'definition' (a registered definition), not both",
-                      errors=["definition: not with workflow"])
-    digest = await asyncio.to_thread(_storable, request, {"definition": ref})
-    if request.id is not None:  # a retry: the same run, even if ref now names another
-        row = await _row(pool, request.id)
-        if row is not None:
-            same = await asyncio.to_thread(_same_run, row, request, digest)
-            return await _existing(producer, topics, row, request.id, same, produce_timeout_s)
-    resolved = await resolve(pool, ref)
-    await asyncio.to_thread(check_input, resolved, request.input)
-    full = await inline_children(pool, resolved.spec, (resolved.name,))
-    await asyncio.to_thread(_check_spec, full)
-    return await _claim(pool, producer, topics, request,
-                        _Claim(full, digest, resolved.name, resolved.version),
-                        produce_timeout_s)
+    return request.workflow
 
 
 @dataclass(frozen=True)
 class _Claim:
-    """What a claim stores: the full spec, the request's hash, the definition's name and
-    version (None: an inline spec)."""
+    """What a claim stores: the full spec, the definition's name and version (None: an
+    inline spec)."""
 
     spec: dict[str, Any]
-    digest: str
     definition: str | None = None
     version: int | None = None
 
 
+async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
+                    given: dict[str, Any]) -> _Claim:
+    """The spec ``request`` runs (``given``: its ``_given``): its definition resolved
+    and its input checked against the definition's schema, the definitions its children
+    name inlined, checked.
+
+    Raises:
+        Problem: 422, 404 or 410 (``submit``).
+    """
+    ref = request.definition
+    if ref is None:  # ``given`` is the spec
+        full = await inline_children(pool, given)
+        await asyncio.to_thread(_check_spec, full)
+        return _Claim(full)
+    resolved = await resolve(pool, ref)
+    await asyncio.to_thread(check_input, resolved, request.input)
+    full = await inline_children(pool, resolved.spec, (resolved.name,))
+    await asyncio.to_thread(_check_spec, full)
+    return _Claim(full, resolved.name, resolved.version)
+
+
 async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                 request: SubmitRequest, claim: _Claim, produce_timeout_s: float) -> Accepted:
+                 request: SubmitRequest, given: dict[str, Any],
+                 produce_timeout_s: float) -> Accepted:
     """Claim the id with the resolved spec, then produce the submission.
 
     A retry of an id already claimed is answered from its row (the same run, or 409)
-    before admission: its run was admitted once, and refusing the retry (400, 429) would
+    before the request is resolved or admitted: its run was admitted once, and refusing
+    the retry (400, 429; 404 or 410 for a definition changed or deleted since) would
     leave its sender unsure whether it runs.
     """
+    # A large spec takes a while to check: off the event loop, so /health stays prompt.
+    digest = await asyncio.to_thread(_storable, request, given)
     if request.id is not None:
         row = await _row(pool, request.id)
         if row is not None:
-            same = await asyncio.to_thread(_same_claimed, row, request, claim)
+            same = await asyncio.to_thread(_same_run, row, digest)
             return await _existing(producer, topics, row, request.id, same, produce_timeout_s)
+    claim = await _resolved(pool, request, given)
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
     values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
-              request.input, claim.digest, now)
+              request.input, digest, now)
+    # body_hash too holds the request's hash until the projector sets that of the body
+    # accepted (what a gateway of an older version compares).
     if claim.definition is None:
         claimed = await pool.fetchval(
             "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-            " body_hash, created_at, updated_at) values ($1, $2, $3, $4, 0, $5, $6, $7, $8, $8)"
-            " on conflict (workflow_id) do nothing returning 1", *values)
+            " body_hash, request_hash, created_at, updated_at) values ($1, $2, $3, $4, 0,"
+            " $5, $6, $7, $7, $8, $8) on conflict (workflow_id) do nothing returning 1",
+            *values)
     else:
         claimed = await pool.fetchval(
             "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-            " body_hash, created_at, updated_at, definition, definition_version) values ($1,"
-            " $2, $3, $4, 0, $5, $6, $7, $8, $8, $9, $10) on conflict (workflow_id) do nothing"
-            " returning 1", *values, claim.definition, claim.version)
+            " body_hash, request_hash, created_at, updated_at, definition, definition_version)"
+            " values ($1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10)"
+            " on conflict (workflow_id) do nothing returning 1",
+            *values, claim.definition, claim.version)
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
         row = await _row(pool, workflow_id)
-        same = row is not None and await asyncio.to_thread(_same_claimed, row, request, claim)
+        same = row is not None and await asyncio.to_thread(_same_run, row, digest)
         return await _existing(producer, topics, row, workflow_id, same, produce_timeout_s)
     record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
                                   definition=claim.definition,
@@ -181,15 +193,6 @@ async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
         raise
     faults.point("gateway.after_produce")
     return Accepted(workflow_id, True, CLAIMED)
-
-
-def _same_claimed(row: Any, request: SubmitRequest, claim: _Claim) -> bool:
-    """``_same_run`` of a submission whose id ``row`` already holds. An inline spec is
-    compared with the spec that runs as admission placed it (``admission.placed_like``:
-    the queues it gave nodes without one), whatever the workers are by now. Runs in a
-    worker thread."""
-    full = placed_like(claim.spec, row["spec"]) if claim.definition is None else None
-    return _same_run(row, request, claim.digest, full)
 
 
 def _storable(request: SubmitRequest, hashed: Any) -> str:
@@ -222,32 +225,25 @@ async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
 async def _row(pool: asyncpg.Pool, workflow_id: str) -> Any:
     """The claim's row (None: the id is free)."""
     return await pool.fetchrow(
-        "select status, seq, body_hash, spec, input, tenant, definition, definition_version"
-        " from workflows where workflow_id = $1", workflow_id)
+        "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
+        " definition_version from workflows where workflow_id = $1", workflow_id)
 
 
-def _same_run(row: Any, request: SubmitRequest, digest: str,
-              full: dict[str, Any] | None = None) -> bool:
-    """Whether ``request`` (whose hash as given is ``digest``) names the run of ``row``.
+def _same_run(row: Any, digest: str) -> bool:
+    """Whether the request whose hash as given is ``digest`` names the run of ``row``.
 
-    The claim holds the hash of the request as given; once the workflow is accepted, the
-    projection holds the hash of the body that runs: the resolved spec. So a request by
-    name is also the same run when it names the run's definition (and its version, if it
-    pins one) with the same input and tenant; an inline spec, when its children
-    inlined (``full``) are the spec that runs.
+    The gateway's claim keeps the request's hash (``request_hash``), so a request by name,
+    or one whose nodes admission placed, is the same run whatever the definitions and
+    workers are by now. A row without one (a run submitted straight on Kafka, or
+    claimed by a gateway of an older version; the projector clears it when the body
+    accepted is not the claim's) is compared by the hash of the body that runs. Runs in
+    a worker thread.
     """
+    claimed = row.get("request_hash")
+    if claimed is not None:
+        return bool(claimed == digest)
     existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
-    if existing == digest:
-        return True
-    if request.definition is not None:
-        try:
-            ref = parse_ref(request.definition)
-        except DefinitionRefError:
-            return False
-        return (row.get("definition") == ref.name
-                and ref.version in (None, row.get("definition_version"))
-                and existing == body_hash(row["spec"], request.input, request.tenant))
-    return full is not None and existing == body_hash(full, request.input, request.tenant)
+    return bool(existing == digest)
 
 
 async def _existing(producer: AIOKafkaProducer, topics: Topics, row: Any, workflow_id: str,

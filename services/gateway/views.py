@@ -80,7 +80,8 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "id": workflow_id, "name": row["name"], "tenant": row["tenant"], "status": row["status"],
         "seq": row["seq"], "created_at": _iso(row["created_at"]),
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
-        "error": row["error"], "definition": definition_of(row), "nodes": node_views,
+        "error": row["error"], "definition": definition_of(row),
+        "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [_task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
         **queue_warnings(tasks[:MAX_TASKS]),  # attempts on a queue that cannot take them

@@ -1,8 +1,8 @@
 """Compare the projection's tables in two PostgreSQL schemas, row by row.
 
 Every column is compared except what only the gateway writes: ``workflows.body_hash``
-(its idempotency digest, recomputed from spec, input and tenant when missing) and the
-gateway's claims (``workflows`` rows with ``seq`` 0: an id taken for a submission the
+and ``request_hash`` (its idempotency digests: the rebuilt copy has no request's) and
+the gateway's claims (``workflows`` rows with ``seq`` 0: an id taken for a submission the
 coordinator has not accepted yet), which exist in the live tables only.
 """
 
@@ -24,7 +24,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "schedules": ("workflow_id",),
 }
 """The projection's tables and their primary keys."""
-GATEWAY_COLUMNS: dict[str, frozenset[str]] = {"workflows": frozenset({"body_hash"})}
+GATEWAY_COLUMNS: dict[str, frozenset[str]] = {
+    "workflows": frozenset({"body_hash", "request_hash"})}
 CLAIMS = "seq > 0"
 """Filters out the gateway's claims (``workflows`` rows with ``seq`` 0)."""
 

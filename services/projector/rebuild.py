@@ -20,9 +20,9 @@ How, safe while the live projector runs (it is never stopped):
    runs again), or the log's end (a rebuild: at least everything the live tables hold).
 4. ``--check``: compare the copy with the live tables, row by row (``compare``), release
    the lock and drop the copy (``--keep`` keeps it). Exit 1 on any difference.
-   Rebuild: keep what only the gateway writes (``body_hash``, claims of ids not yet
-   accepted), drop the live tables and move the copy's tables into their schema, in
-   the same transaction. The live projector's next batch then goes to the new tables;
+   Rebuild: keep what only the gateway writes (``body_hash``, ``request_hash``, claims
+   of ids not yet accepted), drop the live tables and move the copy's tables into their
+   schema, in the same transaction. The live projector's next batch then goes to the new tables;
    its statements are idempotent, so events it projects again change nothing.
 
 A rebuild refuses (exit 2), unless ``--force``, when the log cannot give the whole
@@ -248,8 +248,10 @@ async def _swap(conn: asyncpg.Connection, live: str, copy: str, tables: list[str
     lv, cp = ident(live), ident(copy)
     if f"{lv}.{ident('workflows')}" in tables:
         await conn.execute(
-            f"update {cp}.workflows r set body_hash = l.body_hash from {lv}.workflows l"
-            " where r.workflow_id = l.workflow_id and l.body_hash is not null")
+            f"update {cp}.workflows r set body_hash = coalesce(l.body_hash, r.body_hash),"
+            f" request_hash = l.request_hash from {lv}.workflows l"
+            " where r.workflow_id = l.workflow_id"
+            " and (l.body_hash is not null or l.request_hash is not null)")
         cols = ", ".join(ident(c) for c in await columns(conn, copy, "workflows", every=True))
         await conn.execute(
             f"insert into {cp}.workflows ({cols}) select {cols} from {lv}.workflows l"

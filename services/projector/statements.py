@@ -42,6 +42,9 @@ INSERT_EVENT = (
 # same body resubmitted over HTTP matches whatever PostgreSQL does to its numbers.
 # definition, definition_version: the registered definition the spec was resolved from
 # (null for an inline spec), as the acceptance recorded it.
+# request_hash: the gateway's (the hash of the request its claim took, which retries are
+# compared with), kept while the body accepted is the claim's, cleared when another one
+# won the id (then retries compare with body_hash). SET reads the row as it was.
 UPSERT_ACCEPTED = (
     "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
     " body_hash, created_at, updated_at, definition, definition_version)"
@@ -50,6 +53,10 @@ UPSERT_ACCEPTED = (
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
     " input = excluded.input, created_at = excluded.created_at,"
     " definition = excluded.definition, definition_version = excluded.definition_version,"
+    " request_hash = case when workflows.spec = excluded.spec"
+    " and workflows.input is not distinct from excluded.input"
+    " and workflows.tenant is not distinct from excluded.tenant"
+    " then workflows.request_hash end,"
     " status = case when workflows.seq < excluded.seq then 'running' else workflows.status end,"
     " seq = greatest(workflows.seq, excluded.seq),"
     " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
@@ -67,7 +74,10 @@ UPSERT_NODE = (
     " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
     " status = case when nodes.seq < excluded.seq then excluded.status else nodes.status end,"
     " error = case when nodes.seq < excluded.seq then excluded.error else nodes.error end,"
-    " total = coalesce(nodes.total, excluded.total),"  # a map's size never changes
+    # A map's size changes only with a restart (a new generation lists anew): the
+    # later event's, so one batch and many give the same total.
+    " total = case when nodes.seq < excluded.seq then coalesce(excluded.total, nodes.total)"
+    " else coalesce(nodes.total, excluded.total) end,"
     " seq = greatest(nodes.seq, excluded.seq)")
 _TASK = " where workflow_id = $1 and task_key = $2 and seq < $3"
 TASK_STARTED = "update tasks set status = 'running', worker = $4, started_at = $5, seq = $3" + _TASK

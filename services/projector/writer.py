@@ -31,6 +31,7 @@ from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
 from services.common.finishing import Unfinished, finish
 from services.common.settings import CommonSettings
 from services.projector.kinds import KIND_STATEMENTS, kind_plan
+from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
 from services.projector.statements import BUMP_WORKFLOW, CORE_STATEMENTS, Statements, core_plan
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,8 @@ async def _project_batch(conn: asyncpg.Connection, events: list[ev.HistoryEvent]
         else:
             await _project_grouped(conn, events)
         touched = sorted({e.workflow_id for e in events})
+        for sweep in SWEEPS:  # rows of a generation before a restart (``restarts.py``)
+            await conn.execute(sweep, touched)
         for payload in notify_payloads(touched):
             await conn.execute("select pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
     return set(touched)
@@ -150,15 +153,15 @@ def _clean(value: Any, depth: int) -> Any:
     return value
 
 
-STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS)
+STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS, *RESTART_STATEMENTS)
 """Every statement, in the order a batch applies them: the core ones (a task's lifecycle
-order), then the node kinds' (``kinds.py``)."""
+order), then the node kinds' (``kinds.py``), then a restart's (``restarts.py``)."""
 
 
 def plan(e: ev.HistoryEvent) -> Statements:
     """The statements that project one event, with their arguments: the core ones, then
-    those of the node kinds."""
-    return [*core_plan(e), *kind_plan(e)]
+    those of the node kinds and of a restart."""
+    return [*core_plan(e), *kind_plan(e), *restart_plan(e)]
 
 
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, *UNAVAILABLE)

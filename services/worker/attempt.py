@@ -25,13 +25,13 @@ from typing import Any, TypeVar
 
 import orjson
 
+from headwater.client_http import default_url
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
-from services.worker.settings import gateway_url_from_env
 
 log = logging.getLogger("headwater.worker")
 
@@ -71,7 +71,7 @@ class Attempt:
         taken_at_s: ``time.monotonic()`` when this worker took the dispatch (None: now);
             the attempt's own timeout counts from then.
         gateway_url: where the task's ``ctx.call`` submits child runs (None: the
-            worker's ``HEADWATER_GATEWAY_URL``, ``settings.gateway_url_from_env``).
+            worker's ``HEADWATER_GATEWAY_URL``, ``headwater.client_http.default_url``).
 
     Attributes:
         key: ``(workflow_id, node, index, attempt)``.
@@ -93,7 +93,7 @@ class Attempt:
         self.progress = ProgressReporter(self.loop, self.key, self._send_progress)
         self.executor = executor
         self.max_output_bytes = max_output_bytes
-        self.gateway_url = gateway_url or gateway_url_from_env()
+        self.gateway_url = gateway_url or default_url()
         self.chunks: list[Any] = []
         self.cancelled = False
         self.body: asyncio.Task[Any] | None = None

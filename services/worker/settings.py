@@ -7,6 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 
+from headwater.client_http import default_url
 from headwater.core.ids import QUEUE_PATTERN
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 
@@ -48,16 +49,6 @@ def checked_queue(queue: str, source: str) -> str:
         raise ValueError(f"{source} must be 1-64 letters, digits, _ and - "
                          f"({QUEUE_PATTERN.pattern}), got {queue[:100]!r}")
     return queue
-
-
-def gateway_url_from_env() -> str:
-    """``HEADWATER_GATEWAY_URL``, or the local gateway when unset:
-    ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT`` (8080 by default), as the CLI finds it.
-
-    Raises:
-        ValueError: ``HEADWATER_GATEWAY_PORT`` is not a number.
-    """
-    return env_str("GATEWAY_URL", f"http://127.0.0.1:{env_int('GATEWAY_PORT', 8080)}")
 
 
 @dataclass(frozen=True)
@@ -132,5 +123,5 @@ class Settings(CommonSettings):
             max_poll_interval_ms=env_int("MAX_POLL_INTERVAL_MS", MAX_POLL_INTERVAL_MS),
             drain_s=env_float("DRAIN_S", DRAIN_S),
             announce_s=announce_s_from_env(),
-            gateway_url=gateway_url_from_env(),
+            gateway_url=default_url(),
         )

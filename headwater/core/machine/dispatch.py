@@ -39,7 +39,7 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
         spec: a node with tasks (task, map, child workflow, loop).
         index: the map item (a loop's task: ``2k`` decide, ``2k+1`` tool of step k),
             or None for a node with a single task.
-        attempt: 1 for the first attempt; a retry timer gives the later ones.
+        attempt: ``first`` gives the first; a retry timer gives the later ones.
     """
     state = rec.current
     try:
@@ -59,6 +59,12 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
         timeout_s=work.timeout, heartbeat_timeout_s=work.heartbeat_timeout,
         checkpoint=previous.checkpoint if previous is not None else None,
     ))
+
+
+def first(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
+    """Dispatch the first attempt of a task: attempt 1, or after a restart the
+    generation's first (``WorkflowState.first_attempt``)."""
+    dispatch(rec, spec, index, rec.current.first_attempt)
 
 
 def _undispatchable(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,

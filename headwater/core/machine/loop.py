@@ -44,7 +44,7 @@ _KINDS = {"tool": "a tool decision has tool, input and spend",
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Dispatch the decide task of step 0."""
-    dispatch.dispatch(rec, spec, 0, 1)
+    dispatch.first(rec, spec, 0)
 
 
 def output_fault(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded) -> str | None:
@@ -129,7 +129,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     else:
         decision = rec.current.nodes[spec.id].decision or {}
         what = f"tool {decision.get('tool', '?')} of step {step}"
-    ending.node_failed(rec, spec.id, f"{reports.failure_message(report)} ({what})")
+    ending.node_failed(rec, spec.id, f"{reports.failure_message(rec.current, report)} ({what})")
 
 
 def _decided(rec: Recorder, spec: NodeSpec, step: int, decision: dict[str, Any]) -> None:
@@ -142,7 +142,7 @@ def _decided(rec: Recorder, spec: NodeSpec, step: int, decision: dict[str, Any])
         return
     rec.record(ev.LoopStepDecided(wf, spec.id, step, rec.at_ms, tool=decision["tool"],
                                   input=decision.get("input"), spend=spend))
-    dispatch.dispatch(rec, spec, 2 * step + 1, 1)
+    dispatch.first(rec, spec, 2 * step + 1)
 
 
 def _tool_done(rec: Recorder, spec: NodeSpec, step: int) -> None:
@@ -152,7 +152,7 @@ def _tool_done(rec: Recorder, spec: NodeSpec, step: int) -> None:
     assert spec.loop is not None
     bound = exhausted(spec, step, rec.current.nodes[spec.id].spent)
     if bound is None:
-        dispatch.dispatch(rec, spec, 2 * step + 2, 1)
+        dispatch.first(rec, spec, 2 * step + 2)
     elif spec.loop.on_exhausted == "finish":
         flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
     else:

@@ -58,7 +58,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     if spec.continue_on_error:
         _progress(rec, spec)
         return
-    ending.node_failed(rec, spec.id, reports.failure_message(report))
+    ending.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
 
 
 def _progress(rec: Recorder, spec: NodeSpec) -> None:
@@ -79,4 +79,4 @@ def _fill(rec: Recorder, spec: NodeSpec) -> None:
     assert node.total is not None
     limit = spec.max_concurrency or node.total
     while node.next_index < node.total and node.running < limit and not node.status.terminal:
-        dispatch.dispatch(rec, spec, node.next_index, 1)
+        dispatch.first(rec, spec, node.next_index)

@@ -96,16 +96,18 @@ def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
     spec = rec.current.spec.node(report.node)
     state = rec.record(report)
     retry = state.work(report.node, report.index).retry
-    if report.retryable and report.attempt < retry.max_attempts:
+    if report.retryable and state.tries(report.attempt) < retry.max_attempts:
         timers.schedule_retry(rec, spec, report)
         return
     kinds.rules(spec).attempt_failed(rec, spec, report)
 
 
-def failure_message(report: ev.TaskFailed) -> str:
+def failure_message(state: WorkflowState, report: ev.TaskFailed) -> str:
     """How a task's final failure reads in its node's error, e.g.
-    ``"m[2] failed after 3 attempts: RuntimeError: boom"``."""
+    ``"m[2] failed after 3 attempts: RuntimeError: boom"`` (the attempts of this
+    generation, ``WorkflowState.tries``)."""
     where = task_key(report.node, report.index)
-    tries = f"after {report.attempt} attempt{'s' if report.attempt > 1 else ''}"
+    count = state.tries(report.attempt)
+    tries = f"after {count} attempt{'s' if count > 1 else ''}"
     error = f"{report.error_type}: {report.error}" if report.error_type else report.error
     return f"{where} failed {tries}: {error}"

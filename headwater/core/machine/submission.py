@@ -50,7 +50,14 @@ def begin(rec: Recorder, event: Submission) -> None:
         error = f"invalid spec: {state.spec_error}"
         rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, error))
         return
+    start_roots(rec)
+    ending.finish_if_done(rec)
+
+
+def start_roots(rec: Recorder) -> None:
+    """Start every root node (no needs, not an error handler) of a running workflow,
+    in declared order: at acceptance, and again after a restart."""
+    state = rec.current
     for node in state.spec.nodes:
         if not node.needs and state.spec.handler_of(node.id) is None:
             kinds.start(rec, node)
-    ending.finish_if_done(rec)

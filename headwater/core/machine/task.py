@@ -15,7 +15,7 @@ from headwater.core.status import NodeStatus
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Dispatch the node's first attempt."""
-    dispatch.dispatch(rec, spec, None, 1)
+    dispatch.first(rec, spec, None)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
@@ -25,4 +25,4 @@ def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """The task failed for good: so has the node."""
-    ending.node_failed(rec, spec.id, reports.failure_message(report))
+    ending.node_failed(rec, spec.id, reports.failure_message(rec.current, report))

@@ -27,7 +27,7 @@ from headwater.core.ids import (
     retry_timer_id,
     task_key,
 )
-from headwater.core.machine import dispatch, reports, schedule, sleep, wait
+from headwater.core.machine import dispatch, reports, restart, schedule, sleep, wait
 from headwater.core.machine.recorder import Recorder
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
@@ -40,7 +40,8 @@ def schedule_retry(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """Record the timer that dispatches the attempt after ``report``'s, after its backoff."""
     did = dispatch_id(report.workflow_id, report.node, report.index, report.attempt)
     policy = rec.current.work(report.node, report.index).retry  # a loop's tool: its own
-    delay_ms = round(backoff_seconds(policy, report.attempt, did) * 1000)
+    tries = rec.current.tries(report.attempt)  # this generation's (``restart``)
+    delay_ms = round(backoff_seconds(policy, tries, did) * 1000)
     rec.record(ev.TimerScheduled(
         workflow_id=report.workflow_id,
         timer_id=retry_timer_id(task_key(report.node, report.index), report.attempt + 1),
@@ -83,6 +84,9 @@ def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> No
         return
     error_type, error = expired
     rec.record(event)
+    if kind == LEASE_TIMER and restart.restarts_left(state):
+        restart.restart(rec, task, error)
+        return
     reports.attempt_failed(rec, ev.TaskFailed(state.workflow_id, task.node, task.index,
                                               attempt, event.at_ms, error, error_type, True))
 

@@ -1,25 +1,61 @@
-"""A stand-in gateway for the command line's tests: a real HTTP server on a free port
-that answers each request with the next of its answers and records what it was sent."""
+"""Fixtures of the command line's tests: a stand-in gateway (a real HTTP server on a free
+port that answers each request with the next of its answers, or with a standing answer,
+and records what it was sent), and a stack home of the test's own for the local stack's
+processes (``home``; a real process such as ``SLEEPER`` stands in for a service)."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ops import localstack
+
+SLEEPER = (sys.executable, "-c", "import time; time.sleep(120)")
+"""A process that stands in for a service: it runs until stopped (two minutes at most)."""
+
+Answer = tuple[int, dict[str, Any]]
+"""An HTTP status and the JSON document answered with it."""
+
 
 @dataclass
 class Gateway:
-    """Answers each request with the next of ``answers`` (status, document)."""
+    """Answers each request with the next of ``answers``; once they are used up, with
+    ``standing[path]`` (every time), else ``otherwise``.
+
+    Attributes:
+        url: where it listens (``http://127.0.0.1:<port>``).
+        answers: the answers still to give, in order.
+        requests: ``(method, path, JSON body or None)`` of each request received.
+        standing: path -> the answer to every request of that path.
+        otherwise: the answer to every other request (None: the request fails).
+    """
 
     url: str = ""
-    answers: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    standing: dict[str, Answer] = field(default_factory=dict)
+    otherwise: Answer | None = None
+
+    def answer(self, path: str) -> Answer:
+        """The answer to a request of ``path``.
+
+        Raises:
+            IndexError: none is left for it.
+        """
+        if self.answers:
+            return self.answers.pop(0)
+        found = self.standing.get(path, self.otherwise)
+        if found is None:
+            raise IndexError(f"the stand-in gateway has no answer left for {path}")
+        return found
 
 
 @pytest.fixture
@@ -29,7 +65,7 @@ def gateway() -> Iterator[Gateway]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, body: Any) -> None:
             gw.requests.append((self.command, self.path, body))
-            status, doc = gw.answers.pop(0)
+            status, doc = gw.answer(self.path)
             data = json.dumps(doc).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json" if status < 400
@@ -58,3 +94,13 @@ def gateway() -> Iterator[Gateway]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``HEADWATER_HOME`` of the test's own (``tmp_path``); the processes the test
+    started there are stopped after it."""
+    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
+    yield tmp_path
+    for path in (tmp_path / "run").glob("*.pid"):
+        localstack.stop(localstack.Service(path.stem, ()), timeout_s=1)

@@ -9,10 +9,7 @@ import inspect
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
-from typing import Any
 
 import pytest
 import typer
@@ -20,6 +17,7 @@ from typer.testing import CliRunner
 
 from ops.cli.app import app
 from ops.cli.lazy import LAZY
+from tests.unit.ops.conftest import Gateway
 
 HEAVY = ("aiokafka", "asyncpg", "fastapi", "faust", "uvicorn", "starlette", "fastavro",
          "mode", "services", "ops.audit", "ops.history", "ops.sandbox")
@@ -62,28 +60,11 @@ def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
     assert loaded(modules, NOT_FOR_HELP) == []
 
 
-def test_status_imports_the_client_but_no_server_or_kafka_library() -> None:
+def test_status_imports_the_client_but_no_server_or_kafka_library(gateway: Gateway) -> None:
     """``headwater status ID`` against a stand-in gateway (a real HTTP server)."""
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = json.dumps(STATUS_DOC).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        modules = imported(["status", "wf-1", "--gateway", url])
-    finally:
-        server.shutdown()
-        server.server_close()
+    gateway.otherwise = (200, STATUS_DOC)
+    modules = imported(["status", "wf-1", "--gateway", gateway.url])
+    assert ("GET", "/v1/workflows/wf-1") in [(m, p) for m, p, _ in gateway.requests]
     assert {"ops.cli.workflows", "headwater.client", "httpx", "rich.table"} <= modules
     assert loaded(modules, (*HEAVY, "trio", "ops.cli.follow")) == []
 

@@ -4,26 +4,12 @@ process stands in for the worker, a real HTTP server for the gateway."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from examples.hybrid import runner
 from examples.hybrid.tasks import QUEUE, TASKS_MODULE
 from ops import localstack, stackstate
-from tests.unit.ops.conftest import Gateway
-
-SLEEPER = (sys.executable, "-c", "import time; time.sleep(120)")
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
-    yield tmp_path
-    for path in (tmp_path / "run").glob("*.pid"):
-        localstack.stop(localstack.Service(path.stem, ()), timeout_s=1)
+from tests.unit.ops.conftest import SLEEPER, Gateway
 
 
 def test_the_example_worker_is_remembered_with_its_environment(

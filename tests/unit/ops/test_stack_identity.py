@@ -6,14 +6,9 @@ server standing in for another stack's gateway, no mocks."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,45 +18,18 @@ from ops import localstack
 from ops.cli.app import app
 from services.gateway.app import create_app
 from services.gateway.settings import Settings
+from tests.unit.ops.conftest import SLEEPER, Gateway
 from tests.waiting import wait_until
 
-SLEEPER = (sys.executable, "-c", "import time; time.sleep(120)")
 UNREACHABLE = Settings(bootstrap="127.0.0.1:9", pg_dsn="postgresql://postgres@127.0.0.1:9/x")
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
-    yield tmp_path
-    for path in (tmp_path / "run").glob("*.pid"):
-        localstack.stop(localstack.Service(path.stem, ()), timeout_s=1)
-
-
-@pytest.fixture
-def other_gateway() -> Iterator[str]:
+def other_gateway(gateway: Gateway) -> str:
     """Another stack's gateway on a port: ready, its ``/health`` naming this test's pid."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            doc: dict[str, Any] = ({"status": "ok", "pid": os.getpid()}
-                                   if self.path == "/health" else {"status": "ready"})
-            body = json.dumps(doc).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    gateway.standing["/health"] = (200, {"status": "ok", "pid": os.getpid()})
+    gateway.otherwise = (200, {"status": "ready"})
+    return gateway.url
 
 
 def test_health_names_the_gateway_process_and_the_openapi_document_says_so() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,19 +14,11 @@ from typer.testing import CliRunner
 from ops import localstack, stackstate
 from ops.cli.app import app
 from ops.stackstate import WorkerGroup
+from tests.unit.ops.conftest import SLEEPER
 
-SLEEPER = (sys.executable, "-c", "import time; time.sleep(120)")
 STUBBORN = (sys.executable, "-c", "import signal, time\n"
             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\n"
             "time.sleep(120)")
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
-    yield tmp_path
-    for path in (tmp_path / "run").glob("*.pid"):
-        localstack.stop(localstack.Service(path.stem, ()), timeout_s=1)
 
 
 def test_preflight_names_the_worker_whose_task_module_does_not_import(

@@ -69,11 +69,11 @@ _NOT_STATE = {"dirty", "applied"}
 
 
 # Fields added with the node kinds beyond tasks and maps (waits, sleeps, conditions,
-# children, loops): left out while at their default, so the golden files written before
-# them stay as they are.
+# children, loops, schedules, restarts): left out while at their default, so the golden
+# files written before them stay as they are.
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
-          "last_fire_ms", "paused"}
+          "last_fire_ms", "paused", "generation", "attempt_floor"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

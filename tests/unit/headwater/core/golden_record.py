@@ -261,6 +261,29 @@ def _schedule_scenarios(
     }
 
 
+def _silent_b(d: Any) -> list[tuple[int, Any]]:
+    """``b``'s first attempt starts, heartbeats once, then its worker goes silent and
+    its success comes long after the lease expired."""
+    if d.node == "b" and d.attempt == 1:
+        key = (d.workflow_id, d.node, d.index, d.attempt)
+        return [(5, ev.TaskStarted(*key, d.at_ms + 5, "w-frozen")),
+                (1000, ev.TaskHeartbeated(*key, d.at_ms + 1000)),
+                (9000, ev.TaskSucceeded(*key, d.at_ms + 9000, "too late"))]
+    return _echo(d)
+
+
+def _restart_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenario of ``restart_on_failure`` (recorded after the others): the worker of
+    ``b``'s first attempt goes silent, so the run restarts; generation 2 runs to the end,
+    and the first attempt's late success is discarded."""
+    return {
+        "restart": ({"name": "restart", "restart_on_failure": True, "max_restarts": 1,
+                     "nodes": [_task("a"), _task("b", "a", heartbeat_timeout=3)]},
+                    None, _silent_b, []),
+    }
+
+
 def _scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
     retry = {"max_attempts": 3, "backoff_base": 0.2, "multiplier": 2, "jitter": 0.2}
     return {
@@ -385,7 +408,8 @@ def main() -> None:
     wanted = set(sys.argv[1:])
     for name, (doc, inp, script, extra) in {**_scenarios(), **_kind_scenarios(),
                                             **_child_loop_scenarios(),
-                                            **_schedule_scenarios()}.items():
+                                            **_schedule_scenarios(),
+                                            **_restart_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

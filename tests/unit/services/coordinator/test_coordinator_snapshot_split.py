@@ -177,3 +177,29 @@ def test_a_wait_per_item_keeps_its_results_and_signals_in_the_header() -> None:
         assert loaded == state
     assert state is not None and state.nodes["ok"].results == [{"n": 0}, None, {"n": 2}]
     assert set(state.signal_ids) == {"s-early", "s-0"}
+
+
+def test_a_restart_deletes_the_old_generations_task_entries() -> None:
+    """``WorkflowRestarted.dropped`` is in the write-set: the entry of a task the new
+    generation has not dispatched yet is deleted, the one it has is rewritten."""
+    from headwater.core import events as ev
+
+    wf, t0 = "wf-r", 1_000_000
+    spec = {"name": "r", "restart_on_failure": True,
+            "nodes": [{"id": "a", "task": "t.a"},
+                      {"id": "b", "task": "t.b", "needs": ["a"], "heartbeat_timeout": 2}]}
+    table: dict[str, bytes] = {}
+    state: WorkflowState | None = None
+    for item in [ev.WorkflowSubmitted(wf, spec, None, t0),
+                 ev.TaskSucceeded(wf, "a", None, 1, t0 + 1, "A"),
+                 ev.TaskStarted(wf, "b", None, 1, t0 + 2, "w"),
+                 ev.TimerFired(wf, "lease:b:1", t0 + 2002)]:
+        result = step(state, item)
+        state = result.state
+        parts = write(table, result)
+    assert state is not None and state.generation == 2
+    assert {"a", "b"} <= parts
+    assert sorted(k for k in table if k not in ("", DEFINITION)) == ["a"]
+    assert orjson.loads(table["a"])["task"]["attempt"] == 2
+    loaded = load_split(table[""], table[DEFINITION], table.get)
+    assert loaded == state and loaded.generation == 2 and loaded.attempt_floor == 1

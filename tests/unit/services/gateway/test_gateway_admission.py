@@ -311,18 +311,3 @@ async def test_timed_cache_shares_one_computation_and_forgets_failures() -> None
         await cache.get("f", fail)
     await asyncio.sleep(0)
     assert await cache.get("f", compute) == 2
-
-
-def test_a_retried_body_takes_the_queues_its_run_was_placed_on() -> None:
-    from headwater.core.idempotency import body_hash
-    from services.gateway.admission import placed_like
-
-    spec = _spec({"id": "e", "task": "embed"}, {"id": "k", "kind": "workflow",
-                                               "workflow": _spec({"id": "in", "task": "fetch"})},
-                 {"id": "x", "task": "a", "queue": "cpu"})
-    stored, _ = place(spec, SERVING)
-    assert body_hash(stored, 1, None) != body_hash(spec, 1, None)
-    # The workers changed meanwhile: placing again now would give other queues.
-    assert place(spec, {})[0] != stored
-    assert body_hash(placed_like(spec, stored), 1, None) == body_hash(stored, 1, None)
-    assert placed_like(spec, None) == spec and placed_like(spec, {"nodes": 3}) == spec

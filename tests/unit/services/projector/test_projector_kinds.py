@@ -11,6 +11,7 @@ from headwater.core import kind_events
 from services.projector import kinds as k
 from services.projector import schedules as sc
 from services.projector import statements as st
+from services.projector.restarts import RESTART_STATEMENTS
 from services.projector.writer import STATEMENTS, plan
 
 WF, T = "wf-1", 1_800_000_000_000
@@ -49,7 +50,9 @@ def test_every_history_event_of_the_kinds_writes_more_than_its_event_row() -> No
 
 def test_every_statement_is_applied_once_per_batch_in_one_order() -> None:
     assert len(set(STATEMENTS)) == len(STATEMENTS)
-    assert STATEMENTS[-len(k.KIND_STATEMENTS):] == k.KIND_STATEMENTS
+    kinds_end = len(STATEMENTS) - len(RESTART_STATEMENTS)
+    assert STATEMENTS[kinds_end - len(k.KIND_STATEMENTS):kinds_end] == k.KIND_STATEMENTS
+    assert STATEMENTS[kinds_end:] == RESTART_STATEMENTS  # last: see restarts.py
     assert STATEMENTS.index(st.UPSERT_NODE) < STATEMENTS.index(k.SET_CONDITION)
     assert STATEMENTS.index(k.UPSERT_WAIT) < STATEMENTS.index(k.WAIT_SIGNALLED) < STATEMENTS.index(
         k.CLOSE_NODE_WAITS) < STATEMENTS.index(k.CLOSE_OPEN_WAITS)

@@ -1,0 +1,87 @@
+"""Reference checks of a workflow spec: every ``${...}`` a node's templates (input,
+``over``, a sleep's ``until``, ``when``) or the workflow's output use must name a node
+upstream of it, and the special references (``${item}``, ``${index}``, ``${error}``)
+appear only where they are defined. ``spec.parse_spec`` calls ``check_refs`` once the
+nodes and their needs are known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from headwater.core.conditions import condition_refs
+from headwater.core.graph import upstream_among
+from headwater.core.refs import Ref, iter_refs
+
+if TYPE_CHECKING:
+    from headwater.core.spec import NodeSpec
+
+ERROR_KEYS = ("node", "index", "attempts", "type", "message")
+"""The keys of ``${error}`` (``state.error_object``)."""
+
+
+def check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
+    """Append a fault for each reference that may not be used where it is."""
+    ids = {n.id for n in nodes}
+    needs = {n.id: n.needs for n in nodes}
+    source_of = {n.on_error: n.id for n in nodes if n.on_error}
+    for n in nodes:
+        templates: list[tuple[str, Any]] = [("input", n.input)]
+        if n.over is not None:
+            templates.append(("over", n.over))
+        if n.sleep is not None and n.sleep.until is not None:
+            templates.append(("until", n.sleep.until))
+        refs = [(field_name, raw, ref) for field_name, template in templates
+                for raw, ref in iter_refs(template)]
+        if n.when is not None:
+            refs.extend(("when", raw, ref) for raw, ref in condition_refs(n.when))
+        named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
+        # A handler sees what its source could see: the nodes upstream of the source.
+        source = source_of.get(n.id)
+        upstream = named & set(n.needs)  # most references name a direct dependency
+        if named - upstream:
+            upstream |= upstream_among(needs, source or n.id, named - upstream)
+        for field_name, raw, ref in refs:
+            scope = _Scope(in_map=n.fans_out and field_name == "input",
+                           handler=source is not None and field_name in ("input", "when"))
+            fault = _ref_fault(ref, ids, upstream, scope)
+            if fault:
+                faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")
+    for raw, ref in iter_refs(output):
+        fault = _ref_fault(ref, ids, ids, _Scope())
+        if fault:
+            faults.append(f"output: {raw}: {fault}")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Which special references a template may use."""
+
+    in_map: bool = False  # ${item}, ${index}: a map node's input
+    handler: bool = False  # ${error}: an error handler's input
+
+
+def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope) -> str | None:
+    """Why a reference may not be used here, or None (``ref`` as a string: it did not
+    parse, and says why)."""
+    if isinstance(ref, str):
+        return ref
+    if ref.root in ("item", "index") and not scope.in_map:
+        return f"${{{ref.root}}} is only defined in a map node's input"
+    if ref.root == "error":
+        return _error_ref_fault(ref, scope)
+    if ref.root == "nodes":
+        if ref.node not in ids:
+            return f"unknown reference to node {ref.node!r}"
+        if ref.node not in upstream:
+            return f"node {ref.node!r} is not upstream (add it to needs)"
+    return None
+
+
+def _error_ref_fault(ref: Ref, scope: _Scope) -> str | None:
+    if not scope.handler:
+        return "${error} is only defined in the input of an error handler (an on_error target)"
+    if ref.path and ref.path[0] not in ERROR_KEYS:
+        return f"an error has the keys {', '.join(ERROR_KEYS)}, not {ref.path[0]!r}"
+    return None

@@ -1,0 +1,146 @@
+"""Records of every type for the codec's tests, their fields filled in unusual ways
+(non-ASCII text, nested JSON, an index set and unset, the largest numbers), and the Avro
+schema files as documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from headwater.core import events as ev
+from headwater.core.definitions import DefinitionHead, DefinitionStored
+from headwater.workers import WorkerAnnounced
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
+WF = "wf-ü-漢字-1"
+AT = 1_722_000_000_123
+SPEC = {"name": "ß", "nodes": [{"id": "a", "task": "t", "input": {"x": ["${input.q}", 1.5]}}]}
+NESTED: dict[str, Any] = {
+    "q": "ünïcode ✓", "n": [1, -2, 3.25, None, True, {"deep": [[], {}]}], "e": ""}
+
+
+def _with_index(cls: type[Any], **fields: Any) -> list[Any]:
+    return [cls(**fields, index=None), cls(**fields, index=7)]
+
+
+def body_samples() -> list[Any]:
+    base = {"workflow_id": WF, "node": "nöde", "attempt": 2, "at_ms": AT}
+    return [
+        ev.WorkflowAccepted(WF, AT, SPEC, NESTED, "tënant"),
+        ev.WorkflowAccepted(WF, AT, SPEC, None, None),
+        *_with_index(ev.TaskDispatched, **base, task="pkg.task", queue="gpu", input=NESTED,
+                     timeout_s=12.5, heartbeat_timeout_s=3.0, checkpoint={"done": [1, 2]}),
+        ev.TaskDispatched(WF, "n", None, 1, "t", "cpu", [], AT, None),
+        *_with_index(ev.TaskStarted, **base, worker="host-1/pid-2"),
+        *_with_index(ev.TaskProgressed, **base, fraction=0.3, message="30 % ⏳"),
+        *_with_index(ev.TaskHeartbeated, **base),
+        *_with_index(ev.TaskCheckpointed, **base, checkpoint={"cursor": NESTED}),
+        ev.TaskCheckpointed(WF, "n", None, 1, AT, None),
+        *_with_index(ev.TaskOutputStreamed, **base, chunk_seq=41, chunk="tök"),
+        ev.TaskOutputStreamed(WF, "n", 0, 1, AT, 0, {"delta": [NESTED]}),
+        *_with_index(ev.TaskCancelled, **base, reason="workflow cancelled ✋"),
+        *_with_index(ev.ReportDiscarded, **base, report="TaskSucceeded",
+                     reason="attempt 2 had already ended: timed out"),
+        *_with_index(ev.TaskSucceeded, **base, output={"result": NESTED, "list": [SPEC]}),
+        ev.TaskSucceeded(WF, "n", 0, 1, AT, None),
+        *_with_index(ev.TaskFailed, **base, error="ValueError: bad ☹", error_type="ValueError",
+                     retryable=False),
+        *_with_index(ev.TimerScheduled, workflow_id=WF, timer_id="retry:nöde[7]:3",
+                     fire_at_ms=AT + 2**40, node="nöde", attempt=3, at_ms=AT),
+        ev.TimerFired(WF, "retry:n:2", AT),
+        ev.MapExpanded(WF, "m", 10_000, AT),
+        *kind_body_samples(),
+        ev.NodeFinished(WF, "nöde", "failed", AT, "needs a, which failed"),
+        ev.WorkflowSucceeded(WF, AT, {"out": NESTED}),
+        ev.WorkflowSucceeded(WF, AT, None),
+        ev.WorkflowFailed(WF, AT, "invalid spec: cycle: a -> b -> a"),
+        ev.WorkflowCancelled(WF, AT, "user ✋"),
+    ]
+
+
+def kind_body_samples() -> list[Any]:
+    """The history bodies of waits, signals, sleeps, conditions, children and loops."""
+    return [
+        ev.ParentLinked(WF, "pärent-1", "child", None, 3, AT),
+        ev.ParentLinked(WF, "p", "kids", 12, 1, AT),
+        *_with_index(ev.WaitStarted, workflow_id=WF, node="approve", signal="approvål",
+                     at_ms=AT, timeout_at_ms=AT + 2**40),
+        ev.WaitStarted(WF, "w", None, "s", AT),
+        ev.SignalSent(WF, "approval", AT, None, "sig-ü-1", {"approved": True, "n": NESTED}),
+        ev.SignalSent(WF, "approval", AT, 2**31 - 1),
+        *_with_index(ev.SignalConsumed, workflow_id=WF, node="approve", name="approval",
+                     signal_id="sig-1", at_ms=AT, fields={"note": "ok ✓", "deep": [NESTED]}),
+        ev.SignalConsumed(WF, "w", None, "s", "", AT),
+        *_with_index(ev.SignalDiscarded, workflow_id=WF, name="approval", signal_id="sig-2",
+                     at_ms=AT, reason="wait approve had ended: timed out"),
+        ev.SignalDiscarded(WF, "s", None, "", AT),
+        ev.SleepStarted(WF, "nap", AT, AT + 3_000),
+        ev.ConditionEvaluated(WF, "refund", AT, False),
+        ev.ConditionEvaluated(WF, "refund", AT),
+        ev.LoopStepDecided(WF, "agent", 0, AT, tool="search", input={"q": NESTED}, spend=12.5),
+        ev.LoopStepDecided(WF, "agent", 4, AT, finish=True, output={"answer": [SPEC]}),
+        ev.LoopStepDecided(WF, "agent", 999, AT),
+        ev.ScheduleArmed(WF, "fire", AT, AT + 2_000),
+        ev.ScheduleFired(WF, "fire", AT, AT - 5, "started", f"{WF}:fire.0:1"),
+        ev.ScheduleFired(WF, "fire", AT, AT - 90_000, "skipped_missed"),
+        ev.SchedulePaused(WF, "fire", AT, "sig-1"),
+        ev.ScheduleResumed(WF, "fire", AT),
+        ev.WorkflowRestarted(WF, AT, 2, 3, "b attempt 1 was lost", {"a": 1, "m": 2}),
+        ev.WorkflowRestarted(WF, AT, 100, 0),
+    ]
+
+
+def other_samples() -> list[Any]:
+    """The records that are no workflow records: the definitions' and the workers'."""
+    return [
+        DefinitionStored("grëet", 1, SPEC, None, "d" * 64, AT),
+        DefinitionStored("greet", 2**31 - 1, SPEC, {"type": "object", "properties": NESTED},
+                         "e" * 64, 0),
+        DefinitionHead("grëet", 3, False, AT),
+        DefinitionHead("greet", 1, True, AT),
+        WorkerAnnounced("host-1-42", "gpu", ("embed", "ränk"), 4, 2, "0.1.0", "höst", 42,
+                        AT - 60_000, AT, 5000),
+        WorkerAnnounced("w", "cpu", (), 1, 0, "unknown", "h", 2**31 - 1, 0, AT, 1, True),
+    ]
+
+
+def samples() -> list[Any]:
+    bodies = body_samples()
+    return [
+        ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
+        ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
+        ev.CancelRequested(WF, AT, "because"),
+        ev.ChildSubmitted(f"{WF}:child:2", WF, "child", None, 2, SPEC, NESTED, AT, "tënant"),
+        ev.ChildSubmitted(f"{WF}:kids.7:1", WF, "kids", 7, 1, SPEC, None, AT),
+        *bodies,
+        *(ev.HistoryEvent(WF, seq, body) for seq, body in enumerate(bodies, start=1)),
+        ev.HistoryEvent(WF, 2**62, ev.TimerFired(WF, "t", AT)),
+        *other_samples(),
+    ]
+
+
+def sample_id(record: Any) -> str:
+    if isinstance(record, ev.HistoryEvent):
+        return f"HistoryEvent[{record.type}]"
+    return type(record).__name__
+
+
+SAMPLES = samples()
+
+
+def schema_docs() -> dict[str, Any]:
+    return {p.stem: orjson.loads(p.read_bytes()) for p in sorted(SCHEMAS.glob("*.avsc"))}
+
+
+def standalone(name: str, docs: dict[str, Any]) -> Any:
+    """The schema with HistoryEvent's named body types written out in place."""
+    doc = docs[name]
+    if name != "HistoryEvent":
+        return doc
+    fields = [dict(f) for f in doc["fields"]]
+    for f in fields:
+        if f["name"] == "body":
+            f["type"] = [docs[t.removeprefix("headwater.")] for t in f["type"]]
+    return {**doc, "fields": fields}
