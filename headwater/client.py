@@ -3,7 +3,8 @@ and ``AsyncClient`` (``headwater.client_async``, the same methods to await).
 
     from headwater.client import Client
     with Client("http://127.0.0.1:8080") as hw:
-        run = hw.run("docs.index", {"module": "json"}, timeout=30)
+        run = hw.run("stdlib-search", {"query": "zip", "top_k": 3, "limit": None},
+                     timeout=30)
         print(run.output if run.done else hw.result(run.id, timeout=300))
 
 Errors: every problem document the gateway answers is raised as a

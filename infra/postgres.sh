@@ -76,11 +76,17 @@ start() {
     echo "postgres already running (pid $(server_pid), port $PORT)"
   else
     port_open "$PORT" && { log "port $PORT is in use by another process; set HEADWATER_PG_PORT"; exit 1; }
-    # fsync/synchronous_commit/full_page_writes off: much faster, and a crash
+    # fsync and full_page_writes off: much faster, and a crash of the machine
     # may lose or corrupt data. Acceptable here: Postgres only holds a
     # projection that Headwater can rebuild from Kafka (or `reset` and replay).
+    # synchronous_commit stays on: a commit returns once its WAL is written to
+    # the OS, so a crash of PostgreSQL alone (SIGQUIT, as the fault suite's
+    # postgres_stop does) loses no acknowledged commit. The projector commits
+    # its Kafka offsets only after PostgreSQL acknowledged the batch; with
+    # synchronous_commit off, the batches committed in the last few hundred ms
+    # before such a crash were lost for good (seen: a node left `cancelled`).
     as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOGFILE" -t 60 -w start -o "-p $PORT -k $SOCK \
--c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+-c listen_addresses=127.0.0.1 -c fsync=off \
 -c full_page_writes=off -c max_connections=200" >/dev/null \
       || { log "start failed; last log lines:"; tail -n 40 "$LOGFILE" >&2; exit 1; }
     echo "postgres started (pid $(server_pid), port $PORT)"
@@ -109,7 +115,7 @@ status() {
 }
 
 # Drop the whole cluster (the projection); the next start runs initdb again.
-reset() { stop; rm -rf "$DATA" "$LOGFILE" "$PG_DIR/initdb.log"; echo "postgres data wiped ($DATA)"; }
+reset() { stop; rm -rf -- "${PG_DIR:?}"; echo "postgres data wiped ($PG_DIR)"; }
 
 case "${1:-}" in
   start|stop|status|reset) "$1" ;;

@@ -272,13 +272,15 @@ def loop(s: Sizes) -> Spec:
 def restart(s: Sizes) -> Spec:
     """``a``, a map of ``RESTART_ITEMS`` slow items, then ``b``, with
     ``restart_on_failure``: an attempt lost with its worker restarts the whole run (up to
-    ``RESTART_MAX`` times, then it is retried), which must end as a fault-free run does."""
+    ``RESTART_MAX`` times, then it is retried), which must end as a fault-free run does.
+    Its items take ``RESTART_ITEM_S`` each, so a worker's death is likely to find them
+    running."""
     spec = _flow("fault-restart", [
         _digest("a", "${input.seed}", s.seconds),
         {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.digest",
          "needs": ["a"], "max_concurrency": RESTART_ITEMS,
          "input": {"value": {"a": "${nodes.a.output}", "item": "${item}"}, "salt": "m",
-                   "seconds": s.seconds * 2}},
+                   "seconds": RESTART_ITEM_S}},
         _digest("b", "${nodes.m.output}", s.seconds, ["m"]),
     ], output={"m": "${nodes.m.output}", "b": "${nodes.b.output}"})
     spec.update(restart_on_failure=True, max_restarts=RESTART_MAX)
@@ -307,6 +309,8 @@ RESTART_ITEMS = 4
 """Map items of the restart shape (all in flight at once)."""
 RESTART_MAX = 5
 """Restarts the restart shape allows before a lost attempt is retried instead."""
+RESTART_ITEM_S = 1.5
+"""How long each map item of the restart shape takes, seconds."""
 
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
@@ -325,14 +329,16 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 }
 """The shapes submitted by a definition (``{"id", "definition", "input"}``): the reference
 submitted, and the version its run must record (a bare name runs the latest)."""
-ALL_SHAPES = ("chain", "diamond", "definition_latest", "map", "flaky", "error_route",
+ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "restart")
+              "loop", "branch", "diamond")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
 name, sent again for the same run. A short batch (``--batch 3``) has one too. The
-restart shape came last (added after the others, so their places stay)."""
+restart shape comes second, so that its long map items are in flight when a run's first
+worker is killed (``suite.FIRST_HITS``: the 7th or 20th attempt started), and a lost
+attempt restarts it; a short batch has it too."""
 
 
 def definitions(s: Sizes) -> dict[str, Definition]:

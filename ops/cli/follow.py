@@ -184,6 +184,14 @@ def _step_decided(state: FollowState, node: NodeView | None, data: dict[str, Any
     return f"{data.get('node')}: {note}"
 
 
+def _restarted(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    """A restart (``restart_on_failure``): every node starts over."""
+    state.nodes = {name: NodeView() for name in state.nodes}
+    state.message = ""
+    return (f"restarted as generation {data.get('generation')}: {data.get('reason', '')}"
+            " (every node starts over)")
+
+
 def _parent_linked(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
     return (f"child of {data.get('parent_id')} ({_where(data)} attempt "
             f"{data.get('attempt')})")
@@ -196,9 +204,11 @@ KIND_NOTES: dict[str, Note] = {
     "SignalConsumed": _signal_consumed, "SignalDiscarded": _signal_discarded,
     "SleepStarted": _sleep_started, "ConditionEvaluated": _condition,
     "LoopStepDecided": _step_decided, "ParentLinked": _parent_linked,
+    "WorkflowRestarted": _restarted,
 }
 """Event types -> what they change in the view, and the line they print (if any): a
-dispatch and a start (that of a child workflow), and the node kinds' events."""
+dispatch and a start (that of a child workflow), the node kinds' events, and a
+restart."""
 
 
 def events(

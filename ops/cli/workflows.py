@@ -182,8 +182,12 @@ def status(
     definition = doc.get("definition")
     made_from = (f" (definition {escape(str(definition.get('name')))}@"
                  f"{definition.get('version')})" if isinstance(definition, dict) else "")
+    generation = doc.get("generation") or 1
+    restarted = (f", generation {generation} (restarted {generation - 1} time"
+                 f"{'s' if generation > 2 else ''} after a lost attempt; `headwater replay` "
+                 "shows why)" if generation > 1 else "")
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
-                  f"{styled(doc['status'])} seq {doc['seq']}")
+                  f"{styled(doc['status'])} seq {doc['seq']}{restarted}")
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

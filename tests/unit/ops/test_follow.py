@@ -73,3 +73,21 @@ def test_a_child_started_and_a_childs_link_are_shown() -> None:
                                                                 None, T0)),
                        ev.HistoryEvent(WF, 3, ev.TaskStarted(WF, "a", None, 1, T0, "w1"))])
     assert plain == []
+
+
+def test_a_restart_is_a_line_of_its_own_and_the_nodes_start_over() -> None:
+    """``restart_on_failure``: the lost attempt's restart is printed with its reason, and
+    the view's nodes go back to pending, so the second ``succeeded`` of a node reads as
+    the new generation's."""
+    from machine_harness import fired, ok, run, spec, started, submit, task
+
+    doc = spec(task("a"), task("b", "a", heartbeat_timeout=2), restart_on_failure=True)
+    history = run([submit(doc), started("a"), ok("a", "A", at=T0 + 60),
+                   ev.TaskStarted(WF, "b", None, 1, T0 + 70, "worker-9"),
+                   fired("lease:b:1", T0 + 2070)]).history
+    state, notes = follow(history)
+    line = next(n for n in notes if n.startswith("restarted"))
+    assert "generation 2" in line and "b attempt 1 was lost" in line and "worker-9" in line
+    assert notes.index(line) > notes.index("a: succeeded")
+    assert state.nodes["a"].status == "running" and state.nodes["a"].attempts == 1
+    assert state.nodes["b"].status == "pending"
