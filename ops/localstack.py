@@ -121,19 +121,24 @@ def alive(pid: int) -> bool:
 def start(service: Service, env: Mapping[str, str] | None = None) -> int:
     """Start ``service`` unless its pid file names a live process; return its pid.
 
-    Its environment is ``launch_env``'s; the launch record keeps ``env`` as given."""
+    Its environment is ``launch_env``'s with a metrics port of its own (``stack_port``);
+    the launch record keeps ``env`` as given, and that ``metrics_port``."""
     pid = read_pid(service.pid_file)
     if pid is not None:
         return pid
+    from services.common.metrics import stack_port  # here: the quick commands skip it
+    port = stack_port(service.argv, env or {}, service.launch_file)
+    own = {} if port is None else {"HEADWATER_METRICS_PORT": str(port)}
     service.pid_file.parent.mkdir(parents=True, exist_ok=True)
     service.log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(service.log_file, "ab") as log:
         proc = subprocess.Popen(
             service.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=REPO, env=launch_env(service, env or {}), start_new_session=True,
+            cwd=REPO, env=launch_env(service, {**own, **(env or {})}), start_new_session=True,
         )
     service.pid_file.write_text(str(proc.pid))
-    service.launch_file.write_text(json.dumps({"argv": list(service.argv), "env": dict(env or {})}))
+    service.launch_file.write_text(json.dumps({"argv": list(service.argv), "env": dict(env or {}),
+                                               "metrics_port": port}))
     return proc.pid
 
 

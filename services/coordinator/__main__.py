@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 
+from services.common import metrics
 from services.coordinator.app import create_app, prepare
 from services.coordinator.settings import Settings
 
@@ -15,6 +16,7 @@ def main() -> None:
     """Create topics, then run the faust worker until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings.from_env()
+    metrics.serve(settings.metrics_port, settings.metrics_host)
     asyncio.run(prepare(settings))
     app = create_app(settings)
     level = os.environ.get("HEADWATER_LOG_LEVEL", "warn").lower()

@@ -29,12 +29,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from headwater.topics import Topics
 from services.common import faults
-from services.coordinator import homing
+from services.coordinator import homing, metrics
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
 from services.coordinator.intents import Intent, IntentLog, Unreadable
@@ -111,6 +112,7 @@ class BatchApplier:
             await self._carry_out(pending, dead)
             faults.point("coordinator.after_redo")
             self.redone += len(pending)
+            metrics.INTENTS_REDONE.inc(len(pending))
             await asyncio.gather(*self.intent_log.clear([*pending, *unreadable]))
             redone = {table_entry_workflow(k) for i in pending.values() for k, _ in i.entries}
             for wid in redone:
@@ -132,9 +134,11 @@ class BatchApplier:
             Exception: only if writing to Kafka fails; the batch must then not be
                 committed (the caller stops the process).
         """
+        started_s = time.perf_counter()
         effects = self._effects_of(records)
         if not (effects.encoded or effects.dead or effects.waiting or effects.moves):
             self._renew(effects)
+            metrics.batch_applied(records, started_s, [], {})
             return
         changed, entries = effects.table_entries()
         intents = self._intents(entries, effects.encoded)
@@ -147,6 +151,7 @@ class BatchApplier:
         for wid, state in effects.touched.items():
             self.timers.arm(state, changed[wid])
         self._renew(effects)
+        metrics.batch_applied(records, started_s, effects.out, effects.touched)
 
     def _renew(self, effects: BatchEffects) -> None:
         """Move the leases the batch's heartbeats renewed (after arming its states)."""

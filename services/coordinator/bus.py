@@ -12,6 +12,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
 from services.common.kafka import AVRO_HEADERS, ensure_topics
+from services.common.metrics import DEAD_LETTERS
 from services.common.settings import CommonSettings
 from services.coordinator.faust_seam import record_bytes
 from services.coordinator.records import DeadLetter, Outgoing
@@ -113,4 +114,5 @@ class FaustBus:
         if self.too_large(r.key, value, hdrs) is not None:
             hdrs.append((VALUE_OMITTED_HEADER, f"{len(value or b'')} bytes".encode()))
             value = None
+        DEAD_LETTERS.labels(r.topic).inc()
         return await self._dlq.send(key=r.key, value=value, headers=hdrs)

@@ -31,6 +31,7 @@ import orjson
 from fastavro.schema import parse_schema
 
 from headwater.errors import DecodeError
+from services.coordinator import metrics
 from services.coordinator.keys import intent_key
 from services.coordinator.records import Outgoing
 
@@ -147,6 +148,7 @@ class IntentLog:
 
     def record(self, intents: dict[int, Intent]) -> list[Awaitable[Any]]:
         """Write each partition's intent (chunks, then head); await before carrying out."""
+        metrics.INTENTS_PENDING.inc(len(intents))
         return self.table.write([e for p, intent in sorted(intents.items())
                                  for e in encode(p, intent)])
 
@@ -168,6 +170,7 @@ class IntentLog:
             except DecodeError as e:
                 unreadable[p] = Unreadable(f"unreadable intent of partition {p}: {e}", head,
                                            chunks)
+        metrics.INTENTS_PENDING.inc(len(found) + len(unreadable))
         return found, unreadable
 
     def clear(self, partitions: Iterable[int]) -> list[Awaitable[Any]]:
@@ -180,6 +183,7 @@ class IntentLog:
                 continue
             doomed.append((intent_key(p), None))
             doomed += [(intent_key(p, i), None) for i in range(len(self._chunks(p, head)))]
+            metrics.INTENTS_PENDING.dec()
         return self.table.write(doomed)
 
     def _chunks(self, partition: int, head: bytes) -> list[bytes]:

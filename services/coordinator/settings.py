@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.common import metrics
 from services.common.settings import OFF, ON, CommonSettings, env_float, env_int, env_str
 
 
@@ -43,6 +44,10 @@ class Settings(CommonSettings):
             (``HEADWATER_HISTORY_HEARTBEATS``, ``on``/``off``, default ``off``). Off, a
             heartbeat only moves its attempt's lease in the coordinator's memory: no
             history record, table entry or intent per heartbeat.
+        metrics_port: the port of this process's Prometheus endpoint, ``/metrics``
+            (``HEADWATER_METRICS_PORT``, 9181 by default; 0: none), on
+            ``metrics_host`` (``HEADWATER_METRICS_HOST``, ``127.0.0.1``). It also serves
+            the projector's metrics when it runs here (docs/metrics.md).
     """
 
     timer_interval_s: float = 0.05
@@ -54,6 +59,8 @@ class Settings(CommonSettings):
     events_retention_ms: int = -1
     instance_id: str | None = None
     history_heartbeats: bool = False
+    metrics_port: int = metrics.DEFAULT_PORTS["coordinator"]
+    metrics_host: str = metrics.DEFAULT_HOST
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -69,4 +76,6 @@ class Settings(CommonSettings):
             events_retention_ms=env_int("EVENTS_RETENTION_MS", -1),
             instance_id=env_str("COORDINATOR_INSTANCE", "").strip() or None,
             history_heartbeats=env_str("HISTORY_HEARTBEATS", "off").lower() in ON,
+            metrics_port=metrics.port_from_env("coordinator"),
+            metrics_host=metrics.host_from_env(),
         )

@@ -17,11 +17,13 @@ from services.gateway import (
     cors,
     definitions_api,
     health,
+    metrics,
     problems,
     queues_api,
     routes,
     run_api,
     schedules_api,
+    ui_routes,
 )
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.middleware import CatchAll, RejectNul
@@ -71,7 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await connecting
             await runtime.close()
 
-    app = FastAPI(title="Headwater", version="1", lifespan=lifespan)
+    # GET /metrics, and every request counted (inside the middleware added below)
+    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
     app.state.hw = runtime
     problems.install(app)
     app.add_middleware(CatchAll)
@@ -84,4 +87,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)
     app.include_router(schedules_api.router)
-    return app
+    return ui_routes.install(app)  # the web UI at /ui

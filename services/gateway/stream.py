@@ -26,6 +26,7 @@ import orjson
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
 from services.common.db import NOTIFY_CHANNEL
+from services.gateway.metrics import SSE_SUBSCRIBERS
 from services.gateway.problems import DATABASE_UNAVAILABLE
 
 TERMINAL_STATUSES = frozenset(status for status in WorkflowStatus if status.terminal)
@@ -134,6 +135,7 @@ async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: st
     until and including the terminal event, until PostgreSQL stops answering, or until
     ``notifier`` is closing (then a last ``CLOSING`` message)."""
     last = after_seq
+    SSE_SUBSCRIBERS.inc()
     try:
         while True:
             rows = await pool.fetch(
@@ -160,3 +162,5 @@ async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: st
     except DATABASE_UNAVAILABLE as e:
         log.warning("ending the event stream of %s at seq %d: PostgreSQL unavailable: %r",
                     workflow_id, last, e)
+    finally:
+        SSE_SUBSCRIBERS.dec()

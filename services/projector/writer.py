@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +31,7 @@ from headwater.errors import DecodeError
 from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
 from services.common.finishing import Unfinished, finish
 from services.common.settings import CommonSettings
+from services.projector import metrics
 from services.projector.kinds import KIND_STATEMENTS, kind_plan
 from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
 from services.projector.statements import BUMP_WORKFLOW, CORE_STATEMENTS, Statements, core_plan
@@ -210,6 +212,7 @@ class Projector:
                 batches = await consumer.getmany(timeout_ms=200, max_records=2000)
                 if not batches:
                     continue
+                metrics.fetched(consumer, batches)
                 events: list[ev.HistoryEvent] = []
                 for records in batches.values():
                     events.extend(_history_events(records))
@@ -235,12 +238,13 @@ class Projector:
         # One order for every projector (by workflow, then seq), so that two of them
         # during a rebalance take row locks in the same order and cannot deadlock.
         events.sort(key=lambda e: (e.workflow_id, e.seq))
-        delay = 0.1
+        delay, started_s = 0.1, time.perf_counter()
         while True:
             try:
                 async with self.pool.acquire() as conn:
                     await project(conn, events)
                 self.projected += len(events)
+                metrics.projected(len(events), started_s)
                 return
             except RETRYABLE as e:
                 log.warning("projection failed (%s: %s); retrying in %.1f s",
@@ -270,7 +274,9 @@ def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
 
 
 async def run_projector(settings: CommonSettings) -> None:
-    """Keep the projection current until cancelled, restarting after any failure."""
+    """Keep the projection current until cancelled, restarting after any failure; serve
+    the process's metrics unless it does already (``metrics.serve_from_env``)."""
+    metrics.serve_from_env()
     while True:
         try:
             pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"))

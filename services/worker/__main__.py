@@ -8,6 +8,7 @@ import contextlib
 import logging
 import signal
 
+from services.common import metrics
 from services.worker.app import Worker
 from services.worker.settings import Settings
 
@@ -63,6 +64,7 @@ def main() -> None:
         settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
     except ValueError as e:  # a bad setting: named, exit 2, no traceback
         parser.error(str(e))
+    metrics.serve(settings.metrics_port, settings.metrics_host)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C before the loop runs
         asyncio.run(serve(settings))
 

@@ -28,6 +28,7 @@ from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
+from services.common.metrics import DEAD_LETTERS
 from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
@@ -279,5 +280,6 @@ class Worker:
         log.warning("dead-lettering a record of %s: %s", self.topic, reason)
         headers = [*list(record.headers or ()), (REASON_HEADER, reason.encode()),
                    (SOURCE_TOPIC_HEADER, self.topic.encode())]
+        DEAD_LETTERS.labels(self.topic).inc()
         await self.outbox.dead_letter(self.settings.topics.dlq, record.value, record.key,
                                       headers)

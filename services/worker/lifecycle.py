@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from headwater.core import events as ev
 from services.common import faults
 from services.common.clock import now_ms
+from services.worker import metrics
 from services.worker.attempt import Attempt
 from services.worker.runner import run_attempt
 
@@ -78,6 +80,7 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
 async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
     """Run the task code in its own asyncio task (``attempt.body``, which ``cancel``
     cancels) while heartbeating; None if the attempt was cancelled."""
+    began_s = time.monotonic()
     body = asyncio.create_task(run_attempt(attempt))
     attempt.body = body
     beats = asyncio.create_task(attempt.heartbeat())
@@ -85,9 +88,9 @@ async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
         await asyncio.wait([body])
     finally:
         beats.cancel()
-    if body.cancelled():
-        return None
-    return body.result()
+    outcome = None if body.cancelled() else body.result()
+    metrics.attempt_ran(attempt.dispatch.queue, outcome, time.monotonic() - began_s)
+    return outcome
 
 
 async def _worker_stopping(attempt: Attempt, report: bool) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from headwater.client_http import default_url
 from headwater.core.ids import QUEUE_PATTERN
+from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 
 MAX_OUTPUT_BYTES = 1024 * 1024
@@ -89,6 +90,10 @@ class Settings(CommonSettings):
         gateway_url: the gateway that task code's ``ctx.call`` submits child runs to
             (``HEADWATER_GATEWAY_URL``; by default the local gateway,
             ``http://127.0.0.1:$HEADWATER_GATEWAY_PORT``).
+        metrics_port: the port of this process's Prometheus endpoint, ``/metrics``
+            (``HEADWATER_METRICS_PORT``, 9183 by default; 0: none: give each worker on a
+            machine its own, as the local stack does), on ``metrics_host``
+            (``HEADWATER_METRICS_HOST``, ``127.0.0.1``).
     """
 
     queue: str = "cpu"
@@ -100,6 +105,8 @@ class Settings(CommonSettings):
     drain_s: float = DRAIN_S
     announce_s: float = ANNOUNCE_S
     gateway_url: str = "http://127.0.0.1:8080"
+    metrics_port: int = metrics.DEFAULT_PORTS["worker"]
+    metrics_host: str = metrics.DEFAULT_HOST
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -124,4 +131,6 @@ class Settings(CommonSettings):
             drain_s=env_float("DRAIN_S", DRAIN_S),
             announce_s=announce_s_from_env(),
             gateway_url=default_url(),
+            metrics_port=metrics.port_from_env("worker"),
+            metrics_host=metrics.host_from_env(),
         )

@@ -1,0 +1,143 @@
+"""The coordinator's Prometheus metrics: attempts by outcome and workflow durations (from
+the history events each batch recorded), the batches themselves, the intent log, the
+records moved home (``homing.MOVED``).
+
+Who counts what, so that nothing is counted twice: an attempt's outcome and a workflow's
+end are counted here, once, when the batch that recorded them has been carried out
+(``BatchApplier.apply_batch``): the coordinator alone knows of timeouts, lost attempts and
+cancels. Workers time the task code they ran (``services.worker.metrics``); the
+projector counts the events it wrote (``services.projector.metrics``). Counters start at
+zero with each process: a batch carried out again after a crash (``recover``) is counted
+by neither process, and one applied again after a crash by the new one only.
+
+How an attempt's end reads in the history:
+
+- ``TaskSucceeded``: succeeded; ``TaskFailed``: failed (reported by the worker);
+- ``TimerFired`` of the attempt's deadline: timed_out, of its lease: lost; the
+  ``TaskFailed`` (or, for a restart, ``TaskCancelled``) recorded with it for the same
+  attempt is not counted again;
+- ``TaskCancelled``: cancelled (the workflow or its node ended first); a task waiting
+  for its retry's backoff is cancelled too, its failed attempt counted as failed before.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sized
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from headwater.core import events as ev
+from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, parse_task_timer_id, task_key
+from headwater.core.state import WorkflowState
+from services.common.metrics import DURATION_BUCKETS_S, LATENCY_BUCKETS_S, SIZE_BUCKETS
+from services.coordinator import homing
+
+OUTCOMES = ("succeeded", "failed", "timed_out", "lost", "cancelled")
+"""The values of ``headwater_attempts_total``'s ``outcome``."""
+
+ATTEMPTS = Counter("headwater_attempts_total", "Attempts ended, by outcome, as the "
+                   "coordinator recorded them.", ["outcome"])
+_ATTEMPT = {outcome: ATTEMPTS.labels(outcome) for outcome in OUTCOMES}
+_OUTCOME_OF: dict[type, str] = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
+                                 ev.TaskCancelled: "cancelled"}
+"""The history events that end an attempt (when no expired timer ended it first)."""
+_EXPIRED = {DEADLINE_TIMER: "timed_out", LEASE_TIMER: "lost"}
+
+WORKFLOW_SECONDS = Histogram(
+    "headwater_workflow_duration_seconds", "Workflows ended, by status: seconds from their "
+    "acceptance to their end (the coordinator's clock).", ["status"],
+    buckets=DURATION_BUCKETS_S)
+_ENDED: dict[type, Histogram] = {ev.WorkflowSucceeded: WORKFLOW_SECONDS.labels("succeeded"),
+                                 ev.WorkflowFailed: WORKFLOW_SECONDS.labels("failed"),
+                                 ev.WorkflowCancelled: WORKFLOW_SECONDS.labels("cancelled")}
+
+HISTORY_EVENTS = Counter("headwater_coordinator_history_events_total",
+                         "History events recorded and published.")
+BATCH_RECORDS = Histogram("headwater_coordinator_batch_size_records",
+                          "Input records per batch applied.", buckets=SIZE_BUCKETS)
+BATCH_SECONDS = Histogram(
+    "headwater_coordinator_batch_apply_seconds", "Seconds from a batch's first step to its "
+    "effects acknowledged by the broker (intents recorded and carried out).",
+    buckets=LATENCY_BUCKETS_S)
+INTENTS_PENDING = Gauge(
+    "headwater_coordinator_intents_pending", "Partitions whose intent slot holds an intent "
+    "not cleared yet (a batch being carried out, or one found at recovery).")
+INTENTS_REDONE = Counter("headwater_coordinator_intents_redone_total",
+                         "Intents carried out again after a crash or a move (partitions).")
+
+
+def batch_applied(records: Iterable[object], started_s: float,
+                  events: list[ev.HistoryEvent], states: Mapping[str, WorkflowState]) -> None:
+    """Count a batch that has been carried out.
+
+    Args:
+        records: its input records (counted when a sized collection).
+        started_s: ``time.perf_counter()`` when it began, seconds.
+        events: the history events it recorded, in order.
+        states: workflow id -> state after the batch (the workflows it changed).
+    """
+    BATCH_SECONDS.observe(time.perf_counter() - started_s)
+    if isinstance(records, Sized):
+        BATCH_RECORDS.observe(len(records))
+    if events:
+        count_events(events, states)
+
+
+def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowState]) -> None:
+    """Count the attempts ended and the workflows finished among ``events`` (see the
+    module's docstring for how each reads), one increment per outcome and batch.
+
+    Args:
+        events: history events recorded, in order.
+        states: workflow id -> its state after them, for when it was accepted.
+    """
+    counts = dict.fromkeys(OUTCOMES, 0)
+    expired: set[tuple[str, str, int]] = set()
+    for e in events:
+        body = e.body
+        outcome = _OUTCOME_OF.get(type(body))
+        if outcome is not None:
+            if not expired or not _ended_by_timer(e, expired):
+                counts[outcome] += 1
+        elif type(body) is ev.TimerFired:
+            parsed = parse_task_timer_id(body.timer_id)
+            if parsed is not None:
+                counts[_EXPIRED[parsed[0]]] += 1
+                expired.add((e.workflow_id, parsed[1], parsed[2]))
+        elif (ended := _ENDED.get(type(body))) is not None:
+            state = states.get(e.workflow_id)
+            if state is not None:
+                ended.observe(max(0, body.at_ms - state.created_at_ms) / 1000)
+    for outcome, count in counts.items():
+        if count:
+            _ATTEMPT[outcome].inc(count)
+    HISTORY_EVENTS.inc(len(events))
+
+
+def _ended_by_timer(event: ev.HistoryEvent, expired: set[tuple[str, str, int]]) -> bool:
+    """Whether ``event`` (an attempt's end: ``TaskFailed``, ``TaskCancelled``) ends one whose
+    deadline or lease was recorded as expired before it."""
+    body = event.body
+    assert isinstance(body, ev.TaskFailed | ev.TaskCancelled | ev.TaskSucceeded)
+    return (event.workflow_id, task_key(body.node, body.index), body.attempt) in expired
+
+
+class MovedHome(Collector):
+    """``headwater_coordinator_records_moved_total`` by topic, read from ``homing.MOVED``
+    at each scrape."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        """The counts so far."""
+        family = CounterMetricFamily(
+            "headwater_coordinator_records_moved", "Input records moved to their home "
+            "partition (produced with another partitioner than murmur2), by topic.",
+            labels=["topic"])
+        for topic, count in sorted(dict(homing.MOVED.by_topic).items()):
+            family.add_metric([topic], count)
+        yield family
+
+
+REGISTRY.register(MovedHome())

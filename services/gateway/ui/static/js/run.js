@@ -1,0 +1,195 @@
+// A run's page: its facts, graph, nodes, attempts, streamed output, open waits (with a
+// form each) and a cancel button, kept up to date from its event stream: every event
+// is folded into the model at once, and the document is read again shortly after
+// (at most one read in flight), so the page follows the run without a reload.
+
+import {ApiError, follow, getJson, poll, postJson, workflowPath} from "./api.js";
+import {draw, MAX_DRAWN, update} from "./dag.js";
+import {h, note, replace} from "./dom.js";
+import {apply, emptyModel, EVENT_TYPES, graphOf, signalFields} from "./run_model.js";
+import {attemptsTable, childrenTable, chunksView, nodesTable, nodeViews, result, signalsTable,
+  summary} from "./run_views.js";
+import {signalForm} from "./signals.js";
+
+const REREAD_MS = 150;
+const FALLBACK_MS = 5000;
+const LIVE = new Set(["accepted", "running"]);
+
+function section(id, title, ...children) {
+  return h("section", {id, hidden: true}, title ? h("h2", {}, title) : null, h("div", {}), ...children);
+}
+
+function show(el, ...children) {
+  const body = el.querySelector(":scope > div");
+  replace(body, ...children);
+  el.hidden = children.flat().filter(Boolean).length === 0;
+}
+
+function cancelForm(id, onDone) {
+  const status = h("span", {class: "form-status", "aria-live": "polite"});
+  const reason = h("input", {type: "text", name: "reason", placeholder: "reason (optional)",
+                             "aria-label": "reason"});
+  const form = h("form", {id: "cancel-form", class: "inline"}, reason,
+    h("button", {type: "submit", class: "danger"}, "Cancel run"), status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    form.querySelector("button").disabled = true;
+    try {
+      await postJson(workflowPath(id, "/cancel"), reason.value ? {reason: reason.value} : {});
+      replace(status, " cancel requested");
+      onDone();
+    } catch (error) {
+      replace(status, note("error", error.message));
+      form.querySelector("button").disabled = false;
+    }
+  });
+  return form;
+}
+
+function skeleton(root, id) {
+  const els = {
+    problem: h("div", {id: "run-problem"}),
+    summary: h("div", {id: "run-summary"}),
+    actions: h("div", {id: "run-actions"}),
+    warnings: section("run-warnings", "Warnings"),
+    waits: section("waits", "Waiting for a signal"),
+    result: h("div", {id: "run-result"}),
+    graph: section("graph", "Graph"),
+    nodes: section("nodes", "Nodes"),
+    attempts: section("attempts", "Attempts"),
+    output: section("output", "Streamed output"),
+    children: section("children", "Child workflows"),
+    signals: section("signals", "Signals"),
+  };
+  replace(root, h("h1", {}, "Run ", h("code", {id: "run-id"}, id)), els.problem, els.summary,
+    els.actions, els.warnings, els.waits, els.result, els.graph, els.nodes, els.attempts,
+    els.output, els.children, els.signals);
+  return els;
+}
+
+/** One open run page: its model, its document and what keeps them fresh. */
+class RunPage {
+  constructor(root, id) {
+    this.id = id;
+    this.els = skeleton(root, id);
+    this.model = emptyModel();
+    this.doc = null;
+    this.stream = "connecting";
+    this.svg = null;
+    this.waitsKey = null;
+    this.timer = null;
+    this.reading = false;
+    this.again = false;
+    this.stopped = false;
+    this.reread = () => this.schedule();
+  }
+
+  start() {
+    this.unfollow = follow(this.id, (event) => {
+      apply(this.model, event);
+      this.schedule();
+    }, (value) => this.streamState(value), EVENT_TYPES);
+    // Beside the stream, a slow re-read while the run is live: a stream refused for a
+    // while (PostgreSQL away) leaves the page no older than this.
+    this.unpoll = poll(async () => {
+      if (!this.doc || LIVE.has(this.doc.status)) await this.read();
+    }, FALLBACK_MS);
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.unfollow?.();
+    this.unpoll?.();
+  }
+
+  streamState(value) {
+    this.stream = value;
+    if (this.doc) replace(this.els.summary, summary(this.doc, value));
+    if (value === "ended") this.schedule();
+  }
+
+  /** Read the document again shortly (events come in bursts: one read per burst). */
+  schedule() {
+    if (this.timer || this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.renderEvents();
+      this.read();
+    }, REREAD_MS);
+  }
+
+  async read() {
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    this.reading = true;
+    try {
+      this.doc = await getJson(workflowPath(this.id));
+      replace(this.els.problem);
+      this.renderDoc();
+    } catch (error) {
+      replace(this.els.problem, note("error", error.message));
+      if (error instanceof ApiError && error.status === 404) this.stop();
+    } finally {
+      this.reading = false;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        this.read();
+      }
+    }
+  }
+
+  renderDoc() {
+    const {doc, els} = this;
+    replace(els.summary, summary(doc, this.stream));
+    show(els.warnings, (doc.warnings || []).map((w) => h("p", {class: "warning"}, w)));
+    replace(els.result, result(doc));
+    show(els.nodes, doc.nodes?.length ? nodesTable(doc) : null);
+    show(els.children, doc.children?.length ? childrenTable(doc) : null);
+    show(els.signals, doc.signals?.length ? signalsTable(doc) : null);
+    this.renderGraph();
+    this.renderWaits();
+    if (!LIVE.has(doc.status)) replace(els.actions);
+    else if (!els.actions.firstChild) replace(els.actions, cancelForm(this.id, this.reread));
+  }
+
+  renderGraph() {
+    if (!this.svg && this.model.spec) {
+      const graph = graphOf(this.model.spec);
+      if (graph.length > MAX_DRAWN) {
+        show(this.els.graph, h("p", {class: "muted"}, `${graph.length} nodes: too many to draw`));
+        this.svg = true;
+      } else if (graph.length) {
+        this.svg = draw(graph);
+        show(this.els.graph, h("div", {class: "dag-box"}, this.svg));
+      }
+    }
+    if (this.svg instanceof SVGElement && this.doc) update(this.svg, nodeViews(this.doc));
+  }
+
+  renderWaits() {
+    const waiting = this.doc.waiting || [];
+    const key = JSON.stringify([waiting.map((w) => [w.node, w.index, w.signal]),
+                                !!this.model.spec]);
+    if (key === this.waitsKey) return;  // keep what is being typed
+    this.waitsKey = key;
+    show(this.els.waits, waiting.map((w) => signalForm(
+      this.id, w, signalFields(this.model.spec, w.signal), this.reread)));
+  }
+
+  renderEvents() {
+    show(this.els.attempts, this.model.attempts.size ? attemptsTable(this.model) : null);
+    show(this.els.output, chunksView(this.model));
+    this.renderGraph();
+  }
+}
+
+/** Mount the page of run params.id in root; returns stop(). */
+export function mount(root, params) {
+  document.title = `Run ${params.id} · Headwater`;
+  const page = new RunPage(root, params.id);
+  page.start();
+  return () => page.stop();
+}

@@ -1,0 +1,74 @@
+// The runs list: newest first, filtered by status, name and definition (kept in the
+// address, so a filtered list can be bookmarked), a page at a time (the API's cursor),
+// read again every two seconds so that statuses change on screen.
+
+import {getJson, poll} from "./api.js";
+import {badge, h, link, note, replace, runPath, table, when} from "./dom.js";
+
+const EVERY_MS = 2000;
+const STATUSES = ["", "accepted", "running", "succeeded", "failed", "cancelled"];
+const FILTERS = ["status", "name", "definition"];
+
+function filterForm(query, go) {
+  const value = (name) => query.get(name) || "";
+  const status = h("select", {name: "status", id: "filter-status"},
+    STATUSES.map((s) => h("option", {value: s, selected: s === value("status")}, s || "any")));
+  const text = (name, hint) => h("input", {type: "text", name, id: `filter-${name}`,
+                                           value: value(name), placeholder: hint});
+  const form = h("form", {class: "filters", id: "run-filters"},
+    h("label", {for: "filter-status"}, "status"), status,
+    h("label", {for: "filter-name"}, "name"), text("name", "workflow name"),
+    h("label", {for: "filter-definition"}, "definition"), text("definition", "name or name@3"),
+    h("button", {type: "submit"}, "Filter"),
+    h("a", {href: "/ui/runs", class: "button-link"}, "Clear"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const name of FILTERS) {
+      const field = form.elements[name].value.trim();
+      if (field) next.set(name, field);
+    }
+    go(`/ui/runs${String(next) ? `?${next}` : ""}`);
+  });
+  return form;
+}
+
+function rows(items) {
+  return items.map((r) => h("tr", {"data-run": r.id},
+    h("td", {}, link(runPath(r.id), r.id)),
+    h("td", {}, r.name || ""),
+    h("td", {}, badge(r.status)),
+    h("td", {}, r.definition ? `${r.definition.name}@${r.definition.version}` : ""),
+    h("td", {}, when(r.created_at)),
+    h("td", {}, when(r.updated_at)),
+    h("td", {class: "error-cell"}, r.error ? r.error.slice(0, 160) : "")));
+}
+
+function pager(query, nextCursor) {
+  const here = new URLSearchParams(query);
+  here.delete("cursor");
+  const links = [];
+  if (query.get("cursor")) links.push(link(`/ui/runs${String(here) ? `?${here}` : ""}`, "« newest"));
+  if (nextCursor) {
+    here.set("cursor", nextCursor);
+    links.push(link(`/ui/runs?${here}`, "older »", {id: "older"}));
+  }
+  return h("p", {class: "pager"}, links);
+}
+
+/** Mount the runs list in root; query is the address's URLSearchParams. */
+export function mount(root, params, query, go) {
+  document.title = "Runs · Headwater";
+  const problem = h("div", {id: "runs-problem"});
+  const list = h("div", {id: "runs"});
+  replace(root, h("h1", {}, "Runs"), filterForm(query, go), problem, list);
+  const wanted = {limit: 50, cursor: query.get("cursor")};
+  for (const name of FILTERS) wanted[name] = query.get(name);
+  return poll(async () => {
+    const page = await getJson("/v1/workflows", wanted);
+    replace(problem);
+    replace(list, page.items.length ? table(
+      ["run", "name", "status", "definition", "created", "updated", "error"], rows(page.items),
+      {class: "runs"}) : h("p", {class: "muted"}, "No runs match."), pager(query, page.next_cursor));
+  }, EVERY_MS, (error) => replace(problem, note("error", error.message)));
+}

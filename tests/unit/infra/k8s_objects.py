@@ -1,0 +1,113 @@
+"""Reading rendered Kubernetes objects: by kind, the Headwater Deployments, a container's
+environment as the kubelet would give it (ConfigMap and Secret references resolved)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dockerfile_facts import image
+
+Obj = dict[str, Any]
+HEADWATER = {"app.kubernetes.io/name": "headwater"}
+"""The label of every Headwater workload (the local Kafka and PostgreSQL have others)."""
+FIELD_STAND_IN = "headwater-pod-0"
+"""What a ``fieldRef`` (the pod's name) stands for when a test reads a container's env."""
+
+
+def of_kind(objects: Sequence[Obj], kind: str) -> dict[str, Obj]:
+    """The objects of ``kind`` by name."""
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+
+def one(objects: Sequence[Obj], kind: str, name: str) -> Obj:
+    """The object ``kind``/``name``. Raises ``AssertionError`` when there is none."""
+    found = of_kind(objects, kind)
+    assert name in found, f"no {kind} {name} among {sorted(found)}"
+    return found[name]
+
+
+def headwater_deployments(objects: Sequence[Obj]) -> dict[str, Obj]:
+    """The Deployments of Headwater's services, by name."""
+    return {name: d for name, d in of_kind(objects, "Deployment").items()
+            if HEADWATER.items() <= d["metadata"].get("labels", {}).items()}
+
+
+def pod_spec(workload: Obj) -> Obj:
+    """A Deployment's (or StatefulSet's) pod spec."""
+    return dict(workload["spec"]["template"]["spec"])
+
+
+def container(workload: Obj) -> Obj:
+    """A Headwater pod's one container. Raises ``AssertionError`` on more or fewer."""
+    containers = pod_spec(workload)["containers"]
+    assert len(containers) == 1, f"{workload['metadata']['name']}: {len(containers)} containers"
+    return dict(containers[0])
+
+
+def _secret_value(objects: Sequence[Obj], name: str, key: str) -> str:
+    """A rendered Secret's value, or a stand-in when the Secret is the user's to create."""
+    secret = of_kind(objects, "Secret").get(name)
+    if secret is None:
+        return f"<{name}/{key}>"
+    if key in secret.get("stringData", {}):
+        return str(secret["stringData"][key])
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+def _value_of(objects: Sequence[Obj], var: Mapping[str, Any]) -> str:
+    """One ``env`` entry's value: literal, from a ConfigMap or Secret key, or a field."""
+    if "value" in var:
+        return str(var["value"])
+    source = var["valueFrom"]
+    if "secretKeyRef" in source:
+        ref = source["secretKeyRef"]
+        return _secret_value(objects, ref["name"], ref["key"])
+    if "configMapKeyRef" in source:
+        ref = source["configMapKeyRef"]
+        return str(one(objects, "ConfigMap", ref["name"])["data"][ref["key"]])
+    return FIELD_STAND_IN
+
+
+def container_env(objects: Sequence[Obj], workload: Obj) -> dict[str, str]:
+    """The environment the container of ``workload`` starts with (``envFrom`` first,
+    then ``env``, which wins, as the kubelet merges them), the image's own aside.
+
+    Raises:
+        AssertionError: an ``envFrom`` names a ConfigMap the render does not have.
+    """
+    env: dict[str, str] = {}
+    spec = container(workload)
+    for source in spec.get("envFrom", []):
+        if "configMapRef" in source:
+            config = one(objects, "ConfigMap", source["configMapRef"]["name"])
+            env.update({k: str(v) for k, v in config.get("data", {}).items()})
+        if "secretRef" in source:
+            secret = of_kind(objects, "Secret").get(source["secretRef"]["name"], {})
+            env.update({k: base64.b64decode(v).decode()
+                        for k, v in secret.get("data", {}).items()})
+    for var in spec.get("env", []):
+        env[var["name"]] = _value_of(objects, var)
+    return env
+
+
+def headwater_env(objects: Sequence[Obj], workload: Obj) -> dict[str, str]:
+    """The ``HEADWATER_*`` environment of a Headwater container: the image's (its
+    Dockerfile's ``ENV``), then the pod's."""
+    merged = {**image().env, **container_env(objects, workload)}
+    return {k: v for k, v in merged.items() if k.startswith("HEADWATER_")}
+
+
+def argv(workload: Obj) -> list[str]:
+    """The container's command line (``command`` then ``args``)."""
+    spec = container(workload)
+    return [*spec.get("command", []), *spec.get("args", [])]
+
+
+def selects(selector: Mapping[str, Any], workload: Obj) -> bool:
+    """Whether a ``matchLabels`` selector (a PDB's, a Service's plain map) picks the pods
+    of ``workload``."""
+    labels = selector.get("matchLabels", selector)
+    pod_labels = workload["spec"]["template"]["metadata"].get("labels", {})
+    return bool(labels) and labels.items() <= pod_labels.items()
