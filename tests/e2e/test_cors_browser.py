@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -25,8 +24,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from browserkit import headless_chromium
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from stackkit import Stack
 
 from headwater.codec import RECORD_TYPES
@@ -61,34 +60,12 @@ source.onerror = () => {
 TERMINAL = ["WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"]
 
 
-def browser_paths() -> tuple[str, str]:
-    """Chromium's and chromedriver's paths; fails on CI (skips elsewhere) without them."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if chromium is None or driver is None:
-        message = "needs chromium and chromedriver: run `bash infra/browser.sh`"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return chromium, driver
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     """Headless Chromium under its Debian driver (nothing is downloaded)."""
-    chromium, driver = browser_paths()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                "--disable-gpu", "--window-size=900,700"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
-    chrome.set_script_timeout(10)
-    try:
+    with headless_chromium(900, 700) as chrome:
+        chrome.set_script_timeout(10)
         yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture(scope="module")

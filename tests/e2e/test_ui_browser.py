@@ -21,12 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
+from browserkit import headless_chromium
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from stackkit import Stack
-from test_cors_browser import browser_paths
 
 from tests.waiting import wait_until
 
@@ -77,18 +76,8 @@ def shots(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     """Headless Chromium under its Debian driver (nothing is downloaded)."""
-    chromium, driver = browser_paths()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                "--disable-gpu", "--window-size=1400,1100"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
-    try:
+    with headless_chromium(1400, 1100) as chrome:
         yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture

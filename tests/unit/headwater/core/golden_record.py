@@ -88,13 +88,17 @@ def _slow_first(d: Any) -> list[tuple[int, Any]]:
         return _reports(d, end=1500)  # past its 1 s timeout: a late outcome
     return _echo(d)
 
-def _silent_first(d: Any) -> list[tuple[int, Any]]:
-    if d.node == "job" and d.attempt == 1:
-        key = (d.workflow_id, d.node, d.index, d.attempt)
-        return [(5, ev.TaskStarted(*key, d.at_ms + 5, "w-frozen")),
-                (1000, ev.TaskHeartbeated(*key, d.at_ms + 1000)),
-                (9000, ev.TaskSucceeded(*key, d.at_ms + 9000, "too late"))]
-    return _echo(d)
+def _silent_first_of(node: str) -> Script:
+    """A script in which ``node``'s first attempt starts, heartbeats once, then its
+    worker goes silent and its success comes long after the lease expired."""
+    def script(d: Any) -> list[tuple[int, Any]]:
+        if d.node == node and d.attempt == 1:
+            key = (d.workflow_id, d.node, d.index, d.attempt)
+            return [(5, ev.TaskStarted(*key, d.at_ms + 5, "w-frozen")),
+                    (1000, ev.TaskHeartbeated(*key, d.at_ms + 1000)),
+                    (9000, ev.TaskSucceeded(*key, d.at_ms + 9000, "too late"))]
+        return _echo(d)
+    return script
 
 def _checkpoints(d: Any) -> list[tuple[int, Any]]:
     key = (d.workflow_id, d.node, d.index, d.attempt)
@@ -261,17 +265,6 @@ def _schedule_scenarios(
     }
 
 
-def _silent_b(d: Any) -> list[tuple[int, Any]]:
-    """``b``'s first attempt starts, heartbeats once, then its worker goes silent and
-    its success comes long after the lease expired."""
-    if d.node == "b" and d.attempt == 1:
-        key = (d.workflow_id, d.node, d.index, d.attempt)
-        return [(5, ev.TaskStarted(*key, d.at_ms + 5, "w-frozen")),
-                (1000, ev.TaskHeartbeated(*key, d.at_ms + 1000)),
-                (9000, ev.TaskSucceeded(*key, d.at_ms + 9000, "too late"))]
-    return _echo(d)
-
-
 def _restart_scenarios(
 ) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
     """The scenario of ``restart_on_failure`` (recorded after the others): the worker of
@@ -280,7 +273,7 @@ def _restart_scenarios(
     return {
         "restart": ({"name": "restart", "restart_on_failure": True, "max_restarts": 1,
                      "nodes": [_task("a"), _task("b", "a", heartbeat_timeout=3)]},
-                    None, _silent_b, []),
+                    None, _silent_first_of("b"), []),
     }
 
 
@@ -328,7 +321,7 @@ def _scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int,
                     None, _slow_first, []),
         "lost_lease": ({"name": "lease", "nodes": [_task("job", heartbeat_timeout=3,
                                                         retry={"max_attempts": 2})]},
-                       None, _silent_first, []),
+                       None, _silent_first_of("job"), []),
         "checkpoint": ({"name": "checkpoint", "retry": {"max_attempts": 2},
                         "nodes": [_task("resume"), _task("stream", "resume")]},
                        None, _checkpoints, []),
