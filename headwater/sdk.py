@@ -36,9 +36,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import orjson
+from opentelemetry import trace
 
 from headwater.core.ids import QUEUE_PATTERN, dispatch_id
 from headwater.errors import AttemptCancelled, TaskRegistrationError
+from headwater.task_log import TaskLogger
 
 if TYPE_CHECKING:
     from headwater.client_calls import Calls
@@ -130,11 +132,17 @@ class TaskContext:
         attempt: 1-based attempt number.
         dispatch_id: ``workflow_id/node[index]/attempt``: the same for every delivery of
             this attempt, so a key for idempotent side effects.
+        span: the attempt's OpenTelemetry span (docs/tracing.md): add attributes and
+            events to it, or make it current (``trace.use_span(ctx.span)``) for spans
+            of your own; ``trace.INVALID_SPAN`` (which records nothing) while tracing
+            is off.
+        log: a logger (``headwater.task_log.TaskLogger``) whose records carry the
+            trace id and the dispatch id.
     """
 
     def __init__(self, info: AttemptInfo, sink: ProgressSink | None = None, *,
                  last_checkpoint: Any = None, runtime: AttemptRuntime | None = None,
-                 gateway_url: str | None = None) -> None:
+                 gateway_url: str | None = None, span: trace.Span | None = None) -> None:
         """Args:
             info: the attempt.
             sink: where ``progress`` goes (the worker's reporter), or None.
@@ -143,7 +151,10 @@ class TaskContext:
                 heartbeats), or None outside a worker.
             gateway_url: the gateway ``call`` submits child runs to (None:
                 ``DEFAULT_GATEWAY_URL``).
+            span: the attempt's trace span (None: ``trace.INVALID_SPAN``).
         """
+        self.span: trace.Span = span if span is not None else trace.INVALID_SPAN
+        self.log = TaskLogger(self.span, info.dispatch_id, info.workflow_id)
         self.workflow_id = info.workflow_id
         self.node = info.node
         self.index = info.index

@@ -299,3 +299,17 @@ def audit(workflow_id: str, observed: Observed, now_ms: int, grace_ms: int) -> R
                   check_table(events, table, observed.table_error, now_ms, grace_ms),
                   check_projection(events, rows, observed.committed_offset),
                   list(log_problems))
+
+
+def past_retention(report: Report, marker: dict[str, Any]) -> Report:
+    """``report`` for a workflow the coordinator purged after its retention
+    (``services.coordinator.retention``; ``marker`` its fields, ``load_marker``): the
+    table holds nothing to compare, which is no difference, and a note says so plainly.
+    """
+    ended = marker.get("status", "ended")
+    note = (f"past retention: {report.workflow_id} ended ({ended}, seq "
+            f"{marker.get('seq', '?')}) and the coordinator purged its table entries "
+            "(HEADWATER_RETENTION_S); only a marker is kept, so the table is not compared")
+    report.table = StoreCheck("table", held=True, seq=int(marker.get("seq") or 0),
+                              notes=[note])
+    return report

@@ -22,13 +22,14 @@ from rich.table import Table
 
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
-from ops.audit import Observed, Report, StoreCheck, audit
+from ops.audit import Observed, Report, StoreCheck, audit, past_retention
 from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
 from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
 from services.common.clock import now_ms
 from services.coordinator.keys import DEFINITION, WAITING
+from services.coordinator.retention import PURGED, load_marker
 from services.coordinator.snapshot import dump_state, load_split
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
@@ -78,10 +79,15 @@ async def gather(ep: Endpoints, workflow_id: str, grace_s: float) -> Report:
         committed = await log.committed(ep.topics.projection_group, ep.topics.events,
                                         workflow_id)
         rows = await read_rows(ep.pg_dsn, workflow_id)
-        table, table_error = decode_table(workflow_id, await log.table_entries(workflow_id))
+        entries = await log.table_entries(workflow_id)
+        table, table_error = decode_table(workflow_id, entries)
         records, problems = await log.workflow_events(workflow_id)
     observed = Observed(records, table, table_error, rows, committed, problems)
-    return audit(workflow_id, observed, now_ms(), round(grace_s * 1000))
+    report = audit(workflow_id, observed, now_ms(), round(grace_s * 1000))
+    marker = entries.get(PURGED)
+    if marker is not None and "" not in entries:  # past retention: nothing to compare
+        return past_retention(report, load_marker(marker))
+    return report
 
 
 def decode_table(workflow_id: str, entries: dict[str, bytes]) -> tuple[WorkflowState | None,
@@ -92,8 +98,8 @@ def decode_table(workflow_id: str, entries: dict[str, bytes]) -> tuple[WorkflowS
         The state (None without a header) and why it could not be decoded, or ``""``.
     """
     header, definition = entries.get(""), entries.get(DEFINITION)
-    if header is None:  # inputs waiting for its submission have no state yet
-        others = set(entries) - {WAITING}
+    if header is None:  # inputs waiting for its submission, or a purge's marker
+        others = set(entries) - {WAITING, PURGED}
         return None, ("it has entries but no header" if others else "")
     if definition is None:
         return None, "its definition entry is missing"
@@ -164,8 +170,8 @@ def show(report: Report) -> None:
 
 
 def _show_store(check: StoreCheck) -> None:
-    if check.differences:
-        return
+    if check.differences or any(n.startswith("past retention") for n in check.notes):
+        return  # a purged table's note says it all
     if check.held and not check.behind:
         console.print(f"{check.store}: matches the history at seq {check.seq}")
     elif check.behind:

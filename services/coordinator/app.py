@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from services.common.kafka import ensure_topics
 from services.coordinator import faust_seam as seam
+from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
 from services.coordinator.pause import PauseWatch
@@ -49,6 +50,7 @@ def create_app(settings: Settings) -> seam.FaustApp:
     applier = BatchApplier(settings.topics, bus, store, timers, settings.max_message_bytes,
                            fence=pause.check)
     applier.history_heartbeats = settings.history_heartbeats
+    add_retention(app, settings, table, applier, bus)
     watch = seam.InputWatch(app, settings, STALL_S)
     seam.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)
     table.on_recovered = recover_or_end(app, applier)
@@ -86,6 +88,18 @@ def recover_or_end(app: seam.FaustApp,
             seam.end_process(app, "unfinished intents could not be carried out")
 
     return recover
+
+
+def add_retention(app: seam.FaustApp, settings: Settings, table: seam.WorkflowTable,
+                  applier: BatchApplier, bus: FaustBus) -> None:
+    """Purge ended workflows past ``settings.retention_s`` (``retention``); nothing when
+    it is None."""
+    if settings.retention_s is None:
+        return
+    applier.retention_ms = round(settings.retention_s * 1000)
+    sweep = retention.RetentionSweep(lambda: list(table.data.items()), bus.send_control,
+                                     settings.retention_s, lambda: bool(app.rebalancing))
+    seam.every(app, retention.sweep_interval_s(settings.retention_s), sweep.tick)
 
 
 def add_projector(app: seam.FaustApp, settings: Settings) -> None:

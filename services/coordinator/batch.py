@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from headwater.topics import Topics
-from services.common import faults
+from services.common import faults, tracing
 from services.coordinator import homing, metrics
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
@@ -43,6 +43,7 @@ from services.coordinator.keys import intent_key, table_entry_workflow
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 from services.coordinator.store import Store
 from services.coordinator.timers import TimerIndex
+from services.coordinator.traced_apply import SERVICE_NAME, traced_add
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,9 @@ class BatchApplier:
     history_heartbeats = False
     """Whether heartbeats are recorded in the history (``Settings.history_heartbeats``);
     otherwise they only move their lease."""
+    retention_ms: int | None = None
+    """How long an ended workflow stays in the table, ms (``Settings.retention_s``;
+    ``retention``); None: for ever."""
 
     def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex,
                  max_record_bytes: int, fence: Callable[[], str | None] = lambda: None,
@@ -84,6 +88,7 @@ class BatchApplier:
         self._partition = functools.lru_cache(maxsize=1 << 16)(store.partition)
         self._one_at_a_time = asyncio.Lock()  # one batch's effects at a time, recovery too
         self._clearing: list[Awaitable[Any]] = []  # the last batch's slots being emptied
+        tracing.configure(SERVICE_NAME)
         self.replayed = 0
         """Records skipped because they had been applied before (redelivered)."""
         self.redone = 0
@@ -136,7 +141,8 @@ class BatchApplier:
         """
         started_s = time.perf_counter()
         effects = self._effects_of(records)
-        if not (effects.encoded or effects.dead or effects.waiting or effects.moves):
+        if not (effects.encoded or effects.dead or effects.waiting or effects.moves
+                or effects.purged):
             self._renew(effects)
             metrics.batch_applied(records, started_s, [], {})
             return
@@ -163,11 +169,15 @@ class BatchApplier:
         dead-lettered or skipped."""
         effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition,
                                history_heartbeats=self.history_heartbeats,
+                               retention_ms=self.retention_ms,
                                lease_end=None if self.history_heartbeats
                                else self.timers.lease_end)
         try:
             for record in records:
-                effects.add(record)
+                if tracing.tracer() is None:
+                    effects.add(record)
+                else:
+                    traced_add(effects, record)
         finally:
             self.replayed += effects.replayed
         for d in effects.dead:

@@ -75,8 +75,9 @@ class FaustBus:
         for r in records:
             if r.topic not in self._ready:
                 await self.topic(r.topic)
+            headers = [*AVRO_HEADERS, *r.headers] if r.headers else AVRO_HEADERS  # trace
             futures.append(await self.app.producer.send(r.topic, r.key, r.value, None, None,
-                                                        AVRO_HEADERS))
+                                                        headers))
         await asyncio.gather(*futures)
 
     async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int,

@@ -31,7 +31,7 @@ from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
-from services.coordinator import homing
+from services.coordinator import homing, retention
 from services.coordinator import waiting as waiting_inputs
 from services.coordinator.conflicts import conflict_records
 from services.coordinator.inputs import decode_input
@@ -126,6 +126,8 @@ class BatchEffects:
     lease_end: Callable[[str, str, int], int] | None = None
     """``TimerIndex.lease_end``: when a lease ends by the heartbeats this process read."""
     _stored_waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
+    retention_ms: int | None = None  # HEADWATER_RETENTION_S; None: nothing is purged
+    purged: Entries = field(default_factory=dict)  # what purges write (``retention``)
 
     def add(self, record: InputRecord) -> None:
         """Apply one input record: route it, step it, collect what it did. Never raises
@@ -134,6 +136,8 @@ class BatchEffects:
         if routed is None:
             return
         event, state, offsets = routed
+        if retention.screened(self, record, event, state):
+            return
         if isinstance(event, ev.TaskHeartbeated) and not self.history_heartbeats:
             self._renew(event, state)
             return
@@ -302,6 +306,7 @@ class BatchEffects:
         for wid, kept in self.waiting.items():
             entries.setdefault(wid, []).append(
                 (waiting_inputs.waiting_key(wid), waiting_inputs.dump(kept, self.applied[wid])))
+        entries.update(self.purged)  # a purged workflow has no other input applied
         for wid in self.started:  # consumed: the entry is emptied
             entries.setdefault(wid, []).append((waiting_inputs.waiting_key(wid), b""))
         for wid in [w for w, es in entries.items() if self._too_large(es)]:

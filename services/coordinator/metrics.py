@@ -16,8 +16,11 @@ How an attempt's end reads in the history:
 - ``TimerFired`` of the attempt's deadline: timed_out, of its lease: lost; the
   ``TaskFailed`` (or, for a restart, ``TaskCancelled``) recorded with it for the same
   attempt is not counted again;
-- ``TaskCancelled``: cancelled (the workflow or its node ended first); a task waiting
-  for its retry's backoff is cancelled too, its failed attempt counted as failed before.
+- ``TaskCancelled``: cancelled (the workflow or its node ended first), unless the
+  attempt it names had already failed and its task was waiting for its retry's backoff
+  (the task's state still holds that failure's error): that attempt was counted as
+  failed. A restart drops its tasks from the state, so a task a restart cancels in its
+  backoff is counted as cancelled too.
 """
 
 from __future__ import annotations
@@ -100,7 +103,8 @@ def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowSta
         body = e.body
         outcome = _OUTCOME_OF.get(type(body))
         if outcome is not None:
-            if not expired or not _ended_by_timer(e, expired):
+            if ((not expired or not _ended_by_timer(e, expired))
+                    and not _cancelled_after_failing(body, states.get(e.workflow_id))):
                 counts[outcome] += 1
         elif type(body) is ev.TimerFired:
             parsed = parse_task_timer_id(body.timer_id)
@@ -115,6 +119,17 @@ def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowSta
         if count:
             _ATTEMPT[outcome].inc(count)
     HISTORY_EVENTS.inc(len(events))
+
+
+def _cancelled_after_failing(body: ev.Body, state: WorkflowState | None) -> bool:
+    """Whether ``body`` is the ``TaskCancelled`` of an attempt that had failed already:
+    its task (in ``state``, after the batch) is that attempt, and still holds the
+    failure's error (a dispatch clears it; a cancel keeps it)."""
+    if type(body) is not ev.TaskCancelled or state is None:
+        return False
+    task = state.tasks.get(task_key(body.node, body.index))
+    return (task is not None and task.attempt == body.attempt
+            and bool(task.error or task.error_type))
 
 
 def _ended_by_timer(event: ev.HistoryEvent, expired: set[tuple[str, str, int]]) -> bool:

@@ -55,12 +55,17 @@ class Outgoing:
             their queue (and so over every worker of its consumer group).
         workflow_id: whose record it is (which intent it belongs to); empty for a record
             read back from an intent, which is only published again.
+        headers: headers to send besides the content type: the W3C trace context of the
+            apply that produced it (``traceparent``, ``tracestate``) when tracing is on
+            (``services.common.tracing``); not kept in an intent, so a record published
+            again after a crash goes without them.
     """
 
     topic: str
     key: bytes
     value: bytes
     workflow_id: str = ""
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True)

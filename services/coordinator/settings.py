@@ -48,6 +48,15 @@ class Settings(CommonSettings):
             (``HEADWATER_METRICS_PORT``, 9181 by default; 0: none), on
             ``metrics_host`` (``HEADWATER_METRICS_HOST``, ``127.0.0.1``). It also serves
             the projector's metrics when it runs here (docs/metrics.md).
+        retention_s: how long a workflow stays in the coordinator's table after its last
+            event once it has ended, seconds (``HEADWATER_RETENTION_S``; unset, empty,
+            ``off`` or 0: for ever, the default). Then its entries are deleted and only
+            a marker of under 100 bytes stays, which refuses its id from then on
+            (``retention``). Off by default: the local stack and the tests keep every
+            run for replay and inspection, and a deployment picks its own period (a week
+            is typical; it must be longer than any run's children and late reports
+            are expected to take). It does not touch the events topic
+            (``events_retention_ms``) nor the projection.
     """
 
     timer_interval_s: float = 0.05
@@ -61,6 +70,7 @@ class Settings(CommonSettings):
     history_heartbeats: bool = False
     metrics_port: int = metrics.DEFAULT_PORTS["coordinator"]
     metrics_host: str = metrics.DEFAULT_HOST
+    retention_s: float | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -78,4 +88,20 @@ class Settings(CommonSettings):
             history_heartbeats=env_str("HISTORY_HEARTBEATS", "off").lower() in ON,
             metrics_port=metrics.port_from_env("coordinator"),
             metrics_host=metrics.host_from_env(),
+            retention_s=retention_from_env(),
         )
+
+
+def retention_from_env() -> float | None:
+    """``HEADWATER_RETENTION_S`` in seconds, or None when unset, empty, ``off`` or 0.
+
+    Raises:
+        ValueError: neither ``off`` nor a number of seconds of at least 0.
+    """
+    raw = env_str("RETENTION_S", "").strip().lower()
+    if raw in ("", *OFF):
+        return None
+    seconds = float(raw)
+    if seconds < 0:
+        raise ValueError(f"HEADWATER_RETENTION_S={raw!r}: must be off or seconds >= 0")
+    return seconds or None

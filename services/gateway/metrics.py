@@ -146,8 +146,22 @@ async def refresh_queues(figures: QueueFigures, registry: WorkerRegistry,
     _shown.update(names)
 
 
+MAX_UNANNOUNCED_QUEUES = 50
+"""The most queues no worker announced that get series: any client can make a tasks
+topic (``queue_anyway``, a record on the submissions topic, which the broker's topic
+auto-creation follows), so such a queue is shown only while dispatches wait on it, the
+longest backlogs first, and the label values stay bounded."""
+
+
 async def _read(figures: QueueFigures, registry: WorkerRegistry,
                 ) -> tuple[list[str], list[Lag]]:
-    """The known queues (announced, or with a tasks topic), sorted, and their lags."""
-    names = sorted(registry.queues() | await figures.task_queues(stale_ok=True))
-    return names, list(await asyncio.gather(*(figures.lag(q) for q in names)))
+    """The queues shown, sorted, and their lags: every queue workers announced, and up to
+    ``MAX_UNANNOUNCED_QUEUES`` others whose tasks topic has a backlog."""
+    announced = registry.queues()
+    names = sorted(announced | await figures.task_queues(stale_ok=True))
+    lags = dict(zip(names, await asyncio.gather(*(figures.lag(q) for q in names)),
+                    strict=True))
+    waiting = sorted((q for q in names if q not in announced and lags[q].backlog > 0),
+                     key=lambda q: -lags[q].backlog)[:MAX_UNANNOUNCED_QUEUES]
+    shown = sorted(announced | set(waiting))
+    return shown, [lags[q] for q in shown]

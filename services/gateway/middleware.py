@@ -3,7 +3,8 @@
 ``RejectNul`` turns away U+0000 in the path or the query before any route sees it
 (PostgreSQL ``text`` cannot hold it). ``CatchAll`` answers an unexpected exception with
 a 500 problem instead of letting the server send a bare ``text/plain`` 500 and drop the
-keep-alive connection.
+keep-alive connection. Creating it sets up the gateway's tracing when the environment
+asks for it (``services.common.tracing``; FastAPI then traces each request itself).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.common import tracing
 from services.gateway.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")
@@ -65,6 +67,7 @@ class CatchAll:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        tracing.configure("headwater-gateway")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Call the application; answer a problem if it fails before responding."""

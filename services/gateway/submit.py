@@ -29,7 +29,7 @@ from headwater.core.idempotency import body_hash
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from headwater.topics import Topics
-from services.common import faults
+from services.common import faults, tracing
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.admission import admit
@@ -290,9 +290,10 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
     retry = {"Retry-After": RETRY_AFTER_S}
     value = codec.encode(record)
     try:
-        await asyncio.wait_for(
-            producer.send_and_wait(topic, value, key=workflow_id.encode(),
-                                   headers=AVRO_HEADERS), timeout_s)
+        with tracing.producing(topic, workflow_id.encode()):
+            await asyncio.wait_for(
+                producer.send_and_wait(topic, value, key=workflow_id.encode(),
+                                       headers=tracing.with_context(AVRO_HEADERS)), timeout_s)
     except TimeoutError as e:
         raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
                       f"{timeout_s:g} s; it may still be stored, and retrying it is safe",

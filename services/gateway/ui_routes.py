@@ -7,7 +7,9 @@ kept in memory; only files of the known media types are served, by their path be
 problem document, like every other error of the gateway. Every answer carries a strict
 Content-Security-Policy: scripts, styles, images and connections from this origin only
 (no inline script or style, no ``eval``), no framing, no ``<base>``, forms posting here
-only (CSP Level 3, https://www.w3.org/TR/CSP3/). The pages call the API on the same
+only (CSP Level 3, https://www.w3.org/TR/CSP3/): the errors and redirects below ``/ui``
+too (``SecurityHeaders``). ``HEAD`` is answered as ``GET`` (RFC 9110 §9.3.2). The pages
+call the API on the same
 origin, so they need no CORS. The routes are not operations of the API: they are left
 out of the OpenAPI document.
 """
@@ -23,6 +25,7 @@ from pathlib import PurePosixPath
 
 from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.problems import NO_ROUTE, Problem
 
@@ -130,17 +133,44 @@ def answer(request: Request, path: str) -> Response:
     return Response(asset.body, media_type=asset.media_type, headers=headers)
 
 
+class SecurityHeaders:
+    """ASGI middleware: every answer to a path below ``/ui`` carries
+    ``SECURITY_HEADERS`` (those the answer did not set itself), whoever made it: a
+    problem document (404, 405), a redirect."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.raw = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path != PREFIX and not path.startswith(PREFIX + "/"):
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                have = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((k, v) for k, v in self.raw if k not in have)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def install(app: FastAPI) -> FastAPI:
     """Serve the UI from ``app``.
 
     Returns:
-        ``app``, with the UI's routes (outside the OpenAPI document).
+        ``app``, with the UI's routes (outside the OpenAPI document) and their headers
+        on every answer below ``/ui`` (``SecurityHeaders``).
     """
     app.include_router(router)
+    app.add_middleware(SecurityHeaders)
     return app
 
 
-@router.get(PREFIX)
+@router.api_route(PREFIX, methods=["GET", "HEAD"])
 async def ui_root() -> Response:
     """``/ui`` without the slash: redirect to the runs list, ``/ui/``."""
     return RedirectResponse(f"{PREFIX}/", status_code=308)
@@ -152,10 +182,10 @@ async def page(request: Request) -> Response:
 
 
 for _view in PAGES:
-    router.add_api_route(PREFIX + _view, page, methods=["GET"])
+    router.add_api_route(PREFIX + _view, page, methods=["GET", "HEAD"])
 
 
-@router.get(ASSETS + "/{path:path}")
+@router.api_route(ASSETS + "/{path:path}", methods=["GET", "HEAD"])
 async def asset(request: Request, path: str) -> Response:
     """A static file of the UI (``/ui/assets/js/main.js``); 404 problem when unknown."""
     return answer(request, path)

@@ -242,6 +242,7 @@ class Worker:
             return
         attempt = Attempt(dispatch, self.outbox.report, self.executor,
                           self.settings.max_output_bytes, taken_at_s)
+        attempt.trace(record.headers, record.topic)  # the dispatch's trace, if any
         self.running[attempt.key] = attempt
         try:
             await live(attempt, self.settings.worker_id, committable)

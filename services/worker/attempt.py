@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 import orjson
+from opentelemetry import trace
 
 from headwater.client_http import default_url
 from headwater.core import events as ev
@@ -32,6 +33,7 @@ from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
+from services.worker.traced_attempt import reporting_in, traced_attempt
 
 log = logging.getLogger("headwater.worker")
 
@@ -86,10 +88,12 @@ class Attempt:
                  max_output_bytes: int, taken_at_s: float | None = None, *,
                  gateway_url: str | None = None) -> None:
         self.dispatch = dispatch
+        self.span: trace.Span | None = None
+        self._send = send
         self.taken_at_s = time.monotonic() if taken_at_s is None else taken_at_s
         self.key = attempt_key(dispatch)
         self.loop = asyncio.get_running_loop()
-        self.channel = ReportChannel(send)
+        self.channel = ReportChannel(self._report)
         self.progress = ProgressReporter(self.loop, self.key, self._send_progress)
         self.executor = executor
         self.max_output_bytes = max_output_bytes
@@ -100,6 +104,24 @@ class Attempt:
         self._stop_reason: str | None = None
         self._threads: set[Future[Any]] = set()
         self._after_threads: list[Callable[[], object]] = []
+
+    def trace(self, headers: Sequence[tuple[str, bytes]] | None, topic: str) -> None:
+        """Start the attempt's trace span (``span``; nothing while tracing is off), call
+        before ``start``: a ``CONSUMER`` span ``process <topic>``, child of the context
+        the dispatch record's ``traceparent`` header carries (the coordinator's apply
+        that dispatched it); the attempt's reports carry the span's context, and it
+        ends with ``settle`` (``traced_attempt``).
+
+        Args:
+            headers: the dispatch record's Kafka headers.
+            topic: the dispatch record's topic.
+        """
+        self.span = traced_attempt(self.dispatch, headers, topic)
+        if self.span is not None:
+            self._send = reporting_in(self.span, self._send)
+
+    async def _report(self, report: ev.Report) -> bool:
+        return await self._send(report)
 
     # What task code sees (``headwater.sdk.AttemptRuntime``).
 
@@ -113,7 +135,7 @@ class Attempt:
         d = self.dispatch
         return TaskContext(AttemptInfo(d.workflow_id, d.node, d.index, d.attempt),
                            self.progress.report, last_checkpoint=d.checkpoint, runtime=self,
-                           gateway_url=self.gateway_url)
+                           gateway_url=self.gateway_url, span=self.span)
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
         """Send ``TaskCheckpointed(state)`` in order with the attempt's other reports.
@@ -190,6 +212,8 @@ class Attempt:
         """Wait until every thread of the attempt returned (task code that ignores a stop
         keeps its slot until then), then run what :meth:`after_threads` deferred."""
         await self._threads_done()
+        if self.span is not None:
+            self.span.end()
         for fn in self._after_threads:
             self.in_thread(_quietly, fn, self.dispatch.dispatch_id)
         self._after_threads.clear()

@@ -21,12 +21,16 @@ from aiokafka.errors import (
 )
 
 from headwater.core import events as ev
+from services.common import tracing
 from services.common.kafka import AVRO_HEADERS
 from services.worker import reports
 
 log = logging.getLogger("headwater.worker")
 
 Headers = Sequence[tuple[str, bytes]]
+SERVICE_NAME = "headwater-worker"
+"""``service.name`` of the worker's trace spans (``services.common.tracing``): a report
+carries the trace context current where it is sent, its attempt's (``attempt``)."""
 
 BROKEN_PRODUCER = (OutOfOrderSequenceNumber, UnknownProducerId, InvalidProducerEpoch,
                    InvalidProducerIdMapping, ProducerFenced)
@@ -77,6 +81,7 @@ class Outbox:
         self.max_backoff_s = max_backoff_s
         self.producer: Producer | None = None
         self._replacing = asyncio.Lock()
+        tracing.configure(SERVICE_NAME)
 
     async def start(self) -> None:
         """Connect the producer."""
@@ -136,7 +141,7 @@ class Outbox:
             log.warning("%s/%s attempt %d failed for good: %s", report.workflow_id,
                         report.node, report.attempt, prepared.error)
         await self._produce(self.reports_topic, data, prepared.workflow_id.encode(),
-                            AVRO_HEADERS)
+                            tracing.with_context(AVRO_HEADERS))
 
     async def _produce(self, topic: str, value: bytes | None, key: bytes | None,
                        headers: Headers) -> None:

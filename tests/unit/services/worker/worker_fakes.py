@@ -67,6 +67,7 @@ class Record:
     value: bytes | None
     key: bytes | None = None
     headers: tuple[tuple[str, bytes], ...] = ()
+    topic: str = "t.tasks.cpu"
 
 
 def records(*dispatches: ev.TaskDispatched, start: int = 0) -> list[Record]:

@@ -23,9 +23,15 @@ const ROUTES = [
 
 let stopView = null;
 
+/** The path's parts, percent-decoded; null when one is not a valid escape (%E0%A4%A). */
 function decoded(groups) {
   const out = {};
-  for (const [key, value] of Object.entries(groups || {})) out[key] = decodeURIComponent(value);
+  try {
+    for (const [key, value] of Object.entries(groups || {})) out[key] = decodeURIComponent(value);
+  } catch (error) {
+    if (error instanceof URIError) return null;
+    throw error;
+  }
   return out;
 }
 
@@ -42,7 +48,9 @@ function render() {
     for (const a of document.querySelectorAll("#nav a")) {
       a.classList.toggle("active", a.dataset.section === section);
     }
-    const stop = mount(view, decoded(match.groups), new URLSearchParams(location.search), go);
+    const params = decoded(match.groups);
+    if (params === null) break;
+    const stop = mount(view, params, new URLSearchParams(location.search), go);
     stopView = typeof stop === "function" ? stop : null;
     return;
   }

@@ -1,0 +1,100 @@
+"""Retention on the real stack: a finished workflow's table entries are tombstoned on
+the changelog after ``HEADWATER_RETENTION_S``, a restarted coordinator does not restore
+them, and a resubmission of the id is dead-lettered instead of starting a second
+history."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stackkit import BOOTSTRAP, TASKS, Stack, read_topic, submit_to_kafka
+from test_kafka_submission import wait_status
+
+from headwater import codec
+from headwater.core import events as ev
+from ops import localstack
+from ops.cli.endpoints import endpoints
+from ops.cli.replay import gather as replay_gather
+from ops.sandbox import set_home, start_sandbox, stop_sandbox
+from services.common.topic_reader import TopicReader
+from services.coordinator.keys import TABLE_KEY_SEP
+from services.coordinator.retention import PURGED
+from tests.waiting import scaled
+
+HERE = Path(__file__).resolve().parent
+SPEC = {"name": "kept-briefly", "nodes": [{"id": "a", "task": "e2e.sleep",
+                                           "input": {"seconds": 0}}]}
+
+
+@pytest.fixture(scope="module")
+def brief(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
+    """A private stack whose coordinator purges ended workflows after 2 s."""
+    before = os.environ.get("HEADWATER_HOME")
+    home = tmp_path_factory.mktemp("retention")
+    stack = start_sandbox(home, TASKS, 1, pythonpath=[str(HERE)],
+                          extra_env={"HEADWATER_RETENTION_S": "2"})
+    set_home(before)
+    try:
+        yield stack
+    finally:
+        os.environ["HEADWATER_HOME"] = str(home)
+        try:
+            stop_sandbox(stack)
+        finally:
+            set_home(before)
+
+
+def _entries(records: list[Any], wid: str) -> dict[str, bytes | None]:
+    """Part -> the last value of the workflow's changelog records (None: a tombstone)."""
+    header, sep = wid.encode(), TABLE_KEY_SEP.encode()
+    out: dict[str, bytes | None] = {}
+    for r in records:
+        key = bytes(r.key) if r.key is not None else b""
+        if key == header or key.startswith(header + sep):
+            out[key[len(header) + 1:].decode() if key != header else ""] = r.value
+    return out
+
+
+async def test_a_finished_workflow_is_purged_and_stays_purged_after_a_restart(
+        brief: Stack) -> None:
+    wid = f"ret-{uuid.uuid4().hex[:8]}"
+    submission = ev.WorkflowSubmitted(wid, SPEC, {}, 0)
+    await submit_to_kafka(brief, submission)
+    assert (await wait_status(brief, wid, 60))["status"] == "succeeded"
+    changelog = brief.topics.table_changelog
+
+    def purged(records: list[Any]) -> bool:
+        parts = _entries(records, wid)
+        return parts.get(PURGED) is not None and parts.get("", b"") is None
+
+    records = await read_topic(changelog, purged, scaled(60), decode=False)
+    parts = _entries(records, wid)
+    assert {p for p, v in parts.items() if v is not None} == {PURGED}, parts
+    assert {"", "@def", "a"} <= {p for p, v in parts.items() if v is None}, parts
+
+    report = await replay_gather(endpoints(BOOTSTRAP, brief.prefix, brief.dsn), wid, 0.0)
+    assert [n for n in report.table.notes if n.startswith("past retention")], report.notes
+    assert report.table.differences == [] and report.known
+
+    coordinator = localstack.default_services(TASKS, 1)[0]
+    os.environ["HEADWATER_HOME"] = str(brief.home)
+    brief.stop(coordinator)
+    brief.start(coordinator)
+    await submit_to_kafka(brief, ev.WorkflowSubmitted(wid, SPEC, {}, 0))
+
+    def refused(records: list[Any]) -> bool:
+        return any(r.key == wid.encode() for r in records)
+
+    dead = await read_topic(brief.topics.dlq, refused, scaled(120), decode=False)
+    reason = next(dict(r.headers)["reason"].decode() for r in dead if r.key == wid.encode())
+    assert "was purged after its retention" in reason, reason
+    async with TopicReader(BOOTSTRAP) as reader:  # the refusing batch was carried out
+        history = await reader.read_to_end(brief.topics.events,
+                                           keep=lambda key: key == wid.encode())
+    seqs = [codec.decode(r.value).seq for r in history]
+    assert seqs and seqs.count(1) == 1, seqs  # one history: no second seq 1
