@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # tests.waiting, whichever way pytest was started
     sys.path.append(str(REPO))
 
-from stackkit import Stack, require_services, start_stack, stop_stack  # noqa: E402
-
-from ops.sandbox import set_home  # noqa: E402
+from stackkit import Stack, private_stack, require_services, start_stack, stop_stack  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,17 +44,7 @@ def own(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[St
     """A private stack for one module, whose workflows and consumer-group members other
     tests must not see (sandboxes set ``HEADWATER_HOME`` for localstack's pid files: put
     back the session's, and set this one's again to stop it)."""
-    before = os.environ.get("HEADWATER_HOME")
-    home = tmp_path_factory.mktemp("own")
-    stack = start_stack(home)
-    set_home(before)
-    try:
+    with private_stack(tmp_path_factory.mktemp("own")) as stack:
         yield stack
-    finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_stack(stack)
-        finally:
-            set_home(before)
 
 

@@ -6,7 +6,8 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from aiokafka import AIOKafkaProducer
 from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
-from ops.sandbox import Sandbox, admin_dsn, bootstrap, start_sandbox, stop_sandbox
+from ops.sandbox import Sandbox, admin_dsn, bootstrap, set_home, start_sandbox, stop_sandbox
 from services.common.topic_reader import TopicReader
 from tests.waiting import scaled
 
@@ -61,6 +62,27 @@ def start_stack(home: Path, workers: int = 1) -> Sandbox:
 def stop_stack(stack: Sandbox) -> None:
     """Stop the sandbox and drop its database and topics."""
     stop_sandbox(stack)
+
+
+@contextmanager
+def private_stack(home: Path, workers: int = 1,
+                  extra_env: dict[str, str] | None = None) -> Iterator[Sandbox]:
+    """A sandbox of one module's own in ``home``, whose workflows and consumer-group
+    members other tests do not see, stopped (database and topics dropped) on exit.
+    Sandboxes set ``HEADWATER_HOME`` for localstack's pid files: the session's is put
+    back while it runs, and this one's set again to stop it."""
+    before = os.environ.get("HEADWATER_HOME")
+    stack = start_sandbox(home, TASKS, workers, pythonpath=[str(HERE)],
+                          extra_env={"HEADWATER_SSE_PING": "1", **(extra_env or {})})
+    set_home(before)
+    try:
+        yield stack
+    finally:
+        os.environ["HEADWATER_HOME"] = str(home)
+        try:
+            stop_sandbox(stack)
+        finally:
+            set_home(before)
 
 
 async def read_topic(topic: str, stop: Callable[[list[Any]], bool],

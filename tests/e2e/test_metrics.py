@@ -8,7 +8,6 @@ gauges, each scraped from the process that counts it."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,9 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from stackkit import HERE, TASKS, Stack
+from stackkit import Stack, private_stack
 from test_kafka_submission import wait_status
 
-from ops.sandbox import set_home, start_sandbox, stop_sandbox
 from tests.waiting import wait_until_async
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -32,19 +30,9 @@ RETRY = {"max_attempts": 3, "backoff_base": 0.1, "backoff_max": 0.5, "jitter": 0
 def metered(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
     """A stack of the module's own, its projector apart (``HEADWATER_HOME`` put back
     for the session's stack, and set to this one's again to stop it)."""
-    before = os.environ.get("HEADWATER_HOME")
-    home = tmp_path_factory.mktemp("metrics")
-    stack = start_sandbox(home, TASKS, pythonpath=[str(HERE)],
-                          extra_env={"HEADWATER_PROJECTION": "off", "HEADWATER_SSE_PING": "1"})
-    set_home(before)
-    try:
+    with private_stack(tmp_path_factory.mktemp("metrics"),
+                       extra_env={"HEADWATER_PROJECTION": "off"}) as stack:
         yield stack
-    finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_sandbox(stack)
-        finally:
-            set_home(before)
 
 
 def endpoints(stack: Stack) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackkit import BOOTSTRAP, TASKS, Stack, read_topic, submit_to_kafka
+from stackkit import BOOTSTRAP, TASKS, Stack, private_stack, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 
 from headwater import codec
@@ -20,7 +20,6 @@ from headwater.core import events as ev
 from ops import localstack
 from ops.cli.endpoints import endpoints
 from ops.cli.replay import gather as replay_gather
-from ops.sandbox import set_home, start_sandbox, stop_sandbox
 from services.common.topic_reader import TopicReader
 from services.coordinator.keys import TABLE_KEY_SEP
 from services.coordinator.retention import PURGED
@@ -34,19 +33,9 @@ SPEC = {"name": "kept-briefly", "nodes": [{"id": "a", "task": "e2e.sleep",
 @pytest.fixture(scope="module")
 def brief(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iterator[Stack]:
     """A private stack whose coordinator purges ended workflows after 2 s."""
-    before = os.environ.get("HEADWATER_HOME")
-    home = tmp_path_factory.mktemp("retention")
-    stack = start_sandbox(home, TASKS, 1, pythonpath=[str(HERE)],
-                          extra_env={"HEADWATER_RETENTION_S": "2"})
-    set_home(before)
-    try:
+    with private_stack(tmp_path_factory.mktemp("retention"),
+                       extra_env={"HEADWATER_RETENTION_S": "2"}) as stack:
         yield stack
-    finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_sandbox(stack)
-        finally:
-            set_home(before)
 
 
 def _entries(records: list[Any], wid: str) -> dict[str, bytes | None]:

@@ -7,7 +7,6 @@ attempt's reports (docs/tracing.md)."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,10 +18,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from stackkit import HERE, TASKS, Stack
+from stackkit import Stack, private_stack
 from test_kafka_submission import wait_status
 
-from ops.sandbox import set_home, start_sandbox, stop_sandbox
 from tests.waiting import wait_until_async
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -95,21 +93,13 @@ def traced(tmp_path_factory: pytest.TempPathFactory,
            services: None) -> Iterator[tuple[Stack, Receiver]]:
     """A stack of the module's own exporting to the receiver."""
     receiver = Receiver()
-    before = os.environ.get("HEADWATER_HOME")
-    home = tmp_path_factory.mktemp("traces")
-    stack = start_sandbox(home, TASKS, pythonpath=[str(HERE)], extra_env={
-        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_BSP_SCHEDULE_DELAY": "200"})
-    set_home(before)
     try:
-        yield stack, receiver
+        with private_stack(tmp_path_factory.mktemp("traces"), extra_env={
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_TRACES_EXPORTER": "otlp",
+                "OTEL_BSP_SCHEDULE_DELAY": "200"}) as stack:
+            yield stack, receiver
     finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_sandbox(stack)
-        finally:
-            set_home(before)
-            receiver.server.shutdown()
+        receiver.server.shutdown()
 
 
 async def run_traced(stack: Stack) -> str:
