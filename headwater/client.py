@@ -7,6 +7,11 @@ and ``AsyncClient`` (``headwater.client_async``, the same methods to await).
                      timeout=30)
         print(run.output if run.done else hw.result(run.id, timeout=300))
 
+Auth: a client sends ``Authorization: Bearer <token>`` on every request, event
+streams and their reconnections included, when it has a token (``token``, else
+``HEADWATER_TOKEN``); a gateway with auth on answers 401 without a valid one
+(``Unauthorized``) and 403 when its role is too low (``Forbidden``), neither retried.
+
 Errors: every problem document the gateway answers is raised as a
 ``headwater.errors.HeadwaterHTTPError`` subclass chosen by status (``NotFound``,
 ``Conflict``, ``Unprocessable``, ``TooManyRequests`` ...), a redirect as ``HeadwaterHTTPError``;
@@ -43,12 +48,29 @@ from headwater import errors
 from headwater.client_async import AsyncClient
 from headwater.client_follow import SETTLE_S as SETTLE_S
 from headwater.client_follow import Follow, Waiting
-from headwater.client_http import Call, Mode, outcome, settings, sse_events
+from headwater.client_http import (
+    Call,
+    Mode,
+    auth_headers,
+    default_token,
+    outcome,
+    settings,
+    sse_events,
+)
 from headwater.client_requests import RUN_WAIT_S as RUN_WAIT_S
 from headwater.client_requests import Fetches, Listing, Request
 from headwater.client_retry import Tries, unexpected
 from headwater.client_schedules import Schedules
-from headwater.client_types import Definition, Event, Page, Queue, Run, Submitted, Workflow
+from headwater.client_types import (
+    Definition,
+    Event,
+    Identity,
+    Page,
+    Queue,
+    Run,
+    Submitted,
+    Workflow,
+)
 
 __all__ = ["AsyncClient", "Client", "Definitions"]
 T = TypeVar("T")
@@ -58,17 +80,22 @@ class Client:
     """A blocking client of one gateway (thread-safe: httpx's client is).
 
     Args:
-        base_url: the gateway's URL.
+        base_url: the gateway's URL (None: ``client_http.default_url()``).
+        token: the bearer token sent on every request (None: ``HEADWATER_TOKEN``; "":
+            none).
         timeout: each request's timeout, seconds (connect, read, write, pool); a
             waiting ``run`` adds its ``timeout`` to it.
         retries: extra tries after a connection error or a 503 (0: none).
         transport: an httpx transport (tests pass ``httpx.MockTransport``).
     """
 
-    def __init__(self, base_url: str | None = None, *, timeout: float = 30.0,
-                 retries: int = 5, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, base_url: str | None = None, token: str | None = None, *,
+                 timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        headers = auth_headers(default_token() if token is None else token)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
+                                  transport=transport)
         self.definitions, self.schedules = Definitions(self), Schedules(self)
 
     def __enter__(self) -> Client:
@@ -260,6 +287,11 @@ class Client:
     def queues(self) -> builtins.list[Queue]:
         """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""
         return self.fetch(req.queues())
+
+    def whoami(self) -> Identity:
+        """The token's tenant and role (``GET /v1/whoami``). Raises ``Unauthorized``
+        when the gateway's auth is on and the token is missing or not taken."""
+        return self.fetch(req.whoami())
 
 
 class Definitions:

@@ -19,12 +19,29 @@ from headwater import client_requests as req
 from headwater import errors
 from headwater.client_follow import SETTLE_S as SETTLE_S
 from headwater.client_follow import Follow, Waiting
-from headwater.client_http import Call, Mode, event_from, outcome, settings
+from headwater.client_http import (
+    Call,
+    Mode,
+    auth_headers,
+    default_token,
+    event_from,
+    outcome,
+    settings,
+)
 from headwater.client_requests import RUN_WAIT_S as RUN_WAIT_S
 from headwater.client_requests import FetchesAsync, Listing, Request
 from headwater.client_retry import Tries, unexpected
 from headwater.client_schedules import AsyncSchedules
-from headwater.client_types import Definition, Event, Page, Queue, Run, Submitted, Workflow
+from headwater.client_types import (
+    Definition,
+    Event,
+    Identity,
+    Page,
+    Queue,
+    Run,
+    Submitted,
+    Workflow,
+)
 
 T = TypeVar("T")
 
@@ -33,10 +50,13 @@ class AsyncClient:
     """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
     (``transport``: an ``httpx.AsyncBaseTransport``)."""
 
-    def __init__(self, base_url: str | None = None, *, timeout: float = 30.0,
-                 retries: int = 5, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, base_url: str | None = None, token: str | None = None, *,
+                 timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+        headers = auth_headers(default_token() if token is None else token)
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+                                       headers=headers, transport=transport)
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
 
     async def __aenter__(self) -> AsyncClient:
@@ -176,6 +196,10 @@ class AsyncClient:
     async def queues(self) -> builtins.list[Queue]:
         """As ``Client.queues``."""
         return await self.fetch(req.queues())
+
+    async def whoami(self) -> Identity:
+        """As ``Client.whoami``."""
+        return await self.fetch(req.whoami())
 
 
 async def _events(source: EventSource) -> AsyncIterator[Event]:

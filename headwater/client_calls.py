@@ -10,6 +10,10 @@ none is started twice, and results already there are returned at once. Task code
 therefore make its calls in a deterministic order with the same inputs (another input
 for an id taken answers 409, raised as ``Conflict``).
 
+A child runs as its parent's tenant: the parent's run document is read once per attempt
+for it (``GET /v1/workflows/{id}``; with auth on the worker's token, one for every
+tenant or the parent's own, may read it).
+
 A child that fails or is cancelled raises ``CallFailed`` (not retried: another attempt
 would find the same ended child); a child the gateway refuses for good (an unknown
 definition 404, a deleted one 410, an input or name it does not take 422) raises
@@ -45,6 +49,8 @@ Invocation = tuple[str, Any]
 """``(definition, input)``: one child run (``name`` or ``name@3``, and its input)."""
 
 
+_UNKNOWN = object()
+"""The parent's tenant before it is read."""
 REFUSED = (NotFound, Gone, Unprocessable)
 """The gateway's answers to a child run that no later attempt can change: 404, 410, 422."""
 
@@ -76,7 +82,9 @@ class Calls:
         workflow_id: the attempt's workflow.
         node: its node.
         index: its map index, or None.
-        gateway_url: the gateway to submit to (the worker's ``HEADWATER_GATEWAY_URL``).
+        gateway_url: the gateway to submit to (the worker's ``HEADWATER_GATEWAY_URL``);
+            the clients send the worker's ``HEADWATER_TOKEN`` (their default), which a
+            gateway with auth on needs.
         check: raises ``AttemptCancelled`` once the attempt must stop (blocking waits
             call it every ``POLL_S``).
     """
@@ -87,6 +95,12 @@ class Calls:
         self.gateway_url = gateway_url
         self._check = check
         self._next = 0
+        self._tenant: object | str | None = _UNKNOWN
+
+    @property
+    def _inherited(self) -> str | None:
+        """The parent run's tenant, which its children run as (read once per attempt)."""
+        return self._tenant if isinstance(self._tenant, str) else None
 
     def _ids(self, count: int) -> list[str]:
         first, self._next = self._next, self._next + count
@@ -115,12 +129,14 @@ class Calls:
                                "code use await ctx.acall(...) / ctx.acall_parallel(...)")
         ids = self._ids(len(invocations))
         with Client(self.gateway_url) as client:
+            if self._tenant is _UNKNOWN:
+                self._tenant = client.get(self._task[0]).tenant
             for workflow_id, (definition, workflow_input) in zip(ids, invocations,
                                                                  strict=True):
                 self._check()
                 try:
                     client.submit(definition=definition, input=workflow_input,
-                                  id=workflow_id)
+                                  id=workflow_id, tenant=self._inherited)
                 except REFUSED as e:
                     raise _refused(definition, e) from e
             return [self._wait(client, workflow_id) for workflow_id in ids]
@@ -147,11 +163,13 @@ class Calls:
         """
         ids = self._ids(len(invocations))
         async with AsyncClient(self.gateway_url) as client:
+            if self._tenant is _UNKNOWN:
+                self._tenant = (await client.get(self._task[0])).tenant
             for workflow_id, (definition, workflow_input) in zip(ids, invocations,
                                                                  strict=True):
                 try:
                     await client.submit(definition=definition, input=workflow_input,
-                                        id=workflow_id)
+                                        id=workflow_id, tenant=self._inherited)
                 except REFUSED as e:
                     raise _refused(definition, e) from e
             outcomes = await asyncio.gather(*(client.result(i) for i in ids),

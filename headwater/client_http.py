@@ -44,6 +44,30 @@ def default_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def default_token() -> str | None:
+    """The token a client sends when given none: ``HEADWATER_TOKEN`` (None: unset or
+    empty)."""
+    return os.environ.get("HEADWATER_TOKEN") or None
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers a client sends on every request with ``token`` (spaces around it
+    dropped): ``Authorization: Bearer <token>`` (RFC 6750, section 2.1), or none without
+    a token (None or "").
+
+    Raises:
+        ValueError: the token has a space or a control character inside (no token
+            has; such a header could not be sent), never showing the token.
+    """
+    token = (token or "").strip()
+    if not token:
+        return {}
+    if not token.isascii() or not token.isprintable() or " " in token:
+        raise ValueError("the token (HEADWATER_TOKEN) has a space, a control character or "
+                         "a non-ASCII character inside: not a token")
+    return {"Authorization": f"Bearer {token}"}
+
+
 def settings(base_url: str | None, timeout: float, retries: int) -> tuple[str, float, int]:
     """A client's ``base_url`` (None: ``default_url()``; without a trailing ``/``),
     ``timeout`` (seconds) and ``retries``, as ``Client`` and ``AsyncClient`` keep them.

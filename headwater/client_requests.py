@@ -32,12 +32,14 @@ from headwater.client_http import (
 )
 from headwater.client_types import (
     Definition,
+    Identity,
     Page,
     Queue,
     Run,
     Submitted,
     Workflow,
     definition_from,
+    identity_from,
     queue_from,
     workflow_from,
 )
@@ -201,6 +203,11 @@ def queues_from(response: httpx.Response) -> list[Queue]:
 def queues() -> Request[list[Queue]]:
     """``Client.queues``: ``GET /v1/queues``."""
     return Request(Call("GET", "/v1/queues"), queues_from)
+
+
+def whoami() -> Request[Identity]:
+    """``Client.whoami``: ``GET /v1/whoami``."""
+    return Request(Call("GET", "/v1/whoami"), reading(identity_from))
 
 
 def definition_put(name: str, spec: dict[str, Any] | str | Path,

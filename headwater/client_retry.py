@@ -25,7 +25,8 @@ BACKOFF_BASE_S = 0.2
 BACKOFF_MAX_S = 2.0
 """The longest delay between two tries, seconds (a ``Retry-After`` too is cut to it)."""
 _ERRORS: dict[int, type[errors.HeadwaterHTTPError]] = {
-    400: errors.BadRequest, 404: errors.NotFound, 409: errors.Conflict, 410: errors.Gone,
+    400: errors.BadRequest, 401: errors.Unauthorized, 403: errors.Forbidden,
+    404: errors.NotFound, 409: errors.Conflict, 410: errors.Gone,
     422: errors.Unprocessable, 429: errors.TooManyRequests, 503: errors.Unavailable}
 
 

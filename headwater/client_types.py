@@ -184,6 +184,29 @@ def definition_from(doc: dict[str, Any]) -> Definition:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """Who the client's token is, as ``GET /v1/whoami`` says.
+
+    Attributes:
+        auth: whether the gateway's auth is on (off: every request is ``*`` ``admin``).
+        tenant: the token's tenant; ``*`` is every tenant.
+        role: ``read``, ``submit`` or ``admin``.
+        subject: the API key's id or the JWT's ``sub`` (``anonymous`` when auth is off).
+    """
+
+    auth: bool
+    tenant: str
+    role: str
+    subject: str
+
+
+def identity_from(doc: dict[str, Any]) -> Identity:
+    """The view of ``GET /v1/whoami``'s answer."""
+    return Identity(bool(doc["auth"]), str(doc["tenant"]), str(doc["role"]),
+                    str(doc["subject"]))
+
+
+@dataclass(frozen=True)
 class Queue:
     """One queue, as ``GET /v1/queues`` shows it.
 

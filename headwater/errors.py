@@ -80,6 +80,18 @@ class BadRequest(HeadwaterHTTPError):
     """400: a malformed header, cursor or query, or a signal no wait takes."""
 
 
+class Unauthorized(HeadwaterHTTPError):
+    """401: no token, or one the gateway does not take (malformed, unknown, revoked or
+    expired), while its auth is on. Not retried: set ``HEADWATER_TOKEN`` or pass the
+    client a ``token`` (``headwater keys create`` makes an API key)."""
+
+
+class Forbidden(HeadwaterHTTPError):
+    """403: the token's role does not allow the call (``body["role"]`` and
+    ``body["needs"]`` say which it has and which it needs), or the body names another
+    tenant than the token's. Not retried."""
+
+
 class NotFound(HeadwaterHTTPError):
     """404: no such workflow or definition."""
 

@@ -4,6 +4,11 @@ benchmarks: a fresh topic prefix, a fresh database, and its own processes.
     sandbox = start_sandbox(Path("/tmp/x"), tasks=["my_tasks"], workers=2)
     ...
     stop_sandbox(sandbox)   # stops the processes by pid, drops the database and topics
+
+Its own clients (creating and dropping the database and topics) and its processes use
+the environment's Kafka and PostgreSQL security settings (``HEADWATER_KAFKA_SECURITY_*``,
+``HEADWATER_KAFKA_SASL_*``, ``HEADWATER_KAFKA_SSL_*``, ``HEADWATER_PG_PASSWORD[_FILE]``,
+``HEADWATER_PG_SSLMODE``; docs/security-settings.md).
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
 from aiokafka.admin import AIOKafkaAdminClient
 
 from headwater.topics import Topics
 from ops import localstack
-from services.common.settings import OFF, default_bootstrap, default_pg_dsn
+from services.common.db import connect
+from services.common.kafka_security import aiokafka_security
+from services.common.settings import OFF, default_bootstrap, default_pg_dsn, kafka_security_from_env
 
 
 def bootstrap() -> str:
@@ -146,7 +152,7 @@ def stop_sandbox(sandbox: Sandbox, drop: bool = True) -> None:
 
 
 async def _create_db(name: str) -> None:
-    conn = await asyncpg.connect(admin_dsn())
+    conn = await connect(admin_dsn())
     try:
         await conn.execute(f'create database "{name}"')
     finally:
@@ -154,13 +160,14 @@ async def _create_db(name: str) -> None:
 
 
 async def _drop(sandbox: Sandbox) -> None:
-    conn = await asyncpg.connect(admin_dsn())
+    conn = await connect(admin_dsn())
     try:
         db = sandbox.dsn.rsplit("/", 1)[1]
         await conn.execute(f'drop database if exists "{db}" with (force)')
     finally:
         await conn.close()
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap())
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap(),
+                                **aiokafka_security(kafka_security_from_env()))
     await admin.start()
     try:
         mine = [t for t in await admin.list_topics()

@@ -5,7 +5,13 @@ A definition is a workflow spec (and, optionally, a JSON Schema of its input) st
 under a name. Each ``PUT`` of a body that differs from the current version makes the
 next version (1, 2, 3, ...); the same body again is the same version. ``DELETE`` marks
 the name deleted (no new runs; the versions stay readable); a ``PUT`` after it makes a
-new version and the name live again. The records (``DefinitionStored``, keyed
+new version and the name live again.
+
+Names are one namespace for every tenant. A definition belongs to the tenant that
+registered its name (``owner``), or to none: shared, registered by a principal of every
+tenant (an operator's token, or any request while auth is off). A tenant sees its own
+definitions and the shared ones; it writes only its own (``write_refusal``). The
+records (``DefinitionStored``, keyed
 ``name@version``; ``DefinitionHead``, keyed ``name``) go to the compacted
 ``definitions`` topic, the registry's source of truth; the gateway's PostgreSQL tables
 are a projection of it (``services/gateway/definitions.py``).
@@ -151,6 +157,49 @@ def head_supersedes(new: Head, old: Head | None) -> bool:
     return old is None or (new.version, new.deleted) > (old.version, old.deleted)
 
 
+FOREIGN = "foreign"
+"""``write_refusal``: the name is another tenant's (a ``PUT`` is 409, the name taken;
+anything else answers as for a name that does not exist)."""
+SHARED = "shared"
+"""``write_refusal``: the name is shared, written only by a principal of every tenant."""
+
+
+def visible(owner: str | None, tenant: str | None) -> bool:
+    """Whether a definition of ``owner`` (None: shared) is visible to ``tenant``.
+
+    Args:
+        owner: the definition's tenant, or None (shared).
+        tenant: the reader's tenant, or None for a principal of every tenant.
+    """
+    return tenant is None or owner is None or owner == tenant
+
+
+def write_refusal(exists: bool, owner: str | None, tenant: str | None) -> str | None:
+    """Why ``tenant`` may not write (``PUT`` or ``DELETE``) a name, or None: it may.
+
+    Args:
+        exists: whether the name was ever registered (deleted names too: a name stays
+            its tenant's, so that its versions keep meaning what they meant).
+        owner: the name's tenant, or None (shared); ignored when not ``exists``.
+        tenant: the writer's tenant, or None for a principal of every tenant (who
+            writes every definition).
+
+    Returns:
+        None, ``FOREIGN`` (another tenant's) or ``SHARED`` (shared, and ``tenant`` is
+        one tenant).
+    """
+    if tenant is None or not exists or owner == tenant:
+        return None
+    return SHARED if owner is None else FOREIGN
+
+
+def new_owner(exists: bool, owner: str | None, tenant: str | None) -> str | None:
+    """The tenant of a version written by ``tenant`` (None: every tenant): the name's
+    when it exists (a principal of every tenant writing a tenant's definition leaves it
+    that tenant's), else the writer's (None: shared)."""
+    return owner if exists else tenant
+
+
 def stored_key(name: str, version: int) -> str:
     """The Kafka key of a ``DefinitionStored``: ``name@version``."""
     return f"{name}@{version}"
@@ -167,6 +216,8 @@ class DefinitionStored:
         input_schema: the JSON Schema its input must match, or None.
         digest: ``digest(spec, input_schema)``.
         at_ms: when the version was registered, ms since the Unix epoch.
+        tenant: the tenant the definition belongs to; None: shared by every tenant
+            (``owner``).
     """
 
     name: str
@@ -175,6 +226,7 @@ class DefinitionStored:
     input_schema: Any
     digest: str
     at_ms: int
+    tenant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,9 +238,11 @@ class DefinitionHead:
         version: the latest version.
         deleted: True once the name is deleted (no new runs).
         at_ms: when the head changed, ms since the Unix epoch.
+        tenant: the tenant the definition belongs to; None: shared (``owner``).
     """
 
     name: str
     version: int
     deleted: bool
     at_ms: int
+    tenant: str | None = None

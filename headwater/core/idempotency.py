@@ -47,6 +47,9 @@ def conflict(state: WorkflowState | None,
             return (f"workflow id {submitted.workflow_id} is already used by "
                     f"{_started_by(state.parent)}, not by the child workflow of "
                     f"{_started_by(link)}; the run is unchanged")
+    if submitted.tenant != state.tenant:  # never says whose: only that it is not theirs
+        return (f"workflow id {submitted.workflow_id} belongs to another tenant's run; "
+                "the run is unchanged")
     theirs = body_hash(submitted.spec, submitted.input, submitted.tenant)
     ours = body_hash(state.spec_doc, state.input, state.tenant)
     if theirs == ours:

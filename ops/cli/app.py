@@ -8,6 +8,7 @@ under 0.3 s, since they do not import the Kafka, PostgreSQL and HTTP-server libr
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ import typer
 from ops.cli.lazy import LAZY, LazyCommand, LazyGroup
 
 STACK, RUNS, AUDIT = "Local stack", "Workflows", "Audit (reads Kafka and PostgreSQL)"
+AUTH = "Tokens"
 LAZY.update({
     "up": LazyCommand("ops.cli.stack", "up", "Start Kafka, PostgreSQL, the coordinator, "
                       "the gateway and the remembered workers.", STACK),
@@ -53,6 +55,10 @@ LAZY.update({
                          "queued or running, no timer and no wait.", AUDIT),
     "projection": LazyCommand("ops.cli.projection", "projection_app",
                               "The PostgreSQL projection (a view of the log).", AUDIT),
+    "keys": LazyCommand("ops.cli.keys", "keys_app", "API keys: bearer tokens of a tenant "
+                        "and a role.", AUTH),
+    "whoami": LazyCommand("ops.cli.keys", "whoami", "Show the tenant and role of the token "
+                          "sent (HEADWATER_TOKEN or --token).", AUTH),
 })
 
 app = typer.Typer(cls=LazyGroup, help="Headwater: event-sourced workflows on Kafka.",
@@ -80,8 +86,17 @@ def root(
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True,
         help="print the version and exit")] = False,
+    token: Annotated[str | None, typer.Option(
+        "--token", show_default=False, metavar="TOKEN",
+        help="the bearer token the command sends the gateway, as HEADWATER_TOKEN (which "
+             "it sets for the command and the processes it starts); needed when the "
+             "gateway's auth is on")] = None,
 ) -> None:
     """Headwater: event-sourced workflows on Kafka."""
+    if token is not None:
+        # One setting for every client of the command: the Python client's default,
+        # ``queues``, and the services ``up`` starts.
+        os.environ["HEADWATER_TOKEN"] = token
 
 
 @app.command(rich_help_panel=STACK)

@@ -1,6 +1,6 @@
-"""What the ``headwater`` commands share: the console, the gateway option, errors that
-end a command, status colours. Light on purpose (no HTTP, Kafka or database client):
-every command imports it, and ``headwater --help`` must start fast."""
+"""What the ``headwater`` commands share: the console, the gateway option and token,
+errors that end a command, status colours. Light on purpose (no HTTP, Kafka or
+database client): every command imports it, and ``headwater --help`` must start fast."""
 
 from __future__ import annotations
 
@@ -35,6 +35,23 @@ def default_gateway() -> str:
 
 GATEWAY = typer.Option(default_gateway(), envvar="HEADWATER_GATEWAY_URL",
                        help="gateway base URL (default: 127.0.0.1 on $HEADWATER_GATEWAY_PORT)")
+
+
+def gateway_token() -> str | None:
+    """The token the commands send the gateway: ``HEADWATER_TOKEN``, which ``headwater
+    --token`` sets (None: unset or empty; a gateway with auth off needs none)."""
+    return os.environ.get("HEADWATER_TOKEN") or None
+
+
+def auth_hint(status: int) -> str:
+    """What to do about a 401 or a 403 of the gateway ("" for another status)."""
+    if status == 401:
+        return ("set HEADWATER_TOKEN (or `headwater --token`) to a token the gateway takes "
+                "(`headwater keys create` makes an API key)")
+    if status == 403:
+        return ("use a token whose tenant and role allow it (HEADWATER_TOKEN or "
+                "`headwater --token`; `headwater whoami` shows the current one's)")
+    return ""
 
 
 def styled(status: str) -> str:

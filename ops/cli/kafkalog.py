@@ -26,7 +26,7 @@ class KafkaLog:
         self.endpoints = endpoints
         self.reader = TopicReader(endpoints.bootstrap,
                                   max_message_bytes=endpoints.max_message_bytes,
-                                  timeout_s=timeout_s)
+                                  timeout_s=timeout_s, security=endpoints.kafka_security)
 
     async def __aenter__(self) -> KafkaLog:
         await self.reader.start()

@@ -8,12 +8,13 @@ import asyncpg
 import orjson
 
 from ops.expected_rows import KindRows, ProjectionRows
+from services.common.db import connect as pg_connect
 from services.projector.compare import ident
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
     """A connection that reads ``jsonb`` as Python values (through orjson)."""
-    conn = await asyncpg.connect(dsn, timeout=30)
+    conn = await pg_connect(dsn, timeout=30)
     await conn.set_type_codec("jsonb", schema="pg_catalog", format="text",
                               encoder=lambda v: orjson.dumps(v).decode(),
                               decoder=orjson.loads)

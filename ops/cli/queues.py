@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ops.cli.common import print_table
+from headwater.client_http import auth_headers
+from ops.cli.common import auth_hint, gateway_token, print_table
 
 console = Console(soft_wrap=True, emoji=False)
 STATE_STYLE = {"ok": "green", "no_live_workers": "red", "full": "yellow"}
@@ -41,13 +42,15 @@ def queues(
     """
     url = gateway or _default_gateway()
     try:
-        response = httpx.get(f"{url}/v1/queues", timeout=30)
+        response = httpx.get(f"{url}/v1/queues", headers=_headers(), timeout=30)
     except httpx.TransportError as e:
         console.print(f"[red]error:[/] cannot reach the gateway at {escape(url)} "
                       f"({escape(str(e))}); is the stack up (`headwater up`)?")
         raise typer.Exit(EXIT_UNREACHABLE) from e
     if response.status_code >= 400:
-        console.print(f"[red]error:[/] {response.status_code} {escape(response.text[:500])}")
+        hint = auth_hint(response.status_code)
+        console.print(f"[red]error:[/] {response.status_code} {escape(_detail(response))}"
+                      + (f": {escape(hint)}" if hint else ""))
         raise typer.Exit(2)
     found: list[dict[str, Any]] = response.json()["queues"]
     if as_json:
@@ -56,6 +59,30 @@ def queues(
         show(found)
     if any(q["state"] != "ok" for q in found):
         raise typer.Exit(1)
+
+
+def _headers() -> dict[str, str]:
+    """The token's header (``common.gateway_token``).
+
+    Raises:
+        typer.Exit: a token that cannot be sent (exit 2).
+    """
+    try:
+        return auth_headers(gateway_token())
+    except ValueError as e:
+        console.print(f"[red]error:[/] {escape(str(e))}")
+        raise typer.Exit(2) from None
+
+
+def _detail(response: httpx.Response) -> str:
+    """An error answer's problem ``detail`` (its text when it is no problem document)."""
+    try:
+        doc = response.json()
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("detail"):
+        return str(doc["detail"])
+    return response.text[:500]
 
 
 def show(found: list[dict[str, Any]]) -> None:
@@ -108,7 +135,8 @@ def wait_for_workers(gateway: str, queue: str, timeout_s: float = 30.0,
     last = "no answer"
     while True:
         try:
-            response = httpx.get(f"{gateway}/v1/queues", timeout=poll_s + 5)
+            response = httpx.get(f"{gateway}/v1/queues", headers=auth_headers(gateway_token()),
+                                 timeout=poll_s + 5)
             if response.status_code == 200:
                 entry = next((q for q in response.json()["queues"] if q["queue"] == queue),
                              None)

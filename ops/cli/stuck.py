@@ -81,7 +81,8 @@ async def _read_all(ep: Endpoints) -> tuple[dict[str, list[Recorded]], list[str]
 async def read_serving(ep: Endpoints) -> dict[str, set[str]] | None:
     """Queue -> the tasks its live workers serve, from the workers topic; None when the
     topic does not exist (workers that do not announce themselves: not judged)."""
-    async with TopicReader(ep.bootstrap, max_message_bytes=ep.max_message_bytes) as reader:
+    async with TopicReader(ep.bootstrap, max_message_bytes=ep.max_message_bytes,
+                           security=ep.kafka_security) as reader:
         partitions = await reader.partitions(ep.topics.workers)
         if not partitions:
             return None

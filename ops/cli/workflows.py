@@ -26,9 +26,11 @@ from rich.table import Table
 from headwater import errors
 from ops.cli.common import (
     GATEWAY,
+    auth_hint,
     console,
     errors_console,
     fail,
+    gateway_token,
     print_table,
     styled,
     unreachable,
@@ -40,15 +42,19 @@ if TYPE_CHECKING:
 
 
 def client(gateway: str) -> Client:
-    """A client of ``gateway`` (5 retries of a connection error or a 503)."""
+    """A client of ``gateway`` (5 retries of a connection error or a 503) sending the
+    commands' token (``common.gateway_token``)."""
     from headwater.client import Client  # here: it imports httpx, which takes a while
 
-    return Client(gateway)
+    try:
+        return Client(gateway, gateway_token() or "")
+    except ValueError as e:  # a token that cannot be sent
+        fail(str(e))
 
 
 def problem(error: errors.HeadwaterHTTPError, refused: str = "") -> NoReturn:
     """End the command with the gateway's problem: its status, detail and each of its
-    ``errors``; exit 1 for a 404, else 2.
+    ``errors`` (for a 401 or 403, what token to set instead); exit 1 for a 404, else 2.
 
     Args:
         error: the gateway's answer.
@@ -65,6 +71,8 @@ def problem(error: errors.HeadwaterHTTPError, refused: str = "") -> NoReturn:
     prefix = f"{refused} refused, not stored: " if refused and error.status < 500 else ""
     hint = ("\n(`--queue-anyway` queues it all the same)"
             if refused and error.status == 400 and "queue_anyway" in detail else "")
+    if auth_hint(error.status):
+        hint = f": {auth_hint(error.status)}"
     fail(f"{prefix}{error.status} {detail}{lines}{hint}", 1 if error.status == 404 else 2)
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import orjson
+
+from services.common.settings import PgAuth, pg_auth_from_env
 
 NOTIFY_CHANNEL = "headwater_events"
 
@@ -230,12 +234,26 @@ create table if not exists definition_heads (
     state text not null,
     updated_at timestamptz not null
 );
+do $$ begin
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'definitions' and column_name = 'tenant')
+    then
+        alter table definitions add column tenant text;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'definition_heads'
+                   and column_name = 'tenant')
+    then
+        alter table definition_heads add column tenant text;
+    end if;
+end $$;
 """
 """The definitions registry's tables, a projection of the ``definitions`` topic
 (``services/gateway/definitions.py``): one ``definitions`` row per version, one
 ``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
-records, then ``stored``."""
+records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
+shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:
@@ -247,17 +265,78 @@ async def init_connection(conn: asyncpg.Connection) -> None:
     )
 
 
-async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10) -> asyncpg.Pool:
-    """Open a pool and create the schema, retrying while PostgreSQL starts.
+def dsn_password(dsn: str) -> str | None:
+    """The password a PostgreSQL URI carries (``user:password@`` or ``?password=``)."""
+    parts = urllib.parse.urlsplit(dsn)
+    query = urllib.parse.parse_qs(parts.query).get("password")
+    return parts.password or (query[-1] if query else None)
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` with its password, if any, replaced by ``***``: what may be logged."""
+    parts = urllib.parse.urlsplit(dsn)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = urllib.parse.urlencode(
+        [(k, "***" if k == "password" else v)
+         for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def connect_kwargs(dsn: str, auth: PgAuth | None = None) -> dict[str, Any]:
+    """asyncpg's keyword arguments (``asyncpg.connect``, ``create_pool``) that add
+    ``auth`` to ``dsn``: ``password`` unless the DSN has one (the DSN's wins),
+    ``ssl`` (libpq's ``sslmode`` names, which asyncpg takes) when set.
+
+    Args:
+        dsn: a PostgreSQL URI.
+        auth: the password and ``sslmode``; None: the environment's
+            (``HEADWATER_PG_PASSWORD[_FILE]``, ``HEADWATER_PG_SSLMODE``).
 
     Raises:
-        OSError or asyncpg.PostgresError: still unreachable after ``timeout_s`` seconds.
+        ValueError: ``auth`` is None and the environment's settings are bad.
+    """
+    auth = pg_auth_from_env() if auth is None else auth
+    kwargs: dict[str, Any] = {}
+    if auth.password and not dsn_password(dsn):
+        kwargs["password"] = auth.password
+    if auth.sslmode:
+        kwargs["ssl"] = auth.sslmode
+    return kwargs
+
+
+async def connect(dsn: str, *, auth: PgAuth | None = None, **kwargs: Any) -> asyncpg.Connection:
+    """``asyncpg.connect(dsn, **kwargs)`` with ``auth`` added (see ``connect_kwargs``).
+
+    Raises:
+        OSError or asyncpg.PostgresError: PostgreSQL is unreachable or refused.
+    """
+    return await asyncpg.connect(dsn, **connect_kwargs(dsn, auth), **kwargs)
+
+
+async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10,
+                       auth: PgAuth | None = None) -> asyncpg.Pool:
+    """Open a pool and create the schema, retrying while PostgreSQL starts.
+
+    Args:
+        dsn: the projection's PostgreSQL URI.
+        timeout_s: how long to keep trying while PostgreSQL is unreachable, seconds.
+        max_size: the pool's most connections.
+        auth: password and ``sslmode`` added to ``dsn`` (see ``connect_kwargs``);
+            None: the environment's.
+
+    Raises:
+        OSError or asyncpg.PostgresError: still unreachable after ``timeout_s`` seconds
+            (a refused password at once: it is not retried).
+        ValueError: ``auth`` is None and the environment's settings are bad.
     """
     deadline = time.monotonic() + timeout_s
+    extra = connect_kwargs(dsn, auth)
     while True:
         try:
             pool = await asyncpg.create_pool(dsn, min_size=1, max_size=max_size,
-                                             init=init_connection)
+                                             init=init_connection, **extra)
             break
         except (OSError, asyncpg.CannotConnectNowError):
             if time.monotonic() > deadline:

@@ -24,6 +24,7 @@ from aiokafka.errors import (
 from aiokafka.protocol.metadata import MetadataRequest
 
 from headwater.topics import AVRO_CONTENT_TYPE, CONTENT_TYPE_HEADER
+from services.common.kafka_security import aiokafka_security, raise_if_refused
 from services.common.settings import CommonSettings
 
 log = logging.getLogger("headwater.kafka")
@@ -47,7 +48,7 @@ async def ensure_topics(
     asking again while a topic is refused or still missing.
 
     Args:
-        settings: bootstrap, partition count and replication factor.
+        settings: bootstrap, security, partition count and replication factor.
         names: topic names.
         timeout_s: how long to keep trying while the broker is unreachable or the topics
             are not listed yet, seconds.
@@ -55,17 +56,22 @@ async def ensure_topics(
 
     Raises:
         KafkaConnectionError: the broker stayed unreachable for ``timeout_s``.
+        KafkaAccessRefused: the broker refused the TLS handshake or the SASL
+            credentials (at once, not after ``timeout_s``).
         TimeoutError: the topics were not all listed within ``timeout_s`` (the message
             has the broker's last refusal, if any).
     """
     wanted = list(dict.fromkeys(names))
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
+                                **aiokafka_security(settings.kafka_security))
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             await admin.start()
             break
         except KafkaConnectionError:
+            # A broker that refuses the credentials will not accept them later.
+            await raise_if_refused(settings.bootstrap, settings.kafka_security)
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.5)
@@ -144,9 +150,11 @@ def _refusals(topic_errors: Iterable[tuple[Any, ...]]) -> str:
 
 
 def make_producer(settings: CommonSettings, linger_ms: int = 0) -> AIOKafkaProducer:
-    """An idempotent producer with ``acks=all`` (Kafka ``enable.idempotence``)."""
+    """An idempotent producer with ``acks=all`` (Kafka ``enable.idempotence``), secured
+    as ``settings.kafka_security`` says."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.bootstrap,
+        **aiokafka_security(settings.kafka_security),
         acks="all",
         enable_idempotence=True,
         linger_ms=linger_ms,
@@ -210,7 +218,8 @@ async def committed_offsets(settings: CommonSettings, group: str,
     wanted = [TopicPartition(t, p) for t, p in partitions]
     if not wanted:
         return {}
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
+                                **aiokafka_security(settings.kafka_security))
     await admin.start()
     try:
         found = await admin.list_consumer_group_offsets(group, partitions=wanted)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
+from services.common.kafka_security import KafkaSecurity
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"
@@ -59,6 +60,103 @@ def env_float(name: str, default: float) -> float:
         raise ValueError(f"HEADWATER_{name} must be a number, got {raw!r}") from None
 
 
+def read_secret(value: str, file: str, name: str) -> str | None:
+    """A secret given either as the value of ``HEADWATER_<name>`` or as the contents of
+    the file named by ``HEADWATER_<name>_FILE`` (a mounted Kubernetes Secret, say), with
+    its trailing line break removed.
+
+    Args:
+        value: ``HEADWATER_<name>`` ("" when unset).
+        file: ``HEADWATER_<name>_FILE`` ("" when unset).
+        name: the variable's name without ``HEADWATER_``, for messages.
+
+    Returns:
+        The secret, or None when neither is set.
+
+    Raises:
+        ValueError: both are set, the file cannot be read, or it is empty (the message
+            names the variable and the file, never the secret).
+    """
+    if value and file:
+        raise ValueError(f"set HEADWATER_{name} or HEADWATER_{name}_FILE, not both")
+    if not file:
+        return value or None
+    try:
+        with open(file, encoding="utf-8") as f:
+            secret = f.read().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"HEADWATER_{name}_FILE names {file!r}, which cannot be read "
+                         f"({type(e).__name__})") from None
+    if not secret:
+        raise ValueError(f"HEADWATER_{name}_FILE names {file!r}, which is empty")
+    return secret
+
+
+def kafka_security_from_env() -> KafkaSecurity:
+    """The ``HEADWATER_KAFKA_SECURITY_PROTOCOL``, ``HEADWATER_KAFKA_SASL_*`` and
+    ``HEADWATER_KAFKA_SSL_*`` settings (protocol and mechanism in any case; an empty
+    variable counts as unset).
+
+    Raises:
+        ValueError: a bad or incomplete combination (see ``KafkaSecurity``), or an
+            unreadable password file; the message names the variable.
+    """
+    return KafkaSecurity(
+        protocol=env_str("KAFKA_SECURITY_PROTOCOL", "").strip().upper() or "PLAINTEXT",
+        sasl_mechanism=env_str("KAFKA_SASL_MECHANISM", "").strip().upper() or None,
+        sasl_username=env_str("KAFKA_SASL_USERNAME", "") or None,
+        sasl_password=read_secret(env_str("KAFKA_SASL_PASSWORD", ""),
+                                  env_str("KAFKA_SASL_PASSWORD_FILE", ""), "KAFKA_SASL_PASSWORD"),
+        ssl_cafile=env_str("KAFKA_SSL_CAFILE", "") or None,
+        ssl_certfile=env_str("KAFKA_SSL_CERTFILE", "") or None,
+        ssl_keyfile=env_str("KAFKA_SSL_KEYFILE", "") or None,
+    )
+
+
+PG_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+"""libpq's ``sslmode`` values (the PostgreSQL manual, "SSL Support" in libpq), which
+asyncpg's ``ssl=`` takes too."""
+
+
+@dataclass(frozen=True)
+class PgAuth:
+    """What is added to the projection's DSN when connecting.
+
+    Attributes:
+        password: the password (``HEADWATER_PG_PASSWORD``, or the contents of
+            ``HEADWATER_PG_PASSWORD_FILE``), used when the DSN has none; never shown
+            by ``repr``.
+        sslmode: libpq's ``sslmode`` (``HEADWATER_PG_SSLMODE``), passed as asyncpg's
+            ``ssl=``; None: the DSN's ``sslmode``, else asyncpg's default (``prefer``).
+
+    Raises:
+        ValueError: ``sslmode`` is not one of libpq's (the message names the variable).
+    """
+
+    password: str | None = field(default=None, repr=False)
+    sslmode: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.sslmode is not None and self.sslmode not in PG_SSLMODES:
+            raise ValueError(f"HEADWATER_PG_SSLMODE must be one of {', '.join(PG_SSLMODES)}, "
+                             f"got {self.sslmode!r}")
+
+
+def pg_auth_from_env() -> PgAuth:
+    """The ``HEADWATER_PG_PASSWORD``/``HEADWATER_PG_PASSWORD_FILE`` and
+    ``HEADWATER_PG_SSLMODE`` settings (an empty variable counts as unset).
+
+    Raises:
+        ValueError: a bad ``sslmode`` or an unreadable password file (the message names
+            the variable).
+    """
+    return PgAuth(
+        password=read_secret(env_str("PG_PASSWORD", ""), env_str("PG_PASSWORD_FILE", ""),
+                             "PG_PASSWORD"),
+        sslmode=env_str("PG_SSLMODE", "").strip().lower() or None,
+    )
+
+
 class CommonFields(TypedDict):
     """The fields of ``CommonSettings`` as keyword arguments (what ``common_from_env``
     reads), typed so that ``Settings(**CommonSettings.common_from_env(), ...)`` checks."""
@@ -69,6 +167,8 @@ class CommonFields(TypedDict):
     replication: int
     pg_dsn: str
     max_message_bytes: int
+    kafka_security: KafkaSecurity
+    pg_auth: PgAuth
 
 
 @dataclass(frozen=True)
@@ -85,6 +185,10 @@ class CommonSettings:
             ``$HEADWATER_PG_PORT``).
         max_message_bytes: largest record produced, bytes (``HEADWATER_MAX_MESSAGE_BYTES``);
             must not exceed the broker's ``message.max.bytes``.
+        kafka_security: TLS and SASL of every Kafka client (``HEADWATER_KAFKA_SECURITY_*``,
+            ``HEADWATER_KAFKA_SASL_*``, ``HEADWATER_KAFKA_SSL_*``; plaintext by default).
+        pg_auth: password and ``sslmode`` of every PostgreSQL connection
+            (``HEADWATER_PG_PASSWORD[_FILE]``, ``HEADWATER_PG_SSLMODE``).
     """
 
     bootstrap: str = DEFAULT_BOOTSTRAP
@@ -93,6 +197,8 @@ class CommonSettings:
     replication: int = 1
     pg_dsn: str = DEFAULT_PG_DSN
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    pg_auth: PgAuth = field(default_factory=PgAuth)
     topics: Topics = field(init=False)
 
     def __post_init__(self) -> None:
@@ -104,7 +210,8 @@ class CommonSettings:
         subclass (``cls(**cls.common_from_env(), field=...)``).
 
         Raises:
-            ValueError: a numeric variable is not an integer (the message names it).
+            ValueError: a numeric variable is not an integer, or a security setting is
+                bad or incomplete (the message names the variable).
         """
         return {
             "bootstrap": env_str("KAFKA_BOOTSTRAP", default_bootstrap()),
@@ -113,4 +220,6 @@ class CommonSettings:
             "replication": env_int("REPLICATION", 1),
             "pg_dsn": env_str("PG_DSN", default_pg_dsn()),
             "max_message_bytes": env_int("MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES),
+            "kafka_security": kafka_security_from_env(),
+            "pg_auth": pg_auth_from_env(),
         }

@@ -27,8 +27,10 @@ from types import TracebackType
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError
 
-from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
+from services.common.kafka_security import KafkaSecurity, aiokafka_security, raise_if_refused
+from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES, kafka_security_from_env
 
 __all__ = ["READ_TIMEOUT_S", "Offsets", "TopicReader"]
 
@@ -56,18 +58,28 @@ class TopicReader:
         fetch_max_bytes: the most one fetch returns, bytes (default: twice
             ``max_message_bytes``).
         timeout_s: how long one read may take unless it says otherwise, seconds.
+        security: TLS and SASL of both clients (a service's ``settings.kafka_security``);
+            None: the ``HEADWATER_KAFKA_*`` security settings of the environment.
+
+    Raises:
+        ValueError: ``security`` is None and the environment's security settings are
+            bad (the message names the variable).
     """
 
     def __init__(self, bootstrap: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 fetch_max_bytes: int | None = None, timeout_s: float = READ_TIMEOUT_S) -> None:
+                 fetch_max_bytes: int | None = None, timeout_s: float = READ_TIMEOUT_S,
+                 security: KafkaSecurity | None = None) -> None:
         self.timeout_s = timeout_s
+        self.bootstrap = bootstrap
+        self.security = kafka_security_from_env() if security is None else security
+        secured = aiokafka_security(self.security)
         self.consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+            bootstrap_servers=bootstrap, **secured, group_id=None, enable_auto_commit=False,
             # An offset below the log's start (retention deleted it) reads from its start.
             auto_offset_reset="earliest", max_partition_fetch_bytes=max_message_bytes,
             fetch_max_bytes=fetch_max_bytes or 2 * max_message_bytes,
             request_timeout_ms=round(REQUEST_TIMEOUT_S * 1000))
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap,
+        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **secured,
                                          request_timeout_ms=round(REQUEST_TIMEOUT_S * 1000))
 
     async def start(self) -> None:
@@ -75,12 +87,16 @@ class TopicReader:
 
         Raises:
             KafkaError: the broker is unreachable.
+            KafkaAccessRefused: the broker refused the TLS handshake or the SASL
+                credentials.
         """
         try:
             await self.consumer.start()
             await self.admin.start()
-        except BaseException:
+        except BaseException as e:
             await self.consumer.stop()
+            if isinstance(e, KafkaConnectionError):
+                await raise_if_refused(self.bootstrap, self.security)
             raise
 
     async def stop(self) -> None:

@@ -41,7 +41,7 @@ def create_app(settings: Settings) -> seam.FaustApp:
     """Build the coordinator's faust app. Run it with ``app.main()`` (argv ``worker``)."""
     app = seam.build_app(settings, SESSION_TIMEOUT_S)
     table = seam.add_table(app, TABLE_NAME, settings.partitions)
-    bus = FaustBus(app, settings)
+    bus = FaustBus(app, settings, settings.auth.headers)
     store = TableStore(table)
     timers = TimerIndex()
     timer_loop = TimerLoop(timers, store.scan, bus.send_control, lambda: bool(app.rebalancing))
@@ -50,6 +50,7 @@ def create_app(settings: Settings) -> seam.FaustApp:
     applier = BatchApplier(settings.topics, bus, store, timers, settings.max_message_bytes,
                            fence=pause.check)
     applier.history_heartbeats = settings.history_heartbeats
+    applier.auth = settings.auth.authenticator
     add_retention(app, settings, table, applier, bus)
     watch = seam.InputWatch(app, settings, STALL_S)
     seam.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)

@@ -35,6 +35,7 @@ from typing import Any
 
 from headwater.topics import Topics
 from services.common import faults, tracing
+from services.common.auth import Authenticator
 from services.coordinator import homing, metrics
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
@@ -73,6 +74,8 @@ class BatchApplier:
     retention_ms: int | None = None
     """How long an ended workflow stays in the table, ms (``Settings.retention_s``;
     ``retention``); None: for ever."""
+    auth: Authenticator | None = None
+    """Checks the tokens of submissions (``submitters``); None: auth is off."""
 
     def __init__(self, topics: Topics, bus: Bus, store: Store, timers: TimerIndex,
                  max_record_bytes: int, fence: Callable[[], str | None] = lambda: None,
@@ -169,7 +172,7 @@ class BatchApplier:
         dead-lettered or skipped."""
         effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition,
                                history_heartbeats=self.history_heartbeats,
-                               retention_ms=self.retention_ms,
+                               retention_ms=self.retention_ms, auth=self.auth,
                                lease_end=None if self.history_heartbeats
                                else self.timers.lease_end)
         try:

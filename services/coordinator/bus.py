@@ -1,11 +1,12 @@
 """Where the coordinator's output goes (``Bus``), and ``FaustBus`` over faust topics:
 history to ``events``, dispatches to ``tasks.<queue>``, cancelled attempts to
-``worker-control``, undecodable records to the DLQ."""
+``worker-control``, undecodable records to the DLQ (less any ``authorization`` header:
+never a token)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 from headwater import codec
@@ -16,6 +17,7 @@ from services.common.metrics import DEAD_LETTERS
 from services.common.settings import CommonSettings
 from services.coordinator.faust_seam import record_bytes
 from services.coordinator.records import DeadLetter, Outgoing
+from services.coordinator.submitters import without_authorization
 
 MAX_REASON_CHARS = 4000
 """Longest reason kept in a dead letter's header."""
@@ -42,7 +44,10 @@ class Bus(Protocol):
 class FaustBus:
     """Publishes through the faust app's producer and waits for the broker's acks."""
 
-    def __init__(self, app: Any, settings: CommonSettings) -> None:
+    def __init__(self, app: Any, settings: CommonSettings,
+                 auth: Sequence[tuple[str, bytes]] = ()) -> None:
+        """``auth``: the ``authorization`` header the coordinator's own submissions carry
+        (child workflows; ``auth_settings.ServiceAuth.headers``), none when auth is off."""
         self.app = app
         self.settings = settings
         self.topics = topics = settings.topics
@@ -50,6 +55,8 @@ class FaustBus:
         # Topics the coordinator created or found at start; others are created on first use.
         self._ready: dict[str, Any] = {
             name: self._topic(name) for name in (topics.events, topics.worker_control)}
+        # The coordinator's token on the submissions it makes (child workflows; auth on).
+        self._submitting = [*AVRO_HEADERS, *auth]
 
     def _topic(self, name: str) -> Any:
         return self.app.topic(name, key_serializer="raw", value_serializer="raw")
@@ -75,7 +82,8 @@ class FaustBus:
         for r in records:
             if r.topic not in self._ready:
                 await self.topic(r.topic)
-            headers = [*AVRO_HEADERS, *r.headers] if r.headers else AVRO_HEADERS  # trace
+            base = self._submitting if r.topic == self.topics.submissions else AVRO_HEADERS
+            headers = [*base, *r.headers] if r.headers else base  # trace
             futures.append(await self.app.producer.send(r.topic, r.key, r.value, None, None,
                                                         headers))
         await asyncio.gather(*futures)
@@ -107,7 +115,8 @@ class FaustBus:
         that would not fit ``max_message_bytes`` with them (an input near the limit) goes
         without its value, and says so; its origin headers name where to read it."""
         r = dead.record
-        hdrs = [*r.headers, (REASON_HEADER, dead.reason[:MAX_REASON_CHARS].encode()),
+        hdrs = [*without_authorization(r.headers),
+                (REASON_HEADER, dead.reason[:MAX_REASON_CHARS].encode()),
                 (SOURCE_TOPIC_HEADER, r.topic.encode()),
                 ("source-partition", str(r.partition).encode()),
                 ("source-offset", str(r.offset).encode())]

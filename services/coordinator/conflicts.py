@@ -33,7 +33,7 @@ def conflict_report(state: WorkflowState | None, event: ev.Input,
     Args:
         state: the workflow the id names (None: unknown, so nothing was refused).
         event: the refused input.
-        why: the dead letter's reason (``effects.refusal``), e.g. ``"workflow id p:c:1
+        why: the dead letter's reason (``refusals.refusal``), e.g. ``"workflow id p:c:1
             is already used by a workflow of its own, not by the child workflow of
             attempt 1 of node c of p; the run is unchanged"``.
 

@@ -4,7 +4,7 @@ Each input record is decoded and routed (``inputs.decode_input``; one on another
 partition than its workflow's is moved there or dead-lettered: ``homing``), skipped when
 the table holds its effects already (the store's applied offsets: it came again after a
 crash), dead-lettered when it is refused (a submission whose id names another run, a
-signal no wait can take: ``refusal``), stepped through the state machine, and its
+signal no wait can take: ``refusals.refusal``), stepped through the state machine, and its
 outputs collected: new states, history events, encoded records, dead letters. A step
 that raises fails its workflow as data (``machine.fail``), and a workflow whose table
 entry would exceed the record limit is failed instead of written: a bug or a record too
@@ -23,14 +23,13 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.fencing import stop_for, stops_for_expired
-from headwater.core.idempotency import conflict
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.machine import Step, fail, start, step
 from headwater.core.machine.reports import lease_renewal
-from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
+from services.common.auth import Authenticator
 from services.coordinator import homing, retention
 from services.coordinator import waiting as waiting_inputs
 from services.coordinator.conflicts import conflict_records
@@ -42,46 +41,15 @@ from services.coordinator.records import (
     Outgoing,
     encode_outputs,
 )
+from services.coordinator.refusals import refusal
 from services.coordinator.store import Store
+from services.coordinator.submitters import submitter_fault
 from services.coordinator.writeset import touched_parts
 
 log = logging.getLogger(__name__)
 
 Entries = dict[str, list[tuple[bytes, bytes | None]]]
 """Workflow id -> its table entries (key, value), in the order to write them."""
-
-
-def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
-    """Why ``event`` is dead-lettered instead of stepped, or None to step it.
-
-    A submission (or a child's) whose id names another run (``idempotency.conflict``;
-    a refused child's parent attempt is then failed, ``conflicts.conflict_records``),
-    a signal for a workflow that has ended, and a signal
-    that no wait of its workflow can take (``signals.signal_fault``: no wait of that
-    name, a bad index, a missing field or one of the wrong type). A signal for a
-    workflow not submitted yet is not checked here: it waits for the submission.
-
-    Args:
-        state: the event's workflow (None: not submitted yet).
-        event: an input, decoded and on its workflow's partition.
-
-    Returns:
-        The dead letter's reason, e.g. ``"SignalSent for workflow w-1 refused: signal
-        'approval': missing required field 'approved'"``.
-    """
-    if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
-        return conflict(state, event)
-    if not isinstance(event, ev.SignalSent) or state is None:
-        return None
-    what = f"SignalSent for workflow {event.workflow_id}"
-    if state.status.terminal:  # recorded nowhere else: the loser of a race with the end
-        return f"{what} refused: the workflow has already ended ({state.status.value})"
-    try:
-        fault = signal_fault(state, event)
-    except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
-        log.exception("cannot check %s", what)
-        return f"{what} could not be checked: {type(e).__name__}: {e}"
-    return None if fault is None else f"{what} refused: {fault}"
 
 
 @dataclass
@@ -100,8 +68,9 @@ class BatchEffects:
         waiting: workflow id -> the inputs waiting for its submission, where the batch
             changed them (``waiting``).
         started: workflows whose submission consumed the inputs waiting for it.
-        history_heartbeats: whether heartbeats are stepped and recorded like any report
-            (``HEADWATER_HISTORY_HEARTBEATS``); by default they only move their lease.
+        history_heartbeats: whether heartbeats are recorded like any report (else they
+            only move their lease).
+        auth: checks submissions' tokens (``submitters``); None: auth is off.
         renewals: ``(workflow id, lease timer id, expiry ms)`` of the leases heartbeats
             moved (``machine.reports.lease_renewal``), for the timer index.
     """
@@ -122,6 +91,7 @@ class BatchEffects:
     waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     history_heartbeats: bool = False
+    auth: Authenticator | None = None
     renewals: list[tuple[str, str, int]] = field(default_factory=list)
     lease_end: Callable[[str, str, int], int] | None = None
     """``TimerIndex.lease_end``: when a lease ends by the heartbeats this process read."""
@@ -164,6 +134,11 @@ class BatchEffects:
         except DecodeError as e:
             self.dead.append(DeadLetter(record, str(e)))
             return None
+        if self.auth is not None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
+            fault = submitter_fault(self.auth, record.headers, event)
+            if fault is not None:
+                self.dead.append(DeadLetter(record, fault))
+                return None
         wid = event.workflow_id
         home = self.partition(wid)
         if record.partition != home:  # its reports would go elsewhere: it would hang

@@ -51,6 +51,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.finishing import Unfinished, finish
 from services.common.kafka import committed_offsets
+from services.common.kafka_security import faust_credentials
 from services.coordinator.continuity import OffsetContinuity, offset_ranges
 from services.coordinator.keys import entry_partition
 from services.coordinator.records import InputRecord
@@ -124,10 +125,9 @@ def build_app(settings: Settings, session_timeout_s: float) -> FaustApp:
     return faust.App(
         settings.topics.coordinator_app_id,
         broker=f"kafka://{settings.bootstrap}",
-        store=settings.store,
-        datadir=settings.data_dir,
-        topic_partitions=settings.partitions,
-        topic_replication_factor=settings.replication,
+        broker_credentials=faust_credentials(settings.kafka_security),
+        store=settings.store, datadir=settings.data_dir,
+        topic_partitions=settings.partitions, topic_replication_factor=settings.replication,
         table_standby_replicas=0,
         processing_guarantee="at_least_once",
         producer_acks=-1,

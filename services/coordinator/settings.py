@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.common import metrics
+from services.common.auth_settings import ServiceAuth, service_auth_from_env
 from services.common.settings import OFF, ON, CommonSettings, env_float, env_int, env_str
 
 
@@ -57,6 +58,8 @@ class Settings(CommonSettings):
             is typical; it must be longer than any run's children and late reports
             are expected to take). It does not touch the events topic
             (``events_retention_ms``) nor the projection.
+        auth: checks the tokens of submissions on Kafka, and the coordinator's own
+            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth_settings``): off by default.
     """
 
     timer_interval_s: float = 0.05
@@ -71,6 +74,7 @@ class Settings(CommonSettings):
     metrics_port: int = metrics.DEFAULT_PORTS["coordinator"]
     metrics_host: str = metrics.DEFAULT_HOST
     retention_s: float | None = None
+    auth: ServiceAuth = field(default_factory=lambda: ServiceAuth(None, None))
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -89,6 +93,7 @@ class Settings(CommonSettings):
             metrics_port=metrics.port_from_env("coordinator"),
             metrics_host=metrics.host_from_env(),
             retention_s=retention_from_env(),
+            auth=service_auth_from_env("coordinator"),
         )
 
 

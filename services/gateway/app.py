@@ -14,19 +14,19 @@ from fastapi import FastAPI
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import (
-    cors,
     definitions_api,
     health,
     metrics,
+    middleware,
     problems,
     queues_api,
     routes,
     run_api,
     schedules_api,
     ui_routes,
+    whoami_api,
 )
-from services.gateway.drain import CountRequests, Drain
-from services.gateway.middleware import CatchAll, RejectNul
+from services.gateway.drain import Drain
 from services.gateway.runtime import Runtime
 from services.gateway.settings import Settings
 
@@ -77,14 +77,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
     app.state.hw = runtime
     problems.install(app)
-    app.add_middleware(CatchAll)
-    app.add_middleware(RejectNul)
-    app.add_middleware(CountRequests, drain=runtime.drain)  # added last: runs first
-    cors.install(app, settings.cors_origins)  # before it, though: preflights, 503s too
+    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
     app.include_router(health.router)
     app.include_router(routes.router)
     app.include_router(run_api.router)
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)
     app.include_router(schedules_api.router)
+    app.include_router(whoami_api.router)
     return ui_routes.install(app)  # the web UI at /ui

@@ -8,6 +8,10 @@ them from the ``definitions`` topic. Input schemas are JSON Schema, checked by
 jsonschema-rs (drafts 4, 6, 7, 2019-09 and 2020-12, by the schema's ``$schema``; 2020-12
 without one); a reference (``$ref``) to anything outside the schema is refused, never
 fetched.
+
+What a principal reads is scoped by tenant (``headwater.core.definitions.visible``): its
+own definitions and the shared ones; another tenant's is answered as one that does not
+exist (404, the same document).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import asyncpg
 import jsonschema_rs
 import orjson
 
-from headwater.core.definitions import DefinitionRefError, parse_ref
+from headwater.core.definitions import DefinitionRefError, parse_ref, visible
 from headwater.core.spec import MAX_NODES
+from services.common.auth import OPEN, Principal
 from services.gateway.jsoncheck import format_path
 from services.gateway.problems import Problem
 
@@ -65,35 +70,57 @@ class Resolved:
     input_schema: dict[str, Any] | None
 
 
+def tenant_of(me: Principal) -> str | None:
+    """The tenant whose definitions ``me`` reads and writes: None for a principal of
+    every tenant (``auth.OPEN`` when auth is off)."""
+    return None if me.every_tenant else me.tenant
+
+
+def unknown(name: str) -> Problem:
+    """The 404 of a definition that does not exist (or is another tenant's)."""
+    return Problem(404, "Not found", f"no definition {name}", definition=name)
+
+
+async def head_of(pool: Any, name: str, me: Principal) -> Any:
+    """The ``definition_heads`` row of ``name`` (``version``, ``deleted``, ``tenant``),
+    or None when there is none or ``me`` may not see it."""
+    head = await pool.fetchrow("select version, deleted, tenant from definition_heads"
+                               " where name = $1", name)
+    if head is None or not visible(head.get("tenant"), tenant_of(me)):
+        return None
+    return head
+
+
 def bad_ref(ref: Any, error: DefinitionRefError, field: str = "definition") -> Problem:
     """The 422 of a malformed reference, naming ``field``."""
     return Problem(422, "Invalid definition reference", str(error), errors=[f"{field}: {error}"],
                    definition=ref if isinstance(ref, str) else None)
 
 
-async def resolve(pool: asyncpg.Pool, ref: str) -> Resolved:
+async def resolve(pool: asyncpg.Pool, ref: str, me: Principal = OPEN) -> Resolved:
     """The version ``ref`` names (``"name"``: the latest; ``"name@3"``: version 3) of a
-    definition that is not deleted.
+    definition that is not deleted and that ``me`` sees.
 
     Args:
         pool: the projection's pool.
         ref: the reference.
+        me: who asks: another tenant's definition is unknown to it.
 
     Returns:
         The version.
 
     Raises:
-        Problem: 422 a malformed reference, 404 no such name or version, 410 the
-            definition is deleted (no new runs, whichever version is named).
+        Problem: 422 a malformed reference, 404 no such name or version (or another
+            tenant's), 410 the definition is deleted (no new runs, whichever version is
+            named).
     """
     try:
         parsed = parse_ref(ref)
     except DefinitionRefError as e:
         raise bad_ref(ref, e) from e
-    head = await pool.fetchrow("select version, deleted from definition_heads where name = $1",
-                               parsed.name)
+    head = await head_of(pool, parsed.name, me)
     if head is None:
-        raise Problem(404, "Not found", f"no definition {parsed.name}", definition=parsed.name)
+        raise unknown(parsed.name)
     if head["deleted"]:
         raise Problem(410, DELETED, f"definition {parsed.name} was deleted (its last version "
                       f"is {head['version']}): it starts no new runs; runs already started "
@@ -183,7 +210,7 @@ def _path(root: str, parts: Any) -> str:
 
 async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
                           chain: tuple[str, ...] = (), max_bytes: int | None = None,
-                          ) -> dict[str, Any]:
+                          me: Principal = OPEN) -> dict[str, Any]:
     """``spec`` with each ``kind: workflow`` node that names a ``definition`` given the
     resolved version's spec inline (``workflow``) and ``definition_version``, the
     definition's name without ``@<version>``, recursively (in inline children too).
@@ -201,6 +228,7 @@ async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
         max_bytes: the most bytes of spec JSON the result may hold (``spec``'s own and
             each inlined definition's, once per time it is inlined), or None for no
             limit beyond ``MAX_INLINED_NODES``.
+        me: who asks: the definitions it sees (``resolve``).
 
     Returns:
         The spec with every child definition inline (a new document; ``spec`` is left
@@ -208,11 +236,12 @@ async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
 
     Raises:
         Problem: 422 naming the node, for a malformed reference, an unknown or deleted
-            definition or version, a definition that names itself, a chain deeper
+            definition or version (another tenant's is unknown), a definition that
+            names itself, a chain deeper
             than ``MAX_INLINE_DEPTH``, or a result over ``MAX_INLINED_NODES`` nodes or
             ``max_bytes`` bytes.
     """
-    inliner = _Inliner(pool, max_bytes)
+    inliner = _Inliner(pool, max_bytes, me)
     if max_bytes is not None:
         inliner.add_bytes(len(orjson.dumps(spec)), "workflow")
     inlined: dict[str, Any] = await inliner.spec(spec, chain, "")
@@ -223,8 +252,9 @@ class _Inliner:
     """One ``inline_children`` call: resolves each reference once, counts the nodes
     and bytes inlined so far."""
 
-    def __init__(self, pool: asyncpg.Pool, max_bytes: int | None = None) -> None:
-        self.pool = pool
+    def __init__(self, pool: asyncpg.Pool, max_bytes: int | None = None,
+                 me: Principal = OPEN) -> None:
+        self.pool, self.me = pool, me
         self.found: dict[str, Resolved] = {}
         self.sizes: dict[tuple[str, int], int] = {}
         self.max_bytes = max_bytes
@@ -287,7 +317,7 @@ class _Inliner:
             raise _child_fault(where, "definition must be a string: name or name@version")
         if ref not in self.found:
             try:
-                self.found[ref] = await resolve(self.pool, ref)
+                self.found[ref] = await resolve(self.pool, ref, self.me)
             except Problem as e:
                 raise _child_fault(where, e.detail) from e
         return self.found[ref]

@@ -6,6 +6,12 @@ its ``kind: workflow`` nodes name inlined), and its ``input_schema`` must be a J
 Schema (``definitions.schema_faults``): 422 naming every fault. ``GET`` of a deleted
 name is 410 (its versions stay readable with ``?version=N``); the list holds the latest
 version of each name that is not deleted.
+
+Every read and write is the principal's tenant's (``scope.principal``): it sees its own
+definitions and the shared ones (another tenant's is 404, as a name never registered);
+it writes its own and new names; a name another tenant holds is 409 on ``PUT``; a shared
+one is 403 (``definitions_store``). A principal of every tenant (auth off, an operator's
+token) sees and writes them all; what it registers under a new name is shared.
 """
 
 from __future__ import annotations
@@ -23,7 +29,14 @@ from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from services.gateway.body import parse_body, parse_json, read_limited, require_storable
-from services.gateway.definitions import DELETED, inline_children, schema_faults
+from services.gateway.definitions import (
+    DELETED,
+    head_of,
+    inline_children,
+    schema_faults,
+    tenant_of,
+    unknown,
+)
 from services.gateway.definitions_reader import start
 from services.gateway.definitions_store import Store
 from services.gateway.models import DefinitionRequest
@@ -41,6 +54,7 @@ from services.gateway.openapi_problems import READS, WRITES
 from services.gateway.problems import (
     CONFLICT,
     DEFINITION_DELETED,
+    FORBIDDEN,
     INVALID_DEFINITION,
     INVALID_DEFINITION_NAME,
     INVALID_REQUEST,
@@ -49,6 +63,7 @@ from services.gateway.problems import (
     Problem,
 )
 from services.gateway.runtime import Runtime, accepting, runtime
+from services.gateway.scope import principal
 
 router = APIRouter()
 __all__ = ["router", "start"]  # start: read the registry in at start-up (definitions_reader)
@@ -106,7 +121,8 @@ async def _validate(request: Request, name: str, body: DefinitionRequest) -> Non
     try:
         hw = runtime(request)
         inlined = await inline_children(hw.pool, body.workflow, (name,),
-                                        max_bytes=hw.settings.max_body_bytes)
+                                        max_bytes=hw.settings.max_body_bytes,
+                                        me=principal(request))
     except Problem as e:
         faults += e.extra.get("errors", [e.detail])
     else:
@@ -125,13 +141,17 @@ async def _validate(request: Request, name: str, body: DefinitionRequest) -> Non
                                         "version, unchanged", DEFINITION_STORED_SCHEMA),
                        **problems(*WRITES, REQUEST_TOO_LARGE, INVALID_REQUEST,
                                   INVALID_DEFINITION_NAME, INVALID_DEFINITION, CONFLICT,
-                                  meanings={
-                           409: "the name has used every version number",
+                                  FORBIDDEN, meanings={
+                           403: "the role is not admin, or the definition is shared "
+                                "and the token is one tenant's",
+                           409: "the name has used every version number, or another "
+                                "tenant holds it",
                            422: "an invalid name, spec or input_schema, naming every "
                                 "fault"})})
 async def put_definition(request: Request, name: DefinitionName) -> Response:
     """Register a version: 201 (a new version), 200 (the same body as the current
-    version), 413, 422 (every fault named), 503."""
+    version), 403 (a shared name, one tenant's token), 409 (another tenant's name), 413,
+    422 (every fault named), 503."""
     hw = accepting(request)
     try:
         check_name(name)
@@ -139,7 +159,7 @@ async def put_definition(request: Request, name: DefinitionName) -> Response:
         raise Problem(422, "Invalid definition name", str(e), errors=[f"name: {e}"]) from e
     body = _body(await read_limited(request, hw.settings.max_body_bytes))
     await _validate(request, name, body)
-    stored = await _store(hw).put(name, body.workflow, body.input_schema)
+    stored = await _store(hw).put(name, body.workflow, body.input_schema, principal(request))
     doc = {"name": name, "version": stored.version, "digest": stored.digest,
            "created_at": _iso(stored.created_at), "links": links(name, stored.version)}
     return _json(doc, 201 if stored.created else 200,
@@ -165,13 +185,15 @@ def missing_name(template: str) -> Problem:
 async def get_definitions(request: Request,
                           limit: Annotated[int, Query(ge=1, le=500)] = 100,
                           cursor: str | None = None) -> Response:
-    """The latest version of each definition that is not deleted, by name, paged by
-    ``cursor`` (the previous page's ``next_cursor``)."""
+    """The latest version of each definition that is not deleted and that the principal
+    sees (its tenant's and the shared ones), by name, paged by ``cursor`` (the previous
+    page's ``next_cursor``)."""
     rows = await runtime(request).pool.fetch(
         "select d.name, d.version, d.digest, d.created_at from definition_heads h"
         " join definitions d on d.name = h.name and d.version = h.version"
-        " where not h.deleted and ($1::text is null or h.name > $1) order by h.name limit $2",
-        cursor, limit + 1)
+        " where not h.deleted and ($1::text is null or h.name > $1)"
+        " and ($3::text is null or h.tenant is null or h.tenant = $3)"
+        " order by h.name limit $2", cursor, limit + 1, tenant_of(principal(request)))
     items = [{"name": r["name"], "version": r["version"], "digest": r["digest"],
               "created_at": _iso(r["created_at"]), "links": links(r["name"], r["version"])}
              for r in rows[:limit]]
@@ -186,13 +208,12 @@ async def get_definitions(request: Request,
 async def get_definition(request: Request, name: DefinitionName,
                          version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                          ) -> Response:
-    """One version (default: the latest) with its spec and input schema; 404 unknown;
-    410 deleted, unless ``version`` is given."""
+    """One version (default: the latest) with its spec and input schema; 404 unknown
+    (or another tenant's); 410 deleted, unless ``version`` is given."""
     pool = runtime(request).pool
-    head = await pool.fetchrow("select version, deleted from definition_heads where name = $1",
-                               name)
+    head = await head_of(pool, name, principal(request))
     if head is None:
-        raise Problem(404, "Not found", f"no definition {name}", definition=name)
+        raise unknown(name)
     if head["deleted"] and version is None:
         raise Problem(410, DELETED, f"definition {name} was deleted (its last version is "
                       f"{head['version']}); read a version with ?version=N",
@@ -211,10 +232,13 @@ async def get_definition(request: Request, name: DefinitionName,
 
 @router.delete("/v1/definitions/{name}", status_code=204, responses={
     204: {"description": "deleted (or already deleted): no new runs; runs started go on"},
-    **problems(*WRITES, NOT_FOUND, meanings=_NOT_FOUND)})
+    **problems(*WRITES, NOT_FOUND, FORBIDDEN, meanings={
+        **_NOT_FOUND, 403: "the role is not admin, or the definition is shared and the "
+                           "token is one tenant's"})})
 async def delete_definition(request: Request, name: DefinitionName) -> Response:
     """Delete a definition: 204 (deleting it again too); new runs of it get 410, runs
-    already started go on; its versions stay readable (``?version=N``); 404 unknown."""
+    already started go on; its versions stay readable (``?version=N``); 404 unknown (or
+    another tenant's); 403 a shared one with one tenant's token."""
     hw = accepting(request)
-    await _store(hw).delete(name)
+    await _store(hw).delete(name, principal(request))
     return Response(status_code=204)

@@ -7,7 +7,8 @@ record is applied so that the order of application does not matter and applying 
 twice changes nothing: a version row takes the record's content (a version's content
 never changes), a head replaces the row's only when it is later
 (``headwater.core.definitions.head_supersedes``, in SQL). What Kafka holds is stored:
-rows it reaches are marked so.
+rows it reaches are marked so. A record's ``tenant`` (None in records written before
+definitions had tenants: shared) is its row's.
 """
 
 from __future__ import annotations
@@ -45,21 +46,23 @@ async def apply(conn: asyncpg.Connection | asyncpg.Pool,
     if isinstance(record, DefinitionStored):
         await conn.execute(
             "insert into definitions (name, version, spec, input_schema, digest, state,"
-            " created_at) values ($1, $2, $3, $4, $5, $6, $7) on conflict (name, version)"
-            " do update set spec = excluded.spec, input_schema = excluded.input_schema,"
-            " digest = excluded.digest, state = excluded.state,"
-            " created_at = excluded.created_at", record.name, record.version, record.spec,
-            record.input_schema, record.digest, STORED, _at(record.at_ms))
+            " created_at, tenant) values ($1, $2, $3, $4, $5, $6, $7, $8)"
+            " on conflict (name, version) do update set spec = excluded.spec,"
+            " input_schema = excluded.input_schema, digest = excluded.digest,"
+            " state = excluded.state, created_at = excluded.created_at,"
+            " tenant = excluded.tenant", record.name, record.version, record.spec,
+            record.input_schema, record.digest, STORED, _at(record.at_ms), record.tenant)
         return
     # A head the gateway claimed but has not produced yet is later than every head on
     # Kafka, so it stays; the same head as the row's is marked stored.
     await conn.execute(
-        "insert into definition_heads (name, version, deleted, state, updated_at)"
-        " values ($1, $2, $3, $4, $5) on conflict (name) do update set"
+        "insert into definition_heads (name, version, deleted, state, updated_at, tenant)"
+        " values ($1, $2, $3, $4, $5, $6) on conflict (name) do update set"
         " version = excluded.version, deleted = excluded.deleted, state = excluded.state,"
-        " updated_at = excluded.updated_at where (definition_heads.version,"
-        " definition_heads.deleted) <= (excluded.version, excluded.deleted)",
-        record.name, record.version, record.deleted, STORED, _at(record.at_ms))
+        " updated_at = excluded.updated_at, tenant = excluded.tenant where"
+        " (definition_heads.version, definition_heads.deleted) <= (excluded.version,"
+        " excluded.deleted)", record.name, record.version, record.deleted, STORED,
+        _at(record.at_ms), record.tenant)
 
 
 async def rebuild(pool: asyncpg.Pool, settings: CommonSettings) -> int:

@@ -9,6 +9,11 @@ produced and marked ``stored`` once Kafka acknowledged them. A write whose recor
 never produced (the gateway died, or Kafka did not answer: 503) is produced again by the
 next ``PUT`` or ``DELETE`` of the name before it decides anything (``_heal``), which is
 harmless if they had been: the topic is compacted by key, and the records are the same.
+
+A write is scoped by tenant under the same lock (``headwater.core.definitions.
+write_refusal``): a tenant's principal writes its own names and new ones (which become
+its own); another tenant's name is 409 on ``PUT`` (taken, whoever holds it) and 404 on
+``DELETE``; a shared name is 403 (written with a token of every tenant).
 """
 
 from __future__ import annotations
@@ -23,17 +28,22 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 
 from headwater.core.definitions import (
+    FOREIGN,
     DefinitionHead,
     DefinitionStored,
     Head,
     decide_put,
     digest,
+    new_owner,
     stored_key,
+    write_refusal,
 )
+from services.common.auth import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.db import name_locked
 from services.common.kafka import AVRO_HEADERS
 from services.gateway import definition_records
+from services.gateway.definitions import tenant_of, unknown
 from services.gateway.problems import RETRY_AFTER_S, Problem
 
 CLAIMED, STORED = "claimed", "stored"
@@ -58,6 +68,27 @@ class Registered:
 
 def _millis(at: datetime) -> int:
     return round(at.timestamp() * 1000)
+
+
+def _refused(name: str, head: Any, me: Principal, putting: bool) -> None:
+    """Raise the problem of ``me`` writing ``name`` (its head row, or None), if any.
+
+    Raises:
+        Problem: 409 (``PUT``) or 404 (``DELETE``) another tenant's name, 403 a shared
+            one for a principal of one tenant.
+    """
+    why = write_refusal(head is not None, head.get("tenant") if head else None,
+                        tenant_of(me))
+    if why is None:
+        return
+    if why == FOREIGN:
+        if not putting:
+            raise unknown(name)
+        raise Problem(409, "Conflict", f"the definition name {name} is taken; register the "
+                      "definition under another name", definition=name)
+    raise Problem(403, "Forbidden", f"definition {name} is shared by every tenant: shared "
+                  "definitions are written with a token for every tenant; the token is for "
+                  f"tenant {me.tenant!r}", role=me.role, needs="tenant *")
 
 
 class _Writer:
@@ -89,19 +120,20 @@ class _Writer:
     async def heal(self, name: str) -> None:
         """Produce what an earlier write of ``name`` claimed but may not have produced."""
         for row in await self.conn.fetch(
-                "select version, spec, input_schema, digest, created_at from definitions"
-                " where name = $1 and state = $2 order by version", name, CLAIMED):
+                "select version, spec, input_schema, digest, created_at, tenant from"
+                " definitions where name = $1 and state = $2 order by version", name,
+                CLAIMED):
             await self.send(stored_key(name, row["version"]), DefinitionStored(
                 name, row["version"], row["spec"], row["input_schema"], row["digest"],
-                _millis(row["created_at"])))
+                _millis(row["created_at"]), row["tenant"]))
             await self.conn.execute("update definitions set state = $3 where name = $1 and"
                                     " version = $2", name, row["version"], STORED)
-        head = await self.conn.fetchrow("select version, deleted, updated_at from"
+        head = await self.conn.fetchrow("select version, deleted, updated_at, tenant from"
                                         " definition_heads where name = $1 and state = $2",
                                         name, CLAIMED)
         if head is not None:
             await self.send(name, DefinitionHead(name, head["version"], head["deleted"],
-                                                 _millis(head["updated_at"])))
+                                                 _millis(head["updated_at"]), head["tenant"]))
             await self.conn.execute("update definition_heads set state = $2 where name = $1",
                                     name, STORED)
 
@@ -110,23 +142,33 @@ class _Writer:
         async with self.conn.transaction():
             await self.conn.execute(
                 "insert into definitions (name, version, spec, input_schema, digest, state,"
-                " created_at) values ($1, $2, $3, $4, $5, $6, $7)", record.name,
-                record.version, record.spec, record.input_schema, record.digest, CLAIMED, at)
-            await self._claim_head(record.name, record.version, False, at)
+                " created_at, tenant) values ($1, $2, $3, $4, $5, $6, $7, $8)", record.name,
+                record.version, record.spec, record.input_schema, record.digest, CLAIMED, at,
+                record.tenant)
+            await self._claim_head(record.name, record.version, False, at, record.tenant)
 
-    async def _claim_head(self, name: str, version: int, deleted: bool, at: datetime) -> None:
+    async def _claim_head(self, name: str, version: int, deleted: bool, at: datetime,
+                          tenant: str | None) -> None:
         await self.conn.execute(
-            "insert into definition_heads (name, version, deleted, state, updated_at)"
-            " values ($1, $2, $3, $4, $5) on conflict (name) do update set version ="
+            "insert into definition_heads (name, version, deleted, state, updated_at, tenant)"
+            " values ($1, $2, $3, $4, $5, $6) on conflict (name) do update set version ="
             " excluded.version, deleted = excluded.deleted, state = excluded.state,"
-            " updated_at = excluded.updated_at", name, version, deleted, CLAIMED, at)
+            " updated_at = excluded.updated_at, tenant = excluded.tenant", name, version,
+            deleted, CLAIMED, at, tenant)
 
-    async def put(self, name: str, spec: Any, input_schema: Any) -> Registered:
+    async def _head(self, name: str) -> Any:
+        return await self.conn.fetchrow("select version, deleted, tenant from"
+                                        " definition_heads where name = $1", name)
+
+    async def put(self, name: str, spec: Any, input_schema: Any,
+                  me: Principal = OPEN) -> Registered:
         """Decide, claim, produce and mark stored (the name's lock is held)."""
         body_digest = digest(spec, input_schema)
         await self.heal(name)
-        head = await self.conn.fetchrow("select version, deleted from definition_heads"
-                                        " where name = $1", name)
+        head = await self._head(name)
+        _refused(name, head, me, putting=True)
+        owner = new_owner(head is not None, head.get("tenant") if head else None,
+                          tenant_of(me))
         versions = {r["version"]: r["digest"] for r in await self.conn.fetch(
             "select version, digest from definitions where name = $1", name)}
         try:
@@ -142,20 +184,21 @@ class _Writer:
         at_ms = now_ms()
         at = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
         record = DefinitionStored(name, decision.version, spec, input_schema, body_digest,
-                                  at_ms)
+                                  at_ms, owner)
         await self.claim(record, at)
         await self.heal(name)  # produces the version, then the head, and marks them stored
         return Registered(name, decision.version, body_digest, at, True)
 
-    async def delete(self, name: str) -> int:
+    async def delete(self, name: str, me: Principal = OPEN) -> int:
         """Mark the name deleted, produce its head, mark it stored; the last version."""
         await self.heal(name)
-        head = await self.conn.fetchrow("select version, deleted from definition_heads"
-                                        " where name = $1", name)
+        head = await self._head(name)
         if head is None:
-            raise Problem(404, "Not found", f"no definition {name}", definition=name)
+            raise unknown(name)
+        _refused(name, head, me, putting=False)
         if not head["deleted"]:
-            await self._claim_head(name, head["version"], True, datetime.now(tz=UTC))
+            await self._claim_head(name, head["version"], True, datetime.now(tz=UTC),
+                                   head.get("tenant"))
             await self.heal(name)
         return int(head["version"])
 
@@ -182,32 +225,41 @@ class Store:
             return await write(_Writer(conn, self.producer, self.topic,
                                        self.produce_timeout_s))
 
-    async def put(self, name: str, spec: Any, input_schema: Any) -> Registered:
+    async def put(self, name: str, spec: Any, input_schema: Any,
+                  me: Principal = OPEN) -> Registered:
         """Register a body (already validated) under ``name``.
 
         Args:
             name: a valid definition name.
             spec: the workflow spec.
             input_schema: its input's JSON Schema, or None.
+            me: who writes: a new name becomes its tenant's (shared for a principal of
+                every tenant); an existing name keeps its tenant.
 
         Returns:
             The version: new, or the current one when the body is the same.
 
         Raises:
             Problem: 503 when Kafka does not acknowledge (retrying is safe), 409 when the
-                name has used every version number.
+                name has used every version number or is another tenant's, 403 a shared
+                name for a principal of one tenant.
         """
-        return await self._locked(name, lambda w: w.put(name, spec, input_schema))
+        return await self._locked(name, lambda w: w.put(name, spec, input_schema, me))
 
-    async def delete(self, name: str) -> int:
+    async def delete(self, name: str, me: Principal = OPEN) -> int:
         """Delete ``name``: no new runs; its versions stay readable; deleting it again
         changes nothing.
+
+        Args:
+            name: the definition's name.
+            me: who deletes (``put``'s rules; another tenant's name is unknown).
 
         Returns:
             Its last version.
 
         Raises:
-            Problem: 404 no such name, 503 when Kafka does not acknowledge (retrying is
+            Problem: 404 no such name (or another tenant's), 403 a shared name for a
+                principal of one tenant, 503 when Kafka does not acknowledge (retrying is
                 safe).
         """
-        return await self._locked(name, lambda w: w.delete(name))
+        return await self._locked(name, lambda w: w.delete(name, me))

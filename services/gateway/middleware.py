@@ -12,9 +12,14 @@ from __future__ import annotations
 import logging
 from urllib.parse import unquote_to_bytes
 
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common import tracing
+from services.common.auth import Authenticator
+from services.gateway import cors
+from services.gateway.auth_gate import Authenticate
+from services.gateway.drain import CountRequests, Drain
 from services.gateway.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")
@@ -90,3 +95,15 @@ class CatchAll:
             response = problem_response(500, "Internal error",
                                         "an unexpected error; it has been logged")
             await response(scope, receive, send)
+
+
+def install(app: FastAPI, drain: Drain, authenticator: Authenticator | None,
+            cors_origins: tuple[str, ...]) -> None:
+    """Add the gateway's middleware, outermost first: CORS (preflights and 503s answered
+    with their headers too), the drain's request count, ``RejectNul``, ``CatchAll``,
+    then ``auth_gate.Authenticate`` (``authenticator`` None: auth off)."""
+    app.add_middleware(Authenticate, authenticator=authenticator)
+    app.add_middleware(CatchAll)
+    app.add_middleware(RejectNul)
+    app.add_middleware(CountRequests, drain=drain)
+    cors.install(app, cors_origins)  # added last: runs first

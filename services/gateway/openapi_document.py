@@ -19,12 +19,17 @@ from services.gateway.openapi_examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
 from services.gateway.openapi_problem_examples import PROBLEM_EXAMPLES
 from services.gateway.openapi_problems import component, problems, referred
 from services.gateway.openapi_problems import schemas as problem_schemas
-from services.gateway.problems import PROBLEM_JSON, PROBLEM_TYPES
+from services.gateway.problems import FORBIDDEN, PROBLEM_JSON, PROBLEM_TYPES, UNAUTHORIZED
 
 EXAMPLES = "#/components/examples/"
 _FASTAPI_ONLY = ("HTTPValidationError", "ValidationError")
 _SLUGS = {component(t): t.slug for t in PROBLEM_TYPES}
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+BEARER = {"bearer": {"type": "http", "scheme": "bearer", "description": (
+    "With HEADWATER_AUTH=on every /v1 operation needs 'Authorization: Bearer <token>': "
+    "an API key (hwk_...) or a JWT with tenant and role claims (RFC 6750); off, the "
+    "default, none is asked for")}}
+"""The security scheme of ``/v1`` (``auth_gate``)."""
 
 
 def operations(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -55,11 +60,16 @@ def complete(doc: dict[str, Any]) -> dict[str, Any]:
     components["examples"] = {
         component(t): {"summary": f"{t.status} {t.title}", "value": PROBLEM_EXAMPLES[t.slug]}
         for t in PROBLEM_TYPES}
+    components["securitySchemes"] = BEARER
     for label, operation in operations(doc):
         responses = operation.setdefault("responses", {})
         _drop_fastapi_422(responses)
-        for status, answer in problems().items():  # what every operation can answer
+        guarded = label.split(" ", 1)[1].startswith("/v1/")
+        for status, answer in problems(*((UNAUTHORIZED, FORBIDDEN) if guarded else ())
+                                       ).items():  # what every operation can answer
             responses.setdefault(str(status), answer)
+        if guarded:
+            operation["security"] = [{"bearer": []}]
         _answers(responses, ANSWERS.get(label, {}), ANSWER_EXAMPLES.get(label, {}))
         _problem_examples(responses)
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")

@@ -46,6 +46,9 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
         "cors-preflight-refused", "this gateway does not allow the preflight's origin "
         "(origin 'https://elsewhere.example', method 'POST'); see HEADWATER_CORS_ORIGINS",
         None, refused=["origin"]),
+    "unauthorized": _doc("unauthorized", "unknown or revoked API key", "/v1/workflows"),
+    "forbidden": _doc("forbidden", "the token's role is read; this needs submit",
+                      "/v1/workflows", role="read", needs="submit"),
     "not-found": _doc("not-found", "no definition refnud", "/v1/workflows",
                       definition="refnud"),
     "no-route": _doc("no-route", "no operation of the API has the path /v1/workflow",

@@ -88,6 +88,14 @@ CORS_REFUSED = ProblemType(
     "from an origin HEADWATER_CORS_ORIGINS does not name, or asking for a method or "
     "header the API does not take; refused lists what",
     {"refused": {"type": "array", "items": _TEXT}})
+UNAUTHORIZED = ProblemType(
+    "unauthorized", 401, "Unauthorized", "auth is on (HEADWATER_AUTH) and the request has no "
+    "valid bearer token: none, another scheme, an unknown or revoked API key, or a JWT "
+    "that does not verify (the WWW-Authenticate header says which, RFC 6750 §3)")
+FORBIDDEN = ProblemType(
+    "forbidden", 403, "Forbidden", "the token's role does not allow the operation (read < "
+    "submit < admin), or the body names another tenant than the token's",
+    {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
     "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
     "schedule", {"definition": _TEXT, "schedule": _TEXT})
@@ -171,7 +179,7 @@ DATABASE_DOWN = ProblemType(
 
 PROBLEM_TYPES: tuple[ProblemType, ...] = (
     BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, INVALID_SIGNAL, CORS_REFUSED,
-    NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
+    UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
     REQUEST_TOO_LARGE, RECORD_TOO_LARGE, INVALID_REQUEST, INVALID_SPEC, SPEC_TOO_LARGE,
     INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INVALID_DEFINITION,
     INVALID_DEFINITION_NAME, INVALID_SCHEDULE_NAME, INVALID_SCHEDULE, QUEUE_FULL,

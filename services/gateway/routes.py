@@ -37,6 +37,7 @@ from services.gateway.problems import (
     Problem,
 )
 from services.gateway.runtime import accepting, runtime
+from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.stream import history_stream
 from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit
 from services.gateway.views import links, list_filter, list_view, workflow_view
@@ -67,8 +68,8 @@ async def post_workflow(request: Request) -> Response:
     worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503."""
     hw = accepting(request)
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
-    accepted = await submit(hw.pool, hw.producer, hw.settings.topics, payload,
-                            hw.settings.produce_timeout_s)
+    me = principal(request)
+    accepted = await submit(hw.pool, hw.outlet, submission(me, payload), me)
     doc = {"id": accepted.workflow_id, "status": accepted.status,
            "links": links(accepted.workflow_id)}
     return _json(doc, 202 if accepted.created else 200,
@@ -82,7 +83,10 @@ async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     ``children`` (child workflows, both ways), ``waiting`` (open waits and their signal),
     ``signals``, ``next_wakeup``, and per node a ``when`` node's ``condition``, a wait's
     ``signal``/``waits``, a sleep's ``wake_at``, a loop's ``steps``/``spent``."""
-    return _json(await workflow_view(runtime(request).pool, workflow_id))
+    doc = await workflow_view(runtime(request).pool, workflow_id)
+    if not principal(request).sees(doc["tenant"]):
+        raise not_found(workflow_id)
+    return _json(doc)
 
 
 class ListQuery(BaseModel):
@@ -109,8 +113,11 @@ async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) 
     """Workflows newest first, filtered by status, name, tenant, definition and creation
     time, cursor-paged; 400 for a bad cursor, 422 for a malformed parameter (named)."""
     hw = runtime(request)
-    filters = list_filter(query.status, query.name, query.tenant, query.definition,
+    tenant, empty = list_tenant(principal(request), query.tenant)
+    filters = list_filter(query.status, query.name, tenant, query.definition,
                           query.created_after, query.created_before)
+    if empty:  # another tenant's runs: none to show
+        return _json({"items": [], "next_cursor": None})
     return _json(await list_view(hw.pool, filters, query.limit, query.cursor))
 
 
@@ -135,10 +142,11 @@ async def get_events(
             raise Problem(400, "Bad Last-Event-ID",
                           "Last-Event-ID must be a seq number: 1 to 18 digits 0-9")
         after = int(last_event_id)
+    await require_run(hw.pool, principal(request), workflow_id)
     exists = await hw.pool.fetchval("select 1 from workflows where workflow_id = $1",
                                     workflow_id)
     if not exists:
-        raise Problem(404, "Not found", f"no workflow {workflow_id}")
+        raise not_found(workflow_id)
     return EventSourceResponse(history_stream(hw.pool, hw.notifier, workflow_id, after),
                                ping=hw.settings.sse_ping_s)
 
@@ -153,6 +161,7 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
     payload = parse_body(CancelRequest,
                          await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
     require_storable({"reason": payload.reason})
+    await require_run(hw.pool, principal(request), workflow_id)
     await request_cancel(hw.pool, hw.producer, hw.settings.topics, workflow_id, payload.reason,
                          hw.settings.produce_timeout_s)
     return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
@@ -171,6 +180,7 @@ async def signal_workflow(request: Request, workflow_id: WorkflowId,
     payload = parse_body(SignalRequest, await read_limited(request, hw.settings.max_body_bytes))
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
+    await require_run(hw.pool, principal(request), workflow_id)
     await send_signal(hw.pool, hw.producer, hw.settings.topics, signal,
                       hw.settings.produce_timeout_s)
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,

@@ -42,6 +42,7 @@ from services.gateway.models import SubmitRequest
 from services.gateway.openapi import problems
 from services.gateway.openapi_problems import BODY, SUBMISSION, WRITES
 from services.gateway.runtime import Runtime, accepting
+from services.gateway.scope import principal, submission
 from services.gateway.submit import Accepted, submit
 
 router = APIRouter()
@@ -113,10 +114,10 @@ async def run_definition(
     hw = accepting(request)
     workflow_input = parse_input(await read_limited(request, hw.settings.max_body_bytes))
     preferences = parse_prefer(prefer or [])
-    accepted = await submit(hw.pool, hw.producer, hw.settings.topics,
-                            SubmitRequest(id=query.id, definition=name, input=workflow_input,
-                                          queue_anyway=query.queue_anyway),
-                            hw.settings.produce_timeout_s)
+    asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
+                          queue_anyway=query.queue_anyway)
+    me = principal(request)
+    accepted = await submit(hw.pool, hw.outlet, submission(me, asked), me)
     return await answer(hw, accepted, choose_mode(preferences, accept),
                         wait_seconds(query.timeout, preferences, hw.settings.run_timeout_max_s))
 

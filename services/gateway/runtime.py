@@ -19,6 +19,7 @@ from services.gateway.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues import QueueFigures
 from services.gateway.settings import Settings
 from services.gateway.stream import Notifier
+from services.gateway.submit import Outlet
 from services.gateway.workers import WorkerRegistry
 from services.gateway.workers import install as install_registry
 
@@ -52,6 +53,12 @@ class Runtime:
     broker_check: Callable[[float], Awaitable[None]] | None = None
     workers: WorkerRegistry | None = None
     queue_figures: QueueFigures | None = None
+
+    @property
+    def outlet(self) -> Outlet:
+        """Where this gateway's submissions go (``submit.Outlet``; once connected)."""
+        return Outlet(self.producer, self.settings.topics, self.settings.produce_timeout_s,
+                      self.settings.auth.headers)
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop taking work (``drain``); call from the event loop. Idempotent."""

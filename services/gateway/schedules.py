@@ -14,6 +14,13 @@ The live generation is the highest-numbered ``schedule:<name>:<n>`` in ``workflo
 whose status is not terminal. A write cancels every other generation that has not ended,
 so a cancel lost to a crash (or a 503) between the submission and the cancel is sent by
 the next ``PUT`` or ``DELETE`` of the name.
+
+A schedule is its generations' tenant's (``workflows.tenant``; the runs it starts are
+children of the generation and so that tenant's too). A principal of one tenant sees and
+writes only its tenant's schedules (``auth.Principal.sees``): another tenant's is 404 as
+an unknown name, a ``PUT`` of a name another tenant's live schedule holds is 409, and its
+definition must be one the principal sees. A principal of every tenant writes every
+schedule (a replaced one stays its tenant's; a new one has no tenant).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from headwater.topics import Topics
+from services.common.auth import OPEN, Principal
 from services.common.db import name_locked
 from services.gateway.body import require_storable
 from services.gateway.control import request_cancel
@@ -40,7 +48,7 @@ from services.gateway.definitions import Resolved, check_input, inline_children,
 from services.gateway.models import SubmitRequest
 from services.gateway.problems import Problem
 from services.gateway.stream import TERMINAL_STATUSES
-from services.gateway.submit import submit
+from services.gateway.submit import Headers, Outlet, submit
 
 PREFIX = "schedule:"
 """The schedule workflow's spec name is ``schedule:<name>``; its id adds
@@ -88,12 +96,14 @@ class Generation:
         workflow_id: ``schedule:<name>:<number>``.
         status: the workflow's status (``accepted`` while only claimed).
         spec: the schedule workflow's spec.
+        tenant: the workflow's tenant (the schedule's), or None.
     """
 
     number: int
     workflow_id: str
     status: str
     spec: Any
+    tenant: str | None = None
 
     @property
     def ended(self) -> bool:
@@ -192,9 +202,9 @@ def settings_of(spec: Any) -> dict[str, Any]:
     return {k: v for k, v in schedule_node(spec).items() if k != "workflow"}
 
 
-async def check_body(pool: asyncpg.Pool, body: ScheduleRequest,
+async def check_body(pool: asyncpg.Pool, body: ScheduleRequest, me: Principal = OPEN,
                      ) -> tuple[Resolved, dict[str, Any]]:
-    """Check a body: its cron, time zone, definition and input.
+    """Check a body: its cron, time zone, definition (one ``me`` sees) and input.
 
     Returns:
         The definition's version, and its spec with its own children inlined.
@@ -206,7 +216,7 @@ async def check_body(pool: asyncpg.Pool, body: ScheduleRequest,
     require_storable({"input": body.input})
     faults = cron_faults(body.cron, body.timezone) + timezone_faults(body.timezone)
     try:
-        resolved = await resolve(pool, body.definition)
+        resolved = await resolve(pool, body.definition, me)
     except Problem as e:
         raise _invalid([*faults, f"definition: {e.detail}"]) from e
     try:
@@ -215,7 +225,7 @@ async def check_body(pool: asyncpg.Pool, body: ScheduleRequest,
         faults += e.extra.get("errors", [e.detail])
     if faults:
         raise _invalid(faults)
-    return resolved, await inline_children(pool, resolved.spec, (resolved.name,))
+    return resolved, await inline_children(pool, resolved.spec, (resolved.name,), me=me)
 
 
 def _invalid(faults: list[str]) -> Problem:
@@ -235,17 +245,25 @@ def _as_body_faults(problem: Problem) -> Problem:
 async def generations(conn: Any, name: str) -> list[Generation]:
     """Every generation of ``name`` in ``workflows``, lowest first."""
     prefix = f"{PREFIX}{name}:"
-    rows = await conn.fetch("select workflow_id, status, spec from workflows where name = $1"
-                            " and starts_with(workflow_id, $2)", f"{PREFIX}{name}", prefix)
+    rows = await conn.fetch("select workflow_id, status, spec, tenant from workflows where"
+                            " name = $1 and starts_with(workflow_id, $2)", f"{PREFIX}{name}",
+                            prefix)
     found = [Generation(int(r["workflow_id"][len(prefix):]), r["workflow_id"], r["status"],
-                        r["spec"])
+                        r["spec"], r["tenant"])
              for r in rows if r["workflow_id"][len(prefix):].isdigit()]
     return sorted(found, key=lambda g: g.number)
 
 
-def live(found: list[Generation]) -> Generation | None:
-    """The live generation: the highest, unless it has ended (None)."""
-    return found[-1] if found and not found[-1].ended else None
+def live(found: list[Generation], me: Principal = OPEN) -> Generation | None:
+    """The live generation: the highest, unless it has ended or ``me`` may not see it
+    (another tenant's: None)."""
+    current = found[-1] if found and not found[-1].ended else None
+    return current if current is not None and me.sees(current.tenant) else None
+
+
+def unknown(name: str) -> Problem:
+    """The 404 of a schedule that does not exist (or is another tenant's)."""
+    return Problem(404, "Not found", f"no schedule {name}", schedule=name)
 
 
 @dataclass(frozen=True)
@@ -257,57 +275,69 @@ class Writer:
         producer: the Kafka producer.
         topics: the topic names.
         produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
+        auth: the headers of its submissions (``submit.Outlet.auth``).
     """
 
     pool: asyncpg.Pool
     producer: Any
     topics: Topics
     produce_timeout_s: float
+    auth: Headers = ()
 
     async def _locked(self, name: str, write: Callable[[Any], Awaitable[T]]) -> T:
         """``write(conn)`` holding the name's advisory lock on one connection."""
         async with name_locked(self.pool, LOCK_CLASS, name) as conn:
             return await write(conn)
 
-    async def put(self, name: str, spec: dict[str, Any]) -> Applied:
+    async def put(self, name: str, spec: dict[str, Any], me: Principal = OPEN) -> Applied:
         """Make ``spec`` the live generation of ``name``: the live one if it has the
-        same settings, else the next one (the others cancelled).
+        same settings, else the next one (the others cancelled), ``me``'s tenant's (a
+        principal of every tenant leaves a live schedule its tenant's).
 
         Raises:
-            Problem: 422 the core refuses the spec, 503 Kafka did not acknowledge
-                (retrying is safe: the same body finds the generation it submitted).
+            Problem: 409 another tenant's live schedule holds the name, 422 the core
+                refuses the spec, 503 Kafka did not acknowledge (retrying is safe: the
+                same body finds the generation it submitted).
         """
-        return await self._locked(name, lambda conn: self._put(conn, name, spec))
+        return await self._locked(name, lambda conn: self._put(conn, name, spec, me))
 
-    async def _put(self, conn: Any, name: str, spec: dict[str, Any]) -> Applied:
+    async def _put(self, conn: Any, name: str, spec: dict[str, Any],
+                   me: Principal) -> Applied:
         found = await generations(conn, name)
         current = live(found)
+        if current is not None and not me.sees(current.tenant):
+            raise Problem(409, "Conflict", f"the schedule name {name} is taken; put the "
+                          "schedule under another name", schedule=name)
         if current is not None and settings_of(current.spec) == settings_of(spec):
             await self._cancel_others(found, current.number, name)
             return Applied(name, current.number, current.workflow_id, False)
+        tenant = current.tenant if current is not None else (
+            None if me.every_tenant else me.tenant)
         number = found[-1].number + 1 if found else 1
         new_id = workflow_id(name, number)
         try:
-            await submit(self.pool, self.producer, self.topics,
-                         SubmitRequest(id=new_id, workflow=spec), self.produce_timeout_s)
+            await submit(self.pool, Outlet(self.producer, self.topics, self.produce_timeout_s,
+                                           self.auth),
+                         SubmitRequest(id=new_id, workflow=spec, tenant=tenant), me)
         except Problem as e:
             raise _as_body_faults(e) from e
         await self._cancel_others(found, number, name)
         return Applied(name, number, new_id, True)
 
-    async def delete(self, name: str) -> None:
-        """Cancel every generation of ``name`` that has not ended (runs go on).
+    async def delete(self, name: str, me: Principal = OPEN) -> None:
+        """Cancel every generation of ``name`` that has not ended and that ``me`` sees
+        (runs go on).
 
         Raises:
-            Problem: 404 every generation has ended (or there is none), 503 Kafka did not
-                acknowledge.
+            Problem: 404 every such generation has ended (or there is none: another
+                tenant's schedule is unknown), 503 Kafka did not acknowledge.
         """
-        await self._locked(name, lambda conn: self._delete(conn, name))
+        await self._locked(name, lambda conn: self._delete(conn, name, me))
 
-    async def _delete(self, conn: Any, name: str) -> None:
-        found = await generations(conn, name)
+    async def _delete(self, conn: Any, name: str, me: Principal) -> None:
+        found = [g for g in await generations(conn, name) if me.sees(g.tenant)]
         if all(g.ended for g in found):
-            raise Problem(404, "Not found", f"no schedule {name}", schedule=name)
+            raise unknown(name)
         await self._cancel_others(found, None, name)
 
     async def _cancel_others(self, found: list[Generation], keep: int | None,

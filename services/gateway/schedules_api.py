@@ -6,6 +6,8 @@ A ``PUT`` is checked at the edge (``schedules.check_body``: cron, time zone, def
 input; 422 naming every field) and submitted as the workflow ``schedule:<name>:<n>``
 (``schedules.Writer``); pause and resume are the signals ``pause`` and ``resume`` of the
 live generation (``control.send_signal``); ``DELETE`` cancels it (its runs go on).
+Every one is scoped by the principal's tenant (``schedules``): another tenant's schedule
+is 404 as an unknown name, and its live name is 409 on ``PUT``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from services.gateway.problems import (
     RECORD_TOO_LARGE,
     REQUEST_TOO_LARGE,
     SPEC_TOO_LARGE,
-    Problem,
 )
 from services.gateway.runtime import Runtime, accepting, runtime
 from services.gateway.schedules import (
@@ -49,8 +50,10 @@ from services.gateway.schedules import (
     check_schedule_name,
     generations,
     live,
+    unknown,
 )
 from services.gateway.schedules_views import read_list, read_one
+from services.gateway.scope import principal
 
 router = APIRouter()
 PAUSE, RESUME = PAUSE_SIGNAL, RESUME_SIGNAL
@@ -126,7 +129,8 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 
 
 def _writer(hw: Runtime) -> Writer:
-    return Writer(hw.pool, hw.producer, hw.settings.topics, hw.settings.produce_timeout_s)
+    return Writer(hw.pool, hw.producer, hw.settings.topics, hw.settings.produce_timeout_s,
+                  hw.settings.auth.headers)
 
 
 @router.put("/v1/schedules/{name}", status_code=201,
@@ -139,17 +143,19 @@ def _writer(hw: Runtime) -> Writer:
                                   INVALID_REQUEST, INVALID_SCHEDULE_NAME, INVALID_SCHEDULE,
                                   INVALID_SPEC, SPEC_TOO_LARGE, CONFLICT, NO_WORKER,
                                   QUEUE_FULL, meanings={
+                           409: "another tenant's schedule holds the name",
                            422: "an invalid name or body: cron, timezone, definition "
                                 "(malformed, unknown or deleted), input (against the "
                                 "definition's input_schema), naming every field"})})
 async def put_schedule(request: Request, name: ScheduleName) -> Response:
     """Create or replace a schedule: 201 (a new generation), 200 (the same settings),
-    413, 422 (every fault named), 503."""
+    409 (another tenant's name), 413, 422 (every fault named), 503."""
     hw = accepting(request)
     check_schedule_name(name)
     body = parse_body(ScheduleRequest, await read_limited(request, hw.settings.max_body_bytes))
-    resolved, workflow = await check_body(hw.pool, body)
-    applied = await _writer(hw).put(name, build_spec(name, body, resolved, workflow))
+    me = principal(request)
+    resolved, workflow = await check_body(hw.pool, body, me)
+    applied = await _writer(hw).put(name, build_spec(name, body, resolved, workflow), me)
     where = f"/v1/schedules/{quote(name, safe='')}"
     return _json({"name": name, "generation": applied.generation,
                   "workflow_id": applied.workflow_id, "created": applied.created,
@@ -166,7 +172,7 @@ async def get_schedules(request: Request,
                         cursor: str | None = None) -> Response:
     """The live schedules by name, paged by ``cursor`` (the previous page's
     ``next_cursor``)."""
-    return _json(await read_list(runtime(request).pool, limit, cursor))
+    return _json(await read_list(runtime(request).pool, limit, cursor, principal(request)))
 
 
 @router.get("/v1/schedules/{name}", responses={
@@ -175,14 +181,14 @@ async def get_schedules(request: Request,
 async def get_schedule(request: Request, name: ScheduleName) -> Response:
     """A schedule's settings, state (paused, next and last fire, counts) and recent runs;
     404 when there is none (never put, or deleted)."""
-    return _json(await read_one(runtime(request).pool, name))
+    return _json(await read_one(runtime(request).pool, name, principal(request)))
 
 
 async def _signal(request: Request, name: str, signal: str) -> Response:
     hw = accepting(request)
-    current = live(await generations(hw.pool, name))
+    current = live(await generations(hw.pool, name), principal(request))
     if current is None:
-        raise Problem(404, "Not found", f"no schedule {name}", schedule=name)
+        raise unknown(name)
     await send_signal(hw.pool, hw.producer, hw.settings.topics,
                       signal_record(current.workflow_id, signal, SignalRequest(fields={})),
                       hw.settings.produce_timeout_s)
@@ -219,5 +225,5 @@ async def delete_schedule(request: Request, name: ScheduleName) -> Response:
     """Delete a schedule: its workflow is cancelled, its runs go on (204); 404 when
     there is none."""
     hw = accepting(request)
-    await _writer(hw).delete(name)
+    await _writer(hw).delete(name, principal(request))
     return Response(status_code=204)

@@ -5,6 +5,9 @@ table: paused, the next and last fire times, the last run, counts).
 A generation just submitted has no ``schedules`` row until the coordinator has accepted
 it: its document then shows its settings, ``paused: false``, no fire times and the
 workflow's status (``accepted``).
+
+A principal of one tenant reads only its tenant's schedules (the generation's
+``workflows.tenant``): another tenant's is 404 as an unknown name and is not listed.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from urllib.parse import quote
 
 import asyncpg
 
-from services.gateway.problems import Problem
-from services.gateway.schedules import Generation, generations, live, schedule_node
+from services.common.auth import OPEN, Principal
+from services.gateway.schedules import Generation, generations, live, schedule_node, unknown
 
 RECENT_RUNS = 10
 """How many of a schedule's runs ``GET /v1/schedules/{name}`` lists, newest first."""
@@ -65,16 +68,16 @@ def document(name: str, generation: Generation, state: Any) -> dict[str, Any]:
     return doc
 
 
-async def read_one(pool: asyncpg.Pool, name: str) -> dict[str, Any]:
+async def read_one(pool: asyncpg.Pool, name: str, me: Principal = OPEN) -> dict[str, Any]:
     """The document of the live generation of ``name``, with its recent runs
     (``runs``: ``{"workflow_id", "status", "created_at"}``, newest first).
 
     Raises:
-        Problem: 404 no live generation (never put, or deleted).
+        Problem: 404 no live generation (never put, or deleted) that ``me`` sees.
     """
-    current = live(await generations(pool, name))
+    current = live(await generations(pool, name), me)
     if current is None:
-        raise Problem(404, "Not found", f"no schedule {name}", schedule=name)
+        raise unknown(name)
     state = await pool.fetchrow(
         "select status, paused, next_fire_at, last_fire_at, last_run_id, fired, skipped,"
         " created_at from schedules where workflow_id = $1", current.workflow_id)
@@ -89,9 +92,9 @@ async def read_one(pool: asyncpg.Pool, name: str) -> dict[str, Any]:
 
 
 async def read_list(pool: asyncpg.Pool, limit: int, cursor: str | None,
-                    ) -> dict[str, Any]:
+                    me: Principal = OPEN) -> dict[str, Any]:
     """The live schedules by name (``{"items", "next_cursor"}``), after ``cursor`` (a
-    name).
+    name), those of ``me``'s tenant (all of them for a principal of every tenant).
 
     A schedule is listed once the coordinator has accepted its generation (its
     ``schedules`` row), while that row's status is ``running``.
@@ -99,14 +102,16 @@ async def read_list(pool: asyncpg.Pool, limit: int, cursor: str | None,
     rows = await pool.fetch(
         "select distinct on (s.name) s.name, s.workflow_id, s.status, s.paused,"
         " s.next_fire_at, s.last_fire_at, s.last_run_id, s.fired, s.skipped, s.created_at,"
-        " w.spec from schedules s join workflows w on w.workflow_id = s.workflow_id"
+        " w.spec, w.tenant from schedules s join workflows w on w.workflow_id = s.workflow_id"
         " where s.status = 'running' and ($1::text is null or s.name > $1)"
-        " order by s.name, s.created_at desc limit $2", cursor, limit + 1)
+        " and ($3::text is null or w.tenant = $3)"
+        " order by s.name, s.created_at desc limit $2", cursor, limit + 1,
+        None if me.every_tenant else me.tenant)
     items = []
     for row in rows[:limit]:
         number = row["workflow_id"].rsplit(":", 1)[-1]
         generation = Generation(int(number) if number.isdigit() else 0, row["workflow_id"],
-                                row["status"], row["spec"])
+                                row["status"], row["spec"], row["tenant"])
         items.append(document(row["name"], generation, row))
     return {"items": items,
             "next_cursor": rows[limit - 1]["name"] if len(rows) > limit else None}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from services.common.auth_settings import ServiceAuth, service_auth_from_env
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 from services.gateway.admission import parse_maxdepth
 from services.gateway.cors import parse_origins
@@ -51,6 +52,8 @@ class Settings(CommonSettings):
         cors_origins: the other origins whose pages may call the API
             (``HEADWATER_CORS_ORIGINS``: comma-separated, or ``*``; empty, the default:
             none, CORS off; ``cors.parse_origins``).
+        auth: whether requests need a bearer token, and the gateway's own
+            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth_settings``): off by default.
     """
 
     host: str = "127.0.0.1"
@@ -66,6 +69,7 @@ class Settings(CommonSettings):
     unserved_after_s: float = 60.0
     run_timeout_max_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
+    auth: ServiceAuth = field(default_factory=lambda: ServiceAuth(None, None))
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -85,4 +89,5 @@ class Settings(CommonSettings):
             unserved_after_s=env_float("UNSERVED_AFTER_S", 60.0),
             run_timeout_max_s=env_float("RUN_TIMEOUT_MAX_S", 60.0),
             cors_origins=parse_origins(env_str("CORS_ORIGINS", "")),
+            auth=service_auth_from_env("gateway"),
         )

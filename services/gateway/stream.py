@@ -25,7 +25,7 @@ import orjson
 
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
-from services.common.db import NOTIFY_CHANNEL
+from services.common.db import NOTIFY_CHANNEL, connect
 from services.gateway.metrics import SSE_SUBSCRIBERS
 from services.gateway.problems import DATABASE_UNAVAILABLE
 
@@ -74,7 +74,7 @@ class Notifier:
             await self._conn.close()
 
     async def _listen(self) -> None:
-        conn = await asyncpg.connect(self._dsn)
+        conn = await connect(self._dsn)
         await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
         self._conn = conn
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults, tracing
+from services.common.auth import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.admission import admit
@@ -56,8 +58,35 @@ class Accepted:
     status: str
 
 
-async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                 request: SubmitRequest, produce_timeout_s: float) -> Accepted:
+Headers = Sequence[tuple[str, bytes]]
+"""Kafka headers: the gateway's ``authorization`` for its submissions (``auth_settings``)."""
+
+
+@dataclass(frozen=True)
+class Outlet:
+    """Where submissions go: ``produce``'s arguments (``runtime.Runtime.outlet``).
+
+    Attributes:
+        producer: the Kafka producer.
+        topics: the topic names.
+        timeout_s: longest wait for Kafka's acknowledgement, seconds.
+        auth: headers a submission carries besides Avro's content type and the trace:
+            the gateway's token when auth is on (the coordinator checks it).
+    """
+
+    producer: AIOKafkaProducer
+    topics: Topics
+    timeout_s: float
+    auth: Headers = ()
+
+    async def submission(self, record: ev.WorkflowSubmitted) -> None:
+        """Produce ``record`` to ``submissions`` (``produce``)."""
+        await produce(self.producer, self.topics.submissions, record, self.timeout_s,
+                      "submission", self.auth)
+
+
+async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
+                 me: Principal = OPEN) -> Accepted:
     """Validate and submit a workflow: a spec (``workflow``) or a registered definition
     (``definition``, ``"name"`` or ``"name@3"``).
 
@@ -71,10 +100,9 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
 
     Args:
         pool: the projection's pool.
-        producer: the Kafka producer.
-        topics: the topic names.
-        request: the parsed body.
-        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
+        out: where the record goes.
+        request: the parsed body, its ``tenant`` the principal's (``scope.submission``).
+        me: who submits (``scope.principal``): the definitions it may name.
 
     Returns:
         The outcome: created (202) or the same run again (200).
@@ -84,9 +112,9 @@ async def submit(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
             reference, or an input that does not match the definition's input schema
             (every fault in ``errors``), 404 an unknown definition or version, 410 a
             deleted definition, 409 when the id is taken by a different body, 503 when
-            Kafka does not acknowledge within ``produce_timeout_s``.
+            Kafka does not acknowledge within ``out.timeout_s``.
     """
-    return await _claim(pool, producer, topics, request, _given(request), produce_timeout_s)
+    return await _claim(pool, out, request, _given(request), me)
 
 
 def _given(request: SubmitRequest) -> dict[str, Any]:
@@ -120,29 +148,29 @@ class _Claim:
 
 
 async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
-                    given: dict[str, Any]) -> _Claim:
+                    given: dict[str, Any], me: Principal = OPEN) -> _Claim:
     """The spec ``request`` runs (``given``: its ``_given``): its definition resolved
     and its input checked against the definition's schema, the definitions its children
-    name inlined, checked.
+    name inlined, checked. Only definitions ``me`` sees are resolved (its tenant's and
+    the shared ones): another tenant's is unknown.
 
     Raises:
         Problem: 422, 404 or 410 (``submit``).
     """
     ref = request.definition
     if ref is None:  # ``given`` is the spec
-        full = await inline_children(pool, given)
+        full = await inline_children(pool, given, me=me)
         await asyncio.to_thread(_check_spec, full)
         return _Claim(full)
-    resolved = await resolve(pool, ref)
+    resolved = await resolve(pool, ref, me)
     await asyncio.to_thread(check_input, resolved, request.input)
-    full = await inline_children(pool, resolved.spec, (resolved.name,))
+    full = await inline_children(pool, resolved.spec, (resolved.name,), me=me)
     await asyncio.to_thread(_check_spec, full)
     return _Claim(full, resolved.name, resolved.version)
 
 
-async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                 request: SubmitRequest, given: dict[str, Any],
-                 produce_timeout_s: float) -> Accepted:
+async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
+                 given: dict[str, Any], me: Principal = OPEN) -> Accepted:
     """Claim the id with the resolved spec, then produce the submission.
 
     A retry of an id already claimed is answered from its row (the same run, or 409)
@@ -156,8 +184,8 @@ async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
         row = await _row(pool, request.id)
         if row is not None:
             same = await asyncio.to_thread(_same_run, row, digest)
-            return await _existing(producer, topics, row, request.id, same, produce_timeout_s)
-    claim = await _resolved(pool, request, given)
+            return await _existing(out, row, request.id, same)
+    claim = await _resolved(pool, request, given, me)
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     at_ms = now_ms()
@@ -182,12 +210,12 @@ async def _claim(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
         row = await _row(pool, workflow_id)
         same = row is not None and await asyncio.to_thread(_same_run, row, digest)
-        return await _existing(producer, topics, row, workflow_id, same, produce_timeout_s)
+        return await _existing(out, row, workflow_id, same)
     record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version)
     try:
-        await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
+        await out.submission(record)
     except Exception:
         await _release(pool, workflow_id)
         raise
@@ -246,8 +274,7 @@ def _same_run(row: Any, digest: str) -> bool:
     return bool(existing == digest)
 
 
-async def _existing(producer: AIOKafkaProducer, topics: Topics, row: Any, workflow_id: str,
-                    same_run: bool, produce_timeout_s: float) -> Accepted:
+async def _existing(out: Outlet, row: Any, workflow_id: str, same_run: bool) -> Accepted:
     """The answer to a submission of an id already claimed (``row``, its ``_row``;
     ``same_run``: ``_same_run`` of it): the same run (its claim produced again while the
     workflow has not started), or 409."""
@@ -264,12 +291,12 @@ async def _existing(producer: AIOKafkaProducer, topics: Topics, row: Any, workfl
         record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
                                       row["tenant"], definition=row.get("definition"),
                                       definition_version=row.get("definition_version"))
-        await produce(producer, topics.submissions, record, produce_timeout_s, "submission")
+        await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
 
 
 async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s: float,
-                  what: str) -> None:
+                  what: str, auth: Headers = ()) -> None:
     """Produce one record keyed by its workflow id and wait for Kafka's acknowledgement.
 
     Args:
@@ -278,6 +305,7 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
         record: a ``headwater.events`` record with a ``workflow_id``.
         timeout_s: longest wait, seconds.
         what: what the record is, for the problem's detail (``"submission"``).
+        auth: more headers (``submit``'s ``auth``).
 
     Raises:
         Problem: 413 (no ``Retry-After``: the same record is refused again) naming the
@@ -293,7 +321,8 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
         with tracing.producing(topic, workflow_id.encode()):
             await asyncio.wait_for(
                 producer.send_and_wait(topic, value, key=workflow_id.encode(),
-                                       headers=tracing.with_context(AVRO_HEADERS)), timeout_s)
+                                       headers=tracing.with_context([*AVRO_HEADERS, *auth])),
+                timeout_s)
     except TimeoutError as e:
         raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
                       f"{timeout_s:g} s; it may still be stored, and retrying it is safe",

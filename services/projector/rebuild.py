@@ -49,6 +49,7 @@ from aiokafka.errors import KafkaError
 
 from services.common.clock import now_ms
 from services.common.db import SCHEMA, init_connection
+from services.common.db import connect as pg_connect
 from services.common.settings import CommonSettings
 from services.projector.compare import (
     KEYS,
@@ -98,7 +99,7 @@ class RebuildResult:
 async def connect(dsn: str, schema: str | None = None) -> asyncpg.Connection:
     """A connection to the projection's database, with ``search_path`` = ``schema``."""
     settings = {"search_path": schema} if schema else None
-    conn = await asyncpg.connect(dsn, timeout=30, server_settings=settings)
+    conn = await pg_connect(dsn, timeout=30, server_settings=settings)
     await init_connection(conn)
     return conn
 

@@ -23,6 +23,7 @@ import logging
 
 import asyncpg
 
+from services.common.db import connect as pg_connect
 from services.common.settings import env_float, env_str
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ async def run(dsn: str, interval_s: float = 60.0) -> None:
         log.info("HEADWATER_PROJECTION_RETENTION=keep: the projection keeps every run")
         return
     while True:
-        conn = await asyncpg.connect(dsn)
+        conn = await pg_connect(dsn)
         try:
             deleted = await purge_once(conn, seconds)
         finally:

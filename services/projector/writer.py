@@ -30,6 +30,7 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
 from services.common.finishing import Unfinished, finish
+from services.common.kafka_security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
 from services.projector.kinds import KIND_STATEMENTS, kind_plan
@@ -200,6 +201,7 @@ class Projector:
         consumer = AIOKafkaConsumer(
             self.settings.topics.events,
             bootstrap_servers=self.settings.bootstrap,
+            **aiokafka_security(self.settings.kafka_security),
             group_id=self.group_id(),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -279,7 +281,8 @@ async def run_projector(settings: CommonSettings) -> None:
     metrics.serve_from_env()
     while True:
         try:
-            pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"))
+            pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"),
+                                      auth=settings.pg_auth)
             try:
                 await Projector(settings, pool).run()
             finally:

@@ -28,6 +28,7 @@ from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka import ensure_topics, make_producer
+from services.common.kafka_security import aiokafka_security
 from services.common.metrics import DEAD_LETTERS
 from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
@@ -84,6 +85,7 @@ class Worker:
                         self.settings.max_output_bytes)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self.settings.bootstrap,
+            **aiokafka_security(self.settings.kafka_security),
             group_id=self.settings.topics.worker_group(self.settings.queue),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -166,6 +168,7 @@ class Worker:
     async def _following_cancels(self) -> AsyncIterator[None]:
         """Read ``worker-control`` (from its end now) in the background meanwhile."""
         consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.bootstrap,
+                                    **aiokafka_security(self.settings.kafka_security),
                                     group_id=None, enable_auto_commit=False,
                                     auto_offset_reset="latest")
         await consumer.start()

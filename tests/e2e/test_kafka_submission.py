@@ -22,14 +22,15 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 
 
 async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60,
-                      until: tuple[str, ...] = TERMINAL) -> dict[str, object]:
+                      until: tuple[str, ...] = TERMINAL,
+                      headers: dict[str, str] | None = None) -> dict[str, object]:
     """Poll the gateway until the workflow's status is one of ``until`` (terminal by
-    default); return its document.
+    default); return its document (``headers``: sent with each request, e.g. a token).
 
     Raises:
         WaitTimeout: not so within ``timeout_s`` (scaled, see ``tests/waiting.py``).
     """
-    async with httpx.AsyncClient(base_url=stack.gateway, timeout=10) as client:
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=10, headers=headers) as client:
         async def status() -> dict[str, Any]:
             response = await client.get(f"/v1/workflows/{workflow_id}")
             if response.status_code != 200:

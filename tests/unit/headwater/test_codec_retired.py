@@ -39,6 +39,7 @@ def _written_with(path: Path, record: object) -> bytes:
 def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
     assert [p.name for p in RETIRED] == [
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
+        "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.5b5babb29e2a09e6.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.cfb729ca7841efa2.avsc",
         "WorkflowAccepted.4a3e708c9a2bf0a3.avsc", "WorkflowSubmitted.4352daf63ea76d9b.avsc"]

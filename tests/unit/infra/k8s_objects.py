@@ -4,7 +4,9 @@ environment as the kubelet would give it (ConfigMap and Secret references resolv
 from __future__ import annotations
 
 import base64
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from dockerfile_facts import image
@@ -92,11 +94,45 @@ def container_env(objects: Sequence[Obj], workload: Obj) -> dict[str, str]:
     return env
 
 
+_SECRET_FILES = Path(tempfile.mkdtemp(prefix="headwater-k8s-secrets-"))
+"""Where the files of mounted Secret volumes are written for the tests to read."""
+
+
+def secret_mounts(objects: Sequence[Obj], workload: Obj) -> dict[str, Path]:
+    """The container's Secret volumes: mount path -> a local folder holding the files the
+    kubelet would put there (the rendered Secret's ``items``, or every key).
+
+    Raises:
+        AssertionError: a mounted Secret or key the render does not have.
+    """
+    volumes = {v["name"]: v for v in pod_spec(workload).get("volumes", [])}
+    mounts: dict[str, Path] = {}
+    for mount in container(workload).get("volumeMounts", []):
+        source = volumes.get(mount["name"], {}).get("secret")
+        if source is None:
+            continue
+        data = one(objects, "Secret", source["secretName"]).get("data", {})
+        folder = _SECRET_FILES / f"{workload['metadata']['name']}-{mount['name']}"
+        folder.mkdir(exist_ok=True)
+        for item in source.get("items") or [{"key": k, "path": k} for k in data]:
+            assert item["key"] in data, f"Secret {source['secretName']} has no {item['key']}"
+            (folder / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+        mounts[mount["mountPath"].rstrip("/")] = folder
+    return mounts
+
+
 def headwater_env(objects: Sequence[Obj], workload: Obj) -> dict[str, str]:
     """The ``HEADWATER_*`` environment of a Headwater container: the image's (its
-    Dockerfile's ``ENV``), then the pod's."""
+    Dockerfile's ``ENV``), then the pod's; a path into a mounted Secret volume points at
+    the local copy of its files (``secret_mounts``), so settings that read them can."""
     merged = {**image().env, **container_env(objects, workload)}
-    return {k: v for k, v in merged.items() if k.startswith("HEADWATER_")}
+    mounts = secret_mounts(objects, workload)
+    env = {k: v for k, v in merged.items() if k.startswith("HEADWATER_")}
+    for name, value in env.items():
+        for path, folder in mounts.items():
+            if value.startswith(path + "/"):
+                env[name] = str(folder) + value[len(path):]
+    return env
 
 
 def argv(workload: Obj) -> list[str]:

@@ -6,6 +6,7 @@ and the database DSN from a Secret, only where it is used."""
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
 
 import deploy_settings
 from dockerfile_facts import image
@@ -64,7 +65,10 @@ def test_pods_run_as_the_images_user_with_a_writable_data_dir(objects: Objects) 
                                            "capabilities": {"drop": ["ALL"]}}, name
         volumes = {v["name"]: v for v in pod["volumes"]}
         mounts = {m["mountPath"]: volumes[m["name"]] for m in spec["volumeMounts"]}
-        assert all("emptyDir" in v for v in mounts.values()), name
+        secret = {p for p, v in mounts.items() if "secret" in v}
+        assert all(m["readOnly"] for m in spec["volumeMounts"]
+                   if m["mountPath"] in secret), name  # the API keys, read-only
+        assert all("emptyDir" in v for p, v in mounts.items() if p not in secret), name
         data_dir = headwater_env(objects, deployment)["HEADWATER_DATA_DIR"]
         writable = [p for p in mounts if posixpath.commonpath([p, data_dir]) == p]
         assert writable and "/tmp" in mounts, f"{name}: {data_dir} or /tmp not writable"
@@ -118,3 +122,28 @@ def test_configuration_from_the_configmap_and_the_dsn_from_a_secret(objects: Obj
             assert dsn == [], f"{name} gets the database DSN without using it"
     coordinator = headwater_env(objects, headwater_deployments(objects)["headwater-coordinator"])
     assert coordinator["HEADWATER_PROJECTION"] == "off"
+
+
+AUTH_USERS = {"headwater-gateway", "headwater-coordinator"}
+"""The Deployments that check tokens (HTTP requests; submissions on Kafka)."""
+TOKEN_USERS = {*AUTH_USERS, "headwater-worker-cpu", "headwater-worker-gpu"}
+"""The Deployments that send a token of their own (submissions; ctx.call)."""
+
+
+def test_auth_is_on_with_keys_and_tokens_from_a_secret(objects: Objects) -> None:
+    for name, deployment in headwater_deployments(objects).items():
+        env = headwater_env(objects, deployment)
+        assert env["HEADWATER_AUTH"] == "on", name
+        token = [v for v in container(deployment).get("env", [])
+                 if v["name"] == "HEADWATER_TOKEN"]
+        if name in TOKEN_USERS:
+            ref = token[0]["valueFrom"]["secretKeyRef"]
+            assert ref["name"].startswith("headwater-auth") and ref["key"] == "token", name
+        else:
+            assert token == [], f"{name} gets a token without using it"
+        if name in AUTH_USERS:  # the keys file is the mounted Secret's, and it admits the token
+            from services.common.auth import KeysFile
+
+            keys = KeysFile(Path(env["HEADWATER_AUTH_KEYS_FILE"]))
+            me = keys.verify(env["HEADWATER_TOKEN"])
+            assert me.every_tenant and me.may("submit"), (name, me)

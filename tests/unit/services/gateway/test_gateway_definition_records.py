@@ -45,8 +45,9 @@ def test_the_two_schemas_have_distinct_fingerprints() -> None:
      "a WorkerAnnounced record, not a DefinitionStored or DefinitionHead"),
     (definition_records.encode(SAMPLES[0])[:-3], "bad DefinitionStored body"),
     (definition_records.encode(SAMPLES[2]) + b"\x00", "trailing bytes"),
-    # name "g", version 1, spec "{x" (not JSON), input_schema null, digest "d", at_ms 0
-    (codec.fingerprint_header("DefinitionStored") + b"\x02g\x02\x04{x\x08null\x02d\x00",
+    # name "g", version 1, spec "{x" (not JSON), input_schema null, digest "d", at_ms 0,
+    # tenant null
+    (codec.fingerprint_header("DefinitionStored") + b"\x02g\x02\x04{x\x08null\x02d\x00\x00",
      "bad DefinitionStored body: JSONDecodeError"),
 ])
 def test_what_decode_refuses(data: bytes | None, message: str) -> None:

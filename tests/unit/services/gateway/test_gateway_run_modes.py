@@ -104,8 +104,7 @@ def test_queue_anyway_reaches_the_submission(gw: Gateway, monkeypatch: pytest.Mo
                                              query: str, expected: bool) -> None:
     seen: list[SubmitRequest] = []
 
-    async def refuse(pool: Any, producer: Any, topics: Any, request: SubmitRequest,
-                     timeout_s: float) -> Any:
+    async def refuse(pool: Any, out: Any, request: SubmitRequest, me: Any) -> Any:
         seen.append(request)
         raise Problem(400, "No live worker", "stop here")
 

@@ -1,6 +1,10 @@
 // The gateway's HTTP API, on this page's own origin: JSON reads and writes whose errors
 // (RFC 9457 problem documents) become an ApiError naming the fault, a poller, and a
-// follower of a run's event stream (Server-Sent Events).
+// follower of a run's event stream (Server-Sent Events). Every request carries the
+// tab's token (session.js) when there is one; a 401 is told to session.unauthorized.
+
+import {EventStreamParser, readEventStream} from "./eventstream.js";
+import {token, unauthorized, withToken} from "./session.js";
 
 /** An error answer: status, the problem document (or null) and a readable message. */
 export class ApiError extends Error {
@@ -23,7 +27,11 @@ async function read(response) {
   } catch {
     doc = null;
   }
-  if (!response.ok) throw new ApiError(response.status, doc, text);
+  if (!response.ok) {
+    const error = new ApiError(response.status, doc, text);
+    if (response.status === 401) unauthorized(error);
+    throw error;
+  }
   return doc;
 }
 
@@ -34,14 +42,14 @@ export async function getJson(path, params = {}) {
     if (value !== undefined && value !== null && value !== "") query.set(key, value);
   }
   const url = String(query) ? `${path}?${query}` : path;
-  return read(await fetch(url, {headers: {Accept: "application/json"}}));
+  return read(await fetch(url, {headers: withToken({Accept: "application/json"})}));
 }
 
 /** POST body as JSON to path; the answer's JSON (or null). */
 export async function postJson(path, body = {}) {
   return read(await fetch(path, {
     method: "POST",
-    headers: {"Content-Type": "application/json", Accept: "application/json"},
+    headers: withToken({"Content-Type": "application/json", Accept: "application/json"}),
     body: JSON.stringify(body),
   }));
 }
@@ -76,20 +84,22 @@ export function poll(task, everyMs, onError) {
 const TERMINAL = new Set(["WorkflowSucceeded", "WorkflowFailed", "WorkflowCancelled"]);
 
 /**
- * Follow a run's events: onEvent({seq, type, data}) once per event, in seq order, from
- * the first; onState("live" | "reconnecting" | "ended") as the stream goes. The browser
- * reconnects with Last-Event-ID by itself; a stream the gateway refused (a 503 while
- * PostgreSQL is away) is opened again after retryMs, and the events already seen are
- * skipped. The stream is closed after the terminal event. Returns stop().
+ * Follow a run's events: onEvent({seq, type, data}) once per event of the given types,
+ * in seq order, from the first; onState("live" | "reconnecting" | "ended") as the
+ * stream goes. A dropped stream is opened again with Last-Event-ID; one the gateway
+ * refused (a 503 while PostgreSQL is away) after retryMs; the events already seen are
+ * skipped. The stream is closed after the terminal event. Without a token the browser's
+ * EventSource reads it; with one, fetch() does (EventSource sends no Authorization
+ * header). Returns stop().
  */
 export function follow(id, onEvent, onState, types, retryMs = 3000) {
-  let source = null;
+  const url = workflowPath(id, "/events");
+  const wanted = new Set(types);
   let last = 0;
-  let timer = null;
-  let stopped = false;
+  let ended = false;
   const take = (message) => {
     const seq = Number(message.lastEventId);
-    if (!Number.isFinite(seq) || seq <= last) return;
+    if (ended || !wanted.has(message.type) || !Number.isFinite(seq) || seq <= last) return;
     last = seq;
     let data = null;
     try {
@@ -99,13 +109,26 @@ export function follow(id, onEvent, onState, types, retryMs = 3000) {
     }
     onEvent({seq, type: message.type, data});
     if (TERMINAL.has(message.type)) {
-      source.close();
+      ended = true;
       onState("ended");
     }
   };
+  const isEnded = () => ended;
+  return token() ? fetchFollow(url, take, isEnded, onState, retryMs)
+    : sourceFollow(url, take, isEnded, onState, types, retryMs);
+}
+
+function sourceFollow(url, take, isEnded, onState, types, retryMs) {
+  let source = null;
+  let timer = null;
+  let stopped = false;
+  const handle = (message) => {
+    take(message);
+    if (isEnded()) source.close();
+  };
   const open = () => {
-    source = new EventSource(workflowPath(id, "/events"));
-    for (const type of types) source.addEventListener(type, take);
+    source = new EventSource(url);
+    for (const type of types) source.addEventListener(type, handle);
     source.onopen = () => onState("live");
     source.onerror = () => {
       if (stopped || source.readyState !== EventSource.CLOSED) {
@@ -121,5 +144,36 @@ export function follow(id, onEvent, onState, types, retryMs = 3000) {
     stopped = true;
     clearTimeout(timer);
     if (source) source.close();
+  };
+}
+
+function fetchFollow(url, take, isEnded, onState, retryMs) {
+  const abort = new AbortController();
+  const parser = new EventStreamParser((message) => {
+    take(message);
+    if (isEnded()) abort.abort();
+  });
+  let timer = null;
+  const open = async () => {
+    let status = 0;
+    try {
+      status = await readEventStream(url, {headers: withToken(), signal: abort.signal,
+                                           onOpen: () => onState("live"), parser});
+    } catch {
+      status = -1;  // a network error, or aborted (checked next)
+    }
+    if (abort.signal.aborted || isEnded()) return;
+    if (status === 401) {
+      unauthorized(new ApiError(401, {title: "Unauthorized",
+                                      detail: "the event stream needs a valid token"}));
+      return;
+    }
+    onState("reconnecting");
+    timer = setTimeout(open, parser.retryMs ?? retryMs);
+  };
+  open();
+  return () => {
+    abort.abort();
+    clearTimeout(timer);
   };
 }

@@ -9,6 +9,7 @@ import * as queues from "./queues.js";
 import * as run from "./run.js";
 import * as runs from "./runs.js";
 import * as schedules from "./schedules.js";
+import * as signin from "./signin.js";
 
 const ROUTES = [
   [/^\/ui\/?$/, "runs", runs.mount],
@@ -36,6 +37,7 @@ function decoded(groups) {
 }
 
 function render() {
+  if (signin.signingIn()) return;  // the sign-in form stays until a token is taken
   if (stopView) stopView();
   stopView = null;
   const main = document.getElementById("main");
@@ -74,4 +76,7 @@ document.addEventListener("click", (event) => {
   if (url.pathname + url.search !== location.pathname + location.search) go(url.pathname + url.search);
 });
 window.addEventListener("popstate", render);
-render();
+signin.start(render, () => {
+  if (stopView) stopView();
+  stopView = null;
+});

@@ -1,0 +1,138 @@
+"""The auth settings (``HEADWATER_AUTH*`` and ``HEADWATER_TOKEN``), read once at start.
+
+``HEADWATER_AUTH`` is ``off`` by default (the local stack: no tokens, ``tenant`` a free
+label) and ``on`` in the Kubernetes manifests. On, the gateway takes only requests with
+a valid bearer token, and the coordinator only submissions on Kafka whose
+``authorization`` header holds one; the gateway and the coordinator then need a token
+of their own for every tenant (``HEADWATER_TOKEN``), which they put on the submissions
+they produce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.common.auth import EVERY_TENANT, Authenticator, AuthError, JwtKey, KeysFile
+from services.common.settings import OFF, ON, env_str
+
+_HMAC = ("HS256", "HS384", "HS512")
+_PUBLIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+           "EdDSA")
+
+
+def auth_on() -> bool:
+    """``HEADWATER_AUTH``: ``on`` or ``off`` (default).
+
+    Raises:
+        ValueError: another value (the message names the variable).
+    """
+    raw = (env_str("AUTH", "") or "off").lower()
+    if raw not in ON + OFF:
+        raise ValueError(f"HEADWATER_AUTH must be on or off, got {raw!r}")
+    return raw in ON
+
+
+def _jwt_key() -> JwtKey | None:
+    """The JWT key of ``HEADWATER_AUTH_JWT_KEY`` or ``HEADWATER_AUTH_JWT_KEY_FILE``."""
+    key = env_str("AUTH_JWT_KEY", "") or None
+    path = env_str("AUTH_JWT_KEY_FILE", "") or None
+    if key and path:
+        raise ValueError("set HEADWATER_AUTH_JWT_KEY or HEADWATER_AUTH_JWT_KEY_FILE, not both")
+    if path:
+        try:
+            key = Path(path).read_text().strip()
+        except OSError as e:
+            raise ValueError(f"HEADWATER_AUTH_JWT_KEY_FILE {path}: {e.strerror}") from None
+    if not key:
+        return None
+    public = key.startswith("-----BEGIN")
+    given = env_str("AUTH_JWT_ALGORITHMS", "") or None
+    algorithms = tuple(a.strip() for a in given.split(",") if a.strip()) if given else (
+        _PUBLIC if public else _HMAC)
+    allowed = _PUBLIC if public else _HMAC  # never an HMAC "secret" that is a public key
+    wrong = [a for a in algorithms if a not in allowed]
+    if wrong or not algorithms:
+        raise ValueError(f"HEADWATER_AUTH_JWT_ALGORITHMS: {', '.join(wrong) or 'none given'} "
+                         f"cannot verify with {'a public' if public else 'an HMAC'} key; "
+                         f"take from {', '.join(allowed)}")
+    if not public and len(key.encode()) < 32:
+        raise ValueError("HEADWATER_AUTH_JWT_KEY: an HMAC key of at least 32 bytes "
+                         "(RFC 7518 §3.2)")
+    leeway = env_str("AUTH_JWT_LEEWAY_S", "") or "30"
+    try:
+        leeway_s = float(leeway)
+    except ValueError:
+        raise ValueError(f"HEADWATER_AUTH_JWT_LEEWAY_S must be a number, got {leeway!r}") from None
+    audience = env_str("AUTH_JWT_AUDIENCE", "") or None
+    issuer = env_str("AUTH_JWT_ISSUER", "") or None
+    return JwtKey(key, algorithms, audience, issuer, leeway_s)
+
+
+def authenticator_from_env() -> Authenticator | None:
+    """The authenticator, or None when ``HEADWATER_AUTH`` is off.
+
+    Variables: ``HEADWATER_AUTH_KEYS_FILE`` (API keys, ``services.common.auth``);
+    ``HEADWATER_AUTH_JWT_KEY`` or ``_FILE`` (an HMAC secret of 32 bytes or more, or a
+    PEM public key), ``HEADWATER_AUTH_JWT_ALGORITHMS`` (comma-separated; default every
+    HMAC or every public-key algorithm, as the key is), ``HEADWATER_AUTH_JWT_AUDIENCE``,
+    ``HEADWATER_AUTH_JWT_ISSUER``, ``HEADWATER_AUTH_JWT_LEEWAY_S`` (30).
+
+    Raises:
+        ValueError: a bad value, an unreadable or malformed keys file, or auth on with
+            neither keys nor a JWT key (the message names the variable).
+    """
+    if not auth_on():
+        return None
+    keys = None
+    path = env_str("AUTH_KEYS_FILE", "") or None
+    if path:
+        try:
+            keys = KeysFile(Path(path))
+        except OSError as e:
+            raise ValueError(f"HEADWATER_AUTH_KEYS_FILE {path}: {e.strerror}") from None
+    return Authenticator(keys, _jwt_key())
+
+
+@dataclass(frozen=True)
+class ServiceAuth:
+    """A service's side of auth: how it checks tokens, and the token it sends.
+
+    Attributes:
+        authenticator: None when auth is off.
+        token: ``HEADWATER_TOKEN`` (None: unset), checked at start when auth is on.
+    """
+
+    authenticator: Authenticator | None
+    token: str | None
+
+    @property
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The ``authorization`` Kafka header of the service's token (none when off)."""
+        if self.authenticator is None or self.token is None:
+            return []
+        return [("authorization", f"Bearer {self.token}".encode())]
+
+
+def service_auth_from_env(service: str) -> ServiceAuth:
+    """The auth of a service that produces submissions (gateway, coordinator).
+
+    Raises:
+        ValueError: the settings are bad, or auth is on and ``HEADWATER_TOKEN`` is not a
+            valid token for every tenant (``*``) with the ``submit`` role or above.
+    """
+    authenticator = authenticator_from_env()
+    token = env_str("TOKEN", "") or None
+    if authenticator is None:
+        return ServiceAuth(None, token)
+    if token is None:
+        raise ValueError(f"HEADWATER_AUTH is on: the {service} needs HEADWATER_TOKEN, a token "
+                         f"for tenant '{EVERY_TENANT}' (headwater keys create --tenant '*')")
+    try:
+        me = authenticator.token(token)
+    except AuthError as e:
+        raise ValueError(f"HEADWATER_TOKEN does not authenticate: {e}") from None
+    if not me.every_tenant or not me.may("submit"):
+        raise ValueError(f"HEADWATER_TOKEN is for tenant {me.tenant!r} as {me.role}; the "
+                         f"{service} needs tenant '{EVERY_TENANT}' and role submit or admin")
+    return ServiceAuth(authenticator, token)

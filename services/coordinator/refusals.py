@@ -1,0 +1,45 @@
+"""Which inputs the coordinator dead-letters instead of stepping (``refusal``)."""
+
+from __future__ import annotations
+
+import logging
+
+from headwater.core import events as ev
+from headwater.core.idempotency import conflict
+from headwater.core.signals import signal_fault
+from headwater.core.state import WorkflowState
+
+log = logging.getLogger("services.coordinator.effects")
+
+
+def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
+    """Why ``event`` is dead-lettered instead of stepped, or None to step it.
+
+    A submission (or a child's) whose id names another run (``idempotency.conflict``;
+    a refused child's parent attempt is then failed, ``conflicts.conflict_records``),
+    a signal for a workflow that has ended, and a signal
+    that no wait of its workflow can take (``signals.signal_fault``: no wait of that
+    name, a bad index, a missing field or one of the wrong type). A signal for a
+    workflow not submitted yet is not checked here: it waits for the submission.
+
+    Args:
+        state: the event's workflow (None: not submitted yet).
+        event: an input, decoded and on its workflow's partition.
+
+    Returns:
+        The dead letter's reason, e.g. ``"SignalSent for workflow w-1 refused: signal
+        'approval': missing required field 'approved'"``.
+    """
+    if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
+        return conflict(state, event)
+    if not isinstance(event, ev.SignalSent) or state is None:
+        return None
+    what = f"SignalSent for workflow {event.workflow_id}"
+    if state.status.terminal:  # recorded nowhere else: the loser of a race with the end
+        return f"{what} refused: the workflow has already ended ({state.status.value})"
+    try:
+        fault = signal_fault(state, event)
+    except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
+        log.exception("cannot check %s", what)
+        return f"{what} could not be checked: {type(e).__name__}: {e}"
+    return None if fault is None else f"{what} refused: {fault}"

@@ -1,0 +1,241 @@
+"""Tenants and auth on the real stack (``HEADWATER_AUTH=on``): a private stack whose
+gateway, coordinator and worker take API keys from a keys file.
+
+Over HTTP, another tenant's run is 404 on read, on its event stream, on cancel and on
+signal (the same answer as an id that does not exist), missing from its lists, and
+untouched by all of it; a role too low is 403, no token or a bad one 401. On Kafka, a
+submission to another tenant's id is dead-lettered with the reason and changes nothing,
+and so are submissions without a token, with a read token, or naming another tenant;
+dead letters never keep the token. A child workflow (submitted by the coordinator with
+its own token) runs as its parent's tenant.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from stackkit import BOOTSTRAP, Stack, private_stack, produce, read_topic
+from test_kafka_submission import wait_status
+from test_signals import approval_spec
+
+from headwater import codec
+from headwater.core import events as ev
+from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
+from services.common.auth import new_key
+from services.common.topic_reader import TopicReader
+from tests.waiting import holds_for_async, scaled
+
+KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"), "acme_read": ("acme", "read"),
+        "globex": ("globex", "submit")}
+LEAF = {"name": "leaf", "nodes": [{"id": "x", "task": "e2e.digest", "input": {"value": 1}}],
+        "output": "${nodes.x.output}"}
+UNTOUCHED_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
+    """One API key per entry of ``KEYS``, and the keys file that admits them."""
+    made = {name: new_key(*grant) for name, grant in KEYS.items()}
+    path = tmp_path_factory.mktemp("keys") / "keys"
+    path.write_text("".join(line + "\n" for _, line in made.values()))
+    return {name: token for name, (token, _) in made.items()}, path
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, services: None,
+            tokens: tuple[dict[str, str], Path]) -> Iterator[Stack]:
+    """A private stack with auth on."""
+    keys, path = tokens
+    env = {"HEADWATER_AUTH": "on", "HEADWATER_AUTH_KEYS_FILE": str(path),
+           "HEADWATER_TOKEN": keys["service"]}
+    with private_stack(tmp_path_factory.mktemp("tenants"), extra_env=env) as stack:
+        yield stack
+
+
+@pytest.fixture
+async def http(secured: Stack, tokens: tuple[dict[str, str], Path],
+               ) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+    """An HTTP client per key, and ``"none"`` without a token."""
+    keys, _ = tokens
+    clients = {name: httpx.AsyncClient(base_url=secured.gateway, timeout=15,
+                                       headers={"Authorization": f"Bearer {token}"})
+               for name, token in keys.items()}
+    clients["none"] = httpx.AsyncClient(base_url=secured.gateway, timeout=15)
+    try:
+        yield clients
+    finally:
+        for client in clients.values():
+            await client.aclose()
+
+
+def _same_as_unknown(foreign: httpx.Response, unknown: httpx.Response, wid: str,
+                     other: str) -> None:
+    """``foreign`` (about ``wid``) is the answer ``unknown`` (about ``other``) is."""
+    assert foreign.status_code == unknown.status_code == 404, (foreign.status_code,
+                                                               unknown.status_code)
+    a, b = foreign.json(), unknown.json()
+    assert a["detail"].replace(wid, "ID") == b["detail"].replace(other, "ID"), (a, b)
+    assert {k: v for k, v in a.items() if k not in ("detail", "instance")} == {
+        k: v for k, v in b.items() if k not in ("detail", "instance")}
+
+
+async def _answer(client: httpx.AsyncClient, method: str, url: str,
+                  body: dict[str, Any] | None) -> httpx.Response:
+    """The answer to a request, its body read unless it is a 200 (an event stream that
+    would not end: the caller's assertion fails on the status alone)."""
+    kwargs: dict[str, Any] = {} if body is None else {"json": body}
+    async with client.stream(method.upper(), url, **kwargs) as response:
+        if response.status_code != 200:
+            await response.aread()
+        return response
+
+
+async def _status(stack: Stack, client: httpx.AsyncClient, wid: str) -> str:
+    response = await client.get(f"/v1/workflows/{wid}")
+    assert response.status_code == 200, response.text
+    return str(response.json()["status"])
+
+
+async def test_another_tenants_run_is_not_found_and_untouched(
+        secured: Stack, http: dict[str, httpx.AsyncClient]) -> None:
+    wid, nobody = f"ten-{uuid.uuid4().hex[:8]}", f"ten-{uuid.uuid4().hex[:8]}"
+    submitted = await http["acme"].post("/v1/workflows", json={
+        "id": wid, "workflow": approval_spec(), "input": {}})
+    assert submitted.status_code == 202, submitted.text
+    await wait_status_as(secured, http["acme"], wid, ("running",))
+    doc = (await http["acme"].get(f"/v1/workflows/{wid}")).json()
+    assert doc["tenant"] == "acme"  # filled in from the token
+
+    globex = http["globex"]
+    pairs = [("get", "/v1/workflows/{}", None), ("get", "/v1/workflows/{}/events", None),
+             ("post", "/v1/workflows/{}/cancel", {"reason": "not yours"}),
+             ("post", "/v1/workflows/{}/signals/approval", {"fields": {"approved": True}})]
+    for method, path, body in pairs:
+        foreign = await _answer(globex, method, path.format(wid), body)
+        unknown = await _answer(globex, method, path.format(nobody), body)
+        _same_as_unknown(foreign, unknown, wid, nobody)
+
+    listed = (await globex.get("/v1/workflows", params={"limit": 500})).json()["items"]
+    assert wid not in {item["id"] for item in listed}
+    assert all(item["tenant"] == "globex" for item in listed), listed
+    asked = (await globex.get("/v1/workflows", params={"tenant": "acme"})).json()
+    assert asked["items"] == []
+    mine = (await http["acme"].get("/v1/workflows", params={"limit": 500})).json()["items"]
+    assert wid in {item["id"] for item in mine}
+
+    taken = await globex.post("/v1/workflows", json={"id": wid, "workflow": LEAF})
+    assert taken.status_code == 409, taken.text
+    assert "acme" not in taken.text  # nothing said of whose it is
+    posing = await globex.post("/v1/workflows", json={"workflow": LEAF, "tenant": "acme"})
+    assert posing.status_code == 403, posing.text
+
+    # Nothing of that reached the run: still waiting, no cancel, no signal taken.
+    await holds_for_async(lambda: _status(secured, http["acme"], wid), UNTOUCHED_S,
+                          "acme's run stays running", holds=lambda s: s == "running")
+    approved = await http["acme"].post(f"/v1/workflows/{wid}/signals/approval",
+                                       json={"fields": {"approved": True}})
+    assert approved.status_code == 202, approved.text
+    done = await wait_status_as(secured, http["acme"], wid)
+    assert done["status"] == "succeeded" and done["output"]["approved"] is True, done
+
+
+async def test_roles_and_tokens(secured: Stack, http: dict[str, httpx.AsyncClient]) -> None:
+    none = await http["none"].get("/v1/workflows")
+    assert none.status_code == 401, none.text
+    assert none.headers["www-authenticate"] == 'Bearer realm="headwater"'
+    assert none.headers["content-type"] == "application/problem+json"
+    bad = await http["none"].get("/v1/workflows", headers={"Authorization": "Bearer hwk_x"})
+    assert bad.status_code == 401 and 'error="invalid_token"' in bad.headers[
+        "www-authenticate"], bad.text
+    reader = http["acme_read"]
+    assert (await reader.get("/v1/workflows")).status_code == 200
+    refused = await reader.post("/v1/workflows", json={"workflow": LEAF})
+    assert refused.status_code == 403 and refused.json()["needs"] == "submit", refused.text
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    me = (await reader.get("/v1/whoami")).json()
+    assert me == {"auth": True, "tenant": "acme", "role": "read", "subject": me["subject"]}
+    assert (await http["none"].get("/health")).status_code == 200  # open paths stay open
+
+
+async def wait_status_as(stack: Stack, client: httpx.AsyncClient, wid: str,
+                         until: tuple[str, ...] = ("succeeded", "failed", "cancelled"),
+                         ) -> dict[str, Any]:
+    """``test_kafka_submission.wait_status`` with ``client``'s token."""
+    return await wait_status(stack, wid, 60, until, headers=dict(client.headers))
+
+
+def _json_submission(wid: str, tenant: str | None, spec: dict[str, Any]) -> bytes:
+    return orjson.dumps({"workflow_id": wid, "spec": spec, "input": {}, "tenant": tenant,
+                         "at_ms": 0})
+
+
+async def _submit_json(stack: Stack, wid: str, tenant: str | None, token: str | None,
+                       spec: dict[str, Any] = LEAF) -> None:
+    headers = [(CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE.encode())]
+    if token is not None:
+        headers.append(("authorization", f"Bearer {token}".encode()))
+    await produce([(stack.topics.submissions, wid.encode(), _json_submission(wid, tenant, spec))],
+                  headers)
+
+
+async def test_kafka_submissions_are_checked(
+        secured: Stack, tokens: tuple[dict[str, str], Path],
+        http: dict[str, httpx.AsyncClient]) -> None:
+    keys, _ = tokens
+    ours = f"kten-{uuid.uuid4().hex[:8]}"
+    await _submit_json(secured, ours, "acme", keys["acme"])
+    assert (await wait_status_as(secured, http["acme"], ours))["status"] == "succeeded"
+
+    tag = uuid.uuid4().hex[:8]
+    cases = {  # workflow id -> (tenant, token, the reason's start)
+        ours: ("globex", keys["globex"], f"workflow id {ours} belongs to another tenant"),
+        f"kten-{tag}-anon": ("acme", None, "unauthenticated: the record has no"),
+        f"kten-{tag}-reader": ("acme", keys["acme_read"], "forbidden: the token's role is read"),
+        f"kten-{tag}-posing": ("globex", keys["acme"], "tenant: the token is for tenant 'acme'"),
+        f"kten-{tag}-unnamed": (None, keys["acme"], "tenant: the token is for"),
+        f"kten-{tag}-forged": ("acme", "hwk_0123456789ab_" + "x" * 43,
+                               "unauthenticated: unknown or revoked API key"),
+    }
+    for wid, (tenant, token, _) in cases.items():
+        await _submit_json(secured, wid, tenant, token)
+
+    def all_dead(records: list[Any]) -> bool:
+        return set(cases) <= {bytes(r.key).decode() for r in records if r.key is not None}
+
+    dead = await read_topic(secured.topics.dlq, all_dead, scaled(90), decode=False)
+    for r in dead:
+        wid = bytes(r.key).decode() if r.key is not None else ""
+        if wid in cases:
+            headers = {k: v for k, v in r.headers}
+            assert headers["reason"].decode().startswith(cases[wid][2]), headers["reason"]
+            assert "authorization" not in {k.lower() for k in headers}, headers
+    for wid in list(cases)[1:]:  # none of the refused ones exists
+        assert (await http["globex"].get(f"/v1/workflows/{wid}")).status_code == 404
+    async with TopicReader(BOOTSTRAP) as reader:
+        events = await reader.read_to_end(secured.topics.events,
+                                          keep=lambda key: key == ours.encode())
+    accepted = [e.body for e in (codec.decode(r.value) for r in events)
+                if isinstance(e.body, ev.WorkflowAccepted)]
+    assert [e.tenant for e in accepted] == ["acme"], accepted  # accepted once, acme's
+
+
+async def test_a_child_runs_as_its_parents_tenant(
+        secured: Stack, http: dict[str, httpx.AsyncClient]) -> None:
+    wid = f"tchild-{uuid.uuid4().hex[:8]}"
+    parent = {"name": "parent", "nodes": [{"id": "c", "kind": "workflow", "workflow": LEAF,
+                                           "input": {}}], "output": "${nodes.c.output}"}
+    response = await http["acme"].post("/v1/workflows", json={"id": wid, "workflow": parent})
+    assert response.status_code == 202, response.text
+    done = await wait_status_as(secured, http["acme"], wid)
+    assert done["status"] == "succeeded", done
+    (child,) = done["children"]
+    child_id = child["workflow_id"]
+    seen = (await http["acme"].get(f"/v1/workflows/{child_id}")).json()
+    assert seen["tenant"] == "acme" and seen["status"] == "succeeded", seen
+    assert (await http["globex"].get(f"/v1/workflows/{child_id}")).status_code == 404
