@@ -137,6 +137,8 @@ def start(service: Service, env: Mapping[str, str] | None = None) -> int:
             cwd=REPO, env=launch_env(service, {**own, **(env or {})}), start_new_session=True,
         )
     service.pid_file.write_text(str(proc.pid))
+    service.launch_file.touch(mode=0o600)  # it may hold HEADWATER_TOKEN
+    service.launch_file.chmod(0o600)
     service.launch_file.write_text(json.dumps({"argv": list(service.argv), "env": dict(env or {}),
                                                "metrics_port": port}))
     return proc.pid
@@ -337,61 +339,3 @@ def foreign(url: str, name: str, pid: int, answering: int | None,
             f"{urlsplit(url).port}, not the {name} started. Its log:\n{log_tail(name)}")
 
 
-IMPORT_CHECK = """\
-import importlib, importlib.util, sys
-main, *tasks = sys.argv[1:]
-spec = importlib.util.find_spec(main)
-if spec is None:
-    sys.exit(f"ModuleNotFoundError: No module named {main!r}")
-if spec.submodule_search_locations is not None:
-    importlib.import_module(main + ".__main__")
-for module in tasks:
-    importlib.import_module(module)
-"""
-"""What ``preflight`` runs: imports a ``python -m`` process's module (a package's
-``__main__``, whose ``main()`` runs only as a script) and a worker's task modules."""
-PREFLIGHT_TIMEOUT_S = 120.0
-"""How long ``preflight`` waits for its imports, seconds (the coordinator imports faust:
-seconds on a busy two-core machine)."""
-
-
-def preflight(launches: Sequence[tuple[Service, Mapping[str, str]]],
-              timeout_s: float = PREFLIGHT_TIMEOUT_S) -> dict[str, str]:
-    """Check, before stopping anything, that each process would get past its imports: in
-    a fresh interpreter per distinct command line (run at once, in parallel) with the
-    process's environment and directory, import its ``-m`` module and, for a worker, its
-    ``--tasks`` modules. Processes not started with ``-m`` are not checked.
-
-    Args:
-        launches: ``(service, extra environment)`` as ``start`` takes them.
-        timeout_s: how long to wait for all the checks, seconds.
-
-    Returns:
-        ``{name: error text}`` for each process that would fail (the last lines of the
-        check's traceback); empty when all pass.
-    """
-    groups: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[str]] = {}
-    for service, env in launches:
-        worker = worker_of(service.argv)
-        if len(service.argv) < 3 or service.argv[1] != "-m":
-            continue
-        argv = (service.argv[0], "-c", IMPORT_CHECK, service.argv[2],
-                *(worker[1] if worker else ()))
-        groups.setdefault((argv, tuple(sorted(env.items()))), []).append(service.name)
-    procs = {key: subprocess.Popen(key[0], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   cwd=REPO, env={**os.environ, **dict(key[1])})
-             for key in groups}
-    deadline = time.monotonic() + timeout_s
-    failures: dict[str, str] = {}
-    for key, proc in procs.items():
-        try:
-            _, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            err = f"its imports took over {timeout_s:.0f} s".encode()
-        if proc.returncode != 0:
-            text = "\n".join(err.decode(errors="replace").strip().splitlines()[-8:])
-            failures.update(dict.fromkeys(groups[key], text or f"exit {proc.returncode}"))
-    return failures

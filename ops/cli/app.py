@@ -53,6 +53,8 @@ LAZY.update({
                           "events topic and audit the stores.", AUDIT),
     "stuck": LazyCommand("ops.cli.stuck", "stuck", "List running workflows with no attempt "
                          "queued or running, no timer and no wait.", AUDIT),
+    "dead-letters": LazyCommand("ops.cli.deadletters", "dead_letters", "List the records "
+                                "the coordinators dead-lettered, with their reasons.", AUDIT),
     "projection": LazyCommand("ops.cli.projection", "projection_app",
                               "The PostgreSQL projection (a view of the log).", AUDIT),
     "keys": LazyCommand("ops.cli.keys", "keys_app", "API keys: bearer tokens of a tenant "

@@ -39,6 +39,7 @@ def append_line(path: Path, line: str) -> None:
     from services.common.auth import parse_keys  # here: it imports PyJWT
 
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
     except OSError as e:
         fail(f"cannot open {path}: {e.strerror}")

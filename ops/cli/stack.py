@@ -24,7 +24,9 @@ from rich.table import Table
 from ops import localstack, stackstate
 from ops.cli.common import GATEWAY, console, fail, print_table
 from ops.localstack import Service
+from ops.preflight import preflight
 from ops.stackstate import WorkerGroup
+from services.common.settings import ON
 
 Launch = tuple[Service, dict[str, str]]
 INFRA = typer.Option("--infra/--no-infra",
@@ -58,6 +60,35 @@ def _core_env() -> dict[str, str]:
     if "HEADWATER_DATA_DIR" not in os.environ:
         env["HEADWATER_DATA_DIR"] = str(localstack.home() / "coordinator")
     return env
+
+
+def _is_auth(name: str) -> bool:
+    return name == "HEADWATER_TOKEN" or name.startswith("HEADWATER_AUTH")
+
+
+def auth_env() -> dict[str, str]:
+    """The auth settings the stack's processes start with (``HEADWATER_AUTH*`` and
+    ``HEADWATER_TOKEN``): those the coordinator was last started with, unless this
+    shell sets ``HEADWATER_AUTH`` to another value; else this shell's. So ``restart``
+    and ``up`` keep a stack's auth as started, whatever the shell holds meanwhile (a
+    tenant's ``HEADWATER_TOKEN`` for the CLI's own requests, say), and turning auth on
+    or off takes ``HEADWATER_AUTH`` set in the shell."""
+    shell = {k: v for k, v in os.environ.items() if _is_auth(k)}
+    launch = localstack.launched("coordinator")
+    recorded = {k: v for k, v in launch[1].items() if _is_auth(k)} if launch else {}
+    if not recorded or shell.get("HEADWATER_AUTH", recorded.get("HEADWATER_AUTH")) != (
+            recorded.get("HEADWATER_AUTH")):
+        return shell
+    return recorded
+
+
+def _with_auth(plan: list[Launch]) -> list[Launch]:
+    """``plan`` with ``auth_env`` in every process's environment, said once."""
+    auth = auth_env()
+    if (auth.get("HEADWATER_AUTH") or "off").lower() in ON:
+        console.print("auth is on (HEADWATER_AUTH): the services take tokens from "
+                      f"{auth.get('HEADWATER_AUTH_KEYS_FILE') or 'the JWT key'}")
+    return [(s, {**env, **auth}) for s, env in plan]
 
 
 def env_pairs(pairs: list[str]) -> dict[str, str]:
@@ -116,7 +147,7 @@ def _record(group: WorkerGroup) -> None:
         typer.Exit: its modules do not import (nothing recorded or started).
     """
     service = group.services()[0]
-    failures = localstack.preflight([(service, dict(group.env))])
+    failures = preflight([(service, dict(group.env))])
     if failures:
         fail(f"the workers of queue {group.queue} would not start ({service.name} "
              f"imports {', '.join(group.tasks)}):\n{failures[service.name]}", 1)
@@ -157,9 +188,11 @@ def up(
     groups = _remembered()
     if infra:
         localstack.infra("up")
-    remembered = [(s, dict(g.env)) for g in groups for s in g.services()]
+    plan = _with_auth(_core(recorded=False) + [(s, dict(g.env)) for g in groups
+                                               for s in g.services()])
+    remembered = plan[2:]  # after the coordinator and the gateway
     pids: dict[str, int] = {}
-    for service, extra in _core(recorded=False) + remembered:
+    for service, extra in plan:
         was = localstack.read_pid(service.pid_file)
         if (was is not None and (service, extra) in remembered
                 and localstack.launched(service.name) != (service, extra)):
@@ -201,11 +234,12 @@ def restart(gateway: str = GATEWAY) -> None:
     Kafka, PostgreSQL and the data stay.
     """
     plan, unknown = _restart_plan(_remembered())
+    plan = _with_auth(plan)
     for name in unknown:
         console.print(f"[yellow]{escape(name)} left running: how it was started is not "
                       "recorded[/]")
     console.print(f"checking that {len(plan)} processes would start ...")
-    failures = localstack.preflight(plan)
+    failures = preflight(plan)
     if failures:
         for name, text in failures.items():
             console.print(f"[red]{escape(name)} would not start[/]:\n{_indent(text)}")

@@ -10,6 +10,7 @@ they produce.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,26 @@ from services.common.settings import OFF, ON, env_str
 _HMAC = ("HS256", "HS384", "HS512")
 _PUBLIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
            "EdDSA")
+
+
+_HMAC_MIN_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64}
+"""The shortest key of each HMAC algorithm: its hash's size (RFC 7518 §3.2)."""
+
+
+def _long_enough(key: str, algorithms: tuple[str, ...], chosen: bool) -> tuple[str, ...]:
+    """The HMAC ``algorithms`` ``key`` is long enough for (RFC 7518 §3.2).
+
+    Raises:
+        ValueError: none, or (``chosen``: given by ``HEADWATER_AUTH_JWT_ALGORITHMS``)
+            one it is too short for.
+    """
+    size = len(key.encode())
+    short = [a for a in algorithms if size < _HMAC_MIN_BYTES[a]]
+    if short and (chosen or len(short) == len(algorithms)):
+        raise ValueError(f"HEADWATER_AUTH_JWT_KEY: {size} bytes, too short for "
+                         f"{', '.join(short)} (RFC 7518 §3.2: HS256 takes 32 bytes or more, "
+                         "HS384 48, HS512 64)")
+    return tuple(a for a in algorithms if a not in short)
 
 
 def auth_on() -> bool:
@@ -56,14 +77,16 @@ def _jwt_key() -> JwtKey | None:
         raise ValueError(f"HEADWATER_AUTH_JWT_ALGORITHMS: {', '.join(wrong) or 'none given'} "
                          f"cannot verify with {'a public' if public else 'an HMAC'} key; "
                          f"take from {', '.join(allowed)}")
-    if not public and len(key.encode()) < 32:
-        raise ValueError("HEADWATER_AUTH_JWT_KEY: an HMAC key of at least 32 bytes "
-                         "(RFC 7518 §3.2)")
+    if not public:
+        algorithms = _long_enough(key, algorithms, given is not None)
     leeway = env_str("AUTH_JWT_LEEWAY_S", "") or "30"
     try:
         leeway_s = float(leeway)
     except ValueError:
-        raise ValueError(f"HEADWATER_AUTH_JWT_LEEWAY_S must be a number, got {leeway!r}") from None
+        leeway_s = math.nan
+    if not math.isfinite(leeway_s) or leeway_s < 0:  # nan or inf would accept any exp
+        raise ValueError("HEADWATER_AUTH_JWT_LEEWAY_S must be a finite number of seconds "
+                         f">= 0, got {leeway!r}")
     audience = env_str("AUTH_JWT_AUDIENCE", "") or None
     issuer = env_str("AUTH_JWT_ISSUER", "") or None
     return JwtKey(key, algorithms, audience, issuer, leeway_s)

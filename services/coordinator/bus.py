@@ -46,8 +46,9 @@ class FaustBus:
 
     def __init__(self, app: Any, settings: CommonSettings,
                  auth: Sequence[tuple[str, bytes]] = ()) -> None:
-        """``auth``: the ``authorization`` header the coordinator's own submissions carry
-        (child workflows; ``auth_settings.ServiceAuth.headers``), none when auth is off."""
+        """``auth``: the ``authorization`` header the coordinator's own records on
+        ``submissions`` and ``control`` carry (``auth_settings.ServiceAuth.headers``),
+        none when auth is off."""
         self.app = app
         self.settings = settings
         self.topics = topics = settings.topics
@@ -55,8 +56,10 @@ class FaustBus:
         # Topics the coordinator created or found at start; others are created on first use.
         self._ready: dict[str, Any] = {
             name: self._topic(name) for name in (topics.events, topics.worker_control)}
-        # The coordinator's token on the submissions it makes (child workflows; auth on).
-        self._submitting = [*AVRO_HEADERS, *auth]
+        # The coordinator's token on what it sends to submissions and control (children,
+        # their cancels, timers), which the coordinators check when auth is on.
+        self._guarded = [*AVRO_HEADERS, *auth]
+        self._checked = (topics.submissions, topics.control)
 
     def _topic(self, name: str) -> Any:
         return self.app.topic(name, key_serializer="raw", value_serializer="raw")
@@ -82,7 +85,7 @@ class FaustBus:
         for r in records:
             if r.topic not in self._ready:
                 await self.topic(r.topic)
-            base = self._submitting if r.topic == self.topics.submissions else AVRO_HEADERS
+            base = self._guarded if r.topic in self._checked else AVRO_HEADERS
             headers = [*base, *r.headers] if r.headers else base  # trace
             futures.append(await self.app.producer.send(r.topic, r.key, r.value, None, None,
                                                         headers))
@@ -107,7 +110,7 @@ class FaustBus:
         """Send a record to the control topic (keyed by workflow id) and wait for the ack."""
         topic = self._topic(self.topics.control)
         fut = await topic.send(key=record.workflow_id.encode(), value=codec.encode(record),
-                               headers=AVRO_HEADERS)
+                               headers=self._guarded)
         await fut
 
     async def _dead_letter(self, dead: DeadLetter) -> Any:

@@ -43,7 +43,7 @@ from services.coordinator.records import (
 )
 from services.coordinator.refusals import refusal
 from services.coordinator.store import Store
-from services.coordinator.submitters import submitter_fault
+from services.coordinator.submitters import Guarded, producer_fault
 from services.coordinator.writeset import touched_parts
 
 log = logging.getLogger(__name__)
@@ -134,11 +134,6 @@ class BatchEffects:
         except DecodeError as e:
             self.dead.append(DeadLetter(record, str(e)))
             return None
-        if self.auth is not None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
-            fault = submitter_fault(self.auth, record.headers, event)
-            if fault is not None:
-                self.dead.append(DeadLetter(record, fault))
-                return None
         wid = event.workflow_id
         home = self.partition(wid)
         if record.partition != home:  # its reports would go elsewhere: it would hang
@@ -154,6 +149,11 @@ class BatchEffects:
         offsets = self.applied[wid]
         if record.offset <= offsets.get(record.topic, -1):
             self.replayed += 1
+            return None
+        fault = (producer_fault(self.auth, record.headers, event, state)
+                 if self.auth is not None and isinstance(event, Guarded) else None)
+        if fault is not None:
+            self.dead.append(DeadLetter(record, fault))
             return None
         return event, state, offsets
 

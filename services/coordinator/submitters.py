@@ -1,17 +1,18 @@
-"""Who may submit on Kafka: the ``authorization`` header of a submission record, checked
-when ``HEADWATER_AUTH`` is on.
+"""Who may submit, signal and cancel on Kafka: the ``authorization`` header of a record
+on ``submissions`` or ``control``, checked when ``HEADWATER_AUTH`` is on.
 
-The ``submissions`` topic is the one topic other systems write to, so with auth on every
-record on it carries ``authorization: Bearer <token>`` (a header, as HTTP carries it;
-RFC 6750 §2.1), verified like the gateway's requests (``services.common.auth``). The
-token's role must allow ``submit``; a token of one tenant submits only for its tenant,
-named in the record's ``tenant``; a child workflow (``ChildSubmitted``) comes only from
-a coordinator, whose token is for every tenant. A record that fails goes to the
-dead-letter topic with the reason (``inputs.decode_input`` raises it as a
-``DecodeError``). A submission to an id another tenant's run holds is refused by the
-core (``idempotency.conflict``), dead-lettered with its reason too. The other input
-topics are written by the services alone: Kafka's ACLs keep other producers off them
-(README, "Tenants and auth").
+Other systems write to these two topics (submissions, and JSON signals on
+``control``), so with auth on every record on them carries ``authorization: Bearer
+<token>`` (a header, as HTTP carries it; RFC 6750 §2.1), verified like the gateway's
+requests (``services.common.auth``), and the services put their own token on those
+they produce. The token's role must allow ``submit``. A token of one tenant submits only
+for its tenant, named in the record's ``tenant``; signals and cancels only a run of its
+tenant that exists; a child workflow (``ChildSubmitted``) and a timer (``TimerFired``)
+come only from a coordinator, whose token is for every tenant. A record that fails goes
+to the dead-letter topic with the reason (``effects._route``). A submission to an id
+another tenant's run holds is refused by the core (``idempotency.conflict``),
+dead-lettered with its reason too. ``reports`` and the other topics are written by the
+services alone: Kafka's ACLs keep other producers off them (README, "Tenants and auth").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from headwater.core import events as ev
+from headwater.core.state import WorkflowState
 from services.common.auth import Authenticator, AuthError
 
 AUTHORIZATION = "authorization"
@@ -38,38 +40,53 @@ def without_authorization(headers: Iterable[tuple[str, bytes]]) -> list[tuple[st
     return [(k, v) for k, v in headers if k.lower() != AUTHORIZATION]
 
 
-def submitter_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | None,
-                    record: ev.WorkflowSubmitted | ev.ChildSubmitted) -> str | None:
-    """Why the submission ``record`` may not be taken from its producer, or None.
+Guarded = ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested | ev.SignalSent | (
+    ev.TimerFired)
+"""The inputs whose producer is checked (those of ``submissions`` and ``control``)."""
+
+
+def producer_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | None,
+                   record: Guarded, state: WorkflowState | None) -> str | None:
+    """Why ``record`` may not be taken from its producer, or None.
 
     Args:
         auth: the coordinator's authenticator.
         headers: the record's Kafka headers.
-        record: the decoded submission.
+        record: the decoded input.
+        state: its workflow's state (None: not submitted yet).
 
     Returns:
         ``"unauthenticated: ..."``, ``"forbidden: ..."`` or ``"tenant: ..."``; None when
-        the token may submit it.
+        the token may send it.
     """
     value = authorization(headers)
     if value is None:
-        return ("unauthenticated: the record has no authorization header; HEADWATER_AUTH "
-                "is on, so a submission carries 'authorization: Bearer <token>'")
+        return (f"unauthenticated: the record has no authorization header; HEADWATER_AUTH "
+                f"is on, so a {type(record).__name__} carries 'authorization: Bearer "
+                "<token>'")
     try:
         me = auth.header(value)
     except AuthError as e:
         return f"unauthenticated: {e}"
     if not me.may("submit"):
-        return f"forbidden: the token's role is {me.role}; submitting needs submit or admin"
-    return None if me.every_tenant else _tenant_fault(me.tenant, record)
+        return (f"forbidden: the token's role is {me.role}; a {type(record).__name__} needs "
+                "submit or admin")
+    return None if me.every_tenant else _tenant_fault(me.tenant, record, state)
 
 
-def _tenant_fault(tenant: str, record: ev.WorkflowSubmitted | ev.ChildSubmitted) -> str | None:
-    """Why a token of ``tenant`` may not submit ``record``, or None."""
-    if isinstance(record, ev.ChildSubmitted):
-        return ("forbidden: a child workflow's submission comes from a coordinator, whose "
+def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> str | None:
+    """Why a token of ``tenant`` may not send ``record``, or None."""
+    if isinstance(record, ev.ChildSubmitted | ev.TimerFired):
+        return (f"forbidden: a {type(record).__name__} comes from a coordinator, whose "
                 "token is for every tenant")
-    if record.tenant != tenant:
-        return (f"tenant: the token is for tenant {tenant!r}; the record names "
-                f"{record.tenant!r} (a submission names its tenant)")
+    if isinstance(record, ev.WorkflowSubmitted):
+        if record.tenant == tenant:
+            return None
+        names = "names no tenant" if record.tenant is None else f"names {record.tenant!r}"
+        return (f"tenant: the token is for tenant {tenant!r} and the record {names}; a "
+                f"submission names its token's tenant (\"tenant\": {tenant!r})")
+    if state is None or state.tenant != tenant:  # never says which, or whether it exists
+        return (f"tenant: the token is for tenant {tenant!r}, and workflow "
+                f"{record.workflow_id} is no run of it (a {type(record).__name__} of a "
+                "tenant's token goes to its own runs, once they exist)")
     return None

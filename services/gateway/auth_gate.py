@@ -22,7 +22,7 @@ from services.gateway.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
-_SUBMIT = re.compile(r"/v1/(workflows|workflows/[^/]+/(cancel|signals/[^/]+)|run/[^/]+)")
+_SUBMIT = re.compile(r"/v1/(workflows|workflows/[^/]+/(cancel|signals/[^/]+)|run/[^/]*)/?")
 
 
 def role_needed(method: str, path: str) -> str | None:

@@ -9,30 +9,26 @@ import uuid
 from typing import Any
 
 import asyncpg
-from aiokafka import AIOKafkaProducer
 
 from headwater.core import events as ev
 from headwater.core.signals import signal_fault
 from headwater.core.state import new_state
-from headwater.topics import Topics
 from services.common.clock import now_ms
 from services.gateway.models import SignalRequest
 from services.gateway.problems import Problem
 from services.gateway.stream import TERMINAL_STATUSES
-from services.gateway.submit import produce
+from services.gateway.submit import Outlet
 
 
-async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                         workflow_id: str, reason: str, produce_timeout_s: float) -> None:
+async def request_cancel(pool: asyncpg.Pool, out: Outlet, workflow_id: str,
+                         reason: str) -> None:
     """Produce a ``CancelRequested`` for a workflow that is not terminal.
 
     Args:
         pool: the projection's pool.
-        producer: the Kafka producer.
-        topics: the topic names.
+        out: where the record goes (``submit.Outlet``).
         workflow_id: the workflow to cancel.
         reason: recorded in the history.
-        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
 
     Raises:
         Problem: 404 unknown id, 409 already terminal, 503 Kafka unavailable or slow.
@@ -45,7 +41,7 @@ async def request_cancel(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics:
         raise Problem(409, "Conflict", f"workflow {workflow_id} is already {status}",
                       status_now=status)
     record = ev.CancelRequested(workflow_id, now_ms(), reason)
-    await produce(producer, topics.control, record, produce_timeout_s, "cancel")
+    await out.control(record, "cancel")
 
 
 def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.SignalSent:
@@ -61,8 +57,7 @@ def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.Sig
                          request.signal_id or uuid.uuid4().hex, request.fields)
 
 
-async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: Topics,
-                      signal: ev.SignalSent, produce_timeout_s: float) -> None:
+async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) -> None:
     """Produce a ``SignalSent`` that a wait of a workflow that has not ended can take.
 
     The workflow's spec and status are read from the projection, as ``GET`` reads them,
@@ -74,10 +69,8 @@ async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: To
 
     Args:
         pool: the projection's pool.
-        producer: the Kafka producer.
-        topics: the topic names.
+        out: where the record goes (``submit.Outlet``).
         signal: the signal (``signal_record``).
-        produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
 
     Raises:
         Problem: 404 unknown id, 409 the workflow has ended (and did not record this
@@ -104,7 +97,7 @@ async def send_signal(pool: asyncpg.Pool, producer: AIOKafkaProducer, topics: To
     fault = await asyncio.to_thread(_signal_fault, row, totals, signal)
     if fault is not None:
         raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
-    await produce(producer, topics.control, signal, produce_timeout_s, "signal")
+    await out.control(signal, "signal")
 
 
 def _signal_fault(row: Any, totals: dict[str, int], signal: ev.SignalSent) -> str | None:

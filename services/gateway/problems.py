@@ -94,7 +94,8 @@ UNAUTHORIZED = ProblemType(
     "that does not verify (the WWW-Authenticate header says which, RFC 6750 §3)")
 FORBIDDEN = ProblemType(
     "forbidden", 403, "Forbidden", "the token's role does not allow the operation (read < "
-    "submit < admin), or the body names another tenant than the token's",
+    "submit < admin), the body names another tenant than the token's, or a tenant's token "
+    "writes a shared definition (one with no tenant)",
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
     "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
@@ -106,9 +107,10 @@ METHOD_NOT_ALLOWED = ProblemType(
     "Allow header lists those it does)")
 CONFLICT = ProblemType(
     "conflict", 409, "Conflict", "the workflow id is taken by another body (or is being "
-    "submitted right now: retry), the workflow has already ended, or the definition has "
-    "used every version number", {"workflow_id": _TEXT, "status_now": _TEXT},
-    retry_after=True)
+    "submitted right now: retry; or by another tenant's run, which is not said), the "
+    "workflow has already ended, the definition has used every version number, or "
+    "another tenant holds the definition's or schedule's name",
+    {"workflow_id": _TEXT, "status_now": _TEXT}, retry_after=True)
 DEFINITION_DELETED = ProblemType(
     "definition-deleted", 410, "Definition deleted", "the definition was deleted: it "
     "starts no new runs (its versions stay readable with ?version=N)",

@@ -162,8 +162,7 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
                          await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
     require_storable({"reason": payload.reason})
     await require_run(hw.pool, principal(request), workflow_id)
-    await request_cancel(hw.pool, hw.producer, hw.settings.topics, workflow_id, payload.reason,
-                         hw.settings.produce_timeout_s)
+    await request_cancel(hw.pool, hw.outlet, workflow_id, payload.reason)
     return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
                   "links": links(workflow_id)}, 202)
 
@@ -181,7 +180,6 @@ async def signal_workflow(request: Request, workflow_id: WorkflowId,
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
     await require_run(hw.pool, principal(request), workflow_id)
-    await send_signal(hw.pool, hw.producer, hw.settings.topics, signal,
-                      hw.settings.produce_timeout_s)
+    await send_signal(hw.pool, hw.outlet, signal)
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
                   "links": links(workflow_id)}, 202)

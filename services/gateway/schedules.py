@@ -284,6 +284,11 @@ class Writer:
     produce_timeout_s: float
     auth: Headers = ()
 
+    @property
+    def _out(self) -> Outlet:
+        """Where its submissions and cancels go."""
+        return Outlet(self.producer, self.topics, self.produce_timeout_s, self.auth)
+
     async def _locked(self, name: str, write: Callable[[Any], Awaitable[T]]) -> T:
         """``write(conn)`` holding the name's advisory lock on one connection."""
         async with name_locked(self.pool, LOCK_CLASS, name) as conn:
@@ -316,8 +321,7 @@ class Writer:
         number = found[-1].number + 1 if found else 1
         new_id = workflow_id(name, number)
         try:
-            await submit(self.pool, Outlet(self.producer, self.topics, self.produce_timeout_s,
-                                           self.auth),
+            await submit(self.pool, self._out,
                          SubmitRequest(id=new_id, workflow=spec, tenant=tenant), me)
         except Problem as e:
             raise _as_body_faults(e) from e
@@ -346,10 +350,8 @@ class Writer:
         for generation in found:
             if generation.number != keep and not generation.ended:
                 try:
-                    await request_cancel(self.pool, self.producer, self.topics,
-                                         generation.workflow_id,
-                                         f"schedule {name} replaced or deleted",
-                                         self.produce_timeout_s)
+                    await request_cancel(self.pool, self._out, generation.workflow_id,
+                                         f"schedule {name} replaced or deleted")
                 except Problem as e:
                     if e.status not in (404, 409):  # gone, or ended meanwhile: done
                         raise

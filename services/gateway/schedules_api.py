@@ -189,9 +189,8 @@ async def _signal(request: Request, name: str, signal: str) -> Response:
     current = live(await generations(hw.pool, name), principal(request))
     if current is None:
         raise unknown(name)
-    await send_signal(hw.pool, hw.producer, hw.settings.topics,
-                      signal_record(current.workflow_id, signal, SignalRequest(fields={})),
-                      hw.settings.produce_timeout_s)
+    await send_signal(hw.pool, hw.outlet,
+                      signal_record(current.workflow_id, signal, SignalRequest(fields={})))
     return _json({"name": name, "generation": current.number,
                   "workflow_id": current.workflow_id, "signal": signal}, 202)
 

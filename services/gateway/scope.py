@@ -12,15 +12,22 @@ from __future__ import annotations
 import asyncpg
 from fastapi import Request
 
-from services.common.auth import OPEN, Principal
+from services.common.auth import Principal
 from services.gateway.models import SubmitRequest
 from services.gateway.problems import Problem
 
 
 def principal(request: Request) -> Principal:
-    """The request's principal (``auth.OPEN`` when none was set: auth is off)."""
+    """The request's principal, as ``auth_gate.Authenticate`` set it (``auth.OPEN`` when
+    auth is off).
+
+    Raises:
+        Problem: 401 when none was set (a route outside ``/v1`` asking: fail closed).
+    """
     me = getattr(request.state, "principal", None)
-    return me if isinstance(me, Principal) else OPEN
+    if not isinstance(me, Principal):
+        raise Problem(401, "Unauthorized", "no token was checked for this path")
+    return me
 
 
 def not_found(workflow_id: str) -> Problem:
@@ -29,11 +36,12 @@ def not_found(workflow_id: str) -> Problem:
 
 
 async def require_run(pool: asyncpg.Pool, me: Principal, workflow_id: str) -> None:
-    """Return when ``me`` may touch ``workflow_id``'s run; an unknown id is left to the
-    route (its own 404). A principal of every tenant is not asked about.
+    """Return when ``me`` may touch ``workflow_id``'s run. A principal of every tenant is
+    not asked about (the route answers an unknown id itself).
 
     Raises:
-        Problem: 404 when the run is another tenant's.
+        Problem: 404 when the run is another tenant's or, for a tenant's principal,
+            unknown (the same answer).
     """
     if me.every_tenant:
         return

@@ -70,8 +70,9 @@ class Outlet:
         producer: the Kafka producer.
         topics: the topic names.
         timeout_s: longest wait for Kafka's acknowledgement, seconds.
-        auth: headers a submission carries besides Avro's content type and the trace:
-            the gateway's token when auth is on (the coordinator checks it).
+        auth: headers a submission, cancel or signal carries besides Avro's content type
+            and the trace: the gateway's token when auth is on (the coordinator checks
+            it).
     """
 
     producer: AIOKafkaProducer
@@ -83,6 +84,11 @@ class Outlet:
         """Produce ``record`` to ``submissions`` (``produce``)."""
         await produce(self.producer, self.topics.submissions, record, self.timeout_s,
                       "submission", self.auth)
+
+    async def control(self, record: ev.CancelRequested | ev.SignalSent, what: str) -> None:
+        """Produce ``record`` to ``control`` (``produce``; ``what``: ``"cancel"``)."""
+        await produce(self.producer, self.topics.control, record, self.timeout_s, what,
+                      self.auth)
 
 
 async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -41,3 +43,18 @@ def headless_chromium(width: int, height: int) -> Iterator[webdriver.Chrome]:
         yield chrome
     finally:
         chrome.quit()
+
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
+"""Where the UI tests' screenshots go (gitignored)."""
+
+
+def screenshots(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
+    """The body of a module's ``shots`` fixture: the list its tests append screenshot
+    paths to, written out when the module ends."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    taken: list[Path] = []
+    yield taken
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print("\n".join(["", "UI screenshots:", *(f"  {p}" for p in taken)]))

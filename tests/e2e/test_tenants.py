@@ -12,6 +12,8 @@ its own token) runs as its parent's tenant.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,16 +25,19 @@ import pytest
 from stackkit import BOOTSTRAP, Stack, private_stack, produce, read_topic
 from test_kafka_submission import wait_status
 from test_signals import approval_spec
+from typer.testing import CliRunner
 
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
+from ops import localstack
+from ops.cli.app import app
 from services.common.auth import new_key
 from services.common.topic_reader import TopicReader
 from tests.waiting import holds_for_async, scaled
 
 KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"), "acme_read": ("acme", "read"),
-        "globex": ("globex", "submit")}
+        "acme_admin": ("acme", "admin"), "globex": ("globex", "submit")}
 LEAF = {"name": "leaf", "nodes": [{"id": "x", "task": "e2e.digest", "input": {"value": 1}}],
         "output": "${nodes.x.output}"}
 UNTOUCHED_S = 2.0
@@ -198,7 +203,8 @@ async def test_kafka_submissions_are_checked(
         f"kten-{tag}-anon": ("acme", None, "unauthenticated: the record has no"),
         f"kten-{tag}-reader": ("acme", keys["acme_read"], "forbidden: the token's role is read"),
         f"kten-{tag}-posing": ("globex", keys["acme"], "tenant: the token is for tenant 'acme'"),
-        f"kten-{tag}-unnamed": (None, keys["acme"], "tenant: the token is for"),
+        f"kten-{tag}-unnamed": (None, keys["acme"], "tenant: the token is for tenant 'acme' "
+                                "and the record names no tenant"),
         f"kten-{tag}-forged": ("acme", "hwk_0123456789ab_" + "x" * 43,
                                "unauthenticated: unknown or revoked API key"),
     }
@@ -215,6 +221,12 @@ async def test_kafka_submissions_are_checked(
             headers = {k: v for k, v in r.headers}
             assert headers["reason"].decode().startswith(cases[wid][2]), headers["reason"]
             assert "authorization" not in {k.lower() for k in headers}, headers
+    shown = await asyncio.to_thread(CliRunner().invoke, app, [
+        "dead-letters", "--bootstrap", BOOTSTRAP, "--prefix", secured.prefix, "--json",
+        f"kten-{tag}-reader"])
+    assert shown.exit_code == 0, shown.output
+    (line,) = shown.output.splitlines()
+    assert orjson.loads(line)["reason"].startswith("forbidden: the token's role is read"), line
     for wid in list(cases)[1:]:  # none of the refused ones exists
         assert (await http["globex"].get(f"/v1/workflows/{wid}")).status_code == 404
     async with TopicReader(BOOTSTRAP) as reader:
@@ -239,3 +251,71 @@ async def test_a_child_runs_as_its_parents_tenant(
     seen = (await http["acme"].get(f"/v1/workflows/{child_id}")).json()
     assert seen["tenant"] == "acme" and seen["status"] == "succeeded", seen
     assert (await http["globex"].get(f"/v1/workflows/{child_id}")).status_code == 404
+
+
+async def test_ctx_call_children_run_as_the_parents_tenant(
+        secured: Stack, http: dict[str, httpx.AsyncClient]) -> None:
+    calls = localstack.Service("worker-calls", (
+        sys.executable, "-m", "services.worker", "--queue", "calls", "--tasks", "call_tasks"))
+    secured.start(calls, {"HEADWATER_GATEWAY_URL": secured.gateway})
+    try:
+        child = f"tchild-def-{uuid.uuid4().hex[:8]}"
+        put = await http["acme_admin"].put(f"/v1/definitions/{child}", json={"workflow": {
+            "name": "child", "nodes": [{"id": "x", "task": "e2e.digest", "input": {
+                "value": "${input.i}"}}], "output": "${input.i}"}})
+        assert put.status_code in (200, 201), put.text
+        wid = f"tcall-{uuid.uuid4().hex[:8]}"
+        response = await http["acme"].post("/v1/workflows", json={
+            "id": wid, "queue_anyway": True, "workflow": {"name": "one", "nodes": [{
+                "id": "one", "task": "e2e.acall_one", "queue": "calls",
+                "input": {"definition": child}}], "output": "${nodes.one.output}"}})
+        assert response.status_code == 202, response.text
+        done = await wait_status_as(secured, http["acme"], wid)
+        assert done["status"] == "succeeded" and done["output"] == 42, done
+        called = (await http["acme"].get(f"/v1/workflows/{wid}:one:call.0")).json()
+        assert called["tenant"] == "acme" and called["status"] == "succeeded", called
+        hidden = await http["globex"].get(f"/v1/workflows/{wid}:one:call.0")
+        assert hidden.status_code == 404, hidden.text
+    finally:
+        secured.stop(calls)
+        secured.services.remove(calls)
+
+
+async def _signal_json(stack: Stack, wid: str, token: str | None) -> None:
+    headers = [(CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE.encode())]
+    if token is not None:
+        headers.append(("authorization", f"Bearer {token}".encode()))
+    doc = {"workflow_id": wid, "name": "approval", "at_ms": 0, "signal_id": uuid.uuid4().hex,
+           "fields": {"approved": True}}
+    await produce([(stack.topics.control, wid.encode(), orjson.dumps(doc))], headers)
+
+
+async def test_kafka_signals_are_checked(
+        secured: Stack, tokens: tuple[dict[str, str], Path],
+        http: dict[str, httpx.AsyncClient]) -> None:
+    keys, _ = tokens
+    wid = f"ksig-{uuid.uuid4().hex[:8]}"
+    submitted = await http["acme"].post("/v1/workflows", json={
+        "id": wid, "workflow": approval_spec(), "input": {}})
+    assert submitted.status_code == 202, submitted.text
+    await wait_status_as(secured, http["acme"], wid, ("running",))
+    refused = {None: "unauthenticated: the record has no authorization header",
+               keys["globex"]: f"tenant: the token is for tenant 'globex', and workflow {wid} "
+                               "is no run of it",
+               keys["acme_read"]: "forbidden: the token's role is read"}
+    for token in refused:
+        await _signal_json(secured, wid, token)
+
+    def all_dead(records: list[Any]) -> bool:
+        return len([r for r in records if r.key == wid.encode()]) >= len(refused)
+
+    dead = await read_topic(secured.topics.dlq, all_dead, scaled(90), decode=False)
+    reasons = sorted(dict(r.headers)["reason"].decode() for r in dead if r.key == wid.encode())
+    assert [any(r.startswith(want) for r in reasons) for want in refused.values()] == [
+        True] * len(refused), reasons
+    await holds_for_async(lambda: _status(secured, http["acme"], wid), UNTOUCHED_S,
+                          "refused signals leave the run waiting",
+                          holds=lambda s: s == "running")
+    await _signal_json(secured, wid, keys["acme"])  # its own tenant's token: taken
+    done = await wait_status_as(secured, http["acme"], wid)
+    assert done["status"] == "succeeded" and done["output"]["approved"] is True, done

@@ -16,7 +16,6 @@ and workers (auth off) take what it submits. Screenshots go to ``test-artifacts/
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browserkit import headless_chromium
+from browserkit import ARTIFACTS, headless_chromium, screenshots
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from stackkit import Stack
@@ -38,7 +37,6 @@ from services.common.auth import new_key
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts" / "ui"
 SEEN = """
 const q = (sel) => document.querySelector(sel);
 return {
@@ -153,12 +151,7 @@ def browser() -> Iterator[webdriver.Chrome]:
 @pytest.fixture(scope="module")
 def shots(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
     """Where screenshots go; their paths are written out when the module ends."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    taken: list[Path] = []
-    yield taken
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        print("\n".join(["", "UI screenshots:", *(f"  {p}" for p in taken)]))
+    yield from screenshots(request)
 
 
 def unexpected_console(browser: webdriver.Chrome, foreign: str) -> list[str]:

@@ -13,7 +13,6 @@ fail on CI and are skipped elsewhere. Screenshots are kept in ``test-artifacts/u
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browserkit import headless_chromium
+from browserkit import ARTIFACTS, headless_chromium, screenshots
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -30,7 +29,6 @@ from stackkit import Stack
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts" / "ui"
 SEEN = """
 const q = (sel) => document.querySelector(sel);
 const text = (sel) => q(sel)?.textContent ?? null;
@@ -65,12 +63,7 @@ return {
 @pytest.fixture(scope="module")
 def shots(request: pytest.FixtureRequest) -> Iterator[list[Path]]:
     """Where screenshots go; their paths are written out when the module ends."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    taken: list[Path] = []
-    yield taken
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        print("\n".join(["", "UI screenshots:", *(f"  {p}" for p in taken)]))
+    yield from screenshots(request)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ops import localstack
+from ops.preflight import preflight
 
 REPO = Path(__file__).resolve().parents[3]
 CODE_DIRS = ("headwater", "services", "ops", "examples")
@@ -94,7 +95,7 @@ def module_problem(argv: Sequence[str]) -> str:
 
 def import_failures(commands: Mapping[str, tuple[Sequence[str], Mapping[str, str]]]
                     ) -> dict[str, str]:
-    """Run ``localstack.preflight`` on ``{name: (argv, env)}``: each command's module and
+    """Run ``preflight.preflight`` on ``{name: (argv, env)}``: each command's module and
     a worker's ``--tasks`` modules imported in a fresh interpreter with ``env``.
 
     Returns:
@@ -102,7 +103,7 @@ def import_failures(commands: Mapping[str, tuple[Sequence[str], Mapping[str, str
     """
     launches = [(localstack.Service(name, (sys.executable, *argv[1:])), dict(env))
                 for name, (argv, env) in commands.items()]
-    return localstack.preflight(launches)
+    return preflight(launches)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,6 +36,9 @@ class Gateway:
         requests: ``(method, path, JSON body or None)`` of each request received.
         standing: path -> the answer to every request of that path.
         otherwise: the answer to every other request (None: the request fails).
+        authorizations: the ``Authorization`` header of each request (None: none).
+        guard: asked first with the path and that header; its answer, if any, is given
+            (a stand-in for a gateway with auth on).
     """
 
     url: str = ""
@@ -43,13 +46,19 @@ class Gateway:
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
     standing: dict[str, Answer] = field(default_factory=dict)
     otherwise: Answer | None = None
+    authorizations: list[str | None] = field(default_factory=list)
+    guard: Callable[[str, str | None], Answer | None] | None = None
 
-    def answer(self, path: str) -> Answer:
+    def answer(self, path: str, authorization: str | None = None) -> Answer:
         """The answer to a request of ``path``.
 
         Raises:
             IndexError: none is left for it.
         """
+        self.authorizations.append(authorization)
+        guarded = self.guard(path, authorization) if self.guard else None
+        if guarded is not None:
+            return guarded
         if self.answers:
             return self.answers.pop(0)
         found = self.standing.get(path, self.otherwise)
@@ -65,7 +74,7 @@ def gateway() -> Iterator[Gateway]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, body: Any) -> None:
             gw.requests.append((self.command, self.path, body))
-            status, doc = gw.answer(self.path)
+            status, doc = gw.answer(self.path, self.headers.get("authorization"))
             data = json.dumps(doc).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json" if status < 400

@@ -5,12 +5,8 @@ or ``HEADWATER_TOKEN``, and a 401 or 403 told in one line (what to set), exit 2.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +15,7 @@ from typer.testing import CliRunner
 
 from ops.cli.app import app
 from services.common.auth import KeysFile, parse_keys
+from tests.unit.ops.conftest import Gateway
 
 TOKEN = "hwk_0123456789ab_" + "s" * 43
 
@@ -104,88 +101,54 @@ def test_keys_create_does_not_append_to_a_file_that_is_no_keys_file(tmp_path: Pa
     assert other.read_text() == "some notes\n"
 
 
-class Gateway:
-    """A stand-in gateway whose auth is on: it takes ``TOKEN`` (tenant acme, role
-    read) and records each request's ``Authorization``."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str | None]] = []
-        self.url = ""
-
-    def answer(self, path: str, auth: str | None) -> tuple[int, dict[str, Any]]:
-        if auth != f"Bearer {TOKEN}":
-            detail = "no Authorization header" if auth is None else "unknown or revoked API key"
-            return 401, {"title": "Unauthorized", "status": 401, "detail": detail}
-        if path.startswith("/v1/whoami"):
-            return 200, {"auth": True, "tenant": "acme", "role": "read",
-                         "subject": "0123456789ab"}
-        if path.startswith("/v1/workflows") and path.endswith("/cancel"):
-            return 403, {"title": "Forbidden", "status": 403, "role": "read",
-                         "needs": "submit",
-                         "detail": "the token's role is read; this needs submit"}
-        if path.startswith("/v1/queues"):
-            return 200, {"queues": []}
-        return 200, {"items": [], "next_cursor": None}
+def auth_on(path: str, auth: str | None) -> tuple[int, dict[str, Any]]:
+    """A gateway with auth on: it takes ``TOKEN`` (tenant acme, role read)."""
+    if auth != f"Bearer {TOKEN}":
+        detail = "no Authorization header" if auth is None else "unknown or revoked API key"
+        return 401, {"title": "Unauthorized", "status": 401, "detail": detail}
+    if path.startswith("/v1/whoami"):
+        return 200, {"auth": True, "tenant": "acme", "role": "read",
+                     "subject": "0123456789ab"}
+    if path.startswith("/v1/workflows") and path.endswith("/cancel"):
+        return 403, {"title": "Forbidden", "status": 403, "role": "read", "needs": "submit",
+                     "detail": "the token's role is read; this needs submit"}
+    if path.startswith("/v1/queues"):
+        return 200, {"queues": []}
+    return 200, {"items": [], "next_cursor": None}
 
 
 @pytest.fixture
-def gateway() -> Iterator[Gateway]:
-    gw = Gateway()
-
-    class Handler(BaseHTTPRequestHandler):
-        def reply(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            auth = self.headers.get("authorization")
-            gw.seen.append((self.path, auth))
-            status, doc = gw.answer(self.path, auth)
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json" if status < 400
-                             else "application/problem+json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = reply
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    gw.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield gw
-    finally:
-        server.shutdown()
-        server.server_close()
+def guarded(gateway: Gateway) -> Gateway:
+    """The stand-in gateway (``conftest``) with auth on."""
+    gateway.guard = auth_on
+    return gateway
 
 
 def test_every_command_sends_the_token_of_the_option_or_the_environment(
-        gateway: Gateway) -> None:
-    by_option = invoke("--token", TOKEN, "whoami", "--gateway", gateway.url)
+        guarded: Gateway) -> None:
+    by_option = invoke("--token", TOKEN, "whoami", "--gateway", guarded.url)
     assert by_option.exit_code == 0, by_option.output
     assert "tenant acme, role read" in by_option.output
-    by_env = invoke("list", "--gateway", gateway.url, env={"HEADWATER_TOKEN": TOKEN})
+    by_env = invoke("list", "--gateway", guarded.url, env={"HEADWATER_TOKEN": TOKEN})
     assert by_env.exit_code == 0, by_env.output
-    queues = invoke("--token", TOKEN, "queues", "--gateway", gateway.url)
+    queues = invoke("--token", TOKEN, "queues", "--gateway", guarded.url)
     assert queues.exit_code == 0, queues.output
-    assert [auth for _, auth in gateway.seen] == [f"Bearer {TOKEN}"] * 3, gateway.seen
+    assert guarded.authorizations == [f"Bearer {TOKEN}"] * 3, guarded.authorizations
 
 
 @pytest.mark.parametrize("args", [["whoami"], ["list"], ["status", "wf-1"], ["queues"]])
-def test_a_401_says_what_to_set_in_one_line(gateway: Gateway, args: list[str]) -> None:
-    result = invoke(*args, "--gateway", gateway.url)
+def test_a_401_says_what_to_set_in_one_line(guarded: Gateway, args: list[str]) -> None:
+    result = invoke(*args, "--gateway", guarded.url)
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1, result.output
     assert "401 no Authorization header" in result.output
     assert "set HEADWATER_TOKEN" in result.output and "Traceback" not in result.output
-    wrong = invoke("--token", "hwk_bad", *args, "--gateway", gateway.url)
+    wrong = invoke("--token", "hwk_bad", *args, "--gateway", guarded.url)
     assert wrong.exit_code == 2 and "401 unknown or revoked API key" in wrong.output
 
 
-def test_a_403_names_the_role_needed(gateway: Gateway) -> None:
-    result = invoke("--token", TOKEN, "cancel", "wf-1", "--gateway", gateway.url)
+def test_a_403_names_the_role_needed(guarded: Gateway) -> None:
+    result = invoke("--token", TOKEN, "cancel", "wf-1", "--gateway", guarded.url)
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1, result.output
     assert "403 the token's role is read; this needs submit" in result.output

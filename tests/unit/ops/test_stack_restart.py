@@ -1,4 +1,4 @@
-"""``headwater restart`` never leaves the stack half stopped: ``localstack.preflight``
+"""``headwater restart`` never leaves the stack half stopped: ``preflight.preflight``
 imports every process's modules in fresh interpreters before anything is stopped, and a
 failure names the process and its error. Real subprocesses, no mocks."""
 
@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from ops import localstack, stackstate
 from ops.cli.app import app
+from ops.preflight import preflight
 from ops.stackstate import WorkerGroup
 from tests.unit.ops.conftest import SLEEPER
 
@@ -32,7 +33,7 @@ def test_preflight_names_the_worker_whose_task_module_does_not_import(
     launches.append((localstack.Service("sleeper", SLEEPER), {}))  # not -m: not checked
     launches.append((localstack.Service("nomodule", (sys.executable, "-m", "no_such_w5")),
                      {}))
-    failures = localstack.preflight(launches)
+    failures = preflight(launches)
     assert set(failures) == {"worker-bad-1", "nomodule"}
     assert "RuntimeError: cannot load model 42" in failures["worker-bad-1"]
     assert "No module named 'no_such_w5'" in failures["nomodule"]
