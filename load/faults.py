@@ -7,8 +7,12 @@
     python -m load.faults --only coordinator.after_publish --runs 5 --batch 14
     python -m load.faults --only infra.postgres_stop --postgres-down 30 --no-rebalance
     python -m load.faults --list               # the fault points and scenarios
+    python -m load.faults --auth --only coordinator.after_publish --runs 1 --batch 14
+                                               # the same with auth on (a tenant's runs)
 
 The infrastructure faults (``infra.*``) run on a private broker and database each.
+With ``--auth`` every run has auth on: its own keys file, the services' token, and a
+tenant's token on every request of the suite (``load.faultkit.auth``).
 
 Writes ``load/results/faults-<UTC time>.json`` (and ``.log`` with the processes' log
 tails of any run that failed a check). Exit status 1 when any check failed.
@@ -60,12 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for batch, todo in ((suite.batch(), plans), (suite.rebalance_batch(), rebalances)):
         if not todo:
             continue
-        base = _one(Plan("baseline"), batch, None, keep)
+        base = _one(Plan("baseline"), batch, None, keep, args.auth)
         baselines.append(base)
         if base.violations:
             break  # nothing to compare with
-        reports += [_one(p, batch, base.outcomes(), keep) for p in todo]
-    doc = summary.summarise(suite.name, baselines, reports, started, began_at)
+        reports += [_one(p, batch, base.outcomes(), keep, args.auth) for p in todo]
+    doc = summary.summarise(suite.name, baselines, reports, started, began_at,
+                            auth=args.auth)
     path = summary.write(doc, Path(args.out), began_at)
     failed = [r for r in [*baselines, *reports] if r.violations]
     if failed:
@@ -82,9 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one(plan: Plan, batch: list[Submission], expected: dict[str, EndState] | None,
-         keep_logs: Path | None) -> RunReport:
-    print(f"-- {plan.name}: {len(batch)} workflows ...", flush=True)
-    report = run(plan, batch, expected, keep_logs)
+         keep_logs: Path | None, auth: bool) -> RunReport:
+    print(f"-- {plan.name}: {len(batch)} workflows{' (auth on)' if auth else ''} ...",
+          flush=True)
+    report = run(plan, batch, expected, keep_logs, auth=auth)
     f = report.figures
     print(f"   {f.get('duration_s')} s, deaths {report.deaths or 'none'}, "
           f"duplicates {f.get('duplicates')}, lost {f.get('lost')}, "
@@ -116,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-infra", action="store_true",
                    help="skip the infrastructure faults")
     p.add_argument("--no-rebalance", action="store_true", help="skip the rebalance runs")
+    p.add_argument("--auth", action="store_true",
+                   help="run with auth on (HEADWATER_AUTH=on): the runs are a tenant's, "
+                        "every request and submission carries a token")
     p.add_argument("--out", default=str(RESULTS), help="where the summary goes")
     p.add_argument("--keep-logs", action="store_true",
                    help="keep every process's whole log under OUT/faults-<time>-logs/")

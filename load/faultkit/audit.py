@@ -88,6 +88,8 @@ class WorkflowAudit:
         outcome: the folded state's outcome (None without a history).
         definition: ``name@version`` that its ``WorkflowAccepted`` records, or None
             (an inline spec, or no ``WorkflowAccepted``).
+        tenant: the tenant its ``WorkflowAccepted`` records (None: none named, or no
+            ``WorkflowAccepted``).
     """
 
     workflow_id: str
@@ -107,6 +109,7 @@ class WorkflowAudit:
     fold_error: str = ""
     outcome: EndState | None = None
     definition: str | None = None
+    tenant: str | None = None
 
     def violations(self) -> list[str]:
         """Each broken invariant, one line each (empty when the history is sound)."""
@@ -187,6 +190,7 @@ def _count_bodies(a: WorkflowAudit, history: list[ev.HistoryEvent],
             a.lost_attempts += 1
         elif isinstance(b, ev.WorkflowAccepted):
             a.definition = definition_ref(b.definition, b.definition_version)
+            a.tenant = b.tenant
     return successes, dispatches
 
 

@@ -22,6 +22,7 @@ from urllib.parse import quote
 import httpx
 
 from load.faultkit.audit import EndState, definition_ref
+from load.faultkit.auth import client_headers
 from load.faultkit.batch import Definition, Signal, Submission
 from tests.waiting import scaled
 
@@ -61,7 +62,8 @@ async def register(base_url: str, definitions: Sequence[Definition],
     its place in ``versions``). A definition whose version failed gets no later ones
     (they would take its number)."""
     log = Registered()
-    async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=15,
+                                 headers=client_headers()) as client:
         for d in definitions:
             for version, spec in enumerate(d.versions, 1):
                 error = await _put(client, d.name, version, spec,
@@ -128,7 +130,8 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
     answered 200 or 202 or ``timeout_s`` (scaled, see ``tests/waiting.py``) has passed."""
     log = SubmitLog()
     limit = asyncio.Semaphore(parallel)
-    async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=15,
+                                 headers=client_headers()) as client:
 
         async def one(s: Submission) -> None:
             async with limit:
@@ -238,7 +241,8 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
     got: dict[str, EndState | None] = {}
     behind: list[str] = []
     deadline = time.monotonic() + scaled(timeout_s)
-    async with httpx.AsyncClient(base_url=base_url, timeout=15) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=15,
+                                 headers=client_headers()) as client:
         for wid, seq in sorted(seqs.items()):
             doc: dict[str, Any] = {}
             while True:

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from load.faultkit.auth import client_headers
 from load.faultkit.infra import PrivateInfra
 from tests.waiting import scaled
 
@@ -140,7 +141,8 @@ class OutageScript:
         log.at_s, log.events_before = round(time.monotonic() - began, 2), events
         log.terminal_share = round(self.progress()[1], 3)
         lost_at = time.monotonic()
-        async with httpx.AsyncClient(base_url=self.gateway, timeout=PROBE_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(base_url=self.gateway, timeout=PROBE_TIMEOUT_S,
+                                     headers=client_headers()) as client:
             probing: asyncio.Task[None] | None = None
             try:
                 await asyncio.to_thread(self._inject)  # returns once the process is gone

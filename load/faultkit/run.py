@@ -17,7 +17,8 @@ get its tasks refused (``HEADWATER_UNSERVED_AFTER_S``). The definitions the batc
 are registered before it is submitted (``client.register``), and each run must record
 the definition and version its submission meant (``audit.definition_faults``). A
 schedule fires beside the batch until the batch has ended (``schedule``): audited on its
-own, its figures reported, it is not compared with the fault-free run.
+own, its figures reported, it is not compared with the fault-free run. With ``auth``, auth
+is on and the runs are a tenant's (``auth``, which says what is checked then).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from typing import Any
 from headwater.core import events as ev
 from load.deploy import wait_idle
 from load.faultkit import audit as au
+from load.faultkit.auth import RunAuth, audit_auth, run_auth, sandbox_env
 from load.faultkit.batch import Submission, needed
 from load.faultkit.client import SubmitLog, projected, register, submit_batch
 from load.faultkit.infra import PrivateInfra, private_infra
@@ -129,7 +132,7 @@ class RunReport:
 
 def run(plan: Plan, batch: Sequence[Submission],
         expected: Mapping[str, au.EndState] | None = None,
-        keep_logs: Path | None = None) -> RunReport:
+        keep_logs: Path | None = None, auth: bool = False) -> RunReport:
     """Run ``batch`` on a fresh sandbox under ``plan``; check it, compare each workflow's
     outcome with ``expected`` (a fault-free run's), and stop and drop the sandbox.
 
@@ -139,11 +142,12 @@ def run(plan: Plan, batch: Sequence[Submission],
         expected: each workflow's outcome in a fault-free run (None: compare nothing).
         keep_logs: a directory to copy the processes' whole logs into (a subdirectory
             per run), or None.
+        auth: run with auth on, as tenant ``auth.TENANT`` (``auth.run_auth``).
     """
     home = Path(tempfile.mkdtemp(prefix=f"hw-faults-{plan.name.replace('.', '-')}-"))
     report = RunReport(plan.name)
     began = time.monotonic()
-    with home_kept(), contextlib.ExitStack() as own:
+    with home_kept(), run_auth(home, auth) as keys, contextlib.ExitStack() as own:
         infra = None
         try:
             if plan.outage is not None:
@@ -152,7 +156,7 @@ def run(plan: Plan, batch: Sequence[Submission],
         except RuntimeError as e:
             report.violations.append(f"the private broker and database did not start: {e}")
         else:
-            _on_sandbox(_Run(plan, batch, expected, report), home, infra, keep_logs)
+            _on_sandbox(_Run(plan, batch, expected, report, keys), home, infra, keep_logs)
     shutil.rmtree(home, ignore_errors=True)
     report.figures["duration_s"] = round(time.monotonic() - began, 1)
     return report
@@ -166,6 +170,7 @@ class _Run:
     batch: Sequence[Submission]
     expected: Mapping[str, au.EndState] | None
     report: RunReport
+    auth: RunAuth | None = None
 
 
 def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
@@ -174,7 +179,7 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
     plan, report = r.plan, r.report
     try:
         sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)],
-                                extra_env={FAULTS_ENV: plan.faults})
+                                extra_env={FAULTS_ENV: plan.faults, **sandbox_env(r.auth)})
     except RuntimeError as e:
         report.violations.append(f"the sandbox did not start: {e}")
         return
@@ -237,6 +242,9 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
     report.violations += _stuck(progress.ids - progress.terminal, tail) + schedule.errors
     await _settle(sandbox, supervisor, report)
     await _check(batch, sandbox, (submitted, schedule), r.expected, report)
+    figures, violations = await audit_auth(sandbox, r.auth, report.audits)
+    report.figures.update(figures)
+    report.violations += violations
     figures, report.steps, violations = side.report()
     report.figures.update(figures)
     report.violations += violations
@@ -388,8 +396,5 @@ def _restarts_in_place(supervisor: Supervisor, report: RunReport) -> None:
     report.figures["restarts_in_place_at"] = sorted(r.split(" (")[0] for r in in_place)
 
 
-def _count(values: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return out
+def _count(values: Iterable[Any]) -> dict[str, int]:
+    return dict(Counter(values))

@@ -34,6 +34,7 @@ import httpx
 from headwater.core import events as ev
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from load.faultkit.audit import WorkflowAudit, timeline
+from load.faultkit.auth import client_headers
 from load.faultkit.batch import CHILD_DEFINITION, Definition, Sizes, definitions
 from load.faultkit.client import PUT_RETRYABLE_STATUS, until_answered
 from load.faultkit.topics import Record
@@ -114,7 +115,8 @@ class ScheduleRun:
 
     async def put(self, timeout_s: float = 120.0) -> None:
         """``PUT`` the schedule until answered 200 or 201 or ``timeout_s`` (scaled)."""
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=15) as client:
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=15,
+                                     headers=client_headers()) as client:
             send = functools.partial(client.put, f"/v1/schedules/{quote(NAME, safe='')}",
                                      json=body())
             response, last = await until_answered(
@@ -131,7 +133,8 @@ class ScheduleRun:
         if not self.workflow_id:
             return
         answers = self.answers.setdefault("delete", [])
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=15) as client:
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=15,
+                                     headers=client_headers()) as client:
             send = functools.partial(client.delete, f"/v1/schedules/{quote(NAME, safe='')}")
             response, last = await until_answered(
                 send, answers, time.monotonic() + scaled(timeout_s), PUT_RETRYABLE_STATUS)

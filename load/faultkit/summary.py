@@ -26,7 +26,7 @@ def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
 
 FIGURES = ("workflows", "child_workflows", "tasks", "attempts_dispatched", "attempts_started",
            "attempts_lost_to_faults", "duplicates", "lost", "kills", "pauses", "outages",
-           "restarts", "exits", "restarts_in_place", "schedule")
+           "restarts", "exits", "restarts_in_place", "schedule", "dead_letters", "tenants")
 """The figures summed over runs (of ``schedule``: its fires, runs and outcomes)."""
 
 
@@ -38,7 +38,7 @@ def _group(plan: str) -> str:
 
 
 def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunReport],
-              started: float, began_at: datetime) -> dict[str, Any]:
+              started: float, began_at: datetime, auth: bool = False) -> dict[str, Any]:
     """The summary document.
 
     Args:
@@ -47,6 +47,7 @@ def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunRepo
         runs: the runs under faults and the rebalance runs (named ``rebalance...``).
         started: ``time.monotonic()`` at the start.
         began_at: the wall-clock start.
+        auth: whether the runs had auth on (``--auth``).
     """
     per_plan: dict[str, int] = {}
     totals: dict[str, dict[str, Any]] = {"fault_points": {}, "infra": {}, "rebalance": {},
@@ -59,6 +60,7 @@ def summarise(suite: str, baselines: Sequence[RunReport], runs: Sequence[RunRepo
     violations = [f"{r.plan}: {v}" for r in [*baselines, *runs] for v in r.violations]
     return {
         "suite": suite,
+        "auth": auth,
         "started_at": began_at.isoformat(timespec="seconds"),
         "duration_s": round(time.monotonic() - started, 1),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),

@@ -24,6 +24,7 @@ class Record:
         key: its key (a workflow id, UTF-8), or ``""``.
         value: the decoded value (None if it could not be decoded).
         raw: the value's bytes.
+        headers: its Kafka headers (a dead letter's ``reason``, for one).
     """
 
     partition: int
@@ -31,6 +32,7 @@ class Record:
     key: str
     value: Any
     raw: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 async def read_all(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[Record]:
@@ -57,7 +59,8 @@ def _record(r: Any) -> Record:
         value = codec.decode(raw)
     except (DecodeError, ValueError):
         value = None
-    return Record(r.partition, r.offset, (r.key or b"").decode(errors="replace"), value, raw)
+    return Record(r.partition, r.offset, (r.key or b"").decode(errors="replace"), value, raw,
+                  tuple((k, v or b"") for k, v in r.headers or ()))
 
 
 async def uncommitted(bootstrap: str, group: str, topics: Iterable[str]) -> list[str]:

@@ -62,11 +62,13 @@ def list_runs(
         console.print_json(json.dumps({"items": [w.raw for w in page.items],
                                        "next_cursor": page.next_cursor}))
         return
-    table = Table("id", "name", "definition", "status", "created", "updated", "error")
+    tenants = any(w.tenant for w in page.items)  # a column only where there are tenants
+    table = Table("id", *(["tenant"] if tenants else []), "name", "definition", "status",
+                  "created", "updated", "error")
     for w in page.items:
-        table.add_row(escape(w.id), escape(w.name), escape(definition_of(w.raw)),
-                      styled(w.status), when(w.created_at), when(w.updated_at),
-                      escape((w.error or "")[:50]))
+        table.add_row(escape(w.id), *([escape(w.tenant or "")] if tenants else []),
+                      escape(w.name), escape(definition_of(w.raw)), styled(w.status),
+                      when(w.created_at), when(w.updated_at), escape((w.error or "")[:50]))
     print_table(table, whole=("id",))
     if not page.items:
         console.print("no runs" + (" match" if status or name or definition else ""))
