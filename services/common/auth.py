@@ -22,9 +22,9 @@ adds nothing to a secret that cannot be guessed), compared in constant time.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -43,8 +43,24 @@ KEY_PREFIX = "hwk_"
 _KEY = re.compile(r"hwk_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 _LINE = re.compile(r"([0-9a-f]{12})\s+sha256:([0-9a-f]{64})\s+(\S+)\s+(read|submit|admin)")
 _TENANT = re.compile(r"\*|[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
+log = logging.getLogger("headwater.auth")
 RELOAD_S = 1.0
 """How often the keys file is checked for changes at most, seconds."""
+MISS_RELOAD_S = 0.05
+"""How soon after the last read a token the keys do not hold reads the file again,
+seconds: a key added (or a file being rewritten) is seen at once, and bad tokens cannot
+make every request read it."""
+
+
+_DERIVED = re.compile(r".*:.*|call-[0-9a-f]{40}")
+
+
+def derived_id(workflow_id: str) -> bool:
+    """Whether ``workflow_id`` has a form Headwater derives (``ids.child_id``
+    ``<parent>:<node>:<attempt>``, a schedule's ``schedule:<name>:<n>`` and its fires,
+    ``client_calls.child_id``): a tenant taking one could hold another tenant's child
+    or schedule run hostage (its parent would meet a conflict)."""
+    return _DERIVED.fullmatch(workflow_id) is not None
 
 
 class AuthError(Exception):
@@ -149,17 +165,40 @@ class KeysFile:
         self._stamp: bytes | None = None
         self._checked = -RELOAD_S
         self._keys: dict[str, _Entry] = {}
+        self._fault = ""
         self._reload()
 
     def _reload(self) -> None:
-        """Read the file when it changed. A file that became unreadable or malformed
-        keeps the keys read last (and raises when there are none yet)."""
+        """Read the file when it changed.
+
+        Raises:
+            OSError: unreadable.
+            ValueError: malformed, or without a key when it had some (a file being
+                rewritten in place: truncated, not yet written).
+        """
         self._checked = time.monotonic()
         data = self.path.read_bytes()  # small, read at most once a RELOAD_S
         stamp = hashlib.sha256(data).digest()  # a same-size rewrite is seen too
         if stamp != self._stamp:
-            self._keys = parse_keys(data.decode(), str(self.path))
-            self._stamp = stamp
+            keys = parse_keys(data.decode(), str(self.path))
+            if not keys and self._keys:
+                raise ValueError(f"{self.path} holds no key (being written?)")
+            self._keys, self._stamp = keys, stamp
+
+    def _refresh(self, after_s: float) -> None:
+        """Read the file again if it was read ``after_s`` seconds ago or more. A file
+        gone bad keeps the keys read last, and says so once."""
+        if time.monotonic() - self._checked < after_s:
+            return
+        try:
+            self._reload()
+        except (OSError, ValueError) as e:
+            if str(e) != self._fault:
+                log.warning("keys file %s not read, the keys read before stay: %s",
+                            self.path, e)
+            self._fault = str(e)
+        else:
+            self._fault = ""
 
     def verify(self, token: str) -> Principal:
         """The principal of an API key.
@@ -170,14 +209,20 @@ class KeysFile:
         m = _KEY.fullmatch(token)
         if m is None:
             raise AuthError("not a Headwater API key")
-        if time.monotonic() - self._checked >= RELOAD_S:
-            # A file gone bad keeps the keys read last; start-up reported its faults.
-            with contextlib.suppress(OSError, ValueError):
-                self._reload()
-        entry = self._keys.get(m[1])
-        if entry is None or not hmac.compare_digest(entry.digest, _digest(token)):
+        self._refresh(RELOAD_S)
+        entry = self._match(m[1], token)
+        if entry is None:  # a key just added, or a file caught mid-write: read it now
+            self._refresh(MISS_RELOAD_S)
+            entry = self._match(m[1], token)
+        if entry is None:
             raise AuthError("unknown or revoked API key")
         return Principal(entry.tenant, entry.role, m[1])
+
+    def _match(self, key_id: str, token: str) -> _Entry | None:
+        entry = self._keys.get(key_id)
+        if entry is None or not hmac.compare_digest(entry.digest, _digest(token)):
+            return None
+        return entry
 
 
 @dataclass(frozen=True)
@@ -190,6 +235,8 @@ class JwtKey:
         audience: the ``aud`` required, or None.
         issuer: the ``iss`` required, or None.
         leeway_s: clock skew allowed on ``exp`` and ``nbf``, seconds.
+        every_tenant: whether a JWT may claim tenant ``*`` (off: an identity provider's
+            tokens act for one tenant each; the services use API keys).
     """
 
     key: str
@@ -197,6 +244,7 @@ class JwtKey:
     audience: str | None = None
     issuer: str | None = None
     leeway_s: float = 30.0
+    every_tenant: bool = False
 
     def verify(self, token: str) -> Principal:
         """The principal of a JWT: its ``tenant`` and ``role`` claims (``exp`` required).
@@ -214,6 +262,9 @@ class JwtKey:
         tenant, role = claims["tenant"], claims["role"]
         if not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
             raise AuthError("JWT: the tenant claim is not a tenant name or '*'")
+        if tenant == EVERY_TENANT and not self.every_tenant:
+            raise AuthError("JWT: tenant '*' is not taken from a JWT "
+                            "(HEADWATER_AUTH_JWT_EVERY_TENANT is off)")
         if role not in ROLES:
             raise AuthError(f"JWT: the role claim is not one of {', '.join(ROLES)}")
         return Principal(tenant, role, str(claims.get("sub", "jwt")))

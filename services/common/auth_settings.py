@@ -10,6 +10,8 @@ they produce.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,48 +50,100 @@ def auth_on() -> bool:
     Raises:
         ValueError: another value (the message names the variable).
     """
-    raw = (env_str("AUTH", "") or "off").lower()
-    if raw not in ON + OFF:
-        raise ValueError(f"HEADWATER_AUTH must be on or off, got {raw!r}")
-    return raw in ON
+    return _on_off("AUTH")
 
 
-def _jwt_key() -> JwtKey | None:
-    """The JWT key of ``HEADWATER_AUTH_JWT_KEY`` or ``HEADWATER_AUTH_JWT_KEY_FILE``."""
+def _key_text() -> str | None:
+    """The JWT key's text: ``HEADWATER_AUTH_JWT_KEY``, or the PEM in
+    ``HEADWATER_AUTH_JWT_KEY_FILE`` (None: neither)."""
     key = env_str("AUTH_JWT_KEY", "") or None
     path = env_str("AUTH_JWT_KEY_FILE", "") or None
     if key and path:
         raise ValueError("set HEADWATER_AUTH_JWT_KEY or HEADWATER_AUTH_JWT_KEY_FILE, not both")
-    if path:
-        try:
-            key = Path(path).read_text().strip()
-        except OSError as e:
-            raise ValueError(f"HEADWATER_AUTH_JWT_KEY_FILE {path}: {e.strerror}") from None
-    if not key:
-        return None
-    public = key.startswith("-----BEGIN")
+    if path is None:
+        return key
+    try:
+        key = Path(path).read_text().strip()
+    except OSError as e:
+        raise ValueError(f"HEADWATER_AUTH_JWT_KEY_FILE {path}: {e.strerror}") from None
+    if not key.startswith("-----BEGIN"):
+        raise ValueError(f"HEADWATER_AUTH_JWT_KEY_FILE {path}: not a PEM public key "
+                         "('-----BEGIN PUBLIC KEY-----'); an HMAC secret goes in "
+                         "HEADWATER_AUTH_JWT_KEY")
+    return key
+
+
+def _algorithms(key: str, public: bool) -> tuple[str, ...]:
+    """``HEADWATER_AUTH_JWT_ALGORITHMS``, checked against the key (default: every one
+    the key can verify)."""
     given = env_str("AUTH_JWT_ALGORITHMS", "") or None
-    algorithms = tuple(a.strip() for a in given.split(",") if a.strip()) if given else (
-        _PUBLIC if public else _HMAC)
     allowed = _PUBLIC if public else _HMAC  # never an HMAC "secret" that is a public key
+    algorithms = tuple(a.strip() for a in given.split(",") if a.strip()) if given else allowed
     wrong = [a for a in algorithms if a not in allowed]
     if wrong or not algorithms:
         raise ValueError(f"HEADWATER_AUTH_JWT_ALGORITHMS: {', '.join(wrong) or 'none given'} "
                          f"cannot verify with {'a public' if public else 'an HMAC'} key; "
                          f"take from {', '.join(allowed)}")
-    if not public:
-        algorithms = _long_enough(key, algorithms, given is not None)
+    return algorithms if public else _long_enough(key, algorithms, given is not None)
+
+
+def _leeway_s() -> float:
+    """``HEADWATER_AUTH_JWT_LEEWAY_S``: finite and >= 0 (nan or inf would take any exp)."""
     leeway = env_str("AUTH_JWT_LEEWAY_S", "") or "30"
     try:
         leeway_s = float(leeway)
     except ValueError:
         leeway_s = math.nan
-    if not math.isfinite(leeway_s) or leeway_s < 0:  # nan or inf would accept any exp
+    if not math.isfinite(leeway_s) or leeway_s < 0:
         raise ValueError("HEADWATER_AUTH_JWT_LEEWAY_S must be a finite number of seconds "
                          f">= 0, got {leeway!r}")
-    audience = env_str("AUTH_JWT_AUDIENCE", "") or None
-    issuer = env_str("AUTH_JWT_ISSUER", "") or None
-    return JwtKey(key, algorithms, audience, issuer, leeway_s)
+    return leeway_s
+
+
+def _on_off(name: str) -> bool:
+    """``HEADWATER_<name>``: ``on`` or ``off`` (default)."""
+    raw = (env_str(name, "") or "off").lower()
+    if raw not in ON + OFF:
+        raise ValueError(f"HEADWATER_{name} must be on or off, got {raw!r}")
+    return raw in ON
+
+
+def _jwt_key() -> JwtKey | None:
+    """The JWT key of ``HEADWATER_AUTH_JWT_KEY`` or ``HEADWATER_AUTH_JWT_KEY_FILE``, and
+    the ``HEADWATER_AUTH_JWT_*`` settings that go with it."""
+    key = _key_text()
+    if not key:
+        return None
+    public = key.startswith("-----BEGIN")
+    check_key(key, public)
+    return JwtKey(key, _algorithms(key, public), env_str("AUTH_JWT_AUDIENCE", "") or None,
+                  env_str("AUTH_JWT_ISSUER", "") or None, _leeway_s(),
+                  _on_off("AUTH_JWT_EVERY_TENANT"))
+
+
+def check_key(key: str, public: bool) -> None:
+    """Refuse a JWT key that is not what it claims: a PEM that is no public key (a
+    certificate, a private key, a broken body), or an HMAC secret that is a public key
+    without its PEM lines (whoever has the public key could sign with it).
+
+    Raises:
+        ValueError: naming ``HEADWATER_AUTH_JWT_KEY``.
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    if public:
+        try:
+            serialization.load_pem_public_key(key.encode())
+        except (ValueError, TypeError) as e:
+            raise ValueError("HEADWATER_AUTH_JWT_KEY: not a PEM public key (BEGIN PUBLIC "
+                             f"KEY; a certificate or a private key is not taken): {e}") from None
+        return
+    try:
+        serialization.load_der_public_key(base64.b64decode(key, validate=True))
+    except (ValueError, TypeError, binascii.Error):
+        return  # not a public key: a secret
+    raise ValueError("HEADWATER_AUTH_JWT_KEY is a public key without its PEM lines: give it "
+                     "as PEM (-----BEGIN PUBLIC KEY-----), never as an HMAC secret")
 
 
 def authenticator_from_env() -> Authenticator | None:

@@ -15,7 +15,10 @@ from services.coordinator.settings import Settings
 def main() -> None:
     """Create topics, then run the faust worker until SIGTERM/SIGINT."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as e:  # a bad setting: one line saying which, not a traceback
+        raise SystemExit(f"coordinator: {e}") from None
     metrics.serve(settings.metrics_port, settings.metrics_host)
     asyncio.run(prepare(settings))
     app = create_app(settings)

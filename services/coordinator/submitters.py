@@ -17,27 +17,41 @@ services alone: Kafka's ACLs keep other producers off them (README, "Tenants and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from headwater.core import events as ev
 from headwater.core.state import WorkflowState
-from services.common.auth import Authenticator, AuthError
+from services.common.auth import Authenticator, AuthError, derived_id
 
 AUTHORIZATION = "authorization"
 """The header holding a record's bearer token (matched in any case)."""
 
 
+TWICE = "two authorization headers"
+"""What ``authorization`` answers for a record with more than one (refused, not
+chosen between)."""
+_SECRET_NAMES = frozenset({"authorization", "authorisation", "proxy-authorization",
+                           "x-api-key", "api-key", "token", "x-auth-token", "cookie"})
+_SECRET_VALUE = re.compile(rb"\s*(bearer\s|basic\s|hwk_)|.*hwk_[0-9a-f]{12}_", re.IGNORECASE)
+
+
 def authorization(headers: Iterable[tuple[str, bytes]] | None) -> str | None:
-    """The ``authorization`` header's value (any case), or None."""
-    for key, value in headers or ():
-        if key.lower() == AUTHORIZATION and value is not None:
-            return value.decode(errors="replace")
-    return None
+    """The ``authorization`` header's value (any case), ``TWICE`` when there are more,
+    or None."""
+    found = [v for k, v in headers or () if k.lower() == AUTHORIZATION and v is not None]
+    if len(found) > 1:
+        return TWICE
+    return found[0].decode(errors="replace") if found else None
 
 
 def without_authorization(headers: Iterable[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-    """``headers`` less ``authorization``: what a dead letter keeps (never a token)."""
-    return [(k, v) for k, v in headers if k.lower() != AUTHORIZATION]
+    """``headers`` less anything that may hold a credential: what a dead letter keeps.
+    Besides ``authorization`` (any case, stray spaces), the names producers use for one
+    by mistake and any value that reads as one (``Bearer ...``, an API key)."""
+    return [(k, v) for k, v in headers
+            if k.strip().lower() not in _SECRET_NAMES
+            and (v is None or _SECRET_VALUE.match(v) is None)]
 
 
 Guarded = ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested | ev.SignalSent | (
@@ -60,6 +74,8 @@ def producer_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | N
         the token may send it.
     """
     value = authorization(headers)
+    if value == TWICE:
+        return "unauthenticated: the record has two authorization headers; send one"
     if value is None:
         return (f"unauthenticated: the record has no authorization header; HEADWATER_AUTH "
                 f"is on, so a {type(record).__name__} carries 'authorization: Bearer "
@@ -80,6 +96,10 @@ def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> 
         return (f"forbidden: a {type(record).__name__} comes from a coordinator, whose "
                 "token is for every tenant")
     if isinstance(record, ev.WorkflowSubmitted):
+        if derived_id(record.workflow_id):
+            return (f"forbidden: workflow id {record.workflow_id} has the form of the ids "
+                    "Headwater derives (':' in it, or call-<hash>), which a tenant's token "
+                    "may not take")
         if record.tenant == tenant:
             return None
         names = "names no tenant" if record.tenant is None else f"names {record.tenant!r}"

@@ -14,7 +14,10 @@ from services.gateway.settings import Settings
 def main() -> None:
     """Serve until SIGTERM/SIGINT, then drain and stop (``services.gateway.server``)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as e:  # a bad setting: one line saying which, not a traceback
+        raise SystemExit(f"gateway: {e}") from None
     app = create_app(settings)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=CLOSE_GRACE_S)

@@ -42,11 +42,9 @@ def role_needed(method: str, path: str) -> str | None:
     return "admin"
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    return [bytes(value).decode("latin-1") for key, value in scope.get("headers", ())
+            if key.lower() == name]
 
 
 class Authenticate:
@@ -72,8 +70,11 @@ class Authenticate:
             state["principal"] = OPEN if self.authenticator is None else None
             await self.app(scope, receive, send)
             return
-        value = _header(scope, b"authorization")
+        given = _headers(scope, b"authorization")
+        value = given[0] if given else None
         try:
+            if len(given) > 1:  # never choose between two
+                raise AuthError("two Authorization headers; send one")
             me: Principal = self.authenticator.header(value)
         except AuthError as e:
             challenge = REALM if not value else f'{REALM}, error="invalid_token"'

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncpg
 from fastapi import Request
 
-from services.common.auth import Principal
+from services.common.auth import Principal, derived_id
 from services.gateway.models import SubmitRequest
 from services.gateway.problems import Problem
 
@@ -67,10 +67,16 @@ def submission(me: Principal, request: SubmitRequest) -> SubmitRequest:
     """``request`` as ``me``'s: its ``tenant`` filled in with ``me``'s.
 
     Raises:
-        Problem: 403 when it names another tenant.
+        Problem: 403 when it names another tenant, or, for a tenant's principal, an id
+            of the forms Headwater derives (``derived_id``).
     """
     if me.every_tenant:
         return request
+    if request.id is not None and derived_id(request.id):
+        raise Problem(403, "Forbidden", f"workflow id {request.id!r} has the form of the ids "
+                      "Headwater gives child workflows, schedules and ctx.call children "
+                      f"(':' in it, or call-<hash>); {me.tenant!r}'s own ids have neither",
+                      role=me.role, needs="an id without ':'")
     if request.tenant is None:
         return request.model_copy(update={"tenant": me.tenant})
     if request.tenant != me.tenant:

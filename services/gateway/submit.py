@@ -62,6 +62,16 @@ Headers = Sequence[tuple[str, bytes]]
 """Kafka headers: the gateway's ``authorization`` for its submissions (``auth_settings``)."""
 
 
+def viewer(me: Principal, tenant: str | None) -> Principal:
+    """Whose definitions a submission by ``me`` for ``tenant`` may name: ``me``'s, or,
+    for a principal of every tenant submitting for one (a worker's ``ctx.call``, an
+    operator), that tenant's: a tenant's run never resolves another tenant's
+    definition, whoever submits it. Auth off (``auth.OPEN``), everything."""
+    if me is OPEN or not me.every_tenant or tenant is None:
+        return me
+    return Principal(tenant, me.role, me.subject)
+
+
 @dataclass(frozen=True)
 class Outlet:
     """Where submissions go: ``produce``'s arguments (``runtime.Runtime.outlet``).
@@ -120,7 +130,7 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             deleted definition, 409 when the id is taken by a different body, 503 when
             Kafka does not acknowledge within ``out.timeout_s``.
     """
-    return await _claim(pool, out, request, _given(request), me)
+    return await _claim(pool, out, request, _given(request), viewer(me, request.tenant))
 
 
 def _given(request: SubmitRequest) -> dict[str, Any]:

@@ -3,7 +3,9 @@ environment as the kubelet would give it (ConfigMap and Secret references resolv
 
 from __future__ import annotations
 
+import atexit
 import base64
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -95,7 +97,9 @@ def container_env(objects: Sequence[Obj], workload: Obj) -> dict[str, str]:
 
 
 _SECRET_FILES = Path(tempfile.mkdtemp(prefix="headwater-k8s-secrets-"))
-"""Where the files of mounted Secret volumes are written for the tests to read."""
+"""Where the files of mounted Secret volumes are written for the tests to read (removed
+when the test process ends)."""
+atexit.register(shutil.rmtree, _SECRET_FILES, True)
 
 
 def secret_mounts(objects: Sequence[Obj], workload: Obj) -> dict[str, Path]:

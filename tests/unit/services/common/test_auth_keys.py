@@ -293,3 +293,31 @@ def test_a_key_rotated_by_a_same_size_rewrite_is_seen(
     clock.now += auth.RELOAD_S
     with pytest.raises(AuthError):
         kf.verify(old[0])
+
+
+def test_a_token_the_keys_miss_reads_the_file_again_soon(
+        clock: Clock, two: tuple[Path, dict[str, tuple[str, str]]]) -> None:
+    path, _ = two
+    kf = KeysFile(path)
+    token, line = new_key("beta", "read")
+    with path.open("a") as f:
+        f.write(line + "\n")
+    clock.now += 2 * auth.MISS_RELOAD_S  # far less than RELOAD_S
+    assert kf.verify(token).tenant == "beta"
+
+
+def test_a_file_caught_empty_mid_rewrite_keeps_its_keys_and_says_so_once(
+        clock: Clock, two: tuple[Path, dict[str, tuple[str, str]]],
+        caplog: pytest.LogCaptureFixture) -> None:
+    path, keys = two
+    kf = KeysFile(path)
+    path.write_text("")  # truncated by an in-place rewrite, not written yet
+    for _ in range(3):
+        clock.now += auth.RELOAD_S
+        assert kf.verify(keys["acme"][0]).tenant == "acme"
+    said = [r for r in caplog.records if "holds no key" in r.getMessage()]
+    assert len(said) == 1, caplog.records
+    write(path, keys["ops"][1])  # written: acme's line is gone
+    clock.now += auth.RELOAD_S
+    with pytest.raises(AuthError, match=r"unknown or revoked"):
+        kf.verify(keys["acme"][0])

@@ -178,11 +178,39 @@ def test_the_jwt_options_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_jwt_key_file_is_read_and_stripped(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    path = tmp_path / "secret"
-    path.write_text(f"  {SECRET}\n")
+    path = tmp_path / "public.pem"
+    path.write_text(f"  {public_pem()}\n")
     env(monkeypatch, AUTH="on", AUTH_JWT_KEY_FILE=str(path))
     found = authenticator_from_env()
-    assert found is not None and found.jwt_key is not None and found.jwt_key.key == SECRET
+    assert found is not None and found.jwt_key is not None
+    assert found.jwt_key.key == path.read_text().strip()
+
+
+def test_a_jwt_key_file_holds_a_pem_public_key_never_a_secret(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "secret"
+    path.write_text(SECRET)
+    env(monkeypatch, AUTH="on", AUTH_JWT_KEY_FILE=str(path))
+    with pytest.raises(ValueError, match=r"not a PEM public key .* an HMAC secret goes in "
+                                         r"HEADWATER_AUTH_JWT_KEY$"):
+        authenticator_from_env()
+
+
+def test_a_public_key_without_its_pem_lines_is_no_secret(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    body = "".join(public_pem().strip().splitlines()[1:-1])  # as some providers show it
+    env(monkeypatch, AUTH="on", AUTH_JWT_KEY=body)
+    with pytest.raises(ValueError, match=r"is a public key without its PEM lines"):
+        authenticator_from_env()
+
+
+@pytest.mark.parametrize("pem", ["-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----",
+                                 "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"])
+def test_a_pem_that_is_no_public_key_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                pem: str) -> None:
+    env(monkeypatch, AUTH="on", AUTH_JWT_KEY=pem)
+    with pytest.raises(ValueError, match=r"HEADWATER_AUTH_JWT_KEY: not a PEM public key"):
+        authenticator_from_env()
 
 
 def test_keys_and_a_jwt_key_together(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -210,12 +238,12 @@ def test_an_unreadable_jwt_key_file_is_refused(
         authenticator_from_env()
 
 
-def test_an_empty_jwt_key_file_is_no_key(monkeypatch: pytest.MonkeyPatch,
+def test_an_empty_jwt_key_file_is_refused(monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
     path = tmp_path / "empty"
     path.write_text("\n")
     env(monkeypatch, AUTH="on", AUTH_JWT_KEY_FILE=str(path))
-    with pytest.raises(ValueError, match=r"neither HEADWATER_AUTH_KEYS_FILE nor"):
+    with pytest.raises(ValueError, match=r"empty: not a PEM public key"):
         authenticator_from_env()
 
 
@@ -354,6 +382,9 @@ def test_on_a_jwt_service_token_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     token = jwt.encode({"tenant": "*", "role": "submit", "exp": int(time.time()) + 60},
                        SECRET, algorithm="HS256")
     env(monkeypatch, AUTH="on", AUTH_JWT_KEY=SECRET, TOKEN=token)
+    with pytest.raises(ValueError, match=r"HEADWATER_AUTH_JWT_EVERY_TENANT is off"):
+        service_auth_from_env("coordinator")
+    env(monkeypatch, AUTH_JWT_EVERY_TENANT="on")
     assert service_auth_from_env("coordinator").headers == [
         ("authorization", f"Bearer {token}".encode())]
 

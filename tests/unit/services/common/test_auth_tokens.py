@@ -62,7 +62,13 @@ def b64(data: bytes) -> str:
 
 def test_a_good_hs256_token_is_its_tenant_role_and_subject() -> None:
     assert HS.verify(hs()) == Principal("acme", "submit", "ci")
-    assert HS.verify(hs(tenant="*", role="admin")).every_tenant
+    every = JwtKey(SECRET, ("HS256",), every_tenant=True)
+    assert every.verify(hs(tenant="*", role="admin")).every_tenant
+
+
+def test_tenant_star_from_a_jwt_needs_the_setting() -> None:
+    with pytest.raises(AuthError, match=r"tenant '\*' is not taken from a JWT"):
+        HS.verify(hs(tenant="*", role="admin"))
 
 
 def test_a_token_without_sub_has_the_subject_jwt() -> None:

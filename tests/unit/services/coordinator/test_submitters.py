@@ -25,6 +25,7 @@ from services.coordinator.effects import BatchEffects
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 from services.coordinator.store import TableStore
 from services.coordinator.submitters import (
+    TWICE,
     authorization,
     producer_fault,
     without_authorization,
@@ -161,9 +162,9 @@ def test_the_header_name_is_matched_in_any_case(
     assert authorization([(name, b"Bearer t")]) == "Bearer t"
 
 
-def test_the_first_authorization_header_counts() -> None:
-    assert authorization([("x", b"1"), ("Authorization", b"one"), ("authorization",
-                                                                    b"two")]) == "one"
+def test_one_authorization_header_counts_and_two_are_neither() -> None:
+    assert authorization([("x", b"1"), ("Authorization", b"one")]) == "one"
+    assert authorization([("Authorization", b"one"), ("authorization", b"two")]) == TWICE
     assert authorization([("authorizations", b"x")]) is None
 
 
@@ -361,3 +362,33 @@ def test_without_auth_a_submission_needs_no_token() -> None:
     fx = BatchEffects(TOPICS, TableStore(Table()), 16 << 20, lambda wid: 0)
     fx.add(submission(submitted("A"), []))
     assert fx.dead == [] and "wf-1" in fx.touched
+
+
+def test_credentials_under_other_names_or_in_odd_values_are_dropped_too() -> None:
+    key = b"hwk_0123456789ab_" + b"x" * 43
+    given = [("authorization ", b"Bearer a"), ("authorisation", b"Bearer b"),
+             ("x-api-key", key), ("X-Auth-Token", b"t"), ("note", b"Bearer c"),
+             ("note2", b"see " + key), ("content-type", b"application/json")]
+    assert without_authorization(given) == [("content-type", b"application/json")]
+
+
+def test_two_authorization_headers_are_refused_not_chosen_between(
+        auth: tuple[Authenticator, dict[str, str]]) -> None:
+    authenticator, tokens = auth
+    headers = [("authorization", bearer(tokens["*-submit"]).encode()),
+               ("Authorization", bearer(tokens["A-read"]).encode())]
+    fault = producer_fault(authenticator, headers, submitted(), None)
+    assert fault is not None and "two authorization headers" in fault
+
+
+@pytest.mark.parametrize("wid", ["acme-parent:c:1", "schedule:nightly:1",
+                                 "p:one:call.0", "call-" + "a" * 40])
+def test_a_tenant_token_may_not_take_a_derived_id(
+        auth: tuple[Authenticator, dict[str, str]], wid: str) -> None:
+    authenticator, tokens = auth
+    record = ev.WorkflowSubmitted(wid, SPEC, {}, AT, "A")
+    headers = [("authorization", bearer(tokens["A-submit"]).encode())]
+    fault = producer_fault(authenticator, headers, record, None)
+    assert fault is not None and fault.startswith("forbidden: workflow id"), fault
+    every = [("authorization", bearer(tokens["*-submit"]).encode())]
+    assert producer_fault(authenticator, every, record, None) is None

@@ -265,3 +265,10 @@ def test_the_served_document_is_the_same(g: Gate) -> None:
     served = g.gw.client.get("/openapi.json").json()
     assert served["components"]["securitySchemes"] == DOC["components"]["securitySchemes"]
     assert served["paths"]["/v1/workflows"]["post"]["security"] == [{"bearer": []}]
+
+
+def test_two_authorization_headers_are_401(g: Gate) -> None:
+    response = g.gw.client.get("/v1/workflows", headers=[
+        ("Authorization", bearer(g.tokens["*"])), ("Authorization", bearer(g.tokens["read"]))])
+    body = unauthorized(response, 'Bearer realm="headwater", error="invalid_token"')
+    assert "two Authorization headers" in body["detail"]

@@ -126,3 +126,26 @@ def test_the_request_s_principal_or_401() -> None:
         with pytest.raises(Problem) as refused:  # fail closed
             principal(unset)
         assert refused.value.status == 401
+
+
+@pytest.mark.parametrize("wid", ["p:c:1", "schedule:n:2", "p:node.3:call.0",
+                                 "call-" + "0" * 40])
+def test_a_tenant_may_not_submit_under_a_derived_id(wid: str) -> None:
+    with pytest.raises(Problem) as refused:
+        submission(A, SubmitRequest(id=wid, workflow={"name": "x", "nodes": []}))
+    assert refused.value.status == 403 and "form of the ids" in refused.value.detail
+    mine = submission(A, SubmitRequest(id="order-17.retry_2", workflow={"name": "x",
+                                                                         "nodes": []}))
+    assert mine.tenant == "A"
+    star = Principal("*", "submit", "svc")
+    assert submission(star, SubmitRequest(id=wid, workflow={"name": "x", "nodes": []})).id == wid
+
+
+def test_a_submission_for_a_tenant_resolves_as_that_tenant() -> None:
+    from services.gateway.submit import viewer
+
+    star = Principal("*", "submit", "worker")
+    assert viewer(star, "acme") == Principal("acme", "submit", "worker")
+    assert viewer(star, None) is star
+    assert viewer(A, "A") is A
+    assert viewer(OPEN, "acme") is OPEN  # auth off: everything, as before tenants
