@@ -40,11 +40,14 @@ def operations(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"{method.upper()} {path}", operation
 
 
-def complete(doc: dict[str, Any]) -> dict[str, Any]:
+def complete(doc: dict[str, Any], auth: bool = False) -> dict[str, Any]:
     """Complete FastAPI's document.
 
     Args:
         doc: ``FastAPI.openapi()``'s document (changed in place).
+        auth: whether this gateway's auth is on: the ``bearer`` security requirement of
+            ``/v1`` is then the only one; off, ``{}`` (none) is one too (OpenAPI 3.1
+            §4.8.30: an empty requirement makes security optional).
 
     Returns:
         A deep copy of ``doc`` (sharing nothing with this package's tables) with
@@ -69,7 +72,7 @@ def complete(doc: dict[str, Any]) -> dict[str, Any]:
                                        ).items():  # what every operation can answer
             responses.setdefault(str(status), answer)
         if guarded:
-            operation["security"] = [{"bearer": []}]
+            operation["security"] = [{"bearer": []}] if auth else [{"bearer": []}, {}]
         _answers(responses, ANSWERS.get(label, {}), ANSWER_EXAMPLES.get(label, {}))
         _problem_examples(responses)
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")

@@ -286,7 +286,9 @@ def _document(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = complete(FastAPI.openapi(app))
+            hw = getattr(app.state, "hw", None)
+            auth = hw is not None and hw.settings.auth.authenticator is not None
+            app.openapi_schema = complete(FastAPI.openapi(app), auth)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override

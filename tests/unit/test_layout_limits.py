@@ -151,3 +151,13 @@ def test_the_checker_passes_a_file_within_the_limits(tmp_path: Path) -> None:
     path.write_text(_function("fits", 60) + "y = 1\n" * 340)
     assert len(path.read_text().splitlines()) == 400
     assert offenders(path, root=tmp_path) == []
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    """pytest imports test modules by basename (rootdir-relative packages are not used),
+    so two ``test_x.py`` in different folders collide at collection."""
+    seen: dict[str, list[str]] = {}
+    for path in (Path(__file__).resolve().parents[1]).rglob("*.py"):
+        if path.name != "conftest.py" and "__pycache__" not in path.parts:
+            seen.setdefault(path.name, []).append(str(path))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
