@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headwater.client_http import auth_headers
+from headwater.client.http import auth_headers
 from headwater.topics import REASON_HEADER
 from load.faultkit.audit import WorkflowAudit
 from load.faultkit.topics import Record, read_all

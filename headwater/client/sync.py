@@ -1,36 +1,6 @@
-"""A Python client of the gateway's HTTP API (README, "HTTP API"): ``Client`` (blocking)
-and ``AsyncClient`` (``headwater.client_async``, the same methods to await).
-
-    from headwater.client import Client
-    with Client("http://127.0.0.1:8080") as hw:
-        run = hw.run("stdlib-search", {"query": "zip", "top_k": 3, "limit": None},
-                     timeout=30)
-        print(run.output if run.done else hw.result(run.id, timeout=300))
-
-Auth: a client sends ``Authorization: Bearer <token>`` on every request, event
-streams and their reconnections included, when it has a token (``token``, else
-``HEADWATER_TOKEN``); a gateway with auth on answers 401 without a valid one
-(``Unauthorized``) and 403 when its role is too low (``Forbidden``), neither retried.
-
-Errors: every problem document the gateway answers is raised as a
-``headwater.errors.HeadwaterHTTPError`` subclass chosen by status (``NotFound``,
-``Conflict``, ``Unprocessable``, ``TooManyRequests`` ...), a redirect as ``HeadwaterHTTPError``;
-an empty id or name or a timeout not finite and >= 0 is a ``ValueError`` before sending;
-a run that failed or was cancelled raises ``WorkflowFailed`` / ``WorkflowCancelled``.
-
-Retries: a connection error (the transport's, timeouts included) and a 503 are tried
-again, ``retries`` times, after ``client_retry.delay_s`` (``Retry-After`` or a doubling
-backoff, at most 2 s). That is safe for every method: a submission's id (and a
-signal's ``signal_id``) is chosen before the first try, so a retry names the same run
-(the gateway answers 200 for the same id and body). Other errors are raised at once.
-
-``events`` follows a run's SSE stream and, when the connection drops or the gateway
-shuts down, reconnects (same retry policy, counted afresh after each event) with
-``Last-Event-ID``, so no event is lost or repeated. ``result`` rides on ``events``: it
-reads the run once, follows its events until the terminal one, then reads its output.
-Not imported by ``headwater/__init__.py``: task code that does not use it does not pay
-for httpx.
-"""
+"""``Client``: the blocking client of one gateway, and ``Client.definitions``. It only
+sends, with httpx's blocking client, what the sans-I/O modules decide (``requests``,
+``retry``, ``follow``); see ``headwater.client`` for auth, errors and retries."""
 
 from __future__ import annotations
 
@@ -43,12 +13,10 @@ from typing import Any, Literal, TypeVar, overload
 import httpx
 from httpx_sse import connect_sse
 
-from headwater import client_requests as req
 from headwater import errors
-from headwater.client_async import AsyncClient
-from headwater.client_follow import SETTLE_S as SETTLE_S
-from headwater.client_follow import Follow, Waiting
-from headwater.client_http import (
+from headwater.client import requests as req
+from headwater.client.follow import Follow, Waiting
+from headwater.client.http import (
     Call,
     Mode,
     auth_headers,
@@ -57,11 +25,10 @@ from headwater.client_http import (
     settings,
     sse_events,
 )
-from headwater.client_requests import RUN_WAIT_S as RUN_WAIT_S
-from headwater.client_requests import Fetches, Listing, Request
-from headwater.client_retry import Tries, unexpected
-from headwater.client_schedules import Schedules
-from headwater.client_types import (
+from headwater.client.requests import Fetches, Listing, Request
+from headwater.client.retry import Tries, unexpected
+from headwater.client.schedules import Schedules
+from headwater.client.types import (
     Definition,
     Event,
     Identity,
@@ -72,7 +39,7 @@ from headwater.client_types import (
     Workflow,
 )
 
-__all__ = ["AsyncClient", "Client", "Definitions"]
+__all__ = ["Client", "Definitions"]
 T = TypeVar("T")
 
 
@@ -80,7 +47,7 @@ class Client:
     """A blocking client of one gateway (thread-safe: httpx's client is).
 
     Args:
-        base_url: the gateway's URL (None: ``client_http.default_url()``).
+        base_url: the gateway's URL (None: ``http.default_url()``).
         token: the bearer token sent on every request (None: ``HEADWATER_TOKEN``; "":
             none).
         timeout: each request's timeout, seconds (connect, read, write, pool); a
@@ -137,7 +104,7 @@ class Client:
             time.sleep(wait)
 
     def fetch(self, request: Request[T]) -> T:
-        """Send a method's request (``client_requests``) and decode its answer; errors
+        """Send a method's request (``requests``) and decode its answer; errors
         as ``send``'s."""
         return request.decode(self.send(request.call, request.read_timeout(self.timeout)))
 

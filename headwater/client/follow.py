@@ -6,7 +6,7 @@ the streams, read them and sleep, each in its own way.
 
 A stream that drops, or that the gateway closes while it shuts down, is opened again
 with ``Last-Event-ID`` (the seq of the last event handed on: none is lost or repeated),
-under the retry policy of ``headwater.client_retry``, counted afresh after each event.
+under the retry policy of ``headwater.client.retry``, counted afresh after each event.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Protocol
 import httpx
 
 from headwater import errors
-from headwater.client_http import Call, check_timeout, events_call
-from headwater.client_retry import Tries, error_for, unexpected
-from headwater.client_types import Event, Workflow
+from headwater.client.http import Call, check_timeout, events_call
+from headwater.client.retry import Tries, error_for, unexpected
+from headwater.client.types import Event, Workflow
 
 SETTLE_S = 0.1
 """The pause between reads of a run whose terminal event was seen but whose document
@@ -86,7 +86,7 @@ class Follow:
 
     @classmethod
     def run(cls, client: Settings, call: Call) -> Follow:
-        """The events of a streamed run (``client_http.run_call`` in ``stream`` mode,
+        """The events of a streamed run (``http.run_call`` in ``stream`` mode,
         naming the run in its ``id`` parameter): its own stream, then ``GET
         .../events`` once lost."""
         return cls(client, str(call.params["id"]), first=call)

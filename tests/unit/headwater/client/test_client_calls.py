@@ -1,4 +1,4 @@
-"""``ctx.call`` and kin (``headwater.client_calls``): child ids that do not depend on the
+"""``ctx.call`` and kin (``headwater.client.calls``): child ids that do not depend on the
 attempt, results in order, a failed child raising, and the client kept out of
 ``import headwater``."""
 
@@ -14,17 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client_calls
-from headwater.client import Client
+from headwater.client import Client, calls
 from headwater.errors import AttemptCancelled, CallFailed, NonRetryableError
 from headwater.sdk import AttemptInfo, TaskContext
 from headwater.topics import WORKFLOW_ID_PATTERN
 
 
 def test_child_ids_name_the_task_and_the_call_not_the_attempt() -> None:
-    assert client_calls.child_id("wf-1", "fan", None, 0) == "wf-1:fan:call.0"
-    assert client_calls.child_id("wf-1", "fan", 3, 12) == "wf-1:fan.3:call.12"
-    long = client_calls.child_id("w" * 200, "fan", None, 0)
+    assert calls.child_id("wf-1", "fan", None, 0) == "wf-1:fan:call.0"
+    assert calls.child_id("wf-1", "fan", 3, 12) == "wf-1:fan.3:call.12"
+    long = calls.child_id("w" * 200, "fan", None, 0)
     assert long.startswith("call-") and len(long) == 45
     for workflow_id in ("wf-1:fan.3:call.12", long):
         assert re.fullmatch(WORKFLOW_ID_PATTERN, workflow_id)
@@ -57,7 +56,7 @@ class Gateway:
 @pytest.fixture
 def gateway(monkeypatch: pytest.MonkeyPatch) -> Gateway:
     fake = Gateway()
-    monkeypatch.setattr(client_calls, "Client", lambda url: Client(
+    monkeypatch.setattr(calls, "Client", lambda url: Client(
         url, transport=httpx.MockTransport(fake)))
     return fake
 
@@ -89,9 +88,9 @@ def test_a_failed_child_raises_without_retry(gateway: Gateway) -> None:
 
 async def test_the_async_twins_and_the_blocking_guard(gateway: Gateway,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from headwater.client_async import AsyncClient
+    from headwater.client.aio import AsyncClient
 
-    monkeypatch.setattr(client_calls, "AsyncClient", lambda url: AsyncClient(
+    monkeypatch.setattr(calls, "AsyncClient", lambda url: AsyncClient(
         url, transport=httpx.MockTransport(gateway)))
     ctx = context(1)
     assert await ctx.acall_parallel([("c", 1), ("c", 2)]) == [
@@ -123,15 +122,15 @@ def test_import_headwater_stays_without_the_client() -> None:
 @pytest.mark.parametrize("status", [404, 410, 422])
 async def test_a_child_the_gateway_refuses_for_good_is_not_retried(
         gateway: Gateway, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
-    from headwater.client_async import AsyncClient
+    from headwater.client.aio import AsyncClient
 
-    monkeypatch.setattr(client_calls, "AsyncClient", lambda url: AsyncClient(
+    monkeypatch.setattr(calls, "AsyncClient", lambda url: AsyncClient(
         url, transport=httpx.MockTransport(gateway)))
     gateway.refuse["gone@2"] = status
     with pytest.raises(NonRetryableError, match=re.escape(f"'gone@2' refused ({status}): "
                                                           "no gone@2")) as refused:
         await context(1).acall("gone@2", {})
-    assert isinstance(refused.value, client_calls.CallRefused)
+    assert isinstance(refused.value, calls.CallRefused)
     assert (refused.value.definition, refused.value.status) == ("gone@2", status)
-    with pytest.raises(client_calls.CallRefused):
+    with pytest.raises(calls.CallRefused):
         await asyncio.to_thread(context(1).call, "gone@2", {})

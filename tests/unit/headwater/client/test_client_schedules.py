@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client_retry, errors
-from headwater.client import AsyncClient, Client
-from headwater.client_types import DefinitionRef
+from headwater import errors
+from headwater.client import AsyncClient, Client, retry
+from headwater.client.types import DefinitionRef
 
 SCHEDULE = {"name": "nightly", "generation": 2, "workflow_id": "schedule:nightly:2",
             "status": "running", "cron": "0 2 * * *", "timezone": "Europe/Paris",
@@ -26,7 +26,7 @@ APPLIED = {"name": "nightly", "generation": 2, "workflow_id": "schedule:nightly:
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting."""
-    monkeypatch.setattr(client_retry, "delay_s", lambda *a: 0.0)
+    monkeypatch.setattr(retry, "delay_s", lambda *a: 0.0)
 
 
 class Gateway:

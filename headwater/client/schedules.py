@@ -1,6 +1,6 @@
 """``Client.schedules`` and ``AsyncClient.schedules``: schedules (``/v1/schedules``, the
 README's "Schedules"). Each method's request and the reading of its answer are one
-``client_requests.Request`` built here, sent by the client's ``fetch`` (so they retry as
+``requests.Request`` built here, sent by the client's ``fetch`` (so they retry as
 its other calls do: a ``PUT`` again is the same generation when it was applied).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, TypedDict, Unpack
 
-from headwater.client_http import Call, segment
-from headwater.client_requests import (
+from headwater.client.http import Call, segment
+from headwater.client.requests import (
     Fetches,
     FetchesAsync,
     Listing,
@@ -19,7 +19,7 @@ from headwater.client_requests import (
     pages,
     reading,
 )
-from headwater.client_types import (
+from headwater.client.types import (
     Schedule,
     ScheduleApplied,
     schedule_applied_from,

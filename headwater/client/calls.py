@@ -27,7 +27,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from headwater.client import AsyncClient, Client
+from headwater.client.aio import AsyncClient
+from headwater.client.sync import Client
 from headwater.errors import (
     CallFailed,
     CallRefused,

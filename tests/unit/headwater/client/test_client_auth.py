@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client_calls, client_retry, errors
-from headwater.client import AsyncClient, Client
-from headwater.client_http import auth_headers
-from headwater.client_types import Identity
+from headwater import errors
+from headwater.client import AsyncClient, Client, calls, retry
+from headwater.client.http import auth_headers
+from headwater.client.types import Identity
 from headwater.sdk import AttemptInfo, TaskContext
 
 TOKEN = "hwk_0123456789ab_" + "s" * 43
@@ -25,7 +25,7 @@ RUNNING = {"id": "wf-1", "name": "n", "status": "running", "seq": 1, "output": N
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting, and no token in the environment unless a test sets one."""
-    monkeypatch.setattr(client_retry, "delay_s", lambda *a: 0.0)
+    monkeypatch.setattr(retry, "delay_s", lambda *a: 0.0)
     monkeypatch.delenv("HEADWATER_TOKEN", raising=False)
 
 
@@ -149,9 +149,9 @@ def test_ctx_call_sends_the_workers_token(monkeypatch: pytest.MonkeyPatch) -> No
                                              "status": "accepted"})
         return httpx.Response(200, json={**RUNNING, "status": "succeeded", "output": 7})
 
-    # The worker builds its clients as client_calls does: the URL alone, the token
+    # The worker builds its clients as calls does: the URL alone, the token
     # from the environment.
-    monkeypatch.setattr(client_calls, "Client", lambda url: Client(
+    monkeypatch.setattr(calls, "Client", lambda url: Client(
         url, transport=httpx.MockTransport(gateway)))
     monkeypatch.setenv("HEADWATER_TOKEN", TOKEN)
     ctx = TaskContext(AttemptInfo("wf-1", "fan", None, 1), gateway_url="http://gw")

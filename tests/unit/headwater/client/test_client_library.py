@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from headwater import client_retry, errors
-from headwater.client import AsyncClient, Client
-from headwater.client_types import Run
+from headwater import errors
+from headwater.client import AsyncClient, Client, retry
+from headwater.client.types import Run
 
 Handler = Callable[[httpx.Request], httpx.Response]
 DONE = {"id": "wf-1", "name": "n", "status": "succeeded", "seq": 4, "output": {"x": 1},
@@ -24,7 +24,7 @@ DONE = {"id": "wf-1", "name": "n", "status": "succeeded", "seq": 4, "output": {"
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries without waiting."""
-    monkeypatch.setattr(client_retry, "delay_s", lambda *a: 0.0)
+    monkeypatch.setattr(retry, "delay_s", lambda *a: 0.0)
 
 
 def client(handler: Handler, retries: int = 3) -> Client:

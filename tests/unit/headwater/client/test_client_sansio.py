@@ -7,12 +7,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from headwater import client_requests as req
 from headwater import errors
-from headwater.client_follow import SETTLE_S, Deadline, Follow, Waiting
-from headwater.client_retry import Tries
-from headwater.client_schedules import acting, listing
-from headwater.client_types import Event, Run, workflow_from
+from headwater.client import requests as req
+from headwater.client.follow import SETTLE_S, Deadline, Follow, Waiting
+from headwater.client.retry import Tries
+from headwater.client.schedules import acting, listing
+from headwater.client.types import Event, Run, workflow_from
 
 DONE = {"id": "wf-1", "name": "n", "status": "succeeded", "seq": 4, "output": 1, "error": ""}
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
-from headwater.client_http import (
+from headwater.client.http import (
     Call,
     Mode,
     definition_put_call,
@@ -30,7 +30,7 @@ from headwater.client_http import (
     signal_call,
     submit_call,
 )
-from headwater.client_types import (
+from headwater.client.types import (
     Definition,
     Identity,
     Page,
@@ -156,7 +156,7 @@ def run(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,
     """``Client.run``: ``POST /v1/run/{definition}`` (``workflow_id`` None: a new id,
     chosen now). In ``sync`` mode the read timeout is the client's plus the gateway's
     wait (``timeout``, else ``RUN_WAIT_S``); in ``stream`` mode the answer is an event
-    stream (``client_follow.Follow.run``), not decoded here."""
+    stream (``follow.Follow.run``), not decoded here."""
     call = run_call(definition, workflow_input, mode, timeout, run_id(workflow_id),
                     queue_anyway)
     wait_s = RUN_WAIT_S if timeout is None else timeout

@@ -1,7 +1,7 @@
 """The requests of ``headwater.client`` and the reading of answers, without I/O: the
-``Call`` builders of its methods (``client_requests`` pairs each with its decoder), the
+``Call`` builders of its methods (``requests`` pairs each with its decoder), the
 checks of their arguments, and the views of answers and SSE messages. When a call is
-tried again, and what an error answer raises, is ``client_retry``'s."""
+tried again, and what an error answer raises, is ``retry``'s."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import yaml
 from httpx_sse import EventSource, ServerSentEvent
 
 from headwater import errors
-from headwater.client_types import Event, Run, Workflow, workflow_from
+from headwater.client.types import Event, Run, Workflow, workflow_from
 
 Mode = Literal["sync", "async", "stream"]
 DEFAULT_PORT = 8080

@@ -1,7 +1,7 @@
 """``AsyncClient``: ``headwater.client.Client``'s methods for asyncio code, to await
 (``events`` and a streamed ``run`` are async iterators). What each method asks and how
-it reads the answer (``client_requests``), the retry policy (``client_retry``) and the
-following of event streams (``client_follow``) are shared; this module only sends, with
+it reads the answer (``requests``), the retry policy (``retry``) and the
+following of event streams (``follow``) are shared; this module only sends, with
 httpx's asyncio client. See ``headwater.client``."""
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import Any, Literal, TypeVar, overload
 import httpx
 from httpx_sse import EventSource, aconnect_sse
 
-from headwater import client_requests as req
 from headwater import errors
-from headwater.client_follow import SETTLE_S as SETTLE_S
-from headwater.client_follow import Follow, Waiting
-from headwater.client_http import (
+from headwater.client import requests as req
+from headwater.client.follow import Follow, Waiting
+from headwater.client.http import (
     Call,
     Mode,
     auth_headers,
@@ -28,11 +27,10 @@ from headwater.client_http import (
     outcome,
     settings,
 )
-from headwater.client_requests import RUN_WAIT_S as RUN_WAIT_S
-from headwater.client_requests import FetchesAsync, Listing, Request
-from headwater.client_retry import Tries, unexpected
-from headwater.client_schedules import AsyncSchedules
-from headwater.client_types import (
+from headwater.client.requests import FetchesAsync, Listing, Request
+from headwater.client.retry import Tries, unexpected
+from headwater.client.schedules import AsyncSchedules
+from headwater.client.types import (
     Definition,
     Event,
     Identity,

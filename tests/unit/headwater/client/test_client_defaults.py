@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from headwater.client import Client
-from headwater.client_http import default_url, load_workflow
+from headwater.client.http import default_url, load_workflow
 
 
 def test_the_url_setting_wins_then_the_port_then_8080(monkeypatch: pytest.MonkeyPatch) -> None:
