@@ -1,9 +1,9 @@
 """Waiting in the end-to-end and fault tests, and in the fault suite's harness
-(``load/faultkit``): poll for the condition itself rather than sleep a fixed time, and
+(``faultsuite/``): poll for the condition itself rather than sleep a fixed time, and
 stretch every time limit by one setting.
 
 ``HEADWATER_TEST_TIME_SCALE`` (default ``1``) is a positive factor applied to every
-timeout, deadline and window of ``tests/e2e``, ``tests/faults`` and ``load/faultkit``:
+timeout, deadline and window of ``tests/e2e``, ``tests/faults`` and ``faultsuite/``:
 the waits below scale the limit they are given, and a test that bounds how long
 something took compares with ``scaled(seconds)``. Raise it on a slow or busy machine
 (``HEADWATER_TEST_TIME_SCALE=3 make test``). A window in which something must *not*

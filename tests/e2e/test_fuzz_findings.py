@@ -1,4 +1,4 @@
-"""What ``python -m load.fuzz`` found, on the real broker: each input once, then the
+"""What ``python -m fuzzer`` found, on the real broker: each input once, then the
 coordinator must carry on.
 
 A submission whose spec was nested 254 levels deep decoded, was accepted, and then no

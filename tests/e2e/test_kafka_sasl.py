@@ -27,8 +27,8 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError
 from stackkit import private_stack, require_services
 
+from faultsuite.infra import SHARED_LIBS, PrivateInfra, private_infra
 from headwater.client import Client
-from load.faultkit.infra import SHARED_LIBS, PrivateInfra, private_infra
 from ops.sandbox import free_port
 from services.common.kafka import ensure_topics, make_producer
 from services.common.kafka_security import KafkaAccessRefused, KafkaSecurity

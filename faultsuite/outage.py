@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from load.faultkit.auth import client_headers
-from load.faultkit.infra import PrivateInfra
+from faultsuite.auth import client_headers
+from faultsuite.infra import PrivateInfra
 from tests.waiting import scaled
 
 PROBE_S = 0.5

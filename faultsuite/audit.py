@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultsuite.batch import Submission
+from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.evolve import IllegalTransition, evolve
 from headwater.core.ids import task_key
 from headwater.core.state import WorkflowState
-from load.faultkit.batch import Submission
-from load.faultkit.topics import Record
 
 LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")
 """``TaskFailed.error_type`` of attempts that ended with their worker, not their code."""

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from aiokafka.admin import AIOKafkaAdminClient
 
+from fuzzer.kafka_side import Matched, Sent, match, read_dead_letters
+from fuzzer.mutants import DLQ
+from fuzzer.valid import wait_terminal
+from fuzzer.watch import Watch
 from load.deploy import wait_idle
-from load.fuzzkit.kafka_side import Matched, Sent, match, read_dead_letters
-from load.fuzzkit.mutants import DLQ
-from load.fuzzkit.valid import wait_terminal
-from load.fuzzkit.watch import Watch
 from load.kafka_io import reader
 from tests.waiting import scaled
 
 if TYPE_CHECKING:
-    from load.fuzzkit.run import Run
+    from fuzzer.run import Run
 
 ACCEPTED_SAMPLE = 300
 """Workflows accepted from HTTP cases whose end is waited for (the first ones)."""

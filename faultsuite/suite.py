@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from load.faultkit.batch import Sizes, Submission, make_batch
-from load.faultkit.outage import Outage
-from load.faultkit.rebalance import Rebalance
-from load.faultkit.run import Plan
+from faultsuite.batch import Sizes, Submission, make_batch
+from faultsuite.outage import Outage
+from faultsuite.rebalance import Rebalance
+from faultsuite.run import Plan
 
 EXTERNAL_KILL = "worker.sigkill"
 """Not a ``HEADWATER_FAULTS`` point: the harness SIGKILLs a worker mid-attempt."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient
 
-from load.faultkit.supervisor import Supervisor
+from faultsuite.supervisor import Supervisor
 from ops import localstack
 from ops.sandbox import Sandbox
 from tests.waiting import scaled

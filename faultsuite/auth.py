@@ -1,4 +1,4 @@
-"""The suite with auth on (``python -m load.faults --auth``): each run's keys, the
+"""The suite with auth on (``python -m faultsuite --auth``): each run's keys, the
 suite's token on every request, and the checks that auth took nothing away.
 
 With auth on, a run's sandbox home holds a keys file (``services.common.auth``) with two
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faultsuite.audit import WorkflowAudit
+from faultsuite.topics import Record, read_all
 from headwater.client.http import auth_headers
 from headwater.topics import REASON_HEADER
-from load.faultkit.audit import WorkflowAudit
-from load.faultkit.topics import Record, read_all
 from ops.sandbox import Sandbox
 from services.common.auth import EVERY_TENANT, new_key
 from services.coordinator.submitters import authorization

@@ -4,12 +4,12 @@ Kafka input records mutated from valid ones (truncated, bit-flipped, wrong schem
 unknown fingerprint, wrong type, wrong key or partition, empty, odd values, huge), sent
 to a private sandbox on the local broker and database while valid workflows run.
 
-    python -m load.fuzz                          # the long run: about 6,000 HTTP cases
+    python -m fuzzer                             # the long run: about 6,000 HTTP cases
                                                  # and 7,015 records (a few minutes)
-    python -m load.fuzz --http 400 --kafka 600 --huge 3 --rounds 3   # the short one
-    python -m load.fuzz --seed 1234              # the same cases again
+    python -m fuzzer --http 400 --kafka 600 --huge 3 --rounds 3   # the short one
+    python -m fuzzer --seed 1234                 # the same cases again
 
-Writes ``load/results/fuzz-<UTC time>.json``: inputs by kind (HTTP by operation and
+Writes ``fuzzer/results/fuzz-<UTC time>.json``: inputs by kind (HTTP by operation and
 mode, Kafka by mutation and topic), answers by status class, 5xx, the processes' pids
 and restarts, dead letters matched with the bad records, the valid workflows' outcomes,
 and every violation. Exit status 1 when there is any violation.
@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from load.fuzzkit.run import Options, run
+from fuzzer.run import Options, run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -69,7 +69,7 @@ def summary(report: dict[str, Any]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m load.fuzz", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m fuzzer", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     defaults = Options()
     p.add_argument("--http", type=int, default=defaults.http,

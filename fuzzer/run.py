@@ -26,14 +26,14 @@ from typing import Any
 
 import httpx
 
+from fuzzer import checks, http_cases
+from fuzzer.bases import TARGET_SPEC, Builders, avro
+from fuzzer.kafka_side import Sent, send
+from fuzzer.mutants import Mutant, Mutator
+from fuzzer.valid import Valid
+from fuzzer.watch import Watch
 from headwater.core import events as ev
 from load.deploy import QUEUE, REPO, TASK_MODULE, wait_idle
-from load.fuzzkit import checks, http_cases
-from load.fuzzkit.bases import TARGET_SPEC, Builders, avro
-from load.fuzzkit.kafka_side import Sent, send
-from load.fuzzkit.mutants import Mutant, Mutator
-from load.fuzzkit.valid import Valid
-from load.fuzzkit.watch import Watch
 from load.kafka_io import existing_partitions, reader
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES

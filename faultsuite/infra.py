@@ -30,7 +30,7 @@ from pathlib import Path
 from ops import localstack
 from ops.sandbox import free_port
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SHARED_LIBS = REPO / ".headwater" / "kafka" / "libs"
 """The local stack's Kafka jars (``infra/kafka.sh`` downloads them there)."""
 BROKER_HEAP = "-Xms128m -Xmx512m"

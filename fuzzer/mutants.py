@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import orjson
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from fuzzer import oddities
+from fuzzer.bases import JSON_HEADERS, OTHER_TYPES, Base, Builders
 from headwater import codec
 from headwater.errors import DecodeError
 from headwater.topics import MAX_AT_MS, Topics
-from load.fuzzkit import oddities
-from load.fuzzkit.bases import JSON_HEADERS, OTHER_TYPES, Base, Builders
 from services.common.kafka import AVRO_HEADERS
 from services.common.partitioning import partition_for
 from services.coordinator.homing import movable

@@ -1,20 +1,20 @@
 """The fault-injection suite from the command line (``make faults`` runs the full one).
 
-    python -m load.faults                      # full: every point 3 times, 2 kills a run,
+    python -m faultsuite                       # full: every point 3 times, 2 kills a run,
                                                # every infrastructure fault twice,
                                                # the 100-workflow rebalance, with faults too
-    python -m load.faults --quick              # what `make test` runs (a few minutes)
-    python -m load.faults --only coordinator.after_publish --runs 5 --batch 14
-    python -m load.faults --only infra.postgres_stop --postgres-down 30 --no-rebalance
-    python -m load.faults --list               # the fault points and scenarios
-    python -m load.faults --auth --only coordinator.after_publish --runs 1 --batch 14
+    python -m faultsuite --quick               # what `make test` runs (a few minutes)
+    python -m faultsuite --only coordinator.after_publish --runs 5 --batch 14
+    python -m faultsuite --only infra.postgres_stop --postgres-down 30 --no-rebalance
+    python -m faultsuite --list                # the fault points and scenarios
+    python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 14
                                                # the same with auth on (a tenant's runs)
 
 The infrastructure faults (``infra.*``) run on a private broker and database each.
 With ``--auth`` every run has auth on: its own keys file, the services' token, and a
-tenant's token on every request of the suite (``load.faultkit.auth``).
+tenant's token on every request of the suite (``faultsuite.auth``).
 
-Writes ``load/results/faults-<UTC time>.json`` (and ``.log`` with the processes' log
+Writes ``faultsuite/results/faults-<UTC time>.json`` (and ``.log`` with the processes' log
 tails of any run that failed a check). Exit status 1 when any check failed.
 """
 
@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from load.faultkit import summary
-from load.faultkit.audit import EndState
-from load.faultkit.batch import Submission
-from load.faultkit.run import Plan, RunReport, run
-from load.faultkit.suite import INFRA, POINTS, REBALANCES, SUITES
+from faultsuite import summary
+from faultsuite.audit import EndState
+from faultsuite.batch import Submission
+from faultsuite.run import Plan, RunReport, run
+from faultsuite.suite import INFRA, POINTS, REBALANCES, SUITES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -107,7 +107,7 @@ def _one(plan: Plan, batch: list[Submission], expected: dict[str, EndState] | No
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m load.faults", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m faultsuite", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="the short suite (as in make test)")
     p.add_argument("--only", action="append", choices=[*POINTS, *INFRA, *REBALANCES],

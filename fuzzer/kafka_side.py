@@ -18,8 +18,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from fuzzer.mutants import CASE_HEADER, DLQ, Mutant
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
-from load.fuzzkit.mutants import CASE_HEADER, DLQ, Mutant
 from load.kafka_io import reader
 
 SEND_CHUNK = 200

@@ -10,6 +10,6 @@ Modules: ``batch`` (the workflows), ``supervisor`` (restarts, causes of death),
 PostgreSQL stopped, and the gateway probed meanwhile), ``scripts`` (what runs beside a
 batch), ``client`` (HTTP submission with retries, the projection's view), ``topics``
 (reading topics whole), ``audit`` (the checks), ``run`` (one run), ``suite`` (the quick
-and full suites), ``summary`` (the JSON summary). ``python -m load.faults`` is the
+and full suites), ``summary`` (the JSON summary). ``python -m faultsuite`` is the
 command line; ``tests/faults`` runs the quick suite under pytest.
 """

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from load.faultkit.infra import PrivateInfra
-from load.faultkit.killer import WorkerKiller
-from load.faultkit.outage import Outage, OutageScript
-from load.faultkit.rebalance import Rebalance, Script
-from load.faultkit.supervisor import Supervisor
+from faultsuite.infra import PrivateInfra
+from faultsuite.killer import WorkerKiller
+from faultsuite.outage import Outage, OutageScript
+from faultsuite.rebalance import Rebalance, Script
+from faultsuite.supervisor import Supervisor
 from load.kafka_io import Seen
 from ops.sandbox import Sandbox
 

@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import httpx
 
-from load.faultkit.audit import EndState, definition_ref
-from load.faultkit.auth import client_headers
-from load.faultkit.batch import Definition, Signal, Submission
+from faultsuite.audit import EndState, definition_ref
+from faultsuite.auth import client_headers
+from faultsuite.batch import Definition, Signal, Submission
 from tests.waiting import scaled
 
 RETRYABLE_STATUS = (409, 429, 502, 503)

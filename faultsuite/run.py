@@ -34,25 +34,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultsuite import audit as au
+from faultsuite.auth import RunAuth, audit_auth, run_auth, sandbox_env
+from faultsuite.batch import Submission, needed
+from faultsuite.client import SubmitLog, projected, register, submit_batch
+from faultsuite.infra import PrivateInfra, private_infra
+from faultsuite.outage import Outage
+from faultsuite.rebalance import QUEUE, TASKS, Rebalance
+from faultsuite.schedule import ScheduleRun, set_apart, with_run_definition
+from faultsuite.scripts import Progress, SideScripts
+from faultsuite.supervisor import FAULTS_ENV, Supervisor
+from faultsuite.topics import Record, read_all, uncommitted
 from headwater.core import events as ev
 from load.deploy import wait_idle
-from load.faultkit import audit as au
-from load.faultkit.auth import RunAuth, audit_auth, run_auth, sandbox_env
-from load.faultkit.batch import Submission, needed
-from load.faultkit.client import SubmitLog, projected, register, submit_batch
-from load.faultkit.infra import PrivateInfra, private_infra
-from load.faultkit.outage import Outage
-from load.faultkit.rebalance import QUEUE, TASKS, Rebalance
-from load.faultkit.schedule import ScheduleRun, set_apart, with_run_definition
-from load.faultkit.scripts import Progress, SideScripts
-from load.faultkit.supervisor import FAULTS_ENV, Supervisor
-from load.faultkit.topics import Record, read_all, uncommitted
 from load.kafka_io import Seen, Tail
 from ops.cli.queues import wait_for_workers
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from tests.waiting import WaitTimeout, scaled, wait_until_async
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 E2E_DIR = REPO / "tests" / "e2e"
 LOG_TAIL_CHARS = 3000
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 
+from fuzzer.bases import avro
+from fuzzer.kafka_side import send
+from fuzzer.mutants import Mutant
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
-from load.fuzzkit.bases import avro
-from load.fuzzkit.kafka_side import send
-from load.fuzzkit.mutants import Mutant
 from ops.sandbox import Sandbox
 
 SPEC: dict[str, Any] = {

@@ -15,8 +15,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from faultsuite.supervisor import Supervisor
 from headwater.core import events as ev
-from load.faultkit.supervisor import Supervisor
 from load.kafka_io import Seen, Tail
 
 AttemptKey = tuple[str, str, int | None, int]

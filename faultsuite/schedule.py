@@ -31,13 +31,13 @@ from urllib.parse import quote
 
 import httpx
 
+from faultsuite.audit import WorkflowAudit, timeline
+from faultsuite.auth import client_headers
+from faultsuite.batch import CHILD_DEFINITION, Definition, Sizes, definitions
+from faultsuite.client import PUT_RETRYABLE_STATUS, until_answered
+from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
-from load.faultkit.audit import WorkflowAudit, timeline
-from load.faultkit.auth import client_headers
-from load.faultkit.batch import CHILD_DEFINITION, Definition, Sizes, definitions
-from load.faultkit.client import PUT_RETRYABLE_STATUS, until_answered
-from load.faultkit.topics import Record
 from load.kafka_io import Seen
 from tests.waiting import scaled
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from load.faultkit.run import RunReport
+from faultsuite.run import RunReport
 
 
 def _add(total: dict[str, Any], part: dict[str, Any]) -> None:
