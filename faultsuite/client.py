@@ -24,7 +24,7 @@ import httpx
 from faultsuite.audit import EndState, definition_ref
 from faultsuite.auth import client_headers
 from faultsuite.batch import Definition, Signal, Submission
-from tests.waiting import scaled
+from tests.polling import scaled
 
 RETRYABLE_STATUS = (409, 429, 502, 503)
 """Answers that mean "try again" (409: the id is being submitted right now)."""
@@ -57,7 +57,7 @@ class Registered:
 async def register(base_url: str, definitions: Sequence[Definition],
                    timeout_s: float = 120.0) -> Registered:
     """``PUT /v1/definitions/{name}`` each version of each definition in order, each
-    until answered 200 or 201 or ``timeout_s`` (scaled, see ``tests/waiting.py``) has
+    until answered 200 or 201 or ``timeout_s`` (scaled, see ``tests/polling.py``) has
     passed, and check that it was stored as the version expected (on a fresh sandbox:
     its place in ``versions``). A definition whose version failed gets no later ones
     (they would take its number)."""
@@ -127,7 +127,7 @@ class SubmitLog:
 async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int = 4,
                        gap_s: float = 0.0, timeout_s: float = 120.0) -> SubmitLog:
     """POST every submission, ``parallel`` at once and ``gap_s`` apart, each until it is
-    answered 200 or 202 or ``timeout_s`` (scaled, see ``tests/waiting.py``) has passed."""
+    answered 200 or 202 or ``timeout_s`` (scaled, see ``tests/polling.py``) has passed."""
     log = SubmitLog()
     limit = asyncio.Semaphore(parallel)
     async with httpx.AsyncClient(base_url=base_url, timeout=15,
@@ -232,7 +232,7 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
                     ) -> tuple[dict[str, EndState | None], list[str]]:
     """``GET /v1/workflows/{id}`` for each workflow once the projection has caught up
     with its history (``seq`` at least the given one), all within ``timeout_s`` (scaled,
-    see ``tests/waiting.py``).
+    see ``tests/polling.py``).
 
     Returns:
         The outcome the gateway shows per workflow (with the definition it shows the

@@ -27,7 +27,7 @@ import httpx
 
 from faultsuite.auth import client_headers
 from faultsuite.infra import PrivateInfra
-from tests.waiting import scaled
+from tests.polling import scaled
 
 PROBE_S = 0.5
 """How often the gateway is probed during an outage, seconds."""
@@ -52,7 +52,7 @@ class Outage:
             broker then takes a while to serve again).
         after_events: history events of the batch seen before the fault.
         unready_within_s: how soon ``/ready`` must answer 503 once the part is lost,
-            seconds (scaled, see ``tests/waiting.py``).
+            seconds (scaled, see ``tests/polling.py``).
         recover_within_s: how soon ``/ready`` must answer 200 again once the part is
             back, seconds (scaled).
     """

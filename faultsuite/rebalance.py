@@ -19,7 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from faultsuite.supervisor import Supervisor
 from ops import localstack
 from ops.sandbox import Sandbox
-from tests.waiting import scaled
+from tests.polling import scaled
 
 QUEUE = "cpu"
 TASKS = ("e2e_tasks",)
@@ -36,7 +36,7 @@ class Rebalance:
         start_s: seconds after the first submission before the first step.
         hold_s: seconds at the peak.
         settle_s: the longest wait for a group to reach its new size, seconds (scaled,
-            see ``tests/waiting.py``).
+            see ``tests/polling.py``).
     """
 
     coordinators: int = 2

@@ -50,7 +50,7 @@ from load.deploy import wait_idle
 from load.kafka_io import Seen, Tail
 from ops.cli.queues import wait_for_workers
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
-from tests.waiting import WaitTimeout, scaled, wait_until_async
+from tests.polling import WaitTimeout, scaled, wait_until_async
 
 REPO = Path(__file__).resolve().parents[1]
 E2E_DIR = REPO / "tests" / "e2e"
@@ -79,7 +79,7 @@ class Plan:
             process that exits meanwhile is restarted and counted, not a violation.
         timeout_s: the longest wait for every workflow to be terminal, seconds (scaled by
             ``HEADWATER_TEST_TIME_SCALE``, like every wait of the harness: see
-            ``tests/waiting.py``).
+            ``tests/polling.py``).
     """
 
     name: str

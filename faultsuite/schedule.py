@@ -39,7 +39,7 @@ from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from load.kafka_io import Seen
-from tests.waiting import scaled
+from tests.polling import scaled
 
 NAME = "fault-tick"
 """The schedule's name (its workflow: ``schedule:fault-tick:1`` on a fresh sandbox)."""

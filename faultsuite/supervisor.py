@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ops import localstack
 from ops.sandbox import Sandbox
-from tests.waiting import scaled
+from tests.polling import scaled
 
 FAULTS_ENV = "HEADWATER_FAULTS"
 POLL_S = 0.1
@@ -107,7 +107,7 @@ class Supervisor:
 
     def retire(self, service: localstack.Service, timeout_s: float = 30.0) -> None:
         """Stop supervising ``service`` and stop it by pid (SIGTERM, SIGKILL after
-        ``timeout_s``, scaled: see ``tests/waiting.py``)."""
+        ``timeout_s``, scaled: see ``tests/polling.py``)."""
         with self._lock:
             self._supervised.pop(service.name, None)
             life = self._current.pop(service.name, None)

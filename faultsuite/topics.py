@@ -11,7 +11,7 @@ from typing import Any
 from headwater import codec
 from headwater.errors import DecodeError
 from load.kafka_io import reader
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ async def read_all(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list
         topic does not exist (nothing was ever written to it).
 
     Raises:
-        TimeoutError: not read within ``timeout_s`` (scaled, see ``tests/waiting.py``).
+        TimeoutError: not read within ``timeout_s`` (scaled, see ``tests/polling.py``).
     """
     async with reader(bootstrap, scaled(timeout_s)) as topics:
         found = await topics.partitions(topic, wait_s=scaled(5.0))

@@ -25,7 +25,7 @@ from fuzzer.valid import wait_terminal
 from fuzzer.watch import Watch
 from load.deploy import wait_idle
 from load.kafka_io import reader
-from tests.waiting import scaled
+from tests.polling import scaled
 
 if TYPE_CHECKING:
     from fuzzer.run import Run

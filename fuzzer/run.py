@@ -37,7 +37,7 @@ from load.deploy import QUEUE, REPO, TASK_MODULE, wait_idle
 from load.kafka_io import existing_partitions, reader
 from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
-from tests.waiting import scaled
+from tests.polling import scaled
 
 HTTP_TARGETS = 4
 """Running workflows that HTTP cases may cancel (apart from the Kafka side's targets)."""

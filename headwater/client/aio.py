@@ -17,7 +17,7 @@ from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
 from headwater.client import requests as req
-from headwater.client.follow import Follow, Waiting
+from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
@@ -139,18 +139,18 @@ class AsyncClient:
 
     async def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """As ``Client.result``."""
-        waiting = Waiting(self, workflow_id, timeout)
+        watch = ResultWatch(self, workflow_id, timeout)
         try:
             workflow = await self.get(workflow_id)
             if not workflow.done:
-                async for _ in self._follow(waiting.follow(workflow.seq)):
+                async for _ in self._follow(watch.follow(workflow.seq)):
                     pass  # until the terminal event
                 workflow = await self.get(workflow_id)
             while not workflow.done:
-                await asyncio.sleep(waiting.settle())
+                await asyncio.sleep(watch.settle())
                 workflow = await self.get(workflow_id)
         except errors.ResultTimeout:
-            raise waiting.timed_out() from None
+            raise watch.timed_out() from None
         return outcome(workflow)
 
     def events(self, workflow_id: str,

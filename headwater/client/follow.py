@@ -1,6 +1,6 @@
 """Following a run's events, without I/O: ``Follow`` says which request (re)opens the
 stream, which events to hand on, when the stream is over and when to give up;
-``Waiting`` is ``result``'s wait (a deadline, a stream followed to the terminal event,
+``ResultWatch`` watches a run for ``result`` (a deadline, a stream followed to the terminal event,
 pauses while the run's document catches up). ``Client`` and ``AsyncClient`` only open
 the streams, read them and sleep, each in its own way.
 
@@ -163,8 +163,8 @@ class Follow:
         return self._tries.pause()
 
 
-class Waiting:
-    """``result``'s wait for a run to end.
+class ResultWatch:
+    """``result``'s watch on a run until it ends.
 
     Args:
         client: the client whose timeout and retries apply.

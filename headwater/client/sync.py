@@ -15,7 +15,7 @@ from httpx_sse import connect_sse
 
 from headwater import errors
 from headwater.client import requests as req
-from headwater.client.follow import Follow, Waiting
+from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
@@ -194,18 +194,18 @@ class Client:
             ResultTimeout: (a ``TimeoutError``) it has not ended within ``timeout``.
             NotFound: unknown id.
         """
-        waiting = Waiting(self, workflow_id, timeout)
+        watch = ResultWatch(self, workflow_id, timeout)
         try:
             workflow = self.get(workflow_id)
             if not workflow.done:
-                for _ in self._follow(waiting.follow(workflow.seq)):
+                for _ in self._follow(watch.follow(workflow.seq)):
                     pass  # until the terminal event
                 workflow = self.get(workflow_id)
             while not workflow.done:
-                time.sleep(waiting.settle())
+                time.sleep(watch.settle())
                 workflow = self.get(workflow_id)
         except errors.ResultTimeout:
-            raise waiting.timed_out() from None
+            raise watch.timed_out() from None
         return outcome(workflow)
 
     def events(self, workflow_id: str, last_event_id: int | None = None) -> Iterator[Event]:

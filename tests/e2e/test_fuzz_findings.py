@@ -20,7 +20,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
 from ops import localstack
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 async def test_a_submission_nested_too_deep_is_dead_lettered_and_work_goes_on(

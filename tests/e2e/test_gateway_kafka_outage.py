@@ -21,7 +21,7 @@ from test_gateway_pg_outage import SPEC, assert_503, wait_for_status
 from faultsuite.infra import PrivateInfra, private_infra
 from ops.localstack import Service
 from ops.sandbox import free_port
-from tests.waiting import scaled
+from tests.polling import scaled
 
 BODY = {"workflow": SPEC, "queue_anyway": True}
 """No worker runs beside this gateway, so its submissions are queued anyway: admission's

@@ -34,7 +34,7 @@ from services.common.kafka import ensure_topics, make_producer
 from services.common.kafka_security import KafkaAccessRefused, KafkaSecurity
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from tests.waiting import scaled
+from tests.polling import scaled
 
 USER = "headwater"
 

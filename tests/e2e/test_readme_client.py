@@ -12,7 +12,7 @@ from pathlib import Path
 
 from stackkit import Stack
 
-from tests.waiting import scaled
+from tests.polling import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_BLOCK = re.compile(r"```python\n(from headwater\.client import Client.*?)```", re.S)

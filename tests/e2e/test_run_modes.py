@@ -19,7 +19,7 @@ from services.common.db import connect_pool
 from services.gateway import awaiting
 from services.gateway.awaiting import wait_for_end
 from services.gateway.stream import Notifier
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 SLEEPY: dict[str, Any] = {"name": "sleepy", "nodes": [
     {"id": "s", "task": "e2e.sleep", "input": {"seconds": "${input.seconds}"}}],

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for _path in (REPO, REPO / "tests" / "e2e"):  # faultsuite, tests.waiting; stackkit, tasks
+for _path in (REPO, REPO / "tests" / "e2e"):  # faultsuite, tests.polling; stackkit, tasks
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 

@@ -14,7 +14,7 @@ from faultsuite.audit import EndState
 from faultsuite.batch import Submission
 from faultsuite.run import run
 from faultsuite.suite import POINTS, QUICK, point_plan
-from tests.waiting import scaled
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

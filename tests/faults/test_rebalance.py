@@ -9,7 +9,7 @@ from faultcheck import explain
 
 from faultsuite.run import Plan, run
 from faultsuite.suite import QUICK
-from tests.waiting import scaled
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for _path in (REPO, REPO / "tests" / "e2e"):  # fuzzer, tests.waiting; stackkit
+for _path in (REPO, REPO / "tests" / "e2e"):  # fuzzer, tests.polling; stackkit
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 

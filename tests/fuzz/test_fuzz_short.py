@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fuzzer.run import Options, run
-from tests.waiting import scaled
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e]
 

@@ -9,7 +9,7 @@ import pytest
 
 from headwater import errors
 from headwater.client import requests as req
-from headwater.client.follow import SETTLE_S, Deadline, Follow, Waiting
+from headwater.client.follow import SETTLE_S, Deadline, Follow, ResultWatch
 from headwater.client.retry import Tries
 from headwater.client.schedules import acting, listing
 from headwater.client.types import Event, Run, workflow_from
@@ -118,9 +118,9 @@ def test_a_wait_past_its_deadline_names_the_wait_asked_for() -> None:
         Deadline(0).read_timeout("wf-1", 7.0)
     assert Deadline(None).read_timeout("wf-1", 7.0) == 7.0
     assert Deadline(60).read_timeout("wf-1", 7.0) == 7.0
-    waiting = Waiting(Settings(), "wf-1", 60)
-    assert waiting.settle() == SETTLE_S
-    assert waiting.follow(3).call().headers["Last-Event-ID"] == "3"
-    assert "0.5 s" in str(Waiting(Settings(), "wf-1", 0.5).timed_out())
+    watch = ResultWatch(Settings(), "wf-1", 60)
+    assert watch.settle() == SETTLE_S
+    assert watch.follow(3).call().headers["Last-Event-ID"] == "3"
+    assert "0.5 s" in str(ResultWatch(Settings(), "wf-1", 0.5).timed_out())
     with pytest.raises(ValueError, match="timeout must be a finite number"):
-        Waiting(Settings(), "wf-1", -1)
+        ResultWatch(Settings(), "wf-1", -1)

@@ -6,6 +6,7 @@ as one batch or one record per batch."""
 from __future__ import annotations
 
 import pytest
+from test_coordinator_deferred import CANCEL, SUBMIT
 from test_coordinator_redelivery import (
     AT,
     KILL_POINTS,
@@ -20,10 +21,9 @@ from test_coordinator_redelivery import (
     kill_at,
     rec,
 )
-from test_coordinator_waiting import CANCEL, SUBMIT
 
 from headwater.core import events as ev
-from services.coordinator import waiting
+from services.coordinator import deferred
 from services.coordinator.batch import BatchApplier
 from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
@@ -55,7 +55,7 @@ def check(bus: Bus, table: Table, cancel_first: bool) -> None:
     check_history(bus, table)
     history = sorted({e.seq: e for e in bus.events()}.values(), key=lambda e: e.seq)
     assert history[-1].type == "WorkflowCancelled"
-    assert waiting.load(table.get_entry(waiting.waiting_key(WF)))[0] == []
+    assert deferred.load(table.get_entry(deferred.deferred_key(WF)))[0] == []
     if cancel_first:
         assert not any(r.topic.startswith(TOPICS.tasks("")) for r in bus.records)
     reasons = [e.body.reason for e in history if e.type == "WorkflowCancelled"]
@@ -96,7 +96,7 @@ async def test_every_kill_around_a_waiting_cancel(
         await again.recover({0})
         # the cancel was durable before any submission took effect: no dispatch allowed
         cancel_first = (t2.load(WF) is None
-                        and bool(waiting.load(t2.get_entry(waiting.waiting_key(WF)))[0])) or (
+                        and bool(deferred.load(t2.get_entry(deferred.deferred_key(WF)))[0])) or (
             t2.load(WF) is not None and not any(
                 r.topic.startswith(TOPICS.tasks("")) for r in b2.records))
         if t2.load(WF) is None and not cancel_first:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from test_coordinator_deferred import CANCEL, SUBMIT, DeadBus, check_cancelled
 from test_coordinator_redelivery import AT, SPEC, TOPICS, WF, Table, check_history, rec
-from test_coordinator_waiting import CANCEL, SUBMIT, DeadBus, check_cancelled
 
 from headwater import codec
 from headwater.core import events as ev
 from ops.audit import Observed, audit
 from ops.cli import replay as replay_cli
-from services.coordinator import waiting
+from services.coordinator import deferred
 from services.coordinator.batch import BatchApplier
-from services.coordinator.keys import TABLE_KEY_SEP, WAITING, intent_key
+from services.coordinator.keys import DEFERRED, TABLE_KEY_SEP, intent_key
 from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
 
@@ -26,7 +26,7 @@ def applier(bus: DeadBus, table: Table, limit: int = 16 << 20) -> BatchApplier:
 
 
 def kept(table: Table, wid: str = WF) -> list[ev.Input]:
-    return waiting.load(table.get_entry(waiting.waiting_key(wid)))[0]
+    return deferred.load(table.get_entry(deferred.deferred_key(wid)))[0]
 
 
 # -- 1. a waiting entry over the record limit -------------------------------------------
@@ -78,7 +78,7 @@ async def test_a_malformed_waiting_entry_dead_letters_the_submission_with_a_reas
     """The submission (answered 202 by the gateway) is dead-lettered
     as an unreadable snapshot, the coordinator goes on with the other workflow."""
     bus, table = DeadBus(), Table()
-    table.entries_[waiting.waiting_key(WF)] = b"{not json"
+    table.entries_[deferred.deferred_key(WF)] = b"{not json"
     other = "wf-other"
     sub_other = InputRecord(TOPICS.submissions, 0, 1, other.encode(),
                             codec.encode(ev.WorkflowSubmitted(other, SPEC, {}, AT)), [])
@@ -93,7 +93,7 @@ async def test_a_waiting_entry_with_ill_typed_fields_fails_the_workflow_as_data(
     """Valid JSON, at_ms a string: load accepts it, start raises TypeError; the workflow
     is failed as data, the submission dead-lettered, the coordinator goes on."""
     bus, table = DeadBus(), Table()
-    table.entries_[waiting.waiting_key(WF)] = orjson.dumps({"v": 1, "applied": {}, "inputs": [
+    table.entries_[deferred.deferred_key(WF)] = orjson.dumps({"v": 1, "applied": {}, "inputs": [
         {"type": "CancelRequested",
          "fields": {"workflow_id": WF, "at_ms": "soon", "reason": ""}}]})
     await applier(bus, table).apply_batch([SUBMIT])
@@ -136,7 +136,7 @@ async def test_a_waiting_cancel_then_two_submissions(same: bool) -> None:
 async def test_a_consumed_waiting_entry_is_left_as_an_empty_value_not_a_tombstone() -> None:
     bus, table = DeadBus(), Table()
     await applier(bus, table).apply_batch([CANCEL, SUBMIT])
-    assert table.entries_[waiting.waiting_key(WF)] == b""  # kept in the compacted changelog
+    assert table.entries_[deferred.deferred_key(WF)] == b""  # kept in the compacted changelog
 
 
 # -- 5. the audit tools ------------------------------------------------------------
@@ -149,7 +149,7 @@ async def test_replay_decodes_a_table_holding_only_a_waiting_cancel_without_erro
     prefix = WF.encode() + TABLE_KEY_SEP.encode()
     entries = {k[len(prefix):].decode(): v for k, v in table.entries_.items()
                if k.startswith(prefix)}
-    assert list(entries) == [WAITING]
+    assert list(entries) == [DEFERRED]
     table_state, table_error = replay_cli.decode_table(WF, entries)
     report = audit(WF, Observed(table=table_state, table_error=table_error), AT, 30_000)
     assert [d.describe() for d in report.differences] == []  # replay would exit 1
@@ -186,7 +186,7 @@ async def test_an_oversized_start_with_a_waiting_cancel_empties_the_entry() -> N
     into the nodes' entries and the header (45 kB): the workflow is failed instead
     (observed: WorkflowFailed, the submission dead-lettered). ``_fail_oversized`` pops
     the workflow's entries, the emptying of @waiting with them, and does not restore it:
-    the consumed cancel stays in the table for ever (waiting.py: "emptied once the
+    the consumed cancel stays in the table for ever (deferred.py: "emptied once the
     submission has consumed it")."""
     bus, table = DeadBus(), Table()
     coordinator = applier(bus, table, LIMIT)

@@ -1,4 +1,4 @@
-"""Noticing a stand-still (``PauseWatch``) and refusing to write after one (``fence``)."""
+"""Noticing a stand-still (``FreezeWatch``) and refusing to write after one (``fence``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
 from services.coordinator.batch import BatchApplier, Fenced
-from services.coordinator.pause import PauseWatch
+from services.coordinator.freeze import FreezeWatch
 from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
 
@@ -23,27 +23,27 @@ class Clock:
 
 def test_ticks_closer_than_the_limit_are_no_stand_still() -> None:
     clock = Clock()
-    watch = PauseWatch(5.0, clock)
+    watch = FreezeWatch(5.0, clock)
     for _ in range(50):
         clock.now += 0.2
         watch.tick()
-    assert watch.check() is None and watch.paused_s is None
+    assert watch.check() is None and watch.frozen_s is None
 
 
 def test_a_gap_between_ticks_is_remembered() -> None:
     clock = Clock()
-    watch = PauseWatch(5.0, clock)
+    watch = FreezeWatch(5.0, clock)
     clock.now += 14.0  # SIGSTOP for 14 s, then SIGCONT: the thread ticks first
     watch.tick()
     clock.now += 0.2
     watch.tick()
-    assert watch.paused_s == pytest.approx(14.0)
+    assert watch.frozen_s == pytest.approx(14.0)
     assert watch.check() == "the process stood still for 14.0 s (its partitions may be gone)"
 
 
 def test_a_stand_still_not_ticked_yet_is_seen_by_the_check() -> None:
     clock = Clock()
-    watch = PauseWatch(5.0, clock)
+    watch = FreezeWatch(5.0, clock)
     clock.now += 6.0  # resumed: the writer checks before the thread has ticked
     assert watch.check() == "the process stood still for 6.0 s (its partitions may be gone)"
 

@@ -1,7 +1,7 @@
 """A coordinator stopped (SIGSTOP) past its session timeout with a batch in hand, then
 resumed, on the real broker: the other coordinator has taken its partitions meanwhile,
 and the resumed one must not write that batch with the state it held
-(``services/coordinator/pause.py``); every history stays one history."""
+(``services/coordinator/freeze.py``); every history stays one history."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from stackkit import Stack
 from test_shutdown import _produce_submissions, eventually, python, whole_histories
 
 from ops import localstack
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 async def _stopped(pid: int) -> bool:

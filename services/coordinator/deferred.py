@@ -1,8 +1,8 @@
-"""Inputs that wait for their workflow's submission, kept in the coordinator's table.
+"""Inputs deferred until their workflow's submission, kept in the coordinator's table.
 
 A cancel sent right after a submission travels on ``control`` while the submission is
 on ``submissions``; the coordinator may read the cancel first. The machine defers it
-(``Step.deferred``), and it is kept here, under the workflow's ``WAITING`` part, until
+(``Step.deferred``), and it is kept here, under the workflow's ``DEFERRED`` part, until
 the submission arrives and ``machine.start`` applies both. The entry also holds the
 applied offsets of the inputs it keeps, so that one delivered again after a crash is
 not kept twice; it is written through the batch's intent like every other entry, and
@@ -18,25 +18,25 @@ import orjson
 
 from headwater.core import events as ev
 from headwater.errors import DecodeError
-from services.coordinator.keys import WAITING, table_entry_key
+from services.coordinator.keys import DEFERRED, table_entry_key
 
-MAX_WAITING = 100
+MAX_DEFERRED = 100
 """Inputs kept at most for one workflow not submitted yet; more are dead-lettered (a
 producer cancelling an id that is never submitted must not grow the table for ever)."""
 
 _KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
                                  "SignalSent": ev.SignalSent}
-"""The input types that can wait (those ``step`` defers)."""
+"""The input types that can be deferred (those ``step`` defers)."""
 
 
-def waiting_key(workflow_id: str) -> bytes:
-    """The table key of the workflow's waiting inputs."""
-    return table_entry_key(workflow_id, WAITING)
+def deferred_key(workflow_id: str) -> bytes:
+    """The table key of the workflow's deferred inputs."""
+    return table_entry_key(workflow_id, DEFERRED)
 
 
 def dump(inputs: list[ev.Input], applied: dict[str, int]) -> bytes:
     """The entry for ``inputs`` (in arrival order) and the workflow's applied offsets
-    (input topic -> offset); empty bytes when nothing waits."""
+    (input topic -> offset); empty bytes when nothing is deferred."""
     if not inputs:
         return b""
     return orjson.dumps({
@@ -51,7 +51,7 @@ def load(raw: bytes | None) -> tuple[list[ev.Input], dict[str, int]]:
     missing or empty entry).
 
     Raises:
-        DecodeError: the entry is malformed or names an input type that cannot wait.
+        DecodeError: the entry is malformed or names an input type that cannot be deferred.
     """
     if not raw:
         return [], {}

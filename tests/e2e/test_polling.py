@@ -1,4 +1,4 @@
-"""The suite's waiting helper (``tests/waiting.py``): it polls until the condition holds,
+"""The suite's polling helper (``tests/polling.py``): it polls until the condition holds,
 fails naming what it waited for and what it saw last, and scales every limit by
 ``HEADWATER_TEST_TIME_SCALE``. No broker needed; it is here because the e2e and fault
 suites are its users."""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.waiting import (
+from tests.polling import (
     SCALE_ENV,
     WaitTimeout,
     holds_for,

@@ -24,7 +24,7 @@ from test_coordinator_redelivery import (
 )
 
 from headwater.core import events as ev
-from services.coordinator import waiting
+from services.coordinator import deferred
 from services.coordinator.batch import BatchApplier
 from services.coordinator.timers import TimerIndex
 
@@ -48,7 +48,7 @@ def check_cancelled(bus: Bus, table: Table, dispatched: bool = False) -> None:
         assert [e.type for e in history] == [
             "WorkflowAccepted", "NodeFinished", "NodeFinished", "WorkflowCancelled"]
         assert not any(r.topic.startswith(TOPICS.tasks("")) for r in bus.records)
-    assert waiting.load(table.get_entry(waiting.waiting_key(WF)))[0] == []
+    assert deferred.load(table.get_entry(deferred.deferred_key(WF)))[0] == []
 
 
 async def test_a_cancel_before_its_submission_waits_and_cancels_it() -> None:
@@ -56,7 +56,7 @@ async def test_a_cancel_before_its_submission_waits_and_cancels_it() -> None:
     coordinator = applier(bus, table)
     await coordinator.apply_batch([CANCEL])
     assert bus.events() == []
-    kept, offsets = waiting.load(table.get_entry(waiting.waiting_key(WF)))
+    kept, offsets = deferred.load(table.get_entry(deferred.deferred_key(WF)))
     assert [type(i).__name__ for i in kept] == ["CancelRequested"]
     assert offsets == {TOPICS.control: 0}
     await coordinator.apply_batch([SUBMIT])
@@ -76,15 +76,16 @@ async def test_a_cancel_delivered_again_waits_once() -> None:
     await coordinator.apply_batch([CANCEL])
     table.clear_cache()
     await applier(bus, table).apply_batch([CANCEL])  # redelivered before its commit
-    assert len(waiting.load(table.get_entry(waiting.waiting_key(WF)))[0]) == 1
+    assert len(deferred.load(table.get_entry(deferred.deferred_key(WF)))[0]) == 1
 
 
 async def test_a_workflow_never_submitted_keeps_a_bounded_number_of_inputs() -> None:
     bus, table = DeadBus(), Table()
     cancels = [rec(TOPICS.control, i, ev.CancelRequested(WF, AT + i))
-               for i in range(waiting.MAX_WAITING + 2)]
+               for i in range(deferred.MAX_DEFERRED + 2)]
     await applier(bus, table).apply_batch(cancels)
-    assert len(waiting.load(table.get_entry(waiting.waiting_key(WF)))[0]) == waiting.MAX_WAITING
+    kept = deferred.load(table.get_entry(deferred.deferred_key(WF)))[0]
+    assert len(kept) == deferred.MAX_DEFERRED
     assert len(bus.dead) == 2 and "never submitted" in bus.dead[0].reason
 
 
@@ -128,9 +129,9 @@ def test_every_input_the_machine_defers_can_wait_in_the_table(event: ev.Input) -
     and read back whole; a signal that overtook its submission once could not be read
     back, and every later input of its workflow was dead-lettered."""
     from headwater.core.machine import step
-    from services.coordinator import waiting
+    from services.coordinator import deferred
 
     if not step(None, event).deferred:
         return  # changes nothing for an unknown workflow: never kept
-    inputs, applied = waiting.load(waiting.dump([event, event], {"control": 7}))
+    inputs, applied = deferred.load(deferred.dump([event, event], {"control": 7}))
     assert inputs == [event, event] and applied == {"control": 7}

@@ -1,4 +1,4 @@
-"""Waiting in the end-to-end and fault tests, and in the fault suite's harness
+"""Polling in the end-to-end and fault tests, and in the fault suite's harness
 (``faultsuite/``): poll for the condition itself rather than sleep a fixed time, and
 stretch every time limit by one setting.
 

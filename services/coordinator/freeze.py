@@ -27,7 +27,7 @@ TICK_S = 0.2
 """How often the watchdog thread ticks, seconds."""
 
 
-class PauseWatch:
+class FreezeWatch:
     """Remembers whether the process stood still for longer than ``limit_s`` seconds.
 
     Args:
@@ -40,12 +40,12 @@ class PauseWatch:
         self.limit_s = limit_s
         self.clock = clock
         self._last = clock()
-        self.paused_s: float | None = None
+        self.frozen_s: float | None = None
         """The longest stand-still seen, seconds (None: none)."""
 
-    def start(self) -> PauseWatch:
+    def start(self) -> FreezeWatch:
         """Tick from a daemon thread (it dies with the process)."""
-        threading.Thread(target=self._run, name="pause-watch", daemon=True).start()
+        threading.Thread(target=self._run, name="freeze-watch", daemon=True).start()
         return self
 
     def _run(self) -> None:
@@ -59,7 +59,7 @@ class PauseWatch:
         gap = now - self._last
         self._last = now
         if gap > self.limit_s:
-            self.paused_s = max(gap, self.paused_s or 0.0)
+            self.frozen_s = max(gap, self.frozen_s or 0.0)
             log.error("the process stood still for %.1f s", gap)
 
     def check(self) -> str | None:
@@ -68,7 +68,7 @@ class PauseWatch:
         gap = self.clock() - self._last
         if gap > self.limit_s:
             return f"the process stood still for {gap:.1f} s (its partitions may be gone)"
-        if self.paused_s is not None:
-            return (f"the process stood still for {self.paused_s:.1f} s (its partitions "
+        if self.frozen_s is not None:
+            return (f"the process stood still for {self.frozen_s:.1f} s (its partitions "
                     "may be gone)")
         return None
