@@ -31,11 +31,13 @@ reads the run once, follows its events until the terminal one, then reads its ou
 Not imported by ``headwater/__init__.py``: task code that does not use it does not pay
 for httpx.
 
-The package: ``sync`` (``Client``) and ``aio`` (``AsyncClient``) only send; what each
-method asks and how it reads the answer is ``requests``, the ``Call`` builders and
-argument checks ``http``, the retry policy ``retry``, an event stream's reconnects and
-``result``'s wait ``follow``, the answers' frozen views ``types``, ``Client.schedules``
-``schedules``, and task code's child runs (``TaskContext.call``) ``calls``.
+Modules: ``sync`` (``Client``) and ``aio`` (``AsyncClient``) only send, each with its
+httpx client, what the sans-I/O modules decide: ``requests`` (what each method asks and
+how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``retry``
+(which failures are tried again, and what an error answer raises), ``follow`` (an event
+stream's reconnects, ``result``'s watch) and ``types`` (the answers' frozen views).
+``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
+(``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient, AsyncDefinitions
