@@ -18,6 +18,7 @@ from services.gateway import (
     health,
     metrics,
     middleware,
+    openapi_document,
     problems,
     queues_api,
     routes,
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
     app.state.hw = runtime
     problems.install(app)
+    openapi_document.install(app)  # /openapi.json: FastAPI's document, completed
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
     app.include_router(health.router)
     app.include_router(routes.router)

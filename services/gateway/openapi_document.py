@@ -5,7 +5,7 @@ operation can give.
 
 FastAPI adds a 422 ``HTTPValidationError`` answer to every route with parameters; the
 gateway's 422 is a problem document, declared by the routes that can answer it, so
-``complete`` drops FastAPI's. ``problems.install`` makes ``app.openapi()`` call it.
+``complete`` drops FastAPI's. ``install`` makes ``app.openapi()`` call it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from typing import Any
+
+from fastapi import FastAPI
 
 from services.gateway.openapi_answers import ANSWERS
 from services.gateway.openapi_examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
@@ -124,3 +126,21 @@ def _problem_examples(responses: dict[str, Any]) -> None:
             media["examples"] = {_SLUGS[name]: {"$ref": EXAMPLES + name}
                                  for name in referred(media.get("schema", {}))}
 
+
+def install(app: FastAPI) -> None:
+    """Make ``app.openapi()`` answer the document ``complete`` makes of FastAPI's (once,
+    then cached as FastAPI caches its own).
+
+    Args:
+        app: the gateway's app; its ``state.hw`` (the ``Runtime``) says whether auth is
+            on when the document is first asked for.
+    """
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            hw = getattr(app.state, "hw", None)
+            auth = hw is not None and hw.settings.auth.authenticator is not None
+            app.openapi_schema = complete(FastAPI.openapi(app), auth)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override

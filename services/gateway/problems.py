@@ -237,8 +237,7 @@ def problem_response(status: int, title: str, detail: str = "", instance: str = 
 
 
 def install(app: FastAPI) -> None:
-    """Make every error answer ``application/problem+json``, and the OpenAPI document
-    describe each problem type (``openapi_document.complete``).
+    """Make every error answer ``application/problem+json``.
 
     ``Problem`` answers itself, request validation is 422, PostgreSQL being unavailable
     (``DATABASE_UNAVAILABLE``) is 503 with ``Retry-After``, and Starlette's HTTP errors
@@ -275,20 +274,3 @@ def install(app: FastAPI) -> None:
                   f"{request.method} is not a method of {path}" if kind is not None else "")
         return problem_response(exc.status_code, kind.title if kind else str(exc.detail),
                                 detail, path, dict(exc.headers or {}))
-
-    _document(app)
-
-
-def _document(app: FastAPI) -> None:
-    """Make ``app.openapi()`` answer the document ``openapi_document.complete`` makes of
-    FastAPI's (once, then cached as FastAPI caches its own)."""
-    from services.gateway.openapi_document import complete  # it reads this module
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            hw = getattr(app.state, "hw", None)
-            auth = hw is not None and hw.settings.auth.authenticator is not None
-            app.openapi_schema = complete(FastAPI.openapi(app), auth)
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
