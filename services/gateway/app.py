@@ -17,9 +17,7 @@ from services.gateway import (
     definitions_api,
     health,
     metrics,
-    middleware,
     openapi_document,
-    problems,
     queues_api,
     routes,
     run_api,
@@ -28,7 +26,8 @@ from services.gateway import (
     whoami_api,
 )
 from services.gateway.drain import Drain
-from services.gateway.runtime import Runtime
+from services.gateway.edge import middleware, problems
+from services.gateway.lifetime import Runtime
 from services.gateway.settings import Settings
 
 log = logging.getLogger("headwater.gateway")

@@ -14,8 +14,8 @@ from headwater.core import events as ev
 from headwater.core.signals import signal_fault
 from headwater.core.state import new_state
 from services.common.clock import now_ms
+from services.gateway.edge.problems import Problem
 from services.gateway.models import SignalRequest
-from services.gateway.problems import Problem
 from services.gateway.stream import TERMINAL_STATUSES
 from services.gateway.submit import Outlet
 

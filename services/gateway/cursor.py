@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import orjson
 
 from headwater.topics import WORKFLOW_ID_PATTERN
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 
 _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 MAX_CURSOR_CHARS = 1000

@@ -28,8 +28,8 @@ import orjson
 from headwater.core.definitions import DefinitionRefError, parse_ref, visible
 from headwater.core.spec import MAX_NODES
 from services.common.auth import OPEN, Principal
-from services.gateway.jsoncheck import format_path
-from services.gateway.problems import Problem
+from services.gateway.edge.jsoncheck import format_path
+from services.gateway.edge.problems import Problem
 
 MAX_INLINE_DEPTH = 8
 """The deepest chain of definitions naming definitions that a spec may inline (as deep

@@ -28,7 +28,6 @@ from starlette.responses import Response
 from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
-from services.gateway.body import parse_body, parse_json, read_limited, require_storable
 from services.gateway.definitions import (
     DELETED,
     head_of,
@@ -39,6 +38,19 @@ from services.gateway.definitions import (
 )
 from services.gateway.definitions_reader import start
 from services.gateway.definitions_store import Store
+from services.gateway.edge.body import parse_body, parse_json, read_limited, require_storable
+from services.gateway.edge.problems import (
+    CONFLICT,
+    DEFINITION_DELETED,
+    FORBIDDEN,
+    INVALID_DEFINITION,
+    INVALID_DEFINITION_NAME,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    REQUEST_TOO_LARGE,
+    Problem,
+)
+from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.models import DefinitionRequest
 from services.gateway.openapi import (
     DEFINITION_NAME_DOC,
@@ -51,18 +63,6 @@ from services.gateway.openapi import (
     problems,
 )
 from services.gateway.openapi_problems import READS, WRITES
-from services.gateway.problems import (
-    CONFLICT,
-    DEFINITION_DELETED,
-    FORBIDDEN,
-    INVALID_DEFINITION,
-    INVALID_DEFINITION_NAME,
-    INVALID_REQUEST,
-    NOT_FOUND,
-    REQUEST_TOO_LARGE,
-    Problem,
-)
-from services.gateway.runtime import Runtime, accepting, runtime
 from services.gateway.scope import principal
 
 router = APIRouter()

@@ -44,7 +44,7 @@ from services.common.db import name_locked
 from services.common.kafka import AVRO_HEADERS
 from services.gateway import definition_records
 from services.gateway.definitions import tenant_of, unknown
-from services.gateway.problems import RETRY_AFTER_S, Problem
+from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 
 CLAIMED, STORED = "claimed", "stored"
 """A version row's or a head's ``state``: chosen, and on Kafka."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.problems import PROBLEM_TYPES, ProblemType
+from services.gateway.edge.problems import PROBLEM_TYPES, ProblemType
 
 RUN = "refund-order-1042"
 _BY_SLUG = {t.slug: t for t in PROBLEM_TYPES}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.gateway.problems import (
+from services.gateway.edge.problems import (
     BAD_REQUEST,
     CONFLICT,
     DATABASE_DOWN,
@@ -48,9 +48,9 @@ GATEWAY_WIDE = (BAD_REQUEST, INTERNAL_ERROR)
 """What any operation can answer (``middleware.RejectNul``, ``middleware.CatchAll``)."""
 
 READS = (NOT_READY, DATABASE_DOWN)
-"""What a read of the projection can answer (``runtime.runtime``, PostgreSQL down)."""
+"""What a read of the projection can answer (``lifetime.runtime``, PostgreSQL down)."""
 WRITES = (SHUTTING_DOWN, NOT_READY, DATABASE_DOWN, KAFKA_UNAVAILABLE)
-"""What an operation that produces to Kafka can answer (``runtime.accepting``,
+"""What an operation that produces to Kafka can answer (``lifetime.accepting``,
 ``submit.produce``)."""
 BODY = (REQUEST_TOO_LARGE, INVALID_REQUEST)
 """What reading a JSON body can answer (``body``)."""

@@ -7,10 +7,10 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from services.gateway.edge.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
+from services.gateway.lifetime import runtime
 from services.gateway.openapi import problems
-from services.gateway.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.queues import overview
-from services.gateway.runtime import runtime
 
 router = APIRouter()
 

@@ -13,8 +13,18 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
-from services.gateway.body import parse_body, read_limited, require_storable
 from services.gateway.control import request_cancel, send_signal, signal_record
+from services.gateway.edge.body import parse_body, read_limited, require_storable
+from services.gateway.edge.problems import (
+    BAD_CURSOR,
+    BAD_LAST_EVENT_ID,
+    CONFLICT,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    RECORD_TOO_LARGE,
+    Problem,
+)
+from services.gateway.lifetime import accepting, runtime
 from services.gateway.models import CancelRequest, SignalRequest, SubmitRequest
 from services.gateway.openapi import (
     CANCEL_SCHEMA,
@@ -27,16 +37,6 @@ from services.gateway.openapi import (
     problems,
 )
 from services.gateway.openapi_problems import BODY, READS, SIGNAL, SUBMISSION, WRITES
-from services.gateway.problems import (
-    BAD_CURSOR,
-    BAD_LAST_EVENT_ID,
-    CONFLICT,
-    INVALID_REQUEST,
-    NOT_FOUND,
-    RECORD_TOO_LARGE,
-    Problem,
-)
-from services.gateway.runtime import accepting, runtime
 from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.stream import history_stream
 from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit

@@ -22,12 +22,9 @@ from starlette.responses import Response
 from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
-from services.gateway.body import parse_body, read_limited
 from services.gateway.control import send_signal, signal_record
-from services.gateway.models import SignalRequest
-from services.gateway.openapi import json_answer, json_body, problems
-from services.gateway.openapi_problems import READS, SIGNAL, WRITES
-from services.gateway.problems import (
+from services.gateway.edge.body import parse_body, read_limited
+from services.gateway.edge.problems import (
     CONFLICT,
     INVALID_REQUEST,
     INVALID_SCHEDULE,
@@ -40,7 +37,10 @@ from services.gateway.problems import (
     REQUEST_TOO_LARGE,
     SPEC_TOO_LARGE,
 )
-from services.gateway.runtime import Runtime, accepting, runtime
+from services.gateway.lifetime import Runtime, accepting, runtime
+from services.gateway.models import SignalRequest
+from services.gateway.openapi import json_answer, json_body, problems
+from services.gateway.openapi_problems import READS, SIGNAL, WRITES
 from services.gateway.schedules import (
     MAX_CATCHUP,
     ScheduleRequest,

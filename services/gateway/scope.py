@@ -13,8 +13,8 @@ import asyncpg
 from fastapi import Request
 
 from services.common.auth import Principal, derived_id
+from services.gateway.edge.problems import Problem
 from services.gateway.models import SubmitRequest
-from services.gateway.problems import Problem
 
 
 def principal(request: Request) -> Principal:

@@ -26,8 +26,8 @@ import orjson
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
 from services.common.db import NOTIFY_CHANNEL, connect
+from services.gateway.edge.problems import DATABASE_UNAVAILABLE
 from services.gateway.metrics import SSE_SUBSCRIBERS
-from services.gateway.problems import DATABASE_UNAVAILABLE
 
 TERMINAL_STATUSES = frozenset(status for status in WorkflowStatus if status.terminal)
 """The ``workflows.status`` values after which nothing changes."""

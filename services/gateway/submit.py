@@ -35,10 +35,10 @@ from services.common.auth import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
 from services.gateway.admission import admit
-from services.gateway.body import require_storable
 from services.gateway.definitions import check_input, inline_children, resolve
+from services.gateway.edge.body import require_storable
+from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 from services.gateway.models import SubmitRequest
-from services.gateway.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 
 log = logging.getLogger("headwater.gateway")
 
@@ -74,7 +74,7 @@ def viewer(me: Principal, tenant: str | None) -> Principal:
 
 @dataclass(frozen=True)
 class Outlet:
-    """Where submissions go: ``produce``'s arguments (``runtime.Runtime.outlet``).
+    """Where submissions go: ``produce``'s arguments (``lifetime.Runtime.outlet``).
 
     Attributes:
         producer: the Kafka producer.

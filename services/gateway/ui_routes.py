@@ -27,7 +27,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.gateway.problems import NO_ROUTE, Problem
+from services.gateway.edge.problems import NO_ROUTE, Problem
 
 router = APIRouter(include_in_schema=False)
 

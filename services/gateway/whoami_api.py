@@ -7,9 +7,9 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from services.gateway.lifetime import runtime
 from services.gateway.openapi import problems
 from services.gateway.openapi_problems import READS
-from services.gateway.runtime import runtime
 from services.gateway.scope import principal
 
 router = APIRouter()

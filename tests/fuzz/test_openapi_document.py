@@ -23,7 +23,7 @@ from schemathesis.core.result import Ok
 
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.app import create_app
-from services.gateway.problems import NOT_FOUND, PROBLEM_JSON
+from services.gateway.edge.problems import NOT_FOUND, PROBLEM_JSON
 from services.gateway.settings import Settings
 
 DOC: dict[str, Any] = create_app().openapi()

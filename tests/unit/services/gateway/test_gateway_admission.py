@@ -15,7 +15,7 @@ from aiokafka import ConsumerRecord
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.gateway.admission import Admission, choose_queue, parse_maxdepth, place, unserved
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 from services.gateway.queues import Lag, QueueState, TimedCache, queue_state
 from services.gateway.workers import WorkerRegistry
 from services.worker.announce import WorkerAnnounced, encode_announcement

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services.gateway.definitions import Resolved, check_input, schema_faults
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 
 SPEC: dict[str, Any] = {"name": "greet", "nodes": [{"id": "a", "task": "t.a"}]}
 SCHEMA: dict[str, Any] = {

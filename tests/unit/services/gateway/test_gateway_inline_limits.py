@@ -14,7 +14,7 @@ from aiokafka.errors import MessageSizeTooLargeError
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
 from services.gateway.definitions import MAX_INLINED_NODES, inline_children
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 
 
 def fan(child: str | None, width: int = 10) -> dict[str, Any]:

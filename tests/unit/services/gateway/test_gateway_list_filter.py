@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 from services.gateway.views import ListFilter, definition_of, list_filter
 
 

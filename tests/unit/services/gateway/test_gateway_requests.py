@@ -14,7 +14,7 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.cursor import decode_cursor, encode_cursor
-from services.gateway.problems import Problem
+from services.gateway.edge.problems import Problem
 
 
 def forged(doc: object) -> str:

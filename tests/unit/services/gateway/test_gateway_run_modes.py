@@ -17,8 +17,8 @@ from services.gateway.awaiting import (
     parse_prefer,
     wait_seconds,
 )
+from services.gateway.edge.problems import Problem
 from services.gateway.models import SubmitRequest
-from services.gateway.problems import Problem
 
 
 @pytest.mark.parametrize(("headers", "expected"), [

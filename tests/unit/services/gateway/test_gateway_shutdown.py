@@ -12,7 +12,7 @@ import uvicorn
 from gateway_harness import SPEC, FakePool, Gateway, assert_problem
 
 from services.gateway.drain import CountRequests, Drain
-from services.gateway.runtime import Runtime
+from services.gateway.lifetime import Runtime
 from services.gateway.server import GatewayServer
 from services.gateway.settings import Settings
 from services.gateway.stream import CLOSING, Notifier, history_stream

@@ -21,15 +21,15 @@ import pytest
 from gateway_harness import UNREACHABLE, FakePool, Gateway
 
 from services.gateway.app import create_app
-from services.gateway.openapi_document import operations
-from services.gateway.openapi_problems import GATEWAY_WIDE, component, referred
-from services.gateway.problems import (
+from services.gateway.edge.problems import (
     PROBLEM_JSON,
     PROBLEM_TYPES,
     STARLETTE_TYPES,
     TYPE_PREFIX,
     type_of,
 )
+from services.gateway.openapi_document import operations
+from services.gateway.openapi_problems import GATEWAY_WIDE, component, referred
 
 ROOT = Path(__file__).resolve().parents[4]
 GATEWAY = ROOT / "services" / "gateway"
@@ -96,11 +96,12 @@ def made(source: str, namespace: dict[str, Any], where: str,
 
 
 def gateway_problems() -> tuple[set[tuple[int, str]], list[str]]:
-    """What every module of ``services/gateway`` makes."""
+    """What every module of ``services/gateway`` (and its packages) makes."""
     pairs: set[tuple[int, str]] = set()
     faults: list[str] = []
-    for path in sorted(GATEWAY.glob("*.py")):
-        module = importlib.import_module(f"services.gateway.{path.stem}")
+    for path in sorted(GATEWAY.rglob("*.py")):
+        dotted = path.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+        module = importlib.import_module(dotted)
         found, wrong = made(path.read_text(encoding="utf-8"), vars(module),
                             path.relative_to(ROOT).as_posix())
         pairs |= found

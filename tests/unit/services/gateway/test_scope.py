@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from services.common.auth import OPEN, Principal
+from services.gateway.edge.problems import Problem
 from services.gateway.models import SubmitRequest
-from services.gateway.problems import Problem
 from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 
 A = Principal("A", "submit", "ka")

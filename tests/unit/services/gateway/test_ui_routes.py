@@ -13,7 +13,7 @@ import pytest
 from gateway_harness import Gateway, assert_problem
 
 from services.gateway import ui_routes
-from services.gateway.problems import NO_ROUTE
+from services.gateway.edge.problems import NO_ROUTE
 from services.gateway.ui_routes import CSP, load_assets
 
 VIEWS = ("/ui/", "/ui/runs", "/ui/runs/wf-1a2b", "/ui/queues", "/ui/definitions",

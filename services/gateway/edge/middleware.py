@@ -17,10 +17,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common import tracing
 from services.common.auth import Authenticator
-from services.gateway import cors
 from services.gateway.auth_gate import Authenticate
 from services.gateway.drain import CountRequests, Drain
-from services.gateway.problems import problem_response
+from services.gateway.edge import cors
+from services.gateway.edge.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")
 

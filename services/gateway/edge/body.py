@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from services.gateway.jsoncheck import first_fault
-from services.gateway.problems import Problem
+from services.gateway.edge.jsoncheck import first_fault
+from services.gateway.edge.problems import Problem
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)

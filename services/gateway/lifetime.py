@@ -1,5 +1,7 @@
-"""The gateway's connections, created at start-up and shared by the routes, and its
-drain state (``drain``)."""
+"""The gateway's lifetime: the connections it opens at start-up and shares with the
+routes (``Runtime``), whether it is ready yet or stopping (``drain``), and the guards a
+route calls first: ``runtime`` (503 until ready) and ``accepting`` (503 also once
+stopping)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from fastapi import Request
 
 from services.gateway import admission
 from services.gateway.drain import Drain
-from services.gateway.problems import RETRY_AFTER_S, Problem
+from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues import QueueFigures
 from services.gateway.settings import Settings
 from services.gateway.stream import Notifier

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from services.gateway.jsoncheck import INT64_MAX, INT64_MIN, MAX_DEPTH, first_fault
+from services.gateway.edge.jsoncheck import INT64_MAX, INT64_MIN, MAX_DEPTH, first_fault
 
 
 def nested(levels: int) -> Any:

@@ -1,4 +1,4 @@
-"""CORS (``services/gateway/cors.py``): off by default; with origins set, preflights are
+"""CORS (``services/gateway/edge/cors.py``): off by default; with origins set, preflights are
 answered and responses carry the headers, for the allowed origins only. The whole app
 under ``TestClient`` (a browser's own check is ``tests/e2e/test_cors_browser.py``)."""
 
@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 from gateway_harness import SPEC, UNREACHABLE, FakePool, gateway
 
-from services.gateway.cors import parse_origins
+from services.gateway.edge.cors import parse_origins
 
 PAGE = "http://127.0.0.1:5173"
 PREFLIGHT = {"Origin": PAGE, "Access-Control-Request-Method": "GET",

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 
-from services.gateway.problems import CORS_REFUSED, problem_response
+from services.gateway.edge.problems import CORS_REFUSED, problem_response
 
 ALLOW_METHODS = ("GET", "POST", "PUT", "DELETE")
 """Methods of the API a page may call (preflight ``Access-Control-Allow-Methods``)."""
