@@ -17,7 +17,6 @@ from services.gateway import (
     definitions_api,
     health,
     metrics,
-    openapi_document,
     queues_api,
     routes,
     run_api,
@@ -28,6 +27,7 @@ from services.gateway import (
 from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
+from services.gateway.openapi import document
 from services.gateway.settings import Settings
 
 log = logging.getLogger("headwater.gateway")
@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
     app.state.hw = runtime
     problems.install(app)
-    openapi_document.install(app)  # /openapi.json: FastAPI's document, completed
+    document.install(app)  # /openapi.json: FastAPI's document, completed
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
     app.include_router(health.router)
     app.include_router(routes.router)

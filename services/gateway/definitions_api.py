@@ -52,7 +52,7 @@ from services.gateway.edge.problems import (
 )
 from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.models import DefinitionRequest
-from services.gateway.openapi import (
+from services.gateway.openapi.bodies import (
     DEFINITION_NAME_DOC,
     DEFINITION_PUT_SCHEMA,
     DEFINITION_SCHEMA,
@@ -60,9 +60,8 @@ from services.gateway.openapi import (
     DEFINITIONS_LIST_SCHEMA,
     json_answer,
     json_body,
-    problems,
 )
-from services.gateway.openapi_problems import READS, WRITES
+from services.gateway.openapi.problems import READS, WRITES, problems
 from services.gateway.scope import principal
 
 router = APIRouter()

@@ -26,7 +26,7 @@ from services.gateway.edge.problems import (
 )
 from services.gateway.lifetime import accepting, runtime
 from services.gateway.models import CancelRequest, SignalRequest, SubmitRequest
-from services.gateway.openapi import (
+from services.gateway.openapi.bodies import (
     CANCEL_SCHEMA,
     SIGNAL_NAME_DOC,
     SIGNAL_SCHEMA,
@@ -34,9 +34,8 @@ from services.gateway.openapi import (
     SUBMIT_SCHEMA,
     WORKFLOW_ID_DOC,
     json_body,
-    problems,
 )
-from services.gateway.openapi_problems import BODY, READS, SIGNAL, SUBMISSION, WRITES
+from services.gateway.openapi.problems import BODY, READS, SIGNAL, SUBMISSION, WRITES, problems
 from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.stream import history_stream
 from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit

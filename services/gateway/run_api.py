@@ -40,8 +40,7 @@ from services.gateway.definitions_api import missing_name
 from services.gateway.edge.body import parse_json, read_limited, require_storable
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.models import SubmitRequest
-from services.gateway.openapi import problems
-from services.gateway.openapi_problems import BODY, SUBMISSION, WRITES
+from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.scope import principal, submission
 from services.gateway.submit import Accepted, submit
 

@@ -39,8 +39,8 @@ from services.gateway.edge.problems import (
 )
 from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.models import SignalRequest
-from services.gateway.openapi import json_answer, json_body, problems
-from services.gateway.openapi_problems import READS, SIGNAL, WRITES
+from services.gateway.openapi.bodies import json_answer, json_body
+from services.gateway.openapi.problems import READS, SIGNAL, WRITES, problems
 from services.gateway.schedules import (
     MAX_CATCHUP,
     ScheduleRequest,

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from services.gateway.lifetime import runtime
-from services.gateway.openapi import problems
-from services.gateway.openapi_problems import READS
+from services.gateway.openapi.problems import READS, problems
 from services.gateway.scope import principal
 
 router = APIRouter()

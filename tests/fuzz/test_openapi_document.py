@@ -1,7 +1,7 @@
 """The gateway's OpenAPI document describes what the fuzzer needs to generate cases:
 request bodies, the workflow id's form, and problem documents for the errors.
 
-Before ``services/gateway/openapi.py`` the routes read their bodies themselves and the
+Before ``services/gateway/openapi/bodies.py`` the routes read their bodies themselves and the
 document had none: schemathesis generated no body for ``POST /v1/workflows`` or for a
 cancel, and no schema-violating case for any path parameter.
 """

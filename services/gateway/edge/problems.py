@@ -4,8 +4,8 @@ every problem type the gateway answers.
 Each kind of problem has its own type (RFC 9457 §4: a type URI, a title and a status):
 ``PROBLEM_TYPES``. A handler raises ``Problem(status, title, ...)``; the answer's
 ``type`` is the URI of the entry with that status and title (``type_of``), and the
-OpenAPI document lists every entry (``openapi_problems``), so neither can drift from the
-other (``tests/unit/services/gateway/test_openapi_problem_types.py`` checks every
+OpenAPI document lists every entry (``openapi.problems``), so neither can drift from the
+other (``tests/unit/services/gateway/openapi/test_openapi_problem_types.py`` checks every
 ``Problem`` the gateway's code makes against this table). The type URIs are URNs of the
 project's own: identifiers, not locators, so there is nothing to dereference (RFC 9457
 §3.1.1 asks documentation of a locator); ``/openapi.json`` documents each one.

@@ -1,4 +1,4 @@
-"""The gateway's auth (``auth_gate``, ``openapi_document``): the least role of every
+"""The gateway's auth (``auth_gate``, ``openapi.document``): the least role of every
 operation of the app (``role_needed``), the middleware under ``TestClient`` with auth on
 (401 with ``WWW-Authenticate: Bearer realm="headwater"``, ``error="invalid_token"``,
 403 ``insufficient_scope``, open paths, ``OPTIONS``, problem documents of the right
@@ -23,7 +23,7 @@ from services.common.auth import ROLES, Authenticator, KeysFile, bearer, new_key
 from services.common.auth_settings import ServiceAuth
 from services.gateway.app import create_app
 from services.gateway.auth_gate import REALM, role_needed
-from services.gateway.openapi_document import complete
+from services.gateway.openapi.document import complete
 from services.gateway.settings import Settings
 
 OPEN_PATHS = ("/health", "/ready", "/metrics", "/openapi.json", "/docs", "/redoc", "/ui",

@@ -4,7 +4,7 @@ event streams.
 
 The routes answer with ``Response`` objects built from plain values (``views``,
 ``queues``, ``awaiting``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
-operation, and ``openapi_document.complete`` puts each where the route's own schema is
+operation, and ``openapi.document.complete`` puts each where the route's own schema is
 empty. They describe what the views build, and stay open (``additionalProperties``):
 a later field is not a break.
 """

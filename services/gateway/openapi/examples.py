@@ -4,7 +4,7 @@ Objects" (``summary``, ``value``).
 
 They are what a run of the gateway sends and answers (a refund that waits for an
 approval, a nightly report on a schedule), trimmed; each is checked against its schema
-(``tests/unit/services/gateway/test_openapi_examples.py``), and the bodies also against
+(``tests/unit/services/gateway/openapi/test_openapi_examples.py``), and the bodies also against
 the models the routes parse them with.
 """
 

@@ -1,8 +1,7 @@
 """What the OpenAPI document (``/openapi.json``) says beyond the route signatures: the
-request bodies, which the routes read themselves (``body.py``), and the path's workflow
-id. The error answers are ``openapi_problems``'s (``problems``, re-exported here for
-the routes); ``openapi_document`` completes the document with the answers' schemas and
-every example.
+request bodies, which the routes read themselves (``edge.body``), and the path's workflow
+id. The error answers are ``openapi.problems``'s (``problems``); ``openapi.document``
+completes the document with the answers' schemas and every example.
 
 The routes take the raw request (to bound the body before parsing it), so FastAPI cannot
 see their bodies; each route passes ``openapi_extra`` and ``responses`` from here. The
@@ -23,9 +22,6 @@ from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKi
 from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.models import MAX_INDEX
-from services.gateway.openapi_problems import problems
-
-__all__ = ["problems"]  # the routes' error answers, beside their bodies
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
 """Node ids (``headwater.core.spec``)."""

@@ -28,10 +28,10 @@ from services.gateway.edge.problems import (
     TYPE_PREFIX,
     type_of,
 )
-from services.gateway.openapi_document import operations
-from services.gateway.openapi_problems import GATEWAY_WIDE, component, referred
+from services.gateway.openapi.document import operations
+from services.gateway.openapi.problems import GATEWAY_WIDE, component, referred
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 GATEWAY = ROOT / "services" / "gateway"
 MAKERS = ("Problem", "problem_response")
 PASSED_ON = {("problems.py", "exc.status"), ("problems.py", "exc.status_code")}

@@ -18,11 +18,11 @@ from headwater.core.spec import parse_spec
 from services.gateway.app import create_app
 from services.gateway.edge.problems import PROBLEM_JSON, PROBLEM_TYPES
 from services.gateway.models import CancelRequest, DefinitionRequest, SignalRequest, SubmitRequest
-from services.gateway.openapi_answers import ANSWERS
-from services.gateway.openapi_document import operations, vacuous
-from services.gateway.openapi_examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
-from services.gateway.openapi_problem_examples import PROBLEM_EXAMPLES
-from services.gateway.openapi_problems import component
+from services.gateway.openapi.answers import ANSWERS
+from services.gateway.openapi.document import operations, vacuous
+from services.gateway.openapi.examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
+from services.gateway.openapi.problem_examples import PROBLEM_EXAMPLES
+from services.gateway.openapi.problems import component
 from services.gateway.schedules import ScheduleRequest
 
 DOC: dict[str, Any] = create_app(UNREACHABLE).openapi()

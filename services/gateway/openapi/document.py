@@ -17,11 +17,11 @@ from typing import Any
 from fastapi import FastAPI
 
 from services.gateway.edge.problems import FORBIDDEN, PROBLEM_JSON, PROBLEM_TYPES, UNAUTHORIZED
-from services.gateway.openapi_answers import ANSWERS
-from services.gateway.openapi_examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
-from services.gateway.openapi_problem_examples import PROBLEM_EXAMPLES
-from services.gateway.openapi_problems import component, problems, referred
-from services.gateway.openapi_problems import schemas as problem_schemas
+from services.gateway.openapi.answers import ANSWERS
+from services.gateway.openapi.examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
+from services.gateway.openapi.problem_examples import PROBLEM_EXAMPLES
+from services.gateway.openapi.problems import component, problems, referred
+from services.gateway.openapi.problems import schemas as problem_schemas
 
 EXAMPLES = "#/components/examples/"
 _FASTAPI_ONLY = ("HTTPValidationError", "ValidationError")
