@@ -18,16 +18,17 @@ from services.gateway import (
     health,
     metrics,
     queues_api,
-    routes,
-    run_api,
     schedules_api,
     ui_routes,
     whoami_api,
 )
+from services.gateway.control import api as control_api
 from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
 from services.gateway.openapi import document
+from services.gateway.runs import api as runs_api
+from services.gateway.runs import run as run_api
 from services.gateway.settings import Settings
 
 log = logging.getLogger("headwater.gateway")
@@ -80,7 +81,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     document.install(app)  # /openapi.json: FastAPI's document, completed
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
     app.include_router(health.router)
-    app.include_router(routes.router)
+    app.include_router(runs_api.router)
+    app.include_router(control_api.router)
     app.include_router(run_api.router)
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)

@@ -51,7 +51,6 @@ from services.gateway.edge.problems import (
     Problem,
 )
 from services.gateway.lifetime import Runtime, accepting, runtime
-from services.gateway.models import DefinitionRequest
 from services.gateway.openapi.bodies import (
     DEFINITION_NAME_DOC,
     DEFINITION_PUT_SCHEMA,
@@ -62,6 +61,7 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
+from services.gateway.runs.models import DefinitionRequest
 from services.gateway.scope import principal
 
 router = APIRouter()

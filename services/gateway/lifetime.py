@@ -19,9 +19,9 @@ from services.gateway import admission
 from services.gateway.drain import Drain
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues import QueueFigures
+from services.gateway.runs.stream import Notifier
+from services.gateway.runs.submit import Outlet
 from services.gateway.settings import Settings
-from services.gateway.stream import Notifier
-from services.gateway.submit import Outlet
 from services.gateway.workers import WorkerRegistry
 from services.gateway.workers import install as install_registry
 

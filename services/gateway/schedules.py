@@ -42,13 +42,13 @@ from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fir
 from headwater.topics import Topics
 from services.common.auth import OPEN, Principal
 from services.common.db import name_locked
-from services.gateway.control import request_cancel
+from services.gateway.control.send import request_cancel
 from services.gateway.definitions import Resolved, check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import Problem
-from services.gateway.models import SubmitRequest
-from services.gateway.stream import TERMINAL_STATUSES
-from services.gateway.submit import Headers, Outlet, submit
+from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.stream import TERMINAL_STATUSES
+from services.gateway.runs.submit import Headers, Outlet, submit
 
 PREFIX = "schedule:"
 """The schedule workflow's spec name is ``schedule:<name>``; its id adds

@@ -22,7 +22,8 @@ from starlette.responses import Response
 from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
-from services.gateway.control import send_signal, signal_record
+from services.gateway.control.models import SignalRequest
+from services.gateway.control.send import send_signal, signal_record
 from services.gateway.edge.body import parse_body, read_limited
 from services.gateway.edge.problems import (
     CONFLICT,
@@ -38,7 +39,6 @@ from services.gateway.edge.problems import (
     SPEC_TOO_LARGE,
 )
 from services.gateway.lifetime import Runtime, accepting, runtime
-from services.gateway.models import SignalRequest
 from services.gateway.openapi.bodies import json_answer, json_body
 from services.gateway.openapi.problems import READS, SIGNAL, WRITES, problems
 from services.gateway.schedules import (

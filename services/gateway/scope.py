@@ -14,7 +14,7 @@ from fastapi import Request
 
 from services.common.auth import Principal, derived_id
 from services.gateway.edge.problems import Problem
-from services.gateway.models import SubmitRequest
+from services.gateway.runs.models import SubmitRequest
 
 
 def principal(request: Request) -> Principal:

@@ -3,7 +3,7 @@ page of runs, what a submission, a cancel or a signal answers, the queues, and t
 event streams.
 
 The routes answer with ``Response`` objects built from plain values (``views``,
-``queues``, ``awaiting``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
+``queues``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
 operation, and ``openapi.document.complete`` puts each where the route's own schema is
 empty. They describe what the views build, and stay open (``additionalProperties``):
 a later field is not a break.
@@ -16,7 +16,7 @@ from typing import Any
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.queues import QueueState
-from services.gateway.submit import CANCEL_REQUESTED, CLAIMED
+from services.gateway.runs.submit import CANCEL_REQUESTED, CLAIMED
 
 _TEXT: dict[str, Any] = {"type": "string"}
 _INT: dict[str, Any] = {"type": "integer"}

@@ -21,7 +21,7 @@ from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
 from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
 from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
-from services.gateway.models import MAX_INDEX
+from services.gateway.control.models import MAX_INDEX
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
 """Node ids (``headwater.core.spec``)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from services.gateway.cursor import encode_cursor
+from services.gateway.runs.cursor import encode_cursor
 
 JSON, EVENTS = "application/json", "text/event-stream"
 RUN = "refund-order-1042"

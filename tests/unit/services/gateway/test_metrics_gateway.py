@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from services.gateway import metrics
 from services.gateway.queues import Lag
-from services.gateway.stream import Notifier, history_stream
+from services.gateway.runs.stream import Notifier, history_stream
 
 
 def requests(method: str, route: str, status: int) -> float:

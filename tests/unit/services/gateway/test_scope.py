@@ -11,7 +11,7 @@ import pytest
 
 from services.common.auth import OPEN, Principal
 from services.gateway.edge.problems import Problem
-from services.gateway.models import SubmitRequest
+from services.gateway.runs.models import SubmitRequest
 from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 
 A = Principal("A", "submit", "ka")
@@ -142,7 +142,7 @@ def test_a_tenant_may_not_submit_under_a_derived_id(wid: str) -> None:
 
 
 def test_a_submission_for_a_tenant_resolves_as_that_tenant() -> None:
-    from services.gateway.submit import viewer
+    from services.gateway.runs.submit import viewer
 
     star = Principal("*", "submit", "worker")
     assert viewer(star, "acme") == Principal("acme", "submit", "worker")

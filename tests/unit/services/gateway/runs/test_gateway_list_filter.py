@@ -11,7 +11,7 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.edge.problems import Problem
-from services.gateway.views import ListFilter, definition_of, list_filter
+from services.gateway.runs.views import ListFilter, definition_of, list_filter
 
 
 def test_no_parameters_filter_nothing() -> None:

@@ -1,4 +1,4 @@
-"""How ``POST /v1/run/{name}`` reads its request (``services.gateway.awaiting``): the
+"""How ``POST /v1/run/{name}`` reads its request (``services.gateway.runs.modes``): the
 RFC 7240 ``Prefer`` header, ``Accept``, and the wait's cap; and its answers to a bad
 ``timeout`` or body, before anything is submitted."""
 
@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
-from services.gateway import run_api
-from services.gateway.awaiting import (
+from services.gateway.edge.problems import Problem
+from services.gateway.runs import run as run_api
+from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.modes import (
     Mode,
     Preferences,
     choose_mode,
     parse_prefer,
     wait_seconds,
 )
-from services.gateway.edge.problems import Problem
-from services.gateway.models import SubmitRequest
 
 
 @pytest.mark.parametrize(("headers", "expected"), [

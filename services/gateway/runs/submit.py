@@ -38,7 +38,7 @@ from services.gateway.admission import admit
 from services.gateway.definitions import check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
-from services.gateway.models import SubmitRequest
+from services.gateway.runs.models import SubmitRequest
 
 log = logging.getLogger("headwater.gateway")
 

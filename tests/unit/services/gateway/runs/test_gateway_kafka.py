@@ -13,7 +13,7 @@ import pytest
 from gateway_harness import SPEC, FakePool, FakeProducer, Gateway, assert_problem
 
 from headwater.core import events as ev
-from services.gateway.submit import body_hash
+from services.gateway.runs.submit import body_hash
 
 
 @pytest.mark.timeout(20)

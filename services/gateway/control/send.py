@@ -14,10 +14,10 @@ from headwater.core import events as ev
 from headwater.core.signals import signal_fault
 from headwater.core.state import new_state
 from services.common.clock import now_ms
+from services.gateway.control.models import SignalRequest
 from services.gateway.edge.problems import Problem
-from services.gateway.models import SignalRequest
-from services.gateway.stream import TERMINAL_STATUSES
-from services.gateway.submit import Outlet
+from services.gateway.runs.stream import TERMINAL_STATUSES
+from services.gateway.runs.submit import Outlet
 
 
 async def request_cancel(pool: asyncpg.Pool, out: Outlet, workflow_id: str,

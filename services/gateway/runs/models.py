@@ -1,4 +1,5 @@
-"""HTTP request bodies (pydantic lives at the HTTP edge only)."""
+"""The request bodies of a submission and, until the definitions package takes it, of a
+definition (pydantic lives at the HTTP edge only)."""
 
 from __future__ import annotations
 
@@ -24,34 +25,6 @@ class SubmitRequest(BaseModel):
     tenant: str | None = Field(default=None, max_length=200)
     queue_anyway: bool = False
     """Queue tasks that no live worker of their queue serves (else 400, ``admission``)."""
-
-
-class CancelRequest(BaseModel):
-    """``POST /v1/workflows/{id}/cancel``: an optional reason, recorded in the history."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field(default="", max_length=1000)
-
-
-MAX_INDEX = 2**31 - 1
-"""The largest map item index (an Avro ``int``)."""
-
-
-class SignalRequest(BaseModel):
-    """``POST /v1/workflows/{id}/signals/{name}``: a signal's ``fields``, for the wait
-    node declaring ``signal: <name>`` (its item ``index`` for a wait with ``over``).
-
-    ``signal_id`` is the sender's id for the signal: another with an id already recorded
-    changes nothing, so a sender may retry; none: the gateway makes a random one.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    signal_id: str | None = Field(default=None, min_length=1, max_length=200)
-    index: int | None = Field(default=None, ge=0, le=MAX_INDEX, strict=True)
-    fields: dict[str, Any]
-
 
 class DefinitionRequest(BaseModel):
     """``PUT /v1/definitions/{name}``: a workflow spec (``workflow``) and, optionally, the

@@ -1,5 +1,5 @@
 """``POST /v1/run/{name}``: run a stored definition with the request body as its input,
-and answer when it has ended, at once, or as a stream (``awaiting``).
+and answer when it has ended, at once, or as a stream (``runs.modes``).
 
 - Waiting (the default): 200 with the run's document (as ``GET /v1/workflows/{id}``:
   its ``output``, or ``status: failed`` and its ``error``) once it has ended, or 202
@@ -26,7 +26,12 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.topics import WORKFLOW_ID_PATTERN
-from services.gateway.awaiting import (
+from services.gateway.definitions_api import missing_name
+from services.gateway.edge.body import parse_json, read_limited, require_storable
+from services.gateway.lifetime import Runtime, accepting
+from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
+from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.modes import (
     RESPOND_ASYNC,
     Mode,
     accepted_doc,
@@ -36,13 +41,8 @@ from services.gateway.awaiting import (
     wait_for_end,
     wait_seconds,
 )
-from services.gateway.definitions_api import missing_name
-from services.gateway.edge.body import parse_json, read_limited, require_storable
-from services.gateway.lifetime import Runtime, accepting
-from services.gateway.models import SubmitRequest
-from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
+from services.gateway.runs.submit import Accepted, submit
 from services.gateway.scope import principal, submission
-from services.gateway.submit import Accepted, submit
 
 router = APIRouter()
 DEFINITION_DOC: dict[str, Any] = {

@@ -1,5 +1,6 @@
-"""HTTP routes of API v1 (the README's HTTP table; docs/architecture.md §4): submit, read,
-follow, cancel and signal workflows."""
+"""HTTP routes of API v1 for workflow runs (the README's HTTP table;
+docs/architecture.md §4): submit, read one, list, and follow a run's events. Cancels and
+signals are ``control.api``'s; ``POST /v1/run/{name}`` is ``runs.run``'s."""
 
 from __future__ import annotations
 
@@ -13,45 +14,37 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
-from services.gateway.control import request_cancel, send_signal, signal_record
-from services.gateway.edge.body import parse_body, read_limited, require_storable
+from services.gateway.edge.body import parse_body, read_limited
 from services.gateway.edge.problems import (
     BAD_CURSOR,
     BAD_LAST_EVENT_ID,
-    CONFLICT,
     INVALID_REQUEST,
     NOT_FOUND,
-    RECORD_TOO_LARGE,
     Problem,
 )
 from services.gateway.lifetime import accepting, runtime
-from services.gateway.models import CancelRequest, SignalRequest, SubmitRequest
 from services.gateway.openapi.bodies import (
-    CANCEL_SCHEMA,
-    SIGNAL_NAME_DOC,
-    SIGNAL_SCHEMA,
     SUBMIT_MEANINGS,
     SUBMIT_SCHEMA,
     WORKFLOW_ID_DOC,
     json_body,
 )
-from services.gateway.openapi.problems import BODY, READS, SIGNAL, SUBMISSION, WRITES, problems
+from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
+from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.stream import history_stream
+from services.gateway.runs.submit import CLAIMED, submit
+from services.gateway.runs.views import links, list_filter, list_view, workflow_view
 from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
-from services.gateway.stream import history_stream
-from services.gateway.submit import CANCEL_REQUESTED, CLAIMED, submit
-from services.gateway.views import links, list_filter, list_view, workflow_view
 
 router = APIRouter()
 STATUSES = (CLAIMED, *WorkflowStatus)
 """The statuses ``GET /v1/workflows?status=`` filters by."""
 # ASCII digits only (str.isdigit also takes "²"), and few enough to fit in a bigint.
 LAST_EVENT_ID = re.compile(r"[0-9]{1,18}")
-CANCEL_BODY_BYTES = 64 * 1024
 WorkflowId = Annotated[str, Path(json_schema_extra=WORKFLOW_ID_DOC)]
 """The ``{workflow_id}`` path parameter (its pattern documented, not enforced)."""
-SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
-"""The ``{name}`` path parameter of a signal (its pattern documented, not enforced)."""
-_NO_WORKFLOW = {404: "no such workflow"}
+NO_WORKFLOW = {404: "no such workflow"}
+"""The meaning of a 404 of an operation on one workflow."""
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -76,7 +69,7 @@ async def post_workflow(request: Request) -> Response:
 
 
 @router.get("/v1/workflows/{workflow_id}",
-            responses=problems(*READS, NOT_FOUND, meanings=_NO_WORKFLOW))
+            responses=problems(*READS, NOT_FOUND, meanings=NO_WORKFLOW))
 async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Status of one workflow; 404 when unknown. Besides nodes and tasks: ``parent`` and
     ``children`` (child workflows, both ways), ``waiting`` (open waits and their signal),
@@ -122,7 +115,7 @@ async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) 
 
 @router.get("/v1/workflows/{workflow_id}/events", response_class=EventSourceResponse,
             responses={200: {"content": {"text/event-stream": {}}},
-                       **problems(*READS, BAD_LAST_EVENT_ID, NOT_FOUND, meanings=_NO_WORKFLOW)})
+                       **problems(*READS, BAD_LAST_EVENT_ID, NOT_FOUND, meanings=NO_WORKFLOW)})
 async def get_events(
     request: Request, workflow_id: WorkflowId,
     last_event_id: Annotated[str | None, Header(
@@ -148,37 +141,3 @@ async def get_events(
         raise not_found(workflow_id)
     return EventSourceResponse(history_stream(hw.pool, hw.notifier, workflow_id, after),
                                ping=hw.settings.sse_ping_s)
-
-
-@router.post("/v1/workflows/{workflow_id}/cancel", status_code=202,
-             openapi_extra=json_body(CANCEL_SCHEMA, required=False),
-             responses=problems(*WRITES, *BODY, NOT_FOUND, CONFLICT, meanings={
-                 **_NO_WORKFLOW, 409: "the workflow has already ended"}))
-async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response:
-    """Request cancellation: 202; 404 unknown; 409 already terminal; 503."""
-    hw = accepting(request)
-    payload = parse_body(CancelRequest,
-                         await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
-    require_storable({"reason": payload.reason})
-    await require_run(hw.pool, principal(request), workflow_id)
-    await request_cancel(hw.pool, hw.outlet, workflow_id, payload.reason)
-    return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
-                  "links": links(workflow_id)}, 202)
-
-
-@router.post("/v1/workflows/{workflow_id}/signals/{name}", status_code=202,
-             openapi_extra=json_body(SIGNAL_SCHEMA),
-             responses=problems(*WRITES, *BODY, *SIGNAL, RECORD_TOO_LARGE, meanings={
-                 **_NO_WORKFLOW, 409: "the workflow has already ended"}))
-async def signal_workflow(request: Request, workflow_id: WorkflowId,
-                          name: SignalName) -> Response:
-    """Signal a wait node: 202 once the signal is on Kafka; 400 when no wait takes it;
-    404 unknown; 409 ended; 413; 422 a malformed body; 503."""
-    hw = accepting(request)
-    payload = parse_body(SignalRequest, await read_limited(request, hw.settings.max_body_bytes))
-    require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
-    signal = signal_record(workflow_id, name, payload)
-    await require_run(hw.pool, principal(request), workflow_id)
-    await send_signal(hw.pool, hw.outlet, signal)
-    return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
-                  "links": links(workflow_id)}, 202)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.gateway.views import KindRows, kind_view, node_extras
+from services.gateway.runs.views import KindRows, kind_view, node_extras
 
 T = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
 WF = "order-7"

@@ -21,8 +21,8 @@ from typing import Any
 import asyncpg
 import orjson
 
-from services.gateway.stream import RECHECK_S, TERMINAL_STATUSES, Notifier, history_stream
-from services.gateway.views import links, workflow_view
+from services.gateway.runs.stream import RECHECK_S, TERMINAL_STATUSES, Notifier, history_stream
+from services.gateway.runs.views import links, workflow_view
 
 
 class Mode(StrEnum):

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
-from services.gateway.cursor import decode_cursor, encode_cursor
 from services.gateway.edge.problems import Problem
+from services.gateway.runs.cursor import decode_cursor, encode_cursor
 
 
 def forged(doc: object) -> str:

@@ -14,7 +14,7 @@ import pytest
 from gateway_harness import SPEC, FakePool, Gateway
 
 from headwater.core.spec import parse_spec
-from services.gateway import submit
+from services.gateway.runs import submit
 
 SLOW_S = 1.5
 
