@@ -14,7 +14,6 @@ from fastapi import FastAPI
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import (
-    definitions_api,
     health,
     metrics,
     queues_api,
@@ -23,6 +22,7 @@ from services.gateway import (
     whoami_api,
 )
 from services.gateway.control import api as control_api
+from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime

@@ -43,7 +43,7 @@ from headwater.topics import Topics
 from services.common.auth import OPEN, Principal
 from services.common.db import name_locked
 from services.gateway.control.send import request_cancel
-from services.gateway.definitions import Resolved, check_input, inline_children, resolve
+from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest

@@ -1,5 +1,4 @@
-"""The request bodies of a submission and, until the definitions package takes it, of a
-definition (pydantic lives at the HTTP edge only)."""
+"""The request body of a submission (pydantic lives at the HTTP edge only)."""
 
 from __future__ import annotations
 
@@ -25,13 +24,3 @@ class SubmitRequest(BaseModel):
     tenant: str | None = Field(default=None, max_length=200)
     queue_anyway: bool = False
     """Queue tasks that no live worker of their queue serves (else 400, ``admission``)."""
-
-class DefinitionRequest(BaseModel):
-    """``PUT /v1/definitions/{name}``: a workflow spec (``workflow``) and, optionally, the
-    JSON Schema its input must match (``input_schema``). A bare spec (a document with
-    ``nodes`` and no ``workflow``) is taken as ``{"workflow": <it>}``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workflow: dict[str, Any]
-    input_schema: dict[str, Any] | None = None

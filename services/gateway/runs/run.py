@@ -26,7 +26,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.topics import WORKFLOW_ID_PATTERN
-from services.gateway.definitions_api import missing_name
+from services.gateway.definitions.api import missing_name
 from services.gateway.edge.body import parse_json, read_limited, require_storable
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems

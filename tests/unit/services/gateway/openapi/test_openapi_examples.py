@@ -17,13 +17,14 @@ from pydantic import BaseModel
 from headwater.core.spec import parse_spec
 from services.gateway.app import create_app
 from services.gateway.control.models import CancelRequest, SignalRequest
+from services.gateway.definitions.models import DefinitionRequest
 from services.gateway.edge.problems import PROBLEM_JSON, PROBLEM_TYPES
 from services.gateway.openapi.answers import ANSWERS
 from services.gateway.openapi.document import operations, vacuous
 from services.gateway.openapi.examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
 from services.gateway.openapi.problem_examples import PROBLEM_EXAMPLES
 from services.gateway.openapi.problems import component
-from services.gateway.runs.models import DefinitionRequest, SubmitRequest
+from services.gateway.runs.models import SubmitRequest
 from services.gateway.schedules import ScheduleRequest
 
 DOC: dict[str, Any] = create_app(UNREACHABLE).openapi()

@@ -30,7 +30,7 @@ from headwater.core.definitions import (
     visible,
     write_refusal,
 )
-from services.gateway import definition_records
+from services.gateway.definitions import records as definition_records
 
 RETIRED = {"DefinitionStored": "DefinitionStored.d7f72710f6b0e6e2.avsc",
            "DefinitionHead": "DefinitionHead.bb541cea77106524.avsc"}

@@ -26,8 +26,8 @@ from headwater.errors import DecodeError
 from services.common.kafka import ensure_compacted_topics
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from services.gateway import definition_records
-from services.gateway.definitions_store import STORED
+from services.gateway.definitions import records as definition_records
+from services.gateway.definitions.store import STORED
 
 log = logging.getLogger("headwater.gateway")
 

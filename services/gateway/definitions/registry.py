@@ -3,7 +3,7 @@ check an input against its ``input_schema``, and inline the definitions that ``k
 workflow`` nodes name.
 
 The registry's tables (``definitions``, ``definition_heads``; ``services.common.db``)
-are read here; ``definitions_store`` writes them and ``definitions_reader`` rebuilds
+are read here; ``definitions.store`` writes them and ``definitions.projector`` rebuilds
 them from the ``definitions`` topic. Input schemas are JSON Schema, checked by
 jsonschema-rs (drafts 4, 6, 7, 2019-09 and 2020-12, by the schema's ``$schema``; 2020-12
 without one); a reference (``$ref``) to anything outside the schema is refused, never

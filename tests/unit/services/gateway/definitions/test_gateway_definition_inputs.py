@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.gateway.definitions import Resolved, check_input, schema_faults
+from services.gateway.definitions.registry import Resolved, check_input, schema_faults
 from services.gateway.edge.problems import Problem
 
 SPEC: dict[str, Any] = {"name": "greet", "nodes": [{"id": "a", "task": "t.a"}]}

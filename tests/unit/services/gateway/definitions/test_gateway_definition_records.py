@@ -9,7 +9,7 @@ from headwater import codec
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
 from headwater.workers import WorkerAnnounced
-from services.gateway import definition_records
+from services.gateway.definitions import records as definition_records
 
 SPEC = {"name": "greet", "nodes": [{"id": "a", "task": "t.a", "input": {"x": [1, 2.5, None]}}]}
 SAMPLES = [

@@ -10,7 +10,7 @@ version of each name that is not deleted.
 Every read and write is the principal's tenant's (``scope.principal``): it sees its own
 definitions and the shared ones (another tenant's is 404, as a name never registered);
 it writes its own and new names; a name another tenant holds is 409 on ``PUT``; a shared
-one is 403 (``definitions_store``). A principal of every tenant (auth off, an operator's
+one is 403 (``definitions.store``). A principal of every tenant (auth off, an operator's
 token) sees and writes them all; what it registers under a new name is shared.
 """
 
@@ -28,7 +28,9 @@ from starlette.responses import Response
 from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
-from services.gateway.definitions import (
+from services.gateway.definitions.models import DefinitionRequest
+from services.gateway.definitions.projector import start
+from services.gateway.definitions.registry import (
     DELETED,
     head_of,
     inline_children,
@@ -36,8 +38,7 @@ from services.gateway.definitions import (
     tenant_of,
     unknown,
 )
-from services.gateway.definitions_reader import start
-from services.gateway.definitions_store import Store
+from services.gateway.definitions.store import Store
 from services.gateway.edge.body import parse_body, parse_json, read_limited, require_storable
 from services.gateway.edge.problems import (
     CONFLICT,
@@ -61,11 +62,10 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
-from services.gateway.runs.models import DefinitionRequest
 from services.gateway.scope import principal
 
 router = APIRouter()
-__all__ = ["router", "start"]  # start: read the registry in at start-up (definitions_reader)
+__all__ = ["router", "start"]  # start: read the registry in at start-up (definitions.projector)
 DefinitionName = Annotated[str, Path(json_schema_extra=DEFINITION_NAME_DOC)]
 """The ``{name}`` path parameter of a definition (its pattern documented; a name of
 another form is 422 on ``PUT`` and names nothing elsewhere: 404)."""

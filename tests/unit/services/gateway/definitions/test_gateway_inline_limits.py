@@ -13,7 +13,7 @@ import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
-from services.gateway.definitions import MAX_INLINED_NODES, inline_children
+from services.gateway.definitions.registry import MAX_INLINED_NODES, inline_children
 from services.gateway.edge.problems import Problem
 
 
