@@ -16,8 +16,6 @@ from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import (
     health,
     metrics,
-    queues_api,
-    schedules_api,
     ui_routes,
     whoami_api,
 )
@@ -27,8 +25,10 @@ from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
 from services.gateway.openapi import document
+from services.gateway.queues import api as queues_api
 from services.gateway.runs import api as runs_api
 from services.gateway.runs import run as run_api
+from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
 
 log = logging.getLogger("headwater.gateway")

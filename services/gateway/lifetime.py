@@ -15,15 +15,15 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from fastapi import Request
 
-from services.gateway import admission
 from services.gateway.drain import Drain
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
-from services.gateway.queues import QueueFigures
+from services.gateway.queues import admission
+from services.gateway.queues.figures import QueueFigures
+from services.gateway.queues.workers import WorkerRegistry
+from services.gateway.queues.workers import install as install_registry
 from services.gateway.runs.stream import Notifier
 from services.gateway.runs.submit import Outlet
 from services.gateway.settings import Settings
-from services.gateway.workers import WorkerRegistry
-from services.gateway.workers import install as install_registry
 
 log = logging.getLogger("headwater.gateway")
 

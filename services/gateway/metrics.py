@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common.clock import now_ms
 from services.common.metrics import LATENCY_BUCKETS_S, exposition
-from services.gateway.queues import Lag, QueueFigures
-from services.gateway.workers import WorkerRegistry
+from services.gateway.queues.figures import Lag, QueueFigures
+from services.gateway.queues.workers import WorkerRegistry
 
 log = logging.getLogger("headwater.gateway")
 

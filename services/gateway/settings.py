@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from services.common.auth_settings import ServiceAuth, service_auth_from_env
 from services.common.settings import CommonSettings, env_float, env_int, env_str
-from services.gateway.admission import parse_maxdepth
 from services.gateway.edge.cors import parse_origins
+from services.gateway.queues.admission import parse_maxdepth
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ from services.common import faults, tracing
 from services.common.auth import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS
-from services.gateway.admission import admit
 from services.gateway.definitions.registry import check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.queues.admission import admit
 from services.gateway.runs.models import SubmitRequest
 
 log = logging.getLogger("headwater.gateway")

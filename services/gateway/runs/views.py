@@ -17,9 +17,9 @@ from headwater.core.spec import NodeKind
 from headwater.core.spec_child import DEFINITION_REF, MAX_VERSION
 from headwater.core.status import NodeStatus, TaskStatus
 from services.gateway.edge.problems import Problem
+from services.gateway.queues.workers import queue_state, queue_warnings
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
 from services.gateway.runs.stream import TERMINAL_STATUSES
-from services.gateway.workers import queue_state, queue_warnings
 from services.projector.kinds import WaitStatus
 
 MAX_TASKS = 1000

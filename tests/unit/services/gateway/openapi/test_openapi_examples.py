@@ -25,7 +25,7 @@ from services.gateway.openapi.examples import ANSWER_EXAMPLES, REQUEST_EXAMPLES
 from services.gateway.openapi.problem_examples import PROBLEM_EXAMPLES
 from services.gateway.openapi.problems import component
 from services.gateway.runs.models import SubmitRequest
-from services.gateway.schedules import ScheduleRequest
+from services.gateway.schedules.generations import ScheduleRequest
 
 DOC: dict[str, Any] = create_app(UNREACHABLE).openapi()
 OPERATIONS = dict(operations(DOC))

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from services.gateway.edge.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.lifetime import runtime
 from services.gateway.openapi.problems import problems
-from services.gateway.queues import overview
+from services.gateway.queues.figures import overview
 
 router = APIRouter()
 

@@ -1,4 +1,4 @@
-"""Admission of submissions (``services.gateway.admission``): queue placement, 400 for a
+"""Admission of submissions (``services.gateway.queues.admission``): queue placement, 400 for a
 task no live worker serves (nor one did within the horizon), 429 for a full queue; and
 the worker registry's liveness and horizon."""
 
@@ -14,10 +14,16 @@ from aiokafka import ConsumerRecord
 
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
-from services.gateway.admission import Admission, choose_queue, parse_maxdepth, place, unserved
 from services.gateway.edge.problems import Problem
-from services.gateway.queues import Lag, QueueState, TimedCache, queue_state
-from services.gateway.workers import WorkerRegistry
+from services.gateway.queues.admission import (
+    Admission,
+    choose_queue,
+    parse_maxdepth,
+    place,
+    unserved,
+)
+from services.gateway.queues.figures import Lag, QueueState, TimedCache, queue_state
+from services.gateway.queues.workers import WorkerRegistry
 from services.worker.announce import WorkerAnnounced, encode_announcement
 
 SERVING = {"cpu": {"a", "shared"}, "gpu": {"embed", "shared"}, "io": {"fetch"}}

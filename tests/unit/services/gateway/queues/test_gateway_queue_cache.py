@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from services.gateway.queues import TimedCache
+from services.gateway.queues.figures import TimedCache
 
 
 async def test_a_stale_value_is_answered_at_once_and_refreshed_in_the_background() -> None:

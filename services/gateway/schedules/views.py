@@ -19,7 +19,13 @@ from urllib.parse import quote
 import asyncpg
 
 from services.common.auth import OPEN, Principal
-from services.gateway.schedules import Generation, generations, live, schedule_node, unknown
+from services.gateway.schedules.generations import (
+    Generation,
+    generations,
+    live,
+    schedule_node,
+    unknown,
+)
 
 RECENT_RUNS = 10
 """How many of a schedule's runs ``GET /v1/schedules/{name}`` lists, newest first."""

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from services.gateway.workers import WorkerRegistry
+from services.gateway.queues.workers import WorkerRegistry
 from services.worker.announce import WorkerAnnounced
 
 CACHE_S = 1.0

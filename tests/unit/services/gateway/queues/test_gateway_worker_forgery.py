@@ -12,7 +12,7 @@ from aiokafka import ConsumerRecord
 
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
-from services.gateway.workers import MAX_TASKS, WorkerRegistry
+from services.gateway.queues.workers import MAX_TASKS, WorkerRegistry
 from services.worker.announce import MAX_LIVE_INTERVAL_MS, WorkerAnnounced, encode_announcement
 
 

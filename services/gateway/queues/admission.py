@@ -33,8 +33,8 @@ from typing import Any
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.spec_fields import DEFAULT_QUEUE
 from services.gateway.edge.problems import Problem
-from services.gateway.queues import QueueFigures, maxdepth_of
-from services.gateway.workers import WorkerRegistry, served
+from services.gateway.queues.figures import QueueFigures, maxdepth_of
+from services.gateway.queues.workers import WorkerRegistry, served
 
 log = logging.getLogger("headwater.gateway")
 

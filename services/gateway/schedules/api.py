@@ -41,7 +41,7 @@ from services.gateway.edge.problems import (
 from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.openapi.bodies import json_answer, json_body
 from services.gateway.openapi.problems import READS, SIGNAL, WRITES, problems
-from services.gateway.schedules import (
+from services.gateway.schedules.generations import (
     MAX_CATCHUP,
     ScheduleRequest,
     Writer,
@@ -52,7 +52,7 @@ from services.gateway.schedules import (
     live,
     unknown,
 )
-from services.gateway.schedules_views import read_list, read_one
+from services.gateway.schedules.views import read_list, read_one
 from services.gateway.scope import principal
 
 router = APIRouter()

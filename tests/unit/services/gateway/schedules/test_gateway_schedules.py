@@ -15,7 +15,7 @@ from gateway_harness import SPEC, FakePool, FakeProducer, Gateway, assert_proble
 from headwater.core import events as ev
 from headwater.core.spec import parse_spec
 from headwater.core.spec_schedule import CATCHUPS, OVERLAPS
-from services.gateway.schedules import ScheduleRequest, cron_faults, timezone_faults
+from services.gateway.schedules.generations import ScheduleRequest, cron_faults, timezone_faults
 
 SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
 BODY: dict[str, Any] = {"cron": "* * * * * */2", "definition": "one", "input": {"n": 1}}
