@@ -1,5 +1,7 @@
-"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, routes, and
-the drain state that SIGTERM flips (``drain``, ``server``)."""
+"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, each
+resource's routes (``runs``, ``control``, ``queues``, ``definitions``, ``schedules``,
+``auth``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
+(``drain``, ``server``)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,8 @@ from fastapi import FastAPI
 
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
-from services.gateway import (
-    health,
-    metrics,
-    ui_routes,
-    whoami_api,
-)
+from services.gateway import health, metrics
+from services.gateway.auth import api as auth_api
 from services.gateway.control import api as control_api
 from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
@@ -30,6 +28,7 @@ from services.gateway.runs import api as runs_api
 from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
+from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
 
@@ -87,5 +86,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)
     app.include_router(schedules_api.router)
-    app.include_router(whoami_api.router)
+    app.include_router(auth_api.router)
     return ui_routes.install(app)  # the web UI at /ui

@@ -9,6 +9,7 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
+from services.gateway.auth.scope import principal, require_run
 from services.gateway.control.models import CancelRequest, SignalRequest
 from services.gateway.control.send import request_cancel, send_signal, signal_record
 from services.gateway.edge.body import parse_body, read_limited, require_storable
@@ -19,7 +20,6 @@ from services.gateway.openapi.problems import BODY, SIGNAL, WRITES, problems
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
 from services.gateway.runs.submit import CANCEL_REQUESTED
 from services.gateway.runs.views import links
-from services.gateway.scope import principal, require_run
 
 router = APIRouter()
 CANCEL_BODY_BYTES = 64 * 1024

@@ -28,6 +28,7 @@ from starlette.responses import Response
 from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
+from services.gateway.auth.scope import principal
 from services.gateway.definitions.models import DefinitionRequest
 from services.gateway.definitions.projector import start
 from services.gateway.definitions.registry import (
@@ -62,7 +63,6 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
-from services.gateway.scope import principal
 
 router = APIRouter()
 __all__ = ["router", "start"]  # start: read the registry in at start-up (definitions.projector)

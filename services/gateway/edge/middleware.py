@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common import tracing
 from services.common.auth import Authenticator
-from services.gateway.auth_gate import Authenticate
+from services.gateway.auth.gate import Authenticate
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.edge import cors
 from services.gateway.edge.problems import problem_response
@@ -101,7 +101,7 @@ def install(app: FastAPI, drain: Drain, authenticator: Authenticator | None,
             cors_origins: tuple[str, ...]) -> None:
     """Add the gateway's middleware, outermost first: CORS (preflights and 503s answered
     with their headers too), the drain's request count, ``RejectNul``, ``CatchAll``,
-    then ``auth_gate.Authenticate`` (``authenticator`` None: auth off)."""
+    then ``auth.gate.Authenticate`` (``authenticator`` None: auth off)."""
     app.add_middleware(Authenticate, authenticator=authenticator)
     app.add_middleware(CatchAll)
     app.add_middleware(RejectNul)

@@ -31,7 +31,7 @@ BEARER = {"bearer": {"type": "http", "scheme": "bearer", "description": (
     "With HEADWATER_AUTH=on every /v1 operation needs 'Authorization: Bearer <token>': "
     "an API key (hwk_...) or a JWT with tenant and role claims (RFC 6750); off, the "
     "default, none is asked for")}}
-"""The security scheme of ``/v1`` (``auth_gate``)."""
+"""The security scheme of ``/v1`` (``auth.gate``)."""
 
 
 def operations(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
+from services.gateway.auth.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.edge.body import parse_body, read_limited
 from services.gateway.edge.problems import (
     BAD_CURSOR,
@@ -34,7 +35,6 @@ from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.stream import history_stream
 from services.gateway.runs.submit import CLAIMED, submit
 from services.gateway.runs.views import links, list_filter, list_view, workflow_view
-from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 
 router = APIRouter()
 STATUSES = (CLAIMED, *WorkflowStatus)

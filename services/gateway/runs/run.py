@@ -26,6 +26,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
 from headwater.topics import WORKFLOW_ID_PATTERN
+from services.gateway.auth.scope import principal, submission
 from services.gateway.definitions.api import missing_name
 from services.gateway.edge.body import parse_json, read_limited, require_storable
 from services.gateway.lifetime import Runtime, accepting
@@ -42,7 +43,6 @@ from services.gateway.runs.modes import (
     wait_seconds,
 )
 from services.gateway.runs.submit import Accepted, submit
-from services.gateway.scope import principal, submission
 
 router = APIRouter()
 DEFINITION_DOC: dict[str, Any] = {

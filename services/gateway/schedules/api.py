@@ -22,6 +22,7 @@ from starlette.responses import Response
 from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
+from services.gateway.auth.scope import principal
 from services.gateway.control.models import SignalRequest
 from services.gateway.control.send import send_signal, signal_record
 from services.gateway.edge.body import parse_body, read_limited
@@ -53,7 +54,6 @@ from services.gateway.schedules.generations import (
     unknown,
 )
 from services.gateway.schedules.views import read_list, read_one
-from services.gateway.scope import principal
 
 router = APIRouter()
 PAUSE, RESUME = PAUSE_SIGNAL, RESUME_SIGNAL

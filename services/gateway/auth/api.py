@@ -7,9 +7,9 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from services.gateway.auth.scope import principal
 from services.gateway.lifetime import runtime
 from services.gateway.openapi.problems import READS, problems
-from services.gateway.scope import principal
 
 router = APIRouter()
 WHOAMI_SCHEMA = {"type": "object", "required": ["auth", "tenant", "role", "subject"],

@@ -1,6 +1,6 @@
 """What a request's principal may see and touch: its own tenant's runs, nothing else.
 
-The principal is the one ``auth_gate.Authenticate`` put on the request (``auth.OPEN``
+The principal is the one ``auth.gate.Authenticate`` put on the request (``auth.OPEN``
 when auth is off, which sees everything). A run of another tenant is answered as one
 that does not exist (404, never 403: a guessed id tells nothing), and a list shows only
 the principal's tenant. A submission is the principal's tenant's: its ``tenant`` may be
@@ -18,7 +18,7 @@ from services.gateway.runs.models import SubmitRequest
 
 
 def principal(request: Request) -> Principal:
-    """The request's principal, as ``auth_gate.Authenticate`` set it (``auth.OPEN`` when
+    """The request's principal, as ``auth.gate.Authenticate`` set it (``auth.OPEN`` when
     auth is off).
 
     Raises:

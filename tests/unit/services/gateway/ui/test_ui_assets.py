@@ -14,7 +14,7 @@ from pathlib import Path
 
 from headwater.core import events as ev
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 PACKAGE = ROOT / "services" / "gateway" / "ui"
 STATIC = PACKAGE / "static"
 JS = STATIC / "js"

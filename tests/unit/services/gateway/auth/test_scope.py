@@ -1,4 +1,4 @@
-"""What a principal sees and touches (``services.gateway.scope``): a list's tenant filter,
+"""What a principal sees and touches (``services.gateway.auth.scope``): a list's tenant filter,
 a submission's tenant (filled in; another is 403; a principal of every tenant's is left
 as it is), and ``require_run`` (another tenant's run is 404, as an unknown id)."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from services.common.auth import OPEN, Principal
+from services.gateway.auth.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest
-from services.gateway.scope import list_tenant, not_found, principal, require_run, submission
 
 A = Principal("A", "submit", "ka")
 EVERY = Principal("*", "submit", "ops")

@@ -1,4 +1,4 @@
-"""The gateway's auth (``auth_gate``, ``openapi.document``): the least role of every
+"""The gateway's auth (``auth.gate``, ``openapi.document``): the least role of every
 operation of the app (``role_needed``), the middleware under ``TestClient`` with auth on
 (401 with ``WWW-Authenticate: Bearer realm="headwater"``, ``error="invalid_token"``,
 403 ``insufficient_scope``, open paths, ``OPTIONS``, problem documents of the right
@@ -22,7 +22,7 @@ from tenant_harness import RegistryPool
 from services.common.auth import ROLES, Authenticator, KeysFile, bearer, new_key
 from services.common.auth_settings import ServiceAuth
 from services.gateway.app import create_app
-from services.gateway.auth_gate import REALM, role_needed
+from services.gateway.auth.gate import REALM, role_needed
 from services.gateway.openapi.document import complete
 from services.gateway.settings import Settings
 
@@ -44,7 +44,7 @@ V1 = [(m, p) for m, p in OPERATIONS if p.startswith("/v1/")]
 
 
 def expected_role(method: str, path: str) -> str:
-    """The rule, written apart from ``auth_gate``'s regular expression."""
+    """The rule, written apart from ``auth.gate``'s regular expression."""
     if method == "GET":
         return "read"
     if path.startswith(("/v1/definitions", "/v1/schedules")):

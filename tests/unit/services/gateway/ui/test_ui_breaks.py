@@ -1,4 +1,4 @@
-"""Ways to break the web UI's routes (``services/gateway/ui_routes.py``): asset paths that
+"""Ways to break the web UI's routes (``services/gateway/ui/routes.py``): asset paths that
 try to leave ``static/``, and answers that go out without the UI's headers."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from gateway_harness import Gateway
 
-from services.gateway.ui_routes import CSP
+from services.gateway.ui.routes import CSP
 
 
 @pytest.mark.parametrize("path", [

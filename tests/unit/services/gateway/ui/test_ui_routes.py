@@ -1,4 +1,4 @@
-"""The web UI's routes (``services/gateway/ui_routes.py``): every view answers the one
+"""The web UI's routes (``services/gateway/ui/routes.py``): every view answers the one
 HTML page and every asset its file, with the strict Content-Security-Policy; an unknown
 asset or view is a 404 problem document like the rest of the gateway's errors; the UI
 is served while the gateway is not ready, and is not part of the API's document. The
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from gateway_harness import Gateway, assert_problem
 
-from services.gateway import ui_routes
 from services.gateway.edge.problems import NO_ROUTE
-from services.gateway.ui_routes import CSP, load_assets
+from services.gateway.ui import routes as ui_routes
+from services.gateway.ui.routes import CSP, load_assets
 
 VIEWS = ("/ui/", "/ui/runs", "/ui/runs/wf-1a2b", "/ui/queues", "/ui/definitions",
          "/ui/definitions/docs.index", "/ui/schedules", "/ui/schedules/nightly")
