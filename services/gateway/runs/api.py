@@ -31,10 +31,11 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
+from services.gateway.runs.listing import list_filter, list_view
 from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.stream import history_stream
 from services.gateway.runs.submit import CLAIMED, submit
-from services.gateway.runs.views import links, list_filter, list_view, workflow_view
+from services.gateway.runs.views import links, workflow_view
 
 router = APIRouter()
 STATUSES = (CLAIMED, *WorkflowStatus)
@@ -82,7 +83,7 @@ async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
 
 
 class ListQuery(BaseModel):
-    """The query parameters of ``GET /v1/workflows`` (``views.list_filter`` reads the
+    """The query parameters of ``GET /v1/workflows`` (``listing.list_filter`` reads the
     definition and the instants)."""
 
     status: str | None = Field(default=None, pattern="^(" + "|".join(STATUSES) + ")$")

@@ -1,4 +1,4 @@
-"""``GET /v1/workflows``'s filters (``views.list_filter``): a definition by name or
+"""``GET /v1/workflows``'s filters (``listing.list_filter``): a definition by name or
 ``name@version``, creation times as RFC 3339 instants; a malformed value is a 422 that
 names its parameter. The queries they make run on PostgreSQL in
 ``tests/e2e/test_definition_pipe.py``."""
@@ -11,7 +11,8 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.views import ListFilter, definition_of, list_filter
+from services.gateway.runs.listing import ListFilter, list_filter
+from services.gateway.runs.views import definition_of
 
 
 def test_no_parameters_filter_nothing() -> None:
