@@ -42,8 +42,8 @@ class Runtime:
         broker_check: asks Kafka for an answer within the seconds it is given and raises
             ``services.common.kafka.BrokerUnreachable`` when none comes (``/ready``); set
             with the producer, over its connection (None: Kafka is not checked).
-        workers: the workers' announcements (``workers``; set once connected).
-        queue_figures: backlogs and waiting dispatches (``queues``; set once connected).
+        workers: the workers' announcements (``queues.workers``; set once connected).
+        queue_figures: backlogs and waiting dispatches (``queues.figures``; set once connected).
     """
 
     settings: Settings
@@ -58,7 +58,7 @@ class Runtime:
 
     @property
     def outlet(self) -> Outlet:
-        """Where this gateway's submissions go (``submit.Outlet``; once connected)."""
+        """Where this gateway's submissions go (``runs.submit.Outlet``; once connected)."""
         return Outlet(self.producer, self.settings.topics, self.settings.produce_timeout_s,
                       self.settings.auth.headers)
 
@@ -82,7 +82,7 @@ class Runtime:
 
     async def start_queues(self) -> None:
         """Start reading the workers topic and the queues' figures, and admit
-        submissions with them (``admission``).
+        submissions with them (``queues.admission``).
 
         Raises:
             KafkaError: the broker is unreachable.

@@ -3,7 +3,7 @@
 A request to ``/v1/...`` needs ``Authorization: Bearer <token>`` (RFC 6750 §2.1) whose
 role allows the operation (``role_needed``); the principal goes to
 ``scope["state"]["principal"]`` for the routes to scope what they read and write by
-(``scope.principal``). Without a token, or with a bad one, the answer is 401 with
+(``auth.scope.principal``). Without a token, or with a bad one, the answer is 401 with
 ``WWW-Authenticate: Bearer realm="headwater"`` (and ``error="invalid_token"`` for a
 bad one, RFC 6750 §3.1); with a role too low, 403 (``error="insufficient_scope"``).
 ``/health``, ``/ready``, ``/metrics``, the web UI's files and the API's documents are

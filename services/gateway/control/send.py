@@ -26,7 +26,7 @@ async def request_cancel(pool: asyncpg.Pool, out: Outlet, workflow_id: str,
 
     Args:
         pool: the projection's pool.
-        out: where the record goes (``submit.Outlet``).
+        out: where the record goes (``runs.submit.Outlet``).
         workflow_id: the workflow to cancel.
         reason: recorded in the history.
 
@@ -69,7 +69,7 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
 
     Args:
         pool: the projection's pool.
-        out: where the record goes (``submit.Outlet``).
+        out: where the record goes (``runs.submit.Outlet``).
         signal: the signal (``signal_record``).
 
     Raises:

@@ -3,11 +3,11 @@
 
 A ``PUT`` is validated as a submission's spec is (``parse_spec``, with the definitions
 its ``kind: workflow`` nodes name inlined), and its ``input_schema`` must be a JSON
-Schema (``definitions.schema_faults``): 422 naming every fault. ``GET`` of a deleted
+Schema (``definitions.registry.schema_faults``): 422 naming every fault. ``GET`` of a deleted
 name is 410 (its versions stay readable with ``?version=N``); the list holds the latest
 version of each name that is not deleted.
 
-Every read and write is the principal's tenant's (``scope.principal``): it sees its own
+Every read and write is the principal's tenant's (``auth.scope.principal``): it sees its own
 definitions and the shared ones (another tenant's is 404, as a name never registered);
 it writes its own and new names; a name another tenant holds is 409 on ``PUT``; a shared
 one is 403 (``definitions.store``). A principal of every tenant (auth off, an operator's

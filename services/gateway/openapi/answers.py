@@ -2,8 +2,8 @@
 page of runs, what a submission, a cancel or a signal answers, the queues, and the
 event streams.
 
-The routes answer with ``Response`` objects built from plain values (``views``,
-``queues``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
+The routes answer with ``Response`` objects built from plain values (``runs.views``,
+``queues.figures``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
 operation, and ``openapi.document.complete`` puts each where the route's own schema is
 empty. They describe what the views build, and stay open (``additionalProperties``):
 a later field is not a break.

@@ -6,7 +6,7 @@ completes the document with the answers' schemas and every example.
 The routes take the raw request (to bound the body before parsing it), so FastAPI cannot
 see their bodies; each route passes ``openapi_extra`` and ``responses`` from here. The
 schemas describe the shape only: ``headwater.core.spec.parse_spec`` stays the authority
-on a spec (references, cycles, routes), and ``jsoncheck`` on the values PostgreSQL and
+on a spec (references, cycles, routes), and ``edge.jsoncheck`` on the values PostgreSQL and
 Kafka can hold. OpenAPI 3.1 schemas are JSON Schema 2020-12 (OpenAPI 3.1.0, "Schema
 Object").
 """
@@ -182,7 +182,7 @@ SUBMIT_SCHEMA: dict[str, Any] = {
                                         "worker may come later. A full queue is still 429"},
     },
 }
-"""``POST /v1/workflows`` (``models.SubmitRequest``): a spec, or a definition's name."""
+"""``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""
 
 SUBMIT_MEANINGS = {
     404: "no such definition (or version of it)",
@@ -194,15 +194,15 @@ SUBMIT_MEANINGS = {
          "(HEADWATER_QUEUE_MAXDEPTH; the problem has queue, backlog and maxdepth; with "
          "Retry-After)",
 }
-"""What 404, 409, 400 and 429 mean for ``POST /v1/workflows`` (``submit``,
-``admission``)."""
+"""What 404, 409, 400 and 429 mean for ``POST /v1/workflows`` (``runs.submit``,
+``queues.admission``)."""
 
 CANCEL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {"reason": {"type": "string", "maxLength": 1000}},
 }
-"""``POST /v1/workflows/{id}/cancel`` (``models.CancelRequest``); the body is optional."""
+"""``POST /v1/workflows/{id}/cancel`` (``control.models.CancelRequest``); the body is optional."""
 
 SIGNAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -219,7 +219,7 @@ SIGNAL_SCHEMA: dict[str, Any] = {
                                                     "by name; they become its output"},
     },
 }
-"""``POST /v1/workflows/{id}/signals/{name}`` (``models.SignalRequest``)."""
+"""``POST /v1/workflows/{id}/signals/{name}`` (``control.models.SignalRequest``)."""
 
 SIGNAL_NAME_DOC: dict[str, Any] = {"pattern": NODE_ID_PATTERN,
                                    "description": "the signal a wait node declares "
@@ -273,7 +273,7 @@ DEFINITION_BODY_SCHEMA: dict[str, Any] = {
                                         "it are refused"},
     },
 }
-"""``PUT /v1/definitions/{name}`` (``models.DefinitionRequest``)."""
+"""``PUT /v1/definitions/{name}`` (``definitions.models.DefinitionRequest``)."""
 
 DEFINITION_PUT_SCHEMA: dict[str, Any] = {
     "oneOf": [DEFINITION_BODY_SCHEMA, {**SPEC_SCHEMA, "description": "a bare spec: the "

@@ -29,7 +29,7 @@ def _example(summary: str, value: Any) -> dict[str, Any]:
 
 
 def _links(workflow_id: str) -> dict[str, str]:
-    """A run's links (``views.links``)."""
+    """A run's links (``runs.views.links``)."""
     return {"self": f"/v1/workflows/{workflow_id}", "events": f"/v1/workflows/{workflow_id}/events"}
 
 

@@ -1,4 +1,4 @@
-"""An example of each problem type (``problems.PROBLEM_TYPES``), by slug: what the
+"""An example of each problem type (``edge.problems.PROBLEM_TYPES``), by slug: what the
 gateway answers (``components.examples`` of the OpenAPI document). Each is checked
 against its type's schema (``tests/unit/services/gateway/openapi/test_openapi_examples.py``)."""
 

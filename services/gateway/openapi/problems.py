@@ -1,5 +1,5 @@
 """The problem documents of the OpenAPI document: one schema per problem type
-(``problems.PROBLEM_TYPES``) under ``components.schemas``, and the error answers each
+(``edge.problems.PROBLEM_TYPES``) under ``components.schemas``, and the error answers each
 operation gives (``problems``), referring to them.
 
 A problem document is RFC 9457's (``Problem``, extension members allowed); each type's
@@ -8,7 +8,7 @@ members. An operation's error answer of one status refers to every type of that 
 the operation can answer, told apart by ``type`` (OpenAPI 3.1.0, "Discriminator
 Object"). Every operation can also answer ``GATEWAY_WIDE``: U+0000 in its path or query
 is refused before any route, and an unexpected error is a 500 problem
-(``middleware``).
+(``edge.middleware``).
 """
 
 from __future__ import annotations
@@ -45,21 +45,21 @@ SCHEMAS = "#/components/schemas/"
 PROBLEM = "Problem"
 """The name of the schema every problem document matches."""
 GATEWAY_WIDE = (BAD_REQUEST, INTERNAL_ERROR)
-"""What any operation can answer (``middleware.RejectNul``, ``middleware.CatchAll``)."""
+"""What any operation can answer (``edge.middleware.RejectNul``, ``edge.middleware.CatchAll``)."""
 
 READS = (NOT_READY, DATABASE_DOWN)
 """What a read of the projection can answer (``lifetime.runtime``, PostgreSQL down)."""
 WRITES = (SHUTTING_DOWN, NOT_READY, DATABASE_DOWN, KAFKA_UNAVAILABLE)
 """What an operation that produces to Kafka can answer (``lifetime.accepting``,
-``submit.produce``)."""
+``runs.submit.produce``)."""
 BODY = (REQUEST_TOO_LARGE, INVALID_REQUEST)
-"""What reading a JSON body can answer (``body``)."""
+"""What reading a JSON body can answer (``edge.body``)."""
 SUBMISSION = (INVALID_SPEC, SPEC_TOO_LARGE, INVALID_DEFINITION_REFERENCE, NOT_FOUND,
               DEFINITION_DELETED, INPUT_MISMATCH, CONFLICT, NO_WORKER, QUEUE_FULL,
               RECORD_TOO_LARGE)
-"""What ``submit.submit`` can answer beyond ``BODY`` and ``WRITES``."""
+"""What ``runs.submit.submit`` can answer beyond ``BODY`` and ``WRITES``."""
 SIGNAL = (NOT_FOUND, CONFLICT, INVALID_SIGNAL)
-"""What ``control.send_signal`` can answer beyond ``WRITES``."""
+"""What ``control.send.send_signal`` can answer beyond ``WRITES``."""
 
 RETRY_AFTER_HEADER: dict[str, Any] = {
     "description": "seconds to wait before retrying (RFC 9110 §10.2.3); sent by the "
@@ -84,7 +84,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
                                   "input.age: \"x\" is not of type \"integer\")"},
     },
 }
-"""An RFC 9457 problem document (``problems.problem_response``)."""
+"""An RFC 9457 problem document (``edge.problems.problem_response``)."""
 
 
 def component(kind: ProblemType) -> str:

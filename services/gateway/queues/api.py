@@ -1,5 +1,5 @@
 """``GET /v1/queues``: every queue's backlog, work in flight, live workers and state
-(``queues``)."""
+(``queues.figures``)."""
 
 from __future__ import annotations
 

@@ -23,4 +23,4 @@ class SubmitRequest(BaseModel):
     input: Any = None
     tenant: str | None = Field(default=None, max_length=200)
     queue_anyway: bool = False
-    """Queue tasks that no live worker of their queue serves (else 400, ``admission``)."""
+    """Queue tasks that no live worker of their queue serves (else 400, ``queues.admission``)."""

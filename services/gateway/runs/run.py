@@ -84,7 +84,7 @@ def parse_input(body: bytes) -> Any:
 
     Raises:
         Problem: 422 when the body is not JSON, or holds a value PostgreSQL or Kafka
-            cannot (``body.require_storable``), naming it (``input.a[3]: ...``).
+            cannot (``edge.body.require_storable``), naming it (``input.a[3]: ...``).
     """
     if not body.strip():
         return None

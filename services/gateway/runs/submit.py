@@ -7,7 +7,7 @@ submissions of one id exactly one claims it. A claim whose record was never prod
 while the workflow has not started: it produces the record again, which is harmless if
 it had been produced, since the coordinator ignores a submission for a workflow it has.
 
-Cancels and signals are in ``control.py``.
+Cancels and signals are in ``control.send``.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
 
     A definition is resolved to its version here, its input checked against its
     ``input_schema``, and the definitions its ``kind: workflow`` nodes name (in an inline
-    spec too) are inlined (``definitions.inline_children``): the record carries the full
+    spec too) are inlined (``definitions.registry.inline_children``): the record carries the full
     spec and the definition's name and version. The id's claim holds the hash of the
     request as given (``request_hash``: a retry of the same id and body is the same run,
     whatever the definitions and workers are by then) and the spec it resolved to (what
@@ -117,8 +117,8 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     Args:
         pool: the projection's pool.
         out: where the record goes.
-        request: the parsed body, its ``tenant`` the principal's (``scope.submission``).
-        me: who submits (``scope.principal``): the definitions it may name.
+        request: the parsed body, its ``tenant`` the principal's (``auth.scope.submission``).
+        me: who submits (``auth.scope.principal``): the definitions it may name.
 
     Returns:
         The outcome: created (202) or the same run again (200).

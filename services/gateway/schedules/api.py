@@ -2,10 +2,10 @@
 /v1/schedules/{name}`` and ``POST .../pause``, ``.../resume`` (the README's
 "Schedules").
 
-A ``PUT`` is checked at the edge (``schedules.check_body``: cron, time zone, definition,
+A ``PUT`` is checked at the edge (``generations.check_body``: cron, time zone, definition,
 input; 422 naming every field) and submitted as the workflow ``schedule:<name>:<n>``
-(``schedules.Writer``); pause and resume are the signals ``pause`` and ``resume`` of the
-live generation (``control.send_signal``); ``DELETE`` cancels it (its runs go on).
+(``generations.Writer``); pause and resume are the signals ``pause`` and ``resume`` of the
+live generation (``control.send.send_signal``); ``DELETE`` cancels it (its runs go on).
 Every one is scoped by the principal's tenant (``schedules``): another tenant's schedule
 is 404 as an unknown name, and its live name is 409 on ``PUT``.
 """
@@ -82,7 +82,7 @@ SCHEDULE_PUT_SCHEMA: dict[str, Any] = {
                      "description": "RFC 3339 with an offset; default: when accepted"},
     },
 }
-"""``PUT /v1/schedules/{name}`` (``schedules.ScheduleRequest``)."""
+"""``PUT /v1/schedules/{name}`` (``generations.ScheduleRequest``)."""
 
 _LINKS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
 SCHEDULE_APPLIED_SCHEMA: dict[str, Any] = {

@@ -25,7 +25,7 @@ def fan(child: str | None, width: int = 10) -> dict[str, Any]:
 
 
 class Registry(FakePool):
-    """The registry's two reads (``definitions.resolve``): ``level1`` .. ``level4``,
+    """The registry's two reads (``definitions.registry.resolve``): ``level1`` .. ``level4``,
     each ten children of the next, ``level4`` ten tasks; counts the reads."""
 
     def __init__(self) -> None:

@@ -4,7 +4,7 @@ and matches that schema.
 
 The code is read with :mod:`ast`: each call of ``Problem(...)`` or
 ``problem_response(...)`` in ``services/gateway`` has its status and title resolved (a
-literal, or a name of its module such as ``definitions.DELETED``); a pair that names no
+literal, or a name of its module such as ``definitions.registry.DELETED``); a pair that names no
 type, or a call whose pair cannot be read, fails the test with its file and line.
 """
 

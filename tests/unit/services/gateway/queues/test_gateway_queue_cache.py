@@ -1,4 +1,4 @@
-"""``queues.TimedCache`` with ``stale_ok``: a value past its time is answered at once and
+"""``queues.figures.TimedCache`` with ``stale_ok``: a value past its time is answered at once and
 computed again in the background (``GET /v1/queues`` answers from memory), once, and
 the new value replaces it; a failed refresh keeps the old one; a value too stale is
 waited for."""
