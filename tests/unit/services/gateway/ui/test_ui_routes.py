@@ -92,8 +92,8 @@ def test_ui_without_the_slash_redirects_to_the_runs_list(gw: Gateway) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "/ui/assets/js/nope.js", "/ui/assets/", "/ui/assets/js", "/ui/assets/../ui_routes.py",
-    "/ui/assets/%2e%2e/%2e%2e/ui_routes.py", "/ui/assets/..%2f__init__.py",
+    "/ui/assets/js/nope.js", "/ui/assets/", "/ui/assets/js", "/ui/assets/../routes.py",
+    "/ui/assets/%2e%2e/routes.py", "/ui/assets/..%2f__init__.py",
     "/ui/assets/js/main.js.map", "/ui/assets/JS/MAIN.JS"])
 def test_an_unknown_asset_is_a_404_problem(gw: Gateway, path: str) -> None:
     doc = assert_problem(gw.client.get(path), 404, NO_ROUTE.title)
