@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from headwater.core import events as ev
 from services.coordinator.metrics import OUTCOMES, count_events
 from services.gateway import metrics as gateway_metrics
-from services.gateway.queues import Lag
+from services.gateway.queues.figures import Lag
 
 REPO = Path(__file__).resolve().parents[3]
 WF = "wf-breaks"
