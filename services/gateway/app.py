@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from services.common import tracing
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import (
@@ -74,7 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await runtime.close()
 
     # GET /metrics, and every request counted (inside the middleware added below)
-    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
+    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan,
+                                  telemetry=tracing.HTTP_TELEMETRY))
     app.state.hw = runtime
     problems.install(app)
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
