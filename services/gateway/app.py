@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from services.common import tracing
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
 from services.gateway import health, metrics
@@ -74,7 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await runtime.close()
 
     # GET /metrics, and every request counted (inside the middleware added below)
-    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
+    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan,
+                                  telemetry=tracing.HTTP_TELEMETRY))
     app.state.hw = runtime
     problems.install(app)
     document.install(app)  # /openapi.json: FastAPI's document, completed

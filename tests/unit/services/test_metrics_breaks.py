@@ -23,8 +23,8 @@ OWN_ENDPOINT = ("services.coordinator", "services.worker", "services.projector")
 
 
 def _attempts() -> float:
-    return sum(REGISTRY.get_sample_value("headwater_attempts_total", {"outcome": o}) or 0.0
-               for o in OUTCOMES)
+    return sum(s.value for family in REGISTRY.collect() for s in family.samples
+               if s.name == "headwater_attempts_total" and s.labels["outcome"] in OUTCOMES)
 
 
 def _history(*bodies: Any) -> list[ev.HistoryEvent]:
