@@ -41,14 +41,15 @@ up: install
 down: install
 	$(HW) down
 
-## The whole suite: lint (ruff, mypy) first, then unit tests, then end-to-end tests on the
-## real broker and database. A lint failure fails `make test`. Two pytest processes
-## (pytest-xdist), each with its own stack of Headwater processes on the one broker and
-## database, take whole test modules in turn: the end-to-end tests mostly wait.
-test: install lint
+## The whole suite: lint (ruff, mypy) first, then the unit tests with no broker, database
+## or network (test-unit), then the end-to-end, fault and fuzz tests on the real broker and
+## database. A lint failure fails `make test`. Two pytest processes (pytest-xdist), each
+## with its own stack of Headwater processes on the one broker and database, take whole
+## test modules in turn: the end-to-end tests mostly wait.
+test: install lint test-unit
 	bash infra/stack.sh up
 	bash infra/browser.sh
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests --ignore=tests/unit
 
 ## Benchmarks against raw Kafka on the local stack (under 10 minutes):
 ## load/results/<UTC timestamp>.json, .md and .png. `$(PY) -m load.bench --help` for options.
@@ -61,8 +62,17 @@ $(BENCH_STAMP): pyproject.toml
 		'BuildBackendWarning|!!|[*]{8}|Please be careful|name as your package|with strategy|during imports|^ *$$' || true; }
 	rm -f $(VENV)/.bench-* && touch $@
 
+## The unit tests (two processes), proven to need no broker, database or network: Kafka and
+## PostgreSQL pointed at a closed port, in a network namespace with only loopback where
+## one can be made (infra/no-network.sh). A unit test that reaches for a service fails.
+## The deployment tests' tools are fetched first, with the network (infra/k8s-tools.sh;
+## without them those tests say what is missing).
+NO_SERVICES := HEADWATER_KAFKA_BOOTSTRAP=127.0.0.1:9 HEADWATER_KAFKA_PORT=9 \
+	HEADWATER_PG_DSN=postgresql://postgres@127.0.0.1:9/none HEADWATER_PG_PORT=9
+
 test-unit: install
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	bash infra/k8s-tools.sh >/dev/null || true
+	$(NO_SERVICES) bash infra/no-network.sh $(PY) -m pytest -q -p no:cacheprovider -n 2 tests/unit
 
 ## ruff (style, complexity and size rules: see [tool.ruff.lint] in pyproject.toml) and
 ## mypy --strict; .pre-commit-config.yaml runs the same two.

@@ -4,7 +4,7 @@ what their logs say meanwhile.
 A process that died has no live pid; one that was restarted has another pid; a
 coordinator that replaced itself (``exec``, same pid) logs ``restarting: <why>``
 (``services/coordinator/shutdown.py``). Tracebacks and the gateway's ``unexpected
-error`` lines (``services/gateway/middleware.py``) are counted too, with a few kept as
+error`` lines (``services/gateway/edge/middleware.py``) are counted too, with a few kept as
 evidence.
 """
 

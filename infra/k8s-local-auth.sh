@@ -5,8 +5,8 @@
 #   auth/token  the services' key (HEADWATER_TOKEN of the gateway, coordinator, workers)
 # and prints the admin token once. Keeps existing files (run again: nothing changes);
 # remove the directory to make new keys. Only hashes are in auth/keys, and auth/ is not
-# committed (.gitignore). For a real cluster, make the Secret yourself (README,
-# "Tenants and auth").
+# committed (.gitignore). For a real cluster, make the Secret yourself
+# (docs/deploying.md, "Security").
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="${HEADWATER_K8S_AUTH_DIR:-$REPO/infra/k8s/components/local-cluster/auth}"

@@ -14,7 +14,7 @@ definitions and the shared ones; it writes only its own (``write_refusal``). The
 records (``DefinitionStored``, keyed
 ``name@version``; ``DefinitionHead``, keyed ``name``) go to the compacted
 ``definitions`` topic, the registry's source of truth; the gateway's PostgreSQL tables
-are a projection of it (``services/gateway/definitions.py``).
+are a projection of it (``services/gateway/definitions/registry.py``).
 """
 
 from __future__ import annotations

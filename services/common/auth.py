@@ -11,7 +11,7 @@ tenant and one role:
 The tenant ``*`` is every tenant: an operator's token, and the one the services put on
 the records they produce (``HEADWATER_TOKEN``). A token of one tenant sees nothing of
 another's; what it asks of another tenant's id is answered as for an id that does not
-exist (``services.gateway.scope``).
+exist (``services.gateway.auth.scope``).
 
 The keys file has one key per line, ``<key id> sha256:<hex digest of the whole
 token> <tenant> <role>``; blank lines and ``#`` comments are skipped. It is read again

@@ -249,7 +249,7 @@ do $$ begin
 end $$;
 """
 """The definitions registry's tables, a projection of the ``definitions`` topic
-(``services/gateway/definitions.py``): one ``definitions`` row per version, one
+(``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
 ``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:

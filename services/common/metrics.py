@@ -1,11 +1,13 @@
 """Prometheus metrics, what every service shares: the ``/metrics`` endpoint of a process
 (on a port of its own; the gateway answers on its HTTP port instead), the dead-letter
-count, the histogram buckets, and the metrics port the local stack gives each process.
+count, the histogram buckets, the cap on label values clients choose, and the metrics
+port the local stack gives each process.
 
 Names follow Prometheus' conventions ("Metric and label naming",
 https://prometheus.io/docs/practices/naming/): the ``headwater_`` prefix, base units in
 the name (``_seconds``), ``_total`` on counters. Labels take a bounded set of values (a
-queue, a topic, an outcome, a route template), never a workflow id. Each service's own
+queue, a topic, an outcome, a route template; task and workflow names through
+``BoundedLabels``, capped with an ``other`` value), never a workflow id. Each service's own
 metrics are in its ``metrics`` module; docs/metrics.md lists them all.
 
 Settings (read by each service's settings): ``HEADWATER_METRICS_PORT``, the port of the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -43,6 +46,42 @@ LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 """Buckets of a batch's or a request's latency, seconds (0.5 ms to 10 s)."""
 SIZE_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, float("inf"))
 """Buckets of a batch's size, records."""
+
+OTHER = "other"
+"""The label value that stands for every value over a label's cap (``BoundedLabels``),
+as ``other`` stands for an unknown HTTP method in the gateway's metrics."""
+MAX_LABEL_CHARS = 200
+"""Longest label value kept (a task or workflow name is cut there)."""
+
+
+class BoundedLabels:
+    """Label values a client chooses (task and workflow names), kept to a bounded set of
+    series: the first ``limit`` distinct combinations this process sees keep their own
+    values; every later new one is counted under ``other`` in each label, as the
+    gateway's queue gauges show a bounded number of queues. A value is cut at
+    ``MAX_LABEL_CHARS``. Safe from several threads.
+
+    Args:
+        limit: the most distinct combinations with series of their own.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._seen: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, *values: str) -> tuple[str, ...]:
+        """The label values to use for ``values``: themselves (cut), or all ``other``
+        once ``limit`` other combinations took the series."""
+        key = tuple(v[:MAX_LABEL_CHARS] for v in values)
+        if key in self._seen:
+            return key
+        with self._lock:
+            if key in self._seen or len(self._seen) < self.limit:
+                self._seen.add(key)
+                return key
+        return (OTHER,) * len(values)
+
 
 DEAD_LETTERS = Counter(
     "headwater_dead_letters_total", "Records produced to the dead-letter topic, by the topic the "

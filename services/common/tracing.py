@@ -21,7 +21,9 @@ handling of one record, child of (and linked to) the context its producer sent, 
 ``messaging.system=kafka``, ``messaging.destination.name``,
 ``messaging.operation.type``, ``messaging.operation.name``,
 ``messaging.kafka.message.key``, ``messaging.destination.partition.id`` and
-``messaging.kafka.offset``.
+``messaging.kafka.offset``; a worker's attempt is that ``CONSUMER`` span named
+``<task> attempt`` instead. The gateway's HTTP spans are FastAPI's own, but for the web
+UI's static files (``UNTRACED_PATHS``).
 """
 
 from __future__ import annotations
@@ -29,13 +31,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+if TYPE_CHECKING:
+    from fastapi.telemetry import TelemetryConfig
 
 log = logging.getLogger("headwater.tracing")
 
@@ -43,6 +48,10 @@ Headers = Sequence[tuple[str, bytes]]
 """Kafka record headers: (name, value) pairs."""
 TRACE_HEADERS = ("traceparent", "tracestate")
 """The W3C Trace Context headers carried on records."""
+
+UNTRACED_PATHS = ("/ui/assets/",)
+"""Path prefixes of gateway requests that get no span: the web UI's static files (each
+page load fetches several, and their spans say nothing about a run)."""
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _tracer: trace.Tracer | None = None
@@ -95,6 +104,20 @@ def configure(service_name: str) -> bool:
     _tracer = provider.get_tracer("headwater")
     log.info("tracing on: OTLP/HTTP export as service %s", name)
     return True
+
+
+def untraced(scope: MutableMapping[str, Any]) -> bool:
+    """Whether the gateway makes no span for an HTTP request (``UNTRACED_PATHS``).
+
+    Args:
+        scope: the request's ASGI scope.
+    """
+    return str(scope.get("path", "")).startswith(UNTRACED_PATHS)
+
+
+HTTP_TELEMETRY: TelemetryConfig = {"exclude": untraced}
+"""The gateway's ``FastAPI(telemetry=...)``: FastAPI's own request spans, but for
+``UNTRACED_PATHS``."""
 
 
 def tracer() -> trace.Tracer | None:
@@ -196,16 +219,26 @@ def producing(topic: str, key: bytes | None) -> Iterator[trace.Span | None]:
 
 def consuming(topic: str, key: bytes | None, headers: Headers | None,
               partition: int | None = None, offset: int | None = None,
-              ) -> trace.Span | None:
-    """Start (not end) a ``CONSUMER`` span ``process <topic>`` for one record: a child of
-    the context its headers carry, linked to it too (the messaging conventions' link to
-    the creation context), or the root of a new trace without one. None when tracing is
-    off. End it with ``span.end()``; make it current with ``trace.use_span``."""
+              name: str | None = None) -> trace.Span | None:
+    """Start (not end) a ``CONSUMER`` span for one record: a child of the context its
+    headers carry, linked to it too (the messaging conventions' link to the creation
+    context), or the root of a new trace without one. None when tracing is off. End it
+    with ``span.end()``; make it current with ``trace.use_span``.
+
+    Args:
+        topic: the record's topic.
+        key: its key.
+        headers: its headers (``traceparent``, ``tracestate``).
+        partition: its partition.
+        offset: its offset.
+        name: the span's name; ``process <topic>`` when None (a worker's attempt is
+            named by its task instead: a map's items would all read alike).
+    """
     if _tracer is None:
         return None
     parent = extract(headers)
     links = [trace.Link(trace.get_current_span(parent).get_span_context())] if parent else []
-    return _tracer.start_span(f"process {topic}", context=parent,
+    return _tracer.start_span(name or f"process {topic}", context=parent,
                               kind=trace.SpanKind.CONSUMER, links=links,
                               attributes=message_attributes(topic, key, "process",
                                                             partition, offset))

@@ -6,7 +6,7 @@ never a token)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from headwater import codec
@@ -21,6 +21,10 @@ from services.coordinator.submitters import without_authorization
 
 MAX_REASON_CHARS = 4000
 """Longest reason kept in a dead letter's header."""
+
+TopicMaker = Callable[[CommonSettings, Iterable[str]], Awaitable[None]]
+"""Creates the topics that do not exist yet and returns once the broker lists them
+(``services.common.kafka.ensure_topics``)."""
 
 
 class Bus(Protocol):
@@ -45,12 +49,21 @@ class FaustBus:
     """Publishes through the faust app's producer and waits for the broker's acks."""
 
     def __init__(self, app: Any, settings: CommonSettings,
-                 auth: Sequence[tuple[str, bytes]] = ()) -> None:
-        """``auth``: the ``authorization`` header the coordinator's own records on
-        ``submissions`` and ``control`` carry (``auth_settings.ServiceAuth.headers``),
-        none when auth is off."""
+                 auth: Sequence[tuple[str, bytes]] = (),
+                 make_topics: TopicMaker = ensure_topics) -> None:
+        """A bus over the faust app's producer and topics.
+
+        Args:
+            app: the faust app (its ``topic`` and its aiokafka ``producer``).
+            settings: topic names, the record size limit, the broker.
+            auth: the ``authorization`` header the coordinator's own records on
+                ``submissions`` and ``control`` carry (``auth_settings.ServiceAuth.headers``),
+                none when auth is off.
+            make_topics: creates a topic on its first use (a queue's ``tasks.<queue>``).
+        """
         self.app = app
         self.settings = settings
+        self._make_topics = make_topics
         self.topics = topics = settings.topics
         self._dlq = self._topic(topics.dlq)
         # Topics the coordinator created or found at start; others are created on first use.
@@ -68,7 +81,7 @@ class FaustBus:
         """The faust topic ``name`` (a queue's ``tasks.<queue>``: created on first use)."""
         topic = self._ready.get(name)
         if topic is None:
-            await ensure_topics(self.settings, [name])
+            await self._make_topics(self.settings, [name])
             topic = self._ready[name] = self._topic(name)
         return topic
 

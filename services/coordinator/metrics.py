@@ -21,6 +21,12 @@ How an attempt's end reads in the history:
   (the task's state still holds that failure's error): that attempt was counted as
   failed. A restart drops its tasks from the state, so a task a restart cancels in its
   backoff is counted as cancelled too.
+
+Attempts carry the task the attempt ran (a loop step's tool; ``workflow`` for a child
+workflow's attempt) and the workflow's name; workflow durations the workflow's name. Both
+are names clients choose, so the label values are capped (``BoundedLabels``): past
+``MAX_ATTEMPT_SERIES`` pairs and ``MAX_WORKFLOW_SERIES`` names, new ones count as
+``other``.
 """
 
 from __future__ import annotations
@@ -35,27 +41,42 @@ from prometheus_client.registry import Collector
 from headwater.core import events as ev
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, parse_task_timer_id, task_key
 from headwater.core.state import WorkflowState
-from services.common.metrics import DURATION_BUCKETS_S, LATENCY_BUCKETS_S, SIZE_BUCKETS
+from headwater.errors import SpecError
+from services.common.metrics import (
+    DURATION_BUCKETS_S,
+    LATENCY_BUCKETS_S,
+    SIZE_BUCKETS,
+    BoundedLabels,
+)
 from services.coordinator import homing
 
 OUTCOMES = ("succeeded", "failed", "timed_out", "lost", "cancelled")
 """The values of ``headwater_attempts_total``'s ``outcome``."""
+MAX_ATTEMPT_SERIES = 200
+"""The most (task, workflow) pairs with series of their own in
+``headwater_attempts_total``; later new pairs count as ``other``."""
+MAX_WORKFLOW_SERIES = 50
+"""The most workflow names with series of their own in
+``headwater_workflow_duration_seconds``; later new names count as ``other``."""
 
-ATTEMPTS = Counter("headwater_attempts_total", "Attempts ended, by outcome, as the "
-                   "coordinator recorded them.", ["outcome"])
-_ATTEMPT = {outcome: ATTEMPTS.labels(outcome) for outcome in OUTCOMES}
+ATTEMPTS = Counter("headwater_attempts_total", "Attempts ended, by outcome, task and "
+                   "workflow name, as the coordinator recorded them.",
+                   ["outcome", "task", "workflow"])
+_ATTEMPT_LABELS = BoundedLabels(MAX_ATTEMPT_SERIES)
 _OUTCOME_OF: dict[type, str] = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
                                  ev.TaskCancelled: "cancelled"}
 """The history events that end an attempt (when no expired timer ended it first)."""
 _EXPIRED = {DEADLINE_TIMER: "timed_out", LEASE_TIMER: "lost"}
 
 WORKFLOW_SECONDS = Histogram(
-    "headwater_workflow_duration_seconds", "Workflows ended, by status: seconds from their "
-    "acceptance to their end (the coordinator's clock).", ["status"],
-    buckets=DURATION_BUCKETS_S)
-_ENDED: dict[type, Histogram] = {ev.WorkflowSucceeded: WORKFLOW_SECONDS.labels("succeeded"),
-                                 ev.WorkflowFailed: WORKFLOW_SECONDS.labels("failed"),
-                                 ev.WorkflowCancelled: WORKFLOW_SECONDS.labels("cancelled")}
+    "headwater_workflow_duration_seconds", "Workflows ended, by status and workflow name: "
+    "seconds from their acceptance to their end (the coordinator's clock).",
+    ["status", "workflow"], buckets=DURATION_BUCKETS_S)
+_WORKFLOW_LABELS = BoundedLabels(MAX_WORKFLOW_SERIES)
+_ENDED: dict[type, str] = {ev.WorkflowSucceeded: "succeeded", ev.WorkflowFailed: "failed",
+                           ev.WorkflowCancelled: "cancelled"}
+UNKNOWN = "unknown"
+"""The task or workflow label of an event whose workflow's state is not at hand."""
 
 HISTORY_EVENTS = Counter("headwater_coordinator_history_events_total",
                          "History events recorded and published.")
@@ -91,34 +112,66 @@ def batch_applied(records: Iterable[object], started_s: float,
 
 def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowState]) -> None:
     """Count the attempts ended and the workflows finished among ``events`` (see the
-    module's docstring for how each reads), one increment per outcome and batch.
+    module's docstring for how each reads), one increment per outcome, task and
+    workflow name and batch.
 
     Args:
         events: history events recorded, in order.
-        states: workflow id -> its state after them, for when it was accepted.
+        states: workflow id -> its state after them, for its name, its tasks' names and
+            when it was accepted.
     """
-    counts = dict.fromkeys(OUTCOMES, 0)
+    counts: dict[tuple[str, str, str], int] = {}
     expired: set[tuple[str, str, int]] = set()
     for e in events:
         body = e.body
         outcome = _OUTCOME_OF.get(type(body))
         if outcome is not None:
+            state = states.get(e.workflow_id)
             if ((not expired or not _ended_by_timer(e, expired))
-                    and not _cancelled_after_failing(body, states.get(e.workflow_id))):
-                counts[outcome] += 1
+                    and not _cancelled_after_failing(body, state)):
+                assert isinstance(body, ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled)
+                _add(counts, outcome, state, body.node, body.index)
         elif type(body) is ev.TimerFired:
             parsed = parse_task_timer_id(body.timer_id)
             if parsed is not None:
-                counts[_EXPIRED[parsed[0]]] += 1
+                node, index = _node_of(parsed[1])
+                _add(counts, _EXPIRED[parsed[0]], states.get(e.workflow_id), node, index)
                 expired.add((e.workflow_id, parsed[1], parsed[2]))
-        elif (ended := _ENDED.get(type(body))) is not None:
+        elif (status := _ENDED.get(type(body))) is not None:
             state = states.get(e.workflow_id)
             if state is not None:
-                ended.observe(max(0, body.at_ms - state.created_at_ms) / 1000)
-    for outcome, count in counts.items():
-        if count:
-            _ATTEMPT[outcome].inc(count)
+                WORKFLOW_SECONDS.labels(status, *_WORKFLOW_LABELS(state.name)).observe(
+                    max(0, body.at_ms - state.created_at_ms) / 1000)
+    for labels, count in counts.items():
+        ATTEMPTS.labels(*labels).inc(count)
     HISTORY_EVENTS.inc(len(events))
+
+
+def _add(counts: dict[tuple[str, str, str], int], outcome: str, state: WorkflowState | None,
+         node: str, index: int | None) -> None:
+    """One more attempt ended with ``outcome`` for the task ``node`` (map item or loop
+    step ``index``) runs in ``state``'s workflow."""
+    task, workflow = _ATTEMPT_LABELS(*_task_and_workflow(state, node, index))
+    labels = (outcome, task, workflow)
+    counts[labels] = counts.get(labels, 0) + 1
+
+
+def _task_and_workflow(state: WorkflowState | None, node: str,
+                       index: int | None) -> tuple[str, str]:
+    """The task an attempt of ``node`` (``index``) ran (``workflow`` for a child
+    workflow's, a loop step's tool for its odd index) and its workflow's name."""
+    if state is None:
+        return UNKNOWN, UNKNOWN
+    try:
+        return state.work(node, index).task, state.name
+    except (KeyError, SpecError):  # no such node or decided tool, or a spec that is invalid
+        return UNKNOWN, state.name
+
+
+def _node_of(key: str) -> tuple[str, int | None]:
+    """``(node, index)`` of a task key (``node`` or ``node[index]``: ``ids.task_key``)."""
+    node, _, rest = key.partition("[")
+    return node, int(rest[:-1]) if rest[:-1].isdigit() else None
 
 
 def _cancelled_after_failing(body: ev.Body, state: WorkflowState | None) -> bool:

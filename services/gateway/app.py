@@ -1,5 +1,7 @@
-"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, routes, and
-the drain state that SIGTERM flips (``drain``, ``server``)."""
+"""Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, each
+resource's routes (``runs``, ``control``, ``queues``, ``definitions``, ``schedules``,
+``auth``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
+(``drain``, ``server``)."""
 
 from __future__ import annotations
 
@@ -11,24 +13,23 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
+from services.common import tracing
 from services.common.db import connect_pool
 from services.common.kafka import broker_answers, ensure_topics, make_producer
-from services.gateway import (
-    definitions_api,
-    health,
-    metrics,
-    middleware,
-    problems,
-    queues_api,
-    routes,
-    run_api,
-    schedules_api,
-    ui_routes,
-    whoami_api,
-)
+from services.gateway import health, metrics
+from services.gateway.auth import api as auth_api
+from services.gateway.control import api as control_api
+from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
-from services.gateway.runtime import Runtime
+from services.gateway.edge import middleware, problems
+from services.gateway.lifetime import Runtime
+from services.gateway.openapi import document
+from services.gateway.queues import api as queues_api
+from services.gateway.runs import api as runs_api
+from services.gateway.runs import run as run_api
+from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
+from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
 
@@ -74,15 +75,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await runtime.close()
 
     # GET /metrics, and every request counted (inside the middleware added below)
-    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan))
+    app = metrics.install(FastAPI(title="Headwater", version="1", lifespan=lifespan,
+                                  telemetry=tracing.HTTP_TELEMETRY))
     app.state.hw = runtime
     problems.install(app)
+    document.install(app)  # /openapi.json: FastAPI's document, completed
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
     app.include_router(health.router)
-    app.include_router(routes.router)
+    app.include_router(runs_api.router)
+    app.include_router(control_api.router)
     app.include_router(run_api.router)
     app.include_router(queues_api.router)
     app.include_router(definitions_api.router)
     app.include_router(schedules_api.router)
-    app.include_router(whoami_api.router)
+    app.include_router(auth_api.router)
     return ui_routes.install(app)  # the web UI at /ui

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from services.common.kafka import BrokerUnreachable
-from services.gateway.openapi import problems
-from services.gateway.problems import DATABASE_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
-from services.gateway.runtime import Runtime, runtime
+from services.gateway.edge.problems import DATABASE_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
+from services.gateway.lifetime import Runtime, runtime
+from services.gateway.openapi.problems import problems
 
 router = APIRouter()
 

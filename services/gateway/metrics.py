@@ -1,6 +1,6 @@
 """The gateway's Prometheus metrics and its ``GET /metrics``: HTTP requests by route
 template and status (``HTTPMetrics``, an ASGI middleware), event streams open, and the
-queues' figures that ``GET /v1/queues`` shows (``queues``), read again at each scrape.
+queues' figures that ``GET /v1/queues`` shows (``queues.figures``), read again at each scrape.
 
 The gateway serves its metrics on its own HTTP port, beside the API, and leaves the
 route out of the OpenAPI document. A request's route is the template it matched
@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common.clock import now_ms
 from services.common.metrics import LATENCY_BUCKETS_S, exposition
-from services.gateway.queues import Lag, QueueFigures
-from services.gateway.workers import WorkerRegistry
+from services.gateway.queues.figures import Lag, QueueFigures
+from services.gateway.queues.workers import WorkerRegistry
 
 log = logging.getLogger("headwater.gateway")
 
@@ -121,7 +121,7 @@ async def get_metrics(request: Request) -> Response:
 
 async def refresh_queues(figures: QueueFigures, registry: WorkerRegistry,
                          timeout_s: float = QUEUES_READ_S) -> None:
-    """Set the queue gauges to every known queue's figures (``queues.QueueFigures``: the
+    """Set the queue gauges to every known queue's figures (``queues.figures.QueueFigures``: the
     backlogs ``GET /v1/queues`` and admission share, at most ``CACHE_S`` old), and drop
     the queues no longer known. Kafka not answering within ``timeout_s`` leaves them
     as they were (logged)."""

@@ -29,7 +29,7 @@ from types import FrameType
 import uvicorn
 from sse_starlette.sse import AppStatus
 
-from services.gateway.runtime import Runtime
+from services.gateway.lifetime import Runtime
 
 log = logging.getLogger("headwater.gateway")
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from services.common.auth_settings import ServiceAuth, service_auth_from_env
 from services.common.settings import CommonSettings, env_float, env_int, env_str
-from services.gateway.admission import parse_maxdepth
-from services.gateway.cors import parse_origins
+from services.gateway.edge.cors import parse_origins
+from services.gateway.queues.admission import parse_maxdepth
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Settings(CommonSettings):
             larger ``timeout`` is cut to it, and none means it.
         cors_origins: the other origins whose pages may call the API
             (``HEADWATER_CORS_ORIGINS``: comma-separated, or ``*``; empty, the default:
-            none, CORS off; ``cors.parse_origins``).
+            none, CORS off; ``edge.cors.parse_origins``).
         auth: whether requests need a bearer token, and the gateway's own
             (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth_settings``): off by default.
     """

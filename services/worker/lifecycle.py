@@ -89,7 +89,8 @@ async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
     finally:
         beats.cancel()
     outcome = None if body.cancelled() else body.result()
-    metrics.attempt_ran(attempt.dispatch.queue, outcome, time.monotonic() - began_s)
+    metrics.attempt_ran(attempt.dispatch.queue, attempt.dispatch.task, outcome,
+                        time.monotonic() - began_s)
     return outcome
 
 

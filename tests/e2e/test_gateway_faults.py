@@ -23,7 +23,7 @@ from httpx_sse import aconnect_sse
 from stackkit import Stack
 from test_kafka_submission import wait_status
 
-from services.gateway.submit import body_hash
+from services.gateway.runs.submit import body_hash
 
 SPEC: dict[str, Any] = {"name": "faults", "nodes": [
     {"id": "a", "task": "e2e.flaky", "input": {"succeed_on": 1, "value": "${input.v}"}}]}

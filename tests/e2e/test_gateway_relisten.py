@@ -18,7 +18,7 @@ from stackkit import Stack
 from test_gateway_pg_outage import TcpProxy
 
 from services.common.db import NOTIFY_CHANNEL
-from services.gateway.stream import Notifier
+from services.gateway.runs.stream import Notifier
 from tests.polling import wait_until_async
 
 WAIT_S = 5.0

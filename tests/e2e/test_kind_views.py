@@ -33,7 +33,7 @@ from ops.cli.pgread import read_kind_rows
 from ops.expected_rows import ProjectionRows, diff_rows, expected_rows
 from ops.history import Recorded, dedupe, fold
 from services.common.db import SCHEMA, init_connection
-from services.gateway.views import workflow_view
+from services.gateway.runs.views import workflow_view
 from services.projector.compare import compare, ident
 from services.projector.writer import project
 from tests.polling import wait_until_async

@@ -2,8 +2,8 @@
 as a process of its own (``HEADWATER_PROJECTION=off``), each process on the metrics port
 the local stack gave it (its launch record's ``metrics_port``), the gateway on its HTTP
 port. Three workflows (one retried, one failed, one slow and streamed) move the
-attempts, the durations, the batches, the projection, the HTTP requests and the queue
-gauges, each scraped from the process that counts it."""
+attempts and the durations (by task and workflow name), the batches, the projection, the
+HTTP requests and the queue gauges, each scraped from the process that counts it."""
 
 from __future__ import annotations
 
@@ -109,21 +109,32 @@ async def moved(url: str, what: str, check: Any) -> Samples:
     return await wait_until_async(lambda: scrape(url), 30, what, until=check, interval_s=0.3)
 
 
+ATTEMPTS = "headwater_attempts_total"
+ENDED = "headwater_workflow_duration_seconds"
+
+
 async def check_coordinator(url: str, before: Samples) -> None:
     def grew(after: Samples) -> bool:
         return all(value(after, n, **labels) >= value(before, n, **labels) + least
                    for n, labels, least in (
-                       ("headwater_attempts_total", {"outcome": "succeeded"}, 2),
-                       ("headwater_attempts_total", {"outcome": "failed"}, 2),
-                       ("headwater_workflow_duration_seconds_count", {"status": "succeeded"}, 2),
-                       ("headwater_workflow_duration_seconds_count", {"status": "failed"}, 1),
+                       (ATTEMPTS, {"outcome": "failed", "task": "e2e.flaky",
+                                   "workflow": "m-flaky"}, 1),
+                       (ATTEMPTS, {"outcome": "succeeded", "task": "e2e.flaky",
+                                   "workflow": "m-flaky"}, 1),
+                       (ATTEMPTS, {"outcome": "failed", "task": "e2e.fatal",
+                                   "workflow": "m-fatal"}, 1),
+                       (ATTEMPTS, {"outcome": "succeeded", "task": "e2e.sleep",
+                                   "workflow": "m-slow"}, 1),
+                       (f"{ENDED}_count", {"status": "succeeded", "workflow": "m-flaky"}, 1),
+                       (f"{ENDED}_count", {"status": "succeeded", "workflow": "m-slow"}, 1),
+                       (f"{ENDED}_count", {"status": "failed", "workflow": "m-fatal"}, 1),
                        ("headwater_coordinator_batch_size_records_count", {}, 3),
                        ("headwater_coordinator_batch_apply_seconds_count", {}, 3),
                        ("headwater_coordinator_history_events_total", {}, 12)))
 
     after = await moved(url, "the coordinator's attempts, workflows and batches", grew)
-    assert value(after, "headwater_workflow_duration_seconds_sum", status="succeeded") - value(
-        before, "headwater_workflow_duration_seconds_sum", status="succeeded") >= 2.0  # m-slow
+    slow = {"status": "succeeded", "workflow": "m-slow"}
+    assert value(after, f"{ENDED}_sum", **slow) - value(before, f"{ENDED}_sum", **slow) >= 2.0
     assert value(after, "headwater_coordinator_intents_pending") == 0
 
 
@@ -131,15 +142,16 @@ async def check_worker(url: str, before: Samples) -> None:
     name = "headwater_task_run_seconds_count"
 
     def grew(after: Samples) -> bool:
-        return (value(after, name, queue="cpu", outcome="succeeded")
-                >= value(before, name, queue="cpu", outcome="succeeded") + 2
-                and value(after, name, queue="cpu", outcome="failed")
-                >= value(before, name, queue="cpu", outcome="failed") + 2)
+        return all(value(after, name, queue="cpu", outcome=outcome, task=task)
+                   >= value(before, name, queue="cpu", outcome=outcome, task=task) + 1
+                   for outcome, task in (("succeeded", "e2e.flaky"), ("failed", "e2e.flaky"),
+                                         ("failed", "e2e.fatal"), ("succeeded", "e2e.sleep")))
 
     after = await moved(url, "the worker's attempts timed", grew)
     slow = "headwater_task_run_seconds_bucket"
-    assert value(after, slow, queue="cpu", outcome="succeeded", le="1.0") < value(
-        after, slow, queue="cpu", outcome="succeeded", le="+Inf")  # m-slow ran 2 s
+    labels = {"queue": "cpu", "outcome": "succeeded", "task": "e2e.sleep"}
+    assert value(after, slow, le="1.0", **labels) < value(
+        after, slow, le="+Inf", **labels)  # m-slow ran 2 s
 
 
 async def check_projector(url: str, before: Samples) -> None:

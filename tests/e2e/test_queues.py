@@ -39,7 +39,7 @@ from ops.stuck import scan
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from services.gateway.queues import QueueFigures, overview
+from services.gateway.queues.figures import QueueFigures, overview
 from services.worker.announce import decode_announcement, latest
 from tests.polling import scaled, wait_until_async
 

@@ -1,7 +1,7 @@
 """``POST /v1/run/{name}`` on the real stack: waiting for the output, waiting past the
 timeout into 202, the event stream, and ``Prefer: respond-async``; what a run request
 cannot carry, ``queue_anyway`` and ``Accept`` weights; and the wait itself
-(``awaiting.wait_for_end``), woken by the projector's ``NOTIFY``."""
+(``runs.modes.wait_for_end``), woken by the projector's ``NOTIFY``."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from httpx_sse import aconnect_sse
 from stackkit import Stack
 
 from services.common.db import connect_pool
-from services.gateway import awaiting
-from services.gateway.awaiting import wait_for_end
-from services.gateway.stream import Notifier
+from services.gateway.runs import modes
+from services.gateway.runs.modes import wait_for_end
+from services.gateway.runs.stream import Notifier
 from tests.polling import scaled, wait_until_async
 
 SLEEPY: dict[str, Any] = {"name": "sleepy", "nodes": [
@@ -33,7 +33,7 @@ def unique(name: str) -> str:
 
 async def test_the_wait_rides_on_notifications(stack: Stack,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(awaiting, "RECHECK_S", 60.0)  # only a notification wakes it soon
+    monkeypatch.setattr(modes, "RECHECK_S", 60.0)  # only a notification wakes it soon
     pool = await connect_pool(stack.dsn, max_size=2)
     notifier = Notifier()
     await notifier.start(stack.dsn)

@@ -2,11 +2,13 @@
 OTLP receiver in the test (an HTTP server decoding ``POST /v1/traces`` with the
 ``opentelemetry-proto`` package's classes), form one trace: the caller's
 ``traceparent`` -> the gateway's request -> its produce of the submission -> the
-coordinator's apply of it -> the dispatch -> the worker's attempt -> the apply of the
-attempt's reports (docs/tracing.md)."""
+coordinator's apply of it -> the dispatch -> the worker's attempt (named by its task) ->
+the apply of the attempt's reports (docs/tracing.md); the web UI's static files are not
+traced."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -161,6 +163,32 @@ async def test_each_dispatch_attempt_and_report_join_the_trace(
                and s.name == f"process {stack.prefix}.submissions"}
     attempts = [s for s in spans if s.service == "headwater-worker" and s.kind == CONSUMER]
     assert len(attempts) == 2 and all(a.parent in applies for a in attempts), spans
+    assert {a.name for a in attempts} == {"e2e.sleep attempt"}  # by task, not by topic
     assert attempts[0].attributes["headwater.node"] == "s"
+    assert attempts[0].attributes["headwater.task"] == "e2e.sleep"
+    assert attempts[0].attributes["messaging.system"] == "kafka"
+    assert attempts[0].attributes["messaging.destination.name"] == f"{stack.prefix}.tasks.cpu"
     reports = [s for s in spans if s.name == f"process {stack.prefix}.reports"]
     assert {r.parent for r in reports} <= {a.span_id for a in attempts}
+
+
+async def test_the_ui_pages_are_traced_and_their_static_files_are_not(
+        traced: tuple[Stack, Receiver]) -> None:
+    stack, receiver = traced
+    trace_id = "5bf92f3577b34da6a3ce929d0e0e4737"
+    parent = {"traceparent": f"00-{trace_id}-{CALLER_SPAN}-01"}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        page = await client.get("/ui/", headers=parent)
+        assert page.status_code == 200, page.text[:300]
+        assets = re.findall(r'(?:src|href)="(/ui/assets/[^"]+)"', page.text)
+        assert assets, page.text[:600]
+        for asset in assets:
+            assert (await client.get(asset, headers=parent)).status_code == 200, asset
+        assert (await client.get("/health", headers=parent)).status_code == 200
+    spans = await wait_until_async(
+        lambda: receiver.of_trace(trace_id), 30, "the gateway's spans of the UI",
+        until=lambda ss: any(s.kind == SERVER and "/health" in s.name for s in ss))
+    server = [s for s in spans if s.kind == SERVER]
+    assert any(s.name.startswith("GET /ui") for s in server), server
+    assert not any("/ui/assets" in s.name or "assets" in s.attributes.get("http.route", "")
+                   for s in spans), spans

@@ -1,7 +1,7 @@
 """The gateway's OpenAPI document describes what the fuzzer needs to generate cases:
 request bodies, the workflow id's form, and problem documents for the errors.
 
-Before ``services/gateway/openapi.py`` the routes read their bodies themselves and the
+Before ``services/gateway/openapi/bodies.py`` the routes read their bodies themselves and the
 document had none: schemathesis generated no body for ``POST /v1/workflows`` or for a
 cancel, and no schema-violating case for any path parameter.
 """
@@ -23,7 +23,7 @@ from schemathesis.core.result import Ok
 
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.app import create_app
-from services.gateway.problems import NOT_FOUND, PROBLEM_JSON
+from services.gateway.edge.problems import NOT_FOUND, PROBLEM_JSON
 from services.gateway.settings import Settings
 
 DOC: dict[str, Any] = create_app().openapi()

@@ -1,18 +1,23 @@
-"""``services.common.tracing``: off unless the environment asks, free when off, and the
-W3C context carried through Kafka headers when on."""
+"""``services.common.tracing``: off unless the environment asks, free when off, the W3C
+context carried through Kafka headers when on, a worker's attempt span named by its task,
+and no gateway span for the web UI's static files."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from headwater.core import events as ev
 from headwater.sdk import AttemptInfo, TaskContext
 from services.common import tracing
+from services.worker.traced_attempt import traced_attempt
 
 HEADERS = [("content-type", b"avro/binary")]
 
@@ -78,3 +83,61 @@ def test_a_record_without_a_context_starts_a_trace(spans: InMemorySpanExporter) 
         assert span is not None
         span.end()
         assert spans.get_finished_spans()[-1].parent is None
+
+
+def test_an_attempt_span_is_named_by_its_task_with_the_messaging_attributes(
+        spans: InMemorySpanExporter) -> None:
+    with tracing.producing("p.tasks.cpu", b"wf-1/m[7]/2"):
+        headers = tracing.with_context(HEADERS)
+    dispatch = ev.TaskDispatched("wf-1", "m", 7, 2, "stdlib.search", "cpu", None,
+                                 1_700_000_000_000, None, None)
+    span = traced_attempt(dispatch, headers, "p.tasks.cpu")
+    assert span is not None
+    span.end()
+    produced, attempt = spans.get_finished_spans()
+    assert attempt.name == "stdlib.search attempt"
+    assert attempt.kind == trace.SpanKind.CONSUMER
+    assert attempt.parent is not None and attempt.parent.span_id == produced.context.span_id
+    assert attempt.attributes == {
+        "messaging.system": "kafka", "messaging.destination.name": "p.tasks.cpu",
+        "messaging.operation.name": "process", "messaging.operation.type": "process",
+        "messaging.kafka.message.key": "wf-1/m[7]/2", "headwater.workflow_id": "wf-1",
+        "headwater.node": "m", "headwater.attempt": 2, "headwater.dispatch_id": "wf-1/m[7]/2",
+        "headwater.task": "stdlib.search"}
+
+
+def test_other_consumer_spans_keep_the_messaging_name(spans: InMemorySpanExporter) -> None:
+    span = tracing.consuming("p.reports", b"wf-1", HEADERS)
+    assert span is not None
+    span.end()
+    assert spans.get_finished_spans()[-1].name == "process p.reports"
+
+
+@pytest.mark.parametrize(("path", "untraced"), [
+    ("/ui/assets/js/main.js", True), ("/ui/assets/css/app.css", True),
+    ("/ui/assets/", True), ("/ui", False), ("/ui/runs", False), ("/ui/assetsx", False),
+    ("/v1/workflows", False), ("/health", False)])
+def test_only_the_ui_static_files_are_untraced(path: str, untraced: bool) -> None:
+    assert tracing.untraced({"type": "http", "path": path}) is untraced
+
+
+def test_fastapi_makes_no_span_for_an_untraced_request() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = FastAPI(telemetry={**tracing.HTTP_TELEMETRY, "tracer_provider": provider})
+
+    @app.get("/ui/assets/{name:path}")
+    def asset(name: str) -> str:
+        return name
+
+    @app.get("/v1/thing")
+    def thing() -> str:
+        return "ok"
+
+    with TestClient(app) as client:
+        assert client.get("/ui/assets/js/main.js").status_code == 200
+        assert client.get("/v1/thing").status_code == 200
+    names = {s.name for s in exporter.get_finished_spans()}
+    assert "GET /v1/thing" in names
+    assert not any("/ui/assets" in n for n in names), names

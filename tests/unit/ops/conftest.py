@@ -96,7 +96,8 @@ def gateway() -> Iterator[Gateway]:
             """Quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the loop's next poll: 0.5 s by default, per test
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     gw.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         yield gw

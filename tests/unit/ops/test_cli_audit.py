@@ -143,7 +143,11 @@ def test_stuck_lists_the_stuck_workflows_and_exits_1(monkeypatch: pytest.MonkeyP
         return ({"lost": [Recorded(e) for e in lost], "done": [Recorded(e) for e in done]},
                 ["undecodable record at t.events[0]@3: bad"])
 
+    async def no_announcements(ep: Endpoints) -> None:
+        return None  # no workers topic: which queues are served is not judged
+
     monkeypatch.setattr(stuck_cli, "read_histories", fake)
+    monkeypatch.setattr(stuck_cli, "read_serving", no_announcements)
     result = runner.invoke(app, ["stuck"])
     assert result.exit_code == 1
     assert "2 workflows in the log, 1 running" in result.output

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,7 +51,8 @@ def gateway() -> Iterator[Gateway]:
             """Quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: 0.5 s by default, per test
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     gw.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
@@ -118,10 +120,13 @@ def test_bad_options_are_usage_errors_and_nothing_is_sent(gateway: Gateway, args
     assert gateway.requests == []
 
 
-def test_an_unreachable_gateway_is_one_line_naming_it() -> None:
+def test_an_unreachable_gateway_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)  # the client's backoff, not waited
     result = runner.invoke(app, ["signal", "wf-1", "go", "--gateway", "http://127.0.0.1:9"])
     assert result.exit_code == 2
     assert "cannot reach the gateway at http://127.0.0.1:9" in result.output
+    assert len(waits) == 5 and all(w > 0 for w in waits)  # tried again 5 times first
 
 
 @pytest.mark.parametrize(("pair", "value"), [

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from headwater.core import events as ev
 from services.coordinator.metrics import OUTCOMES, count_events
 from services.gateway import metrics as gateway_metrics
-from services.gateway.queues import Lag
+from services.gateway.queues.figures import Lag
 
 REPO = Path(__file__).resolve().parents[3]
 WF = "wf-breaks"
@@ -23,8 +23,8 @@ OWN_ENDPOINT = ("services.coordinator", "services.worker", "services.projector")
 
 
 def _attempts() -> float:
-    return sum(REGISTRY.get_sample_value("headwater_attempts_total", {"outcome": o}) or 0.0
-               for o in OUTCOMES)
+    return sum(s.value for family in REGISTRY.collect() for s in family.samples
+               if s.name == "headwater_attempts_total" and s.labels["outcome"] in OUTCOMES)
 
 
 def _history(*bodies: Any) -> list[ev.HistoryEvent]:

@@ -1,6 +1,6 @@
 """What the services share of their metrics (``services/common/metrics.py``): the port
-settings, the endpoint served once per process, and the port the local stack gives each
-process."""
+settings, the endpoint served once per process, the port the local stack gives each
+process, and the cap on label values clients choose."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import logging
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,37 @@ def test_the_stack_gives_its_own_port_to_each_process_that_serves_one(
         assert metrics.stack_port(worker, {}, record) not in (None, port)
     monkeypatch.setenv("HEADWATER_METRICS_PORT", "0")
     assert metrics.stack_port(worker, {}, record) == 0  # none for the whole stack
+
+
+def test_the_first_combinations_keep_their_values_and_later_ones_are_other() -> None:
+    bounded = metrics.BoundedLabels(2)
+    assert bounded("t.a", "wf") == ("t.a", "wf")
+    assert bounded("t.b", "wf") == ("t.b", "wf")
+    assert bounded("t.c", "wf") == (metrics.OTHER, metrics.OTHER)
+    assert bounded("t.a", "other-wf") == (metrics.OTHER, metrics.OTHER)  # a new pair
+    assert bounded("t.a", "wf") == ("t.a", "wf")  # seen before: still its own
+
+
+def test_a_long_value_is_cut_and_counts_once() -> None:
+    bounded = metrics.BoundedLabels(1)
+    long = "x" * (metrics.MAX_LABEL_CHARS + 50)
+    assert bounded(long) == ("x" * metrics.MAX_LABEL_CHARS,)
+    assert bounded(long + "y") == ("x" * metrics.MAX_LABEL_CHARS,)  # the same series
+
+
+def test_threads_never_get_more_series_than_the_cap() -> None:
+    bounded = metrics.BoundedLabels(10)
+    kept: list[tuple[str, ...]] = []
+    start = threading.Barrier(8)
+
+    def label(worker: int) -> None:
+        start.wait()
+        kept.extend(v for i in range(200) if (v := bounded(f"t.{worker}.{i}")) != (
+            metrics.OTHER,))
+
+    threads = [threading.Thread(target=label, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(kept)) == 10

@@ -1,8 +1,10 @@
-"""``FaustBus`` dead letters (with a stand-in for the faust app's topics: what is checked
-is what the bus hands to the producer, not Kafka)."""
+"""``FaustBus`` dead letters and records (with stand-ins for the faust app's topics and
+producer and for topic creation: what is checked is what the bus hands to the producer,
+not Kafka)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from headwater.topics import VALUE_OMITTED_HEADER
@@ -38,16 +40,20 @@ class App:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
         self.producer = Producer()
+        self.made: list[list[str]] = []  # topics the bus had created, call by call
 
     def topic(self, name: str, **kwargs: Any) -> Topic:
         return Topic(self.sent)
+
+    async def make_topics(self, settings: CommonSettings, names: Iterable[str]) -> None:
+        self.made.append(list(names))
 
 
 def bus(limit: int) -> tuple[FaustBus, App]:
     settings = CommonSettings(**{**CommonSettings.common_from_env(),  # type: ignore[arg-type]
                                  "max_message_bytes": limit})
     app = App()
-    return FaustBus(app, settings), app
+    return FaustBus(app, settings, make_topics=app.make_topics), app
 
 
 async def test_a_dead_letter_keeps_the_original_bytes_and_says_why() -> None:
@@ -84,3 +90,12 @@ async def test_records_go_to_the_producer_keyed_with_avro_headers_in_order() -> 
                                       ("p.events", b"wf", b"e2", None)]
     assert all(h == AVRO_HEADERS for *_, h in app.producer.sent)
     assert app.sent == []  # nothing through faust's topics
+    assert app.made == [["p.events"]]  # a topic not found at start: created once, first
+
+
+async def test_the_topics_found_at_start_are_not_created_again() -> None:
+    b, app = bus(1 << 20)
+    t = b.topics
+    await b.publish([Outgoing(t.events, b"wf", b"e", "wf"),
+                     Outgoing(t.worker_control, b"wf", b"c", "wf")], [])
+    assert app.made == [] and len(app.producer.sent) == 2

@@ -1,5 +1,6 @@
-"""The coordinator's metrics (``services/coordinator/metrics.py``): attempts by outcome and
-workflow durations from the history a batch recorded, the batches, the intent slots, the
+"""The coordinator's metrics (``services/coordinator/metrics.py``): attempts by outcome,
+task and workflow name and workflow durations by status and name (names capped) from the
+history a batch recorded, the batches, the intent slots, the
 dead letters and the records moved home move when their code runs."""
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from test_coordinator_intents import INTENT, Entries
 from test_coordinator_redelivery import AT, SPEC, TOPICS, WF, Bus, Table, rec
 
 from headwater.core import events as ev
+from headwater.core.machine import step
+from services.common.metrics import OTHER, BoundedLabels
 from services.coordinator import homing
 from services.coordinator import inputs as inputs_module
+from services.coordinator import metrics as coordinator_metrics
 from services.coordinator.batch import BatchApplier
 from services.coordinator.intents import IntentLog
 from services.coordinator.metrics import OUTCOMES, count_events
@@ -24,17 +28,19 @@ from services.coordinator.timers import TimerIndex
 
 
 def sample(name: str, **labels: str) -> float:
-    """A sample's value now (0 when it has none yet)."""
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    """The sum of the samples ``name`` whose labels include ``labels`` now (0 when there
+    is none yet)."""
+    return sum(s.value for family in REGISTRY.collect() for s in family.samples
+               if s.name == name and labels.items() <= s.labels.items())
 
 
-def attempts() -> dict[str, float]:
-    return {o: sample("headwater_attempts_total", outcome=o) for o in OUTCOMES}
+def attempts(**labels: str) -> dict[str, float]:
+    return {o: sample("headwater_attempts_total", outcome=o, **labels) for o in OUTCOMES}
 
 
-def moved(before: dict[str, float]) -> dict[str, float]:
+def moved(before: dict[str, float], **labels: str) -> dict[str, float]:
     """What changed since ``before`` (outcome -> delta), zeros left out."""
-    return {o: n - before[o] for o, n in attempts().items() if n != before[o]}
+    return {o: n - before[o] for o, n in attempts(**labels).items() if n != before[o]}
 
 
 @pytest.fixture(autouse=True)
@@ -68,14 +74,62 @@ def test_each_attempt_end_is_counted_once_by_its_outcome(
     assert moved(before) == expected
 
 
-def test_a_workflow_end_is_timed_from_its_acceptance() -> None:
-    state: Any = SimpleNamespace(created_at_ms=AT)
+def test_a_workflow_end_is_timed_from_its_acceptance_by_its_name() -> None:
+    state: Any = SimpleNamespace(created_at_ms=AT, name="nightly")
     name = "headwater_workflow_duration_seconds"
-    count, total = sample(f"{name}_count", status="cancelled"), sample(f"{name}_sum",
-                                                                        status="cancelled")
+    labels = {"status": "cancelled", "workflow": "nightly"}
+    count, total = sample(f"{name}_count", **labels), sample(f"{name}_sum", **labels)
     count_events(history(ev.WorkflowCancelled(WF, AT + 2500)), {WF: state})
-    assert sample(f"{name}_count", status="cancelled") == count + 1
-    assert sample(f"{name}_sum", status="cancelled") == pytest.approx(total + 2.5)
+    assert sample(f"{name}_count", **labels) == count + 1
+    assert sample(f"{name}_sum", **labels) == pytest.approx(total + 2.5)
+
+
+LABELLED = {"name": "labelled", "nodes": [
+    {"id": "f", "task": "t.f"},
+    {"id": "m", "kind": "map", "task": "t.m", "over": "${input}"},
+    {"id": "c", "kind": "workflow", "workflow": {"name": "kid", "nodes": [
+        {"id": "x", "task": "t.x"}]}}]}
+
+
+@pytest.mark.parametrize(("body", "outcome", "task"), [
+    (ev.TaskSucceeded(WF, "f", None, 1, AT), "succeeded", "t.f"),
+    (ev.TaskFailed(WF, "m", 4, 1, AT, "boom", "E"), "failed", "t.m"),
+    (ev.TimerFired(WF, "lease:m[2]:1", AT), "lost", "t.m"),
+    (ev.TimerFired(WF, "deadline:f:1", AT), "timed_out", "t.f"),
+    (ev.TaskSucceeded(WF, "c", None, 1, AT), "succeeded", "workflow"),
+    (ev.TaskSucceeded(WF, "gone", None, 1, AT), "succeeded", "unknown"),
+])
+def test_an_attempt_is_counted_by_its_task_and_its_workflow_name(
+        body: Any, outcome: str, task: str) -> None:
+    state = step(None, ev.WorkflowSubmitted(WF, LABELLED, [1, 2, 3, 4, 5], AT)).state
+    before = attempts(task=task, workflow="labelled")
+    count_events(history(body), {WF: state})  # type: ignore[dict-item]
+    assert moved(before, task=task, workflow="labelled") == {outcome: 1}
+
+
+def test_an_attempt_of_a_workflow_whose_state_is_not_at_hand_is_unknown() -> None:
+    before = attempts(task="unknown", workflow="unknown")
+    count_events(history(ev.TaskSucceeded(WF, "f", None, 1, AT)), {})
+    assert moved(before, task="unknown", workflow="unknown") == {"succeeded": 1}
+
+
+def test_task_and_workflow_names_past_the_cap_count_as_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any client names its workflows and tasks: a fresh name per run must not make a
+    # fresh series per run, for ever.
+    monkeypatch.setattr(coordinator_metrics, "_ATTEMPT_LABELS", BoundedLabels(2))
+    monkeypatch.setattr(coordinator_metrics, "_WORKFLOW_LABELS", BoundedLabels(1))
+    before = attempts(task=OTHER, workflow=OTHER)
+    ended = sample("headwater_workflow_duration_seconds_count", workflow=OTHER)
+    for i in range(5):
+        state: Any = SimpleNamespace(created_at_ms=AT, name=f"junk-{i}",
+                                     work=lambda node, index, i=i: SimpleNamespace(
+                                         task=f"t.junk-{i}"))
+        count_events(history(ev.TaskSucceeded(WF, "f", None, 1, AT),
+                             ev.WorkflowSucceeded(WF, AT + 1, None)), {WF: state})
+    assert moved(before, task=OTHER, workflow=OTHER) == {"succeeded": 3}
+    assert sample("headwater_workflow_duration_seconds_count", workflow=OTHER) == ended + 4
+    assert attempts(task="t.junk-1", workflow="junk-1")["succeeded"] == 1
 
 
 async def test_a_run_through_the_applier_counts_its_attempts_batches_and_end() -> None:

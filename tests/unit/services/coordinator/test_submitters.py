@@ -6,6 +6,7 @@ and only records for ``submissions`` carry the coordinator's own; ``BatchEffects
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -209,15 +210,19 @@ class App:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
         self.producer = Producer()
+        self.made: list[str] = []  # topics the bus had created
 
     def topic(self, name: str, **kwargs: Any) -> Topic:
         return Topic(name, self.sent)
+
+    async def make_topics(self, settings: CommonSettings, names: Iterable[str]) -> None:
+        self.made.extend(names)
 
 
 def faust_bus(auth: list[tuple[str, bytes]]) -> tuple[FaustBus, App]:
     settings = CommonSettings(**CommonSettings.common_from_env())
     app = App()
-    return FaustBus(app, settings, auth), app
+    return FaustBus(app, settings, auth, make_topics=app.make_topics), app
 
 
 async def test_a_dead_letter_never_keeps_the_token() -> None:
@@ -255,6 +260,7 @@ async def test_only_submissions_and_control_carry_the_coordinator_s_token() -> N
         b"5": (t.events, [*AVRO_HEADERS, ("traceparent", b"00-y")]),
         b"6": (t.control, [*AVRO_HEADERS, *token])}
     assert before == AVRO_HEADERS  # never changed in place
+    assert app.made == [t.submissions, t.control]  # created on first use, once each
 
 
 async def test_a_control_record_carries_the_coordinator_s_token() -> None:

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from headwater import codec
 from services.gateway.app import create_app
-from services.gateway.runtime import Runtime
+from services.gateway.lifetime import Runtime
 from services.gateway.settings import Settings
 
 UNREACHABLE = Settings(bootstrap="127.0.0.1:9", pg_dsn="postgresql://postgres@127.0.0.1:9/x",

@@ -12,10 +12,10 @@ import uvicorn
 from gateway_harness import SPEC, FakePool, Gateway, assert_problem
 
 from services.gateway.drain import CountRequests, Drain
-from services.gateway.runtime import Runtime
+from services.gateway.lifetime import Runtime
+from services.gateway.runs.stream import CLOSING, Notifier, history_stream
 from services.gateway.server import GatewayServer
 from services.gateway.settings import Settings
-from services.gateway.stream import CLOSING, Notifier, history_stream
 
 
 def test_ready_and_new_work_answer_503_once_shutting_down(gw: Gateway) -> None:

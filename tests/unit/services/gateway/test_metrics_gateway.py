@@ -14,8 +14,8 @@ from gateway_harness import FakePool, Gateway
 from prometheus_client import REGISTRY
 
 from services.gateway import metrics
-from services.gateway.queues import Lag
-from services.gateway.stream import Notifier, history_stream
+from services.gateway.queues.figures import Lag
+from services.gateway.runs.stream import Notifier, history_stream
 
 
 def requests(method: str, route: str, status: int) -> float:

@@ -1,6 +1,6 @@
 """A worker's metrics (``services/worker/metrics.py``): each attempt's task code is timed by
-its outcome as it runs through ``lifecycle.live``; an undecodable dispatch counts as a
-dead letter of the queue's topic."""
+its outcome and task (names capped) as it runs through ``lifecycle.live``; an
+undecodable dispatch counts as a dead letter of the queue's topic."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from worker_fakes import (
 )
 
 from headwater import task
+from services.common.metrics import OTHER, BoundedLabels
+from services.worker import metrics as worker_metrics
 from services.worker.app import Worker
 from services.worker.lifecycle import live
 
@@ -41,9 +43,10 @@ def boom() -> None:
     raise RuntimeError("boom")
 
 
-def runs(outcome: str) -> tuple[float, float]:
-    """``(count, sum)`` of the queue's run time histogram for ``outcome`` now."""
-    labels = {"queue": QUEUE, "outcome": outcome}
+def runs(outcome: str, task: str = "unit.metrics.nap") -> tuple[float, float]:
+    """``(count, sum)`` of the queue's run time histogram for ``outcome`` and ``task``
+    now."""
+    labels = {"queue": QUEUE, "outcome": outcome, "task": task}
     return (REGISTRY.get_sample_value(f"{RUN}_count", labels) or 0.0,
             REGISTRY.get_sample_value(f"{RUN}_sum", labels) or 0.0)
 
@@ -54,10 +57,10 @@ def runs(outcome: str) -> tuple[float, float]:
 ])
 async def test_an_attempt_is_timed_by_the_outcome_it_reported(
         name: str, arguments: dict[str, float], outcome: str, least_s: float) -> None:
-    count, total = runs(outcome)
+    count, total = runs(outcome, name)
     with ThreadPoolExecutor(2) as pool:
         await live(make_attempt(dispatch(name, arguments), pool), "w1", lambda: None)
-    after_count, after_total = runs(outcome)
+    after_count, after_total = runs(outcome, name)
     assert after_count == count + 1
     assert least_s <= after_total - total < least_s + 2.0
 
@@ -80,3 +83,12 @@ async def test_an_undecodable_dispatch_counts_as_a_dead_letter_of_its_topic() ->
         await wait_until(lambda: consumer.committed.get(TP0) == 1)
     assert REGISTRY.get_sample_value("headwater_dead_letters_total",
                                      {"topic": TOPIC}) == before + 1
+
+
+def test_task_names_past_the_cap_count_as_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_metrics, "_TASK_LABELS", BoundedLabels(1))
+    first, other = runs("cancelled", "unit.junk-0")[0], runs("cancelled", OTHER)[0]
+    for i in range(4):
+        worker_metrics.attempt_ran(QUEUE, f"unit.junk-{i}", None, 0.01)
+    assert runs("cancelled", "unit.junk-0")[0] == first + 1
+    assert runs("cancelled", OTHER)[0] == other + 3

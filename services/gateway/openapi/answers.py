@@ -1,0 +1,177 @@
+"""The JSON Schemas of the answers (2xx) whose routes give none: a run's document, a
+page of runs, what a submission, a cancel or a signal answers, the queues, and the
+event streams.
+
+The routes answer with ``Response`` objects built from plain values (``runs.views``,
+``queues.figures``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
+operation, and ``openapi.document.complete`` puts each where the route's own schema is
+empty. They describe what the views build, and stay open (``additionalProperties``):
+a later field is not a break.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
+from headwater.topics import WORKFLOW_ID_PATTERN
+from services.gateway.queues.figures import QueueState
+from services.gateway.runs.submit import CANCEL_REQUESTED, CLAIMED
+
+_TEXT: dict[str, Any] = {"type": "string"}
+_INT: dict[str, Any] = {"type": "integer"}
+_COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
+_INDEX: dict[str, Any] = {"type": ["integer", "null"], "minimum": 0,
+                          "description": "the map item (null: not under a map)"}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+_TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
+_ID: dict[str, Any] = {"type": "string", "pattern": WORKFLOW_ID_PATTERN}
+_STATUS: dict[str, Any] = {"enum": [CLAIMED, *WorkflowStatus],
+                           "description": f"{CLAIMED}: submitted, not started yet"}
+_LINKS: dict[str, Any] = {
+    "type": "object", "required": ["self", "events"], "additionalProperties": _TEXT,
+    "properties": {"self": _TEXT, "events": _TEXT},
+    "description": "self: GET /v1/workflows/{id}; events: its event stream"}
+_DEFINITION: dict[str, Any] = {
+    "type": ["object", "null"], "required": ["name", "version"],
+    "properties": {"name": _TEXT, "version": {"type": "integer", "minimum": 1}},
+    "description": "the registered definition the run was resolved from (null: a spec)"}
+
+
+def _object(required: list[str], properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """An object with ``properties``, of which ``required`` must be present."""
+    return {"type": "object", "required": required, "properties": properties, **more}
+
+
+ACCEPTED_SCHEMA = _object(["id", "status", "links"], {
+    "id": _ID, "status": _STATUS, "links": _LINKS})
+"""A submission's answer (``POST /v1/workflows``; ``POST /v1/run/{name}``'s 202)."""
+
+_NODE = _object(
+    ["id", "kind", "task", "status", "error", "total", "succeeded", "running", "failed"], {
+        "id": _TEXT, "kind": _TEXT, "task": {"type": ["string", "null"]},
+        "status": {"enum": list(NodeStatus)}, "error": _TEXT,
+        "total": {"type": ["integer", "null"], "description": "a map's items"},
+        "succeeded": _COUNT, "running": _COUNT, "failed": _COUNT,
+        "condition": {"type": ["boolean", "null"], "description": "a node with when"},
+        "signal": {"type": ["string", "null"], "description": "a wait's signal"},
+        "waits": {"type": "array", "items": {"type": "object"}},
+        "wake_at": _TIME_OR_NULL, "steps": {"type": "array", "items": {"type": "object"}},
+        "spent": {"type": "number"}})
+_TASK = _object(
+    ["key", "node", "index", "attempt", "status", "task", "queue", "progress", "message",
+     "error", "worker", "dispatched_at", "started_at", "finished_at"], {
+        "key": _TEXT, "node": _TEXT, "index": _INDEX, "attempt": {"type": "integer",
+                                                                  "minimum": 1},
+        "status": {"enum": list(TaskStatus)}, "task": _TEXT, "queue": _TEXT,
+        "progress": {"type": ["number", "null"]}, "message": _TEXT, "error": _TEXT,
+        "worker": _TEXT, "dispatched_at": _TIME_OR_NULL, "started_at": _TIME_OR_NULL,
+        "finished_at": _TIME_OR_NULL,
+        "queue_state": {"enum": ["no_live_workers", "unserved"],
+                        "description": "why the attempt waits: its queue cannot take it"}})
+_RELATIVE = _object(["workflow_id", "node", "index", "attempt", "links"], {
+    "workflow_id": _ID, "node": _TEXT, "index": _INDEX, "attempt": _INT, "links": _LINKS,
+    "status": {"anyOf": [_STATUS, {"type": "null"}]}})
+_WAITING = _object(["node", "index", "signal", "since", "timeout_at"], {
+    "node": _TEXT, "index": _INDEX, "signal": _TEXT, "since": _TIME,
+    "timeout_at": _TIME_OR_NULL})
+_SIGNAL = _object(["name", "index", "signal_id", "status", "node", "reason", "fields", "at"], {
+    "name": _TEXT, "index": _INDEX, "signal_id": _TEXT,
+    "status": {"enum": ["received", "consumed", "discarded"]},
+    "node": {"type": ["string", "null"]}, "reason": _TEXT, "fields": {}, "at": _TIME})
+_WAKEUP = {**_object(["at", "node", "index", "reason"], {
+    "at": _TIME, "node": _TEXT, "index": _INDEX,
+    "reason": {"enum": ["sleep", "wait timeout"]}}), "type": ["object", "null"]}
+
+WORKFLOW_SCHEMA = _object(
+    ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "input",
+     "output", "error", "definition", "nodes", "tasks", "tasks_truncated", "parent",
+     "children", "waiting", "signals", "next_wakeup", "links"], {
+        "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
+        "status": _STATUS, "seq": {**_COUNT, "description": "its last event's seq"},
+        "created_at": _TIME, "updated_at": _TIME, "input": {}, "output": {},
+        "error": _TEXT, "definition": _DEFINITION,
+        "generation": {"type": "integer", "minimum": 1,
+                       "description": "1, and one more at each restart on failure"},
+        "nodes": {"type": "array", "items": _NODE},
+        "tasks": {"type": "array", "items": _TASK,
+                  "description": "every attempt (at most 1000)"},
+        "tasks_truncated": {"type": "boolean"},
+        "warnings": {"type": "array", "items": _TEXT,
+                     "description": "attempts waiting on a queue that cannot take them"},
+        "parent": {**_RELATIVE, "type": ["object", "null"]},
+        "children": {"type": "array", "items": _RELATIVE},
+        "waiting": {"type": "array", "items": _WAITING},
+        "signals": {"type": "array", "items": _SIGNAL},
+        "next_wakeup": _WAKEUP, "links": _LINKS},
+    description="a run: status, nodes, attempts, output or error (views.workflow_view)")
+"""``GET /v1/workflows/{id}`` (and ``POST /v1/run/{name}``'s 200)."""
+
+WORKFLOWS_PAGE_SCHEMA = _object(["items", "next_cursor"], {
+    "items": {"type": "array", "items": _object(
+        ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "error",
+         "definition", "links"], {
+            "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
+            "status": _STATUS, "seq": _COUNT, "created_at": _TIME, "updated_at": _TIME,
+            "error": _TEXT, "definition": _DEFINITION, "links": _LINKS})},
+    "next_cursor": {"type": ["string", "null"],
+                    "description": "pass as ?cursor= for the next page; null: none"}})
+"""``GET /v1/workflows``: newest first."""
+
+CANCELLED_SCHEMA = _object(["id", "status", "links"], {
+    "id": _ID, "status": {"const": CANCEL_REQUESTED}, "links": _LINKS})
+"""``POST /v1/workflows/{id}/cancel``."""
+
+SIGNALLED_SCHEMA = _object(["workflow_id", "signal", "signal_id", "links"], {
+    "workflow_id": _ID, "signal": _TEXT,
+    "signal_id": {**_TEXT, "description": "the sender's, or the one the gateway made"},
+    "links": _LINKS})
+"""``POST /v1/workflows/{id}/signals/{name}``."""
+
+SCHEDULE_SIGNALLED_SCHEMA = _object(["name", "generation", "workflow_id", "signal"], {
+    "name": _TEXT, "generation": {"type": "integer", "minimum": 1}, "workflow_id": _ID,
+    "signal": {"enum": ["pause", "resume"]}})
+"""``POST /v1/schedules/{name}/pause`` and ``.../resume``."""
+
+_WORKER = _object(
+    ["worker_id", "host", "pid", "version", "tasks", "concurrency", "in_flight",
+     "started_at_ms", "announced_s_ago"], {
+        "worker_id": _TEXT, "host": _TEXT, "pid": _INT, "version": _TEXT,
+        "tasks": {"type": "array", "items": _TEXT}, "concurrency": _COUNT,
+        "in_flight": _COUNT, "started_at_ms": {**_INT, "description": "ms since the epoch"},
+        "announced_s_ago": {"type": "number", "minimum": 0, "description": "seconds"}})
+QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _object(
+    ["queue", "backlog", "in_flight", "live_workers", "workers", "tasks",
+     "oldest_waiting_s", "maxdepth", "state"], {
+        "queue": _TEXT, "backlog": _COUNT, "in_flight": _COUNT, "live_workers": _COUNT,
+        "workers": {"type": "array", "items": _WORKER},
+        "tasks": {"type": "array", "items": _TEXT},
+        "oldest_waiting_s": {"type": ["number", "null"], "minimum": 0},
+        "maxdepth": {**_COUNT, "description": "0: unlimited"},
+        "state": {"enum": list(QueueState)}})}})
+"""``GET /v1/queues``."""
+
+READY_SCHEMA = _object(["status"], {"status": {"const": "ready"}})
+"""``GET /ready``."""
+
+EVENT_STREAM_SCHEMA: dict[str, Any] = {
+    "type": "string", "description": "Server-Sent Events: per event of the run, id: <seq>, "
+    "event: <type> and data: <the event as JSON>; it ends after the terminal event"}
+"""The ``text/event-stream`` answers (their events are the run's history)."""
+
+JSON, EVENTS = "application/json", "text/event-stream"
+ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
+    "GET /ready": {"200": {JSON: READY_SCHEMA}},
+    "POST /v1/workflows": {"202": {JSON: ACCEPTED_SCHEMA}, "200": {JSON: ACCEPTED_SCHEMA}},
+    "GET /v1/workflows": {"200": {JSON: WORKFLOWS_PAGE_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}": {"200": {JSON: WORKFLOW_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: EVENT_STREAM_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
+    "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
+                            "202": {JSON: ACCEPTED_SCHEMA}},
+    "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},
+    "POST /v1/schedules/{name}/pause": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
+    "POST /v1/schedules/{name}/resume": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
+}
+"""Per operation (``"METHOD path"``), status and media type: the answer's schema."""

@@ -1,0 +1,326 @@
+"""What the OpenAPI document (``/openapi.json``) says beyond the route signatures: the
+request bodies, which the routes read themselves (``edge.body``), and the path's workflow
+id. The error answers are ``openapi.problems``'s (``problems``); ``openapi.document``
+completes the document with the answers' schemas and every example.
+
+The routes take the raw request (to bound the body before parsing it), so FastAPI cannot
+see their bodies; each route passes ``openapi_extra`` and ``responses`` from here. The
+schemas describe the shape only: ``headwater.core.spec.parse_spec`` stays the authority
+on a spec (references, cycles, routes), and ``edge.jsoncheck`` on the values PostgreSQL and
+Kafka can hold. OpenAPI 3.1 schemas are JSON Schema 2020-12 (OpenAPI 3.1.0, "Schema
+Object").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
+from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
+from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
+from headwater.topics import WORKFLOW_ID_PATTERN
+from services.gateway.control.models import MAX_INDEX
+
+NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
+"""Node ids (``headwater.core.spec``)."""
+_SECONDS: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or ``null``: a spec field whose ``null`` means absent (the default)."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+RETRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "max_attempts": {"type": "integer", "minimum": 1, "maximum": MAX_ATTEMPTS_LIMIT},
+        "backoff_base": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+        "backoff_max": {"type": "number", "minimum": 0, "maximum": MAX_SECONDS},
+        "multiplier": {"type": "number", "minimum": 0, "maximum": 1000},
+        "jitter": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+"""A retry policy (``headwater.core.retry``; seconds)."""
+
+_SIGNAL_FIELD_TYPE: dict[str, Any] = {"enum": list(SIGNAL_FIELD_TYPES)}
+SIGNAL_FIELDS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "a wait's signal fields: name -> type (required) or {type, required}",
+    "additionalProperties": {"anyOf": [_SIGNAL_FIELD_TYPE, {
+        "type": "object", "additionalProperties": False,
+        "properties": {"type": _SIGNAL_FIELD_TYPE, "required": {"type": "boolean"}}}]},
+}
+"""A wait node's ``fields`` (``headwater.core.spec_kinds``)."""
+
+TOOL_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "string", "minLength": 1, "description": "a task of that name"},
+    {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "task": {"type": "string", "minLength": 1},
+        "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern},
+        "retry": _or_null(RETRY_SCHEMA),
+        "timeout": _or_null(_SECONDS),
+        "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
+    }},
+]}
+"""One tool of a loop node: a task name, or a mapping (the loop's settings by default)."""
+
+
+def _kind_needs(kinds: list[str], required: list[str]) -> dict[str, Any]:
+    """``if`` a node is of one of ``kinds`` (``task``: also without a kind) ``then`` it
+    has the fields ``required``."""
+    of_kind = {"properties": {"kind": {"enum": kinds}}, "required": ["kind"]}
+    condition = ({"anyOf": [of_kind, {"not": {"required": ["kind"]}}]} if "task" in kinds
+                 else of_kind)
+    return {"if": condition, "then": {"required": required}}
+
+
+NODE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "pattern": NODE_ID_PATTERN},
+        "kind": {"enum": [k.value for k in NodeKind if k is not NodeKind.SCHEDULE],
+                 "default": "task"},
+        "task": {"type": "string", "minLength": 1},
+        "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern, "default": "cpu"},
+        "needs": {"type": "array", "items": {"type": "string"}},
+        "when": _or_null({"type": "string", "minLength": 1, "description": "a condition "
+                          "over references, e.g. ${nodes.a.output.label} == \"refund\"; "
+                          "false skips the node"}),
+        "input": {"description": "a JSON template; a string that is exactly ${...} is "
+                                 "replaced by the value it names"},
+        "over": _or_null({"type": "string", "description": "the list of a map (or of a "
+                          "wait or workflow node per item), e.g. ${input.items}"}),
+        "max_concurrency": _or_null({"type": "integer", "minimum": 1}),
+        "retry": _or_null(RETRY_SCHEMA),
+        "timeout": _or_null(_SECONDS),
+        "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
+        "on_error": _or_null({"type": "string"}),
+        "continue_on_error": _or_null({"type": "boolean"}),
+        "signal": {"type": "string", "pattern": NODE_ID_PATTERN,
+                   "description": "the signal a wait node waits for"},
+        "fields": _or_null(SIGNAL_FIELDS_SCHEMA),
+        "duration": _or_null({**_SECONDS, "description": "a sleep's length, seconds"}),
+        "until": _or_null({"type": "string", "description": "a sleep's end: an RFC 3339 "
+                           "time with an offset, or a ${...} reference to one"}),
+        "workflow": {"type": "object", "description": "a child workflow's spec, inline"},
+        "definition": {"type": "string", "description": "instead of workflow: a registered "
+                       "definition, name or name@version, inlined by the gateway"},
+        "definition_version": {"type": "integer", "minimum": 1, "description": "the "
+                               "definition's version the inline workflow was resolved "
+                               "from (set by the gateway)"},
+        "decide": {"type": "string", "minLength": 1, "description": "a loop's decide task"},
+        "tools": {"type": "array", "minItems": 1, "items": TOOL_SCHEMA},
+        "max_steps": {"type": "integer", "minimum": 1, "maximum": MAX_LOOP_STEPS},
+        "on_exhausted": {"enum": ["fail", "finish"], "default": "fail"},
+        "budget": _or_null({"type": "number", "exclusiveMinimum": 0}),
+    },
+    "allOf": [
+        _kind_needs(["task"], ["task"]),
+        _kind_needs(["map"], ["task", "over"]),
+        _kind_needs(["wait"], ["signal"]),
+        {"if": {"properties": {"kind": {"const": "sleep"}}, "required": ["kind"]},
+         "then": {"oneOf": [{"required": ["duration"]}, {"required": ["until"]}]}},
+        {"if": {"properties": {"kind": {"const": "workflow"}}, "required": ["kind"]},
+         "then": {"anyOf": [{"required": ["workflow"]}, {"required": ["definition"]}]}},
+        _kind_needs(["loop"], ["decide", "tools", "max_steps"]),
+    ],
+}
+"""One node of a spec (the README's "Workflow specs"): the fields of every kind, and
+those each kind requires. Which fields a kind does not take is the spec parser's to say
+(``spec_kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
+makes it (its body is documented there), and with its fields this document was more
+than schemathesis can generate cases for (``tests/fuzz/test_openapi_document.py``)."""
+
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "nodes"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "retry": _or_null(RETRY_SCHEMA),
+        "timeout": _or_null(_SECONDS),
+        "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
+        "continue_on_error": _or_null({"type": "boolean"}),
+        "restart_on_failure": _or_null({
+            "type": "boolean", "description": "a lost attempt restarts the whole run "
+            "(idempotent workflows only; no wait or schedule nodes)"}),
+        "max_restarts": _or_null({"type": "integer", "minimum": 1,
+                                  "maximum": MAX_RESTARTS_LIMIT,
+                                  "description": "restarts allowed (default 3; only with "
+                                  "restart_on_failure)"}),
+        "nodes": {"type": "array", "minItems": 1, "items": NODE_SCHEMA},
+        "output": {"description": "a JSON template of the workflow's output"},
+    },
+}
+"""A workflow spec as a JSON object."""
+
+SUBMIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "oneOf": [{"required": ["workflow"]}, {"required": ["definition"]}],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": ["string", "null"], "pattern": WORKFLOW_ID_PATTERN,
+               "description": "idempotency key: the same id and body give the same run; "
+                              "none or null: the gateway makes one"},
+        "workflow": SPEC_SCHEMA,
+        "definition": {"type": "string", "description": "instead of workflow: a registered "
+                       "definition, name (its latest version) or name@version; the input "
+                       "must match its input_schema"},
+        "input": {"description": "the workflow's input, any JSON value"},
+        "tenant": {"type": ["string", "null"], "maxLength": 200},
+        "queue_anyway": {"type": "boolean", "default": False,
+                         "description": "queue the run even if no live worker of a node's "
+                                        "queue serves its task, nor one did lately "
+                                        "(HEADWATER_UNSERVED_AFTER_S): without it, 400; a "
+                                        "worker may come later. A full queue is still 429"},
+    },
+}
+"""``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""
+
+SUBMIT_MEANINGS = {
+    404: "no such definition (or version of it)",
+    409: "the id is taken by another body (or is being submitted right now: retry)",
+    400: "a task no live worker of its node's queue serves, nor one did within "
+         "HEADWATER_UNSERVED_AFTER_S (the problem has task and queue; queue_anyway: true "
+         "queues it anyway)",
+    429: "a queue the workflow needs has a backlog at or over its maxdepth "
+         "(HEADWATER_QUEUE_MAXDEPTH; the problem has queue, backlog and maxdepth; with "
+         "Retry-After)",
+}
+"""What 404, 409, 400 and 429 mean for ``POST /v1/workflows`` (``runs.submit``,
+``queues.admission``)."""
+
+CANCEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"reason": {"type": "string", "maxLength": 1000}},
+}
+"""``POST /v1/workflows/{id}/cancel`` (``control.models.CancelRequest``); the body is optional."""
+
+SIGNAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["fields"],
+    "additionalProperties": False,
+    "properties": {
+        "signal_id": {"type": ["string", "null"], "minLength": 1, "maxLength": 200,
+                      "description": "the sender's id for the signal: another with an id "
+                                     "already recorded changes nothing (retrying is safe); "
+                                     "none or null: the gateway makes one"},
+        "index": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INDEX,
+                  "description": "the map item whose wait it is for (a wait with over)"},
+        "fields": {"type": "object", "description": "the fields the wait node declares, "
+                                                    "by name; they become its output"},
+    },
+}
+"""``POST /v1/workflows/{id}/signals/{name}`` (``control.models.SignalRequest``)."""
+
+SIGNAL_NAME_DOC: dict[str, Any] = {"pattern": NODE_ID_PATTERN,
+                                   "description": "the signal a wait node declares "
+                                                  "(signal:); any other is 400"}
+"""The schema extras of the ``{name}`` path parameter of a signal (documented, not
+enforced: the workflow's spec says which names it takes)."""
+
+WORKFLOW_ID_DOC: dict[str, Any] = {"pattern": WORKFLOW_ID_PATTERN,
+                                   "description": "a workflow id (any other is 404)"}
+"""The schema extras of the ``{workflow_id}`` path parameter (documented, not enforced:
+an id of another form names no workflow)."""
+
+
+def json_body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    """The ``openapi_extra`` of a route whose JSON body is read by the route itself.
+
+    Args:
+        schema: the body's JSON Schema.
+        required: whether a body must be sent.
+    """
+    return {"requestBody": {"required": required,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+def json_answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A ``responses`` entry of a JSON answer (a 2xx), for a route decorator.
+
+    Args:
+        description: what the answer means.
+        schema: the answer's JSON Schema.
+    """
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+DEFINITION_NAME_DOC: dict[str, Any] = {
+    "pattern": DEFINITION_NAME_PATTERN,
+    "description": "a definition's name: 1-100 letters, digits and _.- starting with a "
+                   "letter or digit"}
+"""The schema extras of the ``{name}`` path parameter of a definition."""
+
+DEFINITION_BODY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["workflow"],
+    "additionalProperties": False,
+    "properties": {
+        "workflow": SPEC_SCHEMA,
+        "input_schema": {"type": ["object", "null"],
+                         "description": "JSON Schema (draft 4, 6, 7, 2019-09 or 2020-12 by "
+                                        "its $schema; 2020-12 without) that a run's input "
+                                        "must match; null: any input. References outside "
+                                        "it are refused"},
+    },
+}
+"""``PUT /v1/definitions/{name}`` (``definitions.models.DefinitionRequest``)."""
+
+DEFINITION_PUT_SCHEMA: dict[str, Any] = {
+    "oneOf": [DEFINITION_BODY_SCHEMA, {**SPEC_SCHEMA, "description": "a bare spec: the "
+                                       "same as {\"workflow\": <it>}"}],
+}
+"""The body of ``PUT /v1/definitions/{name}``: the spec and its input schema, or a bare
+spec."""
+
+_DEFINITION_LINKS: dict[str, Any] = {
+    "type": "object", "additionalProperties": {"type": "string"},
+    "description": "self (this version), latest, run (POST /v1/run/{name}), runs "
+                   "(GET /v1/workflows?definition=)"}
+DEFINITION_STORED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "version", "digest", "created_at", "links"],
+    "properties": {
+        "name": {"type": "string"},
+        "version": {"type": "integer", "minimum": 1},
+        "digest": {"type": "string", "description": "SHA-256 (hex) of the canonical JSON "
+                                                    "of the spec and input schema"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "links": _DEFINITION_LINKS,
+    },
+}
+"""The answer of ``PUT /v1/definitions/{name}``, and an item of the list."""
+
+DEFINITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [*DEFINITION_STORED_SCHEMA["required"], "latest", "deleted", "workflow",
+                 "input_schema"],
+    "properties": {
+        **DEFINITION_STORED_SCHEMA["properties"],
+        "latest": {"type": "integer", "description": "the definition's latest version"},
+        "deleted": {"type": "boolean", "description": "deleted: no new runs"},
+        "workflow": SPEC_SCHEMA,
+        "input_schema": {"type": ["object", "null"]},
+    },
+}
+"""The answer of ``GET /v1/definitions/{name}``."""
+
+DEFINITIONS_LIST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["items", "next_cursor"],
+    "properties": {
+        "items": {"type": "array", "items": DEFINITION_STORED_SCHEMA},
+        "next_cursor": {"type": ["string", "null"],
+                        "description": "pass as ?cursor= for the next page; null: none"},
+    },
+}
+"""The answer of ``GET /v1/definitions``."""

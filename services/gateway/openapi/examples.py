@@ -1,0 +1,222 @@
+"""Examples of every request body and answer (2xx) in the OpenAPI document, by
+operation (``"METHOD path"``), status and media type, as OpenAPI 3.1.0 "Example
+Objects" (``summary``, ``value``).
+
+They are what a run of the gateway sends and answers (a refund that waits for an
+approval, a nightly report on a schedule), trimmed; each is checked against its schema
+(``tests/unit/services/gateway/openapi/test_openapi_examples.py``), and the bodies also against
+the models the routes parse them with.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from services.gateway.runs.cursor import encode_cursor
+
+JSON, EVENTS = "application/json", "text/event-stream"
+RUN = "refund-order-1042"
+OTHER = "wf-33e1b09fda1047e896e2c8cff8435277"
+AT, LATER, DONE = ("2026-03-02T09:14:07.512000+00:00", "2026-03-02T09:14:07.631000+00:00",
+                   "2026-03-02T09:21:40.208000+00:00")
+DIGEST = "8c6aaa9a91debb3bb986816b9eb20a0afee8952ee35c035e55920c5c2bd28f06"
+
+
+def _example(summary: str, value: Any) -> dict[str, Any]:
+    """An Example Object."""
+    return {"summary": summary, "value": value}
+
+
+def _links(workflow_id: str) -> dict[str, str]:
+    """A run's links (``runs.views.links``)."""
+    return {"self": f"/v1/workflows/{workflow_id}", "events": f"/v1/workflows/{workflow_id}/events"}
+
+
+REFUND_SPEC: dict[str, Any] = {"name": "refund", "nodes": [
+    {"id": "fetch", "task": "billing.fetch_order", "input": {"order": "${input.order}"}},
+    {"id": "approval", "kind": "wait", "needs": ["fetch"], "signal": "approval",
+     "fields": {"approved": "boolean", "note": {"type": "string", "required": False}},
+     "timeout": 86400},
+    {"id": "refund", "task": "billing.refund", "needs": ["approval"],
+     "when": "${nodes.approval.output.approved} == true",
+     "input": {"order": "${input.order}", "amount": "${nodes.fetch.output.total}"},
+     "retry": {"max_attempts": 5, "backoff_base": 1, "backoff_max": 60}}],
+    "output": {"refund": "${nodes.refund.output}"}}
+"""A spec: fetch an order, wait for an approval, refund when approved."""
+ORDER_SCHEMA: dict[str, Any] = {"type": "object", "required": ["order"],
+                                "properties": {"order": {"type": "integer"}}}
+REPORT_SPEC: dict[str, Any] = {"name": "reports", "nodes": [
+    {"id": "build", "task": "reports.build", "input": {"days": "${input.days}"}}],
+    "output": {"rows": "${nodes.build.output.rows}"}}
+
+SCHEDULE_BODY: dict[str, Any] = {
+    "cron": "0 2 * * *", "timezone": "Europe/Paris", "definition": "reports@1",
+    "input": {"days": 1}, "overlap": "skip", "catchup": "latest", "catchup_max": 3,
+    "misfire_grace": 300, "start_at": "2026-03-03T00:00:00+01:00"}
+
+REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
+    "POST /v1/workflows": {
+        "by-spec": _example("a spec, with an idempotency key and a tenant", {
+            "id": RUN, "workflow": REFUND_SPEC, "input": {"order": 1042}, "tenant": "acme"}),
+        "by-definition": _example("a registered definition by name (and version)", {
+            "definition": "refund@1", "input": {"order": 1043}}),
+    },
+    "POST /v1/workflows/{workflow_id}/cancel": {
+        "reason": _example("with a reason, recorded in the history",
+                           {"reason": "customer withdrew the request"})},
+    "POST /v1/workflows/{workflow_id}/signals/{name}": {
+        "approve": _example("the fields the wait declares, with the sender's id", {
+            "signal_id": "ticket-7731-approve",
+            "fields": {"approved": True, "note": "within policy"}}),
+        "map-item": _example("for the wait of one map item",
+                             {"index": 2, "fields": {"approved": False}}),
+    },
+    "POST /v1/run/{name}": {"input": _example("the run's input", {"order": 1042})},
+    "PUT /v1/definitions/{name}": {
+        "with-input-schema": _example("a spec and the JSON Schema its input must match",
+                                      {"workflow": REFUND_SPEC, "input_schema": ORDER_SCHEMA}),
+        "bare-spec": _example("a bare spec: any input", REPORT_SPEC),
+    },
+    "PUT /v1/schedules/{name}": {
+        "nightly": _example("every night at 02:00 Paris time", SCHEDULE_BODY)},
+}
+"""Per operation: named examples of its JSON request body."""
+
+_TASK = {"key": "fetch", "node": "fetch", "index": None, "attempt": 1,
+         "status": "succeeded", "task": "billing.fetch_order", "queue": "cpu",
+         "progress": 1.0, "message": "", "error": "", "worker": "worker-cpu-1-19976",
+         "dispatched_at": AT, "started_at": LATER, "finished_at": LATER}
+_COUNTS = {"error": "", "total": None, "succeeded": 0, "running": 0, "failed": 0}
+WAITING_RUN: dict[str, Any] = {
+    "id": RUN, "name": "refund", "tenant": "acme", "status": "running", "seq": 6,
+    "created_at": AT, "updated_at": LATER, "input": {"order": 1042}, "output": None,
+    "error": "", "definition": None,
+    "nodes": [
+        {"id": "fetch", "kind": "task", "task": "billing.fetch_order", "status": "succeeded",
+         **_COUNTS, "succeeded": 1},
+        {"id": "approval", "kind": "wait", "task": None, "status": "running", **_COUNTS,
+         "signal": "approval", "waits": [
+             {"index": None, "status": "waiting", "since": LATER,
+              "timeout_at": "2026-03-03T09:14:07.631000+00:00", "signal_id": None,
+              "fields": None, "ended_at": None}]},
+        {"id": "refund", "kind": "task", "task": "billing.refund", "status": "pending",
+         **_COUNTS, "condition": None}],
+    "tasks": [_TASK], "tasks_truncated": False, "parent": None, "children": [],
+    "waiting": [{"node": "approval", "index": None, "signal": "approval", "since": LATER,
+                 "timeout_at": "2026-03-03T09:14:07.631000+00:00"}],
+    "signals": [],
+    "next_wakeup": {"at": "2026-03-03T09:14:07.631000+00:00", "node": "approval",
+                    "index": None, "reason": "wait timeout"},
+    "links": _links(RUN)}
+"""A run waiting for its approval signal."""
+REPORT_RUN: dict[str, Any] = {
+    "id": "wf-2157494e578e4d12bd04191878f17be6", "name": "reports", "tenant": None,
+    "status": "succeeded", "seq": 6, "created_at": AT, "updated_at": LATER,
+    "input": {"days": 7}, "output": {"rows": 120}, "error": "",
+    "definition": {"name": "reports", "version": 1},
+    "nodes": [{"id": "build", "kind": "task", "task": "reports.build",
+               "status": "succeeded", **_COUNTS, "succeeded": 1}],
+    "tasks": [{**_TASK, "key": "build", "node": "build", "task": "reports.build"}],
+    "tasks_truncated": False, "parent": None, "children": [], "waiting": [], "signals": [],
+    "next_wakeup": None, "links": _links("wf-2157494e578e4d12bd04191878f17be6")}
+"""A run of a definition that has ended."""
+
+_ACCEPTED = {"id": OTHER, "status": "accepted", "links": _links(OTHER)}
+_STREAM = (
+    'id: 1\nevent: WorkflowAccepted\ndata: {"spec":{"name":"reports","nodes":[{"id":"build",'
+    '"task":"reports.build","input":{"days":"${input.days}"}}]},"at_ms":1772442847512,'
+    '"input":{"days":7},"tenant":null,"definition":"reports","workflow_id":"' + OTHER + '",'
+    '"definition_version":1}\n\n'
+    'id: 2\nevent: TaskDispatched\ndata: {"node":"build","task":"reports.build",'
+    '"at_ms":1772442847512,"index":null,"input":{"days":7},"queue":"cpu","attempt":1,'
+    '"timeout_s":null,"checkpoint":null,"workflow_id":"' + OTHER + '",'
+    '"heartbeat_timeout_s":30.0}\n\n'
+    'id: 6\nevent: WorkflowSucceeded\ndata: {"at_ms":1772442847631,"output":{"rows":120},'
+    '"workflow_id":"' + OTHER + '"}\n\n')
+_RUN_STREAM = ('event: accepted\ndata: {"id":"' + OTHER + '","status":"accepted","links":'
+               '{"self":"/v1/workflows/' + OTHER + '","events":"/v1/workflows/' + OTHER +
+               '/events"}}\n\n' + _STREAM)
+_LISTED = {key: WAITING_RUN[key] for key in ("id", "name", "tenant", "status", "seq",
+                                             "created_at", "updated_at", "error",
+                                             "definition", "links")}
+_DEFINITION_LINKS = {"self": "/v1/definitions/refund?version=1",
+                     "latest": "/v1/definitions/refund", "run": "/v1/run/refund",
+                     "runs": "/v1/workflows?definition=refund"}
+_STORED = {"name": "refund", "version": 1, "digest": DIGEST, "created_at": AT,
+           "links": _DEFINITION_LINKS}
+_SCHEDULE_ID = "schedule:nightly-report:3"
+_SCHEDULE: dict[str, Any] = {
+    "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
+    "status": "running", "cron": "0 2 * * *", "timezone": "Europe/Paris",
+    "definition": {"name": "reports", "version": 1}, "input": {"days": 1},
+    "overlap": "skip", "catchup": "latest", "catchup_max": 3, "misfire_grace": 300.0,
+    "start_at": None, "paused": False, "next_fire_at": "2026-03-03T01:00:00+00:00",
+    "last_fire_at": "2026-03-02T01:00:00+00:00",
+    "last_run_id": f"{_SCHEDULE_ID}:fire.4:1", "fired": 5, "skipped": 0,
+    "created_at": "2026-02-26T17:40:12.090000+00:00",
+    "links": {"self": "/v1/schedules/nightly-report",
+              "workflow": "/v1/workflows/schedule%3Anightly-report%3A3",
+              "pause": "/v1/schedules/nightly-report/pause",
+              "resume": "/v1/schedules/nightly-report/resume"}}
+_CURSOR = encode_cursor(datetime(2026, 3, 2, 9, 14, 7, 512000, tzinfo=UTC), RUN)
+
+
+def _json(summary: str, value: Any) -> dict[str, dict[str, Any]]:
+    """A JSON answer's one named example."""
+    return {JSON: {"example": _example(summary, value)}}
+
+
+ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
+    "GET /ready": {"200": _json("connected to Kafka and PostgreSQL", {"status": "ready"})},
+    "POST /v1/workflows": {
+        "202": _json("a new run", _ACCEPTED),
+        "200": _json("the same id and body again: the same run",
+                     {"id": RUN, "status": "running", "links": _links(RUN)})},
+    "GET /v1/workflows": {"200": _json("a page of one run, and the cursor of the next",
+                                       {"items": [_LISTED], "next_cursor": _CURSOR})},
+    "GET /v1/workflows/{workflow_id}": {"200": _json("a run waiting for a signal",
+                                                     WAITING_RUN)},
+    "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: {"example": _example(
+        "a run's events, to its terminal one", _STREAM)}}},
+    "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
+        "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
+    "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": _json("the signal is sent", {
+        "workflow_id": RUN, "signal": "approval", "signal_id": "ticket-7731-approve",
+        "links": _links(RUN)})},
+    "POST /v1/run/{name}": {
+        "200": {**_json("the run ended in time", REPORT_RUN),
+                EVENTS: {"example": _example("Accept: text/event-stream", _RUN_STREAM)}},
+        "202": _json("the run goes on (timeout, or Prefer: respond-async)", _ACCEPTED)},
+    "PUT /v1/definitions/{name}": {
+        "201": _json("version 1 of refund", _STORED),
+        "200": _json("the same body again: version 1, unchanged", _STORED)},
+    "GET /v1/definitions": {"200": _json("one definition; no more pages",
+                                         {"items": [_STORED], "next_cursor": None})},
+    "GET /v1/definitions/{name}": {"200": _json("its latest version", {
+        **_STORED, "latest": 1, "deleted": False, "workflow": REFUND_SPEC,
+        "input_schema": ORDER_SCHEMA})},
+    "PUT /v1/schedules/{name}": {
+        "201": _json("a new generation", {
+            "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
+            "created": True, "links": {"self": "/v1/schedules/nightly-report",
+                                       "workflow": f"/v1/workflows/{_SCHEDULE_ID}"}}),
+        "200": _json("the same settings again: the live generation", {
+            "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
+            "created": False, "links": {"self": "/v1/schedules/nightly-report",
+                                        "workflow": f"/v1/workflows/{_SCHEDULE_ID}"}})},
+    "GET /v1/schedules": {"200": _json("the live schedules", {"items": [_SCHEDULE],
+                                                              "next_cursor": None})},
+    "GET /v1/schedules/{name}": {"200": _json("a schedule and its recent runs", {
+        **_SCHEDULE, "runs": [{"workflow_id": f"{_SCHEDULE_ID}:fire.4:1",
+                               "status": "succeeded",
+                               "created_at": "2026-03-02T01:00:00.004000+00:00"}]})},
+    "POST /v1/schedules/{name}/pause": {"202": _json("pausing", {
+        "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
+        "signal": "pause"})},
+    "POST /v1/schedules/{name}/resume": {"202": _json("resuming", {
+        "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
+        "signal": "resume"})},
+}
+"""Per operation, status and media type: the answer's named examples (one, named
+``example``), as its media type's ``examples`` holds them."""

@@ -1,0 +1,229 @@
+"""Admission of an HTTP submission, once its spec is resolved and checked: queue
+placement, workers that serve its tasks, and back-pressure.
+
+- A task node (``task``, ``map``, a ``loop``'s ``decide``) without ``queue`` goes to a
+  queue whose live workers serve its task: the default queue (``cpu``) if its workers
+  do, else the first such queue by name; none live: likewise among the queues whose
+  workers served it lately (the registry's horizon, below); none: the default queue, as
+  the spec says. Nodes of inline child workflows likewise. A loop's tools without their
+  own ``queue`` run on the loop's.
+- 400 when no live worker of a node's queue serves its task and none did for the
+  registry's horizon (``WorkerRegistry.serving_lately``, ``Settings.unserved_after_s``:
+  a queue whose only worker restarts is not refused meanwhile); the problem names the
+  node, the task and the queue. Not so when the submission says ``queue_anyway: true``,
+  nor while the gateway's worker registry is not ``trusted`` (just started:
+  ``Settings.announce_grace_s``).
+- 429 with ``Retry-After`` when the backlog of a queue the spec needs is at or over its
+  ``maxdepth`` (``Settings.queue_maxdepth``; 0: unlimited). Figures Kafka cannot give
+  now refuse nothing (logged): the submission's own produce answers 503 if Kafka is
+  gone.
+
+The placed spec is what the run records; the submission's body hash (its idempotency)
+is the body as sent. Submissions produced straight to Kafka are not admitted: they
+queue.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.spec_fields import DEFAULT_QUEUE
+from services.gateway.edge.problems import Problem
+from services.gateway.queues.figures import QueueFigures, maxdepth_of
+from services.gateway.queues.workers import WorkerRegistry, served
+
+log = logging.getLogger("headwater.gateway")
+
+FULL_RETRY_AFTER_S = "5"
+"""The ``Retry-After`` of a 429 for a full queue, seconds (a worker takes a few
+dispatches meanwhile; the figures are a second old at most)."""
+TASK_KINDS = {"task": "task", "map": "task", "loop": "decide"}
+"""Node kinds that run a task on a queue, and the field that names it."""
+
+
+def parse_maxdepth(text: str) -> tuple[tuple[str, int], ...]:
+    """Parse ``HEADWATER_QUEUE_MAXDEPTH``: ``"gpu=100,cpu=0"`` (``*`` for the queues not
+    named), into ``(queue, maxdepth)`` pairs.
+
+    Raises:
+        ValueError: a part is not ``queue=N`` with N an integer >= 0 (the message names
+            the variable and the part).
+    """
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        queue, _, depth = part.partition("=")
+        queue = queue.strip()
+        if (queue != "*" and not QUEUE_PATTERN.fullmatch(queue)) or not depth.strip().isdigit():
+            raise ValueError(f"HEADWATER_QUEUE_MAXDEPTH: {part!r} is not queue=N "
+                             "(N an integer, 0 for unlimited)")
+        out.append((queue, int(depth)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Need:
+    """A task a spec runs on a queue: ``where`` names the node (and tool, child)."""
+
+    where: str
+    task: str
+    queue: str
+
+
+def place(spec: dict[str, Any], serving: Mapping[str, set[str]],
+          lately: Mapping[str, set[str]] | None = None) -> tuple[dict[str, Any], list[Need]]:
+    """Place the spec's task nodes without ``queue`` (see the module docstring) and list
+    what it needs; the spec is not changed (a changed copy is returned).
+
+    Args:
+        spec: a raw spec that passed validation.
+        serving: queue -> the tasks its live workers serve.
+        lately: queue -> the tasks served there live or within the horizon
+            (``WorkerRegistry.serving_lately``), for tasks no live worker serves; None:
+            ``serving``.
+
+    Returns:
+        The placed spec and every ``(node, task, queue)`` it runs.
+    """
+    needs: list[Need] = []
+    fallback = serving if lately is None else lately
+
+    def where_to(task: str) -> str:
+        return choose_queue(serving if served(serving, task) else fallback, task)
+
+    return _place(spec, where_to, "", needs), needs
+
+
+def _place(spec: dict[str, Any], where_to: Callable[[str], str], where: str,
+           needs: list[Need]) -> dict[str, Any]:
+    nodes = spec.get("nodes")
+    if not isinstance(nodes, list):
+        return spec
+    placed = [_place_node(n, where_to, where, needs) if isinstance(n, dict) else n
+              for n in nodes]
+    return {**spec, "nodes": placed}
+
+
+def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str,
+                needs: list[Need]) -> dict[str, Any]:
+    here = f"{where}node {node.get('id')!r}"
+    kind = node.get("kind", "task")
+    child = node.get("workflow")
+    if kind == "workflow" and isinstance(child, dict):
+        return {**node, "workflow": _place(child, where_to, f"{here} (child workflow): ",
+                                           needs)}
+    if kind == "schedule" and isinstance(child, dict):
+        # Its runs are placed as children are, but not admitted: they start later, when
+        # the queues' backlog and workers are what they will be then.
+        return {**node, "workflow": _place(child, where_to, f"{here} (scheduled runs): ",
+                                           [])}
+    task = node.get(TASK_KINDS.get(kind, ""))
+    if not isinstance(task, str):
+        return node
+    if "queue" not in node:
+        queue = where_to(task)
+        node = node if queue == DEFAULT_QUEUE else {**node, "queue": queue}
+    queue = str(node.get("queue", DEFAULT_QUEUE))
+    needs.append(Need(here, task, queue))
+    for tool in node.get("tools", ()) if kind == "loop" else ():
+        tool = {"name": tool} if isinstance(tool, str) else tool
+        if isinstance(tool, dict) and isinstance(tool.get("task", tool.get("name")), str):
+            needs.append(Need(f"{here} tool {tool.get('name')!r}",
+                              str(tool.get("task", tool.get("name"))),
+                              str(tool.get("queue", queue))))
+    return node
+
+
+def choose_queue(serving: Mapping[str, set[str]], task: str) -> str:
+    """Where a node of ``task`` without ``queue`` goes: the default queue if its live
+    workers serve the task, else the first queue by name whose live workers do, else the
+    default queue."""
+    queues = [q for q in served(serving, task) if QUEUE_PATTERN.fullmatch(q)]
+    return DEFAULT_QUEUE if not queues or DEFAULT_QUEUE in queues else queues[0]
+
+
+def unserved(needs: list[Need], serving: Mapping[str, set[str]],
+             lately: Mapping[str, set[str]] | None = None) -> Problem | None:
+    """The 400 for the first need no live worker of its queue serves (``serving``) and,
+    given ``lately`` (``WorkerRegistry.serving_lately``), none served within the
+    horizon either; or None."""
+    served_lately = serving if lately is None else lately
+    for need in needs:
+        if need.task in served_lately.get(need.queue, set()):
+            continue
+        workers = "has no live worker" if need.queue not in serving else \
+            "has live workers, none of which serves it"
+        elsewhere = served(serving, need.task)
+        hint = (f"; served on {', '.join(elsewhere)}: set the node's queue" if elsewhere
+                else f"; start a worker of queue {need.queue} with the task's module")
+        return Problem(400, "No worker serves the task",
+                       f"{need.where}: task {need.task!r} on queue {need.queue!r}, which "
+                       f"{workers}{hint}, or submit with queue_anyway: true to queue it "
+                       "anyway", task=need.task, queue=need.queue,
+                       errors=[f"{need.where}: no live worker of queue {need.queue} serves "
+                               f"task {need.task}"])
+    return None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What admission reads: the workers, the queues' figures and their maxdepths."""
+
+    registry: WorkerRegistry
+    figures: QueueFigures
+    maxdepth: Mapping[str, int]
+
+    async def admit(self, spec: dict[str, Any], queue_anyway: bool) -> dict[str, Any]:
+        """The placed spec, or a refusal.
+
+        Raises:
+            Problem: 400 a task no live worker of its queue serves, nor one did within
+                the registry's horizon (without ``queue_anyway``); 429 a needed queue at
+                or over its maxdepth.
+        """
+        serving, lately = self.registry.serving(), self.registry.serving_lately()
+        placed, needs = place(spec, serving, lately)
+        if not queue_anyway and self.registry.trusted:
+            problem = unserved(needs, serving, lately)
+            if problem is not None:
+                raise problem
+        for queue in sorted({n.queue for n in needs}):
+            depth = maxdepth_of(self.maxdepth, queue)
+            if depth > 0:
+                await self._room(queue, depth)
+        return placed
+
+    async def _room(self, queue: str, depth: int) -> None:
+        try:
+            backlog = (await self.figures.lag(queue)).backlog
+        except Exception as e:  # refuse nothing on figures Kafka cannot give now
+            log.warning("no backlog of queue %s (%r); admitting without it", queue, e)
+            return
+        if backlog >= depth:
+            raise Problem(429, "Queue full", f"queue {queue!r} has {backlog} dispatches "
+                          f"waiting, at or over its maxdepth of {depth}; retry later",
+                          headers={"Retry-After": FULL_RETRY_AFTER_S}, queue=queue,
+                          backlog=backlog, maxdepth=depth)
+
+
+_installed: list[Admission] = []
+
+
+def install(admission: Admission | None) -> None:
+    """Make ``admission`` the one ``admit`` uses (None: admit everything as it is)."""
+    _installed[:] = [admission] if admission is not None else []
+
+
+async def admit(spec: dict[str, Any], queue_anyway: bool = False) -> dict[str, Any]:
+    """Admit a resolved, checked spec through the running gateway's ``Admission``; the
+    spec unchanged when none is installed (not connected yet, or a test).
+
+    Raises:
+        Problem: 400 or 429 (``Admission.admit``).
+    """
+    return await _installed[0].admit(spec, queue_anyway) if _installed else spec

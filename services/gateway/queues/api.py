@@ -1,0 +1,46 @@
+"""``GET /v1/queues``: every queue's backlog, work in flight, live workers and state
+(``queues.figures``)."""
+
+from __future__ import annotations
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from services.gateway.edge.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
+from services.gateway.lifetime import runtime
+from services.gateway.openapi.problems import problems
+from services.gateway.queues.figures import overview
+
+router = APIRouter()
+
+QUEUES_EXAMPLE = {"queues": [{
+    "queue": "gpu", "backlog": 3, "in_flight": 2, "live_workers": 1,
+    "workers": [{"worker_id": "host-1-4242", "host": "host-1", "pid": 4242,
+                 "version": "0.1.0", "tasks": ["embed"], "concurrency": 2, "in_flight": 2,
+                 "started_at_ms": 1722000000000, "announced_s_ago": 1.2}],
+    "tasks": ["embed"], "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}]}
+
+
+@router.get("/v1/queues", responses={
+    200: {"description": "every known queue (a worker announced it, or its tasks topic "
+                         "exists), by name",
+          "content": {"application/json": {"example": QUEUES_EXAMPLE}}},
+    **problems(NOT_READY, KAFKA_UNAVAILABLE)})
+async def get_queues(request: Request) -> Response:
+    """Per queue: ``backlog`` (its workers' consumer group lag: dispatches not taken yet),
+    ``in_flight`` (attempts its live workers run), ``live_workers`` and ``workers``
+    (announced within 3 of their intervals, not stopping), ``tasks`` (served by them),
+    ``oldest_waiting_s`` (age of the oldest dispatch not taken yet, seconds, or null),
+    ``maxdepth`` (0: unlimited) and ``state``: ``ok``, ``no_live_workers`` or ``full``
+    (backlog at or over maxdepth: submissions needing it get 429)."""
+    hw = runtime(request)
+    if hw.workers is None or hw.queue_figures is None:
+        raise Problem(503, "Not ready", "still connecting to Kafka",
+                      headers={"Retry-After": RETRY_AFTER_S})
+    try:
+        queues = await overview(hw.queue_figures, hw.workers, dict(hw.settings.queue_maxdepth))
+    except Exception as e:
+        raise Problem(503, "Kafka unavailable", f"the queues' figures could not be read: {e!r}",
+                      headers={"Retry-After": RETRY_AFTER_S}) from e
+    return Response(orjson.dumps({"queues": queues}), media_type="application/json")

@@ -1,0 +1,356 @@
+"""Accept a submission: validate, claim the id in the projection, produce to Kafka.
+
+The id is claimed (a row with status ``accepted`` and ``seq`` 0) before the record is
+produced, so an id that was just answered 202 is never 404, and of concurrent
+submissions of one id exactly one claims it. A claim whose record was never produced
+(the gateway died in between) is healed by the next submission of the same id and body
+while the workflow has not started: it produces the record again, which is harmless if
+it had been produced, since the coordinator ignores a submission for a workflow it has.
+
+Cancels and signals are in ``control.send``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError
+
+from headwater import codec
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
+from headwater.core.spec import parse_spec
+from headwater.errors import SpecError
+from headwater.topics import Topics
+from services.common import faults, tracing
+from services.common.auth import OPEN, Principal
+from services.common.clock import now_ms
+from services.common.kafka import AVRO_HEADERS
+from services.gateway.definitions.registry import check_input, inline_children, resolve
+from services.gateway.edge.body import require_storable
+from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.queues.admission import admit
+from services.gateway.runs.models import SubmitRequest
+
+log = logging.getLogger("headwater.gateway")
+
+CLAIMED = "accepted"
+"""The status of a workflow row the gateway claimed (``seq`` 0) before the coordinator
+accepted the workflow: not a ``WorkflowStatus``, whose first value is ``running``."""
+CANCEL_REQUESTED = "cancel_requested"
+"""The status a cancel request is answered with (the workflow's own changes later)."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Outcome of a submission: ``created`` is False when the id already had this run."""
+
+    workflow_id: str
+    created: bool
+    status: str
+
+
+Headers = Sequence[tuple[str, bytes]]
+"""Kafka headers: the gateway's ``authorization`` for its submissions (``auth_settings``)."""
+
+
+def viewer(me: Principal, tenant: str | None) -> Principal:
+    """Whose definitions a submission by ``me`` for ``tenant`` may name: ``me``'s, or,
+    for a principal of every tenant submitting for one (a worker's ``ctx.call``, an
+    operator), that tenant's: a tenant's run never resolves another tenant's
+    definition, whoever submits it. Auth off (``auth.OPEN``), everything."""
+    if me is OPEN or not me.every_tenant or tenant is None:
+        return me
+    return Principal(tenant, me.role, me.subject)
+
+
+@dataclass(frozen=True)
+class Outlet:
+    """Where submissions go: ``produce``'s arguments (``lifetime.Runtime.outlet``).
+
+    Attributes:
+        producer: the Kafka producer.
+        topics: the topic names.
+        timeout_s: longest wait for Kafka's acknowledgement, seconds.
+        auth: headers a submission, cancel or signal carries besides Avro's content type
+            and the trace: the gateway's token when auth is on (the coordinator checks
+            it).
+    """
+
+    producer: AIOKafkaProducer
+    topics: Topics
+    timeout_s: float
+    auth: Headers = ()
+
+    async def submission(self, record: ev.WorkflowSubmitted) -> None:
+        """Produce ``record`` to ``submissions`` (``produce``)."""
+        await produce(self.producer, self.topics.submissions, record, self.timeout_s,
+                      "submission", self.auth)
+
+    async def control(self, record: ev.CancelRequested | ev.SignalSent, what: str) -> None:
+        """Produce ``record`` to ``control`` (``produce``; ``what``: ``"cancel"``)."""
+        await produce(self.producer, self.topics.control, record, self.timeout_s, what,
+                      self.auth)
+
+
+async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
+                 me: Principal = OPEN) -> Accepted:
+    """Validate and submit a workflow: a spec (``workflow``) or a registered definition
+    (``definition``, ``"name"`` or ``"name@3"``).
+
+    A definition is resolved to its version here, its input checked against its
+    ``input_schema``, and the definitions its ``kind: workflow`` nodes name (in an inline
+    spec too) are inlined (``definitions.registry.inline_children``): the record carries the full
+    spec and the definition's name and version. The id's claim holds the hash of the
+    request as given (``request_hash``: a retry of the same id and body is the same run,
+    whatever the definitions and workers are by then) and the spec it resolved to (what
+    a healed claim produces again).
+
+    Args:
+        pool: the projection's pool.
+        out: where the record goes.
+        request: the parsed body, its ``tenant`` the principal's (``auth.scope.submission``).
+        me: who submits (``auth.scope.principal``): the definitions it may name.
+
+    Returns:
+        The outcome: created (202) or the same run again (200).
+
+    Raises:
+        Problem: 422 for a value PostgreSQL or Kafka cannot hold, an invalid spec or
+            reference, or an input that does not match the definition's input schema
+            (every fault in ``errors``), 404 an unknown definition or version, 410 a
+            deleted definition, 409 when the id is taken by a different body, 503 when
+            Kafka does not acknowledge within ``out.timeout_s``.
+    """
+    return await _claim(pool, out, request, _given(request), viewer(me, request.tenant))
+
+
+def _given(request: SubmitRequest) -> dict[str, Any]:
+    """What the request's hash covers besides its input and tenant: the spec as given,
+    or ``{"definition": ref}``.
+
+    Raises:
+        Problem: 422 for neither or both of ``workflow`` and ``definition``.
+    """
+    if request.definition is not None:
+        if request.workflow is not None:
+            raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
+                          "'definition' (a registered definition), not both",
+                          errors=["definition: not with workflow"])
+        return {"definition": request.definition}
+    if request.workflow is None:
+        raise Problem(422, "Invalid request", "'workflow' (the spec) or 'definition' (a "
+                      "registered definition's name) is required",
+                      errors=["workflow: required (or definition)"])
+    return request.workflow
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What a claim stores: the full spec, the definition's name and version (None: an
+    inline spec)."""
+
+    spec: dict[str, Any]
+    definition: str | None = None
+    version: int | None = None
+
+
+async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
+                    given: dict[str, Any], me: Principal = OPEN) -> _Claim:
+    """The spec ``request`` runs (``given``: its ``_given``): its definition resolved
+    and its input checked against the definition's schema, the definitions its children
+    name inlined, checked. Only definitions ``me`` sees are resolved (its tenant's and
+    the shared ones): another tenant's is unknown.
+
+    Raises:
+        Problem: 422, 404 or 410 (``submit``).
+    """
+    ref = request.definition
+    if ref is None:  # ``given`` is the spec
+        full = await inline_children(pool, given, me=me)
+        await asyncio.to_thread(_check_spec, full)
+        return _Claim(full)
+    resolved = await resolve(pool, ref, me)
+    await asyncio.to_thread(check_input, resolved, request.input)
+    full = await inline_children(pool, resolved.spec, (resolved.name,), me=me)
+    await asyncio.to_thread(_check_spec, full)
+    return _Claim(full, resolved.name, resolved.version)
+
+
+async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
+                 given: dict[str, Any], me: Principal = OPEN) -> Accepted:
+    """Claim the id with the resolved spec, then produce the submission.
+
+    A retry of an id already claimed is answered from its row (the same run, or 409)
+    before the request is resolved or admitted: its run was admitted once, and refusing
+    the retry (400, 429; 404 or 410 for a definition changed or deleted since) would
+    leave its sender unsure whether it runs.
+    """
+    # A large spec takes a while to check: off the event loop, so /health stays prompt.
+    digest = await asyncio.to_thread(_storable, request, given)
+    if request.id is not None:
+        row = await _row(pool, request.id)
+        if row is not None:
+            same = await asyncio.to_thread(_same_run, row, digest)
+            return await _existing(out, row, request.id, same)
+    claim = await _resolved(pool, request, given, me)
+    spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
+    workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
+    at_ms = now_ms()
+    now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
+    values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
+              request.input, digest, now)
+    # body_hash too holds the request's hash until the projector sets that of the body
+    # accepted (what a gateway of an older version compares).
+    if claim.definition is None:
+        claimed = await pool.fetchval(
+            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+            " body_hash, request_hash, created_at, updated_at) values ($1, $2, $3, $4, 0,"
+            " $5, $6, $7, $7, $8, $8) on conflict (workflow_id) do nothing returning 1",
+            *values)
+    else:
+        claimed = await pool.fetchval(
+            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+            " body_hash, request_hash, created_at, updated_at, definition, definition_version)"
+            " values ($1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10)"
+            " on conflict (workflow_id) do nothing returning 1",
+            *values, claim.definition, claim.version)
+    if not claimed:  # claimed meanwhile by a concurrent submission of the same id
+        row = await _row(pool, workflow_id)
+        same = row is not None and await asyncio.to_thread(_same_run, row, digest)
+        return await _existing(out, row, workflow_id, same)
+    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
+                                  definition=claim.definition,
+                                  definition_version=claim.version)
+    try:
+        await out.submission(record)
+    except Exception:
+        await _release(pool, workflow_id)
+        raise
+    faults.point("gateway.after_produce")
+    return Accepted(workflow_id, True, CLAIMED)
+
+
+def _storable(request: SubmitRequest, hashed: Any) -> str:
+    """Check the values; return the hash of the request as given (``hashed``: the spec,
+    or ``{"definition": ref}``). Runs in a worker thread."""
+    given = ({"workflow": hashed} if request.definition is None
+             else {"definition": request.definition})
+    require_storable({**given, "input": request.input, "tenant": request.tenant})
+    return body_hash(hashed, request.input, request.tenant)
+
+
+def _check_spec(spec: dict[str, Any]) -> None:
+    """Check the (resolved) spec. Runs in a worker thread."""
+    try:
+        parse_spec(spec)
+    except SpecError as e:
+        raise Problem(422, "Invalid workflow spec", str(e), errors=e.faults) from e
+
+
+async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
+    """Give a claimed id back after its record could not be produced."""
+    try:
+        await pool.execute("delete from workflows where workflow_id = $1 and seq = 0",
+                           workflow_id)
+    except DATABASE_UNAVAILABLE as e:
+        # The claim stays; the next submission of the same id and body produces again.
+        log.warning("could not release the claim on %s: %r", workflow_id, e)
+
+
+async def _row(pool: asyncpg.Pool, workflow_id: str) -> Any:
+    """The claim's row (None: the id is free)."""
+    return await pool.fetchrow(
+        "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
+        " definition_version from workflows where workflow_id = $1", workflow_id)
+
+
+def _same_run(row: Any, digest: str) -> bool:
+    """Whether the request whose hash as given is ``digest`` names the run of ``row``.
+
+    The gateway's claim keeps the request's hash (``request_hash``), so a request by name,
+    or one whose nodes admission placed, is the same run whatever the definitions and
+    workers are by now. A row without one (a run submitted straight on Kafka, or
+    claimed by a gateway of an older version; the projector clears it when the body
+    accepted is not the claim's) is compared by the hash of the body that runs. Runs in
+    a worker thread.
+    """
+    claimed = row.get("request_hash")
+    if claimed is not None:
+        return bool(claimed == digest)
+    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
+    return bool(existing == digest)
+
+
+async def _existing(out: Outlet, row: Any, workflow_id: str, same_run: bool) -> Accepted:
+    """The answer to a submission of an id already claimed (``row``, its ``_row``;
+    ``same_run``: ``_same_run`` of it): the same run (its claim produced again while the
+    workflow has not started), or 409."""
+    if row is None:  # claimed and released again (Kafka failed) in between
+        raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
+                      headers={"Retry-After": RETRY_AFTER_S})
+    if not same_run:
+        raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
+                      "different submission", workflow_id=workflow_id)
+    if row["status"] == CLAIMED and row["seq"] == 0:
+        # Not started yet: perhaps its record was never produced (the gateway that claimed
+        # the id died first). Producing it again, from the claim (the spec and definition
+        # version it resolved to), is harmless if it was.
+        record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
+                                      row["tenant"], definition=row.get("definition"),
+                                      definition_version=row.get("definition_version"))
+        await out.submission(record)
+    return Accepted(workflow_id, False, row["status"])
+
+
+async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s: float,
+                  what: str, auth: Headers = ()) -> None:
+    """Produce one record keyed by its workflow id and wait for Kafka's acknowledgement.
+
+    Args:
+        producer: the Kafka producer.
+        topic: where to.
+        record: a ``headwater.events`` record with a ``workflow_id``.
+        timeout_s: longest wait, seconds.
+        what: what the record is, for the problem's detail (``"submission"``).
+        auth: more headers (``submit``'s ``auth``).
+
+    Raises:
+        Problem: 413 (no ``Retry-After``: the same record is refused again) naming the
+            record's size and the limit when it is larger than the producer's
+            ``max_request_size`` (``HEADWATER_MAX_MESSAGE_BYTES``) or the broker's
+            ``message.max.bytes``; 503 with ``Retry-After`` when Kafka fails otherwise
+            or does not acknowledge in time.
+    """
+    workflow_id: str = record.workflow_id
+    retry = {"Retry-After": RETRY_AFTER_S}
+    value = codec.encode(record)
+    try:
+        with tracing.producing(topic, workflow_id.encode()):
+            await asyncio.wait_for(
+                producer.send_and_wait(topic, value, key=workflow_id.encode(),
+                                       headers=tracing.with_context([*AVRO_HEADERS, *auth])),
+                timeout_s)
+    except TimeoutError as e:
+        raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
+                      f"{timeout_s:g} s; it may still be stored, and retrying it is safe",
+                      headers=retry, workflow_id=workflow_id) from e
+    except MessageSizeTooLargeError as e:
+        limit = getattr(producer, "_max_request_size", None)  # aiokafka keeps no public one
+        within = f"{limit} bytes, " if isinstance(limit, int) else ""
+        raise Problem(413, "Record too large", f"the {what} is {len(value)} bytes as a "
+                      f"Kafka record, more than Kafka takes ({within}HEADWATER_MAX_MESSAGE_BYTES"
+                      " or the broker's message.max.bytes); make its spec or input smaller",
+                      workflow_id=workflow_id, record_bytes=len(value),
+                      max_record_bytes=limit if isinstance(limit, int) else None) from e
+    except Exception as e:
+        raise Problem(503, "Kafka unavailable", f"the {what} was not stored: {e}",
+                      headers=retry, workflow_id=workflow_id) from e

@@ -1,0 +1,1 @@
+"""Schedules: their routes, generations and reads."""

@@ -1,0 +1,81 @@
+"""``GET /v1/workflows``'s filters (``listing.list_filter``): a definition by name or
+``name@version``, creation times as RFC 3339 instants; a malformed value is a 422 that
+names its parameter. The queries they make run on PostgreSQL in
+``tests/e2e/test_definition_pipe.py``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from gateway_harness import FakePool, Gateway, assert_problem
+
+from services.gateway.edge.problems import Problem
+from services.gateway.runs.listing import ListFilter, list_filter
+from services.gateway.runs.views import definition_of
+
+
+def test_no_parameters_filter_nothing() -> None:
+    assert list_filter() == ListFilter()
+
+
+def test_a_definition_by_name_or_by_version() -> None:
+    assert list_filter(definition="billing") == ListFilter(definition="billing")
+    assert list_filter(definition="billing@3") == ListFilter(definition="billing", version=3)
+
+
+def test_creation_times_are_instants_to_the_millisecond() -> None:
+    f = list_filter(status="running", created_after="2026-01-02T03:04:05.678+01:00",
+                    created_before="2026-01-03T00:00:00Z")
+    assert f.status == "running"
+    assert f.created_after == datetime(2026, 1, 2, 2, 4, 5, 678000, tzinfo=UTC)
+    assert f.created_before == datetime(2026, 1, 3, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("parameter", "value"), [
+    ("created_after", "yesterday"),
+    ("created_after", "2026-01-02T03:04:05"),  # no UTC offset: no instant
+    ("created_before", "2026-02-30T00:00:00Z"),
+    ("created_before", ""),
+    ("definition", "billing@x"),
+    ("definition", "bill ing"),
+    ("definition", "billing@99999999999"),
+])
+def test_a_malformed_value_is_a_422_naming_its_parameter(parameter: str, value: str) -> None:
+    with pytest.raises(Problem) as info:
+        list_filter(**{parameter: value})
+    assert info.value.status == 422
+    assert info.value.extra["errors"][0].startswith(f"query.{parameter}: must be ")
+
+
+def test_the_definition_view() -> None:
+    assert definition_of({"definition": "billing", "definition_version": 2}) == {
+        "name": "billing", "version": 2}
+    assert definition_of({"definition": None, "definition_version": None}) is None
+    assert definition_of({}) is None  # a row read without the columns
+
+
+@pytest.mark.parametrize(("query", "error"), [
+    ("created_after=yesterday", "query.created_after: must be an RFC 3339 date-time"),
+    ("created_before=2026-01-01", "query.created_before: must be an RFC 3339 date-time"),
+    ("definition=a@b", "query.definition: must be a definition's name"),
+    ("status=bogus", "query.status: String should match pattern"),
+    ("limit=0", "query.limit: Input should be greater than or equal to 1"),
+])
+def test_the_route_answers_a_malformed_parameter_with_a_problem(gw: Gateway, query: str,
+                                                                error: str) -> None:
+    gw.connect(FakePool())
+    doc = assert_problem(gw.client.get(f"/v1/workflows?{query}"), 422, "Invalid request")
+    assert doc["errors"][0].startswith(error), doc
+
+
+def test_the_route_takes_every_filter(gw: Gateway) -> None:
+    gw.connect(FakePool())
+    response = gw.client.get("/v1/workflows", params={
+        "definition": "billing@2", "created_after": "2026-01-01T00:00:00Z",
+        "created_before": "2026-01-02T00:00:00+02:00", "status": "running", "limit": 5})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"items": [], "next_cursor": None}
+    names = {p["name"] for p in gw.client.get("/openapi.json").json()["paths"][
+        "/v1/workflows"]["get"]["parameters"]}
+    assert {"definition", "created_after", "created_before", "cursor", "limit"} <= names
