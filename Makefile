@@ -77,7 +77,7 @@ test-unit: install
 ## ruff (style, complexity and size rules: see [tool.ruff.lint] in pyproject.toml) and
 ## mypy --strict; .pre-commit-config.yaml runs the same two.
 lint: install
-	$(VENV)/bin/ruff check headwater services ops tests load examples
+	$(VENV)/bin/ruff check headwater services ops tests load faultsuite fuzzer examples
 	$(VENV)/bin/mypy --strict headwater services ops examples
 
 ## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster) and .venv.
@@ -87,18 +87,18 @@ clean: down
 
 ## Fuzzing, the long version (the short one is part of `make test`): over 10,000 bad HTTP
 ## requests and Kafka records on a private sandbox, a few minutes. Writes
-## load/results/fuzz-<UTC timestamp>.json. `$(PY) -m load.fuzz --help` for options.
+## fuzzer/results/fuzz-<UTC timestamp>.json. `$(PY) -m fuzzer --help` for options.
 .PHONY: fuzz
 fuzz: install
 	bash infra/stack.sh up
-	$(PY) -m load.fuzz
+	$(PY) -m fuzzer
 
 ## Fault injection, the long version (the quick one is part of `make test`): every fault
 ## point several times, bigger batches, the 100-workflow rebalance, and the infrastructure
 ## faults (the broker SIGKILLed and SIGSTOPped, PostgreSQL stopped for 60 s, on a private
-## broker and database); about 25 minutes. Writes load/results/faults-<UTC timestamp>.json.
-## `$(PY) -m load.faults --help` for options.
+## broker and database); about 25 minutes. Writes
+## faultsuite/results/faults-<UTC timestamp>.json. `$(PY) -m faultsuite --help` for options.
 .PHONY: faults
 faults: install
 	bash infra/stack.sh up
-	$(PY) -m load.faults
+	$(PY) -m faultsuite

@@ -7,7 +7,7 @@ may also be JSON on Kafka when the record carries ``content-type: application/js
 
 The records are the workflow records (``headwater.core.events``) and two others: the
 definitions registry's (``headwater.core.definitions``) and the workers'
-announcements (``headwater.workers``). A field that holds a JSON document is an Avro
+announcements (``headwater.announcement``). A field that holds a JSON document is an Avro
 ``bytes`` (``JSON_FIELDS``); an Avro ``array`` is a tuple in the record.
 """
 
@@ -24,10 +24,10 @@ import fastavro
 import orjson
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
+from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
-from headwater.workers import WorkerAnnounced
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10

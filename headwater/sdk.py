@@ -24,7 +24,7 @@ Task code runs other workflows with ``ctx.call(name, input)`` and
 thread) or ``await ctx.acall(...)`` / ``await ctx.acall_parallel(...)`` (async task
 code): each child is a run of a stored definition, its id derived from the task, not the
 attempt, so a retried attempt finds its children rather than starting them again
-(``headwater.client_calls``).
+(``headwater.client.calls``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from headwater.errors import AttemptCancelled, TaskRegistrationError
 from headwater.task_log import TaskLogger
 
 if TYPE_CHECKING:
-    from headwater.client_calls import Calls
+    from headwater.client.calls import Calls
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
@@ -242,7 +242,7 @@ class TaskContext:
         The child's id is ``<workflow_id>:<node>[.<index>]:call.<n>`` (``n``: the
         attempt's calls so far), the same in every attempt, so a retried attempt that
         calls in the same order finds the child it had started (see
-        ``headwater.client_calls``).
+        ``headwater.client.calls``).
 
         Args:
             definition: ``name`` or ``name@3``.
@@ -281,7 +281,7 @@ class TaskContext:
     def _children(self) -> Calls:
         """The attempt's child runs (the client is imported on first use only)."""
         if self._calls is None:
-            from headwater.client_calls import Calls
+            from headwater.client.calls import Calls
 
             self._calls = Calls(self.workflow_id, self.node, self.index, self._gateway_url,
                                 self._raise_if_stopped)

@@ -15,7 +15,7 @@ from ops.cli.common import GATEWAY, console, fail
 from ops.cli.resources import JsonOpt, Registry, read_file, sub_app
 
 if TYPE_CHECKING:
-    from headwater.client_types import Definition
+    from headwater.client.types import Definition
 
 definitions_app = sub_app("Stored workflow definitions and their versions.")
 NameArg = Annotated[str, typer.Argument(help="the definition's name")]

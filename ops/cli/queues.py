@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from headwater.client_http import auth_headers
+from headwater.client.http import auth_headers
 from ops.cli.common import auth_hint, gateway_token, print_table
 
 console = Console(soft_wrap=True, emoji=False)

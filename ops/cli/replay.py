@@ -28,7 +28,7 @@ from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
 from services.common.clock import now_ms
-from services.coordinator.keys import DEFINITION, WAITING
+from services.coordinator.keys import DEFERRED, DEFINITION
 from services.coordinator.retention import PURGED, load_marker
 from services.coordinator.snapshot import dump_state, load_split
 
@@ -99,7 +99,7 @@ def decode_table(workflow_id: str, entries: dict[str, bytes]) -> tuple[WorkflowS
     """
     header, definition = entries.get(""), entries.get(DEFINITION)
     if header is None:  # inputs waiting for its submission, or a purge's marker
-        others = set(entries) - {WAITING, PURGED}
+        others = set(entries) - {DEFERRED, PURGED}
         return None, ("it has entries but no header" if others else "")
     if definition is None:
         return None, "its definition entry is missing"

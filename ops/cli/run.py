@@ -41,7 +41,7 @@ def run(
 
     E.g. ``headwater run docs.index --input '{"module": "json"}' --timeout 30``.
     """
-    from headwater.client_http import new_workflow_id
+    from headwater.client.http import new_workflow_id
 
     if async_ and follow_:
         raise typer.BadParameter("--async and --follow exclude each other")

@@ -15,7 +15,7 @@ from ops.cli.common import GATEWAY, console, fail, styled
 from ops.cli.resources import JsonOpt, Registry, read_file, sub_app
 
 if TYPE_CHECKING:
-    from headwater.client_types import Schedule, ScheduleApplied
+    from headwater.client.types import Schedule, ScheduleApplied
 
 schedules_app = sub_app("Schedules: runs of a definition at cron times.")
 NameArg = Annotated[str, typer.Argument(help="the schedule's name")]

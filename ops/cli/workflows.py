@@ -122,7 +122,7 @@ def submit(
     gateway: str = GATEWAY,
 ) -> None:
     """Submit a workflow; with --follow, show its progress and print its output."""
-    from headwater.client_http import new_workflow_id
+    from headwater.client.http import new_workflow_id
 
     spec = _spec(file)
     workflow_input = load_input(input)

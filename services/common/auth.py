@@ -58,7 +58,7 @@ _DERIVED = re.compile(r".*:.*|call-[0-9a-f]{40}")
 def derived_id(workflow_id: str) -> bool:
     """Whether ``workflow_id`` has a form Headwater derives (``ids.child_id``
     ``<parent>:<node>:<attempt>``, a schedule's ``schedule:<name>:<n>`` and its fires,
-    ``client_calls.child_id``): a tenant taking one could hold another tenant's child
+    ``headwater.client.calls.child_id``): a tenant taking one could hold another tenant's child
     or schedule run hostage (its parent would meet a conflict)."""
     return _DERIVED.fullmatch(workflow_id) is not None
 

@@ -43,7 +43,7 @@ log = logging.getLogger("headwater.faults")
 
 STOP = "stop"
 """The action after ``:``: SIGSTOP instead of SIGKILL (the process stands still until a
-SIGCONT, as a frozen container would; ``services/coordinator/pause.py``)."""
+SIGCONT, as a frozen container would; ``services/coordinator/freeze.py``)."""
 
 
 def parse(spec: str) -> dict[str, tuple[int, str]]:

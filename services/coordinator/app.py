@@ -16,7 +16,7 @@ from services.coordinator import faust_seam as seam
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
-from services.coordinator.pause import PauseWatch
+from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
 from services.coordinator.timers import TimerIndex, TimerLoop
@@ -46,9 +46,9 @@ def create_app(settings: Settings) -> seam.FaustApp:
     timers = TimerIndex()
     timer_loop = TimerLoop(timers, store.scan, bus.send_control, lambda: bool(app.rebalancing))
     # Stood still for half a session: its partitions may be moving; write nothing more.
-    pause = PauseWatch(SESSION_TIMEOUT_S / 2).start()
+    freeze = FreezeWatch(SESSION_TIMEOUT_S / 2).start()
     applier = BatchApplier(settings.topics, bus, store, timers, settings.max_message_bytes,
-                           fence=pause.check)
+                           fence=freeze.check)
     applier.history_heartbeats = settings.history_heartbeats
     applier.auth = settings.auth.authenticator
     add_retention(app, settings, table, applier, bus)

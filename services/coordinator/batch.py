@@ -64,7 +64,7 @@ class BatchApplier:
         store: the workflow table.
         timers: the timers of the workflows this process owns, armed after each batch.
         max_record_bytes: the largest record produced, bytes.
-        fence: why this process must not write any more (``PauseWatch.check``), or
+        fence: why this process must not write any more (``FreezeWatch.check``), or
             None; it is asked before each intent and before carrying one out.
     """
 
@@ -144,7 +144,7 @@ class BatchApplier:
         """
         started_s = time.perf_counter()
         effects = self._effects_of(records)
-        if not (effects.encoded or effects.dead or effects.waiting or effects.moves
+        if not (effects.encoded or effects.dead or effects.deferred or effects.moves
                 or effects.purged):
             self._renew(effects)
             metrics.batch_applied(records, started_s, [], {})

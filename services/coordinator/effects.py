@@ -30,8 +30,7 @@ from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
 from services.common.auth import Authenticator
-from services.coordinator import homing, retention
-from services.coordinator import waiting as waiting_inputs
+from services.coordinator import deferred, homing, retention
 from services.coordinator.conflicts import conflict_records
 from services.coordinator.inputs import decode_input
 from services.coordinator.records import (
@@ -65,9 +64,9 @@ class BatchEffects:
         inputs_of: workflow id -> the inputs that changed it, with their events.
         applied: workflow id -> input topic -> offset of the last input applied.
         replayed: inputs skipped because the table holds their effects.
-        waiting: workflow id -> the inputs waiting for its submission, where the batch
-            changed them (``waiting``).
-        started: workflows whose submission consumed the inputs waiting for it.
+        deferred: workflow id -> the inputs deferred until its submission, where the
+            batch changed them (``deferred``).
+        started: workflows whose submission consumed the inputs deferred for it.
         history_heartbeats: whether heartbeats are recorded like any report (else they
             only move their lease).
         auth: checks submissions' tokens (``submitters``); None: auth is off.
@@ -88,14 +87,14 @@ class BatchEffects:
     inputs_of: dict[str, list[tuple[InputRecord, ev.Input]]] = field(default_factory=dict)
     applied: dict[str, dict[str, int]] = field(default_factory=dict)
     replayed: int = 0
-    waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
+    deferred: dict[str, list[ev.Input]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     history_heartbeats: bool = False
     auth: Authenticator | None = None
     renewals: list[tuple[str, str, int]] = field(default_factory=list)
     lease_end: Callable[[str, str, int], int] | None = None
     """``TimerIndex.lease_end``: when a lease ends by the heartbeats this process read."""
-    _stored_waiting: dict[str, list[ev.Input]] = field(default_factory=dict)
+    _stored_deferred: dict[str, list[ev.Input]] = field(default_factory=dict)
     retention_ms: int | None = None  # HEADWATER_RETENTION_S; None: nothing is purged
     purged: Entries = field(default_factory=dict)  # what purges write (``retention``)
 
@@ -159,34 +158,34 @@ class BatchEffects:
 
     def _stored_offsets(self, wid: str, state: WorkflowState | None) -> dict[str, int]:
         """The applied offsets the table holds for ``wid``: beside its header, or, for a
-        workflow not submitted yet, beside the inputs waiting for it.
+        workflow not submitted yet, beside the inputs deferred for it.
 
         Raises:
             DecodeError: the entry holding them is malformed.
         """
         if state is not None:
             return self.store.applied(wid)
-        kept, offsets = waiting_inputs.load(
-            self.store.get_entry(waiting_inputs.waiting_key(wid)))
-        self._stored_waiting[wid] = kept  # read once a batch, like the offsets
+        kept, offsets = deferred.load(
+            self.store.get_entry(deferred.deferred_key(wid)))
+        self._stored_deferred[wid] = kept  # read once a batch, like the offsets
         return offsets
 
-    def _waiting_for(self, wid: str) -> list[ev.Input]:
-        """The inputs waiting for ``wid``'s submission, as the batch left them (the table's,
+    def _deferred_for(self, wid: str) -> list[ev.Input]:
+        """The inputs deferred until ``wid``'s submission, as the batch left them (the table's,
         read by ``_stored_offsets`` when the batch first met the workflow without state)."""
-        return self.waiting.get(wid, self._stored_waiting.get(wid, []))
+        return self.deferred.get(wid, self._stored_deferred.get(wid, []))
 
     def _step(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
               ) -> tuple[Step, list[Outgoing]] | None:
         """The machine's step and its encoded records; when that raises, the input is
         dead-lettered and its workflow failed as data (None: not even that). A new
-        workflow's submission takes the inputs waiting for it (``machine.start``)."""
+        workflow's submission takes the inputs deferred for it (``machine.start``)."""
         try:
             if (state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted)
-                    and (kept := self._waiting_for(event.workflow_id))):
+                    and (kept := self._deferred_for(event.workflow_id))):
                 result = start(event, kept)
                 self.started.add(event.workflow_id)
-                self.waiting.pop(event.workflow_id, None)
+                self.deferred.pop(event.workflow_id, None)
             else:
                 result = step(state, event)
             return result, encode_outputs(self.topics, result.events, self.max_record_bytes,
@@ -203,7 +202,7 @@ class BatchEffects:
         must end, and for the attempts a fired timer ended (``fencing``)."""
         wid = event.workflow_id
         if result.deferred:
-            self._keep_waiting(record, event, offsets)
+            self._keep_deferred(record, event, offsets)
         if result.events and result.state is not None:
             self.out.extend(result.events)
             self.encoded.extend(outgoing)
@@ -246,23 +245,23 @@ class BatchEffects:
         self.renewals.append((fired.workflow_id, fired.timer_id, end))
         return True
 
-    def _keep_waiting(self, record: InputRecord, event: ev.Input,
+    def _keep_deferred(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:
         """Keep an input the machine deferred until its workflow's submission arrives
-        (dead-lettered past ``MAX_WAITING`` of them)."""
+        (dead-lettered past ``MAX_DEFERRED`` of them)."""
         wid = event.workflow_id
-        kept = [*self._waiting_for(wid), event]
-        size = len(waiting_inputs.waiting_key(wid)) + len(waiting_inputs.dump(
+        kept = [*self._deferred_for(wid), event]
+        size = len(deferred.deferred_key(wid)) + len(deferred.dump(
             kept, {**offsets, record.topic: record.offset}))
-        if len(kept) > waiting_inputs.MAX_WAITING:
-            why = (f"{waiting_inputs.MAX_WAITING} inputs already wait for workflow {wid}, "
+        if len(kept) > deferred.MAX_DEFERRED:
+            why = (f"{deferred.MAX_DEFERRED} inputs already wait for workflow {wid}, "
                    "which was never submitted")
         elif size > self.max_record_bytes - RECORD_MARGIN_BYTES:
             why = (f"the inputs waiting for workflow {wid} would take {size} bytes, over the "
                    f"limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
                    f"{RECORD_MARGIN_BYTES}")
         else:
-            self.waiting[wid] = kept
+            self.deferred[wid] = kept
             offsets[record.topic] = record.offset
             return
         self.dead.append(DeadLetter(record, why))
@@ -278,12 +277,12 @@ class BatchEffects:
                    for wid, state in self.touched.items()}
         entries = {wid: self.store.entries(state, changed[wid], self.applied[wid])
                    for wid, state in self.touched.items()}
-        for wid, kept in self.waiting.items():
+        for wid, kept in self.deferred.items():
             entries.setdefault(wid, []).append(
-                (waiting_inputs.waiting_key(wid), waiting_inputs.dump(kept, self.applied[wid])))
+                (deferred.deferred_key(wid), deferred.dump(kept, self.applied[wid])))
         entries.update(self.purged)  # a purged workflow has no other input applied
         for wid in self.started:  # consumed: the entry is emptied
-            entries.setdefault(wid, []).append((waiting_inputs.waiting_key(wid), b""))
+            entries.setdefault(wid, []).append((deferred.deferred_key(wid), b""))
         for wid in [w for w, es in entries.items() if self._too_large(es)]:
             self._fail_oversized(wid, entries, changed)
         return changed, entries
@@ -301,9 +300,9 @@ class BatchEffects:
         this its intent would land and never be carried out (aiokafka refuses the entry),
         on every restart."""
         size = self._too_large(entries.pop(wid))
-        if wid not in self.touched:  # only waiting inputs, which _keep_waiting bounds
+        if wid not in self.touched:  # only deferred inputs, which _keep_deferred bounds
             log.error("the inputs waiting for workflow %s take %d bytes; not kept", wid, size)
-            self.waiting.pop(wid, None)
+            self.deferred.pop(wid, None)
             return
         reason = (f"the snapshot of workflow {wid} would hold a table entry of {size} bytes, "
                   f"over the limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) "
@@ -337,7 +336,7 @@ class BatchEffects:
         self.encoded.extend(outgoing)
         self.touched[wid] = result.state
         if wid in self.started:  # the submission consumed them, failed as it is
-            failed_entries.append((waiting_inputs.waiting_key(wid), b""))
+            failed_entries.append((deferred.deferred_key(wid), b""))
         entries[wid] = failed_entries
 
     def _fail(self, wid: str, event: ev.Input, reason: str,

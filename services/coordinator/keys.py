@@ -62,6 +62,7 @@ DEFINITION = "@def"
 task key can be it (node ids start with a letter or ``_``)."""
 
 
-WAITING = "@waiting"
-"""The part under which inputs that arrived before their workflow's submission wait
-(``waiting``); no task key can be it."""
+DEFERRED = "@waiting"
+"""The part under which inputs that arrived before their workflow's submission are kept
+(``deferred``); no task key can be it. The name predates the module's and stays: it is
+in every table already written."""

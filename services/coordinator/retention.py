@@ -38,7 +38,7 @@ from headwater.core import events as ev
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from services.common.clock import now_ms
-from services.coordinator.keys import DEFINITION, TABLE_KEY_SEP, WAITING, table_entry_key
+from services.coordinator.keys import DEFERRED, DEFINITION, TABLE_KEY_SEP, table_entry_key
 from services.coordinator.records import DeadLetter, InputRecord
 from services.coordinator.snapshot import task_keys
 
@@ -107,10 +107,10 @@ def load_marker(raw: bytes) -> dict[str, Any]:
 
 def purge_entries(state: WorkflowState, purged_at_ms: int) -> list[tuple[bytes, bytes | None]]:
     """The table writes that purge ``state``: its marker, then a delete (None) for each
-    task entry (``snapshot.task_keys``), the waiting entry, the definition and the
+    task entry (``snapshot.task_keys``), the deferred inputs entry, the definition and the
     header. Written in one intent, so their order does not matter for a crash."""
     wid = state.workflow_id
-    parts = [*task_keys(state), WAITING, DEFINITION]
+    parts = [*task_keys(state), DEFERRED, DEFINITION]
     out: list[tuple[bytes, bytes | None]] = [(purged_key(wid), dump_marker(state, purged_at_ms))]
     out += [(table_entry_key(wid, part), None) for part in parts]
     out.append((table_entry_key(wid), None))

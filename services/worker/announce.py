@@ -7,7 +7,7 @@ sends neither; it stops counting as live once ``LIVE_INTERVALS`` intervals passe
 without an announcement (``is_live``). The gateway's ``WorkerRegistry`` and
 ``headwater stuck`` read the topic; nothing reads it in a consumer group.
 
-The record (``headwater.workers.WorkerAnnounced``, also importable from here) is Avro
+The record (``headwater.announcement.WorkerAnnounced``, also importable from here) is Avro
 like every other, encoded and decoded by ``headwater.codec``
 (``schemas/avro/WorkerAnnounced.avsc``); ``decode_announcement`` refuses what does not
 belong on the topic.
@@ -28,8 +28,8 @@ from dataclasses import replace
 from aiokafka import AIOKafkaProducer
 
 from headwater import codec
+from headwater.announcement import WorkerAnnounced as WorkerAnnounced
 from headwater.errors import DecodeError
-from headwater.workers import WorkerAnnounced as WorkerAnnounced
 from services.common.clock import now_ms
 from services.common.kafka import AVRO_HEADERS, ensure_topics, make_producer
 from services.common.settings import CommonSettings

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import orjson
 from opentelemetry import trace
 
-from headwater.client_http import default_url
+from headwater.client.http import default_url
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
 from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
@@ -73,7 +73,7 @@ class Attempt:
         taken_at_s: ``time.monotonic()`` when this worker took the dispatch (None: now);
             the attempt's own timeout counts from then.
         gateway_url: where the task's ``ctx.call`` submits child runs (None: the
-            worker's ``HEADWATER_GATEWAY_URL``, ``headwater.client_http.default_url``).
+            worker's ``HEADWATER_GATEWAY_URL``, ``headwater.client.http.default_url``).
 
     Attributes:
         key: ``(workflow_id, node, index, attempt)``.

@@ -7,7 +7,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from headwater.client_http import default_url
+from headwater.client.http import default_url
 from headwater.core.ids import QUEUE_PATTERN
 from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:  # tests.waiting, whichever way pytest was started
+if str(REPO) not in sys.path:  # tests.polling, whichever way pytest was started
     sys.path.append(str(REPO))
 
 from stackkit import Stack, private_stack, require_services, start_stack, stop_stack  # noqa: E402

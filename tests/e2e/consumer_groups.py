@@ -1,5 +1,5 @@
 """Kafka consumer groups as the end-to-end tests watch them: who is in a group now, and
-waiting (``tests/waiting.py``) until a group has the members a test expects."""
+waiting (``tests/polling.py``) until a group has the members a test expects."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NamedTuple
 from aiokafka.admin import AIOKafkaAdminClient
 from stackkit import BOOTSTRAP
 
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 
 class GroupView(NamedTuple):

@@ -170,7 +170,7 @@ async def q2_marked_sleep(ctx: TaskContext, seconds: float, marks: str) -> int |
 async def digest(value: object, salt: str = "", seconds: float = 0.0) -> str:
     """Sleep ``seconds``, then return 16 hex digits of SHA-256 over ``salt`` and ``value``
     (JSON, sorted keys): the same input gives the same output on every attempt, so a run
-    under injected faults can be compared with a fault-free one (``load.faultkit``)."""
+    under injected faults can be compared with a fault-free one (``faultsuite``)."""
     import hashlib
     import json
 

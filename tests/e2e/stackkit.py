@@ -20,7 +20,7 @@ from headwater.core import events as ev
 from ops import localstack
 from ops.sandbox import Sandbox, admin_dsn, bootstrap, set_home, start_sandbox, stop_sandbox
 from services.common.topic_reader import TopicReader
-from tests.waiting import scaled
+from tests.polling import scaled
 
 BOOTSTRAP = bootstrap()
 ADMIN_DSN = admin_dsn()
@@ -119,7 +119,7 @@ async def read_topic(topic: str, stop: Callable[[list[Any]], bool],
 
 async def history(stack: Stack, workflow_id: str, timeout_s: float = 60.0) -> list[ev.HistoryEvent]:
     """The workflow's records on the events topic, up to and including its terminal one
-    (``timeout_s`` is scaled by ``HEADWATER_TEST_TIME_SCALE``, see ``tests/waiting.py``)."""
+    (``timeout_s`` is scaled by ``HEADWATER_TEST_TIME_SCALE``, see ``tests/polling.py``)."""
     def done(records: list[Any]) -> bool:
         return any(r.workflow_id == workflow_id and r.terminal for r in records)
 

@@ -30,7 +30,7 @@ from ops.expected_rows import diff_rows, expected_rows
 from ops.history import fold
 from services.common.db import connect_pool
 from services.projector.writer import project
-from tests.waiting import WaitTimeout, wait_until
+from tests.polling import WaitTimeout, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core"))
 from machine_harness import run

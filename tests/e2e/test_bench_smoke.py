@@ -13,7 +13,7 @@ import orjson
 import pytest
 from stackkit import require_services
 
-from tests.waiting import scaled
+from tests.polling import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,7 +10,7 @@ from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 async def test_cancel_a_running_workflow(stack: Stack) -> None:

@@ -2,7 +2,7 @@
 
 The submission goes to ``submissions`` and the cancel to ``control``; the coordinator
 may read the cancel first. It then waits in the table for the submission
-(``services/coordinator/waiting.py``) instead of being dropped as a cancel for an
+(``services/coordinator/deferred.py``) instead of being dropped as a cancel for an
 unknown workflow (seen before: 27 of 50 such cancels answered 202 had no effect).
 """
 

@@ -18,7 +18,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.common.topic_reader import TopicReader
-from tests.waiting import holds_for_async, scaled
+from tests.polling import holds_for_async, scaled
 
 STRANGER = {"name": "stranger", "nodes": [{"id": "w", "kind": "wait", "signal": "s"}]}
 LEAF = {"name": "leaf", "nodes": [{"id": "x", "task": "e2e.digest",

@@ -18,7 +18,7 @@ from headwater import errors
 from headwater.client import Client
 from ops import localstack
 from ops.sandbox import free_port
-from tests.waiting import scaled, wait_until
+from tests.polling import scaled, wait_until
 
 STEPS: dict[str, Any] = {"name": "steps", "nodes": [
     {"id": f"s{i}", "task": "e2e.sleep", "input": {"seconds": 3},

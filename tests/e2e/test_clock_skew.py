@@ -32,7 +32,7 @@ from headwater.core import events as ev
 from ops import localstack
 from ops.sandbox import set_home
 from services.common.clock import now_ms
-from tests.waiting import scaled
+from tests.polling import scaled
 
 SKEWS = {"ahead": 300, "behind": -300}
 """How far each worker's wall clock is from the coordinator's, seconds."""

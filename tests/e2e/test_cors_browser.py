@@ -30,7 +30,7 @@ from stackkit import Stack
 
 from headwater.codec import RECORD_TYPES
 from ops.sandbox import free_port
-from tests.waiting import holds_for, wait_until
+from tests.polling import holds_for, wait_until
 
 SPEC = {"name": "browser", "nodes": [{"id": "a", "task": "e2e.sleep",
                                       "input": {"seconds": 0.05}}]}

@@ -22,7 +22,7 @@ from test_kafka_submission import wait_status
 from headwater.client import AsyncClient
 from ops import localstack
 from ops.cli.queues import wait_for_workers
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 QUEUE = "calls"
 CHILD: dict[str, Any] = {"name": "child", "nodes": [

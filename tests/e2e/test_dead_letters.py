@@ -13,7 +13,7 @@ from test_kafka_submission import SMALL_INPUT, SPEC, wait_status
 
 from headwater import codec
 from headwater.core import events as ev
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 async def test_garbage_goes_to_dlq_and_valid_work_still_runs(stack: Stack) -> None:

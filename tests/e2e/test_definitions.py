@@ -24,7 +24,7 @@ from headwater.core.definitions import digest
 from ops import localstack
 from ops.cli.app import app
 from ops.sandbox import free_port
-from tests.waiting import scaled
+from tests.polling import scaled
 
 SCHEMA = {"type": "object", "required": ["s"], "properties": {"s": {"type": "number"}}}
 

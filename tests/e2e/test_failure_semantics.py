@@ -17,7 +17,7 @@ from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
 from services.common.topic_reader import TopicReader
-from tests.waiting import holds_for_async, scaled, wait_until_async
+from tests.polling import holds_for_async, scaled, wait_until_async
 
 
 async def _submit(client: httpx.AsyncClient, spec: dict[str, object],

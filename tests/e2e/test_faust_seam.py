@@ -20,7 +20,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from consumer_groups import describe, wait_group
 from stackkit import BOOTSTRAP
 
-from tests.waiting import holds_for_async, scaled
+from tests.polling import holds_for_async, scaled
 
 SESSION_TIMEOUT_MS = 30_000
 """The members' session timeout: far longer than any wait below, so that a member gone

@@ -26,7 +26,7 @@ from services.common.partitioning import partition_for
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import TopicReader
 from services.coordinator.faust_seam import record_bytes
-from tests.waiting import scaled, wait_until
+from tests.polling import scaled, wait_until
 
 SPEC = {"name": "foreign", "nodes": [{"id": "a", "task": "e2e.sleep",
                                       "input": {"seconds": 0.01}}]}

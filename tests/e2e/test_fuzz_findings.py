@@ -1,4 +1,4 @@
-"""What ``python -m load.fuzz`` found, on the real broker: each input once, then the
+"""What ``python -m fuzzer`` found, on the real broker: each input once, then the
 coordinator must carry on.
 
 A submission whose spec was nested 254 levels deep decoded, was accepted, and then no
@@ -20,7 +20,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
 from ops import localstack
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 async def test_a_submission_nested_too_deep_is_dead_lettered_and_work_goes_on(

@@ -1,7 +1,7 @@
 """Kafka lost under a running gateway: ``/ready`` answers 503 "Kafka unreachable" within
 a few seconds, reads go on, and the gateway is ready again by itself once the broker is.
 
-The gateway runs on a private broker (``load.faultkit.infra``), first frozen (SIGSTOP:
+The gateway runs on a private broker (``faultsuite.infra``), first frozen (SIGSTOP:
 its connections stay open and nothing answers, as with a hung broker or a lost
 network), then killed (SIGKILL: connections refused) and started again. Before the fix
 ``/ready`` stayed 200 throughout, while a submission waited its whole produce timeout
@@ -18,10 +18,10 @@ import httpx
 from stackkit import Stack
 from test_gateway_pg_outage import SPEC, assert_503, wait_for_status
 
-from load.faultkit.infra import PrivateInfra, private_infra
+from faultsuite.infra import PrivateInfra, private_infra
 from ops.localstack import Service
 from ops.sandbox import free_port
-from tests.waiting import scaled
+from tests.polling import scaled
 
 BODY = {"workflow": SPEC, "queue_anyway": True}
 """No worker runs beside this gateway, so its submissions are queued anyway: admission's

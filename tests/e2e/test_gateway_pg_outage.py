@@ -19,7 +19,7 @@ from stackkit import Stack
 
 from ops.localstack import Service
 from ops.sandbox import free_port
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 SPEC = {"name": "pg-down", "nodes": [{"id": "a", "task": "e2e.flaky",
                                       "input": {"succeed_on": 1}}]}
@@ -81,7 +81,7 @@ class TcpProxy:
 async def wait_for_status(client: httpx.AsyncClient, path: str, status: int,
                           timeout_s: float = 60) -> httpx.Response:
     """Poll ``path`` until it answers ``status`` (``timeout_s`` scaled, see
-    ``tests/waiting.py``)."""
+    ``tests/polling.py``)."""
     return await wait_until_async(lambda: client.get(path), timeout_s,
                                   f"{status} on {path}",
                                   until=lambda r: r.status_code == status,

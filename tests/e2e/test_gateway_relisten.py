@@ -19,7 +19,7 @@ from test_gateway_pg_outage import TcpProxy
 
 from services.common.db import NOTIFY_CHANNEL
 from services.gateway.runs.stream import Notifier
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 WAIT_S = 5.0
 """How long one waiter waits for its notification, seconds."""

@@ -24,7 +24,7 @@ from examples.hybrid.tasks import QUEUE, TASKS_MODULE
 from headwater.core import events as ev
 from ops import localstack
 from ops.cli.queues import wait_for_workers
-from tests.waiting import scaled
+from tests.polling import scaled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hybrid"
 MAX_STEPS = 6

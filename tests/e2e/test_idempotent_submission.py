@@ -15,7 +15,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from headwater.topics import REASON_HEADER
-from tests.waiting import scaled
+from tests.polling import scaled
 
 SPEC = {"name": "idem", "nodes": [
     {"id": "a", "task": "e2e.sleep", "input": {"seconds": "${input.s}"}},

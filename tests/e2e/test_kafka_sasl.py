@@ -27,14 +27,14 @@ from aiokafka import ConsumerRecord
 from aiokafka.errors import KafkaConnectionError
 from stackkit import private_stack, require_services
 
+from faultsuite.infra import SHARED_LIBS, PrivateInfra, private_infra
 from headwater.client import Client
-from load.faultkit.infra import SHARED_LIBS, PrivateInfra, private_infra
 from ops.sandbox import free_port
 from services.common.kafka import ensure_topics, make_producer
 from services.common.kafka_security import KafkaAccessRefused, KafkaSecurity
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from tests.waiting import scaled
+from tests.polling import scaled
 
 USER = "headwater"
 

@@ -13,7 +13,7 @@ import yaml
 from stackkit import Stack, history, produce, submit_to_kafka
 
 from headwater.core import events as ev
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "stdlib_search"
                        / "workflow.yaml").read_text())
@@ -28,7 +28,7 @@ async def wait_status(stack: Stack, workflow_id: str, timeout_s: float = 60,
     default); return its document (``headers``: sent with each request, e.g. a token).
 
     Raises:
-        WaitTimeout: not so within ``timeout_s`` (scaled, see ``tests/waiting.py``).
+        WaitTimeout: not so within ``timeout_s`` (scaled, see ``tests/polling.py``).
     """
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=10, headers=headers) as client:
         async def status() -> dict[str, Any]:

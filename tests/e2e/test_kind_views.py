@@ -36,7 +36,7 @@ from services.common.db import SCHEMA, init_connection
 from services.gateway.runs.views import workflow_view
 from services.projector.compare import compare, ident
 from services.projector.writer import project
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"
 for _where in (UNIT / "headwater" / "core", UNIT / "ops"):

@@ -24,7 +24,7 @@ from headwater.core import events as ev
 from headwater.core.ids import child_id
 from ops import localstack
 from ops.sandbox import home_kept, set_home
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 DIGEST = "e2e.digest"
 TOOL_S = 0.4

@@ -19,7 +19,7 @@ from test_worker_faults import wait_all_committed
 from headwater import codec
 from headwater.core import events as ev
 from ops import localstack
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 def worker_services(stack: Stack) -> dict[int, localstack.Service]:
@@ -36,7 +36,7 @@ async def reports_of(stack: Stack, workflow_id: str, enough: Any,
                      timeout_s: float = 60.0) -> list[Any]:
     """The workflow's reports on the reports topic, once ``enough(reports)`` holds (other
     tests leave undecodable records there: only this workflow's, by key, are decoded);
-    ``timeout_s`` is scaled (``tests/waiting.py``)."""
+    ``timeout_s`` is scaled (``tests/polling.py``)."""
     key = workflow_id.encode()
 
     def mine(records: list[Any]) -> list[Any]:

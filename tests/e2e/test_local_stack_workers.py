@@ -26,7 +26,7 @@ import pytest
 from headwater.client import Client
 from ops import localstack
 from ops.sandbox import Sandbox, admin_dsn, bootstrap, free_port, stop_sandbox
-from tests.waiting import scaled
+from tests.polling import scaled
 
 LANE_TASKS = '''\
 from headwater import task

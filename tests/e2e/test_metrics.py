@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from stackkit import Stack, private_stack
 from test_kafka_submission import wait_status
 
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 """``(sample name, its labels)`` -> value, as one scrape read them."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from load.faultkit.infra import PrivateInfra
+from faultsuite.infra import PrivateInfra
 from ops.sandbox import free_port
 from services.common.db import connect, connect_pool
 from services.common.settings import PgAuth

@@ -17,7 +17,7 @@ from headwater.core import events as ev
 from headwater.core.machine import step
 from services.common.db import connect_pool
 from services.projector.writer import project
-from tests.waiting import scaled
+from tests.polling import scaled
 
 T0 = 1_800_000_000_000
 SPEC = {"name": "proj", "retry": {"max_attempts": 2, "backoff_base": 0.1},

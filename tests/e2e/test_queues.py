@@ -41,7 +41,7 @@ from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
 from services.gateway.queues.figures import QueueFigures, overview
 from services.worker.announce import decode_announcement, latest
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 ANNOUNCE = {"HEADWATER_ANNOUNCE_S": "0.5"}
 HORIZON_S = scaled(15)

@@ -19,7 +19,7 @@ from ops import localstack
 from ops.cli.queues import wait_for_workers
 from tests.docpages import README, REPO, blocks
 from tests.docpages import client_blocks as page_blocks
-from tests.waiting import scaled
+from tests.polling import scaled
 
 
 def client_blocks() -> list[str]:

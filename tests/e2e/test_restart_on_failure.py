@@ -20,7 +20,7 @@ from test_worker_faults import wait_all_committed
 from headwater.client import AsyncClient
 from headwater.core import events as ev
 from ops import localstack
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 SPEC: dict[str, Any] = {
     "name": "restart", "restart_on_failure": True, "max_restarts": 2,

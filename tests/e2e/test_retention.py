@@ -23,7 +23,7 @@ from ops.cli.replay import gather as replay_gather
 from services.common.topic_reader import TopicReader
 from services.coordinator.keys import TABLE_KEY_SEP
 from services.coordinator.retention import PURGED
-from tests.waiting import scaled
+from tests.polling import scaled
 
 HERE = Path(__file__).resolve().parent
 SPEC = {"name": "kept-briefly", "nodes": [{"id": "a", "task": "e2e.sleep",

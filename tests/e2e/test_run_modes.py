@@ -19,7 +19,7 @@ from services.common.db import connect_pool
 from services.gateway.runs import modes
 from services.gateway.runs.modes import wait_for_end
 from services.gateway.runs.stream import Notifier
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 SLEEPY: dict[str, Any] = {"name": "sleepy", "nodes": [
     {"id": "s", "task": "e2e.sleep", "input": {"seconds": "${input.seconds}"}}],

@@ -18,7 +18,7 @@ from test_kafka_submission import wait_status
 from typer.testing import CliRunner
 
 from ops.cli.app import app
-from tests.waiting import holds_for_async, wait_until_async
+from tests.polling import holds_for_async, wait_until_async
 
 EVERY_2S = "* * * * * */2"
 SCHEMA = {"type": "object", "required": ["s"], "properties": {"s": {"type": "number"}}}

@@ -21,7 +21,7 @@ from test_kinds_durable import _at, _by_seq, _coordinator, _get, _kill, _submit
 
 from headwater.core import events as ev
 from services.common.db import init_connection
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 EVERY_2S = "* * * * * */2"
 DOWN_S = 6.0

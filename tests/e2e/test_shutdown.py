@@ -29,12 +29,12 @@ from ops import localstack
 from ops.cli.queues import wait_for_workers
 from ops.sandbox import free_port
 from services.common.partitioning import partition_for
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 
 async def eventually(check: Callable[[], Awaitable[object]], what: str,
                      timeout_s: float) -> float:
-    """Wait (``tests.waiting.wait_until_async``, ``timeout_s`` scaled) until the async
+    """Wait (``tests.polling.wait_until_async``, ``timeout_s`` scaled) until the async
     ``check()`` is true; return the seconds it took."""
     began = time.monotonic()
     await wait_until_async(check, timeout_s, what)

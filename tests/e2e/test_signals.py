@@ -21,7 +21,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
 from services.common.topic_reader import TopicReader
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 DIGEST = "e2e.digest"
 APPROVAL_FIELDS = {"approved": "boolean", "note": {"type": "string", "required": False}}

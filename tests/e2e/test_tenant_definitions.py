@@ -22,7 +22,7 @@ from test_shutdown import python
 from ops import localstack
 from ops.sandbox import free_port
 from services.common.auth import bearer, new_key
-from tests.waiting import scaled, wait_until
+from tests.polling import scaled, wait_until
 
 SPEC: dict[str, Any] = {"name": "tenant-run", "nodes": [
     {"id": "a", "task": "e2e.sleep", "input": {"seconds": 0.05}}], "output": "${nodes.a.output}"}

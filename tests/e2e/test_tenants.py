@@ -34,7 +34,7 @@ from ops import localstack
 from ops.cli.app import app
 from services.common.auth import new_key
 from services.common.topic_reader import TopicReader
-from tests.waiting import holds_for_async, scaled
+from tests.polling import holds_for_async, scaled
 
 KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"), "acme_read": ("acme", "read"),
         "acme_admin": ("acme", "admin"), "globex": ("globex", "submit")}

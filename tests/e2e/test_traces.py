@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from stackkit import Stack, private_stack
 from test_kafka_submission import wait_status
 
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"

@@ -11,7 +11,7 @@ import test_ui_browser
 from stackkit import Stack
 from test_ui_browser import UI, submit
 
-from tests.waiting import wait_until
+from tests.polling import wait_until
 
 PAYLOAD = '<img src=x id=xss1 onerror="window.__xss=1">"><svg id=xss2 onload="window.__xss=2">'
 INJECTED = """

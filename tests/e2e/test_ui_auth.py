@@ -34,7 +34,7 @@ from stackkit import Stack
 from headwater.client import Client
 from ops.sandbox import free_port
 from services.common.auth import new_key
-from tests.waiting import wait_until
+from tests.polling import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SEEN = """

@@ -26,7 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from stackkit import Stack
 
-from tests.waiting import wait_until
+from tests.polling import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SEEN = """

@@ -14,7 +14,7 @@ from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
 from ops import localstack
-from tests.waiting import wait_until_async
+from tests.polling import wait_until_async
 
 RETRY = {"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 0.2, "jitter": 0}
 
@@ -32,7 +32,7 @@ async def submit(client: httpx.AsyncClient, name: str, task: str,
 
 async def wait_all_committed(stack: Stack, timeout_s: float = 60.0) -> None:
     """Wait until the worker group has committed every record of ``tasks.cpu``
-    (``timeout_s`` scaled, see ``tests/waiting.py``)."""
+    (``timeout_s`` scaled, see ``tests/polling.py``)."""
     topic, group = stack.topics.tasks("cpu"), stack.topics.worker_group("cpu")
     admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
     consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None)

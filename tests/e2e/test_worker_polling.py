@@ -22,7 +22,7 @@ from headwater.topics import Topics
 from services.common.kafka import ensure_topics
 from services.worker.app import Worker
 from services.worker.settings import Settings
-from tests.waiting import holds_for_async, wait_until_async
+from tests.polling import holds_for_async, wait_until_async
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from test_worker_polling import dispatch, fresh_topics, produce, read_all
 from headwater.core import events as ev
 from headwater.topics import Topics
 from ops.localstack import REPO
-from tests.waiting import scaled, wait_until_async
+from tests.polling import scaled, wait_until_async
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Fixtures of the fault-injection suite (the quick suite of ``load.faultkit``): private
+"""Fixtures of the fault-injection suite (the quick suite of ``faultsuite``): private
 deployments on the real Kafka and PostgreSQL, killed and restarted while they work."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for _path in (REPO, REPO / "tests" / "e2e"):  # load.faultkit, tests.waiting; stackkit, tasks
+for _path in (REPO, REPO / "tests" / "e2e"):  # faultsuite, tests.polling; stackkit, tasks
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 
 from faultcheck import assert_schedule_ran, explain  # noqa: E402
 from stackkit import require_services  # noqa: E402
 
-from load.faultkit.audit import EndState  # noqa: E402
-from load.faultkit.batch import Submission  # noqa: E402
-from load.faultkit.run import Plan, run  # noqa: E402
-from load.faultkit.suite import QUICK  # noqa: E402
+from faultsuite.audit import EndState  # noqa: E402
+from faultsuite.batch import Submission  # noqa: E402
+from faultsuite.run import Plan, run  # noqa: E402
+from faultsuite.suite import QUICK  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from load.faultkit.run import RunReport
+from faultsuite.run import RunReport
 
 
 def explain(report: RunReport) -> str:

@@ -1,4 +1,4 @@
-"""The auth checks of the fault runs (``load.faultkit.auth``) on keys and records made up
+"""The auth checks of the fault runs (``faultsuite.auth``) on keys and records made up
 here: the keys file admits the services' token for every tenant and the suite's for its
 tenant alone; a submission dead-lettered for its token and a run of another tenant are
 violations, other dead letters only figures. No services needed."""
@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from headwater.core import events as ev
-from headwater.topics import REASON_HEADER
-from load.faultkit.auth import (
+from faultsuite.auth import (
     TENANT,
     auth_faults,
     client_headers,
@@ -19,7 +17,9 @@ from load.faultkit.auth import (
     keys_in,
     submission_tokens,
 )
-from load.faultkit.topics import Record
+from faultsuite.topics import Record
+from headwater.core import events as ev
+from headwater.topics import REASON_HEADER
 from services.common.auth import Authenticator, KeysFile
 
 

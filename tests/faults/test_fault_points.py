@@ -1,7 +1,7 @@
 """Each fault point once, on a small batch of every workflow shape: the run keeps every
 invariant of docs/architecture.md §3 and ends every workflow as a fault-free run does.
 
-``python -m load.faults`` (``make faults``) runs the longer version: several runs per
+``python -m faultsuite`` (``make faults``) runs the longer version: several runs per
 point, several kills per run, bigger batches.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 from faultcheck import assert_schedule_ran, explain
 
-from load.faultkit.audit import EndState
-from load.faultkit.batch import Submission
-from load.faultkit.run import run
-from load.faultkit.suite import POINTS, QUICK, point_plan
-from tests.waiting import scaled
+from faultsuite.audit import EndState
+from faultsuite.batch import Submission
+from faultsuite.run import run
+from faultsuite.suite import POINTS, QUICK, point_plan
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import pytest
 from faultcheck import explain
 
-from load.faultkit.audit import EndState
-from load.faultkit.batch import Submission
-from load.faultkit.run import run
-from load.faultkit.suite import INFRA, QUICK, infra_plan
-from tests.waiting import scaled
+from faultsuite.audit import EndState
+from faultsuite.batch import Submission
+from faultsuite.run import run
+from faultsuite.suite import INFRA, QUICK, infra_plan
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from faultcheck import explain
 
-from load.faultkit.run import Plan, run
-from load.faultkit.suite import QUICK
-from tests.waiting import scaled
+from faultsuite.run import Plan, run
+from faultsuite.suite import QUICK
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 

@@ -1,14 +1,14 @@
-"""The schedule audit of the fault runs (``load.faultkit.schedule``) on histories made up
+"""The schedule audit of the fault runs (``faultsuite.schedule``) on histories made up
 here: it finds a fire time recorded twice, a cron time missing, a skipped fire, a run
 accepted twice and a run no fire started, and keeps the schedule's workflows out of
 the batch's audits. No services needed."""
 
 from __future__ import annotations
 
+from faultsuite.audit import EndState, WorkflowAudit
+from faultsuite.schedule import RUN_DEFINITION, ScheduleAudit, set_apart
+from faultsuite.topics import Record
 from headwater.core import events as ev
-from load.faultkit.audit import EndState, WorkflowAudit
-from load.faultkit.schedule import RUN_DEFINITION, ScheduleAudit, set_apart
-from load.faultkit.topics import Record
 
 SCHEDULE = "schedule:fault-tick:1"
 T = 1_800_000_000_000

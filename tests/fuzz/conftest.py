@@ -1,4 +1,4 @@
-"""Fixtures of the fuzzing suite (the short version of ``python -m load.fuzz``) and of
+"""Fixtures of the fuzzing suite (the short version of ``python -m fuzzer``) and of
 the regression tests of what it found."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for _path in (REPO, REPO / "tests" / "e2e"):  # load.fuzzkit, tests.waiting; stackkit
+for _path in (REPO, REPO / "tests" / "e2e"):  # fuzzer, tests.polling; stackkit
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 

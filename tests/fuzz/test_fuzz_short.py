@@ -1,9 +1,9 @@
-"""The short fuzzing run (``python -m load.fuzz`` runs the long one): a few hundred HTTP
+"""The short fuzzing run (``python -m fuzzer`` runs the long one): a few hundred HTTP
 cases generated from the gateway's OpenAPI document and a few hundred mutated Kafka
 records, with valid workflows between them, on a private sandbox.
 
 Every promise of docs/architecture.md invariant 6 is checked by the run itself
-(``load.fuzzkit.checks``): no 5xx but documented 503s, every error a problem document,
+(``fuzzer.checks``): no 5xx but documented 503s, every error a problem document,
 no process dead, replaced or restarted, every bad record dead-lettered with a reason,
 no partition wedged, every valid workflow succeeded. The seed is fixed, so the inputs
 are the same on every run.
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from load.fuzzkit.run import Options, run
-from tests.waiting import scaled
+from fuzzer.run import Options, run
+from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e]
 

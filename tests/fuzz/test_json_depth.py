@@ -1,7 +1,7 @@
 """A JSON field nested deeper than the system can write back is refused at the Kafka
 edge (``headwater.codec.MAX_JSON_DEPTH``), both ways.
 
-Found by ``python -m load.fuzz``: a ``WorkflowSubmitted`` whose input was nested 254
+Found by ``python -m fuzzer``: a ``WorkflowSubmitted`` whose input was nested 254
 levels deep decoded (orjson reads up to 1024 levels), was accepted, and then the
 coordinator could not write its table entry (orjson writes at most 254 levels, and the
 entry puts the input one level down): every batch holding it failed and the coordinator

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
+from fuzzer.bases import Builders
+from fuzzer.mutants import APPLIED, DLQ, Mutator, classify
 from headwater.topics import Topics
-from load.fuzzkit.bases import Builders
-from load.fuzzkit.mutants import APPLIED, DLQ, Mutator, classify
 from services.coordinator.homing import movable
 
 TOPICS = Topics("fz")

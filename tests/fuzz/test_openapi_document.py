@@ -78,7 +78,7 @@ def test_schemathesis_generates_cases_of_both_kinds(path: str, method: str,
 
 
 def test_what_the_gateway_takes_is_not_described_as_invalid() -> None:
-    """``python -m load.fuzz`` sent ``"tenant": null`` and nodes with
+    """``python -m fuzzer`` sent ``"tenant": null`` and nodes with
     ``"max_concurrency": null`` as schema-violating cases and got 202: ``id`` and
     ``tenant`` may be null (``models.SubmitRequest``), and so may a spec's optional
     fields, whose null means absent (``headwater.core.spec``)."""

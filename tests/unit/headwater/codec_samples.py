@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
+from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
-from headwater.workers import WorkerAnnounced
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"

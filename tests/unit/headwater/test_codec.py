@@ -13,9 +13,9 @@ from codec_samples import AT, SAMPLES, SPEC, WF, body_samples, sample_id, schema
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater import codec
+from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
-from headwater.workers import WorkerAnnounced
 
 
 def crc64_avro(data: bytes) -> int:

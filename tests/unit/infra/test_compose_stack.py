@@ -23,7 +23,7 @@ from dockerfile_facts import REPO, image
 from k8s_render import K8S, Tools
 from stop_windows import MARGIN_S, longest_stop_s
 
-from headwater.client_http import DEFAULT_PORT
+from headwater.client.http import DEFAULT_PORT
 from services.common.settings import DEFAULT_BOOTSTRAP, DEFAULT_PG_DSN
 
 COMPOSE = REPO / "infra" / "docker-compose.yml"

@@ -25,7 +25,7 @@ from k8s_render import Objects
 from starlette.testclient import TestClient
 from stop_windows import MARGIN_S, longest_stop_s
 
-from tests.waiting import wait_until
+from tests.polling import wait_until
 
 HTTP_SERVICES = {"headwater-gateway"}
 

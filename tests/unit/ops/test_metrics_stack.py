@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ops import localstack
-from tests.waiting import wait_until
+from tests.polling import wait_until
 
 
 def started(name: str, module: str, *args: str) -> int | None:

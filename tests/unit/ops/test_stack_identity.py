@@ -18,8 +18,8 @@ from ops import localstack
 from ops.cli.app import app
 from services.gateway.app import create_app
 from services.gateway.settings import Settings
+from tests.polling import wait_until
 from tests.unit.ops.conftest import SLEEPER, Gateway
-from tests.waiting import wait_until
 
 UNREACHABLE = Settings(bootstrap="127.0.0.1:9", pg_dsn="postgresql://postgres@127.0.0.1:9/x")
 

@@ -6,8 +6,8 @@ snapshot publishes none of the dispatches the dropped step made."""
 from __future__ import annotations
 
 import pytest
+from test_coordinator_deferred import DeadBus
 from test_coordinator_redelivery import AT, TOPICS, Bus, FaustTable, Killed, Table, kill_at
-from test_coordinator_waiting import DeadBus
 
 from headwater import codec
 from headwater.core import events as ev

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from headwater import codec, workers
+from headwater import announcement, codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.worker.announce import (
@@ -48,7 +48,7 @@ def test_header_is_the_crc64_fingerprint_of_the_schema_file() -> None:
 
 
 def test_the_record_is_headwaters_and_the_codecs() -> None:
-    assert WorkerAnnounced is workers.WorkerAnnounced
+    assert WorkerAnnounced is announcement.WorkerAnnounced
     assert encode_announcement(RECORD) == codec.encode(RECORD)
     assert codec.decode(encode_announcement(RECORD)) == RECORD
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from headwater import codec
+from headwater.announcement import WorkerAnnounced
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
-from headwater.workers import WorkerAnnounced
 from services.gateway.definitions import records as definition_records
 
 SPEC = {"name": "greet", "nodes": [{"id": "a", "task": "t.a", "input": {"x": [1, 2.5, None]}}]}

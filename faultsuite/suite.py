@@ -1,0 +1,161 @@
+"""The fault points, the infrastructure faults, the plans that exercise them, and the two
+suites: ``QUICK`` (one run per point and per infrastructure fault on a small batch, with
+PostgreSQL down for 20 s, and a light rebalance: what ``make test`` runs) and ``FULL``
+(several runs per point, several kills per run, bigger batches, two runs per
+infrastructure fault with PostgreSQL down for 60 s, the full 100-workflow rebalance,
+and a rebalance with faults: what ``make faults`` runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from faultsuite.batch import Sizes, Submission, make_batch
+from faultsuite.outage import Outage
+from faultsuite.rebalance import Rebalance
+from faultsuite.run import Plan
+
+EXTERNAL_KILL = "worker.sigkill"
+"""Not a ``HEADWATER_FAULTS`` point: the harness SIGKILLs a worker mid-attempt."""
+REDO_KILL = "coordinator.after_intent+after_redo"
+"""Two crashes in a row: at ``coordinator.after_intent``, then while the next process
+carries out the intent that left (``coordinator.after_redo``)."""
+POINTS = (
+    "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
+    REDO_KILL, EXTERNAL_KILL, "worker.after_start",
+    "worker.after_outcome", "gateway.after_produce",
+)
+"""Every fault point the suites cover, in the order they run."""
+INFRA = ("infra.broker_sigkill", "infra.broker_sigstop", "infra.postgres_stop")
+"""The infrastructure faults, each on a private broker and database (``outage``): the
+broker SIGKILLed mid-batch and started again ``BROKER_RESTART_S`` later; the broker
+frozen (SIGSTOP) for ``BROKER_FROZEN_S`` and thawed; PostgreSQL stopped at once for the
+suite's ``postgres_down_s`` and started again."""
+BROKER_RESTART_S = 3.0
+"""Seconds between the broker's SIGKILL and its restart (which takes ~15 s more: the
+controller keeps the dead broker's registration for its session timeout)."""
+BROKER_FROZEN_S = 20.0
+"""Seconds the broker stays frozen (SIGSTOP)."""
+REBALANCES = ("rebalance", "rebalance+faults")
+"""The rebalance scenarios (the second in the full suite only)."""
+
+FIRST_HITS = {"coordinator": (20, 5, 60), "worker": (20, 7, 50), "gateway": (4, 2, 9)}
+"""The hit that kills a service's first process, per run (cycled): points are passed
+once per applied batch (coordinator), attempt (worker) or submission (gateway; the
+first is the schedule's ``PUT``, so 4 is the batch's third submission)."""
+LATER_HITS = {"coordinator": 12, "worker": 15, "gateway": 4}
+"""The hit that kills each later process (a restarted coordinator applies its backlog in
+few, large batches, so fewer hits)."""
+
+
+def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.0) -> Plan:
+    """The plan that kills at ``point`` ``kills`` times in run number ``run``.
+
+    Raises:
+        ValueError: an unknown point.
+    """
+    if point == EXTERNAL_KILL:
+        return Plan(point, worker_kills=kills, kill_gap_s=4.0, expect=("external SIGKILL",),
+                    timeout_s=timeout_s)
+    if point == REDO_KILL:
+        first = FIRST_HITS["coordinator"][run % len(FIRST_HITS["coordinator"])]
+        return Plan(point, faults=f"coordinator.after_intent={first}",
+                    schedule={"coordinator": ["coordinator.after_redo=1"]},
+                    expect=("fault coordinator.after_intent", "fault coordinator.after_redo"),
+                    timeout_s=timeout_s)
+    if point not in POINTS:
+        raise ValueError(f"unknown fault point {point!r} (one of {list(POINTS)})")
+    kind = point.split(".", 1)[0]
+    first = FIRST_HITS[kind][run % len(FIRST_HITS[kind])]
+    later = [f"{point}={LATER_HITS[kind] + 3 * i}" for i in range(kills - 1)]
+    return Plan(point, faults=f"{point}={first}", schedule={kind: later},
+                expect=(f"fault {point}",), timeout_s=timeout_s)
+
+
+def infra_plan(name: str, postgres_down_s: float = 60.0) -> Plan:
+    """The plan of the infrastructure fault ``name`` (one of ``INFRA``).
+
+    Args:
+        name: the fault.
+        postgres_down_s: how long PostgreSQL stays down, seconds.
+
+    Raises:
+        ValueError: an unknown fault.
+    """
+    if name not in INFRA:
+        raise ValueError(f"unknown infrastructure fault {name!r} (one of {list(INFRA)})")
+    what = name.split(".", 1)[1]
+    down = {"broker_sigkill": BROKER_RESTART_S, "broker_sigstop": BROKER_FROZEN_S,
+            "postgres_stop": postgres_down_s}[what]
+    return Plan(name, outage=Outage(what, down))
+
+
+@dataclass(frozen=True)
+class Suite:
+    """How much to run.
+
+    Attributes:
+        name: ``quick`` or ``full``.
+        batch_size: workflows per fault run (cycling through every shape,
+            ``batch.ALL_SHAPES``: 15 make one of each).
+        runs: runs per fault point.
+        kills: kills per run.
+        rebalance_size: workflows of the rebalance run.
+        rebalance: its scaling script.
+        rebalance_gap_s: seconds between its submissions (spreads it over the steps).
+        faulty_rebalance: also run the rebalance batch while a coordinator and a worker
+            are killed.
+        infra_runs: runs per infrastructure fault.
+        postgres_down_s: how long PostgreSQL stays down in its fault, seconds.
+        sizes: how long tasks take.
+    """
+
+    name: str
+    batch_size: int
+    runs: int
+    kills: int
+    rebalance_size: int
+    rebalance: Rebalance
+    rebalance_gap_s: float
+    faulty_rebalance: bool
+    infra_runs: int = 1
+    postgres_down_s: float = 60.0
+    sizes: Sizes = field(default_factory=Sizes)
+
+    def batch(self) -> list[Submission]:
+        """The fault runs' batch (the same in every run)."""
+        return make_batch("fb", self.batch_size, self.sizes)
+
+    def rebalance_batch(self) -> list[Submission]:
+        """The rebalance runs' batch."""
+        return make_batch("rb", self.rebalance_size, self.sizes)
+
+    def plans(self) -> list[Plan]:
+        """Every fault run, point by point, then the infrastructure faults."""
+        return [*(point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)),
+                *self.infra_plans()]
+
+    def infra_plans(self) -> list[Plan]:
+        """Every infrastructure fault, ``infra_runs`` times each."""
+        return [infra_plan(name, self.postgres_down_s)
+                for name in INFRA for _ in range(self.infra_runs)]
+
+    def rebalance_plans(self) -> list[Plan]:
+        """The rebalance run, and with ``faulty_rebalance`` the one with kills too."""
+        plans = [Plan("rebalance", rebalance=self.rebalance, submit_gap_s=self.rebalance_gap_s)]
+        if self.faulty_rebalance:
+            plans.append(Plan(
+                "rebalance+faults", faults="coordinator.after_publish=40",
+                schedule={"coordinator": ["coordinator.after_intent=15"]},
+                worker_kills=1, kill_gap_s=5.0, rebalance=self.rebalance,
+                submit_gap_s=self.rebalance_gap_s,
+                expect=("fault coordinator.after_publish", "external SIGKILL")))
+        return plans
+
+
+QUICK = Suite("quick", batch_size=14, runs=1, kills=1, rebalance_size=28,
+              rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
+              rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0)
+FULL = Suite("full", batch_size=28, runs=3, kills=2, rebalance_size=100,
+             rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
+             rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0)
+SUITES = {s.name: s for s in (QUICK, FULL)}

@@ -1,0 +1,232 @@
+"""``AsyncClient``: ``headwater.client.Client``'s methods for asyncio code, to await
+(``events`` and a streamed ``run`` are async iterators). What each method asks and how
+it reads the answer (``requests``), the retry policy (``retry``) and the
+following of event streams (``follow``) are shared; this module only sends, with
+httpx's asyncio client. See ``headwater.client``."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
+
+import httpx
+from httpx_sse import EventSource, aconnect_sse
+
+from headwater import errors
+from headwater.client import requests as req
+from headwater.client.follow import Follow, ResultWatch
+from headwater.client.http import (
+    Call,
+    Mode,
+    auth_headers,
+    default_token,
+    event_from,
+    outcome,
+    settings,
+)
+from headwater.client.requests import FetchesAsync, Listing, Request
+from headwater.client.retry import Tries, unexpected
+from headwater.client.schedules import AsyncSchedules
+from headwater.client.types import (
+    Definition,
+    Event,
+    Identity,
+    Page,
+    Queue,
+    Run,
+    Submitted,
+    Workflow,
+)
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
+    (``transport``: an ``httpx.AsyncBaseTransport``)."""
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, *,
+                 timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
+        headers = auth_headers(default_token() if token is None else token)
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+                                       headers=headers, transport=transport)
+        self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def send(self, call: Call, timeout: float | None = None) -> httpx.Response:
+        """As ``Client.send``."""
+        tries = Tries(self.retries, f"{call.method} {self.base_url}{call.path}")
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method, call.path, **call.options(),
+                    timeout=self.timeout if timeout is None else timeout)
+            except httpx.TransportError as e:
+                await asyncio.sleep(tries.lost(e))
+                continue
+            wait = tries.answered(response)
+            if wait is None:
+                return response
+            await asyncio.sleep(wait)
+
+    async def json(self, call: Call) -> Any:
+        """The JSON of ``call``'s answer (``send``)."""
+        return (await self.send(call)).json()
+
+    async def fetch(self, request: Request[T]) -> T:
+        """As ``Client.fetch``."""
+        return request.decode(await self.send(request.call,
+                                              request.read_timeout(self.timeout)))
+
+    async def fetch_all(self, request: Request[Listing[T]]) -> builtins.list[T]:
+        """As ``Client.fetch_all``."""
+        listing = await self.fetch(request)
+        while listing.next is not None:
+            listing = await self.fetch(listing.next)
+        return listing.found
+
+    async def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
+                     definition: str | None = None, input: Any = None,
+                     id: str | None = None, tenant: str | None = None,
+                     queue_anyway: bool = False) -> Submitted:
+        """As ``Client.submit``."""
+        return await self.fetch(req.submit(workflow, definition, input, id, tenant,
+                                                queue_anyway))
+
+    @overload
+    async def run(self, definition: str, input: Any = ...,
+                  *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
+                  id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+    @overload
+    async def run(self, definition: str, input: Any = ...,
+                  *, mode: Literal["stream"], timeout: float | None = ...,
+                  id: str | None = ...,
+                  queue_anyway: bool = ...) -> AsyncIterator[Event]: ...
+
+    async def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
+                  timeout: float | None = None, id: str | None = None,
+                  queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
+        """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
+        iterator of the events (the request is sent as it is iterated)."""
+        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+        if mode == "stream":
+            return self._follow(Follow.run(self, request.call))
+        return await self.fetch(request)
+
+    async def get(self, workflow_id: str) -> Workflow:
+        """As ``Client.get``."""
+        return await self.fetch(req.get(workflow_id))
+
+    async def list(self, *, status: str | None = None, name: str | None = None,
+                   definition: str | None = None, limit: int = 50,
+                   cursor: str | None = None) -> Page:
+        """As ``Client.list``."""
+        return await self.fetch(req.workflows(status, name, definition, limit, cursor))
+
+    async def result(self, workflow_id: str, timeout: float | None = None) -> Any:
+        """As ``Client.result``."""
+        watch = ResultWatch(self, workflow_id, timeout)
+        try:
+            workflow = await self.get(workflow_id)
+            if not workflow.done:
+                async for _ in self._follow(watch.follow(workflow.seq)):
+                    pass  # until the terminal event
+                workflow = await self.get(workflow_id)
+            while not workflow.done:
+                await asyncio.sleep(watch.settle())
+                workflow = await self.get(workflow_id)
+        except errors.ResultTimeout:
+            raise watch.timed_out() from None
+        return outcome(workflow)
+
+    def events(self, workflow_id: str,
+               last_event_id: int | None = None) -> AsyncIterator[Event]:
+        """As ``Client.events`` (an async iterator)."""
+        return self._follow(Follow(self, workflow_id, last_event_id or 0))
+
+    async def _follow(self, follow: Follow) -> AsyncIterator[Event]:
+        """As ``Client._follow``."""
+        while True:
+            call = follow.call()
+            try:
+                async with aconnect_sse(self._http, call.method, call.path,
+                                        **call.options(),
+                                        timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        await source.response.aread()
+                    if follow.opened(source.response):
+                        async for event in _events(source):
+                            if follow.take(event):
+                                yield event
+                                if follow.done(event):
+                                    return
+                        if follow.ended(await self.get(follow.workflow_id)):
+                            return
+            except httpx.TransportError as e:
+                follow.lost(e)
+            await asyncio.sleep(follow.pause())
+
+    async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+                     index: int | None = None,
+                     signal_id: str | None = None) -> dict[str, Any]:
+        """As ``Client.signal``."""
+        return await self.fetch(req.signal(workflow_id, name, fields, index,
+                                                signal_id))
+
+    async def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
+        """As ``Client.cancel``."""
+        return await self.fetch(req.cancel(workflow_id, reason))
+
+    async def queues(self) -> builtins.list[Queue]:
+        """As ``Client.queues``."""
+        return await self.fetch(req.queues())
+
+    async def whoami(self) -> Identity:
+        """As ``Client.whoami``."""
+        return await self.fetch(req.whoami())
+
+
+async def _events(source: EventSource) -> AsyncIterator[Event]:
+    """The events of an SSE stream (messages without data skipped)."""
+    async for sse in source.aiter_sse():
+        event = event_from(sse)
+        if event is not None:
+            yield event
+
+
+class AsyncDefinitions:
+    """``AsyncClient.definitions``: as ``headwater.client.Definitions``, to await."""
+
+    def __init__(self, client: FetchesAsync) -> None:
+        self._client = client
+
+    async def put(self, name: str, spec: dict[str, Any] | str | Path, *,
+                  input_schema: dict[str, Any] | None = None) -> Definition:
+        """As ``Definitions.put``."""
+        return await self._client.fetch(req.definition_put(name, spec, input_schema))
+
+    async def list(self) -> builtins.list[Definition]:
+        """As ``Definitions.list``."""
+        return await self._client.fetch_all(req.definitions())
+
+    async def get(self, name: str, version: int | None = None) -> Definition:
+        """As ``Definitions.get``."""
+        return await self._client.fetch(req.definition_get(name, version))
+
+    async def delete(self, name: str) -> None:
+        """As ``Definitions.delete``."""
+        await self._client.fetch(req.definition_delete(name))

@@ -1,0 +1,233 @@
+"""What each method of ``headwater.client`` asks and how it reads the answer, without
+I/O: a ``Request`` per call of ``Client`` (and ``AsyncClient``, whose methods are the
+same), ``Client.definitions`` and ``Client.schedules``. The clients only send them
+(``Client.fetch``; ``fetch_all`` for a listing's pages), each in its own way.
+
+Every check of the arguments (an empty id or name, a timeout not finite and >= 0, a
+spec that is no mapping) is made while the request is built: a ``ValueError`` before
+anything is sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
+
+from headwater.client.http import (
+    Call,
+    Mode,
+    definition_put_call,
+    list_call,
+    run_call,
+    run_from,
+    run_id,
+    segment,
+    signal_call,
+    submit_call,
+)
+from headwater.client.types import (
+    Definition,
+    Identity,
+    Page,
+    Queue,
+    Run,
+    Submitted,
+    Workflow,
+    definition_from,
+    identity_from,
+    queue_from,
+    workflow_from,
+)
+
+T = TypeVar("T")
+RUN_WAIT_S = 60.0
+"""How long a waiting ``run`` without ``timeout`` expects the gateway to wait, seconds
+(its ``HEADWATER_RUN_TIMEOUT_MAX_S`` by default): the read timeout is this plus
+``timeout``; a gateway waiting longer is asked again (the same id: the same run)."""
+PAGE = 500
+"""Items per page while a listing (``Definitions.list``, ``Schedules.list``) reads
+every page."""
+
+
+@dataclass(frozen=True)
+class Request(Generic[T]):
+    """One method's exchange.
+
+    Attributes:
+        call: what to send (the same on every try).
+        decode: reads the (2xx) answer into what the method returns.
+        wait_s: how long the gateway may hold the answer back, seconds: this
+            request's read timeout is the client's timeout plus this (None: the
+            client's timeout alone; ``read_timeout``).
+    """
+
+    call: Call
+    decode: Callable[[httpx.Response], T]
+    wait_s: float | None = None
+
+    def read_timeout(self, timeout: float) -> float | None:
+        """This request's read timeout with the client's ``timeout``, seconds (None:
+        the client's, as ``Client.send`` takes it)."""
+        return None if self.wait_s is None else timeout + self.wait_s
+
+
+@dataclass(frozen=True)
+class Listing(Generic[T]):
+    """What a listing's pages gave so far.
+
+    Attributes:
+        found: the items of every page read, in order.
+        next: the request for the next page; None after the last one.
+    """
+
+    found: list[T]
+    next: Request[Listing[T]] | None
+
+
+class Fetches(Protocol):
+    """A blocking client as its ``definitions`` and ``schedules`` use it."""
+
+    def fetch(self, request: Request[T]) -> T: ...
+
+    def fetch_all(self, request: Request[Listing[T]]) -> list[T]: ...
+
+
+class FetchesAsync(Protocol):
+    """An asyncio client as its ``definitions`` and ``schedules`` use it."""
+
+    async def fetch(self, request: Request[T]) -> T: ...
+
+    async def fetch_all(self, request: Request[Listing[T]]) -> list[T]: ...
+
+
+def reading(read: Callable[[dict[str, Any]], T]) -> Callable[[httpx.Response], T]:
+    """A decoder applying ``read`` (a view such as ``workflow_from``) to the answer's
+    JSON."""
+    return lambda response: read(response.json())
+
+
+def document(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON document as it is."""
+    doc: dict[str, Any] = response.json()
+    return doc
+
+
+def nothing(response: httpx.Response) -> None:
+    """A decoder for answers whose body says nothing (``DELETE``, pause ...)."""
+
+
+def pages(path: str, read: Callable[[dict[str, Any]], T], cursor: str | None = None,
+          found: tuple[T, ...] = ()) -> Request[Listing[T]]:
+    """``GET path`` for the page after ``cursor`` (None: the first), ``PAGE`` items a
+    page, each item read by ``read``; ``found``: the items of the pages before."""
+    def decode(response: httpx.Response) -> Listing[T]:
+        doc = response.json()
+        items = (*found, *(read(item) for item in doc["items"]))
+        after = doc.get("next_cursor")
+        return Listing(list(items), pages(path, read, after, items) if after else None)
+
+    params = {"limit": PAGE, **({"cursor": cursor} if cursor else {})}
+    return Request(Call("GET", path, params=params), decode)
+
+
+def submitted_from(response: httpx.Response) -> Submitted:
+    """The view of a submission's answer (202: a new run; 200: the same again)."""
+    doc = response.json()
+    return Submitted(doc["id"], doc["status"], response.status_code == 202,
+                     doc.get("links") or {})
+
+
+def submit(workflow: dict[str, Any] | str | Path | None, definition: str | None,
+           workflow_input: Any, workflow_id: str | None, tenant: str | None,
+           queue_anyway: bool) -> Request[Submitted]:
+    """``Client.submit``: ``POST /v1/workflows`` (``workflow_id`` None: a new id,
+    chosen now, before the first try)."""
+    return Request(submit_call(workflow, definition, workflow_input, run_id(workflow_id),
+                               tenant, queue_anyway), submitted_from)
+
+
+def run(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,
+        workflow_id: str | None, queue_anyway: bool) -> Request[Run]:
+    """``Client.run``: ``POST /v1/run/{definition}`` (``workflow_id`` None: a new id,
+    chosen now). In ``sync`` mode the read timeout is the client's plus the gateway's
+    wait (``timeout``, else ``RUN_WAIT_S``); in ``stream`` mode the answer is an event
+    stream (``follow.Follow.run``), not decoded here."""
+    call = run_call(definition, workflow_input, mode, timeout, run_id(workflow_id),
+                    queue_anyway)
+    wait_s = RUN_WAIT_S if timeout is None else timeout
+    return Request(call, run_from, wait_s if mode == "sync" else None)
+
+
+def get(workflow_id: str) -> Request[Workflow]:
+    """``Client.get``: ``GET /v1/workflows/{id}``."""
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}"),
+                   reading(workflow_from))
+
+
+def page_from(response: httpx.Response) -> Page:
+    """The view of a page of ``GET /v1/workflows``."""
+    doc = response.json()
+    return Page([workflow_from(i) for i in doc["items"]], doc.get("next_cursor"))
+
+
+def workflows(status: str | None, name: str | None, definition: str | None, limit: int,
+              cursor: str | None) -> Request[Page]:
+    """``Client.list``: one page of ``GET /v1/workflows``, filtered."""
+    return Request(list_call(status, name, definition, limit, cursor), page_from)
+
+
+def signal(workflow_id: str, name: str, fields: dict[str, Any], index: int | None,
+           signal_id: str | None) -> Request[dict[str, Any]]:
+    """``Client.signal``: ``POST .../signals/{name}`` (``signal_id`` None: a UUID4,
+    chosen now, before the first try)."""
+    return Request(signal_call(workflow_id, name, fields, index,
+                               signal_id or uuid.uuid4().hex), document)
+
+
+def cancel(workflow_id: str, reason: str) -> Request[dict[str, Any]]:
+    """``Client.cancel``: ``POST /v1/workflows/{id}/cancel``."""
+    return Request(Call("POST", f"/v1/workflows/{segment(workflow_id)}/cancel",
+                        json={"reason": reason}), document)
+
+
+def queues_from(response: httpx.Response) -> list[Queue]:
+    """The views of ``GET /v1/queues``'s items."""
+    return [queue_from(q) for q in response.json()["queues"]]
+
+
+def queues() -> Request[list[Queue]]:
+    """``Client.queues``: ``GET /v1/queues``."""
+    return Request(Call("GET", "/v1/queues"), queues_from)
+
+
+def whoami() -> Request[Identity]:
+    """``Client.whoami``: ``GET /v1/whoami``."""
+    return Request(Call("GET", "/v1/whoami"), reading(identity_from))
+
+
+def definition_put(name: str, spec: dict[str, Any] | str | Path,
+                   input_schema: dict[str, Any] | None) -> Request[Definition]:
+    """``Definitions.put``: ``PUT /v1/definitions/{name}``."""
+    return Request(definition_put_call(name, spec, input_schema), reading(definition_from))
+
+
+def definitions() -> Request[Listing[Definition]]:
+    """``Definitions.list``: every page of ``GET /v1/definitions``."""
+    return pages("/v1/definitions", definition_from)
+
+
+def definition_get(name: str, version: int | None) -> Request[Definition]:
+    """``Definitions.get``: ``GET /v1/definitions/{name}`` (``?version=``)."""
+    params = {} if version is None else {"version": version}
+    return Request(Call("GET", f"/v1/definitions/{segment(name)}", params=params),
+                   reading(definition_from))
+
+
+def definition_delete(name: str) -> Request[None]:
+    """``Definitions.delete``: ``DELETE /v1/definitions/{name}``."""
+    return Request(Call("DELETE", f"/v1/definitions/{segment(name)}"), nothing)

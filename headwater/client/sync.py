@@ -1,0 +1,291 @@
+"""``Client``: the blocking client of one gateway, and ``Client.definitions``. It only
+sends, with httpx's blocking client, what the sans-I/O modules decide (``requests``,
+``retry``, ``follow``); see ``headwater.client`` for auth, errors and retries."""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
+
+import httpx
+from httpx_sse import connect_sse
+
+from headwater import errors
+from headwater.client import requests as req
+from headwater.client.follow import Follow, ResultWatch
+from headwater.client.http import (
+    Call,
+    Mode,
+    auth_headers,
+    default_token,
+    outcome,
+    settings,
+    sse_events,
+)
+from headwater.client.requests import Fetches, Listing, Request
+from headwater.client.retry import Tries, unexpected
+from headwater.client.schedules import Schedules
+from headwater.client.types import (
+    Definition,
+    Event,
+    Identity,
+    Page,
+    Queue,
+    Run,
+    Submitted,
+    Workflow,
+)
+
+__all__ = ["Client", "Definitions"]
+T = TypeVar("T")
+
+
+class Client:
+    """A blocking client of one gateway (thread-safe: httpx's client is).
+
+    Args:
+        base_url: the gateway's URL (None: ``http.default_url()``).
+        token: the bearer token sent on every request (None: ``HEADWATER_TOKEN``; "":
+            none).
+        timeout: each request's timeout, seconds (connect, read, write, pool); a
+            waiting ``run`` adds its ``timeout`` to it.
+        retries: extra tries after a connection error or a 503 (0: none).
+        transport: an httpx transport (tests pass ``httpx.MockTransport``).
+    """
+
+    def __init__(self, base_url: str | None = None, token: str | None = None, *,
+                 timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
+        headers = auth_headers(default_token() if token is None else token)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
+                                  transport=transport)
+        self.definitions, self.schedules = Definitions(self), Schedules(self)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def send(self, call: Call, timeout: float | None = None) -> httpx.Response:
+        """Send ``call``, trying again after a connection error or a 503.
+
+        Args:
+            call: the request.
+            timeout: this request's read timeout, seconds (None: the client's).
+
+        Returns:
+            The answer (2xx or 3xx).
+
+        Raises:
+            HeadwaterHTTPError: an error answer (a subclass by status).
+            GatewayUnreachable: no answer within the retries.
+        """
+        tries = Tries(self.retries, f"{call.method} {self.base_url}{call.path}")
+        while True:
+            try:
+                response = self._http.request(
+                    call.method, call.path, **call.options(),
+                    timeout=self.timeout if timeout is None else timeout)
+            except httpx.TransportError as e:
+                time.sleep(tries.lost(e))
+                continue
+            wait = tries.answered(response)
+            if wait is None:
+                return response
+            time.sleep(wait)
+
+    def fetch(self, request: Request[T]) -> T:
+        """Send a method's request (``requests``) and decode its answer; errors
+        as ``send``'s."""
+        return request.decode(self.send(request.call, request.read_timeout(self.timeout)))
+
+    def fetch_all(self, request: Request[Listing[T]]) -> builtins.list[T]:
+        """Every item of a listing, page after page (``fetch`` of each)."""
+        listing = self.fetch(request)
+        while listing.next is not None:
+            listing = self.fetch(listing.next)
+        return listing.found
+
+    def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
+               definition: str | None = None, input: Any = None, id: str | None = None,
+               tenant: str | None = None, queue_anyway: bool = False) -> Submitted:
+        """Submit a run of an inline spec (``workflow``: a dict, a YAML/JSON file or
+        text) or of a stored definition (``definition``: ``name`` or ``name@3``).
+
+        Args:
+            workflow: the spec.
+            definition: the definition's name instead.
+            input: the run's input (JSON).
+            id: the run's id (None: ``wf-<uuid4 hex>``, chosen before the first try).
+            tenant: its tenant.
+            queue_anyway: submit even when a queue it needs has no live worker.
+
+        Raises:
+            ValueError: neither or both of ``workflow`` and ``definition``; an empty id.
+            Conflict: the id is taken by another body. Unprocessable: an invalid spec
+                or input. NotFound/Gone: unknown or deleted definition.
+        """
+        return self.fetch(req.submit(workflow, definition, input, id, tenant,
+                                          queue_anyway))
+
+    @overload
+    def run(self, definition: str, input: Any = ...,
+            *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
+            id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+    @overload
+    def run(self, definition: str, input: Any = ...,
+            *, mode: Literal["stream"], timeout: float | None = ...,
+            id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
+
+    def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
+            timeout: float | None = None, id: str | None = None,
+            queue_anyway: bool = False) -> Run | Iterator[Event]:
+        """Run a definition (``POST /v1/run/{name}``).
+
+        Args:
+            definition: ``name`` or ``name@3``.
+            input: the run's input (JSON).
+            mode: ``sync`` waits up to ``timeout`` (``Run.done`` tells whether it ended);
+                ``async`` answers at once; ``stream`` yields the ``accepted`` event (id
+                0, ``data["id"]`` the run's id) then the run's events until its terminal
+                one, reconnecting as ``events`` does.
+            timeout: how long the gateway waits, seconds (None: its maximum,
+                ``HEADWATER_RUN_TIMEOUT_MAX_S``).
+            id: the run's id (None: chosen before the first try).
+            queue_anyway: submit even when a queue it needs has no live worker.
+
+        Raises:
+            ValueError: an empty name or id; a timeout not finite or below 0.
+        """
+        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+        if mode == "stream":
+            return self._follow(Follow.run(self, request.call))
+        return self.fetch(request)
+
+    def get(self, workflow_id: str) -> Workflow:
+        """One run (``GET /v1/workflows/{id}``). Raises ``NotFound`` when unknown."""
+        return self.fetch(req.get(workflow_id))
+
+    def list(self, *, status: str | None = None, name: str | None = None,
+             definition: str | None = None, limit: int = 50,
+             cursor: str | None = None) -> Page:
+        """Runs newest first (``GET /v1/workflows``), filtered; ``Page.next_cursor``
+        pages on."""
+        return self.fetch(req.workflows(status, name, definition, limit, cursor))
+
+    def result(self, workflow_id: str, timeout: float | None = None) -> Any:
+        """Wait for a run to end and return its output.
+
+        Args:
+            workflow_id: the run.
+            timeout: the longest wait, seconds (None: no limit).
+
+        Raises:
+            WorkflowFailed: it failed. WorkflowCancelled: it was cancelled.
+            ResultTimeout: (a ``TimeoutError``) it has not ended within ``timeout``.
+            NotFound: unknown id.
+        """
+        watch = ResultWatch(self, workflow_id, timeout)
+        try:
+            workflow = self.get(workflow_id)
+            if not workflow.done:
+                for _ in self._follow(watch.follow(workflow.seq)):
+                    pass  # until the terminal event
+                workflow = self.get(workflow_id)
+            while not workflow.done:
+                time.sleep(watch.settle())
+                workflow = self.get(workflow_id)
+        except errors.ResultTimeout:
+            raise watch.timed_out() from None
+        return outcome(workflow)
+
+    def events(self, workflow_id: str, last_event_id: int | None = None) -> Iterator[Event]:
+        """A run's events after seq ``last_event_id`` (None: from the start), in order,
+        until its terminal one; a lost stream is resumed with ``Last-Event-ID``.
+
+        Raises:
+            NotFound: unknown id.
+            GatewayUnreachable: no stream within the retries.
+        """
+        return self._follow(Follow(self, workflow_id, last_event_id or 0))
+
+    def _follow(self, follow: Follow) -> Iterator[Event]:
+        """The events ``follow`` hands on, its stream opened again as it says."""
+        while True:
+            call = follow.call()
+            try:
+                with connect_sse(self._http, call.method, call.path, **call.options(),
+                                 timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        source.response.read()
+                    if follow.opened(source.response):
+                        for event in sse_events(source):
+                            if follow.take(event):
+                                yield event
+                                if follow.done(event):
+                                    return
+                        if follow.ended(self.get(follow.workflow_id)):
+                            return
+            except httpx.TransportError as e:
+                follow.lost(e)
+            time.sleep(follow.pause())
+
+    def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+               index: int | None = None, signal_id: str | None = None) -> dict[str, Any]:
+        """Signal a run's wait (``POST .../signals/{name}``); ``signal_id`` (None: a
+        UUID4 chosen before the first try) makes a retry count once. Returns the
+        answer (``workflow_id``, ``signal``, ``signal_id``, ``links``)."""
+        return self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+
+    def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
+        """Ask for a run's cancellation. Returns the answer (``status:
+        cancel_requested``). Raises ``Conflict`` when it has already ended."""
+        return self.fetch(req.cancel(workflow_id, reason))
+
+    def queues(self) -> builtins.list[Queue]:
+        """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""
+        return self.fetch(req.queues())
+
+    def whoami(self) -> Identity:
+        """The token's tenant and role (``GET /v1/whoami``). Raises ``Unauthorized``
+        when the gateway's auth is on and the token is missing or not taken."""
+        return self.fetch(req.whoami())
+
+
+class Definitions:
+    """``Client.definitions``: the registry (``/v1/definitions``)."""
+
+    def __init__(self, client: Fetches) -> None:
+        self._client = client
+
+    def put(self, name: str, spec: dict[str, Any] | str | Path, *,
+            input_schema: dict[str, Any] | None = None) -> Definition:
+        """Store a version (``PUT /v1/definitions/{name}``): a new one (``raw`` of a
+        201), or the current one when the body is the same. Raises ``Unprocessable``
+        naming every fault of the spec or the schema."""
+        return self._client.fetch(req.definition_put(name, spec, input_schema))
+
+    def list(self) -> builtins.list[Definition]:
+        """Every definition's latest version (deleted ones aside), by name (every page
+        of ``GET /v1/definitions``)."""
+        return self._client.fetch_all(req.definitions())
+
+    def get(self, name: str, version: int | None = None) -> Definition:
+        """One version (None: the latest); ``raw["workflow"]`` is its spec. Raises
+        ``NotFound`` (unknown name or version), ``Gone`` (deleted, without
+        ``version``)."""
+        return self._client.fetch(req.definition_get(name, version))
+
+    def delete(self, name: str) -> None:
+        """Stop new runs of ``name`` (they get ``Gone``; running ones go on); deleting
+        it again changes nothing. Raises ``NotFound`` when unknown."""
+        self._client.fetch(req.definition_delete(name))
