@@ -24,7 +24,7 @@ cd "$REPO"
 import sys
 from pathlib import Path
 
-from services.common.auth import new_key
+from services.common.auth.tokens import new_key
 
 folder = Path(sys.argv[1])
 service, service_line = new_key("*", "submit")

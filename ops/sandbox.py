@@ -28,7 +28,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from headwater.topics import Topics
 from ops import localstack
 from services.common.db import connect
-from services.common.kafka_security import aiokafka_security
+from services.common.kafka.security import aiokafka_security
 from services.common.settings import OFF, default_bootstrap, default_pg_dsn, kafka_security_from_env
 
 

@@ -10,7 +10,7 @@ import typer
 
 from headwater.topics import DEFAULT_PREFIX, Topics
 from ops.cli.common import fail
-from services.common.kafka_security import KafkaSecurity
+from services.common.kafka.security import KafkaSecurity
 from services.common.settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
     PgAuth,

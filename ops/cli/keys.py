@@ -36,7 +36,7 @@ def append_line(path: Path, line: str) -> None:
         typer.Exit: the file is not a keys file, anybody may write it, or it cannot be
             read or written (exit 2, naming it).
     """
-    from services.common.auth import parse_keys  # here: it imports PyJWT
+    from services.common.auth.tokens import parse_keys  # here: it imports PyJWT
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +73,7 @@ def create(
 
     E.g. ``headwater keys create --tenant acme --role submit --file keys.txt``.
     """
-    from services.common.auth import new_key  # here: it imports PyJWT
+    from services.common.auth.tokens import new_key  # here: it imports PyJWT
 
     try:
         token, line = new_key(tenant, role)

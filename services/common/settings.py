@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
-from services.common.kafka_security import KafkaSecurity
+from services.common.kafka.security import KafkaSecurity
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:55432/headwater"

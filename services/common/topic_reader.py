@@ -29,7 +29,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError
 
-from services.common.kafka_security import KafkaSecurity, aiokafka_security, raise_if_refused
+from services.common.kafka.security import KafkaSecurity, aiokafka_security, raise_if_refused
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES, kafka_security_from_env
 
 __all__ = ["READ_TIMEOUT_S", "Offsets", "TopicReader"]

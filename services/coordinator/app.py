@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from services.common.kafka import ensure_topics
+from services.common.kafka.client import ensure_topics
 from services.coordinator import faust_seam as seam
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier

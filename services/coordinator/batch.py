@@ -35,7 +35,7 @@ from typing import Any
 
 from headwater.topics import Topics
 from services.common import faults, tracing
-from services.common.auth import Authenticator
+from services.common.auth.tokens import Authenticator
 from services.coordinator import homing, metrics
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_HEADER
-from services.common.kafka import AVRO_HEADERS, ensure_topics
+from services.common.kafka.client import AVRO_HEADERS, ensure_topics
 from services.common.metrics import DEAD_LETTERS
 from services.common.settings import CommonSettings
 from services.coordinator.faust_seam import record_bytes

@@ -29,7 +29,7 @@ from headwater.core.machine.reports import lease_renewal
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
-from services.common.auth import Authenticator
+from services.common.auth.tokens import Authenticator
 from services.coordinator import deferred, homing, retention
 from services.coordinator.conflicts import conflict_records
 from services.coordinator.inputs import decode_input

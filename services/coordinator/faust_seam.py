@@ -50,8 +50,8 @@ import faust
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.finishing import Unfinished, finish
-from services.common.kafka import committed_offsets
-from services.common.kafka_security import faust_credentials
+from services.common.kafka.client import committed_offsets
+from services.common.kafka.security import faust_credentials
 from services.coordinator.continuity import OffsetContinuity, offset_ranges
 from services.coordinator.keys import entry_partition
 from services.coordinator.records import InputRecord

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from headwater.topics import Topics
-from services.common.kafka import header
+from services.common.kafka.client import header
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing, misplaced
 
 log = logging.getLogger(__name__)

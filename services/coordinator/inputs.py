@@ -41,7 +41,7 @@ from headwater.topics import (
     Topics,
 )
 from services.common.clock import now_ms
-from services.common.kafka import header
+from services.common.kafka.client import header
 
 MAX_TENANT_CHARS = 200
 """Longest tenant, characters (as the gateway's ``SubmitRequest.tenant``)."""

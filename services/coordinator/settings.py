@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.common import metrics
-from services.common.auth_settings import ServiceAuth, service_auth_from_env
+from services.common.auth.settings import ServiceAuth, service_auth_from_env
 from services.common.settings import OFF, ON, CommonSettings, env_float, env_int, env_str
 
 

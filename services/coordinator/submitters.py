@@ -4,7 +4,7 @@ on ``submissions`` or ``control``, checked when ``HEADWATER_AUTH`` is on.
 Other systems write to these two topics (submissions, and JSON signals on
 ``control``), so with auth on every record on them carries ``authorization: Bearer
 <token>`` (a header, as HTTP carries it; RFC 6750 §2.1), verified like the gateway's
-requests (``services.common.auth``), and the services put their own token on those
+requests (``services.common.auth.tokens``), and the services put their own token on those
 they produce. The token's role must allow ``submit``. A token of one tenant submits only
 for its tenant, named in the record's ``tenant``; signals and cancels only a run of its
 tenant that exists; a child workflow (``ChildSubmitted``) and a timer (``TimerFired``)
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from headwater.core import events as ev
 from headwater.core.state import WorkflowState
-from services.common.auth import Authenticator, AuthError, derived_id
+from services.common.auth.tokens import Authenticator, AuthError, derived_id
 
 AUTHORIZATION = "authorization"
 """The header holding a record's bearer token (matched in any case)."""

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from services.common import tracing
 from services.common.db import connect_pool
-from services.common.kafka import broker_answers, ensure_topics, make_producer
+from services.common.kafka.client import broker_answers, ensure_topics, make_producer
 from services.gateway import health, metrics
 from services.gateway.auth import api as auth_api
 from services.gateway.control import api as control_api

@@ -9,7 +9,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from services.common.kafka import BrokerUnreachable
+from services.common.kafka.client import BrokerUnreachable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.lifetime import Runtime, runtime
 from services.gateway.openapi.problems import problems

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.common.auth_settings import ServiceAuth, service_auth_from_env
+from services.common.auth.settings import ServiceAuth, service_auth_from_env
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 from services.gateway.edge.cors import parse_origins
 from services.gateway.queues.admission import parse_maxdepth

@@ -30,7 +30,7 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
 from services.common.finishing import Unfinished, finish
-from services.common.kafka_security import aiokafka_security
+from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
 from services.projector.kinds import KIND_STATEMENTS, kind_plan

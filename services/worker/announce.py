@@ -31,7 +31,7 @@ from headwater import codec
 from headwater.announcement import WorkerAnnounced as WorkerAnnounced
 from headwater.errors import DecodeError
 from services.common.clock import now_ms
-from services.common.kafka import AVRO_HEADERS, ensure_topics, make_producer
+from services.common.kafka.client import AVRO_HEADERS, ensure_topics, make_producer
 from services.common.settings import CommonSettings
 from services.worker.settings import ANNOUNCE_RANGE_S, Settings
 

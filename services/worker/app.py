@@ -27,8 +27,8 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
-from services.common.kafka import ensure_topics, make_producer
-from services.common.kafka_security import aiokafka_security
+from services.common.kafka.client import ensure_topics, make_producer
+from services.common.kafka.security import aiokafka_security
 from services.common.metrics import DEAD_LETTERS
 from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key

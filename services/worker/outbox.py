@@ -22,7 +22,7 @@ from aiokafka.errors import (
 
 from headwater.core import events as ev
 from services.common import tracing
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.worker import reports
 
 log = logging.getLogger("headwater.worker")

@@ -30,8 +30,8 @@ from stackkit import private_stack, require_services
 from faultsuite.infra import SHARED_LIBS, PrivateInfra, private_infra
 from headwater.client import Client
 from ops.sandbox import free_port
-from services.common.kafka import ensure_topics, make_producer
-from services.common.kafka_security import KafkaAccessRefused, KafkaSecurity
+from services.common.kafka.client import ensure_topics, make_producer
+from services.common.kafka.security import KafkaAccessRefused, KafkaSecurity
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
 from tests.polling import scaled

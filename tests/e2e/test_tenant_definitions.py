@@ -21,7 +21,7 @@ from test_shutdown import python
 
 from ops import localstack
 from ops.sandbox import free_port
-from services.common.auth import bearer, new_key
+from services.common.auth.tokens import bearer, new_key
 from tests.polling import scaled, wait_until
 
 SPEC: dict[str, Any] = {"name": "tenant-run", "nodes": [

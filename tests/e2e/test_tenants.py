@@ -32,7 +32,7 @@ from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
 from ops import localstack
 from ops.cli.app import app
-from services.common.auth import new_key
+from services.common.auth.tokens import new_key
 from services.common.topic_reader import TopicReader
 from tests.polling import holds_for_async, scaled
 

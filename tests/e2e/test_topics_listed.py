@@ -16,7 +16,7 @@ import uuid
 from aiokafka.admin import AIOKafkaAdminClient
 from stackkit import BOOTSTRAP
 
-from services.common.kafka import ensure_topics
+from services.common.kafka.client import ensure_topics
 from services.common.settings import CommonSettings
 
 PAIRS = 8

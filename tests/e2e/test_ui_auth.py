@@ -33,7 +33,7 @@ from stackkit import Stack
 
 from headwater.client import Client
 from ops.sandbox import free_port
-from services.common.auth import new_key
+from services.common.auth.tokens import new_key
 from tests.polling import wait_until
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from stackkit import produce as stackkit_produce
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
-from services.common.kafka import ensure_topics
+from services.common.kafka.client import ensure_topics
 from services.worker.app import Worker
 from services.worker.settings import Settings
 from tests.polling import holds_for_async, wait_until_async

@@ -20,7 +20,7 @@ from faultsuite.auth import (
 from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.topics import REASON_HEADER
-from services.common.auth import Authenticator, KeysFile
+from services.common.auth.tokens import Authenticator, KeysFile
 
 
 def _dead(reason: str | None) -> Record:

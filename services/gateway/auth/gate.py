@@ -17,7 +17,7 @@ import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.common.auth import OPEN, Authenticator, AuthError, Principal
+from services.common.auth.tokens import OPEN, Authenticator, AuthError, Principal
 from services.gateway.edge.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncpg
 from fastapi import Request
 
-from services.common.auth import Principal, derived_id
+from services.common.auth.tokens import Principal, derived_id
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest
 

@@ -23,7 +23,7 @@ from fastapi import FastAPI
 
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
-from services.common.kafka import ensure_compacted_topics
+from services.common.kafka.client import ensure_compacted_topics
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
 from services.gateway.definitions import records as definition_records

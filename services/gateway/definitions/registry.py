@@ -27,7 +27,7 @@ import orjson
 
 from headwater.core.definitions import DefinitionRefError, parse_ref, visible
 from headwater.core.spec import MAX_NODES
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.gateway.edge.jsoncheck import format_path
 from services.gateway.edge.problems import Problem
 

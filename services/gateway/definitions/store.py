@@ -38,10 +38,10 @@ from headwater.core.definitions import (
     stored_key,
     write_refusal,
 )
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.db import name_locked
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.gateway.definitions import records as definition_records
 from services.gateway.definitions.registry import tenant_of, unknown
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.common import tracing
-from services.common.auth import Authenticator
+from services.common.auth.tokens import Authenticator
 from services.gateway.auth.gate import Authenticate
 from services.gateway.drain import CountRequests, Drain
 from services.gateway.edge import cors

@@ -31,9 +31,9 @@ from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults, tracing
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.gateway.definitions.registry import check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem

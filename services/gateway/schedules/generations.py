@@ -40,7 +40,7 @@ from headwater.core.definitions import NAME_PATTERN
 from headwater.core.retry import MAX_SECONDS
 from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from headwater.topics import Topics
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.common.db import name_locked
 from services.gateway.control.send import request_cancel
 from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve

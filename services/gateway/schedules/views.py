@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import asyncpg
 
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.gateway.schedules.generations import (
     Generation,
     generations,

@@ -142,7 +142,7 @@ def test_auth_is_on_with_keys_and_tokens_from_a_secret(objects: Objects) -> None
         else:
             assert token == [], f"{name} gets a token without using it"
         if name in AUTH_USERS:  # the keys file is the mounted Secret's, and it admits the token
-            from services.common.auth import KeysFile
+            from services.common.auth.tokens import KeysFile
 
             keys = KeysFile(Path(env["HEADWATER_AUTH_KEYS_FILE"]))
             me = keys.verify(env["HEADWATER_TOKEN"])

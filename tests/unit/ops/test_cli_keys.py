@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ops.cli.app import app
-from services.common.auth import KeysFile, parse_keys
+from services.common.auth.tokens import KeysFile, parse_keys
 from tests.unit.ops.conftest import Gateway
 
 TOKEN = "hwk_0123456789ab_" + "s" * 43

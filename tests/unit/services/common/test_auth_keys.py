@@ -1,4 +1,4 @@
-"""API keys (``services.common.auth``): ``new_key``, the keys file's lines
+"""API keys (``services.common.auth.tokens``): ``new_key``, the keys file's lines
 (``parse_keys``: every malformed line, duplicates, comments) and ``KeysFile`` (verify a
 good, unknown, revoked or malformed token; read again when the file changes, at most
 once every ``RELOAD_S``; a file gone bad keeps the keys read last)."""
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from services.common import auth
-from services.common.auth import AuthError, KeysFile, Principal, new_key, parse_keys
+from services.common.auth import tokens as auth
+from services.common.auth.tokens import AuthError, KeysFile, Principal, new_key, parse_keys
 
 ID = "0123456789ab"
 DIGEST = "sha256:" + "a" * 64

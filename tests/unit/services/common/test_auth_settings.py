@@ -1,5 +1,5 @@
 """The auth settings as read from ``HEADWATER_AUTH*`` and ``HEADWATER_TOKEN``
-(``services.common.auth_settings``): every value of ``HEADWATER_AUTH``, keys file and
+(``services.common.auth.settings``): every value of ``HEADWATER_AUTH``, keys file and
 JWT key combinations, each refusal (the message names the variable), and a service's
 own token (``service_auth_from_env``, ``ServiceAuth.headers``)."""
 
@@ -14,13 +14,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from services.common.auth import Authenticator, KeysFile, new_key
-from services.common.auth_settings import (
+from services.common.auth.settings import (
     ServiceAuth,
     auth_on,
     authenticator_from_env,
     service_auth_from_env,
 )
+from services.common.auth.tokens import Authenticator, KeysFile, new_key
 
 SECRET = "k" * 64
 """An HMAC key long enough for every HMAC algorithm (RFC 7518 §3.2)."""

@@ -1,4 +1,4 @@
-"""JWTs, the ``Authorization`` header and principals (``services.common.auth``):
+"""JWTs, the ``Authorization`` header and principals (``services.common.auth.tokens``):
 ``JwtKey`` (HS256; expiry and ``nbf`` with leeway; a wrong key; ``alg: none``; missing or
 bad claims; audience and issuer; RS256 and ES256 with PEM public keys made here),
 ``Authenticator.header`` (RFC 6750 §2.1: missing, another scheme, any case of
@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from services.common.auth import (
+from services.common.auth.tokens import (
     OPEN,
     ROLES,
     Authenticator,

@@ -1,4 +1,4 @@
-"""``services.common.kafka_security``: what a ``KafkaSecurity`` refuses, and the keyword
+"""``services.common.kafka.security``: what a ``KafkaSecurity`` refuses, and the keyword
 arguments aiokafka's clients and faust are built with."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
-from services.common.kafka_security import (
+from services.common.kafka.security import (
     KafkaSecurity,
     aiokafka_security,
     faust_credentials,

@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from ops.cli.endpoints import endpoints
-from services.common.kafka_security import KafkaSecurity
+from services.common.kafka.security import KafkaSecurity
 from services.common.settings import (
     CommonFields,
     CommonSettings,

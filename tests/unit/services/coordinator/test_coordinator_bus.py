@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from headwater.topics import VALUE_OMITTED_HEADER
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.common.settings import CommonSettings
 from services.coordinator.bus import MAX_REASON_CHARS, FaustBus
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing

@@ -17,7 +17,7 @@ import pytest
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.common.settings import CommonSettings
 from services.coordinator import homing
 from services.coordinator.batch import BatchApplier

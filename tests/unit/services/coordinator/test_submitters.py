@@ -18,8 +18,8 @@ from headwater.core import events as ev
 from headwater.core.machine import step
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
-from services.common.auth import Authenticator, KeysFile, bearer, new_key
-from services.common.kafka import AVRO_HEADERS
+from services.common.auth.tokens import Authenticator, KeysFile, bearer, new_key
+from services.common.kafka.client import AVRO_HEADERS
 from services.common.settings import CommonSettings
 from services.coordinator.bus import FaustBus
 from services.coordinator.effects import BatchEffects

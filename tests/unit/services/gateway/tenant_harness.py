@@ -18,8 +18,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from gateway_harness import UNREACHABLE, FakePool, FakeProducer, Gateway
 
-from services.common.auth import Authenticator, KeysFile, bearer, new_key
-from services.common.auth_settings import ServiceAuth
+from services.common.auth.settings import ServiceAuth
+from services.common.auth.tokens import Authenticator, KeysFile, bearer, new_key
 from services.gateway.app import create_app
 
 SPEC: dict[str, Any] = {"name": "one", "nodes": [{"id": "a", "task": "t.a"}]}

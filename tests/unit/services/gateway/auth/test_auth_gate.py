@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from gateway_harness import UNREACHABLE, FakeProducer, Gateway, assert_problem
 from tenant_harness import RegistryPool
 
-from services.common.auth import ROLES, Authenticator, KeysFile, bearer, new_key
-from services.common.auth_settings import ServiceAuth
+from services.common.auth.settings import ServiceAuth
+from services.common.auth.tokens import ROLES, Authenticator, KeysFile, bearer, new_key
 from services.gateway.app import create_app
 from services.gateway.auth.gate import REALM, role_needed
 from services.gateway.openapi.document import complete

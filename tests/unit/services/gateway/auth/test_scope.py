@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.common.auth import OPEN, Principal
+from services.common.auth.tokens import OPEN, Principal
 from services.gateway.auth.scope import list_tenant, not_found, principal, require_run, submission
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest

@@ -24,7 +24,7 @@ from aiokafka.errors import (
 from aiokafka.protocol.metadata import MetadataRequest
 
 from headwater.topics import AVRO_CONTENT_TYPE, CONTENT_TYPE_HEADER
-from services.common.kafka_security import aiokafka_security, raise_if_refused
+from services.common.kafka.security import aiokafka_security, raise_if_refused
 from services.common.settings import CommonSettings
 
 log = logging.getLogger("headwater.kafka")

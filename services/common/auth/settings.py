@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.common.auth import EVERY_TENANT, Authenticator, AuthError, JwtKey, KeysFile
+from services.common.auth.tokens import EVERY_TENANT, Authenticator, AuthError, JwtKey, KeysFile
 from services.common.settings import OFF, ON, env_str
 
 _HMAC = ("HS256", "HS384", "HS512")
@@ -149,7 +149,7 @@ def check_key(key: str, public: bool) -> None:
 def authenticator_from_env() -> Authenticator | None:
     """The authenticator, or None when ``HEADWATER_AUTH`` is off.
 
-    Variables: ``HEADWATER_AUTH_KEYS_FILE`` (API keys, ``services.common.auth``);
+    Variables: ``HEADWATER_AUTH_KEYS_FILE`` (API keys, ``services.common.auth.tokens``);
     ``HEADWATER_AUTH_JWT_KEY`` or ``_FILE`` (an HMAC secret of 32 bytes or more, or a
     PEM public key), ``HEADWATER_AUTH_JWT_ALGORITHMS`` (comma-separated; default every
     HMAC or every public-key algorithm, as the key is), ``HEADWATER_AUTH_JWT_AUDIENCE``,
