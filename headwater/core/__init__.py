@@ -7,3 +7,5 @@ records and retry jitter from the dispatch id, so the same inputs always give th
 decisions and replaying a history rebuilds the same state. ``test_core_boundary``
 enforces the imports; see docs/architecture.md for where a new node kind goes.
 """
+
+from headwater.core import kinds as kinds  # importing it registers every node kind

@@ -26,7 +26,7 @@ from machine_harness import (
 )
 
 from headwater.core import events as ev
-from headwater.core.machine.schedule import cancels_run, plan
+from headwater.core.kinds.schedule import cancels_run, plan
 from headwater.core.signals import signal_fault
 from headwater.core.spec_schedule import ScheduleSpec
 

@@ -19,10 +19,11 @@ order, at most ``max_concurrency`` at once (the durable ``call_parallel``).
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import map as map_kind
-from headwater.core.machine import task as task_kind
+from headwater.core.kinds.map import UNIT as MAP
+from headwater.core.kinds.task import UNIT as TASK
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import WorkflowState
 
 CHILD_FAILED = "ChildWorkflowFailed"
@@ -34,19 +35,19 @@ cancelled it on purpose)."""
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Start the child of attempt 1, or expand over the list and start the first ones."""
-    (map_kind if spec.fans_out else task_kind).start(rec, spec)
+    (MAP if spec.fans_out else TASK).start(rec, spec)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
     """A child succeeded: the node succeeds with its output, or (with ``over``) the next
     child starts in its slot, or the node finishes with the results in input order."""
-    (map_kind if spec.fans_out else task_kind).attempt_succeeded(rec, spec, report)
+    (MAP if spec.fans_out else TASK).attempt_succeeded(rec, spec, report)
 
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """A child failed for good (its last attempt's child failed, was cancelled or timed
     out): the node fails, or (with ``over`` and ``continue_on_error``) goes on."""
-    (map_kind if spec.fans_out else task_kind).attempt_failed(rec, spec, report)
+    (MAP if spec.fans_out else TASK).attempt_failed(rec, spec, report)
 
 
 def report_to_parent(body: ev.Body, state: WorkflowState | None,
@@ -71,3 +72,7 @@ def report_to_parent(body: ev.Body, state: WorkflowState | None,
     reason = body.reason or "cancel requested"
     return ev.TaskFailed(*where, f"child workflow {body.workflow_id} was cancelled: {reason}",
                          CHILD_CANCELLED, retryable=False)
+
+
+UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed)
+"""The ``workflow`` kind."""

@@ -12,10 +12,12 @@ resolved, or that gives no RFC 3339 instant, fails the node (routed as any failu
 from __future__ import annotations
 
 from headwater.core import events as ev
+from headwater.core.ids import SLEEP_TIMER
 from headwater.core.instants import RFC3339_HINT, parse_instant
-from headwater.core.machine import ending, flow
+from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
 
@@ -25,7 +27,7 @@ def start(rec: Recorder, spec: NodeSpec) -> None:
     try:
         wake_at = wake_at_ms(rec, spec)
     except InputReferenceError as e:
-        ending.node_failed(rec, spec.id, f"sleep {spec.id}: until: {e}")
+        flow.node_failed(rec, spec.id, f"sleep {spec.id}: until: {e}")
         return
     rec.record(ev.SleepStarted(rec.current.workflow_id, spec.id, rec.at_ms, wake_at))
     if wake_at <= rec.at_ms:
@@ -50,7 +52,7 @@ def wake_at_ms(rec: Recorder, spec: NodeSpec) -> int:
     return at
 
 
-def woke(rec: Recorder, spec: NodeSpec) -> None:
+def woke(rec: Recorder, spec: NodeSpec, index: int | None = None) -> None:
     """The node's timer fired (``TimerFired`` recorded): it has slept."""
     if not rec.current.nodes[spec.id].status.terminal:
         flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
@@ -62,3 +64,8 @@ def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """A sleep has no tasks: no attempt of it can fail."""
+
+
+UNIT = KindUnit(NodeKind.SLEEP, start, attempt_succeeded, attempt_failed,
+                timer_prefix=SLEEP_TIMER, timer_fired=woke)
+"""The ``sleep`` kind."""

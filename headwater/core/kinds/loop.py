@@ -28,9 +28,10 @@ import math
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus
 
@@ -129,7 +130,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     else:
         decision = rec.current.nodes[spec.id].decision or {}
         what = f"tool {decision.get('tool', '?')} of step {step}"
-    ending.node_failed(rec, spec.id, f"{reports.failure_message(rec.current, report)} ({what})")
+    flow.node_failed(rec, spec.id, f"{reports.failure_message(rec.current, report)} ({what})")
 
 
 def _decided(rec: Recorder, spec: NodeSpec, step: int, decision: dict[str, Any]) -> None:
@@ -156,7 +157,7 @@ def _tool_done(rec: Recorder, spec: NodeSpec, step: int) -> None:
     elif spec.loop.on_exhausted == "finish":
         flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
     else:
-        ending.node_failed(rec, spec.id, bound)
+        flow.node_failed(rec, spec.id, bound)
 
 
 def exhausted(spec: NodeSpec, step: int, spent: float) -> str | None:
@@ -169,3 +170,8 @@ def exhausted(spec: NodeSpec, step: int, spent: float) -> str | None:
     if spec.loop.budget is not None and spent >= spec.loop.budget:
         return f"loop {spec.id}: spent {spent:g} of budget {spec.loop.budget:g}"
     return None
+
+
+UNIT = KindUnit(NodeKind.LOOP, start, attempt_succeeded, attempt_failed,
+                output_fault=output_fault, output_error=OUTPUT_ERROR)
+"""The ``loop`` kind: a decide task's output must be a valid decision."""

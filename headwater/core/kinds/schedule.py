@@ -36,13 +36,15 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.ids import child_id
+from headwater.core.kinds.wait import signal_sent as wait_signal_sent
 from headwater.core.machine import dispatch
-from headwater.core.machine import wait as wait_kind
 from headwater.core.machine.recorder import Recorder
+from headwater.core.registry import KindUnit
 from headwater.core.signals import signal_fault
-from headwater.core.spec import NodeSpec
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec_schedule import (
     PAUSE_SIGNAL,
+    SCHEDULE_TIMER,
     ScheduleSpec,
     due_fire_times,
     instant_text,
@@ -73,7 +75,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """A run failed or was cancelled: the schedule goes on as before (never failing)."""
 
 
-def fired(rec: Recorder, spec: NodeSpec) -> None:
+def fired(rec: Recorder, spec: NodeSpec, index: int | None = None) -> None:
     """The node's timer fired (``TimerFired`` recorded, at ``rec.at_ms``): record each
     due fire time's outcome, start the runs, arm the next fire time."""
     assert spec.schedule is not None
@@ -153,7 +155,7 @@ def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> N
     fields, or an index) is discarded with its fault, as a wait's would be."""
     spec = schedule_node(state)
     if spec is None or signal_fault(state, signal) is not None:
-        wait_kind.signal_sent(rec, state, signal)
+        wait_signal_sent(rec, state, signal)
         return
     if signal.signal_id and signal.signal_id in state.signal_ids:
         return  # the same signal again
@@ -177,3 +179,14 @@ def cancels_run(state: WorkflowState | None, body: ev.TaskCancelled) -> bool:
         return state.spec.node(body.node).schedule is None
     except KeyError:
         return True
+
+
+def _claims_signals(state: WorkflowState) -> bool:
+    """Whether the workflow is a schedule (its signals are pause and resume)."""
+    return schedule_node(state) is not None
+
+
+UNIT = KindUnit(NodeKind.SCHEDULE, start, attempt_succeeded, attempt_failed,
+                timer_prefix=SCHEDULE_TIMER, timer_fired=fired, signal_sent=signal_sent,
+                claims_signals=_claims_signals)
+"""The ``schedule`` kind."""

@@ -23,10 +23,11 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.evolve_waits import TIMEOUT_ERROR
-from headwater.core.ids import task_key
-from headwater.core.machine import ending, flow
-from headwater.core.machine import map as map_kind
+from headwater.core.ids import WAIT_TIMER, task_key
+from headwater.core.kinds.map import expand
+from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
+from headwater.core.registry import KindUnit
 from headwater.core.signals import (
     id_fault,
     signal_fault,
@@ -35,7 +36,7 @@ from headwater.core.signals import (
     wait_node,
     with_optional,
 )
-from headwater.core.spec import NodeSpec
+from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import WorkflowState, error_object
 from headwater.core.status import NodeStatus
 
@@ -45,7 +46,7 @@ def start(rec: Recorder, spec: NodeSpec) -> None:
     if not spec.fans_out:
         _begin(rec, spec, None)
         return
-    count = map_kind.expand(rec, spec)
+    count = expand(rec, spec)
     if count is None:
         return
     for index in range(count):
@@ -174,7 +175,7 @@ def timed_out(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
     if index is not None and spec.continue_on_error:
         _progress(rec, spec)
         return
-    ending.node_failed(rec, spec.id, message)
+    flow.node_failed(rec, spec.id, message)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
@@ -183,3 +184,8 @@ def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """A wait has no tasks: no attempt of it can fail."""
+
+
+UNIT = KindUnit(NodeKind.WAIT, start, attempt_succeeded, attempt_failed,
+                timer_prefix=WAIT_TIMER, timer_fired=timed_out, signal_sent=signal_sent)
+"""The ``wait`` kind: it takes every signal that no other kind claims."""
