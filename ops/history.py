@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from headwater.core import events as ev
-from headwater.core.evolve import IllegalTransition, evolve
+from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, WorkflowState
 
 DETAIL_CHARS = 80
 

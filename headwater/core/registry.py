@@ -4,8 +4,9 @@ machinery looks kinds up here instead of importing them.
 A kind is one unit (``headwater/core/kinds/<kind>.py``, or a small package) that ends
 with ``UNIT = KindUnit(...)``: its ``NodeKind``, its machine rules (how its node starts,
 what a successful attempt and a failed task do, an optional output check), the prefix
-of its own durable timer and what that timer does when it fires, and what it does with
-a signal. ``headwater/core/kinds/__init__.py`` is the one assembly point: it imports
+of its own durable timer and what that timer does when it fires, what it does with a
+signal, its history events with their ``evolve`` handlers, and where its nodes' state
+differs from the default. ``headwater/core/kinds/__init__.py`` is the one assembly point: it imports
 every unit once and ``install``s them. The common modules (``machine.flow``,
 ``machine.reports``, ``machine.timers``, ``machine.inputs``) import only this module,
 so dependencies point one way: kinds -> common machinery -> registry.
@@ -13,10 +14,14 @@ so dependencies point one way: kinds -> common machinery -> registry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from headwater.core import events as ev
+from headwater.core import evolve
+from headwater.core.attempts import KindEvolution
+from headwater.core.evolve import EventHandler
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import WorkflowState
@@ -60,6 +65,10 @@ class KindUnit:
         signal_sent: how it takes a signal, or None when signals are not for it.
         claims_signals: which workflows' signals go to ``signal_sent``; None for the
             one kind that takes every signal no other kind claims (``wait``).
+        events: its history event types, each with how it changes the state
+            (``evolve.EVENT_HANDLERS`` gets them).
+        evolution: where its nodes' state differs from the default
+            (``evolve.KindEvolution``).
     """
 
     kind: NodeKind
@@ -72,6 +81,8 @@ class KindUnit:
     timer_fired: TimerRule | None = None
     signal_sent: SignalRule | None = None
     claims_signals: Callable[[WorkflowState], bool] | None = None
+    events: Mapping[type[Any], EventHandler] = field(default_factory=dict)
+    evolution: KindEvolution = field(default_factory=KindEvolution)
 
 
 _UNITS: dict[NodeKind, KindUnit] = {}
@@ -92,6 +103,7 @@ def install(units: Iterable[KindUnit]) -> None:
         if unit.kind in _UNITS:
             raise ValueError(f"node kind {unit.kind.value} is registered twice")
         _UNITS[unit.kind] = unit
+        evolve.install_kind(unit.kind, unit.events, unit.evolution)
     prefixes = [u.timer_prefix for u in _UNITS.values() if u.timer_prefix is not None]
     if len(prefixes) != len(set(prefixes)):
         raise ValueError(f"a timer prefix is taken twice: {sorted(prefixes)}")

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.evolve import IllegalTransition, evolve
+from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, WorkflowState
 from load.faultkit.batch import Submission
 from load.faultkit.topics import Record
 

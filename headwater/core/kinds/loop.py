@@ -28,11 +28,12 @@ import math
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.attempts import KindEvolution
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 
 OUTPUT_ERROR = "LoopDecisionError"
@@ -172,6 +173,43 @@ def exhausted(spec: NodeSpec, step: int, spent: float) -> str | None:
     return None
 
 
+# -- how its events change the state ------------------------------------------------------
+
+def _loop_step_decided(state: WorkflowState, body: ev.LoopStepDecided) -> None:
+    """A loop's step was decided: count it and its spending, keep the decision (the
+    tool to run, or the output it finished with)."""
+    node = node_state(state, body.node)
+    if body.step != node.steps:
+        raise IllegalTransition(f"loop {body.node}: expected step {node.steps}, "
+                                f"got {body.step}")
+    node.steps += 1
+    node.spent += body.spend
+    node.decision = ({"step": body.step, "finish": body.output} if body.finish
+                     else {"step": body.step, "tool": body.tool, "input": body.input})
+
+
+def _task_succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
+    """A tool (task ``2k+1``) succeeded: its call joins the transcript. A decision
+    (task ``2k``) changes nothing here: its ``LoopStepDecided`` follows."""
+    if body.index is not None and body.index % 2 == 1:
+        _tool_joined(state, body.node, body.index, body.output)
+
+
+def _tool_joined(state: WorkflowState, node_id: str, index: int, output: Any) -> None:
+    """A loop's tool (task ``2k+1``) succeeded: its call joins the transcript."""
+    node = node_state(state, node_id)
+    decided = node.decision
+    if decided is None or decided.get("step") != index // 2 or "tool" not in decided:
+        raise IllegalTransition(f"loop {node_id}: no tool was decided for step {index // 2}")
+    entry = {"step": decided["step"], "tool": decided["tool"], "input": decided["input"],
+             "output": output}
+    if node.transcript is None:
+        node.transcript = []
+    node.transcript.append(entry)  # in place: the cost stays flat in its length
+
+
 UNIT = KindUnit(NodeKind.LOOP, start, attempt_succeeded, attempt_failed,
-                output_fault=output_fault, output_error=OUTPUT_ERROR)
+                output_fault=output_fault, output_error=OUTPUT_ERROR,
+                events={ev.LoopStepDecided: _loop_step_decided},
+                evolution=KindEvolution(task_succeeded=_task_succeeded))
 """The ``loop`` kind: a decide task's output must be a valid decision."""

@@ -17,6 +17,7 @@ from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
 
@@ -83,5 +84,12 @@ def _fill(rec: Recorder, spec: NodeSpec) -> None:
         dispatch.first(rec, spec, node.next_index)
 
 
-UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed)
+def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
+    """The node runs, one result per item (None until the item ends)."""
+    node = node_state(state, body.node)
+    node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
+
+
+UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed,
+                events={ev.MapExpanded: _map_expanded})
 """The ``map`` kind."""

@@ -35,7 +35,8 @@ while running) records nothing.
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.ids import child_id
+from headwater.core.attempts import KindEvolution
+from headwater.core.ids import child_id, task_key
 from headwater.core.kinds.wait import signal_sent as wait_signal_sent
 from headwater.core.machine import dispatch
 from headwater.core.machine.recorder import Recorder
@@ -49,8 +50,10 @@ from headwater.core.spec_schedule import (
     due_fire_times,
     instant_text,
     next_fire_ms,
+    schedule_timer_id,
 )
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, NodeState, TimerState, WorkflowState
+from headwater.core.status import NodeStatus
 
 STARTED = "started"
 SKIPPED_OVERLAP = "skipped_overlap"
@@ -186,7 +189,67 @@ def _claims_signals(state: WorkflowState) -> bool:
     return schedule_node(state) is not None
 
 
+# -- how its events change the state ------------------------------------------------------
+# A schedule node keeps, in its ``NodeState``: the armed fire time (``next_fire_ms``, also
+# its timer ``schedule:<node>`` in ``state.timers``), the last fire time that came due
+# (``last_fire_ms``) and whether it is paused. Its runs are its tasks (index k = the k-th
+# run started, so ``next_index`` counts them) while they run: the end of a run removes its
+# task, so the state holds the runs still running, not every run ever started
+# (docs/architecture.md, invariant 7). The ended runs are workflows of their own.
+
+def _schedule_node(state: WorkflowState, node_id: str) -> NodeState:
+    node = state.nodes.get(node_id)
+    if node is None or state.spec.node(node_id).schedule is None:
+        raise IllegalTransition(f"no schedule node {node_id} in workflow {state.workflow_id}")
+    return node
+
+
+def _schedule_armed(state: WorkflowState, body: ev.ScheduleArmed) -> None:
+    """The schedule runs; its timer is armed for the next fire time."""
+    node = _schedule_node(state, body.node)
+    node.status = NodeStatus.RUNNING
+    node.next_fire_ms = body.fire_ms
+    state.timers[schedule_timer_id(body.node)] = TimerState(body.fire_ms, body.node, None, 0)
+
+
+def _schedule_fired(state: WorkflowState, body: ev.ScheduleFired) -> None:
+    """A fire time came due (its run, if started, is the ``TaskDispatched`` that
+    follows)."""
+    node = _schedule_node(state, body.node)
+    node.last_fire_ms = max(node.last_fire_ms or body.fire_ms, body.fire_ms)
+
+
+def _schedule_paused(state: WorkflowState, body: ev.SchedulePaused) -> None:
+    """Paused: its fire times are skipped until it is resumed."""
+    _schedule_node(state, body.node).paused = True
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _schedule_resumed(state: WorkflowState, body: ev.ScheduleResumed) -> None:
+    """Resumed (a ``ScheduleArmed`` follows)."""
+    _schedule_node(state, body.node).paused = False
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _run_ended(state: WorkflowState, node_id: str, index: int | None) -> None:
+    """Remove the task of a run whose attempt has just ended (after the changes of its
+    ``TaskFailed`` or ``TaskCancelled``): the state holds the runs still running."""
+    state.tasks.pop(task_key(node_id, index), None)
+
+
+def _run_succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
+    """A run succeeded: its task goes (its output is the run's own, not the node's)."""
+    _run_ended(state, body.node, body.index)
+
+
 UNIT = KindUnit(NodeKind.SCHEDULE, start, attempt_succeeded, attempt_failed,
                 timer_prefix=SCHEDULE_TIMER, timer_fired=fired, signal_sent=signal_sent,
-                claims_signals=_claims_signals)
+                claims_signals=_claims_signals,
+                events={ev.ScheduleArmed: _schedule_armed, ev.ScheduleFired: _schedule_fired,
+                        ev.SchedulePaused: _schedule_paused,
+                        ev.ScheduleResumed: _schedule_resumed},
+                evolution=KindEvolution(task_succeeded=_run_succeeded,
+                                        attempt_ended=_run_ended))
 """The ``schedule`` kind."""

@@ -12,12 +12,15 @@ resolved, or that gives no RFC 3339 instant, fails the node (routed as any failu
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.ids import SLEEP_TIMER
+from headwater.core.attempts import KindEvolution
+from headwater.core.evolve import drop_node_timers
+from headwater.core.ids import SLEEP_TIMER, node_timer_id
 from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.state import TimerState, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
 
@@ -66,6 +69,17 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """A sleep has no tasks: no attempt of it can fail."""
 
 
+def _sleep_started(state: WorkflowState, body: ev.SleepStarted) -> None:
+    """A sleep runs until its wake-up (its timer armed unless that has passed); its
+    output is null (``state.set_finished_output``)."""
+    node_state(state, body.node).status = NodeStatus.RUNNING
+    if body.wake_at_ms > body.at_ms:
+        state.timers[node_timer_id(SLEEP_TIMER, body.node)] = TimerState(
+            body.wake_at_ms, body.node, None, 0)
+
+
 UNIT = KindUnit(NodeKind.SLEEP, start, attempt_succeeded, attempt_failed,
-                timer_prefix=SLEEP_TIMER, timer_fired=woke)
+                timer_prefix=SLEEP_TIMER, timer_fired=woke,
+                events={ev.SleepStarted: _sleep_started},
+                evolution=KindEvolution(node_finished=drop_node_timers))
 """The ``sleep`` kind."""

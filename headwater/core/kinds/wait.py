@@ -15,6 +15,13 @@ output (an item's result). When the timeout fires first, the node (the item) fai
 (``on_error``, ``continue_on_error``; an item of a ``continue_on_error`` wait keeps the
 error as its result and the others go on). Exactly one outcome per wait: what comes
 second is discarded (a signal) or changes nothing (a timer already dropped).
+
+In the state, a waiting node (or item) holds a ``wait:<task key>`` timer in
+``state.timers`` when it has a timeout (``TimerState`` with attempt 0). Signals taken
+before their wait started are kept in ``state.signals`` by ``signals.signal_key``; every
+recorded ``signal_id`` is kept in ``state.signal_ids``. A wait with ``over`` keeps one
+result per item, as a map does: an item is waiting while its result is None (a signal's
+fields are always an object).
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.evolve_waits import TIMEOUT_ERROR
-from headwater.core.ids import WAIT_TIMER, task_key
+from headwater.core.attempts import KindEvolution
+from headwater.core.evolve import drop_node_timers
+from headwater.core.ids import WAIT_TIMER, node_timer_id, parse_node_timer_id, task_key
 from headwater.core.kinds.map import expand
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
@@ -37,8 +45,17 @@ from headwater.core.signals import (
     with_optional,
 )
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.state import WorkflowState, error_object
+from headwater.core.state import (
+    IllegalTransition,
+    TimerState,
+    WorkflowState,
+    error_object,
+    node_state,
+)
 from headwater.core.status import NodeStatus
+
+TIMEOUT_ERROR = "TimeoutError"
+"""The error type of a wait whose timeout passed."""
 
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
@@ -186,6 +203,80 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """A wait has no tasks: no attempt of it can fail."""
 
 
+# -- how its events change the state ------------------------------------------------------
+
+def _wait_started(state: WorkflowState, body: ev.WaitStarted) -> None:
+    """A wait (item) waits: the node runs; its timeout timer is armed."""
+    node = node_state(state, body.node)
+    node.status = NodeStatus.RUNNING
+    if body.index is not None:
+        node.running += 1
+    if body.timeout_at_ms is not None:
+        key = task_key(body.node, body.index)
+        state.timers[node_timer_id(WAIT_TIMER, key)] = TimerState(
+            body.timeout_at_ms, body.node, body.index, 0)
+
+
+def _signal_recorded(state: WorkflowState, body: ev.SignalSent) -> None:
+    """A signal was taken: kept (a ``SignalConsumed`` follows at once if its wait is
+    waiting) and its id remembered."""
+    state.signals.setdefault(signal_key(body.name, body.index), []).append(
+        {"signal_id": body.signal_id, "fields": body.fields, "at_ms": body.at_ms})
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
+    """A waiting node (item) took the oldest signal kept for it: its fields are the
+    output (the item's result); its timeout timer goes."""
+    key = signal_key(body.name, body.index)
+    kept = state.signals.get(key)
+    if kept:
+        kept.pop(0)
+        if not kept:
+            del state.signals[key]
+    state.timers.pop(node_timer_id(WAIT_TIMER, task_key(body.node, body.index)), None)
+    if body.index is None:
+        state.outputs[body.node] = body.fields
+        return
+    node = node_state(state, body.node)
+    if node.results is None or not 0 <= body.index < len(node.results):
+        raise IllegalTransition(f"no item {task_key(body.node, body.index)} waits")
+    node.results[body.index] = body.fields
+    node.done += 1
+    node.running -= 1
+
+
+def _signal_discarded(state: WorkflowState, body: ev.SignalDiscarded) -> None:
+    """A signal that changed nothing: only its id is remembered."""
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _timeout_recorded(state: WorkflowState, timer_id: str, timer: TimerState) -> None:
+    """A wait's timeout fired (the timer already removed): the node (item) failed with
+    ``TimeoutError``; an item of a ``continue_on_error`` wait keeps the error as its
+    result and the wait goes on. A sleep's wake-up changes nothing here."""
+    parsed = parse_node_timer_id(timer_id)
+    if parsed is None or parsed[0] != WAIT_TIMER:
+        return
+    node = node_state(state, timer.node)
+    spec = state.spec.node(timer.node)
+    node.failure = error_object(timer.node, timer.index, 1, TIMEOUT_ERROR,
+                                timeout_message(spec, timer.index))
+    if timer.index is not None and node.results is not None:
+        node.running -= 1
+        if spec.continue_on_error:
+            node.results[timer.index] = {"error": node.failure}
+            node.done += 1
+            node.failed += 1
+
+
 UNIT = KindUnit(NodeKind.WAIT, start, attempt_succeeded, attempt_failed,
-                timer_prefix=WAIT_TIMER, timer_fired=timed_out, signal_sent=signal_sent)
+                timer_prefix=WAIT_TIMER, timer_fired=timed_out, signal_sent=signal_sent,
+                events={ev.WaitStarted: _wait_started, ev.SignalSent: _signal_recorded,
+                        ev.SignalConsumed: _signal_consumed,
+                        ev.SignalDiscarded: _signal_discarded},
+                evolution=KindEvolution(timer_fired=_timeout_recorded,
+                                        node_finished=drop_node_timers))
 """The ``wait`` kind: it takes every signal that no other kind claims."""

@@ -74,5 +74,12 @@ def report_to_parent(body: ev.Body, state: WorkflowState | None,
                          CHILD_CANCELLED, retryable=False)
 
 
-UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed)
+def _parent_linked(state: WorkflowState, body: ev.ParentLinked) -> None:
+    """A child workflow is linked to the parent attempt that started it."""
+    state.parent = {"workflow_id": body.parent_id, "node": body.node, "index": body.index,
+                    "attempt": body.attempt}
+
+
+UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed,
+                events={ev.ParentLinked: _parent_linked})
 """The ``workflow`` kind."""

@@ -9,10 +9,10 @@ import pytest
 
 from headwater.core import events as ev
 from headwater.core import registry
-from headwater.core.evolve import EVENT_HANDLERS, IllegalTransition, evolve
+from headwater.core.evolve import EVENT_HANDLERS, evolve
 from headwater.core.machine.inputs import INPUT_RULES
 from headwater.core.spec import NodeKind
-from headwater.core.state import new_state
+from headwater.core.state import IllegalTransition, new_state
 
 
 def test_every_input_type_has_a_rule() -> None:
