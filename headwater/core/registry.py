@@ -3,7 +3,8 @@ machinery looks kinds up here instead of importing them.
 
 A kind is one unit (``headwater/core/kinds/<kind>.py``, or a small package) that ends
 with ``UNIT = KindUnit(...)``: its ``NodeKind``, its machine rules (how its node starts,
-what a successful attempt and a failed task do, an optional output check), the prefix
+what a successful attempt and a failed task do, an optional output check), its spec
+parser (what it adds to a node), the prefix
 of its own durable timer and what that timer does when it fires, what it does with a
 signal, its history events with their ``evolve`` handlers, and where its nodes' state
 differs from the default. ``headwater/core/kinds/__init__.py`` is the one assembly point: it imports
@@ -24,6 +25,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import EventHandler
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_kinds import KIND_PARSERS, KindParser
 from headwater.core.state import WorkflowState
 
 StartRule = Callable[[Recorder, NodeSpec], None]
@@ -56,6 +58,7 @@ class KindUnit:
         start: its ``StartRule``.
         attempt_succeeded: its ``SuccessRule``.
         attempt_failed: its ``FailureRule``.
+        parse: its ``spec_kinds.KindParser`` (what the kind adds to a node's spec).
         output_fault: an ``OutputFault`` that refuses an unfit output before the success
             is recorded, or None to take any output.
         output_error: the error type of an output refused by ``output_fault``.
@@ -75,6 +78,7 @@ class KindUnit:
     start: StartRule
     attempt_succeeded: SuccessRule
     attempt_failed: FailureRule
+    parse: KindParser | None = None
     output_fault: OutputFault | None = None
     output_error: str = "OutputError"
     timer_prefix: str | None = None
@@ -104,6 +108,8 @@ def install(units: Iterable[KindUnit]) -> None:
             raise ValueError(f"node kind {unit.kind.value} is registered twice")
         _UNITS[unit.kind] = unit
         evolve.install_kind(unit.kind, unit.events, unit.evolution)
+        if unit.parse is not None:
+            KIND_PARSERS[unit.kind] = unit.parse
     prefixes = [u.timer_prefix for u in _UNITS.values() if u.timer_prefix is not None]
     if len(prefixes) != len(set(prefixes)):
         raise ValueError(f"a timer prefix is taken twice: {sorted(prefixes)}")

@@ -15,20 +15,15 @@ from enum import StrEnum
 from typing import Any
 
 from headwater.core.conditions import ConditionError, parse_condition
-from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.refs import Ref, parse_ref
-from headwater.core.retry import RetryPolicy, finite_number, parse_retry
-from headwater.core.spec_child import ChildSpec, parse_child
-from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, NODE_ID, seconds
-from headwater.core.spec_schedule import SCHEDULE_KEYS, ScheduleSpec, parse_schedule
+from headwater.core.retry import RetryPolicy
+from headwater.core.spec_child import ChildSpec
+from headwater.core.spec_schedule import SCHEDULE_KEYS, ScheduleSpec
 
 __all__ = ["ChildSpec", "ScheduleSpec"]
 """A workflow node's part (``spec_child``) and a schedule's (``spec_schedule``),
 re-exported; the module's own names are public too."""
 
-MAX_LOOP_STEPS = 1000
-"""The most steps (one decide and one tool call each) a loop may be given."""
 SIGNAL_FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array", "any")
 """The types a wait's signal fields may declare (JSON Schema's names; ``any``: all)."""
 
@@ -197,6 +192,23 @@ def parse_when(raw: Mapping[str, Any], where: str, faults: list[str]) -> str | N
     return text
 
 
+KindParser = Callable[[Mapping[str, Any], str, Work, Callable[[Any], list[str]], list[str]],
+                      KindParts]
+"""What a kind adds to a node: ``(raw, where, work, validate, faults) -> KindParts`` (the
+arguments of ``parse_kind``)."""
+
+
+def no_parts(raw: Mapping[str, Any], where: str, work: Work,
+             validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """The ``KindParser`` of a kind that adds nothing to a node (``task``, ``map``)."""
+    return KindParts()
+
+
+KIND_PARSERS: dict[NodeKind, KindParser] = {}
+"""Node kind -> its parser, from its unit (``headwater/core/kinds/``; the registry fills
+it)."""
+
+
 def parse_kind(raw: Mapping[str, Any], kind: NodeKind, where: str, work: Work,
                validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
     """What ``kind`` adds to the node ``raw``.
@@ -210,134 +222,9 @@ def parse_kind(raw: Mapping[str, Any], kind: NodeKind, where: str, work: Work,
         faults: appended to.
 
     Returns:
-        The parts (those of other kinds None).
+        The parts (those of other kinds None), by the kind's parser (``KIND_PARSERS``).
     """
-    if kind is NodeKind.WAIT:
-        return KindParts(wait=_wait(raw, where, faults))
-    if kind is NodeKind.SLEEP:
-        return KindParts(sleep=_sleep(raw, where, faults))
-    if kind is NodeKind.WORKFLOW:
-        return KindParts(child=parse_child(raw, where, validate, faults))
-    if kind is NodeKind.LOOP:
-        return KindParts(loop=_loop(raw, where, work, faults))
-    if kind is NodeKind.SCHEDULE:
-        schedule, child = parse_schedule(raw, where, validate, faults)
-        return KindParts(child=child, schedule=schedule)
-    return KindParts()
-
-
-def _wait(raw: Mapping[str, Any], where: str, faults: list[str]) -> WaitSpec:
-    signal = raw.get("signal")
-    if not isinstance(signal, str) or not NODE_ID.fullmatch(signal):
-        faults.append(f"{where}: signal: required, a name matching {NODE_ID.pattern}")
-        signal = ""
-    declared = raw.get("fields", {})
-    if declared is None:
-        declared = {}
-    if not isinstance(declared, Mapping):
-        faults.append(f"{where}: fields must be a mapping of field name to type")
-        declared = {}
-    fields = [f for name, spec in declared.items()
-              if (f := _signal_field(name, spec, f"{where}: fields", faults)) is not None]
-    return WaitSpec(signal=signal, fields=tuple(fields))
-
-
-def _signal_field(name: Any, spec: Any, where: str, faults: list[str]) -> SignalField | None:
-    """One declared field: ``name: type`` (required) or ``name: {type, required?}``."""
-    if not isinstance(name, str) or not name:
-        faults.append(f"{where}: field names must be non-empty strings")
-        return None
-    required: Any = True
-    if isinstance(spec, Mapping):
-        for key in sorted(set(spec) - {"type", "required"}, key=str):
-            faults.append(f"{where}: {name}: unknown field {key!r}")
-        required = spec.get("required", True)
-        spec = spec.get("type", "any")
-    if spec not in SIGNAL_FIELD_TYPES:
-        faults.append(f"{where}: {name}: type must be one of {', '.join(SIGNAL_FIELD_TYPES)}")
-        return None
-    if not isinstance(required, bool):
-        faults.append(f"{where}: {name}: required must be true or false")
-        return None
-    return SignalField(name=name, type=str(spec), required=required)
-
-
-def _sleep(raw: Mapping[str, Any], where: str, faults: list[str]) -> SleepSpec:
-    duration = seconds(raw.get("duration"), None, f"{where}: duration", faults)
-    until = raw.get("until")
-    if (raw.get("duration") is None) == (until is None):
-        faults.append(f"{where}: a sleep needs exactly one of 'duration' (seconds) and "
-                      "'until' (an instant)")
-    if until is None:
-        return SleepSpec(duration=duration)
-    ref = parse_ref(until) if isinstance(until, str) else None
-    if isinstance(ref, str):
-        faults.append(f"{where}: until: {until}: {ref}")
-    elif ref is None and not (isinstance(until, str) and parse_instant(until) is not None):
-        faults.append(f"{where}: until must be {RFC3339_HINT}, or a ${{...}} reference")
-    return SleepSpec(duration=duration, until=until if isinstance(until, str) else None)
-
-
-def _loop(raw: Mapping[str, Any], where: str, work: Work, faults: list[str]) -> LoopSpec:
-    max_steps = raw.get("max_steps")
-    if type(max_steps) is not int or not 1 <= max_steps <= MAX_LOOP_STEPS:
-        faults.append(f"{where}: max_steps: required, an integer from 1 to {MAX_LOOP_STEPS}")
-        max_steps = 1
-    on_exhausted = raw.get("on_exhausted", "fail")
-    if on_exhausted not in ("fail", "finish"):
-        faults.append(f"{where}: on_exhausted must be fail or finish")
-        on_exhausted = "fail"
-    budget = raw.get("budget")
-    if budget is not None and (not finite_number(budget) or budget <= 0):
-        faults.append(f"{where}: budget must be a positive number")
-        budget = None
-    raw_tools = raw.get("tools")
-    if not isinstance(raw_tools, list) or not raw_tools:
-        faults.append(f"{where}: tools: required, a non-empty list of tools")
-        raw_tools = []
-    tools: list[ToolSpec] = []
-    for i, raw_tool in enumerate(raw_tools):
-        tool = _tool(raw_tool, f"{where}: tools[{i}]", work, faults)
-        if tool is not None and any(t.name == tool.name for t in tools):
-            faults.append(f"{where}: tools[{i}]: duplicate tool name {tool.name!r}")
-        elif tool is not None:
-            tools.append(tool)
-    return LoopSpec(tools=tuple(tools), max_steps=max_steps, on_exhausted=str(on_exhausted),
-                    budget=None if budget is None else float(budget))
-
-
-_TOOL_KEYS = {"name", "task", "queue", "retry", "timeout", "heartbeat_timeout"}
-
-
-def _tool(raw: Any, where: str, work: Work, faults: list[str]) -> ToolSpec | None:
-    """A tool: its name alone (the task of that name, with the loop's settings) or a
-    mapping overriding them."""
-    if isinstance(raw, str):
-        raw = {"name": raw}
-    if not isinstance(raw, Mapping):
-        faults.append(f"{where}: a tool is a task name or a mapping with 'name'")
-        return None
-    for key in sorted(set(raw) - _TOOL_KEYS, key=str):
-        faults.append(f"{where}: unknown field {key!r}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
-        faults.append(f"{where}: name: required, a non-empty string")
-        return None
-    task = raw.get("task", name)
-    if not isinstance(task, str) or not task:
-        faults.append(f"{where}: task must be a registered task name")
-        task = name
-    queue = raw.get("queue", work.queue)
-    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
-        faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")
-        queue = work.queue
-    heartbeat = seconds(raw.get("heartbeat_timeout"), work.heartbeat_timeout,
-                        f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
-    return ToolSpec(
-        name=name, task=task, queue=queue,
-        retry=parse_retry(raw.get("retry"), work.retry, f"{where}: retry", faults),
-        timeout=seconds(raw.get("timeout"), work.timeout, f"{where}: timeout", faults),
-        heartbeat_timeout=heartbeat or work.heartbeat_timeout)
+    return KIND_PARSERS[kind](raw, where, work, validate, faults)
 
 
 def signal_clash_faults(waits: list[tuple[str, WaitSpec]], faults: list[str]) -> None:

@@ -25,16 +25,24 @@ resumes the loop at the step it was in and a replay gives the same transcript.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
+from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
+from headwater.core.retry import finite_number, parse_retry
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, seconds
+from headwater.core.spec_kinds import KindParts, LoopSpec, ToolSpec, Work
 from headwater.core.state import IllegalTransition, WorkflowState, node_state
 from headwater.core.status import NodeStatus
+
+MAX_LOOP_STEPS = 1000
+"""The most steps (one decide and one tool call each) a loop may be given."""
 
 OUTPUT_ERROR = "LoopDecisionError"
 """The error type of a decide attempt whose decision is unfit (``output_fault``)."""
@@ -208,8 +216,78 @@ def _tool_joined(state: WorkflowState, node_id: str, index: int, output: Any) ->
     node.transcript.append(entry)  # in place: the cost stays flat in its length
 
 
+# -- its spec fields ----------------------------------------------------------------------
+
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A loop's fields: its tools, ``max_steps``, ``on_exhausted`` and ``budget``."""
+    return KindParts(loop=_loop(raw, where, work, faults))
+
+
+def _loop(raw: Mapping[str, Any], where: str, work: Work, faults: list[str]) -> LoopSpec:
+    max_steps = raw.get("max_steps")
+    if type(max_steps) is not int or not 1 <= max_steps <= MAX_LOOP_STEPS:
+        faults.append(f"{where}: max_steps: required, an integer from 1 to {MAX_LOOP_STEPS}")
+        max_steps = 1
+    on_exhausted = raw.get("on_exhausted", "fail")
+    if on_exhausted not in ("fail", "finish"):
+        faults.append(f"{where}: on_exhausted must be fail or finish")
+        on_exhausted = "fail"
+    budget = raw.get("budget")
+    if budget is not None and (not finite_number(budget) or budget <= 0):
+        faults.append(f"{where}: budget must be a positive number")
+        budget = None
+    raw_tools = raw.get("tools")
+    if not isinstance(raw_tools, list) or not raw_tools:
+        faults.append(f"{where}: tools: required, a non-empty list of tools")
+        raw_tools = []
+    tools: list[ToolSpec] = []
+    for i, raw_tool in enumerate(raw_tools):
+        tool = _tool(raw_tool, f"{where}: tools[{i}]", work, faults)
+        if tool is not None and any(t.name == tool.name for t in tools):
+            faults.append(f"{where}: tools[{i}]: duplicate tool name {tool.name!r}")
+        elif tool is not None:
+            tools.append(tool)
+    return LoopSpec(tools=tuple(tools), max_steps=max_steps, on_exhausted=str(on_exhausted),
+                    budget=None if budget is None else float(budget))
+
+
+_TOOL_KEYS = {"name", "task", "queue", "retry", "timeout", "heartbeat_timeout"}
+
+
+def _tool(raw: Any, where: str, work: Work, faults: list[str]) -> ToolSpec | None:
+    """A tool: its name alone (the task of that name, with the loop's settings) or a
+    mapping overriding them."""
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping):
+        faults.append(f"{where}: a tool is a task name or a mapping with 'name'")
+        return None
+    for key in sorted(set(raw) - _TOOL_KEYS, key=str):
+        faults.append(f"{where}: unknown field {key!r}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        faults.append(f"{where}: name: required, a non-empty string")
+        return None
+    task = raw.get("task", name)
+    if not isinstance(task, str) or not task:
+        faults.append(f"{where}: task must be a registered task name")
+        task = name
+    queue = raw.get("queue", work.queue)
+    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+        faults.append(f"{where}: queue must match {QUEUE_PATTERN.pattern}")
+        queue = work.queue
+    heartbeat = seconds(raw.get("heartbeat_timeout"), work.heartbeat_timeout,
+                        f"{where}: heartbeat_timeout", faults, MIN_HEARTBEAT_TIMEOUT)
+    return ToolSpec(
+        name=name, task=task, queue=queue,
+        retry=parse_retry(raw.get("retry"), work.retry, f"{where}: retry", faults),
+        timeout=seconds(raw.get("timeout"), work.timeout, f"{where}: timeout", faults),
+        heartbeat_timeout=heartbeat or work.heartbeat_timeout)
+
+
 UNIT = KindUnit(NodeKind.LOOP, start, attempt_succeeded, attempt_failed,
-                output_fault=output_fault, output_error=OUTPUT_ERROR,
+                parse=_parse, output_fault=output_fault, output_error=OUTPUT_ERROR,
                 events={ev.LoopStepDecided: _loop_step_decided},
                 evolution=KindEvolution(task_succeeded=_task_succeeded))
 """The ``loop`` kind: a decide task's output must be a valid decision."""

@@ -17,6 +17,7 @@ from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_kinds import no_parts
 from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
@@ -90,6 +91,6 @@ def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
     node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
 
 
-UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed,
+UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed, parse=no_parts,
                 events={ev.MapExpanded: _map_expanded})
 """The ``map`` kind."""

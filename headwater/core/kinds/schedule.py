@@ -34,6 +34,9 @@ while running) records nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import child_id, task_key
@@ -43,6 +46,7 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.signals import signal_fault
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.spec_schedule import (
     PAUSE_SIGNAL,
     SCHEDULE_TIMER,
@@ -50,6 +54,7 @@ from headwater.core.spec_schedule import (
     due_fire_times,
     instant_text,
     next_fire_ms,
+    parse_schedule,
     schedule_timer_id,
 )
 from headwater.core.state import IllegalTransition, NodeState, TimerState, WorkflowState
@@ -244,8 +249,16 @@ def _run_succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     _run_ended(state, body.node, body.index)
 
 
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A schedule's fields: its cron, policies and the workflow each run starts."""
+    schedule, child = parse_schedule(raw, where, validate, faults)
+    return KindParts(child=child, schedule=schedule)
+
+
 UNIT = KindUnit(NodeKind.SCHEDULE, start, attempt_succeeded, attempt_failed,
-                timer_prefix=SCHEDULE_TIMER, timer_fired=fired, signal_sent=signal_sent,
+                parse=_parse, timer_prefix=SCHEDULE_TIMER, timer_fired=fired,
+                signal_sent=signal_sent,
                 claims_signals=_claims_signals,
                 events={ev.ScheduleArmed: _schedule_armed, ev.ScheduleFired: _schedule_fired,
                         ev.SchedulePaused: _schedule_paused,

@@ -11,6 +11,9 @@ resolved, or that gives no RFC 3339 instant, fails the node (routed as any failu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import drop_node_timers
@@ -18,8 +21,11 @@ from headwater.core.ids import SLEEP_TIMER, node_timer_id
 from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import parse_ref
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_fields import seconds
+from headwater.core.spec_kinds import KindParts, SleepSpec, Work
 from headwater.core.state import TimerState, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
@@ -78,8 +84,30 @@ def _sleep_started(state: WorkflowState, body: ev.SleepStarted) -> None:
             body.wake_at_ms, body.node, None, 0)
 
 
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A sleep's fields: exactly one of ``duration`` and ``until``."""
+    return KindParts(sleep=_sleep(raw, where, faults))
+
+
+def _sleep(raw: Mapping[str, Any], where: str, faults: list[str]) -> SleepSpec:
+    duration = seconds(raw.get("duration"), None, f"{where}: duration", faults)
+    until = raw.get("until")
+    if (raw.get("duration") is None) == (until is None):
+        faults.append(f"{where}: a sleep needs exactly one of 'duration' (seconds) and "
+                      "'until' (an instant)")
+    if until is None:
+        return SleepSpec(duration=duration)
+    ref = parse_ref(until) if isinstance(until, str) else None
+    if isinstance(ref, str):
+        faults.append(f"{where}: until: {until}: {ref}")
+    elif ref is None and not (isinstance(until, str) and parse_instant(until) is not None):
+        faults.append(f"{where}: until must be {RFC3339_HINT}, or a ${{...}} reference")
+    return SleepSpec(duration=duration, until=until if isinstance(until, str) else None)
+
+
 UNIT = KindUnit(NodeKind.SLEEP, start, attempt_succeeded, attempt_failed,
-                timer_prefix=SLEEP_TIMER, timer_fired=woke,
+                parse=_parse, timer_prefix=SLEEP_TIMER, timer_fired=woke,
                 events={ev.SleepStarted: _sleep_started},
                 evolution=KindEvolution(node_finished=drop_node_timers))
 """The ``sleep`` kind."""

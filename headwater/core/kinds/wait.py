@@ -26,6 +26,7 @@ fields are always an object).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
@@ -45,6 +46,14 @@ from headwater.core.signals import (
     with_optional,
 )
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_fields import NODE_ID
+from headwater.core.spec_kinds import (
+    SIGNAL_FIELD_TYPES,
+    KindParts,
+    SignalField,
+    WaitSpec,
+    Work,
+)
 from headwater.core.state import (
     IllegalTransition,
     TimerState,
@@ -272,8 +281,53 @@ def _timeout_recorded(state: WorkflowState, timer_id: str, timer: TimerState) ->
             node.failed += 1
 
 
+# -- its spec fields ----------------------------------------------------------------------
+
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A wait's fields: the signal it waits for and the fields that signal declares."""
+    return KindParts(wait=_wait(raw, where, faults))
+
+
+def _wait(raw: Mapping[str, Any], where: str, faults: list[str]) -> WaitSpec:
+    signal = raw.get("signal")
+    if not isinstance(signal, str) or not NODE_ID.fullmatch(signal):
+        faults.append(f"{where}: signal: required, a name matching {NODE_ID.pattern}")
+        signal = ""
+    declared = raw.get("fields", {})
+    if declared is None:
+        declared = {}
+    if not isinstance(declared, Mapping):
+        faults.append(f"{where}: fields must be a mapping of field name to type")
+        declared = {}
+    fields = [f for name, spec in declared.items()
+              if (f := _signal_field(name, spec, f"{where}: fields", faults)) is not None]
+    return WaitSpec(signal=signal, fields=tuple(fields))
+
+
+def _signal_field(name: Any, spec: Any, where: str, faults: list[str]) -> SignalField | None:
+    """One declared field: ``name: type`` (required) or ``name: {type, required?}``."""
+    if not isinstance(name, str) or not name:
+        faults.append(f"{where}: field names must be non-empty strings")
+        return None
+    required: Any = True
+    if isinstance(spec, Mapping):
+        for key in sorted(set(spec) - {"type", "required"}, key=str):
+            faults.append(f"{where}: {name}: unknown field {key!r}")
+        required = spec.get("required", True)
+        spec = spec.get("type", "any")
+    if spec not in SIGNAL_FIELD_TYPES:
+        faults.append(f"{where}: {name}: type must be one of {', '.join(SIGNAL_FIELD_TYPES)}")
+        return None
+    if not isinstance(required, bool):
+        faults.append(f"{where}: {name}: required must be true or false")
+        return None
+    return SignalField(name=name, type=str(spec), required=required)
+
+
 UNIT = KindUnit(NodeKind.WAIT, start, attempt_succeeded, attempt_failed,
-                timer_prefix=WAIT_TIMER, timer_fired=timed_out, signal_sent=signal_sent,
+                parse=_parse, timer_prefix=WAIT_TIMER, timer_fired=timed_out,
+                signal_sent=signal_sent,
                 events={ev.WaitStarted: _wait_started, ev.SignalSent: _signal_recorded,
                         ev.SignalConsumed: _signal_consumed,
                         ev.SignalDiscarded: _signal_discarded},

@@ -18,12 +18,17 @@ order, at most ``max_concurrency`` at once (the durable ``call_parallel``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from headwater.core import events as ev
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.task import UNIT as TASK
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_child import parse_child
+from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.state import WorkflowState
 
 CHILD_FAILED = "ChildWorkflowFailed"
@@ -80,6 +85,12 @@ def _parent_linked(state: WorkflowState, body: ev.ParentLinked) -> None:
                     "attempt": body.attempt}
 
 
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A workflow node's fields: its child's spec (inline, or a definition)."""
+    return KindParts(child=parse_child(raw, where, validate, faults))
+
+
 UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed,
-                events={ev.ParentLinked: _parent_linked})
+                parse=_parse, events={ev.ParentLinked: _parent_linked})
 """The ``workflow`` kind."""

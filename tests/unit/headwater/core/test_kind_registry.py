@@ -1,7 +1,7 @@
 """The node-kind registry is complete: every registered kind has every part it needs.
 
-A kind is one unit (``headwater/core/kinds/``); what it declares there (machine rules,
-history events with their ``evolve`` handlers) is checked on the unit, and what the
+A kind is one unit (``headwater/core/kinds/``); what it declares there (spec parser,
+machine rules, history events with their ``evolve`` handlers) is checked on the unit, and what the
 readers of its events need is checked in each reader's table: an Avro schema, a codec
 record type, a timeline description, a projection statement, the audit's expected rows
 and the live view's line. ``missing_parts`` names each missing part with its kind; the
@@ -24,6 +24,7 @@ from headwater.core import registry
 from headwater.core.evolve import EVENT_HANDLERS
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind
+from headwater.core.spec_kinds import KIND_PARSERS
 from ops import expected_rows, history
 from ops.cli import follow
 from services.projector import writer
@@ -35,6 +36,10 @@ def missing_parts(unit: KindUnit) -> list[str]:
     missing = [f"{where}: no {rule} rule" for rule in ("start", "attempt_succeeded",
                                                        "attempt_failed")
                if not callable(getattr(unit, rule))]
+    if not callable(unit.parse):
+        missing.append(f"{where}: no spec parser")
+    elif KIND_PARSERS.get(unit.kind, unit.parse) is not unit.parse:
+        missing.append(f"{where}: spec_kinds.KIND_PARSERS holds another parser")
     if unit.timer_prefix is not None and not callable(unit.timer_fired):
         missing.append(f"{where}: timer {unit.timer_prefix}: no timer_fired rule")
     for event, handler in unit.events.items():
@@ -137,8 +142,8 @@ def test_a_kind_without_an_evolve_handler_is_named() -> None:
 
 
 @pytest.mark.usefixtures("noop_known_to_every_reader")
-def test_a_kind_without_a_start_rule_or_a_schema_is_named(tmp_path: Path) -> None:
+def test_a_kind_without_a_start_rule_a_parser_or_a_schema_is_named(tmp_path: Path) -> None:
     (tmp_path / "NoopHappened.avsc").unlink()
-    assert missing_parts(_noop(start=None)) == [
-        "kind noop: no start rule",
+    assert missing_parts(_noop(start=None, parse=None)) == [
+        "kind noop: no start rule", "kind noop: no spec parser",
         "kind noop: NoopHappened has no Avro schema (schemas/avro/NoopHappened.avsc)"]
