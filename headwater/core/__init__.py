@@ -1,6 +1,8 @@
 """The pure decision core: specs and validation (``spec``, ``spec_fields``), references,
 graph walks, retry policy, events, status enums, workflow state, ``evolve``, the state
-machine (the ``machine`` package), fencing, idempotency and id formats.
+machine (the ``machine`` package), the node kinds (the ``kinds`` package, one unit each,
+registered in ``registry``), fencing, idempotency and id formats. Importing this package
+imports ``kinds``, which registers every kind before any core module is used.
 
 Nothing here does I/O, reads a clock or draws randomness: time comes from the input
 records and retry jitter from the dispatch id, so the same inputs always give the same
