@@ -177,7 +177,7 @@ _RUN_ENDS = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
 def _ended_runs(events: Sequence[ev.HistoryEvent],
                 state: WorkflowState) -> dict[str, dict[str, Any]]:
     """The ``tasks`` rows of a schedule's runs that ended: their tasks left the state
-    (``kinds/schedule.py``, ``_run_ended``), their rows stay, with the status of the end."""
+    (``kinds/schedule/rules.py``, ``_run_ended``), their rows stay, with the status of the end."""
     out: dict[str, dict[str, Any]] = {}
     for e in [] if state.spec_error else events:
         b = e.body

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.kinds.schedule.cron import PAUSE_SIGNAL, RESUME_SIGNAL
+from headwater.core.kinds.wait.records import SignalField
 from headwater.core.spec import NodeSpec, WorkflowSpec
-from headwater.core.spec_kinds import SignalField
-from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.state import WorkflowState
 
 MAX_SIGNAL_ID = 200

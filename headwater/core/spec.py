@@ -17,6 +17,10 @@ from typing import Any
 import yaml
 
 from headwater.core.graph import find_cycle
+from headwater.core.kinds.loop.records import LoopSpec
+from headwater.core.kinds.schedule.cron import ScheduleSpec, schedule_spec_faults
+from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.spec_fields import (
     DEFAULT_HEARTBEAT_TIMEOUT,
@@ -34,10 +38,7 @@ from headwater.core.spec_kinds import (
     KIND_KEYS,
     TASK_KEY,
     ChildSpec,
-    LoopSpec,
     NodeKind,
-    SleepSpec,
-    WaitSpec,
     Work,
     fan_out_fields,
     kind_key_faults,
@@ -47,7 +48,6 @@ from headwater.core.spec_kinds import (
 )
 from headwater.core.spec_refs import ERROR_KEYS, check_refs
 from headwater.core.spec_restart import RESTART_KEYS, parse_restarts
-from headwater.core.spec_schedule import ScheduleSpec, schedule_spec_faults
 from headwater.errors import SpecError
 
 __all__ = ["ERROR_KEYS", "MAX_NODES", "NodeKind", "NodeSpec", "WorkflowSpec", "load_spec_text",

@@ -1,6 +1,7 @@
-"""The node kinds of a spec and what each kind adds: a wait's signal, a sleep's
-duration or instant, a child workflow (``spec_child``), a loop's tools and bounds, and
-the ``when`` condition any node may carry.
+"""The node kinds of a spec and what each kind adds (``KindParts``: the data of a wait,
+sleep, workflow, loop or schedule node, from its unit's ``records.py``), the fields each
+kind takes, the fan-out fields, and the ``when`` condition any node may carry. Each
+kind's own parser is in its unit; ``parse_kind`` looks it up in ``KIND_PARSERS``.
 
 Like ``spec_fields``, each parser appends what is wrong to ``faults`` (``"<where>:
 <what>"``) and returns a usable value (or None), so ``spec.parse_spec`` reports every
@@ -15,18 +16,17 @@ from enum import StrEnum
 from typing import Any
 
 from headwater.core.conditions import ConditionError, parse_condition
+from headwater.core.kinds.loop.records import LoopSpec
+from headwater.core.kinds.schedule.cron import SCHEDULE_KEYS, ScheduleSpec
+from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.kinds.wait.records import WaitSpec
+from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.refs import Ref, parse_ref
 from headwater.core.retry import RetryPolicy
-from headwater.core.spec_child import ChildSpec
-from headwater.core.spec_schedule import SCHEDULE_KEYS, ScheduleSpec
 
-__all__ = ["ChildSpec", "ScheduleSpec"]
-"""A workflow node's part (``spec_child``) and a schedule's (``spec_schedule``),
-re-exported; the module's own names are public too."""
-
-SIGNAL_FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array", "any")
-"""The types a wait's signal fields may declare (JSON Schema's names; ``any``: all)."""
-
+__all__ = ["ChildSpec", "LoopSpec", "ScheduleSpec", "SleepSpec", "WaitSpec"]
+"""The kinds' parts (each from its unit's records), re-exported for ``KindParts`` and
+``NodeSpec``; the module's own names are public too."""
 
 class NodeKind(StrEnum):
     """What a node does."""
@@ -38,61 +38,6 @@ class NodeKind(StrEnum):
     WORKFLOW = "workflow"  # run a child workflow (per item with ``over``)
     LOOP = "loop"  # a bounded agent loop: decide, call a tool, repeat
     SCHEDULE = "schedule"  # run a child workflow at each fire time of a cron expression
-
-
-@dataclass(frozen=True)
-class SignalField:
-    """One declared field of a signal: ``type`` is one of ``SIGNAL_FIELD_TYPES``."""
-
-    name: str
-    type: str
-    required: bool = True
-
-
-@dataclass(frozen=True)
-class WaitSpec:
-    """A wait node: the signal it waits for (named like a node id) and the fields that
-    signal must carry. Its timeout is the node's ``timeout``."""
-
-    signal: str
-    fields: tuple[SignalField, ...] = ()
-
-
-@dataclass(frozen=True)
-class SleepSpec:
-    """A sleep node: ``duration`` seconds from its start, or ``until`` an instant (an
-    RFC 3339 text, or a ``${...}`` reference resolved at start). Exactly one is set."""
-
-    duration: float | None = None
-    until: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool a loop's decide task may pick: it runs as task ``task`` on ``queue``,
-    with its own retry policy, timeout and heartbeat timeout (seconds)."""
-
-    name: str
-    task: str
-    queue: str
-    retry: RetryPolicy
-    timeout: float | None
-    heartbeat_timeout: float
-
-
-@dataclass(frozen=True)
-class LoopSpec:
-    """A loop node: its tools, at most ``max_steps`` steps, what reaching the bound does
-    (``"fail"`` or ``"finish"``), and an optional budget of what decide reports spent."""
-
-    tools: tuple[ToolSpec, ...]
-    max_steps: int
-    on_exhausted: str = "fail"
-    budget: float | None = None
-
-    def tool(self, name: str) -> ToolSpec | None:
-        """The tool named ``name``, or None."""
-        return next((t for t in self.tools if t.name == name), None)
 
 
 @dataclass(frozen=True)

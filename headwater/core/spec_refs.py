@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from headwater.core.conditions import condition_refs
 from headwater.core.graph import GraphNode, upstream_among
+from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.refs import Ref, iter_refs
-from headwater.core.spec_kinds import SleepSpec
 
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
 """The keys of ``${error}`` (``state.error_object``)."""

@@ -32,7 +32,7 @@ from urllib.parse import quote
 import httpx
 
 from headwater.core import events as ev
-from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
+from headwater.core.kinds.schedule.cron import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from load.faultkit.audit import WorkflowAudit, timeline
 from load.faultkit.auth import client_headers
 from load.faultkit.batch import CHILD_DEFINITION, Definition, Sizes, definitions

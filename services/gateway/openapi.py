@@ -18,9 +18,10 @@ from typing import Any
 
 from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.kinds.loop import MAX_LOOP_STEPS
+from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
+from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
-from headwater.core.spec_kinds import SIGNAL_FIELD_TYPES, NodeKind
+from headwater.core.spec_kinds import NodeKind
 from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.models import MAX_INDEX

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from headwater.core.definitions import NAME_PATTERN
+from headwater.core.kinds.schedule.cron import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.retry import MAX_SECONDS
-from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
 from services.gateway.body import parse_body, read_limited
 from services.gateway.control import send_signal, signal_record
 from services.gateway.models import SignalRequest

@@ -13,8 +13,8 @@ import asyncpg
 
 from headwater.core.ids import child_id, task_key
 from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
 from headwater.core.spec import NodeKind
-from headwater.core.spec_child import DEFINITION_REF, MAX_VERSION
 from headwater.core.status import NodeStatus, TaskStatus
 from services.gateway.cursor import decode_cursor, encode_cursor
 from services.gateway.problems import Problem

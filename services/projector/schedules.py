@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.kinds.schedule import STARTED
+from headwater.core.kinds.schedule.rules import STARTED
 from headwater.core.status import NodeStatus
 from services.projector.statements import TERMINAL, UPSERT_NODE, Statements, ts
 

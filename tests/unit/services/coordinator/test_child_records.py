@@ -11,7 +11,7 @@ import pytest
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.kinds.workflow import CHILD_CANCELLED, CHILD_FAILED
+from headwater.core.kinds.workflow.rules import CHILD_CANCELLED, CHILD_FAILED
 from headwater.core.machine import Step, step
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics

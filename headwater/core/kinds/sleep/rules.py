@@ -1,13 +1,6 @@
-"""The ``sleep`` node kind: wait for a duration, or until an instant, durably.
-
-It starts by working out when to wake: ``duration`` seconds after its start, or the
-instant ``until`` names (an RFC 3339 text, written in the spec or given by a ``${...}``
-reference, resolved now). It records ``SleepStarted(wake_at_ms)``, which arms the timer
-``sleep:<node>`` in ``state.timers`` (the coordinator arms it like any other, so the
-sleep survives every restart); when that fires the node succeeds, its output null. An
-instant not after its start succeeds at once; an ``until`` reference that cannot be
-resolved, or that gives no RFC 3339 instant, fails the node (routed as any failure).
-"""
+"""The ``sleep`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/sleep/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -19,13 +12,14 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import drop_node_timers
 from headwater.core.ids import SLEEP_TIMER, node_timer_id
 from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import parse_ref
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec_fields import seconds
-from headwater.core.spec_kinds import KindParts, SleepSpec, Work
+from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.state import TimerState, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError

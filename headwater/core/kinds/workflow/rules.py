@@ -1,20 +1,6 @@
-"""The ``workflow`` node kind: a child workflow, one per attempt (per item with ``over``).
-
-Each attempt of the node is a task attempt (``TaskDispatched(task="workflow")``) that no
-worker runs: the coordinator submits the child instead (``ChildSubmitted``, id
-``ids.child_id(parent, node, index, attempt)``, so a parent that is retried, replayed or
-redelivered never starts a second child for the same attempt), and the child's
-coordinator reports back as a worker would: ``TaskStarted(worker=<child id>)`` when the
-child is accepted, ``TaskSucceeded(output)`` or ``TaskFailed("ChildWorkflowFailed",
-retryable)`` / ``TaskFailed("ChildWorkflowCancelled", not retryable)`` when it ends. So a
-child's deadline (the node's ``timeout``), its retries (each one a new child) and its
-cancellation (the coordinator cancels the child of a cancelled or failed attempt) are a
-task's, without a lease (the child reports no heartbeats).
-
-Without ``over`` the node runs like a task: the child's output is the node's output, its
-final failure the node's failure. With ``over`` it runs like a map of children, in input
-order, at most ``max_concurrency`` at once (the durable ``call_parallel``).
-"""
+"""The ``workflow`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/workflow/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -24,10 +10,10 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.task import UNIT as TASK
+from headwater.core.kinds.workflow.records import parse_child
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_child import parse_child
 from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.state import WorkflowState
 

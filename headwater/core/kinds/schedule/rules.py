@@ -1,36 +1,6 @@
-"""The ``schedule`` node kind: run a workflow at each fire time of a cron expression.
-
-A schedule is a workflow of this one node (``spec_schedule``). It starts by arming its
-first fire time, the first after ``start_at`` (default: the workflow's acceptance):
-``ScheduleArmed(fire_ms)``, which puts the timer ``schedule:<node>`` in ``state.timers``
-(the coordinator arms it like a sleep's). When the timer fires at ``t`` (the
-coordinator's time), the fire times due are those from the armed one to ``t``, at most
-the latest ``catchup_max + 1`` (``spec_schedule.due_fire_times``). A due time later than
-``misfire_grace`` at ``t`` is *missed*; the others are on time and run. Of the missed
-ones, ``catchup: none`` runs none, ``latest`` the latest when no due time is on time,
-``all`` the latest ``catchup_max``. Each due time records ``ScheduleFired(fire_ms,
-outcome)``, oldest first: ``skipped_missed``, ``skipped_paused`` (while paused),
-``skipped_overlap`` (``overlap: skip`` with a run still running), or ``started``; then
-the next fire time after ``t`` is armed.
-
-A started fire is an attempt of the node, as a ``workflow`` node's child is: task index
-k (the k-th run started, from 0: the node's ``next_index``), attempt 1, never retried;
-``TaskDispatched(task="workflow")`` becomes the child's submission with the id
-``<workflow id>:<node>.<k>:1`` (``ids.child_id``), which is in ``ScheduleFired.run_id``.
-The history fixes k for each fire time, so whatever crashes, a fire time runs once.
-``overlap: cancel_previous`` cancels the running runs first (``TaskCancelled``, which
-cancels the child); ``allow`` starts beside them. A run's end changes nothing of the
-schedule: the node never finishes, and the workflow runs until it is cancelled.
-
-Cancelling the schedule workflow (deleting the schedule) ends it, cancelling its
-attempts in its history as any workflow's end does; but those cancels do not cascade to
-the runs (``cancels_run``): a run started goes on to its own end.
-
-Signals ``pause`` and ``resume`` (no fields) record ``SchedulePaused`` and
-``ScheduleResumed``; a resume arms the next fire time after now (paused time is not
-caught up). A repeated ``signal_id`` changes nothing; a pause while paused (a resume
-while running) records nothing.
-"""
+"""The ``schedule`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/schedule/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -40,14 +10,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import child_id, task_key
-from headwater.core.kinds.wait import signal_sent as wait_signal_sent
-from headwater.core.machine import dispatch
-from headwater.core.machine.recorder import Recorder
-from headwater.core.registry import KindUnit
-from headwater.core.signals import signal_fault
-from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_kinds import KindParts, Work
-from headwater.core.spec_schedule import (
+from headwater.core.kinds.schedule.cron import (
     PAUSE_SIGNAL,
     SCHEDULE_TIMER,
     ScheduleSpec,
@@ -57,6 +20,13 @@ from headwater.core.spec_schedule import (
     parse_schedule,
     schedule_timer_id,
 )
+from headwater.core.kinds.wait.rules import signal_sent as wait_signal_sent
+from headwater.core.machine import dispatch
+from headwater.core.machine.recorder import Recorder
+from headwater.core.registry import KindUnit
+from headwater.core.signals import signal_fault
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.state import IllegalTransition, NodeState, TimerState, WorkflowState
 from headwater.core.status import NodeStatus
 

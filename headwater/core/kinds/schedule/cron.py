@@ -3,7 +3,7 @@ runs, and the policies for overlapping runs and missed fire times.
 
 A schedule's spec has exactly this one node (no needs, no condition, no error route):
 the node's durable timer (``schedule:<node>``) fires runs of its inline ``workflow`` as
-child workflows (``kinds/schedule.py``). The cron expression is croniter's
+child workflows (``rules.py``). The cron expression is croniter's
 (https://github.com/kiorky/croniter): five fields (minute, hour, day of month, month, day
 of week) or six, the sixth being seconds (croniter's order: ``"* * * * * */2"`` fires
 every two seconds; croniter's hashed ``H`` and random ``R`` fields are refused). It is
@@ -26,8 +26,8 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.kinds.workflow.records import ChildSpec, parse_child
 from headwater.core.retry import finite_number
-from headwater.core.spec_child import ChildSpec, parse_child
 
 OVERLAPS = ("skip", "allow", "cancel_previous")
 """What a fire time does while an earlier run still runs: skip it, start beside it, or

@@ -1,28 +1,6 @@
-"""The ``wait`` node kind: wait for a named signal, up to the node's timeout.
-
-It starts by recording ``WaitStarted`` (with ``over``: ``MapExpanded``, then one
-``WaitStarted`` per item, all at once), which arms its timeout timer
-(``wait:<task key>``) when it has one, and takes a signal kept for it if one came
-before it started (``SignalConsumed``). A signal that comes while it waits is recorded
-(``SignalSent``) and taken at once; one that comes before it starts is recorded and kept
-(``WorkflowState.signals``), at most one per wait (item): a further one for the same
-wait (item) is recorded as ``SignalDiscarded`` at once, so that a sender cannot pile up
-signals no wait will take; one that comes after its wait ended, or for a node that
-will never wait (skipped, cancelled), is recorded as ``SignalDiscarded``; one whose
-``signal_id`` was recorded already changes nothing. The signal's fields are the node's
-output (an item's result). When the timeout fires first, the node (the item) fails with
-``TimeoutError: no signal <name> within <t> s``, which routes as any failure
-(``on_error``, ``continue_on_error``; an item of a ``continue_on_error`` wait keeps the
-error as its result and the others go on). Exactly one outcome per wait: what comes
-second is discarded (a signal) or changes nothing (a timer already dropped).
-
-In the state, a waiting node (or item) holds a ``wait:<task key>`` timer in
-``state.timers`` when it has a timeout (``TimerState`` with attempt 0). Signals taken
-before their wait started are kept in ``state.signals`` by ``signals.signal_key``; every
-recorded ``signal_id`` is kept in ``state.signal_ids``. A wait with ``over`` keeps one
-result per item, as a map does: an item is waiting while its result is None (a signal's
-fields are always an object).
-"""
+"""The ``wait`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/wait/__init__.py``)."""
 
 from __future__ import annotations
 
@@ -34,6 +12,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import drop_node_timers
 from headwater.core.ids import WAIT_TIMER, node_timer_id, parse_node_timer_id, task_key
 from headwater.core.kinds.map import expand
+from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES, SignalField, WaitSpec
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
@@ -47,13 +26,7 @@ from headwater.core.signals import (
 )
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec_fields import NODE_ID
-from headwater.core.spec_kinds import (
-    SIGNAL_FIELD_TYPES,
-    KindParts,
-    SignalField,
-    WaitSpec,
-    Work,
-)
+from headwater.core.spec_kinds import KindParts, Work
 from headwater.core.state import (
     IllegalTransition,
     TimerState,
