@@ -1,4 +1,4 @@
-"""The pure decision core: specs and validation (``spec``, ``spec_fields``), references,
+"""The pure decision core: specs and validation (``spec``, ``spec.fields``), references,
 graph walks, retry policy, events, status enums, workflow state, ``evolve``, the state
 machine (the ``machine`` package), the node kinds (the ``kinds`` package, one unit each,
 registered in ``registry``), fencing, idempotency and id formats. Importing this package

@@ -291,7 +291,7 @@ class NodeFinished:
 @dataclass(frozen=True)
 class WorkflowRestarted:
     """History: a lost attempt restarted the whole run (``restart_on_failure``,
-    ``headwater.core.spec_restart``). Every unfinished attempt was cancelled just
+    ``headwater.core.spec.restart``). Every unfinished attempt was cancelled just
     before; ``generation`` (2, 3, ...) starts again from the root nodes with the
     workflow's input. The previous generation's tasks (``dropped``: node -> how many
     tasks it had, its ``next_index``, so the record grows with the nodes, not the tasks)

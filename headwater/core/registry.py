@@ -25,7 +25,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import EventHandler
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_kinds import KIND_PARSERS, KindParser
+from headwater.core.spec.kinds import KIND_PARSERS, KindParser
 from headwater.core.state import WorkflowState
 
 StartRule = Callable[[Recorder, NodeSpec], None]
@@ -58,7 +58,7 @@ class KindUnit:
         start: its ``StartRule``.
         attempt_succeeded: its ``SuccessRule``.
         attempt_failed: its ``FailureRule``.
-        parse: its ``spec_kinds.KindParser`` (what the kind adds to a node's spec).
+        parse: its ``spec.kinds.KindParser`` (what the kind adds to a node's spec).
         output_fault: an ``OutputFault`` that refuses an unfit output before the success
             is recorded, or None to take any output.
         output_error: the error type of an output refused by ``output_fault``.

@@ -248,7 +248,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "array": lambda v: isinstance(v, list | tuple),
     "any": lambda v: True,
 }
-"""Declared type -> whether a JSON value is of it (``spec_kinds.SIGNAL_FIELD_TYPES``)."""
+"""Declared type -> whether a JSON value is of it (``spec.kinds.SIGNAL_FIELD_TYPES``)."""
 _A = {"string": "a string", "number": "a number", "integer": "an integer",
       "boolean": "true or false", "object": "an object", "array": "an array", "any": "any"}
 

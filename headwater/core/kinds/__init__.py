@@ -3,7 +3,7 @@
 Each module or package here is one node kind: ``task`` and ``map`` are modules; ``wait``,
 ``sleep``, ``workflow``, ``loop`` and ``schedule`` are small packages (``__init__.py``
 describes the kind, ``records.py`` holds its spec fields and event records, which
-``spec_kinds`` and ``events`` re-export, and ``rules.py`` the rest). Each ends with its
+``spec.kinds`` and ``events`` re-export, and ``rules.py`` the rest). Each ends with its
 ``UNIT`` (``registry.KindUnit``). Importing this
 package installs every unit in the registry; ``headwater/core/__init__.py`` imports it, so
 the registry is full before any core module is used. A new kind is one new module

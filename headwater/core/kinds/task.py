@@ -11,7 +11,7 @@ from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_kinds import no_parts
+from headwater.core.spec.kinds import no_parts
 from headwater.core.status import NodeStatus
 
 

@@ -17,8 +17,8 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.retry import finite_number, parse_retry
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_fields import MIN_HEARTBEAT_TIMEOUT, seconds
-from headwater.core.spec_kinds import KindParts, Work
+from headwater.core.spec.fields import MIN_HEARTBEAT_TIMEOUT, seconds
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import IllegalTransition, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 

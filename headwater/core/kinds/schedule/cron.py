@@ -12,7 +12,7 @@ read in ``timezone``, an IANA zone name (``zoneinfo``), so a daily ``0 9 * * *``
 
 This module alone of the core imports ``croniter`` and ``zoneinfo``: both only compute
 over given instants and the time zone database; neither reads the clock here (every
-computation starts from an instant it is given). Like ``spec_fields``, the parser
+computation starts from an instant it is given). Like ``spec.fields``, the parser
 appends what is wrong to ``faults`` (``"<where>: <what>"``) and returns a usable value.
 """
 

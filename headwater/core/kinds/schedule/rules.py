@@ -26,7 +26,7 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.signals import signal_fault
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_kinds import KindParts, Work
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import IllegalTransition, NodeState, TimerState, WorkflowState
 from headwater.core.status import NodeStatus
 

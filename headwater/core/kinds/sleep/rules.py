@@ -18,8 +18,8 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import parse_ref
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_fields import seconds
-from headwater.core.spec_kinds import KindParts, Work
+from headwater.core.spec.fields import seconds
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import TimerState, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError

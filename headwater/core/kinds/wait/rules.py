@@ -25,8 +25,8 @@ from headwater.core.signals import (
     with_optional,
 )
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_fields import NODE_ID
-from headwater.core.spec_kinds import KindParts, Work
+from headwater.core.spec.fields import NODE_ID
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import (
     IllegalTransition,
     TimerState,

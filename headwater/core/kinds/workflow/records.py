@@ -9,7 +9,7 @@ spec and adding ``definition_version``, so the core never looks a definition up.
 ``definition`` without an inline ``workflow`` has not been resolved: a spec fault (such a
 spec came straight to Kafka, or from a client that skipped the gateway).
 
-Like ``spec_fields``, the parser appends what is wrong to ``faults`` (``"<where>:
+Like ``spec.fields``, the parser appends what is wrong to ``faults`` (``"<where>:
 <what>"``) and returns a usable value.
 """
 

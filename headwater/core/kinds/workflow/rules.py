@@ -14,7 +14,7 @@ from headwater.core.kinds.workflow.records import parse_child
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec_kinds import KindParts, Work
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import WorkflowState
 
 CHILD_FAILED = "ChildWorkflowFailed"

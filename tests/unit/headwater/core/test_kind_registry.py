@@ -24,7 +24,7 @@ from headwater.core import registry
 from headwater.core.evolve import EVENT_HANDLERS
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind
-from headwater.core.spec_kinds import KIND_PARSERS
+from headwater.core.spec.kinds import KIND_PARSERS
 from ops import expected_rows, history
 from ops.cli import follow
 from services.projector import writer
@@ -39,7 +39,7 @@ def missing_parts(unit: KindUnit) -> list[str]:
     if not callable(unit.parse):
         missing.append(f"{where}: no spec parser")
     elif KIND_PARSERS.get(unit.kind, unit.parse) is not unit.parse:
-        missing.append(f"{where}: spec_kinds.KIND_PARSERS holds another parser")
+        missing.append(f"{where}: spec.kinds.KIND_PARSERS holds another parser")
     if unit.timer_prefix is not None and not callable(unit.timer_fired):
         missing.append(f"{where}: timer {unit.timer_prefix}: no timer_fired rule")
     for event, handler in unit.events.items():

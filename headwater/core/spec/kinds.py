@@ -3,7 +3,7 @@ sleep, workflow, loop or schedule node, from its unit's ``records.py``), the fie
 kind takes, the fan-out fields, and the ``when`` condition any node may carry. Each
 kind's own parser is in its unit; ``parse_kind`` looks it up in ``KIND_PARSERS``.
 
-Like ``spec_fields``, each parser appends what is wrong to ``faults`` (``"<where>:
+Like ``spec.fields``, each parser appends what is wrong to ``faults`` (``"<where>:
 <what>"``) and returns a usable value (or None), so ``spec.parse_spec`` reports every
 fault of a spec at once.
 """
