@@ -24,9 +24,9 @@ from typing import Any
 from faultsuite.batch import Submission
 from faultsuite.topics import Record
 from headwater.core import events as ev
-from headwater.core.evolve import IllegalTransition, evolve
+from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, WorkflowState
 
 LOST_ERROR_TYPES = ("HeartbeatTimeout", "WorkerStopped")
 """``TaskFailed.error_type`` of attempts that ended with their worker, not their code."""

@@ -1,7 +1,7 @@
 """The suite with auth on (``python -m faultsuite --auth``): each run's keys, the
 suite's token on every request, and the checks that auth took nothing away.
 
-With auth on, a run's sandbox home holds a keys file (``services.common.auth``) with two
+With auth on, a run's sandbox home holds a keys file (``services.common.auth.tokens``) with two
 API keys: the services' own (tenant ``*``, role ``submit``: ``HEADWATER_TOKEN``, which the
 gateway and the coordinator put on the submissions they produce) and the suite's
 (tenant ``TENANT``, role ``admin``: it registers the definitions, puts the schedule and
@@ -35,7 +35,7 @@ from faultsuite.topics import Record, read_all
 from headwater.client.http import auth_headers
 from headwater.topics import REASON_HEADER
 from ops.sandbox import Sandbox
-from services.common.auth import EVERY_TENANT, new_key
+from services.common.auth.tokens import EVERY_TENANT, new_key
 from services.coordinator.submitters import authorization
 
 TENANT = "faults"

@@ -37,7 +37,7 @@ from faultsuite.batch import CHILD_DEFINITION, Definition, Sizes, definitions
 from faultsuite.client import PUT_RETRYABLE_STATUS, until_answered
 from faultsuite.topics import Record
 from headwater.core import events as ev
-from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
+from headwater.core.kinds.schedule.cron import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from load.kafka_io import Seen
 from tests.polling import scaled
 

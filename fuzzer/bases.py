@@ -20,7 +20,7 @@ import orjson
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE, Topics
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 
 NODE = "n"
 SPEC: dict[str, Any] = {"name": "fuzz", "nodes": [{"id": NODE, "task": "bench.noop"}]}

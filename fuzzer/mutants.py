@@ -25,7 +25,7 @@ from fuzzer.bases import JSON_HEADERS, OTHER_TYPES, Base, Builders
 from headwater import codec
 from headwater.errors import DecodeError
 from headwater.topics import MAX_AT_MS, Topics
-from services.common.kafka import AVRO_HEADERS
+from services.common.kafka.client import AVRO_HEADERS
 from services.common.partitioning import partition_for
 from services.coordinator.homing import movable
 from services.coordinator.inputs import decode_input

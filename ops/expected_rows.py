@@ -49,9 +49,13 @@ from headwater.core.status import WorkflowStatus
 from ops.jsondiff import ABSENT, diff_json
 from services.projector.kinds import SignalStatus, WaitStatus
 
-_NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
-              ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed)
+NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
+             ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed)
 """The events whose node gets a ``nodes`` row."""
+
+UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed})
+"""Node kinds' events with no expected row of their own: what they write
+(``schedules`` rows) is not compared."""
 
 
 @dataclass
@@ -150,7 +154,7 @@ def expected_rows(state: WorkflowState | None,
         if isinstance(b, ev.WorkflowRestarted):
             mentioned.clear()
             next_attempt.clear()
-        if isinstance(b, _NODE_ROWS):
+        if isinstance(b, NODE_ROWS):
             mentioned.add(b.node)
         if isinstance(b, ev.TimerScheduled):
             key = task_key(b.node, b.index)
@@ -173,7 +177,7 @@ _RUN_ENDS = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
 def _ended_runs(events: Sequence[ev.HistoryEvent],
                 state: WorkflowState) -> dict[str, dict[str, Any]]:
     """The ``tasks`` rows of a schedule's runs that ended: their tasks left the state
-    (``evolve_schedule.run_ended``), their rows stay, with the status of the end."""
+    (``kinds/schedule/rules.py``, ``_run_ended``), their rows stay, with the status of the end."""
     out: dict[str, dict[str, Any]] = {}
     for e in [] if state.spec_error else events:
         b = e.body
@@ -196,7 +200,7 @@ def expected_kind_rows(events: Sequence[ev.HistoryEvent]) -> KindRows:
     """
     rows = KindRows()
     for e in events:
-        apply = _KIND_RULES.get(type(e.body))
+        apply = KIND_RULES.get(type(e.body))
         if apply is not None:
             apply(rows, e.seq, e.body)
         elif e.terminal:
@@ -259,7 +263,7 @@ def _restarted(rows: KindRows) -> None:
     rows.steps.clear()
 
 
-_KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
+KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
     ev.ParentLinked: lambda rows, seq, b: setattr(rows, "parent", {
         "workflow_id": b.parent_id, "node": b.node, "index": b.index, "attempt": b.attempt}),
     ev.WaitStarted: lambda rows, seq, b: rows.waits.__setitem__(

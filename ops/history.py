@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from headwater.core import events as ev
-from headwater.core.evolve import IllegalTransition, evolve
+from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
-from headwater.core.state import WorkflowState
+from headwater.core.state import IllegalTransition, WorkflowState
 
 DETAIL_CHARS = 80
 
@@ -199,7 +199,7 @@ def _step(b: ev.LoopStepDecided) -> str:
     return short(f"step {b.step}: {b.tool} {short(b.input)}{spend}")
 
 
-_DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
+DESCRIPTIONS: dict[type[Any], Callable[[Any], str]] = {
     ev.WorkflowAccepted: _accepted,
     ev.TaskDispatched: _dispatched,
     ev.TaskStarted: lambda b: f"on {b.worker}" if b.worker else "",
@@ -236,9 +236,11 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     ev.WorkflowFailed: lambda b: short(b.error),
     ev.WorkflowCancelled: lambda b: short(b.reason),
 }
+"""History event type -> its timeline description (every history event has one;
+``tests/unit/headwater/core/test_kind_registry.py`` checks the node kinds')."""
 
 
 def describe(body: ev.Body) -> str:
     """What an event says beyond its type and task, in a few words."""
-    how = _DESCRIBE.get(type(body))
+    how = DESCRIPTIONS.get(type(body))
     return how(body) if how is not None else ""

@@ -357,3 +357,13 @@ def _show(value: Any) -> str:
         value is None or isinstance(value, bool)) else repr(value)
     assert text is not None
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class ConditionEvaluated:
+    """History: a node's ``when`` condition gave ``value``; false skips the node."""
+
+    workflow_id: str
+    node: str
+    at_ms: int
+    value: bool = True

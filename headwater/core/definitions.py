@@ -31,7 +31,7 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
 """A definition's name: 1-100 characters, letters, digits and ``_.-``, starting with a
 letter or digit (safe in a URL path and a Kafka key; never ``.`` or ``..``)."""
 MAX_VERSION = 2**31 - 1
-"""The highest version (an Avro ``int``, as ``spec_child.MAX_VERSION``)."""
+"""The highest version (an Avro ``int``, as ``kinds.workflow.records.MAX_VERSION``)."""
 _NAME = re.compile(NAME_PATTERN)
 _VERSION = re.compile(r"[1-9][0-9]{0,9}")
 

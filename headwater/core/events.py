@@ -15,27 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from headwater.core.conditions import ConditionEvaluated
 from headwater.core.ids import dispatch_id as make_dispatch_id
-from headwater.core.kind_events import (
-    ChildSubmitted,
-    ConditionEvaluated,
-    LoopStepDecided,
-    ParentLinked,
+from headwater.core.kinds.loop.records import LoopStepDecided
+from headwater.core.kinds.schedule.records import (
     ScheduleArmed,
     ScheduleFired,
     SchedulePaused,
     ScheduleResumed,
+)
+from headwater.core.kinds.sleep.records import SleepStarted
+from headwater.core.kinds.wait.records import (
     SignalConsumed,
     SignalDiscarded,
     SignalSent,
-    SleepStarted,
     WaitStarted,
 )
+from headwater.core.kinds.workflow.records import ChildSubmitted, ParentLinked
 
 __all__ = ["ChildSubmitted", "ConditionEvaluated", "LoopStepDecided", "ParentLinked",
            "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
            "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "WaitStarted"]
-"""The kinds' records, re-exported; the module's own classes are public too."""
+"""The node kinds' records (each in its unit's ``records.py``) and ``when``'s
+(``conditions.py``), re-exported so that every record is ``events.<Name>``; the module's
+own classes are public too."""
 
 
 @dataclass(frozen=True)
@@ -288,7 +291,7 @@ class NodeFinished:
 @dataclass(frozen=True)
 class WorkflowRestarted:
     """History: a lost attempt restarted the whole run (``restart_on_failure``,
-    ``headwater.core.spec_restart``). Every unfinished attempt was cancelled just
+    ``headwater.core.spec.restart``). Every unfinished attempt was cancelled just
     before; ``generation`` (2, 3, ...) starts again from the root nodes with the
     workflow's input. The previous generation's tasks (``dropped``: node -> how many
     tasks it had, its ``next_index``, so the record grows with the nodes, not the tasks)

@@ -5,13 +5,26 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from headwater.core.spec import NodeSpec
+from typing import Protocol
 
 
-def find_cycle(nodes: list[NodeSpec] | tuple[NodeSpec, ...]) -> list[str] | None:
+class GraphNode(Protocol):
+    """What the walks read of a node (``spec.NodeSpec`` has it)."""
+
+    @property
+    def id(self) -> str:
+        """The node's id."""
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The ids of the nodes it needs."""
+
+    @property
+    def on_error(self) -> str | None:
+        """The node its error routes to, if any."""
+
+
+def find_cycle(nodes: Sequence[GraphNode]) -> list[str] | None:
     """Find one dependency cycle, iteratively.
 
     Returns:

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.kinds.schedule.cron import PAUSE_SIGNAL, RESUME_SIGNAL
+from headwater.core.kinds.wait.records import SignalField
 from headwater.core.spec import NodeSpec, WorkflowSpec
-from headwater.core.spec_kinds import SignalField
-from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.state import WorkflowState
 
 MAX_SIGNAL_ID = 200
@@ -248,7 +248,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "array": lambda v: isinstance(v, list | tuple),
     "any": lambda v: True,
 }
-"""Declared type -> whether a JSON value is of it (``spec_kinds.SIGNAL_FIELD_TYPES``)."""
+"""Declared type -> whether a JSON value is of it (``spec.kinds.SIGNAL_FIELD_TYPES``)."""
 _A = {"string": "a string", "number": "a number", "integer": "an integer",
       "boolean": "true or false", "object": "an object", "array": "an array", "any": "any"}
 

@@ -12,12 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from headwater.core import events as ev
-from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, task_timer_id
+from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, task_key, task_timer_id
 from headwater.core.refs import resolve
 from headwater.core.retry import RetryPolicy
 from headwater.core.spec import WorkflowSpec, parse_spec
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
-from headwater.errors import SpecError
+from headwater.errors import HeadwaterError, SpecError
+
+
+class IllegalTransition(HeadwaterError):
+    """Raised when a history event does not fit the state (a corrupt or foreign history)."""
+
 
 
 @dataclass
@@ -293,3 +298,28 @@ def loop_output(node: NodeState) -> Any:
     if node.decision is not None and "finish" in node.decision:
         return node.decision["finish"]
     return {"finished": False, "transcript": list(node.transcript or [])}
+
+
+def task_state(state: WorkflowState, node: str, index: int | None) -> TaskState:
+    """The state of task ``node[index]``.
+
+    Raises:
+        IllegalTransition: the workflow has no such task.
+    """
+    key = task_key(node, index)
+    try:
+        return state.tasks[key]
+    except KeyError:
+        raise IllegalTransition(f"no task {key} in workflow {state.workflow_id}") from None
+
+
+def node_state(state: WorkflowState, node_id: str) -> NodeState:
+    """The state of node ``node_id``.
+
+    Raises:
+        IllegalTransition: the workflow has no such node.
+    """
+    try:
+        return state.nodes[node_id]
+    except KeyError:
+        raise IllegalTransition(f"no node {node_id} in workflow {state.workflow_id}") from None

@@ -65,10 +65,7 @@ class FollowState:
         node = self.nodes.setdefault(data.get("node", ""), NodeView()) if "node" in data else None
         if kind in KIND_NOTES:
             return KIND_NOTES[kind](self, node, data)
-        if kind == "MapExpanded" and node:
-            node.total = data.get("count")
-            return f"{data['node']}: fanning out over {node.total} items"
-        elif kind == "TaskSucceeded" and node and data.get("index") is not None:
+        if kind == "TaskSucceeded" and node and data.get("index") is not None:
             node.done += 1
         elif kind == "TaskProgressed":
             self.message = f"{data.get('node')}: {data.get('message', '')}"
@@ -192,6 +189,14 @@ def _restarted(state: FollowState, node: NodeView | None, data: dict[str, Any]) 
             " (every node starts over)")
 
 
+def _map_expanded(state: FollowState, node: NodeView | None,
+                  data: dict[str, Any]) -> str | None:
+    if node is None:
+        return None
+    node.total = data.get("count")
+    return f"{data['node']}: fanning out over {node.total} items"
+
+
 def _parent_linked(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
     return (f"child of {data.get('parent_id')} ({_where(data)} attempt "
             f"{data.get('attempt')})")
@@ -204,11 +209,15 @@ KIND_NOTES: dict[str, Note] = {
     "SignalConsumed": _signal_consumed, "SignalDiscarded": _signal_discarded,
     "SleepStarted": _sleep_started, "ConditionEvaluated": _condition,
     "LoopStepDecided": _step_decided, "ParentLinked": _parent_linked,
-    "WorkflowRestarted": _restarted,
+    "MapExpanded": _map_expanded, "WorkflowRestarted": _restarted,
 }
 """Event types -> what they change in the view, and the line they print (if any): a
 dispatch and a start (that of a child workflow), the node kinds' events, and a
 restart."""
+
+QUIET = frozenset({"ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed"})
+"""Node kinds' events that change nothing in the live view and print no line (a
+schedule's workflow is followed as its runs, each a workflow of its own)."""
 
 
 def events(

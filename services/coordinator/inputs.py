@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.definitions import MAX_VERSION, DefinitionRefError, check_name
-from headwater.core.spec_fields import MAX_NAME_CHARS
+from headwater.core.spec.fields import MAX_NAME_CHARS
 from headwater.errors import DecodeError
 from headwater.topics import (
     CONTENT_TYPE_HEADER,
@@ -111,7 +111,7 @@ def submission_fault(record: ev.WorkflowSubmitted | ev.ChildSubmitted) -> str | 
 
     Checks:
         ``tenant``: None, or a string of at most ``MAX_TENANT_CHARS`` characters.
-        the spec's ``name``: at most ``spec_fields.MAX_NAME_CHARS`` characters as the
+        the spec's ``name``: at most ``spec.fields.MAX_NAME_CHARS`` characters as the
             projection stores it (a shorter bad name is a spec fault: the run fails).
         ``definition``: None, or a definition's name (``definitions.NAME_PATTERN``: no
             ``@version``, no control or bidirectional characters).

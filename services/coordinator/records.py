@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
-from headwater.core.machine.child import report_to_parent
-from headwater.core.machine.schedule import cancels_run
+from headwater.core.kinds.schedule.rules import cancels_run
+from headwater.core.kinds.workflow.rules import report_to_parent
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 

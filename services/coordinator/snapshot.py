@@ -156,8 +156,9 @@ def _taskless(state: WorkflowState) -> set[str]:
 
 def schedule_runs(state: WorkflowState) -> dict[str, list[int]]:
     """Schedule node -> the indexes of its runs in the state (those still running: an
-    ended run leaves it, ``evolve_schedule.run_ended``); empty without a schedule node.
-    The header keeps it, since the indexes no longer follow from ``next_index``."""
+    ended run leaves it, ``kinds/schedule/rules.py``, ``_run_ended``); empty without a
+    schedule node. The header keeps it, since the indexes no longer follow from
+    ``next_index``."""
     if state.spec_error:
         return {}
     runs: dict[str, list[int]] = {n.id: [] for n in state.spec.nodes if n.schedule is not None}

@@ -62,7 +62,7 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
 
 def _run_ended(body: object, state: WorkflowState) -> bool:
     """Whether ``body`` ended a schedule's run, whose task has left the state
-    (``evolve_schedule.run_ended``): its entry is to be deleted."""
+    (``kinds/schedule/rules.py``, ``_run_ended``): its entry is to be deleted."""
     if not isinstance(body, _ENDS) or state.spec_error:
         return False
     try:

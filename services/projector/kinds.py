@@ -132,7 +132,7 @@ def _step_decided(wid: str, seq: int, at: datetime, b: ev.LoopStepDecided) -> St
                            float(b.spend), at, seq))]
 
 
-_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
+KIND_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.ParentLinked: lambda wid, seq, at, b: [
         (SET_PARENT, (wid, b.parent_id, b.node, b.index, b.attempt))],
     ev.WaitStarted: _wait_started,
@@ -162,6 +162,6 @@ def kind_plan(e: ev.HistoryEvent) -> Statements:
     b = e.body
     if type(b) in TERMINAL:
         return [(CLOSE_OPEN_WAITS, (e.workflow_id, e.seq, ts(b.at_ms))), *schedule_plan(e)]
-    steps = _STEPS.get(type(b))
+    steps = KIND_STEPS.get(type(b))
     own = steps(e.workflow_id, e.seq, ts(b.at_ms), b) if steps is not None else []
     return [*own, *schedule_plan(e)]

@@ -23,11 +23,11 @@ duplicates give the same row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.machine.schedule import STARTED
+from headwater.core.kinds.schedule.rules import STARTED
 from headwater.core.status import NodeStatus
 from services.projector.statements import TERMINAL, UPSERT_NODE, Statements, ts
 
@@ -80,20 +80,31 @@ def _accepted(e: ev.HistoryEvent, b: ev.WorkflowAccepted) -> Statements:
         str(node.get("catchup", "none")), ts(b.at_ms)))]
 
 
+def _fired(wid: str, seq: int, b: ev.ScheduleFired) -> Statements:
+    started = b.outcome == STARTED
+    return [(SCHEDULE_FIRED, (wid, seq, ts(b.fire_ms), b.run_id, int(started),
+                              int(not started)))]
+
+
+SCHEDULE_STEPS: dict[type, Callable[[str, int, Any], Statements]] = {
+    ev.ScheduleArmed: lambda wid, seq, b: [
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq)),
+        (SCHEDULE_ARMED, (wid, seq, ts(b.fire_ms)))],
+    ev.ScheduleFired: _fired,
+    ev.SchedulePaused: lambda wid, seq, b: [(SCHEDULE_PAUSED, (wid, seq, True))],
+    ev.ScheduleResumed: lambda wid, seq, b: [(SCHEDULE_PAUSED, (wid, seq, False))],
+}
+"""A schedule's event type -> its statements (workflow id, seq, body)."""
+
+
 def schedule_plan(e: ev.HistoryEvent) -> Statements:
     """The statements that project one event to ``schedules`` (none for most)."""
     b, wid, seq = e.body, e.workflow_id, e.seq
     if isinstance(b, ev.WorkflowAccepted):
         return _accepted(e, b)
-    if isinstance(b, ev.ScheduleArmed):
-        return [(UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq)),
-                (SCHEDULE_ARMED, (wid, seq, ts(b.fire_ms)))]
-    if isinstance(b, ev.ScheduleFired):
-        started = b.outcome == STARTED
-        return [(SCHEDULE_FIRED, (wid, seq, ts(b.fire_ms), b.run_id, int(started),
-                                  int(not started)))]
-    if isinstance(b, ev.SchedulePaused | ev.ScheduleResumed):
-        return [(SCHEDULE_PAUSED, (wid, seq, isinstance(b, ev.SchedulePaused)))]
+    steps = SCHEDULE_STEPS.get(type(b))
+    if steps is not None:
+        return steps(wid, seq, b)
     if type(b) in TERMINAL:
         return [(SCHEDULE_ENDED, (wid, TERMINAL[type(b)].value))]
     return []

@@ -110,7 +110,7 @@ CORE_STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCH
 
 Statements = list[tuple[str, tuple[Any, ...]]]
 """Statements with their arguments, in order."""
-_NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
+NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.TaskDispatched: lambda wid, seq, at, b: [
         (UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
                              b.task, b.queue, at, seq)),
@@ -150,7 +150,7 @@ def core_plan(e: ev.HistoryEvent) -> Statements:
     if type(b) in TERMINAL:
         return [*steps, *_terminal_steps(wid, seq, at, b)]
     steps.append((BUMP_WORKFLOW, (wid, seq, at)))
-    node_and_task = _NODE_AND_TASK_STEPS.get(type(b))
+    node_and_task = NODE_AND_TASK_STEPS.get(type(b))
     if node_and_task is not None:
         steps += node_and_task(wid, seq, at, b)
     return steps

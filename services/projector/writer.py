@@ -33,9 +33,16 @@ from services.common.finishing import Unfinished, finish
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
-from services.projector.kinds import KIND_STATEMENTS, kind_plan
+from services.projector.kinds import KIND_STATEMENTS, KIND_STEPS, kind_plan
 from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
-from services.projector.statements import BUMP_WORKFLOW, CORE_STATEMENTS, Statements, core_plan
+from services.projector.schedules import SCHEDULE_STEPS
+from services.projector.statements import (
+    BUMP_WORKFLOW,
+    CORE_STATEMENTS,
+    NODE_AND_TASK_STEPS,
+    Statements,
+    core_plan,
+)
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +166,11 @@ def _clean(value: Any, depth: int) -> Any:
 STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS, *RESTART_STATEMENTS)
 """Every statement, in the order a batch applies them: the core ones (a task's lifecycle
 order), then the node kinds' (``kinds.py``), then a restart's (``restarts.py``)."""
+
+PROJECTED_EVENTS = frozenset({*NODE_AND_TASK_STEPS, *KIND_STEPS, *SCHEDULE_STEPS})
+"""The event types with statements of their own beside their ``events`` row, by the
+tables that give them (the workflow's start and end: ``core_plan``). Every node kind's
+events are here (``tests/unit/headwater/core/test_kind_registry.py``)."""
 
 
 def plan(e: ev.HistoryEvent) -> Statements:

@@ -36,10 +36,12 @@ Rules:
 
 Where the rules live (one module per family): ``inputs`` (``step``, ``fail`` and the
 table of inputs by type), ``submission``, ``reports`` (fencing and outcomes),
-``timers`` (retry, deadline, lease), ``dispatch`` (an attempt's input and its
-``TaskDispatched``), ``kinds`` (the table of node kinds: ``task``, ``map``), ``flow``
-(finishing, settling and skipping nodes), ``ending`` (a node failing for good, the end of
-the workflow, its output); ``recorder`` numbers and evolves what they decide.
+``timers`` (deadline, lease, a node's own timer), ``dispatch`` (an attempt's input, its
+``TaskDispatched`` and the retry timer), ``flow`` (starting a node by its kind, finishing,
+settling and skipping nodes, a node failing for good), ``ending`` (the end of the
+workflow, its output), ``restart``; ``recorder`` numbers and evolves what they decide.
+Each node kind's own rules are in its unit (``headwater/core/kinds/``), found through
+``headwater.core.registry``: no module here imports a kind.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Dispatching a task attempt: resolving its input and recording ``TaskDispatched``.
+"""Dispatching a task attempt: resolving its input and recording ``TaskDispatched``, and
+the retry timer that dispatches the next attempt after a failure.
 
 An attempt's input is the node's ``input`` template resolved against the workflow's
 input and the outputs of the nodes upstream (a map item also sees ``${item}`` and
@@ -17,9 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.ids import child_id, task_key
-from headwater.core.machine import ending
+from headwater.core.ids import child_id, dispatch_id, retry_timer_id, task_key
+from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
+from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.errors import InputReferenceError
@@ -61,6 +63,26 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
     ))
 
 
+def schedule_retry(rec: Recorder, report: ev.TaskFailed) -> None:
+    """Record the timer that dispatches the attempt after ``report``'s, after its backoff.
+
+    A retry is a durable timer (``TimerScheduled``) that fires after the policy's
+    backoff, with jitter drawn from the dispatch id (docs/architecture.md, invariant 4),
+    and dispatches the next attempt (``timers.timer_fired``).
+    """
+    did = dispatch_id(report.workflow_id, report.node, report.index, report.attempt)
+    policy = rec.current.work(report.node, report.index).retry  # a loop's tool: its own
+    tries = rec.current.tries(report.attempt)  # this generation's (``restart``)
+    delay_ms = round(backoff_seconds(policy, tries, did) * 1000)
+    rec.record(ev.TimerScheduled(
+        workflow_id=report.workflow_id,
+        timer_id=retry_timer_id(task_key(report.node, report.index), report.attempt + 1),
+        fire_at_ms=report.at_ms + delay_ms,
+        node=report.node, index=report.index, attempt=report.attempt + 1,
+        at_ms=report.at_ms,
+    ))
+
+
 def first(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
     """Dispatch the first attempt of a task: attempt 1, or after a restart the
     generation's first (``WorkflowState.first_attempt``)."""
@@ -77,7 +99,7 @@ def _undispatchable(rec: Recorder, spec: NodeSpec, index: int | None, attempt: i
         rec.record(ev.TaskFailed(rec.current.workflow_id, spec.id, index, attempt, rec.at_ms,
                                  where, error_type, retryable=False))
         return
-    ending.node_failed(rec, spec.id, where)
+    flow.node_failed(rec, spec.id, where)
 
 
 def _task_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:

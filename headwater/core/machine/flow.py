@@ -1,6 +1,11 @@
-"""Flow: finishing a node and working out what follows, breadth first.
+"""Flow: starting a node, finishing it and working out what follows, breadth first.
 
-When a node finishes, its error route is taken (its handler starts if it failed, and is
+A node starts by its kind's rule (looked up in ``registry``), unless its ``when`` is
+false (it is skipped, ``ConditionEvaluated``) or cannot be evaluated (it fails). A node
+that fails for good has its unfinished map children cancelled; then its
+``continue_on_error`` or ``on_error`` says how the workflow goes on, and without either
+every node downstream of it is ``upstream_failed`` and the workflow fails (fail fast,
+``ending``). When a node finishes, its error route is taken (its handler starts if it failed, and is
 skipped otherwise) and each of its dependents is settled: skipped as soon as a node it
 needs finished unusable (skipped, or failed without ``continue_on_error``), started once
 every node it needs finished usable. A branch not taken does not count as unusable: a
@@ -15,10 +20,14 @@ skip can cascade down a 10,000-node chain.
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import ending, kinds
+from headwater.core import registry
+from headwater.core.conditions import ConditionError, evaluate, parse_condition
+from headwater.core.machine import ending
 from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus
+from headwater.errors import InputReferenceError
 
 
 def finish(rec: Recorder, node_id: str, status: NodeStatus, error: str = "") -> None:
@@ -51,7 +60,7 @@ def _after_finish(rec: Recorder, node_id: str) -> None:
     spec = state.spec.node(node_id)
     if spec.on_error is not None:
         if state.nodes[node_id].status is NodeStatus.FAILED:
-            kinds.start(rec, state.spec.node(spec.on_error))
+            start(rec, state.spec.node(spec.on_error))
         else:
             _skip(rec, spec.on_error, f"{node_id} did not fail")
     for dep_id in state.spec.dependents_of(node_id):
@@ -78,7 +87,7 @@ def _settle(rec: Recorder, node_id: str) -> None:
         _skip(rec, node_id, f"needs {', '.join(spec.needs)}, which {were} skipped by a "
                             "false when")
     else:
-        kinds.start(rec, spec)
+        start(rec, spec)
 
 
 def _usable(state: WorkflowState, node_id: str) -> bool:
@@ -104,3 +113,60 @@ def descendants(state: WorkflowState, node_id: str) -> set[str]:
                 seen.add(dep)
                 stack.append(dep)
     return seen
+
+
+def start(rec: Recorder, spec: NodeSpec) -> None:
+    """Start a node by its kind's rule, unless the workflow has ended meanwhile, or the
+    node's ``when`` is false (it is skipped) or cannot be evaluated (it fails)."""
+    if rec.current.status.terminal:
+        return
+    if spec.when is not None and not _condition_holds(rec, spec):
+        return
+    registry.unit(spec.kind).start(rec, spec)
+
+
+def _condition_holds(rec: Recorder, spec: NodeSpec) -> bool:
+    """Evaluate the node's ``when`` and record its value (``ConditionEvaluated``); a
+    false one skips the node. A reference that cannot be resolved, or values the
+    condition cannot compare, fail the node instead (False)."""
+    assert spec.when is not None
+    state = rec.current
+    source = state.spec.handler_of(spec.id)
+    error = state.nodes[source].failure if source is not None else None
+    condition = parse_condition(spec.when)
+    try:
+        value = evaluate(condition, [state.resolve_input(raw, error=error)
+                                     for raw in condition.refs])
+    except (InputReferenceError, ConditionError) as e:
+        node_failed(rec, spec.id, f"when: {spec.when}: {e}")
+        return False
+    rec.record(ev.ConditionEvaluated(state.workflow_id, spec.id, rec.at_ms, value))
+    if not value:
+        finish(rec, spec.id, NodeStatus.SKIPPED, f"when: {spec.when} is false")
+    return value
+
+
+def node_failed(rec: Recorder, node_id: str, error: str) -> None:
+    """A node failed for good: cancel its unfinished map children, then go on as its
+    ``continue_on_error`` or ``on_error`` says, or fail the workflow (fail fast).
+
+    Args:
+        rec: the step's recorder.
+        node_id: the node.
+        error: why it failed, recorded in its ``NodeFinished`` (and the workflow's error
+            when it fails the workflow).
+    """
+    state = rec.current
+    spec = state.spec.node(node_id)
+    ending.cancel_tasks(rec, ending.node_tasks(state, node_id), f"node {node_id} failed")
+    if spec.continue_on_error or spec.on_error is not None:
+        finish(rec, node_id, NodeStatus.FAILED, error)
+        return
+    wf = state.workflow_id
+    state = rec.record(ev.NodeFinished(wf, node_id, NodeStatus.FAILED.value, rec.at_ms, error))
+    downstream = descendants(state, node_id)
+    for n in state.spec.nodes:
+        if n.id in downstream and not state.nodes[n.id].status.terminal:
+            rec.record(ev.NodeFinished(wf, n.id, NodeStatus.UPSTREAM_FAILED.value,
+                                       rec.at_ms, f"needs {node_id}, which failed"))
+    ending.end_workflow(rec, ev.WorkflowFailed(wf, rec.at_ms, error), f"workflow failed: {error}")

@@ -4,8 +4,9 @@ Each input type has one rule in ``INPUT_RULES``: a submission (or a parent's
 ``ChildSubmitted``) starts a workflow that does not exist yet; every other input applies
 only to a running workflow (for a finished one it changes nothing and records nothing).
 A cancel request ends the workflow ``cancelled`` (a parent's, naming its ``parent_id``,
-only its own child); a signal goes to ``wait`` (a schedule's to ``schedule``); a timer
-goes to ``timers``; a worker's report to ``reports``.
+only its own child); a signal goes to the node kind that takes it
+(``registry.signal_taker``: ``wait``, a schedule's to ``schedule``); a timer goes to
+``timers``; a worker's report to ``reports``.
 
 A cancel or a signal for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
 after the submission but reached the coordinator first (they travel on two topics), so
@@ -22,7 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.machine import ending, reports, schedule, submission, timers, wait
+from headwater.core import registry
+from headwater.core.machine import ending, reports, submission, timers
 from headwater.core.machine.recorder import Recorder, Step
 from headwater.core.state import WorkflowState
 
@@ -106,10 +108,8 @@ def _signal_or_defer(rec: Recorder, state: WorkflowState | None,
                      event: ev.SignalSent) -> None:
     if state is None:
         rec.deferred = True  # sent right after the submission, which has not arrived yet
-    elif not state.status.terminal and schedule.schedule_node(state) is not None:
-        schedule.signal_sent(rec, state, event)  # pause, resume
     elif not state.status.terminal:
-        wait.signal_sent(rec, state, event)
+        registry.signal_taker(state)(rec, state, event)  # a wait's; a schedule's pause
 
 
 def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,

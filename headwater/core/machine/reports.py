@@ -13,9 +13,10 @@ leaves attempts, and otherwise goes to the node's kind as a final failure.
 from __future__ import annotations
 
 from headwater.core import events as ev
+from headwater.core import registry
 from headwater.core.fencing import stale_reason
 from headwater.core.ids import LEASE_TIMER, task_key, task_timer_id
-from headwater.core.machine import kinds, timers
+from headwater.core.machine import dispatch
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import TaskState, WorkflowState
 from headwater.core.status import TaskStatus
@@ -78,15 +79,15 @@ def _succeeded(rec: Recorder, report: ev.TaskSucceeded) -> None:
     loop's decision naming no allowed tool): then the attempt fails with that fault,
     retryable like any failure."""
     spec = rec.current.spec.node(report.node)
-    fault = kinds.output_fault(rec.current, spec, report)
+    unit = registry.unit(spec.kind)
+    fault = unit.output_fault(rec.current, spec, report) if unit.output_fault else None
     if fault is not None:
-        error_type, error = fault
         attempt_failed(rec, ev.TaskFailed(report.workflow_id, report.node, report.index,
-                                          report.attempt, report.at_ms, error, error_type,
-                                          retryable=True))
+                                          report.attempt, report.at_ms, fault,
+                                          unit.output_error, retryable=True))
         return
     rec.record(report)
-    kinds.rules(spec).attempt_succeeded(rec, spec, report)
+    unit.attempt_succeeded(rec, spec, report)
 
 
 def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
@@ -97,9 +98,9 @@ def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
     state = rec.record(report)
     retry = state.work(report.node, report.index).retry
     if report.retryable and state.tries(report.attempt) < retry.max_attempts:
-        timers.schedule_retry(rec, spec, report)
+        dispatch.schedule_retry(rec, report)
         return
-    kinds.rules(spec).attempt_failed(rec, spec, report)
+    registry.unit(spec.kind).attempt_failed(rec, spec, report)
 
 
 def failure_message(state: WorkflowState, report: ev.TaskFailed) -> str:

@@ -1,6 +1,6 @@
 """Restart on failure: a lost attempt restarts the whole run as a new generation.
 
-With ``restart_on_failure`` (``headwater.core.spec_restart``), an attempt whose lease
+With ``restart_on_failure`` (``headwater.core.spec.restart``), an attempt whose lease
 expires (no report from its worker within ``heartbeat_timeout``) does not go to its
 task's retry policy while restarts are left (``WorkflowSpec.max_restarts``): every
 unfinished attempt is cancelled (``TaskCancelled``, which workers obey, and which

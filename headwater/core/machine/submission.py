@@ -11,7 +11,7 @@ handler) starts, and a workflow with nothing to do succeeds.
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import ending, kinds
+from headwater.core.machine import ending, flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import WorkflowState
 
@@ -60,4 +60,4 @@ def start_roots(rec: Recorder) -> None:
     state = rec.current
     for node in state.spec.nodes:
         if not node.needs and state.spec.handler_of(node.id) is None:
-            kinds.start(rec, node)
+            flow.start(rec, node)

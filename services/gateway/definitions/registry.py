@@ -33,7 +33,7 @@ from services.gateway.edge.problems import Problem
 
 MAX_INLINE_DEPTH = 8
 """The deepest chain of definitions naming definitions that a spec may inline (as deep
-as ``headwater.core.spec_child.MAX_CHILD_DEPTH`` lets inline children nest)."""
+as ``headwater.core.kinds.workflow.records.MAX_CHILD_DEPTH`` lets inline children nest)."""
 MAX_INLINED_NODES = MAX_NODES
 """The most nodes a spec may hold with every definition its ``kind: workflow`` nodes name
 inlined, counting the nodes of every inline child at every depth: as many as one spec

@@ -17,9 +17,11 @@ from typing import Any
 
 from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
+from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
-from headwater.core.spec_kinds import MAX_LOOP_STEPS, SIGNAL_FIELD_TYPES, NodeKind
-from headwater.core.spec_restart import MAX_RESTARTS_LIMIT
+from headwater.core.spec.kinds import NodeKind
+from headwater.core.spec.restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.control.models import MAX_INDEX
 
@@ -54,7 +56,7 @@ SIGNAL_FIELDS_SCHEMA: dict[str, Any] = {
         "type": "object", "additionalProperties": False,
         "properties": {"type": _SIGNAL_FIELD_TYPE, "required": {"type": "boolean"}}}]},
 }
-"""A wait node's ``fields`` (``headwater.core.spec_kinds``)."""
+"""A wait node's ``fields`` (``headwater.core.spec.kinds``)."""
 
 TOOL_SCHEMA: dict[str, Any] = {"anyOf": [
     {"type": "string", "minLength": 1, "description": "a task of that name"},
@@ -134,7 +136,7 @@ NODE_SCHEMA: dict[str, Any] = {
 }
 """One node of a spec (the README's "Workflow specs"): the fields of every kind, and
 those each kind requires. Which fields a kind does not take is the spec parser's to say
-(``spec_kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
+(``spec.kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
 makes it (its body is documented there), and with its fields this document was more
 than schemathesis can generate cases for (``tests/fuzz/test_openapi_document.py``)."""
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.spec_fields import DEFAULT_QUEUE
+from headwater.core.spec.fields import DEFAULT_QUEUE
 from services.gateway.edge.problems import Problem
 from services.gateway.queues.figures import QueueFigures, maxdepth_of
 from services.gateway.queues.workers import WorkerRegistry, served

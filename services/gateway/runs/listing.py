@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 import asyncpg
 
 from headwater.core.instants import RFC3339_HINT, parse_instant
-from headwater.core.spec_child import DEFINITION_REF, MAX_VERSION
+from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
 from services.gateway.runs.views import definition_of, links

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from headwater.core.definitions import NAME_PATTERN
+from headwater.core.kinds.schedule.cron import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.retry import MAX_SECONDS
-from headwater.core.spec_schedule import PAUSE_SIGNAL, RESUME_SIGNAL
 from services.gateway.auth.scope import principal
 from services.gateway.control.models import SignalRequest
 from services.gateway.control.send import send_signal, signal_record

@@ -37,8 +37,8 @@ from croniter import croniter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from headwater.core.definitions import NAME_PATTERN
+from headwater.core.kinds.schedule.cron import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from headwater.core.retry import MAX_SECONDS
-from headwater.core.spec_schedule import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
 from headwater.topics import Topics
 from services.common.auth.tokens import OPEN, Principal
 from services.common.db import name_locked
@@ -142,7 +142,7 @@ def cron_faults(expression: str, timezone: str = "UTC") -> list[str]:
     Five fields (minute hour day-of-month month day-of-week) or six, the sixth being
     seconds, croniter's order (croniter's README, "About second repeats"); croniter's
     hashed ``H`` and random ``R`` fields are refused (a fire time must be the same at
-    every replay), and so is one that never fires (``spec_schedule``, the core's rule).
+    every replay), and so is one that never fires (``kinds/schedule/cron.py``, the core's rule).
     """
     fields = expression.split()
     if len(fields) not in CRON_FIELDS:

@@ -11,7 +11,7 @@ from machine_harness import T0, run
 from test_machine_runs import NAMES, _scenario
 
 from headwater.core import events as ev
-from ops.history import _DESCRIBE, Recorded, dedupe, describe, fold, short, timeline
+from ops.history import DESCRIPTIONS, Recorded, dedupe, describe, fold, short, timeline
 from services.coordinator.snapshot import dump_state
 
 
@@ -85,7 +85,7 @@ def test_timeline_names_the_task_attempt_and_what_happened() -> None:
 
 
 def test_every_history_event_type_has_a_description() -> None:
-    assert set(_DESCRIBE) == set(typing.get_args(ev.Body))
+    assert set(DESCRIPTIONS) == set(typing.get_args(ev.Body))
     for cls in typing.get_args(ev.Body):
         defaults = {f.name: _sample(f.type) for f in dataclasses.fields(cls)}
         assert isinstance(describe(cls(**defaults)), str)

@@ -27,7 +27,7 @@ import golden_codec as gc
 import orjson
 
 from headwater.core.ids import child_id, parse_node_timer_id
-from headwater.core.spec_schedule import is_schedule_timer
+from headwater.core.kinds.schedule.cron import is_schedule_timer
 
 HERE = Path(__file__).parent / "golden"
 OUT = Path(os.environ.get("GOLDEN_OUT", HERE))

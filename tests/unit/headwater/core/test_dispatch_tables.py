@@ -8,11 +8,11 @@ import typing
 import pytest
 
 from headwater.core import events as ev
-from headwater.core.evolve import EVENT_HANDLERS, IllegalTransition, evolve
+from headwater.core import registry
+from headwater.core.evolve import EVENT_HANDLERS, evolve
 from headwater.core.machine.inputs import INPUT_RULES
-from headwater.core.machine.kinds import KINDS
 from headwater.core.spec import NodeKind
-from headwater.core.state import new_state
+from headwater.core.state import IllegalTransition, new_state
 
 
 def test_every_input_type_has_a_rule() -> None:
@@ -20,11 +20,11 @@ def test_every_input_type_has_a_rule() -> None:
 
 
 def test_every_node_kind_has_its_rules() -> None:
-    assert set(KINDS) == set(NodeKind)
-    for rules in KINDS.values():
-        assert callable(rules.start)
-        assert callable(rules.attempt_succeeded)
-        assert callable(rules.attempt_failed)
+    assert {unit.kind for unit in registry.units()} == set(NodeKind)
+    for unit in registry.units():
+        assert callable(unit.start)
+        assert callable(unit.attempt_succeeded)
+        assert callable(unit.attempt_failed)
 
 
 def test_every_history_event_but_the_first_has_a_handler() -> None:

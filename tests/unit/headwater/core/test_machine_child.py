@@ -28,8 +28,8 @@ from machine_harness import (
 from headwater.core import events as ev
 from headwater.core.idempotency import conflict
 from headwater.core.ids import child_id
+from headwater.core.kinds.workflow.rules import CHILD_CANCELLED, CHILD_FAILED
 from headwater.core.machine import fail, start, step
-from headwater.core.machine.child import CHILD_CANCELLED, CHILD_FAILED
 from headwater.core.machine.dispatch import CHILD_ID_TOO_LONG, MAX_CHILD_ID
 
 KID = {"name": "kid", "nodes": [{"id": "x", "task": "t.x", "input": "${input}"}],

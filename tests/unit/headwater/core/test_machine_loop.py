@@ -24,7 +24,7 @@ from machine_harness import (
 )
 
 from headwater.core import events as ev
-from headwater.core.machine.loop import OUTPUT_ERROR, decision_fault
+from headwater.core.kinds.loop.rules import OUTPUT_ERROR, decision_fault
 
 TOOLS: list[Any] = ["search", {"name": "read", "task": "t.read", "queue": "io", "timeout": 4,
                                "heartbeat_timeout": 2,

@@ -26,9 +26,9 @@ from machine_harness import (
 )
 
 from headwater.core import events as ev
-from headwater.core.machine.schedule import cancels_run, plan
+from headwater.core.kinds.schedule.cron import ScheduleSpec
+from headwater.core.kinds.schedule.rules import cancels_run, plan
 from headwater.core.signals import signal_fault
-from headwater.core.spec_schedule import ScheduleSpec
 
 KID = {"name": "kid", "nodes": [{"id": "x", "task": "t.x", "input": "${input}"}]}
 EVERY_2S = "* * * * * */2"

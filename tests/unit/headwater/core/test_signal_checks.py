@@ -9,8 +9,8 @@ import pytest
 from machine_harness import T0, WF, ok, run, spec, submit, task
 
 from headwater.core import events as ev
+from headwater.core.kinds.wait.records import SignalField
 from headwater.core.signals import fields_fault, signal_fault, signal_key
-from headwater.core.spec_kinds import SignalField
 from headwater.core.state import WorkflowState
 
 FIELDS = {"approved": "boolean", "count": "integer", "score": "number", "who": "string",

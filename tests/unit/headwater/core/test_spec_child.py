@@ -1,4 +1,4 @@
-"""A workflow node that names a registered definition (``headwater.core.spec_child``):
+"""A workflow node that names a registered definition (``headwater.core.kinds.workflow.records``):
 valid once the gateway has resolved it (the inline ``workflow`` beside the name, and
 ``definition_version``), a spec fault while it has not."""
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from headwater.core.kinds.workflow.records import UNRESOLVED, ChildSpec
 from headwater.core.spec import parse_spec
-from headwater.core.spec_child import UNRESOLVED, ChildSpec
 from headwater.errors import SpecError
 
 CHILD = {"name": "child", "nodes": [{"id": "x", "task": "t.x"}]}

@@ -7,16 +7,12 @@ from typing import Any
 
 import pytest
 
+from headwater.core.kinds.loop.records import LoopSpec, ToolSpec
+from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.kinds.wait.records import SignalField, WaitSpec
 from headwater.core.retry import RetryPolicy
 from headwater.core.spec import NodeKind, parse_spec
-from headwater.core.spec_kinds import (
-    ChildSpec,
-    LoopSpec,
-    SignalField,
-    SleepSpec,
-    ToolSpec,
-    WaitSpec,
-)
+from headwater.core.spec.kinds import ChildSpec
 from headwater.errors import SpecError
 
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from headwater.core.spec import NodeKind, parse_spec
-from headwater.core.spec_schedule import (
+from headwater.core.kinds.schedule.cron import (
     ScheduleSpec,
     due_fire_times,
     instant_text,
     next_fire_ms,
     prev_fire_ms,
 )
+from headwater.core.spec import NodeKind, parse_spec
 from headwater.errors import SpecError
 
 KID = {"name": "kid", "nodes": [{"id": "x", "task": "t.x"}]}

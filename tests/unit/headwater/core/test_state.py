@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from headwater.core import events as ev
-from headwater.core.evolve import IllegalTransition, evolve
-from headwater.core.state import WorkflowState, new_state
+from headwater.core.evolve import evolve
+from headwater.core.state import IllegalTransition, WorkflowState, new_state
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 
 WF = "wf"

@@ -11,8 +11,8 @@ import pytest
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.kinds.workflow.rules import CHILD_CANCELLED, CHILD_FAILED
 from headwater.core.machine import Step, step
-from headwater.core.machine.child import CHILD_CANCELLED, CHILD_FAILED
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 from services.coordinator.inputs import decode_input

@@ -11,7 +11,7 @@ from test_coordinator_redelivery import AT, TOPICS, Bus, FaustTable, Killed, Tab
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.spec_fields import DEFAULT_QUEUE
+from headwater.core.spec.fields import DEFAULT_QUEUE
 from services.common.partitioning import partition_for
 from services.coordinator import intents as intents_module
 from services.coordinator.batch import BatchApplier

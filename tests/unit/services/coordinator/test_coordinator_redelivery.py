@@ -16,7 +16,7 @@ import pytest
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
-from headwater.core.spec_fields import DEFAULT_QUEUE
+from headwater.core.spec.fields import DEFAULT_QUEUE
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 from services.coordinator import batch as batch_module

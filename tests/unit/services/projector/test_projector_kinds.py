@@ -7,7 +7,6 @@ import typing
 from datetime import UTC, datetime
 
 from headwater.core import events as ev
-from headwater.core import kind_events
 from services.projector import kinds as k
 from services.projector import schedules as sc
 from services.projector import statements as st
@@ -27,7 +26,8 @@ def args_of(body: ev.Body, sql: str, seq: int = 5) -> tuple[typing.Any, ...]:
     return args
 
 
-HISTORY_KINDS = [cls for cls in typing.get_args(ev.Body) if cls.__module__ == kind_events.__name__]
+HISTORY_KINDS = [cls for cls in typing.get_args(ev.Body) if cls is ev.ConditionEvaluated
+                 or cls.__module__.startswith("headwater.core.kinds.")]
 
 
 def test_every_history_event_of_the_kinds_writes_more_than_its_event_row() -> None:

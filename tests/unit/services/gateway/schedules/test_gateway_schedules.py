@@ -13,8 +13,8 @@ import pytest
 from gateway_harness import SPEC, FakePool, FakeProducer, Gateway, assert_problem
 
 from headwater.core import events as ev
+from headwater.core.kinds.schedule.cron import CATCHUPS, OVERLAPS
 from headwater.core.spec import parse_spec
-from headwater.core.spec_schedule import CATCHUPS, OVERLAPS
 from services.gateway.schedules.generations import ScheduleRequest, cron_faults, timezone_faults
 
 SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}

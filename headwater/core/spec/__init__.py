@@ -3,8 +3,8 @@
 Validation reports every fault at once (duplicate ids, unknown dependencies, cycles with
 their path, unknown or non-upstream references, bad retry values). It is iterative, so a
 10,000-node chain validates without recursion. Single field values (seconds, flags, a
-node's task, queue, needs and error policy) are checked in ``spec_fields``; what each
-node kind adds (a wait's signal, a sleep, a child, a loop) and ``when`` in ``spec_kinds``.
+node's task, queue, needs and error policy) are checked in ``spec.fields``; what each
+node kind adds (a wait's signal, a sleep, a child, a loop) and ``when`` in ``spec.kinds``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ from typing import Any
 import yaml
 
 from headwater.core.graph import find_cycle
+from headwater.core.kinds.loop.records import LoopSpec
+from headwater.core.kinds.schedule.cron import ScheduleSpec, schedule_spec_faults
+from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.retry import RetryPolicy, parse_retry
-from headwater.core.spec_fields import (
+from headwater.core.spec.fields import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     DEFAULT_QUEUE,
     MIN_HEARTBEAT_TIMEOUT,
@@ -30,14 +34,11 @@ from headwater.core.spec_fields import (
     seconds,
     workflow_name,
 )
-from headwater.core.spec_kinds import (
+from headwater.core.spec.kinds import (
     KIND_KEYS,
     TASK_KEY,
     ChildSpec,
-    LoopSpec,
     NodeKind,
-    SleepSpec,
-    WaitSpec,
     Work,
     fan_out_fields,
     kind_key_faults,
@@ -45,9 +46,8 @@ from headwater.core.spec_kinds import (
     parse_when,
     signal_clash_faults,
 )
-from headwater.core.spec_refs import ERROR_KEYS, check_refs
-from headwater.core.spec_restart import RESTART_KEYS, parse_restarts
-from headwater.core.spec_schedule import ScheduleSpec, schedule_spec_faults
+from headwater.core.spec.refs import ERROR_KEYS, check_refs
+from headwater.core.spec.restart import RESTART_KEYS, parse_restarts
 from headwater.errors import SpecError
 
 __all__ = ["ERROR_KEYS", "MAX_NODES", "NodeKind", "NodeSpec", "WorkflowSpec", "load_spec_text",
@@ -81,7 +81,7 @@ class NodeSpec:
         continue_on_error: when this node fails for good, its dependents still run and
             see ``{"error": {...}}`` instead of its output.
         when: a condition (``conditions``); false at start skips the node.
-        wait, sleep, child, loop, schedule: what the node's kind adds (``spec_kinds``;
+        wait, sleep, child, loop, schedule: what the node's kind adds (``spec.kinds``;
             a schedule's runs are its ``child``).
     """
 
@@ -124,7 +124,7 @@ class WorkflowSpec:
     nodes: tuple[NodeSpec, ...]
     output: Any = None
     max_restarts: int = 0
-    """How many times a lost attempt may restart the whole run (``spec_restart``; 0:
+    """How many times a lost attempt may restart the whole run (``spec.restart``; 0:
     never, a lost attempt is retried like any failed one)."""
 
     def handler_of(self, node_id: str) -> str | None:

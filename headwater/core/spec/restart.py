@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.core.spec_fields import flag
-from headwater.core.spec_kinds import NodeKind
+from headwater.core.spec.fields import flag
+from headwater.core.spec.kinds import NodeKind
 
 RESTART_KEYS = ("restart_on_failure", "max_restarts")
 """The spec's top-level fields read here."""

@@ -1,15 +1,17 @@
 """The ``task`` node kind: one registered task, run on its queue's workers.
 
 It starts by dispatching attempt 1; it succeeds with its attempt (the task's output is
-the node's); when its task fails for good the node fails (``ending.node_failed``).
+the node's); when its task fails for good the node fails (``flow.node_failed``).
 """
 
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec.kinds import no_parts
 from headwater.core.status import NodeStatus
 
 
@@ -25,4 +27,8 @@ def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """The task failed for good: so has the node."""
-    ending.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
+    flow.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
+
+
+UNIT = KindUnit(NodeKind.TASK, start, attempt_succeeded, attempt_failed, parse=no_parts)
+"""The ``task`` kind."""

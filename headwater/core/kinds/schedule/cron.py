@@ -3,7 +3,7 @@ runs, and the policies for overlapping runs and missed fire times.
 
 A schedule's spec has exactly this one node (no needs, no condition, no error route):
 the node's durable timer (``schedule:<node>``) fires runs of its inline ``workflow`` as
-child workflows (``machine/schedule.py``). The cron expression is croniter's
+child workflows (``rules.py``). The cron expression is croniter's
 (https://github.com/kiorky/croniter): five fields (minute, hour, day of month, month, day
 of week) or six, the sixth being seconds (croniter's order: ``"* * * * * */2"`` fires
 every two seconds; croniter's hashed ``H`` and random ``R`` fields are refused). It is
@@ -12,7 +12,7 @@ read in ``timezone``, an IANA zone name (``zoneinfo``), so a daily ``0 9 * * *``
 
 This module alone of the core imports ``croniter`` and ``zoneinfo``: both only compute
 over given instants and the time zone database; neither reads the clock here (every
-computation starts from an instant it is given). Like ``spec_fields``, the parser
+computation starts from an instant it is given). Like ``spec.fields``, the parser
 appends what is wrong to ``faults`` (``"<where>: <what>"``) and returns a usable value.
 """
 
@@ -25,11 +25,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-
 from headwater.core.instants import RFC3339_HINT, parse_instant
+from headwater.core.kinds.workflow.records import ChildSpec, parse_child
 from headwater.core.retry import finite_number
-from headwater.core.spec_child import ChildSpec, parse_child
 
 OVERLAPS = ("skip", "allow", "cancel_previous")
 """What a fire time does while an earlier run still runs: skip it, start beside it, or
@@ -126,13 +124,22 @@ def prev_fire_ms(spec: ScheduleSpec, before_ms: int) -> int | None:
     return ms if ms is not None and ms < before_ms else None
 
 
+def _croniter() -> Any:
+    """croniter's class, imported on first use: croniter imports ``subprocess``, which
+    task code importing ``headwater`` (and so the core, ``headwater.core.kinds``) must not
+    load (``test_core_boundary``)."""
+    from croniter import croniter
+
+    return croniter
+
+
 def _step(spec: ScheduleSpec, from_ms: int, forward: bool) -> int | None:
     """croniter's next (or previous) fire time from the instant ``from_ms``, read in the
     schedule's zone (``tzinfo.fromutc``: the zone's wall time of a UTC instant)."""
     zone = ZoneInfo(spec.timezone)
     try:
         local = zone.fromutc((_EPOCH + from_ms * _MS).replace(tzinfo=zone))
-        it = croniter(spec.cron, local)
+        it = _croniter()(spec.cron, local)
         found = it.get_next(datetime) if forward else it.get_prev(datetime)
     except (OverflowError, ValueError):  # croniter's errors are ValueErrors
         return None
@@ -169,7 +176,7 @@ def parse_schedule(raw: Mapping[str, Any], where: str, validate: Callable[[Any],
         start_at_ms=_start_at(raw.get("start_at"), where, faults))
     cron = raw.get("cron")
     if (not isinstance(cron, str) or len(cron.split()) not in (5, 6) or _RANDOM.search(cron)
-            or not croniter.is_valid(cron)):
+            or not _croniter().is_valid(cron)):
         faults.append(f"{where}: cron: required, a cron expression of 5 fields (minute hour "
                       "day month weekday) or 6 (seconds last), such as \"*/5 * * * *\"")
         return spec, child

@@ -7,21 +7,44 @@ nodes and their needs are known.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.core.conditions import condition_refs
-from headwater.core.graph import upstream_among
+from headwater.core.graph import GraphNode, upstream_among
+from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.refs import Ref, iter_refs
-
-if TYPE_CHECKING:
-    from headwater.core.spec import NodeSpec
 
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
 """The keys of ``${error}`` (``state.error_object``)."""
 
 
-def check_refs(nodes: list[NodeSpec], output: Any, faults: list[str]) -> None:
+class RefNode(GraphNode, Protocol):
+    """What the checks read of a node (``spec.NodeSpec`` has it)."""
+
+    @property
+    def input(self) -> Any:
+        """The node's input template."""
+
+    @property
+    def over(self) -> str | None:
+        """The list it fans out over, if any."""
+
+    @property
+    def sleep(self) -> SleepSpec | None:
+        """A sleep's fields (its ``until`` may be a reference)."""
+
+    @property
+    def when(self) -> str | None:
+        """Its condition, if any."""
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether it runs once per item of ``over``."""
+
+
+def check_refs(nodes: Sequence[RefNode], output: Any, faults: list[str]) -> None:
     """Append a fault for each reference that may not be used where it is."""
     ids = {n.id for n in nodes}
     needs = {n.id: n.needs for n in nodes}

@@ -13,9 +13,12 @@ if any child failed).
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec.kinds import no_parts
+from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.errors import InputReferenceError
 
@@ -37,10 +40,10 @@ def expand(rec: Recorder, spec: NodeSpec) -> int | None:
     try:
         items = state.resolve_input(spec.over)
     except InputReferenceError as e:
-        ending.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
+        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
         return None
     if not isinstance(items, list):
-        ending.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: 'over' gave "
+        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: 'over' gave "
                                          f"{type(items).__name__}, not a list")
         return None
     rec.record(ev.MapExpanded(state.workflow_id, spec.id, len(items), rec.at_ms))
@@ -58,7 +61,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     if spec.continue_on_error:
         _progress(rec, spec)
         return
-    ending.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
+    flow.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
 
 
 def _progress(rec: Recorder, spec: NodeSpec) -> None:
@@ -80,3 +83,14 @@ def _fill(rec: Recorder, spec: NodeSpec) -> None:
     limit = spec.max_concurrency or node.total
     while node.next_index < node.total and node.running < limit and not node.status.terminal:
         dispatch.first(rec, spec, node.next_index)
+
+
+def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
+    """The node runs, one result per item (None until the item ends)."""
+    node = node_state(state, body.node)
+    node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
+
+
+UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed, parse=no_parts,
+                events={ev.MapExpanded: _map_expanded})
+"""The ``map`` kind."""

@@ -1,54 +1,34 @@
-"""The ``schedule`` node kind: run a workflow at each fire time of a cron expression.
-
-A schedule is a workflow of this one node (``spec_schedule``). It starts by arming its
-first fire time, the first after ``start_at`` (default: the workflow's acceptance):
-``ScheduleArmed(fire_ms)``, which puts the timer ``schedule:<node>`` in ``state.timers``
-(the coordinator arms it like a sleep's). When the timer fires at ``t`` (the
-coordinator's time), the fire times due are those from the armed one to ``t``, at most
-the latest ``catchup_max + 1`` (``spec_schedule.due_fire_times``). A due time later than
-``misfire_grace`` at ``t`` is *missed*; the others are on time and run. Of the missed
-ones, ``catchup: none`` runs none, ``latest`` the latest when no due time is on time,
-``all`` the latest ``catchup_max``. Each due time records ``ScheduleFired(fire_ms,
-outcome)``, oldest first: ``skipped_missed``, ``skipped_paused`` (while paused),
-``skipped_overlap`` (``overlap: skip`` with a run still running), or ``started``; then
-the next fire time after ``t`` is armed.
-
-A started fire is an attempt of the node, as a ``workflow`` node's child is: task index
-k (the k-th run started, from 0: the node's ``next_index``), attempt 1, never retried;
-``TaskDispatched(task="workflow")`` becomes the child's submission with the id
-``<workflow id>:<node>.<k>:1`` (``ids.child_id``), which is in ``ScheduleFired.run_id``.
-The history fixes k for each fire time, so whatever crashes, a fire time runs once.
-``overlap: cancel_previous`` cancels the running runs first (``TaskCancelled``, which
-cancels the child); ``allow`` starts beside them. A run's end changes nothing of the
-schedule: the node never finishes, and the workflow runs until it is cancelled.
-
-Cancelling the schedule workflow (deleting the schedule) ends it, cancelling its
-attempts in its history as any workflow's end does; but those cancels do not cascade to
-the runs (``cancels_run``): a run started goes on to its own end.
-
-Signals ``pause`` and ``resume`` (no fields) record ``SchedulePaused`` and
-``ScheduleResumed``; a resume arms the next fire time after now (paused time is not
-caught up). A repeated ``signal_id`` changes nothing; a pause while paused (a resume
-while running) records nothing.
-"""
+"""The ``schedule`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/schedule/__init__.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from headwater.core import events as ev
-from headwater.core.ids import child_id
-from headwater.core.machine import dispatch
-from headwater.core.machine import wait as wait_kind
-from headwater.core.machine.recorder import Recorder
-from headwater.core.signals import signal_fault
-from headwater.core.spec import NodeSpec
-from headwater.core.spec_schedule import (
+from headwater.core.attempts import KindEvolution
+from headwater.core.ids import child_id, task_key
+from headwater.core.kinds.schedule.cron import (
     PAUSE_SIGNAL,
+    SCHEDULE_TIMER,
     ScheduleSpec,
     due_fire_times,
     instant_text,
     next_fire_ms,
+    parse_schedule,
+    schedule_timer_id,
 )
-from headwater.core.state import WorkflowState
+from headwater.core.kinds.wait.rules import signal_sent as wait_signal_sent
+from headwater.core.machine import dispatch
+from headwater.core.machine.recorder import Recorder
+from headwater.core.registry import KindUnit
+from headwater.core.signals import signal_fault
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec.kinds import KindParts, Work
+from headwater.core.state import IllegalTransition, NodeState, TimerState, WorkflowState
+from headwater.core.status import NodeStatus
 
 STARTED = "started"
 SKIPPED_OVERLAP = "skipped_overlap"
@@ -73,7 +53,7 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     """A run failed or was cancelled: the schedule goes on as before (never failing)."""
 
 
-def fired(rec: Recorder, spec: NodeSpec) -> None:
+def fired(rec: Recorder, spec: NodeSpec, index: int | None = None) -> None:
     """The node's timer fired (``TimerFired`` recorded, at ``rec.at_ms``): record each
     due fire time's outcome, start the runs, arm the next fire time."""
     assert spec.schedule is not None
@@ -153,7 +133,7 @@ def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> N
     fields, or an index) is discarded with its fault, as a wait's would be."""
     spec = schedule_node(state)
     if spec is None or signal_fault(state, signal) is not None:
-        wait_kind.signal_sent(rec, state, signal)
+        wait_signal_sent(rec, state, signal)
         return
     if signal.signal_id and signal.signal_id in state.signal_ids:
         return  # the same signal again
@@ -177,3 +157,82 @@ def cancels_run(state: WorkflowState | None, body: ev.TaskCancelled) -> bool:
         return state.spec.node(body.node).schedule is None
     except KeyError:
         return True
+
+
+def _claims_signals(state: WorkflowState) -> bool:
+    """Whether the workflow is a schedule (its signals are pause and resume)."""
+    return schedule_node(state) is not None
+
+
+# -- how its events change the state ------------------------------------------------------
+# A schedule node keeps, in its ``NodeState``: the armed fire time (``next_fire_ms``, also
+# its timer ``schedule:<node>`` in ``state.timers``), the last fire time that came due
+# (``last_fire_ms``) and whether it is paused. Its runs are its tasks (index k = the k-th
+# run started, so ``next_index`` counts them) while they run: the end of a run removes its
+# task, so the state holds the runs still running, not every run ever started
+# (docs/architecture.md, invariant 7). The ended runs are workflows of their own.
+
+def _schedule_node(state: WorkflowState, node_id: str) -> NodeState:
+    node = state.nodes.get(node_id)
+    if node is None or state.spec.node(node_id).schedule is None:
+        raise IllegalTransition(f"no schedule node {node_id} in workflow {state.workflow_id}")
+    return node
+
+
+def _schedule_armed(state: WorkflowState, body: ev.ScheduleArmed) -> None:
+    """The schedule runs; its timer is armed for the next fire time."""
+    node = _schedule_node(state, body.node)
+    node.status = NodeStatus.RUNNING
+    node.next_fire_ms = body.fire_ms
+    state.timers[schedule_timer_id(body.node)] = TimerState(body.fire_ms, body.node, None, 0)
+
+
+def _schedule_fired(state: WorkflowState, body: ev.ScheduleFired) -> None:
+    """A fire time came due (its run, if started, is the ``TaskDispatched`` that
+    follows)."""
+    node = _schedule_node(state, body.node)
+    node.last_fire_ms = max(node.last_fire_ms or body.fire_ms, body.fire_ms)
+
+
+def _schedule_paused(state: WorkflowState, body: ev.SchedulePaused) -> None:
+    """Paused: its fire times are skipped until it is resumed."""
+    _schedule_node(state, body.node).paused = True
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _schedule_resumed(state: WorkflowState, body: ev.ScheduleResumed) -> None:
+    """Resumed (a ``ScheduleArmed`` follows)."""
+    _schedule_node(state, body.node).paused = False
+    if body.signal_id:
+        state.signal_ids.append(body.signal_id)
+
+
+def _run_ended(state: WorkflowState, node_id: str, index: int | None) -> None:
+    """Remove the task of a run whose attempt has just ended (after the changes of its
+    ``TaskFailed`` or ``TaskCancelled``): the state holds the runs still running."""
+    state.tasks.pop(task_key(node_id, index), None)
+
+
+def _run_succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
+    """A run succeeded: its task goes (its output is the run's own, not the node's)."""
+    _run_ended(state, body.node, body.index)
+
+
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A schedule's fields: its cron, policies and the workflow each run starts."""
+    schedule, child = parse_schedule(raw, where, validate, faults)
+    return KindParts(child=child, schedule=schedule)
+
+
+UNIT = KindUnit(NodeKind.SCHEDULE, start, attempt_succeeded, attempt_failed,
+                parse=_parse, timer_prefix=SCHEDULE_TIMER, timer_fired=fired,
+                signal_sent=signal_sent,
+                claims_signals=_claims_signals,
+                events={ev.ScheduleArmed: _schedule_armed, ev.ScheduleFired: _schedule_fired,
+                        ev.SchedulePaused: _schedule_paused,
+                        ev.ScheduleResumed: _schedule_resumed},
+                evolution=KindEvolution(task_succeeded=_run_succeeded,
+                                        attempt_ended=_run_ended))
+"""The ``schedule`` kind."""

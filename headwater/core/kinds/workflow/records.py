@@ -1,5 +1,6 @@
-"""A ``workflow`` node's child: its inline spec, and the registered definition that spec
-was resolved from.
+"""The ``workflow`` kind's records: its child (the inline spec, and the registered
+definition that spec was resolved from) and its events (``ChildSubmitted``, the input
+that starts a child; ``ParentLinked``, the child's link to its parent's attempt).
 
 A child is always run from an inline spec (``workflow:``), validated with its parent's.
 A node may also name a registered definition (``definition: "name"`` or ``"name@3"``);
@@ -8,7 +9,7 @@ spec and adding ``definition_version``, so the core never looks a definition up.
 ``definition`` without an inline ``workflow`` has not been resolved: a spec fault (such a
 spec came straight to Kafka, or from a client that skipped the gateway).
 
-Like ``spec_fields``, the parser appends what is wrong to ``faults`` (``"<where>:
+Like ``spec.fields``, the parser appends what is wrong to ``faults`` (``"<where>:
 <what>"``) and returns a usable value.
 """
 
@@ -127,3 +128,37 @@ def _child_depth(doc: Any) -> int:
             if isinstance(node, Mapping) and isinstance(node.get("workflow"), Mapping):
                 stack.append((node["workflow"], depth + 1))
     return deepest
+
+
+@dataclass(frozen=True)
+class ChildSubmitted:
+    """A child workflow, started by attempt ``attempt`` of the ``workflow`` node ``node``
+    (item ``index``) of workflow ``parent_id`` (the parent's coordinator, on
+    ``submissions``, keyed by the child's id ``ids.child_id``). ``definition`` and
+    ``definition_version`` name the registered definition the node's inline spec was
+    resolved from (its ``ChildSpec``), or None."""
+
+    workflow_id: str
+    parent_id: str
+    node: str
+    index: int | None
+    attempt: int
+    spec: Any
+    input: Any
+    at_ms: int
+    tenant: str | None = None
+    definition: str | None = None
+    definition_version: int | None = None
+
+
+@dataclass(frozen=True)
+class ParentLinked:
+    """History: the workflow is the child of attempt ``attempt`` of node ``node`` (item
+    ``index``) of ``parent_id``; its end is reported to that attempt."""
+
+    workflow_id: str
+    parent_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int

@@ -1,28 +1,20 @@
-"""The ``workflow`` node kind: a child workflow, one per attempt (per item with ``over``).
-
-Each attempt of the node is a task attempt (``TaskDispatched(task="workflow")``) that no
-worker runs: the coordinator submits the child instead (``ChildSubmitted``, id
-``ids.child_id(parent, node, index, attempt)``, so a parent that is retried, replayed or
-redelivered never starts a second child for the same attempt), and the child's
-coordinator reports back as a worker would: ``TaskStarted(worker=<child id>)`` when the
-child is accepted, ``TaskSucceeded(output)`` or ``TaskFailed("ChildWorkflowFailed",
-retryable)`` / ``TaskFailed("ChildWorkflowCancelled", not retryable)`` when it ends. So a
-child's deadline (the node's ``timeout``), its retries (each one a new child) and its
-cancellation (the coordinator cancels the child of a cancelled or failed attempt) are a
-task's, without a lease (the child reports no heartbeats).
-
-Without ``over`` the node runs like a task: the child's output is the node's output, its
-final failure the node's failure. With ``over`` it runs like a map of children, in input
-order, at most ``max_concurrency`` at once (the durable ``call_parallel``).
-"""
+"""The ``workflow`` kind's rules and its ``UNIT``: how its node starts and what its
+attempts, timer and signals do, and how its events change the state (the kind is
+described in ``headwater/core/kinds/workflow/__init__.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from headwater.core import events as ev
-from headwater.core.machine import map as map_kind
-from headwater.core.machine import task as task_kind
+from headwater.core.kinds.map import UNIT as MAP
+from headwater.core.kinds.task import UNIT as TASK
+from headwater.core.kinds.workflow.records import parse_child
 from headwater.core.machine.recorder import Recorder
-from headwater.core.spec import NodeSpec
+from headwater.core.registry import KindUnit
+from headwater.core.spec import NodeKind, NodeSpec
+from headwater.core.spec.kinds import KindParts, Work
 from headwater.core.state import WorkflowState
 
 CHILD_FAILED = "ChildWorkflowFailed"
@@ -34,19 +26,19 @@ cancelled it on purpose)."""
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Start the child of attempt 1, or expand over the list and start the first ones."""
-    (map_kind if spec.fans_out else task_kind).start(rec, spec)
+    (MAP if spec.fans_out else TASK).start(rec, spec)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
     """A child succeeded: the node succeeds with its output, or (with ``over``) the next
     child starts in its slot, or the node finishes with the results in input order."""
-    (map_kind if spec.fans_out else task_kind).attempt_succeeded(rec, spec, report)
+    (MAP if spec.fans_out else TASK).attempt_succeeded(rec, spec, report)
 
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:
     """A child failed for good (its last attempt's child failed, was cancelled or timed
     out): the node fails, or (with ``over`` and ``continue_on_error``) goes on."""
-    (map_kind if spec.fans_out else task_kind).attempt_failed(rec, spec, report)
+    (MAP if spec.fans_out else TASK).attempt_failed(rec, spec, report)
 
 
 def report_to_parent(body: ev.Body, state: WorkflowState | None,
@@ -71,3 +63,20 @@ def report_to_parent(body: ev.Body, state: WorkflowState | None,
     reason = body.reason or "cancel requested"
     return ev.TaskFailed(*where, f"child workflow {body.workflow_id} was cancelled: {reason}",
                          CHILD_CANCELLED, retryable=False)
+
+
+def _parent_linked(state: WorkflowState, body: ev.ParentLinked) -> None:
+    """A child workflow is linked to the parent attempt that started it."""
+    state.parent = {"workflow_id": body.parent_id, "node": body.node, "index": body.index,
+                    "attempt": body.attempt}
+
+
+def _parse(raw: Mapping[str, Any], where: str, work: Work,
+           validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
+    """A workflow node's fields: its child's spec (inline, or a definition)."""
+    return KindParts(child=parse_child(raw, where, validate, faults))
+
+
+UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed,
+                parse=_parse, events={ev.ParentLinked: _parent_linked})
+"""The ``workflow`` kind."""
