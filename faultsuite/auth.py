@@ -6,7 +6,7 @@ API keys: the services' own (tenant ``*``, role ``submit``: ``HEADWATER_TOKEN``,
 gateway and the coordinator put on the submissions they produce) and the suite's
 (tenant ``TENANT``, role ``admin``: it registers the definitions, puts the schedule and
 submits the batch, so every run is that tenant's). The sandbox starts with
-``HEADWATER_AUTH=on`` (README, "Tenants and auth").
+``HEADWATER_AUTH=on`` (docs/auth.md).
 
 The suite's HTTP requests carry ``Authorization: Bearer <token>`` (RFC 6750 §2.1) of
 ``HEADWATER_TOKEN`` in the suite's own environment, as the CLI's and the client's do:

@@ -12,7 +12,7 @@ the batch is submitted, version after version): two are submitted by name
 (``BY_DEFINITION``: ``fault-diamond@1`` and ``fault-diamond``, whose latest version is
 2), and the child shape's ``kind: workflow`` node names ``fault-child-inner``. Each
 submission says which definition and version its run, and each of its child runs, must
-record (README, "A run's definition").
+record (docs/definitions.md, "A run's definition").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ fire time may be skipped, so a coordinator killed meanwhile makes runs late, nev
 Once every workflow of the batch has ended, the run deletes the schedule (``DELETE``)
 and waits until the schedule workflow is cancelled and every run it started has ended.
 
-The audit, on the events topic (README, "Schedules"): each fire time is recorded by one
+The audit, on the events topic (docs/definitions.md, "Schedules"): each fire time is recorded by one
 ``ScheduleFired`` only, whatever was killed; the fire times are consecutive cron times
 from the first to the last (none missing, none skipped); each started fire's run was
 accepted once (one ``WorkflowAccepted``), ran ``RUN_DEFINITION`` and succeeded; the

@@ -164,7 +164,7 @@ class Matched:
 LIMIT_REASONS = ("exceeds the limit of", "JSON nested deeper than")
 """In the reason of an input whose consequences would not fit a record: too large
 (``HEADWATER_MAX_MESSAGE_BYTES``) or nested too deep (``codec.MAX_JSON_DEPTH``). The
-README documents it ("When things fail"): the workflow fails with the reason."""
+docs/specs.md documents it ("When things fail"): the workflow fails with the reason."""
 
 
 def match(sent: Sequence[Sent], dead: Sequence[DeadLetter]) -> Matched:

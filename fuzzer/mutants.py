@@ -38,7 +38,7 @@ CASE_ID_ROOM = 16
 DLQ, APPLIED, EITHER = "dlq", "applied", "either"
 """What a record should become: a dead letter; applied (not dead-lettered, save for a
 documented cause such as a conflicting resubmission); or either (a valid record too
-large to record its consequences is dead-lettered, README "When things fail")."""
+large to record its consequences is dead-lettered, docs/specs.md, "When things fail")."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A Python client of the gateway's HTTP API (README, "HTTP API"): ``Client`` (blocking)
+"""A Python client of the gateway's HTTP API (docs/http-api.md): ``Client`` (blocking)
 and ``AsyncClient`` (the same methods, to await).
 
     from headwater.client import Client

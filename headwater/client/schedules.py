@@ -1,5 +1,5 @@
 """``Client.schedules`` and ``AsyncClient.schedules``: schedules (``/v1/schedules``, the
-README's "Schedules"). Each method's request and the reading of its answer are one
+docs/definitions.md, "Schedules"). Each method's request and the reading of its answer are one
 ``requests.Request`` built here, sent by the client's ``fetch`` (so they retry as
 its other calls do: a ``PUT`` again is the same generation when it was applied).
 """

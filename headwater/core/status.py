@@ -2,7 +2,7 @@
 current attempt ended.
 
 Their values are stored (snapshots, history, projection rows), so a value never changes;
-a new member is a new value. The README ("When things fail") describes what each means
+a new member is a new value. docs/specs.md ("When things fail") describes what each means
 to a user.
 """
 

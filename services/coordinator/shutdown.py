@@ -3,7 +3,7 @@ replaced by a fresh coordinator (``restart``).
 
 Neither acknowledges the batch in hand nor commits: the inputs since the last commit
 are delivered again, to this process's successor or to whoever takes the partitions
-(README, "When a process crashes"). Both are called where a batch failed half-way, an
+(docs/operating.md, "When a process crashes"). Both are called where a batch failed half-way, an
 input offset was skipped, or intents could not be carried out; the graceful stop on
 SIGTERM and why a batch must not be acknowledged half-applied are the faust seam's
 (``faust_seam.CoordinatorWorker``, ``faust_seam.add_input_agent``).

@@ -12,7 +12,7 @@ come only from a coordinator, whose token is for every tenant. A record that fai
 to the dead-letter topic with the reason (``effects._route``). A submission to an id
 another tenant's run holds is refused by the core (``idempotency.conflict``),
 dead-lettered with its reason too. ``reports`` and the other topics are written by the
-services alone: Kafka's ACLs keep other producers off them (README, "Tenants and auth").
+services alone: Kafka's ACLs keep other producers off them (docs/auth.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTTP routes of API v1 that control a running workflow (the README's HTTP table;
+"""HTTP routes of API v1 that control a running workflow (the HTTP table of docs/http-api.md;
 docs/architecture.md §4): cancel it, and signal one of its waits."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """HTTP routes of the definitions registry: ``PUT``, ``GET`` (one, or the list) and
-``DELETE /v1/definitions/{name}`` (the README's "Definitions").
+``DELETE /v1/definitions/{name}`` (docs/definitions.md).
 
 A ``PUT`` is validated as a submission's spec is (``parse_spec``, with the definitions
 its ``kind: workflow`` nodes name inlined), and its ``input_schema`` must be a JSON

@@ -134,7 +134,7 @@ NODE_SCHEMA: dict[str, Any] = {
         _kind_needs(["loop"], ["decide", "tools", "max_steps"]),
     ],
 }
-"""One node of a spec (the README's "Workflow specs"): the fields of every kind, and
+"""One node of a spec (docs/specs.md): the fields of every kind, and
 those each kind requires. Which fields a kind does not take is the spec parser's to say
 (``spec.kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
 makes it (its body is documented there), and with its fields this document was more

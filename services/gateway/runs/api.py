@@ -1,4 +1,4 @@
-"""HTTP routes of API v1 for workflow runs (the README's HTTP table;
+"""HTTP routes of API v1 for workflow runs (the HTTP table of docs/http-api.md;
 docs/architecture.md §4): submit, read one, list, and follow a run's events. Cancels and
 signals are ``control.api``'s; ``POST /v1/run/{name}`` is ``runs.run``'s."""
 

@@ -1,5 +1,5 @@
 """HTTP routes of schedules: ``PUT``, ``GET`` (one, or the list), ``DELETE
-/v1/schedules/{name}`` and ``POST .../pause``, ``.../resume`` (the README's
+/v1/schedules/{name}`` and ``POST .../pause``, ``.../resume`` (docs/definitions.md,
 "Schedules").
 
 A ``PUT`` is checked at the edge (``generations.check_body``: cron, time zone, definition,

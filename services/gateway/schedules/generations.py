@@ -2,7 +2,7 @@
 workflow's spec, and keep one live generation per name.
 
 A schedule is a workflow with one node of kind ``schedule`` (``fire``) whose timer starts
-runs of a registered definition (the README's "Schedules"). Each ``PUT`` of other
+runs of a registered definition (the docs/definitions.md, "Schedules"). Each ``PUT`` of other
 settings is a new generation: the workflow ``schedule:<name>:<generation>`` (1, 2, ...),
 submitted through ``runs.submit.submit`` with the spec inline; the generations before it are
 cancelled (``control.send.request_cancel``; their runs go on). The same settings as the

@@ -1,5 +1,5 @@
 """``headwater.client`` against ``httpx.MockTransport`` (HTTP only: the gateway's answers
-as the README documents them): problem documents mapped to the exception tree, retries
+as docs/client.md documents them): problem documents mapped to the exception tree, retries
 with the same id, the run modes' headers, and event streams resumed with
 ``Last-Event-ID``."""
 

@@ -1,7 +1,7 @@
 """``restart_on_failure`` at its edges: a worker still running an older generation's
 attempt, a restart of a wide map, and a child workflow that waits for a signal.
 
-Each test states what the feature promises (README, "Restart on failure";
+Each test states what the feature promises (docs/specs.md, "Restart on failure";
 ``headwater.core.fencing``) and checks that it is kept."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_a_spec_whose_child_waits_for_a_signal_cannot_restart() -> None:
     """A restart cancels the child of a ``workflow`` node and starts a new one under a
     new id (``<parent>:w:<attempt>``); a signal already sent to the old child is lost,
     and the new child waits for one nobody sends again, so its parent hangs. That is the
-    reason a spec with a ``wait`` cannot use ``restart_on_failure`` (README), and it
+    reason a spec with a ``wait`` cannot use ``restart_on_failure`` (docs/specs.md), and it
     holds for a wait in a child (inline, or a definition the gateway inlined) as well:
     such a spec should be refused naming the wait, as a top-level one is."""
     child = {"name": "approve", "nodes": [{"id": "ok", "kind": "wait", "signal": "go"},
