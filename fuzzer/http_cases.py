@@ -6,7 +6,7 @@ schema-violating ones (``NEGATIVE``), drawn by Hypothesis from schemathesis' str
 (``APIOperation.as_strategy``; the schemathesis documentation, "Using Hypothesis
 Strategies"). Nothing is shrunk: every answer is recorded, not asserted. An answer of
 5xx is a finding unless it is a 503 with ``Retry-After`` (Kafka or PostgreSQL
-unavailable, docs/http-api.md, "Problem types"); any error answer that is not
+unavailable, docs/http-api.md, "Errors: problem types"); any error answer that is not
 ``application/problem+json`` is one too; so is a negative case answered 2xx (the
 gateway took what its own document says it refuses).
 """
