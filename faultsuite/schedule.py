@@ -33,8 +33,9 @@ import httpx
 
 from faultsuite.audit import WorkflowAudit, timeline
 from faultsuite.auth import client_headers
-from faultsuite.batch import CHILD_DEFINITION, Definition, Sizes, definitions
+from faultsuite.batch import Definition, definitions
 from faultsuite.client import PUT_RETRYABLE_STATUS, until_answered
+from faultsuite.shapes import CHILD_DEFINITION, Sizes
 from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.kinds.schedule.cron import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
@@ -46,7 +47,7 @@ NAME = "fault-tick"
 CRON = "* * * * * */2"
 """Every 2 s (croniter's sixth field: seconds)."""
 RUN_DEFINITION = f"{CHILD_DEFINITION}@1"
-"""What each fire runs: two short digests (``batch.child_inner``)."""
+"""What each fire runs: two short digests (``shapes.child_inner``)."""
 RUN_INPUT = {"value": "tick"}
 """Each run's input (the same every time: every run ends with the same output)."""
 MISFIRE_GRACE_S = 1.0

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from faultsuite.batch import Sizes, Submission, make_batch
+from faultsuite.batch import Submission, make_batch
 from faultsuite.outage import Outage
 from faultsuite.rebalance import Rebalance
 from faultsuite.run import Plan
+from faultsuite.shapes import Sizes
 
 EXTERNAL_KILL = "worker.sigkill"
 """Not a ``HEADWATER_FAULTS`` point: the harness SIGKILLs a worker mid-attempt."""
