@@ -48,8 +48,9 @@ import asyncpg
 from aiokafka.errors import KafkaError
 
 from services.common.clock import now_ms
-from services.common.db import SCHEMA, init_connection
 from services.common.db import connect as pg_connect
+from services.common.db import init_connection
+from services.common.schema import SCHEMA
 from services.common.settings import CommonSettings
 from services.projector.compare import (
     KEYS,

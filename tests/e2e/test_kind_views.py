@@ -32,7 +32,8 @@ from ops.cli import app
 from ops.cli.pgread import read_kind_rows
 from ops.expected_rows import ProjectionRows, diff_rows, expected_rows
 from ops.history import Recorded, dedupe, fold
-from services.common.db import SCHEMA, init_connection
+from services.common.db import init_connection
+from services.common.schema import SCHEMA
 from services.gateway.runs.views import workflow_view
 from services.projector.compare import compare, ident
 from services.projector.writer import project

@@ -23,7 +23,8 @@ from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
-from services.common.db import SCHEMA, init_connection
+from services.common.db import init_connection
+from services.common.schema import SCHEMA
 
 
 def sleeper(name: str, nodes: int = 1) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from headwater.core import events as ev
-from services.common.db import SCHEMA
+from services.common.schema import SCHEMA
 from services.projector.statements import UPSERT_ACCEPTED, core_plan
 
 SPEC = {"name": "billing-run", "nodes": [{"id": "a", "task": "t.a"}]}

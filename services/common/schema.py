@@ -1,0 +1,234 @@
+"""The PostgreSQL projection's tables, created by every service's pool
+(``db.connect_pool``, idempotent: ``create ... if not exists`` and guarded ``alter``).
+The projection can be dropped and rebuilt from the events topic at any time
+(docs/architecture.md §1)."""
+
+from __future__ import annotations
+
+SCHEMA = """
+create table if not exists workflows (
+    workflow_id text primary key,
+    name text not null default '',
+    tenant text,
+    status text not null,
+    seq bigint not null default 0,
+    spec jsonb,
+    input jsonb,
+    output jsonb,
+    error text not null default '',
+    body_hash text,
+    created_at timestamptz not null,
+    updated_at timestamptz not null
+);
+create index if not exists workflows_list on workflows (created_at desc, workflow_id desc);
+create table if not exists nodes (
+    workflow_id text not null,
+    node text not null,
+    status text not null,
+    total integer,
+    error text not null default '',
+    seq bigint not null,
+    primary key (workflow_id, node)
+);
+create table if not exists tasks (
+    workflow_id text not null,
+    task_key text not null,
+    node text not null,
+    idx integer,
+    attempt integer not null,
+    status text not null,
+    task text not null default '',
+    queue text not null default '',
+    progress double precision,
+    message text not null default '',
+    error text not null default '',
+    worker text not null default '',
+    dispatched_at timestamptz,
+    started_at timestamptz,
+    finished_at timestamptz,
+    seq bigint not null,
+    primary key (workflow_id, task_key)
+);
+create table if not exists events (
+    workflow_id text not null,
+    seq bigint not null,
+    type text not null,
+    at timestamptz not null,
+    data jsonb not null,
+    primary key (workflow_id, seq)
+);
+create table if not exists waits (
+    workflow_id text not null,
+    wait_key text not null,
+    node text not null,
+    idx integer,
+    signal text not null,
+    status text not null,
+    started_at timestamptz not null,
+    timeout_at timestamptz,
+    signal_id text not null default '',
+    fields jsonb,
+    ended_at timestamptz,
+    seq bigint not null,
+    primary key (workflow_id, wait_key)
+);
+create table if not exists signals (
+    workflow_id text not null,
+    seq bigint not null,
+    name text not null,
+    idx integer,
+    signal_id text not null default '',
+    status text not null,
+    node text not null default '',
+    reason text not null default '',
+    fields jsonb,
+    at timestamptz not null,
+    consumed_seq bigint,
+    primary key (workflow_id, seq)
+);
+create table if not exists loop_steps (
+    workflow_id text not null,
+    node text not null,
+    step integer not null,
+    tool text not null default '',
+    input jsonb,
+    finish boolean not null default false,
+    output jsonb,
+    spend double precision not null default 0,
+    decided_at timestamptz not null,
+    seq bigint not null,
+    primary key (workflow_id, node, step)
+);
+do $$ begin
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'parent_id')
+    then
+        alter table workflows add column parent_id text, add column parent_node text,
+            add column parent_index integer, add column parent_attempt integer;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'nodes' and column_name = 'condition')
+    then
+        alter table nodes add column condition boolean, add column wake_at timestamptz;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'definition')
+    then
+        alter table workflows add column definition text,
+            add column definition_version integer;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows'
+                   and column_name = 'request_hash')
+    then
+        alter table workflows add column request_hash text;
+        -- A claim not accepted yet holds its request's hash in body_hash.
+        update workflows set request_hash = body_hash where seq = 0;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows'
+                   and column_name = 'generation')
+    then
+        alter table workflows add column generation integer not null default 1,
+            add column restarted_seq bigint not null default 0;
+    end if;
+end $$;
+create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
+    parent_attempt) where parent_id is not null;
+create index if not exists workflows_by_definition on workflows (definition, created_at desc,
+    workflow_id desc) where definition is not null;
+create index if not exists workflows_by_status on workflows (status, created_at desc,
+    workflow_id desc);
+create index if not exists workflows_by_name on workflows (name, created_at desc,
+    workflow_id desc);
+create index if not exists workflows_by_tenant on workflows (tenant, created_at desc,
+    workflow_id desc) where tenant is not null;
+create table if not exists schedules (
+    workflow_id text primary key,
+    name text not null,
+    cron text not null,
+    timezone text not null,
+    definition text,
+    definition_version integer,
+    overlap text not null,
+    catchup text not null,
+    paused boolean not null default false,
+    next_fire_at timestamptz,
+    last_fire_at timestamptz,
+    last_run_id text,
+    fired integer not null default 0,
+    skipped integer not null default 0,
+    status text not null default 'running',
+    created_at timestamptz not null,
+    armed_seq bigint not null default 0,
+    fired_seq bigint not null default 0,
+    paused_seq bigint not null default 0
+);
+create index if not exists schedules_by_name on schedules (name, created_at desc);
+"""
+"""The projection's tables, created if missing. Columns added after a table's first
+version come from ``alter table`` (checked first: an ``alter`` takes the table's
+strongest lock even when it changes nothing, and every service runs this at start).
+Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]``),
+``signals`` (one per recorded ``SignalSent`` or ``SignalDiscarded``, by ``seq``) and
+``loop_steps`` (one per decided step); ``workflows.parent_*`` link a child to its parent,
+``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
+``workflows.definition`` and ``definition_version`` name the registered definition a run
+was resolved from (null for an inline spec). ``workflows.request_hash`` is the hash of
+the request as the gateway's claim took it (``body_hash`` of its spec, or of
+``{"definition": ref}``, with its input and tenant), which retries are compared with;
+the projector keeps it, and clears it when the body accepted is not the claim's (a
+submission straight on Kafka won the id); ``body_hash`` is the hash of the body accepted
+(the request's until then). ``workflows.generation`` is the run's generation (1, then
+one more per ``WorkflowRestarted``, ``restart_on_failure``) and ``restarted_seq`` the seq
+of its latest restart (0: none), below which no ``tasks``, ``nodes`` or ``loop_steps``
+row of it may stay. The ``workflows_by_*`` indexes serve
+``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
+order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
+the ``created_after``/``created_before`` ranges; ``status`` is the only one of their
+columns that changes after acceptance (a few times per run), so the projector's updates
+of ``seq`` stay heap-only. ``schedules`` holds one row per schedule workflow (a spec
+with a ``schedule`` node; ``name`` without the ``schedule:`` prefix): its settings, its
+state (``paused``, the armed ``next_fire_at``, the last fire time, the last run started,
+the fire times ``fired`` and ``skipped``) and ``status`` (``running`` until the workflow
+ends, then its end); ``armed_seq``, ``fired_seq`` and ``paused_seq`` are the seq of the
+last event applied to each part, so that a repeated event changes nothing."""
+
+DEFINITIONS_SCHEMA = """
+create table if not exists definitions (
+    name text not null,
+    version integer not null,
+    spec jsonb not null,
+    input_schema jsonb,
+    digest text not null,
+    state text not null,
+    created_at timestamptz not null,
+    primary key (name, version)
+);
+create table if not exists definition_heads (
+    name text primary key,
+    version integer not null,
+    deleted boolean not null,
+    state text not null,
+    updated_at timestamptz not null
+);
+do $$ begin
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'definitions' and column_name = 'tenant')
+    then
+        alter table definitions add column tenant text;
+    end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'definition_heads'
+                   and column_name = 'tenant')
+    then
+        alter table definition_heads add column tenant text;
+    end if;
+end $$;
+"""
+"""The definitions registry's tables, a projection of the ``definitions`` topic
+(``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
+``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
+is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
+records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
+shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""
