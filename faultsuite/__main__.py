@@ -32,8 +32,9 @@ from pathlib import Path
 from faultsuite import summary
 from faultsuite.audit import EndState
 from faultsuite.batch import Submission
-from faultsuite.run import Plan, RunReport, run
+from faultsuite.run import Plan, run
 from faultsuite.suite import INFRA, POINTS, REBALANCES, SUITES
+from faultsuite.verdict import RunReport
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

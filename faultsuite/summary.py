@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from faultsuite.run import RunReport
+from faultsuite.verdict import RunReport
 
 
 def _add(total: dict[str, Any], part: dict[str, Any]) -> None:

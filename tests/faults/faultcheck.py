@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faultsuite.run import RunReport
+from faultsuite.verdict import RunReport
 
 
 def explain(report: RunReport) -> str:
