@@ -6,8 +6,9 @@ raise. ``headwater.core`` is the pure decision core (specs, events, the state ma
 never imports ``services`` or ``ops`` (docs/architecture.md §2).
 """
 
+from headwater.context import AttemptInfo, TaskContext
 from headwater.errors import NonRetryableError
-from headwater.sdk import AttemptInfo, TaskContext, task
+from headwater.sdk import task
 
 __all__ = ["AttemptInfo", "NonRetryableError", "TaskContext", "task"]
 __version__ = "0.1.0"

@@ -27,9 +27,9 @@ import orjson
 from opentelemetry import trace
 
 from headwater.client.http import default_url
+from headwater.context import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
-from headwater.sdk import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
@@ -123,7 +123,7 @@ class Attempt:
     async def _report(self, report: ev.Report) -> bool:
         return await self._send(report)
 
-    # What task code sees (``headwater.sdk.AttemptRuntime``).
+    # What task code sees (``headwater.context.AttemptRuntime``).
 
     @property
     def stop_reason(self) -> str | None:

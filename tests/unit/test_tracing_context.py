@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
-from headwater.sdk import AttemptInfo, TaskContext
 from services.common import tracing
 from services.worker.traced_attempt import traced_attempt
 

@@ -221,7 +221,7 @@ def test_a_draft_finishes_without_asking_the_model(server: tuple[Script, str]) -
 
 def test_the_decide_task_is_a_streaming_task(monkeypatch: pytest.MonkeyPatch,
                                              server: tuple[Script, str]) -> None:
-    from headwater.sdk import AttemptInfo, TaskContext
+    from headwater.context import AttemptInfo, TaskContext
 
     info = REGISTRY["hybrid.decide"]
     assert info.is_generator and info.queue == tasks.QUEUE and info.wants_ctx

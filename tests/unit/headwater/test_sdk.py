@@ -9,8 +9,9 @@ import pytest
 
 import headwater
 from headwater import sdk
+from headwater.context import AttemptInfo, TaskContext
 from headwater.errors import TaskRegistrationError
-from headwater.sdk import REGISTRY, AttemptInfo, TaskContext, TaskInfo, task
+from headwater.sdk import REGISTRY, TaskInfo, task
 
 
 @pytest.fixture(autouse=True)

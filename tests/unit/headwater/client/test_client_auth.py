@@ -15,7 +15,7 @@ from headwater import errors
 from headwater.client import AsyncClient, Client, calls, retry
 from headwater.client.http import auth_headers
 from headwater.client.types import Identity
-from headwater.sdk import AttemptInfo, TaskContext
+from headwater.context import AttemptInfo, TaskContext
 
 TOKEN = "hwk_0123456789ab_" + "s" * 43
 RUNNING = {"id": "wf-1", "name": "n", "status": "running", "seq": 1, "output": None,

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from headwater.client import Client, calls
+from headwater.context import AttemptInfo, TaskContext
 from headwater.errors import AttemptCancelled, CallFailed, NonRetryableError
-from headwater.sdk import AttemptInfo, TaskContext
 from headwater.topics import WORKFLOW_ID_PATTERN
 
 
