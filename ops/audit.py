@@ -303,8 +303,9 @@ def audit(workflow_id: str, observed: Observed, now_ms: int, grace_ms: int) -> R
 
 def past_retention(report: Report, marker: dict[str, Any]) -> Report:
     """``report`` for a workflow the coordinator purged after its retention
-    (``services.coordinator.retention``; ``marker`` its fields, ``load_marker``): the
-    table holds nothing to compare, which is no difference, and a note says so plainly.
+    (``services.coordinator.retention``; ``marker`` its fields,
+    ``headwater.core.retention.load_marker``): the table holds nothing to compare, which
+    is no difference, and a note says so plainly.
     """
     ended = marker.get("status", "ended")
     note = (f"past retention: {report.workflow_id} ended ({ended}, seq "

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from headwater.core.retention import load_marker
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from ops.audit import Observed, Report, StoreCheck, audit, past_retention
@@ -29,7 +30,7 @@ from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
 from services.common.clock import now_ms
 from services.coordinator.keys import DEFERRED, DEFINITION
-from services.coordinator.retention import PURGED, load_marker
+from services.coordinator.retention import PURGED
 from services.coordinator.snapshot import dump_state, load_split
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code

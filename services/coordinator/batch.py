@@ -173,8 +173,8 @@ class BatchApplier:
         effects = BatchEffects(self.topics, self.store, self.max_record_bytes, self._partition,
                                history_heartbeats=self.history_heartbeats,
                                retention_ms=self.retention_ms, auth=self.auth,
-                               lease_end=None if self.history_heartbeats
-                               else self.timers.lease_end)
+                               lease_seen=None if self.history_heartbeats
+                               else self.timers.lease_seen)
         try:
             for record in records:
                 if tracing.tracer() is None:

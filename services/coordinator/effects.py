@@ -3,13 +3,16 @@
 Each input record is decoded and routed (``inputs.decode_input``; one on another
 partition than its workflow's is moved there or dead-lettered: ``homing``), skipped when
 the table holds its effects already (the store's applied offsets: it came again after a
-crash), dead-lettered when it is refused (a submission whose id names another run, a
-signal no wait can take: ``refusals.refusal``), stepped through the state machine, and its
-outputs collected: new states, history events, encoded records, dead letters. A step
-that raises fails its workflow as data (``machine.fail``), and a workflow whose table
-entry would exceed the record limit is failed instead of written: a bug or a record too
-large must not stop the coordinator nor leave an intent that can never be carried out
-(docs/architecture.md, invariant 6).
+crash), its producer checked (``submitters``), then handed with its workflow's state and
+what this process measured (``machine.Context``: deferred inputs, a purge marker, what
+it saw of a lease) to the core's one pure call, ``machine.decide``, which screens it
+(retention, leases, refusals, child conflicts) and steps it. Its ``Decision`` is carried
+out here: new states, history events, encoded records (stops, a refused child's report),
+dead letters, lease renewals, purges. A step that raises fails its workflow as data
+(``machine.failed``), and a workflow whose table entry would exceed the record limit is
+failed instead of written (``machine.oversized``, given the size measured here): a bug
+or a record too large must not stop the coordinator nor leave an intent that can never
+be carried out (docs/architecture.md, invariant 6).
 ``batch.BatchApplier`` then records the effects as intents and carries them out.
 """
 
@@ -22,16 +25,21 @@ from dataclasses import dataclass, field
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
-from headwater.core.fencing import stop_for, stops_for_expired
-from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
-from headwater.core.machine import Step, fail, start, step
-from headwater.core.machine.reports import lease_renewal
+from headwater.core.machine import (
+    Context,
+    Decision,
+    LeaseSeen,
+    Step,
+    decide,
+    failed,
+    oversized,
+)
+from headwater.core.retention import dump_marker
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from headwater.topics import Topics
 from services.common.auth.tokens import Authenticator
-from services.coordinator import deferred, homing, retention
-from services.coordinator.conflicts import conflict_records
+from services.coordinator import deferred, homing
 from services.coordinator.inputs import decode_input
 from services.coordinator.records import (
     RECORD_MARGIN_BYTES,
@@ -40,7 +48,7 @@ from services.coordinator.records import (
     Outgoing,
     encode_outputs,
 )
-from services.coordinator.refusals import refusal
+from services.coordinator.retention import purge_entries, purged_key
 from services.coordinator.store import Store
 from services.coordinator.submitters import Guarded, producer_fault
 from services.coordinator.writeset import touched_parts
@@ -92,35 +100,40 @@ class BatchEffects:
     history_heartbeats: bool = False
     auth: Authenticator | None = None
     renewals: list[tuple[str, str, int]] = field(default_factory=list)
-    lease_end: Callable[[str, str, int], int] | None = None
-    """``TimerIndex.lease_end``: when a lease ends by the heartbeats this process read."""
+    lease_seen: Callable[[str, str], LeaseSeen] | None = None
+    """``TimerIndex.lease_seen``: what this process saw of a lease (the heartbeats it
+    read); None when heartbeats are in the history."""
     _stored_deferred: dict[str, list[ev.Input]] = field(default_factory=dict)
     retention_ms: int | None = None  # HEADWATER_RETENTION_S; None: nothing is purged
     purged: Entries = field(default_factory=dict)  # what purges write (``retention``)
 
     def add(self, record: InputRecord) -> None:
-        """Apply one input record: route it, step it, collect what it did. Never raises
-        for a bad input or a failing step (it is dead-lettered)."""
+        """Apply one input record: route it, decide it (``machine.decide``), carry the
+        decision out. Never raises for a bad input or a failing step (it is
+        dead-lettered)."""
         routed = self._route(record)
         if routed is None:
             return
         event, state, offsets = routed
-        if retention.screened(self, record, event, state):
+        stepped = self._decide(record, event, state)
+        if stepped is None:
             return
-        if isinstance(event, ev.TaskHeartbeated) and not self.history_heartbeats:
-            self._renew(event, state)
-            return
-        if isinstance(event, ev.TimerFired) and self._lease_renewed(event, state):
-            return
-        why = refusal(state, event)
-        if why is not None:
-            self.dead.append(DeadLetter(record, why))
-            self.encoded.extend(conflict_records(self.topics, state, event, why))
-            return
-        stepped = self._step(record, event, state)
-        if stepped is not None:
-            result, outgoing = stepped
-            self._collect(record, event, result, outgoing, offsets)
+        decision, outgoing = stepped
+        wid = event.workflow_id
+        if decision.refused is not None:
+            self.dead.append(DeadLetter(record, decision.refused))
+        if decision.report is not None:  # on the partition of the refused child's id
+            self.encoded.append(Outgoing(self.topics.reports,
+                                         decision.report.workflow_id.encode(),
+                                         codec.encode(decision.report), wid))
+        if decision.renewal is not None:
+            self.renewals.append((wid, *decision.renewal))
+        if decision.purge and state is not None:
+            self.purged[wid] = purge_entries(state, event.at_ms)
+            self.store.forget(wid)
+        if decision.step is not None:
+            self._collect(record, event, decision.step, outgoing, offsets)
+        self._stop(wid, decision)
 
     def _route(self, record: InputRecord,
                ) -> tuple[ev.Input, WorkflowState | None, dict[str, int]] | None:
@@ -175,31 +188,40 @@ class BatchEffects:
         read by ``_stored_offsets`` when the batch first met the workflow without state)."""
         return self.deferred.get(wid, self._stored_deferred.get(wid, []))
 
-    def _step(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
-              ) -> tuple[Step, list[Outgoing]] | None:
-        """The machine's step and its encoded records; when that raises, the input is
-        dead-lettered and its workflow failed as data (None: not even that). A new
-        workflow's submission takes the inputs deferred for it (``machine.start``)."""
+    def _decide(self, record: InputRecord, event: ev.Input, state: WorkflowState | None,
+                ) -> tuple[Decision, list[Outgoing]] | None:
+        """The core's decision and its step's encoded records; when that raises, the
+        input is dead-lettered and its workflow failed as data (None: not even that)."""
         try:
-            if (state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted)
-                    and (kept := self._deferred_for(event.workflow_id))):
-                result = start(event, kept)
+            decision = decide(state, event, self._context(event, state))
+            if decision.started:  # the submission took the inputs deferred for it
                 self.started.add(event.workflow_id)
                 self.deferred.pop(event.workflow_id, None)
-            else:
-                result = step(state, event)
-            return result, encode_outputs(self.topics, result.events, self.max_record_bytes,
-                                          result.state)
+            if decision.step is None:
+                return decision, []
+            return decision, encode_outputs(self.topics, decision.step.events,
+                                            self.max_record_bytes, decision.step.state)
         except Exception as e:  # a bug or a record too large must not stop the service
             log.exception("cannot apply %s to %s", type(event).__name__, event.workflow_id)
             reason = f"cannot apply {type(event).__name__}: {type(e).__name__}: {e}"
             self.dead.append(DeadLetter(record, reason))
             return self._fail(event.workflow_id, event, reason)
 
+    def _context(self, event: ev.Input, state: WorkflowState | None) -> Context:
+        """What this process measured for ``event``: the inputs deferred for its workflow,
+        the marker of its purge (by this batch, or in the table), what it saw of a lease."""
+        wid = event.workflow_id
+        marker = (dump_marker(state, event.at_ms) if wid in self.purged and state is not None
+                  else None if state is not None else self.store.get_entry(purged_key(wid)))
+        lease = (self.lease_seen(wid, event.timer_id)
+                 if isinstance(event, ev.TimerFired) and self.lease_seen is not None else None)
+        return Context(deferred=self._deferred_for(wid) if state is None else (),
+                       history_heartbeats=self.history_heartbeats,
+                       retention_ms=self.retention_ms, marker=marker, lease=lease)
+
     def _collect(self, record: InputRecord, event: ev.Input, result: Step,
                  outgoing: list[Outgoing], offsets: dict[str, int]) -> None:
-        """Keep what a step did, and the stops to send: for a report of an attempt that
-        must end, and for the attempts a fired timer ended (``fencing``)."""
+        """Keep what a step did: its state, events and records."""
         wid = event.workflow_id
         if result.deferred:
             self._keep_deferred(record, event, offsets)
@@ -209,41 +231,12 @@ class BatchEffects:
             offsets[record.topic] = record.offset
             self.touched[wid] = result.state
             self.inputs_of.setdefault(wid, []).append((record, event))
-        stops = stops_for_expired(result.events) if isinstance(event, ev.TimerFired) else []
-        stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
-        for s in [*stops, *([stop] if stop is not None else [])]:
+
+    def _stop(self, wid: str, decision: Decision) -> None:
+        """Send the stops a decision holds (``fencing``) to ``worker-control``."""
+        for s in decision.stops:
             self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
                                          codec.encode(s), wid))
-
-    def _renew(self, heartbeat: ev.TaskHeartbeated, state: WorkflowState | None) -> None:
-        """A heartbeat kept out of the history: it moves its attempt's lease, and an
-        attempt that must end is told to stop, as for any report. Nothing is written to
-        the table: a renewal lost with this process is made up by the full lease its
-        successor grants every running attempt."""
-        renewal = lease_renewal(state, heartbeat)
-        if renewal is not None:
-            self.renewals.append((heartbeat.workflow_id, *renewal))
-        stop = stop_for(state, heartbeat)
-        if stop is not None:
-            wid = heartbeat.workflow_id
-            self.encoded.append(Outgoing(self.topics.worker_control, wid.encode(),
-                                         codec.encode(stop), wid))
-
-    def _lease_renewed(self, fired: ev.TimerFired, state: WorkflowState | None) -> bool:
-        """Whether ``fired`` is a lease that heartbeats this process read since renewed
-        (not in the history, so the machine cannot see them): then it is not applied,
-        and the lease is armed again for when it does end."""
-        parsed = parse_task_timer_id(fired.timer_id)
-        if parsed is None or parsed[0] != LEASE_TIMER or self.lease_end is None or state is None:
-            return False
-        task = state.tasks.get(parsed[1])
-        if task is None or task.attempt != parsed[2] or task.heartbeat_ms is None:
-            return False
-        end = self.lease_end(fired.workflow_id, fired.timer_id, task.heartbeat_ms)
-        if end <= fired.at_ms:
-            return False
-        self.renewals.append((fired.workflow_id, fired.timer_id, end))
-        return True
 
     def _keep_deferred(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:
@@ -304,24 +297,11 @@ class BatchEffects:
             log.error("the inputs waiting for workflow %s take %d bytes; not kept", wid, size)
             self.deferred.pop(wid, None)
             return
-        reason = (f"the snapshot of workflow {wid} would hold a table entry of {size} bytes, "
-                  f"over the limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) "
-                  f"less {RECORD_MARGIN_BYTES}")
-        log.error("%s; failing it", reason)
-        self.out[:] = [e for e in self.out if e.workflow_id != wid]
-        self.encoded[:] = [o for o in self.encoded if o.workflow_id != wid]
-        self.touched.pop(wid)
-        self.store.forget(wid)
-        inputs = self.inputs_of[wid]
-        record, event = inputs[-1]
-        self.dead.append(DeadLetter(record, reason))
-        try:
-            result = fail(self.store.load(wid), event, reason[:2000])
-            outgoing = encode_outputs(self.topics, result.events, self.max_record_bytes,
-                                      result.state)
-        except Exception:
-            log.exception("cannot fail %s either", wid)
+        failing = self._drop_and_fail(wid, size)
+        if failing is None:
             return
+        result, outgoing = failing
+        inputs = self.inputs_of[wid]
         if result.state is None or not result.events:
             return
         offsets = self.store.applied(wid)
@@ -339,24 +319,55 @@ class BatchEffects:
             failed_entries.append((deferred.deferred_key(wid), b""))
         entries[wid] = failed_entries
 
+    def _drop_and_fail(self, wid: str, size: int) -> tuple[Step, list[Outgoing]] | None:
+        """Drop what the batch did to ``wid``, dead-letter its last input to it, and fail
+        it from its state before the batch as the core decides (``machine.oversized``,
+        told the entry's ``size`` in bytes); None when that cannot be recorded."""
+        self.out[:] = [e for e in self.out if e.workflow_id != wid]
+        self.encoded[:] = [o for o in self.encoded if o.workflow_id != wid]
+        self.touched.pop(wid)
+        self.store.forget(wid)
+        record, event = self.inputs_of[wid][-1]
+        try:
+            before, loaded = self.store.load(wid), True
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            before, loaded = None, False
+        decision = oversized(before, event, size, self.max_record_bytes, RECORD_MARGIN_BYTES)
+        log.error("%s; failing it", decision.refused)
+        self.dead.append(DeadLetter(record, decision.refused or ""))
+        if not loaded or decision.step is None:
+            if decision.error is not None:
+                log.error("cannot fail %s either: %s", wid, decision.error)
+            return None
+        try:
+            return decision.step, encode_outputs(self.topics, decision.step.events,
+                                                 self.max_record_bytes, decision.step.state)
+        except Exception:
+            log.exception("cannot fail %s either", wid)
+            return None
+
     def _fail(self, wid: str, event: ev.Input, reason: str,
-              ) -> tuple[Step, list[Outgoing]] | None:
+              ) -> tuple[Decision, list[Outgoing]] | None:
         """After an input could not be applied, fail its workflow as data (so that it
         ends, and a timer cannot fire the same input again and again).
 
         Returns:
-            The failing step and its encoded records, or None when even that cannot be
+            The failing decision (``machine.failed``) and its step's encoded records, or
+            None when even that cannot be
             recorded (the input is then only dead-lettered).
         """
         self._rebuild(wid)
+        decision = failed(self.touched.get(wid), event, reason)
         try:
-            result = fail(self.touched.get(wid), event, reason[:2000])
-            return result, encode_outputs(self.topics, result.events, self.max_record_bytes,
-                                          result.state)
+            if decision.step is not None:
+                return decision, encode_outputs(self.topics, decision.step.events,
+                                                self.max_record_bytes, decision.step.state)
+            log.error("cannot fail %s either: %s", wid, decision.error)
         except Exception:
             log.exception("cannot fail %s either", wid)
-            self._rebuild(wid)
-            return None
+        self._rebuild(wid)
+        return None
 
     def _rebuild(self, wid: str) -> None:
         """After a failed step the in-memory state may be half-changed: rebuild it from

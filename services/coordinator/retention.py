@@ -11,17 +11,20 @@ How a purge runs, so that a crash at any point is harmless:
    workflow past its retention, produces a ``TimerFired`` with the timer id
    ``RETENTION_TIMER`` to the control topic, like any other timer.
 2. The batch applier takes it like any input, in order with the workflow's other inputs,
-   and checks again on its own clock that the workflow ended and its retention passed
-   (``purge_due``: the control topic is open to any producer). The deletions then go
+   and the core's screen (``machine.decide``) checks again, at the time the
+   coordinator stamped on it, that the workflow ended and its retention passed
+   (``headwater.core.retention.purge_due``: the control topic is open to any
+   producer). The deletions (``purge_entries``) then go
    into the batch's intent (``intents``) with everything else: a SIGKILL leaves either
    no intent (the record is read again, or the next sweep sends another) or a whole
    intent, which the next owner of the partition carries out before reading inputs. So
    the table holds either the whole workflow or only its marker, never a part.
 
-What stays: a marker (``PURGED``, ``dump_marker``, under 100 bytes) in place of the
-header, so that the id is not taken again. Any input for a purged workflow (a
-submission, a child's ``ChildSubmitted``, a report, a signal, a cancel) is dead-lettered
-with the reason ``refused_after_purge`` gives: a second run under the id would start its
+What stays: a marker (``PURGED``, ``headwater.core.retention.dump_marker``, under 100
+bytes) in place of the header, so that the id is not taken again. Any input for a purged
+workflow (a submission, a child's ``ChildSubmitted``, a report, a signal, a cancel) is
+refused by the core's screen and dead-lettered with the reason
+``headwater.core.retention.refused_after_purge`` gives: a second run under the id would start its
 history again at seq 1 on the events topic, where the first one's records stay.
 """
 
@@ -30,29 +33,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from headwater.core import events as ev
+from headwater.core.retention import RETENTION_TIMER, dump_marker, header_due
 from headwater.core.state import WorkflowState
-from headwater.core.status import WorkflowStatus
 from services.common.clock import now_ms
 from services.coordinator.keys import DEFERRED, DEFINITION, TABLE_KEY_SEP, table_entry_key
-from services.coordinator.records import DeadLetter, InputRecord
 from services.coordinator.snapshot import task_keys
-
-if TYPE_CHECKING:
-    from services.coordinator.effects import BatchEffects
 
 log = logging.getLogger(__name__)
 
-RETENTION_TIMER = "@retention"
-"""The timer id of the ``TimerFired`` that asks for a workflow's purge (no timer of the
-state machine starts with ``@``)."""
 PURGED = "@purged"
 """The part under which a purged workflow's marker is kept; no task key can be it."""
-MARKER_VERSION = 1
 SWEEP_MAX = 500
 """Most purges one sweep asks for; the next sweep asks for the rest."""
 RESEND_S = 30.0
@@ -66,43 +58,9 @@ def sweep_interval_s(retention_s: float) -> float:
     return min(60.0, max(1.0, retention_s / 10))
 
 
-def purge_due(state: WorkflowState | None, at_ms: int, retention_ms: int | None) -> bool:
-    """Whether ``state`` may be purged at ``at_ms``: it ended, and ``retention_ms`` have
-    passed since its last event (``updated_at_ms``); never when retention is off (None)."""
-    return (retention_ms is not None and state is not None and state.status.terminal
-            and state.updated_at_ms + retention_ms <= at_ms)
-
-
-def header_due(header: bytes, at_ms: int, retention_ms: int) -> bool:
-    """``purge_due`` read off a raw header entry (``snapshot.dump_header``) without
-    decoding the workflow; False for a header that does not parse."""
-    try:
-        h = orjson.loads(header)
-        return bool(WorkflowStatus(h["status"]).terminal
-                    and int(h["updated_at_ms"]) + retention_ms <= at_ms)
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return False
-
-
 def purged_key(workflow_id: str) -> bytes:
     """The table key of a purged workflow's marker (on the partition of its id)."""
     return table_entry_key(workflow_id, PURGED)
-
-
-def dump_marker(state: WorkflowState, purged_at_ms: int) -> bytes:
-    """The marker kept for a purged workflow: how it ended, its last seq, when it was
-    last changed and purged (ms since the epoch). Bounded: no spec, input or output."""
-    return orjson.dumps({"v": MARKER_VERSION, "status": state.status.value, "seq": state.seq,
-                         "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms})
-
-
-def load_marker(raw: bytes) -> dict[str, Any]:
-    """The marker's fields (``dump_marker``); ``{}`` for one that does not parse."""
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def purge_entries(state: WorkflowState, purged_at_ms: int) -> list[tuple[bytes, bytes | None]]:
@@ -115,14 +73,6 @@ def purge_entries(state: WorkflowState, purged_at_ms: int) -> list[tuple[bytes, 
     out += [(table_entry_key(wid, part), None) for part in parts]
     out.append((table_entry_key(wid), None))
     return out
-
-
-def refused_after_purge(event: ev.Input, marker: bytes) -> str:
-    """The dead letter's reason for an input to a purged workflow."""
-    m = load_marker(marker)
-    return (f"{type(event).__name__} for workflow {event.workflow_id} refused: the workflow "
-            f"ended ({m.get('status', '?')}, seq {m.get('seq', '?')}) and was purged after "
-            "its retention (HEADWATER_RETENTION_S); its id cannot be used again")
 
 
 def expired_headers(items: Iterable[tuple[bytes, bytes]], at_ms: int, retention_ms: int,
@@ -168,27 +118,3 @@ class RetentionSweep:
             self._asked[wid] = clock
         if due:
             log.info("asked for the purge of %d workflows past retention", len(due))
-
-
-def screened(effects: BatchEffects, record: InputRecord, event: ev.Input,
-             state: WorkflowState | None) -> bool:
-    """Take an input that retention decides about; False for any other (it is stepped).
-
-    A purge request (``RETENTION_TIMER``) is never stepped: when ``purge_due`` on the
-    coordinator's clock, the workflow's ``purge_entries`` join the batch's entries
-    (``effects.purged``), else it is dropped. Any other input for a workflow purged
-    (by this batch, or before: its marker is in the table) is dead-lettered.
-    """
-    wid = event.workflow_id
-    if isinstance(event, ev.TimerFired) and event.timer_id == RETENTION_TIMER:
-        if wid not in effects.purged and purge_due(state, event.at_ms, effects.retention_ms):
-            assert state is not None
-            effects.purged[wid] = purge_entries(state, event.at_ms)
-            effects.store.forget(wid)
-        return True
-    marker = (dump_marker(state, event.at_ms) if wid in effects.purged and state is not None
-              else None if state is not None else effects.store.get_entry(purged_key(wid)))
-    if marker is None:
-        return False
-    effects.dead.append(DeadLetter(record, refused_after_purge(event, marker)))
-    return True

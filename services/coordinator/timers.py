@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from headwater.core import events as ev
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
+from headwater.core.machine import LeaseSeen
 from headwater.core.state import WorkflowState, task_timers
 from services.common.clock import now_ms
 
@@ -95,16 +96,16 @@ class TimerIndex:
         if current is None or fire_at_ms > current:
             self._set(workflow_id, timer_id, fire_at_ms)
 
-    def lease_end(self, workflow_id: str, timer_id: str, heartbeat_ms: int) -> int:
-        """When a lease ends by what this process saw and the history does not hold: the
-        heartbeats it read (``renew``), and the full lease every running attempt gets
-        from ``leases_from_ms``; ms since the epoch (0: nothing of the kind).
+    def lease_seen(self, workflow_id: str, timer_id: str) -> LeaseSeen:
+        """What this process saw of a lease and the history does not hold: the end the
+        heartbeats it read gave it (``renew``; 0: none), and ``leases_from_ms``, from
+        when every running attempt has a full lease.
 
-        A lease whose ``TimerFired`` arrives before this is not applied (``effects``): it
-        was fired by a process that had not read those heartbeats yet (one that stood
-        still, or the last owner of the partition)."""
-        return max(self._renewed.get((workflow_id, timer_id), 0),
-                   self.leases_from_ms + heartbeat_ms)
+        The core's screen (``machine.decide``) does not apply a lease whose
+        ``TimerFired`` arrives before the end these give: it was fired by a process that
+        had not read those heartbeats yet (one that stood still, or the last owner of
+        the partition)."""
+        return LeaseSeen(self._renewed.get((workflow_id, timer_id), 0), self.leases_from_ms)
 
     def _set(self, workflow_id: str, timer_id: str, fire_at_ms: int) -> None:
         if self._current.get((workflow_id, timer_id)) != fire_at_ms:

@@ -34,19 +34,34 @@ Rules:
   out, was lost, was cancelled or was superseded by a later attempt is recorded as
   ``ReportDiscarded``.
 
-Where the rules live (one module per family): ``inputs`` (``step``, ``fail`` and the
-table of inputs by type), ``submission``, ``reports`` (fencing and outcomes),
-``timers`` (deadline, lease, a node's own timer), ``dispatch`` (an attempt's input, its
-``TaskDispatched`` and the retry timer), ``flow`` (starting a node by its kind, finishing,
-settling and skipping nodes, a node failing for good), ``ending`` (the end of the
-workflow, its output), ``restart``; ``recorder`` numbers and evolves what they decide.
+The coordinator enters through ``decide`` (``decide.decide``): the screen (retention,
+leases a heartbeat moved, ``refusals``, ``conflicts``) and then the step, one pure call
+per input that returns a ``Decision``.
+
+Where the rules live (one module per family): ``decide`` (the screen and the step, and
+failing a workflow as data: ``failed``, ``oversized``), ``refusals``, ``conflicts``,
+``inputs`` (``step``, ``fail`` and the table of inputs by type), ``submission``,
+``reports`` (fencing and outcomes), ``timers`` (deadline, lease, a node's own timer),
+``dispatch`` (an attempt's input, its ``TaskDispatched`` and the retry timer), ``flow``
+(starting a node by its kind, finishing, settling and skipping nodes, a node failing for
+good), ``ending`` (the end of the workflow, its output), ``restart``; ``recorder`` numbers
+and evolves what they decide.
 Each node kind's own rules are in its unit (``headwater/core/kinds/``), found through
 ``headwater.core.registry``: no module here imports a kind.
 """
 
 from __future__ import annotations
 
+from headwater.core.machine.decide import (
+    Context,
+    Decision,
+    LeaseSeen,
+    decide,
+    failed,
+    oversized,
+)
 from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 
-__all__ = ["Step", "fail", "start", "step"]
+__all__ = ["Context", "Decision", "LeaseSeen", "Step", "decide", "fail", "failed",
+           "oversized", "start", "step"]

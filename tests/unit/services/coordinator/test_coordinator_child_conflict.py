@@ -1,9 +1,9 @@
-"""A child id already held by another run (``conflicts``): the parent's ``ChildSubmitted``
-is dead-lettered and, in the same intent, the parent's attempt is reported failed
-(``TaskFailed``, ``ChildWorkflowConflict``, retryable), so the retry submits the next
-child id. The run that holds the id is never changed: the parent's cancels name the
-parent and it ignores them. The last tests carry a parent, its children and the
-squatter through ``BatchApplier`` in memory, records fed back as a broker would."""
+"""A child id already held by another run (``headwater.core.machine.conflicts``): the
+parent's ``ChildSubmitted`` is dead-lettered and, in the same intent, the parent's attempt
+is reported failed (``TaskFailed``, ``ChildWorkflowConflict``, retryable), so the retry
+submits the next child id. The run that holds the id is never changed: the parent's
+cancels name the parent and it ignores them. The last tests carry a parent, its children
+and the squatter through ``BatchApplier`` in memory, records fed back as a broker would."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from test_coordinator_redelivery import Table
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import conflict
-from headwater.core.machine import step
+from headwater.core.machine import Context, Decision, decide, step
+from headwater.core.machine.conflicts import CHILD_CONFLICT, conflict_report
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 from services.coordinator import inputs as inputs_module
 from services.coordinator.batch import BatchApplier
-from services.coordinator.conflicts import CHILD_CONFLICT, conflict_records, conflict_report
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 from services.coordinator.timers import TimerIndex
 
@@ -59,9 +59,7 @@ def test_a_child_id_held_by_a_workflow_of_its_own_fails_the_parents_attempt() ->
     assert report == ev.TaskFailed("p", "c", None, 1, AT + 5,
                                    f"child workflow p:c:1 was not started: {why}",
                                    CHILD_CONFLICT, retryable=True)
-    (out,) = conflict_records(TOPICS, state, _child(), why)
-    assert (out.topic, out.key, out.workflow_id) == (TOPICS.reports, b"p", "p:c:1")
-    assert codec.decode(out.value) == report
+    assert decide(state, _child(), Context()) == Decision(refused=why, report=report)
 
 
 def test_a_child_id_held_by_another_parents_child_fails_the_attempt_too() -> None:
@@ -79,7 +77,8 @@ def test_the_attempts_own_child_and_other_inputs_report_nothing() -> None:
     assert conflict_report(None, _child(), "never refused") is None
     plain = ev.WorkflowSubmitted("p:c:1", KID, {"q": 2}, AT, "t")
     assert conflict_report(_squatter(), plain, "a conflict of its own") is None
-    assert conflict_records(TOPICS, _squatter(), plain, "x") == []
+    refused = decide(_squatter(), plain, Context())
+    assert refused.refused is not None and refused.report is None and refused.step is None
 
 
 class Broker:

@@ -1,13 +1,14 @@
-"""Which inputs the coordinator dead-letters instead of stepping (``refusals.refusal``):
-a signal no wait can take, and one for a workflow that has ended (recorded nowhere
-else: without the dead letter, a signal that lost a race with the end vanished)."""
+"""Which inputs the core refuses, for the coordinator to dead-letter instead of stepping
+(``headwater.core.machine.refusals.refusal``): a signal no wait can take, and one for a
+workflow that has ended (recorded nowhere else: without the dead letter, a signal that
+lost a race with the end vanished)."""
 
 from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.machine import step
+from headwater.core.machine.refusals import refusal
 from headwater.core.state import WorkflowState
-from services.coordinator.refusals import refusal
 
 WF = "wf-ref"
 SPEC = {"name": "r", "nodes": [{"id": "w", "kind": "wait", "signal": "go",

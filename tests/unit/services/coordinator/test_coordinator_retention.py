@@ -8,6 +8,7 @@ import pytest
 from test_coordinator_redelivery import AT, KILL_POINTS, SPEC, TOPICS, WF, Bus, Killed, Table, rec
 
 from headwater.core import events as ev
+from headwater.core import retention as core_retention
 from services.coordinator import batch as batch_module
 from services.coordinator import inputs as inputs_module
 from services.coordinator import retention
@@ -46,7 +47,7 @@ def applier(bus: Bus, table: Table) -> BatchApplier:
 
 
 def purge_request(at_ms: int) -> ev.TimerFired:
-    return ev.TimerFired(WF, retention.RETENTION_TIMER, at_ms)
+    return ev.TimerFired(WF, core_retention.RETENTION_TIMER, at_ms)
 
 
 def workflow_keys(table: Table) -> set[bytes]:
@@ -70,7 +71,7 @@ async def finished() -> tuple[DeadBus, Table, BatchApplier]:
 
 
 def test_purge_due_only_for_an_ended_workflow_past_retention() -> None:
-    assert not retention.purge_due(None, DONE_AT + RETENTION_MS, RETENTION_MS)
+    assert not core_retention.purge_due(None, DONE_AT + RETENTION_MS, RETENTION_MS)
     assert retention.sweep_interval_s(5) == 1.0
     assert retention.sweep_interval_s(100) == 10.0
     assert retention.sweep_interval_s(86_400) == 60.0
@@ -96,7 +97,7 @@ async def test_a_purge_deletes_every_entry_and_keeps_a_small_marker() -> None:
     assert workflow_keys(table) == {retention.purged_key(WF)}
     marker = table.entries_[retention.purged_key(WF)]
     assert len(marker) < 100
-    assert retention.load_marker(marker)["status"] == "succeeded"
+    assert core_retention.load_marker(marker)["status"] == "succeeded"
     assert table.load(WF) is None and table.scan() == []
     assert len(bus.events()) == events  # nothing recorded in the history
 
@@ -167,7 +168,7 @@ async def test_replay_of_a_purged_workflow_says_past_retention() -> None:
     marker = table.entries_[retention.purged_key(WF)]
     assert replay_cli.decode_table(WF, {retention.PURGED: marker}) == (None, "")
     report = audit.audit(WF, audit.Observed(), DONE_AT, 0)
-    report = audit.past_retention(report, retention.load_marker(marker))
+    report = audit.past_retention(report, core_retention.load_marker(marker))
     assert report.known and report.differences == []
     assert report.table.notes[0].startswith(f"past retention: {WF} ended (succeeded")
 
@@ -204,4 +205,4 @@ async def test_the_sweep_asks_once_for_each_workflow_past_retention(
                                      RETENTION_MS / 1000, lambda: False)
     await sweep.tick()
     await sweep.tick()  # asked already: not again within RESEND_S
-    assert [(r.workflow_id, r.timer_id) for r in sent] == [(WF, retention.RETENTION_TIMER)]
+    assert [(r.workflow_id, r.timer_id) for r in sent] == [(WF, core_retention.RETENTION_TIMER)]

@@ -5,22 +5,22 @@ A parent's ``ChildSubmitted`` is refused when its id (``ids.child_id``,
 workflow submitted on its own under that id, or another parent's child
 (``idempotency.conflict``). The submission is dead-lettered like any conflict, and
 the parent's attempt would wait for a child that never starts: no report would ever
-come, and only a node timeout could end it. So the coordinator that refuses it also
-reports the attempt failed, as the child's coordinator would for a child that failed
-(``records._to_parent``): ``TaskFailed`` on ``reports``, keyed by the parent's id,
-retryable, so that the parent's retry policy decides (attempt 2 submits
-``<parent>:<node>:2``). The run that holds the id is left untouched: the parent's
-cancel that follows names the parent (``CancelRequested.parent_id``), and a workflow
-that is not that parent's child ignores it.
+come, and only a node timeout could end it. So the screen that refuses it
+(``decide.decide``) also decides the report that fails the attempt, as the child's
+coordinator would for a child that failed (``records._to_parent``): ``TaskFailed``,
+which the coordinator publishes on ``reports`` keyed by the parent's id, in the intent
+of the refused child id's partition (sent again after a crash, it is fenced by attempt
+like any report: the attempt fails once); retryable, so that the parent's retry policy
+decides (attempt 2 submits ``<parent>:<node>:2``). The run that holds the id is left
+untouched: the parent's cancel that follows names the parent
+(``CancelRequested.parent_id``), and a workflow that is not that parent's child
+ignores it.
 """
 
 from __future__ import annotations
 
-from headwater import codec
 from headwater.core import events as ev
 from headwater.core.state import WorkflowState
-from headwater.topics import Topics
-from services.coordinator.records import Outgoing
 
 CHILD_CONFLICT = "ChildWorkflowConflict"
 """``TaskFailed.error_type`` of a child attempt whose child id another run holds."""
@@ -52,17 +52,3 @@ def conflict_report(state: WorkflowState | None, event: ev.Input,
     error = f"child workflow {event.workflow_id} was not started: {why}"
     return ev.TaskFailed(event.parent_id, event.node, event.index, event.attempt,
                          event.at_ms, error[:2000], CHILD_CONFLICT, retryable=True)
-
-
-def conflict_records(topics: Topics, state: WorkflowState | None, event: ev.Input,
-                     why: str) -> list[Outgoing]:
-    """The records to publish besides the dead letter of a refused input: the
-    ``conflict_report`` on ``reports`` keyed by the parent's id, if any. It belongs to
-    the intent of the refused child id's partition (the one this coordinator owns).
-    Sent again after a crash (the refused input comes again), it is fenced by attempt
-    like any report: the attempt fails once."""
-    report = conflict_report(state, event, why)
-    if report is None:
-        return []
-    return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report),
-                     event.workflow_id)]

@@ -1,22 +1,22 @@
-"""Which inputs the coordinator dead-letters instead of stepping (``refusal``)."""
+"""Which inputs are dead-lettered instead of stepped (``refusal``).
+
+Part of the screen ``decide.decide`` runs before a step: a refused input records
+nothing; the coordinator dead-letters it with the reason this module gives.
+"""
 
 from __future__ import annotations
-
-import logging
 
 from headwater.core import events as ev
 from headwater.core.idempotency import conflict
 from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 
-log = logging.getLogger("services.coordinator.effects")
-
 
 def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     """Why ``event`` is dead-lettered instead of stepped, or None to step it.
 
     A submission (or a child's) whose id names another run (``idempotency.conflict``;
-    a refused child's parent attempt is then failed, ``conflicts.conflict_records``),
+    a refused child's parent attempt is then failed, ``conflicts.conflict_report``),
     a signal for a workflow that has ended, and a signal
     that no wait of its workflow can take (``signals.signal_fault``: no wait of that
     name, a bad index, a missing field or one of the wrong type). A signal for a
@@ -28,7 +28,9 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
 
     Returns:
         The dead letter's reason, e.g. ``"SignalSent for workflow w-1 refused: signal
-        'approval': missing required field 'approved'"``.
+        'approval': missing required field 'approved'"``. A check that raises (a bug)
+        refuses the signal as data, ``"... could not be checked: <error>"``: a bug must
+        not stop the coordinator.
     """
     if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
         return conflict(state, event)
@@ -40,6 +42,5 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     try:
         fault = signal_fault(state, event)
     except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
-        log.exception("cannot check %s", what)
         return f"{what} could not be checked: {type(e).__name__}: {e}"
     return None if fault is None else f"{what} refused: {fault}"
