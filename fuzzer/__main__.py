@@ -26,7 +26,8 @@ from typing import Any
 
 import orjson
 
-from fuzzer.run import Options, run
+from fuzzer.run import run
+from fuzzer.session import Options
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

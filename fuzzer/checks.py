@@ -28,7 +28,7 @@ from load.kafka_io import reader
 from tests.polling import scaled
 
 if TYPE_CHECKING:
-    from fuzzer.run import Run
+    from fuzzer.session import Run
 
 ACCEPTED_SAMPLE = 300
 """Workflows accepted from HTTP cases whose end is waited for (the first ones)."""

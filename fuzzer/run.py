@@ -20,7 +20,6 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,9 @@ import httpx
 
 from fuzzer import checks, http_cases
 from fuzzer.bases import TARGET_SPEC, Builders, avro
-from fuzzer.kafka_side import Sent, send
+from fuzzer.kafka_side import send
 from fuzzer.mutants import Mutant, Mutator
+from fuzzer.session import Options, Run
 from fuzzer.valid import Valid
 from fuzzer.watch import Watch
 from headwater.core import events as ev
@@ -41,33 +41,6 @@ from tests.polling import scaled
 
 HTTP_TARGETS = 4
 """Running workflows that HTTP cases may cancel (apart from the Kafka side's targets)."""
-
-
-@dataclass(frozen=True)
-class Options:
-    """What one run sends.
-
-    Attributes:
-        http: HTTP cases in all (about; an operation with fewer distinct cases gets
-            fewer).
-        kafka: mutated records in all, besides the huge ones.
-        huge: records of 1 MiB up to the broker's limit (among them valid ones too
-            large to record their consequences).
-        rounds: how many rounds the inputs are spread over (a valid workflow each).
-        targets: running workflows that reports and control records may name.
-        seed: the random seed (0: a fresh one, written in the report).
-        timeout_s: the longest wait for the valid workflows, and for the coordinator to
-            be idle, seconds (scaled by ``HEADWATER_TEST_TIME_SCALE``).
-    """
-
-    http: int = 6000
-    kafka: int = 7000
-    huge: int = 15
-    rounds: int = 10
-    targets: int = 8
-    seed: int = 0
-    timeout_s: float = 300.0
-
 
 
 def run(options: Options, log: Any = print) -> dict[str, Any]:
@@ -97,44 +70,6 @@ def run(options: Options, log: Any = print) -> dict[str, Any]:
     report["options"] = {**options.__dict__, "seed": seed}
     report["duration_s"] = round(time.monotonic() - began, 1)
     return report
-
-
-@dataclass
-class Run:
-    """What a run carries between its steps.
-
-    Attributes:
-        edges: the ``edge_value`` records still to send (``Mutator.edges``).
-        http_targets: running workflows that HTTP cases may cancel.
-    """
-
-    options: Options
-    sandbox: Sandbox
-    rng: random.Random
-    mutator: Mutator
-    tally: http_cases.Tally
-    valid: Valid
-    sent: list[Sent]
-    edges: list[Mutant]
-    http_targets: list[str]
-
-    @property
-    def bootstrap(self) -> str:
-        """The sandbox's Kafka."""
-        return self.sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
-
-    def known(self) -> dict[str, list[str]]:
-        """Workflow ids for the HTTP cases' paths, by operation: running targets, valid
-        workflows of earlier rounds (never cancelled), and workflows HTTP cases created."""
-        created = list(self.tally.accepted_ids)
-        earlier = list(self.valid.ids)[:-2]
-        targets = list(self.mutator.builders.targets)
-        return {
-            "GET /v1/workflows/{workflow_id}": [*self.http_targets, *targets[:2], *earlier,
-                                                *created[:10]],
-            "POST /v1/workflows/{workflow_id}/cancel": [*self.http_targets, *created[-10:]],
-            "GET /v1/workflows/{workflow_id}/events": [*earlier[-6:], *created[:10]],
-        }
 
 
 async def _drive(options: Options, seed: int, sandbox: Sandbox, log: Any) -> dict[str, Any]:

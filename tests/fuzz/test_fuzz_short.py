@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from fuzzer.run import Options, run
+from fuzzer.run import run
+from fuzzer.session import Options
 from tests.polling import scaled
 
 pytestmark = [pytest.mark.e2e]
