@@ -109,11 +109,11 @@ _SCHEMAS = codec.schema_dir()
 
 
 class _Throwaway(StrEnum):
-    NOOP = "noop"
+    THROWAWAY = "throwaway"
 
 
 @dataclass(frozen=True)
-class NoopHappened:
+class ThrowawayHappened:
     """A throw-away kind's one event."""
 
     workflow_id: str
@@ -122,71 +122,72 @@ class NoopHappened:
 
 
 @pytest.fixture
-def noop_known_to_every_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``NoopHappened`` has every reader's part outside its unit: a schema, a place in
+def throwaway_known_to_every_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``ThrowawayHappened`` has every reader's part outside its unit: a schema, a place in
     ``HistoryEvent``'s and ``Body``'s unions, a record type, a projection statement and
     an audit rule."""
     for schema in codec.schema_dir().glob("*.avsc"):
         shutil.copy(schema, tmp_path)
-    (tmp_path / "NoopHappened.avsc").write_text("{}")
+    (tmp_path / "ThrowawayHappened.avsc").write_text("{}")
     history_event = orjson.loads((tmp_path / "HistoryEvent.avsc").read_bytes())
     next(f for f in history_event["fields"] if f["name"] == "body")["type"].append(
-        "headwater.NoopHappened")
+        "headwater.ThrowawayHappened")
     (tmp_path / "HistoryEvent.avsc").write_bytes(orjson.dumps(history_event))
     monkeypatch.setenv("HEADWATER_SCHEMA_DIR", str(tmp_path))
-    monkeypatch.setattr(ev, "Body", ev.Body | NoopHappened)
-    monkeypatch.setitem(codec.RECORD_TYPES, "NoopHappened", NoopHappened)
-    monkeypatch.setattr(writer, "PROJECTED_EVENTS", writer.PROJECTED_EVENTS | {NoopHappened})
-    monkeypatch.setattr(expected_rows, "UNAUDITED", expected_rows.UNAUDITED | {NoopHappened})
+    monkeypatch.setattr(ev, "Body", ev.Body | ThrowawayHappened)
+    monkeypatch.setitem(codec.RECORD_TYPES, "ThrowawayHappened", ThrowawayHappened)
+    monkeypatch.setattr(writer, "PROJECTED_EVENTS", writer.PROJECTED_EVENTS | {ThrowawayHappened})
+    monkeypatch.setattr(expected_rows, "UNAUDITED", expected_rows.UNAUDITED | {ThrowawayHappened})
 
 
-def _noop(**changes: Any) -> KindUnit:
+def _throwaway(**changes: Any) -> KindUnit:
     """A throw-away kind: the task kind's rules and fields, one event of its own."""
     task = registry.unit(NodeKind.TASK)
-    fields: dict[str, Any] = {"kind": _Throwaway.NOOP,
-                              "events": {NoopHappened: lambda state, body: None},
-                              "describe": {NoopHappened: lambda body: ""},
-                              "follow": {NoopHappened: None}}
+    fields: dict[str, Any] = {"kind": _Throwaway.THROWAWAY,
+                              "events": {ThrowawayHappened: lambda state, body: None},
+                              "describe": {ThrowawayHappened: lambda body: ""},
+                              "follow": {ThrowawayHappened: None}}
     return dataclasses.replace(task, **{**fields, **changes})
 
 
-@pytest.mark.usefixtures("noop_known_to_every_reader")
+@pytest.mark.usefixtures("throwaway_known_to_every_reader")
 def test_a_throwaway_kind_with_every_part_lacks_nothing() -> None:
-    assert missing_parts(_noop()) == []
+    assert missing_parts(_throwaway()) == []
 
 
-@pytest.mark.usefixtures("noop_known_to_every_reader")
+@pytest.mark.usefixtures("throwaway_known_to_every_reader")
 def test_a_kind_without_a_projection_statement_is_named(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(writer, "PROJECTED_EVENTS", writer.PROJECTED_EVENTS - {NoopHappened})
-    assert missing_parts(_noop()) == [
-        "kind noop: NoopHappened has no projection statement (services/projector, "
+    monkeypatch.setattr(writer, "PROJECTED_EVENTS", writer.PROJECTED_EVENTS - {ThrowawayHappened})
+    assert missing_parts(_throwaway()) == [
+        "kind throwaway: ThrowawayHappened has no projection statement (services/projector, "
         "writer.PROJECTED_EVENTS)"]
 
 
-@pytest.mark.usefixtures("noop_known_to_every_reader")
+@pytest.mark.usefixtures("throwaway_known_to_every_reader")
 def test_a_kind_without_an_evolve_handler_is_named() -> None:
-    assert missing_parts(_noop(events={NoopHappened: None})) == [
-        "kind noop: NoopHappened has no evolve handler"]
+    assert missing_parts(_throwaway(events={ThrowawayHappened: None})) == [
+        "kind throwaway: ThrowawayHappened has no evolve handler"]
 
 
-@pytest.mark.usefixtures("noop_known_to_every_reader")
+@pytest.mark.usefixtures("throwaway_known_to_every_reader")
 def test_a_kind_without_a_start_rule_a_parser_or_a_schema_is_named(tmp_path: Path) -> None:
-    (tmp_path / "NoopHappened.avsc").unlink()
-    assert missing_parts(_noop(start=None, parse=None)) == [
-        "kind noop: no start rule", "kind noop: no spec parser",
-        "kind noop: NoopHappened has no Avro schema (schemas/avro/NoopHappened.avsc)"]
+    (tmp_path / "ThrowawayHappened.avsc").unlink()
+    assert missing_parts(_throwaway(start=None, parse=None)) == [
+        "kind throwaway: no start rule", "kind throwaway: no spec parser",
+        "kind throwaway: ThrowawayHappened has no Avro schema "
+        "(schemas/avro/ThrowawayHappened.avsc)"]
 
 
-@pytest.mark.usefixtures("noop_known_to_every_reader")
+@pytest.mark.usefixtures("throwaway_known_to_every_reader")
 def test_a_kind_whose_event_is_in_no_union_and_reads_as_nothing_is_named(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(ev, "Body", _BODY)
     shutil.copy(_SCHEMAS / "HistoryEvent.avsc", tmp_path)
-    assert missing_parts(_noop(describe={}, follow={})) == [
-        "kind noop: NoopHappened has no timeline description (KindUnit.describe)",
-        "kind noop: NoopHappened has no live-view line (KindUnit.follow, None for none)",
-        "kind noop: NoopHappened has no place in the body union of "
+    assert missing_parts(_throwaway(describe={}, follow={})) == [
+        "kind throwaway: ThrowawayHappened has no timeline description (KindUnit.describe)",
+        "kind throwaway: ThrowawayHappened has no live-view line (KindUnit.follow, None for none)",
+        "kind throwaway: ThrowawayHappened has no place in the body union of "
         "schemas/avro/HistoryEvent.avsc",
-        "kind noop: NoopHappened has no place in the events.Body union "
+        "kind throwaway: ThrowawayHappened has no place in the events.Body union "
         "(headwater/core/events/history.py)"]
