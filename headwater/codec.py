@@ -26,6 +26,7 @@ from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
+from headwater.core import registry
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
 
@@ -52,17 +53,17 @@ RECORD_TYPES: dict[str, type[Any]] = {
     for cls in (
         ev.WorkflowSubmitted, ev.CancelRequested, ev.TimerFired, ev.TaskDispatched,
         ev.TaskStarted, ev.TaskProgressed, ev.TaskSucceeded, ev.TaskFailed,
-        ev.WorkflowAccepted, ev.MapExpanded, ev.TimerScheduled, ev.NodeFinished,
+        ev.WorkflowAccepted, ev.TimerScheduled, ev.NodeFinished,
         ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
-        ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ParentLinked,
-        ev.WaitStarted, ev.SignalConsumed, ev.SignalDiscarded, ev.SleepStarted,
-        ev.ConditionEvaluated, ev.LoopStepDecided,
-        ev.ScheduleArmed, ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
-        ev.WorkflowRestarted,
+        ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
+        ev.WorkflowRestarted, *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced,
     )
 }
+"""Schema name -> its record type: the inputs, the common history events, every node
+kind's events (from the registry, ``KindUnit.events``), and the records of the
+definitions registry and of the workers' announcements."""
 
 
 def schema_dir() -> Path:

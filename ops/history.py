@@ -10,19 +10,17 @@ Everything in this module is pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from headwater.core import events as ev
+from headwater.core import registry
 from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
 from headwater.core.state import IllegalTransition, WorkflowState
-
-DETAIL_CHARS = 80
+from headwater.core.wording import Describe, short
 
 
 @dataclass(frozen=True)
@@ -154,13 +152,6 @@ def _task(body: ev.Body) -> str:
     return key if attempt is None else f"{key}/{attempt}"
 
 
-def short(value: Any, limit: int = DETAIL_CHARS) -> str:
-    """``value`` as compact JSON, cut to ``limit`` characters."""
-    text = value if isinstance(value, str) else orjson.dumps(
-        value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _accepted(b: ev.WorkflowAccepted) -> str:
     name = b.spec.get("name") if isinstance(b.spec, dict) else None
     return f"{name or '(unnamed)'}" + (f" tenant {b.tenant}" if b.tenant else "")
@@ -175,31 +166,7 @@ def _failed(b: ev.TaskFailed) -> str:
     return short(f"{b.error_type}: {b.error}" + ("" if b.retryable else " (not retryable)"))
 
 
-def _instant(at_ms: int) -> str:
-    """``at_ms`` as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[
-        :-3] + "Z"
-
-
-def _waiting(b: ev.WaitStarted) -> str:
-    until = (f" until {_instant(b.timeout_at_ms)} ({(b.timeout_at_ms - b.at_ms) / 1000:g} s)"
-             if b.timeout_at_ms is not None else ", no timeout")
-    return f"for signal {b.signal}{until}"
-
-
-def _signal(b: ev.SignalSent | ev.SignalConsumed | ev.SignalDiscarded) -> str:
-    at = "" if b.index is None else f"[{b.index}]"
-    return f"{b.name}{at}" + (f" id {b.signal_id}" if b.signal_id else "")
-
-
-def _step(b: ev.LoopStepDecided) -> str:
-    spend = f" spend {b.spend:g}" if b.spend else ""
-    if b.finish:
-        return short(f"step {b.step}: finish {short(b.output)}{spend}")
-    return short(f"step {b.step}: {b.tool} {short(b.input)}{spend}")
-
-
-DESCRIPTIONS: dict[type[Any], Callable[[Any], str]] = {
+COMMON: dict[type[Any], Describe] = {
     ev.WorkflowAccepted: _accepted,
     ev.TaskDispatched: _dispatched,
     ev.TaskStarted: lambda b: f"on {b.worker}" if b.worker else "",
@@ -213,31 +180,20 @@ DESCRIPTIONS: dict[type[Any], Callable[[Any], str]] = {
     ev.ReportDiscarded: lambda b: short(f"{b.report}: {b.reason}"),
     ev.TimerScheduled: lambda b: f"{b.timer_id} in {(b.fire_at_ms - b.at_ms) / 1000:g} s",
     ev.TimerFired: lambda b: b.timer_id,
-    ev.MapExpanded: lambda b: f"{b.count} items",
-    ev.ParentLinked: lambda b: (f"child of {b.parent_id} "
-                                f"({task_key(b.node, b.index)} attempt {b.attempt})"),
-    ev.WaitStarted: _waiting,
-    ev.SignalSent: lambda b: short(f"{_signal(b)} {short(b.fields)}"),
-    ev.SignalConsumed: lambda b: short(f"took {_signal(b)} {short(b.fields)}"),
-    ev.SignalDiscarded: lambda b: short(f"{_signal(b)}: {b.reason}" if b.reason
-                                        else _signal(b)),
-    ev.SleepStarted: lambda b: (f"until {_instant(b.wake_at_ms)} "
-                                f"({(b.wake_at_ms - b.at_ms) / 1000:g} s)"),
     ev.ConditionEvaluated: lambda b: "when: true" if b.value else "when: false (skipped)",
-    ev.LoopStepDecided: _step,
-    ev.ScheduleArmed: lambda b: f"next fire time {_instant(b.fire_ms)}",
-    ev.ScheduleFired: lambda b: (f"{_instant(b.fire_ms)}: {b.outcome}"
-                                 + (f" {b.run_id}" if b.run_id else "")),
-    ev.SchedulePaused: lambda b: "paused",
-    ev.ScheduleResumed: lambda b: "resumed",
     ev.NodeFinished: lambda b: short(f"{b.status} {b.error}".strip()),
     ev.WorkflowRestarted: lambda b: short(f"generation {b.generation}: {b.reason}"),
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),
     ev.WorkflowCancelled: lambda b: short(b.reason),
 }
-"""History event type -> its timeline description (every history event has one;
-``tests/unit/headwater/core/test_kind_registry.py`` checks the node kinds')."""
+"""The timeline descriptions of the history events that are no node kind's."""
+
+DESCRIPTIONS: dict[type[Any], Describe] = {
+    **COMMON, **{event: how for u in registry.units() for event, how in u.describe.items()}}
+"""History event type -> its timeline description: the common events' (``COMMON``) and
+each node kind's, from its unit (``registry.KindUnit.describe``; every history event has
+one, ``tests/unit/ops/test_history.py``)."""
 
 
 def describe(body: ev.Body) -> str:

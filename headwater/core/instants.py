@@ -57,3 +57,17 @@ def parse_instant(text: str) -> int | None:
     except OverflowError:
         return None
     return ms if FIRST_MS <= ms <= LAST_MS else None
+
+
+def iso_text(at_ms: int) -> str:
+    """``at_ms`` (ms since the epoch) as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (a timeline's
+    instants)."""
+    return (_EPOCH + at_ms * _MS).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def seconds_text(at_ms: object) -> str:
+    """``at_ms`` (ms since the epoch, as read from JSON) as ``YYYY-MM-DD HH:MM:SS UTC``
+    (the live view's instants), or ``?`` when it is not a number."""
+    if not isinstance(at_ms, int | float) or isinstance(at_ms, bool):
+        return "?"
+    return (_EPOCH + timedelta(milliseconds=at_ms)).strftime("%Y-%m-%d %H:%M:%S UTC")

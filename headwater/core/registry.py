@@ -6,11 +6,14 @@ with ``UNIT = KindUnit(...)``: its ``NodeKind``, its machine rules (how its node
 what a successful attempt and a failed task do, an optional output check), its spec
 parser (what it adds to a node), the prefix
 of its own durable timer and what that timer does when it fires, what it does with a
-signal, its history events with their ``evolve`` handlers, and where its nodes' state
-differs from the default. ``headwater/core/kinds/__init__.py`` is the one assembly point: it imports
+signal, its history events with their ``evolve`` handlers and how each reads (its
+timeline detail and its live-view line), and where its nodes' state differs from the
+default. ``headwater/core/kinds/__init__.py`` is the one assembly point: it imports
 every unit once and ``install``s them. The common modules (``machine.flow``,
 ``machine.reports``, ``machine.timers``, ``machine.inputs``) import only this module,
-so dependencies point one way: kinds -> common machinery -> registry.
+so dependencies point one way: kinds -> common machinery -> registry. The readers of
+the history (the codec, ``ops history``, ``ops follow``, the coordinator's snapshot) take
+a kind's part from here too (``units``, ``event_units``), not from a table of their own.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import EventHandler
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec.kinds import KIND_PARSERS, KindParser
+from headwater.core.spec.kinds import KIND_KEYS, KIND_PARSERS, TASK_KEY, KindParser
 from headwater.core.state import WorkflowState
+from headwater.core.wording import Describe, Follow
 
 StartRule = Callable[[Recorder, NodeSpec], None]
 """The node's needs are met (or it is a root, or its error route was taken): begin its
@@ -55,6 +59,8 @@ class KindUnit:
 
     Attributes:
         kind: the ``kind:`` of its nodes.
+        keys: the spec fields its nodes take besides those of every node (id, kind,
+            needs, when, error policy): ``spec.kinds.KIND_KEYS`` gets them.
         start: its ``StartRule``.
         attempt_succeeded: its ``SuccessRule``.
         attempt_failed: its ``FailureRule``.
@@ -72,9 +78,18 @@ class KindUnit:
             (``evolve.EVENT_HANDLERS`` gets them).
         evolution: where its nodes' state differs from the default
             (``evolve.KindEvolution``).
+        task_field: the spec field naming its nodes' task (``task``; a loop's
+            ``decide``), or None when its nodes name none (``spec.kinds.TASK_KEY``).
+        keeps_output: its nodes' output is held by no task (a wait's signal fields, a
+            sleep's null): the coordinator's snapshot keeps it in the workflow's header.
+        describe: for each of its ``events``, the detail of its timeline line
+            (``ops/history.py``).
+        follow: for each of its ``events``, its line in the live view
+            (``ops/cli/follow.py``), or None for an event that changes nothing there.
     """
 
     kind: NodeKind
+    keys: frozenset[str]
     start: StartRule
     attempt_succeeded: SuccessRule
     attempt_failed: FailureRule
@@ -87,6 +102,10 @@ class KindUnit:
     claims_signals: Callable[[WorkflowState], bool] | None = None
     events: Mapping[type[Any], EventHandler] = field(default_factory=dict)
     evolution: KindEvolution = field(default_factory=KindEvolution)
+    task_field: str | None = None
+    keeps_output: bool = False
+    describe: Mapping[type[Any], Describe] = field(default_factory=dict)
+    follow: Mapping[type[Any], Follow | None] = field(default_factory=dict)
 
 
 _UNITS: dict[NodeKind, KindUnit] = {}
@@ -110,6 +129,9 @@ def install(units: Iterable[KindUnit]) -> None:
         evolve.install_kind(unit.kind, unit.events, unit.evolution)
         if unit.parse is not None:
             KIND_PARSERS[unit.kind] = unit.parse
+        KIND_KEYS[unit.kind] = unit.keys
+        if unit.task_field is not None:
+            TASK_KEY[unit.kind] = unit.task_field
     prefixes = [u.timer_prefix for u in _UNITS.values() if u.timer_prefix is not None]
     if len(prefixes) != len(set(prefixes)):
         raise ValueError(f"a timer prefix is taken twice: {sorted(prefixes)}")
@@ -125,6 +147,11 @@ def units() -> tuple[KindUnit, ...]:
 def unit(kind: NodeKind) -> KindUnit:
     """The unit of ``kind``."""
     return _UNITS[kind]
+
+
+def event_units() -> dict[type[Any], KindUnit]:
+    """Every node kind's history event type -> the unit that records it."""
+    return {event: u for u in _UNITS.values() for event in u.events}
 
 
 def timer_owner(timer_id: str) -> KindUnit | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -21,8 +20,10 @@ from rich.table import Table
 from rich.text import Text
 
 from headwater.core import events as ev
+from headwater.core import registry
 from headwater.core.state import CHILD_TASK
 from headwater.core.status import NodeStatus, WorkflowStatus
+from headwater.core.wording import Follow, where
 from ops.cli.common import STYLE
 
 TERMINAL: dict[str, str] = {ev.WorkflowSucceeded.__name__: WorkflowStatus.SUCCEEDED,
@@ -76,7 +77,7 @@ class FollowState:
             return f"{data.get('node')} streamed: {text}"
         elif kind == "TaskFailed":
             kind_ = f"{data['error_type']}: " if data.get("error_type") else ""
-            self.message = (f"{_where(data)} attempt {data.get('attempt')}: "
+            self.message = (f"{where(data)} attempt {data.get('attempt')}: "
                             f"{kind_}{data.get('error')}")
             return self.message
         elif kind == "NodeFinished" and node:
@@ -108,19 +109,6 @@ class FollowState:
         return Group(*parts)
 
 
-def _where(data: dict[str, Any]) -> str:
-    """``node`` or ``node[index]`` of an event's data."""
-    index = data.get("index")
-    return str(data.get("node", "")) + (f"[{index}]" if index is not None else "")
-
-
-def _instant(at_ms: Any) -> str:
-    """ms since the epoch as ``YYYY-MM-DD HH:MM:SS UTC`` (``?`` if not a number)."""
-    if not isinstance(at_ms, int | float) or isinstance(at_ms, bool):
-        return "?"
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def _dispatched(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> None:
     if node:
         node.status = NodeStatus.RUNNING
@@ -134,51 +122,11 @@ def _started(state: FollowState, node: NodeView | None, data: dict[str, Any]) ->
     if not node or data["node"] not in state.child_nodes:
         return None
     node.detail = f"child {data.get('worker', '')} running"
-    return f"{_where(data)}: child workflow {data.get('worker', '')} started"
-
-
-def _wait_started(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    until = data.get("timeout_at_ms")
-    note = f"waiting on signal {data.get('signal')}" + (
-        f" until {_instant(until)}" if until is not None else "")
-    if node:
-        node.status, node.detail = NodeStatus.RUNNING, note
-    return f"{_where(data)}: {note}"
-
-
-def _signal_sent(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    return f"signal {_where({'node': data.get('name'), 'index': data.get('index')})} received"
-
-
-def _signal_consumed(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    if node:
-        node.detail = f"took signal {data.get('name')}"
-    return f"{_where(data)}: took signal {data.get('name')}"
-
-
-def _signal_discarded(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    name = _where({"node": data.get("name"), "index": data.get("index")})
-    return f"signal {name} discarded" + (f": {data['reason']}" if data.get("reason") else "")
-
-
-def _sleep_started(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    note = f"sleeping until {_instant(data.get('wake_at_ms'))}"
-    if node:
-        node.status, node.detail = NodeStatus.RUNNING, note
-    return f"{data.get('node')}: {note}"
+    return f"{where(data)}: child workflow {data.get('worker', '')} started"
 
 
 def _condition(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
     return f"{data.get('node')}: when is {'true' if data.get('value') else 'false'}"
-
-
-def _step_decided(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    step = data.get("step")
-    note = (f"loop step {step}: finish" if data.get("finish")
-            else f"loop step {step}: {data.get('tool')}")
-    if node:
-        node.detail = note
-    return f"{data.get('node')}: {note}"
 
 
 def _restarted(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
@@ -189,33 +137,43 @@ def _restarted(state: FollowState, node: NodeView | None, data: dict[str, Any]) 
             " (every node starts over)")
 
 
-def _map_expanded(state: FollowState, node: NodeView | None,
-                  data: dict[str, Any]) -> str | None:
-    if node is None:
-        return None
-    node.total = data.get("count")
-    return f"{data['node']}: fanning out over {node.total} items"
-
-
-def _parent_linked(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
-    return (f"child of {data.get('parent_id')} ({_where(data)} attempt "
-            f"{data.get('attempt')})")
-
-
 Note = Callable[[FollowState, NodeView | None, dict[str, Any]], str | None]
-KIND_NOTES: dict[str, Note] = {
-    "TaskDispatched": _dispatched, "TaskStarted": _started,
-    "WaitStarted": _wait_started, "SignalSent": _signal_sent,
-    "SignalConsumed": _signal_consumed, "SignalDiscarded": _signal_discarded,
-    "SleepStarted": _sleep_started, "ConditionEvaluated": _condition,
-    "LoopStepDecided": _step_decided, "ParentLinked": _parent_linked,
-    "MapExpanded": _map_expanded, "WorkflowRestarted": _restarted,
-}
-"""Event types -> what they change in the view, and the line they print (if any): a
-dispatch and a start (that of a child workflow), the node kinds' events, and a
-restart."""
 
-QUIET = frozenset({"ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed"})
+
+def _kind_note(follow_note: Follow) -> Note:
+    """A node kind's event's ``Note``: its ``FollowNote`` applied to the view."""
+    def note(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str | None:
+        shown = follow_note(data)
+        if shown is None:
+            return None
+        if node:
+            if shown.running:
+                node.status = NodeStatus.RUNNING
+            if shown.detail is not None:
+                node.detail = shown.detail
+            if shown.total is not None:
+                node.total = shown.total
+        return shown.line
+    return note
+
+
+COMMON_NOTES: dict[str, Note] = {
+    "TaskDispatched": _dispatched, "TaskStarted": _started,
+    "ConditionEvaluated": _condition, "WorkflowRestarted": _restarted,
+}
+"""The notes of the events that are no node kind's: a dispatch and a start (that of a
+child workflow), a ``when`` condition and a restart."""
+
+KIND_NOTES: dict[str, Note] = {
+    **COMMON_NOTES,
+    **{event.__name__: _kind_note(how) for u in registry.units()
+       for event, how in u.follow.items() if how is not None}}
+"""Event types -> what they change in the view, and the line they print (if any): the
+common ones (``COMMON_NOTES``) and the node kinds' events, from their units
+(``registry.KindUnit.follow``)."""
+
+QUIET = frozenset(event.__name__ for u in registry.units()
+                  for event, how in u.follow.items() if how is None)
 """Node kinds' events that change nothing in the live view and print no line (a
 schedule's workflow is followed as its runs, each a workflow of its own)."""
 

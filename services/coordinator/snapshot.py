@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from headwater.core import registry
 from headwater.core.ids import task_key
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import (
@@ -147,11 +148,12 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
 
 
 def _taskless(state: WorkflowState) -> set[str]:
-    """The nodes whose output and results no task entry holds: waits (a signal's fields)
-    and sleeps. The header keeps them."""
+    """The nodes whose output and results no task entry holds: those of the kinds that
+    keep their output (``KindUnit.keeps_output``: waits, a signal's fields, and sleeps).
+    The header keeps them."""
     if state.spec_error:
         return set()
-    return {n.id for n in state.spec.nodes if n.wait is not None or n.sleep is not None}
+    return {n.id for n in state.spec.nodes if registry.unit(n.kind).keeps_output}
 
 
 def schedule_runs(state: WorkflowState) -> dict[str, list[int]]:

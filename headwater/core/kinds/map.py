@@ -17,9 +17,10 @@ from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec.kinds import no_parts
+from headwater.core.spec.kinds import TASKLIKE_KEYS, no_parts
 from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
+from headwater.core.wording import FollowNote
 from headwater.errors import InputReferenceError
 
 
@@ -91,6 +92,11 @@ def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
     node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
 
 
-UNIT = KindUnit(NodeKind.MAP, start, attempt_succeeded, attempt_failed, parse=no_parts,
-                events={ev.MapExpanded: _map_expanded})
+UNIT = KindUnit(NodeKind.MAP, TASKLIKE_KEYS | {"over", "max_concurrency"}, start,
+                attempt_succeeded, attempt_failed, parse=no_parts, task_field="task",
+                events={ev.MapExpanded: _map_expanded},
+                describe={ev.MapExpanded: lambda b: f"{b.count} items"},
+                follow={ev.MapExpanded: lambda data: FollowNote(
+                    f"{data['node']}: fanning out over {data.get('count')} items",
+                    total=data.get("count"))})
 """The ``map`` kind."""

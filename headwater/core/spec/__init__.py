@@ -35,11 +35,11 @@ from headwater.core.spec.fields import (
     workflow_name,
 )
 from headwater.core.spec.kinds import (
-    KIND_KEYS,
     TASK_KEY,
     ChildSpec,
     NodeKind,
     Work,
+    any_kind_keys,
     fan_out_fields,
     kind_key_faults,
     parse_kind,
@@ -233,8 +233,8 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[
 
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
              "output", *RESTART_KEYS}
-_NODE_KEYS = {"id", "kind", "needs", "when", "on_error", "continue_on_error"}.union(
-    *KIND_KEYS.values())
+_NODE_KEYS = frozenset({"id", "kind", "needs", "when", "on_error", "continue_on_error"})
+"""The fields of every node (each kind's own: ``spec.kinds.KIND_KEYS``)."""
 
 
 def _parse_node(
@@ -293,7 +293,7 @@ def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str]
         faults.append(f"{where}: id must match {_ID.pattern}")
         return None
     where = f"node {node_id!r}"
-    for key in sorted(set(raw) - _NODE_KEYS, key=str):
+    for key in sorted(set(raw) - _NODE_KEYS - any_kind_keys(), key=str):
         faults.append(f"{where}: unknown field {key!r}")
     try:
         kind = NodeKind(raw.get("kind", "task"))

@@ -17,7 +17,7 @@ from typing import Any
 
 from headwater.core.conditions import ConditionError, parse_condition
 from headwater.core.kinds.loop.records import LoopSpec
-from headwater.core.kinds.schedule.cron import SCHEDULE_KEYS, ScheduleSpec
+from headwater.core.kinds.schedule.cron import ScheduleSpec
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.kinds.workflow.records import ChildSpec
@@ -61,36 +61,30 @@ class Work:
     heartbeat_timeout: float
 
 
-_TASKLIKE = frozenset({"task", "queue", "input", "retry", "timeout", "heartbeat_timeout"})
-KIND_KEYS: dict[NodeKind, frozenset[str]] = {
-    NodeKind.TASK: _TASKLIKE,
-    NodeKind.MAP: _TASKLIKE | {"over", "max_concurrency"},
-    NodeKind.WAIT: frozenset({"signal", "fields", "timeout", "over"}),
-    NodeKind.SLEEP: frozenset({"duration", "until"}),
-    NodeKind.WORKFLOW: frozenset({"workflow", "definition", "definition_version", "input",
-                                  "queue", "retry", "timeout", "over", "max_concurrency"}),
-    NodeKind.LOOP: (_TASKLIKE - {"task"}) | {"decide", "tools", "max_steps", "on_exhausted",
-                                             "budget"},
-    NodeKind.SCHEDULE: SCHEDULE_KEYS,
-}
+TASKLIKE_KEYS = frozenset({"task", "queue", "input", "retry", "timeout", "heartbeat_timeout"})
+"""The fields of a node that runs a task (``task`` and ``map``; a loop's but ``task``)."""
+KIND_KEYS: dict[NodeKind, frozenset[str]] = {}
 """The fields each kind takes besides those of every node (id, kind, needs, when, error
-policy)."""
-TASK_KEY: dict[NodeKind, str | None] = {NodeKind.TASK: "task", NodeKind.MAP: "task",
-                                         NodeKind.LOOP: "decide"}
-"""The field naming a node's task (a loop's is its decide task); None: no task."""
+policy), from its unit's ``keys`` (the registry fills it)."""
+TASK_KEY: dict[NodeKind, str | None] = {}
+"""The field naming a node's task (a loop's is its decide task), from its unit's
+``task_field`` (the registry fills it); absent: no task."""
+
+
+def any_kind_keys() -> frozenset[str]:
+    """Every field some kind takes."""
+    return frozenset().union(*KIND_KEYS.values())
 
 
 def kind_key_faults(raw: Mapping[str, Any], kind: NodeKind, where: str,
                     faults: list[str]) -> None:
     """A fault per field another kind takes but this one does not (``over`` and
     ``max_concurrency`` are judged by ``fan_out_fields``)."""
-    for key in sorted(set(raw) & _ANY_KIND - KIND_KEYS[kind] - {"over", "max_concurrency"}):
+    for key in sorted(set(raw) & any_kind_keys() - KIND_KEYS[kind] - {"over", "max_concurrency"}):
         hint = (" (a loop names its task with 'decide:')"
                 if key == "task" and kind is NodeKind.LOOP else "")
         faults.append(f"{where}: {key!r} does not apply to a {kind.value} node{hint}")
 
-
-_ANY_KIND = frozenset().union(*KIND_KEYS.values())
 
 
 def fan_out_fields(raw: Mapping[str, Any], kind: NodeKind, where: str,

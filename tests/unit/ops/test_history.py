@@ -11,7 +11,8 @@ from machine_harness import T0, run
 from test_machine_runs import NAMES, _scenario
 
 from headwater.core import events as ev
-from ops.history import DESCRIPTIONS, Recorded, dedupe, describe, fold, short, timeline
+from headwater.core.wording import short
+from ops.history import DESCRIPTIONS, Recorded, dedupe, describe, fold, timeline
 from services.coordinator.snapshot import dump_state
 
 

@@ -1,13 +1,16 @@
 """The ``loop`` kind's records: its spec fields (``LoopSpec``, ``ToolSpec``) and its
-event.
+event, with how it reads (``DESCRIBE``: its timeline detail; ``FOLLOW``: its live-view
+line).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.retry import RetryPolicy
+from headwater.core.wording import Describe, Follow, FollowNote, short
 
 
 @dataclass(frozen=True)
@@ -53,3 +56,24 @@ class LoopStepDecided:
     finish: bool = False
     output: Any = None
     spend: float = 0.0
+
+
+def _step(b: LoopStepDecided) -> str:
+    spend = f" spend {b.spend:g}" if b.spend else ""
+    if b.finish:
+        return short(f"step {b.step}: finish {short(b.output)}{spend}")
+    return short(f"step {b.step}: {b.tool} {short(b.input)}{spend}")
+
+
+def _step_decided(data: Mapping[str, Any]) -> FollowNote:
+    step = data.get("step")
+    note = (f"loop step {step}: finish" if data.get("finish")
+            else f"loop step {step}: {data.get('tool')}")
+    return FollowNote(f"{data.get('node')}: {note}", detail=note)
+
+
+DESCRIBE: dict[type[Any], Describe] = {LoopStepDecided: _step}
+"""The event's timeline detail."""
+
+FOLLOW: dict[type[Any], Follow | None] = {LoopStepDecided: _step_decided}
+"""The event's line in the live view (``ops/cli/follow.py``)."""

@@ -11,14 +11,14 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.kinds.loop.records import LoopSpec, ToolSpec
+from headwater.core.kinds.loop.records import DESCRIBE, FOLLOW, LoopSpec, ToolSpec
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.retry import finite_number, parse_retry
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec.fields import MIN_HEARTBEAT_TIMEOUT, seconds
-from headwater.core.spec.kinds import KindParts, Work
+from headwater.core.spec.kinds import TASKLIKE_KEYS, KindParts, Work
 from headwater.core.state import IllegalTransition, WorkflowState, node_state
 from headwater.core.status import NodeStatus
 
@@ -267,8 +267,12 @@ def _tool(raw: Any, where: str, work: Work, faults: list[str]) -> ToolSpec | Non
         heartbeat_timeout=heartbeat or work.heartbeat_timeout)
 
 
-UNIT = KindUnit(NodeKind.LOOP, start, attempt_succeeded, attempt_failed,
-                parse=_parse, output_fault=output_fault, output_error=OUTPUT_ERROR,
+KEYS = (TASKLIKE_KEYS - {"task"}) | {"decide", "tools", "max_steps", "on_exhausted", "budget"}
+"""A loop's fields: a task's (its decide task is named by ``decide``), and its own."""
+
+UNIT = KindUnit(NodeKind.LOOP, KEYS, start, attempt_succeeded, attempt_failed,
+                parse=_parse, task_field="decide", describe=DESCRIBE, follow=FOLLOW,
+                output_fault=output_fault, output_error=OUTPUT_ERROR,
                 events={ev.LoopStepDecided: _loop_step_decided},
                 evolution=KindEvolution(task_succeeded=_task_succeeded))
 """The ``loop`` kind: a decide task's output must be a valid decision."""

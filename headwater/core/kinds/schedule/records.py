@@ -1,8 +1,13 @@
-"""The ``schedule`` kind's events (its spec fields and fire times: ``cron.py``)."""
+"""The ``schedule`` kind's events (its spec fields and fire times: ``cron.py``), with how
+they read (``DESCRIBE``: their timeline details; ``FOLLOW``: none in the live view)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from headwater.core.instants import iso_text
+from headwater.core.wording import Describe, Follow
 
 
 @dataclass(frozen=True)
@@ -51,3 +56,17 @@ class ScheduleResumed:
     node: str
     at_ms: int
     signal_id: str = ""
+
+
+DESCRIBE: dict[type[Any], Describe] = {
+    ScheduleArmed: lambda b: f"next fire time {iso_text(b.fire_ms)}",
+    ScheduleFired: lambda b: (f"{iso_text(b.fire_ms)}: {b.outcome}"
+                              + (f" {b.run_id}" if b.run_id else "")),
+    SchedulePaused: lambda b: "paused",
+    ScheduleResumed: lambda b: "resumed",
+}
+"""Each event's timeline detail."""
+
+FOLLOW: dict[type[Any], Follow | None] = dict.fromkeys(DESCRIBE)
+"""No line in the live view, nor any change to it: a schedule's workflow is followed as
+its runs, each a workflow of its own."""

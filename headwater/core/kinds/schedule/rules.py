@@ -12,6 +12,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.ids import child_id, task_key
 from headwater.core.kinds.schedule.cron import (
     PAUSE_SIGNAL,
+    SCHEDULE_KEYS,
     SCHEDULE_TIMER,
     ScheduleSpec,
     due_fire_times,
@@ -20,6 +21,7 @@ from headwater.core.kinds.schedule.cron import (
     parse_schedule,
     schedule_timer_id,
 )
+from headwater.core.kinds.schedule.records import DESCRIBE, FOLLOW
 from headwater.core.kinds.wait.rules import signal_sent as wait_signal_sent
 from headwater.core.machine import dispatch
 from headwater.core.machine.recorder import Recorder
@@ -226,8 +228,9 @@ def _parse(raw: Mapping[str, Any], where: str, work: Work,
     return KindParts(child=child, schedule=schedule)
 
 
-UNIT = KindUnit(NodeKind.SCHEDULE, start, attempt_succeeded, attempt_failed,
-                parse=_parse, timer_prefix=SCHEDULE_TIMER, timer_fired=fired,
+UNIT = KindUnit(NodeKind.SCHEDULE, SCHEDULE_KEYS, start, attempt_succeeded, attempt_failed,
+                parse=_parse, describe=DESCRIBE, follow=FOLLOW, timer_prefix=SCHEDULE_TIMER,
+                timer_fired=fired,
                 signal_sent=signal_sent,
                 claims_signals=_claims_signals,
                 events={ev.ScheduleArmed: _schedule_armed, ev.ScheduleFired: _schedule_fired,

@@ -12,7 +12,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import drop_node_timers
 from headwater.core.ids import SLEEP_TIMER, node_timer_id
 from headwater.core.instants import RFC3339_HINT, parse_instant
-from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.kinds.sleep.records import DESCRIBE, FOLLOW, SleepSpec
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import parse_ref
@@ -100,8 +100,9 @@ def _sleep(raw: Mapping[str, Any], where: str, faults: list[str]) -> SleepSpec:
     return SleepSpec(duration=duration, until=until if isinstance(until, str) else None)
 
 
-UNIT = KindUnit(NodeKind.SLEEP, start, attempt_succeeded, attempt_failed,
-                parse=_parse, timer_prefix=SLEEP_TIMER, timer_fired=woke,
+UNIT = KindUnit(NodeKind.SLEEP, frozenset({"duration", "until"}), start, attempt_succeeded,
+                attempt_failed, parse=_parse, keeps_output=True, describe=DESCRIBE,
+                follow=FOLLOW, timer_prefix=SLEEP_TIMER, timer_fired=woke,
                 events={ev.SleepStarted: _sleep_started},
                 evolution=KindEvolution(node_finished=drop_node_timers))
 """The ``sleep`` kind."""

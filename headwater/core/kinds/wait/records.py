@@ -1,13 +1,18 @@
 """The ``wait`` kind's records: its spec fields (``WaitSpec``) and its events.
 
 Input: ``SignalSent`` (on ``control``), recorded in the history once a running workflow
-takes it; history: ``WaitStarted``, ``SignalConsumed``, ``SignalDiscarded``.
+takes it; history: ``WaitStarted``, ``SignalConsumed``, ``SignalDiscarded``. How each
+reads: its timeline detail (``DESCRIBE``) and its live-view line (``FOLLOW``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from headwater.core.instants import iso_text, seconds_text
+from headwater.core.wording import Describe, Follow, FollowNote, short, where
 
 SIGNAL_FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array", "any")
 """The types a wait's signal fields may declare (JSON Schema's names; ``any``: all)."""
@@ -89,3 +94,50 @@ class SignalDiscarded:
     signal_id: str
     at_ms: int
     reason: str = ""
+
+
+def _waiting(b: WaitStarted) -> str:
+    until = (f" until {iso_text(b.timeout_at_ms)} ({(b.timeout_at_ms - b.at_ms) / 1000:g} s)"
+             if b.timeout_at_ms is not None else ", no timeout")
+    return f"for signal {b.signal}{until}"
+
+
+def _signal(b: SignalSent | SignalConsumed | SignalDiscarded) -> str:
+    at = "" if b.index is None else f"[{b.index}]"
+    return f"{b.name}{at}" + (f" id {b.signal_id}" if b.signal_id else "")
+
+
+DESCRIBE: dict[type[Any], Describe] = {
+    WaitStarted: _waiting,
+    SignalSent: lambda b: short(f"{_signal(b)} {short(b.fields)}"),
+    SignalConsumed: lambda b: short(f"took {_signal(b)} {short(b.fields)}"),
+    SignalDiscarded: lambda b: short(f"{_signal(b)}: {b.reason}" if b.reason
+                                     else _signal(b)),
+}
+"""Each event's timeline detail."""
+
+
+def _wait_started(data: Mapping[str, Any]) -> FollowNote:
+    until = data.get("timeout_at_ms")
+    note = f"waiting on signal {data.get('signal')}" + (
+        f" until {seconds_text(until)}" if until is not None else "")
+    return FollowNote(f"{where(data)}: {note}", detail=note, running=True)
+
+
+def _signal_name(data: Mapping[str, Any]) -> str:
+    return where({"node": data.get("name"), "index": data.get("index")})
+
+
+def _signal_discarded(data: Mapping[str, Any]) -> FollowNote:
+    return FollowNote(f"signal {_signal_name(data)} discarded"
+                      + (f": {data['reason']}" if data.get("reason") else ""))
+
+
+FOLLOW: dict[type[Any], Follow | None] = {
+    WaitStarted: _wait_started,
+    SignalSent: lambda data: FollowNote(f"signal {_signal_name(data)} received"),
+    SignalConsumed: lambda data: FollowNote(f"{where(data)}: took signal {data.get('name')}",
+                                            detail=f"took signal {data.get('name')}"),
+    SignalDiscarded: _signal_discarded,
+}
+"""Each event's line in the live view (``ops/cli/follow.py``)."""

@@ -12,7 +12,13 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.evolve import drop_node_timers
 from headwater.core.ids import WAIT_TIMER, node_timer_id, parse_node_timer_id, task_key
 from headwater.core.kinds.map import expand
-from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES, SignalField, WaitSpec
+from headwater.core.kinds.wait.records import (
+    DESCRIBE,
+    FOLLOW,
+    SIGNAL_FIELD_TYPES,
+    SignalField,
+    WaitSpec,
+)
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
@@ -298,8 +304,9 @@ def _signal_field(name: Any, spec: Any, where: str, faults: list[str]) -> Signal
     return SignalField(name=name, type=str(spec), required=required)
 
 
-UNIT = KindUnit(NodeKind.WAIT, start, attempt_succeeded, attempt_failed,
-                parse=_parse, timer_prefix=WAIT_TIMER, timer_fired=timed_out,
+UNIT = KindUnit(NodeKind.WAIT, frozenset({"signal", "fields", "timeout", "over"}), start,
+                attempt_succeeded, attempt_failed, parse=_parse, keeps_output=True,
+                describe=DESCRIBE, follow=FOLLOW, timer_prefix=WAIT_TIMER, timer_fired=timed_out,
                 signal_sent=signal_sent,
                 events={ev.WaitStarted: _wait_started, ev.SignalSent: _signal_recorded,
                         ev.SignalConsumed: _signal_consumed,

@@ -1,6 +1,7 @@
 """The ``workflow`` kind's records: its child (the inline spec, and the registered
 definition that spec was resolved from) and its events (``ChildSubmitted``, the input
-that starts a child; ``ParentLinked``, the child's link to its parent's attempt).
+that starts a child; ``ParentLinked``, the child's link to its parent's attempt, with how
+it reads: ``DESCRIBE``, its timeline detail, and ``FOLLOW``, its live-view line).
 
 A child is always run from an inline spec (``workflow:``), validated with its parent's.
 A node may also name a registered definition (``definition: "name"`` or ``"name@3"``);
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.definitions import DefinitionRefError, check_name
+from headwater.core.ids import task_key
+from headwater.core.wording import Describe, Follow, FollowNote, where
 
 MAX_CHILD_DEPTH = 8
 """The deepest nesting of inline child workflows a spec may hold (each is validated
@@ -162,3 +165,16 @@ class ParentLinked:
     index: int | None
     attempt: int
     at_ms: int
+
+
+DESCRIBE: dict[type[Any], Describe] = {
+    ParentLinked: lambda b: (f"child of {b.parent_id} "
+                             f"({task_key(b.node, b.index)} attempt {b.attempt})"),
+}
+"""The event's timeline detail."""
+
+FOLLOW: dict[type[Any], Follow | None] = {
+    ParentLinked: lambda data: FollowNote(f"child of {data.get('parent_id')} ({where(data)} "
+                                          f"attempt {data.get('attempt')})"),
+}
+"""The event's line in the live view (``ops/cli/follow.py``)."""

@@ -10,7 +10,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.task import UNIT as TASK
-from headwater.core.kinds.workflow.records import parse_child
+from headwater.core.kinds.workflow.records import DESCRIBE, FOLLOW, parse_child
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
@@ -77,6 +77,11 @@ def _parse(raw: Mapping[str, Any], where: str, work: Work,
     return KindParts(child=parse_child(raw, where, validate, faults))
 
 
-UNIT = KindUnit(NodeKind.WORKFLOW, start, attempt_succeeded, attempt_failed,
-                parse=_parse, events={ev.ParentLinked: _parent_linked})
+KEYS = frozenset({"workflow", "definition", "definition_version", "input", "queue", "retry",
+                  "timeout", "over", "max_concurrency"})
+"""A workflow node's fields."""
+
+UNIT = KindUnit(NodeKind.WORKFLOW, KEYS, start, attempt_succeeded, attempt_failed,
+                parse=_parse, events={ev.ParentLinked: _parent_linked}, describe=DESCRIBE,
+                follow=FOLLOW)
 """The ``workflow`` kind."""

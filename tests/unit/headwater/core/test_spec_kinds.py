@@ -245,8 +245,8 @@ FAULTS: list[tuple[str, dict[str, Any], str]] = [
                                 over="${input.xs}")),
      "node 'l': 'over' and 'max_concurrency' belong to map nodes"),
     # kinds
-    ("unknown kind", doc(node("a", kind="cron")), "node 'a': kind must be one of ['task', "
-     "'map', 'wait', 'sleep', 'workflow', 'loop', 'schedule']"),
+    ("unknown kind", doc(node("a", kind="cron")),
+     f"node 'a': kind must be one of {[k.value for k in NodeKind]}"),
     ("signal on a task", doc(node("a", signal="s")),
      "node 'a': 'signal' does not apply to a task node"),
 ]

@@ -3,7 +3,7 @@
 // each task's latest), and the chunks streamed by generator tasks. Pure: events in,
 // plain values out.
 
-/** Every history event type (headwater/core/events.py Body; a unit test compares). */
+/** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "ParentLinked",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",

@@ -1,13 +1,9 @@
-"""Domain records: what arrives on the input topics and what the history records.
+"""History events: what the state machine records, and the ``HistoryEvent`` envelope.
 
-Inputs arrive on ``submissions``, ``control`` and ``reports``; the state machine turns
-each into zero or more history events, which the coordinator publishes on ``events``
-inside a ``HistoryEvent`` envelope carrying the per-workflow ``seq``. Recorded inputs
-(``TaskStarted``, ``TaskSucceeded``, ...) appear in the history as the coordinator applied
-them: their ``at_ms`` is the coordinator's clock when it took the record, whatever the
-producer wrote (``services/coordinator/inputs.py``, docs/architecture.md "Time"). Times
-are integer milliseconds since the Unix epoch; the core takes them from the record and
-never reads a clock.
+The coordinator publishes each on ``events`` inside a ``HistoryEvent`` carrying the
+per-workflow ``seq``. Besides the records here, the history holds recorded inputs
+(``events.inputs``: ``TaskStarted``, ``TaskSucceeded``, ``TimerFired``, ...) and the node
+kinds' events (each in its unit's ``records.py``); ``Body`` names them all.
 """
 
 from __future__ import annotations
@@ -16,6 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core.conditions import ConditionEvaluated
+from headwater.core.events.inputs import (
+    TaskCheckpointed,
+    TaskFailed,
+    TaskHeartbeated,
+    TaskOutputStreamed,
+    TaskProgressed,
+    TaskStarted,
+    TaskSucceeded,
+    TimerFired,
+)
 from headwater.core.ids import dispatch_id as make_dispatch_id
 from headwater.core.kinds.loop.records import LoopStepDecided
 from headwater.core.kinds.schedule.records import (
@@ -31,57 +37,7 @@ from headwater.core.kinds.wait.records import (
     SignalSent,
     WaitStarted,
 )
-from headwater.core.kinds.workflow.records import ChildSubmitted, ParentLinked
-
-__all__ = ["ChildSubmitted", "ConditionEvaluated", "LoopStepDecided", "ParentLinked",
-           "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
-           "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "WaitStarted"]
-"""The node kinds' records (each in its unit's ``records.py``) and ``when``'s
-(``conditions.py``), re-exported so that every record is ``events.<Name>``; the module's
-own classes are public too."""
-
-
-@dataclass(frozen=True)
-class WorkflowSubmitted:
-    """A request to run a workflow (gateway or any producer).
-
-    ``spec`` is always the full document. ``definition`` and ``definition_version`` name
-    the registered definition it was resolved from (the gateway resolves it; the
-    coordinator never looks one up); None for an inline spec.
-    """
-
-    workflow_id: str
-    spec: Any
-    input: Any
-    at_ms: int
-    tenant: str | None = None
-    definition: str | None = None
-    definition_version: int | None = None
-
-
-@dataclass(frozen=True)
-class CancelRequested:
-    """A request to cancel a workflow.
-
-    ``parent_id`` is set by a parent's coordinator cancelling its child: such a cancel
-    ends only a workflow that is that parent's child (``ParentLinked``), so a parent
-    whose child id was taken by another run cannot cancel that run. None (a user's
-    cancel, from the gateway or any producer) cancels whatever the id names.
-    """
-
-    workflow_id: str
-    at_ms: int
-    reason: str = ""
-    parent_id: str | None = None
-
-
-@dataclass(frozen=True)
-class TimerFired:
-    """A durable timer's deadline passed (published by the coordinator's timer loop)."""
-
-    workflow_id: str
-    timer_id: str
-    at_ms: int
+from headwater.core.kinds.workflow.records import ParentLinked
 
 
 @dataclass(frozen=True)
@@ -116,100 +72,12 @@ class TaskDispatched:
         return make_dispatch_id(self.workflow_id, self.node, self.index, self.attempt)
 
 
-@dataclass(frozen=True)
-class TaskStarted:
-    """A worker began running an attempt."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    worker: str = ""
 
 
-@dataclass(frozen=True)
-class TaskProgressed:
-    """Progress of a running attempt: ``fraction`` in [0, 1] and a message."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    fraction: float = 0.0
-    message: str = ""
 
 
-@dataclass(frozen=True)
-class TaskSucceeded:
-    """An attempt returned ``output`` (any JSON value)."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    output: Any = None
 
 
-@dataclass(frozen=True)
-class TaskFailed:
-    """An attempt raised. ``retryable`` is false for the SDK's non-retryable error."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    error: str = ""
-    error_type: str = ""
-    retryable: bool = True
-
-
-@dataclass(frozen=True)
-class TaskHeartbeated:
-    """The worker running an attempt is alive (sent every third of its heartbeat timeout)."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-
-
-@dataclass(frozen=True)
-class TaskCheckpointed:
-    """Task code saved ``checkpoint`` (any JSON value); the next attempt receives it."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    checkpoint: Any = None
-
-
-@dataclass(frozen=True)
-class TaskOutputStreamed:
-    """A generator task yielded ``chunk`` (any JSON value), number ``chunk_seq`` (0-based)
-    of its attempt."""
-
-    workflow_id: str
-    node: str
-    index: int | None
-    attempt: int
-    at_ms: int
-    chunk_seq: int = 0
-    chunk: Any = None
-
-
-Report = (
-    TaskStarted | TaskProgressed | TaskHeartbeated | TaskCheckpointed | TaskOutputStreamed
-    | TaskSucceeded | TaskFailed
-)
-Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""Domain records, every one as ``events.<Name>``: the inputs (``inputs.py``) and the
+history events with their ``HistoryEvent`` envelope (``history.py``), and the node kinds'
+records (each in its unit's ``records.py``; ``when``'s ``ConditionEvaluated`` in
+``conditions.py``). This package's names are its public face: import it as
+``from headwater.core import events as ev``.
+"""
+
+from __future__ import annotations
+
+from headwater.core.conditions import ConditionEvaluated
+from headwater.core.events.history import (
+    TERMINAL_BODIES,
+    Body,
+    HistoryEvent,
+    MapExpanded,
+    NodeFinished,
+    ReportDiscarded,
+    TaskCancelled,
+    TaskDispatched,
+    TimerScheduled,
+    WorkflowAccepted,
+    WorkflowCancelled,
+    WorkflowFailed,
+    WorkflowRestarted,
+    WorkflowSucceeded,
+)
+from headwater.core.events.inputs import (
+    CancelRequested,
+    Input,
+    Report,
+    TaskCheckpointed,
+    TaskFailed,
+    TaskHeartbeated,
+    TaskOutputStreamed,
+    TaskProgressed,
+    TaskStarted,
+    TaskSucceeded,
+    TimerFired,
+    WorkflowSubmitted,
+)
+from headwater.core.kinds.loop.records import LoopStepDecided
+from headwater.core.kinds.schedule.records import (
+    ScheduleArmed,
+    ScheduleFired,
+    SchedulePaused,
+    ScheduleResumed,
+)
+from headwater.core.kinds.sleep.records import SleepStarted
+from headwater.core.kinds.wait.records import (
+    SignalConsumed,
+    SignalDiscarded,
+    SignalSent,
+    WaitStarted,
+)
+from headwater.core.kinds.workflow.records import (
+    ChildSubmitted,
+    ParentLinked,
+)
+
+__all__ = [
+    "TERMINAL_BODIES",
+    "Body",
+    "CancelRequested",
+    "ChildSubmitted",
+    "ConditionEvaluated",
+    "HistoryEvent",
+    "Input",
+    "LoopStepDecided",
+    "MapExpanded",
+    "NodeFinished",
+    "ParentLinked",
+    "Report",
+    "ReportDiscarded",
+    "ScheduleArmed",
+    "ScheduleFired",
+    "SchedulePaused",
+    "ScheduleResumed",
+    "SignalConsumed",
+    "SignalDiscarded",
+    "SignalSent",
+    "SleepStarted",
+    "TaskCancelled",
+    "TaskCheckpointed",
+    "TaskDispatched",
+    "TaskFailed",
+    "TaskHeartbeated",
+    "TaskOutputStreamed",
+    "TaskProgressed",
+    "TaskStarted",
+    "TaskSucceeded",
+    "TimerFired",
+    "TimerScheduled",
+    "WaitStarted",
+    "WorkflowAccepted",
+    "WorkflowCancelled",
+    "WorkflowFailed",
+    "WorkflowRestarted",
+    "WorkflowSubmitted",
+    "WorkflowSucceeded",
+]
