@@ -97,7 +97,7 @@ class Suite:
     Attributes:
         name: ``quick`` or ``full``.
         batch_size: workflows per fault run (cycling through every shape,
-            ``batch.ALL_SHAPES``: 15 make one of each).
+            ``batch.ALL_SHAPES``: as many as it names make one of each).
         runs: runs per fault point.
         kills: kills per run.
         rebalance_size: workflows of the rebalance run.

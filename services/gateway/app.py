@@ -11,7 +11,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from services.common import tracing
 from services.common.db import connect_pool
@@ -32,6 +32,13 @@ from services.gateway.settings import Settings
 from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
+
+ROUTERS: tuple[APIRouter, ...] = (
+    health.router, runs_api.router, control_api.router, run_api.router, queues_api.router,
+    definitions_api.router, schedules_api.router, auth_api.router,
+)
+"""Every resource's routes, in the order they are matched: a new resource's router is
+one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -81,12 +88,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     document.install(app)  # /openapi.json: FastAPI's document, completed
     middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
-    app.include_router(health.router)
-    app.include_router(runs_api.router)
-    app.include_router(control_api.router)
-    app.include_router(run_api.router)
-    app.include_router(queues_api.router)
-    app.include_router(definitions_api.router)
-    app.include_router(schedules_api.router)
-    app.include_router(auth_api.router)
+    for router in ROUTERS:
+        app.include_router(router)
     return ui_routes.install(app)  # the web UI at /ui
