@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 from tests.docpages import DOCS, REPO
 
