@@ -15,7 +15,7 @@ from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_H
 from services.common.kafka.client import AVRO_HEADERS, ensure_topics
 from services.common.metrics import DEAD_LETTERS
 from services.common.settings import CommonSettings
-from services.coordinator.faust_seam import record_bytes
+from services.coordinator.faust_seam.app import record_bytes
 from services.coordinator.records import DeadLetter, Outgoing
 from services.coordinator.submitters import without_authorization
 
