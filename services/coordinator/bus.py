@@ -57,7 +57,7 @@ class FaustBus:
             app: the faust app (its ``topic`` and its aiokafka ``producer``).
             settings: topic names, the record size limit, the broker.
             auth: the ``authorization`` header the coordinator's own records on
-                ``submissions`` and ``control`` carry (``auth_settings.ServiceAuth.headers``),
+                ``submissions`` and ``control`` carry (``auth.settings.ServiceAuth.headers``),
                 none when auth is off.
             make_topics: creates a topic on its first use (a queue's ``tasks.<queue>``).
         """
