@@ -12,10 +12,11 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from services.common.kafka.client import ensure_topics
-from services.coordinator import faust_seam as seam
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
+from services.coordinator.faust_seam import app as seam
+from services.coordinator.faust_seam import inputs as seam_inputs
 from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
@@ -52,10 +53,10 @@ def create_app(settings: Settings) -> seam.FaustApp:
     applier.history_heartbeats = settings.history_heartbeats
     applier.auth = settings.auth.authenticator
     add_retention(app, settings, table, applier, bus)
-    watch = seam.InputWatch(app, settings, STALL_S)
-    seam.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)
+    watch = seam_inputs.InputWatch(app, settings, STALL_S)
+    seam_inputs.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)
     table.on_recovered = recover_or_end(app, applier)
-    seam.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
+    seam_inputs.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
     seam.quiet_logging(app)
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
     seam.every(app, STALL_CHECK_S, watch.check_stalled)

@@ -15,7 +15,7 @@ from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, VALUE_OMITTED_H
 from services.common.kafka.client import AVRO_HEADERS, ensure_topics
 from services.common.metrics import DEAD_LETTERS
 from services.common.settings import CommonSettings
-from services.coordinator.faust_seam import record_bytes
+from services.coordinator.faust_seam.app import record_bytes
 from services.coordinator.records import DeadLetter, Outgoing
 from services.coordinator.submitters import without_authorization
 
@@ -57,7 +57,7 @@ class FaustBus:
             app: the faust app (its ``topic`` and its aiokafka ``producer``).
             settings: topic names, the record size limit, the broker.
             auth: the ``authorization`` header the coordinator's own records on
-                ``submissions`` and ``control`` carry (``auth_settings.ServiceAuth.headers``),
+                ``submissions`` and ``control`` carry (``auth.settings.ServiceAuth.headers``),
                 none when auth is off.
             make_topics: creates a topic on its first use (a queue's ``tasks.<queue>``).
         """

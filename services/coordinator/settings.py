@@ -59,7 +59,7 @@ class Settings(CommonSettings):
             are expected to take). It does not touch the events topic
             (``events_retention_ms``) nor the projection.
         auth: checks the tokens of submissions on Kafka, and the coordinator's own
-            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth_settings``): off by default.
+            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth.settings``): off by default.
     """
 
     timer_interval_s: float = 0.05

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from services.coordinator import changelog
-from services.coordinator.faust_seam import read_entry
+from services.coordinator.faust_seam.app import read_entry
 from services.coordinator.keys import DEFINITION, TABLE_KEY_SEP, table_entry_key
 from services.coordinator.snapshot import (
     dump_definition,

@@ -53,7 +53,7 @@ class Settings(CommonSettings):
             (``HEADWATER_CORS_ORIGINS``: comma-separated, or ``*``; empty, the default:
             none, CORS off; ``edge.cors.parse_origins``).
         auth: whether requests need a bearer token, and the gateway's own
-            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth_settings``): off by default.
+            (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth.settings``): off by default.
     """
 
     host: str = "127.0.0.1"

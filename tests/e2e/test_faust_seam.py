@@ -1,5 +1,5 @@
 """The faust seam's workaround that needs a real broker to show (workaround 6 of
-``services/coordinator/faust_seam.py``: leaving the consumer group through aiokafka's
+``services/coordinator/faust_seam/``: leaving the consumer group through aiokafka's
 private ``GroupCoordinator._maybe_leave_group``). The others are shown by unit tests
 against the libraries (``tests/unit/services/coordinator/test_coordinator_faust_seam.py``).
 """

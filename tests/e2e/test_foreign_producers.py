@@ -25,7 +25,7 @@ from ops.sandbox import home_kept, start_sandbox, stop_sandbox
 from services.common.partitioning import partition_for
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import TopicReader
-from services.coordinator.faust_seam import record_bytes
+from services.coordinator.faust_seam.app import record_bytes
 from tests.polling import scaled, wait_until
 
 SPEC = {"name": "foreign", "nodes": [{"id": "a", "task": "e2e.sleep",

@@ -41,7 +41,7 @@ def coordinator_stop_s() -> float:
     """The batch in hand (``BATCH_GRACE_S``), leaving the group (``LEAVE_TIMEOUT_S``),
     and with ``HEADWATER_PROJECTION`` on the in-process projector's batch too."""
     from services.coordinator.app import BATCH_GRACE_S
-    from services.coordinator.faust_seam import LEAVE_TIMEOUT_S
+    from services.coordinator.faust_seam.app import LEAVE_TIMEOUT_S
     from services.coordinator.settings import Settings
     from services.projector.writer import STOP_GRACE_S
 

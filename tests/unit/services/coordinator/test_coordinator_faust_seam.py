@@ -1,4 +1,4 @@
-"""The faust seam's workarounds (``services/coordinator/faust_seam.py``), numbered as in its
+"""The faust seam's workarounds (``services/coordinator/faust_seam/``), numbered as in its
 docstring: for each, a test against the real faust-streaming, mode or aiokafka that
 FAILS when the library stops behaving the way the workaround answers (then the
 workaround can go), and tests of the workaround itself. No broker: the library's code is
@@ -26,7 +26,8 @@ from intervaltree import IntervalTree
 from mode.threads import ServiceThread
 
 from services.coordinator import changelog
-from services.coordinator import faust_seam as seam
+from services.coordinator.faust_seam import app as seam
+from services.coordinator.faust_seam import inputs as seam_inputs
 from services.coordinator.keys import entry_partition, intent_key, table_entry_key
 from services.coordinator.records import InputRecord
 from services.coordinator.settings import Settings
@@ -63,7 +64,8 @@ async def test_the_input_agent_runs_one_actor(app: faust.App) -> None:
     async def apply(records: list[InputRecord]) -> None:
         return None
 
-    seam.add_input_agent(app, SETTINGS, seam.InputWatch(app, SETTINGS, 30.0), apply, 1.0)
+    watch = seam_inputs.InputWatch(app, SETTINGS, 30.0)
+    seam_inputs.add_input_agent(app, SETTINGS, watch, apply, 1.0)
     [agent] = app.agents.values()
     assert agent.concurrency == 1
 
@@ -141,9 +143,9 @@ async def test_a_batch_that_fails_half_way_ends_the_process_before_its_ack(
     async def apply(records: list[InputRecord]) -> None:
         raise OSError("the broker went away")
 
-    monkeypatch.setattr(seam, "end_process", end_process)
+    monkeypatch.setattr(seam_inputs, "end_process", end_process)
     batches = stream.stream.take_events(10, 0.05)
-    consuming = asyncio.ensure_future(seam.consume_batches(
+    consuming = asyncio.ensure_future(seam_inputs.consume_batches(
         stream.app, batches, Watch(), apply, 1.0))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
     await stream.channel.send(value=b"a")
@@ -159,7 +161,7 @@ async def test_a_finished_batch_is_acked_when_the_next_is_taken(stream: Stream) 
         applied.append([r.value for r in records])
 
     batches = stream.stream.take_events(10, 0.05)
-    consuming = asyncio.ensure_future(seam.consume_batches(
+    consuming = asyncio.ensure_future(seam_inputs.consume_batches(
         stream.app, batches, Watch(), apply, 1.0))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
     await stream.channel.send(value=b"a")
@@ -241,10 +243,10 @@ async def test_partitions_committed_at_0_or_not_at_all_are_sought_to_their_first
     async def seek(tp: Any, offset: int) -> None:
         seeks.append((tp, offset))
 
-    monkeypatch.setattr(seam, "committed_offsets", committed_offsets)
+    monkeypatch.setattr(seam_inputs, "committed_offsets", committed_offsets)
     app = SimpleNamespace(consumer=SimpleNamespace(earliest_offsets=earliest_offsets,
                                                    seek=seek, _committed_offset={}))
-    start = await seam.start_offsets(app, SETTINGS, assigned)
+    start = await seam_inputs.start_offsets(app, SETTINGS, assigned)
     assert start == {("p.reports", 0): 5, ("p.reports", 1): 5, ("p.control", 3): 12}
     assert seeks == [(TP("p.reports", 0), 5), (TP("p.reports", 1), 5)]
 
@@ -269,8 +271,8 @@ async def test_a_failed_commit_counts_as_done_in_faust_and_the_start_undoes_it(
     async def committed_offsets(settings: Any, group: str, tps: Any) -> dict[Any, int]:
         return {("p.reports", 0): 31}  # what the group really holds
 
-    monkeypatch.setattr(seam, "committed_offsets", committed_offsets)
-    await seam.start_offsets(app, SETTINGS, [tp])
+    monkeypatch.setattr(seam_inputs, "committed_offsets", committed_offsets)
+    await seam_inputs.start_offsets(app, SETTINGS, [tp])
     assert consumer._committed_offset[tp] == 31
     assert consumer._should_commit(tp, 35)  # records 31..39 will be committed again
 
@@ -288,8 +290,8 @@ def test_a_skipped_offset_ends_the_process_before_the_batch_is_applied(
     def end_process(app: Any, reason: str) -> None:
         raise Ended(reason)
 
-    monkeypatch.setattr(seam, "end_process", end_process)
-    watch = seam.InputWatch(SimpleNamespace(), SETTINGS, 30.0)
+    monkeypatch.setattr(seam_inputs, "end_process", end_process)
+    watch = seam_inputs.InputWatch(SimpleNamespace(), SETTINGS, 30.0)
     records = watch.admit([_event("r", 0, 4), _event("r", 0, 5)])
     assert [(r.offset, r.headers) for r in records] == [(4, []), (5, [])]
     with pytest.raises(Ended, match=r"r\[0\]: offsets 6..7 were skipped"):

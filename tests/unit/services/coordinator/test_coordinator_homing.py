@@ -22,7 +22,7 @@ from services.common.settings import CommonSettings
 from services.coordinator import homing
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
-from services.coordinator.faust_seam import record_bytes
+from services.coordinator.faust_seam.app import record_bytes
 from services.coordinator.records import InputRecord
 from services.coordinator.timers import TimerIndex
 from tests.unit.services.coordinator.test_coordinator_redelivery import (

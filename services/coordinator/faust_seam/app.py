@@ -1,0 +1,216 @@
+"""The faust app of a coordinator: building it (``build_app``), its worker and the
+second SIGTERM (``CoordinatorWorker``), the workflows table and how its entries are read
+(``WorkflowTable``, ``read_entry``), record sizes as aiokafka counts them
+(``record_bytes``), leaving the group and ending the process (``leave_group``,
+``end_process``), logging, timers and background work. The workarounds are numbered as
+in the package's docstring (3, 6, 7, 8, 9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeAlias
+
+import faust
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+from services.common.kafka.security import faust_credentials
+from services.coordinator.keys import entry_partition
+from services.coordinator.settings import Settings
+from services.coordinator.shutdown import exit_now, restart
+
+log = logging.getLogger("headwater.coordinator")
+
+FaustApp: TypeAlias = faust.App
+"""The faust app, as the wiring names it."""
+LEAVE_TIMEOUT_S = 2.0
+"""How long ``leave_group`` waits for the group coordinator's answer, seconds."""
+
+
+class CoordinatorWorker(faust.Worker):
+    """faust's worker, logging the stop; a second SIGTERM or SIGINT exits at once (mode's
+    ``Worker._schedule_shutdown`` ignores it).
+
+    What faust does on the first signal, as observed with an instrumented coordinator (a
+    batch held mid-way for seconds): ``App.stop`` pauses every partition and suspends
+    flow control (events fetched from then on are skipped, not acknowledged), waits until
+    every event a stream had taken is acknowledged (the batch in hand and the events
+    ``take_events`` had buffered are applied to the end), commits, then stops the table
+    manager, the agents (cancelling their tasks), the consumer (committing again and
+    sending ``LeaveGroup``, so the group rebalances at once) and the producer (flushed);
+    ``app.task`` coroutines (the projector) are cancelled; the process exits 0 about a
+    second later. The agent's cancel cannot cut a batch (``add_input_agent``), and a batch
+    that fails while stopping exits instead of restarting (``end_process``).
+    """
+
+    def _on_sigterm(self) -> None:
+        self._on_signal(signal.SIGTERM)
+
+    def _on_sigint(self) -> None:
+        self._on_signal(signal.SIGINT)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if self._signal_stop_time:
+            exit_now(f"a second {sig.name} while stopping", 128 + sig.value)
+        log.warning("coordinator stopping (%s): finishing the batch in hand, committing, "
+                    "leaving the group; a second signal exits at once", sig.name)
+        self._stopping_since = time.monotonic()
+        if sig is signal.SIGTERM:
+            super()._on_sigterm()
+        else:
+            super()._on_sigint()
+
+    def stop_and_shutdown(self) -> None:
+        """faust's stop, then a line saying how long it took."""
+        super().stop_and_shutdown()
+        since = getattr(self, "_stopping_since", None)
+        if since is not None:
+            log.warning("coordinator stopped %.1f s after the signal", time.monotonic() - since)
+
+
+PRODUCER_BATCH_BYTES = 1 << 20
+"""aiokafka's ``max_batch_size`` for the coordinator's producer, bytes: a batch's records
+for one partition fit one producer batch (the default, 16 KiB, makes a large batch wait
+for a round trip per 16 KiB: aiokafka keeps one batch per partition in flight)."""
+
+
+def build_app(settings: Settings, session_timeout_s: float) -> FaustApp:
+    """The faust app of the coordinators' group (``settings.topics.coordinator_app_id``),
+    raw keys and values, at-least-once, run by ``CoordinatorWorker``.
+
+    Args:
+        settings: the coordinator's settings.
+        session_timeout_s: Kafka's ``session.timeout.ms`` of the group, seconds: a
+            crashed coordinator's partitions move after it (faust's default is 60 s).
+    """
+    return faust.App(
+        settings.topics.coordinator_app_id,
+        broker=f"kafka://{settings.bootstrap}",
+        broker_credentials=faust_credentials(settings.kafka_security),
+        store=settings.store, datadir=settings.data_dir,
+        topic_partitions=settings.partitions, topic_replication_factor=settings.replication,
+        table_standby_replicas=0,
+        processing_guarantee="at_least_once",
+        producer_acks=-1,
+        producer_max_request_size=settings.max_message_bytes,
+        producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        consumer_max_fetch_size=settings.max_message_bytes,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=False,
+        broker_commit_interval=0.5,
+        broker_session_timeout=session_timeout_s,
+        broker_heartbeat_interval=3.0,
+        consumer_group_instance_id=settings.instance_id,
+        key_serializer="raw",
+        value_serializer="raw",
+        Worker=CoordinatorWorker,
+    )
+
+
+class WorkflowTable(faust.Table[bytes, bytes]):
+    """A table whose entries are partitioned by their key (``keys.entry_partition``), not
+    by the event being processed.
+
+    ``on_recovered``, when set, is awaited with the partitions this process owns once
+    faust has restored them from the changelog and before their input streams resume.
+    """
+
+    on_recovered: Callable[[set[int]], Awaitable[None]] | None = None
+
+    async def on_recovery_completed(self, active_tps: set[Any], standby_tps: set[Any]) -> None:
+        """faust's hook after recovery (``faust.tables.recovery``, before ``resume_flow``)."""
+        await super().on_recovery_completed(active_tps, standby_tps)
+        if self.on_recovered is not None:
+            await self.on_recovered({tp.partition for tp in active_tps})
+
+    def partition_for_key(self, key: Any) -> int | None:
+        """The partition of a table key: a workflow's entries go where its input records
+        do (Kafka's default partitioner of the workflow id); an intent's slot to its own."""
+        partitions: int = self.partitions or self.app.conf.topic_partitions
+        return entry_partition(bytes(key), partitions)
+
+
+def add_table(app: FaustApp, name: str, partitions: int) -> WorkflowTable:
+    """A ``WorkflowTable`` of raw bytes named ``name`` (its changelog is
+    ``<app id>-<name>-changelog``), added to the app."""
+    table = WorkflowTable(app, name=name, partitions=partitions, key_type=bytes,
+                          value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots")
+    app.tables.add(table)
+    return table
+
+
+def read_entry(table: Any, key: bytes) -> bytes | None:
+    """An entry of the table's local store, raw (no cache, no decoding)."""
+    value: bytes | None = table.data.get(key)
+    return value
+
+
+def record_bytes(key: bytes | None, value: bytes | None,
+                 headers: list[tuple[str, bytes]]) -> int:
+    """The size aiokafka gives a record in a batch of its own (it refuses one over
+    ``max_request_size``), bytes."""
+    size: int = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers)
+    return size
+
+
+def leave_group(app: Any, timeout_s: float = LEAVE_TIMEOUT_S) -> bool:
+    """Send ``LeaveGroup`` for this process's member of the app's consumer group, from
+    the consumer's own thread, and wait up to ``timeout_s`` for the answer. Blocks the
+    calling thread: call it only right before the process ends or execs.
+
+    Without it Kafka keeps the old member until its session times out (10 s): the fresh
+    process's partitions are split with that ghost meanwhile, and its expiry rebalances
+    the group a second time, across which faust can skip records and the coordinator
+    restarts again (a loop seen in the fault suite: five restarts ten seconds apart).
+    Static members (KIP-345) do not leave; aiokafka's graceful close does the same.
+
+    Returns:
+        Whether the request was answered; False (logged) when the consumer is not
+        running, or the request failed or timed out.
+    """
+    try:
+        thread = app.consumer._thread  # faust's AIOKafkaConsumerThread
+        group = thread._ensure_consumer()._coordinator  # aiokafka's GroupCoordinator
+        done = asyncio.run_coroutine_threadsafe(group._maybe_leave_group(),
+                                                thread.thread_loop)
+        done.result(timeout_s)
+    except Exception as e:  # anything at all: the process ends right after
+        log.warning("could not leave the consumer group: %s: %s", type(e).__name__, e)
+        return False
+    log.warning("left the consumer group")
+    return True
+
+
+def end_process(app: Any, reason: str) -> NoReturn:
+    """Leave the group (so that the next owner need not wait for our session to expire),
+    then exit if the app is stopping (SIGTERM: do not start over), else restart."""
+    leave_group(app)
+    if app.should_stop:
+        exit_now(f"{reason}, while stopping")
+    restart(reason)
+
+
+def quiet_logging(app: FaustApp) -> None:
+    """Once the worker has set up logging: the root logger at WARNING, Headwater's at INFO.
+    faust's worker leaves the root logger at DEBUG and filters in its handler, so every
+    debug call of aiokafka and faust builds a record (~5% of the CPU at load)."""
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def quiet_logging() -> None:
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.getLogger("headwater").setLevel(logging.INFO)
+        logging.getLogger("services").setLevel(logging.INFO)
+
+
+def every(app: FaustApp, interval_s: float, tick: Callable[[], Awaitable[None]]) -> None:
+    """Run ``tick`` every ``interval_s`` seconds while the app runs."""
+    app.timer(interval=interval_s)(tick)
+
+
+def background(app: FaustApp, work: Callable[[], Awaitable[None]]) -> None:
+    """Run ``work`` while the app runs (cancelled when it stops)."""
+    app.task(work)
