@@ -39,7 +39,7 @@ from services.common.auth.tokens import Authenticator
 from services.coordinator import homing, metrics
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
-from services.coordinator.intents import Intent, IntentLog, Unreadable
+from services.coordinator.intents import Intent, IntentLog, Unreadable, fingerprint
 from services.coordinator.keys import intent_key, table_entry_workflow
 from services.coordinator.records import DeadLetter, InputRecord, Outgoing
 from services.coordinator.store import Store
@@ -100,8 +100,10 @@ class BatchApplier:
     async def recover(self, partitions: set[int]) -> None:
         """Carry out the intents left in the slots of ``partitions`` by a batch that did
         not finish (the process died, or the partitions moved here); call before reading
-        their inputs. A slot that cannot be read (corrupt) goes to the dead-letter topic,
-        with the reason, and is emptied: its batch's inputs are then applied again.
+        their inputs. A slot that cannot be carried out (corrupt, or stale: the table moved
+        past it, ``Intent.moved_on``) goes to the dead-letter topic, with the reason, and
+        is emptied: its batch's inputs are then applied again where the table has not
+        applied them.
 
         Raises:
             Exception: publishing or writing failed.
@@ -129,7 +131,7 @@ class BatchApplier:
                     self.timers.arm(state)
 
     def _dead_intent(self, partition: int, unreadable: Unreadable) -> DeadLetter:
-        """A dead letter holding an unreadable slot: its head, then its chunks."""
+        """A dead letter holding a slot refused: its head, then its chunks."""
         value = b"".join([unreadable.head, *unreadable.chunks])
         return DeadLetter(InputRecord(f"{self.topics.coordinator_app_id}-intents", partition,
                                       -1, intent_key(partition), value, []), unreadable.reason)
@@ -192,10 +194,15 @@ class BatchApplier:
         return effects
 
     def _intents(self, entries: Entries, encoded: list[Outgoing]) -> dict[int, Intent]:
-        """Group the batch's table entries and records by partition."""
+        """Group the batch's table entries and records by partition, with what each
+        entry's key holds now (before they are written: ``Intent.found``)."""
         intents: dict[int, Intent] = {}
         for wid, parts in entries.items():
-            intents.setdefault(self._partition(wid), Intent()).entries += parts
+            intent = intents.setdefault(self._partition(wid), Intent())
+            intent.entries += parts
+            for key, _ in parts:
+                if key not in intent.found:
+                    intent.found[key] = fingerprint(self.store.get_entry(key))
         for o in encoded:
             intents.setdefault(self._partition(o.workflow_id), Intent()).records.append(o)
         return intents

@@ -10,8 +10,12 @@ ticks, or since the last one, longer than ``limit_s`` means the whole process st
 still. The coordinator checks before each batch's intent and before carrying it out, and
 restarts (rejoining the group) instead of writing.
 
-What remains: a stop that begins after the check and before the producer has sent the
-records. Closing that needs fencing by the broker (Kafka transactions), not a clock.
+A stop that begins after the check and before the intent is written leaves, once the
+process resumes, an intent in the slot of a partition it no longer owns; the check after
+the intent refuses to carry it out, and whoever recovers the partition later refuses it
+too, as the table has moved past it (``intents``: ``Intent.moved_on``). What remains: a
+stop after the second check and before the producer has sent the records. Closing that
+needs fencing by the broker (Kafka transactions), not a clock.
 """
 
 from __future__ import annotations

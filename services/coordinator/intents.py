@@ -11,6 +11,14 @@ dedupe what had landed) and only then reads inputs; the inputs of the batch are 
 the workflows' applied offsets. An intent that did not land means nothing of its batch
 landed: the inputs come again and are applied to the same snapshots.
 
+An intent is carried out again only over the table it was computed on. Each entry
+carries a digest of what its key held when the batch was applied (``found``); a slot
+whose keys hold neither that nor what the intent writes was left by a process that had
+lost the partition (stopped past its session, then resumed and wrote its intent: see
+``freeze.py``) while the new owner moved the workflows on. Carrying it out would publish
+seqs the new owner has used, with other bodies, and set its states back; such a slot is
+refused like an unreadable one (dead-lettered with the reason, then emptied).
+
 An intent is Avro, compressed with zlib (level 1: table entries are JSON and records share
 most of their bytes, so it shrinks several times over for a few microseconds a task).
 One larger than ``CHUNK_BYTES`` once compressed is split over chunk entries, written
@@ -20,6 +28,7 @@ chunk has (one partition, one producer, in order).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import zlib
 from collections.abc import Awaitable, Iterable
@@ -39,14 +48,16 @@ CHUNK_BYTES = 1 << 20
 """Largest chunk of an encoded intent, bytes: well under the broker's
 ``message.max.bytes`` (16 MiB in ``infra/kafka.sh``)."""
 
-def _schema(entry_value: Any) -> Any:
+def _schema(entry_value: Any, found: bool = False) -> Any:
+    entry_fields: list[dict[str, Any]] = [{"name": "key", "type": "bytes"},
+                                          {"name": "value", "type": entry_value}]
+    if found:
+        entry_fields.append({"name": "found", "type": ["null", "bytes"]})
     return parse_schema({
         "type": "record", "name": "Intent", "namespace": "headwater.coordinator",
         "fields": [
             {"name": "entries", "type": {"type": "array", "items": {
-                "type": "record", "name": "Entry",
-                "fields": [{"name": "key", "type": "bytes"},
-                           {"name": "value", "type": entry_value}]}}},
+                "type": "record", "name": "Entry", "fields": entry_fields}}},
             {"name": "records", "type": {"type": "array", "items": {
                 "type": "record", "name": "Record",
                 "fields": [{"name": "topic", "type": "string"},
@@ -55,10 +66,17 @@ def _schema(entry_value: Any) -> Any:
         ]})
 
 
-_SCHEMAS = {1: _schema("bytes"), 2: _schema(["null", "bytes"])}
-"""Intent layouts by the head's ``v``: 2 lets an entry's value be null (the entry is
-deleted: a schedule's ended run); 1 is read still, for intents written before."""
-_VERSION = 2
+_SCHEMAS = {1: _schema("bytes"), 2: _schema(["null", "bytes"]),
+            3: _schema(["null", "bytes"], found=True)}
+"""Intent layouts by the head's ``v``: 3 adds each entry's ``found`` digest; 2 lets an
+entry's value be null (the entry is deleted: a schedule's ended run); 1 and 2 are read
+still, for intents written before (carried out unchecked, as then)."""
+_VERSION = 3
+
+
+def fingerprint(value: bytes | None) -> bytes:
+    """What ``found`` holds for a key's value: a 16-byte digest, or b"" for no entry."""
+    return b"" if value is None else hashlib.blake2b(value, digest_size=16).digest()
 
 
 @dataclass
@@ -67,13 +85,31 @@ class Intent:
 
     entries: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     records: list[Outgoing] = field(default_factory=list)
+    found: dict[bytes, bytes] = field(default_factory=dict)
+    """Entry key -> ``fingerprint`` of what the key held when the batch was applied (a
+    key not named here is not checked: intents of layouts 1 and 2)."""
+
+    def moved_on(self, table: Entries) -> str | None:
+        """Why the table no longer holds what this intent was computed on (a key holding
+        neither what the batch found nor a value the intent writes), or None."""
+        writes: dict[bytes, set[bytes]] = {}
+        for key, value in self.entries:
+            writes.setdefault(key, set()).add(fingerprint(value))
+        for key, found in self.found.items():
+            now = fingerprint(table.get_entry(key))
+            if now != found and now not in writes.get(key, ()):
+                return (f"table entry {key!r} holds neither what the intent's batch found "
+                        "nor what it writes: another process owned the partition since "
+                        "(an intent written by a process that had lost it)")
+        return None
 
 
 def encode(partition: int, intent: Intent) -> list[tuple[bytes, bytes]]:
     """The table entries that hold ``intent``: its chunks, then its head (write in order)."""
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _SCHEMAS[_VERSION], {
-        "entries": [{"key": k, "value": v} for k, v in intent.entries],
+        "entries": [{"key": k, "value": v, "found": intent.found.get(k)}
+                    for k, v in intent.entries],
         "records": [{"topic": r.topic, "key": r.key, "value": r.value}
                     for r in intent.records]})
     blob = zlib.compress(buf.getvalue(), 1)
@@ -127,7 +163,8 @@ def decode(chunks: list[bytes], version: int = _VERSION) -> Intent:
         raise DecodeError(f"unreadable intent: {type(e).__name__}: {e}") from e
     assert isinstance(doc, dict)
     return Intent([(e["key"], e["value"]) for e in doc["entries"]],
-                  [Outgoing(r["topic"], r["key"], r["value"]) for r in doc["records"]])
+                  [Outgoing(r["topic"], r["key"], r["value"]) for r in doc["records"]],
+                  {e["key"]: e["found"] for e in doc["entries"] if e.get("found") is not None})
 
 
 class Entries(Protocol):
@@ -155,7 +192,8 @@ class IntentLog:
     def pending(self, partitions: Iterable[int],
                 ) -> tuple[dict[int, Intent], dict[int, Unreadable]]:
         """The intents left in the slots of ``partitions`` (not yet cleared), and the
-        slots that hold something ``encode`` did not write (corrupt, or a chunk missing)."""
+        slots that cannot be carried out: something ``encode`` did not write (corrupt, or
+        a chunk missing), or an intent the table has moved past (``Intent.moved_on``)."""
         found: dict[int, Intent] = {}
         unreadable: dict[int, Unreadable] = {}
         for p in sorted(partitions):
@@ -166,9 +204,16 @@ class IntentLog:
             try:
                 if len(chunks) != chunk_count(head):
                     raise DecodeError(f"{len(chunks)} of {chunk_count(head)} chunks found")
-                found[p] = decode(chunks, head_version(head))
+                intent = decode(chunks, head_version(head))
             except DecodeError as e:
                 unreadable[p] = Unreadable(f"unreadable intent of partition {p}: {e}", head,
+                                           chunks)
+                continue
+            stale = intent.moved_on(self.table)
+            if stale is None:
+                found[p] = intent
+            else:
+                unreadable[p] = Unreadable(f"stale intent of partition {p}: {stale}", head,
                                            chunks)
         metrics.INTENTS_PENDING.inc(len(found) + len(unreadable))
         return found, unreadable

@@ -3,9 +3,11 @@
 The id is claimed (a row with status ``accepted`` and ``seq`` 0) before the record is
 produced, so an id that was just answered 202 is never 404, and of concurrent
 submissions of one id exactly one claims it. A claim whose record was never produced
-(the gateway died in between) is healed by the next submission of the same id and body
-while the workflow has not started: it produces the record again, which is harmless if
-it had been produced, since the coordinator ignores a submission for a workflow it has.
+(the gateway died in between, or Kafka did not acknowledge it: it may be stored all the
+same) is healed by the next submission of the same id and body while the workflow has
+not started: it produces the record again, which is harmless if it had been produced,
+since the coordinator ignores a submission for a workflow it has. Only a record Kafka
+refused (413) gives the id back.
 
 Cancels and signals are in ``control.send``.
 """
@@ -232,8 +234,12 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
                                   definition_version=claim.version)
     try:
         await out.submission(record)
-    except Exception:
-        await _release(pool, workflow_id)
+    except Problem as e:
+        # 413: Kafka refused the record, so nothing was stored and the id is free again.
+        # Otherwise (503) it may have been stored: the claim stays, as its run may be
+        # starting, and a retry of the same id and body produces it again (harmless).
+        if e.status == 413:
+            await _release(pool, workflow_id)
         raise
     faults.point("gateway.after_produce")
     return Accepted(workflow_id, True, CLAIMED)

@@ -117,3 +117,40 @@ def test_an_intent_carries_deletes_and_one_written_before_them_still_reads() -> 
     old.data[intent_key(4, 0)] = intents.zlib.compress(buf.getvalue())
     old.data[intent_key(4)] = b'{"v": 1, "chunks": 1}'
     assert IntentLog(old).pending([4]) == ({4: INTENT}, {})
+
+
+def test_a_slot_the_table_moved_past_is_refused_and_one_half_carried_out_is_not() -> None:
+    """An intent is carried out again only over the table it was computed on: each key
+    holds what the batch found, or what the intent writes (a crash half-way through)."""
+    table = Entries()
+    header, task = table_entry_key("wf-1"), table_entry_key("wf-1", "a")
+    table.data[header] = b'{"seq": 2}'
+    intent = Intent(entries=[(header, b'{"seq": 3}'), (task, b"done")], records=INTENT.records,
+                    found={header: intents.fingerprint(b'{"seq": 2}'),
+                           task: intents.fingerprint(None)})
+    log = IntentLog(table)
+    log.record({1: intent})
+    assert log.pending([1]) == ({1: intent}, {})  # nothing of it landed
+    table.data[header] = b'{"seq": 3}'
+    assert log.pending([1]) == ({1: intent}, {})  # some of it landed
+    table.data[task] = b"done"
+    assert log.pending([1]) == ({1: intent}, {})  # all of it landed
+    table.data[header] = b'{"seq": 4}'  # the new owner went on from the same state
+    found, refused = log.pending([1])
+    assert found == {} and list(refused) == [1]
+    assert "stale intent of partition 1" in refused[1].reason
+    assert repr(header) in refused[1].reason
+    table.data[header] = b'{"seq": 2}'
+    table.data.pop(task)
+    table.data[task] = b"other"  # a key the batch found empty, written by another owner
+    assert list(log.pending([1])[1]) == [1]
+
+
+def test_found_digests_survive_the_slot_and_older_layouts_carry_none() -> None:
+    intent = Intent(entries=INTENT.entries, found={INTENT.entries[0][0]: b"\x01" * 16})
+    assert intents.decode([v for _, v in intents.encode(0, intent)[:-1]]) == intent
+    buf = intents.io.BytesIO()
+    intents.fastavro.schemaless_writer(buf, intents._SCHEMAS[2], {
+        "entries": [{"key": k, "value": v} for k, v in INTENT.entries], "records": []})
+    old = intents.decode([intents.zlib.compress(buf.getvalue())], 2)
+    assert old.found == {} and old.moved_on(Entries()) is None

@@ -8,8 +8,10 @@ producing the record, so the workflow never started.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+from aiokafka.errors import MessageSizeTooLargeError
 from gateway_harness import SPEC, FakePool, FakeProducer, Gateway, assert_problem
 
 from headwater.core import events as ev
@@ -17,7 +19,9 @@ from services.gateway.runs.submit import body_hash
 
 
 @pytest.mark.timeout(20)
-def test_a_stalled_kafka_is_503_and_releases_the_id(gw: Gateway) -> None:
+def test_a_stalled_kafka_is_503_and_the_claim_stays_for_the_retry(gw: Gateway) -> None:
+    """Kafka did not acknowledge: the record may be stored and its run starting, so the
+    id stays claimed for this body (a retry of it produces again; another body is 409)."""
     pool = FakePool()
     gw.connect(pool, FakeProducer(stall=True))
     started = time.monotonic()
@@ -27,7 +31,29 @@ def test_a_stalled_kafka_is_503_and_releases_the_id(gw: Gateway) -> None:
     assert response.headers["retry-after"] == "1"
     assert doc["workflow_id"] == "w1"
     assert "0.3 s" in doc["detail"]
-    assert pool.rows == {}, "the claimed id is released"
+    assert pool.rows["w1"]["status"] == "accepted"
+    other = gw.client.post("/v1/workflows", json={"id": "w1", "workflow": SPEC,
+                                                  "input": {"q": 2}})
+    assert_problem(other, 409, "Conflict")
+    producer = FakeProducer()
+    gw.connect(pool, producer)
+    again = gw.client.post("/v1/workflows", json={"id": "w1", "workflow": SPEC})
+    assert (again.status_code, again.json()["status"]) == (200, "accepted")
+    [(_, key, record)] = producer.sent
+    assert key == b"w1" and isinstance(record, ev.WorkflowSubmitted) and record.spec == SPEC
+
+
+def test_a_record_kafka_refuses_as_too_large_gives_the_id_back(gw: Gateway) -> None:
+    class Refusing(FakeProducer):
+        async def send_and_wait(self, topic: str, value: bytes, key: bytes,
+                                headers: Any = None) -> None:
+            raise MessageSizeTooLargeError()
+
+    pool = FakePool()
+    gw.connect(pool, Refusing())
+    response = gw.client.post("/v1/workflows", json={"id": "w1", "workflow": SPEC})
+    assert_problem(response, 413, "Record too large")
+    assert pool.rows == {}, "nothing was stored: the id is free"
 
 
 @pytest.mark.timeout(20)
