@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.docpages import DOCS, REPO
+from tests.docpages import DOCS, REPO, blocks, pages
 
 CODE = ("headwater", "services", "ops")
 PAGES = ("settings.md", "metrics.md", "tracing.md", "security-settings.md", "auth.md",
@@ -70,3 +70,16 @@ def test_the_scan_finds_both_ways_of_reading_a_setting() -> None:
     assert _read_names(tree) == {"SOME_NUMBER", "SOME_PATH", "RATE"}
     assert documented("RATE", "| `RATE` | 1 |") and documented("RATE", "`HEADWATER_RATE=2`")
     assert not documented("RATE", "| `RATE_MAX` | 1 |")
+
+
+_FIXED_PORT = re.compile(r"(?:localhost|127\.0\.0\.1):(?:19092|19093|55432|8080)\b")
+
+
+def test_code_blocks_take_the_stacks_ports_from_its_settings() -> None:
+    """A snippet run as printed beside a second stack (``HEADWATER_*_PORT`` exported, as
+    settings.md's "A second stack" says) reaches that stack, not the default one: the
+    default port is only ever a fallback (``${HEADWATER_GATEWAY_PORT:-8080}``,
+    ``os.environ.get("HEADWATER_KAFKA_PORT", "19092")``)."""
+    fixed = [f"{b.where()}: {m.group()}" for page in pages() for b in blocks(page)
+             for m in _FIXED_PORT.finditer(b.code)]
+    assert fixed == []
