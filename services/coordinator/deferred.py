@@ -3,7 +3,8 @@
 A cancel sent right after a submission travels on ``control`` while the submission is
 on ``submissions``; the coordinator may read the cancel first. The machine defers it
 (``Step.deferred``), and it is kept here, under the workflow's ``DEFERRED`` part, until
-the submission arrives and ``machine.start`` applies both. The entry also holds the
+the submission arrives and ``machine.start`` applies both (``decide`` refuses one past
+``MAX_DEFERRED``). The entry also holds the
 applied offsets of the inputs it keeps, so that one delivered again after a crash is
 not kept twice; it is written through the batch's intent like every other entry, and
 emptied (an empty value) once the submission has consumed it.
@@ -19,10 +20,6 @@ import orjson
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.coordinator.keys import DEFERRED, table_entry_key
-
-MAX_DEFERRED = 100
-"""Inputs kept at most for one workflow not submitted yet; more are dead-lettered (a
-producer cancelling an id that is never submitted must not grow the table for ever)."""
 
 _KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
                                  "SignalSent": ev.SignalSent}

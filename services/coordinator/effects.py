@@ -241,23 +241,20 @@ class BatchEffects:
     def _keep_deferred(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:
         """Keep an input the machine deferred until its workflow's submission arrives
-        (dead-lettered past ``MAX_DEFERRED`` of them)."""
+        (dead-lettered when the entry would not fit a record; ``decide`` refuses one past
+        ``MAX_DEFERRED``)."""
         wid = event.workflow_id
         kept = [*self._deferred_for(wid), event]
         size = len(deferred.deferred_key(wid)) + len(deferred.dump(
             kept, {**offsets, record.topic: record.offset}))
-        if len(kept) > deferred.MAX_DEFERRED:
-            why = (f"{deferred.MAX_DEFERRED} inputs already wait for workflow {wid}, "
-                   "which was never submitted")
-        elif size > self.max_record_bytes - RECORD_MARGIN_BYTES:
-            why = (f"the inputs waiting for workflow {wid} would take {size} bytes, over the "
-                   f"limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
-                   f"{RECORD_MARGIN_BYTES}")
-        else:
-            self.deferred[wid] = kept
-            offsets[record.topic] = record.offset
+        if size > self.max_record_bytes - RECORD_MARGIN_BYTES:
+            self.dead.append(DeadLetter(record, (
+                f"the inputs waiting for workflow {wid} would take {size} bytes, over the "
+                f"limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
+                f"{RECORD_MARGIN_BYTES}")))
             return
-        self.dead.append(DeadLetter(record, why))
+        self.deferred[wid] = kept
+        offsets[record.topic] = record.offset
 
     def table_entries(self) -> tuple[dict[str, set[str]], Entries]:
         """The parts of each touched workflow that changed (``writeset.touched_parts``)

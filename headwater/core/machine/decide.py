@@ -17,7 +17,8 @@ The screen, in this order:
 3. refusals (``refusals.refusal``: idempotency conflicts, signal faults), with the
    report that fails the parent attempt of a refused child (``conflicts``);
 4. the step (``step``, or ``start`` for a submission that finds inputs deferred for it),
-   and the stops fencing sends for it (``fencing``).
+   and the stops fencing sends for it (``fencing``); an input deferred past
+   ``MAX_DEFERRED`` for one workflow is refused.
 
 ``failed`` and ``oversized`` fail a workflow as data when the shell could not apply an
 input (a rule raised, or its records or snapshot do not fit).
@@ -38,6 +39,10 @@ from headwater.core.machine.refusals import refusal
 from headwater.core.machine.reports import lease_renewal
 from headwater.core.retention import RETENTION_TIMER, purge_due, refused_after_purge
 from headwater.core.state import WorkflowState
+
+MAX_DEFERRED = 100
+"""Inputs kept at most for one workflow not submitted yet; one more is refused (a
+producer cancelling an id that is never submitted must not grow the table for ever)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,15 @@ def decide(state: WorkflowState | None, event: ev.Input, context: Context) -> De
             and context.deferred):
         result = start(event, context.deferred)
         return Decision(step=result, stops=_stops(event, result), started=True)
-    result = step(state, event)
+    return _stepped(event, step(state, event), context)
+
+
+def _stepped(event: ev.Input, result: Step, context: Context) -> Decision:
+    """The decision of a step: its events and the stops fencing sends for them; an input
+    the step deferred is refused instead once ``MAX_DEFERRED`` wait for its workflow."""
+    if result.deferred and len(context.deferred) >= MAX_DEFERRED:
+        return Decision(refused=f"{MAX_DEFERRED} inputs already wait for workflow "
+                                f"{event.workflow_id}, which was never submitted")
     return Decision(step=result, stops=_stops(event, result))
 
 

@@ -9,7 +9,15 @@ from __future__ import annotations
 from machine_harness import T0, WF, replay, snapshot, submit
 
 from headwater.core import events as ev
-from headwater.core.machine import Context, Decision, LeaseSeen, decide, failed, oversized
+from headwater.core.machine import (
+    MAX_DEFERRED,
+    Context,
+    Decision,
+    LeaseSeen,
+    decide,
+    failed,
+    oversized,
+)
 from headwater.core.machine.conflicts import CHILD_CONFLICT
 from headwater.core.retention import RETENTION_TIMER, dump_marker, refused_after_purge
 from headwater.core.state import WorkflowState
@@ -115,6 +123,16 @@ def test_a_submission_takes_the_inputs_deferred_for_it() -> None:
     decision = decide(None, submit(JOB), Context(deferred=[cancel]))
     assert decision.started and decision.step is not None
     assert decision.step.state is not None and decision.step.state.status.value == "cancelled"
+
+
+def test_inputs_deferred_past_the_limit_are_refused() -> None:
+    waiting = [ev.CancelRequested(WF, T0 - i, "early") for i in range(MAX_DEFERRED)]
+    one_less = decide(None, waiting[0], Context(deferred=waiting[1:]))
+    assert one_less.step is not None and one_less.step.deferred
+    decision = decide(None, ev.CancelRequested(WF, T0, "late"), Context(deferred=waiting))
+    assert decision.step is None
+    assert decision.refused == (f"{MAX_DEFERRED} inputs already wait for workflow {WF}, "
+                                "which was never submitted")
 
 
 def test_failed_and_oversized_fail_the_workflow_as_data() -> None:

@@ -24,6 +24,7 @@ from test_coordinator_redelivery import (
 )
 
 from headwater.core import events as ev
+from headwater.core.machine import MAX_DEFERRED
 from services.coordinator import deferred
 from services.coordinator.batch import BatchApplier
 from services.coordinator.timers import TimerIndex
@@ -82,10 +83,10 @@ async def test_a_cancel_delivered_again_waits_once() -> None:
 async def test_a_workflow_never_submitted_keeps_a_bounded_number_of_inputs() -> None:
     bus, table = DeadBus(), Table()
     cancels = [rec(TOPICS.control, i, ev.CancelRequested(WF, AT + i))
-               for i in range(deferred.MAX_DEFERRED + 2)]
+               for i in range(MAX_DEFERRED + 2)]
     await applier(bus, table).apply_batch(cancels)
     kept = deferred.load(table.get_entry(deferred.deferred_key(WF)))[0]
-    assert len(kept) == deferred.MAX_DEFERRED
+    assert len(kept) == MAX_DEFERRED
     assert len(bus.dead) == 2 and "never submitted" in bus.dead[0].reason
 
 
