@@ -93,7 +93,7 @@ def _schemas() -> tuple[dict[str, _Schema], dict[bytes, _Schema]]:
         # Parsed with fastavro's hint (its default): a schema without it is parsed again
         # on every read and write, ten times the cost (HistoryEvent: 117 us against 12 us
         # to write, 84 against 9 to read). The fingerprint is the same either way.
-        parsed = parse_schema(_inline(doc, docs))
+        parsed = parse_schema(inline(doc, docs))
         fp = fingerprint(to_parsing_canonical_form(parsed), "CRC-64-AVRO")
         by_name[name] = _Schema(name, parsed, MAGIC + bytes.fromhex(fp),
                                 ints=_fields_of(parsed, "int"),
@@ -133,15 +133,16 @@ def _retired(current: dict[str, _Schema]) -> list[_Schema]:
     return out
 
 
-def _inline(doc: Any, docs: dict[str, Any]) -> Any:
-    """Replace references to other records (``"headwater.X"``) by their definitions."""
+def inline(doc: Any, docs: dict[str, Any]) -> Any:
+    """Replace references to other records (``"headwater.X"``) by their definitions
+    (``docs``: every schema document by name), as a retired schema is kept."""
     prefix = NAMESPACE + "."
     if isinstance(doc, str) and doc.startswith(prefix) and doc[len(prefix):] in docs:
         return docs[doc[len(prefix):]]
     if isinstance(doc, list):
-        return [_inline(d, docs) for d in doc]
+        return [inline(d, docs) for d in doc]
     if isinstance(doc, dict):
-        return {k: _inline(v, docs) if k in ("type", "fields") else v for k, v in doc.items()}
+        return {k: inline(v, docs) if k in ("type", "fields") else v for k, v in doc.items()}
     return doc
 
 

@@ -80,3 +80,20 @@ def test_a_cancel_written_before_parent_id_decodes_as_a_users_cancel() -> None:
     assert codec.decode(codec.encode(parent)) == parent
     with pytest.raises(DecodeError):
         codec.decode(data[:-2])
+
+
+def test_retire_schema_keeps_the_current_schema_under_the_fingerprint_records_carry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``retire_schema.py`` (run before a schema changes) writes the file that ``codec``
+    will read the records already written with that schema by."""
+    import shutil
+
+    from retire_schema import retire
+
+    shutil.copytree(codec.schema_dir(), tmp_path / "avro")
+    monkeypatch.setenv("HEADWATER_SCHEMA_DIR", str(tmp_path / "avro"))
+    path = retire("CancelRequested")
+    written = codec.fingerprint_header("CancelRequested")[len(codec.MAGIC):].hex()
+    assert path.name == f"CancelRequested.{written}.avsc"
+    kept = parse_schema(orjson.loads(path.read_bytes()))
+    assert fingerprint(to_parsing_canonical_form(kept), "CRC-64-AVRO") == written

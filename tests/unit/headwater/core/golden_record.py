@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# This checkout's machine, whatever the virtualenv installed (a second worktree).
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
+
 import golden_codec as gc
 import orjson
 
