@@ -323,6 +323,15 @@ def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]
             _restore_output(state, task, output)
 
 
+def header_ended(header: bytes) -> bool:
+    """Whether a header (``dump_header``) is a workflow's that has ended, read without
+    decoding the workflow; False for one that does not parse (its decoding says why)."""
+    try:
+        return WorkflowStatus(orjson.loads(header)["status"]).terminal
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return False
+
+
 def header_applied(header: bytes) -> dict[str, int]:
     """The applied offsets ``dump_header`` stored beside the state (input topic -> offset).
 

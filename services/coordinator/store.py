@@ -26,6 +26,7 @@ from services.coordinator.snapshot import (
     dump_header,
     dump_task,
     header_applied,
+    header_ended,
     load_split,
 )
 
@@ -164,10 +165,16 @@ class TableStore:
         self._applied.clear()
 
     def scan(self) -> list[WorkflowState]:
-        """Decode every non-terminal workflow held locally (for re-arming timers)."""
+        """Decode every workflow held locally that has not ended (for re-arming timers).
+        An ended one is passed over on its header alone: neither decoded nor cached, so
+        the cost of a restart's scan and the memory it leaves grow with the live
+        workflows, not with every one that ever finished."""
         states = []
         for key in list(self.table.keys()):
             if TABLE_KEY_SEP.encode() in bytes(key):
+                continue
+            header = self.table.get(key)
+            if header is None or header_ended(bytes(header)):
                 continue
             try:
                 state = self.get(bytes(key).decode())
