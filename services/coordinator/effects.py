@@ -197,6 +197,9 @@ class BatchEffects:
             if decision.started:  # the submission took the inputs deferred for it
                 self.started.add(event.workflow_id)
                 self.deferred.pop(event.workflow_id, None)
+                self.dead += [DeadLetter(InputRecord(
+                    self.topics.control, record.partition, -1, record.key, codec.encode(i),
+                    []), why) for i, why in decision.expired]
             if decision.step is None:
                 return decision, []
             return decision, encode_outputs(self.topics, decision.step.events,

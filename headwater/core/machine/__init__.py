@@ -53,6 +53,7 @@ Each node kind's own rules are in its unit (``headwater/core/kinds/``), found th
 from __future__ import annotations
 
 from headwater.core.machine.decide import (
+    DEFERRED_WINDOW_MS,
     MAX_DEFERRED,
     Context,
     Decision,
@@ -64,5 +65,5 @@ from headwater.core.machine.decide import (
 from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 
-__all__ = ["MAX_DEFERRED", "Context", "Decision", "LeaseSeen", "Step", "decide", "fail", "failed",
-           "oversized", "start", "step"]
+__all__ = ["DEFERRED_WINDOW_MS", "MAX_DEFERRED", "Context", "Decision", "LeaseSeen", "Step",
+           "decide", "fail", "failed", "oversized", "start", "step"]

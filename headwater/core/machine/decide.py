@@ -16,9 +16,10 @@ The screen, in this order:
    since renewed is armed again instead of applied;
 3. refusals (``refusals.refusal``: idempotency conflicts, signal faults), with the
    report that fails the parent attempt of a refused child (``conflicts``);
-4. the step (``step``, or ``start`` for a submission that finds inputs deferred for it),
-   and the stops fencing sends for it (``fencing``); an input deferred past
-   ``MAX_DEFERRED`` for one workflow is refused.
+4. the step (``step``, or ``start`` for a submission that finds inputs deferred for it,
+   those that waited longer than ``DEFERRED_WINDOW_MS`` left out as ``expired``), and the
+   stops fencing sends for it (``fencing``); an input deferred past ``MAX_DEFERRED`` for
+   one workflow is refused.
 
 ``failed`` and ``oversized`` fail a workflow as data when the shell could not apply an
 input (a rule raised, or its records or snapshot do not fit).
@@ -43,6 +44,11 @@ from headwater.core.state import WorkflowState
 MAX_DEFERRED = 100
 """Inputs kept at most for one workflow not submitted yet; one more is refused (a
 producer cancelling an id that is never submitted must not grow the table for ever)."""
+DEFERRED_WINDOW_MS = 600_000
+"""How long before its submission a deferred input may have arrived and still apply to
+it, ms (the coordinator's clock). A cancel or a signal overtakes its submission by the
+lag between two input topics; one that waited longer was sent for a run that was never
+submitted, and must not end one submitted later under the same id."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,8 @@ class Decision:
         renewal: ``(lease timer id, new end ms)`` to arm instead of recording anything.
         purge: the workflow's retention passed: its entries are to be deleted.
         started: the submission consumed the inputs deferred for it.
+        expired: the deferred inputs it did not apply, each with why: they arrived more
+            than ``DEFERRED_WINDOW_MS`` before it (dead-lettered).
         error: why even failing the workflow could not be decided (a rule raised).
     """
 
@@ -105,6 +113,7 @@ class Decision:
     renewal: tuple[str, int] | None = None
     purge: bool = False
     started: bool = False
+    expired: tuple[tuple[ev.Input, str], ...] = ()
     error: str | None = None
 
 
@@ -140,9 +149,20 @@ def decide(state: WorkflowState | None, event: ev.Input, context: Context) -> De
         return Decision(refused=why, report=conflict_report(state, event, why))
     if (state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted)
             and context.deferred):
-        result = start(event, context.deferred)
-        return Decision(step=result, stops=_stops(event, result), started=True)
+        fresh = [i for i in context.deferred if i.at_ms + DEFERRED_WINDOW_MS >= event.at_ms]
+        expired = tuple((i, _expired(i, event)) for i in context.deferred if i not in fresh)
+        result = start(event, fresh)
+        return Decision(step=result, stops=_stops(event, result), started=True,
+                        expired=expired)
     return _stepped(event, step(state, event), context)
+
+
+def _expired(item: ev.Input, submitted: ev.Input) -> str:
+    """Why a deferred input was not applied to the submission that came for its id."""
+    waited_s = (submitted.at_ms - item.at_ms) / 1000
+    return (f"{type(item).__name__} for workflow {item.workflow_id} arrived {waited_s:.0f} s "
+            f"before its submission, more than {DEFERRED_WINDOW_MS // 1000} s: it was sent "
+            "for an earlier run of that id, never submitted, and is not applied to this one")
 
 
 def _stepped(event: ev.Input, result: Step, context: Context) -> Decision:

@@ -10,6 +10,7 @@ from machine_harness import T0, WF, replay, snapshot, submit
 
 from headwater.core import events as ev
 from headwater.core.machine import (
+    DEFERRED_WINDOW_MS,
     MAX_DEFERRED,
     Context,
     Decision,
@@ -122,6 +123,26 @@ def test_a_submission_takes_the_inputs_deferred_for_it() -> None:
     assert decide(None, cancel, Context()).step is not None  # deferred by the step
     decision = decide(None, submit(JOB), Context(deferred=[cancel]))
     assert decision.started and decision.step is not None
+    assert decision.step.state is not None and decision.step.state.status.value == "cancelled"
+
+
+def test_inputs_deferred_long_before_the_submission_are_not_applied_to_it() -> None:
+    """A cancel for an id nobody had submitted yet must not end a run submitted under
+    that id much later; one that overtook its submission by moments still applies."""
+    submitted = submit(JOB)
+    stale = ev.CancelRequested(WF, submitted.at_ms - DEFERRED_WINDOW_MS - 1, "long ago")
+    fresh = ev.SignalSent(WF, "go", submitted.at_ms - DEFERRED_WINDOW_MS, None, "s-1", {})
+    decision = decide(None, submitted, Context(deferred=[stale, fresh]))
+    assert decision.started and decision.step is not None
+    assert decision.step.state is not None and decision.step.state.status.value == "running"
+    [(item, why)] = decision.expired
+    assert item == stale
+    assert why == (f"CancelRequested for workflow {WF} arrived 600 s before its submission, "
+                   "more than 600 s: it was sent for an earlier run of that id, never "
+                   "submitted, and is not applied to this one")
+    just_in_time = ev.CancelRequested(WF, submitted.at_ms - DEFERRED_WINDOW_MS, "in time")
+    decision = decide(None, submitted, Context(deferred=[just_in_time]))
+    assert decision.expired == () and decision.step is not None
     assert decision.step.state is not None and decision.step.state.status.value == "cancelled"
 
 

@@ -24,8 +24,9 @@ from test_coordinator_redelivery import (
 )
 
 from headwater.core import events as ev
-from headwater.core.machine import MAX_DEFERRED
+from headwater.core.machine import DEFERRED_WINDOW_MS, MAX_DEFERRED
 from services.coordinator import deferred
+from services.coordinator import inputs as inputs_module
 from services.coordinator.batch import BatchApplier
 from services.coordinator.timers import TimerIndex
 
@@ -78,6 +79,23 @@ async def test_a_cancel_delivered_again_waits_once() -> None:
     table.clear_cache()
     await applier(bus, table).apply_batch([CANCEL])  # redelivered before its commit
     assert len(deferred.load(table.get_entry(deferred.deferred_key(WF)))[0]) == 1
+
+
+async def test_a_cancel_long_before_a_submission_is_dead_lettered_and_the_run_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inputs keep the times written in them: the coordinator's receipt times."""
+    monkeypatch.setattr(inputs_module, "stamped", lambda record, received_ms: record)
+    bus, table = DeadBus(), Table()
+    old = rec(TOPICS.control, 0, ev.CancelRequested(WF, AT - DEFERRED_WINDOW_MS - 1, "r"))
+    await applier(bus, table).apply_batch([old])
+    await applier(bus, table).apply_batch([SUBMIT])
+    assert [e.type for e in bus.events()][:2] == ["WorkflowAccepted", "TaskDispatched"]
+    state = table.load(WF)
+    assert state is not None and state.status.value == "running"
+    [dead] = bus.dead
+    assert dead.record.topic == TOPICS.control and dead.record.key == WF.encode()
+    assert "arrived 600 s before its submission" in dead.reason
+    assert deferred.load(table.get_entry(deferred.deferred_key(WF)))[0] == []
 
 
 async def test_a_workflow_never_submitted_keeps_a_bounded_number_of_inputs() -> None:
