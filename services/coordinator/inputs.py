@@ -28,7 +28,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable
 
-from headwater import codec
+from headwater import codec, json_records
 from headwater.core import events as ev
 from headwater.core.definitions import MAX_VERSION, DefinitionRefError, check_name
 from headwater.core.spec.fields import MAX_NAME_CHARS
@@ -47,8 +47,8 @@ MAX_TENANT_CHARS = 200
 """Longest tenant, characters (as the gateway's ``SubmitRequest.tenant``)."""
 _WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 _JSON_DECODERS: dict[str, Callable[[bytes | None], ev.Input]] = {
-    "submissions": codec.decode_json_submission,
-    "control": codec.decode_json_signal,
+    "submissions": json_records.decode_json_submission,
+    "control": json_records.decode_json_signal,
 }
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "submissions": (ev.WorkflowSubmitted, ev.ChildSubmitted),

@@ -19,7 +19,7 @@ import fastavro
 import orjson
 import pytest
 
-from headwater import codec
+from headwater import codec, json_records
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 
@@ -63,7 +63,7 @@ def test_what_decodes_fits_a_table_entry() -> None:
 def test_a_json_submission_nested_too_deep_is_undecodable() -> None:
     doc = b'{"workflow_id": "w", "at_ms": 1, "spec": ' + b"[" * 254 + b"]" * 254 + b"}"
     with pytest.raises(DecodeError, match="spec: JSON nested deeper than"):
-        codec.decode_json_submission(doc)
+        json_records.decode_json_submission(doc)
 
 
 def test_encoding_refuses_what_decoding_would() -> None:

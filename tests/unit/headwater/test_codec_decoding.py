@@ -13,7 +13,7 @@ import pytest
 from codec_samples import AT, NESTED, SAMPLES, SPEC, WF, sample_id, schema_docs, standalone
 from fastavro.schema import parse_schema
 
-from headwater import codec
+from headwater import codec, json_records
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 
@@ -99,10 +99,10 @@ GOOD_JSON = {"workflow_id": WF, "spec": SPEC, "input": NESTED, "at_ms": AT, "ten
 
 
 def test_json_submission_is_decoded() -> None:
-    got = codec.decode_json_submission(orjson.dumps(GOOD_JSON))
+    got = json_records.decode_json_submission(orjson.dumps(GOOD_JSON))
     assert got == ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "t")
     minimal = {"workflow_id": "w", "spec": None, "at_ms": 0}
-    assert codec.decode_json_submission(orjson.dumps(minimal)) == ev.WorkflowSubmitted(
+    assert json_records.decode_json_submission(orjson.dumps(minimal)) == ev.WorkflowSubmitted(
         "w", None, None, 0, None)
 
 
@@ -128,7 +128,22 @@ BAD_JSON: list[tuple[str, Any]] = [
 @pytest.mark.parametrize("data", [b for _, b in BAD_JSON], ids=[n for n, _ in BAD_JSON])
 def test_bad_json_submission_raises_decode_error(data: Any) -> None:
     with pytest.raises(DecodeError):
-        codec.decode_json_submission(data)
+        json_records.decode_json_submission(data)
+
+
+def test_an_integer_beyond_64_bits_is_refused_not_read_as_a_float() -> None:
+    """orjson reads such an integer as a float: the run would see another number."""
+    big = b'{"workflow_id": "w", "at_ms": 1, "spec": {}, "input": {"v": 123456789012345678901}}'
+    with pytest.raises(DecodeError, match="integer outside the signed 64-bit range"):
+        json_records.decode_json_submission(big)
+    fits = b'{"workflow_id": "w", "at_ms": 1, "spec": {}, "input": {"v": 9223372036854775807,'
+    fits += b' "id": "12345678901234567890", "f": 1.2345678901234567890}}'
+    got = json_records.decode_json_submission(fits)
+    assert got.input == {"v": 2**63 - 1, "id": "12345678901234567890",
+                         "f": 1.2345678901234567}
+    with pytest.raises(DecodeError, match="integer outside"):
+        json_records.decode_json_signal(b'{"workflow_id": "w", "at_ms": 1, "name": "s",'
+                                        b' "fields": {"n": -9223372036854775809}}')
 
 
 # -- JSON signals --------------------------------------------------------------------------
@@ -138,13 +153,13 @@ GOOD_SIGNAL = {"workflow_id": WF, "name": "approval", "at_ms": AT, "index": 3,
 
 
 def test_json_signal_is_decoded() -> None:
-    got = codec.decode_json_signal(orjson.dumps(GOOD_SIGNAL))
+    got = json_records.decode_json_signal(orjson.dumps(GOOD_SIGNAL))
     assert got == ev.SignalSent(WF, "approval", AT, 3, "sig-ü",
                                 {"approved": True, "note": NESTED})
     minimal = {"workflow_id": "w", "name": "s", "at_ms": 0}
-    assert codec.decode_json_signal(orjson.dumps(minimal)) == ev.SignalSent("w", "s", 0)
+    assert json_records.decode_json_signal(orjson.dumps(minimal)) == ev.SignalSent("w", "s", 0)
     with_nulls = {**minimal, "index": None, "fields": None}
-    assert codec.decode_json_signal(orjson.dumps(with_nulls)) == ev.SignalSent("w", "s", 0)
+    assert json_records.decode_json_signal(orjson.dumps(with_nulls)) == ev.SignalSent("w", "s", 0)
 
 
 def _deep(levels: int) -> Any:
@@ -179,4 +194,4 @@ BAD_SIGNALS: list[tuple[str, Any, str]] = [
 def test_bad_json_signal_raises_decode_error(doc: Any, message: str) -> None:
     data = doc if doc is None or isinstance(doc, bytes) else orjson.dumps(doc)
     with pytest.raises(DecodeError, match=message):
-        codec.decode_json_signal(data)
+        json_records.decode_json_signal(data)

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from fastavro.schema import parse_schema
 
-from headwater import codec
+from headwater import codec, json_records
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 
@@ -78,9 +78,9 @@ def test_a_record_of_a_retired_schema_decodes_without_a_definition(record: objec
 def test_a_json_submission_may_name_its_definition() -> None:
     doc = {"workflow_id": "wf", "spec": SPEC, "at_ms": 5, "definition": "billing",
            "definition_version": 4}
-    assert codec.decode_json_submission(orjson.dumps(doc)) == ev.WorkflowSubmitted(
+    assert json_records.decode_json_submission(orjson.dumps(doc)) == ev.WorkflowSubmitted(
         "wf", SPEC, None, 5, definition="billing", definition_version=4)
-    plain = codec.decode_json_submission(orjson.dumps({**doc, "definition": None,
+    plain = json_records.decode_json_submission(orjson.dumps({**doc, "definition": None,
                                                        "definition_version": None}))
     assert (plain.definition, plain.definition_version) == (None, None)
 
@@ -96,4 +96,4 @@ def test_a_json_submission_with_a_malformed_definition_is_a_decode_error(
     # coordinator for Avro and JSON alike: test_coordinator_submission_fields.
     doc = {"workflow_id": "wf", "spec": SPEC, "at_ms": 5, field: value}
     with pytest.raises(DecodeError, match=message):
-        codec.decode_json_submission(orjson.dumps(doc))
+        json_records.decode_json_submission(orjson.dumps(doc))
