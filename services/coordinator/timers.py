@@ -181,6 +181,9 @@ class TimerLoop:
             self._rescan = False
             for state in self.scan():
                 self.index.arm(state)
+            # The scan's own time is no stand-still: the next tick would take it for one
+            # and start every lease anew, and scan again.
+            self._last_tick = time.monotonic()
         now = now_ms()
         for workflow_id, timer_id, fire_at_ms in self.index.pop_due(now):
             await self.send(ev.TimerFired(workflow_id, timer_id, max(now, fire_at_ms)))

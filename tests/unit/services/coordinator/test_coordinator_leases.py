@@ -4,6 +4,8 @@ recorded); an attempt a fired timer ends is told to stop at once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from test_coordinator_redelivery import AT, SPEC, TOPICS, WF, Bus, Table, rec
 
@@ -171,3 +173,28 @@ async def test_a_timer_loop_that_stood_still_starts_every_lease_anew(
     monkeypatch.setattr(timers_module, "now_ms", lambda: AT + 45_000 + HEARTBEAT_MS)
     await loop.tick()
     assert [f.timer_id for f in sent] == [LEASE]  # a full lease after the stand-still
+
+
+async def test_a_long_scan_is_no_stand_still(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first tick's scan of a large table takes its time; the next tick must not take
+    that for the process standing still (it would start every lease anew and scan the
+    whole table again)."""
+    from services.coordinator import timers as timers_module
+
+    monotonic = [1000.0]
+    monkeypatch.setattr(timers_module.time, "monotonic", lambda: monotonic[0])
+    scans: list[int] = []
+
+    def scan() -> list[Any]:
+        scans.append(1)
+        monotonic[0] += 5.0  # a table of many workflows
+        return []
+
+    async def send(fired: ev.TimerFired) -> None:
+        raise AssertionError(fired)
+
+    loop = timers_module.TimerLoop(TimerIndex(), scan, send, lambda: False)
+    await loop.tick()
+    monotonic[0] += 0.05
+    await loop.tick()
+    assert scans == [1]
