@@ -56,9 +56,17 @@ class Sizes:
 
 
 @dataclass
-class _Progress:
-    """What the events reader saw: the first record after the kill, and each workflow's
-    first terminal record (Kafka timestamps, ms)."""
+class Progress:
+    """What an events reader saw around a coordinator's kill (B7's, and B9's probes).
+
+    Attributes:
+        ids: the workflows whose ends are awaited.
+        killed_ms: when the killed process was gone, ms since the epoch (None: not yet).
+        first_after_ms: the Kafka timestamp of the first history record later than the
+            kill (only a coordinator writes there: the new process's first progress).
+        ended_ms: workflow id -> its first terminal record's Kafka timestamp.
+        failed: the workflows whose end was not ``WorkflowSucceeded``.
+    """
 
     ids: set[str]
     killed_ms: int | None = None
@@ -67,6 +75,7 @@ class _Progress:
     failed: set[str] = field(default_factory=set)
 
     def see(self, seen: Seen) -> None:
+        """Note one history record (a ``Tail``'s ``on_record``)."""
         if (self.killed_ms is not None and self.first_after_ms is None
                 and seen.timestamp_ms > self.killed_ms):
             self.first_after_ms = seen.timestamp_ms
@@ -104,7 +113,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
     await ready(sandbox, coordinators=1, workers=sizes.workers)
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     ids = [workloads.new_id("b7") for _ in range(sizes.workflows)]
-    progress = _Progress(set(ids))
+    progress = Progress(set(ids))
     tail = Tail(bootstrap, sandbox.topics.events, on_record=progress.see)
     await tail.start()
     send = producer(bootstrap)
@@ -127,7 +136,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
     out.update(_figures(progress))
 
 
-def _figures(progress: _Progress) -> dict[str, float]:
+def _figures(progress: Progress) -> dict[str, float]:
     """The values of ``METRICS`` from what the reader saw.
 
     Raises:

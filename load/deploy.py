@@ -1,6 +1,6 @@
 """A benchmark's private deployment: a sandbox with extra coordinators and workers, made
 ready (groups stable, every partition warmed up), grown or with a process killed and
-started again while it runs, and stopped again."""
+started again while it runs, a process's memory read, and stopped again."""
 
 from __future__ import annotations
 
@@ -111,6 +111,45 @@ def add_workers(sandbox: Sandbox, total: int) -> None:
             sandbox.start(service)
 
 
+def running(sandbox: Sandbox, name: str) -> tuple[localstack.Service, int]:
+    """The service ``name`` of ``sandbox`` and the pid of its live process (its pid file).
+
+    Raises:
+        LookupError: ``sandbox`` has no such service, or it is not running.
+    """
+    service = next((s for s in sandbox.services if s.name == name), None)
+    pid = localstack.read_pid(service.pid_file) if service is not None else None
+    if service is None or pid is None:
+        raise LookupError(f"no running service {name!r} in sandbox {sandbox.prefix}")
+    return service, pid
+
+
+def rss_mib(sandbox: Sandbox, name: str) -> float:
+    """The resident set size of service ``name``'s process now, MiB (``VmRSS``).
+
+    Raises:
+        LookupError: ``sandbox`` has no such service, or it is not running.
+        ValueError: its ``/proc/<pid>/status`` has no ``VmRSS`` line.
+    """
+    _, pid = running(sandbox, name)
+    return vm_rss_kib(Path(f"/proc/{pid}/status").read_text()) / 1024
+
+
+def vm_rss_kib(status: str) -> int:
+    """The ``VmRSS`` of a ``/proc/<pid>/status`` text, KiB (the kernel writes ``kB``).
+
+    Raises:
+        ValueError: no such line (a kernel thread, or a zombie), or not a number of kB.
+    """
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            fields = line.split()
+            if len(fields) == 3 and fields[1].isdigit() and fields[2] == "kB":
+                return int(fields[1])
+            raise ValueError(f"unexpected VmRSS line {line!r}")
+    raise ValueError("no VmRSS line in the process status")
+
+
 def kill(sandbox: Sandbox, name: str) -> localstack.Service:
     """SIGKILL the process of service ``name`` by its pid and wait until it is gone.
 
@@ -121,10 +160,7 @@ def kill(sandbox: Sandbox, name: str) -> localstack.Service:
         LookupError: ``sandbox`` has no such service, or it is not running.
         TimeoutError: it still ran ``KILL_WAIT_S`` after the signal.
     """
-    service = next((s for s in sandbox.services if s.name == name), None)
-    pid = localstack.read_pid(service.pid_file) if service is not None else None
-    if service is None or pid is None:
-        raise LookupError(f"no running service {name!r} in sandbox {sandbox.prefix}")
+    service, pid = running(sandbox, name)
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + KILL_WAIT_S
     while localstack.alive(pid):

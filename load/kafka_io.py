@@ -19,8 +19,8 @@ from headwater import codec
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import Offsets, TopicReader
 
-__all__ = ["FETCH_BYTES", "Offsets", "Seen", "Tail", "consumer", "delete_topic", "end_offsets",
-           "existing_partitions", "fresh_topic", "producer", "range_bytes",
+__all__ = ["FETCH_BYTES", "Offsets", "Seen", "Tail", "begin_offsets", "consumer", "delete_topic",
+           "end_offsets", "existing_partitions", "fresh_topic", "producer", "range_bytes",
            "reader"]
 
 FETCH_BYTES = 32 * 1024 * 1024  # above the 16 MiB records Headwater may write
@@ -80,14 +80,18 @@ class Tail:
     """Reads every partition of one topic in the background, from its end at ``start``.
 
     ``on_record`` sees each record as it arrives (keep counters there rather than scanning
-    ``records``); ``wait_until`` waits for a condition those counters answer.
+    ``records``); ``wait_until`` waits for a condition those counters answer. With
+    ``keep=False`` ``records`` stays empty (a reader of hundreds of thousands of records
+    that only counts need not hold them all).
     """
 
     def __init__(self, bootstrap: str, topic: str,
-                 on_record: Callable[[Seen], None] | None = None) -> None:
+                 on_record: Callable[[Seen], None] | None = None, keep: bool = True) -> None:
         self.topic = topic
         self.on_record = on_record
+        self.keep = keep
         self.records: list[Seen] = []
+        self.read = 0
         self._reader = reader(bootstrap)
         self._task: asyncio.Task[None] | None = None
 
@@ -113,7 +117,9 @@ class Tail:
             for r in batch:  # until ``stop`` cancels it
                 size = (r.serialized_key_size or 0) + max(r.serialized_value_size, 0)
                 seen = Seen(r.timestamp, size, codec.decode(r.value))
-                self.records.append(seen)
+                self.read += 1
+                if self.keep:
+                    self.records.append(seen)
                 if self.on_record is not None:
                     self.on_record(seen)
 
@@ -130,7 +136,7 @@ class Tail:
                 raise RuntimeError(f"reader of {self.topic} stopped") from self._task.exception()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: not within {timeout_s:.0f} s "
-                                   f"({len(self.records)} records of {self.topic} read)")
+                                   f"({self.read} records of {self.topic} read)")
             await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
@@ -151,6 +157,18 @@ async def end_offsets(bootstrap: str, topic: str, timeout_s: float = 60.0) -> Of
     async with reader(bootstrap) as source:
         parts = await existing_partitions(source, topic, timeout_s)
         return await source.end_offsets(topic, parts)
+
+
+async def begin_offsets(bootstrap: str, topic: str, timeout_s: float = 60.0) -> Offsets:
+    """Partition -> first offset still held of ``topic`` (above 0 once retention deleted
+    the oldest records; compaction removes records within the range and leaves it).
+
+    Raises:
+        TimeoutError: the topic does not exist after ``timeout_s``.
+    """
+    async with reader(bootstrap) as source:
+        parts = await existing_partitions(source, topic, timeout_s)
+        return await source.beginning_offsets(topic, parts)
 
 
 async def range_bytes(bootstrap: str, topic: str, start: Offsets, end: Offsets,

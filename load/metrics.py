@@ -37,8 +37,8 @@ class Metric:
     Attributes:
         key: its key in the results JSON (unique within its benchmark).
         label: what it measures, for the table.
-        unit: ``ms``, ``s``, ``/s``, ``bytes``, ``x``, ``%``, ``count`` (a number of
-            occurrences, which may well be 0) or ``""`` (a plain number).
+        unit: ``ms``, ``s``, ``/s``, ``bytes``, ``MiB``, ``x``, ``%``, ``count`` (a number
+            of occurrences, which may well be 0) or ``""`` (a plain number).
         basis: the B1 figure it is divided by.
     """
 

@@ -16,13 +16,14 @@ from load import (
     b6_contention,
     b7_recovery,
     b8_workers,
+    b9_table,
 )
 from load.metrics import Metric
 
-ORDER = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
+ORDER = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
 MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B3": b3_hops, "B4": b4_width,
                            "B5": b5_submit, "B6": b6_contention, "B7": b7_recovery,
-                           "B8": b8_workers}
+                           "B8": b8_workers, "B9": b9_table}
 FULL: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
     "B2": b2_throughput.Sizes(workflows=600),
@@ -32,6 +33,7 @@ FULL: dict[str, Any] = {
     "B6": b6_contention.Sizes(chains=100),
     "B7": b7_recovery.Sizes(workflows=20, kill_after=10),
     "B8": b8_workers.Sizes(width=10_000),
+    "B9": b9_table.Sizes(finished=(1000, 10_000, 100_000), waiting=10_000),
 }
 QUICK: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
@@ -42,6 +44,7 @@ QUICK: dict[str, Any] = {
     "B6": b6_contention.Sizes(chains=25),
     "B7": b7_recovery.Sizes(workflows=10, kill_after=5),
     "B8": b8_workers.Sizes(width=1000),
+    "B9": b9_table.Sizes(finished=(500, 2000), waiting=500),
 }
 
 
@@ -50,7 +53,7 @@ class Planned:
     """One benchmark ready to run.
 
     Attributes:
-        name: ``B1`` ... ``B8``.
+        name: ``B1`` ... ``B9``.
         title: what it measures.
         sizes: its size settings (the module's ``Sizes``).
         metrics: the figures it reports.

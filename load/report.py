@@ -15,6 +15,9 @@ from load.metrics import Basis, Metric, divisor, ratio
 from load.plan import Planned
 
 BASELINE = "B1"
+FORMATS = {"/s": "{:,.0f} /s", "bytes": "{:,.0f} bytes", "count": "{:,.0f}",
+           "MiB": "{:,.1f} MiB", "s": "{:.2f} s"}
+"""How the table writes a value of each unit (``ms`` and the rest: ``_value``)."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,8 @@ def markdown(doc: dict[str, Any]) -> str:
              f"{doc['machine']['python']}; whole run {doc['wall_s']:.0f} s. Ratios divide each "
              "figure by the B1 figure named in the last column, measured in the same run. "
              "`concurrency` is each worker's HEADWATER_CONCURRENCY: raised to 64 for the "
-             "throughput runs (B2, B4, B8), the default 8 for the latency runs (B3, B5, B6, "
-             "B7).", ""]
+             "throughput runs (B2, B4, B8), the default 8 for the others (B3, B5, B6, B7, "
+             "B9).", ""]
     for name, bench in doc["benchmarks"].items():
         status = f"FAILED: {bench['error']}" if bench["error"] else f"{bench['wall_s']:.0f} s"
         lines.append(f"- **{name}** {bench['title']} — {status} (load average before: "
@@ -113,12 +116,8 @@ def markdown(doc: dict[str, Any]) -> str:
 def _value(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
-    if unit in ("/s", "bytes"):
-        return f"{value:,.0f} {unit}"
-    if unit == "count":
-        return f"{value:,.0f}"
-    if unit == "s":
-        return f"{value:.2f} s"
+    if unit in FORMATS:
+        return FORMATS[unit].format(value)
     if unit == "ms":
         return f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms"
     return f"{value:.2f}{unit}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -39,6 +41,24 @@ def fan_out(name: str = "bench-map") -> Spec:
                                      "task": TASK, "input": {"x": "${item}"}}]}
 
 
+SKIP = {"run": False}
+"""The input with which ``skipped`` finishes at once."""
+
+
+def skipped(name: str = "bench-skipped") -> Spec:
+    """One noop task that runs only when ``input.run`` is true: submitted with ``SKIP``,
+    the coordinator skips it and the workflow succeeds in the submission's own step, with
+    no dispatch and no worker (``ConditionEvaluated``, ``NodeFinished``,
+    ``WorkflowSucceeded``)."""
+    return {"name": name, "nodes": [{"id": "a", "task": TASK, "when": "${input.run} == true"}]}
+
+
+def waiting(name: str = "bench-wait", signal: str = "never") -> Spec:
+    """One ``wait`` node with no timeout: it waits for ``signal`` (which no benchmark
+    sends) for ever, so the workflow stays in the table unfinished."""
+    return {"name": name, "nodes": [{"id": "w", "kind": "wait", "signal": signal}]}
+
+
 def new_id(tag: str) -> str:
     """A fresh workflow id, ``bench-<tag>-<hex>``."""
     return f"bench-{tag}-{uuid.uuid4().hex[:12]}"
@@ -60,3 +80,25 @@ async def submit(producer: AIOKafkaProducer, topics: Topics, workflow_id: str, s
     await producer.send_and_wait(topics.submissions, submission(workflow_id, spec, workflow_input),
                                  key=workflow_id.encode())
     return sent
+
+
+async def submit_all(producer: AIOKafkaProducer, topics: Topics, workflow_ids: Iterable[str],
+                     spec: Spec, workflow_input: Any = None, window: int = 1000) -> None:
+    """Produce one submission per id, pipelined: ``window`` sends are queued before their
+    acks are awaited together, so a fill of many workflows is not one round trip each.
+
+    Args:
+        producer: a started producer.
+        topics: the deployment's topic names.
+        workflow_ids: the ids, each submitted once with ``spec`` and ``workflow_input``.
+        window: sends in flight at most (at least 1).
+    """
+    acks: list[asyncio.Future[Any]] = []
+    for wid in workflow_ids:
+        acks.append(await producer.send(topics.submissions,
+                                        submission(wid, spec, workflow_input),
+                                        key=wid.encode()))
+        if len(acks) >= max(window, 1):
+            await asyncio.gather(*acks)
+            acks.clear()
+    await asyncio.gather(*acks)

@@ -23,7 +23,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def test_quick_benchmark_reports_every_figure(tmp_path: Path) -> None:
     require_services()
     expected = orjson.loads(_bench("--quick", "--list").stdout)
-    assert set(expected) == {"B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"}
+    assert set(expected) == {"B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9"}
     _bench("--quick", "--out", str(tmp_path))
     [json_path] = tmp_path.glob("*.json")
     doc = orjson.loads(json_path.read_bytes())

@@ -1,5 +1,6 @@
-"""The benchmarks' pure arithmetic: a chain's hops split at the dispatch record, and a
-pool's shares of the attempts (no broker: records are built by hand)."""
+"""The benchmarks' pure arithmetic: a chain's hops split at the dispatch record, a pool's
+shares of the attempts, B9's fill counts and restart times, a process's RSS (no broker:
+records are built by hand)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from collections import Counter
 import pytest
 
 from headwater.core import events as ev
+from load import workloads
+from load.b7_recovery import Progress
 from load.b8_workers import _shares
+from load.b9_table import FINISHED, WAITING, Filled, Sizes, metrics, restart_figures
 from load.chains import Chains, Stamps, samples
+from load.deploy import vm_rss_kib
 from load.kafka_io import Seen
 
 WF = "wf-1"
@@ -46,3 +51,64 @@ def test_shares_rank_the_workers_and_count_the_idle_ones() -> None:
 def test_more_workers_than_the_pool_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="3 worker ids in the reports of a pool of 2"):
         _shares(2, Counter({"a": 1, "b": 1, "c": 1}))
+
+
+def history(ms: int, wid: str, body: ev.Body) -> Seen:
+    return seen(ms, ev.HistoryEvent(wid, 1, body))
+
+
+def test_a_fill_counts_finished_and_waiting_workflows_by_their_ids() -> None:
+    done, wait = workloads.new_id(FINISHED), workloads.new_id(WAITING)
+    filled = Filled()
+    filled.see(history(10, done, ev.WorkflowAccepted(done, 10, {}, None)))
+    filled.see(history(12, done, ev.WorkflowSucceeded(done, 12, None)))
+    filled.see(history(11, wait, ev.WaitStarted(wait, "w", None, "never", 11)))
+    filled.see(history(99, "bench-warm-0123", ev.WorkflowSucceeded("bench-warm-0123", 99, None)))
+    assert filled.counts == {FINISHED: 1, WAITING: 1}
+    assert filled.last_ms == 12 and filled.wrong == []
+
+
+def test_a_dispatched_or_ended_fill_workflow_is_wrong() -> None:
+    done, wait = workloads.new_id(FINISHED), workloads.new_id(WAITING)
+    filled = Filled()
+    filled.see(history(10, done, ev.TaskDispatched(done, "a", None, 1, "t", "cpu", None, 0)))
+    filled.see(history(11, wait, ev.WorkflowFailed(wait, 11, "gone")))
+    assert filled.wrong == [f"{done} TaskDispatched", f"{wait} WorkflowFailed"]
+    assert not filled.counts
+
+
+def test_restart_times_run_from_the_kill() -> None:
+    progress = Progress({"p1", "p2"})
+    progress.see(history(900, "x", ev.WorkflowSucceeded("x", 900, None)))  # before the kill
+    progress.killed_ms = 1000
+    progress.see(history(3500, "p1", ev.WorkflowSucceeded("p1", 3500, None)))
+    progress.see(history(3700, "p2", ev.WorkflowSucceeded("p2", 3700, None)))
+    assert restart_figures(progress) == (2.5, 2.7)
+
+
+def test_a_failed_probe_or_no_record_after_the_kill_is_an_error() -> None:
+    progress = Progress({"p1"})
+    progress.killed_ms = 1000
+    with pytest.raises(RuntimeError, match="no history record after the kill"):
+        restart_figures(progress)
+    progress.see(history(1200, "p1", ev.WorkflowFailed("p1", 1200, "boom")))
+    with pytest.raises(RuntimeError, match="1 probes did not succeed"):
+        restart_figures(progress)
+
+
+def test_b9_names_its_figures_by_size() -> None:
+    keys = [m.key for m in metrics(Sizes(finished=(500, 2000), waiting=500))]
+    assert keys[0] == "fill_per_s" and len(keys) == 1 + 2 * 6
+    assert {"restart_first_record_s_500", "restart_all_probes_s_2000", "rss_before_mb_500",
+            "rss_after_mb_2000", "changelog_records_500", "changelog_bytes_2000"} <= set(keys)
+
+
+def test_vm_rss_is_read_in_kib() -> None:
+    status = "Name:\tpython\nVmPeak:\t  300000 kB\nVmRSS:\t   91234 kB\nThreads:\t4\n"
+    assert vm_rss_kib(status) == 91234
+
+
+@pytest.mark.parametrize("status", ["Name:\tkthreadd\nThreads:\t1\n", "VmRSS:\t12 MB\n"])
+def test_a_status_without_a_vm_rss_in_kb_is_an_error(status: str) -> None:
+    with pytest.raises(ValueError, match="VmRSS"):
+        vm_rss_kib(status)

@@ -1,0 +1,312 @@
+"""B9, table size: how a coordinator's restart time and memory grow with the workflows its
+table holds. The table is in memory (``HEADWATER_TABLE_STORE=memory://``, the default),
+so a restarted coordinator replays its whole changelog before it decides anything.
+
+One deployment, one coordinator. First ``waiting`` workflows that wait for a signal that
+never comes (``workloads.waiting``), then finished ones in steps up to each size of
+``finished`` (the table only grows): each a task skipped by a false ``when:``
+(``workloads.skipped``), which the coordinator finishes in the submission's own step,
+with no worker. Both are produced straight to the submissions topic, pipelined.
+
+At each size, with the coordinator idle: its RSS (``VmRSS``), and the changelog's records
+(end minus begin offsets) and bytes (keys and values of the records still held). Then the
+coordinator is SIGKILLed and started again at once, and one probe workflow (the skipped
+task again) is produced on every input partition: kill → the first history record with a
+later Kafka timestamp (the new process's first progress), kill → every probe ended, and
+the RSS once idle again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from load import workloads
+from load.b7_recovery import Progress
+from load.deploy import (
+    COORDINATOR,
+    changelog,
+    deployment,
+    ids_on_every_partition,
+    kill,
+    ready,
+    rss_mib,
+    start_coordinator,
+    wait_idle,
+)
+from load.kafka_io import Seen, Tail, begin_offsets, end_offsets, producer, range_bytes
+from load.metrics import Basis, Metric, keeping
+from ops.sandbox import Sandbox
+from services.common.clock import now_ms
+
+NAME = "B9"
+TITLE = "restart time and RSS by table size"
+FINISHED, WAITING, PROBE = "b9-done", "b9-wait", "b9-probe"
+"""The id tags (``workloads.new_id``) of the finished, the waiting and the probe
+workflows."""
+DONE_SPEC, WAIT_SPEC = "bench-b9-done", "bench-b9-wait"
+"""The spec names: a finished workflow and a probe (``workloads.skipped``), a waiting
+workflow (``workloads.waiting``)."""
+log = logging.getLogger("load.b9")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much B9 does.
+
+    Attributes:
+        finished: finished workflows in the table at each measurement, smallest first.
+        waiting: workflows waiting for a signal, filled once before the first size.
+        window: submissions in flight at once while filling.
+        workers: worker processes (the fill needs none; the deployment wants one).
+        concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``).
+        timeout_s: the longest a restart (kill → every probe ended), a wait for the
+            coordinator to be idle, or reading the changelog may take, seconds.
+        fill_min_per_s: the slowest fill accepted: filling ``n`` workflows may take
+            ``timeout_s + n / fill_min_per_s`` seconds.
+    """
+
+    finished: tuple[int, ...]
+    waiting: int
+    window: int = 1000
+    workers: int = 1
+    concurrency: int = 8
+    timeout_s: float = 300.0
+    fill_min_per_s: float = 20.0
+
+    def fill_timeout_s(self, count: int) -> float:
+        """The longest filling ``count`` workflows may take, seconds."""
+        return self.timeout_s + count / self.fill_min_per_s
+
+
+def metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The figures B9 reports for ``sizes.finished``."""
+    out = [Metric("fill_per_s", "filling: workflows recorded per second (pipelined "
+                  "submissions, no worker)", "/s", Basis.NONE)]
+    for n in sizes.finished:
+        table = f"{n:,} finished + {sizes.waiting:,} waiting"
+        out += [
+            Metric(f"restart_first_record_s_{n}", f"{table}: SIGKILL → first new history "
+                   "record", "s", Basis.NONE),
+            Metric(f"restart_all_probes_s_{n}", f"{table}: SIGKILL → a probe on every "
+                   "partition ended", "s", Basis.NONE),
+            Metric(f"rss_before_mb_{n}", f"{table}: coordinator RSS, idle, before the kill",
+                   "MiB", Basis.NONE),
+            Metric(f"rss_after_mb_{n}", f"{table}: coordinator RSS, idle, after the restart",
+                   "MiB", Basis.NONE),
+            Metric(f"changelog_records_{n}", f"{table}: table changelog records (end minus "
+                   "begin offsets)", "count", Basis.NONE),
+            Metric(f"changelog_bytes_{n}", f"{table}: table changelog bytes held (keys + "
+                   "values)", "bytes", Basis.NONE),
+        ]
+    return tuple(out)
+
+
+def run(sizes: Sizes) -> dict[str, float]:
+    """Fill one fresh deployment's table size by size, restarting its coordinator at each.
+
+    Returns:
+        The values of ``metrics(sizes)``.
+
+    Raises:
+        PartialResult: a fill, a restart or a wait for idleness did not finish in time, or
+            a workflow did not end as it should; it holds the figures of the smaller sizes.
+        ValueError: ``finished`` is empty or not strictly increasing, or a count is
+            negative.
+    """
+    steps = list(sizes.finished)
+    if not steps or steps != sorted(set(steps)) or steps[0] <= 0 or sizes.waiting < 0:
+        raise ValueError(f"B9: finished={sizes.finished} must be positive and increasing, "
+                         f"waiting={sizes.waiting} at least 0")
+    with keeping({}) as out, deployment("b9", sizes.workers, sizes.concurrency) as sandbox:
+        asyncio.run(_measure(sandbox, sizes, out))
+    return out
+
+
+async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
+    await ready(sandbox, coordinators=1, workers=sizes.workers)
+    fill = Fill(sandbox, sizes.window)
+    await fill.add_waiting(sizes.waiting, sizes.fill_timeout_s(sizes.waiting))
+    for n in sizes.finished:
+        await fill.add_finished(n - fill.finished, sizes.fill_timeout_s(n - fill.finished))
+        out["fill_per_s"] = fill.rate_per_s()
+        await wait_idle(sandbox, sizes.timeout_s)
+        out[f"rss_before_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
+        records, held = await changelog_size(sandbox, sizes.timeout_s)
+        out[f"changelog_records_{n}"], out[f"changelog_bytes_{n}"] = records, held
+        log.info("B9: %s finished + %s waiting: %.0f/s filling, RSS %.1f MiB, changelog %d "
+                 "records, %d bytes", f"{n:,}", f"{sizes.waiting:,}", out["fill_per_s"],
+                 out[f"rss_before_mb_{n}"], records, held)
+        first_s, all_s = await restart(sandbox, n, sizes.timeout_s)
+        out[f"restart_first_record_s_{n}"], out[f"restart_all_probes_s_{n}"] = first_s, all_s
+        await wait_idle(sandbox, sizes.timeout_s)
+        out[f"rss_after_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
+
+
+@dataclass
+class Filled:
+    """What the events reader saw of the fill.
+
+    Attributes:
+        counts: tag (``FINISHED``, ``WAITING``) -> workflows of it that reached their
+            state: ``WorkflowSucceeded``, and ``WaitStarted``.
+        last_ms: the latest Kafka timestamp among those records, ms since the epoch.
+        wrong: the first records that should not be there (a dispatch or another end of
+            a finished workflow; any end of a waiting one), as ``"<id> <type>"``.
+    """
+
+    counts: Counter[str] = field(default_factory=Counter)
+    last_ms: int = 0
+    wrong: list[str] = field(default_factory=list)
+
+    def see(self, seen: Seen) -> None:
+        """Note one history record (a ``Tail``'s ``on_record``)."""
+        event = seen.value
+        tag = _tag(event.workflow_id)
+        reached = {FINISHED: "WorkflowSucceeded", WAITING: "WaitStarted"}.get(tag or "")
+        if tag is None or reached is None:
+            return
+        if event.type == reached:
+            self.counts[tag] += 1
+            self.last_ms = max(self.last_ms, seen.timestamp_ms)
+        elif (event.terminal or event.type == "TaskDispatched") and len(self.wrong) < 10:
+            self.wrong.append(f"{event.workflow_id} {event.type}")
+
+
+def _tag(workflow_id: str) -> str | None:
+    """The tag of a ``workloads.new_id`` id (``bench-<tag>-<hex>``), or None."""
+    head, _, _ = workflow_id.rpartition("-")
+    return head.removeprefix("bench-") if head.startswith("bench-") else None
+
+
+class Fill:
+    """Fills a deployment's table: submissions produced pipelined, then waited for on
+    the events topic until each workflow reached its state (``Filled``)."""
+
+    def __init__(self, sandbox: Sandbox, window: int) -> None:
+        self.sandbox = sandbox
+        self.window = window
+        self.seen = Filled()
+        self.spent_ms = 0
+
+    @property
+    def finished(self) -> int:
+        """The finished workflows filled so far."""
+        return self.seen.counts[FINISHED]
+
+    def rate_per_s(self) -> float:
+        """Workflows filled per second of filling so far (first submission → last
+        record of each step)."""
+        return sum(self.seen.counts.values()) * 1000 / max(self.spent_ms, 1)
+
+    async def add_finished(self, count: int, timeout_s: float) -> None:
+        """Add ``count`` workflows that finish at once (``workloads.skipped``)."""
+        await self._add(FINISHED, workloads.skipped(DONE_SPEC), count, timeout_s)
+
+    async def add_waiting(self, count: int, timeout_s: float) -> None:
+        """Add ``count`` workflows that wait for ever (``workloads.waiting``)."""
+        await self._add(WAITING, workloads.waiting(WAIT_SPEC), count, timeout_s)
+
+    async def _add(self, tag: str, spec: workloads.Spec, count: int, timeout_s: float) -> None:
+        """Submit ``count`` workflows of ``tag`` and wait until each reached its state.
+
+        Raises:
+            TimeoutError: not all did within ``timeout_s``.
+            RuntimeError: a workflow was dispatched or ended otherwise.
+        """
+        if count <= 0:
+            return
+        bootstrap = self.sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+        seen = self.seen
+        target = seen.counts[tag] + count
+        tail = Tail(bootstrap, self.sandbox.topics.events, on_record=seen.see, keep=False)
+        await tail.start()
+        send = producer(bootstrap, linger_ms=5)
+        await send.start()
+        started = now_ms()
+        try:
+            await workloads.submit_all(send, self.sandbox.topics,
+                                       (workloads.new_id(tag) for _ in range(count)), spec,
+                                       workloads.SKIP if tag == FINISHED else None, self.window)
+            await tail.wait_until(lambda: seen.counts[tag] >= target or bool(seen.wrong),
+                                  timeout_s, f"B9: filling {count:,} {tag} workflows")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; {seen.counts[tag]:,} of {target:,} recorded") from e
+        finally:
+            await send.stop()
+            await tail.stop()
+        if seen.wrong:
+            raise RuntimeError(f"B9: filling {tag} workflows, unexpected records: "
+                               f"{', '.join(seen.wrong)}")
+        self.spent_ms += seen.last_ms - started
+
+
+async def changelog_size(sandbox: Sandbox, timeout_s: float) -> tuple[int, int]:
+    """The table changelog's size: records between its begin and end offsets (those
+    compaction removed within the range included), and the key and value bytes of the
+    records it still holds (what a restarted coordinator reads).
+
+    Raises:
+        TimeoutError: the topic was not read within ``timeout_s``.
+    """
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    topic = changelog(sandbox)
+    begin = await begin_offsets(bootstrap, topic, timeout_s)
+    end = await end_offsets(bootstrap, topic, timeout_s)
+    held, _ = await range_bytes(bootstrap, topic, begin, end, timeout_s)
+    return sum(end.values()) - sum(begin.values()), held
+
+
+async def restart(sandbox: Sandbox, finished: int, timeout_s: float) -> tuple[float, float]:
+    """SIGKILL the coordinator, start it again at once and produce one probe workflow on
+    every input partition.
+
+    Returns:
+        ``(first, all)``: seconds from the killed process being gone to the first history
+        record with a later Kafka timestamp, and to the last probe's terminal record.
+
+    Raises:
+        TimeoutError: the probes did not all end within ``timeout_s`` of the kill.
+        RuntimeError: a probe did not succeed, or nothing was recorded after the kill.
+    """
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    parts = len(await end_offsets(bootstrap, sandbox.topics.submissions))
+    probes = ids_on_every_partition(PROBE, parts)
+    progress = Progress(set(probes))
+    tail = Tail(bootstrap, sandbox.topics.events, on_record=progress.see, keep=False)
+    await tail.start()
+    send = producer(bootstrap)
+    await send.start()
+    try:
+        service = kill(sandbox, COORDINATOR)
+        progress.killed_ms = now_ms()
+        start_coordinator(sandbox, service)
+        await workloads.submit_all(send, sandbox.topics, probes, workloads.skipped(DONE_SPEC),
+                                   workloads.SKIP)
+        await tail.wait_until(lambda: len(progress.ended_ms) >= len(probes), timeout_s,
+                              f"B9: {len(probes)} probes after restarting the coordinator "
+                              f"with {finished:,} finished workflows in its table")
+    finally:
+        await send.stop()
+        await tail.stop()
+    return restart_figures(progress)
+
+
+def restart_figures(progress: Progress) -> tuple[float, float]:
+    """``(kill → first new history record, kill → last probe ended)``, seconds, from what
+    the reader saw.
+
+    Raises:
+        RuntimeError: a probe did not succeed, none ended, or nothing was recorded after
+            the kill.
+    """
+    if progress.failed:
+        raise RuntimeError(f"B9: {len(progress.failed)} probes did not succeed, e.g. "
+                           f"{sorted(progress.failed)[0]}")
+    killed, first = progress.killed_ms, progress.first_after_ms
+    if killed is None or first is None or not progress.ended_ms:
+        raise RuntimeError("B9: no history record after the kill")
+    return (first - killed) / 1000, (max(progress.ended_ms.values()) - killed) / 1000
+
