@@ -284,6 +284,25 @@ KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
 wait)."""
 
 
+def as_stored(value: Any) -> Any:
+    """``value`` as the projection can hold it: PostgreSQL holds no U+0000, so the
+    projector stores a text or JSON value that has one with U+FFFD in its place
+    (``services.projector.writer.sanitize``); a history saying ``"a\\u0000b"`` is a
+    projection saying ``"a\\ufffdb"``, not a difference."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {k: as_stored(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_stored(v) for v in value]
+    return value
+
+
+def _diff(want: Any, have: Any, path: str) -> list[tuple[str, Any, Any]]:
+    """``diff_json`` of what the history implies, as stored, and what is there."""
+    return diff_json(as_stored(want), have, path)
+
+
 def diff_rows(expected: ProjectionRows, actual: ProjectionRows) -> list[tuple[str, Any, Any]]:
     """Where the projection's rows differ from the expected ones.
 
@@ -297,15 +316,15 @@ def diff_rows(expected: ProjectionRows, actual: ProjectionRows) -> list[tuple[st
     """
     out: list[tuple[str, Any, Any]] = []
     if expected.workflow is not None or actual.seq:
-        out += diff_json(expected.workflow if expected.workflow is not None else ABSENT,
+        out += _diff(expected.workflow if expected.workflow is not None else ABSENT,
                          actual.workflow if actual.workflow is not None else ABSENT,
                          "workflows")
     for table, want, have in (("nodes", expected.nodes, actual.nodes),
                               ("tasks", expected.tasks, actual.tasks)):
         for key in sorted(want.keys() | have.keys()):
-            out += diff_json(want.get(key, ABSENT), have.get(key, ABSENT), f"{table}[{key}]")
+            out += _diff(want.get(key, ABSENT), have.get(key, ABSENT), f"{table}[{key}]")
     for seq in sorted(expected.events.keys() | actual.events.keys()):
-        out += diff_json(expected.events.get(seq, ABSENT), actual.events.get(seq, ABSENT),
+        out += _diff(expected.events.get(seq, ABSENT), actual.events.get(seq, ABSENT),
                          f"events[{seq}]")
     if actual.kinds is not None:
         out += diff_kind_rows(expected.kinds or KindRows(), actual.kinds)
@@ -316,7 +335,7 @@ def diff_kind_rows(expected: KindRows, actual: KindRows) -> list[tuple[str, Any,
     """Where the node kinds' rows differ from the expected ones (paths like
     ``"parent"``, ``"waits[approve[1]].status"``, ``"signals[7].node"``,
     ``"steps[agent/2].tool"``, ``"kind_nodes[pause].wake_at_ms"``)."""
-    out = diff_json(expected.parent if expected.parent is not None else ABSENT,
+    out = _diff(expected.parent if expected.parent is not None else ABSENT,
                     actual.parent if actual.parent is not None else ABSENT, "parent")
     signals = ({str(k): v for k, v in expected.signals.items()},
                {str(k): v for k, v in actual.signals.items()})
@@ -325,5 +344,5 @@ def diff_kind_rows(expected: KindRows, actual: KindRows) -> list[tuple[str, Any,
                               ("signals", *signals),
                               ("steps", expected.steps, actual.steps)):
         for key in sorted(want.keys() | have.keys()):
-            out += diff_json(want.get(key, ABSENT), have.get(key, ABSENT), f"{table}[{key}]")
+            out += _diff(want.get(key, ABSENT), have.get(key, ABSENT), f"{table}[{key}]")
     return out

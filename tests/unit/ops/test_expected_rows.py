@@ -185,3 +185,16 @@ def test_a_schedules_ended_runs_keep_their_rows_though_they_left_the_state() -> 
         "fire[0]": {"status": "succeeded", "attempt": 1},
         "fire[1]": {"status": "failed", "attempt": 1},
         "fire[2]": {"status": "dispatched", "attempt": 1}}
+
+
+def test_a_nul_the_projector_stored_as_u_fffd_is_no_difference() -> None:
+    """PostgreSQL holds no U+0000: the projection has U+FFFD where the history has one
+    (a task returned ``"a\\x00b"``); ``replay`` must not report that healthy run."""
+    want = ProjectionRows(workflow={"status": "succeeded", "seq": 5,
+                                    "output": {"s": ["a\x00b"]}, "error": ""})
+    stored = ProjectionRows(workflow={"status": "succeeded", "seq": 5,
+                                      "output": {"s": ["a\ufffdb"]}, "error": ""})
+    assert diff_rows(want, stored) == []
+    other = ProjectionRows(workflow={"status": "succeeded", "seq": 5,
+                                     "output": {"s": ["ab"]}, "error": ""})
+    assert diff_rows(want, other) == [("workflows.output.s[0]", "a\ufffdb", "ab")]
