@@ -37,7 +37,12 @@ class Sizes:
         repeat_below: widths from this one on run once.
         workers: worker processes.
         concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``).
-        timeout_s: the longest one map may take, seconds.
+        timeout_s: the longest a map of no width may take, seconds (the start-up part
+            of ``map_timeout_s``).
+        min_per_s: the slowest map accepted: a map of ``n`` items may take
+            ``timeout_s + n / min_per_s`` seconds (B9's fill timeouts scale the same way);
+            200 tasks/s is a quarter of the rate of a full run's 10,000-item map (1.27 ms
+            per task).
     """
 
     widths: tuple[int, ...]
@@ -46,6 +51,12 @@ class Sizes:
     workers: int = 2
     concurrency: int = 64
     timeout_s: float = 240.0
+    min_per_s: float = 200.0
+
+    def map_timeout_s(self, width: int) -> float:
+        """The longest a map of ``width`` items, the coordinator's going idle after it,
+        or reading what it appended to the changelog may each take, seconds."""
+        return self.timeout_s + width / self.min_per_s
 
 
 def metrics(sizes: Sizes) -> tuple[Metric, ...]:
@@ -75,8 +86,9 @@ def run(sizes: Sizes) -> dict[str, float]:
         The values of ``metrics(sizes)``.
 
     Raises:
-        PartialResult: a map did not succeed or did not finish within ``sizes.timeout_s``;
-            it holds the figures of the narrower maps.
+        PartialResult: a map did not succeed or did not finish within
+            ``sizes.map_timeout_s`` of its width; it holds the figures of the narrower
+            maps.
     """
     with keeping({}) as out, deployment("b4", sizes.workers, sizes.concurrency) as sandbox:
         asyncio.run(_measure(sandbox, sizes, out))
@@ -86,7 +98,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
     for n in sizes.widths:
-        runs = [await one_map(sandbox, n, sizes.timeout_s)
+        runs = [await one_map(sandbox, n, sizes.map_timeout_s(n))
                 for _ in range(sizes.repeats if n < sizes.repeat_below else 1)]
         total_ms = statistics.median(r[0] for r in runs)
         out[f"total_ms_{n}"] = total_ms
@@ -127,7 +139,8 @@ async def one_map(sandbox: Sandbox, width: int, timeout_s: float,
             terminal.append(seen)
 
     before = await end_offsets(bootstrap, log_topic)
-    tail = Tail(bootstrap, sandbox.topics.events, on_record=on_record)
+    # keep=False: a map writes several history records per item; only its end counts
+    tail = Tail(bootstrap, sandbox.topics.events, on_record=on_record, keep=False)
     await tail.start()
     send = producer(bootstrap)
     await send.start()

@@ -14,6 +14,11 @@ coordinator is SIGKILLed and started again at once, and one probe workflow (the 
 task again) is produced on every input partition: kill → the first history record with a
 later Kafka timestamp (the new process's first progress), kill → every probe ended, and
 the RSS once idle again.
+
+With the table at its largest (after the last size's restart), a second coordinator is
+started beside the first and takes over half the partitions (``load.takeover``): start →
+the group stable with both, → the first history record after that, → every partition
+served again.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from load.deploy import (
 )
 from load.kafka_io import Seen, Tail, begin_offsets, end_offsets, producer, range_bytes
 from load.metrics import Basis, Metric, keeping
+from load.takeover import SECOND, takeover
 from ops.sandbox import Sandbox
 from services.common.clock import now_ms
 
@@ -62,8 +68,9 @@ class Sizes:
         window: submissions in flight at once while filling.
         workers: worker processes (the fill needs none; the deployment wants one).
         concurrency: attempts per worker at once (``HEADWATER_CONCURRENCY``).
-        timeout_s: the longest a restart (kill → every probe ended), a wait for the
-            coordinator to be idle, or reading the changelog may take, seconds.
+        timeout_s: the longest a restart (kill → every probe ended), the takeover (start
+            → every partition served again), a wait for the coordinator to be idle, or
+            reading the changelog may take, seconds.
         fill_min_per_s: the slowest fill accepted: filling ``n`` workflows may take
             ``timeout_s + n / fill_min_per_s`` seconds.
     """
@@ -101,18 +108,38 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
             Metric(f"changelog_bytes_{n}", f"{table}: table changelog bytes held (keys + "
                    "values)", "bytes", Basis.NONE),
         ]
-    return tuple(out)
+    return tuple(out) + takeover_metrics(sizes)
+
+
+def takeover_metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The takeover figures, measured once, with the table at its largest (none without
+    a size)."""
+    if not sizes.finished:
+        return ()
+    n = sizes.finished[-1]
+    table = f"{n:,} finished + {sizes.waiting:,} waiting"
+    return (
+        Metric(f"takeover_group_s_{n}", f"{table}: {SECOND} started → the coordinators' "
+               "group stable with both (polled every 0.5 s)", "s", Basis.NONE),
+        Metric(f"takeover_first_record_s_{n}", f"{table}: {SECOND} started → first history "
+               "record after the group was stable with both", "s", Basis.NONE),
+        Metric(f"takeover_all_partitions_s_{n}", f"{table}: {SECOND} started → every "
+               "partition served again (its first probe produced after the rebalance "
+               "ended)", "s", Basis.NONE),
+    )
 
 
 def run(sizes: Sizes) -> dict[str, float]:
-    """Fill one fresh deployment's table size by size, restarting its coordinator at each.
+    """Fill one fresh deployment's table size by size, restarting its coordinator at each,
+    then add a second coordinator.
 
     Returns:
         The values of ``metrics(sizes)``.
 
     Raises:
-        PartialResult: a fill, a restart or a wait for idleness did not finish in time, or
-            a workflow did not end as it should; it holds the figures of the smaller sizes.
+        PartialResult: a fill, a restart, the takeover or a wait for idleness did not
+            finish in time, or a workflow did not end as it should; it holds the figures
+            measured before.
         ValueError: ``finished`` is empty or not strictly increasing, or a count is
             negative.
     """
@@ -143,6 +170,12 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         out[f"restart_first_record_s_{n}"], out[f"restart_all_probes_s_{n}"] = first_s, all_s
         await wait_idle(sandbox, sizes.timeout_s)
         out[f"rss_after_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
+    n = sizes.finished[-1]
+    (out[f"takeover_group_s_{n}"], out[f"takeover_first_record_s_{n}"],
+     out[f"takeover_all_partitions_s_{n}"]) = await takeover(
+        sandbox, workloads.skipped(DONE_SPEC), sizes.timeout_s)
+    log.info("B9: %s took over in %.2f s (group stable after %.2f s)", SECOND,
+             out[f"takeover_all_partitions_s_{n}"], out[f"takeover_group_s_{n}"])
 
 
 @dataclass

@@ -75,9 +75,8 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
                                        "HEADWATER_PROJECTION": "off",
                                        **coordinator_env(COORDINATOR)})
     try:
-        argv = (sys.executable, "-m", "services.coordinator")
         for i in range(2, coordinators + 1):
-            start_coordinator(sandbox, localstack.Service(f"coordinator-{i}", argv))
+            add_coordinator(sandbox, f"coordinator-{i}")
         yield sandbox
     except BaseException:
         log.error("deployment %s (topic prefix %s) failed; its processes' logs:\n%s",
@@ -100,6 +99,17 @@ def start_coordinator(sandbox: Sandbox, service: localstack.Service) -> int:
         Its pid.
     """
     return sandbox.start(service, coordinator_env(service.name))
+
+
+def add_coordinator(sandbox: Sandbox, name: str) -> int:
+    """Start one more coordinator, service (and static member id) ``name``, beside the
+    running ones: its group rebalances once it has joined.
+
+    Returns:
+        Its pid.
+    """
+    return start_coordinator(sandbox, localstack.Service(
+        name, (sys.executable, "-m", "services.coordinator")))
 
 
 def add_workers(sandbox: Sandbox, total: int) -> None:

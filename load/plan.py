@@ -28,7 +28,7 @@ FULL: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
     "B2": b2_throughput.Sizes(workflows=600),
     "B3": b3_hops.Sizes(chains=100),
-    "B4": b4_width.Sizes(widths=(100, 1000, 10_000)),
+    "B4": b4_width.Sizes(widths=(100, 1000, 10_000, 100_000)),
     "B5": b5_submit.Sizes(sequential=100, burst=600),
     "B6": b6_contention.Sizes(chains=100),
     "B7": b7_recovery.Sizes(workflows=20, kill_after=10),

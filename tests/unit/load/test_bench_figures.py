@@ -1,6 +1,6 @@
 """The benchmarks' pure arithmetic: a chain's hops split at the dispatch record, a pool's
-shares of the attempts, B9's fill counts and restart times, a process's RSS (no broker:
-records are built by hand)."""
+shares of the attempts, B4's timeouts, B9's fill counts and restart times, a process's
+RSS (no broker: records are built by hand)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from headwater.core import events as ev
-from load import workloads
+from load import b4_width, workloads
 from load.b7_recovery import Progress
 from load.b8_workers import _shares
 from load.b9_table import FINISHED, WAITING, Filled, Sizes, metrics, restart_figures
@@ -98,9 +98,17 @@ def test_a_failed_probe_or_no_record_after_the_kill_is_an_error() -> None:
 
 def test_b9_names_its_figures_by_size() -> None:
     keys = [m.key for m in metrics(Sizes(finished=(500, 2000), waiting=500))]
-    assert keys[0] == "fill_per_s" and len(keys) == 1 + 2 * 6
+    assert keys[0] == "fill_per_s" and len(keys) == 1 + 2 * 6 + 3
     assert {"restart_first_record_s_500", "restart_all_probes_s_2000", "rss_before_mb_500",
             "rss_after_mb_2000", "changelog_records_500", "changelog_bytes_2000"} <= set(keys)
+    assert keys[-3:] == ["takeover_group_s_2000", "takeover_first_record_s_2000",
+                         "takeover_all_partitions_s_2000"]  # once, at the largest size
+
+
+def test_a_b4_map_may_take_longer_the_wider_it_is() -> None:
+    sizes = b4_width.Sizes(widths=(100, 100_000))
+    assert sizes.map_timeout_s(0) == sizes.timeout_s == 240
+    assert sizes.map_timeout_s(100_000) == 240 + 100_000 / 200
 
 
 def test_vm_rss_is_read_in_kib() -> None:
