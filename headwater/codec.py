@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import os
 from functools import cache
 from pathlib import Path
@@ -150,6 +151,37 @@ def inline(doc: Any, docs: dict[str, Any]) -> Any:
 def fingerprint_header(record_type: str) -> bytes:
     """The 10-byte single-object header of ``record_type`` (e.g. ``"TaskSucceeded"``)."""
     return _schemas()[0][record_type].header
+
+
+def json_text(value: Any) -> bytes:
+    """``value`` as JSON, refusing what JSON cannot hold. orjson writes a NaN or an
+    infinity as ``null``, which would change a task's output without a word; such a float
+    is looked for only when the text holds a ``null``.
+
+    Raises:
+        TypeError: ``value`` is not JSON: a type JSON has no form for (orjson's
+            ``JSONEncodeError``, a ``TypeError``), or a NaN or infinite float.
+    """
+    text = orjson.dumps(value)
+    if b"null" in text and _non_finite(value):
+        raise TypeError("NaN and Infinity are not JSON (orjson would write null)")
+    return text
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether a float that is NaN or infinite sits anywhere in ``value`` (no recursion:
+    a value orjson encoded is at most 254 levels deep, but a stack costs nothing)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def json_depth_fault(value: Any, text: bytes) -> str | None:

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
 from opentelemetry import trace
 
 from headwater.core.ids import dispatch_id
@@ -268,9 +267,11 @@ def checkpoint_json(state: Any, max_bytes: int | None = None) -> bytes:
         TypeError: ``state`` is not JSON (a set, an object, a lone surrogate ...).
         ValueError: the encoding is over ``max_bytes``.
     """
+    from headwater import codec  # fastavro with it: not for what only imports headwater
+
     try:
-        data = orjson.dumps(state)
-    except orjson.JSONEncodeError as e:
+        data = codec.json_text(state)
+    except TypeError as e:  # orjson's JSONEncodeError is one
         raise TypeError(f"a checkpoint must be JSON: {e}") from e
     if max_bytes is not None and len(data) > max_bytes:
         raise ValueError(f"the checkpoint is {len(data)} bytes, over the limit of "

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import orjson
 from opentelemetry import trace
 
+from headwater import codec
 from headwater.client.http import default_url
 from headwater.context import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from headwater.core import events as ev
@@ -234,8 +235,8 @@ class Attempt:
         """
         seq = len(self.chunks)
         try:
-            data = orjson.dumps(chunk)
-        except orjson.JSONEncodeError as e:
+            data = codec.json_text(chunk)
+        except TypeError as e:  # orjson's JSONEncodeError is one
             raise BadChunk(f"chunk {seq} is not JSON: {e}", "TypeError") from e
         if len(data) > self.max_output_bytes:
             raise BadChunk(f"chunk {seq} is {len(data)} bytes, over the limit of "

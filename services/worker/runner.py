@@ -22,8 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskInfo
@@ -130,8 +129,8 @@ def _succeeded(dispatch: ev.TaskDispatched, output: Any) -> ev.TaskSucceeded | e
     """``TaskSucceeded`` with ``output``, or a non-retryable ``TaskFailed`` if it is not
     JSON (checked apart from the call: task code's own ``TypeError`` is not this)."""
     try:
-        orjson.dumps(output)
-    except orjson.JSONEncodeError as e:
+        codec.json_text(output)
+    except TypeError as e:  # orjson's JSONEncodeError is one
         return _failed(dispatch, f"output is not JSON: {e}", "TypeError", False)
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,
                             dispatch.attempt, now_ms(), output)

@@ -136,3 +136,13 @@ def test_record_types_are_the_event_dataclasses_and_the_two_others() -> None:
         assert dataclasses.is_dataclass(cls) and cls.__name__ == name
         assert cls in others or cls is getattr(ev, name)
     assert others <= set(codec.RECORD_TYPES.values())
+
+
+def test_json_text_refuses_what_json_cannot_hold() -> None:
+    assert codec.json_text({"a": [1, 2.5, None], "b": "null"}) == b'{"a":[1,2.5,null],"b":"null"}'
+    assert codec.json_text(1e308) == b"1e+308"
+    for value in (float("nan"), {"a": [None, (float("inf"),)]}, [None, {"x": -float("inf")}]):
+        with pytest.raises(TypeError, match="NaN and Infinity are not JSON"):
+            codec.json_text(value)
+    with pytest.raises(TypeError):
+        codec.json_text({1, 2})

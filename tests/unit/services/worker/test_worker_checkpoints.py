@@ -46,7 +46,8 @@ def last(ctx: TaskContext) -> Any:
 
 @task(name="unit.ckpt.bad", queue=QUEUE)
 def bad(ctx: TaskContext, kind: str) -> str:
-    state = {"set": {1, 2}, "big": "x" * 500, "surrogate": "\ud800"}[kind]
+    state = {"set": {1, 2}, "big": "x" * 500, "surrogate": "\ud800",
+             "inf": {"at": None, "x": float("inf")}}[kind]
     try:
         ctx.checkpoint(state)
     except (TypeError, ValueError) as e:
@@ -98,6 +99,7 @@ async def test_the_next_attempt_reads_the_last_checkpoint() -> None:
 @pytest.mark.parametrize(("kind", "says"), [
     ("set", "TypeError: a checkpoint must be JSON"),
     ("surrogate", "TypeError: a checkpoint must be JSON"),
+    ("inf", "TypeError: a checkpoint must be JSON: NaN and Infinity are not JSON"),
     ("big", "ValueError: the checkpoint is 502 bytes, over the limit of 100 "
             "(HEADWATER_MAX_OUTPUT_BYTES)"),
 ])

@@ -48,7 +48,8 @@ async def araise(kind: str) -> None:
 
 @task(name="unit.runner.returns", queue=QUEUE)
 def returns(kind: str) -> Any:
-    return {"set": {1, 2}, "surrogate": "\ud800", "ok": {"a": [1, 2.5, None]}}[kind]
+    return {"set": {1, 2}, "surrogate": "\ud800", "ok": {"a": [1, 2.5, None]},
+            "nan": {"n": [None, float("nan")]}, "inf": [float("-inf")]}[kind]
 
 
 @task(name="unit.runner.nap", queue=QUEUE)
@@ -117,8 +118,9 @@ async def test_non_retryable_error_stays_non_retryable() -> None:
         "never", "NonRetryableError", False)
 
 
-@pytest.mark.parametrize("kind", ["set", "surrogate"])
+@pytest.mark.parametrize("kind", ["set", "surrogate", "nan", "inf"])
 async def test_output_that_is_not_json_fails_without_retry(kind: str) -> None:
+    """NaN and Infinity too: orjson would write them as null, a changed output."""
     outcome = failed(await run(dispatch("unit.runner.returns", {"kind": kind})))
     assert outcome.error.startswith("output is not JSON")
     assert not outcome.retryable

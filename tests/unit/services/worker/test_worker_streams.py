@@ -53,7 +53,7 @@ def held() -> Iterator[str]:
 @task(name="unit.gen.bad", queue=QUEUE)
 def bad(kind: str) -> Iterator[Any]:
     yield "fine"
-    yield {"set": {1}, "big": "x" * 200}[kind]
+    yield {"set": {1}, "big": "x" * 200, "nan": {"v": None, "n": float("nan")}}[kind]
     yield "never"
 
 
@@ -135,6 +135,7 @@ async def test_a_chunk_is_sent_as_soon_as_it_is_yielded() -> None:
 
 @pytest.mark.parametrize(("kind", "error_type", "says"), [
     ("set", "TypeError", "chunk 1 is not JSON"),
+    ("nan", "TypeError", "chunk 1 is not JSON: NaN and Infinity are not JSON"),
     ("big", "OutputTooLargeError",
      "chunk 1 is 202 bytes, over the limit of 100 (HEADWATER_MAX_OUTPUT_BYTES)"),
 ])
