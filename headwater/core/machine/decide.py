@@ -149,11 +149,16 @@ def decide(state: WorkflowState | None, event: ev.Input, context: Context) -> De
         return Decision(refused=why, report=conflict_report(state, event, why))
     if (state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted)
             and context.deferred):
-        fresh = [i for i in context.deferred if i.at_ms + DEFERRED_WINDOW_MS >= event.at_ms]
-        expired = tuple((i, _expired(i, event)) for i in context.deferred if i not in fresh)
+        fresh: list[ev.Input] = []
+        expired: list[tuple[ev.Input, str]] = []
+        for item in context.deferred:
+            if item.at_ms + DEFERRED_WINDOW_MS >= event.at_ms:
+                fresh.append(item)
+            else:
+                expired.append((item, _expired(item, event)))
         result = start(event, fresh)
         return Decision(step=result, stops=_stops(event, result), started=True,
-                        expired=expired)
+                        expired=tuple(expired))
     return _stepped(event, step(state, event), context)
 
 
