@@ -40,13 +40,11 @@ def conflict(state: WorkflowState | None,
     """
     if state is None:
         return None
-    if isinstance(submitted, ev.ChildSubmitted):
-        link = {"workflow_id": submitted.parent_id, "node": submitted.node,
-                "index": submitted.index, "attempt": submitted.attempt}
-        if state.parent != link:
-            return (f"workflow id {submitted.workflow_id} is already used by "
-                    f"{_started_by(state.parent)}, not by the child workflow of "
-                    f"{_started_by(link)}; the run is unchanged")
+    link = parent_link(submitted)
+    if link is not None and state.parent != link:
+        return (f"workflow id {submitted.workflow_id} is already used by "
+                f"{_started_by(state.parent)}, not by the child workflow of "
+                f"{_started_by(link)}; the run is unchanged")
     if submitted.tenant != state.tenant:  # never says whose: only that it is not theirs
         return (f"workflow id {submitted.workflow_id} belongs to another tenant's run; "
                 "the run is unchanged")
@@ -56,6 +54,15 @@ def conflict(state: WorkflowState | None,
         return None
     return (f"workflow id {submitted.workflow_id} is already used by a different submission "
             f"(body sha256 {ours[:16]}..., this one {theirs[:16]}...); the run is unchanged")
+
+
+def parent_link(submitted: ev.WorkflowSubmitted | ev.ChildSubmitted) -> dict[str, Any] | None:
+    """The parent attempt a child's submission links it to (``WorkflowState.parent``);
+    None for a workflow of its own."""
+    if not isinstance(submitted, ev.ChildSubmitted):
+        return None
+    return {"workflow_id": submitted.parent_id, "node": submitted.node,
+            "index": submitted.index, "attempt": submitted.attempt}
 
 
 def _started_by(link: dict[str, Any] | None) -> str:

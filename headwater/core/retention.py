@@ -4,24 +4,30 @@ The coordinator purges a workflow ``HEADWATER_RETENTION_S`` after its last event
 (``services/coordinator/retention.py`` holds the sweep that asks for purges and the
 table writes of one). What is decided is pure and lives here: a purge request
 (``RETENTION_TIMER``) is taken only when ``purge_due``; a purged workflow keeps a
-marker (``dump_marker``), and any input for it is refused with the reason
-``refused_after_purge`` gives (``decide.decide`` screens both).
+marker (``dump_marker``), and an input for it (``decide.decide`` screens both) is
+taken as the ended workflow would have taken it (``after_purge``): a duplicate of its
+submission, a late report, timer or cancel change nothing; a signal or another
+submission under the id is refused with the reason ``refused_after_purge`` gives.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
 
 from headwater.core import events as ev
+from headwater.core.idempotency import body_hash, parent_link
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 
 RETENTION_TIMER = "@retention"
 """The timer id of the ``TimerFired`` that asks for a workflow's purge (no timer of the
 state machine starts with ``@``)."""
-MARKER_VERSION = 1
+MARKER_VERSION = 2
+"""2: with the digest of the submission (``submission_digest``); 1: without it, so that
+every submission for the id is refused."""
 
 
 def purge_due(state: WorkflowState | None, at_ms: int, retention_ms: int | None) -> bool:
@@ -44,9 +50,20 @@ def header_due(header: bytes, at_ms: int, retention_ms: int) -> bool:
 
 def dump_marker(state: WorkflowState, purged_at_ms: int) -> bytes:
     """The marker kept for a purged workflow: how it ended, its last seq, when it was
-    last changed and purged (ms since the epoch). Bounded: no spec, input or output."""
+    last changed and purged (ms since the epoch), and the digest of its submission.
+    Bounded (under 200 bytes): no spec, input or output."""
+    submission = submission_digest(body_hash(state.spec_doc, state.input, state.tenant),
+                                   state.parent)
     return orjson.dumps({"v": MARKER_VERSION, "status": state.status.value, "seq": state.seq,
-                         "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms})
+                         "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms,
+                         "submission": submission})
+
+
+def submission_digest(body: str, parent: dict[str, Any] | None) -> str:
+    """What names a run in a marker: 128 bits of SHA-256 over its body hash
+    (``idempotency.body_hash``) and, for a child, the parent attempt that started it."""
+    doc = {"body": body, "parent": parent}
+    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
 def load_marker(raw: bytes) -> dict[str, Any]:
@@ -56,6 +73,22 @@ def load_marker(raw: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def after_purge(event: ev.Input, marker: bytes) -> str | None:
+    """What an input for a purged workflow does: None when it changes nothing, as it
+    would have changed nothing in the ended workflow (a duplicate of its submission, a
+    late report, timer or cancel), else the dead letter's reason (a signal, another
+    submission under the id, any submission against a marker of version 1)."""
+    if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
+        digest = submission_digest(body_hash(event.spec, event.input, event.tenant),
+                                   parent_link(event))
+        if load_marker(marker).get("submission") == digest:
+            return None
+        return refused_after_purge(event, marker)
+    if isinstance(event, ev.SignalSent):
+        return refused_after_purge(event, marker)
+    return None
 
 
 def refused_after_purge(event: ev.Input, marker: bytes) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from services.common.kafka.client import ensure_topics
+from services.common.kafka.client import COMPACTED, ensure_topics, topic_config
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
@@ -115,8 +115,24 @@ def add_projector(app: seam.FaustApp, settings: Settings) -> None:
 
 async def prepare(settings: Settings) -> None:
     """Create the topics the coordinator reads and writes, before faust starts: the
-    events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``."""
+    events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``,
+    and the table's changelog, compacted (``seam.CHANGELOG_CONFIGS``).
+
+    Raises:
+        RuntimeError: the changelog exists and is not compacted (created by a broker's
+            ``auto.create.topics.enable``, or by hand): Kafka would delete its records
+            after ``retention.ms`` and a restart would lose the workflows written before.
+    """
     topics = settings.topics
     await ensure_topics(settings, [topics.events],
                         configs={"retention.ms": str(settings.events_retention_ms)})
     await ensure_topics(settings, [*topics.inputs, topics.worker_control, topics.dlq])
+    await ensure_topics(settings, [topics.table_changelog],
+                        configs={**COMPACTED, **seam.CHANGELOG_CONFIGS})
+    policy = (await topic_config(settings, topics.table_changelog)).get("cleanup.policy", "")
+    if "compact" not in policy.split(","):
+        raise RuntimeError(
+            f"the table's changelog {topics.table_changelog} has cleanup.policy={policy!r}: "
+            "Kafka would delete its records after retention.ms and a restart would lose "
+            "the workflows written before; make it compacted (kafka-configs --alter "
+            "--add-config cleanup.policy=compact, docs/operating.md)")

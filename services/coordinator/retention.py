@@ -20,16 +20,19 @@ How a purge runs, so that a crash at any point is harmless:
    intent, which the next owner of the partition carries out before reading inputs. So
    the table holds either the whole workflow or only its marker, never a part.
 
-What stays: a marker (``PURGED``, ``headwater.core.retention.dump_marker``, under 100
-bytes) in place of the header, so that the id is not taken again. Any input for a purged
-workflow (a submission, a child's ``ChildSubmitted``, a report, a signal, a cancel) is
-refused by the core's screen and dead-lettered with the reason
-``headwater.core.retention.refused_after_purge`` gives: a second run under the id would start its
-history again at seq 1 on the events topic, where the first one's records stay.
+What stays: a marker (``PURGED``, ``headwater.core.retention.dump_marker``, under 200
+bytes) in place of the header, so that the id is not taken again. An input for a purged
+workflow does what it did to the ended workflow (``headwater.core.retention.after_purge``):
+a duplicate of its submission, a late report, a timer or a cancel change nothing; a
+signal, another submission under the id (another body, tenant or parent) are refused
+and dead-lettered with the reason ``refused_after_purge`` gives: a second run under the
+id would start its history again at seq 1 on the events topic, where the first one's
+records stay.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -45,8 +48,12 @@ log = logging.getLogger(__name__)
 
 PURGED = "@purged"
 """The part under which a purged workflow's marker is kept; no task key can be it."""
-SWEEP_MAX = 500
-"""Most purges one sweep asks for; the next sweep asks for the rest."""
+SWEEP_MAX = 5_000
+"""Most purges one sweep asks for; the next sweep asks for the rest. With a sweep every
+``sweep_interval_s`` (10 s at most) that is 500 purges a second: more than the
+workflows a coordinator ends."""
+SEND_WINDOW = 500
+"""Purge requests in flight at once (each waits for the broker's ack)."""
 RESEND_S = 30.0
 """A workflow whose purge was asked for is asked for again after this long, seconds, if
 its header is still there (the ``TimerFired`` was lost, or refused as early)."""
@@ -54,8 +61,8 @@ its header is still there (the ``TimerFired`` was lost, or refused as early)."""
 
 def sweep_interval_s(retention_s: float) -> float:
     """How often the sweep looks for workflows past retention: a tenth of it, between 1 s
-    and 60 s, so a purge comes at most about 10 % (or a minute) late."""
-    return min(60.0, max(1.0, retention_s / 10))
+    and 10 s, so a purge comes at most about 10 % (or 10 s) late."""
+    return min(10.0, max(1.0, retention_s / 10))
 
 
 def purged_key(workflow_id: str) -> bytes:
@@ -106,15 +113,19 @@ class RetentionSweep:
         self._asked: dict[str, float] = {}
 
     async def tick(self) -> None:
-        """Send the purge requests due (at most ``SWEEP_MAX``; none while rebalancing)."""
+        """Send the purge requests due (at most ``SWEEP_MAX``; none while rebalancing).
+        The headers are read in a thread, from a copy of the items taken on the loop."""
         if self.rebalancing():
             return
         now, clock = now_ms(), time.monotonic()
         self._asked = {w: t for w, t in self._asked.items() if clock - t < RESEND_S}
-        due = [w for w in expired_headers(list(self.items()), now, self.retention_ms)
-               if w not in self._asked][:SWEEP_MAX]
-        for wid in due:
-            await self.send(ev.TimerFired(wid, RETENTION_TIMER, now))
-            self._asked[wid] = clock
+        items = list(self.items())
+        expired = await asyncio.to_thread(expired_headers, items, now, self.retention_ms)
+        due = [w for w in expired if w not in self._asked][:SWEEP_MAX]
+        for start in range(0, len(due), SEND_WINDOW):
+            window = due[start:start + SEND_WINDOW]
+            await asyncio.gather(*(self.send(ev.TimerFired(wid, RETENTION_TIMER, now))
+                                   for wid in window))
+            self._asked.update(dict.fromkeys(window, clock))
         if due:
             log.info("asked for the purge of %d workflows past retention", len(due))

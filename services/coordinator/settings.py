@@ -50,13 +50,13 @@ class Settings(CommonSettings):
             ``metrics_host`` (``HEADWATER_METRICS_HOST``, ``127.0.0.1``). It also serves
             the projector's metrics when it runs here (docs/metrics.md).
         retention_s: how long a workflow stays in the coordinator's table after its last
-            event once it has ended, seconds (``HEADWATER_RETENTION_S``; unset, empty,
-            ``off`` or 0: for ever, the default). Then its entries are deleted and only
-            a marker of under 100 bytes stays, which refuses its id from then on
-            (``retention``). Off by default: the local stack and the tests keep every
-            run for replay and inspection, and a deployment picks its own period (a week
-            is typical; it must be longer than any run's children and late reports
-            are expected to take). It does not touch the events topic
+            event once it has ended, seconds (``HEADWATER_RETENTION_S``, default
+            ``DEFAULT_RETENTION_S``, a day; ``off`` or 0: for ever). Then its entries are
+            deleted and only a marker of under 200 bytes stays, under which a duplicate
+            of its submission or a late report changes nothing, as before the purge, and
+            a signal or another submission under its id is refused (``retention``). It
+            must be longer than late reports and a Kafka producer's resubmissions are
+            expected to take. It does not touch the events topic
             (``events_retention_ms``) nor the projection.
         auth: checks the tokens of submissions on Kafka, and the coordinator's own
             (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth.settings``): off by default.
@@ -97,14 +97,23 @@ class Settings(CommonSettings):
         )
 
 
+DEFAULT_RETENTION_S = 86_400.0
+"""How long an ended workflow stays in the table unless ``HEADWATER_RETENTION_S`` says
+otherwise, seconds: a day, long enough for a producer's retries and late reports, short
+enough that the table holds what is live and a day of what ended."""
+
+
 def retention_from_env() -> float | None:
-    """``HEADWATER_RETENTION_S`` in seconds, or None when unset, empty, ``off`` or 0.
+    """``HEADWATER_RETENTION_S`` in seconds (``DEFAULT_RETENTION_S`` when unset or empty),
+    or None for ``off`` or 0.
 
     Raises:
         ValueError: neither ``off`` nor a number of seconds of at least 0.
     """
     raw = env_str("RETENTION_S", "").strip().lower()
-    if raw in ("", *OFF):
+    if raw == "":
+        return DEFAULT_RETENTION_S
+    if raw in OFF:
         return None
     seconds = float(raw)
     if seconds < 0:

@@ -30,7 +30,7 @@ from ops.expected_rows import diff_rows, expected_rows
 from ops.history import fold
 from services.common.db import connect_pool
 from services.projector.writer import project
-from tests.polling import WaitTimeout, wait_until
+from tests.polling import WaitTimeout, wait_until, wait_until_async
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core"))
 from machine_harness import run
@@ -306,25 +306,41 @@ async def _rebuild_schemas(dsn: str) -> list[tuple[Any, ...]]:
     return await _fetch(dsn, "select nspname from pg_namespace where nspname like 'rebuild_%'")
 
 
+async def _topic_configs(names: list[str], keys: list[str]) -> dict[str, dict[str, str]]:
+    """Topic -> the ``keys`` of its config, as the broker describes them."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        found = {}
+        for name in names:
+            [response] = await admin.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name, dict.fromkeys(keys))])
+            [resource] = response.resources
+            found[name] = {c[0]: c[1] for c in resource[4] if c[0] in keys}
+        return found
+    finally:
+        await admin.close()
+
+
 def test_the_events_topic_keeps_the_history_for_ever(own: Stack) -> None:
     """Replays and rebuilds read the events topic from its start: the coordinator creates
     it with ``retention.ms`` -1 (the broker's default here is 168 hours)."""
-    async def retention() -> dict[str, str]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
-        await admin.start()
-        try:
-            found = {}
-            for name in (own.topics.events, own.topics.submissions):
-                [response] = await admin.describe_configs(
-                    [ConfigResource(ConfigResourceType.TOPIC, name, {"retention.ms": None})])
-                [resource] = response.resources
-                found[name] = {c[0]: c[1] for c in resource[4]}["retention.ms"]
-            return found
-        finally:
-            await admin.close()
+    found = asyncio.run(_topic_configs([own.topics.events, own.topics.submissions],
+                                       ["retention.ms"]))
+    assert found == {own.topics.events: {"retention.ms": "-1"},
+                     own.topics.submissions: {"retention.ms": str(168 * 3600 * 1000)}}
 
-    found = asyncio.run(retention())
-    assert found == {own.topics.events: "-1", own.topics.submissions: str(168 * 3600 * 1000)}
+
+def test_the_table_changelog_is_compacted_soon_after_writes(own: Stack) -> None:
+    """The coordinator's table changelog rolls a segment every hour and is compacted once
+    a tenth of it is overwritten (the broker's defaults: a week, a half)."""
+    keys = ["cleanup.policy", "segment.ms", "min.cleanable.dirty.ratio"]
+    changelog = own.topics.table_changelog
+    found = asyncio.run(wait_until_async(  # faust creates it once the coordinator runs
+        lambda: _topic_configs([changelog], keys), 60, f"{changelog} described",
+        until=lambda configs: configs[changelog]))
+    assert found == {changelog: {"cleanup.policy": "compact", "segment.ms": "3600000",
+                                 "min.cleanable.dirty.ratio": "0.1"}}
 
 
 def test_status_prints_names_and_errors_holding_console_markup_as_they_are(own: Stack) -> None:

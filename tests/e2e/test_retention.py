@@ -1,7 +1,8 @@
 """Retention on the real stack: a finished workflow's table entries are tombstoned on
 the changelog after ``HEADWATER_RETENTION_S``, a restarted coordinator does not restore
-them, and a resubmission of the id is dead-lettered instead of starting a second
-history."""
+them; a duplicate of the submission and a late report change nothing after the purge,
+as before it, and another submission under the id is dead-lettered instead of starting
+a second history."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stackkit import BOOTSTRAP, TASKS, Stack, private_stack, read_topic, submit_to_kafka
+from stackkit import BOOTSTRAP, TASKS, Stack, private_stack, produce, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
+from test_signals import all_committed
 
 from headwater import codec
 from headwater.core import events as ev
@@ -74,13 +76,25 @@ async def test_a_finished_workflow_is_purged_and_stays_purged_after_a_restart(
     os.environ["HEADWATER_HOME"] = str(brief.home)
     brief.stop(coordinator)
     brief.start(coordinator)
-    await submit_to_kafka(brief, ev.WorkflowSubmitted(wid, SPEC, {}, 0))
+    # After the purge as before it: a late report and a duplicate of the submission
+    # change nothing; another submission under the id is dead-lettered (after the
+    # duplicate: both on the id's partition of the submissions topic, in this order).
+    late = ev.TaskSucceeded(wid, "a", None, 1, 0, {"late": True})
+    await produce([(brief.topics.reports, wid.encode(), codec.encode(late))])
+    await all_committed(brief, brief.topics.reports)
+    await produce([(brief.topics.submissions, wid.encode(),
+                    codec.encode(ev.WorkflowSubmitted(wid, SPEC, {}, 0))),
+                   (brief.topics.submissions, wid.encode(),
+                    codec.encode(ev.WorkflowSubmitted(wid, SPEC, {"other": 1}, 0)))])
 
     def refused(records: list[Any]) -> bool:
         return any(r.key == wid.encode() for r in records)
 
     dead = await read_topic(brief.topics.dlq, refused, scaled(120), decode=False)
-    reason = next(dict(r.headers)["reason"].decode() for r in dead if r.key == wid.encode())
+    mine = [r for r in dead if r.key == wid.encode()]
+    assert len(mine) == 1, mine
+    assert codec.decode(mine[0].value).input == {"other": 1}
+    reason = dict(mine[0].headers)["reason"].decode()
     assert "was purged after its retention" in reason, reason
     async with TopicReader(BOOTSTRAP) as reader:  # the refusing batch was carried out
         history = await reader.read_to_end(brief.topics.events,

@@ -238,7 +238,7 @@ async def test_a_signal_that_overtakes_its_submission_waits_for_it(stack: Stack)
     now = int(time.time() * 1000)
     early = ev.SignalSent(workflow_id, "approval", now, None, "first", {"approved": True})
     await produce([(stack.topics.control, workflow_id.encode(), codec.encode(early))])
-    await _all_committed(stack, stack.topics.control)  # the coordinator took it first
+    await all_committed(stack, stack.topics.control)  # the coordinator took it first
     await submit_to_kafka(stack, ev.WorkflowSubmitted(workflow_id, approval_spec(), None,
                                                       now + 1))
     records = await succeeded_with(stack, workflow_id, {"approved": True})
@@ -247,7 +247,7 @@ async def test_a_signal_that_overtakes_its_submission_waits_for_it(stack: Stack)
     assert order == ["SignalSent", "WaitStarted", "SignalConsumed"], order
 
 
-async def _all_committed(stack: Stack, topic: str) -> None:
+async def all_committed(stack: Stack, topic: str) -> None:
     """Wait until the coordinators' group has committed every record of ``topic``."""
     async with TopicReader(BOOTSTRAP) as reader:
         partitions = await reader.partitions(topic)

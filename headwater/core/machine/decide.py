@@ -10,7 +10,8 @@ same contexts) through ``decide`` reproduces its events, its stops and its dead 
 The screen, in this order:
 
 1. retention (``headwater.core.retention``): a purge request is taken when due, never
-   stepped; any input for a purged workflow is refused;
+   stepped; an input for a purged workflow changes nothing or is refused, as the ended
+   workflow would have taken it (``retention.after_purge``);
 2. a heartbeat kept out of the history moves its attempt's lease
    (``reports.lease_renewal``), and a lease that heartbeats this coordinator read have
    since renewed is armed again instead of applied;
@@ -38,7 +39,7 @@ from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 from headwater.core.machine.refusals import refusal
 from headwater.core.machine.reports import lease_renewal
-from headwater.core.retention import RETENTION_TIMER, purge_due, refused_after_purge
+from headwater.core.retention import RETENTION_TIMER, after_purge, purge_due
 from headwater.core.state import WorkflowState
 
 MAX_DEFERRED = 100
@@ -228,14 +229,16 @@ def oversized(state: WorkflowState | None, event: ev.Input, entry_bytes: int,
 def _retention(state: WorkflowState | None, event: ev.Input,
                context: Context) -> Decision | None:
     """A purge request is never stepped: a ``purge`` when ``purge_due`` at its time (and
-    not purged yet), else nothing; any other input to a purged workflow is refused.
-    None for any other input."""
+    not purged yet), else nothing; any other input to a purged workflow changes nothing
+    or is refused (``retention.after_purge``). None for any input to a workflow not
+    purged."""
     if isinstance(event, ev.TimerFired) and event.timer_id == RETENTION_TIMER:
         due = context.marker is None and purge_due(state, event.at_ms, context.retention_ms)
         return Decision(purge=due)
     if context.marker is None:
         return None
-    return Decision(refused=refused_after_purge(event, context.marker))
+    why = after_purge(event, context.marker)
+    return Decision() if why is None else Decision(refused=why)
 
 
 def _lease_renewed(state: WorkflowState | None, fired: ev.TimerFired,

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaClient, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -107,6 +108,27 @@ async def ensure_compacted_topics(settings: CommonSettings, names: Iterable[str]
     """
     await ensure_topics(dataclasses.replace(settings, partitions=partitions), names,
                         timeout_s=timeout_s, configs=COMPACTED)
+
+
+async def topic_config(settings: CommonSettings, name: str) -> dict[str, str]:
+    """The config of topic ``name`` as the broker describes it (its own settings and the
+    broker's defaults), Kafka's names to values.
+
+    Raises:
+        KafkaError: the broker refused to describe it (an unknown topic, an ACL).
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
+                                **aiokafka_security(settings.kafka_security))
+    await admin.start()
+    try:
+        [response] = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, None)])
+        [(code, message, _, _, entries)] = response.resources
+        if code:
+            raise for_code(code)(f"describing topic {name}: {message}")
+        return {entry[0]: entry[1] for entry in entries}
+    finally:
+        await admin.close()
 
 
 RECREATE_S = 1.0

@@ -134,11 +134,21 @@ class WorkflowTable(faust.Table[bytes, bytes]):
         return entry_partition(bytes(key), partitions)
 
 
+CHANGELOG_CONFIGS = {"segment.ms": str(3_600_000), "min.cleanable.dirty.ratio": "0.1"}
+"""Topic configs of the table's changelog besides compaction, set when faust creates it
+(an existing topic keeps its own: ``kafka-configs --alter``, docs/operations.md). Kafka
+compacts only closed segments: a segment closes after an hour (by default after a week
+or 1 GiB), and the log is compacted once a tenth of it (by default half) holds
+overwritten entries, so the changelog, and what a restart with an empty local store
+reads, stays near the size of the live table."""
+
+
 def add_table(app: FaustApp, name: str, partitions: int) -> WorkflowTable:
     """A ``WorkflowTable`` of raw bytes named ``name`` (its changelog is
-    ``<app id>-<name>-changelog``), added to the app."""
+    ``<app id>-<name>-changelog``, with ``CHANGELOG_CONFIGS``), added to the app."""
     table = WorkflowTable(app, name=name, partitions=partitions, key_type=bytes,
-                          value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots")
+                          value_type=bytes, beacon=app.tables.beacon, help="workflow snapshots",
+                          extra_topic_configs=CHANGELOG_CONFIGS)
     app.tables.add(table)
     return table
 

@@ -6,6 +6,7 @@ contexts through ``decide`` reproduces its events."""
 
 from __future__ import annotations
 
+import orjson
 from machine_harness import T0, WF, replay, snapshot, submit
 
 from headwater.core import events as ev
@@ -66,12 +67,52 @@ def test_a_purge_request_is_taken_when_due_and_never_stepped() -> None:
     assert decide(_started(), fired, Context(retention_ms=1)) == Decision()
 
 
-def test_any_input_for_a_purged_workflow_is_refused_with_no_report() -> None:
-    marker = dump_marker(_ended(), T0 + 5_000)
-    child = ev.ChildSubmitted(WF, "p", "c", None, 1, JOB, None, T0 + 6_000, None)
-    for item in (submit(JOB), child, ev.CancelRequested(WF, T0 + 6_000, None)):
-        assert decide(None, item, Context(marker=marker)) == Decision(
-            refused=refused_after_purge(item, marker))
+def _outcome(decision: Decision) -> str:
+    """What an input did to an ended workflow: refused, or nothing (no events)."""
+    if decision.refused:
+        return "refused"
+    assert decision.step is None or not decision.step.events, decision
+    return "nothing"
+
+
+def test_an_input_for_a_purged_workflow_does_what_it_did_before_the_purge() -> None:
+    """Across the retention's grace: a duplicate of the submission, a late report, a
+    timer, a cancel change nothing before and after the purge; a signal and a submission
+    with another body (or another parent, or another tenant) are refused, after it with
+    the purge's reason and no report."""
+    ended = _ended()
+    marker = dump_marker(ended, T0 + 5_000)
+    at = T0 + 6_000
+    other_body = submit({**JOB, "name": "other"})
+    child = ev.ChildSubmitted(WF, "p", "c", None, 1, JOB, None, at, None)
+    inputs: dict[str, ev.Input] = {
+        "nothing": submit(JOB),
+        "late report": ev.TaskSucceeded(WF, "a", None, 1, at, 2),
+        "late heartbeat": ev.TaskHeartbeated(WF, "a", None, 1, at),
+        "timer": ev.TimerFired(WF, LEASE, at),
+        "cancel": ev.CancelRequested(WF, at, None),
+        "signal": ev.SignalSent(WF, "go", at, {}),
+        "other body": other_body,
+        "other tenant": ev.WorkflowSubmitted(WF, JOB, None, at, "t-2"),
+        "child": child,
+    }
+    refused = {"signal", "other body", "other tenant", "child"}
+    for what, item in inputs.items():
+        before = _outcome(decide(_ended(), item, PLAIN))
+        after = decide(None, item, Context(marker=marker))
+        expected = "refused" if what in refused else "nothing"
+        assert (before, _outcome(after)) == (expected, expected), what
+        if expected == "refused":
+            assert after == Decision(refused=refused_after_purge(item, marker)), what
+
+
+def test_a_marker_without_the_submission_digest_refuses_every_submission() -> None:
+    marker = orjson.dumps({**orjson.loads(dump_marker(_ended(), T0 + 5_000)), "v": 1,
+                           "submission": None})
+    assert decide(None, submit(JOB), Context(marker=marker)) == Decision(
+        refused=refused_after_purge(submit(JOB), marker))
+    late = ev.TaskSucceeded(WF, "a", None, 1, T0 + 6_000, 2)
+    assert decide(None, late, Context(marker=marker)) == Decision()
 
 
 def test_a_heartbeat_out_of_the_history_moves_its_lease_and_records_nothing() -> None:
