@@ -17,6 +17,7 @@ from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
 from services.coordinator.faust_seam import app as seam
 from services.coordinator.faust_seam import inputs as seam_inputs
+from services.coordinator.faust_seam.partition_db import ChangelogFacts, read_changelog_facts
 from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
@@ -38,10 +39,17 @@ STALL_CHECK_S = 1.0
 """How often the input partitions are checked for a stall, seconds."""
 
 
-def create_app(settings: Settings) -> seam.FaustApp:
-    """Build the coordinator's faust app. Run it with ``app.main()`` (argv ``worker``)."""
+def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.FaustApp:
+    """Build the coordinator's faust app. Run it with ``app.main()`` (argv ``worker``).
+
+    Args:
+        settings: the coordinator's settings.
+        facts: what the broker said of the table's changelog (``prepare``), for a
+            persistent table store's checks; None for the memory store.
+    """
     app = seam.build_app(settings, SESSION_TIMEOUT_S)
     table = seam.add_table(app, TABLE_NAME, settings.partitions)
+    table.changelog_facts = facts
     bus = FaustBus(app, settings, settings.auth.headers)
     store = TableStore(table)
     timers = TimerIndex()
@@ -113,10 +121,24 @@ def add_projector(app: seam.FaustApp, settings: Settings) -> None:
     seam.background(app, project_events)
 
 
-async def prepare(settings: Settings) -> None:
+async def prepare(settings: Settings) -> ChangelogFacts | None:
     """Create the topics the coordinator reads and writes, before faust starts: the
-    events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``."""
+    events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``.
+    With a persistent table store (not ``memory://``), read what the broker says of the
+    table's changelog (``partition_db.read_changelog_facts``).
+
+    Returns:
+        The changelog's facts, or None for the memory store.
+    """
     topics = settings.topics
     await ensure_topics(settings, [topics.events],
                         configs={"retention.ms": str(settings.events_retention_ms)})
     await ensure_topics(settings, [*topics.inputs, topics.worker_control, topics.dlq])
+    if settings.store.startswith("memory:"):
+        return None
+    return await read_changelog_facts(settings, changelog_topic(settings))
+
+
+def changelog_topic(settings: Settings) -> str:
+    """The name faust gives the workflow table's changelog topic."""
+    return f"{settings.topics.coordinator_app_id}-{TABLE_NAME}-changelog"
