@@ -118,15 +118,17 @@ def _outside(offset: int, start: int, high: int) -> str | None:
 
 async def read_changelog_facts(settings: Settings, topic: str) -> ChangelogFacts:
     """The changelog's ``delete.retention.ms`` and each partition's log start offset and
-    high watermark, from the broker. A retention the broker does not give (no such topic,
-    no answer) is ``DEFAULT_DELETE_RETENTION_MS``, logged; a topic that does not exist
-    has no partitions.
+    high watermark, from the broker. A topic that does not exist yet has no partitions
+    and the default retention; a retention the broker does not give is
+    ``DEFAULT_DELETE_RETENTION_MS``, logged.
 
     Raises:
         KafkaError: the broker could not be reached for the offsets.
     """
     async with TopicReader(settings.bootstrap, security=settings.kafka_security) as reader:
         partitions = await reader.partitions(topic)
+        if not partitions:  # not created yet: faust creates it, with the broker's default
+            return ChangelogFacts()
         start = await reader.beginning_offsets(topic, partitions)
         high = await reader.end_offsets(topic, partitions)
         retention = await _delete_retention_ms(reader.admin, topic)

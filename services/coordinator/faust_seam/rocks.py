@@ -115,9 +115,9 @@ class PartitionedRocksStore(faust_rocksdb.Store):
             db.close()
             rocksdict.Rdict.destroy(str(path))
             return self.rocksdb_options.open(path)
-        if offset is not None:
-            log.info("table partition %d: local store at changelog offset %d; reading the "
-                     "changelog on from there", partition, int(offset))
+        if offset is not None:  # a warning: faust's handler drops lower levels
+            log.warning("table partition %d: local store at changelog offset %d; reading "
+                        "the changelog on from there", partition, int(offset))
         return db
 
     def set_persisted_offset(self, tp: TP, offset: int) -> None:
