@@ -20,8 +20,8 @@ def main() -> None:
     except ValueError as e:  # a bad setting: one line saying which, not a traceback
         raise SystemExit(f"coordinator: {e}") from None
     metrics.serve(settings.metrics_port, settings.metrics_host)
-    asyncio.run(prepare(settings))
-    app = create_app(settings)
+    facts = asyncio.run(prepare(settings))
+    app = create_app(settings, facts)
     level = os.environ.get("HEADWATER_LOG_LEVEL", "warn").lower()
     sys.argv = [sys.argv[0], "worker", "--loglevel", level, "--without-web"]
     app.main()

@@ -17,6 +17,7 @@ from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
 from services.coordinator.faust_seam import app as seam
 from services.coordinator.faust_seam import inputs as seam_inputs
+from services.coordinator.faust_seam.partition_db import ChangelogFacts, read_changelog_facts
 from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
@@ -38,10 +39,17 @@ STALL_CHECK_S = 1.0
 """How often the input partitions are checked for a stall, seconds."""
 
 
-def create_app(settings: Settings) -> seam.FaustApp:
-    """Build the coordinator's faust app. Run it with ``app.main()`` (argv ``worker``)."""
+def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.FaustApp:
+    """Build the coordinator's faust app. Run it with ``app.main()`` (argv ``worker``).
+
+    Args:
+        settings: the coordinator's settings.
+        facts: what the broker said of the table's changelog (``prepare``), for a
+            persistent table store's checks; None for the memory store.
+    """
     app = seam.build_app(settings, SESSION_TIMEOUT_S)
     table = seam.add_table(app, TABLE_NAME, settings.partitions)
+    table.changelog_facts = facts
     bus = FaustBus(app, settings, settings.auth.headers)
     store = TableStore(table)
     timers = TimerIndex()
@@ -99,8 +107,9 @@ def add_retention(app: seam.FaustApp, settings: Settings, table: seam.WorkflowTa
     if settings.retention_s is None:
         return
     applier.retention_ms = round(settings.retention_s * 1000)
-    sweep = retention.RetentionSweep(lambda: list(table.data.items()), bus.send_control,
-                                     settings.retention_s, lambda: bool(app.rebalancing))
+    sweep = retention.RetentionSweep(lambda: list(seam.read_headers(table)),
+                                     bus.send_control, settings.retention_s,
+                                     lambda: bool(app.rebalancing))
     seam.every(app, retention.sweep_interval_s(settings.retention_s), sweep.tick)
 
 
@@ -113,10 +122,15 @@ def add_projector(app: seam.FaustApp, settings: Settings) -> None:
     seam.background(app, project_events)
 
 
-async def prepare(settings: Settings) -> None:
+async def prepare(settings: Settings) -> ChangelogFacts | None:
     """Create the topics the coordinator reads and writes, before faust starts: the
     events topic (the history) with ``retention.ms`` = ``settings.events_retention_ms``,
-    and the table's changelog, compacted (``seam.CHANGELOG_CONFIGS``).
+    and the table's changelog, compacted (``seam.CHANGELOG_CONFIGS``). With a persistent
+    table store (not ``memory://``), read what the broker says of the changelog
+    (``partition_db.read_changelog_facts``).
+
+    Returns:
+        The changelog's facts, or None for the memory store.
 
     Raises:
         RuntimeError: the changelog exists and is not compacted (created by a broker's
@@ -136,3 +150,8 @@ async def prepare(settings: Settings) -> None:
             "Kafka would delete its records after retention.ms and a restart would lose "
             "the workflows written before; make it compacted (kafka-configs --alter "
             "--add-config cleanup.policy=compact, docs/operating.md)")
+    if settings.store.startswith("memory:"):
+        return None
+    return await read_changelog_facts(settings, topics.table_changelog)
+
+

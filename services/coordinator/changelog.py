@@ -15,6 +15,11 @@ this way.
 faust's own path also records each partition's highest changelog offset in the store
 (``Store.set_persisted_offset``, which a persistent store uses at start to read only the
 changelog's tail); ``write`` does the same once the broker has the records.
+
+A persistent store (``rocksdb://``: ``faust_seam.rocks``) is written behind the
+changelog instead: ``stage`` makes the entries visible to reads at once, and ``settle``
+writes them with their offsets once the broker has every record, so that its local copy
+only ever holds a prefix of the changelog.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ def write(table: Any, entries: list[tuple[bytes, bytes | None]]) -> Awaitable[No
         A future, already running, that resolves once the broker has every record (raises
         what the producer raised). Await it before the inputs are committed.
     """
+    stage = getattr(table.data, "stage", None)
+    if stage is not None:  # a persistent store: written once the broker has them all
+        return asyncio.ensure_future(_send(table, entries, stage(entries)))
     for key, value in entries:
         if value is None:
             table.data.pop(key, None)
@@ -46,7 +54,8 @@ def write(table: Any, entries: list[tuple[bytes, bytes | None]]) -> Awaitable[No
     return asyncio.ensure_future(_send(table, entries))
 
 
-async def _send(table: Any, entries: list[tuple[bytes, bytes | None]]) -> None:
+async def _send(table: Any, entries: list[tuple[bytes, bytes | None]],
+                group: int | None = None) -> None:
     topic: str = table.changelog_topic.get_topic_name()
     send = table.app.producer.send
     futures = [await send(topic, key, value, table.partition_for_key(key), None, None)
@@ -54,5 +63,8 @@ async def _send(table: Any, entries: list[tuple[bytes, bytes | None]]) -> None:
     highest: dict[int, int] = {}
     for metadata in await asyncio.gather(*futures):
         highest[metadata.partition] = max(metadata.offset, highest.get(metadata.partition, -1))
+    if group is not None:
+        table.data.settle(group, highest)
+        return
     for partition, offset in highest.items():
         table.data.set_persisted_offset(TP(topic, partition), offset)

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
 from services.coordinator import changelog
-from services.coordinator.faust_seam.app import read_entry
-from services.coordinator.keys import DEFINITION, TABLE_KEY_SEP, table_entry_key
+from services.coordinator.faust_seam.app import read_entry, read_headers
+from services.coordinator.keys import DEFINITION, table_entry_key
 from services.coordinator.snapshot import (
     dump_definition,
     dump_header,
@@ -170,14 +170,11 @@ class TableStore:
         the cost of a restart's scan and the memory it leaves grow with the live
         workflows, not with every one that ever finished."""
         states = []
-        for key in list(self.table.keys()):
-            if TABLE_KEY_SEP.encode() in bytes(key):
-                continue
-            header = self.table.get(key)
-            if header is None or header_ended(bytes(header)):
+        for key, header in read_headers(self.table):
+            if header_ended(header):
                 continue
             try:
-                state = self.get(bytes(key).decode())
+                state = self.get(key.decode())
             except DecodeError as e:
                 log.error("cannot re-arm the timers of %r: %s", key, e)
                 continue

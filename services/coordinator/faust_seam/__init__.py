@@ -1,7 +1,8 @@
 """The coordinator's seam with faust-streaming 0.15 (mode-streaming 0.7) and aiokafka 0.14:
 the only package of the coordinator that imports them, and every workaround of theirs:
-``app`` (the app, its worker and table, the process's membership in the group) and
-``inputs`` (the agent that reads the input topics in batches, and their offsets).
+``app`` (the app, its worker and table, the process's membership in the group),
+``inputs`` (the agent that reads the input topics in batches, and their offsets),
+``rocks`` and ``partition_db`` (the table on RocksDB, ``HEADWATER_TABLE_STORE=rocksdb://``).
 
 The rest of the coordinator wires an app, reads and writes a table, and applies batches
 of ``records.InputRecord``. Each workaround names the behaviour it answers; the tests
@@ -37,4 +38,8 @@ when the library stops behaving so, and then the workaround can go:
    buffer, to the app's producer (see ``changelog``).
 9. The recovery hook (``WorkflowTable.on_recovery_completed``): faust's ``on_recover``
    callbacks are called with no partitions.
+10. The RocksDB store (``rocks.PartitionedRocksStore``): faust's routes writes by the
+   current event (none here) and reads outside one from every open DB, drops a revoked
+   partition's DB without closing it (RocksDB's lock stays until it is collected), gives
+   each DB a 2 GiB block cache, and keeps a DB whatever happened to the changelog since.
 """

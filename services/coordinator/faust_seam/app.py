@@ -12,14 +12,15 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NoReturn, TypeAlias
 
 import faust
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.kafka.security import faust_credentials
-from services.coordinator.keys import entry_partition
+from services.coordinator.faust_seam.partition_db import ChangelogFacts
+from services.coordinator.keys import TABLE_KEY_SEP, entry_partition
 from services.coordinator.settings import Settings
 from services.coordinator.shutdown import exit_now, restart
 
@@ -120,12 +121,28 @@ class WorkflowTable(faust.Table[bytes, bytes]):
     """
 
     on_recovered: Callable[[set[int]], Awaitable[None]] | None = None
+    changelog_facts: ChangelogFacts | None = None
+    """What the broker said of the changelog at start, for a persistent store's checks
+    (``partition_db.read_changelog_facts``); set before the store is first used."""
 
     async def on_recovery_completed(self, active_tps: set[Any], standby_tps: set[Any]) -> None:
         """faust's hook after recovery (``faust.tables.recovery``, before ``resume_flow``)."""
         await super().on_recovery_completed(active_tps, standby_tps)
         if self.on_recovered is not None:
             await self.on_recovered({tp.partition for tp in active_tps})
+
+    def _new_store_by_url(self, url: Any) -> Any:
+        """``rocksdb:`` URLs: ``rocks.PartitionedRocksStore`` (routed by
+        ``partition_for_key``, written behind the changelog, checked against
+        ``changelog_facts`` when a partition's DB is opened); others as faust builds them."""
+        if str(url).startswith("rocksdb:"):
+            from services.coordinator.faust_seam.rocks import PartitionedRocksStore
+            return PartitionedRocksStore(
+                url, self.app, self, table_name=self.name, key_type=self.key_type,
+                key_serializer=self.key_serializer, value_serializer=self.value_serializer,
+                value_type=self.value_type, loop=self.loop, options=self.options,
+                facts=self.changelog_facts)
+        return super()._new_store_by_url(url)
 
     def partition_for_key(self, key: Any) -> int | None:
         """The partition of a table key: a workflow's entries go where its input records
@@ -157,6 +174,21 @@ def read_entry(table: Any, key: bytes) -> bytes | None:
     """An entry of the table's local store, raw (no cache, no decoding)."""
     value: bytes | None = table.data.get(key)
     return value
+
+
+def read_headers(table: Any) -> Iterator[tuple[bytes, bytes]]:
+    """Every workflow header of the table's local store with its raw value: the entries
+    whose key holds no ``TABLE_KEY_SEP`` (intents' keys start with it). A store that
+    iterates them itself (``rocks.PartitionedRocksStore.headers``) is asked; otherwise
+    the store's items (a copy: the caller may write meanwhile) are filtered."""
+    headers = getattr(table.data, "headers", None)
+    if headers is not None:
+        yield from headers()
+        return
+    sep = TABLE_KEY_SEP.encode()
+    for key, value in list(table.data.items()):
+        if sep not in bytes(key) and value is not None:
+            yield bytes(key), bytes(value)
 
 
 def record_bytes(key: bytes | None, value: bytes | None,
