@@ -144,9 +144,18 @@ def start_sandbox(
 
 
 def stop_sandbox(sandbox: Sandbox, drop: bool = True) -> None:
-    """Stop every process by pid; with ``drop``, delete the database and the topics."""
-    for s in sandbox.services:
-        localstack.stop(s, timeout_s=10)
+    """Stop every process by pid; with ``drop``, delete the database and the topics.
+
+    The pid files are read under the sandbox's own home, whatever ``HEADWATER_HOME``
+    says meanwhile (a test may have pointed it at another sandbox): read elsewhere they
+    would be missing, and the processes would outlive the sandbox."""
+    before = os.environ.get("HEADWATER_HOME")
+    set_home(str(sandbox.home))
+    try:
+        for s in sandbox.services:
+            localstack.stop(s, timeout_s=10)
+    finally:
+        set_home(before)
     if drop:
         asyncio.run(_drop(sandbox))
 

@@ -44,3 +44,20 @@ def test_no_run_directory_means_nothing_stopped(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HEADWATER_HOME", str(tmp_path))
     assert localstack.stopped_services() == []
+
+
+def test_a_sandbox_stops_its_processes_whatever_home_is_set_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that pointed ``HEADWATER_HOME`` at another sandbox must not leave this
+    one's processes running: their pid files are read under the sandbox's own home."""
+    from ops.sandbox import Sandbox, stop_sandbox
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    monkeypatch.setenv("HEADWATER_HOME", str(mine))
+    service = localstack.Service("worker-1", (sys.executable, "-c", "import time; time.sleep(60)"))
+    pid = localstack.start(service)
+    sandbox = Sandbox("tprefix", "postgresql://nowhere/none", "http://nowhere", mine, {},
+                      [service])
+    monkeypatch.setenv("HEADWATER_HOME", str(other))
+    stop_sandbox(sandbox, drop=False)
+    assert not localstack.alive(pid)
+    assert os.environ["HEADWATER_HOME"] == str(other)
