@@ -5,7 +5,8 @@ lost under it; restart what dies; check the invariants of docs/architecture.md Â
 the topics and compare every workflow's outcome with a fault-free run of the same batch.
 
 Modules: ``batch`` (the workflows), ``supervisor`` (restarts, causes of death),
-``killer`` (SIGKILL a worker mid-attempt), ``rebalance`` (scaling script), ``infra``
+``killer`` (SIGKILL a worker mid-attempt), ``large_table`` (the coordinator SIGKILLed
+with a large table and its local store lost), ``rebalance`` (scaling script), ``infra``
 (a private broker and database), ``outage`` (the broker SIGKILLed or SIGSTOPped,
 PostgreSQL stopped, and the gateway probed meanwhile), ``scripts`` (what runs beside a
 batch), ``client`` (HTTP submission with retries, the projection's view), ``topics``
