@@ -121,8 +121,9 @@ def _one(plan: Plan, batch: list[Submission], expected: dict[str, EndState] | No
         t = f["table"]
         print(f"   table: {t['finished']:,} finished + {t['waiting']:,} waiting "
               f"({t['changelog_records']:,} changelog records, store {t['store']}), filled "
-              f"in {t['fill_s']} s; recoveries (kill → first new record, s): "
-              f"{[r['first_record_s'] for r in t['recoveries']]}", flush=True)
+              f"in {t['fill_s']} s; recoveries (kill → group formed again, → first new "
+              f"record, s): {[(r['group_s'], r['first_record_s']) for r in t['recoveries']]}",
+              flush=True)
     for v in report.violations[:10]:
         print(f"   VIOLATION {v}", flush=True)
     return report

@@ -15,25 +15,26 @@ store (``HEADWATER_TABLE_STORE``, passed on to the sandbox when it is set: ``STO
 Once the batch has ended (the restarts done), every waiting workflow is signalled over
 HTTP and must succeed with the signal's fields as its output; the verdict audits the
 filled workflows with the batch's (``expected``: lost, stuck, the invariants, the
-projection). The figures (``TableRun.figures``) say how big the table was and, per
-restart, how long the new process took to record its first history event after the old
-one was found dead (``recovery_times``).
+projection). The figures (``TableRun.report``) say how big the table was and, per
+restart, how long the coordinators' group took to form again and the new process to
+record its first history event after the old one was found dead (``recovery``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from faultsuite.audit import EndState
 from faultsuite.batch import Signal
 from faultsuite.client import signal_all
+from faultsuite.recovery import GroupWatch
+from faultsuite.recovery import figures as recovery_figures
 from faultsuite.supervisor import Supervisor
 from load import workloads
 from load.kafka_io import Seen, Tail
@@ -80,18 +81,6 @@ def store_env() -> dict[str, str]:
     (the coordinator's default, ``memory://``)."""
     value = os.environ.get(STORE_ENV, "")
     return {STORE_ENV: value} if value else {}
-
-
-def recovery_times(deaths_ms: Sequence[int], stamps: Iterable[int]) -> list[float | None]:
-    """Per death (ms since the epoch), seconds until the first history record stamped
-    after it (Kafka timestamps, ms; only a coordinator writes there, so with one
-    coordinator that is the next process's first progress); None: nothing after it."""
-    ordered = sorted(stamps)
-    out: list[float | None] = []
-    for death in deaths_ms:
-        i = bisect.bisect_right(ordered, death)
-        out.append(round((ordered[i] - death) / 1000, 2) if i < len(ordered) else None)
-    return out
 
 
 def expected(finished: Iterable[str], waiting: Iterable[str]) -> dict[str, EndState]:
@@ -147,11 +136,13 @@ class TableRun:
     waiting: list[str]
     ended: set[str] = field(default_factory=set)
     figures: dict[str, Any] = field(default_factory=dict)
+    watch: GroupWatch | None = None
     _waiting: frozenset[str] = field(init=False, repr=False)
 
     @classmethod
     async def fill(cls, sandbox: Sandbox, plan: LargeTable) -> TableRun:
-        """Fill the table (waiting first, then finished) and measure its changelog.
+        """Fill the table (waiting first, then finished), measure its changelog, and
+        start watching the coordinators' group (until ``signal_and_wait`` has ended).
 
         Raises:
             TimeoutError: the fill did not end within ``plan.timeout_s`` each.
@@ -169,6 +160,9 @@ class TableRun:
             "fill_s": round(time.monotonic() - began, 1),
             "fill_per_s": round(fill.rate_per_s()),
             "changelog_records": records, "changelog_bytes": held}
+        table.watch = GroupWatch(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"],
+                                 sandbox.topics.coordinator_app_id)
+        table.watch.start()
         return table
 
     def __post_init__(self) -> None:
@@ -203,18 +197,18 @@ class TableRun:
             await tail.wait_until(lambda: not self.unfinished() - refused,
                                   self.plan.timeout_s, "every signalled workflow terminal")
         self.figures["signalled_ended_s"] = round(time.monotonic() - began, 1)
+        if self.watch is not None:
+            await self.watch.stop()
         return sent.errors
 
     def report(self, supervisor: Supervisor, stamps: Iterable[int],
                killer: CoordinatorKill | None) -> dict[str, Any]:
         """The figures: the fill's, and per coordinator death its cause, the bytes of
-        local store deleted and the seconds to the next process's first history record
-        (``recovery_times``)."""
-        deaths = [life for life in supervisor.deaths()
+        local store deleted, and the seconds to the group formed again and to the next
+        process's first history record (``recovery.figures``)."""
+        deaths = [(life.cause, life.ended_ms or 0, life.store_lost)
+                  for life in supervisor.deaths()
                   if life.service.split("-", 1)[0] == "coordinator"]
-        times = recovery_times([life.ended_ms or 0 for life in deaths], stamps)
         return {**self.figures,
                 "killed_at_events": killer.killed_at_events if killer else None,
-                "recoveries": [{"cause": life.cause, "store_lost_bytes": life.store_lost,
-                                "first_record_s": t} for life, t in zip(deaths, times,
-                                                                         strict=True)]}
+                "recoveries": recovery_figures(deaths, self.watch, stamps)}

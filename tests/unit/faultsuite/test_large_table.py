@@ -19,9 +19,9 @@ from faultsuite.large_table import (
     LargeTable,
     TableRun,
     expected,
-    recovery_times,
     store_env,
 )
+from faultsuite.recovery import GroupWatch, recoveries, recovery_times
 from faultsuite.suite import FULL, LARGE_TABLE, QUICK, large_table_plan
 from faultsuite.supervisor import delete_tree
 from headwater.core import events as ev
@@ -36,6 +36,26 @@ def test_a_recovery_runs_from_the_death_to_the_first_record_after_it() -> None:
 def test_no_record_after_a_death_is_no_recovery() -> None:
     assert recovery_times([5000], [100, 5000]) == [None]
     assert recovery_times([], [1, 2]) == []
+
+
+def test_the_group_formed_again_and_the_first_record_each_count_from_the_death() -> None:
+    found = recoveries([1000, 12_000], [11_000, 18_500], [900, 11_400, 18_700])
+    assert found == [{"group_s": 10.0, "first_record_s": 10.4},
+                     {"group_s": 6.5, "first_record_s": 6.7}]
+    assert recoveries([5000], [], []) == [{"group_s": None, "first_record_s": None}]
+
+
+def test_a_group_forms_when_seen_stable_with_other_members() -> None:
+    watch = GroupWatch("b", "g")
+    watch.see("Stable", ["m1"], 100)  # the first look: the group as it was
+    watch.see("Stable", ["m1"], 200)  # the dead member is still counted: nothing new
+    watch.see("PreparingRebalance", ["m1", "m2"], 300)
+    watch.see("CompletingRebalance", ["m2"], 400)
+    watch.see("Stable", ["m2"], 500)
+    watch.see("Stable", ["m2"], 600)
+    watch.see("Empty", [], 700)
+    watch.see("Stable", ["m3"], 800)
+    assert watch.formed_ms == [500, 800]
 
 
 def test_finished_workflows_end_skipped_and_waiting_ones_with_the_signal() -> None:
