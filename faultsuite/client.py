@@ -11,6 +11,7 @@ answers that version (200), so a repeated ``PUT`` never makes another one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections import Counter
@@ -155,6 +156,29 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
     return log
 
 
+async def signal_all(base_url: str, signals: Sequence[tuple[str, Signal]],
+                     parallel: int = 8, timeout_s: float = 120.0) -> SubmitLog:
+    """Send each ``(workflow id, signal)`` now (``Signal.after_s`` is not waited for),
+    ``parallel`` at once, each as a signal of a batch is sent (again after an error,
+    until 202 or ``timeout_s``, scaled: see ``tests/polling.py``).
+
+    Returns:
+        The failures in ``errors``, one line each.
+    """
+    log = SubmitLog()
+    limit = asyncio.Semaphore(parallel)
+    async with httpx.AsyncClient(base_url=base_url, timeout=15,
+                                 headers=client_headers()) as client:
+
+        async def one(workflow_id: str, sig: Signal) -> None:
+            async with limit:
+                await _signal_later(client, workflow_id, dataclasses.replace(sig, after_s=0),
+                                    log, scaled(timeout_s))
+
+        await asyncio.gather(*(one(wid, sig) for wid, sig in signals))
+    return log
+
+
 SIGNAL_RETRYABLE = {404, *RETRYABLE_STATUS}
 """Answers after which a signal is sent again: 404 while the projection has not caught up
 with the submission yet, and the submission's retryable ones."""
@@ -229,10 +253,10 @@ async def until_answered(send: Callable[[], Awaitable[httpx.Response]], answers:
 
 
 async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0,
-                    ) -> tuple[dict[str, EndState | None], list[str]]:
+                    parallel: int = 8) -> tuple[dict[str, EndState | None], list[str]]:
     """``GET /v1/workflows/{id}`` for each workflow once the projection has caught up
-    with its history (``seq`` at least the given one), all within ``timeout_s`` (scaled,
-    see ``tests/polling.py``).
+    with its history (``seq`` at least the given one), ``parallel`` at once, all within
+    ``timeout_s`` (scaled, see ``tests/polling.py``).
 
     Returns:
         The outcome the gateway shows per workflow (with the definition it shows the
@@ -241,19 +265,13 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
     got: dict[str, EndState | None] = {}
     behind: list[str] = []
     deadline = time.monotonic() + scaled(timeout_s)
+    limit = asyncio.Semaphore(parallel)
     async with httpx.AsyncClient(base_url=base_url, timeout=15,
                                  headers=client_headers()) as client:
-        for wid, seq in sorted(seqs.items()):
-            doc: dict[str, Any] = {}
-            while True:
-                try:
-                    response = await client.get(f"/v1/workflows/{wid}")
-                    doc = response.json() if response.status_code == 200 else {}
-                except httpx.TransportError:
-                    doc = {}
-                if doc.get("seq", -1) >= seq or time.monotonic() > deadline:
-                    break
-                await asyncio.sleep(0.2)
+
+        async def one(wid: str, seq: int) -> None:
+            async with limit:
+                doc = await _caught_up(client, wid, seq, deadline)
             if doc.get("seq", -1) >= seq:
                 ran = doc.get("definition") or {}
                 got[wid] = EndState(doc["status"], {n["id"]: n["status"] for n in doc["nodes"]},
@@ -262,4 +280,21 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
             else:
                 got[wid] = None
                 behind.append(f"{wid}: projection at seq {doc.get('seq')}, history at {seq}")
-    return got, behind
+
+        await asyncio.gather(*(one(wid, seq) for wid, seq in sorted(seqs.items())))
+    return dict(sorted(got.items())), sorted(behind)
+
+
+async def _caught_up(client: httpx.AsyncClient, workflow_id: str, seq: int,
+                     deadline: float) -> dict[str, Any]:
+    """The run document once it shows ``seq`` (or the last one read at ``deadline``,
+    monotonic seconds; ``{}`` when none was)."""
+    while True:
+        try:
+            response = await client.get(f"/v1/workflows/{workflow_id}")
+            doc: dict[str, Any] = response.json() if response.status_code == 200 else {}
+        except httpx.TransportError:
+            doc = {}
+        if doc.get("seq", -1) >= seq or time.monotonic() > deadline:
+            return doc
+        await asyncio.sleep(0.2)

@@ -18,7 +18,10 @@ are registered before it is submitted (``client.register``), and each run must r
 the definition and version its submission meant (``audit.definition_faults``). A
 schedule fires beside the batch until the batch has ended (``schedule``): audited on its
 own, its figures reported, it is not compared with the fault-free run. With ``auth``, auth
-is on and the runs are a tenant's (``auth``, which says what is checked then).
+is on and the runs are a tenant's (``auth``, which says what is checked then). A plan
+with a ``table`` fills the coordinator's table before the batch, loses its local store
+at each restart, and signals the waiting workflows it filled once the batch has ended
+(``large_table``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from faultsuite.auth import RunAuth, audit_auth, run_auth, sandbox_env
 from faultsuite.batch import Submission, needed
 from faultsuite.client import register, submit_batch
 from faultsuite.infra import PrivateInfra, private_infra
+from faultsuite.large_table import LargeTable, TableRun, store_env
 from faultsuite.outage import Outage
 from faultsuite.rebalance import QUEUE, TASKS, Rebalance
 from faultsuite.schedule import ScheduleRun, with_run_definition
@@ -79,6 +83,8 @@ class Plan:
         timeout_s: the longest wait for every workflow to be terminal, seconds (scaled by
             ``HEADWATER_TEST_TIME_SCALE``, like every wait of the harness: see
             ``tests/polling.py``).
+        table: a large table filled before the batch, its coordinator SIGKILLed and its
+            local store lost at each restart (``large_table``), or None.
     """
 
     name: str
@@ -92,6 +98,7 @@ class Plan:
     submit_gap_s: float = 0.05
     outage: Outage | None = None
     timeout_s: float = 240.0
+    table: LargeTable | None = None
 
 
 def run(plan: Plan, batch: Sequence[Submission],
@@ -143,11 +150,13 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
     plan, report = r.plan, r.report
     try:
         sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)],
-                                extra_env={FAULTS_ENV: plan.faults, **sandbox_env(r.auth)})
+                                extra_env={FAULTS_ENV: plan.faults, **sandbox_env(r.auth),
+                                           **store_env()})
     except RuntimeError as e:
         report.violations.append(f"the sandbox did not start: {e}")
         return
-    supervisor = Supervisor(sandbox, plan.schedule)
+    supervisor = Supervisor(sandbox, plan.schedule,
+                            lose_store=("coordinator",) if plan.table is not None else ())
     try:
         asyncio.run(_drive(r, sandbox, supervisor, infra))
     except Exception as e:  # the run could not finish: that is a finding too
@@ -168,21 +177,30 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
                                 keep_logs / home.name / "broker", dirs_exist_ok=True)
 
 
-async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
-                 infra: PrivateInfra | None) -> None:
-    plan, batch, report = r.plan, r.batch, r.report
+async def _prepare(r: _Run, sandbox: Sandbox) -> TableRun | None:
+    """Before any fault: wait for the workers, register the definitions, fill the large
+    table if the plan has one (returned)."""
     # The gateway refuses (400, final here) a task no live worker serves: the batch waits
     # until the sandbox's workers announced themselves, before any fault is injected.
     await asyncio.to_thread(wait_for_workers, sandbox.gateway, QUEUE, scaled(60))
-    registered = await register(sandbox.gateway, with_run_definition(needed(batch)))
-    report.violations += registered.errors
-    report.figures["definitions"] = registered.figures()
+    registered = await register(sandbox.gateway, with_run_definition(needed(r.batch)))
+    r.report.violations += registered.errors
+    r.report.figures["definitions"] = registered.figures()
+    return await TableRun.fill(sandbox, r.plan.table) if r.plan.table is not None else None
+
+
+async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
+                 infra: PrivateInfra | None) -> None:
+    plan, batch, report = r.plan, r.batch, r.report
+    table = await _prepare(r, sandbox)
     progress = Progress({s.id for s in batch})
     schedule = ScheduleRun(sandbox.gateway)
 
     def on_event(seen: Seen) -> None:
         progress.on_event(seen)
         schedule.on_event(seen)
+        if table is not None:
+            table.on_event(seen)
 
     tail = Tail(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"], sandbox.topics.events,
                 on_record=on_event)
@@ -199,13 +217,21 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
                                   "every workflow terminal")
         report.figures["batch_s"] = round(time.monotonic() - began, 1)
         await side.finish()
+        if table is not None:
+            report.violations += await table.signal_and_wait(sandbox.gateway, tail)
         await schedule.delete_and_wait(tail.wait_until, 120.0)
     finally:
         await side.stop()
         await tail.stop()
-    report.violations += _stuck(progress.ids - progress.terminal, tail) + schedule.errors
+    unfinished = table.unfinished() if table is not None else set()
+    report.violations += _stuck((progress.ids - progress.terminal) | unfinished, tail) \
+        + schedule.errors
     await _settle(sandbox, supervisor, report)
-    await check(batch, sandbox, (submitted, schedule), r.expected, report)
+    await check(batch, sandbox, (submitted, schedule), r.expected, report,
+                table.expected() if table is not None else {})
+    if table is not None:
+        report.figures["table"] = table.report(
+            supervisor, (seen.timestamp_ms for seen in tail.records), side.coordinator_kill)
     figures, violations = await audit_auth(sandbox, r.auth, report.audits)
     report.figures.update(figures)
     report.violations += violations

@@ -1,5 +1,6 @@
 """What runs beside a batch in one run: the worker killer (``killer``), the scaling
-script (``rebalance``) and the infrastructure fault (``outage``), started together,
+script (``rebalance``), the infrastructure fault (``outage``) and the large table's
+coordinator kill (``large_table.CoordinatorKill``), started together,
 awaited together, and reported into the run's figures.
 
 ``Progress`` follows the batch on the events topic: how many of its history events have
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 from faultsuite.infra import PrivateInfra
 from faultsuite.killer import WorkerKiller
+from faultsuite.large_table import CoordinatorKill, LargeTable
 from faultsuite.outage import Outage, OutageScript
 from faultsuite.rebalance import Rebalance, Script
 from faultsuite.supervisor import Supervisor
@@ -65,6 +67,7 @@ class SideScripts:
     killer: WorkerKiller | None = None
     scaling: Script | None = None
     outage: OutageScript | None = None
+    coordinator_kill: CoordinatorKill | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
@@ -91,6 +94,10 @@ class SideScripts:
             side.outage = OutageScript(plan.outage, infra, sandbox.gateway, progress.now,
                                        read_ids[0])
             side._tasks.append(asyncio.create_task(side.outage.run()))
+        if plan.table is not None:
+            side.coordinator_kill = CoordinatorKill(supervisor, lambda: progress.events,
+                                                    plan.table.kill_after_events, progress.done)
+            side._tasks.append(asyncio.create_task(side.coordinator_kill.run()))
         return side
 
     async def finish(self) -> None:
@@ -134,3 +141,5 @@ class _SidePlan(Protocol):
     def rebalance(self) -> Rebalance | None: ...
     @property
     def outage(self) -> Outage | None: ...
+    @property
+    def table(self) -> LargeTable | None: ...

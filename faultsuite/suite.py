@@ -1,15 +1,18 @@
-"""The fault points, the infrastructure faults, the plans that exercise them, and the two
-suites: ``QUICK`` (one run per point and per infrastructure fault on a small batch, with
-PostgreSQL down for 20 s, and a light rebalance: what ``make test`` runs) and ``FULL``
-(several runs per point, several kills per run, bigger batches, two runs per
-infrastructure fault with PostgreSQL down for 60 s, the full 100-workflow rebalance,
-and a rebalance with faults: what ``make faults`` runs)."""
+"""The fault points, the large table, the infrastructure faults, the plans that exercise
+them, and the two suites: ``QUICK`` (one run per point and per infrastructure fault on a
+small batch, a table of 1,000 finished and 50 waiting workflows with two kills, PostgreSQL
+down for 20 s, and a light rebalance: what ``make test`` runs) and ``FULL`` (several runs
+per point, several kills per run, bigger batches, a table of 5,000 finished and 200
+waiting workflows with three kills, two runs per infrastructure fault with PostgreSQL
+down for 60 s, the full 100-workflow rebalance, and a rebalance with faults: what
+``make faults`` runs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from faultsuite.batch import Submission, make_batch
+from faultsuite.large_table import LargeTable
 from faultsuite.outage import Outage
 from faultsuite.rebalance import Rebalance
 from faultsuite.run import Plan
@@ -36,6 +39,13 @@ BROKER_RESTART_S = 3.0
 controller keeps the dead broker's registration for its session timeout)."""
 BROKER_FROZEN_S = 20.0
 """Seconds the broker stays frozen (SIGSTOP)."""
+LARGE_TABLE = "coordinator.large_table"
+"""The coordinator SIGKILLed with a large table (finished and waiting workflows filled
+before the batch) and its local store lost at each restart (``large_table``): first from
+outside mid-batch, then at each of ``LARGE_TABLE_LATER`` in turn."""
+LARGE_TABLE_LATER = ("coordinator.after_intent", "coordinator.after_publish")
+"""The fault points of the large table's later kills (each restarted process recovers
+the whole table first)."""
 REBALANCES = ("rebalance", "rebalance+faults")
 """The rebalance scenarios (the second in the full suite only)."""
 
@@ -70,6 +80,15 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
     later = [f"{point}={LATER_HITS[kind] + 3 * i}" for i in range(kills - 1)]
     return Plan(point, faults=f"{point}={first}", schedule={kind: later},
                 expect=(f"fault {point}",), timeout_s=timeout_s)
+
+
+def large_table_plan(table: LargeTable, kills: int = 2, timeout_s: float = 240.0) -> Plan:
+    """The large-table plan: ``kills`` SIGKILLs of the coordinator (at least one), the
+    first from outside, the others at ``LARGE_TABLE_LATER``'s points in turn."""
+    later = [LARGE_TABLE_LATER[i % len(LARGE_TABLE_LATER)] for i in range(max(kills, 1) - 1)]
+    return Plan(LARGE_TABLE, table=table, timeout_s=timeout_s,
+                schedule={"coordinator": [f"{p}={LATER_HITS['coordinator']}" for p in later]},
+                expect=("external SIGKILL", *(f"fault {p}" for p in later)))
 
 
 def infra_plan(name: str, postgres_down_s: float = 60.0) -> Plan:
@@ -107,6 +126,8 @@ class Suite:
             are killed.
         infra_runs: runs per infrastructure fault.
         postgres_down_s: how long PostgreSQL stays down in its fault, seconds.
+        table: the large table's size (``LARGE_TABLE``).
+        table_kills: the coordinator's kills in the large-table run.
         sizes: how long tasks take.
     """
 
@@ -120,6 +141,8 @@ class Suite:
     faulty_rebalance: bool
     infra_runs: int = 1
     postgres_down_s: float = 60.0
+    table: LargeTable = field(default_factory=LargeTable)
+    table_kills: int = 3
     sizes: Sizes = field(default_factory=Sizes)
 
     def batch(self) -> list[Submission]:
@@ -131,9 +154,10 @@ class Suite:
         return make_batch("rb", self.rebalance_size, self.sizes)
 
     def plans(self) -> list[Plan]:
-        """Every fault run, point by point, then the infrastructure faults."""
+        """Every fault run, point by point, the large table, then the infrastructure
+        faults."""
         return [*(point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)),
-                *self.infra_plans()]
+                large_table_plan(self.table, self.table_kills), *self.infra_plans()]
 
     def infra_plans(self) -> list[Plan]:
         """Every infrastructure fault, ``infra_runs`` times each."""
@@ -155,8 +179,10 @@ class Suite:
 
 QUICK = Suite("quick", batch_size=14, runs=1, kills=1, rebalance_size=28,
               rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
-              rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0)
+              rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0,
+              table=LargeTable(finished=1000, waiting=50), table_kills=2)
 FULL = Suite("full", batch_size=28, runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
-             rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0)
+             rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0,
+             table=LargeTable(finished=5000, waiting=200), table_kills=3)
 SUITES = {s.name: s for s in (QUICK, FULL)}

@@ -4,7 +4,10 @@ A background thread polls every supervised service's pid. When one has died it r
 the end of the service's log to tell why (a fault point it was armed with, a SIGKILL the
 harness sent, or neither: an unexpected exit, which is a finding) and starts it again
 with the same ``Service`` and environment, except ``HEADWATER_FAULTS``: the next entry of
-the service's arming schedule, or nothing once the schedule is used up.
+the service's arming schedule, or nothing once the schedule is used up. A service of a
+kind in ``lose_store`` comes back without its local data: its data directory
+(``Sandbox.data_dir``, ``HEADWATER_DATA_DIR``: a coordinator's table store) is deleted
+before it starts again, as on a machine that lost its disk.
 
 Processes are only ever signalled by pid (the sandbox's pid files).
 """
@@ -14,14 +17,17 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ops import localstack
 from ops.sandbox import Sandbox
+from services.common.clock import now_ms
 from tests.polling import scaled
 
 FAULTS_ENV = "HEADWATER_FAULTS"
@@ -46,10 +52,13 @@ class Life:
         started: when it started (``time.monotonic()``).
         log_offset: the size of the service's log when it started (its own lines follow).
         ended: when it was found dead (None while it runs).
+        ended_ms: the same, ms since the epoch (to compare with Kafka timestamps).
         cause: why it ended: ``fault <point> (hit <n>)``, ``external SIGKILL``,
             ``stopped`` (retired by the harness) or ``unexpected exit``.
         restarts_in_place: each time it replaced itself (a coordinator's ``exec``): when
             (the log's time stamp) and why.
+        store_lost: bytes of the data directory deleted before the next process of its
+            service started (None: not deleted).
     """
 
     service: str
@@ -58,8 +67,10 @@ class Life:
     started: float
     log_offset: int = 0
     ended: float | None = None
+    ended_ms: int | None = None
     cause: str = ""
     restarts_in_place: list[str] = field(default_factory=list)
+    store_lost: int | None = None
 
 
 class Supervisor:
@@ -70,12 +81,15 @@ class Supervisor:
         schedule: per service kind (``coordinator``, ``worker``, ``gateway``), the
             ``HEADWATER_FAULTS`` of each later life: entry 0 for the first restart, and so
             on; after the last, no faults. The first life's faults are the sandbox's own.
+        lose_store: the service kinds whose data directory is deleted before each
+            restart.
     """
 
     def __init__(self, sandbox: Sandbox, schedule: Mapping[str, Sequence[str]] | None = None,
-                 ) -> None:
+                 lose_store: Collection[str] = ()) -> None:
         self.sandbox = sandbox
         self.schedule = {k: list(v) for k, v in (schedule or {}).items()}
+        self.lose_store = frozenset(lose_store)
         self.lives: list[Life] = []
         self._current: dict[str, Life] = {}
         self._supervised: dict[str, localstack.Service] = {}
@@ -167,10 +181,12 @@ class Supervisor:
 
     def _restart(self, name: str, service: localstack.Service) -> None:
         life = self._current[name]
-        life.ended = time.monotonic()
+        life.ended, life.ended_ms = time.monotonic(), now_ms()
         life.cause = self._cause(service, life)
         life.restarts_in_place = _restarts(service, life.log_offset)
         self._expect_kill.discard(life.pid)
+        if kind(service) in self.lose_store:
+            life.store_lost = delete_tree(self.sandbox.data_dir(service))
         upcoming = self.schedule.get(kind(service), [])
         faults = upcoming.pop(0) if upcoming else ""
         offset = _size(service)
@@ -185,6 +201,15 @@ class Supervisor:
         if life.pid in self._expect_kill:
             return "external SIGKILL"
         return "unexpected exit"
+
+
+def delete_tree(path: Path) -> int:
+    """Delete ``path`` and everything under it (``rm -rf``); return the bytes its files
+    held (0: it did not exist)."""
+    held = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) \
+        if path.is_dir() else 0
+    shutil.rmtree(path, ignore_errors=True)
+    return held
 
 
 def _size(service: localstack.Service) -> int:

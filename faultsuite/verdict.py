@@ -58,8 +58,22 @@ class RunReport:
 
 async def check(batch: Sequence[Submission], sandbox: Sandbox,
                  answered: tuple[SubmitLog, ScheduleRun],
-                 expected: Mapping[str, au.EndState] | None, report: RunReport) -> None:
+                 expected: Mapping[str, au.EndState] | None, report: RunReport,
+                 filled: Mapping[str, au.EndState] | None = None) -> None:
+    """Audit every history, compare the outcomes and fill ``report``.
+
+    Args:
+        batch: the workflows submitted over HTTP.
+        sandbox: the run's deployment.
+        answered: the batch's HTTP answers and the schedule beside it.
+        expected: each workflow's outcome in a fault-free run (None: compare nothing).
+        report: filled with the figures and violations.
+        filled: workflows produced straight to Kafka before the batch (a large table,
+            ``large_table``) with the outcome each must reach: audited, counted and
+            compared like the batch's.
+    """
     submitted, schedule = answered
+    filled = filled or {}
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics
     events = await read_all(bootstrap, topics.events)
@@ -72,13 +86,14 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
         report.violations += found.violations
         report.evidence.update(found.evidence)
         report.figures["schedule"] = {**found.figures(), "http": schedule.answers}
-    ids = [s.id for s in batch]
+    ids = [s.id for s in batch] + list(filled)
     parent_of = au.descendants(events, set(ids))
     _check_histories(ids, sorted(parent_of), events, report)
     report.violations += au.definition_faults(batch, parent_of, audits)
     outcomes = {wid: audits[wid].outcome for wid in [*ids, *sorted(parent_of)]
                 if wid in audits}
-    mismatched = au.compare(dict(expected), outcomes) if expected is not None else []
+    mismatched = au.compare({**(expected or {}), **filled}, outcomes) \
+        if expected is not None or filled else []
     report.violations += [f"differs from the fault-free run: {m}" for m in mismatched]
     shown, behind = await projected(sandbox.gateway, {w: audits[w].events for w in outcomes})
     report.violations += behind
@@ -88,6 +103,7 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     mine = [audits[w] for w in ids if w in audits]
     report.figures.update({
         "workflows": len(ids),
+        "filled_workflows": len(filled),
         "child_workflows": len(parent_of),
         **_figures(mine, dupes, submitted),
         "lost": {
@@ -108,7 +124,7 @@ def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequen
     audits = report.audits
     for wid in ids:
         broken = audits[wid].violations() if wid in audits else [
-            f"{wid}: accepted over HTTP but no history (lost)"]
+            f"{wid}: submitted but no history (lost)"]
         report.violations += broken
         if broken and wid in audits:
             report.evidence[wid] = au.timeline(wid, events)

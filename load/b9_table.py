@@ -6,7 +6,8 @@ One deployment, one coordinator. First ``waiting`` workflows that wait for a sig
 never comes (``workloads.waiting``), then finished ones in steps up to each size of
 ``finished`` (the table only grows): each a task skipped by a false ``when:``
 (``workloads.skipped``), which the coordinator finishes in the submission's own step,
-with no worker. Both are produced straight to the submissions topic, pipelined.
+with no worker. Both are produced straight to the submissions topic, pipelined
+(``load.table``).
 
 At each size, with the coordinator idle: its RSS (``VmRSS``), and the changelog's records
 (end minus begin offsets) and bytes (keys and values of the records still held). Then the
@@ -25,14 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from load import workloads
 from load.b7_recovery import Progress
 from load.deploy import (
     COORDINATOR,
-    changelog,
     deployment,
     ids_on_every_partition,
     kill,
@@ -41,8 +40,9 @@ from load.deploy import (
     start_coordinator,
     wait_idle,
 )
-from load.kafka_io import Seen, Tail, begin_offsets, end_offsets, producer, range_bytes
+from load.kafka_io import Tail, end_offsets, producer
 from load.metrics import Basis, Metric, keeping
+from load.table import Fill, Kinds, changelog_size
 from load.takeover import SECOND, takeover
 from ops.sandbox import Sandbox
 from services.common.clock import now_ms
@@ -55,6 +55,8 @@ workflows."""
 DONE_SPEC, WAIT_SPEC = "bench-b9-done", "bench-b9-wait"
 """The spec names: a finished workflow and a probe (``workloads.skipped``), a waiting
 workflow (``workloads.waiting``)."""
+KINDS = Kinds(FINISHED, WAITING, workloads.skipped(DONE_SPEC), workloads.waiting(WAIT_SPEC))
+"""What B9 fills its table with (``load.table``)."""
 log = logging.getLogger("load.b9")
 
 
@@ -154,7 +156,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
-    fill = Fill(sandbox, sizes.window)
+    fill = Fill(sandbox, KINDS, sizes.window)
     await fill.add_waiting(sizes.waiting, sizes.fill_timeout_s(sizes.waiting))
     for n in sizes.finished:
         await fill.add_finished(n - fill.finished, sizes.fill_timeout_s(n - fill.finished))
@@ -176,120 +178,6 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         sandbox, workloads.skipped(DONE_SPEC), sizes.timeout_s)
     log.info("B9: %s took over in %.2f s (group stable after %.2f s)", SECOND,
              out[f"takeover_all_partitions_s_{n}"], out[f"takeover_group_s_{n}"])
-
-
-@dataclass
-class Filled:
-    """What the events reader saw of the fill.
-
-    Attributes:
-        counts: tag (``FINISHED``, ``WAITING``) -> workflows of it that reached their
-            state: ``WorkflowSucceeded``, and ``WaitStarted``.
-        last_ms: the latest Kafka timestamp among those records, ms since the epoch.
-        wrong: the first records that should not be there (a dispatch or another end of
-            a finished workflow; any end of a waiting one), as ``"<id> <type>"``.
-    """
-
-    counts: Counter[str] = field(default_factory=Counter)
-    last_ms: int = 0
-    wrong: list[str] = field(default_factory=list)
-
-    def see(self, seen: Seen) -> None:
-        """Note one history record (a ``Tail``'s ``on_record``)."""
-        event = seen.value
-        tag = _tag(event.workflow_id)
-        reached = {FINISHED: "WorkflowSucceeded", WAITING: "WaitStarted"}.get(tag or "")
-        if tag is None or reached is None:
-            return
-        if event.type == reached:
-            self.counts[tag] += 1
-            self.last_ms = max(self.last_ms, seen.timestamp_ms)
-        elif (event.terminal or event.type == "TaskDispatched") and len(self.wrong) < 10:
-            self.wrong.append(f"{event.workflow_id} {event.type}")
-
-
-def _tag(workflow_id: str) -> str | None:
-    """The tag of a ``workloads.new_id`` id (``bench-<tag>-<hex>``), or None."""
-    head, _, _ = workflow_id.rpartition("-")
-    return head.removeprefix("bench-") if head.startswith("bench-") else None
-
-
-class Fill:
-    """Fills a deployment's table: submissions produced pipelined, then waited for on
-    the events topic until each workflow reached its state (``Filled``)."""
-
-    def __init__(self, sandbox: Sandbox, window: int) -> None:
-        self.sandbox = sandbox
-        self.window = window
-        self.seen = Filled()
-        self.spent_ms = 0
-
-    @property
-    def finished(self) -> int:
-        """The finished workflows filled so far."""
-        return self.seen.counts[FINISHED]
-
-    def rate_per_s(self) -> float:
-        """Workflows filled per second of filling so far (first submission → last
-        record of each step)."""
-        return sum(self.seen.counts.values()) * 1000 / max(self.spent_ms, 1)
-
-    async def add_finished(self, count: int, timeout_s: float) -> None:
-        """Add ``count`` workflows that finish at once (``workloads.skipped``)."""
-        await self._add(FINISHED, workloads.skipped(DONE_SPEC), count, timeout_s)
-
-    async def add_waiting(self, count: int, timeout_s: float) -> None:
-        """Add ``count`` workflows that wait for ever (``workloads.waiting``)."""
-        await self._add(WAITING, workloads.waiting(WAIT_SPEC), count, timeout_s)
-
-    async def _add(self, tag: str, spec: workloads.Spec, count: int, timeout_s: float) -> None:
-        """Submit ``count`` workflows of ``tag`` and wait until each reached its state.
-
-        Raises:
-            TimeoutError: not all did within ``timeout_s``.
-            RuntimeError: a workflow was dispatched or ended otherwise.
-        """
-        if count <= 0:
-            return
-        bootstrap = self.sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
-        seen = self.seen
-        target = seen.counts[tag] + count
-        tail = Tail(bootstrap, self.sandbox.topics.events, on_record=seen.see, keep=False)
-        await tail.start()
-        send = producer(bootstrap, linger_ms=5)
-        await send.start()
-        started = now_ms()
-        try:
-            await workloads.submit_all(send, self.sandbox.topics,
-                                       (workloads.new_id(tag) for _ in range(count)), spec,
-                                       workloads.SKIP if tag == FINISHED else None, self.window)
-            await tail.wait_until(lambda: seen.counts[tag] >= target or bool(seen.wrong),
-                                  timeout_s, f"B9: filling {count:,} {tag} workflows")
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}; {seen.counts[tag]:,} of {target:,} recorded") from e
-        finally:
-            await send.stop()
-            await tail.stop()
-        if seen.wrong:
-            raise RuntimeError(f"B9: filling {tag} workflows, unexpected records: "
-                               f"{', '.join(seen.wrong)}")
-        self.spent_ms += seen.last_ms - started
-
-
-async def changelog_size(sandbox: Sandbox, timeout_s: float) -> tuple[int, int]:
-    """The table changelog's size: records between its begin and end offsets (those
-    compaction removed within the range included), and the key and value bytes of the
-    records it still holds (what a restarted coordinator reads).
-
-    Raises:
-        TimeoutError: the topic was not read within ``timeout_s``.
-    """
-    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
-    topic = changelog(sandbox)
-    begin = await begin_offsets(bootstrap, topic, timeout_s)
-    end = await end_offsets(bootstrap, topic, timeout_s)
-    held, _ = await range_bytes(bootstrap, topic, begin, end, timeout_s)
-    return sum(end.values()) - sum(begin.values()), held
 
 
 async def restart(sandbox: Sandbox, finished: int, timeout_s: float) -> tuple[float, float]:

@@ -79,8 +79,13 @@ class Sandbox:
         updated by ``env``. Every coordinator gets a data directory of its own."""
         if service not in self.services:
             self.services.append(service)
-        own = {"HEADWATER_DATA_DIR": str(self.home / service.name)}
+        own = {"HEADWATER_DATA_DIR": str(self.data_dir(service))}
         return localstack.start(service, {**self.env, **own, **(env or {})})
+
+    def data_dir(self, service: localstack.Service) -> Path:
+        """The data directory (``HEADWATER_DATA_DIR``) ``start`` gives ``service``: a
+        coordinator keeps its faust data there (its table store's files)."""
+        return self.home / service.name
 
     def stop(self, service: localstack.Service, timeout_s: float = 10.0) -> None:
         """Stop one process by pid."""

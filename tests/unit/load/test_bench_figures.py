@@ -1,5 +1,5 @@
 """The benchmarks' pure arithmetic: a chain's hops split at the dispatch record, a pool's
-shares of the attempts, B4's timeouts, B9's fill counts and restart times, a process's
+shares of the attempts, B4's timeouts, B9's restart times, a process's
 RSS (no broker: records are built by hand)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 
 from headwater.core import events as ev
-from load import b4_width, workloads
+from load import b4_width
 from load.b7_recovery import Progress
 from load.b8_workers import _shares
-from load.b9_table import FINISHED, WAITING, Filled, Sizes, metrics, restart_figures
+from load.b9_table import Sizes, metrics, restart_figures
 from load.chains import Chains, Stamps, samples
 from load.deploy import vm_rss_kib
 from load.kafka_io import Seen
@@ -55,26 +55,6 @@ def test_more_workers_than_the_pool_is_an_error() -> None:
 
 def history(ms: int, wid: str, body: ev.Body) -> Seen:
     return seen(ms, ev.HistoryEvent(wid, 1, body))
-
-
-def test_a_fill_counts_finished_and_waiting_workflows_by_their_ids() -> None:
-    done, wait = workloads.new_id(FINISHED), workloads.new_id(WAITING)
-    filled = Filled()
-    filled.see(history(10, done, ev.WorkflowAccepted(done, 10, {}, None)))
-    filled.see(history(12, done, ev.WorkflowSucceeded(done, 12, None)))
-    filled.see(history(11, wait, ev.WaitStarted(wait, "w", None, "never", 11)))
-    filled.see(history(99, "bench-warm-0123", ev.WorkflowSucceeded("bench-warm-0123", 99, None)))
-    assert filled.counts == {FINISHED: 1, WAITING: 1}
-    assert filled.last_ms == 12 and filled.wrong == []
-
-
-def test_a_dispatched_or_ended_fill_workflow_is_wrong() -> None:
-    done, wait = workloads.new_id(FINISHED), workloads.new_id(WAITING)
-    filled = Filled()
-    filled.see(history(10, done, ev.TaskDispatched(done, "a", None, 1, "t", "cpu", None, 0)))
-    filled.see(history(11, wait, ev.WorkflowFailed(wait, 11, "gone")))
-    assert filled.wrong == [f"{done} TaskDispatched", f"{wait} WorkflowFailed"]
-    assert not filled.counts
 
 
 def test_restart_times_run_from_the_kill() -> None:
