@@ -2,12 +2,17 @@
 
 It starts by resolving ``over`` to a list (anything else fails the node) and recording
 ``MapExpanded``; an empty list succeeds at once. Children are dispatched in index order
-until ``max_concurrency`` are in flight (a child waiting to retry keeps its slot); each
-child that finishes frees a slot for the next. A child that fails for good fails the
-map at once, unless the map has ``continue_on_error``: then the error object is that
-item's result and the map goes on. When every child has finished, the map has
-succeeded, its output the results in input order (failed, with ``continue_on_error``,
-if any child failed).
+until ``max_concurrency`` are in flight (``DEFAULT_MAP_CONCURRENCY`` when the map sets
+none; a child waiting to retry keeps its slot); each child that finishes frees a slot for
+the next. One step raises the children in flight by ``STEP_DISPATCHES`` at most, so the
+step that expands a wide map stays small whatever the bound: a larger bound is reached
+as children finish, each finish an input of its own (recorded, so replay takes the same
+decisions). A child that fails for good fails the map at once, unless the map has
+``continue_on_error``: then the error object is that item's result and the map goes on.
+When every child has finished, the map has succeeded, its output the results in input
+order (failed, with ``continue_on_error``, if any child failed).
+
+Child workflows with ``over`` (``kinds/workflow``) fill their slots here too.
 """
 
 from __future__ import annotations
@@ -22,6 +27,18 @@ from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.core.wording import FollowNote
 from headwater.errors import InputReferenceError
+
+DEFAULT_MAP_CONCURRENCY = 1_000
+"""Children in flight at once for a node that fans out (a map, a child workflow with
+``over``) and sets no ``max_concurrency``. The coordinator keeps a task per child
+dispatched and a worker queue holds the dispatches not yet taken, so an unbounded map of
+100,000 items would put all of them there in its first step (Temporal caps a workflow's
+pending activities at 2,000 for the same reason)."""
+
+STEP_DISPATCHES = 1_000
+"""The most one step raises a node's children in flight by. An explicit
+``max_concurrency`` above it is reached as children finish: each finish dispatches the
+freed slot's child and up to this many more."""
 
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
@@ -78,12 +95,31 @@ def _progress(rec: Recorder, spec: NodeSpec) -> None:
 
 
 def _fill(rec: Recorder, spec: NodeSpec) -> None:
-    """Dispatch children until ``max_concurrency`` are in flight or none are left."""
+    """Dispatch children until ``in_flight_limit`` are in flight or none are left.
+
+    A child whose input cannot be resolved fails without taking a slot (with
+    ``continue_on_error``), so the loop goes on past it: a step never ends with items
+    left and none in flight.
+    """
     node = rec.current.nodes[spec.id]
     assert node.total is not None
-    limit = spec.max_concurrency or node.total
+    limit = in_flight_limit(spec.max_concurrency, node.running)
     while node.next_index < node.total and node.running < limit and not node.status.terminal:
         dispatch.first(rec, spec, node.next_index)
+
+
+def in_flight_limit(max_concurrency: int | None, running: int) -> int:
+    """How many children of a fanned-out node may be in flight at the end of this step.
+
+    Args:
+        max_concurrency: the node's bound, or None (``DEFAULT_MAP_CONCURRENCY``).
+        running: its children in flight (or waiting to retry) as the step begins.
+
+    Returns:
+        The bound, or ``running + STEP_DISPATCHES`` if that is lower (never below
+        ``running``: children already in flight are never taken back).
+    """
+    return min(max_concurrency or DEFAULT_MAP_CONCURRENCY, running + STEP_DISPATCHES)
 
 
 def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:

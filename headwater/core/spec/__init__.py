@@ -71,7 +71,8 @@ class NodeSpec:
         input: JSON-like template with ``${...}`` references.
         over: for maps (and waits and workflow nodes that fan out), the reference to
             the list to fan out over.
-        max_concurrency: most items in flight at once (None: no bound).
+        max_concurrency: most items in flight at once (None: the default,
+            ``kinds.map.DEFAULT_MAP_CONCURRENCY``; a wait with ``over`` has none).
         retry: the node's retry policy (workflow default when not given).
         timeout: per-attempt timeout in seconds, counted from dispatch, or None.
         heartbeat_timeout: seconds without a report from a running attempt after which

@@ -16,6 +16,7 @@ import pytest
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
+from headwater.core.kinds.map import DEFAULT_MAP_CONCURRENCY
 from headwater.core.spec.fields import DEFAULT_QUEUE
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
@@ -247,7 +248,8 @@ async def test_an_intent_carried_out_twice_repeats_identical_records_only(
 
 async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
         kill_at: dict[str, str | None], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 3,000-item map's fan-out, with chunks of 16 KiB: its intent spans several."""
+    """A 3,000-item map's first window of dispatches (1,000), with chunks of 16 KiB: its
+    intent spans several."""
     monkeypatch.setattr(intents, "CHUNK_BYTES", 16 << 10)
     spec = {"name": "big", "nodes": [{"id": "m", "kind": "map", "over": "${input.items}",
                                       "task": "t.m", "input": {"x": "${item}"}}]}
@@ -262,7 +264,7 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
     again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
-    assert len(dispatches) == 3000
+    assert len(dispatches) == DEFAULT_MAP_CONCURRENCY
     check_history(bus, table)
 
 
