@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import faust
+import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.consumer.group_coordinator import GroupCoordinator
@@ -385,6 +386,14 @@ async def test_changelog_write_sends_every_entry_in_order_to_its_partition(
                     (topic, key, b"w", 2, None, None)]
     assert sorted(persisted) == [(TP(topic, 1), 20), (TP(topic, 2), 30)]  # each one's highest
 
+
+
+def test_the_memory_store_keeps_a_copy_of_each_value() -> None:
+    """orjson's output keeps its 4 KiB starting buffer; the store keeps a copy the size
+    of the content (``changelog.kept``): equal, and another object."""
+    value = orjson.dumps({"status": "succeeded", "seq": 3})
+    kept = changelog.kept(value)
+    assert kept == value and kept is not value and type(kept) is bytes
 
 # 9. The recovery hook.
 
