@@ -56,13 +56,30 @@ def dump_marker(state: WorkflowState, purged_at_ms: int) -> bytes:
                                    state.parent)
     return orjson.dumps({"v": MARKER_VERSION, "status": state.status.value, "seq": state.seq,
                          "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms,
-                         "submission": submission})
+                         "submission": submission, "parent": _digest(state.parent)})
 
 
 def submission_digest(body: str, parent: dict[str, Any] | None) -> str:
     """What names a run in a marker: 128 bits of SHA-256 over its body hash
     (``idempotency.body_hash``) and, for a child, the parent attempt that started it."""
-    doc = {"body": body, "parent": parent}
+    return _hex_digest({"body": body, "parent": parent})
+
+
+def same_parent(event: ev.ChildSubmitted, marker: bytes) -> bool:
+    """Whether a child submission names the parent attempt the purged workflow was the
+    child of: then that attempt already had its child's end, and a refusal fails nothing;
+    otherwise the attempt is failed, as before the purge (``conflicts.conflict_report``).
+    """
+    return load_marker(marker).get("parent") == _digest(parent_link(event))
+
+
+def _digest(doc: Any) -> str | None:
+    """``_hex_digest`` of ``doc``; None for None."""
+    return None if doc is None else _hex_digest(doc)
+
+
+def _hex_digest(doc: Any) -> str:
+    """128 bits of SHA-256 (hex) over the canonical JSON of ``doc``."""
     return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 

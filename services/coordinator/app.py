@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from services.common.kafka.client import COMPACTED, ensure_topics, topic_config
+from services.common.topic_reader import TopicReader
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
 from services.coordinator.bus import FaustBus
@@ -133,9 +134,7 @@ async def prepare(settings: Settings) -> ChangelogFacts | None:
         The changelog's facts, or None for the memory store.
 
     Raises:
-        RuntimeError: the changelog exists and is not compacted (created by a broker's
-            ``auto.create.topics.enable``, or by hand): Kafka would delete its records
-            after ``retention.ms`` and a restart would lose the workflows written before.
+        RuntimeError: the changelog exists as it must not be (``changelog_fault``).
     """
     topics = settings.topics
     await ensure_topics(settings, [topics.events],
@@ -144,14 +143,45 @@ async def prepare(settings: Settings) -> ChangelogFacts | None:
     await ensure_topics(settings, [topics.table_changelog],
                         configs={**COMPACTED, **seam.CHANGELOG_CONFIGS})
     policy = (await topic_config(settings, topics.table_changelog)).get("cleanup.policy", "")
-    if "compact" not in policy.split(","):
-        raise RuntimeError(
-            f"the table's changelog {topics.table_changelog} has cleanup.policy={policy!r}: "
-            "Kafka would delete its records after retention.ms and a restart would lose "
-            "the workflows written before; make it compacted (kafka-configs --alter "
-            "--add-config cleanup.policy=compact, docs/operating.md)")
+    async with TopicReader(settings.bootstrap, security=settings.kafka_security) as reader:
+        partitions = len(await reader.partitions(topics.table_changelog))
+    fault = changelog_fault(topics.table_changelog, policy, partitions, settings.partitions)
+    if fault is not None:
+        raise RuntimeError(fault)
     if settings.store.startswith("memory:"):
         return None
     return await read_changelog_facts(settings, topics.table_changelog)
 
 
+
+
+def changelog_fault(topic: str, policy: str, partitions: int, expected: int) -> str | None:
+    """Why the table's changelog cannot be used, or None.
+
+    Args:
+        topic: its name.
+        policy: its ``cleanup.policy`` (``compact``, ``delete`` or ``compact,delete``).
+        partitions: its partition count.
+        expected: the input topics' (``HEADWATER_PARTITIONS``).
+
+    Returns:
+        The reason, with the fix, for a changelog that is not compacted only (a
+        ``delete`` policy, even beside ``compact``, drops records after ``retention.ms``:
+        a restart would lose the workflows written before; created so by a broker's
+        ``auto.create.topics.enable``, or by hand), or whose partition count is not the
+        input topics' (a workflow's entries go to its input partition: the producer
+        refuses those past the changelog's last one, and the batch fails for ever).
+    """
+    flags = {f.strip() for f in policy.split(",") if f.strip()}
+    if flags != {"compact"}:
+        return (f"the table's changelog {topic} has cleanup.policy={policy!r}: Kafka would "
+                "delete its records after retention.ms and a restart would lose the "
+                "workflows written before; make it compact only (kafka-configs --alter "
+                "--add-config cleanup.policy=compact, docs/operating.md)")
+    if partitions != expected:
+        return (f"the table's changelog {topic} has {partitions} partitions, the input "
+                f"topics {expected} (HEADWATER_PARTITIONS): each workflow's entries go to "
+                "its input partition; if it holds nothing yet (a broker created it), "
+                "delete it and the coordinator creates it again; one holding workflows was "
+                "written with another HEADWATER_PARTITIONS: set that")
+    return None

@@ -55,3 +55,21 @@ async def test_a_changelog_that_is_not_compacted_stops_the_start(settings: Setti
         await admin.close()
     with pytest.raises(RuntimeError, match=r"cleanup\.policy='delete'.*lose"):
         await prepare(settings)
+
+
+@pytest.mark.parametrize(("policy", "partitions", "fault"), [
+    ("compact,delete", None, r"cleanup\.policy='compact,delete'.*lose"),
+    ("compact", 3, r"has 3 partitions, the input topics 8"),
+])
+async def test_a_changelog_that_deletes_or_is_partitioned_otherwise_stops_the_start(
+        settings: Settings, policy: str, partitions: int | None, fault: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(
+            settings.topics.table_changelog, partitions or settings.partitions, 1,
+            topic_configs={"cleanup.policy": policy})])
+    finally:
+        await admin.close()
+    with pytest.raises(RuntimeError, match=fault):
+        await prepare(settings)

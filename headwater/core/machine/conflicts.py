@@ -49,6 +49,13 @@ def conflict_report(state: WorkflowState | None, event: ev.Input,
             "attempt": event.attempt}
     if state.parent == link:
         return None
+    return child_conflict(event, why)
+
+
+def child_conflict(event: ev.ChildSubmitted, why: str) -> ev.TaskFailed:
+    """The ``TaskFailed`` of the parent attempt whose child ``event`` was refused for
+    ``why`` (``conflict_report``'s, and that of a child refused by a purged id's marker
+    when the marker names another parent: ``retention.same_parent``)."""
     error = f"child workflow {event.workflow_id} was not started: {why}"
     return ev.TaskFailed(event.parent_id, event.node, event.index, event.attempt,
                          event.at_ms, error[:2000], CHILD_CONFLICT, retryable=True)

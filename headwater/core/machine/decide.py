@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from headwater.core import events as ev
 from headwater.core.fencing import stop_for, stops_for_expired
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
-from headwater.core.machine.conflicts import conflict_report
+from headwater.core.machine.conflicts import child_conflict, conflict_report
 from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 from headwater.core.machine.refusals import refusal
 from headwater.core.machine.reports import lease_renewal
-from headwater.core.retention import RETENTION_TIMER, after_purge, purge_due
+from headwater.core.retention import RETENTION_TIMER, after_purge, purge_due, same_parent
 from headwater.core.state import WorkflowState
 
 MAX_DEFERRED = 100
@@ -238,7 +238,11 @@ def _retention(state: WorkflowState | None, event: ev.Input,
     if context.marker is None:
         return None
     why = after_purge(event, context.marker)
-    return Decision() if why is None else Decision(refused=why)
+    if why is None:
+        return Decision()
+    report = (child_conflict(event, why) if isinstance(event, ev.ChildSubmitted)
+              and not same_parent(event, context.marker) else None)
+    return Decision(refused=why, report=report)
 
 
 def _lease_renewed(state: WorkflowState | None, fired: ev.TimerFired,

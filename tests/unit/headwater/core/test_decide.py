@@ -6,6 +6,8 @@ contexts through ``decide`` reproduces its events."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 from machine_harness import T0, WF, replay, snapshot, submit
 
@@ -32,11 +34,12 @@ OFF = Context(history_heartbeats=False)
 PLAIN = Context()
 
 
-def _run(spec: dict[str, object], *inputs: ev.Input,
-         context: Context = PLAIN) -> tuple[WorkflowState | None, list[ev.HistoryEvent]]:
+def _run(spec: dict[str, object], *inputs: ev.Input, context: Context = PLAIN,
+         first: ev.Input | None = None,
+         ) -> tuple[WorkflowState | None, list[ev.HistoryEvent]]:
     state: WorkflowState | None = None
     history: list[ev.HistoryEvent] = []
-    for item in (submit(spec), *inputs):
+    for item in (first or submit(spec), *inputs):
         decision = decide(state, item, context)
         assert decision.step is not None, decision
         state = decision.step.state
@@ -98,12 +101,31 @@ def test_an_input_for_a_purged_workflow_does_what_it_did_before_the_purge() -> N
     }
     refused = {"signal", "other body", "other tenant", "child"}
     for what, item in inputs.items():
-        before = _outcome(decide(_ended(), item, PLAIN))
+        before = decide(_ended(), item, PLAIN)
         after = decide(None, item, Context(marker=marker))
         expected = "refused" if what in refused else "nothing"
-        assert (before, _outcome(after)) == (expected, expected), what
+        assert (_outcome(before), _outcome(after)) == (expected, expected), what
         if expected == "refused":
-            assert after == Decision(refused=refused_after_purge(item, marker)), what
+            assert after.refused == refused_after_purge(item, marker), what
+        # The child's parent attempt is failed before and after the purge alike.
+        assert (before.report is None) == (after.report is None), what
+    assert decide(None, child, Context(marker=marker)).report == ev.TaskFailed(
+        "p", "c", None, 1, at, f"child workflow {WF} was not started: "
+        f"{refused_after_purge(child, marker)}", CHILD_CONFLICT, retryable=True)
+
+
+def test_a_purged_childs_own_parent_attempt_is_not_failed_again() -> None:
+    """The child of that very attempt ended and reported before its purge: a submission
+    of it with another body is refused and fails nothing; the same one changes nothing."""
+    child = ev.ChildSubmitted(WF, "p", "c", None, 1, JOB, None, T0, None)
+    state, _ = _run(JOB, ev.TaskSucceeded(WF, "a", None, 1, T0 + 20, 1), first=child)
+    assert state is not None and state.status.terminal
+    marker = dump_marker(state, T0 + 5_000)
+    other = dataclasses.replace(child, input={"other": 1}, at_ms=T0 + 6_000)
+    assert decide(None, other, Context(marker=marker)) == Decision(
+        refused=refused_after_purge(other, marker))
+    assert decide(None, dataclasses.replace(child, at_ms=T0 + 6_000),
+                  Context(marker=marker)) == Decision()
 
 
 def test_a_marker_without_the_submission_digest_refuses_every_submission() -> None:

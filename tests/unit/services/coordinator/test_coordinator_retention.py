@@ -225,3 +225,15 @@ async def test_the_sweep_asks_once_for_each_workflow_past_retention(
     await sweep.tick()
     await sweep.tick()  # asked already: not again within RESEND_S
     assert [(r.workflow_id, r.timer_id) for r in sent] == [(WF, core_retention.RETENTION_TIMER)]
+
+
+@pytest.mark.parametrize(("policy", "partitions", "fault"), [
+    ("compact", 8, None), (" compact ", 8, None), ("delete", 8, "compact only"),
+    ("compact,delete", 8, "compact only"), ("", 8, "compact only"),
+    ("compact", 3, "has 3 partitions, the input topics 8"),
+])
+def test_a_changelog_must_be_compact_only_and_partitioned_as_the_inputs(
+        policy: str, partitions: int, fault: str | None) -> None:
+    from services.coordinator.app import changelog_fault
+    found = changelog_fault("t-changelog", policy, partitions, 8)
+    assert found is None if fault is None else (found is not None and fault in found), found
