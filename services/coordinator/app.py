@@ -18,6 +18,7 @@ from services.coordinator.bus import FaustBus
 from services.coordinator.faust_seam import app as seam
 from services.coordinator.faust_seam import inputs as seam_inputs
 from services.coordinator.faust_seam.partition_db import ChangelogFacts, read_changelog_facts
+from services.coordinator.faust_seam.restore import changelog_reader
 from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
@@ -50,6 +51,7 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     app = seam.build_app(settings, SESSION_TIMEOUT_S)
     table = seam.add_table(app, TABLE_NAME, settings.partitions)
     table.changelog_facts = facts
+    table.changelog_reader = changelog_reader(settings)
     bus = FaustBus(app, settings, settings.auth.headers)
     store = TableStore(table)
     timers = TimerIndex()

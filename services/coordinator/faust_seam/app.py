@@ -20,6 +20,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.kafka.security import faust_credentials
 from services.coordinator.faust_seam.partition_db import ChangelogFacts
+from services.coordinator.faust_seam.restore import ReaderFactory, RestoringMemoryStore
 from services.coordinator.keys import TABLE_KEY_SEP, entry_partition
 from services.coordinator.settings import Settings
 from services.coordinator.shutdown import exit_now, restart
@@ -124,6 +125,10 @@ class WorkflowTable(faust.Table[bytes, bytes]):
     changelog_facts: ChangelogFacts | None = None
     """What the broker said of the changelog at start, for a persistent store's checks
     (``partition_db.read_changelog_facts``); set before the store is first used."""
+    changelog_reader: ReaderFactory | None = None
+    """The readers with which a ``memory:`` store restores its new partitions itself
+    (``restore.changelog_reader``; None: faust restores them); set before the store is
+    first used."""
 
     async def on_recovery_completed(self, active_tps: set[Any], standby_tps: set[Any]) -> None:
         """faust's hook after recovery (``faust.tables.recovery``, before ``resume_flow``)."""
@@ -134,7 +139,9 @@ class WorkflowTable(faust.Table[bytes, bytes]):
     def _new_store_by_url(self, url: Any) -> Any:
         """``rocksdb:`` URLs: ``rocks.PartitionedRocksStore`` (routed by
         ``partition_for_key``, written behind the changelog, checked against
-        ``changelog_facts`` when a partition's DB is opened); others as faust builds them."""
+        ``changelog_facts`` when a partition's DB is opened); ``memory:`` URLs:
+        ``restore.RestoringMemoryStore`` (reading ``changelog_reader``); others as faust
+        builds them."""
         if str(url).startswith("rocksdb:"):
             from services.coordinator.faust_seam.rocks import PartitionedRocksStore
             return PartitionedRocksStore(
@@ -142,6 +149,12 @@ class WorkflowTable(faust.Table[bytes, bytes]):
                 key_serializer=self.key_serializer, value_serializer=self.value_serializer,
                 value_type=self.value_type, loop=self.loop, options=self.options,
                 facts=self.changelog_facts)
+        if str(url).startswith("memory:"):
+            return RestoringMemoryStore(
+                url, self.app, self, table_name=self.name, key_type=self.key_type,
+                key_serializer=self.key_serializer, value_serializer=self.value_serializer,
+                value_type=self.value_type, loop=self.loop, options=self.options,
+                reader=self.changelog_reader)
         return super()._new_store_by_url(url)
 
     def partition_for_key(self, key: Any) -> int | None:
