@@ -84,7 +84,7 @@ class RestoringMemoryStore(MemoryStore[bytes, bytes]):
             return
         done = False
         try:
-            self._restored = await self._restore(topic, partitions)
+            self._restored = await self._restore(self.reader, topic, partitions)
             done = True
         except Exception as e:  # any failure: faust reads these partitions whole
             log.warning("restoring %s partitions %s failed (%s: %s); faust reads them",
@@ -93,18 +93,18 @@ class RestoringMemoryStore(MemoryStore[bytes, bytes]):
             if not done:  # also when cancelled: no partition left half read
                 self._drop(set(partitions))
 
-    async def _restore(self, topic: str, partitions: list[int]) -> dict[TP, int]:
+    async def _restore(self, new_reader: ReaderFactory, topic: str,
+                       partitions: list[int]) -> dict[TP, int]:
         """Read ``partitions`` of the changelog ``topic`` from their start to their end
-        offsets into the store.
+        offsets into the store, with a reader of ``new_reader``.
 
         Returns:
             Each partition that holds records -> the offset of its last record.
         """
-        assert self.reader is not None
         started = time.monotonic()
         self._drop(set(partitions))
         records = 0
-        async with self.reader() as reader:
+        async with new_reader() as reader:
             start = await reader.beginning_offsets(topic, partitions)
             stop = await reader.end_offsets(topic, partitions)
             async for batch in reader.batches(topic, start, stop):
