@@ -19,6 +19,7 @@ from services.coordinator.bus import FaustBus
 from services.coordinator.faust_seam import app as seam
 from services.coordinator.faust_seam import inputs as seam_inputs
 from services.coordinator.faust_seam.partition_db import ChangelogFacts, read_changelog_facts
+from services.coordinator.faust_seam.restore import changelog_reader
 from services.coordinator.freeze import FreezeWatch
 from services.coordinator.settings import Settings
 from services.coordinator.store import TableStore
@@ -51,6 +52,7 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     app = seam.build_app(settings, SESSION_TIMEOUT_S)
     table = seam.add_table(app, TABLE_NAME, settings.partitions)
     table.changelog_facts = facts
+    table.changelog_reader = changelog_reader(settings)
     bus = FaustBus(app, settings, settings.auth.headers)
     store = TableStore(table)
     timers = TimerIndex()
@@ -67,6 +69,7 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     table.on_recovered = recover_or_end(app, applier)
     seam_inputs.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
     seam.quiet_logging(app)
+    seam.shorten_fetch_wait(app)
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
     seam.every(app, STALL_CHECK_S, watch.check_stalled)
     if settings.projection:

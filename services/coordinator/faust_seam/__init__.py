@@ -1,8 +1,10 @@
 """The coordinator's seam with faust-streaming 0.15 (mode-streaming 0.7) and aiokafka 0.14:
 the only package of the coordinator that imports them, and every workaround of theirs:
-``app`` (the app, its worker and table, the process's membership in the group),
+``app`` (the app, its worker and table, the process's membership in the group, its
+consumer's fetch wait),
 ``inputs`` (the agent that reads the input topics in batches, and their offsets),
-``rocks`` and ``partition_db`` (the table on RocksDB, ``HEADWATER_TABLE_STORE=rocksdb://``).
+``rocks`` and ``partition_db`` (the table on RocksDB, ``HEADWATER_TABLE_STORE=rocksdb://``),
+``restore`` (the memory store reading its new partitions' changelog itself).
 
 The rest of the coordinator wires an app, reads and writes a table, and applies batches
 of ``records.InputRecord``. Each workaround names the behaviour it answers; the tests
@@ -42,4 +44,12 @@ when the library stops behaving so, and then the workaround can go:
    current event (none here) and reads outside one from every open DB, drops a revoked
    partition's DB without closing it (RocksDB's lock stays until it is collected), gives
    each DB a 2 GiB block cache, and keeps a DB whatever happened to the changelog since.
+11. The restore of the memory store (``restore.RestoringMemoryStore``): faust restores a
+   table through the app's consumer a record at a time, each record an event waited for
+   in two tasks (about 9,000 records a second); the store reads its newly assigned
+   partitions' changelog with a plain consumer and gives faust the offset it read to.
+12. The fetch wait (``shorten_fetch_wait``): faust fixes aiokafka's ``fetch_max_wait_ms``
+   at 1.5 s, and the broker answers the offsets requests of faust's recovery only after
+   the fetch in flight on the same connection; from the first assignment on the fetcher
+   waits ``FETCH_MAX_WAIT_MS``.
 """
