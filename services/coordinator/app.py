@@ -69,7 +69,6 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     table.on_recovered = recover_or_end(app, applier)
     seam_inputs.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
     seam.quiet_logging(app)
-    seam.shorten_fetch_wait(app)
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
     seam.every(app, STALL_CHECK_S, watch.check_stalled)
     if settings.projection:

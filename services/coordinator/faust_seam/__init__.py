@@ -1,7 +1,6 @@
 """The coordinator's seam with faust-streaming 0.15 (mode-streaming 0.7) and aiokafka 0.14:
 the only package of the coordinator that imports them, and every workaround of theirs:
-``app`` (the app, its worker and table, the process's membership in the group, its
-consumer's fetch wait),
+``app`` (the app, its worker and table, the process's membership in the group),
 ``inputs`` (the agent that reads the input topics in batches, and their offsets),
 ``rocks`` and ``partition_db`` (the table on RocksDB, ``HEADWATER_TABLE_STORE=rocksdb://``),
 ``restore`` (the memory store reading its new partitions' changelog itself).
@@ -48,8 +47,4 @@ when the library stops behaving so, and then the workaround can go:
    table through the app's consumer a record at a time, each record an event waited for
    in two tasks (about 9,000 records a second); the store reads its newly assigned
    partitions' changelog with a plain consumer and gives faust the offset it read to.
-12. The fetch wait (``shorten_fetch_wait``): faust fixes aiokafka's ``fetch_max_wait_ms``
-   at 1.5 s, and the broker answers the offsets requests of faust's recovery only after
-   the fetch in flight on the same connection; from the first assignment on the fetcher
-   waits ``FETCH_MAX_WAIT_MS``.
 """

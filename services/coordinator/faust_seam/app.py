@@ -2,9 +2,8 @@
 second SIGTERM (``CoordinatorWorker``), the workflows table and how its entries are read
 (``WorkflowTable``, ``read_entry``), record sizes as aiokafka counts them
 (``record_bytes``), leaving the group and ending the process (``leave_group``,
-``end_process``), the consumer's fetch wait (``shorten_fetch_wait``), logging, timers and
-background work. The workarounds are numbered as in the package's docstring (3, 6, 7, 8,
-9, 12).
+``end_process``), logging, timers and background work. The workarounds are numbered as
+in the package's docstring (3, 6, 7, 8, 9).
 """
 
 from __future__ import annotations
@@ -248,35 +247,6 @@ def end_process(app: Any, reason: str) -> NoReturn:
     if app.should_stop:
         exit_now(f"{reason}, while stopping")
     restart(reason)
-
-
-FETCH_MAX_WAIT_MS = 200
-"""How long a fetch of the app's consumer waits at the broker for records before it
-returns empty, ms (faust sets 1,500)."""
-
-
-def shorten_fetch_wait(app: FaustApp) -> None:
-    """From the first assignment on, the app's consumer asks the broker to hold an empty
-    fetch ``FETCH_MAX_WAIT_MS`` rather than faust's 1.5 s (aiokafka's
-    ``fetch_max_wait_ms``, which faust does not let set).
-
-    A broker answers a connection's requests in order, so an offsets request that faust's
-    recovery (the changelog's high watermarks and start offsets) sends after a fetch of
-    partitions with nothing new waits for that fetch to end: at a restart each such
-    request took 1.5 s, as long as faust's own restore of a small changelog.
-    """
-
-    async def _on_assigned(sender: Any, *args: Any, **kwargs: Any) -> None:
-        set_fetch_wait(app.consumer, FETCH_MAX_WAIT_MS)
-
-    app.on_partitions_assigned.connect(_on_assigned)  # type: ignore[arg-type]
-
-
-def set_fetch_wait(consumer: Any, wait_ms: int) -> None:
-    """Set the ``fetch_max_wait_ms`` of faust's consumer's aiokafka consumer (started:
-    its fetcher exists), for the fetches it sends from then on."""
-    fetcher = consumer._thread._ensure_consumer()._fetcher  # aiokafka's Fetcher
-    fetcher._fetch_max_wait_ms = wait_ms
 
 
 def quiet_logging(app: FaustApp) -> None:
