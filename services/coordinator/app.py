@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from services.common.kafka.client import COMPACTED, ensure_topics, topic_config
+from services.common.kafka.client import COMPACTED, describe_config, ensure_topics
 from services.common.topic_reader import TopicReader
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
@@ -144,15 +144,16 @@ async def prepare(settings: Settings) -> ChangelogFacts | None:
     await ensure_topics(settings, [*topics.inputs, topics.worker_control, topics.dlq])
     await ensure_topics(settings, [topics.table_changelog],
                         configs={**COMPACTED, **seam.CHANGELOG_CONFIGS})
-    policy = (await topic_config(settings, topics.table_changelog)).get("cleanup.policy", "")
     async with TopicReader(settings.bootstrap, security=settings.kafka_security) as reader:
+        config = await describe_config(reader.admin, topics.table_changelog)
         partitions = len(await reader.partitions(topics.table_changelog))
-    fault = changelog_fault(topics.table_changelog, policy, partitions, settings.partitions)
-    if fault is not None:
-        raise RuntimeError(fault)
-    if settings.store.startswith("memory:"):
-        return None
-    return await read_changelog_facts(settings, topics.table_changelog)
+        fault = changelog_fault(topics.table_changelog, config.get("cleanup.policy", ""),
+                                partitions, settings.partitions)
+        if fault is not None:
+            raise RuntimeError(fault)
+        if settings.store.startswith("memory:"):
+            return None
+        return await read_changelog_facts(reader, topics.table_changelog)
 
 
 

@@ -18,8 +18,6 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from click.testing import Result
 from stackkit import ADMIN_DSN, BOOTSTRAP, Stack
 from typer.testing import CliRunner
@@ -29,8 +27,10 @@ from ops.cli.pgread import read_rows
 from ops.expected_rows import diff_rows, expected_rows
 from ops.history import fold
 from services.common.db import connect_pool
+from services.common.kafka.client import topic_config
+from services.common.settings import CommonSettings
 from services.projector.writer import project
-from tests.polling import WaitTimeout, wait_until, wait_until_async
+from tests.polling import WaitTimeout, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core"))
 from machine_harness import run
@@ -308,18 +308,9 @@ async def _rebuild_schemas(dsn: str) -> list[tuple[Any, ...]]:
 
 async def _topic_configs(names: list[str], keys: list[str]) -> dict[str, dict[str, str]]:
     """Topic -> the ``keys`` of its config, as the broker describes them."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
-    await admin.start()
-    try:
-        found = {}
-        for name in names:
-            [response] = await admin.describe_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, name, dict.fromkeys(keys))])
-            [resource] = response.resources
-            found[name] = {c[0]: c[1] for c in resource[4] if c[0] in keys}
-        return found
-    finally:
-        await admin.close()
+    settings = CommonSettings(bootstrap=BOOTSTRAP)
+    return {name: {k: v for k, v in (await topic_config(settings, name)).items() if k in keys}
+            for name in names}
 
 
 def test_the_events_topic_keeps_the_history_for_ever(own: Stack) -> None:
@@ -329,18 +320,6 @@ def test_the_events_topic_keeps_the_history_for_ever(own: Stack) -> None:
                                        ["retention.ms"]))
     assert found == {own.topics.events: {"retention.ms": "-1"},
                      own.topics.submissions: {"retention.ms": str(168 * 3600 * 1000)}}
-
-
-def test_the_table_changelog_is_compacted_soon_after_writes(own: Stack) -> None:
-    """The coordinator's table changelog rolls a segment every hour and is compacted once
-    a tenth of it is overwritten (the broker's defaults: a week, a half)."""
-    keys = ["cleanup.policy", "segment.ms", "min.cleanable.dirty.ratio"]
-    changelog = own.topics.table_changelog
-    found = asyncio.run(wait_until_async(  # faust creates it once the coordinator runs
-        lambda: _topic_configs([changelog], keys), 60, f"{changelog} described",
-        until=lambda configs: configs[changelog]))
-    assert found == {changelog: {"cleanup.policy": "compact", "segment.ms": "3600000",
-                                 "min.cleanable.dirty.ratio": "0.1"}}
 
 
 def test_status_prints_names_and_errors_holding_console_markup_as_they_are(own: Stack) -> None:

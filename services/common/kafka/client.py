@@ -111,8 +111,8 @@ async def ensure_compacted_topics(settings: CommonSettings, names: Iterable[str]
 
 
 async def topic_config(settings: CommonSettings, name: str) -> dict[str, str]:
-    """The config of topic ``name`` as the broker describes it (its own settings and the
-    broker's defaults), Kafka's names to values.
+    """The config of topic ``name`` as the broker describes it (``describe_config``),
+    through an admin client of its own.
 
     Raises:
         KafkaError: the broker refused to describe it (an unknown topic, an ACL).
@@ -121,14 +121,24 @@ async def topic_config(settings: CommonSettings, name: str) -> dict[str, str]:
                                 **aiokafka_security(settings.kafka_security))
     await admin.start()
     try:
-        [response] = await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, name, None)])
-        [(code, message, _, _, entries)] = response.resources
-        if code:
-            raise for_code(code)(f"describing topic {name}: {message}")
-        return {entry[0]: entry[1] for entry in entries}
+        return await describe_config(admin, name)
     finally:
         await admin.close()
+
+
+async def describe_config(admin: AIOKafkaAdminClient, name: str) -> dict[str, str]:
+    """The config of topic ``name`` as the broker describes it (its own settings and the
+    broker's defaults), Kafka's names to values, through a started admin client.
+
+    Raises:
+        KafkaError: the broker refused to describe it (an unknown topic, an ACL).
+    """
+    [response] = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, name, None)])
+    [(code, message, _, _, entries)] = response.resources
+    if code:
+        raise for_code(code)(f"describing topic {name}: {message}")
+    return {entry[0]: entry[1] for entry in entries}
 
 
 RECREATE_S = 1.0

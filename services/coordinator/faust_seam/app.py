@@ -142,19 +142,19 @@ class WorkflowTable(faust.Table[bytes, bytes]):
         ``changelog_facts`` when a partition's DB is opened); ``memory:`` URLs:
         ``restore.RestoringMemoryStore`` (reading ``changelog_reader``); others as faust
         builds them."""
+        # What faust's own _new_store_by_url passes every store.
+        table: dict[str, Any] = {
+            "table_name": self.name, "key_type": self.key_type,
+            "key_serializer": self.key_serializer, "value_type": self.value_type,
+            "value_serializer": self.value_serializer, "loop": self.loop,
+            "options": self.options}
         if str(url).startswith("rocksdb:"):
             from services.coordinator.faust_seam.rocks import PartitionedRocksStore
-            return PartitionedRocksStore(
-                url, self.app, self, table_name=self.name, key_type=self.key_type,
-                key_serializer=self.key_serializer, value_serializer=self.value_serializer,
-                value_type=self.value_type, loop=self.loop, options=self.options,
-                facts=self.changelog_facts)
+            return PartitionedRocksStore(url, self.app, self, **table,
+                                         facts=self.changelog_facts)
         if str(url).startswith("memory:"):
-            return RestoringMemoryStore(
-                url, self.app, self, table_name=self.name, key_type=self.key_type,
-                key_serializer=self.key_serializer, value_serializer=self.value_serializer,
-                value_type=self.value_type, loop=self.loop, options=self.options,
-                reader=self.changelog_reader)
+            return RestoringMemoryStore(url, self.app, self, **table,
+                                        reader=self.changelog_reader)
         return super()._new_store_by_url(url)
 
     def partition_for_key(self, key: Any) -> int | None:

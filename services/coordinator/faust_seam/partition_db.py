@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import rocksdict
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from faust.stores import rocksdb as faust_rocksdb
 
+from services.common.kafka.client import describe_config
 from services.common.topic_reader import TopicReader
-from services.coordinator.settings import Settings
 
 log = logging.getLogger("headwater.coordinator")
 
@@ -116,32 +115,27 @@ def _outside(offset: int, start: int, high: int) -> str | None:
     return None
 
 
-async def read_changelog_facts(settings: Settings, topic: str) -> ChangelogFacts:
+async def read_changelog_facts(reader: TopicReader, topic: str) -> ChangelogFacts:
     """The changelog's ``delete.retention.ms`` and each partition's log start offset and
-    high watermark, from the broker. A topic that does not exist yet has no partitions
-    and the default retention; a retention the broker does not give is
-    ``DEFAULT_DELETE_RETENTION_MS``, logged.
+    high watermark, from the broker, through a started ``reader``. A topic that does not
+    exist yet has no partitions and the default retention; a retention the broker does
+    not give is ``DEFAULT_DELETE_RETENTION_MS``, logged.
 
     Raises:
         KafkaError: the broker could not be reached for the offsets.
     """
-    async with TopicReader(settings.bootstrap, security=settings.kafka_security) as reader:
-        partitions = await reader.partitions(topic)
-        if not partitions:  # not created yet: faust creates it, with the broker's default
-            return ChangelogFacts()
-        start = await reader.beginning_offsets(topic, partitions)
-        high = await reader.end_offsets(topic, partitions)
-        retention = await _delete_retention_ms(reader.admin, topic)
+    partitions = await reader.partitions(topic)
+    if not partitions:  # not created yet: faust creates it, with the broker's default
+        return ChangelogFacts()
+    start = await reader.beginning_offsets(topic, partitions)
+    high = await reader.end_offsets(topic, partitions)
+    retention = await _delete_retention_ms(reader, topic)
     return ChangelogFacts(retention, start, high)
 
 
-async def _delete_retention_ms(admin: Any, topic: str) -> int:
+async def _delete_retention_ms(reader: TopicReader, topic: str) -> int:
     try:
-        [response] = await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, topic, {"delete.retention.ms": None})])
-        [resource] = response.resources
-        configs = {entry[0]: entry[1] for entry in resource[4]}
-        return int(configs["delete.retention.ms"])
+        return int((await describe_config(reader.admin, topic))["delete.retention.ms"])
     except Exception as e:  # any failure: the broker's default
         log.warning("cannot read delete.retention.ms of %s (%s: %s); taking %d ms", topic,
                     type(e).__name__, e, DEFAULT_DELETE_RETENTION_MS)
