@@ -15,7 +15,7 @@ from headwater.core import events as ev
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, task_key, task_timer_id
 from headwater.core.refs import resolve
 from headwater.core.retry import RetryPolicy
-from headwater.core.spec import WorkflowSpec, parse_spec
+from headwater.core.spec import WorkflowSpec, read_spec
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import HeadwaterError, SpecError
 
@@ -175,7 +175,7 @@ class WorkflowState:
     def spec(self) -> WorkflowSpec:
         """The parsed spec (cached). Raises ``SpecError`` if the document was invalid."""
         if self._spec is None:
-            self._spec = parse_spec(self.spec_doc)
+            self._spec = read_spec(self.spec_doc)
         return self._spec
 
     @property

@@ -67,8 +67,9 @@ def fail(state: WorkflowState | None, event: ev.Input, error: str) -> Step:
     rec = Recorder(state, event.at_ms)
     if state is None and isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
         state = submission.accept(rec, event)
-        if state.spec_error:
-            error = f"invalid spec: {state.spec_error}"
+        fault = submission.spec_fault(state)
+        if fault:
+            error = f"invalid spec: {fault}"
     if state is not None and not state.status.terminal:
         ending.end_workflow(rec, ev.WorkflowFailed(state.workflow_id, event.at_ms, error),
                             f"workflow failed: {error}")
@@ -90,7 +91,7 @@ def start(event: submission.Submission, waiting: Sequence[ev.Input]) -> Step:
     """
     rec = Recorder(None, event.at_ms)
     state = submission.accept(rec, event)
-    for item in waiting if not state.spec_error else ():
+    for item in waiting if not submission.spec_fault(state) else ():
         item = dataclasses.replace(item, at_ms=max(item.at_ms, rec.at_ms))
         rec.at_ms = item.at_ms
         INPUT_RULES[type(item)](rec, rec.state, item)

@@ -6,6 +6,11 @@ input and the registered definition it was resolved from, if any); a child workf
 linked to the attempt that started it (``ParentLinked``), to which its end is reported.
 An invalid spec fails it at once; otherwise every root node (no needs, not an error
 handler) starts, and a workflow with nothing to do succeeds.
+
+A spec is invalid by its form (``state.spec_error``, folded from ``WorkflowAccepted`` at
+every replay) or by what the environment says of it when it is accepted
+(``spec.environment_faults``: croniter, the time zone database), asked here, once: the
+``WorkflowFailed`` it decides is what a replay folds, whatever croniter says then.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 from headwater.core import events as ev
 from headwater.core.machine import ending, flow
 from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import environment_faults
 from headwater.core.state import WorkflowState
+from headwater.errors import SpecError
 
 Submission = ev.WorkflowSubmitted | ev.ChildSubmitted
 """What starts a workflow: a submission, or a parent's child workflow."""
@@ -46,12 +53,21 @@ def begin(rec: Recorder, event: Submission) -> None:
     state = rec.current
     if state.status.terminal:
         return
-    if state.spec_error:
-        error = f"invalid spec: {state.spec_error}"
-        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, error))
+    fault = spec_fault(state)
+    if fault:
+        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, f"invalid spec: {fault}"))
         return
     start_roots(rec)
     ending.finish_if_done(rec)
+
+
+def spec_fault(state: WorkflowState) -> str:
+    """Why a just-accepted workflow's spec is invalid ("" when it is valid): its form's
+    faults, else the environment's (asked only while accepting it)."""
+    if state.spec_error:
+        return state.spec_error
+    faults = environment_faults(state.spec.nodes)
+    return str(SpecError(faults)) if faults else ""
 
 
 def start_roots(rec: Recorder) -> None:

@@ -9,7 +9,7 @@ node kind adds (a wait's signal, a sleep, a child, a loop) and ``when`` in ``spe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -18,7 +18,11 @@ import yaml
 
 from headwater.core.graph import find_cycle
 from headwater.core.kinds.loop.records import LoopSpec
-from headwater.core.kinds.schedule.cron import ScheduleSpec, schedule_spec_faults
+from headwater.core.kinds.schedule.cron import (
+    ScheduleSpec,
+    schedule_environment_faults,
+    schedule_spec_faults,
+)
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.retry import RetryPolicy, parse_retry
@@ -172,7 +176,9 @@ def load_spec_text(text: str) -> Any:
 
 
 def parse_spec(doc: Any) -> WorkflowSpec:
-    """Validate a spec document and build a ``WorkflowSpec``.
+    """Validate a submitted spec document and build a ``WorkflowSpec``: its form, and
+    what the environment says of it (a schedule's cron and zone, asked of croniter and
+    the time zone database: ``schedule_environment_faults``).
 
     Args:
         doc: plain data as loaded from YAML/JSON: ``{name, retry?, nodes: [...], output?,
@@ -184,6 +190,30 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     Raises:
         SpecError: with every fault found.
     """
+    return _parse(doc, submitted=True)
+
+
+def read_spec(doc: Any) -> WorkflowSpec:
+    """Build the ``WorkflowSpec`` of an accepted spec document (a state's, at every fold,
+    restore and replay): its form only, so that an upgrade of croniter or tzdata under a
+    running workflow does not make its history fold otherwise. The coordinator asks the
+    environment once, when it accepts a submission (``environment_faults``).
+
+    Raises:
+        SpecError: with every fault of its form.
+    """
+    return _parse(doc, submitted=False)
+
+
+def environment_faults(nodes: Sequence[NodeSpec]) -> list[str]:
+    """What the environment says of a spec's nodes whose form is valid (``read_spec``):
+    the faults ``parse_spec`` adds to those of its form (of these nodes; a child's spec
+    is asked when the child is submitted)."""
+    return [fault for n in nodes if n.schedule is not None
+            for fault in schedule_environment_faults(n.schedule, f"node {n.id!r}")]
+
+
+def _parse(doc: Any, submitted: bool) -> WorkflowSpec:
     faults: list[str] = []
     if not isinstance(doc, Mapping):
         raise SpecError(["spec must be a mapping with 'name' and 'nodes'"])
@@ -191,7 +221,8 @@ def parse_spec(doc: Any) -> WorkflowSpec:
         faults.append(f"unknown field {key!r} (expected one of {sorted(_TOP_KEYS)})")
     name = workflow_name(doc.get("name"), faults)
     defaults = parse_defaults(doc, faults)
-    nodes = _parse_nodes(doc.get("nodes"), defaults, faults)
+    nodes = _parse_nodes(doc.get("nodes"), defaults, faults,
+                         _child_faults if submitted else _read_child_faults)
     _check_needs(nodes, faults)
     _check_routes(nodes, faults)
     signal_clash_faults([(n.id, n.wait) for n in nodes if n.wait is not None], faults)
@@ -202,13 +233,16 @@ def parse_spec(doc: Any) -> WorkflowSpec:
     check_refs(nodes, doc.get("output"), faults)
     restarts = parse_restarts(
         doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
+    if submitted:
+        faults.extend(environment_faults(nodes))
     if faults:
         raise SpecError(faults)
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"),
                         max_restarts=restarts)
 
 
-def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[NodeSpec]:
+def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
+                 validate: Callable[[Any], list[str]]) -> list[NodeSpec]:
     """The nodes with a valid id, first of each id. Raises ``SpecError`` (with the
     faults so far) when ``nodes`` is missing, empty or too long."""
     if not isinstance(raw_nodes, list) or not raw_nodes:
@@ -221,7 +255,7 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str]) -> list[
     nodes: list[NodeSpec] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_nodes):
-        node = _parse_node(raw, i, defaults, faults)
+        node = _parse_node(raw, i, defaults, faults, validate)
         if node is None:
             continue
         if node.id in seen:
@@ -239,7 +273,8 @@ _NODE_KEYS = frozenset({"id", "kind", "needs", "when", "on_error", "continue_on_
 
 
 def _parse_node(
-    raw: Any, i: int, defaults: Defaults, faults: list[str]
+    raw: Any, i: int, defaults: Defaults, faults: list[str],
+    validate: Callable[[Any], list[str]],
 ) -> NodeSpec | None:
     """One node, or None when it has no valid id or kind (its faults appended in field
     order: id, unknown fields, kind, task, queue, needs, fan-out fields, timeouts, error
@@ -262,7 +297,7 @@ def _parse_node(
                         f"{where}: retry", faults)
     when = parse_when(raw, where, faults)
     work = Work(queue, retry, timeout, heartbeat or DEFAULT_HEARTBEAT_TIMEOUT)
-    parts = parse_kind(raw, kind, where, work, _child_faults, faults)
+    parts = parse_kind(raw, kind, where, work, validate, faults)
     return NodeSpec(
         id=node_id, kind=kind, task=task, queue=queue, needs=needs, input=raw.get("input"),
         over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
@@ -273,9 +308,19 @@ def _parse_node(
 
 
 def _child_faults(doc: Any) -> list[str]:
-    """The faults of a child workflow's spec document (none when it is valid)."""
+    """The faults of a submitted child workflow's spec document (none when it is
+    valid)."""
     try:
         parse_spec(doc)
+    except SpecError as e:
+        return e.faults
+    return []
+
+
+def _read_child_faults(doc: Any) -> list[str]:
+    """The faults of the form of an accepted child workflow's spec document."""
+    try:
+        read_spec(doc)
     except SpecError as e:
         return e.faults
     return []

@@ -14,6 +14,14 @@ This module alone of the core imports ``croniter`` and ``zoneinfo``: both only c
 over given instants and the time zone database; neither reads the clock here (every
 computation starts from an instant it is given). Like ``spec.fields``, the parser
 appends what is wrong to ``faults`` (``"<where>: <what>"``) and returns a usable value.
+
+The parser checks a schedule's form only (a string of 5 or 6 fields, no ``H``/``R``, a
+zone name); what croniter and the time zone database say of it
+(``schedule_environment_faults``) is asked once, when a spec is submitted. An accepted
+spec is read again at every restore and replay, and an upgrade of croniter or tzdata must
+not turn a running schedule's spec invalid there: a fire time it can no longer compute
+arms nothing (``next_fire_ms`` is None), and the fire times already armed are in the
+history (``ScheduleArmed.fire_ms``).
 """
 
 from __future__ import annotations
@@ -136,12 +144,12 @@ def _croniter() -> Any:
 def _step(spec: ScheduleSpec, from_ms: int, forward: bool) -> int | None:
     """croniter's next (or previous) fire time from the instant ``from_ms``, read in the
     schedule's zone (``tzinfo.fromutc``: the zone's wall time of a UTC instant)."""
-    zone = ZoneInfo(spec.timezone)
     try:
+        zone = ZoneInfo(spec.timezone)
         local = zone.fromutc((_EPOCH + from_ms * _MS).replace(tzinfo=zone))
         it = _croniter()(spec.cron, local)
         found = it.get_next(datetime) if forward else it.get_prev(datetime)
-    except (OverflowError, ValueError):  # croniter's errors are ValueErrors
+    except (OverflowError, ValueError, OSError, ZoneInfoNotFoundError):  # croniter: ValueError
         return None
     return int((found - _EPOCH) // _MS)
 
@@ -175,28 +183,50 @@ def parse_schedule(raw: Mapping[str, Any], where: str, validate: Callable[[Any],
         misfire_grace=_grace(raw.get("misfire_grace"), where, faults),
         start_at_ms=_start_at(raw.get("start_at"), where, faults))
     cron = raw.get("cron")
-    if (not isinstance(cron, str) or len(cron.split()) not in (5, 6) or _RANDOM.search(cron)
-            or not _croniter().is_valid(cron)):
-        faults.append(f"{where}: cron: required, a cron expression of 5 fields (minute hour "
-                      "day month weekday) or 6 (seconds last), such as \"*/5 * * * *\"")
+    if not isinstance(cron, str) or len(cron.split()) not in (5, 6) or _RANDOM.search(cron):
+        faults.append(_CRON_FAULT.format(where=where))
         return spec, child
     spec = ScheduleSpec(cron, zone, spec.overlap, spec.catchup, spec.catchup_max,
                         spec.misfire_grace, spec.start_at_ms)
-    if zone and next_fire_ms(spec, _PROBE_MS) is None:
-        faults.append(f"{where}: cron: {cron!r} never fires")
     return spec, child
 
 
+_CRON_FAULT = ("{where}: cron: required, a cron expression of 5 fields (minute hour day "
+               "month weekday) or 6 (seconds last), such as \"*/5 * * * *\"")
+_ZONE_FAULT = ("{where}: timezone: {zone!r} is not an IANA time zone (such as \"UTC\" or "
+               "\"Europe/Paris\")")
+
+
+def schedule_environment_faults(spec: ScheduleSpec, where: str) -> list[str]:
+    """What croniter and the time zone database say of a schedule whose form
+    ``parse_schedule`` accepted: an expression croniter refuses, a zone the database does
+    not have, an expression that never fires. Asked at submission only (the module's
+    docstring says why)."""
+    faults: list[str] = []
+    if spec.timezone:  # "": its form was refused already (so with the cron's)
+        try:
+            ZoneInfo(spec.timezone)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            faults.append(_ZONE_FAULT.format(where=where, zone=spec.timezone[:80]))
+    if not spec.cron:
+        return faults
+    if not _croniter().is_valid(spec.cron):
+        faults.append(_CRON_FAULT.format(where=where))
+    elif not faults and next_fire_ms(spec, _PROBE_MS) is None:
+        faults.append(f"{where}: cron: {spec.cron!r} never fires")
+    return faults
+
+
 def _timezone(value: Any, where: str, faults: list[str]) -> str:
-    try:
-        if isinstance(value, str) and value and "\x00" not in value:
-            ZoneInfo(value)
-            return value
-    except (ZoneInfoNotFoundError, ValueError):
-        pass
-    faults.append(f"{where}: timezone: {str(value)[:80]!r} is not an IANA time zone "
-                  "(such as \"UTC\" or \"Europe/Paris\")")
+    if (isinstance(value, str) and value and "\x00" not in value
+            and len(value) <= _MAX_ZONE_NAME):
+        return value
+    faults.append(_ZONE_FAULT.format(where=where, zone=str(value)[:80]))
     return ""
+
+
+_MAX_ZONE_NAME = 255
+"""Longer is not a zone name (and is refused without asking the database)."""
 
 
 def _choice(raw: Mapping[str, Any], key: str, allowed: Sequence[str], where: str,

@@ -17,6 +17,7 @@ from machine_harness import T0, WF, fired, replay, run, snapshot, submit
 
 from headwater.core import events as ev
 from headwater.core.kinds.schedule import cron, rules
+from headwater.core.state import WorkflowStatus
 
 KID = {"name": "kid", "nodes": [{"id": "x", "task": "t.x", "input": "${input}"}]}
 SPEC = {"name": "schedule:every-2s", "nodes": [
@@ -43,6 +44,21 @@ class _Otherwise:
         return True
 
 
+class _Refuses(_Otherwise):
+    """A croniter that refuses every expression: an upgrade that dropped a syntax."""
+
+    def __init__(self, expression: str, start: datetime) -> None:
+        raise ValueError(f"not a cron expression: {expression}")
+
+    @staticmethod
+    def is_valid(expression: str) -> bool:
+        return False
+
+
+def _no_zone(name: str) -> None:
+    raise cron.ZoneInfoNotFoundError(name)
+
+
 def test_replay_folds_the_recorded_fire_times_whatever_croniter_says_now(
         monkeypatch: pytest.MonkeyPatch) -> None:
     history = run([submit(SPEC), fired("schedule:fire", T0 + 2_000),
@@ -65,3 +81,39 @@ def test_a_croniter_that_answers_otherwise_changes_no_recorded_fire_time(
     monkeypatch.setattr(rules, "next_fire_ms", lambda spec, after_ms: after_ms + 1)
     monkeypatch.setattr(rules, "due_fire_times", lambda spec, first_ms, now_ms: [now_ms])
     assert snapshot(replay(history.history)) == snapshot(history.state)
+
+
+def test_an_accepted_schedule_folds_the_same_after_croniter_and_tzdata_refuse_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    paris = {"name": "schedule:paris", "nodes": [{**SPEC["nodes"][0], "timezone": "Europe/Paris"}]}
+    history = run([submit(paris), fired("schedule:fire", T0 + 2_000)])
+    assert history.state is not None and history.state.status is WorkflowStatus.RUNNING
+    monkeypatch.setattr(cron, "_croniter", lambda: _Refuses)
+    monkeypatch.setattr(cron, "ZoneInfo", _no_zone)
+    state = replay(history.history)
+    assert state is not None and state.spec_error == ""
+    assert snapshot(state) == snapshot(history.state)
+    # and stepped on, it arms nothing it cannot compute, and fails nothing
+    after = run([fired("schedule:fire", T0 + 4_000)], state)
+    assert after.state is not None and after.state.status is WorkflowStatus.RUNNING
+    assert not [e for e in after.history if isinstance(e.body, ev.ScheduleArmed)]
+
+
+@pytest.mark.parametrize(("field", "value", "fault"), [
+    ("cron", "61 * * * *", "cron: required, a cron expression"),
+    ("cron", "0 0 30 2 *", "never fires"),
+    ("timezone", "Mars/Olympus", "'Mars/Olympus' is not an IANA time zone"),
+    ("timezone", "Europe", "'Europe' is not an IANA time zone"),  # a folder: OSError
+    ("timezone", "x" * 300, "is not an IANA time zone"),
+])
+def test_a_submission_croniter_or_tzdata_refuses_fails_when_accepted(
+        field: str, value: str, fault: str) -> None:
+    """A submission straight from Kafka (no gateway to refuse it): the coordinator asks
+    croniter and the zone database once, when it accepts it, and records the failure."""
+    doc = {"name": "schedule:bad", "nodes": [{**SPEC["nodes"][0], field: value}]}
+    out = run([submit(doc)])
+    assert out.state is not None and out.state.status is WorkflowStatus.FAILED
+    failed = [e.body for e in out.history if isinstance(e.body, ev.WorkflowFailed)]
+    assert len(failed) == 1 and fault in failed[0].error
+    assert failed[0].error.startswith("invalid spec: ")
+    assert snapshot(replay(out.history)) == snapshot(out.state)
