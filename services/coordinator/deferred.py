@@ -4,10 +4,11 @@ A cancel sent right after a submission travels on ``control`` while the submissi
 on ``submissions``; the coordinator may read the cancel first. The machine defers it
 (``Step.deferred``), and it is kept here, under the workflow's ``DEFERRED`` part, until
 the submission arrives and ``machine.start`` applies both (``decide`` refuses one past
-``MAX_DEFERRED``). The entry also holds the
-applied offsets of the inputs it keeps, so that one delivered again after a crash is
-not kept twice; it is written through the batch's intent like every other entry, and
-emptied (an empty value) once the submission has consumed it.
+``MAX_DEFERRED``, or one with which the entry would not fit a table entry, as
+``effects`` measures it). The entry also holds the applied offsets of the inputs it
+keeps, so that one delivered again after a crash is not kept twice; it is written
+through the batch's intent like every other entry, and emptied (an empty value) once
+the submission has consumed it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from services.coordinator.keys import DEFERRED, table_entry_key
 _KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
                                  "SignalSent": ev.SignalSent}
 """The input types that can be deferred (those ``step`` defers)."""
+
+
+def deferrable(event: ev.Input) -> bool:
+    """Whether ``event`` is of a type ``step`` may defer (and this entry keeps)."""
+    return isinstance(event, tuple(_KINDS.values()))
 
 
 def deferred_key(workflow_id: str) -> bytes:

@@ -4,9 +4,10 @@ Each input record is decoded and routed (``inputs.decode_input``; one on another
 partition than its workflow's is moved there or dead-lettered: ``homing``), skipped when
 the table holds its effects already (the store's applied offsets: it came again after a
 crash), its producer checked (``submitters``), then handed with its workflow's state and
-what this process measured (``machine.Context``: deferred inputs, a purge marker, what
-it saw of a lease) to the core's one pure call, ``machine.decide``, which screens it
-(retention, leases, refusals, child conflicts) and steps it. Its ``Decision`` is carried
+what this process measured (``machine.Context``: deferred inputs and the size of their
+entry, a purge marker, what it saw of a lease) to the core's one pure call,
+``machine.decide``, which screens it (retention, leases, refusals, child conflicts) and
+steps it. Its ``Decision`` is carried
 out here: new states, history events, encoded records (stops, a refused child's report),
 dead letters, lease renewals, purges. A step that raises fails its workflow as data
 (``machine.failed``), and a workflow whose table entry would exceed the record limit is
@@ -193,7 +194,7 @@ class BatchEffects:
         """The core's decision and its step's encoded records; when that raises, the
         input is dead-lettered and its workflow failed as data (None: not even that)."""
         try:
-            decision = decide(state, event, self._context(event, state))
+            decision = decide(state, event, self._context(record, event, state))
             if decision.started:  # the submission took the inputs deferred for it
                 self.started.add(event.workflow_id)
                 self.deferred.pop(event.workflow_id, None)
@@ -210,7 +211,8 @@ class BatchEffects:
             self.dead.append(DeadLetter(record, reason))
             return self._fail(event.workflow_id, event, reason)
 
-    def _context(self, event: ev.Input, state: WorkflowState | None) -> Context:
+    def _context(self, record: InputRecord, event: ev.Input,
+                 state: WorkflowState | None) -> Context:
         """What this process measured for ``event``: the inputs deferred for its workflow,
         the marker of its purge (by this batch, or in the table), what it saw of a lease."""
         wid = event.workflow_id
@@ -218,9 +220,21 @@ class BatchEffects:
                   else None if state is not None else self.store.get_entry(purged_key(wid)))
         lease = (self.lease_seen(wid, event.timer_id)
                  if isinstance(event, ev.TimerFired) and self.lease_seen is not None else None)
-        return Context(deferred=self._deferred_for(wid) if state is None else (),
-                       history_heartbeats=self.history_heartbeats,
-                       retention_ms=self.retention_ms, marker=marker, lease=lease)
+        waiting = self._deferred_for(wid) if state is None else []
+        return Context(deferred=waiting, history_heartbeats=self.history_heartbeats,
+                       retention_ms=self.retention_ms, marker=marker, lease=lease,
+                       deferred_bytes=self._deferred_bytes(record, event, waiting, state),
+                       max_entry_bytes=self.max_record_bytes - RECORD_MARGIN_BYTES)
+
+    def _deferred_bytes(self, record: InputRecord, event: ev.Input, waiting: list[ev.Input],
+                        state: WorkflowState | None) -> int:
+        """The size of the deferred entry of ``event``'s workflow with ``event`` kept too
+        (0 for an input that cannot be deferred): ``decide`` bounds it."""
+        if state is not None or not deferred.deferrable(event):
+            return 0
+        wid = event.workflow_id
+        offsets = {**self.applied[wid], record.topic: record.offset}
+        return len(deferred.deferred_key(wid)) + len(deferred.dump([*waiting, event], offsets))
 
     def _collect(self, record: InputRecord, event: ev.Input, result: Step,
                  outgoing: list[Outgoing], offsets: dict[str, int]) -> None:
@@ -244,19 +258,8 @@ class BatchEffects:
     def _keep_deferred(self, record: InputRecord, event: ev.Input,
                       offsets: dict[str, int]) -> None:
         """Keep an input the machine deferred until its workflow's submission arrives
-        (dead-lettered when the entry would not fit a record; ``decide`` refuses one past
-        ``MAX_DEFERRED``)."""
-        wid = event.workflow_id
-        kept = [*self._deferred_for(wid), event]
-        size = len(deferred.deferred_key(wid)) + len(deferred.dump(
-            kept, {**offsets, record.topic: record.offset}))
-        if size > self.max_record_bytes - RECORD_MARGIN_BYTES:
-            self.dead.append(DeadLetter(record, (
-                f"the inputs waiting for workflow {wid} would take {size} bytes, over the "
-                f"limit of {self.max_record_bytes} (HEADWATER_MAX_MESSAGE_BYTES) less "
-                f"{RECORD_MARGIN_BYTES}")))
-            return
-        self.deferred[wid] = kept
+        (``decide`` refuses one past ``MAX_DEFERRED``, or one the entry would not fit)."""
+        self.deferred[event.workflow_id] = [*self._deferred_for(event.workflow_id), event]
         offsets[record.topic] = record.offset
 
     def table_entries(self) -> tuple[dict[str, set[str]], Entries]:

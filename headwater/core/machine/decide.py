@@ -20,7 +20,8 @@ The screen, in this order:
 4. the step (``step``, or ``start`` for a submission that finds inputs deferred for it,
    those that waited longer than ``DEFERRED_WINDOW_MS`` left out as ``expired``), and the
    stops fencing sends for it (``fencing``); an input deferred past ``MAX_DEFERRED`` for
-   one workflow is refused.
+   one workflow, or one with which the deferred entry would not fit a table entry
+   (``Context.deferred_bytes``, measured by the shell), is refused.
 
 ``failed`` and ``oversized`` fail a workflow as data when the shell could not apply an
 input (a rule raised, or its records or snapshot do not fit).
@@ -80,6 +81,10 @@ class Context:
             table, or written by this batch), None when it was not purged.
         lease: for a ``TimerFired``, what the coordinator saw of that lease; None when
             heartbeats are in the history (the machine sees them all).
+        deferred_bytes: for an input that may be deferred, the size its workflow's
+            deferred entry would take with it (key and value, bytes); 0 otherwise.
+        max_entry_bytes: the most a table entry may take (the record limit less what a
+            record needs besides), bytes; None: no limit.
     """
 
     deferred: Sequence[ev.Input] = ()
@@ -87,6 +92,8 @@ class Context:
     retention_ms: int | None = None
     marker: bytes | None = None
     lease: LeaseSeen | None = None
+    deferred_bytes: int = 0
+    max_entry_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -173,11 +180,20 @@ def _expired(item: ev.Input, submitted: ev.Input) -> str:
 
 def _stepped(event: ev.Input, result: Step, context: Context) -> Decision:
     """The decision of a step: its events and the stops fencing sends for them; an input
-    the step deferred is refused instead once ``MAX_DEFERRED`` wait for its workflow."""
-    if result.deferred and len(context.deferred) >= MAX_DEFERRED:
+    the step deferred is refused instead once ``MAX_DEFERRED`` wait for its workflow, or
+    when the entry keeping them would not fit a table entry with it."""
+    if not result.deferred:
+        return Decision(step=result, stops=_stops(event, result))
+    if len(context.deferred) >= MAX_DEFERRED:
         return Decision(refused=f"{MAX_DEFERRED} inputs already wait for workflow "
                                 f"{event.workflow_id}, which was never submitted")
-    return Decision(step=result, stops=_stops(event, result))
+    limit = context.max_entry_bytes
+    if limit is not None and context.deferred_bytes > limit:
+        return Decision(refused=f"the inputs waiting for workflow {event.workflow_id} would "
+                                f"take {context.deferred_bytes} bytes, over the {limit} a "
+                                "table entry may take (HEADWATER_MAX_MESSAGE_BYTES less a "
+                                "record's margin)")
+    return Decision(step=result)
 
 
 def failed(state: WorkflowState | None, event: ev.Input, reason: str) -> Decision:

@@ -219,6 +219,25 @@ def test_inputs_deferred_past_the_limit_are_refused() -> None:
                                 "which was never submitted")
 
 
+def test_a_deferred_input_the_entry_would_not_fit_is_refused() -> None:
+    """The shell measures the entry with the input kept (``deferred_bytes``); the core
+    decides against the limit it is given."""
+    cancel = ev.CancelRequested(WF, T0, "early")
+    fits = decide(None, cancel, Context(deferred_bytes=1_000, max_entry_bytes=1_000))
+    assert fits.refused is None and fits.step is not None and fits.step.deferred
+    over = decide(None, cancel, Context(deferred_bytes=1_001, max_entry_bytes=1_000))
+    assert over.step is None
+    assert over.refused == (f"the inputs waiting for workflow {WF} would take 1001 bytes, "
+                            "over the 1000 a table entry may take "
+                            "(HEADWATER_MAX_MESSAGE_BYTES less a record's margin)")
+    unbounded = decide(None, cancel, Context(deferred_bytes=10**9))
+    assert unbounded.step is not None and unbounded.step.deferred
+    # a step that defers nothing is not bounded by it
+    started = decide(None, ev.WorkflowSubmitted(WF, JOB, None, T0, "t"),
+                     Context(deferred_bytes=10**9, max_entry_bytes=1))
+    assert started.refused is None and started.step is not None
+
+
 def test_failed_and_oversized_fail_the_workflow_as_data() -> None:
     beat = ev.TaskHeartbeated(WF, "a", None, 1, T0 + 500)
     decision = failed(_started(), beat, "x" * 3_000)
