@@ -205,22 +205,34 @@ async def test_a_retry_waits_its_backoff(skewed: Skewed) -> None:
 
 async def test_a_task_past_its_timeout_is_stopped_by_the_worker_after_the_timeout(
         skewed: Skewed) -> None:
-    workflow_id = await submit(skewed.stack, "skew-timeout", {
-        "id": "t", "task": "e2e.sleep", "input": {"seconds": 60}, "timeout": 1,
-        "retry": {"max_attempts": 1}})
-    status = await wait_status(skewed.stack, workflow_id, timeout_s=30)
-    assert status["status"] == "failed" and "TimeoutError" in str(status["error"]), status
+    """The worker's own timer, counted from when it took the dispatch, stops the attempt
+    and reports it. The coordinator's deadline (from the dispatch, on its clock) races
+    it: when the coordinator's stop reaches the worker first, the stopped attempt reports
+    nothing (seen once in a loaded CI run), so that run shows nothing of the worker's
+    timer and the test tries again, at most three times."""
+    seen: list[str] = []
+    for _ in range(3):
+        workflow_id = await submit(skewed.stack, "skew-timeout", {
+            "id": "t", "task": "e2e.sleep", "input": {"seconds": 60}, "timeout": 1,
+            "retry": {"max_attempts": 1}})
+        status = await wait_status(skewed.stack, workflow_id, timeout_s=30)
+        assert status["status"] == "failed" and "TimeoutError" in str(status["error"]), status
+        try:
+            reports = await reports_of(skewed.stack, workflow_id, _timed_out, timeout_s=10)
+        except TimeoutError:
+            seen.append(f"{workflow_id}: no report; the workflow's error: {status['error']}")
+            continue
+        started = next(r for r in reports if isinstance(r, ev.TaskStarted))
+        failed = next(r for r in reports if isinstance(r, ev.TaskFailed))
+        assert (failed.error_type, failed.error) == ("TimeoutError", "timed out after 1.0 s")
+        # Both stamped by the worker's clock: a duration on one clock.
+        assert 900 <= failed.at_ms - started.at_ms <= scaled(5) * 1000
+        return
+    pytest.fail("the worker never reported its own timeout: " + "; ".join(seen))
 
-    # The worker's own timer, counted from when it took the dispatch, stopped it too.
-    def timed_out(reports: list[Any]) -> bool:
-        return any(isinstance(r, ev.TaskFailed) for r in reports)
 
-    reports = await reports_of(skewed.stack, workflow_id, timed_out, timeout_s=20)
-    started = next(r for r in reports if isinstance(r, ev.TaskStarted))
-    failed = next(r for r in reports if isinstance(r, ev.TaskFailed))
-    assert (failed.error_type, failed.error) == ("TimeoutError", "timed out after 1.0 s")
-    # Both stamped by the worker's clock: a duration on one clock.
-    assert 900 <= failed.at_ms - started.at_ms <= scaled(5) * 1000
+def _timed_out(reports: list[Any]) -> bool:
+    return any(isinstance(r, ev.TaskFailed) for r in reports)
 
 
 async def test_a_submission_stamped_by_a_skewed_clock_keeps_its_timeout(
