@@ -38,7 +38,7 @@ def purge_due(state: WorkflowState | None, at_ms: int, retention_ms: int | None)
 
 
 def header_due(header: bytes, at_ms: int, retention_ms: int) -> bool:
-    """``purge_due`` read off a raw header entry (``snapshot.dump_header``) without
+    """``purge_due`` read off a raw header entry (``layout.dump_header``) without
     decoding the workflow; False for a header that does not parse."""
     try:
         h = orjson.loads(header)

@@ -3,7 +3,7 @@ off it (the timers a task implies, a failure's error object, a finished node's o
 
 The state changes only through ``evolve`` (``headwater/core/evolve.py``), one history
 event at a time, so folding a workflow's history rebuilds it (docs/architecture.md,
-invariant 1). The table stores it split (``services/coordinator/snapshot.py``).
+invariant 1). The table stores it split (``services/coordinator/layout.py``).
 """
 
 from __future__ import annotations

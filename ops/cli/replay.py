@@ -30,8 +30,9 @@ from ops.cli.pgread import read_rows
 from ops.history import TimelineRow, timeline
 from services.common.clock import now_ms
 from services.coordinator.keys import DEFERRED, DEFINITION
+from services.coordinator.layout import load_split
 from services.coordinator.retention import PURGED
-from services.coordinator.snapshot import dump_state, load_split
+from services.coordinator.snapshot import dump_state
 
 console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 EXIT_DIFFERENT, EXIT_UNKNOWN, EXIT_UNREACHABLE = 1, 2, 3

@@ -42,7 +42,7 @@ from headwater.core.retention import RETENTION_TIMER, dump_marker, header_due
 from headwater.core.state import WorkflowState
 from services.common.clock import now_ms
 from services.coordinator.keys import DEFERRED, DEFINITION, TABLE_KEY_SEP, table_entry_key
-from services.coordinator.snapshot import task_keys
+from services.coordinator.layout import task_keys
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def purged_key(workflow_id: str) -> bytes:
 
 def purge_entries(state: WorkflowState, purged_at_ms: int) -> list[tuple[bytes, bytes | None]]:
     """The table writes that purge ``state``: its marker, then a delete (None) for each
-    task entry (``snapshot.task_keys``), the deferred inputs entry, the definition and the
+    task entry (``layout.task_keys``), the deferred inputs entry, the definition and the
     header. Written in one intent, so their order does not matter for a crash."""
     wid = state.workflow_id
     parts = [*task_keys(state), DEFERRED, DEFINITION]

@@ -21,13 +21,15 @@ from headwater.errors import DecodeError
 from services.coordinator import changelog
 from services.coordinator.faust_seam.app import read_entry, read_headers
 from services.coordinator.keys import DEFINITION, table_entry_key
-from services.coordinator.snapshot import (
+from services.coordinator.layout import (
     dump_definition,
     dump_header,
     dump_task,
     header_applied,
     header_ended,
+    header_keeps_transcripts,
     load_split,
+    loop_tool_keys,
 )
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,9 @@ class TableStore:
         self.table = table
         self._cache: dict[str, WorkflowState] = {}
         self._applied: dict[str, dict[str, int]] = {}
+        self._transcripts_moving: set[str] = set()
+        """Workflows whose header, as read, holds a loop's transcript
+        (``layout.header_keeps_transcripts``)."""
 
     def get(self, workflow_id: str) -> WorkflowState | None:
         """The cached state, else the table's entries decoded, else None."""
@@ -101,8 +106,11 @@ class TableStore:
         if header is None:
             return None
         definition = self.table.get(table_entry_key(workflow_id, DEFINITION))
-        return load_split(header, definition,
-                          lambda key: self.table.get(table_entry_key(workflow_id, key)))
+        state = load_split(header, definition,
+                           lambda key: self.table.get(table_entry_key(workflow_id, key)))
+        if header_keeps_transcripts(header):
+            self._transcripts_moving.add(workflow_id)
+        return state
 
     def applied(self, workflow_id: str) -> dict[str, int]:
         """Input topic -> offset of the last record applied to the workflow (its records
@@ -126,6 +134,9 @@ class TableStore:
         state), then its header with the ``applied`` offsets (to be written in this
         order); keep ``state`` and ``applied`` as the cached copies."""
         wid = state.workflow_id
+        if wid in self._transcripts_moving:  # the header stops holding the transcript:
+            parts = parts | loop_tool_keys(state)  # each call goes to its tool's entry
+            self._transcripts_moving.discard(wid)
         out = [(table_entry_key(wid, part), _entry(state, part)) for part in sorted(parts)]
         out.append((table_entry_key(wid), dump_header(state, applied)))
         if state.status.terminal:

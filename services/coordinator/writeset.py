@@ -1,7 +1,7 @@
 """Which table entries a step changed: the coordinator's write-set, read off the events.
 
 The workflow table holds a header per workflow (rewritten on every change), its
-definition once, and one entry per task (``snapshot``). Which task entries a batch must
+definition once, and one entry per task (``layout``). Which task entries a batch must
 rewrite follows from the history events it recorded, since ``evolve`` changes a task
 only for an event that names it: so the domain state carries no bookkeeping of its own.
 """
@@ -15,7 +15,7 @@ from headwater.core.ids import parse_task_timer_id, task_key
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
 from services.coordinator.keys import DEFINITION
-from services.coordinator.snapshot import node_task_keys
+from services.coordinator.layout import node_task_keys
 
 _TERMINAL = (ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled)
 _ENDS = (ev.TaskSucceeded, ev.TaskFailed, ev.TaskCancelled)

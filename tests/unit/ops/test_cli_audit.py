@@ -25,7 +25,7 @@ from ops.expected_rows import expected_rows
 from ops.history import Recorded, fold
 from services.common.partitioning import partition_for
 from services.coordinator.keys import DEFINITION, table_entry_key
-from services.coordinator.snapshot import dump_definition, dump_header, dump_task
+from services.coordinator.layout import dump_definition, dump_header, dump_task
 
 runner = CliRunner()
 LATE = 10**13

@@ -10,15 +10,9 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.core.machine import step
 from headwater.topics import Topics
+from services.coordinator.layout import dump_definition, dump_header, dump_task, load_split
 from services.coordinator.records import encode_outputs
-from services.coordinator.snapshot import (
-    dump_definition,
-    dump_header,
-    dump_state,
-    dump_task,
-    load_split,
-    load_state,
-)
+from services.coordinator.snapshot import dump_state, load_state
 
 TOPICS = Topics("unit-child-definition")
 AT = 1_700_000_000_000

@@ -16,15 +16,14 @@ from test_machine_runs import NAMES, _scenario
 from headwater.core.machine import Step, step
 from headwater.core.state import WorkflowState
 from services.coordinator.keys import DEFINITION
-from services.coordinator.snapshot import (
+from services.coordinator.layout import (
     dump_definition,
     dump_header,
-    dump_state,
     dump_task,
     load_split,
-    load_state,
     task_keys,
 )
+from services.coordinator.snapshot import dump_state, load_state
 from services.coordinator.writeset import touched_parts
 
 

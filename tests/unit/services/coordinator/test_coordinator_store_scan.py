@@ -12,7 +12,7 @@ from test_coordinator_redelivery import AT, INPUTS, TOPICS, Bus, Table
 from headwater import codec
 from headwater.core import events as ev
 from services.coordinator import inputs as inputs_module
-from services.coordinator import snapshot
+from services.coordinator import layout
 from services.coordinator import store as store_module
 from services.coordinator.batch import BatchApplier
 from services.coordinator.records import InputRecord
@@ -42,10 +42,10 @@ async def test_the_scan_decodes_the_live_workflows_and_passes_over_the_ended(
     assert ended is not None and ended.status.terminal
     table.clear_cache()
     decoded: list[str] = []
-    load_split = snapshot.load_split
+    load_split = layout.load_split
 
     def counting(header: bytes, definition: bytes, get_task: Any) -> Any:
-        decoded.append(str(snapshot.orjson.loads(header)["workflow_id"]))
+        decoded.append(str(layout.orjson.loads(header)["workflow_id"]))
         return load_split(header, definition, get_task)
 
     monkeypatch.setattr(store_module, "load_split", counting)
@@ -54,6 +54,6 @@ async def test_the_scan_decodes_the_live_workflows_and_passes_over_the_ended(
 
 
 def test_header_ended_reads_the_status_alone() -> None:
-    assert not snapshot.header_ended(b"not json")
-    assert not snapshot.header_ended(b'{"status": "running"}')
-    assert snapshot.header_ended(b'{"status": "succeeded", "nodes": {}}')
+    assert not layout.header_ended(b"not json")
+    assert not layout.header_ended(b'{"status": "running"}')
+    assert layout.header_ended(b'{"status": "succeeded", "nodes": {}}')

@@ -10,7 +10,8 @@ from headwater.core import events as ev
 from headwater.core.machine import step
 from headwater.core.state import WorkflowState
 from services.coordinator.keys import DEFINITION
-from services.coordinator.snapshot import dump_state, load_split, task_keys
+from services.coordinator.layout import load_split, task_keys
+from services.coordinator.snapshot import dump_state
 
 WF = "schedule:nightly:1"
 T0 = 1_000_000
