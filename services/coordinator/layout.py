@@ -79,6 +79,8 @@ def schedule_runs(state: WorkflowState) -> dict[str, list[int]]:
     if state.spec_error:
         return {}
     runs: dict[str, list[int]] = {n.id: [] for n in state.spec.nodes if n.schedule is not None}
+    if not runs:  # no schedule node: not a pass over every task (a map's) per header
+        return runs
     for t in state.tasks.values():
         if t.node in runs and t.index is not None:
             runs[t.node].append(t.index)
