@@ -4,13 +4,13 @@
                                                # every infrastructure fault twice,
                                                # the 100-workflow rebalance, with faults too
     python -m faultsuite --quick               # what `make test` runs (a few minutes)
-    python -m faultsuite --only coordinator.after_publish --runs 5 --batch 14
+    python -m faultsuite --only coordinator.after_publish --runs 5 --batch 15
     python -m faultsuite --only infra.postgres_stop --postgres-down 30 --no-rebalance
     python -m faultsuite --only coordinator.large_table --no-rebalance
                                                # the large table alone (and its baseline)
     python -m faultsuite --only coordinator.large_table --table 20000 --table-waiting 500
     python -m faultsuite --list                # the fault points and scenarios
-    python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 14
+    python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 15
                                                # the same with auth on (a tenant's runs)
 
 The infrastructure faults (``infra.*``) run on a private broker and database each.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from faultsuite.batch import Submission, make_batch
+from faultsuite.batch import ALL_SHAPES, Submission, make_batch
 from faultsuite.large_table import LargeTable
 from faultsuite.outage import Outage
 from faultsuite.rebalance import Rebalance
@@ -116,7 +116,8 @@ class Suite:
     Attributes:
         name: ``quick`` or ``full``.
         batch_size: workflows per fault run (cycling through every shape,
-            ``batch.ALL_SHAPES``: as many as it names make one of each).
+            ``batch.ALL_SHAPES``: the quick suite runs one of each, the full two, so a
+            shape added there runs in both).
         runs: runs per fault point.
         kills: kills per run.
         rebalance_size: workflows of the rebalance run.
@@ -177,11 +178,11 @@ class Suite:
         return plans
 
 
-QUICK = Suite("quick", batch_size=14, runs=1, kills=1, rebalance_size=28,
+QUICK = Suite("quick", batch_size=len(ALL_SHAPES), runs=1, kills=1, rebalance_size=28,
               rebalance=Rebalance(coordinators=2, workers=3, start_s=2.0, hold_s=3.0),
               rebalance_gap_s=0.4, faulty_rebalance=False, infra_runs=1, postgres_down_s=20.0,
               table=LargeTable(finished=1000, waiting=50), table_kills=2)
-FULL = Suite("full", batch_size=28, runs=3, kills=2, rebalance_size=100,
+FULL = Suite("full", batch_size=2 * len(ALL_SHAPES), runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
              rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0,
              table=LargeTable(finished=5000, waiting=200), table_kills=3)
