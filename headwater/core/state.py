@@ -25,7 +25,7 @@ class IllegalTransition(HeadwaterError):
 
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskState:
     """One task and its current attempt. Times in ms since the epoch.
 
