@@ -127,6 +127,21 @@ class Unavailable(HeadwaterHTTPError):
     (raised once the client's retries are spent)."""
 
 
+class UnexpectedAnswer(HeadwaterError):
+    """Raised by ``headwater.client`` when a 2xx answer is not what the API says (not
+    JSON, or not the document the method reads): the gateway is not one, or is not
+    this client's version. The decoding error is chained.
+
+    Attributes:
+        status: the answer's HTTP status code.
+    """
+
+    def __init__(self, method: str, path: str, status: int, why: str) -> None:
+        super().__init__(f"{method} {path}: the {status} answer is not what the API says "
+                         f"({why})")
+        self.status = status
+
+
 class GatewayUnreachable(HeadwaterError, ConnectionError):
     """Raised by ``headwater.client`` when no connection to the gateway could be made (or
     kept) within its retries; the transport's error is chained."""

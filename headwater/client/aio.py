@@ -89,7 +89,7 @@ class AsyncClient:
 
     async def fetch(self, request: Request[T]) -> T:
         """As ``Client.fetch``."""
-        return request.decode(await self.send(request.call,
+        return request.answer(await self.send(request.call,
                                               request.read_timeout(self.timeout)))
 
     async def fetch_all(self, request: Request[Listing[T]]) -> builtins.list[T]:

@@ -64,6 +64,13 @@ class Deadline:
         return min(timeout, left)
 
 
+QUIET_STREAM_S = 35.0
+"""The least read timeout of an event stream, seconds: over twice the gateway's ping
+interval (``HEADWATER_SSE_PING``, 15 s by default), so that a healthy stream of a quiet
+run never times out. A shorter client timeout made each quiet read a lost connection,
+and the retries ran out on a healthy gateway."""
+
+
 class Follow:
     """One run's events after seq ``after``, until the terminal one.
 
@@ -97,12 +104,15 @@ class Follow:
         return self._first or events_call(self.workflow_id, self.last)
 
     def read_timeout(self) -> float:
-        """The stream's read timeout, seconds (less near the deadline).
+        """The stream's read timeout, seconds (less near the deadline): the client's
+        timeout, but never less than ``QUIET_STREAM_S``, since a run may say nothing for
+        longer and the gateway then sends only its pings.
 
         Raises:
             ResultTimeout: the deadline has passed.
         """
-        return self._deadline.read_timeout(self.workflow_id, self._client.timeout)
+        return self._deadline.read_timeout(self.workflow_id,
+                                           max(self._client.timeout, QUIET_STREAM_S))
 
     def opened(self, response: httpx.Response) -> bool:
         """Take the answer that opens a stream (its body read when it is an error).

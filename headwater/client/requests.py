@@ -18,6 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
+from headwater import errors
 from headwater.client.http import (
     Call,
     Mode,
@@ -74,6 +75,19 @@ class Request(Generic[T]):
         """This request's read timeout with the client's ``timeout``, seconds (None:
         the client's, as ``Client.send`` takes it)."""
         return None if self.wait_s is None else timeout + self.wait_s
+
+    def answer(self, response: httpx.Response) -> T:
+        """``decode`` of the answer.
+
+        Raises:
+            UnexpectedAnswer: it is not JSON, or not the document ``decode`` reads.
+        """
+        try:
+            return self.decode(response)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            raise errors.UnexpectedAnswer(self.call.method, self.call.path,
+                                          response.status_code,
+                                          f"{type(e).__name__}: {e}"[:300]) from e
 
 
 @dataclass(frozen=True)

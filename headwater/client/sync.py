@@ -106,7 +106,7 @@ class Client:
     def fetch(self, request: Request[T]) -> T:
         """Send a method's request (``requests``) and decode its answer; errors
         as ``send``'s."""
-        return request.decode(self.send(request.call, request.read_timeout(self.timeout)))
+        return request.answer(self.send(request.call, request.read_timeout(self.timeout)))
 
     def fetch_all(self, request: Request[Listing[T]]) -> builtins.list[T]:
         """Every item of a listing, page after page (``fetch`` of each)."""

@@ -126,7 +126,7 @@ class WorkflowTable(faust.Table[bytes, bytes]):
     """What the broker said of the changelog at start, for a persistent store's checks
     (``partition_db.read_changelog_facts``); set before the store is first used."""
     changelog_reader: ReaderFactory | None = None
-    """The readers with which a ``memory:`` store restores its new partitions itself
+    """The readers with which the table's store restores its new partitions itself
     (``restore.changelog_reader``; None: faust restores them); set before the store is
     first used."""
 
@@ -151,7 +151,8 @@ class WorkflowTable(faust.Table[bytes, bytes]):
         if str(url).startswith("rocksdb:"):
             from services.coordinator.faust_seam.rocks import PartitionedRocksStore
             return PartitionedRocksStore(url, self.app, self, **table,
-                                         facts=self.changelog_facts)
+                                         facts=self.changelog_facts,
+                                         reader=self.changelog_reader)
         if str(url).startswith("memory:"):
             return RestoringMemoryStore(url, self.app, self, **table,
                                         reader=self.changelog_reader)

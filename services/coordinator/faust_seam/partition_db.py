@@ -51,6 +51,10 @@ BLOCK_CACHE_BYTES = 32 << 20
 default is 2 GiB per DB)."""
 WRITE_BUFFER_BYTES = 8 << 20
 """The size of one memtable of a partition DB, bytes (faust's default is 64 MiB)."""
+MEMTABLES_BYTES = 32 << 20
+"""The memtables of every partition DB of the process together, bytes (one
+``WriteBufferManager``): past it RocksDB flushes the largest, so the memory RocksDB takes
+does not grow with the partitions held (8 partitions of 2 memtables were 128 MiB)."""
 WRITE_BUFFERS = 2
 """Memtables a partition DB may hold, the one being written and one being flushed
 (faust's default is 3)."""
@@ -144,8 +148,9 @@ async def _delete_retention_ms(reader: TopicReader, topic: str) -> int:
 
 class BoundedOptions(faust_rocksdb.RocksDBOptions):
     """faust's RocksDB options with the memory bounded: ``WRITE_BUFFERS`` memtables of
-    ``WRITE_BUFFER_BYTES`` per DB, and one block cache of ``BLOCK_CACHE_BYTES`` shared by
-    the DBs opened with these options (faust makes one cache per DB)."""
+    ``WRITE_BUFFER_BYTES`` per DB, at most ``MEMTABLES_BYTES`` of them in all, and one
+    block cache of ``BLOCK_CACHE_BYTES``, both shared by the DBs opened with these options
+    (faust makes one cache per DB)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("write_buffer_size", WRITE_BUFFER_BYTES)
@@ -153,10 +158,12 @@ class BoundedOptions(faust_rocksdb.RocksDBOptions):
         kwargs.setdefault("block_cache_size", BLOCK_CACHE_BYTES)
         super().__init__(**kwargs)
         self.cache = rocksdict.Cache(self.block_cache_size)
+        self.memtables = rocksdict.WriteBufferManager(MEMTABLES_BYTES, False)
 
     def as_options(self) -> Any:
-        """faust's options, with the shared block cache."""
+        """faust's options, with the shared block cache and write buffer manager."""
         options = super().as_options()
+        options.set_write_buffer_manager(self.memtables)
         table = rocksdict.BlockBasedOptions()
         table.set_bloom_filter(self.bloom_filter_size, block_based=True)
         table.set_block_cache(self.cache)

@@ -44,6 +44,7 @@ from services.coordinator.faust_seam.partition_db import (
     ChangelogFacts,
     wipe_reason,
 )
+from services.coordinator.faust_seam.restore import ReaderFactory, read_changelog
 from services.coordinator.keys import TABLE_KEY_SEP
 
 log = logging.getLogger("headwater.coordinator")
@@ -80,8 +81,12 @@ class PartitionedRocksStore(faust_rocksdb.Store):
     """
 
     def __init__(self, *args: Any, facts: ChangelogFacts | None = None,
-                 now_ms: Callable[[], int] = wall_ms, **kwargs: Any) -> None:
+                 now_ms: Callable[[], int] = wall_ms, reader: ReaderFactory | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.reader = reader
+        """Makes the reader of a restore (``restore.read_changelog``); None: faust
+        restores, through its consumer."""
         self.rocksdb_options = BoundedOptions(**dict(self.options or {}), use_rocksdict=True)
         self.facts = facts or ChangelogFacts()
         self.now_ms = now_ms
@@ -186,6 +191,45 @@ class PartitionedRocksStore(faust_rocksdb.Store):
         return len(self._groups)
 
     # -- rebalances, stopping -------------------------------------------------------
+
+    async def on_rebalance(self, assigned: set[TP], revoked: set[TP],
+                           newly_assigned: set[TP], generation_id: int = 0) -> None:
+        """faust's: close the revoked partitions' DBs, open the new ones'; then read each
+        new partition's changelog past its DB's offset into it (faust's recovery asks
+        ``persisted_offset`` after this and reads on from there)."""
+        await super().on_rebalance(assigned, revoked, newly_assigned, generation_id)
+        topic: str = self.table.changelog_topic.get_topic_name()
+        partitions = sorted(tp.partition for tp in newly_assigned
+                            if tp.topic == topic and tp.partition in self._dbs)
+        if self.reader is None or not partitions:
+            return
+        try:
+            after = {p: self._stored_offset(p) for p in partitions}
+            read = await read_changelog(self.reader, topic, after, self._restore_batch)
+            for partition, offset in read.items():
+                self.set_persisted_offset(TP(topic, partition), offset)
+        except Exception as e:  # faust reads on from the offsets stored so far
+            log.warning("restoring %s partitions %s failed (%s: %s); faust reads them",
+                        topic, partitions, type(e).__name__, e)
+
+    def _stored_offset(self, partition: int) -> int | None:
+        offset = self._dbs[partition].get(self.offset_key)
+        return None if offset is None else int(offset)
+
+    def _restore_batch(self, records: list[Any]) -> None:
+        """Write one fetch of changelog records to their partitions' DBs, one
+        ``WriteBatch`` each, in order (a tombstone deletes). The offset is stored once
+        the read is done: a restore cut short leaves records of the changelog past the
+        stored offset, which reading on from it writes again, in the same order."""
+        batches: defaultdict[int, Any] = defaultdict(
+            lambda: rocksdict.WriteBatch(raw_mode=True))
+        for record in records:
+            if record.value is None:
+                batches[record.partition].delete(record.key)
+            else:
+                batches[record.partition].put(record.key, record.value)
+        for partition, batch in batches.items():
+            self._dbs[partition].write(batch)
 
     def revoke_partitions(self, table: Any, tps: set[TP]) -> None:
         """Close the revoked partitions' DBs (faust only drops them, leaving RocksDB's

@@ -94,3 +94,27 @@ async def test_queue_anyway_is_passed_on_only_when_asked() -> None:
               if r.url.path == "/v1/run/d"]
     assert bodies == [True, None, True]
     assert params == ["true", None, "true"]
+
+
+@pytest.mark.parametrize(("content", "kind"), [
+    (b"<html>a proxy's page</html>", "JSONDecodeError"),
+    (b"[1, 2]", "AttributeError"),
+    (b"{}", "KeyError"),
+    (b'{"id": "wf-1", "status": "running", "seq": "NaN", "name": "x"}', "Error"),
+], ids=["html", "array", "empty", "bad-seq"])
+async def test_a_2xx_answer_that_is_not_the_api_s_is_one_error(content: bytes,
+                                                               kind: str) -> None:
+    """A proxy or another service answering 200: ``UnexpectedAnswer``, naming the request,
+    rather than the decoding's own ``KeyError`` or ``JSONDecodeError``."""
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=content,
+                              headers={"content-type": "application/json"})
+
+    hw = Client("http://gw", retries=0, transport=httpx.MockTransport(answer))
+    with pytest.raises(errors.UnexpectedAnswer, match=r"GET /v1/workflows/wf-1: the 200 "
+                                                      rf"answer .*{kind}") as caught:
+        hw.get("wf-1")
+    assert caught.value.status == 200
+    async with AsyncClient("http://gw", transport=httpx.MockTransport(answer)) as ahw:
+        with pytest.raises(errors.UnexpectedAnswer):
+            await ahw.get("wf-1")

@@ -124,3 +124,19 @@ def test_a_wait_past_its_deadline_names_the_wait_asked_for() -> None:
     assert "0.5 s" in str(ResultWatch(Settings(), "wf-1", 0.5).timed_out())
     with pytest.raises(ValueError, match="timeout must be a finite number"):
         ResultWatch(Settings(), "wf-1", -1)
+
+
+def test_a_quiet_stream_outlasts_the_gateways_pings_whatever_the_client_timeout() -> None:
+    """A run silent for longer than the client's timeout: the gateway sends a ping every
+    15 s, so a read timeout under that made each quiet read a lost connection (a short
+    ``Client(timeout=2).result(id)`` gave up with ``GatewayUnreachable`` on a healthy
+    gateway)."""
+    from headwater.client.follow import QUIET_STREAM_S
+
+    quick = Settings()
+    quick.timeout = 2.0
+    assert Follow(quick, "wf-1").read_timeout() == QUIET_STREAM_S >= 2 * 15.0
+    patient = Settings()
+    patient.timeout = 90.0
+    assert Follow(patient, "wf-1").read_timeout() == 90.0
+    assert Follow(quick, "wf-1", deadline=Deadline(5)).read_timeout() <= 5
