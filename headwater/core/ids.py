@@ -71,6 +71,16 @@ def parse_node_timer_id(timer_id: str) -> tuple[str, str] | None:
     return kind, key
 
 
+_CHILD_ID = re.compile(r".+:[A-Za-z0-9_.\-]+:[0-9]+")
+
+
+def is_child_id(workflow_id: str) -> bool:
+    """Whether ``workflow_id`` has the form of a ``child_id`` (a schedule's run ids
+    too, ``schedule:<name>:<n>``): ids the coordinator may give a workflow it starts at
+    any moment, so the gateway takes none of them from a client."""
+    return _CHILD_ID.fullmatch(workflow_id) is not None
+
+
 def child_id(parent_id: str, node: str, index: int | None, attempt: int) -> str:
     """The id of the child workflow that attempt ``attempt`` of node ``node`` (item
     ``index``) of ``parent_id`` starts: ``<parent>:<node>:<attempt>`` or

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncpg
 from fastapi import Request
 
+from headwater.core.ids import is_child_id
 from services.common.auth.tokens import Principal, derived_id
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest
@@ -67,9 +68,16 @@ def submission(me: Principal, request: SubmitRequest) -> SubmitRequest:
     """``request`` as ``me``'s: its ``tenant`` filled in with ``me``'s.
 
     Raises:
-        Problem: 403 when it names another tenant, or, for a tenant's principal, an id
-            of the forms Headwater derives (``derived_id``).
+        Problem: 422 for an id of a child workflow's form (``ids.is_child_id``: the
+            coordinator may give it to a child or a schedule's run at any moment, after
+            this gateway had claimed it); 403 when it names another tenant, or, for a
+            tenant's principal, an id of the forms Headwater derives (``derived_id``).
     """
+    if request.id is not None and is_child_id(request.id):
+        fault = (f"workflow id {request.id!r} has the form of the ids Headwater gives the "
+                 "child workflows it starts and a schedule's runs (<parent>:<node>:<attempt>"
+                 ", schedule:<name>:<n>); choose one that does not end in ':<number>'")
+        raise Problem(422, "Invalid request", fault, errors=[fault])
     if me.every_tenant:
         return request
     if request.id is not None and derived_id(request.id):

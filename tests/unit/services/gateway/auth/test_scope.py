@@ -128,8 +128,19 @@ def test_the_request_s_principal_or_401() -> None:
         assert refused.value.status == 401
 
 
-@pytest.mark.parametrize("wid", ["p:c:1", "schedule:n:2", "p:node.3:call.0",
-                                 "call-" + "0" * 40])
+@pytest.mark.parametrize("wid", ["p:c:1", "p:c.4:12", "schedule:n:2", "schedule:n:2:fire.0:1",
+                                 "a:b:c:d:1"])
+@pytest.mark.parametrize("me", [A, EVERY, OPEN], ids=["tenant", "every-tenant", "auth-off"])
+def test_nobody_submits_under_a_child_workflows_id(wid: str, me: Principal) -> None:
+    """The coordinator gives such an id to a child it starts (or a schedule's run) at
+    any moment: a client's claim of it in PostgreSQL would win there and lose in the
+    coordinator, which drops the client's run after a 202."""
+    with pytest.raises(Problem) as refused:
+        submission(me, SubmitRequest(id=wid, workflow={"name": "x", "nodes": []}))
+    assert refused.value.status == 422 and "child workflows it starts" in refused.value.detail
+
+
+@pytest.mark.parametrize("wid", ["p:node.3:call.0", "call-" + "0" * 40, "a:b"])
 def test_a_tenant_may_not_submit_under_a_derived_id(wid: str) -> None:
     with pytest.raises(Problem) as refused:
         submission(A, SubmitRequest(id=wid, workflow={"name": "x", "nodes": []}))
