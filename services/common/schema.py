@@ -165,6 +165,14 @@ create table if not exists schedules (
     paused_seq bigint not null default 0
 );
 create index if not exists schedules_by_name on schedules (name, created_at desc);
+create table if not exists retired_ids (
+    workflow_id text primary key,
+    tenant text,
+    status text not null,
+    request_hash text,
+    body_hash text,
+    retired_at timestamptz not null default now()
+);
 """
 """The projection's tables, created if missing. Columns added after a table's first
 version come from ``alter table`` (checked first: an ``alter`` takes the table's
@@ -192,7 +200,11 @@ with a ``schedule`` node; ``name`` without the ``schedule:`` prefix): its settin
 state (``paused``, the armed ``next_fire_at``, the last fire time, the last run started,
 the fire times ``fired`` and ``skipped``) and ``status`` (``running`` until the workflow
 ends, then its end); ``armed_seq``, ``fired_seq`` and ``paused_seq`` are the seq of the
-last event applied to each part, so that a repeated event changes nothing."""
+last event applied to each part, so that a repeated event changes nothing.
+``retired_ids`` keeps, for each run whose rows projection retention deleted, what a
+submission of its id is compared with (its tenant, final status and hashes): the id
+stays taken, as the coordinator's marker keeps it (a retry of the same request is the
+same run, 200; another body 409). A projection rebuild leaves it as it is."""
 
 DEFINITIONS_SCHEMA = """
 create table if not exists definitions (

@@ -6,7 +6,10 @@ status is terminal and whose last change (``workflows.updated_at``) is older tha
 ``HEADWATER_PROJECTION_RETENTION_S`` seconds (default 604800, a week) lose their rows in
 every table keyed by the run (``services/common/db.py``: ``workflows``, ``nodes``,
 ``tasks``, ``events``, ``waits``, ``signals``, ``loop_steps``), in one statement, so a
-crash leaves a run whole or gone. Schedules and definitions are not runs and stay.
+crash leaves a run whole or gone; the same statement keeps the id in ``retired_ids``
+(its tenant, status and hashes), so a later submission of the id is answered as the
+coordinator takes it (the same request: the same run; another body: 409), never with a
+claim that no run would ever update. Schedules and definitions are not runs and stay.
 
 It runs as a periodic job of its own: ``python -m services.projector.retention``. The
 coordinator's table has its own retention (``services/coordinator/retention.py``) and
@@ -43,8 +46,12 @@ def purge_statement() -> str:
               "order by updated_at limit $3 for update skip locked")
     parts = [f"d_{t} as (delete from {t} where workflow_id in (select workflow_id from doomed))"
              for t in RUN_TABLES]
-    return (f"with doomed as ({doomed}), {', '.join(parts)} delete from workflows where "
-            "workflow_id in (select workflow_id from doomed) returning workflow_id")
+    retired = ("retired as (insert into retired_ids (workflow_id, tenant, status, "
+               "request_hash, body_hash) select workflow_id, tenant, status, request_hash, "
+               "body_hash from workflows where workflow_id in (select workflow_id from doomed)"
+               " on conflict (workflow_id) do nothing)")
+    return (f"with doomed as ({doomed}), {retired}, {', '.join(parts)} delete from workflows"
+            " where workflow_id in (select workflow_id from doomed) returning workflow_id")
 
 
 async def purge_once(conn: asyncpg.Connection, retention_s: float) -> int:

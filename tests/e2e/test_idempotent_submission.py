@@ -96,3 +96,36 @@ async def test_the_same_body_over_http_after_kafka_is_the_same_run(stack: Stack)
         other = await client.post("/v1/workflows", json={"id": workflow_id, "workflow": SPEC,
                                                          "input": {**body, "s": 0.2}})
         assert other.status_code == 409, other.text
+
+
+async def test_an_id_whose_rows_retention_deleted_stays_the_same_run(stack: Stack) -> None:
+    """Projection retention deletes an ended run's rows; the coordinator still has the
+    run (or its marker). A retry of the same request is that run (200, nothing claimed),
+    another body 409: never a 202 whose claim no event would ever update."""
+    import asyncpg
+
+    from services.projector.retention import purge_once
+
+    workflow_id = f"retired-{uuid.uuid4().hex[:8]}"
+    body = {"id": workflow_id, "workflow": SPEC, "input": {"s": 0.1}}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=60) as client:
+        assert (await client.post("/v1/workflows", json=body)).status_code == 202
+        assert (await wait_status(stack, workflow_id))["status"] == "succeeded"
+        conn = await asyncpg.connect(stack.dsn)
+        try:
+            await conn.execute("update workflows set updated_at = now() - interval '1 hour'"
+                               " where workflow_id = $1", workflow_id)
+            assert await purge_once(conn, 60) >= 1
+            kept = await conn.fetchrow("select status from retired_ids where workflow_id = $1",
+                                       workflow_id)
+            assert kept is not None and kept["status"] == "succeeded"
+            again = await client.post("/v1/workflows", json=body)
+            assert again.status_code == 200, again.text
+            assert again.json()["id"] == workflow_id and again.json()["status"] == "succeeded"
+            other = await client.post("/v1/workflows", json={**body, "input": {"s": 0.2}})
+            assert other.status_code == 409 and "retention" in other.json()["detail"]
+            assert await conn.fetchval("select count(*) from workflows where workflow_id = $1",
+                                       workflow_id) == 0  # no claim left behind
+        finally:
+            await conn.close()
+    assert len(accepted(await history(stack, workflow_id))) == 1

@@ -18,7 +18,7 @@ from services.gateway.lifetime import accepting
 from services.gateway.openapi.bodies import CANCEL_SCHEMA, SIGNAL_NAME_DOC, SIGNAL_SCHEMA, json_body
 from services.gateway.openapi.problems import BODY, SIGNAL, WRITES, problems
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
-from services.gateway.runs.submit import CANCEL_REQUESTED
+from services.gateway.runs.claims import CANCEL_REQUESTED
 from services.gateway.runs.views import links
 
 router = APIRouter()

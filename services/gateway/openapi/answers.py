@@ -16,7 +16,7 @@ from typing import Any
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.queues.figures import QueueState
-from services.gateway.runs.submit import CANCEL_REQUESTED, CLAIMED
+from services.gateway.runs.claims import CANCEL_REQUESTED, CLAIMED
 
 _TEXT: dict[str, Any] = {"type": "string"}
 _INT: dict[str, Any] = {"type": "integer"}

@@ -31,10 +31,11 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
+from services.gateway.runs.claims import CLAIMED
 from services.gateway.runs.listing import list_filter, list_view
 from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.stream import history_stream
-from services.gateway.runs.submit import CLAIMED, submit
+from services.gateway.runs.submit import submit
 from services.gateway.runs.views import links, workflow_view
 
 router = APIRouter()

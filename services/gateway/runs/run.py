@@ -31,6 +31,7 @@ from services.gateway.definitions.api import missing_name
 from services.gateway.edge.body import parse_json, read_limited, require_storable
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
+from services.gateway.runs.claims import Accepted
 from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.modes import (
     RESPOND_ASYNC,
@@ -42,7 +43,7 @@ from services.gateway.runs.modes import (
     wait_for_end,
     wait_seconds,
 )
-from services.gateway.runs.submit import Accepted, submit
+from services.gateway.runs.submit import submit
 
 router = APIRouter()
 DEFINITION_DOC: dict[str, Any] = {

@@ -40,25 +40,18 @@ from services.gateway.definitions.registry import check_input, inline_children, 
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 from services.gateway.queues.admission import admit
+from services.gateway.runs.claims import (
+    CLAIMED,
+    UNRETIRED,
+    Accepted,
+    claimed_row,
+    existing,
+    retired,
+    same_run,
+)
 from services.gateway.runs.models import SubmitRequest
 
 log = logging.getLogger("headwater.gateway")
-
-CLAIMED = "accepted"
-"""The status of a workflow row the gateway claimed (``seq`` 0) before the coordinator
-accepted the workflow: not a ``WorkflowStatus``, whose first value is ``running``."""
-CANCEL_REQUESTED = "cancel_requested"
-"""The status a cancel request is answered with (the workflow's own changes later)."""
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """Outcome of a submission: ``created`` is False when the id already had this run."""
-
-    workflow_id: str
-    created: bool
-    status: str
-
 
 Headers = Sequence[tuple[str, bytes]]
 """Kafka headers: the gateway's ``authorization`` for its submissions (``auth_settings``)."""
@@ -199,10 +192,13 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     # A large spec takes a while to check: off the event loop, so /health stays prompt.
     digest = await asyncio.to_thread(_storable, request, given)
     if request.id is not None:
-        row = await _row(pool, request.id)
+        row = await claimed_row(pool, request.id)
         if row is not None:
-            same = await asyncio.to_thread(_same_run, row, digest)
-            return await _existing(out, row, request.id, same)
+            same = await asyncio.to_thread(same_run, row, digest)
+            return await existing(out, row, request.id, same)
+        was = await retired(pool, request.id, digest)
+        if was is not None:
+            return was
     claim = await _resolved(pool, request, given, me)
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
@@ -212,23 +208,20 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
               request.input, digest, now)
     # body_hash too holds the request's hash until the projector sets that of the body
     # accepted (what a gateway of an older version compares).
-    if claim.definition is None:
-        claimed = await pool.fetchval(
-            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-            " body_hash, request_hash, created_at, updated_at) values ($1, $2, $3, $4, 0,"
-            " $5, $6, $7, $7, $8, $8) on conflict (workflow_id) do nothing returning 1",
-            *values)
-    else:
-        claimed = await pool.fetchval(
-            "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-            " body_hash, request_hash, created_at, updated_at, definition, definition_version)"
-            " values ($1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10)"
-            " on conflict (workflow_id) do nothing returning 1",
-            *values, claim.definition, claim.version)
+    named = (claim.definition, claim.version) if claim.definition is not None else ()
+    columns, params = (", definition, definition_version", ", $9, $10") if named else ("", "")
+    claimed = await pool.fetchval(
+        "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+        f" body_hash, request_hash, created_at, updated_at{columns}) select $1, $2, $3, $4,"
+        f" 0, $5, $6, $7, $7, $8, $8{params} {UNRETIRED} on conflict (workflow_id) do nothing"
+        " returning 1", *values, *named)
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
-        row = await _row(pool, workflow_id)
-        same = row is not None and await asyncio.to_thread(_same_run, row, digest)
-        return await _existing(out, row, workflow_id, same)
+        was = await retired(pool, workflow_id, digest)  # or retired meanwhile
+        if was is not None:
+            return was
+        row = await claimed_row(pool, workflow_id)
+        same = row is not None and await asyncio.to_thread(same_run, row, digest)
+        return await existing(out, row, workflow_id, same)
     record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version)
@@ -270,51 +263,6 @@ async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
     except DATABASE_UNAVAILABLE as e:
         # The claim stays; the next submission of the same id and body produces again.
         log.warning("could not release the claim on %s: %r", workflow_id, e)
-
-
-async def _row(pool: asyncpg.Pool, workflow_id: str) -> Any:
-    """The claim's row (None: the id is free)."""
-    return await pool.fetchrow(
-        "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
-        " definition_version from workflows where workflow_id = $1", workflow_id)
-
-
-def _same_run(row: Any, digest: str) -> bool:
-    """Whether the request whose hash as given is ``digest`` names the run of ``row``.
-
-    The gateway's claim keeps the request's hash (``request_hash``), so a request by name,
-    or one whose nodes admission placed, is the same run whatever the definitions and
-    workers are by now. A row without one (a run submitted straight on Kafka, or
-    claimed by a gateway of an older version; the projector clears it when the body
-    accepted is not the claim's) is compared by the hash of the body that runs. Runs in
-    a worker thread.
-    """
-    claimed = row.get("request_hash")
-    if claimed is not None:
-        return bool(claimed == digest)
-    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
-    return bool(existing == digest)
-
-
-async def _existing(out: Outlet, row: Any, workflow_id: str, same_run: bool) -> Accepted:
-    """The answer to a submission of an id already claimed (``row``, its ``_row``;
-    ``same_run``: ``_same_run`` of it): the same run (its claim produced again while the
-    workflow has not started), or 409."""
-    if row is None:  # claimed and released again (Kafka failed) in between
-        raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
-                      headers={"Retry-After": RETRY_AFTER_S})
-    if not same_run:
-        raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
-                      "different submission", workflow_id=workflow_id)
-    if row["status"] == CLAIMED and row["seq"] == 0:
-        # Not started yet: perhaps its record was never produced (the gateway that claimed
-        # the id died first). Producing it again, from the claim (the spec and definition
-        # version it resolved to), is harmless if it was.
-        record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
-                                      row["tenant"], definition=row.get("definition"),
-                                      definition_version=row.get("definition_version"))
-        await out.submission(record)
-    return Accepted(workflow_id, False, row["status"])
 
 
 async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s: float,

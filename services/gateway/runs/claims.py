@@ -1,0 +1,112 @@
+"""A claimed id: how a submission of an id already taken is answered.
+
+The gateway claims an id with a ``workflows`` row (status ``accepted``, ``seq`` 0) before
+it produces the submission (``submit``). A submission of an id taken already is the
+same run when its request is the one the row keeps (``request_hash``; ``body_hash`` for
+a run submitted straight on Kafka), answered from the row, and its claim produced again
+while the run has not started; otherwise 409. An id whose rows projection retention
+deleted stays taken (``retired_ids``): the same request is that run, another 409, and a
+claim never takes it again (``UNRETIRED``), since the coordinator keeps the id too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import asyncpg
+
+from headwater.core import events as ev
+from headwater.core.idempotency import body_hash
+from services.common.clock import now_ms
+from services.gateway.edge.problems import RETRY_AFTER_S, Problem
+
+CLAIMED = "accepted"
+"""The status of a workflow row the gateway claimed (``seq`` 0) before the coordinator
+accepted the workflow: not a ``WorkflowStatus``, whose first value is ``running``."""
+CANCEL_REQUESTED = "cancel_requested"
+"""The status a cancel request is answered with (the workflow's own changes later)."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Outcome of a submission: ``created`` is False when the id already had this run."""
+
+    workflow_id: str
+    created: bool
+    status: str
+
+
+class Submits(Protocol):
+    """Where a claim's submission is produced again (``submit.Outlet``)."""
+
+    async def submission(self, record: ev.WorkflowSubmitted) -> None: ...
+
+
+async def claimed_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
+    """The claim's row (None: the id is free)."""
+    return await pool.fetchrow(
+        "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
+        " definition_version from workflows where workflow_id = $1", workflow_id)
+
+
+UNRETIRED = "where not exists (select 1 from retired_ids where workflow_id = $1)"
+"""A claim never takes the id of a run whose rows retention deleted (``retired_ids``)."""
+
+
+async def retired(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Accepted | None:
+    """The answer to a submission of ``workflow_id`` when it was the id of a run whose
+    projection rows retention deleted (``retired_ids``): that run, not created again,
+    when the request is its own (its hashes say so); None when it never was.
+
+    Raises:
+        Problem: 409, it was another body's.
+    """
+    row = await pool.fetchrow(
+        "select status, request_hash, body_hash from retired_ids where workflow_id = $1",
+        workflow_id)
+    if row is None:
+        return None
+    if digest in (row["request_hash"], row["body_hash"]):
+        return Accepted(workflow_id, False, row["status"])
+    raise Problem(409, "Conflict", f"workflow id {workflow_id} was used by a different "
+                  "submission (a run that ended and whose details retention has deleted)",
+                  workflow_id=workflow_id)
+
+
+def same_run(row: Any, digest: str) -> bool:
+    """Whether the request whose hash as given is ``digest`` names the run of ``row``.
+
+    The gateway's claim keeps the request's hash (``request_hash``), so a request by name,
+    or one whose nodes admission placed, is the same run whatever the definitions and
+    workers are by now. A row without one (a run submitted straight on Kafka, or
+    claimed by a gateway of an older version; the projector clears it when the body
+    accepted is not the claim's) is compared by the hash of the body that runs. Runs in
+    a worker thread.
+    """
+    claimed = row.get("request_hash")
+    if claimed is not None:
+        return bool(claimed == digest)
+    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
+    return bool(existing == digest)
+
+
+async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> Accepted:
+    """The answer to a submission of an id already claimed (``row``, its ``claimed_row``;
+    ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
+    workflow has not started), or 409."""
+    if row is None:  # claimed and released again (Kafka failed) in between
+        raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
+                      headers={"Retry-After": RETRY_AFTER_S})
+    if not same_run:
+        raise Problem(409, "Conflict", f"workflow id {workflow_id} is already used by a "
+                      "different submission", workflow_id=workflow_id)
+    if row["status"] == CLAIMED and row["seq"] == 0:
+        # Not started yet: perhaps its record was never produced (the gateway that claimed
+        # the id died first). Producing it again, from the claim (the spec and definition
+        # version it resolved to), is harmless if it was.
+        record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
+                                      row["tenant"], definition=row.get("definition"),
+                                      definition_version=row.get("definition_version"))
+        await out.submission(record)
+    return Accepted(workflow_id, False, row["status"])
