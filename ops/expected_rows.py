@@ -250,6 +250,12 @@ def _signal(status: SignalStatus) -> Callable[[KindRows, int, Any], None]:
     def record(rows: KindRows, seq: int, b: ev.SignalSent | ev.SignalDiscarded) -> None:
         rows.signals[seq] = {"name": b.name, "index": b.index, "signal_id": b.signal_id,
                              "status": status.value, "node": ""}
+        if status is SignalStatus.DISCARDED and b.signal_id:  # a kept one: its row too
+            for signal_seq, signal in rows.signals.items():
+                if (signal_seq < seq and signal["status"] == SignalStatus.RECEIVED
+                        and (signal["name"], signal["index"], signal["signal_id"])
+                        == (b.name, b.index, b.signal_id)):
+                    signal["status"] = SignalStatus.DISCARDED.value
     return record
 
 

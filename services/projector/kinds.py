@@ -15,7 +15,8 @@ batches and duplicates give the same rows:
   it ``signalled`` (with the signal's id and fields); its timer's ``TimerFired``
   ``timed_out``; its node's ``NodeFinished`` or the workflow's end ``ended``.
 - ``SignalSent`` (a signal the workflow took) and ``SignalDiscarded``: a ``signals``
-  row each (``received``, ``discarded`` with the reason); ``SignalConsumed`` marks the
+  row each (``received``, ``discarded`` with the reason; a discard of a kept signal, whose
+  wait had no item for it, marks its received row discarded too); ``SignalConsumed`` marks the
   oldest received one of that name, index and id ``consumed`` by its node.
 - ``SleepStarted``: the node's row is running, with ``wake_at``.
 - ``ConditionEvaluated``: the node's row (pending until the node runs or is skipped)
@@ -90,6 +91,11 @@ SIGNAL_CONSUMED = (
     " and name = $2 and idx is not distinct from $3 and signal_id = $4"
     " and status = 'received' and seq < $6)"
     " and not exists (select 1 from signals where workflow_id = $1 and consumed_seq = $6)")
+# A kept signal its wait, starting, had no item for: its received row says so too.
+SIGNAL_DROPPED = (
+    "update signals set status = 'discarded', reason = $5 where workflow_id = $1"
+    " and name = $2 and idx is not distinct from $3 and signal_id = $4 and signal_id <> ''"
+    " and status = 'received' and seq < $6")
 UPSERT_STEP = (
     "insert into loop_steps (workflow_id, node, step, tool, input, finish, output, spend,"
     " decided_at, seq) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
@@ -99,7 +105,7 @@ UPSERT_STEP = (
     " where loop_steps.seq < excluded.seq")
 KIND_STATEMENTS = (SET_PARENT, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT, WAIT_SIGNALLED,
                    WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS, INSERT_SIGNAL,
-                   SIGNAL_CONSUMED, UPSERT_STEP, *SCHEDULE_STATEMENTS)
+                   SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP, *SCHEDULE_STATEMENTS)
 """The node kinds' statements, in the order a batch applies them (after the core ones,
 so that the rows they update exist): a wait's row is written before it is signalled,
 timed out or ended, a signal's before it is consumed; a schedule's (``schedules.py``)
@@ -142,7 +148,8 @@ KIND_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.SignalConsumed: _signal_consumed,
     ev.SignalDiscarded: lambda wid, seq, at, b: [
         (INSERT_SIGNAL, (wid, seq, b.name, b.index, b.signal_id,
-                         SignalStatus.DISCARDED.value, b.reason, None, at))],
+                         SignalStatus.DISCARDED.value, b.reason, None, at)),
+        (SIGNAL_DROPPED, (wid, b.name, b.index, b.signal_id, b.reason, seq))],
     ev.SleepStarted: lambda wid, seq, at, b: [
         (UPSERT_NODE, (wid, b.node, _RUNNING, None, "", seq)),
         (SET_WAKE_AT, (wid, b.node, ts(b.wake_at_ms)))],

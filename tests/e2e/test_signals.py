@@ -7,6 +7,7 @@ changing nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from pathlib import Path
@@ -258,3 +259,42 @@ async def all_committed(stack: Stack, topic: str) -> None:
             return sum(end[p] - done.get(p, 0) for p in partitions)
 
         await wait_until_async(behind, 60, f"{topic} committed", until=lambda n: n == 0)
+
+
+async def test_an_early_signal_past_a_waits_items_is_discarded_when_it_starts(
+        stack: Stack, tmp_path: Path) -> None:
+    """Sent before its wait starts, a signal's index cannot be judged; once the wait
+    starts with 3 items, the one for item 7 is discarded (its received row too) rather
+    than kept for good, and the projection still agrees with the history."""
+    from test_audit_tools import replay
+
+    gate = tmp_path / "early-signals-sent"
+    spec = {"name": "items", "nodes": [
+        {"id": "draft", "task": DIGEST, "input": {"value": 1}},
+        {**gated(gate), "id": "before", "needs": ["draft"]},
+        {"id": "approve", "kind": "wait", "signal": "approval", "needs": ["before"],
+         "fields": APPROVAL_FIELDS, "over": "${input.items}"}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = f"early-items-{uuid.uuid4().hex[:8]}"
+        response = await client.post("/v1/workflows", json={
+            "id": workflow_id, "workflow": spec, "input": {"items": ["a", "b", "c"]}})
+        assert response.status_code == 202, response.text
+        await recorded(stack, workflow_id, ev.TaskStarted)
+        for index in (7, 0, 1, 2):
+            response = await signal(client, workflow_id, "approval", index=index,
+                                    signal_id=f"item-{index}", fields={"approved": True})
+            assert response.status_code == 202, response.text
+        await recorded(stack, workflow_id, ev.SignalSent, count=4)
+        gate.touch()
+        status = await wait_status(stack, workflow_id)
+        assert status["status"] == "succeeded", status
+        doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
+    records = await history(stack, workflow_id)
+    [dropped] = bodies(records, ev.SignalDiscarded)
+    assert (dropped.signal_id, dropped.index) == ("item-7", 7)
+    assert dropped.reason == "wait approve has 3 items: approve[7] is not one"
+    rows = {s["signal_id"]: s["status"] for s in doc["signals"]}
+    assert rows == {"item-7": "discarded", "item-0": "consumed", "item-1": "consumed",
+                    "item-2": "consumed"}, doc["signals"]
+    code, answer = await asyncio.to_thread(replay, stack, workflow_id)  # runs its own loop
+    assert code == 0 and not answer["notes"], answer

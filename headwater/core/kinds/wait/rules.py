@@ -54,9 +54,40 @@ def start(rec: Recorder, spec: NodeSpec) -> None:
     count = expand(rec, spec)
     if count is None:
         return
+    _discard_unwaited(rec, spec, count)
     for index in range(count):
         _begin(rec, spec, index)
     _progress(rec, spec)
+
+
+def _discard_unwaited(rec: Recorder, spec: NodeSpec, count: int) -> None:
+    """Discard the signals kept for the wait with ``over`` ``spec`` whose index is past
+    its ``count`` items, now that it starts (before, its items were not known; a signal
+    without an index, or with one for a plain wait, is refused when it comes:
+    ``signals.signal_fault``). A signal kept without an id stays (its discard could not
+    name it)."""
+    assert spec.wait is not None
+    name = spec.wait.signal
+    for key, kept in list(rec.current.signals.items()):
+        mine, index = _kept_index(key, name)
+        if not mine or index is None or 0 <= index < count:
+            continue
+        why = f"wait {spec.id} has {count} items: {task_key(spec.id, index)} is not one"
+        for entry in [e for e in kept if e["signal_id"]]:
+            rec.record(ev.SignalDiscarded(rec.current.workflow_id, name, index,
+                                          entry["signal_id"], rec.at_ms, why))
+
+
+def _kept_index(key: str, name: str) -> tuple[bool, int | None]:
+    """Whether the signals kept under ``key`` are signal ``name``'s, and their index
+    (``signals.signal_key``: ``name`` or ``name[index]``; None: no index)."""
+    if key == name:
+        return True, None
+    if key.startswith(name + "[") and key.endswith("]"):
+        digits = key[len(name) + 1:-1]
+        if digits.lstrip("-").isdigit():
+            return True, int(digits)
+    return False, None
 
 
 def _begin(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
@@ -236,7 +267,17 @@ def _signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
 
 
 def _signal_discarded(state: WorkflowState, body: ev.SignalDiscarded) -> None:
-    """A signal that changed nothing: only its id is remembered."""
+    """A signal that changed nothing: only its id is remembered. One that was kept (its
+    id among those kept under its name and index: its wait, starting, has no item for
+    it) leaves them; its id is remembered already."""
+    key = signal_key(body.name, body.index)
+    kept = state.signals.get(key, [])
+    mine = [e for e in kept if body.signal_id and e["signal_id"] == body.signal_id]
+    if mine:
+        kept.remove(mine[0])
+        if not kept:
+            del state.signals[key]
+        return
     if body.signal_id:
         state.signal_ids.append(body.signal_id)
 

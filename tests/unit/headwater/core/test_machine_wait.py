@@ -329,3 +329,30 @@ def test_a_signal_without_fields_gives_an_empty_object() -> None:
     assert result.state is not None and result.state.status.value == "succeeded"
     assert result.state.outputs["w"] == {}
     assert result.state.nodes["w"].status is NodeStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize(("index", "reason"), [
+    (7, "wait w has 3 items: w[7] is not one"), (3, "wait w has 3 items: w[3] is not one")])
+def test_a_kept_signal_no_item_takes_is_discarded_when_its_wait_starts(
+        index: int, reason: str) -> None:
+    """Before its wait starts, a signal's index cannot be judged (its items are not
+    known): it is kept. Once they are, one that none takes is discarded with the reason,
+    and leaves the kept signals (it was kept for good before: a breaker's finding)."""
+    early = signal(index=index, sid="early")
+    out = run([submit(PER_ITEM), early, signal(index=0, sid="fine"),
+               ok("list", ["x", "y", "z"])])
+    assert out.state is not None
+    discarded = [e.body for e in out.history if isinstance(e.body, ev.SignalDiscarded)]
+    assert [(d.signal_id, d.reason) for d in discarded] == [(early.signal_id, reason)]
+    assert out.state.signals == {}
+    assert out.state.signal_ids.count(early.signal_id) == 1
+    consumed = [e.body.signal_id for e in out.history if isinstance(e.body, ev.SignalConsumed)]
+    assert consumed == ["fine"]
+    check_history(out.history, out.state)
+
+
+def test_a_kept_signal_without_an_id_stays_kept() -> None:
+    out = run([submit(PER_ITEM), signal(index=7, sid=""), ok("list", ["x"])])
+    assert out.state is not None
+    assert not [e for e in out.history if isinstance(e.body, ev.SignalDiscarded)]
+    assert list(out.state.signals) == ["approval[7]"]
