@@ -1,17 +1,19 @@
 """A child id already taken, on the real broker: a workflow submitted on its own as
-``<parent>:c:1`` before the parent exists. The parent's first child attempt fails at once
-(``ChildWorkflowConflict``: its ``ChildSubmitted`` is dead-lettered and the attempt
-reported failed, without any node timeout), its retry runs ``<parent>:c:2``; the parent's
-cancels of ``:c:1`` name the parent and leave the stranger untouched, and so does
-cancelling the parent while its second child runs."""
+``<parent>:c:1`` before the parent exists (straight on Kafka: the gateway refuses the id).
+The parent's first child attempt fails at once (``ChildWorkflowConflict``: its
+``ChildSubmitted`` is dead-lettered and the attempt reported failed, without any node
+timeout), its retry runs ``<parent>:c:2``; the parent's cancels of ``:c:1`` name the
+parent and leave the stranger untouched, and so does cancelling the parent while its
+second child runs."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 import httpx
-from stackkit import BOOTSTRAP, Stack, read_topic
+from stackkit import BOOTSTRAP, Stack, read_topic, submit_to_kafka
 from test_kafka_submission import wait_status
 
 from headwater import codec
@@ -47,8 +49,12 @@ async def _events_until(stack: Stack, done: Any) -> list[ev.HistoryEvent]:
 
 
 async def _stranger(stack: Stack, client: httpx.AsyncClient, wid: str) -> list[str]:
-    """Submit the stranger under ``wid``; its event types once it waits."""
-    await _submit(client, wid, STRANGER)
+    """Submit the stranger under ``wid`` straight on Kafka (the gateway takes no id of a
+    child's form: 422); its event types once it waits."""
+    refused = await client.post("/v1/workflows", json={"id": wid, "workflow": STRANGER})
+    assert refused.status_code == 422 and "child workflows" in refused.text, refused.text
+    await submit_to_kafka(stack, ev.WorkflowSubmitted(wid, STRANGER, {},
+                                                      int(time.time() * 1000)))
     records = await _events_until(stack, lambda rs: any(
         r.workflow_id == wid and isinstance(r.body, ev.WaitStarted) for r in rs))
     return [r.type for r in records if r.workflow_id == wid]
