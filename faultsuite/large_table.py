@@ -78,7 +78,7 @@ class LargeTable:
 
 def store_env() -> dict[str, str]:
     """``{STORE_ENV: <its value>}`` when the suite's environment sets it, else ``{}``
-    (the coordinator's default, ``memory://``)."""
+    (the coordinator's default, ``rocksdb://``)."""
     value = os.environ.get(STORE_ENV, "")
     return {STORE_ENV: value} if value else {}
 
@@ -156,7 +156,7 @@ class TableRun:
         table = cls(plan, fill.ids[KINDS.finished], fill.ids[KINDS.waiting])
         table.figures = {
             "finished": plan.finished, "waiting": plan.waiting,
-            "store": sandbox.env.get(STORE_ENV, "memory:// (default)"),
+            "store": sandbox.env.get(STORE_ENV, "rocksdb:// (default)"),
             "fill_s": round(time.monotonic() - began, 1),
             "fill_per_s": round(fill.rate_per_s()),
             "changelog_records": records, "changelog_bytes": held}

@@ -1,6 +1,7 @@
 """B9, table size: how a coordinator's restart time and memory grow with the workflows its
-table holds. The table is in memory (``HEADWATER_TABLE_STORE=memory://``, the default),
-so a restarted coordinator replays its whole changelog before it decides anything.
+table holds, with the coordinator's default store (``rocksdb://``: a restart reads its
+changelog's tail; with ``HEADWATER_TABLE_STORE=memory://`` set in the environment, the
+whole changelog before it decides anything).
 
 One deployment, one coordinator. First ``waiting`` workflows that wait for a signal that
 never comes (``workloads.waiting``), then finished ones in steps up to each size of

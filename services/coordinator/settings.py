@@ -16,8 +16,10 @@ class Settings(CommonSettings):
     Attributes:
         timer_interval_s: how often the timer loop looks for due timers, seconds
             (``HEADWATER_TIMER_INTERVAL``).
-        store: faust table store URL (``HEADWATER_TABLE_STORE``); ``memory://`` rebuilds
-            the table from its changelog topic at start.
+        store: faust table store URL (``HEADWATER_TABLE_STORE``): ``rocksdb://``, the
+            default, keeps each partition's table in a RocksDB under ``data_dir``, so a
+            restart reads only its changelog's tail; ``memory://`` rebuilds the table
+            from its changelog topic at every start.
         data_dir: faust's data directory (``HEADWATER_DATA_DIR``).
         batch_max: most input records applied per batch (``HEADWATER_BATCH_MAX``).
         batch_window_s: how long a batch waits for more records, seconds
@@ -63,7 +65,7 @@ class Settings(CommonSettings):
     """
 
     timer_interval_s: float = 0.05
-    store: str = "memory://"
+    store: str = "rocksdb://"
     data_dir: str = ".headwater/coordinator"
     batch_max: int = 500
     batch_window_s: float = 0.002
@@ -82,7 +84,7 @@ class Settings(CommonSettings):
         return cls(
             **cls.common_from_env(),
             timer_interval_s=env_float("TIMER_INTERVAL", 0.05),
-            store=env_str("TABLE_STORE", "memory://"),
+            store=env_str("TABLE_STORE", "rocksdb://"),
             data_dir=env_str("DATA_DIR", ".headwater/coordinator"),
             batch_max=env_int("BATCH_MAX", 500),
             batch_window_s=env_float("BATCH_WINDOW", 0.002),

@@ -33,8 +33,10 @@ def one(objects: Sequence[Obj], kind: str, name: str) -> Obj:
 
 
 def headwater_deployments(objects: Sequence[Obj]) -> dict[str, Obj]:
-    """The Deployments of Headwater's services, by name."""
-    return {name: d for name, d in of_kind(objects, "Deployment").items()
+    """The workloads of Headwater's services, by name: Deployments, and the coordinators'
+    StatefulSet."""
+    workloads = {**of_kind(objects, "Deployment"), **of_kind(objects, "StatefulSet")}
+    return {name: d for name, d in workloads.items()
             if HEADWATER.items() <= d["metadata"].get("labels", {}).items()}
 
 

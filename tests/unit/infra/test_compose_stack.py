@@ -95,11 +95,11 @@ def test_every_service_runs_the_image_with_real_commands_and_settings() -> None:
 def k8s_process_probe() -> list[str]:
     """The exec liveness command of the Kubernetes coordinator (base manifest)."""
     for doc in yaml.safe_load_all((K8S / "base" / "coordinator.yaml").read_text()):
-        if doc["kind"] == "Deployment":
+        if doc["kind"] == "StatefulSet":
             command: list[str] = doc["spec"]["template"]["spec"]["containers"][0][
                 "livenessProbe"]["exec"]["command"]
             return command
-    raise AssertionError("no coordinator Deployment")
+    raise AssertionError("no coordinator StatefulSet")
 
 
 def test_health_checks_and_stop_timeouts() -> None:

@@ -51,7 +51,7 @@ def test_the_validators_refuse_broken_objects(tools: Tools, local: Objects) -> N
     """Each kind of mistake, one object each: all are caught."""
     deployment = copy.deepcopy(one(local, "Deployment", "headwater-gateway"))
     deployment["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
-    replicas = copy.deepcopy(one(local, "Deployment", "headwater-coordinator"))
+    replicas = copy.deepcopy(one(local, "StatefulSet", "headwater-coordinator"))
     replicas["spec"]["replicas"] = "two"
     pdb = copy.deepcopy(one(local, "PodDisruptionBudget", "headwater-gateway"))
     pdb["apiVersion"] = "policy/v1beta2"

@@ -64,11 +64,16 @@ def test_pods_run_as_the_images_user_with_a_writable_data_dir(objects: Objects) 
                                            "readOnlyRootFilesystem": True,
                                            "capabilities": {"drop": ["ALL"]}}, name
         volumes = {v["name"]: v for v in pod["volumes"]}
-        mounts = {m["mountPath"]: volumes[m["name"]] for m in spec["volumeMounts"]}
+        claims = {t["metadata"]["name"]: {"persistentVolumeClaim": t["spec"]}
+                  for t in deployment["spec"].get("volumeClaimTemplates", [])}
+        mounts = {m["mountPath"]: {**volumes, **claims}[m["name"]] for m in spec["volumeMounts"]}
         secret = {p for p, v in mounts.items() if "secret" in v}
         assert all(m["readOnly"] for m in spec["volumeMounts"]
                    if m["mountPath"] in secret), name  # the API keys, read-only
-        assert all("emptyDir" in v for p, v in mounts.items() if p not in secret), name
+        assert all("emptyDir" in v or "persistentVolumeClaim" in v
+                   for p, v in mounts.items() if p not in secret), name
+        if name == "headwater-coordinator":  # its table outlives the pod (RocksDB)
+            assert "persistentVolumeClaim" in mounts["/data"], mounts
         data_dir = headwater_env(objects, deployment)["HEADWATER_DATA_DIR"]
         writable = [p for p in mounts if posixpath.commonpath([p, data_dir]) == p]
         assert writable and "/tmp" in mounts, f"{name}: {data_dir} or /tmp not writable"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import logging
 import signal
@@ -33,7 +34,7 @@ from services.coordinator.keys import entry_partition, intent_key, table_entry_k
 from services.coordinator.records import InputRecord
 from services.coordinator.settings import Settings
 
-SETTINGS = Settings.from_env()
+SETTINGS = dataclasses.replace(Settings.from_env(), store="memory://")  # its own table
 
 
 class Ended(BaseException):

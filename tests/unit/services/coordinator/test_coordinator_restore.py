@@ -5,6 +5,7 @@ wins, a tombstone deletes), and the offset it gives faust the last one it read."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from types import SimpleNamespace, TracebackType
 from typing import Any
@@ -64,7 +65,7 @@ class Reader:
 @pytest.fixture
 async def table() -> Any:
     """A coordinator's table on the memory store, never started."""
-    app = seam.build_app(Settings.from_env(), 10.0)
+    app = seam.build_app(dataclasses.replace(Settings.from_env(), store="memory://"), 10.0)
     table = seam.add_table(app, "workflows", PARTITIONS)
     return table
 
