@@ -74,7 +74,7 @@ def test_purge_due_only_for_an_ended_workflow_past_retention() -> None:
     assert not core_retention.purge_due(None, DONE_AT + RETENTION_MS, RETENTION_MS)
     assert retention.sweep_interval_s(5) == 1.0
     assert retention.sweep_interval_s(100) == 10.0
-    assert retention.sweep_interval_s(86_400) == 10.0
+    assert retention.sweep_interval_s(86_400) == 60.0
 
 
 async def test_an_early_purge_request_changes_nothing() -> None:
