@@ -89,7 +89,7 @@ def test_queues_no_worker_ever_served_add_no_series() -> None:
 def _k8s_env(component: str) -> dict[str, str]:
     doc = next(d for d in yaml.safe_load_all(
         (REPO / "infra/k8s/base" / f"{component}.yaml").read_text())
-        if d and d.get("kind") == "Deployment")
+        if d and d.get("kind") in ("Deployment", "StatefulSet"))
     container = doc["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: str(e.get("value", "")) for e in container.get("env", [])}
     kustomization = yaml.safe_load((REPO / "infra/k8s/base/kustomization.yaml").read_text())
