@@ -228,6 +228,9 @@ async def _project_range(events: EventLog, copy: asyncpg.Connection, start: Offs
     return done
 
 
+KEPT_APART = ("retired_ids",)
+"""Tables of the projection's schema that no event fills, so a rebuild leaves them as
+they are: the ids of runs whose rows projection retention deleted (``retention.py``)."""
 LOCK_ORDER = ("events", "workflows", "tasks", "nodes", "waits", "signals", "loop_steps",
               "schedules")
 """The order in which the projector's statements take their locks (``STATEMENTS``):
@@ -263,6 +266,8 @@ async def _swap(conn: asyncpg.Connection, live: str, copy: str, tables: list[str
         await conn.execute(f"drop table {', '.join(tables)}")
     for table in KEYS:
         await conn.execute(f"alter table {cp}.{ident(table)} set schema {lv}")
+    for table in KEPT_APART:  # the live one stays; the copy's, empty, goes
+        await conn.execute(f"drop table if exists {cp}.{ident(table)}")
     await conn.execute(f"drop schema {cp}")
 
 
