@@ -188,10 +188,15 @@ def test_a_rebuild_gives_back_the_same_tables_and_the_projector_goes_on(
         own: Stack, runs: dict[str, str]) -> None:
     before = asyncio.run(_dump(own.dsn))
     assert len(before["workflows"]) == len(runs)
+    retired = "select workflow_id, status from retired_ids where workflow_id = 'gone-1'"
+    asyncio.run(_fetch(own.dsn, "insert into retired_ids (workflow_id, status) values "
+                                "('gone-1', 'succeeded') on conflict do nothing"))
     result = cli(own, "projection", "rebuild")
     assert result.exit_code == 0, result.output
     assert "0 row(s) changed" in result.stdout
     assert asyncio.run(_dump(own.dsn)) == before
+    # the ids retention retired are no event's: the rebuild leaves them as they are
+    assert [tuple(r) for r in asyncio.run(_fetch(own.dsn, retired))] == [("gone-1", "succeeded")]
     assert asyncio.run(_rebuild_schemas(own.dsn)) == []
     after = submit(own, *SPECS["diamond"])  # projected into the new tables
     assert wait(own, after)["status"] == "succeeded"
