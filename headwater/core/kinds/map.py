@@ -28,12 +28,14 @@ from headwater.core.status import NodeStatus
 from headwater.core.wording import FollowNote
 from headwater.errors import InputReferenceError
 
-DEFAULT_MAP_CONCURRENCY = 1_000
+DEFAULT_MAP_CONCURRENCY = 10_000
 """Children in flight at once for a node that fans out (a map, a child workflow with
 ``over``) and sets no ``max_concurrency``. The coordinator keeps a task per child
 dispatched and a worker queue holds the dispatches not yet taken, so an unbounded map of
 100,000 items would put all of them there in its first step (Temporal caps a workflow's
-pending activities at 2,000 for the same reason)."""
+pending activities at 2,000 for the same reason). At 1,000, B4's 10,000-item map took
+1.89 ms a task against 0.86 at 10,000: refilling the window item by item costs more than
+dispatching in bulk."""
 
 STEP_DISPATCHES = 1_000
 """The most one step raises a node's children in flight by. An explicit

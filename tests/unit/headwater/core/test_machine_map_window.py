@@ -40,14 +40,17 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(map_kind, "STEP_DISPATCHES", 2)
 
 
-def test_a_map_without_max_concurrency_dispatches_the_default_bound_first() -> None:
+def test_a_map_without_max_concurrency_dispatches_one_steps_window_first() -> None:
+    """A step raises the children in flight by ``STEP_DISPATCHES`` (1,000) at most, up to
+    ``DEFAULT_MAP_CONCURRENCY`` (10,000): the first step sends 1,000, the next one as
+    many again."""
     doc, items = _map(width=2_500)
     done = run([submit(doc, {"items": items})])
-    assert _dispatched(done.history) == list(range(map_kind.DEFAULT_MAP_CONCURRENCY))
+    assert _dispatched(done.history) == list(range(map_kind.STEP_DISPATCHES))
     assert done.state is not None
     node = done.state.nodes["m"]
     assert (node.running, node.next_index, node.total) == (1_000, 1_000, 2_500)
-    assert _dispatched(_step(done, ok("m", "r0", index=0))) == [1_000]
+    assert _dispatched(_step(done, ok("m", "r0", index=0))) == list(range(1_000, 2_000))
     assert _dispatched(_step(done, fail("m", index=7, retryable=False))) == []  # map failed
     check_history(done.history, done.state)
 
@@ -168,7 +171,7 @@ def test_a_map_half_out_above_the_new_bound_waits_for_slots(
 
 
 @pytest.mark.parametrize(("max_concurrency", "running", "limit"), [
-    (None, 0, 1_000), (None, 999, 1_000), (None, 5_000, 1_000), (3, 0, 3),
+    (None, 0, 1_000), (None, 999, 1_999), (None, 9_500, 10_000), (3, 0, 3),
     (5_000, 0, 1_000), (5_000, 999, 1_999), (5_000, 4_500, 5_000)])
 def test_in_flight_limit(max_concurrency: int | None, running: int, limit: int) -> None:
     assert map_kind.in_flight_limit(max_concurrency, running) == limit

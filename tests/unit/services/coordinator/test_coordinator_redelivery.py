@@ -16,7 +16,7 @@ import pytest
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
-from headwater.core.kinds.map import DEFAULT_MAP_CONCURRENCY
+from headwater.core.kinds.map import STEP_DISPATCHES
 from headwater.core.spec.fields import DEFAULT_QUEUE
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
@@ -264,7 +264,7 @@ async def test_a_large_intent_spans_chunks_and_is_recovered_whole(
     again = BatchApplier(TOPICS, bus, table, TimerIndex(), 16 << 20)
     await again.recover({0})
     dispatches = [r for r in bus.records if r.topic == TOPICS.tasks(DEFAULT_QUEUE)]
-    assert len(dispatches) == DEFAULT_MAP_CONCURRENCY
+    assert len(dispatches) == STEP_DISPATCHES
     check_history(bus, table)
 
 
