@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,18 @@ class _Group:
     entries: Entries
     offsets: Mapping[int, int] | None = None
     revoked: set[int] = field(default_factory=set)
+
+
+def _batches(writes: Iterable[tuple[int, bytes, bytes | None]]) -> defaultdict[int, Any]:
+    """Partition -> one ``WriteBatch`` of its ``(partition, key, value)`` writes, in
+    order (None deletes the key)."""
+    batches: defaultdict[int, Any] = defaultdict(lambda: rocksdict.WriteBatch(raw_mode=True))
+    for partition, key, value in writes:
+        if value is None:
+            batches[partition].delete(key)
+        else:
+            batches[partition].put(key, value)
+    return batches
 
 
 class PartitionedRocksStore(faust_rocksdb.Store):
@@ -166,14 +178,7 @@ class PartitionedRocksStore(faust_rocksdb.Store):
             self._flush(head, staged)
 
     def _flush(self, group: int, staged: _Group) -> None:
-        batches: defaultdict[int, Any] = defaultdict(
-            lambda: rocksdict.WriteBatch(raw_mode=True))
-        for key, value in staged.entries:
-            batch = batches[self._partition(key)]
-            if value is None:
-                batch.delete(key)
-            else:
-                batch.put(key, value)
+        batches = _batches((self._partition(k), k, v) for k, v in staged.entries)
         for partition, offset in (staged.offsets or {}).items():
             self._put_offset(batches[partition], offset)
         for partition, batch in batches.items():
@@ -221,13 +226,7 @@ class PartitionedRocksStore(faust_rocksdb.Store):
         ``WriteBatch`` each, in order (a tombstone deletes). The offset is stored once
         the read is done: a restore cut short leaves records of the changelog past the
         stored offset, which reading on from it writes again, in the same order."""
-        batches: defaultdict[int, Any] = defaultdict(
-            lambda: rocksdict.WriteBatch(raw_mode=True))
-        for record in records:
-            if record.value is None:
-                batches[record.partition].delete(record.key)
-            else:
-                batches[record.partition].put(record.key, record.value)
+        batches = _batches((r.partition, r.key, r.value) for r in records)
         for partition, batch in batches.items():
             self._dbs[partition].write(batch)
 
