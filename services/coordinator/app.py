@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from services.common import heap
 from services.common.kafka.client import COMPACTED, describe_config, ensure_topics
 from services.common.topic_reader import TopicReader
 from services.coordinator import retention
@@ -71,6 +72,7 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     seam.quiet_logging(app)
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
     seam.every(app, STALL_CHECK_S, watch.check_stalled)
+    seam.every(app, heap.TRIM_INTERVAL_S, heap.release_in_thread)
     if settings.projection:
         add_projector(app, settings)
     return app

@@ -46,15 +46,20 @@ SETTLED_KEY = b"__headwater\0settled_ms__"
 """The key of a partition DB's settle time (wall clock, milliseconds since the epoch, as
 ASCII digits), written in the same ``WriteBatch`` as faust's offset key. No table key
 starts with it (workflow ids hold no NUL; intent keys start with ``\\x1f``)."""
-BLOCK_CACHE_BYTES = 32 << 20
+BLOCK_CACHE_BYTES = 8 << 20
 """RocksDB's block cache, shared by every partition DB of the process, bytes (faust's
-default is 2 GiB per DB)."""
-WRITE_BUFFER_BYTES = 8 << 20
+default is 2 GiB per DB; RocksDB's own 8 MiB). Live workflows are decoded once and kept
+in ``TableStore``'s cache, so the block cache serves mostly a restart's scan and the
+retention sweep: at 32 MiB it was full with 100,000 finished workflows in the table and
+held a quarter of the coordinator's RSS (B9)."""
+WRITE_BUFFER_BYTES = 4 << 20
 """The size of one memtable of a partition DB, bytes (faust's default is 64 MiB)."""
-MEMTABLES_BYTES = 32 << 20
+MEMTABLES_BYTES = 16 << 20
 """The memtables of every partition DB of the process together, bytes (one
 ``WriteBufferManager``): past it RocksDB flushes the largest, so the memory RocksDB takes
-does not grow with the partitions held (8 partitions of 2 memtables were 128 MiB)."""
+does not grow with the partitions held (8 partitions of 2 memtables were 128 MiB). A
+coordinator writes about 0.8 MB of entries a second at a thousand tasks a second (B4),
+so this is a flush every 20 s or so at that rate."""
 WRITE_BUFFERS = 2
 """Memtables a partition DB may hold, the one being written and one being flushed
 (faust's default is 3)."""

@@ -1,0 +1,62 @@
+"""Giving freed memory back to the operating system, for long-running services.
+
+CPython frees most objects into its own allocator's arenas and glibc's heaps, and neither
+hands the pages back to the kernel while any allocation sits above them: a coordinator
+that decoded 100,000 submissions keeps the pages they used after every one of them is
+gone, so its RSS (what a container's memory limit counts) tells of the work done rather
+than of what it holds. glibc's ``malloc_trim(0)`` releases the free pages of every heap
+(``madvise(MADV_DONTNEED)``); B9 measured 175.7 against 188.6 MiB with 100,000 finished
+workflows in the table.
+
+``release_free_memory`` does it where glibc is the C library and does nothing elsewhere
+(musl, macOS); the coordinator runs ``release_in_thread`` every ``TRIM_INTERVAL_S``, in a
+thread: ``ctypes`` lets go of the GIL for the call, which walks the heaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+from functools import cache
+
+log = logging.getLogger(__name__)
+
+TRIM_INTERVAL_S = 10.0
+"""How often a service gives its free memory back, seconds: an idle coordinator's RSS
+settles within seconds of its last work. A trim walks the heaps for a few milliseconds,
+off the loop."""
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+def release_free_memory() -> bool:
+    """Give the free pages of the C heaps back to the kernel.
+
+    Returns:
+        True if glibc released any, False if it had none to give or the C library is not
+        glibc.
+    """
+    trim = _malloc_trim()
+    return bool(trim(0)) if trim is not None else False
+
+
+async def release_in_thread() -> None:
+    """``release_free_memory`` off the event loop; a failure is logged, never raised."""
+    try:
+        await asyncio.to_thread(release_free_memory)
+    except Exception as e:  # housekeeping: never worth stopping a service for
+        log.warning("cannot give free memory back: %s: %s", type(e).__name__, e)
