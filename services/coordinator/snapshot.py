@@ -9,6 +9,7 @@ never correctness.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import orjson
@@ -105,5 +106,7 @@ def node_from(v: dict[str, Any]) -> NodeState:
 
 
 def task_from(v: dict[str, Any]) -> TaskState:
-    """A task's state from its stored fields (those left out take their defaults)."""
-    return TaskState(**{**v, "status": TaskStatus(v["status"])})
+    """A task's state from its stored fields (those left out take their defaults). Its
+    node and worker are interned, as decoded events' are (``codec.INTERNED_FIELDS``)."""
+    return TaskState(**{**v, "status": TaskStatus(v["status"]), "node": sys.intern(v["node"]),
+                        "worker": sys.intern(v.get("worker", ""))})

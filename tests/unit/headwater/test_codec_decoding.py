@@ -195,3 +195,13 @@ def test_bad_json_signal_raises_decode_error(doc: Any, message: str) -> None:
     data = doc if doc is None or isinstance(doc, bytes) else orjson.dumps(doc)
     with pytest.raises(DecodeError, match=message):
         json_records.decode_json_signal(data)
+
+
+def test_decoded_node_and_worker_ids_are_one_shared_copy_each() -> None:
+    """Every report of a task brings its node and worker ids; decoded, equal ones are one
+    object (a wide map's state keeps a task per item)."""
+    node, worker = "".join(["extract", "_pages"]), "".join(["worker-", "7"])
+    first = codec.decode(codec.encode(ev.TaskStarted(WF, node, 0, 1, AT, worker)))
+    second = codec.decode(codec.encode(ev.TaskStarted(WF, node, 1, 1, AT, worker)))
+    assert first.node is second.node == "extract_pages"
+    assert first.worker is second.worker == "worker-7"
