@@ -1,6 +1,8 @@
 """B4, width scaling: one map over N noop items, for several N. For each: the total time
-(submission → the ``WorkflowSucceeded`` record's Kafka timestamp), the time per task, and
-the bytes appended to the coordinator's table changelog per task.
+(submission → the ``WorkflowSucceeded`` record's Kafka timestamp), the time per task, the
+bytes appended to the coordinator's table changelog per task, and the coordinator's
+highest RSS while the map ran (sampled every ``RSS_EVERY_S``) against its RSS idle
+before the first map.
 
 The changelog bytes are the keys and values of the records between the changelog's end
 offsets before the submission and after the coordinator went idle again. The issue's goal
@@ -16,7 +18,7 @@ import statistics
 from dataclasses import dataclass
 
 from load import workloads
-from load.deploy import changelog, deployment, ready, wait_idle
+from load.deploy import COORDINATOR, changelog, deployment, ready, rss_mib, wait_idle
 from load.kafka_io import Seen, Tail, end_offsets, producer, range_bytes
 from load.metrics import Basis, Metric, keeping
 from ops.sandbox import Sandbox
@@ -24,6 +26,8 @@ from ops.sandbox import Sandbox
 NAME = "B4"
 TITLE = "width scaling, one map"
 log = logging.getLogger("load.b4")
+RSS_EVERY_S = 0.25
+"""How often the coordinator's RSS is sampled while a map runs, seconds."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,18 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
                 Metric(f"per_task_ms_{n}", f"{n:,} items: time per task", "ms",
                        Basis.PER_RECORD),
                 Metric(f"changelog_bytes_per_task_{n}", f"{n:,} items: changelog bytes per task",
-                       "bytes", Basis.RECORD_BYTES)]
+                       "bytes", Basis.RECORD_BYTES),
+                Metric(f"rss_peak_mb_{n}", f"{n:,} items: coordinator RSS, highest while the "
+                       f"map ran{median}", "MiB", Basis.NONE)]
     lo, hi = sizes.widths[0], sizes.widths[-1]
     out += [Metric("per_task_ratio", f"time per task, {hi:,} ÷ {lo:,} items (goal ≤ 1.5)", "x",
                    Basis.NONE),
             Metric("changelog_ratio", f"changelog bytes per task, {hi:,} ÷ {lo:,} items "
                    "(goal ≤ 1.5)", "x", Basis.NONE)]
+    out += [Metric("rss_idle_mb", "coordinator RSS, idle, before the first map", "MiB",
+                   Basis.NONE),
+            Metric("rss_peak_ratio", f"coordinator RSS, highest during the {hi:,}-item map "
+                   "÷ idle (goal < 2)", "x", Basis.NONE)]
     return tuple(out)
 
 
@@ -97,17 +107,52 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
+    out["rss_idle_mb"] = rss_mib(sandbox, COORDINATOR)
     for n in sizes.widths:
-        runs = [await one_map(sandbox, n, sizes.map_timeout_s(n))
-                for _ in range(sizes.repeats if n < sizes.repeat_below else 1)]
+        runs: list[tuple[float, float, float]] = []
+        for _ in range(sizes.repeats if n < sizes.repeat_below else 1):
+            async with RssPeak(sandbox) as peak:
+                total, written = await one_map(sandbox, n, sizes.map_timeout_s(n))
+            runs.append((total, written, peak.mib))
         total_ms = statistics.median(r[0] for r in runs)
         out[f"total_ms_{n}"] = total_ms
         out[f"per_task_ms_{n}"] = total_ms / n
         out[f"changelog_bytes_per_task_{n}"] = statistics.median(r[1] for r in runs) / n
+        out[f"rss_peak_mb_{n}"] = statistics.median(r[2] for r in runs)
     lo, hi = sizes.widths[0], sizes.widths[-1]
+    out["rss_peak_ratio"] = out[f"rss_peak_mb_{hi}"] / out["rss_idle_mb"]
     out["per_task_ratio"] = out[f"per_task_ms_{hi}"] / out[f"per_task_ms_{lo}"]
     out["changelog_ratio"] = (out[f"changelog_bytes_per_task_{hi}"]
                               / out[f"changelog_bytes_per_task_{lo}"])
+
+
+class RssPeak:
+    """The coordinator's highest RSS (``mib``) while the ``async with`` block runs,
+    sampled every ``RSS_EVERY_S`` and once more at its end."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.mib = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> RssPeak:
+        self._sample()
+        self._task = asyncio.create_task(self._sampling())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._sample()
+
+    def _sample(self) -> None:
+        self.mib = max(self.mib, rss_mib(self.sandbox, COORDINATOR))
+
+    async def _sampling(self) -> None:
+        while True:
+            await asyncio.sleep(RSS_EVERY_S)
+            self._sample()
 
 
 async def one_map(sandbox: Sandbox, width: int, timeout_s: float,

@@ -91,6 +91,12 @@ def test_a_b4_map_may_take_longer_the_wider_it_is() -> None:
     assert sizes.map_timeout_s(100_000) == 240 + 100_000 / 200
 
 
+def test_b4_reports_the_coordinators_rss_by_width_and_its_peak_against_idle() -> None:
+    keys = [m.key for m in b4_width.metrics(b4_width.Sizes(widths=(100, 100_000)))]
+    assert {"rss_peak_mb_100", "rss_peak_mb_100000", "rss_idle_mb"} <= set(keys)
+    assert keys[-1] == "rss_peak_ratio"
+
+
 def test_vm_rss_is_read_in_kib() -> None:
     status = "Name:\tpython\nVmPeak:\t  300000 kB\nVmRSS:\t   91234 kB\nThreads:\t4\n"
     assert vm_rss_kib(status) == 91234
