@@ -244,7 +244,8 @@ INTERNED_FIELDS = frozenset({"node", "worker"})
 """String fields decoded as one shared copy per value (``sys.intern``): a node id and a
 worker id come in every report of a task, and a wide map's state keeps a task per item,
 each of which held its own copies (decoding and folding the ``TaskStarted`` of 100,000
-items grew the state by 9.4 MiB, 3.5 interned)."""
+items grew the state by 9.4 MiB, 3.5 interned). Some CPython 3.12 releases keep interned
+strings for good; node ids and worker ids are few, so that would cost little."""
 
 
 def _from_avro(name: str, data: dict[str, Any]) -> Any:

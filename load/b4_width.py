@@ -2,7 +2,7 @@
 (submission → the ``WorkflowSucceeded`` record's Kafka timestamp), the time per task, the
 bytes appended to the coordinator's table changelog per task, and the coordinator's
 highest RSS while the map ran (sampled every ``RSS_EVERY_S``) against its RSS idle
-before the first map.
+before the first map (read ``IDLE_WAIT_S`` after it was ready).
 
 The changelog bytes are the keys and values of the records between the changelog's end
 offsets before the submission and after the coordinator went idle again. The issue's goal
@@ -22,12 +22,16 @@ from load.deploy import COORDINATOR, changelog, deployment, ready, rss_mib, wait
 from load.kafka_io import Seen, Tail, end_offsets, producer, range_bytes
 from load.metrics import Basis, Metric, keeping
 from ops.sandbox import Sandbox
+from services.common import heap
 
 NAME = "B4"
 TITLE = "width scaling, one map"
 log = logging.getLogger("load.b4")
 RSS_EVERY_S = 0.25
 """How often the coordinator's RSS is sampled while a map runs, seconds."""
+IDLE_WAIT_S = heap.TRIM_INTERVAL_S + 2
+"""How long the coordinator is left idle before its idle RSS is read, seconds: past its
+next trim (``services.common.heap``), as B9 reads it."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
+    await asyncio.sleep(IDLE_WAIT_S)
     out["rss_idle_mb"] = rss_mib(sandbox, COORDINATOR)
     for n in sizes.widths:
         runs: list[tuple[float, float, float]] = []
@@ -128,7 +133,9 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
 
 class RssPeak:
     """The coordinator's highest RSS (``mib``) while the ``async with`` block runs,
-    sampled every ``RSS_EVERY_S`` and once more at its end."""
+    sampled every ``RSS_EVERY_S`` and once more at its end. A sample that cannot be
+    read (the process gone for a moment) is logged and skipped: it never hides the
+    block's own error."""
 
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
@@ -147,7 +154,10 @@ class RssPeak:
         self._sample()
 
     def _sample(self) -> None:
-        self.mib = max(self.mib, rss_mib(self.sandbox, COORDINATOR))
+        try:
+            self.mib = max(self.mib, rss_mib(self.sandbox, COORDINATOR))
+        except (LookupError, OSError, ValueError) as e:
+            log.warning("B4: no RSS sample of the coordinator (%s: %s)", type(e).__name__, e)
 
     async def _sampling(self) -> None:
         while True:

@@ -10,14 +10,13 @@ never comes (``workloads.waiting``), then finished ones in steps up to each size
 with no worker. Both are produced straight to the submissions topic, pipelined
 (``load.table``).
 
-At each size, with the coordinator idle (and ``heap.TRIM_INTERVAL_S`` later, so that it
-has given back the memory its work freed, as it does while idle): its RSS (``VmRSS``),
-and the changelog's records (end minus begin offsets) and bytes (keys and values of the
-records still held). Then the
-coordinator is SIGKILLed and started again at once, and one probe workflow (the skipped
-task again) is produced on every input partition: kill → the first history record with a
-later Kafka timestamp (the new process's first progress), kill → every probe ended, and
-the RSS once idle again.
+At each size, with the coordinator idle (and ``b4_width.IDLE_WAIT_S`` later, past its
+next trim, so that it has given back the memory its work freed, as it does while idle):
+its RSS (``VmRSS``), and the changelog's records (end minus begin offsets) and bytes (keys
+and values of the records still held). Then the coordinator is SIGKILLed and started
+again at once, and one probe workflow (the skipped task again) is produced on every input
+partition: kill → the first history record with a later Kafka timestamp (the new
+process's first progress), kill → every probe ended, and the RSS once idle again.
 
 With the table at its largest (after the last size's restart), a second coordinator is
 started beside the first and takes over half the partitions (``load.takeover``): start →
@@ -32,6 +31,7 @@ import logging
 from dataclasses import dataclass
 
 from load import workloads
+from load.b4_width import IDLE_WAIT_S
 from load.b7_recovery import Progress
 from load.deploy import (
     COORDINATOR,
@@ -48,7 +48,6 @@ from load.metrics import Basis, Metric, keeping
 from load.table import Fill, Kinds, changelog_size
 from load.takeover import SECOND, takeover
 from ops.sandbox import Sandbox
-from services.common import heap
 from services.common.clock import now_ms
 
 NAME = "B9"
@@ -166,7 +165,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         await fill.add_finished(n - fill.finished, sizes.fill_timeout_s(n - fill.finished))
         out["fill_per_s"] = fill.rate_per_s()
         await wait_idle(sandbox, sizes.timeout_s)
-        await asyncio.sleep(heap.TRIM_INTERVAL_S)
+        await asyncio.sleep(IDLE_WAIT_S)
         out[f"rss_before_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
         records, held = await changelog_size(sandbox, sizes.timeout_s)
         out[f"changelog_records_{n}"], out[f"changelog_bytes_{n}"] = records, held
@@ -176,7 +175,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         first_s, all_s = await restart(sandbox, n, sizes.timeout_s)
         out[f"restart_first_record_s_{n}"], out[f"restart_all_probes_s_{n}"] = first_s, all_s
         await wait_idle(sandbox, sizes.timeout_s)
-        await asyncio.sleep(heap.TRIM_INTERVAL_S)
+        await asyncio.sleep(IDLE_WAIT_S)
         out[f"rss_after_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
     n = sizes.finished[-1]
     (out[f"takeover_group_s_{n}"], out[f"takeover_first_record_s_{n}"],

@@ -10,14 +10,15 @@ workflows, went from 188.6 to 175.7 MiB at its first trim (8 to 20 MiB in other 
 
 ``release_free_memory`` does it where glibc is the C library and does nothing elsewhere
 (musl, macOS); the coordinator runs ``release_in_thread`` every ``TRIM_INTERVAL_S``, in a
-thread: ``ctypes`` lets go of the GIL for the call, which walks the heaps.
+thread (``ctypes`` lets go of the GIL for the call). The loop is not wholly spared: while
+the trim walks the main heap it holds that heap's lock, so an allocation from the loop's
+thread that needs glibc waits for it (milliseconds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import logging
 from collections.abc import Callable
 from functools import cache
@@ -32,15 +33,15 @@ off the loop."""
 
 @cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """glibc's ``malloc_trim``, or None where the C library has none (looked up among
+    the process's own symbols: no ``ldconfig`` run)."""
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
-    return trim
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    found: Callable[[int], int] = trim
+    return found
 
 
 def release_free_memory() -> bool:

@@ -48,10 +48,10 @@ ASCII digits), written in the same ``WriteBatch`` as faust's offset key. No tabl
 starts with it (workflow ids hold no NUL; intent keys start with ``\\x1f``)."""
 BLOCK_CACHE_BYTES = 8 << 20
 """RocksDB's block cache, shared by every partition DB of the process, bytes (faust's
-default is 2 GiB per DB; RocksDB's own 8 MiB). Live workflows are decoded once and kept
-in ``TableStore``'s cache, so the block cache serves mostly a restart's scan and the
-retention sweep: at 32 MiB it was full with 100,000 finished workflows in the table and
-held a quarter of the coordinator's RSS (B9)."""
+default is 2 GiB per DB). Live workflows are decoded once and kept in ``TableStore``'s
+cache, so the block cache serves mostly a restart's scan and the retention sweep: at
+32 MiB it was full with 100,000 finished workflows in the table, and with the memtables
+(32 MiB then) held 59 MiB of the coordinator's RSS (22 MiB at these sizes)."""
 WRITE_BUFFER_BYTES = 4 << 20
 """The size of one memtable of a partition DB, bytes (faust's default is 64 MiB)."""
 MEMTABLES_BYTES = 16 << 20

@@ -23,7 +23,7 @@ from services.coordinator.layout import (
     load_split,
     task_keys,
 )
-from services.coordinator.snapshot import dump_state, load_state
+from services.coordinator.snapshot import dump_state, load_state, task_from
 from services.coordinator.writeset import touched_parts
 
 
@@ -202,3 +202,13 @@ def test_a_restart_deletes_the_old_generations_task_entries() -> None:
     assert orjson.loads(table["a"])["task"]["attempt"] == 2
     loaded = load_split(table[""], table[DEFINITION], table.get)
     assert loaded == state and loaded.generation == 2 and loaded.attempt_floor == 1
+
+
+def test_stored_tasks_share_one_copy_of_their_node_and_worker_ids() -> None:
+    """Read back from the table, a wide map's tasks hold one node id and one worker id
+    between them, as decoded reports do (``codec.INTERNED_FIELDS``)."""
+    raw = [orjson.dumps({"node": "extract", "index": i, "attempt": 1, "status": "succeeded",
+                         "dispatched_at_ms": 1, "worker": "worker-7"}) for i in range(2)]
+    first, second = (task_from(orjson.loads(r)) for r in raw)
+    assert first.node is second.node == "extract" and first.worker is second.worker
+    assert task_from(orjson.loads(raw[0].replace(b',"worker":"worker-7"', b""))).worker == ""
