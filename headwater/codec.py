@@ -248,12 +248,18 @@ items grew the state by 9.4 MiB, 3.5 interned). Some CPython 3.12 releases keep 
 strings for good; node ids and worker ids are few, so that would cost little."""
 
 
+def interned(key: str, value: Any) -> Any:
+    """``value`` as the one shared copy of it when ``key`` is one of
+    ``INTERNED_FIELDS`` and it is a string; as it is otherwise. The coordinator's table
+    reads tasks back through it too (``services.coordinator.snapshot.task_from``)."""
+    return sys.intern(value) if key in INTERNED_FIELDS and isinstance(value, str) else value
+
+
 def _from_avro(name: str, data: dict[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
-        if key in INTERNED_FIELDS and isinstance(value, str):
-            value = sys.intern(value)
-        elif key in JSON_FIELDS:
+        value = interned(key, value)
+        if key in JSON_FIELDS:
             text, value = value, orjson.loads(value)
             fault = json_depth_fault(value, text)
             if fault is not None:

@@ -2,7 +2,7 @@
 (submission → the ``WorkflowSucceeded`` record's Kafka timestamp), the time per task, the
 bytes appended to the coordinator's table changelog per task, and the coordinator's
 highest RSS while the map ran (sampled every ``RSS_EVERY_S``) against its RSS idle
-before the first map (read ``IDLE_WAIT_S`` after it was ready).
+before the first map (``deploy.idle_rss_mib``).
 
 The changelog bytes are the keys and values of the records between the changelog's end
 offsets before the submission and after the coordinator went idle again. The issue's goal
@@ -18,20 +18,24 @@ import statistics
 from dataclasses import dataclass
 
 from load import workloads
-from load.deploy import COORDINATOR, changelog, deployment, ready, rss_mib, wait_idle
+from load.deploy import (
+    COORDINATOR,
+    changelog,
+    deployment,
+    idle_rss_mib,
+    ready,
+    rss_mib,
+    wait_idle,
+)
 from load.kafka_io import Seen, Tail, end_offsets, producer, range_bytes
 from load.metrics import Basis, Metric, keeping
 from ops.sandbox import Sandbox
-from services.common import heap
 
 NAME = "B4"
 TITLE = "width scaling, one map"
 log = logging.getLogger("load.b4")
 RSS_EVERY_S = 0.25
 """How often the coordinator's RSS is sampled while a map runs, seconds."""
-IDLE_WAIT_S = heap.TRIM_INTERVAL_S + 2
-"""How long the coordinator is left idle before its idle RSS is read, seconds: past its
-next trim (``services.common.heap``), as B9 reads it."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +115,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
-    await asyncio.sleep(IDLE_WAIT_S)
-    out["rss_idle_mb"] = rss_mib(sandbox, COORDINATOR)
+    out["rss_idle_mb"] = await idle_rss_mib(sandbox, COORDINATOR)
     for n in sizes.widths:
         runs: list[tuple[float, float, float]] = []
         for _ in range(sizes.repeats if n < sizes.repeat_below else 1):

@@ -10,7 +10,7 @@ never comes (``workloads.waiting``), then finished ones in steps up to each size
 with no worker. Both are produced straight to the submissions topic, pipelined
 (``load.table``).
 
-At each size, with the coordinator idle (and ``b4_width.IDLE_WAIT_S`` later, past its
+At each size, with the coordinator idle (and ``deploy.IDLE_WAIT_S`` later, past its
 next trim, so that it has given back the memory its work freed, as it does while idle):
 its RSS (``VmRSS``), and the changelog's records (end minus begin offsets) and bytes (keys
 and values of the records still held). Then the coordinator is SIGKILLed and started
@@ -31,15 +31,14 @@ import logging
 from dataclasses import dataclass
 
 from load import workloads
-from load.b4_width import IDLE_WAIT_S
 from load.b7_recovery import Progress
 from load.deploy import (
     COORDINATOR,
     deployment,
+    idle_rss_mib,
     ids_on_every_partition,
     kill,
     ready,
-    rss_mib,
     start_coordinator,
     wait_idle,
 )
@@ -165,8 +164,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         await fill.add_finished(n - fill.finished, sizes.fill_timeout_s(n - fill.finished))
         out["fill_per_s"] = fill.rate_per_s()
         await wait_idle(sandbox, sizes.timeout_s)
-        await asyncio.sleep(IDLE_WAIT_S)
-        out[f"rss_before_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
+        out[f"rss_before_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR)
         records, held = await changelog_size(sandbox, sizes.timeout_s)
         out[f"changelog_records_{n}"], out[f"changelog_bytes_{n}"] = records, held
         log.info("B9: %s finished + %s waiting: %.0f/s filling, RSS %.1f MiB, changelog %d "
@@ -175,8 +173,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         first_s, all_s = await restart(sandbox, n, sizes.timeout_s)
         out[f"restart_first_record_s_{n}"], out[f"restart_all_probes_s_{n}"] = first_s, all_s
         await wait_idle(sandbox, sizes.timeout_s)
-        await asyncio.sleep(IDLE_WAIT_S)
-        out[f"rss_after_mb_{n}"] = rss_mib(sandbox, COORDINATOR)
+        out[f"rss_after_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR)
     n = sizes.finished[-1]
     (out[f"takeover_group_s_{n}"], out[f"takeover_first_record_s_{n}"],
      out[f"takeover_all_partitions_s_{n}"]) = await takeover(

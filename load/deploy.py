@@ -23,6 +23,7 @@ from load.kafka_io import Seen, Tail, end_offsets, existing_partitions, producer
 from ops import localstack
 from ops.cli.queues import wait_for_workers
 from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from services.common import heap
 from services.common.partitioning import partition_for
 from services.common.settings import OFF
 from services.common.topic_reader import Offsets, TopicReader
@@ -143,6 +144,19 @@ def rss_mib(sandbox: Sandbox, name: str) -> float:
     """
     _, pid = running(sandbox, name)
     return vm_rss_kib(Path(f"/proc/{pid}/status").read_text()) / 1024
+
+
+IDLE_WAIT_S = heap.TRIM_INTERVAL_S + 2
+"""How long a coordinator is left idle before its idle RSS is read, seconds: past its
+next trim (``services.common.heap``), so the figure is what it holds, not what its last
+work left in the allocators."""
+
+
+async def idle_rss_mib(sandbox: Sandbox, name: str) -> float:
+    """``rss_mib`` of an idle service, read ``IDLE_WAIT_S`` from now (call it once the
+    service has gone idle)."""
+    await asyncio.sleep(IDLE_WAIT_S)
+    return rss_mib(sandbox, name)
 
 
 def vm_rss_kib(status: str) -> int:

@@ -27,8 +27,7 @@ log = logging.getLogger(__name__)
 
 TRIM_INTERVAL_S = 10.0
 """How often a service gives its free memory back, seconds: an idle coordinator's RSS
-settles within seconds of its last work. A trim walks the heaps for a few milliseconds,
-off the loop."""
+settles within seconds of its last work."""
 
 
 @cache

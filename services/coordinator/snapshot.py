@@ -9,11 +9,11 @@ never correctness.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import orjson
 
+from headwater.codec import interned
 from headwater.core.state import (
     NodeState,
     TaskState,
@@ -106,7 +106,7 @@ def node_from(v: dict[str, Any]) -> NodeState:
 
 
 def task_from(v: dict[str, Any]) -> TaskState:
-    """A task's state from its stored fields (those left out take their defaults). Its
-    node and worker are interned, as decoded events' are (``codec.INTERNED_FIELDS``)."""
-    return TaskState(**{**v, "status": TaskStatus(v["status"]), "node": sys.intern(v["node"]),
-                        "worker": sys.intern(v.get("worker", ""))})
+    """A task's state from its stored fields (those left out take their defaults), its
+    node and worker interned as decoded events' are (``codec.interned``)."""
+    fields = {k: interned(k, x) for k, x in v.items()}
+    return TaskState(**{**fields, "status": TaskStatus(v["status"])})
