@@ -165,6 +165,21 @@ class BoundedOptions(faust_rocksdb.RocksDBOptions):
         self.cache = rocksdict.Cache(self.block_cache_size)
         self.memtables = rocksdict.WriteBufferManager(MEMTABLES_BYTES, False)
 
+    def open(self, path: Any, *, read_only: bool = False) -> Any:
+        """Open the DB at ``path`` as faust does, with these options for its default
+        column family as well as for the DB: given only the DB's, rocksdict opens an
+        existing DB with the column family options of its OPTIONS file, and so with a
+        block cache of its own. After a restart every partition's DB then kept up to
+        ``BLOCK_CACHE_BYTES`` of blocks: a coordinator of 8 partitions held 64 MiB of
+        them, not 8 (B9 with 100,000 finished workflows)."""
+        access = (rocksdict.AccessType.read_write() if self.ttl is None
+                  else rocksdict.AccessType.with_ttl(self.ttl))
+        db = rocksdict.Rdict(str(path), options=self.as_options(),
+                             column_families={"default": self.as_options()},
+                             access_type=access)
+        db.set_read_options(rocksdict.ReadOptions())
+        return db
+
     def as_options(self) -> Any:
         """faust's options, with the shared block cache and write buffer manager."""
         options = super().as_options()

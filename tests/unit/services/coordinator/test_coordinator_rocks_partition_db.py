@@ -161,6 +161,26 @@ async def test_rocksdb_memory_is_bounded(tmp_path: Path) -> None:
     store.close_all()
 
 
+async def test_dbs_reopened_after_a_restart_share_the_one_cache(tmp_path: Path) -> None:
+    """An existing DB is opened with the shared cache too, not one of its own that its
+    OPTIONS file describes (rocksdict's default for a DB it finds on disk)."""
+    _, table = make(tmp_path, Producer())
+    keys = [table_entry_key(f"wf-{i}") for i in range(400)]
+    await changelog.write(table, [(k, b"x" * 5000) for k in keys])
+    for db in table.data._dbs.values():
+        db.flush()
+    table.data.close_all()
+    _, table = make(tmp_path, Producer())  # the next process, on the same directory
+    store = table.data
+    assert {seam.read_entry(table, k) for k in keys} == {b"x" * 5000}
+    shared = store.rocksdb_options.cache.get_usage()
+    assert 0 < shared <= BLOCK_CACHE_BYTES
+    assert len(store._dbs) > 1
+    assert {db.property_int_value("rocksdb.block-cache-usage")
+            for db in store._dbs.values()} == {shared}
+    store.close_all()
+
+
 async def test_the_headers_are_iterated_without_the_other_entries(tmp_path: Path) -> None:
     producer = Producer()
     _, table = make(tmp_path, producer)
