@@ -48,6 +48,11 @@ from services.coordinator.traced_apply import SERVICE_NAME, traced_add
 
 log = logging.getLogger(__name__)
 
+PARTITION_CACHE = 4096
+"""Workflow ids whose partition the applier remembers, the latest used. A batch names a
+few hundred. It was 65,536: the ids of that many workflows, most of them ended long ago,
+held by a coordinator that had run as many (B9 with 100,000 finished)."""
+
 
 class Fenced(Exception):
     """This process must not write any more (its partitions may belong to another)."""
@@ -88,7 +93,8 @@ class BatchApplier:
         self.timers = timers
         self.intent_log = IntentLog(store)
         # murmur2 in pure Python, asked once per input and per output record: remembered
-        self._partition = functools.lru_cache(maxsize=1 << 16)(store.partition)
+        # for the workflows of the last few batches (``PARTITION_CACHE``)
+        self._partition = functools.lru_cache(maxsize=PARTITION_CACHE)(store.partition)
         self._one_at_a_time = asyncio.Lock()  # one batch's effects at a time, recovery too
         self._clearing: list[Awaitable[Any]] = []  # the last batch's slots being emptied
         tracing.configure(SERVICE_NAME)
