@@ -42,7 +42,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_map_without_max_concurrency_dispatches_one_steps_window_first() -> None:
     """A step raises the children in flight by ``STEP_DISPATCHES`` (1,000) at most, up to
-    ``DEFAULT_MAP_CONCURRENCY`` (10,000): the first step sends 1,000, the next one as
+    ``DEFAULT_MAP_CONCURRENCY`` (4,000): the first step sends 1,000, the next one as
     many again."""
     doc, items = _map(width=2_500)
     done = run([submit(doc, {"items": items})])
@@ -170,8 +170,29 @@ def test_a_map_half_out_above_the_new_bound_waits_for_slots(
     check_history(done.history, done.state)
 
 
+def test_a_map_past_a_lowered_default_dispatches_again_below_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default bound lowered (an upgrade) under a map with more children in flight:
+    none is dispatched until fewer than the new bound are, then the window refills."""
+    doc, items = _map(width=14)
+    monkeypatch.setattr(map_kind, "DEFAULT_MAP_CONCURRENCY", 10)
+    monkeypatch.setattr(map_kind, "STEP_DISPATCHES", 100)
+    done = run([submit(doc, {"items": items})])
+    assert _dispatched(done.history) == list(range(10))
+    monkeypatch.setattr(map_kind, "DEFAULT_MAP_CONCURRENCY", 4)
+    for i in range(7):  # 9, 8, ... 3 in flight: none above the new bound of 4
+        sent = _dispatched(_step(done, ok("m", i, index=i)))
+        assert sent == ([] if i < 6 else [10]), (i, sent)
+    assert done.state is not None and done.state.nodes["m"].running == 4
+    for i in range(7, 14):
+        _step(done, ok("m", i, index=i))
+    assert done.state.outputs["m"] == list(range(14))
+    check_history(done.history, done.state)
+
+
 @pytest.mark.parametrize(("max_concurrency", "running", "limit"), [
-    (None, 0, 1_000), (None, 999, 1_999), (None, 9_500, 10_000), (3, 0, 3),
+    (None, 0, 1_000), (None, 999, 1_999), (None, 3_500, 4_000), (None, 9_500, 4_000),
+    (3, 0, 3),
     (5_000, 0, 1_000), (5_000, 999, 1_999), (5_000, 4_500, 5_000)])
 def test_in_flight_limit(max_concurrency: int | None, running: int, limit: int) -> None:
     assert map_kind.in_flight_limit(max_concurrency, running) == limit
