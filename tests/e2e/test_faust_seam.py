@@ -1,7 +1,8 @@
-"""The faust seam's workaround that needs a real broker to show (workaround 6 of
-``services/coordinator/faust_seam/``: leaving the consumer group through aiokafka's
-private ``GroupCoordinator._maybe_leave_group``). The others are shown by unit tests
-against the libraries (``tests/unit/services/coordinator/test_coordinator_faust_seam.py``).
+"""The faust seam's workarounds that need a real broker to show (of
+``services/coordinator/faust_seam/``: 6, leaving the consumer group through aiokafka's
+private ``GroupCoordinator._maybe_leave_group``; 12, offsets requests on a connection of
+their own). The others are shown by unit tests against the libraries
+(``tests/unit/services/coordinator/test_coordinator_faust_seam.py``).
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from consumer_groups import describe, wait_group
 from stackkit import BOOTSTRAP
 
+from services.common.topic_reader import TopicReader
+from services.coordinator.faust_seam.app import read_offsets
 from tests.polling import holds_for_async, scaled
 
 SESSION_TIMEOUT_MS = 30_000
@@ -90,3 +94,45 @@ async def test_the_private_leave_removes_a_running_member_at_once(topic: str) ->
                          until=lambda members: member_id not in members)
     finally:
         await consumer.stop()
+
+
+FAUST_FETCH_WAIT_MS = 1500
+"""The ``fetch_max_wait_ms`` faust gives its consumer (fixed in its aiokafka driver)."""
+
+
+async def test_an_offsets_request_waits_behind_an_empty_fetch(topic: str) -> None:
+    """Why the coordinator's consumer sends ListOffsets through a reader of its own: on
+    its own connection, an ``end_offsets`` sent while a fetch of a partition with nothing
+    new is in flight waits for the broker to give up that fetch."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP,
+                                fetch_max_wait_ms=FAUST_FETCH_WAIT_MS)
+    await consumer.start()
+    tp = TopicPartition(topic, 0)
+    try:
+        consumer.assign([tp])  # its fetcher fetches the partition from now on
+        await consumer.seek_to_end(tp)
+        waits = []
+        for _ in range(3):
+            await asyncio.sleep(0.3)  # an empty fetch is held at the broker meanwhile
+            started = time.monotonic()
+            await consumer.end_offsets([tp])
+            waits.append(time.monotonic() - started)
+    finally:
+        await consumer.stop()
+    assert sorted(waits)[1] > FAUST_FETCH_WAIT_MS / 2000, waits
+
+
+async def test_offsets_read_on_a_connection_of_their_own(topic: str) -> None:
+    """What the coordinator's consumer answers instead (``read_offsets``): the first and
+    the next offsets of the partitions asked, keyed as asked."""
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
+    await producer.start()
+    try:
+        for i in range(3):
+            await producer.send_and_wait(topic, b"v%d" % i, partition=0)
+    finally:
+        await producer.stop()
+    tp = TopicPartition(topic, 0)
+    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [tp], first=True) == {tp: 0}
+    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [tp], first=False) == {tp: 3}
+    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [], first=True) == {}

@@ -42,9 +42,14 @@ when the library stops behaving so, and then the workaround can go:
 10. The RocksDB store (``rocks.PartitionedRocksStore``): faust's routes writes by the
    current event (none here) and reads outside one from every open DB, drops a revoked
    partition's DB without closing it (RocksDB's lock stays until it is collected), gives
-   each DB a 2 GiB block cache, and keeps a DB whatever happened to the changelog since.
+   each DB a 2 GiB block cache, and keeps a DB whatever happened to the changelog since;
+   rocksdict opens a DB it finds on disk with the column family options of its OPTIONS
+   file, a block cache of its own included (``partition_db.BoundedOptions.open``).
 11. The restore of the memory store (``restore.RestoringMemoryStore``): faust restores a
    table through the app's consumer a record at a time, each record an event waited for
    in two tasks (about 9,000 records a second); the store reads its newly assigned
    partitions' changelog with a plain consumer and gives faust the offset it read to.
+12. Offsets requests (``app.offsets_on_own_connection``): aiokafka sends ListOffsets on
+   the connection of its fetches, where each waits behind a fetch the broker holds up to
+   faust's fixed 1.5 s; the app's consumer sends them through a plain consumer instead.
 """

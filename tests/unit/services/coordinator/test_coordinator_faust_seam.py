@@ -421,3 +421,35 @@ async def test_the_workflow_table_hands_its_hook_the_recovered_partitions(
     table.on_recovered = on_recovered
     await table.on_recovery_completed({TP("x-workflows-changelog", 3)}, set())
     assert seen == [{3}]
+
+
+# 12. Offsets requests on a connection of their own (the wait they avoid needs a broker
+# to show: tests/e2e/test_faust_seam.py).
+
+async def test_the_consumer_asks_for_offsets_through_a_reader_of_its_own(
+        app: faust.App) -> None:
+    asked: list[tuple[str, str, list[int]]] = []
+
+    class Reader:
+        async def __aenter__(self) -> Reader:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            asked.append(("closed", "", []))
+
+        async def beginning_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+            asked.append(("first", topic, partitions))
+            return {p: 10 + p for p in partitions}
+
+        async def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+            asked.append(("next", topic, partitions))
+            return {p: 20 + p for p in partitions}
+
+    seam.offsets_on_own_connection(app, Reader)  # type: ignore[arg-type]
+    tps = [TP("a", 0), TP("a", 1), TP("b", 0)]
+    assert await app.consumer.earliest_offsets(*tps) == {
+        TP("a", 0): 10, TP("a", 1): 11, TP("b", 0): 10}
+    assert await app.consumer.highwaters(*tps) == {TP("a", 0): 20, TP("a", 1): 21, TP("b", 0): 20}
+    assert asked == [("first", "a", [0, 1]), ("first", "b", [0]), ("closed", "", []),
+                     ("next", "a", [0, 1]), ("next", "b", [0]), ("closed", "", [])]
+    assert await app.consumer.highwaters() == {} and asked[-1] == ("closed", "", [])
