@@ -60,6 +60,9 @@ class TopicReader:
         timeout_s: how long one read may take unless it says otherwise, seconds.
         security: TLS and SASL of both clients (a service's ``settings.kafka_security``);
             None: the ``HEADWATER_KAFKA_*`` security settings of the environment.
+        retry_backoff_ms: the consumer's wait before it asks again for metadata it
+            lacks (aiokafka's ``retry_backoff_ms``): the first offsets of a topic take
+            that long, since the consumer learns of its partitions' leaders then.
 
     Raises:
         ValueError: ``security`` is None and the environment's security settings are
@@ -68,7 +71,7 @@ class TopicReader:
 
     def __init__(self, bootstrap: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  fetch_max_bytes: int | None = None, timeout_s: float = READ_TIMEOUT_S,
-                 security: KafkaSecurity | None = None) -> None:
+                 security: KafkaSecurity | None = None, retry_backoff_ms: int = 100) -> None:
         self.timeout_s = timeout_s
         self.bootstrap = bootstrap
         self.security = kafka_security_from_env() if security is None else security
@@ -78,7 +81,7 @@ class TopicReader:
             # An offset below the log's start (retention deleted it) reads from its start.
             auto_offset_reset="earliest", max_partition_fetch_bytes=max_message_bytes,
             fetch_max_bytes=fetch_max_bytes or 2 * max_message_bytes,
-            request_timeout_ms=round(REQUEST_TIMEOUT_S * 1000))
+            request_timeout_ms=round(REQUEST_TIMEOUT_S * 1000), retry_backoff_ms=retry_backoff_ms)
         self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **secured,
                                          request_timeout_ms=round(REQUEST_TIMEOUT_S * 1000))
 

@@ -48,13 +48,20 @@ ReaderFactory = Callable[[], TopicReader]
 (``changelog_reader``)."""
 
 
+RETRY_BACKOFF_MS = 20
+"""The readers' wait for the metadata of a topic new to them, ms (aiokafka's 100 by
+default): each restore, and each offsets request of the app's consumer
+(``app.offsets_on_own_connection``), starts a reader that knows no topic yet."""
+
+
 def changelog_reader(settings: Settings) -> ReaderFactory:
-    """The readers of a coordinator's restores: its bootstrap servers and security,
-    fetches of ``RESTORE_FETCH_BYTES`` (at least two of its largest records)."""
+    """The readers of a coordinator's restores and offsets requests: its bootstrap
+    servers and security, fetches of ``RESTORE_FETCH_BYTES`` (at least two of its largest
+    records)."""
     fetch = max(RESTORE_FETCH_BYTES, 2 * settings.max_message_bytes)
     return lambda: TopicReader(settings.bootstrap, security=settings.kafka_security,
                                max_message_bytes=max(fetch // 4, settings.max_message_bytes),
-                               fetch_max_bytes=fetch)
+                               fetch_max_bytes=fetch, retry_backoff_ms=RETRY_BACKOFF_MS)
 
 
 async def read_changelog(new_reader: ReaderFactory, topic: str,
