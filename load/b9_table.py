@@ -18,7 +18,9 @@ again at once, and one probe workflow (the skipped task again) is produced on ev
 partition: kill → the first history record with a later Kafka timestamp (the new
 process's first progress), kill → every probe ended, and the RSS once idle again.
 
-With the table at its largest (after the last size's restart), a second coordinator is
+With the table at its largest, the coordinator is SIGKILLed once more, its data directory
+(the local store) deleted, and started again, probed as above: a fresh node, which reads
+its partitions' whole changelog. Then a second coordinator is
 started beside the first and takes over half the partitions (``load.takeover``): start →
 the group stable with both, → the first history record after that, → every partition
 served again.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from dataclasses import dataclass
 
 from load import workloads
@@ -112,7 +115,22 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
             Metric(f"changelog_bytes_{n}", f"{table}: table changelog bytes held (keys + "
                    "values)", "bytes", Basis.NONE),
         ]
-    return tuple(out) + takeover_metrics(sizes)
+    return tuple(out) + wiped_metrics(sizes) + takeover_metrics(sizes)
+
+
+def wiped_metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The restart with the local store deleted (a fresh node), measured once, with the
+    table at its largest (none without a size)."""
+    if not sizes.finished:
+        return ()
+    n = sizes.finished[-1]
+    table = f"{n:,} finished + {sizes.waiting:,} waiting"
+    return (
+        Metric(f"wiped_first_record_s_{n}", f"{table}: SIGKILL, local store deleted → "
+               "first new history record", "s", Basis.NONE),
+        Metric(f"wiped_all_probes_s_{n}", f"{table}: SIGKILL, local store deleted → a "
+               "probe on every partition ended", "s", Basis.NONE),
+    )
 
 
 def takeover_metrics(sizes: Sizes) -> tuple[Metric, ...]:
@@ -175,6 +193,9 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         await wait_idle(sandbox, sizes.timeout_s)
         out[f"rss_after_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR)
     n = sizes.finished[-1]
+    out[f"wiped_first_record_s_{n}"], out[f"wiped_all_probes_s_{n}"] = await restart(
+        sandbox, n, sizes.timeout_s, wipe=True)
+    await wait_idle(sandbox, sizes.timeout_s)
     (out[f"takeover_group_s_{n}"], out[f"takeover_first_record_s_{n}"],
      out[f"takeover_all_partitions_s_{n}"]) = await takeover(
         sandbox, workloads.skipped(DONE_SPEC), sizes.timeout_s)
@@ -182,9 +203,11 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
              out[f"takeover_all_partitions_s_{n}"], out[f"takeover_group_s_{n}"])
 
 
-async def restart(sandbox: Sandbox, finished: int, timeout_s: float) -> tuple[float, float]:
-    """SIGKILL the coordinator, start it again at once and produce one probe workflow on
-    every input partition.
+async def restart(sandbox: Sandbox, finished: int, timeout_s: float,
+                  wipe: bool = False) -> tuple[float, float]:
+    """SIGKILL the coordinator, start it again at once (with ``wipe``, its data directory,
+    the local store, deleted first: a fresh node) and produce one probe workflow on every
+    input partition.
 
     Returns:
         ``(first, all)``: seconds from the killed process being gone to the first history
@@ -205,6 +228,8 @@ async def restart(sandbox: Sandbox, finished: int, timeout_s: float) -> tuple[fl
     try:
         service = kill(sandbox, COORDINATOR)
         progress.killed_ms = now_ms()
+        if wipe:
+            shutil.rmtree(sandbox.data_dir(service))
         start_coordinator(sandbox, service)
         await workloads.submit_all(send, sandbox.topics, probes, workloads.skipped(DONE_SPEC),
                                    workloads.SKIP)

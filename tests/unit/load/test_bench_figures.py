@@ -78,10 +78,11 @@ def test_a_failed_probe_or_no_record_after_the_kill_is_an_error() -> None:
 
 def test_b9_names_its_figures_by_size() -> None:
     keys = [m.key for m in metrics(Sizes(finished=(500, 2000), waiting=500))]
-    assert keys[0] == "fill_per_s" and len(keys) == 1 + 2 * 6 + 3
+    assert keys[0] == "fill_per_s" and len(keys) == 1 + 2 * 6 + 2 + 3
     assert {"restart_first_record_s_500", "restart_all_probes_s_2000", "rss_before_mb_500",
             "rss_after_mb_2000", "changelog_records_500", "changelog_bytes_2000"} <= set(keys)
-    assert keys[-3:] == ["takeover_group_s_2000", "takeover_first_record_s_2000",
+    assert keys[-5:] == ["wiped_first_record_s_2000", "wiped_all_probes_s_2000",
+                         "takeover_group_s_2000", "takeover_first_record_s_2000",
                          "takeover_all_partitions_s_2000"]  # once, at the largest size
 
 
