@@ -115,12 +115,12 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
             Metric(f"changelog_bytes_{n}", f"{table}: table changelog bytes held (keys + "
                    "values)", "bytes", Basis.NONE),
         ]
-    return tuple(out) + wiped_metrics(sizes) + takeover_metrics(sizes)
+    return tuple(out) + largest_metrics(sizes)
 
 
-def wiped_metrics(sizes: Sizes) -> tuple[Metric, ...]:
-    """The restart with the local store deleted (a fresh node), measured once, with the
-    table at its largest (none without a size)."""
+def largest_metrics(sizes: Sizes) -> tuple[Metric, ...]:
+    """The figures measured once, with the table at its largest (none without a size):
+    the restart with the local store deleted (a fresh node), then the takeover."""
     if not sizes.finished:
         return ()
     n = sizes.finished[-1]
@@ -130,17 +130,6 @@ def wiped_metrics(sizes: Sizes) -> tuple[Metric, ...]:
                "first new history record", "s", Basis.NONE),
         Metric(f"wiped_all_probes_s_{n}", f"{table}: SIGKILL, local store deleted → a "
                "probe on every partition ended", "s", Basis.NONE),
-    )
-
-
-def takeover_metrics(sizes: Sizes) -> tuple[Metric, ...]:
-    """The takeover figures, measured once, with the table at its largest (none without
-    a size)."""
-    if not sizes.finished:
-        return ()
-    n = sizes.finished[-1]
-    table = f"{n:,} finished + {sizes.waiting:,} waiting"
-    return (
         Metric(f"takeover_group_s_{n}", f"{table}: {SECOND} started → the coordinators' "
                "group stable with both (polled every 0.5 s)", "s", Basis.NONE),
         Metric(f"takeover_first_record_s_{n}", f"{table}: {SECOND} started → first history "
