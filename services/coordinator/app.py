@@ -70,7 +70,7 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     table.on_recovered = recover_or_end(app, applier)
     seam_inputs.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
     seam.quiet_logging(app)
-    seam.offsets_on_own_connection(app, changelog_reader(settings))
+    seam.offsets_on_own_connection(app, seam.offsets_client(settings))
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
     seam.every(app, STALL_CHECK_S, watch.check_stalled)
     seam.every(app, heap.TRIM_INTERVAL_S, heap.release_in_thread)

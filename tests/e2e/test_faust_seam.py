@@ -22,8 +22,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from consumer_groups import describe, wait_group
 from stackkit import BOOTSTRAP
 
-from services.common.topic_reader import TopicReader
-from services.coordinator.faust_seam.app import read_offsets
+from services.coordinator.faust_seam.app import OFFSETS_RETRY_BACKOFF_MS, read_offsets
 from tests.polling import holds_for_async, scaled
 
 SESSION_TIMEOUT_MS = 30_000
@@ -133,6 +132,11 @@ async def test_offsets_read_on_a_connection_of_their_own(topic: str) -> None:
     finally:
         await producer.stop()
     tp = TopicPartition(topic, 0)
-    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [tp], first=True) == {tp: 0}
-    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [tp], first=False) == {tp: 3}
-    assert await read_offsets(lambda: TopicReader(BOOTSTRAP), [], first=True) == {}
+
+    def client() -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None,
+                                retry_backoff_ms=OFFSETS_RETRY_BACKOFF_MS)
+
+    assert await read_offsets(client, [tp], first=True) == {tp: 0}
+    assert await read_offsets(client, [tp], first=False) == {tp: 3}
+    assert await read_offsets(client, [], first=True) == {}

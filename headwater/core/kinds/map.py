@@ -33,12 +33,13 @@ DEFAULT_MAP_CONCURRENCY = 4_000
 ``over``) and sets no ``max_concurrency``. The coordinator keeps a task per child
 dispatched and a worker queue holds the dispatches not yet taken, so an unbounded map of
 100,000 items would put all of them there in its first step (Temporal caps a workflow's
-pending activities at 2,000 for the same reason). The coordinator's memory grows with
-the children in flight: at 10,000, B4's 10,000-item map held 175 MiB at most against 125
-at 4,000 (87 idle), at the same time a task (1.06 ms at 4,000). At 1,000 it took 1.89 ms a
-task against 0.86 at 10,000: refilling the window item by item costs more than
-dispatching in bulk. Lowered from 10,000 to 4,000: a map that had more in flight when the
-process was upgraded dispatches again once fewer than 4,000 are."""
+pending activities at 2,000 for the same reason). At 1,000, B4's 10,000-item map took
+1.89 ms a task against 0.86 at 10,000: refilling the window item by item costs more than
+dispatching in bulk. But the coordinator's memory grows with the children in flight:
+that map held 175 MiB at most at 10,000 against 124-125 at 4,000 (87 idle), and took 1.06
+and 1.40 ms a task at 4,000 in two later runs (not measured back to back with 10,000).
+Lowered from 10,000 to 4,000: a map that had more in flight when the process was
+upgraded dispatches again once fewer than 4,000 are."""
 
 STEP_DISPATCHES = 1_000
 """The most one step raises a node's children in flight by. An explicit

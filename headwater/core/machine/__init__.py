@@ -11,8 +11,9 @@ Rules:
 - a node starts when all its needs have finished usable (succeeded, or failed with
   ``continue_on_error``); a node that needs a skipped node, or a failed one whose error
   went to an error route, is skipped. A map fans out over its list, at most
-  ``max_concurrency`` children in flight (1,000 when it sets none; a step dispatches
-  1,000 at most, the rest as children finish), and its output keeps input order;
+  ``max_concurrency`` children in flight (``kinds.map.DEFAULT_MAP_CONCURRENCY`` when it
+  sets none; a step dispatches ``kinds.map.STEP_DISPATCHES`` at most, the rest as
+  children finish), and its output keeps input order;
 - a failed attempt is retried after ``retry.backoff_seconds`` through a durable timer
   until ``max_attempts``. An attempt fails when the worker says so, when its deadline
   (``timeout`` after dispatch) passes, or when it is lost (no report within

@@ -44,7 +44,7 @@ when the library stops behaving so, and then the workaround can go:
    partition's DB without closing it (RocksDB's lock stays until it is collected), gives
    each DB a 2 GiB block cache, and keeps a DB whatever happened to the changelog since;
    rocksdict opens a DB it finds on disk with the column family options of its OPTIONS
-   file, a block cache of its own included (``partition_db.BoundedOptions.open``).
+   file and a block cache of its own (``partition_db.BoundedOptions.open``).
 11. The restore of the memory store (``restore.RestoringMemoryStore``): faust restores a
    table through the app's consumer a record at a time, each record an event waited for
    in two tasks (about 9,000 records a second); the store reads its newly assigned

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, NoReturn, TypeAlias
 
 import faust
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from services.common.kafka.security import faust_credentials
+from services.common.kafka.security import aiokafka_security, faust_credentials
 from services.coordinator.faust_seam.partition_db import ChangelogFacts
 from services.coordinator.faust_seam.restore import ReaderFactory, RestoringMemoryStore
 from services.coordinator.keys import TABLE_KEY_SEP, entry_partition
@@ -251,10 +252,24 @@ def end_process(app: Any, reason: str) -> NoReturn:
     restart(reason)
 
 
-def offsets_on_own_connection(app: FaustApp, new_reader: ReaderFactory) -> None:
+OFFSETS_RETRY_BACKOFF_MS = 20
+"""How soon an offsets client asks again for the metadata it lacks, ms (aiokafka's
+``retry_backoff_ms``, 100 by default): each client is new, knows no topic, and learns
+its partitions' leaders after that long."""
+
+
+def offsets_client(settings: Settings) -> Callable[[], AIOKafkaConsumer]:
+    """Consumers without a group for the app's offsets requests, not started: the
+    coordinator's bootstrap servers and security, ``OFFSETS_RETRY_BACKOFF_MS``."""
+    return lambda: AIOKafkaConsumer(
+        bootstrap_servers=settings.bootstrap, **aiokafka_security(settings.kafka_security),
+        group_id=None, enable_auto_commit=False, retry_backoff_ms=OFFSETS_RETRY_BACKOFF_MS)
+
+
+def offsets_on_own_connection(app: FaustApp, new_client: Callable[[], Any]) -> None:
     """The app's consumer answers ``earliest_offsets`` and ``highwaters`` (Kafka's
-    ListOffsets) through a reader of its own, ``new_reader()``, not its own connection
-    (workaround 12).
+    ListOffsets) through a client of their own, ``new_client()`` (``offsets_client``),
+    not its own connection (workaround 12).
 
     aiokafka sends them on the connection its fetches use, and the broker answers a
     connection's requests in order: each waited behind a fetch of partitions with nothing
@@ -265,15 +280,18 @@ def offsets_on_own_connection(app: FaustApp, new_reader: ReaderFactory) -> None:
     restore of 179,000 changelog records in 1.0 s (B9). A fetch wait of 200 ms instead
     made joining coordinators restart on skipped input records (architecture.md).
 
-    The readers must learn a topic's leaders at once (``restore.RETRY_BACKOFF_MS``): at
-    aiokafka's 100 ms, a restart's recovery took 0.3 s longer, time enough for the
-    consumer to send a fetch that the broker then held, and the first input batch came
-    1.2 s after the recovery instead of at once."""
+    The clients must learn a topic's leaders at once (``OFFSETS_RETRY_BACKOFF_MS``, and
+    ``restore.RETRY_BACKOFF_MS`` for the restore's reader): at aiokafka's 100 ms, a
+    restart's recovery took 0.3 s longer, time enough for the consumer to send a fetch
+    that the broker then held, and the first input batch came 1.2 s after the recovery
+    instead of at once. With faust's exactly-once processing the
+    consumer would answer ``highwaters`` with the last stable offsets: ``build_app``
+    sets at-least-once."""
     async def earliest_offsets(*partitions: Any) -> dict[Any, int]:
-        return await read_offsets(new_reader, partitions, first=True)
+        return await read_offsets(new_client, partitions, first=True)
 
     async def highwaters(*partitions: Any) -> dict[Any, int]:
-        return await read_offsets(new_reader, partitions, first=False)
+        return await read_offsets(new_client, partitions, first=False)
 
     def patched(consumer: Any) -> Any:
         consumer.earliest_offsets = earliest_offsets
@@ -285,23 +303,22 @@ def offsets_on_own_connection(app: FaustApp, new_reader: ReaderFactory) -> None:
     app._new_consumer = lambda: patched(new_consumer())  # type: ignore[method-assign]
 
 
-async def read_offsets(new_reader: ReaderFactory, partitions: Iterable[Any],
+async def read_offsets(new_client: Callable[[], Any], partitions: Iterable[Any],
                        first: bool) -> dict[Any, int]:
-    """Each partition's first offset (``first``), or the next offset it will write, read
-    with one reader from ``new_reader``; keyed by the partitions as given."""
-    by_topic: dict[str, list[Any]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp)
-    out: dict[Any, int] = {}
-    if not by_topic:
-        return out
-    async with new_reader() as reader:
-        for topic, tps in by_topic.items():
-            numbers = [tp.partition for tp in tps]
-            found = await (reader.beginning_offsets(topic, numbers) if first
-                           else reader.end_offsets(topic, numbers))
-            out.update({tp: found[tp.partition] for tp in tps})
-    return out
+    """Each partition's first offset (``first``), or the next offset it will write, asked
+    with one client from ``new_client`` (started and stopped here); keyed by the
+    partitions as given (faust's ``TP``)."""
+    given = list(partitions)
+    if not given:
+        return {}
+    asked = [TopicPartition(tp.topic, tp.partition) for tp in given]
+    client = new_client()
+    await client.start()
+    try:
+        found = await (client.beginning_offsets(asked) if first else client.end_offsets(asked))
+    finally:
+        await client.stop()
+    return {tp: found[a] for tp, a in zip(given, asked, strict=True)}
 
 
 def quiet_logging(app: FaustApp) -> None:

@@ -168,10 +168,10 @@ class BoundedOptions(faust_rocksdb.RocksDBOptions):
     def open(self, path: Any, *, read_only: bool = False) -> Any:
         """Open the DB at ``path`` as faust does, with these options for its default
         column family as well as for the DB: given only the DB's, rocksdict opens an
-        existing DB with the column family options of its OPTIONS file, and so with a
-        block cache of its own. After a restart every partition's DB then kept up to
-        ``BLOCK_CACHE_BYTES`` of blocks: a coordinator of 8 partitions held 64 MiB of
-        them, not 8 (B9 with 100,000 finished workflows)."""
+        existing DB with the column family options of its OPTIONS file and a new block
+        cache of its own default size (8 MiB). After a restart every partition's DB then
+        kept its own 8 MiB of blocks: a coordinator of 8 partitions held 64 MiB of them,
+        not ``BLOCK_CACHE_BYTES`` (B9 with 100,000 finished workflows)."""
         access = (rocksdict.AccessType.read_write() if self.ttl is None
                   else rocksdict.AccessType.with_ttl(self.ttl))
         db = rocksdict.Rdict(str(path), options=self.as_options(),

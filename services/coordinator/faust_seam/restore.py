@@ -49,15 +49,19 @@ ReaderFactory = Callable[[], TopicReader]
 
 
 RETRY_BACKOFF_MS = 20
-"""The readers' wait for the metadata of a topic new to them, ms (aiokafka's 100 by
-default): each restore, and each offsets request of the app's consumer
-(``app.offsets_on_own_connection``), starts a reader that knows no topic yet."""
+"""A restore's reader's wait before it asks again for metadata it lacks, ms (aiokafka's
+``retry_backoff_ms``, 100 by default). Each reader is new and knows no topic, so its
+first offsets requests wait that long. At 100 ms the restart's recovery lasted long
+enough for the app's consumer to send a fetch of input partitions with nothing new, held
+1.5 s by the broker, while the partitions with the new records waited to be fetched
+after it (SIGKILL -> first record 3.6 s, against 2.1-2.5 s at 20 ms: B9's sizes, an idle
+machine). It is also the pause between a failed fetch and the next, so a restore during
+a partition's leader election asks again every 20 ms until its read timeout."""
 
 
 def changelog_reader(settings: Settings) -> ReaderFactory:
-    """The readers of a coordinator's restores and offsets requests: its bootstrap
-    servers and security, fetches of ``RESTORE_FETCH_BYTES`` (at least two of its largest
-    records)."""
+    """The readers of a coordinator's restores: its bootstrap servers and security,
+    fetches of ``RESTORE_FETCH_BYTES`` (at least two of its largest records)."""
     fetch = max(RESTORE_FETCH_BYTES, 2 * settings.max_message_bytes)
     return lambda: TopicReader(settings.bootstrap, security=settings.kafka_security,
                                max_message_bytes=max(fetch // 4, settings.max_message_bytes),

@@ -426,30 +426,32 @@ async def test_the_workflow_table_hands_its_hook_the_recovered_partitions(
 # 12. Offsets requests on a connection of their own (the wait they avoid needs a broker
 # to show: tests/e2e/test_faust_seam.py).
 
-async def test_the_consumer_asks_for_offsets_through_a_reader_of_its_own(
+async def test_the_consumer_asks_for_offsets_through_a_client_of_its_own(
         app: faust.App) -> None:
-    asked: list[tuple[str, str, list[int]]] = []
+    asked: list[tuple[str, list[TopicPartition]]] = []
 
-    class Reader:
-        async def __aenter__(self) -> Reader:
-            return self
+    class Client:
+        async def start(self) -> None:
+            asked.append(("started", []))
 
-        async def __aexit__(self, *exc: object) -> None:
-            asked.append(("closed", "", []))
+        async def stop(self) -> None:
+            asked.append(("stopped", []))
 
-        async def beginning_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
-            asked.append(("first", topic, partitions))
-            return {p: 10 + p for p in partitions}
+        async def beginning_offsets(self, tps: list[TopicPartition]) -> dict[Any, int]:
+            asked.append(("first", tps))
+            return {tp: 10 + tp.partition for tp in tps}
 
-        async def end_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
-            asked.append(("next", topic, partitions))
-            return {p: 20 + p for p in partitions}
+        async def end_offsets(self, tps: list[TopicPartition]) -> dict[Any, int]:
+            asked.append(("next", tps))
+            return {tp: 20 + tp.partition for tp in tps}
 
-    seam.offsets_on_own_connection(app, Reader)  # type: ignore[arg-type]
+    seam.offsets_on_own_connection(app, Client)
     tps = [TP("a", 0), TP("a", 1), TP("b", 0)]
-    assert await app.consumer.earliest_offsets(*tps) == {
-        TP("a", 0): 10, TP("a", 1): 11, TP("b", 0): 10}
+    earliest = await app.consumer.earliest_offsets(*tps)
+    assert earliest == {TP("a", 0): 10, TP("a", 1): 11, TP("b", 0): 10}
+    assert [type(tp) for tp in earliest] == [TP, TP, TP]  # keyed as faust asked
     assert await app.consumer.highwaters(*tps) == {TP("a", 0): 20, TP("a", 1): 21, TP("b", 0): 20}
-    assert asked == [("first", "a", [0, 1]), ("first", "b", [0]), ("closed", "", []),
-                     ("next", "a", [0, 1]), ("next", "b", [0]), ("closed", "", [])]
-    assert await app.consumer.highwaters() == {} and asked[-1] == ("closed", "", [])
+    wanted = [TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)]
+    assert asked == [("started", []), ("first", wanted), ("stopped", []),
+                     ("started", []), ("next", wanted), ("stopped", [])]
+    assert await app.consumer.highwaters() == {} and len(asked) == 6  # no client for none
