@@ -56,9 +56,10 @@ def test_markup_in_a_run_shows_as_text(ui: UI, stack: Stack) -> None:
 def test_a_malformed_address_shows_a_page(ui: UI, stack: Stack) -> None:
     # /ui/runs/%E0%A4%A: decodeURIComponent throws in main.js's router; the page must
     # say the address names no page, not stay empty with the error in the console (the
-    # ui fixture fails on a console error).
+    # ui fixture fails on a console error). index.html's own "Loading…" is there before
+    # the router has run.
     ui.open("/ui/runs/%E0%A4%A")
     text = wait_until(lambda: ui.browser.execute_script(
         "return document.getElementById('main').textContent"), 10,
-        "something on the page", until=bool)
+        "the router's page", until=lambda t: bool(t) and t != "Loading…")
     assert "Not found" in text, text
