@@ -22,7 +22,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from consumer_groups import describe, wait_group
 from stackkit import BOOTSTRAP
 
-from services.coordinator.faust_seam.app import OFFSETS_RETRY_BACKOFF_MS, read_offsets
+from services.coordinator.faust_seam.app import read_offsets
+from services.coordinator.faust_seam.restore import RETRY_BACKOFF_MS
 from tests.polling import holds_for_async, scaled
 
 SESSION_TIMEOUT_MS = 30_000
@@ -135,7 +136,7 @@ async def test_offsets_read_on_a_connection_of_their_own(topic: str) -> None:
 
     def client() -> AIOKafkaConsumer:
         return AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, group_id=None,
-                                retry_backoff_ms=OFFSETS_RETRY_BACKOFF_MS)
+                                retry_backoff_ms=RETRY_BACKOFF_MS)
 
     assert await read_offsets(client, [tp], first=True) == {tp: 0}
     assert await read_offsets(client, [tp], first=False) == {tp: 3}

@@ -22,7 +22,11 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.kafka.security import aiokafka_security, faust_credentials
 from services.coordinator.faust_seam.partition_db import ChangelogFacts
-from services.coordinator.faust_seam.restore import ReaderFactory, RestoringMemoryStore
+from services.coordinator.faust_seam.restore import (
+    RETRY_BACKOFF_MS,
+    ReaderFactory,
+    RestoringMemoryStore,
+)
 from services.coordinator.keys import TABLE_KEY_SEP, entry_partition
 from services.coordinator.settings import Settings
 from services.coordinator.shutdown import exit_now, restart
@@ -252,18 +256,12 @@ def end_process(app: Any, reason: str) -> NoReturn:
     restart(reason)
 
 
-OFFSETS_RETRY_BACKOFF_MS = 20
-"""How soon an offsets client asks again for the metadata it lacks, ms (aiokafka's
-``retry_backoff_ms``, 100 by default): each client is new, knows no topic, and learns
-its partitions' leaders after that long."""
-
-
 def offsets_client(settings: Settings) -> Callable[[], AIOKafkaConsumer]:
     """Consumers without a group for the app's offsets requests, not started: the
-    coordinator's bootstrap servers and security, ``OFFSETS_RETRY_BACKOFF_MS``."""
+    coordinator's bootstrap servers and security, ``restore.RETRY_BACKOFF_MS``."""
     return lambda: AIOKafkaConsumer(
         bootstrap_servers=settings.bootstrap, **aiokafka_security(settings.kafka_security),
-        group_id=None, enable_auto_commit=False, retry_backoff_ms=OFFSETS_RETRY_BACKOFF_MS)
+        group_id=None, enable_auto_commit=False, retry_backoff_ms=RETRY_BACKOFF_MS)
 
 
 def offsets_on_own_connection(app: FaustApp, new_client: Callable[[], Any]) -> None:
@@ -280,13 +278,10 @@ def offsets_on_own_connection(app: FaustApp, new_client: Callable[[], Any]) -> N
     restore of 179,000 changelog records in 1.0 s (B9). A fetch wait of 200 ms instead
     made joining coordinators restart on skipped input records (architecture.md).
 
-    The clients must learn a topic's leaders at once (``OFFSETS_RETRY_BACKOFF_MS``, and
-    ``restore.RETRY_BACKOFF_MS`` for the restore's reader): at aiokafka's 100 ms, a
-    restart's recovery took 0.3 s longer, time enough for the consumer to send a fetch
-    that the broker then held, and the first input batch came 1.2 s after the recovery
-    instead of at once. With faust's exactly-once processing the
-    consumer would answer ``highwaters`` with the last stable offsets: ``build_app``
-    sets at-least-once."""
+    The clients learn a topic's leaders after ``restore.RETRY_BACKOFF_MS``, as the
+    restore's reader does (why: there). With faust's exactly-once processing the consumer
+    would answer ``highwaters`` with the last stable offsets: ``build_app`` sets
+    at-least-once."""
     async def earliest_offsets(*partitions: Any) -> dict[Any, int]:
         return await read_offsets(new_client, partitions, first=True)
 

@@ -49,14 +49,15 @@ ReaderFactory = Callable[[], TopicReader]
 
 
 RETRY_BACKOFF_MS = 20
-"""A restore's reader's wait before it asks again for metadata it lacks, ms (aiokafka's
-``retry_backoff_ms``, 100 by default). Each reader is new and knows no topic, so its
-first offsets requests wait that long. At 100 ms the restart's recovery lasted long
-enough for the app's consumer to send a fetch of input partitions with nothing new, held
-1.5 s by the broker, while the partitions with the new records waited to be fetched
-after it (SIGKILL -> first record 3.6 s, against 2.1-2.5 s at 20 ms: B9's sizes, an idle
-machine). It is also the pause between a failed fetch and the next, so a restore during
-a partition's leader election asks again every 20 ms until its read timeout."""
+"""How soon the clients a coordinator makes for one rebalance (a restore's reader, an
+offsets client: ``app.offsets_client``) ask again for metadata they lack, ms (aiokafka's
+``retry_backoff_ms``, 100 by default). Each is new and knows no topic, so its first
+offsets request waits that long. At 100 ms a restart's recovery lasted long enough for
+the app's consumer to send a fetch of input partitions with nothing new, held 1.5 s by
+the broker, while the partitions with the new records waited to be fetched after it
+(SIGKILL -> first record 3.6 s, against 2.0-2.5 s at 20 ms: B9's sizes, an idle
+machine). It is also the pause between a failed request and the next, so during a
+partition's leader election they ask again every 20 ms until their timeout."""
 
 
 def changelog_reader(settings: Settings) -> ReaderFactory:
