@@ -217,3 +217,17 @@ def decide(input: dict[str, object], transcript: list[dict[str, object]], step: 
     tool = input.get("tool", tools[0])
     tool_input = {"value": last, "salt": f"step{step}", "seconds": input.get("seconds", 0)}
     return {"tool": tool, "input": tool_input, "spend": spend}
+
+
+@task(name="e2e.logs_then_fail", queue="cpu")
+def logs_then_fail(ctx: TaskContext, lines: int, message: str) -> None:
+    """Log ``lines`` numbered lines through ``ctx.log`` and print one, then raise
+    ``ValueError(message)`` from a helper (a traceback two frames deep)."""
+    for n in range(lines):
+        ctx.log.info("step %d of %d", n + 1, lines)
+    print("printed before the failure")
+    _fail_with(message)
+
+
+def _fail_with(message: str) -> None:
+    raise ValueError(message)

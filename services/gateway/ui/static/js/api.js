@@ -59,6 +59,29 @@ export function workflowPath(id, rest = "") {
   return `/v1/workflows/${encodeURIComponent(id)}${rest}`;
 }
 
+/** The path of one task of a run: /v1/workflows/<id>/tasks/<node>/<index or -><rest>. */
+export function taskPath(id, node, index, rest = "") {
+  const item = index === null || index === undefined ? "-" : String(index);
+  return workflowPath(id, `/tasks/${encodeURIComponent(node)}/${item}${rest}`);
+}
+
+/**
+ * Read the event stream at path (fetch, with the tab's token) once, until it ends or
+ * stop() is called: onMessage({type, data, lastEventId}) per event, then onEnd(status)
+ * (the HTTP status; 0 when the answer was no event stream, -1 on a network error). It
+ * is not opened again. Returns stop().
+ */
+export function readStream(path, onMessage, onEnd) {
+  const abort = new AbortController();
+  const parser = new EventStreamParser(onMessage);
+  const done = (status) => {
+    if (!abort.signal.aborted) onEnd(status);
+  };
+  readEventStream(path, {headers: withToken(), signal: abort.signal, onOpen: () => {}, parser})
+    .then(done, () => done(-1));
+  return () => abort.abort();
+}
+
 /**
  * Call task() now and again every everyMs after each call ends, until stop() is called.
  * A call that throws is passed to onError and the polling goes on.

@@ -123,20 +123,26 @@ export function draw(graph) {
 /** What a node's second line says: its state, and how many of a map's items are done
  * (its error is in the tooltip and the nodes' table). */
 function subline(view) {
+  if (view.lost?.length) return clip(`${view.shownStatus} · worker lost`, 25);
   const counted = view.total !== null && view.total !== undefined;
   return clip(counted ? `${view.shownStatus} · ${view.succeeded}/${view.total}` : view.shownStatus, 25);
 }
 
-/** Colour and label the drawn nodes from the run's node views (views: Map(id -> view)). */
+/** Colour and label the drawn nodes from the run's node views (views: Map(id -> view));
+ * a node with a task whose worker was lost is marked (class "lost", data-lost). */
 export function update(svg, views) {
   for (const g of svg.querySelectorAll("g.node")) {
     const view = views.get(g.dataset.node);
     if (!view) continue;
-    g.setAttribute("class", `node st-${view.shownStatus}`);
+    const lost = view.lost?.length > 0;
+    g.setAttribute("class", `node st-${view.shownStatus}${lost ? " lost" : ""}`);
     g.dataset.status = view.shownStatus;
+    if (lost) g.dataset.lost = "true";
+    else delete g.dataset.lost;
     g.querySelector("text.sub").textContent = subline(view);
     const tip = [`${view.id} (${view.kind}${view.task ? `: ${view.task}` : ""})`, view.shownStatus];
     if (view.error) tip.push(view.error);
+    if (lost) tip.push(`worker lost: ${view.lost.map((t) => t.worker || t.key).join(", ")}`);
     g.querySelector("title").textContent = tip.join("\n");
   }
 }

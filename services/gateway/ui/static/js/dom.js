@@ -41,7 +41,18 @@ export function badge(status, text) {
   return h("span", {class: `badge st-${value}`, "data-status": value}, text || value);
 }
 
-/** An ISO 8601 time or ms since the epoch as local date and time, "" for none. */
+/** The browser's time zone as shown after a time: "UTC", or its short name ("CET",
+ * "GMT+2"), or its IANA name when the browser has no short one. */
+function zoneName(date) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+  if (zone === "UTC" || zone === "Etc/UTC") return "UTC";
+  const part = new Intl.DateTimeFormat("en-GB", {timeZoneName: "short"}).formatToParts(date)
+    .find((p) => p.type === "timeZoneName");
+  return part?.value || zone || "local time";
+}
+
+/** An ISO 8601 time or ms since the epoch as the browser's date and time with its
+ * zone ("2026-12-05 14:03:07.512 UTC"), "" for none. */
 export function when(value) {
   if (value === null || value === undefined || value === "") return "";
   const date = new Date(value);
@@ -49,7 +60,16 @@ export function when(value) {
   const pad = (n, w = 2) => String(n).padStart(w, "0");
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} `
     + `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`
-    + `.${pad(date.getMilliseconds(), 3)}`;
+    + `.${pad(date.getMilliseconds(), 3)} ${zoneName(date)}`;
+}
+
+/** A time (ms or ISO) as a <time> element: its zone-named text, its ISO instant in
+ * datetime. */
+export function timeEl(value) {
+  const text = when(value);
+  if (!text) return "";
+  const date = new Date(value);
+  return h("time", {datetime: Number.isNaN(date.getTime()) ? null : date.toISOString()}, text);
 }
 
 /** A duration in ms as "850 ms", "3.25 s", "4 min 5 s", "" for none. */

@@ -1,15 +1,21 @@
-// A run's page: its facts, graph, nodes, attempts, streamed output, open waits (with a
-// form each) and a cancel button, kept up to date from its event stream: every event
-// is folded into the model at once, and the document is read again shortly after
-// (at most one read in flight), so the page follows the run without a reload.
+// A run's page: its warnings, facts, input and output, graph and timeline side by side,
+// the panel of the node picked in either, its nodes, attempts, streamed output, open
+// waits (with a form each), and a cancel button while it runs or a rerun button once
+// it failed or was cancelled, kept up to date from its event stream: every event is
+// folded into the model at once, and the document is read again shortly after (at most
+// one read in flight), so the page follows the run without a reload.
 
 import {ApiError, follow, getJson, poll, postJson, workflowPath} from "./api.js";
 import {draw, MAX_DRAWN, update} from "./dag.js";
 import {h, note, replace} from "./dom.js";
+import {NodePanel} from "./node_panel.js";
+import {RERUNNABLE, rerunButton} from "./rerun.js";
+import {ioView} from "./run_io.js";
 import {apply, emptyModel, EVENT_TYPES, graphOf, signalFields} from "./run_model.js";
-import {attemptsTable, childrenTable, chunksView, nodesTable, nodeViews, result, signalsTable,
+import {attemptsTable, childrenTable, chunksView, nodesTable, nodeViews, signalsTable,
   summary} from "./run_views.js";
 import {signalForm} from "./signals.js";
+import * as timeline from "./timeline.js";
 
 const REREAD_MS = 150;
 const FALLBACK_MS = 5000;
@@ -49,39 +55,46 @@ function cancelForm(id, onDone) {
 function skeleton(root, id) {
   const els = {
     problem: h("div", {id: "run-problem"}),
+    warnings: section("run-warnings", "Warnings"),
     summary: h("div", {id: "run-summary"}),
     actions: h("div", {id: "run-actions"}),
-    warnings: section("run-warnings", "Warnings"),
     waits: section("waits", "Waiting for a signal"),
     result: h("div", {id: "run-result"}),
     graph: section("graph", "Graph"),
+    timeline: section("timeline", "Timeline"),
+    panel: h("section", {id: "node-panel", class: "node-panel", hidden: true}),
     nodes: section("nodes", "Nodes"),
     attempts: section("attempts", "Attempts"),
     output: section("output", "Streamed output"),
     children: section("children", "Child workflows"),
     signals: section("signals", "Signals"),
   };
-  replace(root, h("h1", {}, "Run ", h("code", {id: "run-id"}, id)), els.problem, els.summary,
-    els.actions, els.warnings, els.waits, els.result, els.graph, els.nodes, els.attempts,
-    els.output, els.children, els.signals);
+  replace(root, h("h1", {}, "Run ", h("code", {id: "run-id"}, id)), els.problem,
+    els.warnings, els.summary, els.actions, els.waits, els.result,
+    h("div", {class: "run-pictures"}, els.graph, els.timeline), els.panel, els.nodes,
+    els.attempts, els.output, els.children, els.signals);
   return els;
 }
 
 /** One open run page: its model, its document and what keeps them fresh. */
 class RunPage {
-  constructor(root, id) {
+  constructor(root, id, go) {
     this.id = id;
+    this.go = go;
     this.els = skeleton(root, id);
     this.model = emptyModel();
+    this.panel = new NodePanel(this.els.panel, id, this.model);
     this.doc = null;
     this.stream = "connecting";
     this.svg = null;
-    this.waitsKey = null;
+    this.keys = {};
+    this.attemptsPage = 0;
     this.timer = null;
     this.reading = false;
     this.again = false;
     this.stopped = false;
     this.reread = () => this.schedule();
+    this.open = (node, index) => this.panel.open(node, index);
   }
 
   start() {
@@ -101,6 +114,7 @@ class RunPage {
     clearTimeout(this.timer);
     this.unfollow?.();
     this.unpoll?.();
+    this.panel.close();
   }
 
   streamState(value) {
@@ -141,18 +155,40 @@ class RunPage {
     }
   }
 
+  /** Whether what key names changed since the last call with name (and remember it). */
+  changed(name, key) {
+    if (this.keys[name] === key) return false;
+    this.keys[name] = key;
+    return true;
+  }
+
   renderDoc() {
     const {doc, els} = this;
     replace(els.summary, summary(doc, this.stream));
     show(els.warnings, (doc.warnings || []).map((w) => h("p", {class: "warning"}, w)));
-    replace(els.result, result(doc));
-    show(els.nodes, doc.nodes?.length ? nodesTable(doc) : null);
+    const input = doc.input !== undefined ? doc.input : this.model.input;
+    if (this.changed("result", JSON.stringify([doc.status, doc.error, doc.failure ?? null,
+                                               input !== undefined]))) {
+      replace(els.result, ioView(doc, input, this.open));
+    }
+    show(els.nodes, doc.nodes?.length ? nodesTable(doc, (node) => this.open(node)) : null);
     show(els.children, doc.children?.length ? childrenTable(doc) : null);
     show(els.signals, doc.signals?.length ? signalsTable(doc) : null);
     this.renderGraph();
     this.renderWaits();
-    if (!LIVE.has(doc.status)) replace(els.actions);
-    else if (!els.actions.firstChild) replace(els.actions, cancelForm(this.id, this.reread));
+    this.renderActions();
+    this.panel.refresh(doc);
+  }
+
+  renderActions() {
+    const {doc, els} = this;
+    const nodes = graphOf(this.model.spec).map((n) => n.id);
+    if (!this.changed("actions", JSON.stringify([doc.status, nodes.length]))) return;
+    if (LIVE.has(doc.status)) replace(els.actions, cancelForm(this.id, this.reread));
+    else if (RERUNNABLE.has(doc.status)) {
+      replace(els.actions, rerunButton(this.id, {...doc, input: doc.input ?? this.model.input},
+        nodes.length ? nodes : (doc.nodes || []).map((n) => n.id), this.go));
+    } else replace(els.actions);
   }
 
   renderGraph() {
@@ -163,6 +199,12 @@ class RunPage {
         this.svg = true;
       } else if (graph.length) {
         this.svg = draw(graph);
+        const pick = (event) => {
+          const g = event.target.closest?.("g.node");
+          if (g && (event.type === "click" || event.key === "Enter")) this.open(g.dataset.node);
+        };
+        this.svg.addEventListener("click", pick);
+        this.svg.addEventListener("keydown", pick);
         show(this.els.graph, h("div", {class: "dag-box"}, this.svg));
       }
     }
@@ -173,23 +215,35 @@ class RunPage {
     const waiting = this.doc.waiting || [];
     const key = JSON.stringify([waiting.map((w) => [w.node, w.index, w.signal]),
                                 !!this.model.spec]);
-    if (key === this.waitsKey) return;  // keep what is being typed
-    this.waitsKey = key;
+    if (!this.changed("waits", key)) return;  // keep what is being typed
     show(this.els.waits, waiting.map((w) => signalForm(
       this.id, w, signalFields(this.model.spec, w.signal), this.reread)));
   }
 
+  renderTimeline() {
+    const now = Date.now();
+    const listed = timeline.rows(this.model);
+    show(this.els.timeline, listed.length ? h("div", {class: "timeline-box"},
+      timeline.draw(listed, timeline.span(this.model, listed, now), now, this.open)) : null);
+  }
+
   renderEvents() {
-    show(this.els.attempts, this.model.attempts.size ? attemptsTable(this.model) : null);
+    const turn = (page) => {
+      this.attemptsPage = page;
+      this.renderEvents();
+    };
+    show(this.els.attempts, this.model.attempts.size
+      ? attemptsTable(this.model, this.attemptsPage, turn) : null);
     show(this.els.output, chunksView(this.model));
     this.renderGraph();
+    this.renderTimeline();
   }
 }
 
-/** Mount the page of run params.id in root; returns stop(). */
-export function mount(root, params) {
+/** Mount the page of run params.id in root (go(path) shows another view); returns stop(). */
+export function mount(root, params, query, go) {
   document.title = `Run ${params.id} · Headwater`;
-  const page = new RunPage(root, params.id);
+  const page = new RunPage(root, params.id, go);
   page.start();
   return () => page.stop();
 }

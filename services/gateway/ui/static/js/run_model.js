@@ -1,7 +1,8 @@
 // What a run's event stream tells beyond its document: the spec it was accepted with
-// (for the graph), every attempt with its times and outcome (the document shows only
-// each task's latest), and the chunks streamed by generator tasks. Pure: events in,
-// plain values out.
+// (for the graph), every attempt with its times, input, output and outcome (the
+// document shows only each task's latest), the spans of waits and sleeps (for the
+// timeline), and the chunks streamed by generator tasks. Pure: events in, plain values
+// out.
 
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
@@ -21,8 +22,8 @@ export function taskKey(node, index) {
 
 /** A fresh model: nothing seen yet. */
 export function emptyModel() {
-  return {spec: null, generation: 1, lastSeq: 0, ended: null, attempts: new Map(),
-          chunks: new Map()};
+  return {spec: null, input: undefined, startedAt: null, endedAt: null, generation: 1,
+          lastSeq: 0, ended: null, attempts: new Map(), spans: new Map(), chunks: new Map()};
 }
 
 function attemptOf(model, data) {
@@ -33,7 +34,7 @@ function attemptOf(model, data) {
                index: data.index ?? null, attempt: data.attempt, generation: model.generation,
                name: "", queue: "", worker: "", dispatchedAt: null, startedAt: null,
                endedAt: null, outcome: "dispatched", error: "", errorType: "", progress: null,
-               message: ""};
+               message: "", input: undefined, output: undefined, traceback: ""};
     model.attempts.set(key, attempt);
   }
   return attempt;
@@ -41,7 +42,8 @@ function attemptOf(model, data) {
 
 const ON_ATTEMPT = {
   TaskDispatched(a, d) {
-    Object.assign(a, {name: d.task || "", queue: d.queue || "", dispatchedAt: d.at_ms});
+    Object.assign(a, {name: d.task || "", queue: d.queue || "", dispatchedAt: d.at_ms,
+                      input: d.input});
   },
   TaskStarted(a, d) {
     Object.assign(a, {worker: d.worker || "", startedAt: d.at_ms, outcome: "running"});
@@ -50,11 +52,11 @@ const ON_ATTEMPT = {
     Object.assign(a, {progress: d.fraction, message: d.message || ""});
   },
   TaskSucceeded(a, d) {
-    Object.assign(a, {endedAt: d.at_ms, outcome: "succeeded"});
+    Object.assign(a, {endedAt: d.at_ms, outcome: "succeeded", output: d.output});
   },
   TaskFailed(a, d) {
     Object.assign(a, {endedAt: d.at_ms, outcome: "failed", error: d.error || "",
-                      errorType: d.error_type || ""});
+                      errorType: d.error_type || "", traceback: d.traceback || ""});
   },
   TaskCancelled(a, d) {
     Object.assign(a, {endedAt: d.at_ms, outcome: "cancelled", error: d.reason || ""});
@@ -74,22 +76,70 @@ function addChunk(model, d) {
 const TERMINAL = {WorkflowSucceeded: "succeeded", WorkflowFailed: "failed",
                   WorkflowCancelled: "cancelled"};
 
+function openSpan(model, kind, d, until) {
+  const key = `${kind}:${taskKey(d.node, d.index)}`;
+  model.spans.set(key, {key, kind, node: d.node, index: d.index ?? null, start: d.at_ms,
+                        until: until ?? null, end: null, outcome: kind === "wait" ? "waiting"
+                          : "sleeping"});
+}
+
+function closeSpans(model, at, outcome, node = null, index = undefined) {
+  for (const span of model.spans.values()) {
+    if (span.end !== null || (node !== null && span.node !== node)) continue;
+    if (index !== undefined && span.index !== index) continue;
+    Object.assign(span, {end: at, outcome});
+  }
+}
+
+const ON_SPAN = {
+  WaitStarted: (m, d) => openSpan(m, "wait", d, d.timeout_at_ms),
+  SleepStarted: (m, d) => openSpan(m, "sleep", d, d.wake_at_ms),
+  SignalConsumed: (m, d) => closeSpans(m, d.at_ms, "succeeded", d.node, d.index ?? null),
+  NodeFinished: (m, d) => closeSpans(m, d.at_ms, d.status, d.node),
+};
+
 /** Fold one event ({seq, type, data}) into the model; returns the model. */
 export function apply(model, event) {
   const {type, data} = event;
   model.lastSeq = Math.max(model.lastSeq, event.seq);
   if (type === "WorkflowAccepted") {
-    model.spec = data?.spec ?? null;
+    Object.assign(model, {spec: data?.spec ?? null, input: data?.input,
+                          startedAt: data?.at_ms ?? null});
   } else if (type === "WorkflowRestarted") {
     model.generation = data.generation;
   } else if (type === "TaskOutputStreamed") {
     addChunk(model, data);
   } else if (ON_ATTEMPT[type]) {
     ON_ATTEMPT[type](attemptOf(model, data), data);
+  } else if (ON_SPAN[type]) {
+    ON_SPAN[type](model, data);
   } else if (TERMINAL[type]) {
     model.ended = TERMINAL[type];
+    model.endedAt = data?.at_ms ?? null;
+    closeSpans(model, model.endedAt, model.ended);
   }
   return model;
+}
+
+/** How tasks are ordered wherever they are listed: by the node's place in the spec,
+ * then by index as a number (2 before 10), then by generation and attempt. */
+export function taskOrder(spec) {
+  const place = new Map((Array.isArray(spec?.nodes) ? spec.nodes : [])
+    .map((n, i) => [n?.id, i]));
+  const at = (node) => place.get(node) ?? Number.MAX_SAFE_INTEGER;
+  return (a, b) => at(a.node) - at(b.node) || String(a.node).localeCompare(String(b.node))
+    || (a.index ?? -1) - (b.index ?? -1) || (a.generation ?? 1) - (b.generation ?? 1)
+    || (a.attempt ?? 0) - (b.attempt ?? 0);
+}
+
+/** The attempts of one node (every item of a map), or of one task when index is given
+ * (null: the node's own task), in taskOrder. */
+export function attemptsOf(model, node, index = undefined) {
+  const found = [];
+  for (const a of model.attempts.values()) {
+    if (a.node === node && (index === undefined || a.index === (index ?? null))) found.push(a);
+  }
+  return found.sort(taskOrder(model.spec));
 }
 
 /** A generator task's chunks as text: strings joined as they came, other values one

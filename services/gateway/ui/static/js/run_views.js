@@ -2,9 +2,10 @@
 // /v1/workflows/{id}) or from the model of its events (run_model.js).
 
 import {badge, between, duration, h, json, link, runPath, table, when} from "./dom.js";
-import {chunkText} from "./run_model.js";
+import {chunkText, taskOrder} from "./run_model.js";
+import {lostMark} from "./task_panel.js";
 
-const MAX_ROWS = 500;
+export const ATTEMPTS_PAGE = 100;
 
 /** A node's state as shown: a running wait that waits for its signal is "waiting", a
  * running sleep "sleeping", a node of a run not yet projected "pending". */
@@ -15,9 +16,20 @@ function shownStatus(node, doc) {
   return "running";
 }
 
-/** The document's nodes by id, each with its shownStatus. */
+/** The document's nodes by id, each with its shownStatus and its tasks whose worker
+ * was lost (lost: [task entry]). */
 export function nodeViews(doc) {
-  return new Map((doc.nodes || []).map((n) => [n.id, {...n, shownStatus: shownStatus(n, doc)}]));
+  const lost = new Map();
+  for (const t of doc.tasks || []) {
+    if (t.worker_state === "lost") lost.set(t.node, [...(lost.get(t.node) || []), t]);
+  }
+  return new Map((doc.nodes || []).map((n) => [n.id, {...n, shownStatus: shownStatus(n, doc),
+                                                      lost: lost.get(n.id) || []}]));
+}
+
+function runLinks(ids) {
+  return ids.length ? ids.map((id, i) => [i ? ", " : "", link(runPath(id), id,
+                                                              {class: "rerun-link"})]) : null;
 }
 
 function term(name, value) {
@@ -36,20 +48,9 @@ export function summary(doc, stream) {
     term("created", when(doc.created_at)), term("updated", when(doc.updated_at)),
     term("events", `${doc.seq} (stream ${stream})`),
     term("parent", doc.parent ? link(runPath(doc.parent.workflow_id), doc.parent.workflow_id)
-      : null));
-}
-
-/** The run's error, or its output once it succeeded; null while neither. */
-export function result(doc) {
-  if (doc.error) {
-    return h("div", {class: "result"}, h("h2", {}, doc.status === "cancelled" ? "Cancelled" : "Error"),
-      h("pre", {class: "error", id: "run-error"}, doc.error));
-  }
-  if (doc.status === "succeeded") {
-    return h("div", {class: "result"}, h("h2", {}, "Output"),
-      h("pre", {id: "run-output"}, json(doc.output)));
-  }
-  return null;
+      : null),
+    term("rerun of", doc.rerun_of ? h("span", {id: "rerun-of"}, runLinks([doc.rerun_of])) : null),
+    term("reruns", doc.reruns?.length ? h("span", {id: "reruns"}, runLinks(doc.reruns)) : null));
 }
 
 function counts(n) {
@@ -58,24 +59,32 @@ function counts(n) {
     + `${n.running ? `, ${n.running} running` : ""}`;
 }
 
-/** One row per node: id, kind, task, state, counts, error. */
-export function nodesTable(doc) {
+/** One row per node: id (a button that opens it: onOpen(id)), kind, task, state, counts,
+ * a lost worker, error. */
+export function nodesTable(doc, onOpen) {
   const views = nodeViews(doc);
-  const rows = [...views.values()].map((n) => h("tr", {"data-node": n.id},
-    h("td", {}, h("code", {}, n.id)), h("td", {}, n.kind), h("td", {}, n.task || ""),
-    h("td", {}, badge(n.shownStatus)), h("td", {}, counts(n)),
-    h("td", {}, n.error ? h("pre", {class: "error"}, n.error) : "")));
+  const rows = [...views.values()].map((n) => {
+    const open = h("button", {type: "button", class: "node-open"}, h("code", {}, n.id));
+    open.addEventListener("click", () => onOpen(n.id));
+    return h("tr", {"data-node": n.id, "data-lost": n.lost.length || null},
+      h("td", {}, open), h("td", {}, n.kind), h("td", {}, n.task || ""),
+      h("td", {}, badge(n.shownStatus), n.lost.length ? [" ", lostMark(n.lost[0])] : null),
+      h("td", {}, counts(n)),
+      h("td", {}, n.error ? h("pre", {class: "error"}, n.error) : ""));
+  });
   return table(["node", "kind", "task", "state", "items", "error"], rows, {class: "nodes"});
 }
 
-/** Every attempt seen in the events, oldest first: where it ran, its times, how it
- * ended and its error. */
-export function attemptsTable(model) {
-  const attempts = [...model.attempts.values()].sort(
-    (a, b) => (a.dispatchedAt ?? 0) - (b.dispatchedAt ?? 0) || a.key.localeCompare(b.key));
+/** Every attempt seen in the events in task order (a map's items by index as numbers),
+ * a page of ATTEMPTS_PAGE at a time (page from 0; onPage(n) turns it): where it ran,
+ * its times, how it ended and its error. */
+export function attemptsTable(model, page, onPage) {
+  const attempts = [...model.attempts.values()].sort(taskOrder(model.spec));
+  const pages = Math.max(1, Math.ceil(attempts.length / ATTEMPTS_PAGE));
+  const at = Math.min(page, pages - 1);
   const generations = attempts.some((a) => a.generation > 1);
-  const rows = attempts.slice(-MAX_ROWS).map((a) => h("tr", {"data-attempt": a.key,
-                                                          "data-outcome": a.outcome},
+  const shown = attempts.slice(at * ATTEMPTS_PAGE, (at + 1) * ATTEMPTS_PAGE);
+  const rows = shown.map((a) => h("tr", {"data-attempt": a.key, "data-outcome": a.outcome},
     h("td", {}, h("code", {}, a.task)), h("td", {}, String(a.attempt)),
     generations ? h("td", {}, String(a.generation)) : null,
     h("td", {}, a.name), h("td", {}, a.queue), h("td", {}, a.worker),
@@ -88,9 +97,15 @@ export function attemptsTable(model) {
       a.errorType ? `${a.errorType}: ${a.error}` : a.error) : "")));
   const headers = ["task", "attempt", ...(generations ? ["generation"] : []), "runs", "queue",
                    "worker", "dispatched", "queued", "ran", "outcome", "error"];
-  return [attempts.length > MAX_ROWS
-    ? h("p", {class: "muted"}, `the latest ${MAX_ROWS} of ${attempts.length} attempts`) : null,
-  table(headers, rows, {class: "attempts"})];
+  const turn = (to, label) => {
+    const button = h("button", {type: "button", disabled: to < 0 || to >= pages}, label);
+    button.addEventListener("click", () => onPage(to));
+    return button;
+  };
+  const pager = pages > 1 ? h("div", {class: "pager attempts-pager"}, turn(at - 1, "‹ Previous"),
+    h("span", {class: "muted"}, ` ${at * ATTEMPTS_PAGE + 1}–${at * ATTEMPTS_PAGE + shown.length}`
+      + ` of ${attempts.length} attempts `), turn(at + 1, "Next ›")) : null;
+  return [pager, table(headers, rows, {class: "attempts"})];
 }
 
 /** What generator tasks streamed, per attempt. */

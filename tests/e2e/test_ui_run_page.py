@@ -1,0 +1,254 @@
+"""The run page in a real browser (headless Chromium, Selenium) against the session's
+stack: what a person asks of a run. Its input is shown (with a copy button) beside its
+output, its times name their zone, its timeline is drawn from its events, and a node
+picked in the graph shows its task's input and output; a failed task shows its error
+type, message and attempts, and where the gateway has them its traceback and log lines;
+a map of 10,000 items is listed 100 a page in index order; a task whose worker was
+SIGKILLed is marked lost; the Rerun dialog posts the run's input and shows the new run.
+
+The parts that need a gateway resource (a task's resource and logs, lost workers, the
+rerun) are checked where the gateway's OpenAPI document lists it, and skipped (saying
+what) where not. Screenshots are kept in ``test-artifacts/ui/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import signal
+import sys
+from typing import Any
+
+import httpx
+import pytest
+from selenium.webdriver.common.by import By
+from stackkit import Stack
+from uikit import UI, browser_fixture, shots_fixture, submit, ui_fixture  # noqa: F401 (fixtures)
+
+from ops import localstack
+from ops.cli.queues import wait_for_workers
+from tests.polling import wait_until
+
+PAGE = """
+const q = (sel) => document.querySelector(sel);
+const all = (sel) => [...document.querySelectorAll(sel)];
+const text = (sel) => q(sel)?.textContent ?? null;
+return {
+  path: location.pathname,
+  status: q('#run-summary .badge')?.dataset.status ?? null,
+  summary: text('#run-summary'),
+  input: text('#run-input-json'),
+  copied: text('.copy-state'),
+  timeline: all('svg.timeline g.tl-row').map((g) => ({
+    node: g.dataset.node, index: g.dataset.index, count: Number(g.dataset.count),
+    aggregate: g.classList.contains('aggregate'),
+    bars: [...g.querySelectorAll('g.tl-bar')].map((b) => b.getAttribute('class')),
+    buckets: g.querySelectorAll('rect.tl-bucket').length})),
+  panel: q('#node-panel:not([hidden])')?.dataset.node ?? null,
+  task: q('.task-panel') ? {
+    key: q('.task-panel').dataset.node + '/' + q('.task-panel').dataset.index,
+    input: text('.task-panel .task-input'), output: text('.task-panel .task-output'),
+    attempts: all('.task-panel .attempt').map((a) => ({
+      attempt: Number(a.dataset.attempt), outcome: a.dataset.outcome,
+      error: a.querySelector('.attempt-error')?.textContent ?? '',
+      traceback: a.querySelector('pre.traceback')?.textContent ?? ''})),
+    logs: text('.task-panel pre.logs'), logsState: text('.task-panel .logs-state')} : null,
+  items: all('#node-panel table.items tbody tr').map((r) => Number(r.dataset.index)),
+  where: text('#node-panel .items-where'),
+  lostNodes: all('svg.dag g.node[data-lost]').map((g) => g.dataset.node),
+  lostMarks: all('.lost-mark').map((e) => e.textContent),
+  warnings: all('#run-warnings p.warning').map((p) => p.textContent),
+  rerun: !!q('#rerun-button'),
+  rerunOf: text('#rerun-of'),
+  dialog: text('#rerun-dialog .form-status'),
+};
+"""
+ZONED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (UTC|[A-Z]{2,5}|GMT[+-]\d+)")
+
+
+def seen(ui: UI) -> dict[str, Any]:
+    found: dict[str, Any] = ui.browser.execute_script(PAGE)
+    return found
+
+
+def wait(ui: UI, what: str, until: Any, timeout_s: float = 60) -> dict[str, Any]:
+    return wait_until(lambda: seen(ui), timeout_s, what, until=until)
+
+
+@functools.cache
+def openapi(gateway: str) -> str:
+    return httpx.get(f"{gateway}/openapi.json", timeout=10).text
+
+
+def offers(stack: Stack, fragment: str) -> bool:
+    """Whether the gateway's OpenAPI document names ``fragment`` (a path or a field)."""
+    return fragment in openapi(stack.gateway)
+
+
+TASK = "/v1/workflows/{workflow_id}/tasks/{node}/{index}"
+RESOURCES = ((TASK, "/tasks/"), ("/nodes/{node}/tasks", "/nodes/"), (TASK + "/logs", "/logs"),
+             ("/rerun", "/rerun"), ("/reset", "/reset"))
+"""The resources the page reads where the gateway has them: (in the OpenAPI document,
+in the URL)."""
+
+
+@pytest.fixture(name="page")
+def page_fixture(ui: UI, stack: Stack) -> UI:
+    """The browser, expecting the 404 the page gets (and shows as such) for a resource
+    the gateway has not got."""
+    ui.tolerate_missing(*(url for fragment, url in RESOURCES if not offers(stack, fragment)))
+    return ui
+
+
+def test_input_output_timeline_and_zoned_times(page: UI, stack: Stack) -> None:
+    ui = page
+    given = {"greeting": "hello from the input", "n": [1, 2, 3]}
+    wid = submit(stack, {"name": "ui-io", "nodes": [
+        {"id": "hello", "task": "e2e.flaky",
+         "input": {"succeed_on": 1, "value": "${input.greeting}"}},
+        {"id": "nap", "task": "e2e.sleep", "needs": ["hello"], "input": {"seconds": 0.05}}]},
+        "ui-io", given)
+    ui.open(f"/ui/runs/{wid}")
+    done = wait(ui, "the run succeeded, its timeline drawn", lambda s: (
+        s["status"] == "succeeded" and {r["node"] for r in s["timeline"]} == {"hello", "nap"}
+        and all(r["bars"] for r in s["timeline"])))
+    assert json.loads(done["input"]) == given, done["input"]
+    for row in done["timeline"]:
+        assert row["bars"] == ["tl-bar k-attempt o-succeeded"], row
+        assert not row["aggregate"]
+    stamps = ZONED.findall(done["summary"])
+    assert len(stamps) == 2, done["summary"]  # created and updated, each with its zone
+    ui.click("button.copy")
+    wait(ui, "the copy answered", lambda s: s["copied"] in (" copied", " select and copy by hand"))
+
+    ui.click('svg.dag g.node[data-node="hello"]')
+    opened = wait(ui, "the node's panel with its output", lambda s: (
+        s["panel"] == "hello" and s["task"] and s["task"]["output"]))
+    assert json.loads(opened["task"]["output"]) == {"attempt": 1, "value": given["greeting"]}
+    assert json.loads(opened["task"]["input"])["value"] == given["greeting"]
+    assert [a["outcome"] for a in opened["task"]["attempts"]] == ["succeeded"]
+    ui.shot("run-io-panel")
+
+
+def test_a_failed_task_shows_its_error_type_and_attempts(page: UI, stack: Stack) -> None:
+    ui = page
+    retry = {"max_attempts": 2, "backoff_base": 0.1, "backoff_max": 0.1}
+    wid = submit(stack, {"name": "ui-failed-task", "nodes": [
+        {"id": "bad", "task": "e2e.logs_then_fail", "retry": retry,
+         "input": {"lines": 3, "message": "the value 7 cannot be split"}}]}, "ui-failed")
+    ui.open(f"/ui/runs/{wid}")
+    wait(ui, "the run failed", lambda s: s["status"] == "failed" and s["rerun"])
+    ui.click('#nodes tr[data-node="bad"] button.node-open')
+    opened = wait(ui, "both attempts in the panel", lambda s: (
+        s["task"] and [a["outcome"] for a in s["task"]["attempts"]] == ["failed", "failed"]))
+    for attempt in opened["task"]["attempts"]:
+        assert attempt["error"] == "ValueError: the value 7 cannot be split", attempt
+    assert json.loads(opened["task"]["input"]) == {"lines": 3,
+                                                   "message": "the value 7 cannot be split"}
+    ui.shot("run-failed-task")
+
+    needed = (("the task resource", TASK), ("its logs", TASK + "/logs"),
+              ("tracebacks", "traceback"))
+    missing = [name for name, fragment in needed if not offers(stack, fragment)]
+    if missing:
+        pytest.skip(f"the gateway lacks {', '.join(missing)}: traceback and logs not checked")
+    full = wait(ui, "the traceback and the log lines", lambda s: (
+        all(a["traceback"] for a in s["task"]["attempts"])
+        and "step 3 of 3" in (s["task"]["logs"] or "")))
+    for attempt in full["task"]["attempts"]:
+        assert "_fail_with" in attempt["traceback"], attempt
+        assert "ValueError: the value 7 cannot be split" in attempt["traceback"], attempt
+    logs = full["task"]["logs"]
+    assert logs.count("step 1 of 3") == 2 and "printed before the failure" in logs, logs
+    ui.click(".task-panel details.traceback summary")
+    ui.shot("run-failed-traceback")
+
+
+def test_a_map_of_10000_items_is_paged_in_index_order(page: UI, stack: Stack) -> None:
+    ui = page
+    count = 10_000
+    wid = submit(stack, {"name": "ui-big-map", "nodes": [
+        {"id": "extract", "kind": "map", "over": "${input.xs}", "task": "e2e.sleep",
+         "input": {"seconds": 0}}]}, "ui-map", {"xs": list(range(count))})
+    ui.open(f"/ui/runs/{wid}")
+    done = wait(ui, "the map's 10,000 items done, its timeline one row", lambda s: (
+        s["status"] == "succeeded" and [r["count"] for r in s["timeline"]] == [count]),
+        timeout_s=600)
+    row = done["timeline"][0]
+    assert row["aggregate"] and row["buckets"] > 10, row
+    ui.click('svg.dag g.node[data-node="extract"]')
+    first = wait(ui, "the first page of items", lambda s: len(s["items"]) == 100)
+    assert first["items"] == list(range(100)), first["items"]
+    assert "of 10000" in first["where"], first["where"]
+    ui.shot("map-page-1")
+    ui.click("#node-panel button.items-next")
+    second = wait(ui, "the second page", lambda s: s["items"] and s["items"][0] == 100)
+    assert second["items"] == list(range(100, 200)), second["items"]
+    ui.click('#node-panel table.items tr[data-index="150"] button.item-open')
+    item = wait(ui, "item 150's panel", lambda s: s["task"] and s["task"]["key"] == "extract/150"
+                and s["task"]["attempts"])
+    assert [a["outcome"] for a in item["task"]["attempts"]] == ["succeeded"], item["task"]
+    ui.shot("map-item-150")
+
+
+def test_a_task_whose_worker_was_killed_is_marked_lost(page: UI, stack: Stack) -> None:
+    ui = page
+    if not offers(stack, "worker_last_heard_at"):
+        pytest.skip("the gateway's run document marks no lost worker yet")
+    queue = "uilost"
+    worker = localstack.Service(f"worker-{queue}", (
+        sys.executable, "-m", "services.worker", "--queue", queue, "--tasks", "e2e_tasks"))
+    pid = stack.start(worker, {"HEADWATER_GATEWAY_URL": stack.gateway})
+    try:
+        wait_for_workers(stack.gateway, queue, 60)
+        wid = submit(stack, {"name": "ui-lost", "nodes": [
+            {"id": "long", "task": "e2e.sleep", "queue": queue, "input": {"seconds": 300}}]},
+            "ui-lost")
+        ui.open(f"/ui/runs/{wid}")
+        wait(ui, "the task running", lambda s: s["status"] == "running" and not s["lostMarks"])
+        wait_until(lambda: httpx.get(f"{stack.gateway}/v1/workflows/{wid}", timeout=10).json(),
+                   60, "the attempt started", until=lambda d: any(
+                       t.get("started_at") for t in d.get("tasks", [])))
+        os.kill(pid, signal.SIGKILL)
+        lost = wait(ui, "the node marked lost", lambda s: s["lostNodes"] == ["long"]
+                    and s["lostMarks"] and s["warnings"], timeout_s=90)
+        assert "worker lost" in lost["lostMarks"][0] and "last heard" in lost["lostMarks"][0], lost
+        ui.shot("run-worker-lost")
+    finally:
+        stack.stop(worker)
+        stack.services.remove(worker)
+        if "wid" in locals():
+            httpx.post(f"{stack.gateway}/v1/workflows/{wid}/cancel", json={}, timeout=10)
+
+
+def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) -> None:
+    ui = page
+    wid = submit(stack, {"name": "ui-rerun", "nodes": [
+        {"id": "first", "task": "e2e.sleep", "input": {"seconds": 0}},
+        {"id": "bad", "task": "e2e.flaky", "needs": ["first"],
+         "input": {"succeed_on": "${input.succeed_on}"}}]}, "ui-rerun", {"succeed_on": 9})
+    ui.open(f"/ui/runs/{wid}")
+    wait(ui, "the run failed, its Rerun button shown", lambda s: s["status"] == "failed"
+         and s["rerun"])
+    ui.click("#rerun-button")
+    field = ui.browser.find_element(By.ID, "rerun-input")
+    assert json.loads(field.get_attribute("value") or "") == {"succeed_on": 9}
+    options = [o.get_attribute("value") for o in
+               ui.browser.find_elements(By.CSS_SELECTOR, "#rerun-node option")]
+    assert options == ["first", "bad"], options
+    field.clear()
+    field.send_keys('{"succeed_on": 1}')
+    ui.shot("rerun-dialog")
+    ui.click('#rerun-form button[type="submit"]')
+    if not offers(stack, "/rerun"):
+        after = wait(ui, "the gateway's refusal shown in the dialog", lambda s: s["dialog"])
+        assert after["path"] == f"/ui/runs/{wid}", after
+        assert re.match(r"(404|405) ", after["dialog"]), after
+        pytest.skip("the gateway has no rerun endpoint: the dialog posted and showed its "
+                    f"answer ({after['dialog']}); navigating to a new run not checked")
+    new = wait(ui, "the new run's page, succeeded", lambda s: s["path"] != f"/ui/runs/{wid}"
+               and s["status"] == "succeeded" and s["rerunOf"] == wid)
+    assert json.loads(new["input"]) == {"succeed_on": 1}, new
+    ui.shot("rerun-new-run")
