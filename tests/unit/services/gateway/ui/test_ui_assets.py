@@ -2,7 +2,8 @@
 modules import only each other, and every one is used; nothing the page's
 Content-Security-Policy would block (HTML parsed from strings, ``eval``, inline styles)
 nor anything from another origin; the event types the run page listens for are the
-history's; the package data of ``pyproject.toml`` ships every file.
+history's; every request goes through ``api.js`` (which sends the tab's token); the
+package data of ``pyproject.toml`` ships every file.
 """
 
 from __future__ import annotations
@@ -88,6 +89,15 @@ def test_the_run_page_listens_for_every_history_event_type() -> None:
     history = sorted(body.__name__ for body in typing.get_args(ev.Body))
     assert sorted(listened) == history
     assert len(listened) == len(set(listened))
+
+
+def test_every_request_goes_through_the_api_module() -> None:
+    transport = {"api.js", "eventstream.js"}  # api.js reads streams with eventstream.js
+    calls = re.compile(r"\bfetch\(|new EventSource\(|XMLHttpRequest|navigator\.sendBeacon")
+    faults = {name: calls.findall(text) for name, text in modules().items()
+              if name not in transport and calls.search(text)}
+    assert faults == {}
+    assert calls.search(modules()["api.js"]) and calls.search(modules()["eventstream.js"])
 
 
 def test_modules_stay_small() -> None:

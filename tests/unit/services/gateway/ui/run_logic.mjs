@@ -1,0 +1,80 @@
+// Runs the run page's pure modules under Node on made-up histories and prints what
+// they answer as one JSON document (test_ui_run_logic.py checks it). Argument: the
+// URL of the UI's js/ directory.
+
+const base = process.argv[2];
+const model = await import(`${base}run_model.js`);
+const timeline = await import(`${base}timeline.js`);
+const items = await import(`${base}map_items.js`);
+const rerun = await import(`${base}rerun.js`);
+const dom = await import(`${base}dom.js`);
+
+function history(events) {
+  const m = model.emptyModel();
+  events.forEach(([type, data], i) => model.apply(m, {seq: i + 1, type, data}));
+  return m;
+}
+
+const spec = {nodes: [{id: "first"}, {id: "extract", kind: "map"}, {id: "w", kind: "wait"},
+                      {id: "nap", kind: "sleep"}]};
+const big = [["WorkflowAccepted", {spec, input: {xs: 1}, at_ms: 1000}],
+             ["TaskDispatched", {node: "first", index: null, attempt: 1, task: "t", queue: "cpu",
+                                 input: {a: 1}, at_ms: 1000}],
+             ["TaskSucceeded", {node: "first", index: null, attempt: 1, output: 5, at_ms: 1100}]];
+for (let i = 9999; i >= 0; i -= 1) {  // dispatched last item first: order must not matter
+  big.push(["TaskDispatched", {node: "extract", index: i, attempt: 1, task: "t", queue: "cpu",
+                               input: i, at_ms: 1200 + i}]);
+  big.push(["TaskStarted", {node: "extract", index: i, attempt: 1, at_ms: 1201 + i, worker: "w1"}]);
+  big.push(i % 1000 === 7
+    ? ["TaskFailed", {node: "extract", index: i, attempt: 1, at_ms: 1300 + i, error: "no",
+                      error_type: "ValueError", traceback: "Traceback …"}]
+    : ["TaskSucceeded", {node: "extract", index: i, attempt: 1, at_ms: 1300 + i, output: i}]);
+}
+big.push(["WaitStarted", {node: "w", index: null, signal: "s", at_ms: 12000}],
+         ["SignalConsumed", {node: "w", index: null, name: "s", at_ms: 13000}],
+         ["SleepStarted", {node: "nap", at_ms: 13000, wake_at_ms: 13500}],
+         ["NodeFinished", {node: "nap", status: "succeeded", at_ms: 13500}],
+         ["WorkflowSucceeded", {at_ms: 14000}]);
+const m = history(big);
+const rows = items.itemsFromModel(m, "extract");
+const bigRows = timeline.rows(m);
+const span = timeline.span(m, bigRows, 20000);
+const extract = bigRows.find((r) => r.node === "extract");
+const buckets = timeline.buckets(extract.bars, span.t0, span.t1, 20000);
+
+const small = history([
+  ["WorkflowAccepted", {spec: {nodes: [{id: "a", kind: "map"}]}, at_ms: 0}],
+  ...[10, 2, 1, 100, 0].map((i) => ["TaskDispatched", {node: "a", index: i, attempt: 1, at_ms: 5}]),
+  ["TaskFailed", {node: "a", index: 2, attempt: 1, at_ms: 6, error: "x"}],
+  ["TaskDispatched", {node: "a", index: 2, attempt: 2, at_ms: 7}]]);
+
+const attempt = (error) => {
+  try {
+    return rerun.rerunRequest("r1", {a: 1}, "{", "failed", "n");
+  } catch (e) {
+    return e.message.slice(0, error.length);
+  }
+};
+
+console.log(JSON.stringify({
+  page0: items.pageOf(rows, 0, "").tasks.map((t) => t.index),
+  page1: items.pageOf(rows, 1, "").tasks.map((t) => t.index),
+  last: items.pageOf(rows, 99, ""),
+  total: items.pageOf(rows, 0, "").total,
+  failed: items.pageOf(rows, 0, "failed").tasks.map((t) => [t.index, t.error_type]),
+  failedTraceback: model.attemptsOf(m, "extract", 7)[0].traceback,
+  output: model.attemptsOf(m, "extract", 42)[0].output,
+  input: m.input,
+  bigRows: bigRows.map((r) => [r.label, r.aggregate, r.count, r.bars.length]),
+  span,
+  buckets: {count: buckets.length, failed: buckets.filter((b) => b.failed).length,
+            most: Math.max(...buckets.map((b) => b.count))},
+  spans: [...m.spans.values()].map((sp) => [sp.key, sp.start, sp.end, sp.outcome]),
+  smallRows: timeline.rows(small).map((r) => [r.label, r.bars.map((b) => b.outcome)]),
+  smallAttempts: model.attemptsOf(small, "a").map((a) => a.key),
+  rerunSame: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "failed", "n"),
+  rerunChanged: rerun.rerunRequest("r1", {a: 1}, '{"a": 2}', "failed", "n"),
+  reset: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "reset", "extract"),
+  badJson: attempt("the input is not JSON"),
+  when: dom.when(Date.UTC(2026, 11, 5, 14, 3, 7, 512)),
+}));

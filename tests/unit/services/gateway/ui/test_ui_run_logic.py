@@ -1,0 +1,94 @@
+"""The run page's pure modules (``run_model.js``, ``map_items.js``, ``timeline.js``,
+``rerun.js``, ``dom.js``'s time format) run under Node on made-up histories
+(``run_logic.mjs``): a map of 10,000 items dispatched last item first is paged 100 at a
+time in index order, filtered by status; tasks are ordered by index as numbers; the
+timeline keeps one row per task up to its limit and one per node past it, its buckets
+counting what was under way and where an attempt failed; waits and sleeps become
+spans; the rerun dialog sends the input only when it was changed; a time names its
+zone. Skipped where Node is not installed (the browser tests drive the same modules).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+JS = HERE.parents[4] / "services" / "gateway" / "ui" / "static" / "js"
+
+
+@functools.cache
+def answers(zone: str) -> dict[str, Any]:
+    """What run_logic.mjs prints with the time zone ``zone``."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs Node.js (the run page's modules are run with it)")
+    done = subprocess.run(
+        [node, "--experimental-default-type=module", str(HERE / "run_logic.mjs"),
+         JS.as_uri() + "/"], capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "TZ": zone})
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_a_map_of_10000_items_is_paged_in_index_order() -> None:
+    got = answers("UTC")
+    assert got["total"] == 10_000
+    assert got["page0"] == list(range(100))
+    assert got["page1"] == list(range(100, 200))
+    assert [t["index"] for t in got["last"]["tasks"]] == list(range(9900, 10_000))
+    assert got["last"]["more"] is False
+    assert got["failed"] == [[i * 1000 + 7, "ValueError"] for i in range(10)]
+
+
+def test_tasks_are_ordered_by_index_as_numbers() -> None:
+    got = answers("UTC")
+    assert got["smallAttempts"] == ["a[0]#1", "a[1]#1", "a[2]#1", "a[2]#2", "a[10]#1",
+                                    "a[100]#1"]
+    assert got["smallRows"] == [["a[0]", ["dispatched"]], ["a[1]", ["dispatched"]],
+                                ["a[2]", ["failed", "dispatched"]], ["a[10]", ["dispatched"]],
+                                ["a[100]", ["dispatched"]]]
+
+
+def test_the_model_keeps_each_attempts_input_output_and_traceback() -> None:
+    got = answers("UTC")
+    assert got["input"] == {"xs": 1}
+    assert got["output"] == 42
+    assert got["failedTraceback"] == "Traceback …"
+
+
+def test_the_timeline_aggregates_per_node_past_its_limit() -> None:
+    got = answers("UTC")
+    assert got["bigRows"] == [["first", True, 1, 1], ["extract", True, 10_000, 10_000],
+                              ["w", True, 1, 1], ["nap", True, 1, 1]]
+    assert got["span"] == {"t0": 1000, "t1": 14_000}
+    buckets = got["buckets"]
+    assert buckets["failed"] == 10 and 100 <= buckets["count"] <= 160, buckets
+    assert buckets["most"] > 1, buckets
+
+
+def test_waits_and_sleeps_become_spans() -> None:
+    assert answers("UTC")["spans"] == [["wait:w", 12_000, 13_000, "succeeded"],
+                                       ["sleep:nap", 13_000, 13_500, "succeeded"]]
+
+
+def test_the_rerun_request_sends_the_input_only_when_changed() -> None:
+    got = answers("UTC")
+    assert got["rerunSame"] == {"path": "/v1/workflows/r1/rerun", "body": {}}
+    assert got["rerunChanged"] == {"path": "/v1/workflows/r1/rerun", "body": {"input": {"a": 2}}}
+    assert got["reset"] == {"path": "/v1/workflows/r1/reset", "body": {"node": "extract"}}
+    assert got["badJson"] == "the input is not JSON"
+
+
+def test_times_name_their_zone() -> None:
+    assert answers("UTC")["when"] == "2026-12-05 14:03:07.512 UTC"
+    assert answers("Europe/Paris")["when"] in ("2026-12-05 15:03:07.512 CET",
+                                               "2026-12-05 15:03:07.512 GMT+1")
