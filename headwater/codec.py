@@ -38,7 +38,7 @@ HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
-                         "input_schema"})
+                         "input_schema", "rerun"})
 INT_RANGE = range(-(2**31), 2**31)
 """The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
 fastavro writes any Python integer into one, so the codec refuses the others."""
@@ -60,7 +60,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
-        ev.WorkflowRestarted, *registry.event_units(),
+        ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced,
     )
 }
@@ -259,7 +259,7 @@ def _from_avro(name: str, data: dict[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         value = interned(key, value)
-        if key in JSON_FIELDS:
+        if key in JSON_FIELDS and value is not None:  # None: a nullable one's default
             text, value = value, orjson.loads(value)
             fault = json_depth_fault(value, text)
             if fault is not None:

@@ -50,7 +50,7 @@ from ops.jsondiff import ABSENT, diff_json
 from services.projector.kinds import SignalStatus, WaitStatus
 
 NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
-             ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed)
+             ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed, ev.TaskReused)
 """The events whose node gets a ``nodes`` row."""
 
 UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed})

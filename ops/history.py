@@ -154,7 +154,9 @@ def _task(body: ev.Body) -> str:
 
 def _accepted(b: ev.WorkflowAccepted) -> str:
     name = b.spec.get("name") if isinstance(b.spec, dict) else None
-    return f"{name or '(unnamed)'}" + (f" tenant {b.tenant}" if b.tenant else "")
+    source = b.rerun.get("of") if isinstance(b.rerun, dict) else None
+    return (f"{name or '(unnamed)'}" + (f" tenant {b.tenant}" if b.tenant else "")
+            + (f" rerun of {source}" if source else ""))
 
 
 def _dispatched(b: ev.TaskDispatched) -> str:
@@ -183,6 +185,8 @@ COMMON: dict[type[Any], Describe] = {
     ev.ConditionEvaluated: lambda b: "when: true" if b.value else "when: false (skipped)",
     ev.NodeFinished: lambda b: short(f"{b.status} {b.error}".strip()),
     ev.WorkflowRestarted: lambda b: short(f"generation {b.generation}: {b.reason}"),
+    ev.NodeReused: lambda b: short(f"reused: {short(b.output)}"),
+    ev.TaskReused: lambda b: short(f"reused: {short(b.output)}"),
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),
     ev.WorkflowCancelled: lambda b: short(b.reason),

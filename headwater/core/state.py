@@ -169,6 +169,9 @@ class WorkflowState:
     attempt_floor: int = 0
     """The highest attempt number any task reached before the latest restart (0 before
     any): this generation's attempts are numbered from ``attempt_floor + 1``."""
+    rerun: Any = None
+    """A rerun's source and the outputs it reuses (``WorkflowAccepted.rerun``,
+    ``headwater/core/reuse.py``); None for a run of its own."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -252,6 +255,7 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
         updated_at_ms=event.at_ms,
         definition=event.definition,
         definition_version=event.definition_version,
+        rerun=event.rerun,
     )
     try:
         spec = state.spec

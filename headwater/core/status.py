@@ -74,3 +74,4 @@ class AttemptEnd(StrEnum):
     TIMED_OUT = "timed_out"  # its deadline passed first (the coordinator's timer)
     LOST = "lost"  # no heartbeat within the heartbeat timeout
     CANCELLED = "cancelled"  # the workflow or its node ended first
+    REUSED = "reused"  # a rerun took its output from the run it reruns (``TaskReused``)

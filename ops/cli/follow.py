@@ -66,7 +66,7 @@ class FollowState:
         node = self.nodes.setdefault(data.get("node", ""), NodeView()) if "node" in data else None
         if kind in KIND_NOTES:
             return KIND_NOTES[kind](self, node, data)
-        if kind == "TaskSucceeded" and node and data.get("index") is not None:
+        if kind in ("TaskSucceeded", "TaskReused") and node and data.get("index") is not None:
             node.done += 1
         elif kind == "TaskProgressed":
             self.message = f"{data.get('node')}: {data.get('message', '')}"

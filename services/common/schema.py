@@ -132,7 +132,14 @@ do $$ begin
         alter table workflows add column generation integer not null default 1,
             add column restarted_seq bigint not null default 0;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'rerun')
+    then
+        alter table workflows add column rerun jsonb;
+    end if;
 end $$;
+create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
+    where rerun is not null;
 create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
     parent_attempt) where parent_id is not null;
 create index if not exists workflows_by_definition on workflows (definition, created_at desc,

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from headwater.core import registry
+from headwater.core import registry, reuse
 from headwater.core.ids import task_key
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import (
@@ -98,6 +98,8 @@ def dump_definition(state: WorkflowState) -> bytes:
     if state.definition is not None:
         doc["definition"] = state.definition
         doc["definition_version"] = state.definition_version
+    if state.rerun is not None:  # a rerun's source and the outputs it reuses
+        doc["rerun"] = state.rerun
     return orjson.dumps(doc)
 
 
@@ -248,10 +250,12 @@ def load_split(header: bytes, definition: bytes,
             parent=h.get("parent"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
             generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
+            rerun=d.get("rerun"),
         )
         _restore_tasks(state, get_task, h.get("runs") or {})
         for node_id in state.nodes:
             set_finished_output(state, node_id)  # as evolve did on its NodeFinished
+        reuse.restore_outputs(state)  # a reused node's: no task entry holds it
         return state
     except DecodeError:
         raise

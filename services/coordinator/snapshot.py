@@ -55,6 +55,8 @@ def dump_state(state: WorkflowState) -> bytes:
         "generation": state.generation,
         "attempt_floor": state.attempt_floor,
     }
+    if state.rerun is not None:  # left out otherwise: older snapshots read the same
+        doc["rerun"] = state.rerun
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
 
@@ -93,6 +95,7 @@ def load_state(data: bytes) -> WorkflowState:
             definition_version=doc.get("definition_version"),
             generation=doc.get("generation", 1),
             attempt_floor=doc.get("attempt_floor", 0),
+            rerun=doc.get("rerun"),
         )
     except DecodeError:
         raise

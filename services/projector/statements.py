@@ -47,12 +47,13 @@ INSERT_EVENT = (
 # won the id (then retries compare with body_hash). SET reads the row as it was.
 UPSERT_ACCEPTED = (
     "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-    " body_hash, created_at, updated_at, definition, definition_version)"
-    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7, $9, $10)"
+    " body_hash, created_at, updated_at, definition, definition_version, rerun)"
+    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7, $9, $10, $11)"
     " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
     " input = excluded.input, created_at = excluded.created_at,"
     " definition = excluded.definition, definition_version = excluded.definition_version,"
+    " rerun = excluded.rerun,"
     " request_hash = case when workflows.spec = excluded.spec"
     " and workflows.input is not distinct from excluded.input"
     " and workflows.tenant is not distinct from excluded.tenant"
@@ -87,6 +88,13 @@ TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5
 TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
 TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
                   " seq = $3" + _TASK)
+UPSERT_REUSED = (  # a rerun's item taken from its source: succeeded, never dispatched
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, progress,"
+    " message, dispatched_at, finished_at, seq) values ($1, $2, $3, $4, $5, 'succeeded', 1.0,"
+    " 'reused', $6, $6, $7) on conflict (workflow_id, task_key) do update set"
+    " attempt = excluded.attempt, status = excluded.status, progress = 1.0,"
+    " message = excluded.message, dispatched_at = excluded.dispatched_at,"
+    " finished_at = excluded.finished_at, seq = excluded.seq where tasks.seq < excluded.seq")
 TASK_CANCELLED = ("update tasks set status = 'cancelled', error = $4, finished_at = $5,"
                   " seq = $3" + _TASK)
 UPSERT_TERMINAL = (
@@ -103,8 +111,8 @@ CANCEL_OPEN_NODES = (
     " and status = any($3::text[]) and seq < $2")
 CORE_STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED,
                    UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED, TASK_RETRY_WAIT,
-                   TASK_SUCCEEDED, TASK_CANCELLED, UPSERT_TERMINAL, CANCEL_OPEN_TASKS,
-                   CANCEL_OPEN_NODES)
+                   TASK_SUCCEEDED, UPSERT_REUSED, TASK_CANCELLED, UPSERT_TERMINAL,
+                   CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
 """The core statements, in the order a batch applies them (a task's lifecycle order)."""
 
 
@@ -129,6 +137,8 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
         (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
     ev.TaskSucceeded: lambda wid, seq, at, b: [
         (TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at))],
+    ev.TaskReused: lambda wid, seq, at, b: [
+        (UPSERT_REUSED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt, at, seq))],
     ev.TaskCancelled: lambda wid, seq, at, b: [
         (TASK_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at))],
 }
@@ -145,7 +155,7 @@ def core_plan(e: ev.HistoryEvent) -> Statements:
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
         steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
                                         body_hash(b.spec, b.input, b.tenant), b.definition,
-                                        b.definition_version)))
+                                        b.definition_version, b.rerun)))
         return steps
     if type(b) in TERMINAL:
         return [*steps, *_terminal_steps(wid, seq, at, b)]

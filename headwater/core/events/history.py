@@ -93,6 +93,33 @@ class WorkflowAccepted:
     tenant: str | None = None
     definition: str | None = None
     definition_version: int | None = None
+    rerun: Any = None
+    """A rerun's source and what it reuses (``headwater/core/reuse.py``); None."""
+
+
+@dataclass(frozen=True)
+class NodeReused:
+    """History: a rerun took a node's output from the run it reruns (``rerun`` of
+    ``WorkflowAccepted``); the node does not run again. Its ``NodeFinished`` follows."""
+
+    workflow_id: str
+    node: str
+    output: Any
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class TaskReused:
+    """History: a rerun took item ``index`` of a fanned-out node from the run it reruns;
+    the item is not dispatched, and counts as succeeded with ``attempt`` (the
+    generation's first)."""
+
+    workflow_id: str
+    node: str
+    index: int
+    attempt: int
+    output: Any
+    at_ms: int
 
 
 @dataclass(frozen=True)
@@ -223,6 +250,8 @@ Body = (
     | SignalConsumed
     | SignalDiscarded
     | SleepStarted
+    | NodeReused
+    | TaskReused
     | ConditionEvaluated
     | LoopStepDecided
     | ScheduleArmed

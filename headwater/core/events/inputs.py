@@ -25,7 +25,9 @@ class WorkflowSubmitted:
 
     ``spec`` is always the full document. ``definition`` and ``definition_version`` name
     the registered definition it was resolved from (the gateway resolves it; the
-    coordinator never looks one up); None for an inline spec.
+    coordinator never looks one up); None for an inline spec. ``rerun`` makes it a rerun
+    of another run (``headwater/core/reuse.py``: its source and the outputs it reuses,
+    which the gateway read from the source's history); None for a run of its own.
     """
 
     workflow_id: str
@@ -35,6 +37,7 @@ class WorkflowSubmitted:
     tenant: str | None = None
     definition: str | None = None
     definition_version: int | None = None
+    rerun: Any = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core import reuse
 from headwater.core.ids import child_id, dispatch_id, retry_timer_id, task_key
 from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
@@ -85,8 +86,17 @@ def schedule_retry(rec: Recorder, report: ev.TaskFailed) -> None:
 
 def first(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
     """Dispatch the first attempt of a task: attempt 1, or after a restart the
-    generation's first (``WorkflowState.first_attempt``)."""
-    dispatch(rec, spec, index, rec.current.first_attempt)
+    generation's first (``WorkflowState.first_attempt``). An item of a fanned-out node
+    whose output a rerun reuses is not dispatched: ``TaskReused`` records it as
+    succeeded (``headwater/core/reuse.py``)."""
+    state = rec.current
+    if index is not None and spec.fans_out:
+        found, output = reuse.reused_item(state, spec.id, index)
+        if found:
+            rec.record(ev.TaskReused(state.workflow_id, spec.id, index, state.first_attempt,
+                                     output, rec.at_ms))
+            return
+    dispatch(rec, spec, index, state.first_attempt)
 
 
 def _undispatchable(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,

@@ -20,7 +20,7 @@ skip can cascade down a 10,000-node chain.
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core import registry
+from headwater.core import registry, reuse
 from headwater.core.conditions import ConditionError, evaluate, parse_condition
 from headwater.core.machine import ending
 from headwater.core.machine.recorder import Recorder
@@ -117,8 +117,14 @@ def descendants(state: WorkflowState, node_id: str) -> set[str]:
 
 def start(rec: Recorder, spec: NodeSpec) -> None:
     """Start a node by its kind's rule, unless the workflow has ended meanwhile, or the
-    node's ``when`` is false (it is skipped) or cannot be evaluated (it fails)."""
+    node's ``when`` is false (it is skipped) or cannot be evaluated (it fails), or the
+    run is a rerun that reuses the node's output (``NodeReused``: it succeeds at once)."""
     if rec.current.status.terminal:
+        return
+    found, output = reuse.reused_node(rec.current, spec.id)
+    if found:
+        rec.record(ev.NodeReused(rec.current.workflow_id, spec.id, output, rec.at_ms))
+        finish(rec, spec.id, NodeStatus.SUCCEEDED)
         return
     if spec.when is not None and not _condition_holds(rec, spec):
         return

@@ -18,6 +18,7 @@ from __future__ import annotations
 from headwater.core import events as ev
 from headwater.core.machine import ending, flow
 from headwater.core.machine.recorder import Recorder
+from headwater.core.reuse import rerun_fault
 from headwater.core.spec import environment_faults
 from headwater.core.state import WorkflowState
 from headwater.errors import SpecError
@@ -33,7 +34,9 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
     state = rec.record(
         ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input,
                             event.tenant, definition=event.definition,
-                            definition_version=event.definition_version)
+                            definition_version=event.definition_version,
+                            rerun=event.rerun if isinstance(event, ev.WorkflowSubmitted)
+                            else None)
     )
     if isinstance(event, ev.ChildSubmitted):
         state = rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,
@@ -56,6 +59,10 @@ def begin(rec: Recorder, event: Submission) -> None:
     fault = spec_fault(state)
     if fault:
         rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, f"invalid spec: {fault}"))
+        return
+    fault = rerun_fault(state)
+    if fault:
+        rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, f"invalid rerun: {fault}"))
         return
     start_roots(rec)
     ending.finish_if_done(rec)

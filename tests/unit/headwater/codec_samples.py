@@ -89,6 +89,11 @@ def kind_body_samples() -> list[Any]:
         ev.ScheduleResumed(WF, "fire", AT),
         ev.WorkflowRestarted(WF, AT, 2, 3, "b attempt 1 was lost", {"a": 1, "m": 2}),
         ev.WorkflowRestarted(WF, AT, 100, 0),
+        ev.NodeReused(WF, "nöde", {"kept": [1, NESTED]}, AT),
+        ev.NodeReused(WF, "a", None, AT),
+        ev.TaskReused(WF, "m", 41, 3, {"r": "é"}, AT),
+        ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={
+            "of": "wf-source", "reset": "b", "nodes": {"a": [1]}, "items": {"m": {"3": 2}}}),
     ]
 
 
@@ -111,6 +116,7 @@ def samples() -> list[Any]:
     return [
         ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
         ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
+        ev.WorkflowSubmitted(WF, SPEC, None, AT, None, rerun={"of": "wf-old", "nodes": {}}),
         ev.CancelRequested(WF, AT, "because"),
         ev.ChildSubmitted(f"{WF}:child:2", WF, "child", None, 2, SPEC, NESTED, AT, "tënant"),
         ev.ChildSubmitted(f"{WF}:kids.7:1", WF, "kids", 7, 1, SPEC, None, AT),

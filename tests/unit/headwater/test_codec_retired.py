@@ -41,8 +41,10 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.5b5babb29e2a09e6.avsc",
-        "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.cfb729ca7841efa2.avsc",
-        "WorkflowAccepted.4a3e708c9a2bf0a3.avsc", "WorkflowSubmitted.4352daf63ea76d9b.avsc"]
+        "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
+        "HistoryEvent.cfb729ca7841efa2.avsc", "WorkflowAccepted.46616e9c0e8bd649.avsc",
+        "WorkflowAccepted.4a3e708c9a2bf0a3.avsc", "WorkflowSubmitted.4352daf63ea76d9b.avsc",
+        "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 
 
 @pytest.mark.parametrize("path", RETIRED, ids=[p.name for p in RETIRED])

@@ -38,7 +38,7 @@ def state() -> types.SimpleNamespace:
 
 # Record fields added after the golden files were written: left out while None, so the
 # files stay as they are.
-_LATER_FIELDS = {"definition", "definition_version"}
+_LATER_FIELDS = {"definition", "definition_version", "rerun"}
 
 
 def dump_record(record: Any) -> dict[str, Any]:
@@ -73,7 +73,7 @@ _NOT_STATE = {"dirty", "applied"}
 # files written before them stay as they are.
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
-          "last_fire_ms", "paused", "generation", "attempt_floor"}
+          "last_fire_ms", "paused", "generation", "attempt_floor", "rerun"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -6,11 +6,13 @@
 
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
-  "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "ParentLinked",
+  "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
+  "ParentLinked",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
   "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated",
-  "TaskOutputStreamed", "TaskProgressed", "TaskStarted", "TaskSucceeded", "TimerFired",
+  "TaskOutputStreamed", "TaskProgressed", "TaskReused", "TaskStarted", "TaskSucceeded",
+  "TimerFired",
   "TimerScheduled", "WaitStarted", "WorkflowAccepted", "WorkflowCancelled",
   "WorkflowFailed", "WorkflowRestarted", "WorkflowSucceeded",
 ];
