@@ -135,6 +135,21 @@ SIGNALLED_SCHEMA = _object(["workflow_id", "signal", "signal_id", "links"], {
     "links": _LINKS})
 """``POST /v1/workflows/{id}/signals/{name}``."""
 
+SIGNAL_FATE_SCHEMA = _object(
+    ["workflow_id", "signal_id", "name", "index", "status", "node", "reason", "at",
+     "received_at", "links"], {
+        "workflow_id": _ID, "signal_id": _TEXT, "name": _TEXT, "index": _INDEX,
+        "status": {"enum": ["received", "buffered", "consumed", "discarded", "refused"],
+                   "description": "received: answered 202, not applied yet; buffered: "
+                                  "kept until its wait starts; consumed by node; "
+                                  "discarded or refused: see reason"},
+        "node": {"type": ["string", "null"], "description": "the wait that consumed it"},
+        "reason": {"type": ["string", "null"],
+                   "description": "why it was discarded or refused"},
+        "at": _TIME_OR_NULL, "received_at": _TIME_OR_NULL,
+        "links": {"type": "object", "additionalProperties": _TEXT}})
+"""``GET /v1/workflows/{id}/signals/{signal_id}``."""
+
 SCHEDULE_SIGNALLED_SCHEMA = _object(["name", "generation", "workflow_id", "signal"], {
     "name": _TEXT, "generation": {"type": "integer", "minimum": 1}, "workflow_id": _ID,
     "signal": {"enum": ["pause", "resume"]}})
@@ -183,6 +198,7 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: EVENT_STREAM_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": {JSON: SIGNAL_FATE_SCHEMA}},
     "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
                             "202": {JSON: ACCEPTED_SCHEMA}},
     "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},
