@@ -153,7 +153,7 @@ def submitted_from(response: httpx.Response) -> Submitted:
     """The view of a submission's answer (202: a new run; 200: the same again)."""
     doc = response.json()
     return Submitted(doc["id"], doc["status"], response.status_code == 202,
-                     doc.get("links") or {})
+                     doc.get("links") or {}, tuple(doc.get("warnings") or ()))
 
 
 def submit(workflow: dict[str, Any] | str | Path | None, definition: str | None,

@@ -24,12 +24,15 @@ class Submitted:
         status: its status when answered (``accepted`` for a new run).
         created: True for a new run (202), False for the same id and body again (200).
         links: ``{"self", "events"}`` paths.
+        warnings: each queue the run needs that had no live worker when it was
+            accepted (it waits until one serves it).
     """
 
     id: str
     status: str
     created: bool
     links: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,7 @@ def submit(
                                queue_anyway=queue_anyway)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
+        print_warnings({"warnings": answer.warnings}, console)
         if not follow_:
             return
         from ops.cli.follow import follow

@@ -64,8 +64,10 @@ async def post_workflow(request: Request) -> Response:
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet, submission(me, payload), me)
-    doc = {"id": accepted.workflow_id, "status": accepted.status,
-           "links": links(accepted.workflow_id)}
+    doc: dict[str, Any] = {"id": accepted.workflow_id, "status": accepted.status,
+                           "links": links(accepted.workflow_id)}
+    if accepted.warnings:  # a needed queue has no live worker now (queues.marks)
+        doc["warnings"] = list(accepted.warnings)
     return _json(doc, 202 if accepted.created else 200,
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})
 

@@ -15,7 +15,7 @@ from headwater.core.ids import child_id, task_key
 from headwater.core.spec import NodeKind
 from headwater.core.status import NodeStatus, TaskStatus
 from services.gateway.edge.problems import Problem
-from services.gateway.queues.workers import queue_state, queue_warnings
+from services.gateway.queues.marks import attempt_marks, attempt_warnings
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.projector.kinds import WaitStatus
 
@@ -81,7 +81,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [_task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
-        **queue_warnings(tasks[:MAX_TASKS]),  # attempts on a queue that cannot take them
+        **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         "links": links(workflow_id),
     }
@@ -101,7 +101,7 @@ def _task_view(t: asyncpg.Record) -> dict[str, Any]:
         "progress": t["progress"], "message": t["message"], "error": t["error"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
-        **queue_state(t["status"], t["queue"], t["task"]),
+        **attempt_marks(t),  # queue_state, worker_state (queues.marks)
     }
 
 
