@@ -8,7 +8,7 @@ import {badge, between, duration, h, note, replace, timeEl} from "./dom.js";
 import {attemptsOf} from "./run_model.js";
 
 export const PAGE_SIZE = 100;
-const STATUSES = ["", "pending", "running", "succeeded", "failed", "cancelled"];
+const STATUSES = ["", "pending", "running", "succeeded", "failed", "cancelled", "reused"];
 
 /** Each item's latest attempt from the events, in index order: the resource's rows. */
 export function itemsFromModel(model, node) {

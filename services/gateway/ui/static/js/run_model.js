@@ -1,6 +1,7 @@
 // What a run's event stream tells beyond its document: the spec it was accepted with
 // (for the graph), every attempt with its times, input, output and outcome (the
-// document shows only each task's latest), the spans of waits and sleeps (for the
+// document shows only each task's latest; what a rerun reused is an attempt "reused",
+// numbered 0 for a whole node), the spans of waits and sleeps (for the
 // timeline), and the chunks streamed by generator tasks. Pure: events in, plain values
 // out.
 
@@ -29,11 +30,11 @@ export function emptyModel() {
 }
 
 function attemptOf(model, data) {
-  const key = `${taskKey(data.node, data.index)}#${data.attempt}`;
+  const key = `${taskKey(data.node, data.index)}#${data.attempt ?? 0}`;
   let attempt = model.attempts.get(key);
   if (!attempt) {
     attempt = {key, task: taskKey(data.node, data.index), node: data.node,
-               index: data.index ?? null, attempt: data.attempt, generation: model.generation,
+               index: data.index ?? null, attempt: data.attempt ?? 0, generation: model.generation,
                name: "", queue: "", worker: "", dispatchedAt: null, startedAt: null,
                endedAt: null, outcome: "dispatched", error: "", errorType: "", progress: null,
                message: "", input: undefined, output: undefined, traceback: ""};
@@ -59,6 +60,13 @@ const ON_ATTEMPT = {
   TaskFailed(a, d) {
     Object.assign(a, {endedAt: d.at_ms, outcome: "failed", error: d.error || "",
                       errorType: d.error_type || "", traceback: d.traceback || ""});
+  },
+  TaskReused(a, d) {  // an item a rerun took from the run it reruns: not dispatched
+    Object.assign(a, {name: "(reused)", dispatchedAt: d.at_ms, startedAt: d.at_ms,
+                      endedAt: d.at_ms, outcome: "reused", output: d.output});
+  },
+  NodeReused(a, d) {  // a node a rerun took whole from the run it reruns
+    ON_ATTEMPT.TaskReused(a, d);
   },
   TaskCancelled(a, d) {
     Object.assign(a, {endedAt: d.at_ms, outcome: "cancelled", error: d.reason || ""});

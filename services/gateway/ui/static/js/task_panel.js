@@ -9,13 +9,14 @@ import {badge, between, duration, h, json, note, replace, timeEl, when} from "./
 import {attemptsOf, taskKey} from "./run_model.js";
 import {TaskLogs} from "./task_logs.js";
 
-const ENDED = new Set(["succeeded", "failed", "cancelled", "skipped", "upstream_failed"]);
+const ENDED = new Set(["succeeded", "failed", "cancelled", "skipped", "upstream_failed",
+                       "reused"]);
 
 /** The task as the events tell it, in the resource's shape. */
 function fromModel(model, node, index) {
   const attempts = attemptsOf(model, node, index);
   const last = attempts[attempts.length - 1];
-  const succeeded = attempts.find((a) => a.outcome === "succeeded");
+  const succeeded = attempts.find((a) => ["succeeded", "reused"].includes(a.outcome));
   return {node, index, task: last?.name || "", queue: last?.queue || "",
           status: last ? (last.outcome === "dispatched" ? "running" : last.outcome) : "pending",
           input: last?.input, output: succeeded?.output,

@@ -48,6 +48,12 @@ const small = history([
   ["TaskFailed", {node: "a", index: 2, attempt: 1, at_ms: 6, error: "x"}],
   ["TaskDispatched", {node: "a", index: 2, attempt: 2, at_ms: 7}]]);
 
+const reused = history([
+  ["WorkflowAccepted", {spec: {nodes: [{id: "whole"}, {id: "m", kind: "map"}]}, at_ms: 0}],
+  ["NodeReused", {node: "whole", output: {kept: true}, at_ms: 1}],
+  ["TaskReused", {node: "m", index: 3, attempt: 1, output: 9, at_ms: 2}],
+  ["TaskDispatched", {node: "m", index: 1, attempt: 1, at_ms: 3}]]);
+
 const attempt = (error) => {
   try {
     return rerun.rerunRequest("r1", {a: 1}, "{", "failed", "n");
@@ -71,6 +77,8 @@ console.log(JSON.stringify({
             most: Math.max(...buckets.map((b) => b.count))},
   spans: [...m.spans.values()].map((sp) => [sp.key, sp.start, sp.end, sp.outcome]),
   smallRows: timeline.rows(small).map((r) => [r.label, r.bars.map((b) => b.outcome)]),
+  reused: [...reused.attempts.values()].map((a) => [a.key, a.outcome, a.output ?? null]),
+  reusedItems: items.itemsFromModel(reused, "m").map((t) => [t.index, t.status]),
   smallAttempts: model.attemptsOf(small, "a").map((a) => a.key),
   rerunSame: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "failed", "n"),
   rerunChanged: rerun.rerunRequest("r1", {a: 1}, '{"a": 2}', "failed", "n"),

@@ -4,7 +4,7 @@
 time in index order, filtered by status; tasks are ordered by index as numbers; the
 timeline keeps one row per task up to its limit and one per node past it, its buckets
 counting what was under way and where an attempt failed; waits and sleeps become
-spans; the rerun dialog sends the input only when it was changed; a time names its
+spans; what a rerun reused is an attempt "reused"; the rerun dialog sends the input only when it was changed; a time names its
 zone. Skipped where Node is not installed (the browser tests drive the same modules).
 """
 
@@ -63,6 +63,13 @@ def test_the_model_keeps_each_attempts_input_output_and_traceback() -> None:
     assert got["input"] == {"xs": 1}
     assert got["output"] == 42
     assert got["failedTraceback"] == "Traceback …"
+
+
+def test_what_a_rerun_reused_is_an_attempt_reused() -> None:
+    got = answers("UTC")
+    assert got["reused"] == [["whole#0", "reused", {"kept": True}], ["m[3]#1", "reused", 9],
+                             ["m[1]#1", "dispatched", None]]
+    assert got["reusedItems"] == [[1, "running"], [3, "reused"]]
 
 
 def test_the_timeline_aggregates_per_node_past_its_limit() -> None:
