@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -193,33 +194,37 @@ def test_a_map_of_10000_items_is_paged_in_index_order(page: UI, stack: Stack) ->
     ui.shot("map-item-150")
 
 
-def test_a_task_whose_worker_was_killed_is_marked_lost(page: UI, stack: Stack) -> None:
+def test_a_task_whose_worker_was_killed_is_marked_lost(page: UI, stack: Stack,
+                                                        tmp_path: Path) -> None:
     ui = page
     if not offers(stack, "worker_last_heard_at"):
         pytest.skip("the gateway's run document marks no lost worker yet")
-    queue = "uilost"
-    worker = localstack.Service(f"worker-{queue}", (
+    queue = "q2"  # no worker serves it until a test adds one
+    worker = localstack.Service(f"worker-{queue}-ui", (
         sys.executable, "-m", "services.worker", "--queue", queue, "--tasks", "e2e_tasks"))
     pid = stack.start(worker, {"HEADWATER_GATEWAY_URL": stack.gateway})
+    wid = None
     try:
         wait_for_workers(stack.gateway, queue, 60)
         wid = submit(stack, {"name": "ui-lost", "nodes": [
-            {"id": "long", "task": "e2e.sleep", "queue": queue, "input": {"seconds": 300}}]},
-            "ui-lost")
+            {"id": "long", "task": "e2e.q2_marked_sleep",
+             "input": {"seconds": 300, "marks": str(tmp_path)}}]}, "ui-lost")
         ui.open(f"/ui/runs/{wid}")
+        wait_until((tmp_path / "started-None").exists, 60, "the attempt started")
         wait(ui, "the task running", lambda s: s["status"] == "running" and not s["lostMarks"])
-        wait_until(lambda: httpx.get(f"{stack.gateway}/v1/workflows/{wid}", timeout=10).json(),
-                   60, "the attempt started", until=lambda d: any(
-                       t.get("started_at") for t in d.get("tasks", [])))
         os.kill(pid, signal.SIGKILL)
         lost = wait(ui, "the node marked lost", lambda s: s["lostNodes"] == ["long"]
-                    and s["lostMarks"] and s["warnings"], timeout_s=90)
+                    and s["lostMarks"] and s["warnings"], timeout_s=60)
         assert "worker lost" in lost["lostMarks"][0] and "last heard" in lost["lostMarks"][0], lost
         ui.shot("run-worker-lost")
+        ui.click('svg.dag g.node[data-node="long"]')
+        panel = wait(ui, "the lost mark in the node's panel", lambda s: s["task"]
+                     and len(s["lostMarks"]) >= 2)
+        assert all("worker lost" in m for m in panel["lostMarks"]), panel
     finally:
         stack.stop(worker)
         stack.services.remove(worker)
-        if "wid" in locals():
+        if wid:
             httpx.post(f"{stack.gateway}/v1/workflows/{wid}/cancel", json={}, timeout=10)
 
 

@@ -19,6 +19,7 @@ import * as timeline from "./timeline.js";
 
 const REREAD_MS = 150;
 const FALLBACK_MS = 5000;
+const CLOCK_MS = 1000;  // the timeline's "now" moves on while the run is live
 const LIVE = new Set(["accepted", "running"]);
 
 function section(id, title, ...children) {
@@ -107,11 +108,15 @@ class RunPage {
     this.unpoll = poll(async () => {
       if (!this.doc || LIVE.has(this.doc.status)) await this.read();
     }, FALLBACK_MS);
+    this.clock = setInterval(() => {
+      if (this.doc && LIVE.has(this.doc.status) && !this.model.ended) this.renderTimeline();
+    }, CLOCK_MS);
   }
 
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.clock);
     this.unfollow?.();
     this.unpoll?.();
     this.panel.close();
