@@ -25,6 +25,7 @@ from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
 from services.gateway.openapi import document
 from services.gateway.queues import api as queues_api
+from services.gateway.reruns import api as reruns_api
 from services.gateway.runs import api as runs_api
 from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
@@ -37,6 +38,7 @@ log = logging.getLogger("headwater.gateway")
 ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, control_api.router, run_api.router, queues_api.router,
     definitions_api.router, schedules_api.router, auth_api.router, signals_api.router,
+    reruns_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

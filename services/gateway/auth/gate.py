@@ -22,7 +22,8 @@ from services.gateway.edge.problems import problem_response
 
 log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
-_SUBMIT = re.compile(r"/v1/(workflows|workflows/[^/]+/(cancel|signals/[^/]+)|run/[^/]*)/?")
+_SUBMIT = re.compile(
+    r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|signals/[^/]+)|run/[^/]*)/?")
 
 
 def role_needed(method: str, path: str) -> str | None:

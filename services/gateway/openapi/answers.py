@@ -110,7 +110,15 @@ WORKFLOW_SCHEMA = _object(
         "children": {"type": "array", "items": _RELATIVE},
         "waiting": {"type": "array", "items": _WAITING},
         "signals": {"type": "array", "items": _SIGNAL},
-        "next_wakeup": _WAKEUP, "links": _LINKS},
+        "next_wakeup": _WAKEUP,
+        "rerun_of": {"type": ["string", "null"],
+                     "description": "the run this one reruns (POST .../rerun or /reset)"},
+        "reset": {"type": ["string", "null"], "description": "a reset's node"},
+        "reused": {"type": ["object", "null"], "description": "what a rerun took from its "
+                   "source: nodes, and per fanned-out node how many items"},
+        "reruns": {"type": "array", "items": _ID, "description": "the runs that rerun "
+                   "this one, oldest first (at most 100)"},
+        "links": _LINKS},
     description="a run: status, nodes, attempts, output or error (views.workflow_view)")
 """``GET /v1/workflows/{id}`` (and ``POST /v1/run/{name}``'s 200)."""
 
@@ -128,6 +136,12 @@ WORKFLOWS_PAGE_SCHEMA = _object(["items", "next_cursor"], {
 CANCELLED_SCHEMA = _object(["id", "status", "links"], {
     "id": _ID, "status": {"const": CANCEL_REQUESTED}, "links": _LINKS})
 """``POST /v1/workflows/{id}/cancel``."""
+
+RERUN_STARTED_SCHEMA = _object(["id", "status", "rerun_of", "reset", "links"], {
+    "id": _ID, "status": _STATUS, "rerun_of": {**_ID, "description": "the source run"},
+    "reset": {"type": ["string", "null"], "description": "a reset's node; null: a rerun"},
+    "links": _LINKS})
+"""``POST /v1/workflows/{id}/rerun`` and ``/reset``."""
 
 SIGNALLED_SCHEMA = _object(["workflow_id", "signal", "signal_id", "links"], {
     "workflow_id": _ID, "signal": _TEXT,
@@ -199,6 +213,10 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
     "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": {JSON: SIGNAL_FATE_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/rerun": {"202": {JSON: RERUN_STARTED_SCHEMA},
+                                               "200": {JSON: RERUN_STARTED_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/reset": {"202": {JSON: RERUN_STARTED_SCHEMA},
+                                               "200": {JSON: RERUN_STARTED_SCHEMA}},
     "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
                             "202": {JSON: ACCEPTED_SCHEMA}},
     "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},

@@ -224,6 +224,24 @@ SIGNAL_SCHEMA: dict[str, Any] = {
     },
 }
 """``POST /v1/workflows/{id}/signals/{name}`` (``control.models.SignalRequest``)."""
+RERUN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": ["string", "null"], "pattern": WORKFLOW_ID_PATTERN,
+               "description": "the new run's id, the idempotency key (the same id and body "
+                              "again answer the same run); none: the gateway makes one"},
+        "input": {"description": "the new run's input; left out: the source's"},
+    },
+}
+"""``POST /v1/workflows/{id}/rerun`` (``reruns.models.RerunRequest``)."""
+RESET_SCHEMA: dict[str, Any] = {
+    **RERUN_SCHEMA, "required": ["node"],
+    "properties": {**RERUN_SCHEMA["properties"], "node": {
+        "type": "string", "minLength": 1, "maxLength": 200,
+        "description": "the node to run again, with everything downstream of it"}},
+}
+"""``POST /v1/workflows/{id}/reset`` (``reruns.models.ResetRequest``)."""
 
 SIGNAL_NAME_DOC: dict[str, Any] = {"pattern": NODE_ID_PATTERN,
                                    "description": "the signal a wait node declares "

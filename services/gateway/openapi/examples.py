@@ -72,6 +72,13 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
         "map-item": _example("for the wait of one map item",
                              {"index": 2, "fields": {"approved": False}}),
     },
+    "POST /v1/workflows/{workflow_id}/rerun": {
+        "fixed-input": _example("with the input fixed, under an id of the sender's", {
+            "id": "refund-order-1042-2", "input": {"order": 1042, "currency": "EUR"}}),
+        "same-input": _example("the source's input", {})},
+    "POST /v1/workflows/{workflow_id}/reset": {
+        "from-a-node": _example("run 'refund' and what follows it again",
+                                {"node": "refund"})},
     "POST /v1/run/{name}": {"input": _example("the run's input", {"order": 1042})},
     "PUT /v1/definitions/{name}": {
         "with-input-schema": _example("a spec and the JSON Schema its input must match",
@@ -181,6 +188,20 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         "a run's events, to its terminal one", _STREAM)}}},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
         "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
+    "POST /v1/workflows/{workflow_id}/rerun": {
+        "202": _json("a new run from what failed", {
+            "id": "refund-order-1042-2", "status": "accepted", "rerun_of": RUN, "reset": None,
+            "links": _links("refund-order-1042-2")}),
+        "200": _json("the same id and body again: the same run", {
+            "id": "refund-order-1042-2", "status": "running", "rerun_of": RUN, "reset": None,
+            "links": _links("refund-order-1042-2")})},
+    "POST /v1/workflows/{workflow_id}/reset": {
+        "202": _json("a new run from the node", {
+            "id": "refund-order-1042-3", "status": "accepted", "rerun_of": RUN,
+            "reset": "refund", "links": _links("refund-order-1042-3")}),
+        "200": _json("the same id and body again: the same run", {
+            "id": "refund-order-1042-3", "status": "succeeded", "rerun_of": RUN,
+            "reset": "refund", "links": _links("refund-order-1042-3")})},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": _json("the signal is sent", {
         "workflow_id": RUN, "signal": "approval", "signal_id": "ticket-7731-approve",
         "links": _links(RUN)})},

@@ -50,7 +50,7 @@ async def claimed_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
     """The claim's row (None: the id is free)."""
     return await pool.fetchrow(
         "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
-        " definition_version from workflows where workflow_id = $1", workflow_id)
+        " definition_version, rerun from workflows where workflow_id = $1", workflow_id)
 
 
 UNRETIRED = "where not exists (select 1 from retired_ids where workflow_id = $1)"
@@ -110,6 +110,7 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> 
         # version it resolved to), is harmless if it was.
         record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
                                       row["tenant"], definition=row.get("definition"),
-                                      definition_version=row.get("definition_version"))
+                                      definition_version=row.get("definition_version"),
+                                      rerun=row.get("rerun"))
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])

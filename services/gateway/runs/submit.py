@@ -131,6 +131,25 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     return await _claim(pool, out, request, _given(request), viewer(me, request.tenant))
 
 
+async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
+                       pinned: tuple[str | None, int | None], rerun: dict[str, Any],
+                       ) -> Accepted:
+    """Submit a rerun (``services/gateway/reruns``): ``request.workflow`` is the source's
+    spec as it ran (inlined already), ``pinned`` the definition and version it was
+    resolved from, ``rerun`` the document of what the new run reuses. The id's claim
+    hashes the request as given, ``{"rerun": {"of", "reset"}}`` with the input and tenant,
+    and keeps the document, so a retry of the same id is the same run and a healed claim
+    produces the same record.
+
+    Raises:
+        Problem: as ``submit`` does (400/429 of admission, 409, 413, 503).
+    """
+    assert request.workflow is not None
+    given = {"rerun": {"of": rerun["of"], "reset": rerun.get("reset")}}
+    claim = _Claim(request.workflow, *pinned)
+    return await _claim(pool, out, request, given, rerun=(claim, rerun))
+
+
 def _given(request: SubmitRequest) -> dict[str, Any]:
     """What the request's hash covers besides its input and tenant: the spec as given,
     or ``{"definition": ref}``.
@@ -184,7 +203,8 @@ async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
 
 
 async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
-                 given: dict[str, Any], me: Principal = OPEN) -> Accepted:
+                 given: dict[str, Any], me: Principal = OPEN,
+                 rerun: tuple[_Claim, dict[str, Any]] | None = None) -> Accepted:
     """Claim the id with the resolved spec, then produce the submission.
 
     A retry of an id already claimed is answered from its row (the same run, or 409)
@@ -202,7 +222,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
-    claim = await _resolved(pool, request, given, me)
+    claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     at_ms = now_ms()
@@ -211,13 +231,13 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
               request.input, digest, now)
     # body_hash too holds the request's hash until the projector sets that of the body
     # accepted (what a gateway of an older version compares).
-    named = (claim.definition, claim.version) if claim.definition is not None else ()
-    columns, params = (", definition, definition_version", ", $9, $10") if named else ("", "")
+    document = rerun[1] if rerun is not None else None
     claimed = await pool.fetchval(
         "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-        f" body_hash, request_hash, created_at, updated_at{columns}) select $1, $2, $3, $4,"
-        f" 0, $5, $6, $7, $7, $8, $8{params} {UNRETIRED} on conflict (workflow_id) do nothing"
-        " returning 1", *values, *named)
+        " body_hash, request_hash, created_at, updated_at, definition, definition_version,"
+        " rerun) select $1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10, $11"
+        f" {UNRETIRED} on conflict (workflow_id) do nothing returning 1", *values,
+        claim.definition, claim.version, document)
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
         was = await retired(pool, workflow_id, digest)  # or retired meanwhile
         if was is not None:
@@ -228,7 +248,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
                                   definition=claim.definition,
-                                  definition_version=claim.version)
+                                  definition_version=claim.version, rerun=document)
     try:
         await out.submission(record)
     except Problem as e:
@@ -253,7 +273,7 @@ def _warned(accepted: Accepted, spec: Any) -> Accepted:
 
 def _storable(request: SubmitRequest, hashed: Any) -> str:
     """Check the values; return the hash of the request as given (``hashed``: the spec,
-    or ``{"definition": ref}``). Runs in a worker thread."""
+    ``{"definition": ref}`` or a rerun's ``{"rerun": ...}``). Runs in a worker thread."""
     given = ({"workflow": hashed} if request.definition is None
              else {"definition": request.definition})
     require_storable({**given, "input": request.input, "tenant": request.tenant})

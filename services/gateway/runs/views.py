@@ -55,6 +55,9 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             "select * from tasks where workflow_id = $1 order by node, idx nulls first limit $2",
             workflow_id, MAX_TASKS + 1)
         kinds = await kind_rows(conn, workflow_id)
+        reruns = await conn.fetch(
+            "select workflow_id from workflows where rerun->>'of' = $1 order by created_at"
+            " limit $2", workflow_id, MAX_RERUNS)
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
@@ -83,8 +86,26 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "tasks_truncated": len(tasks) > MAX_TASKS,
         **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
+        **rerun_view(row.get("rerun"), [r["workflow_id"] for r in reruns]),
         "links": links(workflow_id),
     }
+
+
+MAX_RERUNS = 100
+"""At most this many reruns of a run are listed in its view (the oldest)."""
+
+
+def rerun_view(document: Any, reruns: list[str]) -> dict[str, Any]:
+    """How a run is linked to reruns, both ways: ``rerun_of`` (the run it reruns, or
+    null), ``reset`` (a reset's node), ``reused`` (what it took from its source: the
+    nodes, and per fanned-out node how many items) and ``reruns`` (the runs that rerun
+    it, oldest first)."""
+    doc = document if isinstance(document, dict) else {}
+    return {"rerun_of": doc.get("of"), "reset": doc.get("reset"),
+            "reused": None if not doc else {
+                "nodes": sorted(doc.get("nodes") or {}),
+                "items": {n: len(v) for n, v in (doc.get("items") or {}).items()}},
+            "reruns": reruns}
 
 
 def definition_of(row: Row) -> dict[str, Any] | None:

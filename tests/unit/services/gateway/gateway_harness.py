@@ -44,12 +44,15 @@ class FakePool:
         """Claim (``insert``), ``select 1`` and ``select status``."""
         await self._enter()
         if sql.startswith("insert into workflows"):
-            workflow_id, name, tenant, status, spec, workflow_input, digest, _ = args
+            workflow_id, name, tenant, status, spec, workflow_input, digest, _ = args[:8]
             if workflow_id in self.rows:
                 return None
             self.rows[workflow_id] = {"status": status, "seq": 0, "name": name,
                                       "tenant": tenant, "spec": spec, "input": workflow_input,
                                       "body_hash": digest}
+            if len(args) > 8:  # definition, definition_version, rerun
+                self.rows[workflow_id].update(zip(
+                    ("definition", "definition_version", "rerun"), args[8:], strict=True))
             return 1
         if sql.startswith("select 1 from workflows"):
             return 1 if args[0] in self.rows else None

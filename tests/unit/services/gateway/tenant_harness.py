@@ -67,11 +67,6 @@ class RegistryPool(FakePool):
         """A version's ``created_at``, a claim of a run by name; else ``FakePool``'s."""
         if sql.startswith("select created_at from definitions"):
             return self.versions[(args[0], args[1])]["created_at"]
-        if sql.startswith("insert into workflows") and len(args) == 10:
-            claimed = await super().fetchval(sql, *args[:8])
-            if claimed:
-                self.rows[args[0]].update(definition=args[8], definition_version=args[9])
-            return claimed
         return await super().fetchval(sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> str:

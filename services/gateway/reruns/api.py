@@ -1,0 +1,120 @@
+"""HTTP routes that run an ended run again (the HTTP table of docs/http-api.md): a rerun
+from what failed, and a reset to a node. Each is a new run under a new id, linked both
+ways (its ``rerun_of``, the source's ``reruns``), submitted as any submission is."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from services.gateway.auth.scope import not_found, principal, require_run
+from services.gateway.edge.body import parse_body, read_limited
+from services.gateway.edge.problems import Problem
+from services.gateway.lifetime import accepting
+from services.gateway.openapi.bodies import RERUN_SCHEMA, RESET_SCHEMA, json_body
+from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
+from services.gateway.reruns.models import RerunRequest, ResetRequest
+from services.gateway.reruns.plan import PlanError, fold, reuse
+from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
+from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.submit import submit_rerun
+from services.gateway.runs.views import links
+
+router = APIRouter()
+RERUN_BODY_BYTES = 64 * 1024
+"""The largest body without an input; one with an input may be the gateway's
+``max_body_bytes``."""
+
+RERUNNABLE = ("failed", "cancelled")
+"""The statuses a rerun starts from (a reset takes any ended run)."""
+ENDED = ("succeeded", "failed", "cancelled")
+
+_MEANINGS = {**NO_WORKFLOW, 409: "the workflow has not ended (a rerun: or it succeeded), "
+             "or the new id is taken by another body", 422: "the body does not fit, or "
+             "(a reset) names no node of the run"}
+
+
+def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+@router.post("/v1/workflows/{workflow_id}/rerun", status_code=202,
+             openapi_extra=json_body(RERUN_SCHEMA, required=False),
+             responses={200: {"description": "the same id and body again: the same run"},
+                        **problems(*WRITES, *BODY, *SUBMISSION, meanings=_MEANINGS)})
+async def rerun_workflow(request: Request, workflow_id: WorkflowId) -> Response:
+    """Run a failed or cancelled run again under a new id: what succeeded is reused (its
+    outputs, not run again; a map's succeeded items too), what failed, was cancelled or
+    never ran runs; optionally with a new ``input``. 202 (new), 200 (same id and body
+    again), 404, 409 (not ended, or succeeded), 422, 503."""
+    hw = accepting(request)
+    body = await read_limited(request, hw.settings.max_body_bytes) or b"{}"
+    return await _start(request, workflow_id, parse_body(RerunRequest, body), None)
+
+
+@router.post("/v1/workflows/{workflow_id}/reset", status_code=202,
+             openapi_extra=json_body(RESET_SCHEMA),
+             responses={200: {"description": "the same id and body again: the same run"},
+                        **problems(*WRITES, *BODY, *SUBMISSION, meanings=_MEANINGS)})
+async def reset_workflow(request: Request, workflow_id: WorkflowId) -> Response:
+    """Run an ended run again from ``node`` under a new id: that node and everything
+    downstream of it run again, the rest is reused from the source. 202, 200 (same id
+    and body again), 404, 409 (not ended), 422 (no such node), 503."""
+    hw = accepting(request)
+    payload = parse_body(ResetRequest, await read_limited(request, hw.settings.max_body_bytes))
+    return await _start(request, workflow_id, payload, payload.node)
+
+
+async def _start(request: Request, source: str, payload: RerunRequest,
+                 reset: str | None) -> Response:
+    hw = accepting(request)
+    me = principal(request)
+    await require_run(hw.pool, me, source)
+    row = await _source_row(hw.pool, source)
+    allowed = ENDED if reset is not None else RERUNNABLE
+    if row["status"] not in allowed:
+        what = "has not ended" if row["status"] not in ENDED else "succeeded (reset it to a node)"
+        raise Problem(409, "Conflict", f"workflow {source} {what}; a "
+                      f"{'reset' if reset else 'rerun'} needs one that "
+                      f"{'ended' if reset else 'failed or was cancelled'}",
+                      workflow_id=source, status_now=row["status"])
+    events = await hw.pool.fetch(
+        "select seq, type, data from events where workflow_id = $1 order by seq", source)
+    try:
+        state = await asyncio.to_thread(fold, [(r["seq"], r["type"], r["data"])
+                                               for r in events], source)
+        document = reuse(state, reset)
+    except PlanError as e:
+        if reset is not None and reset not in _nodes(row):
+            raise Problem(422, "Invalid request", str(e), errors=[f"node: {e}"]) from e
+        raise Problem(409, "Conflict", str(e), workflow_id=source) from e
+    given, new_input = payload.new_input
+    request_doc = SubmitRequest(id=payload.id, workflow=state.spec_doc,
+                                input=new_input if given else state.input, tenant=row["tenant"])
+    accepted = await submit_rerun(hw.pool, hw.outlet, request_doc,
+                                  (state.definition, state.definition_version), document)
+    doc = {"id": accepted.workflow_id, "status": accepted.status, "rerun_of": source,
+           "reset": reset, "links": links(accepted.workflow_id)}
+    return _json(doc, 202 if accepted.created else 200,
+                 {"Location": f"/v1/workflows/{accepted.workflow_id}"})
+
+
+async def _source_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
+    row = await pool.fetchrow(
+        "select status, tenant, spec from workflows where workflow_id = $1 and seq > 0",
+        workflow_id)
+    if row is None:
+        raise not_found(workflow_id)
+    return row
+
+
+def _nodes(row: Any) -> set[str]:
+    spec = row["spec"]
+    nodes = spec.get("nodes") if isinstance(spec, dict) else None
+    return {n.get("id") for n in nodes or [] if isinstance(n, dict)}
