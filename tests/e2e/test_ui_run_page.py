@@ -63,6 +63,7 @@ return {
   warnings: all('#run-warnings p.warning').map((p) => p.textContent),
   rerun: !!q('#rerun-button'),
   rerunOf: text('#rerun-of'),
+  reruns: text('#reruns'),
   dialog: text('#rerun-dialog .form-status'),
 };
 """
@@ -257,3 +258,8 @@ def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) ->
                and s["status"] == "succeeded" and s["rerunOf"] == wid)
     assert json.loads(new["input"]) == {"succeed_on": 1}, new
     ui.shot("rerun-new-run")
+    rerun_id = new["path"].rsplit("/", 1)[1]
+    ui.click("#rerun-of a")  # and back: the source lists its rerun
+    source = wait(ui, "the source run listing its rerun", lambda s: (
+        s["path"] == f"/ui/runs/{wid}" and rerun_id in (s["reruns"] or "")))
+    assert source["status"] == "failed", source

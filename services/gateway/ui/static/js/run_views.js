@@ -50,6 +50,7 @@ export function summary(doc, stream) {
     term("parent", doc.parent ? link(runPath(doc.parent.workflow_id), doc.parent.workflow_id)
       : null),
     term("rerun of", doc.rerun_of ? h("span", {id: "rerun-of"}, runLinks([doc.rerun_of])) : null),
+    term("reset to", doc.reset ? h("code", {}, doc.reset) : null),
     term("reruns", doc.reruns?.length ? h("span", {id: "reruns"}, runLinks(doc.reruns)) : null));
 }
 
