@@ -8,7 +8,10 @@ import {badge, between, duration, h, note, replace, timeEl} from "./dom.js";
 import {attemptsOf} from "./run_model.js";
 
 export const PAGE_SIZE = 100;
-const STATUSES = ["", "pending", "running", "succeeded", "failed", "cancelled", "reused"];
+/** The filter's choices: any, or a task's status (headwater/core/status.py TaskStatus; a
+ * unit test compares). */
+export const STATUSES = ["", "dispatched", "running", "retry_wait", "succeeded", "failed",
+                         "cancelled"];
 
 /** Each item's latest attempt from the events, in index order: the resource's rows. */
 export function itemsFromModel(model, node) {
@@ -17,7 +20,7 @@ export function itemsFromModel(model, node) {
   return [...latest.values()].map((a) => ({
     index: a.index, attempt: a.attempt, worker: a.worker, error: a.error,
     error_type: a.errorType, dispatched_at: a.dispatchedAt, started_at: a.startedAt,
-    finished_at: a.endedAt, status: a.outcome === "dispatched" ? "running" : a.outcome}));
+    finished_at: a.endedAt, status: a.outcome === "reused" ? "succeeded" : a.outcome}));
 }
 
 /** Page `page` (from 0) of rows filtered by status: {tasks, total, more}. */

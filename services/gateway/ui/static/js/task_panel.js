@@ -18,7 +18,7 @@ function fromModel(model, node, index) {
   const last = attempts[attempts.length - 1];
   const succeeded = attempts.find((a) => ["succeeded", "reused"].includes(a.outcome));
   return {node, index, task: last?.name || "", queue: last?.queue || "",
-          status: last ? (last.outcome === "dispatched" ? "running" : last.outcome) : "pending",
+          status: last ? last.outcome : "pending",
           input: last?.input, output: succeeded?.output,
           attempts: attempts.map((a) => ({
             attempt: a.attempt, status: a.outcome, worker: a.worker,
@@ -104,7 +104,7 @@ export class TaskPanel {
         h("dt", {}, "queue"), h("dd", {}, task.queue || "")),
       h("h4", {}, "Input"), h("pre", {class: "task-input"}, json(task.input)),
       h("h4", {}, "Output"), task.output === undefined || task.output === null
-        ? h("p", {class: "muted task-output-none"}, "none yet")
+        ? h("p", {class: "muted task-output-none"}, ENDED.has(task.status) ? "none" : "none yet")
         : h("pre", {class: "task-output"}, json(task.output)),
       h("h4", {}, `Attempts (${attempts.length})`),
       h("div", {class: "task-attempts"}, attempts.map(attemptView)));

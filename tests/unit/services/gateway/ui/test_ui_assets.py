@@ -2,8 +2,9 @@
 modules import only each other, and every one is used; nothing the page's
 Content-Security-Policy would block (HTML parsed from strings, ``eval``, inline styles)
 nor anything from another origin; the event types the run page listens for are the
-history's; every request goes through ``api.js`` (which sends the tab's token); the
-package data of ``pyproject.toml`` ships every file.
+history's, and the statuses the map's items are filtered by the tasks'; every request
+goes through ``api.js`` (which sends the tab's token); the package data of
+``pyproject.toml`` ships every file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import typing
 from pathlib import Path
 
 from headwater.core import events as ev
+from headwater.core.status import TaskStatus
 
 ROOT = Path(__file__).resolve().parents[5]
 PACKAGE = ROOT / "services" / "gateway" / "ui"
@@ -89,6 +91,13 @@ def test_the_run_page_listens_for_every_history_event_type() -> None:
     history = sorted(body.__name__ for body in typing.get_args(ev.Body))
     assert sorted(listened) == history
     assert len(listened) == len(set(listened))
+
+
+def test_the_items_filter_offers_every_task_status() -> None:
+    block = re.search(r"export const STATUSES = \[(.*?)\];", modules()["map_items.js"], re.S)
+    assert block is not None
+    offered = re.findall(r'"(\w*)"', block.group(1))
+    assert offered == ["", *(s.value for s in TaskStatus)]
 
 
 def test_every_request_goes_through_the_api_module() -> None:

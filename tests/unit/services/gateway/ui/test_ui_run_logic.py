@@ -4,8 +4,9 @@
 time in index order, filtered by status; tasks are ordered by index as numbers; the
 timeline keeps one row per task up to its limit and one per node past it, its buckets
 counting what was under way and where an attempt failed; waits and sleeps become
-spans; what a rerun reused is an attempt "reused"; the rerun dialog sends the input only when it was changed; a time names its
-zone. Skipped where Node is not installed (the browser tests drive the same modules).
+spans; what a rerun reused is an attempt "reused"; the rerun dialog sends the input
+only when it was changed; a time names its zone. Skipped where Node is not installed
+(the browser tests drive the same modules).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def test_what_a_rerun_reused_is_an_attempt_reused() -> None:
     got = answers("UTC")
     assert got["reused"] == [["whole#0", "reused", {"kept": True}], ["m[3]#1", "reused", 9],
                              ["m[1]#1", "dispatched", None]]
-    assert got["reusedItems"] == [[1, "running"], [3, "reused"]]
+    assert got["reusedItems"] == [[1, "dispatched"], [3, "succeeded"]]
 
 
 def test_the_timeline_aggregates_per_node_past_its_limit() -> None:
