@@ -40,7 +40,10 @@ export class NodePanel {
       " ", shut);
     const holder = h("div", {class: "panel-task"});
     if (kind === "map") {
-      this.items = new MapItems(this.id, this.model, node, (i) => this.openTask(holder, node, i));
+      this.items = new MapItems(this.id, this.model, node, (i) => {
+        this.openTask(holder, node, i);
+        this.task.el.scrollIntoView?.({block: "start"});  // below 100 rows: bring it up
+      });
       replace(this.el, head, lost.length ? lostMark(lost[0]) : null, this.items.el, holder);
       this.items.refresh();
       if (index !== undefined && index !== null) this.openTask(holder, node, index);
