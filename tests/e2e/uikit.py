@@ -14,6 +14,7 @@ import httpx
 import pytest
 from browserkit import ARTIFACTS, headless_chromium, screenshots
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from stackkit import Stack
 
@@ -115,7 +116,14 @@ class UI:
         return path
 
     def click(self, css: str) -> None:
-        self.browser.find_element(By.CSS_SELECTOR, css).click()
+        """Click the element ``css`` names (found again if the page redrew it meanwhile)."""
+        for tries in range(3):
+            try:
+                self.browser.find_element(By.CSS_SELECTOR, css).click()
+                return
+            except StaleElementReferenceException:
+                if tries == 2:
+                    raise
 
 
 def submit(stack: Stack, spec: dict[str, Any], prefix: str, input: Any = None) -> str:

@@ -49,6 +49,7 @@ export class MapItems {
     this.el = h("div", {class: "map-items", "data-node": node},
       h("div", {class: "pager"}, this.status, this.prev, this.where, this.next), this.list);
     this.reading = false;
+    this.shown = null;
   }
 
   go(page, reset = false) {
@@ -85,6 +86,9 @@ export class MapItems {
   }
 
   render({tasks, total, more, fallback}) {
+    const key = JSON.stringify([this.page, total, more, fallback, tasks]);
+    if (key === this.shown) return;  // unchanged: keep the rows (and what is being clicked)
+    this.shown = key;
     const first = this.page * PAGE_SIZE;
     replace(this.where, tasks.length
       ? ` items ${first + 1}–${first + tasks.length}${total !== undefined ? ` of ${total}` : ""} `

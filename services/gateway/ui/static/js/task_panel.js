@@ -94,6 +94,9 @@ export class TaskPanel {
   }
 
   render(task, fallback) {
+    const key = JSON.stringify([task, fallback, this.entry?.worker_state ?? null]);
+    if (key === this.shown) return;  // unchanged: keep the tracebacks opened
+    this.shown = key;
     const attempts = [...(task.attempts || [])].sort((a, b) => a.attempt - b.attempt);
     replace(this.body,
       fallback ? h("p", {class: "muted"}, "from the run's events (no task resource here)") : null,
