@@ -179,6 +179,16 @@ async def digest(value: object, salt: str = "", seconds: float = 0.0) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@task(name="e2e.refuse_digest", queue="cpu")
+async def refuse_digest(value: object, refuse: object = None, salt: str = "",
+                        seconds: float = 0.0) -> str:
+    """``e2e.digest``, except that a ``value`` equal to ``refuse`` fails for good (a bad
+    input that a rerun with another ``refuse`` gets past)."""
+    if value == refuse:
+        raise NonRetryableError(f"{value!r} is refused")
+    return await digest(value, salt, seconds)
+
+
 @task(name="e2e.flaky_digest", queue="cpu")
 async def flaky_digest(ctx: TaskContext, value: object, succeed_on: int,
                        seconds: float = 0.0) -> str:
