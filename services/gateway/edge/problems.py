@@ -144,6 +144,11 @@ INPUT_MISMATCH = ProblemType(
     "input-mismatch", 422, "Input does not match the definition", "the input does not "
     "match the definition's input_schema; errors names each field",
     {"definition": _TEXT, "version": {"type": "integer", "minimum": 1}})
+INPUT_UNRESOLVED = ProblemType(
+    "input-unresolved", 422, "Input lacks what the spec references", "an inline spec's "
+    "${input...} reference that the submitted input cannot resolve where the run would "
+    "resolve it (a key the input lacks, an index beyond a list, a map's over that is no "
+    "list); errors names each reference and what the input has there")
 INVALID_DEFINITION = ProblemType(
     "invalid-definition", 422, "Invalid definition", "a definition whose spec, child "
     "definitions or input_schema is invalid; errors names every fault")
@@ -183,7 +188,7 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
     BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, INVALID_SIGNAL, CORS_REFUSED,
     UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
     REQUEST_TOO_LARGE, RECORD_TOO_LARGE, INVALID_REQUEST, INVALID_SPEC, SPEC_TOO_LARGE,
-    INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INVALID_DEFINITION,
+    INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INPUT_UNRESOLVED, INVALID_DEFINITION,
     INVALID_DEFINITION_NAME, INVALID_SCHEDULE_NAME, INVALID_SCHEDULE, QUEUE_FULL,
     INTERNAL_ERROR, NOT_READY, SHUTTING_DOWN, KAFKA_UNAVAILABLE, DATABASE_DOWN)
 """Every problem type the gateway answers, by status."""

@@ -90,6 +90,9 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
         "refund@1: input.order: \"1042\" is not of type \"integer\"", "/v1/run/refund",
         errors=["input.order: \"1042\" is not of type \"integer\""], definition="refund",
         version=1),
+    "input-unresolved": _faults(
+        "input-unresolved", "/v1/workflows", "node 'fetch': input: ${input.ordr}: the "
+        "input has no key 'ordr' (did you mean 'order'?); it has customer, order"),
     "invalid-definition": _faults(
         "invalid-definition", "/v1/definitions/refund",
         "input_schema.properties.order.type: \"int\" is not valid under any of the "
