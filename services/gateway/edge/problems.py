@@ -77,8 +77,9 @@ BAD_CURSOR = ProblemType(
 NO_WORKER = ProblemType(
     "no-worker", 400, "No worker serves the task", "a task that no live worker of its "
     "node's queue serves, nor one did within HEADWATER_UNSERVED_AFTER_S (named by task "
-    "and queue); queue_anyway: true queues it anyway",
-    {"task": _TEXT, "queue": _TEXT})
+    "and queue; a task served nowhere with the closest served task names in did_you_mean); "
+    "queue_anyway: true queues it anyway",
+    {"task": _TEXT, "queue": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 INVALID_SIGNAL = ProblemType(
     "invalid-signal", 400, "Invalid signal", "no wait of the workflow takes the signal: "
     "an undeclared name, an index missing, out of range or not taken, a field missing, "
@@ -99,7 +100,8 @@ FORBIDDEN = ProblemType(
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
     "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
-    "schedule", {"definition": _TEXT, "schedule": _TEXT})
+    "schedule; for a definition name, the closest registered names in did_you_mean",
+    {"definition": _TEXT, "schedule": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 NO_ROUTE = ProblemType(
     "no-route", 404, "No such route", "a path that names no operation of the API")
 METHOD_NOT_ALLOWED = ProblemType(
