@@ -19,6 +19,8 @@ from faultsuite.shapes import (
     CHILD_DEFINITION,
     CHILDREN,
     DIAMOND_DEFINITION,
+    RERUN_ITEMS,
+    RERUN_REFUSED,
     RESTART_ITEMS,
     SHAPES,
     Sizes,
@@ -81,6 +83,8 @@ class Submission:
         runs: ``name@version`` its run must record, or None (an inline spec: none).
         children_run: ``name@version`` each of its child runs must record, or None.
         needs: the definitions to register before it is submitted.
+        rerun_of: the workflow of the batch it reruns (``POST /v1/workflows/{id}/rerun``
+            with its ``id`` and ``input``, once that one has ended), or None.
     """
 
     id: str
@@ -92,9 +96,13 @@ class Submission:
     runs: str | None = None
     children_run: str | None = None
     needs: tuple[Definition, ...] = ()
+    rerun_of: str | None = None
 
     def body(self) -> dict[str, Any]:
-        """The ``POST /v1/workflows`` body (the same on every retry)."""
+        """The ``POST /v1/workflows`` body (the same on every retry); a rerun's, of
+        ``POST /v1/workflows/{rerun_of}/rerun``."""
+        if self.rerun_of is not None:
+            return {"id": self.id, "input": self.input}
         if self.definition is not None:
             return {"id": self.id, "definition": self.definition, "input": self.input}
         return {"id": self.id, "workflow": self.spec, "input": self.input}
@@ -108,14 +116,15 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond")
+              "loop", "branch", "diamond", "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
 name, sent again for the same run. A short batch (``--batch 3``) has one too. The
 restart shape comes second, so that its long map items are in flight when a run's first
 worker is killed (``suite.FIRST_HITS``: the 7th or 20th attempt started), and a lost
-attempt restarts it; a short batch has it too."""
+attempt restarts it; a short batch has it too. Each workflow of the rerun shape (last)
+adds its rerun to the batch, after every other workflow."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -141,8 +150,15 @@ def make_batch(tag: str, size: int, sizes: Sizes = DEFAULT_SIZES,
     if unknown:
         raise ValueError(f"unknown shapes {unknown} (one of {list(ALL_SHAPES)})")
     registry = definitions(sizes)
-    return [_submission(tag, n, shapes[n % len(shapes)], sizes, registry)
-            for n in range(size)]
+    batch = [_submission(tag, n, shapes[n % len(shapes)], sizes, registry)
+             for n in range(size)]
+    return batch + [_rerun(s) for s in batch if s.shape == "rerun"]
+
+
+def _rerun(source: Submission) -> Submission:
+    """The rerun of a workflow of the rerun shape: the same items, none refused."""
+    return Submission(f"{source.id}-again", "rerun", source.spec,
+                      {**source.input, "refuse": None}, rerun_of=source.id)
 
 
 def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
@@ -156,6 +172,9 @@ def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
         workflow_input["flag"] = n % 2 == 0
     elif shape == "restart":
         workflow_input["items"] = [f"{n}.{i}" for i in range(RESTART_ITEMS)]
+    elif shape == "rerun":
+        workflow_input["items"] = [f"{n}.{i}" for i in range(RERUN_ITEMS)]
+        workflow_input["refuse"] = f"{n}.{RERUN_REFUSED}"
     return workflow_input
 
 

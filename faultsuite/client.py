@@ -11,6 +11,7 @@ answers that version (200), so a repeated ``PUT`` never makes another one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import time
@@ -26,6 +27,9 @@ from faultsuite.audit import EndState, definition_ref
 from faultsuite.auth import client_headers
 from faultsuite.batch import Definition, Signal, Submission
 from tests.polling import scaled
+
+TERMINAL = ("succeeded", "failed", "cancelled")
+"""The statuses of a run that has ended."""
 
 RETRYABLE_STATUS = (409, 429, 502, 503)
 """Answers that mean "try again" (409: the id is being submitted right now)."""
@@ -135,6 +139,8 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
                                  headers=client_headers()) as client:
 
         async def one(s: Submission) -> None:
+            if s.rerun_of is not None:  # once its source has ended, not holding a slot
+                await _ended(client, s.rerun_of, time.monotonic() + scaled(3 * timeout_s))
             async with limit:
                 answers = log.answers.setdefault(s.id, [])
                 error = await _submit(client, s, answers, time.monotonic() + scaled(timeout_s))
@@ -212,8 +218,9 @@ async def _signal_later(client: httpx.AsyncClient, workflow_id: str, sig: Signal
 
 async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],
                   deadline: float) -> str:
-    """Submit until accepted; return ``""`` or why it never was."""
-    send = functools.partial(client.post, "/v1/workflows", json=s.body())
+    """Submit until accepted (a rerun: rerun); return ``""`` or why it never was."""
+    path = "/v1/workflows" if s.rerun_of is None else f"/v1/workflows/{s.rerun_of}/rerun"
+    send = functools.partial(client.post, path, json=s.body())
     response, last = await until_answered(send, answers, deadline, RETRYABLE_STATUS)
     if response is None:
         return f"not accepted in time; last: {last}"
@@ -222,6 +229,17 @@ async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],
     if response.json().get("id") != s.id:
         return f"answered for another id: {response.text[:200]}"
     return ""
+
+
+async def _ended(client: httpx.AsyncClient, workflow_id: str, deadline: float) -> None:
+    """Return once the gateway shows ``workflow_id`` ended, or at ``deadline`` (the rerun
+    then gets its 409 and says so); errors and 404s are waited out."""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            response = await client.get(f"/v1/workflows/{workflow_id}")
+            if response.status_code == 200 and response.json().get("status") in TERMINAL:
+                return
+        await asyncio.sleep(0.5)
 
 
 async def until_answered(send: Callable[[], Awaitable[httpx.Response]], answers: list[int],

@@ -236,11 +236,29 @@ RESTART_MAX = 5
 RESTART_ITEM_S = 1.5
 """How long each map item of the restart shape takes, seconds."""
 
+RERUN_ITEMS = 20
+"""Items of the rerun shape's map; the one at index ``RERUN_REFUSED`` fails its first run."""
+RERUN_REFUSED = 7
+
+
+def rerun(s: Sizes) -> Spec:
+    """A map whose item ``input.refuse`` fails for good (so the run fails), then a digest
+    of the list: the batch reruns it with nothing refused (``batch.Submission.rerun_of``),
+    and the rerun reuses the items that succeeded."""
+    return _flow("fault-rerun", [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.refuse_digest",
+         "max_concurrency": s.map_concurrency,
+         "input": {"value": "${item}", "refuse": "${input.refuse}", "salt": "m",
+                   "seconds": s.map_seconds}},
+        _digest("sum", "${nodes.m.output}", s.seconds, ["m"]),
+    ], output={"items": "${nodes.m.output}", "sum": "${nodes.sum.output}"})
+
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
-    "restart": restart,
+    "restart": restart, "rerun": rerun,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

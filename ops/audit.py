@@ -19,6 +19,7 @@ Everything here is pure: the caller reads the log, the table and the projection.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -314,3 +315,39 @@ def past_retention(report: Report, marker: dict[str, Any]) -> Report:
     report.table = StoreCheck("table", held=True, seq=int(marker.get("seq") or 0),
                               notes=[note])
     return report
+
+
+def verdict(report: Report) -> str:
+    """The audit's outcome in one line, for the top of a summary: unknown, no
+    differences (naming a store compared behind the log), or how many differences and
+    where."""
+    if not report.known:
+        return (f"unknown workflow {report.workflow_id}: nothing in the log, the table or "
+                "the projection")
+    differences = report.differences
+    if differences:
+        where = Counter(d.where for d in differences)
+        return (f"{len(differences)} difference{'s' * (len(differences) != 1)} in "
+                f"{report.workflow_id}: " + ", ".join(f"{n} in the {w}" for w, n in where.items()))
+    seq = report.events[-1].event.seq if report.events else 0
+    behind = [c.store for c in (report.table, report.projection) if c.behind]
+    why = (f"; the {' and the '.join(behind)} behind the log, compared up to "
+           f"{'its' if len(behind) == 1 else 'their'} own seq" if behind else "")
+    return f"no differences: the stores agree with the history of {report.workflow_id} " \
+           f"(seq {seq}){why}"
+
+
+def event_counts(report: Report) -> list[tuple[str, int]]:
+    """How many events of each type the history holds, most first (ties by name)."""
+    counts = Counter(r.event.type for r in report.events)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def node_counts(report: Report) -> list[tuple[str, int]]:
+    """How many of the folded state's nodes are in each status, most first (none when the
+    history does not fold)."""
+    state = report.fold.state
+    if state is None:
+        return []
+    counts = Counter(n.status.value for n in state.nodes.values())
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -191,6 +191,11 @@ class AsyncClient:
         """As ``Client.cancel``."""
         return await self.fetch(req.cancel(workflow_id, reason))
 
+    async def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT,
+                    id: str | None = None, from_node: str | None = None) -> Submitted:
+        """As ``Client.rerun``."""
+        return await self.fetch(req.rerun(workflow_id, input, id, from_node))
+
     async def queues(self) -> builtins.list[Queue]:
         """As ``Client.queues``."""
         return await self.fetch(req.queues())

@@ -209,6 +209,26 @@ def cancel(workflow_id: str, reason: str) -> Request[dict[str, Any]]:
                         json={"reason": reason}), document)
 
 
+SAME_INPUT: Any = object()
+"""``Client.rerun``'s default input: the source run's."""
+
+
+def rerun(workflow_id: str, workflow_input: Any, new_id: str | None,
+          from_node: str | None) -> Request[Submitted]:
+    """``Client.rerun``: ``POST /v1/workflows/{id}/rerun``, or ``/reset`` with
+    ``from_node`` (``new_id`` None: a new id, chosen now, before the first try)."""
+    body: dict[str, Any] = {"id": run_id(new_id)}
+    if workflow_input is not SAME_INPUT:
+        body["input"] = workflow_input
+    if from_node is not None:
+        if not from_node:
+            raise ValueError("from_node: give a node's id")
+        body["node"] = from_node
+    verb = "rerun" if from_node is None else "reset"
+    return Request(Call("POST", f"/v1/workflows/{segment(workflow_id)}/{verb}", json=body),
+                   submitted_from)
+
+
 def queues_from(response: httpx.Response) -> list[Queue]:
     """The views of ``GET /v1/queues``'s items."""
     return [queue_from(q) for q in response.json()["queues"]]

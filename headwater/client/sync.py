@@ -251,6 +251,25 @@ class Client:
         cancel_requested``). Raises ``Conflict`` when it has already ended."""
         return self.fetch(req.cancel(workflow_id, reason))
 
+    def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT, id: str | None = None,
+              from_node: str | None = None) -> Submitted:
+        """Run an ended run again under a new id, reusing what succeeded: from its failed
+        and cancelled nodes (``POST .../rerun``), or with ``from_node`` from that node on
+        (``POST .../reset``, any ended run).
+
+        Args:
+            workflow_id: the source run.
+            input: the new run's input (left out: the source's).
+            id: the new run's id (None: ``wf-<uuid4 hex>``, chosen before the first try,
+                so retrying is safe).
+            from_node: reset to this node: it and everything downstream of it run again.
+
+        Raises:
+            NotFound: no such run. Conflict: it has not ended (a rerun: or it succeeded),
+                or the id is taken by another body. Unprocessable: no such node.
+        """
+        return self.fetch(req.rerun(workflow_id, input, id, from_node))
+
     def queues(self) -> builtins.list[Queue]:
         """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""
         return self.fetch(req.queues())

@@ -71,17 +71,22 @@ def iter_refs(template: Any) -> Iterator[tuple[str, Ref | str]]:
             stack.extend(item)
 
 
+def step(value: Any, key: str) -> tuple[bool, Any]:
+    """One step of a reference's path: ``(True, value[key])`` for a key of an object or
+    an index (digits) within a list, else ``(False, None)``."""
+    if isinstance(value, Mapping) and key in value:
+        return True, value[key]
+    if isinstance(value, list) and _INDEX.fullmatch(key) and int(key) < len(value):
+        return True, value[int(key)]
+    return False, None
+
+
 def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
     for key in path:
-        if isinstance(value, Mapping) and key in value:
-            value = value[key]
-        elif isinstance(value, list) and _INDEX.fullmatch(key) and int(key) < len(value):
-            value = value[int(key)]
-        else:
+        found, value = step(value, key)
+        if not found:
             raise InputReferenceError(f"{raw}: no key {key!r}")
     return value
-
-
 
 
 def resolve(

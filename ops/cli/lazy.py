@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +54,35 @@ class LazyCommand:
         if isinstance(target, typer.Typer):
             group = typer.main.get_group(target)
             group.name = name
-            return group
+            return plain_help(group)
         single = typer.Typer(add_completion=False)
         single.command(name, rich_help_panel=self.panel)(target)
-        return typer.main.get_command(single)
+        return plain_help(typer.main.get_command(single))
+
+
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+?)``")
+
+
+def plain(text: str) -> str:
+    """Help text without reStructuredText markup: a docstring's ``literal`` and
+    ``:role:`target``` read as `literal` and `target`, as the helps' own quotes do."""
+    return _LITERAL.sub(r"`\1`", _ROLE.sub(r"`\1`", text))
+
+
+def plain_help(command: Any) -> Any:
+    """``command`` (and its subcommands) with its help, its options' and arguments'
+    helps ``plain``: the commands' helps are their docstrings, written for the source's
+    readers too."""
+    for attr in ("help", "short_help", "epilog"):
+        if getattr(command, attr, None):
+            setattr(command, attr, plain(getattr(command, attr)))
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = plain(param.help)
+    for sub in getattr(command, "commands", {}).values():  # a group's
+        plain_help(sub)
+    return command
 
 
 LAZY: dict[str, LazyCommand] = {}

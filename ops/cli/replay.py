@@ -23,7 +23,16 @@ from rich.table import Table
 from headwater.core.retention import load_marker
 from headwater.core.state import WorkflowState
 from headwater.errors import DecodeError
-from ops.audit import Observed, Report, StoreCheck, audit, past_retention
+from ops.audit import (
+    Observed,
+    Report,
+    StoreCheck,
+    audit,
+    event_counts,
+    node_counts,
+    past_retention,
+    verdict,
+)
 from ops.cli.endpoints import BOOTSTRAP, PG_DSN, PREFIX, Endpoints, endpoints
 from ops.cli.kafkalog import KafkaLog
 from ops.cli.pgread import read_rows
@@ -38,11 +47,18 @@ console = Console(soft_wrap=True, emoji=False)  # "retry:a:2" is no emoji code
 EXIT_DIFFERENT, EXIT_UNKNOWN, EXIT_UNREACHABLE = 1, 2, 3
 UNREACHABLE = (OSError, asyncpg.PostgresError, KafkaError, TimeoutError)
 """What reading Kafka or PostgreSQL raises when they are down or slow."""
+SUMMARY_TYPES = 8
+"""The most event types a summary names (the rest counted together)."""
+SUMMARY_DIFFERENCES = 10
+"""The most differences a summary lists (the rest counted)."""
 
 
 def replay(
     workflow_id: Annotated[str, typer.Argument(help="workflow id")],
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="the verdict first, then counts of events and nodes, the stores "
+                          "and the first differences, without the timeline")] = False,
     grace: Annotated[float, typer.Option(
         help="seconds the table may lack the newest events before that is a difference"
     )] = 30.0,
@@ -53,10 +69,11 @@ def replay(
     """Replay a workflow's history from the events topic and audit the stores.
 
     Prints the timeline, then every difference between the folded state and the
-    coordinator's table (field by field) and the projection's rows. A store behind the
-    log is compared with the history up to its own seq and reported as behind (the
-    projection is eventually consistent). Exit status: 0 everything matches, 1 a
-    difference, 2 unknown workflow, 3 Kafka or PostgreSQL unreachable.
+    coordinator's table (field by field) and the projection's rows; with --summary, the
+    verdict first and a few lines instead. A store behind the log is compared with the
+    history up to its own seq and reported as behind (the projection is eventually
+    consistent). Exit status: 0 everything matches, 1 a difference, 2 unknown workflow,
+    3 Kafka or PostgreSQL unreachable.
     """
     ep = endpoints(bootstrap, prefix, pg_dsn)
     try:
@@ -67,6 +84,8 @@ def replay(
         raise typer.Exit(EXIT_UNREACHABLE) from e
     if as_json:
         typer.echo(json.dumps(to_json(report), indent=2, default=str))
+    elif summary:
+        show_summary(report)
     else:
         show(report)
     if not report.known:
@@ -169,6 +188,47 @@ def show(report: Report) -> None:
         console.print(f"[red]{len(report.differences)} difference(s)[/]")
     else:
         console.print("[green]no differences[/]")
+
+
+def show_summary(report: Report) -> None:
+    """Print the verdict first, then a few lines: the workflow, its events and nodes by
+    type and status, the stores, notes, and the first ``SUMMARY_DIFFERENCES``
+    differences."""
+    colour = "red" if report.differences or not report.known else "green"
+    console.print(f"[{colour}]{escape(verdict(report))}[/]")
+    if not report.known:
+        return
+    state = report.fold.state
+    if state is not None:
+        # The ends alone, not the timeline: its details are what --summary leaves out.
+        ends = timeline(r.event for r in (report.events[:1] + report.events[-1:]))
+        took = (f", accepted {ends[0].time()} UTC, {(ends[-1].at_ms - ends[0].at_ms) / 1000:.3f}"
+                " s from first to last event" if ends else "")
+        console.print(f"{escape(state.workflow_id)} {escape(state.name)} "
+                      f"{state.status.value}{took}")
+    types = _counted(event_counts(report), SUMMARY_TYPES)
+    console.print(f"events: {len(report.events)} ({escape(types)})")
+    nodes = node_counts(report)
+    if nodes:
+        console.print(f"nodes: {sum(n for _, n in nodes)} ({_counted(nodes, len(nodes))})")
+    for check in (report.table, report.projection):
+        _show_store(check)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    differences = report.differences
+    for d in differences[:SUMMARY_DIFFERENCES]:
+        console.print(f"[red]difference:[/] {escape(d.describe())}")
+    if len(differences) > SUMMARY_DIFFERENCES:
+        console.print(f"… and {len(differences) - SUMMARY_DIFFERENCES} more differences "
+                      "(without --summary: all of them, and the timeline)")
+
+
+def _counted(counts: list[tuple[str, int]], most: int) -> str:
+    """``"TaskSucceeded 10, TaskDispatched 10, 3 other"``: the first ``most`` by name, the
+    rest together."""
+    shown = ", ".join(f"{name} {n}" for name, n in counts[:most])
+    rest = sum(n for _, n in counts[most:])
+    return f"{shown}, {rest} other" if rest else shown
 
 
 def _show_store(check: StoreCheck) -> None:

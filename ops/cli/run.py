@@ -6,18 +6,27 @@ and prints the output, or the status and error; ``--async`` prints the run's id 
 ``--follow`` shows its progress until it ends. Exit codes are ``submit --follow``'s: 0
 succeeded, 1 failed, cancelled, not ended within the wait, or unknown definition (404),
 2 any other refusal or an unreachable gateway.
+
+The run's id is chosen before the first try (the client retries a lost connection or a
+503 with it), and said only where the run may have started unseen: an unreachable
+gateway, a 5xx, or Ctrl-C while waiting; then retrying with ``--id`` is safe. A refusal
+(an unknown definition: what the gateway suggests instead) started nothing, and says
+so without it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from ops.cli.common import GATEWAY, console, errors_console, styled
+from headwater import errors
+from ops.cli.common import GATEWAY, console, errors_console, fail, styled
 from ops.cli.workflows import client, gateway_errors, load_input, report
 
 
@@ -47,12 +56,9 @@ def run(
         raise typer.BadParameter("--async and --follow exclude each other")
     run_input: Any = load_input(input)
     run_id = id or new_workflow_id()
-    if id is None:
-        errors_console.print(f"running {escape(name)} as {escape(run_id)} (the id is chosen "
-                             f"before the first try: retrying with --id {escape(run_id)} "
-                             "is safe)")
     started = time.monotonic()
-    with gateway_errors(gateway, f"run {run_id}"), client(gateway) as hw:
+    with gateway_errors(gateway, f"run {run_id}"), client(gateway) as hw, \
+            maybe_started(name, run_id, id is None), unknown_definition(name):
         if follow_:
             from ops.cli.follow import follow
 
@@ -73,3 +79,34 @@ def run(
         return
     console.print(f"[red]{escape(str(answer.error))}[/]")
     raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def maybe_started(name: str, run_id: str, chosen: bool) -> Iterator[None]:
+    """On an error after which the run may have started unseen (an unreachable gateway, a
+    5xx, Ctrl-C), say its id (when the command chose it) and that retrying with it is
+    safe; the error goes on as it was."""
+    try:
+        yield
+    except (errors.GatewayUnreachable, errors.HeadwaterHTTPError, KeyboardInterrupt) as e:
+        if chosen and (not isinstance(e, errors.HeadwaterHTTPError) or e.status >= 500):
+            errors_console.print(
+                f"the run of {escape(name)} may have started as {escape(run_id)}: retrying "
+                f"with --id {escape(run_id)} is safe (`headwater status {escape(run_id)}` "
+                "shows it)")
+        raise
+
+
+@contextlib.contextmanager
+def unknown_definition(name: str) -> Iterator[None]:
+    """End the command on a 404: no such definition (the gateway's detail names the
+    closest ones it knows), nothing started (exit 1).
+
+    Raises:
+        typer.Exit: on ``errors.NotFound``.
+    """
+    try:
+        yield
+    except errors.NotFound as e:
+        fail(f"{e.detail or f'no definition {name}'}; nothing was started "
+             "(`headwater definitions list` lists the registered ones)", 1)

@@ -179,6 +179,16 @@ async def digest(value: object, salt: str = "", seconds: float = 0.0) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@task(name="e2e.refuse_digest", queue="cpu")
+async def refuse_digest(value: object, refuse: object = None, salt: str = "",
+                        seconds: float = 0.0) -> str:
+    """``e2e.digest``, except that a ``value`` equal to ``refuse`` fails for good (a bad
+    input that a rerun with another ``refuse`` gets past)."""
+    if value == refuse:
+        raise NonRetryableError(f"{value!r} is refused")
+    return await digest(value, salt, seconds)
+
+
 @task(name="e2e.flaky_digest", queue="cpu")
 async def flaky_digest(ctx: TaskContext, value: object, succeed_on: int,
                        seconds: float = 0.0) -> str:
@@ -217,6 +227,19 @@ def decide(input: dict[str, object], transcript: list[dict[str, object]], step: 
     tool = input.get("tool", tools[0])
     tool_input = {"value": last, "salt": f"step{step}", "seconds": input.get("seconds", 0)}
     return {"tool": tool, "input": tool_input, "spend": spend}
+
+
+@task(name="e2e.words", queue="cpu")
+def words(text: object, marks: str, index: int) -> list[str]:
+    """Append ``index`` as a line to the file ``marks`` (every run of the task code leaves
+    one), then split ``text`` into words: a text that is not a string raises
+    ``AttributeError`` (a bad input a rerun fixes), after 2 s, so that the other items of
+    its map have ended first (a map fails fast, cancelling the items still running)."""
+    with open(marks, "a") as f:
+        f.write(f"{index}\n")
+    if not isinstance(text, str):
+        time.sleep(2)
+    return text.split()  # type: ignore[attr-defined]
 
 
 @task(name="e2e.logs_then_fail", queue="cpu")

@@ -45,10 +45,11 @@ def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     session: the fault points' and the infrastructure faults' runs compare with it)."""
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
-    # One workflow per shape and the child shape's 3 children; only "failing" fails.
-    assert len(batch) == len(ALL_SHAPES)
-    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 1 + 3,
-                                        "failed": 1}, explain(base)
+    # One workflow per shape, the rerun of the rerun shape's and the child shape's 3
+    # children; "failing" fails, and so does the rerun shape's first run.
+    assert len(batch) == len(ALL_SHAPES) + 1
+    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 2 + 1 + 3,
+                                        "failed": 2}, explain(base)
     # Two runs by definition name (version 1 pinned, and the latest: 2), and the children
     # of the kind: workflow node that names fault-child-inner.
     assert base.figures["definitions_run"] == {

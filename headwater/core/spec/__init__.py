@@ -39,6 +39,7 @@ from headwater.core.spec.fields import (
     workflow_name,
 )
 from headwater.core.spec.kinds import (
+    KIND_KEYS,
     TASK_KEY,
     ChildSpec,
     NodeKind,
@@ -50,8 +51,10 @@ from headwater.core.spec.kinds import (
     parse_when,
     signal_clash_faults,
 )
+from headwater.core.spec.links import check_needs, check_routes
 from headwater.core.spec.refs import ERROR_KEYS, check_refs
 from headwater.core.spec.restart import RESTART_KEYS, parse_restarts
+from headwater.core.suggest import did_you_mean
 from headwater.errors import SpecError
 
 __all__ = ["ERROR_KEYS", "MAX_NODES", "NodeKind", "NodeSpec", "WorkflowSpec", "load_spec_text",
@@ -218,19 +221,23 @@ def _parse(doc: Any, submitted: bool) -> WorkflowSpec:
     if not isinstance(doc, Mapping):
         raise SpecError(["spec must be a mapping with 'name' and 'nodes'"])
     for key in sorted(set(doc) - _TOP_KEYS, key=str):
-        faults.append(f"unknown field {key!r} (expected one of {sorted(_TOP_KEYS)})")
+        faults.append(f"unknown field {key!r}{_suggest(key, _TOP_KEYS)}; expected one of "
+                      f"{sorted(_TOP_KEYS)}")
     name = workflow_name(doc.get("name"), faults)
     defaults = parse_defaults(doc, faults)
     nodes = _parse_nodes(doc.get("nodes"), defaults, faults,
                          _child_faults if submitted else _read_child_faults)
-    _check_needs(nodes, faults)
-    _check_routes(nodes, faults)
+    # Ids of the nodes refused for a fault of their own: a link to one is no fault.
+    declared = {r["id"] for r in doc["nodes"] if isinstance(r, Mapping)
+                and isinstance(r.get("id"), str)}
+    check_needs(nodes, declared, faults)
+    check_routes(nodes, declared, faults)
     signal_clash_faults([(n.id, n.wait) for n in nodes if n.wait is not None], faults)
     schedule_spec_faults(nodes, faults)
     cycle = find_cycle(nodes)
     if cycle:
         faults.append("cycle: " + " -> ".join(cycle))
-    check_refs(nodes, doc.get("output"), faults)
+    check_refs(nodes, doc.get("output"), faults, declared)
     restarts = parse_restarts(
         doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
     if submitted:
@@ -326,6 +333,11 @@ def _read_child_faults(doc: Any) -> list[str]:
     return []
 
 
+def _suggest(word: Any, names: Any) -> str:
+    """``did_you_mean`` of a field name (a key of any type: suggested when a string)."""
+    return did_you_mean(word, [str(n) for n in names]) if isinstance(word, str) else ""
+
+
 def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str] | None:
     """``(id, kind, where)`` of a node: ``where`` names it in faults. None (the fault
     appended) when it is not a mapping, or its id or kind is invalid; unknown fields are
@@ -339,46 +351,14 @@ def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str]
         faults.append(f"{where}: id must match {_ID.pattern}")
         return None
     where = f"node {node_id!r}"
+    given = raw.get("kind", "task")
+    kind = next((k for k in NodeKind if k.value == given), None)
+    own_keys = _NODE_KEYS | (KIND_KEYS.get(kind, frozenset()) if kind else any_kind_keys())
     for key in sorted(set(raw) - _NODE_KEYS - any_kind_keys(), key=str):
-        faults.append(f"{where}: unknown field {key!r}")
-    try:
-        kind = NodeKind(raw.get("kind", "task"))
-    except ValueError:
-        faults.append(f"{where}: kind must be one of {[k.value for k in NodeKind]}")
+        faults.append(f"{where}: unknown field {key!r}{_suggest(key, own_keys)}")
+    if kind is None:
+        faults.append(f"{where}: kind must be one of {[k.value for k in NodeKind]}"
+                      f"{_suggest(given, NodeKind)}")
         return None
     kind_key_faults(raw, kind, where, faults)
     return node_id, kind, where
-
-
-def _check_needs(nodes: list[NodeSpec], faults: list[str]) -> None:
-    ids = {n.id for n in nodes}
-    for n in nodes:
-        for dep in n.needs:
-            if dep not in ids:
-                faults.append(f"node {n.id!r}: needs unknown node {dep!r}")
-            elif dep == n.id:
-                faults.append(f"node {n.id!r}: needs itself")
-
-
-def _check_routes(nodes: list[NodeSpec], faults: list[str]) -> None:
-    """``on_error`` names another node, which handles no other node's errors and has no
-    ``needs`` of its own (it starts when the node routing to it fails)."""
-    ids = {n.id for n in nodes}
-    by_id = {n.id: n for n in nodes}
-    routed_from: dict[str, str] = {}
-    for n in nodes:
-        target = n.on_error
-        if target is None:
-            continue
-        if target not in ids:
-            faults.append(f"node {n.id!r}: on_error names unknown node {target!r}")
-        elif target == n.id:
-            faults.append(f"node {n.id!r}: on_error names itself")
-        elif target in routed_from:
-            faults.append(f"node {target!r} is the error route of both {routed_from[target]!r}"
-                          f" and {n.id!r}; give each node its own handler")
-        else:
-            routed_from[target] = n.id
-            if by_id[target].needs:
-                faults.append(f"node {target!r}: an error handler (on_error of {n.id!r}) "
-                              "cannot have needs; it starts when that node fails")

@@ -7,7 +7,7 @@ nodes and their needs are known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -15,6 +15,7 @@ from headwater.core.conditions import condition_refs
 from headwater.core.graph import GraphNode, upstream_among
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.refs import Ref, iter_refs
+from headwater.core.suggest import did_you_mean
 
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
 """The keys of ``${error}`` (``state.error_object``)."""
@@ -44,21 +45,30 @@ class RefNode(GraphNode, Protocol):
         """Whether it runs once per item of ``over``."""
 
 
-def check_refs(nodes: Sequence[RefNode], output: Any, faults: list[str]) -> None:
-    """Append a fault for each reference that may not be used where it is."""
+def node_refs(n: RefNode) -> list[tuple[str, str, Ref | str]]:
+    """``(field, raw, parsed)`` of every reference a node's templates hold: its input,
+    ``over``, a sleep's ``until`` and its ``when``, in that order."""
+    templates: list[tuple[str, Any]] = [("input", n.input)]
+    if n.over is not None:
+        templates.append(("over", n.over))
+    if n.sleep is not None and n.sleep.until is not None:
+        templates.append(("until", n.sleep.until))
+    refs = [(field_name, raw, ref) for field_name, template in templates
+            for raw, ref in iter_refs(template)]
+    if n.when is not None:
+        refs.extend(("when", raw, ref) for raw, ref in condition_refs(n.when))
+    return refs
+
+
+def check_refs(nodes: Sequence[RefNode], output: Any, faults: list[str],
+               declared: Collection[str] = ()) -> None:
+    """Append a fault for each reference that may not be used where it is (``declared``:
+    ids of nodes refused for faults of their own, which a reference may name)."""
     ids = {n.id for n in nodes}
     needs = {n.id: n.needs for n in nodes}
     source_of = {n.on_error: n.id for n in nodes if n.on_error}
     for n in nodes:
-        templates: list[tuple[str, Any]] = [("input", n.input)]
-        if n.over is not None:
-            templates.append(("over", n.over))
-        if n.sleep is not None and n.sleep.until is not None:
-            templates.append(("until", n.sleep.until))
-        refs = [(field_name, raw, ref) for field_name, template in templates
-                for raw, ref in iter_refs(template)]
-        if n.when is not None:
-            refs.extend(("when", raw, ref) for raw, ref in condition_refs(n.when))
+        refs = node_refs(n)
         named = {ref.node for _, _, ref in refs if isinstance(ref, Ref) and ref.node in ids}
         # A handler sees what its source could see: the nodes upstream of the source.
         source = source_of.get(n.id)
@@ -67,12 +77,13 @@ def check_refs(nodes: Sequence[RefNode], output: Any, faults: list[str]) -> None
             upstream |= upstream_among(needs, source or n.id, named - upstream)
         for field_name, raw, ref in refs:
             scope = _Scope(in_map=n.fans_out and field_name == "input",
-                           handler=source is not None and field_name in ("input", "when"))
-            fault = _ref_fault(ref, ids, upstream, scope)
+                           handler=source is not None and field_name in ("input", "when"),
+                           node=n.id, source=source)
+            fault = _ref_fault(ref, ids, upstream, scope, declared)
             if fault:
                 faults.append(f"node {n.id!r}: {field_name}: {raw}: {fault}")
     for raw, ref in iter_refs(output):
-        fault = _ref_fault(ref, ids, ids, _Scope())
+        fault = _ref_fault(ref, ids, ids, _Scope(), declared)
         if fault:
             faults.append(f"output: {raw}: {fault}")
 
@@ -83,9 +94,12 @@ class _Scope:
 
     in_map: bool = False  # ${item}, ${index}: a map node's input
     handler: bool = False  # ${error}: an error handler's input
+    node: str = ""  # the node whose template it is
+    source: str | None = None  # the node whose errors it handles (its needs are the handler's)
 
 
-def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope) -> str | None:
+def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope,
+               declared: Collection[str]) -> str | None:
     """Why a reference may not be used here, or None (``ref`` as a string: it did not
     parse, and says why)."""
     if isinstance(ref, str):
@@ -94,12 +108,23 @@ def _ref_fault(ref: Ref | str, ids: set[str], upstream: set[str], scope: _Scope)
         return f"${{{ref.root}}} is only defined in a map node's input"
     if ref.root == "error":
         return _error_ref_fault(ref, scope)
-    if ref.root == "nodes":
+    if ref.root == "nodes" and ref.node is not None:
         if ref.node not in ids:
-            return f"unknown reference to node {ref.node!r}"
+            return (None if ref.node in declared else
+                    f"unknown reference to node {ref.node!r}{did_you_mean(ref.node, ids)}")
         if ref.node not in upstream:
-            return f"node {ref.node!r} is not upstream (add it to needs)"
+            return f"node {ref.node!r} is not upstream{_add_to_needs(ref.node, scope)}"
     return None
+
+
+def _add_to_needs(node_id: str, scope: _Scope) -> str:
+    """What to do about a reference to a node that is not upstream: add it to the needs
+    of the referring node, or, for an error handler (which has no needs), of its
+    source."""
+    if scope.source is not None:
+        return (f" of {scope.source!r}, whose errors this node handles: add {node_id!r} to "
+                f"the needs of node {scope.source!r}")
+    return f": add {node_id!r} to the needs of node {scope.node!r}"
 
 
 def _error_ref_fault(ref: Ref, scope: _Scope) -> str | None:

@@ -37,7 +37,7 @@ from services.gateway.definitions.registry import (
     inline_children,
     schema_faults,
     tenant_of,
-    unknown,
+    unknown_named,
 )
 from services.gateway.definitions.store import Store
 from services.gateway.edge.body import parse_body, parse_json, read_limited, require_storable
@@ -208,11 +208,12 @@ async def get_definition(request: Request, name: DefinitionName,
                          version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                          ) -> Response:
     """One version (default: the latest) with its spec and input schema; 404 unknown
-    (or another tenant's); 410 deleted, unless ``version`` is given."""
+    (or another tenant's; naming the closest names the principal sees); 410 deleted,
+    unless ``version`` is given."""
     pool = runtime(request).pool
     head = await head_of(pool, name, principal(request))
     if head is None:
-        raise unknown(name)
+        raise await unknown_named(pool, name, principal(request))
     if head["deleted"] and version is None:
         raise Problem(410, DELETED, f"definition {name} was deleted (its last version is "
                       f"{head['version']}); read a version with ?version=N",

@@ -16,7 +16,7 @@ exist (404, the same document).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -27,6 +27,7 @@ import orjson
 
 from headwater.core.definitions import DefinitionRefError, parse_ref, visible
 from headwater.core.spec import MAX_NODES
+from headwater.core.suggest import closest, did_you_mean
 from services.common.auth.tokens import OPEN, Principal
 from services.gateway.edge.jsoncheck import format_path
 from services.gateway.edge.problems import Problem
@@ -48,6 +49,8 @@ META_SCHEMAS = frozenset({
 })
 """The ``$schema`` values an input schema may name (the drafts jsonschema-rs knows
 without fetching anything; with or without the trailing ``#``)."""
+MAX_SUGGESTED_FROM = 10_000
+"""The most registered names a 404 compares an unknown name with (``unknown_named``)."""
 DELETED = "Definition deleted"
 """The title of the 410 problem of a deleted definition."""
 
@@ -76,9 +79,24 @@ def tenant_of(me: Principal) -> str | None:
     return None if me.every_tenant else me.tenant
 
 
-def unknown(name: str) -> Problem:
-    """The 404 of a definition that does not exist (or is another tenant's)."""
-    return Problem(404, "Not found", f"no definition {name}", definition=name)
+def unknown(name: str, names: Iterable[str] = ()) -> Problem:
+    """The 404 of a definition that does not exist (or is another tenant's), naming the
+    closest of ``names`` in its detail and its ``did_you_mean`` member (none when no name
+    is close): ``no definition refnud (did you mean 'refund'?)``."""
+    likely = closest(name, names)
+    suggested: dict[str, Any] = {"did_you_mean": likely} if likely else {}
+    return Problem(404, "Not found", f"no definition {name}{did_you_mean(name, likely)}",
+                   definition=name, **suggested)
+
+
+async def unknown_named(pool: Any, name: str, me: Principal) -> Problem:
+    """``unknown`` with the names of the definitions ``me`` sees that are not deleted
+    (at most ``MAX_SUGGESTED_FROM`` of them, by name) to suggest from."""
+    rows = await pool.fetch(
+        "select name from definition_heads where not deleted and ($1::text is null or"
+        " tenant is null or tenant = $1) order by name limit $2", tenant_of(me),
+        MAX_SUGGESTED_FROM)
+    return unknown(name, [r["name"] for r in rows])
 
 
 async def head_of(pool: Any, name: str, me: Principal) -> Any:
@@ -110,9 +128,9 @@ async def resolve(pool: asyncpg.Pool, ref: str, me: Principal = OPEN) -> Resolve
         The version.
 
     Raises:
-        Problem: 422 a malformed reference, 404 no such name or version (or another
-            tenant's), 410 the definition is deleted (no new runs, whichever version is
-            named).
+        Problem: 422 a malformed reference, 404 no such name (naming the closest names
+            ``me`` sees) or version (or another tenant's), 410 the definition is
+            deleted (no new runs, whichever version is named).
     """
     try:
         parsed = parse_ref(ref)
@@ -120,7 +138,7 @@ async def resolve(pool: asyncpg.Pool, ref: str, me: Principal = OPEN) -> Resolve
         raise bad_ref(ref, e) from e
     head = await head_of(pool, parsed.name, me)
     if head is None:
-        raise unknown(parsed.name)
+        raise await unknown_named(pool, parsed.name, me)
     if head["deleted"]:
         raise Problem(410, DELETED, f"definition {parsed.name} was deleted (its last version "
                       f"is {head['version']}): it starts no new runs; runs already started "

@@ -77,8 +77,9 @@ BAD_CURSOR = ProblemType(
 NO_WORKER = ProblemType(
     "no-worker", 400, "No worker serves the task", "a task that no live worker of its "
     "node's queue serves, nor one did within HEADWATER_UNSERVED_AFTER_S (named by task "
-    "and queue); queue_anyway: true queues it anyway",
-    {"task": _TEXT, "queue": _TEXT})
+    "and queue; a task served nowhere with the closest served task names in did_you_mean); "
+    "queue_anyway: true queues it anyway",
+    {"task": _TEXT, "queue": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 INVALID_SIGNAL = ProblemType(
     "invalid-signal", 400, "Invalid signal", "no wait of the workflow takes the signal: "
     "an undeclared name, an index missing, out of range or not taken, a field missing, "
@@ -99,7 +100,8 @@ FORBIDDEN = ProblemType(
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
     "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
-    "schedule", {"definition": _TEXT, "schedule": _TEXT})
+    "schedule; for a definition name, the closest registered names in did_you_mean",
+    {"definition": _TEXT, "schedule": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 NO_ROUTE = ProblemType(
     "no-route", 404, "No such route", "a path that names no operation of the API")
 METHOD_NOT_ALLOWED = ProblemType(
@@ -144,6 +146,11 @@ INPUT_MISMATCH = ProblemType(
     "input-mismatch", 422, "Input does not match the definition", "the input does not "
     "match the definition's input_schema; errors names each field",
     {"definition": _TEXT, "version": {"type": "integer", "minimum": 1}})
+INPUT_UNRESOLVED = ProblemType(
+    "input-unresolved", 422, "Input lacks what the spec references", "an inline spec's "
+    "${input...} reference that the submitted input cannot resolve where the run would "
+    "resolve it (a key the input lacks, an index beyond a list, a map's over that is no "
+    "list); errors names each reference and what the input has there")
 INVALID_DEFINITION = ProblemType(
     "invalid-definition", 422, "Invalid definition", "a definition whose spec, child "
     "definitions or input_schema is invalid; errors names every fault")
@@ -183,7 +190,7 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
     BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, INVALID_SIGNAL, CORS_REFUSED,
     UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
     REQUEST_TOO_LARGE, RECORD_TOO_LARGE, INVALID_REQUEST, INVALID_SPEC, SPEC_TOO_LARGE,
-    INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INVALID_DEFINITION,
+    INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INPUT_UNRESOLVED, INVALID_DEFINITION,
     INVALID_DEFINITION_NAME, INVALID_SCHEDULE_NAME, INVALID_SCHEDULE, QUEUE_FULL,
     INTERNAL_ERROR, NOT_READY, SHUTTING_DOWN, KAFKA_UNAVAILABLE, DATABASE_DOWN)
 """Every problem type the gateway answers, by status."""

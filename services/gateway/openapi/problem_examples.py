@@ -27,8 +27,9 @@ def _faults(slug: str, instance: str, *faults: str, **extra: Any) -> dict[str, A
     return _doc(slug, "; ".join(faults), instance, errors=list(faults), **extra)
 
 
-_UNSERVED = ("nodes.fetch: task 'billing.fetch_order' on queue 'cpu', which has no live "
-             "worker; start a worker of queue cpu with the task's module, or submit with "
+_UNSERVED = ("node 'fetch': task 'billing.fetch_ordr' on queue 'cpu', which has no live "
+             "worker; no worker serves it anywhere (did you mean 'billing.fetch_order'?): "
+             "start a worker of queue cpu with the task's module, or submit with "
              "queue_anyway: true to queue it anyway")
 PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
     "bad-request": _doc("bad-request", "the query contains U+0000 (%00)", None),
@@ -36,9 +37,10 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
                               "to 18 digits 0-9", f"/v1/workflows/{RUN}/events"),
     "bad-cursor": _doc("bad-cursor", "the cursor is not one this API returned",
                        "/v1/workflows"),
-    "no-worker": _doc("no-worker", _UNSERVED, "/v1/workflows", task="billing.fetch_order",
-                      queue="cpu", errors=["nodes.fetch: no live worker of queue cpu "
-                                           "serves task billing.fetch_order"]),
+    "no-worker": _doc("no-worker", _UNSERVED, "/v1/workflows", task="billing.fetch_ordr",
+                      queue="cpu", did_you_mean=["billing.fetch_order"],
+                      errors=["node 'fetch': no live worker of queue cpu serves task "
+                              "billing.fetch_ordr"]),
     "invalid-signal": _faults(
         "invalid-signal", f"/v1/workflows/{RUN}/signals/aproval", "no wait node waits for "
         "signal 'aproval' (this workflow's signals: approval)", signal="aproval"),
@@ -49,8 +51,8 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
     "unauthorized": _doc("unauthorized", "unknown or revoked API key", "/v1/workflows"),
     "forbidden": _doc("forbidden", "the token's role is read; this needs submit",
                       "/v1/workflows", role="read", needs="submit"),
-    "not-found": _doc("not-found", "no definition refnud", "/v1/workflows",
-                      definition="refnud"),
+    "not-found": _doc("not-found", "no definition refnud (did you mean 'refund'?)",
+                      "/v1/workflows", definition="refnud", did_you_mean=["refund"]),
     "no-route": _doc("no-route", "no operation of the API has the path /v1/workflow",
                      "/v1/workflow"),
     "method-not-allowed": _doc("method-not-allowed", "DELETE is not a method of "
@@ -90,6 +92,9 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
         "refund@1: input.order: \"1042\" is not of type \"integer\"", "/v1/run/refund",
         errors=["input.order: \"1042\" is not of type \"integer\""], definition="refund",
         version=1),
+    "input-unresolved": _faults(
+        "input-unresolved", "/v1/workflows", "node 'fetch': input: ${input.ordr}: the "
+        "input has no key 'ordr' (did you mean 'order'?); it has customer, order"),
     "invalid-definition": _faults(
         "invalid-definition", "/v1/definitions/refund",
         "input_schema.properties.order.type: \"int\" is not valid under any of the "

@@ -10,9 +10,10 @@ placement, workers that serve its tasks, and back-pressure.
 - 400 when no live worker of a node's queue serves its task and none did for the
   registry's horizon (``WorkerRegistry.serving_lately``, ``Settings.unserved_after_s``:
   a queue whose only worker restarts is not refused meanwhile); the problem names the
-  node, the task and the queue. Not so when the submission says ``queue_anyway: true``,
-  nor while the gateway's worker registry is not ``trusted`` (just started:
-  ``Settings.announce_grace_s``).
+  node, the task and the queue, and, for a task no worker serves anywhere, the served
+  task names closest to it (``did_you_mean``: ``my.cuont`` -> ``my.count``). Not so
+  when the submission says ``queue_anyway: true``, nor while the gateway's worker
+  registry is not ``trusted`` (just started: ``Settings.announce_grace_s``).
 - 429 with ``Retry-After`` when the backlog of a queue the spec needs is at or over its
   ``maxdepth`` (``Settings.queue_maxdepth``; 0: unlimited). Figures Kafka cannot give
   now refuse nothing (logged): the submission's own produce answers 503 if Kafka is
@@ -32,6 +33,7 @@ from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.spec.fields import DEFAULT_QUEUE
+from headwater.core.suggest import closest, did_you_mean
 from services.gateway.edge.problems import Problem
 from services.gateway.queues.figures import QueueFigures, maxdepth_of
 from services.gateway.queues.workers import WorkerRegistry, served
@@ -166,12 +168,17 @@ def unserved(needs: list[Need], serving: Mapping[str, set[str]],
         workers = "has no live worker" if need.queue not in serving else \
             "has live workers, none of which serves it"
         elsewhere = served(serving, need.task)
+        known = {t for tasks in (*serving.values(), *served_lately.values()) for t in tasks}
+        likely = [] if elsewhere else closest(need.task, known)
+        suggested: dict[str, Any] = {"did_you_mean": likely} if likely else {}
         hint = (f"; served on {', '.join(elsewhere)}: set the node's queue" if elsewhere
-                else f"; start a worker of queue {need.queue} with the task's module")
+                else f"; no worker serves it anywhere{did_you_mean(need.task, likely)}: "
+                     f"start a worker of queue {need.queue} with the task's module")
         return Problem(400, "No worker serves the task",
                        f"{need.where}: task {need.task!r} on queue {need.queue!r}, which "
                        f"{workers}{hint}, or submit with queue_anyway: true to queue it "
                        "anyway", task=need.task, queue=need.queue,
+                       **suggested,
                        errors=[f"{need.where}: no live worker of queue {need.queue} serves "
                                f"task {need.task}"])
     return None

@@ -117,4 +117,4 @@ async def _source_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
 def _nodes(row: Any) -> set[str]:
     spec = row["spec"]
     nodes = spec.get("nodes") if isinstance(spec, dict) else None
-    return {n.get("id") for n in nodes or [] if isinstance(n, dict)}
+    return {str(n.get("id")) for n in nodes or [] if isinstance(n, dict)}

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.gateway.runs.models import ID_PATTERN
+from headwater.topics import WORKFLOW_ID_PATTERN as ID_PATTERN
 
 
 class RerunRequest(BaseModel):

@@ -30,14 +30,20 @@ from aiokafka.errors import MessageSizeTooLargeError
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
-from headwater.core.spec import parse_spec
+from headwater.core.spec import WorkflowSpec, parse_spec
+from headwater.core.spec.input_refs import input_faults
 from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults, tracing
 from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.kafka.client import AVRO_HEADERS
-from services.gateway.definitions.registry import check_input, inline_children, resolve
+from services.gateway.definitions.registry import (
+    MAX_INPUT_ERRORS,
+    check_input,
+    inline_children,
+    resolve,
+)
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
 from services.gateway.queues.admission import admit, needed_queues
@@ -193,7 +199,8 @@ async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
     ref = request.definition
     if ref is None:  # ``given`` is the spec
         full = await inline_children(pool, given, me=me)
-        await asyncio.to_thread(_check_spec, full)
+        spec = await asyncio.to_thread(_check_spec, full)
+        await asyncio.to_thread(_check_input_refs, spec, request.input)
         return _Claim(full)
     resolved = await resolve(pool, ref, me)
     await asyncio.to_thread(check_input, resolved, request.input)
@@ -280,12 +287,29 @@ def _storable(request: SubmitRequest, hashed: Any) -> str:
     return body_hash(hashed, request.input, request.tenant)
 
 
-def _check_spec(spec: dict[str, Any]) -> None:
-    """Check the (resolved) spec. Runs in a worker thread."""
+def _check_spec(spec: dict[str, Any]) -> WorkflowSpec:
+    """Check the (resolved) spec; return it parsed. Runs in a worker thread."""
     try:
-        parse_spec(spec)
+        return parse_spec(spec)
     except SpecError as e:
         raise Problem(422, "Invalid workflow spec", str(e), errors=e.faults) from e
+
+
+def _check_input_refs(spec: WorkflowSpec, workflow_input: Any) -> None:
+    """Refuse an inline spec whose ``${input...}`` references the input cannot resolve
+    (``core.spec.input_refs``; a definition's input is checked by its ``input_schema``).
+    Runs in a worker thread.
+
+    Raises:
+        Problem: 422 naming each reference (at most ``MAX_INPUT_ERRORS``) and what the
+            input has there.
+    """
+    faults = input_faults(spec, workflow_input)
+    if faults:
+        more = len(faults) - MAX_INPUT_ERRORS
+        listed = faults[:MAX_INPUT_ERRORS] + ([f"and {more} more"] if more > 0 else [])
+        raise Problem(422, "Input lacks what the spec references", "; ".join(listed),
+                      errors=listed)
 
 
 async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:

@@ -42,7 +42,7 @@ def test_run_that_fails_prints_status_and_error_and_exits_1(gateway: Gateway) ->
     result = runner.invoke(app, ["run", "docs", "--gateway", gateway.url])
     assert result.exit_code == 1, result.output
     assert "failed" in result.stdout and "node a: boom" in result.stdout
-    assert "retrying with --id wf-" in result.stderr  # the id chosen before the first try
+    assert result.stderr == ""  # an answer: nothing to retry
 
 
 def test_run_async_prints_the_id_at_once_and_a_wait_that_ends_first_exits_1(
@@ -57,12 +57,35 @@ def test_run_async_prints_the_id_at_once_and_a_wait_that_ends_first_exits_1(
 
 
 def test_run_of_an_unknown_definition_exits_1_and_a_refusal_2(gateway: Gateway) -> None:
-    gateway.answers = [(404, {"title": "Not Found", "status": 404, "detail": "no nope"}),
+    gateway.answers = [(404, {"title": "Not found", "status": 404, "detail":
+                              "no definition dcos (did you mean 'docs'?)",
+                              "did_you_mean": ["docs"]}),
                        (422, {"title": "Invalid input", "status": 422, "detail": "bad"})]
-    unknown = runner.invoke(app, ["run", "nope", "--gateway", gateway.url])
-    assert unknown.exit_code == 1 and "404 no nope" in unknown.output, unknown.output
+    unknown = runner.invoke(app, ["run", "dcos", "--gateway", gateway.url])
+    assert unknown.exit_code == 1, unknown.output
+    assert unknown.stdout == ("error: no definition dcos (did you mean 'docs'?); nothing was "
+                              "started (`headwater definitions list` lists the registered "
+                              "ones)\n")
+    assert unknown.stderr == ""  # no "retrying is safe" before or after a 404
     refused = runner.invoke(app, ["run", "docs", "--gateway", gateway.url])
     assert refused.exit_code == 2 and "refused, not stored: 422 bad" in refused.output
+    assert "retrying" not in refused.output
+
+
+def test_run_that_may_have_started_says_how_to_retry_it(gateway: Gateway) -> None:
+    gateway.answers = [(500, {"title": "Internal error", "status": 500, "detail": "oops"})]
+    result = runner.invoke(app, ["run", "docs", "--gateway", gateway.url])
+    assert result.exit_code == 2, result.output
+    (_, path, _), = gateway.requests
+    run_id = re.search(r"id=(wf-[0-9a-f]+)", path)
+    assert run_id is not None
+    assert result.stderr == (f"the run of docs may have started as {run_id[1]}: retrying "
+                             f"with --id {run_id[1]} is safe (`headwater status "
+                             f"{run_id[1]}` shows it)\n")
+    assert "500 oops" in result.stdout
+    given = runner.invoke(app, ["run", "docs", "--id", RUN_ID, "--gateway", "http://127.0.0.1:9"])
+    assert given.exit_code == 2 and "cannot reach the gateway" in given.stdout
+    assert given.stderr == ""  # the id given is the user's own: nothing to tell
 
 
 def test_status_shows_a_node_waiting_on_a_queue_without_workers_and_the_warnings(

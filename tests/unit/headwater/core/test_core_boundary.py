@@ -25,6 +25,8 @@ PURE = frozenset({
     "functools", "itertools", "math", "operator", "re", "types", "typing", "hashlib",
     "string", "copy", "bisect", "heapq", "numbers", "decimal", "fractions", "json",
     "keyword", "textwrap",
+    "difflib",  # "did you mean" (``suggest``): string likeness only
+    "graphlib",  # a topological order (``spec.input_refs``)
     "ast",  # parsing only: ``when`` conditions are parsed, never compiled or run
     # data libraries that parse and serialise only
     "orjson", "yaml",

@@ -67,7 +67,8 @@ FAULT_TABLE: list[tuple[str, dict[str, Any], str]] = [
     ("unknown reference", doc(node("a", input={"x": "${nodes.zzz.output}"})),
      "node 'a': input: ${nodes.zzz.output}: unknown reference to node 'zzz'"),
     ("reference not upstream", doc(node("a"), node("b", input="${nodes.a.output.k}")),
-     "node 'b': input: ${nodes.a.output.k}: node 'a' is not upstream (add it to needs)"),
+     "node 'b': input: ${nodes.a.output.k}: node 'a' is not upstream: add 'a' to the needs "
+     "of node 'b'"),
     ("sibling not upstream",
      doc(node("a"), node("b", "a"), node("c", "a", input=["${nodes.b.output}"])),
      "node 'c': input: ${nodes.b.output}: node 'b' is not upstream"),

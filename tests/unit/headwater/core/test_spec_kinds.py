@@ -133,7 +133,8 @@ FAULTS: list[tuple[str, dict[str, Any], str]] = [
     ("when: not a string", doc(node("a", when=True)), "node 'a': when must be a condition"),
     ("when: empty", doc(node("a", when="  ")), "node 'a': when must be a condition"),
     ("when: not upstream", doc(node("a"), node("b", when="${nodes.a.output} == 1")),
-     "node 'b': when: ${nodes.a.output}: node 'a' is not upstream (add it to needs)"),
+     "node 'b': when: ${nodes.a.output}: node 'a' is not upstream: add 'a' to the needs of "
+     "node 'b'"),
     ("when: unknown node", doc(node("a", when="${nodes.z.output} == 1")),
      "node 'a': when: ${nodes.z.output}: unknown reference to node 'z'"),
     ("when: unknown root", doc(node("a", when="${env.HOME} == 1")),

@@ -189,3 +189,21 @@ def test_a_child_naming_another_tenants_definition_is_unknown(t: Tenants) -> Non
     doc = assert_problem(_put(t, "B", "parent", parent), 422, "Invalid definition")
     assert doc["errors"] == ["nodes.c: definition: no definition billing"], doc
     assert t.call("A", "POST", "/v1/workflows", json={"workflow": parent}).status_code == 202
+
+
+def test_an_unknown_name_suggests_only_names_the_tenant_sees(t: Tenants) -> None:
+    _put(t, "A", "billing")
+    _put(t, "B", "billings")
+    _put(t, "*", "billing2")
+    for url, body in [("/v1/definitions/biling", None), ("/v1/workflows",
+                                                         {"definition": "biling"}),
+                      ("/v1/run/biling", {})]:
+        method = "GET" if body is None else "POST"
+        doc = assert_problem(t.call("A", method, url, json=body), 404, "Not found")
+        assert doc["did_you_mean"] == ["billing", "billing2"], doc
+        assert doc["detail"] == ("no definition biling (did you mean 'billing' or "
+                                 "'billing2'?)"), doc
+    doc = assert_problem(t.call("B", "GET", "/v1/definitions/biling"), 404)
+    assert doc["did_you_mean"] == ["billings", "billing2"]  # never A's name
+    doc = assert_problem(t.call("A", "GET", "/v1/definitions/zzz"), 404)
+    assert "did_you_mean" not in doc and doc["detail"] == "no definition zzz"

@@ -135,4 +135,4 @@ def test_problem_answers_show_an_example_of_each_type_they_can_be() -> None:
     entry = OPERATIONS["POST /v1/workflows"]["responses"]["422"]["content"][PROBLEM_JSON]
     assert set(examples_of(entry)) == {
         "invalid-request", "invalid-workflow-spec", "workflow-spec-too-large",
-        "invalid-definition-reference", "input-mismatch"}
+        "invalid-definition-reference", "input-mismatch", "input-unresolved"}

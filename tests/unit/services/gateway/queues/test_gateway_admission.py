@@ -317,3 +317,25 @@ async def test_timed_cache_shares_one_computation_and_forgets_failures() -> None
         await cache.get("f", fail)
     await asyncio.sleep(0)
     assert await cache.get("f", compute) == 2
+
+
+def test_a_task_served_nowhere_names_the_closest_served_tasks() -> None:
+    serving = {"cpu": {"my.count", "my.other"}, "io": {"fetch"}}
+    _, needs = place(_spec({"id": "n", "task": "my.cuont"}), serving,
+                     {**serving, "gpu": {"my.counts"}})
+    problem = unserved(needs, serving, {**serving, "gpu": {"my.counts"}})
+    assert problem is not None
+    assert problem.extra["did_you_mean"] == ["my.count", "my.counts"]
+    assert problem.detail == (
+        "node 'n': task 'my.cuont' on queue 'cpu', which has live workers, none of which "
+        "serves it; no worker serves it anywhere (did you mean 'my.count' or 'my.counts'?): "
+        "start a worker of queue cpu with the task's module, or submit with queue_anyway: "
+        "true to queue it anyway")
+    _, needs = place(_spec({"id": "n", "task": "zzz"}), serving)
+    problem = unserved(needs, serving)
+    assert problem is not None and "did_you_mean" not in problem.extra  # nothing close
+    assert "anywhere: start a worker" in problem.detail
+    _, needs = place(_spec({"id": "n", "task": "fetch", "queue": "cpu"}), serving)
+    problem = unserved(needs, serving)  # served elsewhere: where, not a guess
+    assert problem is not None and "did_you_mean" not in problem.extra
+    assert "served on io" in problem.detail
