@@ -1,10 +1,12 @@
 """The run page in a real browser (headless Chromium, Selenium) against the session's
 stack: what a person asks of a run. Its input is shown (with a copy button) beside its
 output, its times name their zone, its timeline is drawn from its events, and a node
-picked in the graph shows its task's input and output; a failed task shows its error
+picked in the graph shows its task's input and output (a sleep is drawn as a span); a
+failed task shows its error
 type, message and attempts, and where the gateway has them its traceback and log lines;
 a map of 10,000 items is listed 100 a page in index order; a task whose worker was
-SIGKILLed is marked lost; the Rerun dialog posts the run's input and shows the new run.
+SIGKILLed is marked lost; the Rerun dialog posts the run's input (changed) and shows the
+new run, linked both ways, or resets the run to a node picked in it.
 
 The parts that need a gateway resource (a task's resource and logs, lost workers, the
 rerun) are checked where the gateway's OpenAPI document lists it, and skipped (saying
@@ -25,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 from stackkit import Stack
 from uikit import UI, browser_fixture, shots_fixture, submit, ui_fixture  # noqa: F401 (fixtures)
 
@@ -110,16 +113,21 @@ def test_input_output_timeline_and_zoned_times(page: UI, stack: Stack) -> None:
     wid = submit(stack, {"name": "ui-io", "nodes": [
         {"id": "hello", "task": "e2e.flaky",
          "input": {"succeed_on": 1, "value": "${input.greeting}"}},
-        {"id": "nap", "task": "e2e.sleep", "needs": ["hello"], "input": {"seconds": 0.05}}]},
+        {"id": "pause", "kind": "sleep", "duration": 0.2, "needs": ["hello"]},
+        {"id": "nap", "task": "e2e.sleep", "needs": ["pause"], "input": {"seconds": 0.05}}]},
         "ui-io", given)
     ui.open(f"/ui/runs/{wid}")
     done = wait(ui, "the run succeeded, its timeline drawn", lambda s: (
-        s["status"] == "succeeded" and {r["node"] for r in s["timeline"]} == {"hello", "nap"}
+        s["status"] == "succeeded"
+        and {r["node"] for r in s["timeline"]} == {"hello", "pause", "nap"}
         and all(r["bars"] for r in s["timeline"])))
     assert json.loads(done["input"]) == given, done["input"]
-    for row in done["timeline"]:
-        assert row["bars"] == ["tl-bar k-attempt o-succeeded"], row
-        assert not row["aggregate"]
+    bars = {row["node"]: row["bars"] for row in done["timeline"]}
+    assert bars == {"hello": ["tl-bar k-attempt o-succeeded"],
+                    "pause": ["tl-bar k-sleep o-succeeded"],
+                    "nap": ["tl-bar k-attempt o-succeeded"]}, bars
+    assert [row["node"] for row in done["timeline"]] == ["hello", "pause", "nap"]
+    assert not any(row["aggregate"] for row in done["timeline"])
     stamps = ZONED.findall(done["summary"])
     assert len(stamps) == 2, done["summary"]  # created and updated, each with its zone
     ui.click("button.copy")
@@ -243,7 +251,7 @@ def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) ->
     assert json.loads(field.get_attribute("value") or "") == {"succeed_on": 9}
     options = [o.get_attribute("value") for o in
                ui.browser.find_elements(By.CSS_SELECTOR, "#rerun-node option")]
-    assert options == ["first", "bad"], options
+    assert options == ["", "first", "bad"], options
     field.clear()
     field.send_keys('{"succeed_on": 1}')
     ui.shot("rerun-dialog")
@@ -263,3 +271,26 @@ def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) ->
     source = wait(ui, "the source run listing its rerun", lambda s: (
         s["path"] == f"/ui/runs/{wid}" and rerun_id in (s["reruns"] or "")))
     assert source["status"] == "failed", source
+
+
+def test_the_rerun_dialog_resets_to_a_chosen_node(page: UI, stack: Stack) -> None:
+    ui = page
+    if not offers(stack, "/reset"):
+        pytest.skip("the gateway has no reset endpoint")
+    wid = submit(stack, {"name": "ui-reset", "nodes": [
+        {"id": "first", "task": "e2e.sleep", "input": {"seconds": 0}},
+        {"id": "bad", "task": "e2e.fatal", "needs": ["first"]}]}, "ui-reset", {"k": 1})
+    ui.open(f"/ui/runs/{wid}")
+    wait(ui, "the run failed", lambda s: s["status"] == "failed" and s["rerun"])
+    ui.click("#rerun-button")
+    Select(ui.browser.find_element(By.ID, "rerun-node")).select_by_value("first")
+    mode = ui.browser.execute_script(
+        "return document.querySelector('#rerun-form input[name=mode]:checked').value;")
+    assert mode == "reset", mode  # picking a node picks "reset to node"
+    ui.shot("reset-dialog")
+    ui.click('#rerun-form button[type="submit"]')
+    new = wait(ui, "the new run, reset to first, failed again", lambda s: (
+        s["path"] != f"/ui/runs/{wid}" and s["status"] == "failed" and s["rerunOf"] == wid))
+    assert "reset tofirst" in new["summary"], new["summary"]
+    assert json.loads(new["input"]) == {"k": 1}, new
+    ui.shot("reset-new-run")

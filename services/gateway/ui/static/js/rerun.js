@@ -9,7 +9,8 @@ import {h, json, note, replace, runPath} from "./dom.js";
 
 export const RERUNNABLE = new Set(["failed", "cancelled"]);
 
-/** The request the dialog makes: {path, body}; throws when the input is not JSON. */
+/** The request the dialog makes: {path, body}; throws when the input is not JSON or a
+ * reset names no node. */
 export function rerunRequest(id, original, text, mode, node) {
   let input;
   try {
@@ -18,7 +19,10 @@ export function rerunRequest(id, original, text, mode, node) {
     throw new Error(`the input is not JSON: ${error.message}`);
   }
   const body = JSON.stringify(input) === JSON.stringify(original ?? null) ? {} : {input};
-  if (mode === "reset") return {path: workflowPath(id, "/reset"), body: {node, ...body}};
+  if (mode === "reset") {
+    if (!node) throw new Error("choose the node to reset to");
+    return {path: workflowPath(id, "/reset"), body: {node, ...body}};
+  }
   return {path: workflowPath(id, "/rerun"), body};
 }
 
@@ -28,7 +32,7 @@ function dialogFor(id, doc, nodes, go) {
   const radio = (value, label, checked) => h("label", {class: "choice"},
     h("input", {type: "radio", name: "mode", value, checked}), ` ${label}`);
   const node = h("select", {id: "rerun-node", name: "node", "aria-label": "node"},
-    nodes.map((n) => h("option", {value: n}, n)));
+    h("option", {value: ""}, "(choose a node)"), nodes.map((n) => h("option", {value: n}, n)));
   const status = h("div", {class: "form-status", "aria-live": "polite"});
   const send = h("button", {type: "submit"}, "Start the new run");
   const dismiss = h("button", {type: "button", class: "rerun-close"}, "Close");

@@ -54,11 +54,11 @@ const reused = history([
   ["TaskReused", {node: "m", index: 3, attempt: 1, output: 9, at_ms: 2}],
   ["TaskDispatched", {node: "m", index: 1, attempt: 1, at_ms: 3}]]);
 
-const attempt = (error) => {
+const refused = (text, mode, node) => {
   try {
-    return rerun.rerunRequest("r1", {a: 1}, "{", "failed", "n");
+    return rerun.rerunRequest("r1", {a: 1}, text, mode, node);
   } catch (e) {
-    return e.message.slice(0, error.length);
+    return e.message;
   }
 };
 
@@ -83,6 +83,7 @@ console.log(JSON.stringify({
   rerunSame: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "failed", "n"),
   rerunChanged: rerun.rerunRequest("r1", {a: 1}, '{"a": 2}', "failed", "n"),
   reset: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "reset", "extract"),
-  badJson: attempt("the input is not JSON"),
+  badJson: refused("{", "failed", "n").slice(0, 21),
+  noNode: refused("{}", "reset", ""),
   when: dom.when(Date.UTC(2026, 11, 5, 14, 3, 7, 512)),
 }));

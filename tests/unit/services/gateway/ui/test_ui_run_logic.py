@@ -94,6 +94,7 @@ def test_the_rerun_request_sends_the_input_only_when_changed() -> None:
     assert got["rerunChanged"] == {"path": "/v1/workflows/r1/rerun", "body": {"input": {"a": 2}}}
     assert got["reset"] == {"path": "/v1/workflows/r1/reset", "body": {"node": "extract"}}
     assert got["badJson"] == "the input is not JSON"
+    assert got["noNode"] == "choose the node to reset to"
 
 
 def test_times_name_their_zone() -> None:
