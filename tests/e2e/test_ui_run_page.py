@@ -1,11 +1,11 @@
 """The run page in a real browser (headless Chromium, Selenium) against the session's
 stack: what a person asks of a run. Its input is shown (with a copy button) beside its
-output, its times name their zone, its timeline is drawn from its events (a sleep as
-a span), and a node picked in the graph shows its task's input and output; a failed
-task shows its error type, message and attempts, and where the gateway has them its
-traceback and log lines; a map of 10,000 items is listed 100 a page in index order; a task whose worker was
-SIGKILLed is marked lost; the Rerun dialog posts the run's input (changed) and shows the
-new run, linked both ways, or resets the run to a node picked in it.
+output, its times name their zone, its timeline is drawn from its events (a sleep as a
+span), and a node picked in the graph shows its task's input and output; a failed task
+shows its error type, message and attempts, and where the gateway has them its traceback
+and log lines; a map of 10,000 items is listed 100 a page in index order; a task whose
+worker was SIGKILLed is marked lost; the Rerun dialog posts the run's input (changed)
+and shows the new run, linked both ways, or resets the run to a node picked in it.
 
 The parts that need a gateway resource (a task's resource and logs, lost workers, the
 rerun) are checked where the gateway's OpenAPI document lists it, and skipped (saying
