@@ -254,3 +254,12 @@ def logs_then_fail(ctx: TaskContext, lines: int, message: str) -> None:
 
 def _fail_with(message: str) -> None:
     raise ValueError(message)
+
+
+@task(name="e2e.logs_slowly", queue="cpu")
+async def logs_slowly(ctx: TaskContext, lines: int, pause: float) -> int:
+    """Log ``tick <n>`` through ``ctx.log`` every ``pause`` seconds, ``lines`` times."""
+    for n in range(lines):
+        ctx.log.info("tick %d", n + 1)
+        await asyncio.sleep(pause)
+    return lines

@@ -175,6 +175,26 @@ def test_a_failed_task_shows_its_error_type_and_attempts(page: UI, stack: Stack)
     ui.shot("run-failed-traceback")
 
 
+def test_a_running_tasks_logs_are_followed(page: UI, stack: Stack) -> None:
+    ui = page
+    if not offers(stack, TASK + "/logs"):
+        pytest.skip("the gateway has no task logs")
+    wid = submit(stack, {"name": "ui-logs", "nodes": [
+        {"id": "ticks", "task": "e2e.logs_slowly", "input": {"lines": 8, "pause": 0.5}}]},
+        "ui-logs")
+    ui.open(f"/ui/runs/{wid}")
+    wait(ui, "the task running", lambda s: s["status"] == "running")
+    ui.click('svg.dag g.node[data-node="ticks"]')
+    live = wait(ui, "lines shown while it runs", lambda s: s["task"]
+                and "tick 2" in (s["task"]["logs"] or ""))
+    assert live["status"] == "running" and "tick 8" not in live["task"]["logs"], live
+    done = wait(ui, "every line, once", lambda s: s["status"] == "succeeded"
+                and "tick 8" in (s["task"]["logs"] or ""))
+    ticks = [line.rsplit(": ", 1)[1] for line in done["task"]["logs"].splitlines()]
+    assert ticks == [f"tick {n}" for n in range(1, 9)], ticks
+    ui.shot("run-logs-followed")
+
+
 def test_a_map_of_10000_items_is_paged_in_index_order(page: UI, stack: Stack) -> None:
     ui = page
     count = 10_000

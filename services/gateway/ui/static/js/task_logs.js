@@ -1,7 +1,9 @@
 // A task's log lines (GET /v1/workflows/{id}/tasks/{node}/{index}/logs, a page at a
-// time until the last), followed live while the task runs (the same path with
-// ?follow=true: an event stream of `log` events, then `end`). Lines are kept once each
-// (by attempt and line number) and shown in order, one attempt or every one.
+// time until the last), followed until they are complete (the same path with
+// ?follow=true&after=<cursor>: an event stream of `log` events, then `end`), as the
+// task runs and until its last lines are in (they may come just after its end). Lines
+// are kept once each (by attempt and line number) and shown in order, one attempt or
+// every one.
 
 import {ApiError, getJson, readStream, taskPath} from "./api.js";
 import {h, note, replace, when} from "./dom.js";
@@ -17,7 +19,7 @@ function lineText(line) {
   return `${when(line.at)}${level}${logger}${stream}: ${line.message ?? ""}`;
 }
 
-/** The logs of one task; live says whether to follow new lines. {el, update(live), stop()}. */
+/** The logs of one task: {el, update(), stop()}. */
 export class TaskLogs {
   constructor(id, node, index) {
     this.path = taskPath(id, node, index, "/logs");
@@ -34,10 +36,11 @@ export class TaskLogs {
     this.stopped = false;
     this.complete = false;
     this.loaded = false;
+    this.after = null;  // the cursor after the last line read
   }
 
-  /** Read what is there (once), then follow while live and the logs are not complete. */
-  async update(live) {
+  /** Read what is there (once), then follow until the logs are complete. */
+  async update() {
     if (this.stopped) return;
     if (!this.loaded) {
       this.loaded = true;
@@ -51,7 +54,7 @@ export class TaskLogs {
         return;
       }
     }
-    if (live && !this.complete && !this.stopFollow) this.follow();
+    if (!this.complete && !this.stopFollow) this.follow();
     this.render();
   }
 
@@ -63,11 +66,13 @@ export class TaskLogs {
       this.complete = !!page.complete;
       if (page.next === null || page.next === undefined || !(page.lines || []).length) break;
       after = page.next;
+      this.after = page.next;
     }
   }
 
   follow() {
-    this.stopFollow = readStream(`${this.path}?follow=true`, (message) => {
+    const after = this.after ? `&after=${encodeURIComponent(this.after)}` : "";
+    this.stopFollow = readStream(`${this.path}?follow=true${after}`, (message) => {
       if (message.type === "end") {
         this.complete = true;
       } else if (message.type === "log") {

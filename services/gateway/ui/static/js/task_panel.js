@@ -90,7 +90,7 @@ export class TaskPanel {
     this.reading = false;
     this.ended = !fallback && ENDED.has(task.status);
     this.render(task, fallback);
-    this.logs.update(!ENDED.has(task.status));
+    this.logs.update();
   }
 
   render(task, fallback) {
