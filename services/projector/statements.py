@@ -62,13 +62,15 @@ UPSERT_ACCEPTED = (
     " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
 BUMP_WORKFLOW = (
     "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2")
+# first_seq: the seq of the task's first dispatch (of this generation: a restart's
+# sweep deletes the row), kept by every later dispatch of it.
 UPSERT_DISPATCHED = (
     "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
-    " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
-    " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
+    " dispatched_at, seq, first_seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8,"
+    " $9, $9) on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
     " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
-    " progress = null, message = '', worker = '', started_at = null, finished_at = null,"
-    " seq = excluded.seq where tasks.seq < excluded.seq")
+    " error_type = '', traceback = '', progress = null, message = '', worker = '',"
+    " started_at = null, finished_at = null, seq = excluded.seq where tasks.seq < excluded.seq")
 UPSERT_NODE = (
     "insert into nodes (workflow_id, node, status, total, error, seq)"
     " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
@@ -82,8 +84,15 @@ UPSERT_NODE = (
 _TASK = " where workflow_id = $1 and task_key = $2 and seq < $3"
 TASK_STARTED = "update tasks set status = 'running', worker = $4, started_at = $5, seq = $3" + _TASK
 TASK_PROGRESSED = "update tasks set progress = $4, message = $5, seq = $3" + _TASK
-TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5, seq = $3"
-               + _TASK)
+# An upsert: a map item whose input could not be resolved fails without a dispatch,
+# and its row is the one that counts it among the node's failed tasks.
+TASK_FAILED = (
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, error, finished_at,"
+    " error_type, traceback, seq, first_seq) values ($1, $2, $8, $9, $10, 'failed', $4, $5,"
+    " $6, $7, $3, $3) on conflict (workflow_id, task_key) do update set status = 'failed',"
+    " error = excluded.error, finished_at = excluded.finished_at,"
+    " error_type = excluded.error_type, traceback = excluded.traceback, seq = excluded.seq"
+    " where tasks.seq < excluded.seq")
 TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
 TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
                   " seq = $3" + _TASK)
@@ -124,7 +133,8 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
     ev.TaskProgressed: lambda wid, seq, at, b: [
         (TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction, b.message))],
     ev.TaskFailed: lambda wid, seq, at, b: [
-        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at))],
+        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at, b.error_type,
+                       b.traceback, b.node, b.index, b.attempt))],
     ev.TimerScheduled: lambda wid, seq, at, b: [
         (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
     ev.TaskSucceeded: lambda wid, seq, at, b: [
