@@ -217,3 +217,15 @@ def decide(input: dict[str, object], transcript: list[dict[str, object]], step: 
     tool = input.get("tool", tools[0])
     tool_input = {"value": last, "salt": f"step{step}", "seconds": input.get("seconds", 0)}
     return {"tool": tool, "input": tool_input, "spend": spend}
+
+
+def _fields_of(value: object) -> list[str]:
+    """Split a comma-separated value (an ``AttributeError`` for a number)."""
+    return value.split(",")  # type: ignore[attr-defined]
+
+
+@task(name="e2e.split_fields", queue="cpu")
+def split_fields(value: object) -> list[str]:
+    """Return the fields of ``value``; raises inside ``_fields_of`` when it is no string."""
+    fields = _fields_of(value)
+    return fields
