@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,10 +26,17 @@ from typer.testing import CliRunner
 
 from headwater import errors
 from headwater.client import Client
+from headwater.core import events as ev
 from ops.cli import app
 from services.common.db import init_connection
 from services.common.schema import SCHEMA
 from services.gateway.tasks import reads
+from services.projector.writer import project
+
+CORE_TESTS = str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core")
+if CORE_TESTS not in sys.path:
+    sys.path.insert(0, CORE_TESTS)
+from machine_harness import T0, WF, fired, ok, run, spec, started, submit, task  # noqa: E402
 
 SPEC: dict[str, Any] = {"name": "split", "nodes": [
     {"id": "first", "task": "e2e.flaky", "input": {"succeed_on": 1, "value": "x"}},
@@ -179,3 +188,44 @@ async def test_a_page_of_a_big_maps_tasks_is_an_index_scan(
     assert "tasks_by_node" in plan and "Sort" not in plan, plan
     print(f"a page of 100 of a 10,000-task node after index 9,000: {took_ms:.1f} ms "
           f"(count included)\n{plan}")
+
+
+def failing_for_good() -> list[ev.HistoryEvent]:
+    """A task that fails three times, then its run."""
+    inputs: list[ev.Input] = [submit(spec(task("a", retry={"max_attempts": 3,
+                                                            "backoff_base": 0.01})))]
+    for n in (1, 2, 3):
+        inputs += [started("a", attempt=n, at=T0 + 100 * n),
+                   ev.TaskFailed(WF, "a", None, n, T0 + 100 * n + 10, "boom", "KeyError",
+                                 True, f"Traceback ...\nKeyError: {n}\n")]
+        if n < 3:
+            inputs.append(fired(f"retry:a:{n + 1}", T0 + 100 * n + 50))
+    return run(inputs).history
+
+
+def an_item_that_never_ran() -> list[ev.HistoryEvent]:
+    """A continue-on-error map whose item 1 has no input to run with."""
+    doc = spec({"id": "m", "kind": "map", "over": "${input.items}", "task": "t.m",
+                "continue_on_error": True, "input": {"x": "${item.x}"}})
+    return run([submit(doc, {"items": [{"x": 1}, {"y": 2}]}), ok("m", 1, index=0)]).history
+
+
+async def task_rows(conn: asyncpg.Connection) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in await conn.fetch("select * from tasks order by task_key")]
+
+
+async def test_failures_project_the_same_rows_in_any_order(
+        projection: asyncpg.Connection) -> None:
+    conn = projection
+    for history in (failing_for_good(), an_item_that_never_ran()):
+        await conn.execute("truncate tasks, workflows, nodes, events")
+        await project(conn, history)
+        in_order = await task_rows(conn)
+        await conn.execute("truncate tasks, workflows, nodes, events")
+        for e in reversed(history):  # a failure before its attempt's start and dispatch
+            await project(conn, [e])
+        await project(conn, history)
+        assert await task_rows(conn) == in_order
+    failed = await conn.fetchrow("select * from tasks where task_key = 'm[1]'")
+    assert (failed["status"], failed["error_type"], failed["dispatched_at"]) == (
+        "failed", "InputReferenceError", None)  # counted among m's failed tasks
