@@ -98,8 +98,8 @@ FORBIDDEN = ProblemType(
     "writes a shared definition (one with no tenant)",
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
-    "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
-    "schedule", {"definition": _TEXT, "schedule": _TEXT})
+    "not-found", 404, "Not found", "no such workflow, definition (or version of it), "
+    "schedule, or task or node of a run", {"definition": _TEXT, "schedule": _TEXT})
 NO_ROUTE = ProblemType(
     "no-route", 404, "No such route", "a path that names no operation of the API")
 METHOD_NOT_ALLOWED = ProblemType(
