@@ -30,6 +30,7 @@ from headwater.client.http import (
 from headwater.client.requests import FetchesAsync, Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
+from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
     Definition,
     Event,
@@ -130,6 +131,15 @@ class AsyncClient:
     async def get(self, workflow_id: str) -> Workflow:
         """As ``Client.get``."""
         return await self.fetch(req.get(workflow_id))
+
+    async def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
+        """As ``Client.task``."""
+        return await self.fetch(req.task(workflow_id, node, index))
+
+    async def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
+                         limit: int = 100, *, status: str | None = None) -> NodeTasks:
+        """As ``Client.node_tasks``."""
+        return await self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
 
     async def list(self, *, status: str | None = None, name: str | None = None,
                    definition: str | None = None, limit: int = 50,

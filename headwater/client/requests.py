@@ -31,6 +31,7 @@ from headwater.client.http import (
     signal_call,
     submit_call,
 )
+from headwater.client.tasks import NodeTasks, Task, node_tasks_from, task_from
 from headwater.client.types import (
     Definition,
     Identity,
@@ -181,6 +182,40 @@ def get(workflow_id: str) -> Request[Workflow]:
     """``Client.get``: ``GET /v1/workflows/{id}``."""
     return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}"),
                    reading(workflow_from))
+
+
+def task(workflow_id: str, node: str, index: int | None) -> Request[Task]:
+    """``Client.task``: ``GET /v1/workflows/{id}/tasks/{node}/{index}`` (``-`` for
+    None).
+
+    Raises:
+        ValueError: an empty node, or an index below 0.
+    """
+    if not node:
+        raise ValueError("an empty node names no task")
+    if index is not None and index < 0:
+        raise ValueError(f"a task index is an integer >= 0, not {index}")
+    where = "-" if index is None else str(index)
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/tasks/{segment(node)}"
+                               f"/{where}"), reading(task_from))
+
+
+def node_tasks(workflow_id: str, node: str, after: int | None, limit: int,
+               status: str | None) -> Request[NodeTasks]:
+    """``Client.node_tasks``: a page of ``GET /v1/workflows/{id}/nodes/{node}/tasks``.
+
+    Raises:
+        ValueError: an empty node.
+    """
+    if not node:
+        raise ValueError("an empty node names no tasks")
+    params: dict[str, Any] = {"limit": limit}
+    if after is not None:
+        params["after"] = after
+    if status is not None:
+        params["status"] = status
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/nodes/{segment(node)}"
+                               "/tasks", params=params), reading(node_tasks_from))
 
 
 def page_from(response: httpx.Response) -> Page:

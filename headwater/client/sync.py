@@ -28,6 +28,7 @@ from headwater.client.http import (
 from headwater.client.requests import Fetches, Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
+from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
     Definition,
     Event,
@@ -174,6 +175,40 @@ class Client:
     def get(self, workflow_id: str) -> Workflow:
         """One run (``GET /v1/workflows/{id}``). Raises ``NotFound`` when unknown."""
         return self.fetch(req.get(workflow_id))
+
+    def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
+        """One task of a run and every attempt of it, each with its error type and
+        traceback (``GET /v1/workflows/{id}/tasks/{node}/{index}``).
+
+        Args:
+            workflow_id: the run.
+            node: the task's node.
+            index: its index (a map item's; a loop's 2k decide, 2k+1 tool); None for a
+                node without index.
+
+        Raises:
+            ValueError: an empty node, or an index below 0.
+            NotFound: unknown run, or no such task (yet).
+        """
+        return self.fetch(req.task(workflow_id, node, index))
+
+    def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
+                   limit: int = 100, *, status: str | None = None) -> NodeTasks:
+        """A page of a node's tasks in index order
+        (``GET /v1/workflows/{id}/nodes/{node}/tasks``); ``NodeTasks.next`` is the
+        ``after`` of the next page.
+
+        Args:
+            workflow_id: the run.
+            node: the node.
+            after: the index the page starts after (None: from the first).
+            limit: tasks per page, 1 to 500.
+            status: only the tasks in this status (``failed`` ...).
+
+        Raises:
+            NotFound: unknown run or node. Unprocessable: a limit or status out of range.
+        """
+        return self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
 
     def list(self, *, status: str | None = None, name: str | None = None,
              definition: str | None = None, limit: int = 50,

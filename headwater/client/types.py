@@ -8,6 +8,7 @@ from typing import Any
 
 from headwater.core.events import TERMINAL_BODIES
 from headwater.core.status import WorkflowStatus
+from headwater.errors import TaskFailure
 
 TERMINAL_STATUSES = frozenset(s.value for s in WorkflowStatus if s.terminal)
 """The statuses of a run that has ended (``succeeded``, ``failed``, ``cancelled``)."""
@@ -59,6 +60,7 @@ class Workflow:
         definition: the definition it was started from, or None (an inline spec).
         raw: the whole document.
         generation: 1, or more once ``restart_on_failure`` restarted it.
+        failure: what failed it (a failed run's document), with the traceback; else None.
     """
 
     id: str
@@ -74,6 +76,7 @@ class Workflow:
     definition: DefinitionRef | None
     raw: dict[str, Any] = field(repr=False, compare=False)
     generation: int = 1
+    failure: TaskFailure | None = None
 
     @property
     def done(self) -> bool:
@@ -91,7 +94,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         tenant=doc.get("tenant"), seq=int(doc.get("seq") or 0), input=doc.get("input"),
         output=doc.get("output"), error=doc.get("error") or "",
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
-        definition=definition, raw=doc, generation=int(doc.get("generation") or 1))
+        definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
+        failure=TaskFailure.from_document(doc.get("failure")))
 
 
 @dataclass(frozen=True)

@@ -180,8 +180,15 @@ def status(
     workflow_id: Annotated[str, typer.Argument(help="workflow id")],
     gateway: str = GATEWAY,
     as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
+    traceback_: Annotated[bool, typer.Option(
+        "--traceback/--no-traceback",
+        help="print the traceback of the attempt that failed the run")] = True,
 ) -> None:
-    """Show a workflow's status, nodes and output."""
+    """Show a workflow's status, nodes and output.
+
+    A failed run also shows the attempt that failed it: its node and index, attempt,
+    error type and message, and (unless ``--no-traceback``) its traceback.
+    """
     with gateway_errors(gateway), client(gateway) as hw:
         doc = hw.get(workflow_id).raw
     if as_json:
@@ -208,6 +215,29 @@ def status(
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
         console.print(f"[red]{escape(str(doc['error']))}[/]")
+    failure = doc.get("failure")
+    if doc["status"] == "failed" and isinstance(failure, dict):
+        print_failure(failure, traceback_)
+
+
+def print_failure(failure: dict[str, Any], with_traceback: bool = True) -> None:
+    """Print what failed a run (its document's ``failure``): ``failed at m[4], attempt 3:
+    KeyError: 'x'``, then its traceback as the worker recorded it (or a line saying how
+    to show it)."""
+    where = str(failure.get("node"))
+    if failure.get("index") is not None:
+        where += f"[{failure['index']}]"
+    if failure.get("attempt") is not None:
+        where += f", attempt {failure['attempt']}"
+    error_type, message = failure.get("error_type") or "", failure.get("message") or ""
+    console.print(f"[red]failed at {escape(where)}: "
+                  f"{escape(f'{error_type}: {message}' if error_type else message)}[/]")
+    traceback = str(failure.get("traceback") or "").rstrip("\n")
+    if traceback and with_traceback:
+        console.print(traceback, markup=False, highlight=False, soft_wrap=True)
+    elif traceback:
+        lines = traceback.count("\n") + 1
+        console.print(f"(a traceback of {lines} lines: --traceback shows it)")
 
 
 def cancel(

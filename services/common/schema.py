@@ -137,9 +137,16 @@ do $$ begin
     then
         alter table workflows add column rerun jsonb;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'tasks' and column_name = 'traceback')
+    then
+        alter table tasks add column error_type text not null default '',
+            add column traceback text not null default '', add column first_seq bigint;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
+create index if not exists tasks_by_node on tasks (workflow_id, node, idx nulls first);
 create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
     parent_attempt) where parent_id is not null;
 create index if not exists workflows_by_definition on workflows (definition, created_at desc,
@@ -197,7 +204,13 @@ submission straight on Kafka won the id); ``body_hash`` is the hash of the body 
 (the request's until then). ``workflows.generation`` is the run's generation (1, then
 one more per ``WorkflowRestarted``, ``restart_on_failure``) and ``restarted_seq`` the seq
 of its latest restart (0: none), below which no ``tasks``, ``nodes`` or ``loop_steps``
-row of it may stay. The ``workflows_by_*`` indexes serve
+row of it may stay. ``tasks.error_type`` and ``traceback`` are the latest attempt's
+failure (its ``TaskFailed``; "" until one, and again at the next dispatch);
+``first_seq`` is the seq of the task's first dispatch, from which its attempts' events
+are read (``GET /v1/workflows/{id}/tasks/{node}/{index}``; null for a row projected
+before the column). ``tasks_by_node`` serves a node's tasks in index order (the run
+document's, and ``GET .../nodes/{node}/tasks`` a page at a time). The
+``workflows_by_*`` indexes serve
 ``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
 order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
 the ``created_after``/``created_before`` ranges; ``status`` is the only one of their

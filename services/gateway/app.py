@@ -30,13 +30,15 @@ from services.gateway.runs import api as runs_api
 from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
+from services.gateway.tasks import api as tasks_api
 from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
 
 ROUTERS: tuple[APIRouter, ...] = (
-    health.router, runs_api.router, control_api.router, run_api.router, queues_api.router,
-    definitions_api.router, schedules_api.router, auth_api.router, reruns_api.router,
+    health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
+    queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
+    reruns_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

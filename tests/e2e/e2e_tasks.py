@@ -240,3 +240,15 @@ def words(text: object, marks: str, index: int) -> list[str]:
     if not isinstance(text, str):
         time.sleep(2)
     return text.split()  # type: ignore[attr-defined]
+
+
+def _fields_of(value: object) -> list[str]:
+    """Split a comma-separated value (an ``AttributeError`` for a number)."""
+    return value.split(",")  # type: ignore[attr-defined]
+
+
+@task(name="e2e.split_fields", queue="cpu")
+def split_fields(value: object) -> list[str]:
+    """Return the fields of ``value``; raises inside ``_fields_of`` when it is no string."""
+    fields = _fields_of(value)
+    return fields

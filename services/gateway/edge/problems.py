@@ -99,8 +99,9 @@ FORBIDDEN = ProblemType(
     "writes a shared definition (one with no tenant)",
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
-    "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
-    "schedule; for a definition name, the closest registered names in did_you_mean",
+    "not-found", 404, "Not found", "no such workflow, definition (or version of it), "
+    "schedule, or task or node of a run; for a definition name, the closest registered "
+    "names in did_you_mean",
     {"definition": _TEXT, "schedule": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 NO_ROUTE = ProblemType(
     "no-route", 404, "No such route", "a path that names no operation of the API")

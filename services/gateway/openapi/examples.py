@@ -92,13 +92,14 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
 
 _TASK = {"key": "fetch", "node": "fetch", "index": None, "attempt": 1,
          "status": "succeeded", "task": "billing.fetch_order", "queue": "cpu",
-         "progress": 1.0, "message": "", "error": "", "worker": "worker-cpu-1-19976",
-         "dispatched_at": AT, "started_at": LATER, "finished_at": LATER}
+         "progress": 1.0, "message": "", "error": "", "error_type": "", "traceback": "",
+         "worker": "worker-cpu-1-19976", "dispatched_at": AT, "started_at": LATER,
+         "finished_at": LATER}
 _COUNTS = {"error": "", "total": None, "succeeded": 0, "running": 0, "failed": 0}
 WAITING_RUN: dict[str, Any] = {
     "id": RUN, "name": "refund", "tenant": "acme", "status": "running", "seq": 6,
     "created_at": AT, "updated_at": LATER, "input": {"order": 1042}, "output": None,
-    "error": "", "definition": None,
+    "error": "", "failure": None, "definition": None,
     "nodes": [
         {"id": "fetch", "kind": "task", "task": "billing.fetch_order", "status": "succeeded",
          **_COUNTS, "succeeded": 1},
@@ -120,7 +121,7 @@ WAITING_RUN: dict[str, Any] = {
 REPORT_RUN: dict[str, Any] = {
     "id": "wf-2157494e578e4d12bd04191878f17be6", "name": "reports", "tenant": None,
     "status": "succeeded", "seq": 6, "created_at": AT, "updated_at": LATER,
-    "input": {"days": 7}, "output": {"rows": 120}, "error": "",
+    "input": {"days": 7}, "output": {"rows": 120}, "error": "", "failure": None,
     "definition": {"name": "reports", "version": 1},
     "nodes": [{"id": "build", "kind": "task", "task": "reports.build",
                "status": "succeeded", **_COUNTS, "succeeded": 1}],
@@ -128,6 +129,28 @@ REPORT_RUN: dict[str, Any] = {
     "tasks_truncated": False, "parent": None, "children": [], "waiting": [], "signals": [],
     "next_wakeup": None, "links": _links("wf-2157494e578e4d12bd04191878f17be6")}
 """A run of a definition that has ended."""
+
+_TRACEBACK = (
+    'Traceback (most recent call last):\n  File "/app/billing/tasks.py", line 41, in refund\n'
+    "    amount = parse_amount(order)\n             ^^^^^^^^^^^^^^^^^^^\n"
+    '  File "/app/billing/money.py", line 12, in parse_amount\n'
+    '    whole, cents = order["total"].split(".")\n                   ^^^^^^^^^^^^^^^^^^^^\n'
+    "AttributeError: 'int' object has no attribute 'split'\n")
+_ERROR = "'int' object has no attribute 'split'"
+_ATTEMPT = {"attempt": 1, "status": "failed", "worker": "worker-cpu-1-19976",
+            "dispatched_at": AT, "started_at": LATER, "finished_at": LATER,
+            "error": _ERROR, "error_type": "AttributeError", "traceback": _TRACEBACK}
+_TASK_PATH = f"/v1/workflows/{RUN}/tasks/refund/-"
+FAILED_TASK: dict[str, Any] = {
+    "workflow_id": RUN, "node": "refund", "index": None, "key": "refund",
+    "task": "billing.refund", "queue": "cpu", "status": "retry_wait", "attempt": 3,
+    "input": {"order": 1042, "amount": 120}, "output": None,
+    "attempts": [_ATTEMPT, {**_ATTEMPT, "attempt": 2, "finished_at": DONE}],
+    "links": {"self": _TASK_PATH, "logs": f"{_TASK_PATH}/logs"}}
+"""A task whose first two attempts raised, waiting to retry."""
+_ITEM = {**_TASK, "key": "resize[7]", "node": "resize", "index": 7, "task": "images.resize",
+         "status": "failed", "error": _ERROR, "error_type": "AttributeError",
+         "traceback": _TRACEBACK, "finished_at": DONE}
 
 _ACCEPTED = {"id": OTHER, "status": "accepted", "links": _links(OTHER)}
 _STREAM = (
@@ -186,6 +209,11 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
                                                      WAITING_RUN)},
     "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: {"example": _example(
         "a run's events, to its terminal one", _STREAM)}}},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}": {"200": _json(
+        "a task whose attempts raised, waiting to retry", FAILED_TASK)},
+    "GET /v1/workflows/{workflow_id}/nodes/{node}/tasks": {"200": _json(
+        "the failed tasks of a map, one a page", {
+            "workflow_id": RUN, "node": "resize", "total": 2, "tasks": [_ITEM], "next": 7})},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
         "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
     "POST /v1/workflows/{workflow_id}/rerun": {

@@ -47,6 +47,9 @@ def body_samples() -> list[Any]:
         ev.TaskSucceeded(WF, "n", 0, 1, AT, None),
         *_with_index(ev.TaskFailed, **base, error="ValueError: bad ☹", error_type="ValueError",
                      retryable=False),
+        ev.TaskFailed(WF, "n", 3, 2, AT, "boom ☹", "KeyError", True,
+                      'Traceback (most recent call last):\n  File "t.py", line 3, in f\n'
+                      "    raise KeyError('boom ☹')\nKeyError: 'boom ☹'\n"),
         *_with_index(ev.TimerScheduled, workflow_id=WF, timer_id="retry:nöde[7]:3",
                      fire_at_ms=AT + 2**40, node="nöde", attempt=3, at_ms=AT),
         ev.TimerFired(WF, "retry:n:2", AT),
