@@ -51,6 +51,7 @@ class TaskLogLines:
         attempt: the attempt number, 1-based.
         first_line: the number of ``lines[0]`` in the attempt's log.
         lines: the lines, in order.
+        last: True on the attempt's last batch (maybe without lines): its log is whole.
     """
 
     workflow_id: str
@@ -59,3 +60,4 @@ class TaskLogLines:
     attempt: int
     first_line: int
     lines: tuple[LogLine, ...]
+    last: bool = False

@@ -152,19 +152,22 @@ class AttemptLog:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
-        await self.flush()
+        await self.flush(last=True)
 
-    async def flush(self) -> None:
-        """Send the lines waiting, ``batch_lines`` a record, in order."""
+    async def flush(self, last: bool = False) -> None:
+        """Send the lines waiting, ``batch_lines`` a record, in order; with ``last``,
+        the last record says the log is whole (sent even without lines)."""
         async with self._sending:
             with self._lock:
                 batch, first = self._pending, self._shipped + 1
                 self._pending = []
                 self._shipped += len(batch)
             size = self.limits.batch_lines
-            for start in range(0, len(batch), size):
+            starts = list(range(0, len(batch), size)) or ([0] if last else [])
+            for start in starts:
                 await self._ship(TaskLogLines(*self.key, first + start,
-                                              tuple(batch[start:start + size])))
+                                              tuple(batch[start:start + size]),
+                                              last and start == starts[-1]))
 
     def _keep(self, level: str, stream: str, logger: str, message: str,
               at_ms: int | None) -> bool:

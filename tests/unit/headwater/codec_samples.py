@@ -108,7 +108,7 @@ def other_samples() -> list[Any]:
         TaskLogLines(WF, "nöde", None, 1, 1, (
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),
-        TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, ()),
+        TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, (), True),
     ]
 
 
