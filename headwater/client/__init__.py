@@ -35,13 +35,15 @@ Modules: ``sync`` (``Client``) and ``aio`` (``AsyncClient``) only send, each wit
 httpx client, what the sans-I/O modules decide: ``requests`` (what each method asks and
 how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``retry``
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
-stream's reconnects, ``result``'s watch) and ``types`` (the answers' frozen views).
+stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
+stream) and ``types`` (the answers' frozen views).
 ``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
 (``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient, AsyncDefinitions
 from headwater.client.follow import SETTLE_S
+from headwater.client.logs import TaskLogLine
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
 from headwater.client.sync import Client, Definitions
@@ -78,5 +80,6 @@ __all__ = [
     "ScheduleApplied",
     "Schedules",
     "Submitted",
+    "TaskLogLine",
     "Workflow",
 ]
