@@ -82,6 +82,15 @@ def task_logs(workflow_id: str, node: str, index: int | None, attempt: int | Non
     return Request(Call("GET", task_path(workflow_id, node, index), params=params), decode)
 
 
+def task_page(workflow_id: str, node: str, index: int | None,
+              after: str | None) -> Request[dict[str, Any]]:
+    """One page of a task's lines after ``after`` as the API answers it (``lines``,
+    ``next``, ``complete``): what polling for new lines asks."""
+    params: dict[str, Any] = {"limit": PAGE, **({"after": after} if after else {})}
+    return Request(Call("GET", task_path(workflow_id, node, index), params=params),
+                   lambda response: dict(response.json()))
+
+
 def run_logs(workflow_id: str, node: str | None, after: str | None = None,
              found: tuple[TaskLogLine, ...] = ()) -> Request[Listing[TaskLogLine]]:
     """A run's lines so far (of ``node`` alone unless None), a page after ``after``."""
