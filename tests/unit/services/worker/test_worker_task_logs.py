@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 import logging
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -192,3 +193,30 @@ async def test_the_worker_sends_an_attempts_lines_before_its_outcome() -> None:
     outcome_at = next(i for i, (_, r, _) in enumerate(sent) if isinstance(r, ev.TaskFailed))
     last_log = max(i for i, (_, r, _) in enumerate(sent) if isinstance(r, TaskLogLines))
     assert last_log < outcome_at
+
+
+@task(name="unit.logs.chatty", queue=QUEUE)
+def chatty(n: int) -> int:
+    """Print and log ``n`` a few times, yielding the thread in between."""
+    for i in range(5):
+        print(f"attempt {n} says {i}")
+        logging.getLogger("unit.chatty").info("attempt %d logs %d", n, i)
+        time.sleep(0.01)
+    return n
+
+
+async def test_concurrent_sync_attempts_keep_to_their_own_lines() -> None:
+    consumer = FakeConsumer({TP0: records(*(dispatch("unit.logs.chatty", {"n": n},
+                                                     workflow_id=f"c{n}") for n in (1, 2, 3)))})
+    producer = FakeProducer()
+    worker = Worker(worker_settings(concurrency=3))
+    with installed():
+        async with serving(worker, consumer, producer):
+            await wait_until(lambda: {"c1", "c2", "c3"} <= set(outcomes(producer)))
+    batches = [codec.decode(v) for t, v, _ in producer.sent if t == "t.logs"]
+    for n in (1, 2, 3):
+        mine = [b for b in batches if b.workflow_id == f"c{n}"]
+        assert mine[-1].last and all(not b.last for b in mine[:-1])
+        messages = [x.message for b in mine for x in b.lines]
+        assert sorted(messages) == sorted([f"attempt {n} says {i}" for i in range(5)]
+                                          + [f"attempt {n} logs {i}" for i in range(5)])
