@@ -36,14 +36,15 @@ Modules: ``sync`` (``Client``) and ``aio`` (``AsyncClient``) only send, each wit
 httpx client, what the sans-I/O modules decide: ``requests`` (what each method asks and
 how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``retry``
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
-stream's reconnects, ``result``'s watch), ``types`` (the answers' frozen views) and
-``tasks`` (those of a run's tasks).
+stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
+stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
 ``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
 (``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient, AsyncDefinitions
 from headwater.client.follow import SETTLE_S
+from headwater.client.logs import TaskLogLine
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
 from headwater.client.sync import Client, Definitions
@@ -84,6 +85,7 @@ __all__ = [
     "Submitted",
     "Task",
     "TaskAttempt",
+    "TaskLogLine",
     "TaskRow",
     "Workflow",
 ]

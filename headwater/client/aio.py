@@ -16,6 +16,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
+from headwater.client import logs
 from headwater.client import requests as req
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
@@ -213,6 +214,40 @@ class AsyncClient:
     async def whoami(self) -> Identity:
         """As ``Client.whoami``."""
         return await self.fetch(req.whoami())
+
+    async def task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                        attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
+        """As ``Client.task_logs``."""
+        return await self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
+
+    async def run_logs(self, workflow_id: str,
+                       node: str | None = None) -> builtins.list[logs.TaskLogLine]:
+        """As ``Client.run_logs``."""
+        return await self.fetch_all(logs.run_logs(workflow_id, node))
+
+    async def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                               attempt: int | None = None,
+                               ) -> AsyncIterator[logs.TaskLogLine]:
+        """As ``Client.follow_task_logs`` (an async iterator)."""
+        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
+        while not follow.ended:
+            call = follow.call()
+            try:
+                async with aconnect_sse(self._http, call.method, call.path,
+                                        **call.options(),
+                                        timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        await source.response.aread()
+                    if follow.opened(source.response):
+                        async for sse in source.aiter_sse():
+                            line = follow.take(sse)
+                            if line is not None:
+                                yield line
+                            if follow.ended:
+                                return
+            except httpx.TransportError as e:
+                follow.lost(e)
+            await asyncio.sleep(follow.pause())
 
 
 async def _events(source: EventSource) -> AsyncIterator[Event]:

@@ -179,6 +179,27 @@ create table if not exists schedules (
     paused_seq bigint not null default 0
 );
 create index if not exists schedules_by_name on schedules (name, created_at desc);
+create table if not exists task_logs (
+    workflow_id text not null,
+    node text not null,
+    idx integer not null,
+    attempt integer not null,
+    line integer not null,
+    at timestamptz not null,
+    level text not null,
+    stream text not null,
+    logger text not null,
+    message text not null,
+    primary key (workflow_id, node, idx, attempt, line)
+);
+create table if not exists task_log_ends (
+    workflow_id text not null,
+    node text not null,
+    idx integer not null,
+    attempt integer not null,
+    lines integer not null,
+    primary key (workflow_id, node, idx, attempt)
+);
 create table if not exists retired_ids (
     workflow_id text primary key,
     tenant text,
@@ -221,6 +242,11 @@ state (``paused``, the armed ``next_fire_at``, the last fire time, the last run 
 the fire times ``fired`` and ``skipped``) and ``status`` (``running`` until the workflow
 ends, then its end); ``armed_seq``, ``fired_seq`` and ``paused_seq`` are the seq of the
 last event applied to each part, so that a repeated event changes nothing.
+``task_logs`` holds the lines task attempts logged and printed (the ``logs`` topic,
+``services/projector/task_logs.py``), one row per line, numbered from 1 per attempt;
+``idx`` is the map item or loop step, -1 for a node without index (a key column cannot
+be null); ``task_log_ends`` has a row per attempt whose worker sent its log whole
+(``lines`` lines), which readers take as the end of that attempt's lines.
 ``retired_ids`` keeps, for each run whose rows projection retention deleted, what a
 submission of its id is compared with (its tenant, final status and hashes): the id
 stays taken, as the coordinator's marker keeps it (a retry of the same request is the

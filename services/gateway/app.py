@@ -1,6 +1,6 @@
 """Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, each
 resource's routes (``runs``, ``control``, ``queues``, ``definitions``, ``schedules``,
-``auth``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
+``auth``, ``logs``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
 (``drain``, ``server``)."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
+from services.gateway.logs import api as logs_api
 from services.gateway.openapi import document
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
@@ -38,7 +39,7 @@ log = logging.getLogger("headwater.gateway")
 ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
-    reruns_api.router,
+    reruns_api.router, logs_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

@@ -28,7 +28,7 @@ from aiokafka.errors import CommitFailedError
 from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
-from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
+from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool, notify_payloads
 from services.common.finishing import Unfinished, finish
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
@@ -43,28 +43,9 @@ from services.projector.statements import (
     Statements,
     core_plan,
 )
+from services.projector.task_logs import LogProjector
 
 log = logging.getLogger(__name__)
-
-NOTIFY_MAX_BYTES = 7900  # PostgreSQL's NOTIFY payload limit is 8000 bytes
-
-
-def notify_payloads(workflow_ids: list[str]) -> list[str]:
-    """Comma-joined workflow ids, split into payloads that fit a NOTIFY."""
-    payloads: list[str] = []
-    current: list[str] = []
-    size = 0
-    for wid in workflow_ids:
-        n = len(wid.encode()) + 1
-        if current and size + n > NOTIFY_MAX_BYTES:
-            payloads.append(",".join(current))
-            current, size = [], 0
-        current.append(wid)
-        size += n
-    if current:
-        payloads.append(",".join(current))
-    return payloads
-
 
 # Values PostgreSQL refuses (NUL in text or jsonb, JSON nested too deep for orjson):
 # the event is stored with such values replaced rather than stall the projection.
@@ -289,14 +270,17 @@ def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
 
 async def run_projector(settings: CommonSettings) -> None:
     """Keep the projection current until cancelled, restarting after any failure; serve
-    the process's metrics unless it does already (``metrics.serve_from_env``)."""
+    the process's metrics unless it does already (``metrics.serve_from_env``). The task
+    logs' reader (``task_logs.LogProjector``) runs beside the events' on the same pool."""
     metrics.serve_from_env()
     while True:
         try:
             pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"),
                                       auth=settings.pg_auth)
             try:
-                await Projector(settings, pool).run()
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(Projector(settings, pool).run())
+                    group.create_task(LogProjector(settings, pool).run())
             finally:
                 await pool.close()
         except asyncio.CancelledError:

@@ -1,6 +1,6 @@
 """The JSON Schemas of the answers (2xx) whose routes give none: a run's document, a
 page of runs, a run's task and a page of a node's tasks, what a submission, a cancel or
-a signal answers, the queues, and the event streams.
+a signal answers, the queues, task logs, and the event streams.
 
 The routes answer with ``Response`` objects built from plain values (``runs.views``,
 ``queues.figures``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
@@ -210,6 +210,38 @@ QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _objec
         "state": {"enum": list(QueueState)}})}})
 """``GET /v1/queues``."""
 
+_LINE_PROPERTIES: dict[str, Any] = {
+    "attempt": {"type": "integer", "minimum": 1}, "line": {"type": "integer", "minimum": 1,
+                                                           "description": "from 1 per attempt"},
+    "at": _TIME, "level": {**_TEXT, "description": "INFO, WARNING...; INFO for stdout, "
+                                                   "ERROR for stderr"},
+    "stream": {"enum": ["log", "stdout", "stderr"]},
+    "logger": {**_TEXT, "description": "the logger's name; empty for a stream"},
+    "message": _TEXT}
+_LINE = _object(list(_LINE_PROPERTIES), _LINE_PROPERTIES)
+_TASK_INDEX: dict[str, Any] = {"type": ["integer", "null"], "minimum": 0,
+                               "description": "the map item or loop step (null: none)"}
+TASK_LOGS_SCHEMA = _object(["workflow_id", "node", "index", "lines", "next", "complete"], {
+    "workflow_id": _ID, "node": _TEXT, "index": _TASK_INDEX,
+    "lines": {"type": "array", "items": _LINE},
+    "next": {"type": ["string", "null"],
+             "description": "<attempt>:<line>, pass as ?after= for what follows; null: "
+                            "complete and read to its end"},
+    "complete": {"type": "boolean", "description": "no line can come any more"}})
+"""``GET /v1/workflows/{id}/tasks/{node}/{index}/logs``."""
+RUN_LOGS_SCHEMA = _object(["workflow_id", "lines", "next"], {
+    "workflow_id": _ID,
+    "lines": {"type": "array", "items": _object(
+        ["node", "index", *_LINE_PROPERTIES],
+        {"node": _TEXT, "index": _TASK_INDEX, **_LINE_PROPERTIES})},
+    "next": {"type": ["string", "null"],
+             "description": "pass as ?after= for the next page; null: none so far"}})
+"""``GET /v1/workflows/{id}/logs``: in (node, index, attempt, line) order."""
+LOG_STREAM_SCHEMA: dict[str, Any] = {
+    "type": "string", "description": "Server-Sent Events: per line, event: log, id: "
+    "<attempt>:<line>, data: the line as JSON; then event: end once the log is complete"}
+"""A task's log followed (``?follow=true``)."""
+
 READY_SCHEMA = _object(["status"], {"status": {"const": "ready"}})
 """``GET /ready``."""
 
@@ -236,6 +268,9 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
                             "202": {JSON: ACCEPTED_SCHEMA}},
     "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}/logs": {
+        "200": {JSON: TASK_LOGS_SCHEMA, EVENTS: LOG_STREAM_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/logs": {"200": {JSON: RUN_LOGS_SCHEMA}},
     "POST /v1/schedules/{name}/pause": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
     "POST /v1/schedules/{name}/resume": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
 }

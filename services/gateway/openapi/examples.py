@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from services.gateway.runs.cursor import encode_cursor
 
 JSON, EVENTS = "application/json", "text/event-stream"
@@ -189,6 +191,16 @@ _SCHEDULE: dict[str, Any] = {
               "workflow": "/v1/workflows/schedule%3Anightly-report%3A3",
               "pause": "/v1/schedules/nightly-report/pause",
               "resume": "/v1/schedules/nightly-report/resume"}}
+_LOG_LINES = [
+    {"attempt": 1, "line": 1, "at": AT, "level": "INFO", "stream": "log",
+     "logger": "headwater.task", "message": "fetching order 1042"},
+    {"attempt": 1, "line": 2, "at": LATER, "level": "WARNING", "stream": "log",
+     "logger": "billing.client", "message": "slow answer from the billing API (2.1 s)"},
+    {"attempt": 1, "line": 3, "at": LATER, "level": "INFO", "stream": "stdout", "logger": "",
+     "message": "total: 120.50 EUR"}]
+_LOG_STREAM = "".join(
+    f"id: {line['attempt']}:{line['line']}\nevent: log\ndata: {orjson.dumps(line).decode()}"
+    "\n\n" for line in _LOG_LINES) + 'event: end\ndata: {"complete":true}\n\n'
 _CURSOR = encode_cursor(datetime(2026, 3, 2, 9, 14, 7, 512000, tzinfo=UTC), RUN)
 
 
@@ -266,6 +278,15 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/schedules/{name}/resume": {"202": _json("resuming", {
         "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
         "signal": "resume"})},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}/logs": {"200": {
+        **_json("a task's lines, the attempt ended and its log whole", {
+            "workflow_id": RUN, "node": "fetch", "index": None, "lines": _LOG_LINES,
+            "next": None, "complete": True}),
+        EVENTS: {"example": _example("?follow=true", _LOG_STREAM)}}},
+    "GET /v1/workflows/{workflow_id}/logs": {"200": _json("a run's lines, one page", {
+        "workflow_id": RUN, "lines": [{"node": "fetch", "index": None, **line}
+                                      for line in _LOG_LINES],
+        "next": None})},
 }
 """Per operation, status and media type: the answer's named examples (one, named
 ``example``), as its media type's ``examples`` holds them."""
