@@ -55,6 +55,7 @@ from headwater.client.types import (
     Run,
     Schedule,
     ScheduleApplied,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "Schedule",
     "ScheduleApplied",
     "Schedules",
+    "SignalFate",
     "Submitted",
     "Workflow",
 ]

@@ -241,6 +241,45 @@ def queue_from(doc: dict[str, Any]) -> Queue:
 
 
 @dataclass(frozen=True)
+class SignalFate:
+    """What became of a signal (``GET /v1/workflows/{id}/signals/{signal_id}``).
+
+    Attributes:
+        workflow_id: the run it was sent to.
+        signal_id: its id.
+        status: ``received`` (answered 202, not applied yet), ``buffered`` (kept until
+            its wait starts), ``consumed``, ``discarded`` or ``refused``.
+        node: the wait that consumed it (else None).
+        reason: why it was discarded or refused (else None).
+        raw: the whole document (``name``, ``index``, ``at``, ``received_at``, ``links``).
+    """
+
+    workflow_id: str
+    signal_id: str
+    status: str
+    node: str | None
+    reason: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def applied(self) -> bool:
+        """Whether the run has applied it (every status but ``received``)."""
+        return self.status != "received"
+
+    @property
+    def taken(self) -> bool:
+        """Whether the run took it (``consumed``, or ``buffered`` for a wait to come)."""
+        return self.status in ("consumed", "buffered")
+
+
+def signal_fate_from(doc: dict[str, Any]) -> SignalFate:
+    """The view of ``GET /v1/workflows/{id}/signals/{signal_id}``."""
+    return SignalFate(workflow_id=doc["workflow_id"], signal_id=doc["signal_id"],
+                      status=doc["status"], node=doc.get("node"), reason=doc.get("reason"),
+                      raw=doc)
+
+
+@dataclass(frozen=True)
 class ScheduleApplied:
     """A ``PUT /v1/schedules/{name}``'s answer.
 
