@@ -88,7 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hw = runtime
     problems.install(app)
     document.install(app)  # /openapi.json: FastAPI's document, completed
-    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
+    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins,
+                       settings.metrics_token)
     for router in ROUTERS:
         app.include_router(router)
     return ui_routes.install(app)  # the web UI at /ui
