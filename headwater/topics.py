@@ -108,6 +108,12 @@ class Topics:
         """The consumer group of the PostgreSQL projector."""
         return f"{self.prefix}-projection"
 
+    @property
+    def refusals_group(self) -> str:
+        """The consumer group of the projector's reader of refused signals on ``dlq``
+        (``services.projector.refusals``)."""
+        return f"{self.prefix}-projection-refusals"
+
     def worker_group(self, queue: str) -> str:
         """Consumer group of the workers of ``queue``."""
         return f"{self.prefix}-worker-{queue}"

@@ -59,6 +59,7 @@ from headwater.client.types import (
     Run,
     Schedule,
     ScheduleApplied,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "Schedule",
     "ScheduleApplied",
     "Schedules",
+    "SignalFate",
     "Submitted",
     "Task",
     "TaskAttempt",

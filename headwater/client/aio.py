@@ -39,6 +39,7 @@ from headwater.client.types import (
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -191,12 +192,39 @@ class AsyncClient:
                 follow.lost(e)
             await asyncio.sleep(follow.pause())
 
+    @overload
     async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
-                     index: int | None = None,
-                     signal_id: str | None = None) -> dict[str, Any]:
+                     index: int | None = ..., signal_id: str | None = ...,
+                     wait: Literal[False] = ...) -> dict[str, Any]: ...
+    @overload
+    async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+                     index: int | None = ..., signal_id: str | None = ...,
+                     wait: Literal[True]) -> SignalFate: ...
+
+    async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+                     index: int | None = None, signal_id: str | None = None,
+                     wait: bool = False) -> dict[str, Any] | SignalFate:
         """As ``Client.signal``."""
-        return await self.fetch(req.signal(workflow_id, name, fields, index,
-                                                signal_id))
+        answer = await self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        if not wait:
+            return answer
+        return await self.wait_signal(workflow_id, answer["signal_id"])
+
+    async def signal_fate(self, workflow_id: str, signal_id: str) -> SignalFate:
+        """As ``Client.signal_fate``."""
+        return await self.fetch(req.signal_fate(workflow_id, signal_id))
+
+    async def wait_signal(self, workflow_id: str, signal_id: str,
+                          timeout: float = req.SIGNAL_WAIT_S) -> SignalFate:
+        """As ``Client.wait_signal``."""
+        loop = asyncio.get_running_loop()
+        wait = req.FateWait(timeout, loop.time())
+        while True:
+            fate = await self.signal_fate(workflow_id, signal_id)
+            pause = None if fate.applied else wait.pause(loop.time())
+            if pause is None:
+                return fate
+            await asyncio.sleep(pause)
 
     async def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
         """As ``Client.cancel``."""

@@ -38,11 +38,13 @@ from headwater.client.types import (
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
     definition_from,
     identity_from,
     queue_from,
+    signal_fate_from,
     workflow_from,
 )
 
@@ -154,7 +156,7 @@ def submitted_from(response: httpx.Response) -> Submitted:
     """The view of a submission's answer (202: a new run; 200: the same again)."""
     doc = response.json()
     return Submitted(doc["id"], doc["status"], response.status_code == 202,
-                     doc.get("links") or {})
+                     doc.get("links") or {}, tuple(doc.get("warnings") or ()))
 
 
 def submit(workflow: dict[str, Any] | str | Path | None, definition: str | None,
@@ -236,6 +238,46 @@ def signal(workflow_id: str, name: str, fields: dict[str, Any], index: int | Non
     chosen now, before the first try)."""
     return Request(signal_call(workflow_id, name, fields, index,
                                signal_id or uuid.uuid4().hex), document)
+
+
+def signal_fate(workflow_id: str, signal_id: str) -> Request[SignalFate]:
+    """``Client.signal_fate``: ``GET .../signals/{signal_id}``."""
+    if not signal_id:
+        raise ValueError("signal_id must not be empty")
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/signals/"
+                               f"{segment(signal_id)}"), reading(signal_fate_from))
+
+
+SIGNAL_WAIT_S = 30.0
+"""How long ``signal(..., wait=True)`` waits for the run to apply a signal by default,
+seconds."""
+
+
+@dataclass
+class FateWait:
+    """How ``signal(..., wait=True)`` asks for a signal's fate: again after 0.05 s, then
+    twice as long each time up to 1 s, until ``timeout_s`` passed.
+
+    Args:
+        timeout_s: how long to wait, seconds (finite, >= 0).
+        started_s: when the wait began, on a monotonic clock, seconds.
+    """
+
+    timeout_s: float
+    started_s: float
+    delay_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.timeout_s < float("inf"):
+            raise ValueError(f"timeout must be a finite number >= 0, got {self.timeout_s!r}")
+
+    def pause(self, now_s: float) -> float | None:
+        """How long to sleep before asking again, seconds; None once the time is up."""
+        left = self.started_s + self.timeout_s - now_s
+        if left <= 0:
+            return None
+        delay, self.delay_s = min(self.delay_s, left), min(self.delay_s * 2, 1.0)
+        return delay
 
 
 def cancel(workflow_id: str, reason: str) -> Request[dict[str, Any]]:

@@ -37,6 +37,7 @@ from headwater.client.types import (
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -275,12 +276,45 @@ class Client:
                 follow.lost(e)
             time.sleep(follow.pause())
 
+    @overload
     def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
-               index: int | None = None, signal_id: str | None = None) -> dict[str, Any]:
+               index: int | None = ..., signal_id: str | None = ...,
+               wait: Literal[False] = ...) -> dict[str, Any]: ...
+    @overload
+    def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+               index: int | None = ..., signal_id: str | None = ...,
+               wait: Literal[True]) -> SignalFate: ...
+
+    def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+               index: int | None = None, signal_id: str | None = None,
+               wait: bool = False) -> dict[str, Any] | SignalFate:
         """Signal a run's wait (``POST .../signals/{name}``); ``signal_id`` (None: a
         UUID4 chosen before the first try) makes a retry count once. Returns the
-        answer (``workflow_id``, ``signal``, ``signal_id``, ``links``)."""
-        return self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        answer (``workflow_id``, ``signal``, ``signal_id``, ``links``); with ``wait``,
+        its fate once the run applied it (``consumed``, ``buffered``, ``discarded`` or
+        ``refused``, with the reason), or as it stands after ``requests.SIGNAL_WAIT_S``
+        (30 s: ``received``; ``wait_signal`` waits as long as asked)."""
+        answer = self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        if not wait:
+            return answer
+        return self.wait_signal(workflow_id, answer["signal_id"])
+
+    def signal_fate(self, workflow_id: str, signal_id: str) -> SignalFate:
+        """What became of a signal (``GET .../signals/{signal_id}``). Raises
+        ``NotFound`` for an id never sent to the run."""
+        return self.fetch(req.signal_fate(workflow_id, signal_id))
+
+    def wait_signal(self, workflow_id: str, signal_id: str,
+                    timeout: float = req.SIGNAL_WAIT_S) -> SignalFate:
+        """Ask for a signal's fate until the run applied it, or ``timeout`` seconds
+        passed (then its fate as it stands: ``received``)."""
+        wait = req.FateWait(timeout, time.monotonic())
+        while True:
+            fate = self.signal_fate(workflow_id, signal_id)
+            pause = None if fate.applied else wait.pause(time.monotonic())
+            if pause is None:
+                return fate
+            time.sleep(pause)
 
     def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
         """Ask for a run's cancellation. Returns the answer (``status:

@@ -25,12 +25,15 @@ class Submitted:
         status: its status when answered (``accepted`` for a new run).
         created: True for a new run (202), False for the same id and body again (200).
         links: ``{"self", "events"}`` paths.
+        warnings: each queue the run needs that had no live worker when it was
+            accepted (it waits until one serves it).
     """
 
     id: str
     status: str
     created: bool
     links: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,45 @@ def queue_from(doc: dict[str, Any]) -> Queue:
                  in_flight=int(doc.get("in_flight") or 0),
                  live_workers=int(doc.get("live_workers") or 0),
                  state=doc.get("state") or "", tasks=list(doc.get("tasks") or []), raw=doc)
+
+
+@dataclass(frozen=True)
+class SignalFate:
+    """What became of a signal (``GET /v1/workflows/{id}/signals/{signal_id}``).
+
+    Attributes:
+        workflow_id: the run it was sent to.
+        signal_id: its id.
+        status: ``received`` (answered 202, not applied yet), ``buffered`` (kept until
+            its wait starts), ``consumed``, ``discarded`` or ``refused``.
+        node: the wait that consumed it (else None).
+        reason: why it was discarded or refused (else None).
+        raw: the whole document (``name``, ``index``, ``at``, ``received_at``, ``links``).
+    """
+
+    workflow_id: str
+    signal_id: str
+    status: str
+    node: str | None
+    reason: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def applied(self) -> bool:
+        """Whether the run has applied it (every status but ``received``)."""
+        return self.status != "received"
+
+    @property
+    def taken(self) -> bool:
+        """Whether the run took it (``consumed``, or ``buffered`` for a wait to come)."""
+        return self.status in ("consumed", "buffered")
+
+
+def signal_fate_from(doc: dict[str, Any]) -> SignalFate:
+    """The view of ``GET /v1/workflows/{id}/signals/{signal_id}``."""
+    return SignalFate(workflow_id=doc["workflow_id"], signal_id=doc["signal_id"],
+                      status=doc["status"], node=doc.get("node"), reason=doc.get("reason"),
+                      raw=doc)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ table writes of one). What is decided is pure and lives here: a purge request
 (``RETENTION_TIMER``) is taken only when ``purge_due``; a purged workflow keeps a
 marker (``dump_marker``), and an input for it (``decide.decide`` screens both) is
 taken as the ended workflow would have taken it (``after_purge``): a duplicate of its
-submission, a late report, timer or cancel change nothing; a signal or another
-submission under the id is refused with the reason ``refused_after_purge`` gives.
+submission, a late report, timer or cancel change nothing, and so does a copy of a signal
+the workflow took (its ``signal_id`` in the marker's filter, ``signal_filter``); any
+other signal or another submission under the id is refused with the reason
+``refused_after_purge`` gives.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ RETENTION_TIMER = "@retention"
 state machine starts with ``@``)."""
 MARKER_VERSION = 2
 """2: with the digest of the submission (``submission_digest``); 1: without it, so that
-every submission for the id is refused."""
+every submission for the id is refused. A marker of either may hold ``signals``
+(``signal_filter``); one without it knows no signal."""
+FILTER_BITS = 128
+"""The bits of a marker's signal filter (32 hex digits)."""
+FILTER_HASHES = 3
+"""The bits each ``signal_id`` sets in it: with 10 ids taken, one more id is taken for
+one of them about once in 200 (it then changes nothing instead of being refused)."""
 
 
 def purge_due(state: WorkflowState | None, at_ms: int, retention_ms: int | None) -> bool:
@@ -51,12 +59,47 @@ def header_due(header: bytes, at_ms: int, retention_ms: int) -> bool:
 def dump_marker(state: WorkflowState, purged_at_ms: int) -> bytes:
     """The marker kept for a purged workflow: how it ended, its last seq, when it was
     last changed and purged (ms since the epoch), and the digest of its submission.
-    Bounded (under 200 bytes): no spec, input or output."""
+    Bounded (under 250 bytes): no spec, input or output."""
     submission = submission_digest(body_hash(state.spec_doc, state.input, state.tenant),
                                    state.parent)
-    return orjson.dumps({"v": MARKER_VERSION, "status": state.status.value, "seq": state.seq,
-                         "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms,
-                         "submission": submission, "parent": _digest(state.parent)})
+    doc = {"v": MARKER_VERSION, "status": state.status.value, "seq": state.seq,
+           "ended_at_ms": state.updated_at_ms, "purged_at_ms": purged_at_ms,
+           "submission": submission, "parent": _digest(state.parent)}
+    if state.signal_ids:
+        doc["signals"] = signal_filter(state.signal_ids)
+    return orjson.dumps(doc)
+
+
+def _filter_bits(signal_id: str) -> list[int]:
+    """The ``FILTER_HASHES`` bits of ``signal_id`` in a signal filter."""
+    digest = hashlib.sha256(signal_id.encode()).digest()
+    return [int.from_bytes(digest[2 * i:2 * i + 2], "big") % FILTER_BITS
+            for i in range(FILTER_HASHES)]
+
+
+def signal_filter(signal_ids: list[str]) -> str:
+    """A Bloom filter of the ``signal_id``s a workflow took, as ``FILTER_BITS // 4`` hex
+    digits: bounded whatever the signals, so the marker stays small; it may say a
+    signal was taken that was not (then that signal changes nothing instead of being
+    dead-lettered), never the reverse."""
+    bits = 0
+    for signal_id in signal_ids:
+        for bit in _filter_bits(signal_id):
+            bits |= 1 << bit
+    return f"{bits:0{FILTER_BITS // 4}x}"
+
+
+def took_signal(marker: bytes, signal_id: str) -> bool:
+    """Whether the purged workflow of ``marker`` took a signal of ``signal_id`` (by its
+    filter, ``signal_filter``); False for an empty id or a marker without a filter."""
+    raw = load_marker(marker).get("signals")
+    if not signal_id or not isinstance(raw, str):
+        return False
+    try:
+        bits = int(raw, 16)
+    except ValueError:
+        return False
+    return all(bits >> bit & 1 for bit in _filter_bits(signal_id))
 
 
 def submission_digest(body: str, parent: dict[str, Any] | None) -> str:
@@ -95,8 +138,9 @@ def load_marker(raw: bytes) -> dict[str, Any]:
 def after_purge(event: ev.Input, marker: bytes) -> str | None:
     """What an input for a purged workflow does: None when it changes nothing, as it
     would have changed nothing in the ended workflow (a duplicate of its submission, a
-    late report, timer or cancel), else the dead letter's reason (a signal, another
-    submission under the id, any submission against a marker of version 1)."""
+    late report, timer or cancel, a copy of a signal it took: ``took_signal``), else the
+    dead letter's reason (another signal, another submission under the id, any
+    submission against a marker of version 1)."""
     if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
         digest = submission_digest(body_hash(event.spec, event.input, event.tenant),
                                    parent_link(event))
@@ -104,7 +148,8 @@ def after_purge(event: ev.Input, marker: bytes) -> str | None:
             return None
         return refused_after_purge(event, marker)
     if isinstance(event, ev.SignalSent):
-        return refused_after_purge(event, marker)
+        return None if took_signal(marker, event.signal_id) else refused_after_purge(
+            event, marker)
     return None
 
 

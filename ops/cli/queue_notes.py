@@ -25,9 +25,11 @@ WARN_AFTER_S = 5.0
 
 
 def node_status(node: Mapping[str, Any], tasks: Iterable[Mapping[str, Any]]) -> str:
-    """A node's status as ``status`` shows it: ``running, waiting on queue cpu
-    (no_live_workers)`` when its open attempts are dispatched and none started (with
-    the queue's ``queue_state`` if it has one), else the node's own status.
+    """A node's status as ``status`` shows it: ``running, worker w-1 lost`` when an
+    attempt of it runs on a lost worker (``worker_state``), ``running, waiting on
+    queue cpu (no_live_workers)`` when its open attempts are dispatched and none
+    started (with the queue's ``queue_state`` if it has one), else the node's own
+    status.
 
     Args:
         node: one of the document's ``nodes``.
@@ -36,6 +38,10 @@ def node_status(node: Mapping[str, Any], tasks: Iterable[Mapping[str, Any]]) -> 
     mine = [t for t in tasks if t.get("node") == node.get("id")]
     waiting = [t for t in mine if t.get("status") == "dispatched"]
     status = str(node.get("status"))
+    lost = sorted({str(t.get("worker")) for t in mine if t.get("status") == "running"
+                   and t.get("worker_state") == "lost"})
+    if lost:
+        return f"{status}, worker {', '.join(lost)} lost"
     if not waiting or any(t.get("status") == "running" for t in mine):
         return status
     queues: dict[str, set[str]] = {}

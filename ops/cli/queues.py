@@ -109,6 +109,12 @@ def show(found: list[dict[str, Any]]) -> None:
                         f"{w['in_flight']}/{w['concurrency']}", f"{w['announced_s_ago']:g} s ago")
     if rows:
         print_table(workers, whole=("worker",), out=console)
+    lost = [(q, w) for q in found for w in q.get("lost_workers") or []]
+    for q, w in lost:
+        console.print(f"[red]lost:[/] worker {escape(w['worker_id'])} of queue "
+                      f"{escape(q['queue'])} ({escape(w['host'])}, pid {w['pid']}) stopped "
+                      f"announcing itself; last heard {escape(w['last_heard_at'])} with "
+                      f"{w['in_flight']} in flight")
 
 
 def wait_for_workers(gateway: str, queue: str, timeout_s: float = 30.0,

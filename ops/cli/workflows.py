@@ -138,6 +138,7 @@ def submit(
                                queue_anyway=queue_anyway)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
+        print_warnings({"warnings": answer.warnings}, console)
         if not follow_:
             return
         from ops.cli.follow import follow
@@ -289,15 +290,39 @@ def signal(
     signal_id: Annotated[str | None, typer.Option(
         "--id", help="the signal's id: sending the same id again changes nothing "
                      "(default: a random one, kept across retries)")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="wait until the run applied it and print its fate (consumed, "
+                       "buffered, discarded, refused); exit 1 unless it was taken")] = False,
+    timeout: Annotated[float, typer.Option(
+        min=0, help="with --wait: how long to wait, seconds")] = 30.0,
     gateway: str = GATEWAY,
 ) -> None:
     """Send a signal to a workflow's wait node.
 
     E.g. ``headwater signal wf-1 approval --field approved=true --field note="looks
-    good"``.
+    good"``; with ``--wait``, also what became of it.
     """
     fields = signal_fields(field or [])
     with gateway_errors(gateway), client(gateway) as hw:
         answer = hw.signal(workflow_id, name, fields, index=index, signal_id=signal_id)
-    console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
-                  f"(signal id {escape(str(answer.get('signal_id')))})")
+        sent_id = str(answer.get("signal_id"))
+        console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
+                      f"(signal id {escape(sent_id)})")
+        if not wait:
+            return
+        fate = hw.wait_signal(workflow_id, sent_id, timeout)
+    console.print(f"signal {escape(sent_id)}: {escape(fate_line(fate.raw, timeout))}")
+    if not fate.taken:
+        raise typer.Exit(1)
+
+
+def fate_line(doc: dict[str, Any], timeout_s: float) -> str:
+    """A signal's fate (``GET .../signals/{signal_id}``) in a few words."""
+    status = str(doc.get("status"))
+    if status == "consumed":
+        return f"consumed by {doc.get('node')} at {doc.get('at')}"
+    if status == "buffered":
+        return "buffered: kept until its wait starts"
+    if status == "received":
+        return f"received, not applied within {timeout_s:g} s"
+    return f"{status}: {doc.get('reason')}"

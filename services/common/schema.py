@@ -86,6 +86,16 @@ create table if not exists signals (
     consumed_seq bigint,
     primary key (workflow_id, seq)
 );
+create table if not exists signal_receipts (
+    workflow_id text not null,
+    signal_id text not null,
+    name text not null,
+    idx integer,
+    received_at timestamptz,
+    refused_reason text,
+    refused_at timestamptz,
+    primary key (workflow_id, signal_id)
+);
 create table if not exists loop_steps (
     workflow_id text not null,
     node text not null,
@@ -214,7 +224,11 @@ version come from ``alter table`` (checked first: an ``alter`` takes the table's
 strongest lock even when it changes nothing, and every service runs this at start).
 Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]``),
 ``signals`` (one per recorded ``SignalSent`` or ``SignalDiscarded``, by ``seq``) and
-``loop_steps`` (one per decided step); ``workflows.parent_*`` link a child to its parent,
+``loop_steps`` (one per decided step); ``signal_receipts`` holds what of a signal
+the history does not: when the gateway accepted it (``received_at``, its 202) and why
+the coordinator refused it (``refused_reason``, ``refused_at``: its dead letter, read
+from ``dlq`` by ``projector.refusals``), so no event fills it and a rebuild keeps it;
+``workflows.parent_*`` link a child to its parent,
 ``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
 ``workflows.definition`` and ``definition_version`` name the registered definition a run
 was resolved from (null for an inline spec). ``workflows.request_hash`` is the hash of

@@ -54,9 +54,10 @@ class Settings(CommonSettings):
         retention_s: how long a workflow stays in the coordinator's table after its last
             event once it has ended, seconds (``HEADWATER_RETENTION_S``, default
             ``DEFAULT_RETENTION_S``, a day; ``off`` or 0: for ever). Then its entries are
-            deleted and only a marker of under 200 bytes stays, under which a duplicate
-            of its submission or a late report changes nothing, as before the purge, and
-            a signal or another submission under its id is refused (``retention``). It
+            deleted and only a marker of under 250 bytes stays, under which a duplicate
+            of its submission, a late report or a copy of a signal it took changes
+            nothing, as before the purge, and another signal or another submission under
+            its id is refused (``retention``). It
             must be longer than late reports and a Kafka producer's resubmissions are
             expected to take. It does not touch the events topic
             (``events_retention_ms``) nor the projection.

@@ -31,6 +31,7 @@ from services.gateway.runs import api as runs_api
 from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
+from services.gateway.signals import api as signals_api
 from services.gateway.tasks import api as tasks_api
 from services.gateway.ui import routes as ui_routes
 
@@ -39,7 +40,7 @@ log = logging.getLogger("headwater.gateway")
 ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
-    reruns_api.router, logs_api.router,
+    reruns_api.router, logs_api.router, signals_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
@@ -91,7 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hw = runtime
     problems.install(app)
     document.install(app)  # /openapi.json: FastAPI's document, completed
-    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
+    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins,
+                       settings.metrics_token)
     for router in ROUTERS:
         app.include_router(router)
     return ui_routes.install(app)  # the web UI at /ui

@@ -34,6 +34,7 @@ from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
 from services.projector.kinds import KIND_STATEMENTS, KIND_STEPS, kind_plan
+from services.projector.refusals import follow_refusals
 from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
 from services.projector.schedules import SCHEDULE_STEPS
 from services.projector.statements import (
@@ -269,22 +270,25 @@ def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
 
 
 async def run_projector(settings: CommonSettings) -> None:
-    """Keep the projection current until cancelled, restarting after any failure; serve
-    the process's metrics unless it does already (``metrics.serve_from_env``). The task
-    logs' reader (``task_logs.LogProjector``) runs beside the events' on the same pool."""
+    """Keep the projection current until cancelled, with the task logs' reader
+    (``task_logs.LogProjector``) and the refused signals of ``dlq``
+    (``refusals.follow_refusals``) beside it on the same pool, restarting all after any
+    failure; serve the process's metrics unless it does already
+    (``metrics.serve_from_env``)."""
     metrics.serve_from_env()
     while True:
         try:
             pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"),
                                       auth=settings.pg_auth)
             try:
-                async with asyncio.TaskGroup() as group:
+                async with asyncio.TaskGroup() as group:  # one fails: all start again
                     group.create_task(Projector(settings, pool).run())
                     group.create_task(LogProjector(settings, pool).run())
+                    group.create_task(follow_refusals(settings, pool))
             finally:
                 await pool.close()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception:  # an ExceptionGroup from the TaskGroup too
             log.exception("the projector stopped; restarting in 1 s")
             await asyncio.sleep(1.0)

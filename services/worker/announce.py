@@ -54,9 +54,11 @@ STOP_SEND_S = 3.0
 worker that cannot say it stops is not live for long anyway)."""
 
 
-def is_live(record: WorkerAnnounced, heard_at_ms: int, now: int) -> bool:
-    """Whether the worker counts as live: not stopping, and heard less than
-    ``LIVE_INTERVALS`` of its intervals ago (at most ``MAX_LIVE_INTERVAL_MS`` each).
+def is_heard(record: WorkerAnnounced, heard_at_ms: int, now: int) -> bool:
+    """Whether the worker still announces itself, stopping or not: heard less than
+    ``LIVE_INTERVALS`` of its intervals ago (at most ``MAX_LIVE_INTERVAL_MS`` each). A
+    worker that is not is gone without a word (SIGKILLed, frozen, cut off): the
+    attempts it ran are lost.
 
     Args:
         record: its last announcement.
@@ -64,7 +66,18 @@ def is_live(record: WorkerAnnounced, heard_at_ms: int, now: int) -> bool:
         now: the current time, ms since the epoch, on the same clock.
     """
     interval_ms = min(record.interval_ms, MAX_LIVE_INTERVAL_MS)
-    return not record.stopping and now - heard_at_ms < LIVE_INTERVALS * interval_ms
+    return now - heard_at_ms < LIVE_INTERVALS * interval_ms
+
+
+def is_live(record: WorkerAnnounced, heard_at_ms: int, now: int) -> bool:
+    """Whether the worker counts as live: not stopping, and ``is_heard``.
+
+    Args:
+        record: its last announcement.
+        heard_at_ms: when it was heard, ms since the epoch, on the reader's clock.
+        now: the current time, ms since the epoch, on the same clock.
+    """
+    return not record.stopping and is_heard(record, heard_at_ms, now)
 
 
 def encode_announcement(record: WorkerAnnounced) -> bytes:
@@ -225,7 +238,7 @@ class Announcer:
             self._wake.clear()
             try:
                 await self.announce()
-            except Exception as e:  # the next one may pass; liveness spans 3 intervals
+            except Exception as e:  # the next one may pass; liveness spans LIVE_INTERVALS
                 log.warning("worker %s could not announce itself: %r", self.base.worker_id, e)
 
 

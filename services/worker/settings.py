@@ -16,7 +16,11 @@ from services.worker.task_logs.attempt_log import Limits
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
 DRAIN_S = 30.0
-ANNOUNCE_S = 5.0
+ANNOUNCE_S = 1.5
+"""The default ``HEADWATER_ANNOUNCE_S``, seconds: a SIGKILLed worker stops counting as
+live 3 intervals (4.5 s) after its last announcement, within a task's heartbeat
+interval (a third of its ``heartbeat_timeout``: 10 s by default); one record per worker
+every 1.5 s is nothing for a compacted topic."""
 ANNOUNCE_RANGE_S = (0.1, 60.0)
 """The announce intervals taken, seconds: below, the announcer spins (0 sends without
 pause); above, liveness would lapse between two announcements (it counts 3 intervals of
@@ -104,7 +108,7 @@ class Settings(CommonSettings):
             at once). A second signal stops them at once. Give the process manager (a
             Kubernetes ``terminationGracePeriodSeconds``) a few seconds more than this.
         announce_s: how often the worker announces itself on the workers topic, seconds
-            (``HEADWATER_ANNOUNCE_S``, 5 by default, from 0.1 to 60); it counts as live
+            (``HEADWATER_ANNOUNCE_S``, 1.5 by default, from 0.1 to 60); it counts as live
             for 3 intervals after its last announcement.
         gateway_url: the gateway that task code's ``ctx.call`` submits child runs to
             (``HEADWATER_GATEWAY_URL``; by default the local gateway,

@@ -17,7 +17,9 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
 
     A submission (or a child's) whose id names another run (``idempotency.conflict``;
     a refused child's parent attempt is then failed, ``conflicts.conflict_report``),
-    a signal for a workflow that has ended, and a signal
+    a signal for a workflow that has ended (unless the workflow took its ``signal_id``
+    already: a copy of a signal is a duplicate, stepped to nothing, ended or not), and
+    a signal
     that no wait of its workflow can take (``signals.signal_fault``: no wait of that
     name, a bad index, a missing field or one of the wrong type). A signal for a
     workflow not submitted yet is not checked here: it waits for the submission.
@@ -36,6 +38,8 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
         return conflict(state, event)
     if not isinstance(event, ev.SignalSent) or state is None:
         return None
+    if event.signal_id and event.signal_id in state.signal_ids:
+        return None  # a copy of a signal it took: the step changes nothing
     what = f"SignalSent for workflow {event.workflow_id}"
     if state.status.terminal:  # recorded nowhere else: the loser of a race with the end
         return f"{what} refused: the workflow has already ended ({state.status.value})"

@@ -18,6 +18,7 @@ from services.gateway.control.models import SignalRequest
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.gateway.runs.submit import Outlet
+from services.gateway.signals.fate import record_receipt
 
 
 async def request_cancel(pool: asyncpg.Pool, out: Outlet, workflow_id: str,
@@ -98,6 +99,7 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
     if fault is not None:
         raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
     await out.control(signal, "signal")
+    await record_receipt(pool, signal)  # its fate reads "received" until it is applied
 
 
 def _signal_fault(row: Any, totals: dict[str, int], signal: ev.SignalSent) -> str | None:

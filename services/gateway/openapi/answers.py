@@ -44,7 +44,9 @@ def _object(required: list[str], properties: dict[str, Any], **more: Any) -> dic
 
 
 ACCEPTED_SCHEMA = _object(["id", "status", "links"], {
-    "id": _ID, "status": _STATUS, "links": _LINKS})
+    "id": _ID, "status": _STATUS, "links": _LINKS,
+    "warnings": {"type": "array", "items": _TEXT,
+                 "description": "each queue the run needs that has no live worker now"}})
 """A submission's answer (``POST /v1/workflows``; ``POST /v1/run/{name}``'s 202)."""
 
 _NODE = _object(
@@ -74,7 +76,11 @@ _TASK = _object(
         "worker": _TEXT, "dispatched_at": _TIME_OR_NULL, "started_at": _TIME_OR_NULL,
         "finished_at": _TIME_OR_NULL,
         "queue_state": {"enum": ["no_live_workers", "unserved"],
-                        "description": "why the attempt waits: its queue cannot take it"}})
+                        "description": "why the attempt waits: its queue cannot take it"},
+        "worker_state": {"enum": ["lost"], "description": "a running attempt whose worker "
+                         "stopped announcing itself: nothing runs it"},
+        "worker_last_heard_at": {**_TIME_OR_NULL,
+                                 "description": "when its lost worker was last heard"}})
 _RELATIVE = _object(["workflow_id", "node", "index", "attempt", "links"], {
     "workflow_id": _ID, "node": _TEXT, "index": _INDEX, "attempt": _INT, "links": _LINKS,
     "status": {"anyOf": [_STATUS, {"type": "null"}]}})
@@ -111,7 +117,8 @@ WORKFLOW_SCHEMA = _object(
                   "description": "every attempt (at most 1000)"},
         "tasks_truncated": {"type": "boolean"},
         "warnings": {"type": "array", "items": _TEXT,
-                     "description": "attempts waiting on a queue that cannot take them"},
+                     "description": "attempts waiting on a queue that cannot take them, "
+                                    "or running on a lost worker"},
         "parent": {**_RELATIVE, "type": ["object", "null"]},
         "children": {"type": "array", "items": _RELATIVE},
         "waiting": {"type": "array", "items": _WAITING},
@@ -187,6 +194,21 @@ SIGNALLED_SCHEMA = _object(["workflow_id", "signal", "signal_id", "links"], {
     "links": _LINKS})
 """``POST /v1/workflows/{id}/signals/{name}``."""
 
+SIGNAL_FATE_SCHEMA = _object(
+    ["workflow_id", "signal_id", "name", "index", "status", "node", "reason", "at",
+     "received_at", "links"], {
+        "workflow_id": _ID, "signal_id": _TEXT, "name": _TEXT, "index": _INDEX,
+        "status": {"enum": ["received", "buffered", "consumed", "discarded", "refused"],
+                   "description": "received: answered 202, not applied yet; buffered: "
+                                  "kept until its wait starts; consumed by node; "
+                                  "discarded or refused: see reason"},
+        "node": {"type": ["string", "null"], "description": "the wait that consumed it"},
+        "reason": {"type": ["string", "null"],
+                   "description": "why it was discarded or refused"},
+        "at": _TIME_OR_NULL, "received_at": _TIME_OR_NULL,
+        "links": {"type": "object", "additionalProperties": _TEXT}})
+"""``GET /v1/workflows/{id}/signals/{signal_id}``."""
+
 SCHEDULE_SIGNALLED_SCHEMA = _object(["name", "generation", "workflow_id", "signal"], {
     "name": _TEXT, "generation": {"type": "integer", "minimum": 1}, "workflow_id": _ID,
     "signal": {"enum": ["pause", "resume"]}})
@@ -199,11 +221,19 @@ _WORKER = _object(
         "tasks": {"type": "array", "items": _TEXT}, "concurrency": _COUNT,
         "in_flight": _COUNT, "started_at_ms": {**_INT, "description": "ms since the epoch"},
         "announced_s_ago": {"type": "number", "minimum": 0, "description": "seconds"}})
+_LOST_WORKER = _object(["worker_id", "host", "pid", "in_flight", "last_heard_at"], {
+    "worker_id": _TEXT, "host": _TEXT, "pid": _INT,
+    "in_flight": {**_COUNT, "description": "attempts it ran when last heard"},
+    "last_heard_at": _TIME})
 QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _object(
     ["queue", "backlog", "in_flight", "live_workers", "workers", "tasks",
      "oldest_waiting_s", "maxdepth", "state"], {
         "queue": _TEXT, "backlog": _COUNT, "in_flight": _COUNT, "live_workers": _COUNT,
         "workers": {"type": "array", "items": _WORKER},
+        "lost_workers": {"type": "array", "items": _LOST_WORKER,
+                         "description": "workers that stopped announcing themselves "
+                                        "without saying so, heard within "
+                                        "HEADWATER_UNSERVED_AFTER_S"},
         "tasks": {"type": "array", "items": _TEXT},
         "oldest_waiting_s": {"type": ["number", "null"], "minimum": 0},
         "maxdepth": {**_COUNT, "description": "0: unlimited"},
@@ -265,6 +295,7 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/reset": {"202": {JSON: RERUN_STARTED_SCHEMA},
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": {JSON: SIGNAL_FATE_SCHEMA}},
     "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
                             "202": {JSON: ACCEPTED_SCHEMA}},
     "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},

@@ -245,6 +245,16 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": _json("the signal is sent", {
         "workflow_id": RUN, "signal": "approval", "signal_id": "ticket-7731-approve",
         "links": _links(RUN)})},
+    "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": _json(
+        "a signal sent after its run had ended", {
+            "workflow_id": RUN, "signal_id": "ticket-7731-approve", "name": "approval",
+            "index": None, "status": "refused",
+            "node": None, "reason": f"SignalSent for workflow {RUN} refused: the workflow "
+                                    "has already ended (succeeded)",
+            "at": "2026-03-02T09:15:01.204000+00:00",
+            "received_at": "2026-03-02T09:15:01.113000+00:00",
+            "links": {**_links(RUN), "signal": f"/v1/workflows/{RUN}/signals/"
+                                               "ticket-7731-approve"}})},
     "POST /v1/run/{name}": {
         "200": {**_json("the run ended in time", REPORT_RUN),
                 EVENTS: {"example": _example("Accept: text/event-stream", _RUN_STREAM)}},

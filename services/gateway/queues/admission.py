@@ -101,6 +101,13 @@ def place(spec: dict[str, Any], serving: Mapping[str, set[str]],
     return _place(spec, where_to, "", needs), needs
 
 
+def needed_queues(spec: dict[str, Any]) -> list[str]:
+    """The queues a placed spec's tasks run on (a node without ``queue``: the default),
+    sorted; what a submission's ``warnings`` are judged by."""
+    _, needs = place(spec, {})
+    return sorted({n.queue for n in needs})
+
+
 def _place(spec: dict[str, Any], where_to: Callable[[str], str], where: str,
            needs: list[Need]) -> dict[str, Any]:
     nodes = spec.get("nodes")

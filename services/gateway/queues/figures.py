@@ -20,13 +20,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
-from services.gateway.queues.workers import WorkerRegistry
+from services.gateway.queues.workers import Heard, WorkerRegistry
 from services.worker.announce import WorkerAnnounced
 
 CACHE_S = 1.0
@@ -238,6 +239,14 @@ def worker_view(record: WorkerAnnounced, now: int) -> dict[str, Any]:
             "announced_s_ago": round(max(0, now - record.at_ms) / 1000, 1)}
 
 
+def lost_view(heard: Heard) -> dict[str, Any]:
+    """A lost worker (``WorkerRegistry.lost_workers``) as ``GET /v1/queues`` shows it."""
+    record = heard.record
+    return {"worker_id": record.worker_id, "host": record.host, "pid": record.pid,
+            "in_flight": record.in_flight, "last_heard_at": datetime.fromtimestamp(
+                heard.heard_at_ms / 1000, UTC).isoformat()}
+
+
 async def overview(figures: QueueFigures, registry: WorkerRegistry,
                    maxdepth: Mapping[str, int]) -> list[dict[str, Any]]:
     """Every known queue (a worker announced it, or its tasks topic exists), sorted by
@@ -248,7 +257,7 @@ async def overview(figures: QueueFigures, registry: WorkerRegistry,
         TimeoutError: it did not answer in time.
     """
     now = now_ms()
-    live = registry.live(now)
+    live, lost = registry.live(now), registry.lost_workers(now)
     names = sorted(registry.queues() | await figures.task_queues(stale_ok=True))
     lags = await asyncio.gather(*(figures.lag(q, stale_ok=True) for q in names))
     out = []
@@ -259,6 +268,7 @@ async def overview(figures: QueueFigures, registry: WorkerRegistry,
             "queue": queue, "backlog": lag.backlog,
             "in_flight": sum(w.in_flight for w in workers), "live_workers": len(workers),
             "workers": [worker_view(w, now) for w in workers],
+            "lost_workers": [lost_view(h) for h in lost if h.record.queue == queue],
             "tasks": sorted({t for w in workers for t in w.tasks}),
             "oldest_waiting_s": None if lag.oldest_ms is None
             else round(max(0, now - lag.oldest_ms) / 1000, 1),

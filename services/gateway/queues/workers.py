@@ -19,6 +19,11 @@ a forged one steers admission less: liveness counts intervals of at most a minut
 (``announce.MAX_LIVE_INTERVAL_MS``), a record keyed by another worker than its own is
 ignored (logged once per key), and so is one naming more than ``MAX_TASKS`` tasks.
 
+The registry also says when each worker was last heard (``last_heard``), those whose
+tombstone it read included (``gone``, the latest ``MAX_GONE``), and whether it is
+``lost``: known, and not heard within ``LIVE_INTERVALS`` of its intervals (SIGKILLed), or
+gone. The run view marks the running attempts of a lost worker (``queues.marks``).
+
 One registry serves one gateway process: the one running is ``installed()`` (the
 submission's admission and the workflow view ask it; None before the gateway connects).
 """
@@ -30,13 +35,11 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aiokafka import ConsumerRecord, TopicPartition
 
-from headwater.core.status import TaskStatus
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
@@ -44,6 +47,7 @@ from services.worker.announce import (
     WorkerAnnounced,
     decode_announcement,
     ensure_workers_topic,
+    is_heard,
     is_live,
 )
 
@@ -62,6 +66,8 @@ MAX_TASKS = 10_000
 """The most tasks one announcement may name; one naming more is ignored (logged)."""
 MAX_MISKEYED_LOGGED = 1000
 """How many keys of records naming another worker are logged (once each)."""
+MAX_GONE = 10_000
+"""How many workers whose tombstone was read are remembered (``gone``), the latest."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class WorkerRegistry:
         self.grace_s = grace_s
         self.unserved_after_s = unserved_after_s
         self.heard: dict[str, Heard] = {}
+        self.gone: dict[str, Heard] = {}
         self.last_served: dict[tuple[str, str], int] = {}
         self.caught_up = False
         self.started_at_s = math.inf
@@ -157,6 +164,37 @@ class WorkerRegistry:
                 del self.last_served[(queue, task)]
         return found
 
+    def last_heard(self, worker_id: str) -> int | None:
+        """When ``worker_id`` was last heard (its last announcement, or its tombstone),
+        ms since the epoch on the gateway's clock; None: never heard of."""
+        found = self.heard.get(worker_id) or self.gone.get(worker_id)
+        return None if found is None else found.heard_at_ms
+
+    def lost(self, worker_id: str, now: int | None = None) -> bool:
+        """Whether ``worker_id`` is gone without finishing its work: known to the
+        registry, and either not heard within ``LIVE_INTERVALS`` of its intervals
+        (SIGKILLed; a stopping worker draining its attempts still announces) or stopped
+        for good (its tombstone read). False for a worker never heard of (a child
+        workflow's attempt names its child, not a worker), and until the registry is
+        ``trusted``."""
+        if not self.trusted:
+            return False
+        if worker_id in self.gone and worker_id not in self.heard:
+            return True
+        found = self.heard.get(worker_id)
+        return found is not None and not is_heard(found.record, found.heard_at_ms,
+                                                  self._as_of(now))
+
+    def lost_workers(self, now: int | None = None) -> list[Heard]:
+        """The workers heard within the horizon (``unserved_after_s``) that stopped
+        announcing without a stopping record or a tombstone (SIGKILLed, frozen), by id:
+        what ``GET /v1/queues`` lists as ``lost_workers``."""
+        at = self._as_of(now)
+        horizon = at - self.unserved_after_s * 1000
+        return [h for _, h in sorted(self.heard.items())
+                if not h.record.stopping and h.heard_at_ms > horizon
+                and not is_heard(h.record, h.heard_at_ms, at)]
+
     def queues(self) -> set[str]:
         """Every queue a worker announced (live or not)."""
         return {h.record.queue for h in self.heard.values()}
@@ -169,17 +207,27 @@ class WorkerRegistry:
             log.warning("skipping record %d of the workers topic: %s", record.offset, e)
             return
         key = (record.key or b"").decode(errors="replace")
+        now = now_ms()
         if announced is None:
-            self.heard.pop(key, None)
+            left = self.heard.pop(key, None)
+            if left is not None:
+                self._forget(key, Heard(left.record, now if following
+                                        else min(now, record.timestamp)))
             return
         if not self._acceptable(record.offset, key, announced):
             return
-        now = now_ms()
         heard_at = now if following else min(now, announced.at_ms)
+        self.gone.pop(announced.worker_id, None)
         self.heard[announced.worker_id] = Heard(announced, heard_at)
         for task in announced.tasks:
             key_served = (announced.queue, task)
             self.last_served[key_served] = max(heard_at, self.last_served.get(key_served, 0))
+
+    def _forget(self, worker_id: str, last: Heard) -> None:
+        """Remember a worker whose tombstone was read (the latest ``MAX_GONE``)."""
+        self.gone[worker_id] = last
+        while len(self.gone) > MAX_GONE:
+            del self.gone[next(iter(self.gone))]
 
     def _acceptable(self, offset: int, key: str, announced: WorkerAnnounced) -> bool:
         """Whether an announcement may count: keyed by its own worker id (compaction keeps
@@ -265,35 +313,3 @@ def installed() -> WorkerRegistry | None:
 def served(serving: Mapping[str, set[str]], task: str) -> list[str]:
     """The queues whose live workers serve ``task``, sorted."""
     return sorted(q for q, tasks in serving.items() if task in tasks)
-
-
-def queue_state(status: str, queue: str, task: str) -> dict[str, str]:
-    """``{"queue_state": ...}`` for a task row (``tasks``) whose attempt waits on a queue
-    that cannot take it: ``no_live_workers`` (none live), ``unserved`` (live workers,
-    none serving its task); empty otherwise, or when the registry is not ``trusted``
-    yet (or not installed)."""
-    registry = installed()
-    if status != TaskStatus.DISPATCHED or registry is None or not registry.trusted:
-        return {}
-    serving = registry.serving()
-    if queue not in serving:
-        return {"queue_state": "no_live_workers"}
-    if task not in serving[queue]:
-        return {"queue_state": "unserved"}
-    return {}
-
-
-def queue_warnings(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """``{"warnings": [...]}``, one sentence per attempt of ``rows`` (``tasks`` rows)
-    that waits on a queue that cannot take it (``queue_state``); empty without any."""
-    found = []
-    for row in rows:
-        state = queue_state(row["status"], row["queue"], row["task"]).get("queue_state")
-        if state == "no_live_workers":
-            found.append(f"{row['task_key']} (attempt {row['attempt']}) waits on queue "
-                         f"{row['queue']!r}, which has no live worker")
-        elif state == "unserved":
-            found.append(f"{row['task_key']} (attempt {row['attempt']}) waits on queue "
-                         f"{row['queue']!r}, whose live workers do not serve task "
-                         f"{row['task']!r}")
-    return {"warnings": found} if found else {}

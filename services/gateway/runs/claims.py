@@ -30,11 +30,14 @@ CANCEL_REQUESTED = "cancel_requested"
 
 @dataclass(frozen=True)
 class Accepted:
-    """Outcome of a submission: ``created`` is False when the id already had this run."""
+    """Outcome of a submission: ``created`` is False when the id already had this run;
+    ``warnings``: the queues it needs that have no live worker now
+    (``queues.marks.submission_warnings``)."""
 
     workflow_id: str
     created: bool
     status: str
+    warnings: tuple[str, ...] = ()
 
 
 class Submits(Protocol):

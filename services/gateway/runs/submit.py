@@ -15,6 +15,7 @@ Cancels and signals are in ``control.send``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Sequence
@@ -45,7 +46,8 @@ from services.gateway.definitions.registry import (
 )
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
-from services.gateway.queues.admission import admit
+from services.gateway.queues.admission import admit, needed_queues
+from services.gateway.queues.marks import submission_warnings
 from services.gateway.runs.claims import (
     CLAIMED,
     UNRETIRED,
@@ -56,6 +58,7 @@ from services.gateway.runs.claims import (
     same_run,
 )
 from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.stream import TERMINAL_STATUSES
 
 log = logging.getLogger("headwater.gateway")
 
@@ -222,7 +225,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         row = await claimed_row(pool, request.id)
         if row is not None:
             same = await asyncio.to_thread(same_run, row, digest)
-            return await existing(out, row, request.id, same)
+            return _warned(await existing(out, row, request.id, same), row["spec"])
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
@@ -248,7 +251,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             return was
         row = await claimed_row(pool, workflow_id)
         same = row is not None and await asyncio.to_thread(same_run, row, digest)
-        return await existing(out, row, workflow_id, same)
+        return _warned(await existing(out, row, workflow_id, same),
+                       row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version, rerun=document)
@@ -262,7 +266,16 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             await _release(pool, workflow_id)
         raise
     faults.point("gateway.after_produce")
-    return Accepted(workflow_id, True, CLAIMED)
+    return _warned(Accepted(workflow_id, True, CLAIMED), spec)
+
+
+def _warned(accepted: Accepted, spec: Any) -> Accepted:
+    """``accepted`` with the warnings of the queues its spec (placed) needs that have
+    no live worker now, unless the run has ended (``queues.marks``)."""
+    if accepted.status in TERMINAL_STATUSES or not isinstance(spec, dict):
+        return accepted
+    found = submission_warnings(needed_queues(spec)).get("warnings", [])
+    return dataclasses.replace(accepted, warnings=tuple(found)) if found else accepted
 
 
 def _storable(request: SubmitRequest, hashed: Any) -> str:

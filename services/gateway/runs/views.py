@@ -15,7 +15,7 @@ from headwater.core.ids import child_id, task_key
 from headwater.core.spec import NodeKind
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from services.gateway.edge.problems import Problem
-from services.gateway.queues.workers import queue_state, queue_warnings
+from services.gateway.queues.marks import attempt_marks, attempt_warnings
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.gateway.tasks import reads
 from services.gateway.tasks.views import failure
@@ -90,7 +90,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
-        **queue_warnings(tasks[:MAX_TASKS]),  # attempts on a queue that cannot take them
+        **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), [r["workflow_id"] for r in reruns]),
         "links": links(workflow_id),
@@ -131,7 +131,7 @@ def task_view(t: Row) -> dict[str, Any]:
         "error_type": t["error_type"], "traceback": t["traceback"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
-        **queue_state(t["status"], t["queue"], t["task"]),
+        **attempt_marks(t),  # queue_state, worker_state (queues.marks)
     }
 
 
