@@ -42,12 +42,13 @@ stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's t
 (``TaskContext.call``).
 """
 
-from headwater.client.aio import AsyncClient, AsyncDefinitions
+from headwater.client.aio import AsyncClient
+from headwater.client.definitions import AsyncDefinitions, Definitions
 from headwater.client.follow import SETTLE_S
 from headwater.client.logs import TaskLogLine
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
-from headwater.client.sync import Client, Definitions
+from headwater.client.sync import Client
 from headwater.client.tasks import NodeTasks, Task, TaskAttempt, TaskRow
 from headwater.client.types import (
     Definition,

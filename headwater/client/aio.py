@@ -18,6 +18,7 @@ from httpx_sse import EventSource, aconnect_sse
 from headwater import errors
 from headwater.client import logs
 from headwater.client import requests as req
+from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
@@ -28,12 +29,11 @@ from headwater.client.http import (
     outcome,
     settings,
 )
-from headwater.client.requests import FetchesAsync, Listing, Request
+from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
 from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
-    Definition,
     Event,
     Identity,
     Page,
@@ -285,26 +285,3 @@ async def _events(source: EventSource) -> AsyncIterator[Event]:
         if event is not None:
             yield event
 
-
-class AsyncDefinitions:
-    """``AsyncClient.definitions``: as ``headwater.client.Definitions``, to await."""
-
-    def __init__(self, client: FetchesAsync) -> None:
-        self._client = client
-
-    async def put(self, name: str, spec: dict[str, Any] | str | Path, *,
-                  input_schema: dict[str, Any] | None = None) -> Definition:
-        """As ``Definitions.put``."""
-        return await self._client.fetch(req.definition_put(name, spec, input_schema))
-
-    async def list(self) -> builtins.list[Definition]:
-        """As ``Definitions.list``."""
-        return await self._client.fetch_all(req.definitions())
-
-    async def get(self, name: str, version: int | None = None) -> Definition:
-        """As ``Definitions.get``."""
-        return await self._client.fetch(req.definition_get(name, version))
-
-    async def delete(self, name: str) -> None:
-        """As ``Definitions.delete``."""
-        await self._client.fetch(req.definition_delete(name))

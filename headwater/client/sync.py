@@ -1,4 +1,4 @@
-"""``Client``: the blocking client of one gateway, and ``Client.definitions``. It only
+"""``Client``: the blocking client of one gateway. It only
 sends, with httpx's blocking client, what the sans-I/O modules decide (``requests``,
 ``retry``, ``follow``); see ``headwater.client`` for auth, errors and retries."""
 
@@ -16,6 +16,7 @@ from httpx_sse import connect_sse
 from headwater import errors
 from headwater.client import logs
 from headwater.client import requests as req
+from headwater.client.definitions import Definitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
@@ -26,12 +27,11 @@ from headwater.client.http import (
     settings,
     sse_events,
 )
-from headwater.client.requests import Fetches, Listing, Request
+from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
 from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
-    Definition,
     Event,
     Identity,
     Page,
@@ -42,7 +42,7 @@ from headwater.client.types import (
     Workflow,
 )
 
-__all__ = ["Client", "Definitions"]
+__all__ = ["Client"]
 T = TypeVar("T")
 
 
@@ -390,32 +390,3 @@ class Client:
                 follow.lost(e)
             time.sleep(follow.pause())
 
-
-class Definitions:
-    """``Client.definitions``: the registry (``/v1/definitions``)."""
-
-    def __init__(self, client: Fetches) -> None:
-        self._client = client
-
-    def put(self, name: str, spec: dict[str, Any] | str | Path, *,
-            input_schema: dict[str, Any] | None = None) -> Definition:
-        """Store a version (``PUT /v1/definitions/{name}``): a new one (``raw`` of a
-        201), or the current one when the body is the same. Raises ``Unprocessable``
-        naming every fault of the spec or the schema."""
-        return self._client.fetch(req.definition_put(name, spec, input_schema))
-
-    def list(self) -> builtins.list[Definition]:
-        """Every definition's latest version (deleted ones aside), by name (every page
-        of ``GET /v1/definitions``)."""
-        return self._client.fetch_all(req.definitions())
-
-    def get(self, name: str, version: int | None = None) -> Definition:
-        """One version (None: the latest); ``raw["workflow"]`` is its spec. Raises
-        ``NotFound`` (unknown name or version), ``Gone`` (deleted, without
-        ``version``)."""
-        return self._client.fetch(req.definition_get(name, version))
-
-    def delete(self, name: str) -> None:
-        """Stop new runs of ``name`` (they get ``Gone``; running ones go on); deleting
-        it again changes nothing. Raises ``NotFound`` when unknown."""
-        self._client.fetch(req.definition_delete(name))
