@@ -6,10 +6,11 @@ then the Avro binary body. Every record thus names its schema. Submissions and s
 may also be JSON on Kafka when the record carries ``content-type: application/json``
 (``headwater.json_records``).
 
-The records are the workflow records (``headwater.core.events``) and two others: the
-definitions registry's (``headwater.core.definitions``) and the workers'
-announcements (``headwater.announcement``). A field that holds a JSON document is an Avro
-``bytes`` (``JSON_FIELDS``); an Avro ``array`` is a tuple in the record.
+The records are the workflow records (``headwater.core.events``) and three others: the
+definitions registry's (``headwater.core.definitions``), the workers' announcements
+(``headwater.announcement``) and the task logs' (``headwater.log_lines``). A field that
+holds a JSON document is an Avro ``bytes`` (``JSON_FIELDS``); an Avro ``array`` is a
+tuple in the record, of records of their own type for the fields in ``RECORD_ARRAYS``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
+from headwater.log_lines import LogLine, TaskLogLines
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -61,12 +63,14 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
         ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, *registry.event_units(),
-        DefinitionStored, DefinitionHead, WorkerAnnounced,
+        DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
     )
 }
 """Schema name -> its record type: the inputs, the common history events, every node
 kind's events (from the registry, ``KindUnit.events``), and the records of the
-definitions registry and of the workers' announcements."""
+definitions registry, of the workers' announcements and of the task logs."""
+RECORD_ARRAYS: dict[str, type[Any]] = {"lines": LogLine}
+"""Array fields whose items are records: the field's name -> the items' type."""
 
 
 def schema_dir() -> Path:
@@ -231,6 +235,8 @@ def _to_avro(record: Any) -> dict[str, Any]:
             value = text
         elif name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
+        elif name in RECORD_ARRAYS:
+            value = [{k: getattr(item, k) for k in _field_names(type(item))} for item in value]
         out[name] = value
     for name in schema.ints:
         value = out[name]
@@ -267,6 +273,8 @@ def _from_avro(name: str, data: dict[str, Any]) -> Any:
         elif key == "body":
             body_name, body = value
             value = _from_avro(body_name.rsplit(".", 1)[-1], body)
+        elif key in RECORD_ARRAYS:
+            value = tuple(RECORD_ARRAYS[key](**item) for item in value)
         kwargs[key] = value
     for key in _schemas()[0][name].arrays:
         kwargs[key] = tuple(kwargs[key])

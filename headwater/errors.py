@@ -147,17 +147,77 @@ class GatewayUnreachable(HeadwaterError, ConnectionError):
     kept) within its retries; the transport's error is chained."""
 
 
+class TaskFailure:
+    """What failed a run (its document's ``failure``): the attempt, or the node when no
+    attempt failed it (``index`` and ``attempt`` None then). Compared by value.
+
+    Attributes:
+        node: the node that failed.
+        index: its task's index (a map item's), or None.
+        attempt: the attempt number, or None.
+        error_type: the exception's class name ("" when none).
+        message: the error message.
+        traceback: the traceback as the worker formatted it, task code's frames first
+            ("" when there is none: a timeout, a lost worker, a child run's failure).
+    """
+
+    __slots__ = ("attempt", "error_type", "index", "message", "node", "traceback")
+
+    def __init__(self, node: str, index: int | None, attempt: int | None, error_type: str,
+                 message: str, traceback: str) -> None:
+        self.node, self.index, self.attempt = node, index, attempt
+        self.error_type, self.message, self.traceback = error_type, message, traceback
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.node, self.index, self.attempt, self.error_type, self.message,
+                self.traceback)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TaskFailure) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"TaskFailure(node={self.node!r}, index={self.index!r}, "
+                f"attempt={self.attempt!r}, error_type={self.error_type!r}, "
+                f"message={self.message!r}, traceback=<{len(self.traceback)} characters>)")
+
+    @classmethod
+    def from_document(cls, doc: object) -> TaskFailure | None:
+        """The failure of a run document's ``failure`` object; None for anything else."""
+        if not isinstance(doc, dict):
+            return None
+        index, attempt = doc.get("index"), doc.get("attempt")
+        return cls(str(doc.get("node") or ""), index if isinstance(index, int) else None,
+                   attempt if isinstance(attempt, int) else None,
+                   str(doc.get("error_type") or ""), str(doc.get("message") or ""),
+                   str(doc.get("traceback") or ""))
+
+    def last_lines(self, count: int = 8) -> str:
+        """The traceback's last ``count`` lines: the innermost frames and the error."""
+        return "\n".join(self.traceback.rstrip("\n").splitlines()[-count:])
+
+
 class WorkflowFailed(HeadwaterError):
-    """Raised by ``headwater.client`` (``result``, ``run``) for a run that failed.
+    """Raised by ``headwater.client`` (``result``, and ``calls``) for a run that failed.
+
+    Its message ends with the last lines of the failing attempt's traceback, when the
+    run's document has one.
 
     Attributes:
         workflow_id: the run.
         error: its error, as ``GET /v1/workflows/{id}`` shows it.
+        failure: the attempt (or node) that failed it, its error type, message and
+            traceback; None when the document names none (a run refused at submission).
     """
 
-    def __init__(self, workflow_id: str, error: str) -> None:
-        super().__init__(f"workflow {workflow_id} failed: {error}")
-        self.workflow_id, self.error = workflow_id, error
+    def __init__(self, workflow_id: str, error: str,
+                 failure: TaskFailure | None = None) -> None:
+        tail = failure.last_lines() if failure is not None and failure.traceback else ""
+        super().__init__(f"workflow {workflow_id} failed: {error}"
+                         + (f"\n{tail}" if tail else ""))
+        self.workflow_id, self.error, self.failure = workflow_id, error, failure
 
 
 class WorkflowCancelled(HeadwaterError):

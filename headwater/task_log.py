@@ -5,8 +5,10 @@ Each record has the attributes ``trace_id`` (32 hex digits, ``""`` while tracing
 off), ``span_id`` (16 hex digits or ``""``), ``dispatch_id`` and ``workflow_id`` (for a
 formatter, e.g. ``%(trace_id)s``), and its message is prefixed with
 ``[trace=<trace id> dispatch=<dispatch id>]`` (``trace=`` left out without a trace), so a
-plain formatter shows them too. The names follow OpenTelemetry's log data model
-(``trace_id``, ``span_id``: https://opentelemetry.io/docs/specs/otel/logs/data-model/).
+plain formatter shows them too (``log_prefix`` holds the prefix: the worker's capture of
+an attempt's lines leaves it out, since the attempt's log names the attempt). The names
+follow OpenTelemetry's log data model (``trace_id``, ``span_id``:
+https://opentelemetry.io/docs/specs/otel/logs/data-model/).
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ class TaskLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         extra = {"trace_id": trace.format_trace_id(ctx.trace_id) if valid else "",
                  "span_id": trace.format_span_id(ctx.span_id) if valid else "",
                  "dispatch_id": dispatch_id, "workflow_id": workflow_id}
-        super().__init__(logging.getLogger(LOGGER_NAME), extra)
         traced = f"trace={extra['trace_id']} " if valid else ""
         self.prefix = f"[{traced}dispatch={dispatch_id}] "
+        extra["log_prefix"] = self.prefix
+        super().__init__(logging.getLogger(LOGGER_NAME), extra)
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any],
                 ) -> tuple[Any, MutableMapping[str, Any]]:

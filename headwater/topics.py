@@ -72,6 +72,18 @@ class Topics:
         (``headwater.core.definitions``)."""
         return f"{self.prefix}.definitions"
 
+    @property
+    def logs(self) -> str:
+        """``TaskLogLines`` records keyed by workflow id: what task attempts logged and
+        printed, in batches (the workers write it, the projector reads it into
+        ``task_logs``). Not history, and the coordinator never reads it."""
+        return f"{self.prefix}.logs"
+
+    @property
+    def logs_projection_group(self) -> str:
+        """The consumer group of the projector's reader of ``logs``."""
+        return f"{self.prefix}-projection-logs"
+
     def tasks(self, queue: str) -> str:
         """Dispatches for the worker pool ``queue`` (one consumer group per queue)."""
         return f"{self.prefix}.tasks.{queue}"

@@ -16,7 +16,8 @@ Errors: every problem document the gateway answers is raised as a
 ``headwater.errors.HeadwaterHTTPError`` subclass chosen by status (``NotFound``,
 ``Conflict``, ``Unprocessable``, ``TooManyRequests`` ...), a redirect as ``HeadwaterHTTPError``;
 an empty id or name or a timeout not finite and >= 0 is a ``ValueError`` before sending;
-a run that failed or was cancelled raises ``WorkflowFailed`` / ``WorkflowCancelled``.
+a run that failed or was cancelled raises ``WorkflowFailed`` (its ``failure``: the
+failing attempt's error type, message and traceback) / ``WorkflowCancelled``.
 
 Retries: a connection error (the transport's, timeouts included) and a 503 are tried
 again, ``retries`` times, after ``retry.delay_s`` (``Retry-After`` or a doubling
@@ -35,16 +36,20 @@ Modules: ``sync`` (``Client``) and ``aio`` (``AsyncClient``) only send, each wit
 httpx client, what the sans-I/O modules decide: ``requests`` (what each method asks and
 how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``retry``
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
-stream's reconnects, ``result``'s watch) and ``types`` (the answers' frozen views).
+stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
+stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
 ``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
 (``TaskContext.call``).
 """
 
-from headwater.client.aio import AsyncClient, AsyncDefinitions
+from headwater.client.aio import AsyncClient
+from headwater.client.definitions import AsyncDefinitions, Definitions
 from headwater.client.follow import SETTLE_S
+from headwater.client.logs import TaskLogLine
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
-from headwater.client.sync import Client, Definitions
+from headwater.client.sync import Client
+from headwater.client.tasks import NodeTasks, Task, TaskAttempt, TaskRow
 from headwater.client.types import (
     Definition,
     DefinitionRef,
@@ -55,6 +60,7 @@ from headwater.client.types import (
     Run,
     Schedule,
     ScheduleApplied,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -71,12 +77,18 @@ __all__ = [
     "Definitions",
     "Event",
     "Identity",
+    "NodeTasks",
     "Page",
     "Queue",
     "Run",
     "Schedule",
     "ScheduleApplied",
     "Schedules",
+    "SignalFate",
     "Submitted",
+    "Task",
+    "TaskAttempt",
+    "TaskLogLine",
+    "TaskRow",
     "Workflow",
 ]

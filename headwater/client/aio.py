@@ -16,7 +16,9 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
+from headwater.client import logs
 from headwater.client import requests as req
+from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
@@ -27,16 +29,17 @@ from headwater.client.http import (
     outcome,
     settings,
 )
-from headwater.client.requests import FetchesAsync, Listing, Request
+from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
+from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
-    Definition,
     Event,
     Identity,
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
 )
@@ -131,6 +134,15 @@ class AsyncClient:
         """As ``Client.get``."""
         return await self.fetch(req.get(workflow_id))
 
+    async def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
+        """As ``Client.task``."""
+        return await self.fetch(req.task(workflow_id, node, index))
+
+    async def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
+                         limit: int = 100, *, status: str | None = None) -> NodeTasks:
+        """As ``Client.node_tasks``."""
+        return await self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
+
     async def list(self, *, status: str | None = None, name: str | None = None,
                    definition: str | None = None, limit: int = 50,
                    cursor: str | None = None) -> Page:
@@ -180,12 +192,39 @@ class AsyncClient:
                 follow.lost(e)
             await asyncio.sleep(follow.pause())
 
+    @overload
     async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
-                     index: int | None = None,
-                     signal_id: str | None = None) -> dict[str, Any]:
+                     index: int | None = ..., signal_id: str | None = ...,
+                     wait: Literal[False] = ...) -> dict[str, Any]: ...
+    @overload
+    async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+                     index: int | None = ..., signal_id: str | None = ...,
+                     wait: Literal[True]) -> SignalFate: ...
+
+    async def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+                     index: int | None = None, signal_id: str | None = None,
+                     wait: bool = False) -> dict[str, Any] | SignalFate:
         """As ``Client.signal``."""
-        return await self.fetch(req.signal(workflow_id, name, fields, index,
-                                                signal_id))
+        answer = await self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        if not wait:
+            return answer
+        return await self.wait_signal(workflow_id, answer["signal_id"])
+
+    async def signal_fate(self, workflow_id: str, signal_id: str) -> SignalFate:
+        """As ``Client.signal_fate``."""
+        return await self.fetch(req.signal_fate(workflow_id, signal_id))
+
+    async def wait_signal(self, workflow_id: str, signal_id: str,
+                          timeout: float = req.SIGNAL_WAIT_S) -> SignalFate:
+        """As ``Client.wait_signal``."""
+        loop = asyncio.get_running_loop()
+        wait = req.FateWait(timeout, loop.time())
+        while True:
+            fate = await self.signal_fate(workflow_id, signal_id)
+            pause = None if fate.applied else wait.pause(loop.time())
+            if pause is None:
+                return fate
+            await asyncio.sleep(pause)
 
     async def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
         """As ``Client.cancel``."""
@@ -204,6 +243,40 @@ class AsyncClient:
         """As ``Client.whoami``."""
         return await self.fetch(req.whoami())
 
+    async def task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                        attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
+        """As ``Client.task_logs``."""
+        return await self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
+
+    async def run_logs(self, workflow_id: str,
+                       node: str | None = None) -> builtins.list[logs.TaskLogLine]:
+        """As ``Client.run_logs``."""
+        return await self.fetch_all(logs.run_logs(workflow_id, node))
+
+    async def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                               attempt: int | None = None,
+                               ) -> AsyncIterator[logs.TaskLogLine]:
+        """As ``Client.follow_task_logs`` (an async iterator)."""
+        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
+        while not follow.ended:
+            call = follow.call()
+            try:
+                async with aconnect_sse(self._http, call.method, call.path,
+                                        **call.options(),
+                                        timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        await source.response.aread()
+                    if follow.opened(source.response):
+                        async for sse in source.aiter_sse():
+                            line = follow.take(sse)
+                            if line is not None:
+                                yield line
+                            if follow.ended:
+                                return
+            except httpx.TransportError as e:
+                follow.lost(e)
+            await asyncio.sleep(follow.pause())
+
 
 async def _events(source: EventSource) -> AsyncIterator[Event]:
     """The events of an SSE stream (messages without data skipped)."""
@@ -212,26 +285,3 @@ async def _events(source: EventSource) -> AsyncIterator[Event]:
         if event is not None:
             yield event
 
-
-class AsyncDefinitions:
-    """``AsyncClient.definitions``: as ``headwater.client.Definitions``, to await."""
-
-    def __init__(self, client: FetchesAsync) -> None:
-        self._client = client
-
-    async def put(self, name: str, spec: dict[str, Any] | str | Path, *,
-                  input_schema: dict[str, Any] | None = None) -> Definition:
-        """As ``Definitions.put``."""
-        return await self._client.fetch(req.definition_put(name, spec, input_schema))
-
-    async def list(self) -> builtins.list[Definition]:
-        """As ``Definitions.list``."""
-        return await self._client.fetch_all(req.definitions())
-
-    async def get(self, name: str, version: int | None = None) -> Definition:
-        """As ``Definitions.get``."""
-        return await self._client.fetch(req.definition_get(name, version))
-
-    async def delete(self, name: str) -> None:
-        """As ``Definitions.delete``."""
-        await self._client.fetch(req.definition_delete(name))

@@ -249,7 +249,7 @@ def outcome(workflow: Workflow) -> Any:
         WorkflowCancelled: it was cancelled.
     """
     if workflow.status == "failed":
-        raise errors.WorkflowFailed(workflow.id, workflow.error)
+        raise errors.WorkflowFailed(workflow.id, workflow.error, workflow.failure)
     if workflow.status == "cancelled":
         raise errors.WorkflowCancelled(workflow.id, workflow.error)
     return workflow.output

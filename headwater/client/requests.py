@@ -31,17 +31,20 @@ from headwater.client.http import (
     signal_call,
     submit_call,
 )
+from headwater.client.tasks import NodeTasks, Task, node_tasks_from, task_from
 from headwater.client.types import (
     Definition,
     Identity,
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
     definition_from,
     identity_from,
     queue_from,
+    signal_fate_from,
     workflow_from,
 )
 
@@ -183,6 +186,40 @@ def get(workflow_id: str) -> Request[Workflow]:
                    reading(workflow_from))
 
 
+def task(workflow_id: str, node: str, index: int | None) -> Request[Task]:
+    """``Client.task``: ``GET /v1/workflows/{id}/tasks/{node}/{index}`` (``-`` for
+    None).
+
+    Raises:
+        ValueError: an empty node, or an index below 0.
+    """
+    if not node:
+        raise ValueError("an empty node names no task")
+    if index is not None and index < 0:
+        raise ValueError(f"a task index is an integer >= 0, not {index}")
+    where = "-" if index is None else str(index)
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/tasks/{segment(node)}"
+                               f"/{where}"), reading(task_from))
+
+
+def node_tasks(workflow_id: str, node: str, after: int | None, limit: int,
+               status: str | None) -> Request[NodeTasks]:
+    """``Client.node_tasks``: a page of ``GET /v1/workflows/{id}/nodes/{node}/tasks``.
+
+    Raises:
+        ValueError: an empty node.
+    """
+    if not node:
+        raise ValueError("an empty node names no tasks")
+    params: dict[str, Any] = {"limit": limit}
+    if after is not None:
+        params["after"] = after
+    if status is not None:
+        params["status"] = status
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/nodes/{segment(node)}"
+                               "/tasks", params=params), reading(node_tasks_from))
+
+
 def page_from(response: httpx.Response) -> Page:
     """The view of a page of ``GET /v1/workflows``."""
     doc = response.json()
@@ -201,6 +238,46 @@ def signal(workflow_id: str, name: str, fields: dict[str, Any], index: int | Non
     chosen now, before the first try)."""
     return Request(signal_call(workflow_id, name, fields, index,
                                signal_id or uuid.uuid4().hex), document)
+
+
+def signal_fate(workflow_id: str, signal_id: str) -> Request[SignalFate]:
+    """``Client.signal_fate``: ``GET .../signals/{signal_id}``."""
+    if not signal_id:
+        raise ValueError("signal_id must not be empty")
+    return Request(Call("GET", f"/v1/workflows/{segment(workflow_id)}/signals/"
+                               f"{segment(signal_id)}"), reading(signal_fate_from))
+
+
+SIGNAL_WAIT_S = 30.0
+"""How long ``signal(..., wait=True)`` waits for the run to apply a signal by default,
+seconds."""
+
+
+@dataclass
+class FateWait:
+    """How ``signal(..., wait=True)`` asks for a signal's fate: again after 0.05 s, then
+    twice as long each time up to 1 s, until ``timeout_s`` passed.
+
+    Args:
+        timeout_s: how long to wait, seconds (finite, >= 0).
+        started_s: when the wait began, on a monotonic clock, seconds.
+    """
+
+    timeout_s: float
+    started_s: float
+    delay_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.timeout_s < float("inf"):
+            raise ValueError(f"timeout must be a finite number >= 0, got {self.timeout_s!r}")
+
+    def pause(self, now_s: float) -> float | None:
+        """How long to sleep before asking again, seconds; None once the time is up."""
+        left = self.started_s + self.timeout_s - now_s
+        if left <= 0:
+            return None
+        delay, self.delay_s = min(self.delay_s, left), min(self.delay_s * 2, 1.0)
+        return delay
 
 
 def cancel(workflow_id: str, reason: str) -> Request[dict[str, Any]]:

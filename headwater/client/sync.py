@@ -1,4 +1,4 @@
-"""``Client``: the blocking client of one gateway, and ``Client.definitions``. It only
+"""``Client``: the blocking client of one gateway. It only
 sends, with httpx's blocking client, what the sans-I/O modules decide (``requests``,
 ``retry``, ``follow``); see ``headwater.client`` for auth, errors and retries."""
 
@@ -14,7 +14,9 @@ import httpx
 from httpx_sse import connect_sse
 
 from headwater import errors
+from headwater.client import logs
 from headwater.client import requests as req
+from headwater.client.definitions import Definitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
@@ -25,21 +27,22 @@ from headwater.client.http import (
     settings,
     sse_events,
 )
-from headwater.client.requests import Fetches, Listing, Request
+from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
+from headwater.client.tasks import NodeTasks, Task
 from headwater.client.types import (
-    Definition,
     Event,
     Identity,
     Page,
     Queue,
     Run,
+    SignalFate,
     Submitted,
     Workflow,
 )
 
-__all__ = ["Client", "Definitions"]
+__all__ = ["Client"]
 T = TypeVar("T")
 
 
@@ -175,6 +178,40 @@ class Client:
         """One run (``GET /v1/workflows/{id}``). Raises ``NotFound`` when unknown."""
         return self.fetch(req.get(workflow_id))
 
+    def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
+        """One task of a run and every attempt of it, each with its error type and
+        traceback (``GET /v1/workflows/{id}/tasks/{node}/{index}``).
+
+        Args:
+            workflow_id: the run.
+            node: the task's node.
+            index: its index (a map item's; a loop's 2k decide, 2k+1 tool); None for a
+                node without index.
+
+        Raises:
+            ValueError: an empty node, or an index below 0.
+            NotFound: unknown run, or no such task (yet).
+        """
+        return self.fetch(req.task(workflow_id, node, index))
+
+    def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
+                   limit: int = 100, *, status: str | None = None) -> NodeTasks:
+        """A page of a node's tasks in index order
+        (``GET /v1/workflows/{id}/nodes/{node}/tasks``); ``NodeTasks.next`` is the
+        ``after`` of the next page.
+
+        Args:
+            workflow_id: the run.
+            node: the node.
+            after: the index the page starts after (None: from the first).
+            limit: tasks per page, 1 to 500.
+            status: only the tasks in this status (``failed`` ...).
+
+        Raises:
+            NotFound: unknown run or node. Unprocessable: a limit or status out of range.
+        """
+        return self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
+
     def list(self, *, status: str | None = None, name: str | None = None,
              definition: str | None = None, limit: int = 50,
              cursor: str | None = None) -> Page:
@@ -239,12 +276,45 @@ class Client:
                 follow.lost(e)
             time.sleep(follow.pause())
 
+    @overload
     def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
-               index: int | None = None, signal_id: str | None = None) -> dict[str, Any]:
+               index: int | None = ..., signal_id: str | None = ...,
+               wait: Literal[False] = ...) -> dict[str, Any]: ...
+    @overload
+    def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+               index: int | None = ..., signal_id: str | None = ...,
+               wait: Literal[True]) -> SignalFate: ...
+
+    def signal(self, workflow_id: str, name: str, fields: dict[str, Any], *,
+               index: int | None = None, signal_id: str | None = None,
+               wait: bool = False) -> dict[str, Any] | SignalFate:
         """Signal a run's wait (``POST .../signals/{name}``); ``signal_id`` (None: a
         UUID4 chosen before the first try) makes a retry count once. Returns the
-        answer (``workflow_id``, ``signal``, ``signal_id``, ``links``)."""
-        return self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        answer (``workflow_id``, ``signal``, ``signal_id``, ``links``); with ``wait``,
+        its fate once the run applied it (``consumed``, ``buffered``, ``discarded`` or
+        ``refused``, with the reason), or as it stands after ``requests.SIGNAL_WAIT_S``
+        (30 s: ``received``; ``wait_signal`` waits as long as asked)."""
+        answer = self.fetch(req.signal(workflow_id, name, fields, index, signal_id))
+        if not wait:
+            return answer
+        return self.wait_signal(workflow_id, answer["signal_id"])
+
+    def signal_fate(self, workflow_id: str, signal_id: str) -> SignalFate:
+        """What became of a signal (``GET .../signals/{signal_id}``). Raises
+        ``NotFound`` for an id never sent to the run."""
+        return self.fetch(req.signal_fate(workflow_id, signal_id))
+
+    def wait_signal(self, workflow_id: str, signal_id: str,
+                    timeout: float = req.SIGNAL_WAIT_S) -> SignalFate:
+        """Ask for a signal's fate until the run applied it, or ``timeout`` seconds
+        passed (then its fate as it stands: ``received``)."""
+        wait = req.FateWait(timeout, time.monotonic())
+        while True:
+            fate = self.signal_fate(workflow_id, signal_id)
+            pause = None if fate.applied else wait.pause(time.monotonic())
+            if pause is None:
+                return fate
+            time.sleep(pause)
 
     def cancel(self, workflow_id: str, reason: str = "") -> dict[str, Any]:
         """Ask for a run's cancellation. Returns the answer (``status:
@@ -279,32 +349,44 @@ class Client:
         when the gateway's auth is on and the token is missing or not taken."""
         return self.fetch(req.whoami())
 
+    def task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                  attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
+        """A task's log lines so far, in (attempt, line) order (``index``: the map item
+        or loop step; ``attempt``: one attempt, None: all). Raises ``NotFound`` for an
+        unknown run."""
+        return self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
 
-class Definitions:
-    """``Client.definitions``: the registry (``/v1/definitions``)."""
+    def run_logs(self, workflow_id: str,
+                 node: str | None = None) -> builtins.list[logs.TaskLogLine]:
+        """Every task's log lines of a run so far (of ``node`` alone unless None), in
+        (node, index, attempt, line) order."""
+        return self.fetch_all(logs.run_logs(workflow_id, node))
 
-    def __init__(self, client: Fetches) -> None:
-        self._client = client
+    def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
+                         attempt: int | None = None) -> Iterator[logs.TaskLogLine]:
+        """A task's log lines as they come, until its log is complete (the task ended
+        and its lines were read); a lost stream is resumed after the last line.
 
-    def put(self, name: str, spec: dict[str, Any] | str | Path, *,
-            input_schema: dict[str, Any] | None = None) -> Definition:
-        """Store a version (``PUT /v1/definitions/{name}``): a new one (``raw`` of a
-        201), or the current one when the body is the same. Raises ``Unprocessable``
-        naming every fault of the spec or the schema."""
-        return self._client.fetch(req.definition_put(name, spec, input_schema))
+        Raises:
+            NotFound: unknown run.
+            GatewayUnreachable: no stream within the retries.
+        """
+        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
+        while not follow.ended:
+            call = follow.call()
+            try:
+                with connect_sse(self._http, call.method, call.path, **call.options(),
+                                 timeout=follow.read_timeout()) as source:
+                    if unexpected(source.response):
+                        source.response.read()
+                    if follow.opened(source.response):
+                        for sse in source.iter_sse():
+                            line = follow.take(sse)
+                            if line is not None:
+                                yield line
+                            if follow.ended:
+                                return
+            except httpx.TransportError as e:
+                follow.lost(e)
+            time.sleep(follow.pause())
 
-    def list(self) -> builtins.list[Definition]:
-        """Every definition's latest version (deleted ones aside), by name (every page
-        of ``GET /v1/definitions``)."""
-        return self._client.fetch_all(req.definitions())
-
-    def get(self, name: str, version: int | None = None) -> Definition:
-        """One version (None: the latest); ``raw["workflow"]`` is its spec. Raises
-        ``NotFound`` (unknown name or version), ``Gone`` (deleted, without
-        ``version``)."""
-        return self._client.fetch(req.definition_get(name, version))
-
-    def delete(self, name: str) -> None:
-        """Stop new runs of ``name`` (they get ``Gone``; running ones go on); deleting
-        it again changes nothing. Raises ``NotFound`` when unknown."""
-        self._client.fetch(req.definition_delete(name))

@@ -8,6 +8,7 @@ from typing import Any
 
 from headwater.core.events import TERMINAL_BODIES
 from headwater.core.status import WorkflowStatus
+from headwater.errors import TaskFailure
 
 TERMINAL_STATUSES = frozenset(s.value for s in WorkflowStatus if s.terminal)
 """The statuses of a run that has ended (``succeeded``, ``failed``, ``cancelled``)."""
@@ -62,6 +63,7 @@ class Workflow:
         definition: the definition it was started from, or None (an inline spec).
         raw: the whole document.
         generation: 1, or more once ``restart_on_failure`` restarted it.
+        failure: what failed it (a failed run's document), with the traceback; else None.
     """
 
     id: str
@@ -77,6 +79,7 @@ class Workflow:
     definition: DefinitionRef | None
     raw: dict[str, Any] = field(repr=False, compare=False)
     generation: int = 1
+    failure: TaskFailure | None = None
 
     @property
     def done(self) -> bool:
@@ -94,7 +97,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         tenant=doc.get("tenant"), seq=int(doc.get("seq") or 0), input=doc.get("input"),
         output=doc.get("output"), error=doc.get("error") or "",
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
-        definition=definition, raw=doc, generation=int(doc.get("generation") or 1))
+        definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
+        failure=TaskFailure.from_document(doc.get("failure")))
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,45 @@ def queue_from(doc: dict[str, Any]) -> Queue:
                  in_flight=int(doc.get("in_flight") or 0),
                  live_workers=int(doc.get("live_workers") or 0),
                  state=doc.get("state") or "", tasks=list(doc.get("tasks") or []), raw=doc)
+
+
+@dataclass(frozen=True)
+class SignalFate:
+    """What became of a signal (``GET /v1/workflows/{id}/signals/{signal_id}``).
+
+    Attributes:
+        workflow_id: the run it was sent to.
+        signal_id: its id.
+        status: ``received`` (answered 202, not applied yet), ``buffered`` (kept until
+            its wait starts), ``consumed``, ``discarded`` or ``refused``.
+        node: the wait that consumed it (else None).
+        reason: why it was discarded or refused (else None).
+        raw: the whole document (``name``, ``index``, ``at``, ``received_at``, ``links``).
+    """
+
+    workflow_id: str
+    signal_id: str
+    status: str
+    node: str | None
+    reason: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def applied(self) -> bool:
+        """Whether the run has applied it (every status but ``received``)."""
+        return self.status != "received"
+
+    @property
+    def taken(self) -> bool:
+        """Whether the run took it (``consumed``, or ``buffered`` for a wait to come)."""
+        return self.status in ("consumed", "buffered")
+
+
+def signal_fate_from(doc: dict[str, Any]) -> SignalFate:
+    """The view of ``GET /v1/workflows/{id}/signals/{signal_id}``."""
+    return SignalFate(workflow_id=doc["workflow_id"], signal_id=doc["signal_id"],
+                      status=doc["status"], node=doc.get("node"), reason=doc.get("reason"),
+                      raw=doc)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ LAZY.update({
                       "remembered workers that do not run.", STACK),
     "worker": LazyCommand("ops.cli.stack", "worker_app", "The workers the local stack "
                           "remembers (see `headwater ps`).", STACK),
-    "logs": LazyCommand("ops.cli.logs", "logs", "Show the local stack's process logs.",
-                        STACK),
+    "logs": LazyCommand("ops.cli.logs", "logs", "Show a run's task logs, or the local "
+                        "stack's process logs.", RUNS),
     "submit": LazyCommand("ops.cli.workflows", "submit", "Submit a workflow; with --follow, "
                           "show its progress and print its output.", RUNS),
     "run": LazyCommand("ops.cli.run", "run", "Run a stored definition by name and print "

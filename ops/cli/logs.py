@@ -1,11 +1,14 @@
-"""``headwater logs [PROCESS] [-f] [-n N]``: the local stack's process logs, the files
-``$HEADWATER_HOME/logs/<process>.log`` that ``ops.localstack.start`` appends each
-process's output to (``headwater ps`` names them).
+"""``headwater logs RUN [NODE] [-f]``: a run's task logs (``task_logs``); and
+``headwater logs [PROCESS] [-f] [-n N]`` or ``--process PROCESS``: the local stack's
+process logs, the files ``$HEADWATER_HOME/logs/<process>.log`` that
+``ops.localstack.start`` appends each process's output to (``headwater ps`` names them).
 
-PROCESS is a process's name (``gateway``, ``worker-cpu-1``) or the start of names
-(``worker``: every worker); without it, every process. With several logs each line is
-prefixed by its process. ``-f`` then prints what is appended, as ``tail -f`` does, until
-Ctrl-C; a log that shrinks (truncated) is read again from its start.
+An argument is a process when ``--process`` names it, or when it names a local log and
+no NODE follows; anything else is a run id. PROCESS is a process's name (``gateway``,
+``worker-cpu-1``) or the start of names (``worker``: every worker); without any
+argument, every process. With several logs each line is prefixed by its process. ``-f``
+then prints what is appended, as ``tail -f`` does, until Ctrl-C; a log that shrinks
+(truncated) is read again from its start.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Annotated
 import typer
 
 from ops import localstack
+from ops.cli.common import GATEWAY
 
 BLOCK_BYTES = 65536
 POLL_S = 0.25
@@ -86,19 +90,56 @@ def follow_files(paths: Sequence[Path], offsets: dict[Path, int],
         time.sleep(POLL_S)
 
 
-def logs(
-    process: Annotated[str | None, typer.Argument(
-        help="a process (gateway, worker-cpu-1) or the start of names (worker); "
-             "default: all")] = None,
-    follow_: Annotated[bool, typer.Option("--follow", "-f",
-                       help="then print new lines as they come, until Ctrl-C")] = False,
-    lines: Annotated[int, typer.Option("--lines", "-n", min=0,
-                     help="how many of the last lines of each log")] = 20,
-) -> None:
-    """Show the local stack's process logs.
+def _local_process(name: str) -> bool:
+    """Whether ``name`` names a local process's log (or the start of names)."""
+    folder = localstack.home() / "logs"
+    return folder.exists() and any(p.stem.startswith(name) for p in folder.glob("*.log"))
 
-    ``headwater ps`` lists the processes; e.g. ``headwater logs worker -f``.
+
+def logs(
+    run: Annotated[str | None, typer.Argument(
+        metavar="[RUN]", help="a run's id: its tasks' logs (or a local process, as "
+                              "--process, when a log of that name exists and no NODE "
+                              "follows)")] = None,
+    node: Annotated[str | None, typer.Argument(
+        help="one node of the run (default: every node)")] = None,
+    follow_: Annotated[bool, typer.Option("--follow", "-f",
+                       help="then print new lines as they come (a run: until it has "
+                            "ended; a process: until Ctrl-C)")] = False,
+    process: Annotated[str | None, typer.Option(
+        "--process", "-p", help="a local process (gateway, worker-cpu-1) or the start of "
+                                "names (worker): its log file")] = None,
+    lines: Annotated[int, typer.Option("--lines", "-n", min=0,
+                     help="a process: how many of the last lines of each log")] = 20,
+    gateway: str = GATEWAY,
+) -> None:
+    """Show a run's task logs, or the local stack's process logs.
+
+    ``headwater logs RUN [NODE]`` prints what the run's tasks logged and printed, each
+    line prefixed by node[index] and #attempt; ``-f`` follows while it runs.
+    ``headwater logs [PROCESS]`` (or ``--process``) shows the local stack's process logs
+    (``headwater ps`` lists them); e.g. ``headwater logs worker -f``.
     """
+    if process is None and run is not None and (node is not None
+                                                 or not _local_process(run)):
+        _run_logs(gateway, run, node, follow_)
+        return
+    _process_logs(process or run, follow_, lines)
+
+
+def _run_logs(gateway: str, run: str, node: str | None, follow_: bool) -> None:
+    from ops.cli.task_logs import follow_run_logs, print_run_logs
+    from ops.cli.workflows import client, gateway_errors
+
+    with gateway_errors(gateway), client(gateway) as hw:
+        if follow_:
+            with contextlib.suppress(KeyboardInterrupt):
+                follow_run_logs(hw, run, node)
+        else:
+            print_run_logs(hw, run, node)
+
+
+def _process_logs(process: str | None, follow_: bool, lines: int) -> None:
     paths = log_files(process)
     if not paths:
         typer.echo(f"no logs yet in {localstack.home() / 'logs'}")

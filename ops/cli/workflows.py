@@ -181,8 +181,15 @@ def status(
     workflow_id: Annotated[str, typer.Argument(help="workflow id")],
     gateway: str = GATEWAY,
     as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON")] = False,
+    traceback_: Annotated[bool, typer.Option(
+        "--traceback/--no-traceback",
+        help="print the traceback of the attempt that failed the run")] = True,
 ) -> None:
-    """Show a workflow's status, nodes and output."""
+    """Show a workflow's status, nodes and output.
+
+    A failed run also shows the attempt that failed it: its node and index, attempt,
+    error type and message, and (unless ``--no-traceback``) its traceback.
+    """
     with gateway_errors(gateway), client(gateway) as hw:
         doc = hw.get(workflow_id).raw
     if as_json:
@@ -209,6 +216,29 @@ def status(
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
         console.print(f"[red]{escape(str(doc['error']))}[/]")
+    failure = doc.get("failure")
+    if doc["status"] == "failed" and isinstance(failure, dict):
+        print_failure(failure, traceback_)
+
+
+def print_failure(failure: dict[str, Any], with_traceback: bool = True) -> None:
+    """Print what failed a run (its document's ``failure``): ``failed at m[4], attempt 3:
+    KeyError: 'x'``, then its traceback as the worker recorded it (or a line saying how
+    to show it)."""
+    where = str(failure.get("node"))
+    if failure.get("index") is not None:
+        where += f"[{failure['index']}]"
+    if failure.get("attempt") is not None:
+        where += f", attempt {failure['attempt']}"
+    error_type, message = failure.get("error_type") or "", failure.get("message") or ""
+    console.print(f"[red]failed at {escape(where)}: "
+                  f"{escape(f'{error_type}: {message}' if error_type else message)}[/]")
+    traceback = str(failure.get("traceback") or "").rstrip("\n")
+    if traceback and with_traceback:
+        console.print(traceback, markup=False, highlight=False, soft_wrap=True)
+    elif traceback:
+        lines = traceback.count("\n") + 1
+        console.print(f"(a traceback of {lines} lines: --traceback shows it)")
 
 
 def cancel(
@@ -260,15 +290,39 @@ def signal(
     signal_id: Annotated[str | None, typer.Option(
         "--id", help="the signal's id: sending the same id again changes nothing "
                      "(default: a random one, kept across retries)")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="wait until the run applied it and print its fate (consumed, "
+                       "buffered, discarded, refused); exit 1 unless it was taken")] = False,
+    timeout: Annotated[float, typer.Option(
+        min=0, help="with --wait: how long to wait, seconds")] = 30.0,
     gateway: str = GATEWAY,
 ) -> None:
     """Send a signal to a workflow's wait node.
 
     E.g. ``headwater signal wf-1 approval --field approved=true --field note="looks
-    good"``.
+    good"``; with ``--wait``, also what became of it.
     """
     fields = signal_fields(field or [])
     with gateway_errors(gateway), client(gateway) as hw:
         answer = hw.signal(workflow_id, name, fields, index=index, signal_id=signal_id)
-    console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
-                  f"(signal id {escape(str(answer.get('signal_id')))})")
+        sent_id = str(answer.get("signal_id"))
+        console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
+                      f"(signal id {escape(sent_id)})")
+        if not wait:
+            return
+        fate = hw.wait_signal(workflow_id, sent_id, timeout)
+    console.print(f"signal {escape(sent_id)}: {escape(fate_line(fate.raw, timeout))}")
+    if not fate.taken:
+        raise typer.Exit(1)
+
+
+def fate_line(doc: dict[str, Any], timeout_s: float) -> str:
+    """A signal's fate (``GET .../signals/{signal_id}``) in a few words."""
+    status = str(doc.get("status"))
+    if status == "consumed":
+        return f"consumed by {doc.get('node')} at {doc.get('at')}"
+    if status == "buffered":
+        return "buffered: kept until its wait starts"
+    if status == "received":
+        return f"received, not applied within {timeout_s:g} s"
+    return f"{status}: {doc.get('reason')}"

@@ -18,6 +18,9 @@ from services.common.schema import DEFINITIONS_SCHEMA, SCHEMA
 from services.common.settings import PgAuth, pg_auth_from_env
 
 NOTIFY_CHANNEL = "headwater_events"
+"""The projector's ``NOTIFY`` channel naming the workflows whose rows changed."""
+LOGS_NOTIFY_CHANNEL = "headwater_task_logs"
+"""The projector's ``NOTIFY`` channel naming the workflows whose task logs grew."""
 
 UNAVAILABLE: tuple[type[Exception], ...] = (
     OSError,  # refused, reset, unreachable; TimeoutError is an OSError too
@@ -146,3 +149,23 @@ async def name_locked(pool: asyncpg.Pool, lock_class: int,
             if not conn.is_closed():
                 await conn.execute("select pg_advisory_unlock($1, hashtext($2))",
                                    lock_class, name)
+
+
+NOTIFY_MAX_BYTES = 7900  # PostgreSQL's NOTIFY payload limit is 8000 bytes
+
+
+def notify_payloads(workflow_ids: list[str]) -> list[str]:
+    """Comma-joined workflow ids, split into payloads that fit a NOTIFY."""
+    payloads: list[str] = []
+    current: list[str] = []
+    size = 0
+    for wid in workflow_ids:
+        n = len(wid.encode()) + 1
+        if current and size + n > NOTIFY_MAX_BYTES:
+            payloads.append(",".join(current))
+            current, size = [], 0
+        current.append(wid)
+        size += n
+    if current:
+        payloads.append(",".join(current))
+    return payloads

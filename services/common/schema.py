@@ -147,9 +147,16 @@ do $$ begin
     then
         alter table workflows add column rerun jsonb;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'tasks' and column_name = 'traceback')
+    then
+        alter table tasks add column error_type text not null default '',
+            add column traceback text not null default '', add column first_seq bigint;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
+create index if not exists tasks_by_node on tasks (workflow_id, node, idx nulls first);
 create index if not exists workflows_parent on workflows (parent_id, parent_node, parent_index,
     parent_attempt) where parent_id is not null;
 create index if not exists workflows_by_definition on workflows (definition, created_at desc,
@@ -182,6 +189,27 @@ create table if not exists schedules (
     paused_seq bigint not null default 0
 );
 create index if not exists schedules_by_name on schedules (name, created_at desc);
+create table if not exists task_logs (
+    workflow_id text not null,
+    node text not null,
+    idx integer not null,
+    attempt integer not null,
+    line integer not null,
+    at timestamptz not null,
+    level text not null,
+    stream text not null,
+    logger text not null,
+    message text not null,
+    primary key (workflow_id, node, idx, attempt, line)
+);
+create table if not exists task_log_ends (
+    workflow_id text not null,
+    node text not null,
+    idx integer not null,
+    attempt integer not null,
+    lines integer not null,
+    primary key (workflow_id, node, idx, attempt)
+);
 create table if not exists retired_ids (
     workflow_id text primary key,
     tenant text,
@@ -211,7 +239,13 @@ submission straight on Kafka won the id); ``body_hash`` is the hash of the body 
 (the request's until then). ``workflows.generation`` is the run's generation (1, then
 one more per ``WorkflowRestarted``, ``restart_on_failure``) and ``restarted_seq`` the seq
 of its latest restart (0: none), below which no ``tasks``, ``nodes`` or ``loop_steps``
-row of it may stay. The ``workflows_by_*`` indexes serve
+row of it may stay. ``tasks.error_type`` and ``traceback`` are the latest attempt's
+failure (its ``TaskFailed``; "" until one, and again at the next dispatch);
+``first_seq`` is the seq of the task's first dispatch, from which its attempts' events
+are read (``GET /v1/workflows/{id}/tasks/{node}/{index}``; null for a row projected
+before the column). ``tasks_by_node`` serves a node's tasks in index order (the run
+document's, and ``GET .../nodes/{node}/tasks`` a page at a time). The
+``workflows_by_*`` indexes serve
 ``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
 order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
 the ``created_after``/``created_before`` ranges; ``status`` is the only one of their
@@ -222,6 +256,11 @@ state (``paused``, the armed ``next_fire_at``, the last fire time, the last run 
 the fire times ``fired`` and ``skipped``) and ``status`` (``running`` until the workflow
 ends, then its end); ``armed_seq``, ``fired_seq`` and ``paused_seq`` are the seq of the
 last event applied to each part, so that a repeated event changes nothing.
+``task_logs`` holds the lines task attempts logged and printed (the ``logs`` topic,
+``services/projector/task_logs.py``), one row per line, numbered from 1 per attempt;
+``idx`` is the map item or loop step, -1 for a node without index (a key column cannot
+be null); ``task_log_ends`` has a row per attempt whose worker sent its log whole
+(``lines`` lines), which readers take as the end of that attempt's lines.
 ``retired_ids`` keeps, for each run whose rows projection retention deleted, what a
 submission of its id is compared with (its tenant, final status and hashes): the id
 stays taken, as the coordinator's marker keeps it (a retry of the same request is the

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 
-from services.common import metrics
+from services.common import logconfig, metrics
 from services.coordinator.app import create_app, prepare
 from services.coordinator.settings import Settings
 
 
 def main() -> None:
     """Create topics, then run the faust worker until SIGTERM/SIGINT."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logconfig.configure()
     try:
         settings = Settings.from_env()
     except ValueError as e:  # a bad setting: one line saying which, not a traceback

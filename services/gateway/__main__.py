@@ -6,6 +6,7 @@ import logging
 
 import uvicorn
 
+from services.common import logconfig
 from services.gateway.app import create_app
 from services.gateway.server import CLOSE_GRACE_S, GatewayServer
 from services.gateway.settings import Settings
@@ -13,7 +14,7 @@ from services.gateway.settings import Settings
 
 def main() -> None:
     """Serve until SIGTERM/SIGINT, then drain and stop (``services.gateway.server``)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logconfig.configure()
     try:
         settings = Settings.from_env()
     except ValueError as e:  # a bad setting: one line saying which, not a traceback

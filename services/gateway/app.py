@@ -1,6 +1,6 @@
 """Wires the gateway: settings, Kafka producer, PostgreSQL pool, notifier, each
 resource's routes (``runs``, ``control``, ``queues``, ``definitions``, ``schedules``,
-``auth``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
+``auth``, ``logs``, ``ui``), the OpenAPI document, and the drain state that SIGTERM flips
 (``drain``, ``server``)."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
 from services.gateway.edge import middleware, problems
 from services.gateway.lifetime import Runtime
+from services.gateway.logs import api as logs_api
 from services.gateway.openapi import document
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
@@ -31,14 +32,15 @@ from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
 from services.gateway.signals import api as signals_api
+from services.gateway.tasks import api as tasks_api
 from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
 
 ROUTERS: tuple[APIRouter, ...] = (
-    health.router, runs_api.router, control_api.router, run_api.router, queues_api.router,
-    definitions_api.router, schedules_api.router, auth_api.router, signals_api.router,
-    reruns_api.router,
+    health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
+    queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
+    reruns_api.router, logs_api.router, signals_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
@@ -90,7 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.hw = runtime
     problems.install(app)
     document.install(app)  # /openapi.json: FastAPI's document, completed
-    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins)
+    middleware.install(app, runtime.drain, settings.auth.authenticator, settings.cors_origins,
+                       settings.metrics_token)
     for router in ROUTERS:
         app.include_router(router)
     return ui_routes.install(app)  # the web UI at /ui

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from services.common.auth.settings import ServiceAuth, service_auth_from_env
 from services.common.settings import CommonSettings, env_float, env_int, env_str
+from services.gateway.auth.gate import parse_metrics_auth
 from services.gateway.edge.cors import parse_origins
 from services.gateway.queues.admission import parse_maxdepth
 
@@ -54,6 +55,9 @@ class Settings(CommonSettings):
             none, CORS off; ``edge.cors.parse_origins``).
         auth: whether requests need a bearer token, and the gateway's own
             (``HEADWATER_AUTH``, ``HEADWATER_TOKEN``; ``auth.settings``): off by default.
+        metrics_token: with auth on, whether ``GET /metrics`` needs a token of tenant
+            ``*`` (``HEADWATER_METRICS_AUTH``: ``token``, the default, or ``open``;
+            ``auth.gate.parse_metrics_auth``).
     """
 
     host: str = "127.0.0.1"
@@ -70,6 +74,7 @@ class Settings(CommonSettings):
     run_timeout_max_s: float = 60.0
     cors_origins: tuple[str, ...] = ()
     auth: ServiceAuth = field(default_factory=lambda: ServiceAuth(None, None))
+    metrics_token: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -90,4 +95,5 @@ class Settings(CommonSettings):
             run_timeout_max_s=env_float("RUN_TIMEOUT_MAX_S", 60.0),
             cors_origins=parse_origins(env_str("CORS_ORIGINS", "")),
             auth=service_auth_from_env("gateway"),
+            metrics_token=parse_metrics_auth(env_str("METRICS_AUTH", "token")),
         )

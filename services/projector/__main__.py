@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 
+from services.common import logconfig
 from services.common.settings import CommonSettings
 from services.projector.writer import run_projector
 
@@ -39,7 +40,7 @@ async def serve(settings: CommonSettings) -> None:
 
 def main() -> None:
     """Run the projector with the common ``HEADWATER_*`` settings."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logconfig.configure()
     settings = CommonSettings(**CommonSettings.common_from_env())
     asyncio.run(serve(settings))
 

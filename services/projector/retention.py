@@ -4,9 +4,9 @@
 run, as the events topic does by default) or ``purge``; with ``purge``, the runs whose
 status is terminal and whose last change (``workflows.updated_at``) is older than
 ``HEADWATER_PROJECTION_RETENTION_S`` seconds (default 604800, a week) lose their rows in
-every table keyed by the run (``services/common/db.py``: ``workflows``, ``nodes``,
-``tasks``, ``events``, ``waits``, ``signals``, ``loop_steps``, ``signal_receipts``), in
-one statement, so a
+every table keyed by the run (``services/common/schema.py``: ``workflows``, ``nodes``,
+``tasks``, ``events``, ``waits``, ``signals``, ``loop_steps``, ``signal_receipts``, and
+its task logs, ``task_logs`` and ``task_log_ends``), in one statement, so a
 crash leaves a run whole or gone; the same statement keeps the id in ``retired_ids``
 (its tenant, status and hashes), so a later submission of the id is answered as the
 coordinator takes it (the same request: the same run; another body: 409), never with a
@@ -32,8 +32,8 @@ from services.common.settings import env_float, env_str
 
 log = logging.getLogger(__name__)
 
-RUN_TABLES = ("nodes", "tasks", "events", "waits", "signals", "loop_steps",
-              "signal_receipts")
+RUN_TABLES = ("nodes", "tasks", "events", "waits", "signals", "loop_steps", "task_logs",
+              "task_log_ends", "signal_receipts")
 """The tables whose rows belong to one run, besides ``workflows``."""
 TERMINAL = ["succeeded", "failed", "cancelled"]
 BATCH = 1000

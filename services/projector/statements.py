@@ -63,13 +63,26 @@ UPSERT_ACCEPTED = (
     " updated_at = greatest(workflows.updated_at, excluded.updated_at)")
 BUMP_WORKFLOW = (
     "update workflows set seq = $2, updated_at = $3 where workflow_id = $1 and seq < $2")
+# A row is made by the task's first dispatch, or by a failure that came without one (a
+# map item whose input could not be resolved; or, applied out of order, a failure before
+# its dispatch). So a dispatch always sets what is the task's whatever its attempt (task,
+# queue, first_seq: the first dispatch's seq, least() of those seen) and its attempt's
+# dispatched_at; the rest only when it is newer than the row (a new attempt).
+_NEWER = "tasks.seq < excluded.seq"
 UPSERT_DISPATCHED = (
     "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
-    " dispatched_at, seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)"
-    " on conflict (workflow_id, task_key) do update set attempt = excluded.attempt,"
-    " status = excluded.status, dispatched_at = excluded.dispatched_at, error = '',"
-    " progress = null, message = '', worker = '', started_at = null, finished_at = null,"
-    " seq = excluded.seq where tasks.seq < excluded.seq")
+    " dispatched_at, seq, first_seq) values ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8,"
+    " $9, $9) on conflict (workflow_id, task_key) do update set task = excluded.task,"
+    " queue = excluded.queue, first_seq = least(tasks.first_seq, excluded.first_seq),"
+    f" dispatched_at = case when {_NEWER} or tasks.attempt = excluded.attempt"
+    " then excluded.dispatched_at else tasks.dispatched_at end,"
+    + ",".join(f" {column} = case when {_NEWER} then {value} else tasks.{column} end"
+               for column, value in (
+                   ("attempt", "excluded.attempt"), ("status", "excluded.status"),
+                   ("error", "''"), ("error_type", "''"), ("traceback", "''"),
+                   ("progress", "null"), ("message", "''"), ("worker", "''"),
+                   ("started_at", "null"), ("finished_at", "null")))
+    + ", seq = greatest(tasks.seq, excluded.seq)")
 UPSERT_NODE = (
     "insert into nodes (workflow_id, node, status, total, error, seq)"
     " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
@@ -81,10 +94,22 @@ UPSERT_NODE = (
     " else coalesce(nodes.total, excluded.total) end,"
     " seq = greatest(nodes.seq, excluded.seq)")
 _TASK = " where workflow_id = $1 and task_key = $2 and seq < $3"
-TASK_STARTED = "update tasks set status = 'running', worker = $4, started_at = $5, seq = $3" + _TASK
+# Its attempt's worker and start even when a later event of the attempt (its failure,
+# applied out of order) made the row first; the status only when it is newer.
+TASK_STARTED = (
+    "update tasks set status = case when seq < $3 then 'running' else status end,"
+    " worker = $4, started_at = $5, seq = greatest(seq, $3) where workflow_id = $1"
+    " and task_key = $2 and (seq < $3 or (attempt = $6 and started_at is null))")
 TASK_PROGRESSED = "update tasks set progress = $4, message = $5, seq = $3" + _TASK
-TASK_FAILED = ("update tasks set status = 'failed', error = $4, finished_at = $5, seq = $3"
-               + _TASK)
+# An upsert: a map item whose input could not be resolved fails without a dispatch,
+# and its row is the one that counts it among the node's failed tasks.
+TASK_FAILED = (
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, error, finished_at,"
+    " error_type, traceback, seq, first_seq) values ($1, $2, $8, $9, $10, 'failed', $4, $5,"
+    " $6, $7, $3, $3) on conflict (workflow_id, task_key) do update set status = 'failed',"
+    " error = excluded.error, finished_at = excluded.finished_at,"
+    " error_type = excluded.error_type, traceback = excluded.traceback, seq = excluded.seq"
+    " where tasks.seq < excluded.seq")
 TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
 TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
                   " seq = $3" + _TASK)
@@ -128,11 +153,12 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
     ev.NodeFinished: lambda wid, seq, at, b: [
         (UPSERT_NODE, (wid, b.node, b.status, None, b.error, seq))],
     ev.TaskStarted: lambda wid, seq, at, b: [
-        (TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at))],
+        (TASK_STARTED, (wid, task_key(b.node, b.index), seq, b.worker, at, b.attempt))],
     ev.TaskProgressed: lambda wid, seq, at, b: [
         (TASK_PROGRESSED, (wid, task_key(b.node, b.index), seq, b.fraction, b.message))],
     ev.TaskFailed: lambda wid, seq, at, b: [
-        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at))],
+        (TASK_FAILED, (wid, task_key(b.node, b.index), seq, b.error, at, b.error_type,
+                       b.traceback, b.node, b.index, b.attempt))],
     ev.TimerScheduled: lambda wid, seq, at, b: [
         (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
     ev.TaskSucceeded: lambda wid, seq, at, b: [

@@ -28,7 +28,7 @@ from aiokafka.errors import CommitFailedError
 from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
-from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool
+from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool, notify_payloads
 from services.common.finishing import Unfinished, finish
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
@@ -44,28 +44,9 @@ from services.projector.statements import (
     Statements,
     core_plan,
 )
+from services.projector.task_logs import LogProjector
 
 log = logging.getLogger(__name__)
-
-NOTIFY_MAX_BYTES = 7900  # PostgreSQL's NOTIFY payload limit is 8000 bytes
-
-
-def notify_payloads(workflow_ids: list[str]) -> list[str]:
-    """Comma-joined workflow ids, split into payloads that fit a NOTIFY."""
-    payloads: list[str] = []
-    current: list[str] = []
-    size = 0
-    for wid in workflow_ids:
-        n = len(wid.encode()) + 1
-        if current and size + n > NOTIFY_MAX_BYTES:
-            payloads.append(",".join(current))
-            current, size = [], 0
-        current.append(wid)
-        size += n
-    if current:
-        payloads.append(",".join(current))
-    return payloads
-
 
 # Values PostgreSQL refuses (NUL in text or jsonb, JSON nested too deep for orjson):
 # the event is stored with such values replaced rather than stall the projection.
@@ -289,17 +270,20 @@ def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
 
 
 async def run_projector(settings: CommonSettings) -> None:
-    """Keep the projection current until cancelled, and the refused signals of ``dlq``
-    (``refusals.follow_refusals``), restarting both after any failure; serve the
-    process's metrics unless it does already (``metrics.serve_from_env``)."""
+    """Keep the projection current until cancelled, with the task logs' reader
+    (``task_logs.LogProjector``) and the refused signals of ``dlq``
+    (``refusals.follow_refusals``) beside it on the same pool, restarting all after any
+    failure; serve the process's metrics unless it does already
+    (``metrics.serve_from_env``)."""
     metrics.serve_from_env()
     while True:
         try:
             pool = await connect_pool(settings.pg_dsn, timeout_s=float("inf"),
                                       auth=settings.pg_auth)
             try:
-                async with asyncio.TaskGroup() as group:  # one fails: both start again
+                async with asyncio.TaskGroup() as group:  # one fails: all start again
                     group.create_task(Projector(settings, pool).run())
+                    group.create_task(LogProjector(settings, pool).run())
                     group.create_task(follow_refusals(settings, pool))
             finally:
                 await pool.close()

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import signal
 
-from services.common import metrics
+from services.common import logconfig, metrics
 from services.worker.app import Worker
 from services.worker.settings import Settings
 
@@ -59,7 +59,7 @@ def main() -> None:
                         help="module with @task functions to import (repeatable); HEADWATER_TASKS")
     parser.add_argument("--concurrency", type=int, help="attempts at once; HEADWATER_CONCURRENCY")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logconfig.configure()
     try:
         settings = Settings.from_env(args.queue, args.tasks, args.concurrency)
     except ValueError as e:  # a bad setting: named, exit 2, no traceback

@@ -7,7 +7,8 @@ once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt
 ended. Task code cannot stop the worker, and the poll loop never waits on it
 (``intake``). A second consumer, without a group, reads ``worker-control`` (``control``)
 and stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
-cancelling ``run`` stops at once.
+cancelling ``run`` stops at once. What task code logs and prints goes to its attempt's
+log too (``task_logs``), sent to the ``logs`` topic.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
+from headwater.log_lines import TaskLogLines
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
 from services.common.kafka.client import ensure_topics, make_producer
 from services.common.kafka.security import aiokafka_security
+from services.common.logs_topic import ensure_logs_topic
 from services.common.metrics import DEAD_LETTERS
 from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
@@ -39,6 +42,8 @@ from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
 from services.worker.reports import clean_text
 from services.worker.settings import Settings
+from services.worker.task_logs import capture
+from services.worker.task_logs.attempt_log import AttemptLog
 
 log = logging.getLogger("headwater.worker")
 
@@ -81,6 +86,7 @@ class Worker:
                                             self.settings.topics.dlq,
                                             self.settings.topics.worker_control])
         await ensure_workers_topic(self.settings)
+        await ensure_logs_topic(self.settings)
         outbox = Outbox(self._connect_producer, self.settings.topics.reports,
                         self.settings.max_output_bytes)
         consumer = AIOKafkaConsumer(
@@ -95,6 +101,7 @@ class Worker:
         )
         intake = Intake(consumer, self.settings.concurrency)
         await outbox.start()
+        uncapture = capture.install()
         try:
             async with self._following_cancels():
                 consumer.subscribe([self.topic], listener=intake.listener)
@@ -106,6 +113,7 @@ class Worker:
                 finally:
                     await consumer.stop()
         finally:
+            uncapture()
             await outbox.stop()
             self.executor.shutdown(wait=False, cancel_futures=True)
 
@@ -246,6 +254,7 @@ class Worker:
         attempt = Attempt(dispatch, self.outbox.report, self.executor,
                           self.settings.max_output_bytes, taken_at_s)
         attempt.trace(record.headers, record.topic)  # the dispatch's trace, if any
+        attempt.log = AttemptLog(attempt.key, self.settings.task_log, self._ship_log)
         self.running[attempt.key] = attempt
         try:
             await live(attempt, self.settings.worker_id, committable)
@@ -255,6 +264,9 @@ class Worker:
         if not attempt.cancelled:
             self.completed += 1
             self.finished.add(attempt.key)  # its outcome (or a stand-in) was acknowledged
+
+    async def _ship_log(self, lines: TaskLogLines) -> None:
+        await self.outbox.log_lines(self.settings.topics.logs, lines)
 
     def _skipped(self, dispatch: ev.TaskDispatched) -> bool:
         """Whether not to run ``dispatch`` at all (logged): its attempt was cancelled, or

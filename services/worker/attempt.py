@@ -17,6 +17,7 @@ applies the report, and measures leases and deadlines on that one clock
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +35,7 @@ from headwater.errors import AttemptCancelled
 from services.common.clock import now_ms
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
+from services.worker.task_logs.attempt_log import AttemptLog
 from services.worker.traced_attempt import reporting_in, traced_attempt
 
 log = logging.getLogger("headwater.worker")
@@ -83,6 +85,7 @@ class Attempt:
         chunks: the values a generator task yielded so far (as sent).
         cancelled: the coordinator cancelled the attempt (no outcome is reported).
         body: the asyncio task running the task code, once started.
+        log: what its task code logs and prints (None: not captured).
     """
 
     def __init__(self, dispatch: ev.TaskDispatched, send: Send, executor: Executor,
@@ -102,6 +105,7 @@ class Attempt:
         self.chunks: list[Any] = []
         self.cancelled = False
         self.body: asyncio.Task[Any] | None = None
+        self.log: AttemptLog | None = None
         self._stop_reason: str | None = None
         self._threads: set[Future[Any]] = set()
         self._after_threads: list[Callable[[], object]] = []
@@ -198,8 +202,10 @@ class Attempt:
     # Threads.
 
     def in_thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Run ``fn(*args)`` in the executor; :meth:`settle` waits for it."""
-        future = self.executor.submit(fn, *args)
+        """Run ``fn(*args)`` in the executor, in a copy of the caller's context (so the
+        attempt's log, ``task_logs.capture.CURRENT``, follows it); :meth:`settle` waits
+        for it."""
+        future = self.executor.submit(contextvars.copy_context().run, fn, *args)
         self._threads.add(future)
         future.add_done_callback(self._threads.discard)
         return asyncio.wrap_future(future)

@@ -5,6 +5,9 @@ A sync generator is pulled one item per pool job (``next`` in a thread, the chun
 back to the loop and sent at once), so that between items it holds no thread and a
 timeout or a cancel stops it at the next item; it is closed in a thread once no pull
 runs. An ``async`` generator is iterated on the loop and closed when it stops early.
+
+While task code runs, ``task_logs.capture.CURRENT`` names the attempt's log, in the
+body's context and in the threads it runs in: what it logs and prints is the attempt's.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from headwater.sdk import TaskInfo
 from services.worker.attempt import Attempt
+from services.worker.task_logs.capture import CURRENT
 
 
 class Raised(Exception):
@@ -41,6 +45,14 @@ async def call(info: TaskInfo, kwargs: dict[str, Any], attempt: Attempt) -> Any:
         BadChunk: a generator yielded a value that cannot be streamed.
         BaseException: whatever ``async`` task code raised.
     """
+    token = CURRENT.set(attempt.log)
+    try:
+        return await _call(info, kwargs, attempt)
+    finally:
+        CURRENT.reset(token)
+
+
+async def _call(info: TaskInfo, kwargs: dict[str, Any], attempt: Attempt) -> Any:
     if info.is_async_generator:
         return await _stream_async(info.fn(**kwargs), attempt)
     if info.is_async:

@@ -12,6 +12,10 @@ report. A draining worker (``drain``) lets its attempts run to their end; when i
 them (at the end of the drain window, or at once on a second signal), a started attempt
 is reported as a retryable ``TaskFailed`` (``WorkerStopped``), best effort, so that it is
 retried at once rather than after its heartbeat timeout.
+
+The attempt's log (``task_logs``) is sent whole before its outcome: a reader that saw the
+outcome finds every line. The worker's own log has one line as an attempt starts and one
+as it ends (INFO: dispatch id, task, outcome, duration).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         Exception: the outcome could not be sent, not even a stand-in for it.
     """
     acked = ended = False
+    if attempt.log is not None:
+        attempt.log.start()
     try:
         acked = await attempt.start(worker_id)
         if acked:
@@ -59,6 +65,7 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         outcome = None if attempt.stop_reason is not None else await _run(attempt)
         ended = True
         attempt.stop("the attempt has ended")  # task code still calling ctx gets told
+        await close_log(attempt)
         if attempt.cancelled or outcome is None:
             attempt.progress.close()
             if not acked:
@@ -77,10 +84,38 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         raise
 
 
+async def close_log(attempt: Attempt) -> None:
+    """Send what is left of the attempt's log (best effort: a log that cannot be sent
+    never holds the outcome back)."""
+    if attempt.log is None:
+        return
+    try:
+        await attempt.log.close()
+    except Exception as e:
+        log.warning("could not send the last log lines of %s: %s: %s",
+                    attempt.dispatch.dispatch_id, type(e).__name__, e)
+
+
+def _ended(attempt: Attempt, outcome: ev.TaskSucceeded | ev.TaskFailed | None,
+           seconds: float) -> None:
+    """The worker's line saying how an attempt ended."""
+    d = attempt.dispatch
+    if outcome is None:
+        how = "cancelled"
+    elif isinstance(outcome, ev.TaskSucceeded):
+        how = "succeeded"
+    else:
+        how = f"failed ({outcome.error_type})"
+    lines = f", {attempt.log.lines} log lines" if attempt.log is not None else ""
+    log.info("ended %s (%s): %s after %.3f s%s", d.dispatch_id, d.task, how, seconds, lines)
+
+
 async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
     """Run the task code in its own asyncio task (``attempt.body``, which ``cancel``
     cancels) while heartbeating; None if the attempt was cancelled."""
     began_s = time.monotonic()
+    d = attempt.dispatch
+    log.info("started %s (%s)", d.dispatch_id, d.task)
     body = asyncio.create_task(run_attempt(attempt))
     attempt.body = body
     beats = asyncio.create_task(attempt.heartbeat())
@@ -89,8 +124,9 @@ async def _run(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed | None:
     finally:
         beats.cancel()
     outcome = None if body.cancelled() else body.result()
-    metrics.attempt_ran(attempt.dispatch.queue, attempt.dispatch.task, outcome,
-                        time.monotonic() - began_s)
+    seconds = time.monotonic() - began_s
+    metrics.attempt_ran(attempt.dispatch.queue, attempt.dispatch.task, outcome, seconds)
+    _ended(attempt, outcome, seconds)
     return outcome
 
 
@@ -103,6 +139,9 @@ async def _worker_stopping(attempt: Attempt, report: bool) -> None:
     if body is not None and not body.done():
         body.cancel()
         await asyncio.wait([body], timeout=STOP_GRACE_S)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(STOP_GRACE_S):
+            await close_log(attempt)
     if report and not attempt.cancelled:
         d = attempt.dispatch
         failed = ev.TaskFailed(d.workflow_id, d.node, d.index, d.attempt, now_ms(),

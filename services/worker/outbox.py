@@ -1,5 +1,6 @@
-"""Where a worker's records go out: reports (prepared so that they can be sent) and dead
-letters, retried while Kafka is unavailable, replaced or dropped when they never can be.
+"""Where a worker's records go out: reports (prepared so that they can be sent), task log
+lines and dead letters, retried while Kafka is unavailable, replaced or dropped when they
+never can be.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 
+from headwater import codec
 from headwater.core import events as ev
+from headwater.log_lines import TaskLogLines
 from services.common import tracing
 from services.common.kafka.client import AVRO_HEADERS
 from services.worker import reports
@@ -119,6 +122,21 @@ class Outbox:
             log.warning("%s/%s attempt %d: %s", report.workflow_id, report.node,
                         report.attempt, replacement.error, exc_info=e)
             await self._send(replacement)
+        return True
+
+    async def log_lines(self, topic: str, lines: TaskLogLines) -> bool:
+        """Produce a batch of an attempt's log lines to ``topic``, keyed by workflow id.
+
+        Returns:
+            Whether it was sent; False (logged) when Kafka refuses it for good.
+        """
+        try:
+            await self._produce(topic, codec.encode(lines), lines.workflow_id.encode(),
+                                AVRO_HEADERS)
+        except Exception as e:
+            log.warning("dropped %d log lines of %s/%s attempt %d: %s: %s", len(lines.lines),
+                        lines.workflow_id, lines.node, lines.attempt, type(e).__name__, e)
+            return False
         return True
 
     async def dead_letter(self, topic: str, value: bytes | None, key: bytes | None,

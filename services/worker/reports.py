@@ -14,6 +14,7 @@ import dataclasses
 
 from headwater import codec
 from headwater.core import events as ev
+from services.worker.tracebacks import MAX_TRACEBACK_CHARS
 
 MAX_TEXT_CHARS = 16_384
 """Error and progress messages are cut to this many characters (a report must stay small)."""
@@ -38,15 +39,28 @@ def clean_text(text: str, limit: int | None = MAX_TEXT_CHARS) -> str:
     return safe
 
 
+def clean_tail(text: str, limit: int = MAX_TRACEBACK_CHARS) -> str:
+    """``text`` as valid UTF-8, and when longer than ``limit`` characters its last ones
+    after a ``[... N characters left out ...]`` line (a traceback's innermost frames and
+    its exception line are at its end)."""
+    safe = clean_text(text, None)
+    if len(safe) <= limit:
+        return safe
+    kept = safe[len(safe) - limit + 60:]
+    return f"[... {len(safe) - len(kept)} characters left out ...]\n{kept}"
+
+
 def cleaned(report: ev.Report) -> ev.Report:
     """``report`` with every string field passed through :func:`clean_text` (error and
-    progress messages also cut to ``MAX_TEXT_CHARS``); the same object if all were clean.
+    progress messages also cut to ``MAX_TEXT_CHARS``; a traceback to its last
+    ``MAX_TRACEBACK_CHARS``, :func:`clean_tail`); the same object if all were clean.
     """
     changes: dict[str, str] = {}
     for field in dataclasses.fields(report):
         value = getattr(report, field.name)
         if isinstance(value, str):
-            clean = clean_text(value, MAX_TEXT_CHARS if field.name in _LIMITED_FIELDS else None)
+            clean = (clean_tail(value) if field.name == "traceback" else
+                     clean_text(value, MAX_TEXT_CHARS if field.name in _LIMITED_FIELDS else None))
             if clean != value:
                 changes[field.name] = clean
     return dataclasses.replace(report, **changes) if changes else report  # type: ignore[arg-type]

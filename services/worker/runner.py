@@ -29,6 +29,7 @@ from headwater.sdk import REGISTRY, TaskInfo
 from services.common.clock import now_ms
 from services.worker.attempt import Attempt, BadChunk
 from services.worker.calls import Raised, call
+from services.worker.tracebacks import format_traceback
 
 __all__ = ["bad_arguments", "run_attempt"]
 
@@ -189,8 +190,14 @@ def _describe(error: BaseException) -> str:
 
 def _failed(dispatch: ev.TaskDispatched, error: str, error_type: str, retryable: bool,
             exc: BaseException | None = None) -> ev.TaskFailed:
-    """A ``TaskFailed`` for ``dispatch``, logged as one warning (with ``exc``'s traceback)."""
+    """A ``TaskFailed`` for ``dispatch``, logged as one warning (with ``exc``'s traceback).
+
+    The report carries ``exc``'s traceback as ``tracebacks.format_traceback`` gives it
+    (task code's frames first, bounded); "" for a failure the worker decided itself
+    (no such task, bad input, a timeout, an output or chunk it cannot send).
+    """
     log.warning("%s (%s) failed%s: %s: %s", dispatch.dispatch_id, dispatch.task,
                 "" if retryable else " without retry", error_type, error, exc_info=exc)
     return ev.TaskFailed(dispatch.workflow_id, dispatch.node, dispatch.index,
-                         dispatch.attempt, now_ms(), error, error_type, retryable)
+                         dispatch.attempt, now_ms(), error, error_type, retryable,
+                         format_traceback(exc) if exc is not None else "")

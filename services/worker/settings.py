@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from headwater.client.http import default_url
 from headwater.core.ids import QUEUE_PATTERN
 from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str
+from services.worker.task_logs.attempt_log import Limits
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
@@ -38,6 +39,24 @@ def announce_s_from_env() -> float:
         raise ValueError(f"HEADWATER_ANNOUNCE_S must be a number of seconds from {low:g} to "
                          f"{high:g}, got {os.environ.get('HEADWATER_ANNOUNCE_S')!r}")
     return value
+
+
+def task_log_limits_from_env() -> Limits:
+    """``HEADWATER_TASK_LOG_LINE_BYTES``, ``_MAX_LINES`` and ``_MAX_BYTES``: the bounds
+    of an attempt's log, each a number above 0.
+
+    Raises:
+        ValueError: one is not such a number (the message names it).
+    """
+    default = Limits()
+    values = {}
+    for attr, name in (("line_bytes", "LINE_BYTES"), ("max_lines", "MAX_LINES"),
+                       ("max_bytes", "MAX_BYTES")):
+        value = env_int(f"TASK_LOG_{name}", getattr(default, attr))
+        if value <= 0:
+            raise ValueError(f"HEADWATER_TASK_LOG_{name} must be above 0, got {value}")
+        values[attr] = value
+    return Limits(**values)
 
 
 def checked_queue(queue: str, source: str) -> str:
@@ -98,6 +117,9 @@ class Settings(CommonSettings):
             (``HEADWATER_METRICS_PORT``, 9183 by default; 0: none: give each worker on a
             machine its own, as the local stack does), on ``metrics_host``
             (``HEADWATER_METRICS_HOST``, ``127.0.0.1``).
+        task_log: the bounds of an attempt's log (``HEADWATER_TASK_LOG_LINE_BYTES``,
+            ``_MAX_LINES``, ``_MAX_BYTES``: 4 KiB a line, 2,000 lines and 512 KiB an
+            attempt by default).
     """
 
     queue: str = "cpu"
@@ -111,6 +133,7 @@ class Settings(CommonSettings):
     gateway_url: str = "http://127.0.0.1:8080"
     metrics_port: int = metrics.DEFAULT_PORTS["worker"]
     metrics_host: str = metrics.DEFAULT_HOST
+    task_log: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -137,4 +160,5 @@ class Settings(CommonSettings):
             gateway_url=default_url(),
             metrics_port=metrics.port_from_env("worker"),
             metrics_host=metrics.host_from_env(),
+            task_log=task_log_limits_from_env(),
         )

@@ -242,6 +242,18 @@ def words(text: object, marks: str, index: int) -> list[str]:
     return text.split()  # type: ignore[attr-defined]
 
 
+def _fields_of(value: object) -> list[str]:
+    """Split a comma-separated value (an ``AttributeError`` for a number)."""
+    return value.split(",")  # type: ignore[attr-defined]
+
+
+@task(name="e2e.split_fields", queue="cpu")
+def split_fields(value: object) -> list[str]:
+    """Return the fields of ``value``; raises inside ``_fields_of`` when it is no string."""
+    fields = _fields_of(value)
+    return fields
+
+
 @task(name="e2e.logs_then_fail", queue="cpu")
 def logs_then_fail(ctx: TaskContext, lines: int, message: str) -> None:
     """Log ``lines`` numbered lines through ``ctx.log`` and print one, then raise

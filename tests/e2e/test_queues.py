@@ -227,6 +227,9 @@ async def test_queue_figures_are_read_promptly_after_a_fetch(services: None) -> 
         def live(self, now: int) -> list[Any]:
             return []
 
+        def lost_workers(self, now: int) -> list[Any]:
+            return []
+
         def queues(self) -> set[str]:
             return {"lat"}
 

@@ -319,3 +319,13 @@ async def test_kafka_signals_are_checked(
     await _signal_json(secured, wid, keys["acme"])  # its own tenant's token: taken
     done = await wait_status_as(secured, http["acme"], wid)
     assert done["status"] == "succeeded" and done["output"]["approved"] is True, done
+
+
+async def test_metrics_need_a_token_of_every_tenant(http: dict[str, httpx.AsyncClient]) -> None:
+    """The gateway's ``/metrics`` are every tenant's figures: with auth on (and
+    ``HEADWATER_METRICS_AUTH`` left at ``token``), 401 without a token, 403 with one
+    tenant's, 200 with one of tenant ``*``."""
+    assert (await http["none"].get("/metrics")).status_code == 401
+    assert (await http["acme_admin"].get("/metrics")).status_code == 403
+    scraped = await http["service"].get("/metrics")
+    assert scraped.status_code == 200 and "headwater_http_requests" in scraped.text

@@ -104,7 +104,13 @@ class TaskSucceeded:
 
 @dataclass(frozen=True)
 class TaskFailed:
-    """An attempt raised. ``retryable`` is false for the SDK's non-retryable error."""
+    """An attempt raised. ``retryable`` is false for the SDK's non-retryable error.
+
+    ``traceback`` is the exception's traceback as the worker formatted it (task code's
+    frames first, chained causes included, at most ``MAX_TRACEBACK_CHARS`` characters:
+    ``services/worker/tracebacks.py``); "" for a failure nothing raised (a timeout, a
+    lost lease, a child workflow's end). The history keeps it; the state does not.
+    """
 
     workflow_id: str
     node: str
@@ -114,6 +120,7 @@ class TaskFailed:
     error: str = ""
     error_type: str = ""
     retryable: bool = True
+    traceback: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ role allows the operation (``role_needed``); the principal goes to
 (``auth.scope.principal``). Without a token, or with a bad one, the answer is 401 with
 ``WWW-Authenticate: Bearer realm="headwater"`` (and ``error="invalid_token"`` for a
 bad one, RFC 6750 §3.1); with a role too low, 403 (``error="insufficient_scope"``).
-``/health``, ``/ready``, ``/metrics``, the web UI's files and the API's documents are
-open: they show nothing of any tenant. Off, every request's principal is ``auth.OPEN``.
+``/health``, ``/ready``, the web UI's files and the API's documents are open: they show
+nothing of any tenant. ``/metrics`` (every tenant's figures together) needs a token of
+tenant ``*`` (any role) unless ``HEADWATER_METRICS_AUTH=open`` (``METRICS_AUTH``). Off,
+every request's principal is ``auth.OPEN``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,23 @@ log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
 _SUBMIT = re.compile(
     r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|signals/[^/]+)|run/[^/]*)/?")
+METRICS_PATH = "/metrics"
+METRICS_AUTH = ("token", "open")
+"""``HEADWATER_METRICS_AUTH``: with auth on, ``token`` (the default) asks ``/metrics`` for
+a token of tenant ``*``; ``open`` serves it to anyone who reaches the port (a scraper on
+a private network). Off, ``/metrics`` is open either way."""
+
+
+def parse_metrics_auth(text: str) -> bool:
+    """Whether ``HEADWATER_METRICS_AUTH`` (``text``) asks ``/metrics`` for a token.
+
+    Raises:
+        ValueError: neither ``token`` nor ``open``.
+    """
+    value = text.strip().lower()
+    if value not in METRICS_AUTH:
+        raise ValueError(f"HEADWATER_METRICS_AUTH must be token or open, got {text!r}")
+    return value == "token"
 
 
 def role_needed(method: str, path: str) -> str | None:
@@ -54,11 +73,14 @@ class Authenticate:
     Args:
         app: the application.
         authenticator: verifies tokens; None: auth is off.
+        metrics_token: whether ``/metrics`` needs a token of tenant ``*`` (with auth on).
     """
 
-    def __init__(self, app: ASGIApp, authenticator: Authenticator | None) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator | None,
+                 metrics_token: bool = True) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.metrics_token = metrics_token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate an HTTP request and pass it on, or answer it."""
@@ -66,7 +88,10 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        needed = role_needed(scope["method"], scope.get("path", ""))
+        path = scope.get("path", "")
+        needed = role_needed(scope["method"], path)
+        if path == METRICS_PATH and self.metrics_token:
+            needed = "read"
         if self.authenticator is None or needed is None or scope["method"] == "OPTIONS":
             state["principal"] = OPEN if self.authenticator is None else None
             await self.app(scope, receive, send)
@@ -81,6 +106,13 @@ class Authenticate:
             challenge = REALM if not value else f'{REALM}, error="invalid_token"'
             response = problem_response(401, "Unauthorized", str(e),
                                         headers={"WWW-Authenticate": challenge})
+            await response(scope, receive, send)
+            return
+        if path == METRICS_PATH and not me.every_tenant:
+            response = problem_response(
+                403, "Forbidden", f"the metrics are every tenant's; the token's tenant is "
+                f"{me.tenant}: use a token of tenant *",
+                headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope"'})
             await response(scope, receive, send)
             return
         if not me.may(needed):

@@ -98,11 +98,13 @@ class CatchAll:
 
 
 def install(app: FastAPI, drain: Drain, authenticator: Authenticator | None,
-            cors_origins: tuple[str, ...]) -> None:
+            cors_origins: tuple[str, ...], metrics_token: bool = True) -> None:
     """Add the gateway's middleware, outermost first: CORS (preflights and 503s answered
     with their headers too), the drain's request count, ``RejectNul``, ``CatchAll``,
-    then ``auth.gate.Authenticate`` (``authenticator`` None: auth off)."""
-    app.add_middleware(Authenticate, authenticator=authenticator)
+    then ``auth.gate.Authenticate`` (``authenticator`` None: auth off; ``metrics_token``:
+    ``/metrics`` needs a token of tenant ``*``)."""
+    app.add_middleware(Authenticate, authenticator=authenticator,
+                       metrics_token=metrics_token)
     app.add_middleware(CatchAll)
     app.add_middleware(RejectNul)
     app.add_middleware(CountRequests, drain=drain)

@@ -69,8 +69,9 @@ BAD_REQUEST = ProblemType(
     "bad-request", 400, "Bad request", "the path or the query holds U+0000 (%00), which "
     "PostgreSQL text cannot hold: refused before any route")
 BAD_LAST_EVENT_ID = ProblemType(
-    "bad-last-event-id", 400, "Bad Last-Event-ID", "a Last-Event-ID header that is not a "
-    "seq number: 1 to 18 digits 0-9 (empty: from the start)")
+    "bad-last-event-id", 400, "Bad Last-Event-ID", "a Last-Event-ID header that is not an "
+    "id of the stream's events: a seq number, 1 to 18 digits 0-9, for a run's events; "
+    "<attempt>:<line> for a task's log (empty: from the start)")
 BAD_CURSOR = ProblemType(
     "bad-cursor", 400, "Bad cursor", "a cursor this API did not return (pass a page's "
     "next_cursor as it is)")
@@ -99,8 +100,9 @@ FORBIDDEN = ProblemType(
     "writes a shared definition (one with no tenant)",
     {"role": _TEXT, "needs": _TEXT})
 NOT_FOUND = ProblemType(
-    "not-found", 404, "Not found", "no such workflow, definition (or version of it) or "
-    "schedule; for a definition name, the closest registered names in did_you_mean",
+    "not-found", 404, "Not found", "no such workflow, definition (or version of it), "
+    "schedule, or task or node of a run; for a definition name, the closest registered "
+    "names in did_you_mean",
     {"definition": _TEXT, "schedule": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
 NO_ROUTE = ProblemType(
     "no-route", 404, "No such route", "a path that names no operation of the API")

@@ -1,6 +1,6 @@
 """The JSON Schemas of the answers (2xx) whose routes give none: a run's document, a
-page of runs, what a submission, a cancel or a signal answers, the queues, and the
-event streams.
+page of runs, a run's task and a page of a node's tasks, what a submission, a cancel or
+a signal answers, the queues, task logs, and the event streams.
 
 The routes answer with ``Response`` objects built from plain values (``runs.views``,
 ``queues.figures``, ``runs.modes``), so FastAPI cannot see the shapes; ``ANSWERS`` gives them by
@@ -60,13 +60,19 @@ _NODE = _object(
         "waits": {"type": "array", "items": {"type": "object"}},
         "wake_at": _TIME_OR_NULL, "steps": {"type": "array", "items": {"type": "object"}},
         "spent": {"type": "number"}})
+_ERROR_TYPE: dict[str, Any] = {"type": "string", "description": "the exception's class name"}
+_TRACEBACK: dict[str, Any] = {
+    "type": "string", "description": "the exception's traceback, task code's frames first, "
+    "at most 8,000 characters (\"\": none, e.g. a timeout)"}
 _TASK = _object(
     ["key", "node", "index", "attempt", "status", "task", "queue", "progress", "message",
-     "error", "worker", "dispatched_at", "started_at", "finished_at"], {
+     "error", "error_type", "traceback", "worker", "dispatched_at", "started_at",
+     "finished_at"], {
         "key": _TEXT, "node": _TEXT, "index": _INDEX, "attempt": {"type": "integer",
                                                                   "minimum": 1},
         "status": {"enum": list(TaskStatus)}, "task": _TEXT, "queue": _TEXT,
         "progress": {"type": ["number", "null"]}, "message": _TEXT, "error": _TEXT,
+        "error_type": _ERROR_TYPE, "traceback": _TRACEBACK,
         "worker": _TEXT, "dispatched_at": _TIME_OR_NULL, "started_at": _TIME_OR_NULL,
         "finished_at": _TIME_OR_NULL,
         "queue_state": {"enum": ["no_live_workers", "unserved"],
@@ -89,14 +95,21 @@ _WAKEUP = {**_object(["at", "node", "index", "reason"], {
     "at": _TIME, "node": _TEXT, "index": _INDEX,
     "reason": {"enum": ["sleep", "wait timeout"]}}), "type": ["object", "null"]}
 
+_FAILURE = {**_object(["node", "index", "attempt", "error_type", "message", "traceback"], {
+    "node": _TEXT, "index": _INDEX,
+    "attempt": {"type": ["integer", "null"], "minimum": 1,
+                "description": "null: the node failed without an attempt failing"},
+    "error_type": _ERROR_TYPE, "message": _TEXT, "traceback": _TRACEBACK}),
+    "type": ["object", "null"],
+    "description": "a failed run: the attempt (or node) that failed it; null otherwise"}
 WORKFLOW_SCHEMA = _object(
     ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "input",
-     "output", "error", "definition", "nodes", "tasks", "tasks_truncated", "parent",
+     "output", "error", "failure", "definition", "nodes", "tasks", "tasks_truncated", "parent",
      "children", "waiting", "signals", "next_wakeup", "links"], {
         "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
         "status": _STATUS, "seq": {**_COUNT, "description": "its last event's seq"},
         "created_at": _TIME, "updated_at": _TIME, "input": {}, "output": {},
-        "error": _TEXT, "definition": _DEFINITION,
+        "error": _TEXT, "failure": _FAILURE, "definition": _DEFINITION,
         "generation": {"type": "integer", "minimum": 1,
                        "description": "1, and one more at each restart on failure"},
         "nodes": {"type": "array", "items": _NODE},
@@ -121,6 +134,38 @@ WORKFLOW_SCHEMA = _object(
         "links": _LINKS},
     description="a run: status, nodes, attempts, output or error (views.workflow_view)")
 """``GET /v1/workflows/{id}`` (and ``POST /v1/run/{name}``'s 200)."""
+
+_TASK_LINKS: dict[str, Any] = {
+    "type": "object", "required": ["self", "logs"], "additionalProperties": _TEXT,
+    "properties": {"self": _TEXT, "logs": _TEXT},
+    "description": "self: this task; logs: its attempts' log lines"}
+_ATTEMPT = _object(
+    ["attempt", "status", "worker", "dispatched_at", "started_at", "finished_at", "error",
+     "error_type", "traceback"], {
+        "attempt": {"type": "integer", "minimum": 1},
+        "status": {"enum": ["dispatched", "running", "succeeded", "failed", "cancelled"]},
+        "worker": _TEXT, "dispatched_at": _TIME_OR_NULL, "started_at": _TIME_OR_NULL,
+        "finished_at": _TIME_OR_NULL, "error": _TEXT, "error_type": _ERROR_TYPE,
+        "traceback": _TRACEBACK})
+TASK_SCHEMA = _object(
+    ["workflow_id", "node", "index", "key", "task", "queue", "status", "attempt", "input",
+     "output", "attempts", "links"], {
+        "workflow_id": _ID, "node": _TEXT, "index": _INDEX, "key": _TEXT, "task": _TEXT,
+        "queue": _TEXT, "status": {"enum": list(TaskStatus)},
+        "attempt": {"type": "integer", "minimum": 1, "description": "its latest attempt"},
+        "input": {"description": "its latest attempt's input"},
+        "output": {"description": "its output once succeeded, else null"},
+        "attempts": {"type": "array", "items": _ATTEMPT}, "links": _TASK_LINKS},
+    description="a task and its attempts (tasks.views.task_document)")
+"""``GET /v1/workflows/{id}/tasks/{node}/{index}``."""
+
+NODE_TASKS_SCHEMA = _object(["workflow_id", "node", "total", "tasks", "next"], {
+    "workflow_id": _ID, "node": _TEXT,
+    "total": {**_COUNT, "description": "the node's tasks (with the status asked for)"},
+    "tasks": {"type": "array", "items": _TASK, "description": "in index order"},
+    "next": {"type": ["integer", "null"],
+             "description": "pass as ?after= for the next page; null: none"}})
+"""``GET /v1/workflows/{id}/nodes/{node}/tasks``."""
 
 WORKFLOWS_PAGE_SCHEMA = _object(["items", "next_cursor"], {
     "items": {"type": "array", "items": _object(
@@ -195,6 +240,38 @@ QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _objec
         "state": {"enum": list(QueueState)}})}})
 """``GET /v1/queues``."""
 
+_LINE_PROPERTIES: dict[str, Any] = {
+    "attempt": {"type": "integer", "minimum": 1}, "line": {"type": "integer", "minimum": 1,
+                                                           "description": "from 1 per attempt"},
+    "at": _TIME, "level": {**_TEXT, "description": "INFO, WARNING...; INFO for stdout, "
+                                                   "ERROR for stderr"},
+    "stream": {"enum": ["log", "stdout", "stderr"]},
+    "logger": {**_TEXT, "description": "the logger's name; empty for a stream"},
+    "message": _TEXT}
+_LINE = _object(list(_LINE_PROPERTIES), _LINE_PROPERTIES)
+_TASK_INDEX: dict[str, Any] = {"type": ["integer", "null"], "minimum": 0,
+                               "description": "the map item or loop step (null: none)"}
+TASK_LOGS_SCHEMA = _object(["workflow_id", "node", "index", "lines", "next", "complete"], {
+    "workflow_id": _ID, "node": _TEXT, "index": _TASK_INDEX,
+    "lines": {"type": "array", "items": _LINE},
+    "next": {"type": ["string", "null"],
+             "description": "<attempt>:<line>, pass as ?after= for what follows; null: "
+                            "complete and read to its end"},
+    "complete": {"type": "boolean", "description": "no line can come any more"}})
+"""``GET /v1/workflows/{id}/tasks/{node}/{index}/logs``."""
+RUN_LOGS_SCHEMA = _object(["workflow_id", "lines", "next"], {
+    "workflow_id": _ID,
+    "lines": {"type": "array", "items": _object(
+        ["node", "index", *_LINE_PROPERTIES],
+        {"node": _TEXT, "index": _TASK_INDEX, **_LINE_PROPERTIES})},
+    "next": {"type": ["string", "null"],
+             "description": "pass as ?after= for the next page; null: none so far"}})
+"""``GET /v1/workflows/{id}/logs``: in (node, index, attempt, line) order."""
+LOG_STREAM_SCHEMA: dict[str, Any] = {
+    "type": "string", "description": "Server-Sent Events: per line, event: log, id: "
+    "<attempt>:<line>, data: the line as JSON; then event: end once the log is complete"}
+"""A task's log followed (``?follow=true``)."""
+
 READY_SCHEMA = _object(["status"], {"status": {"const": "ready"}})
 """``GET /ready``."""
 
@@ -210,16 +287,21 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "GET /v1/workflows": {"200": {JSON: WORKFLOWS_PAGE_SCHEMA}},
     "GET /v1/workflows/{workflow_id}": {"200": {JSON: WORKFLOW_SCHEMA}},
     "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: EVENT_STREAM_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}": {"200": {JSON: TASK_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/nodes/{node}/tasks": {"200": {JSON: NODE_TASKS_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
-    "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": {JSON: SIGNAL_FATE_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/rerun": {"202": {JSON: RERUN_STARTED_SCHEMA},
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/reset": {"202": {JSON: RERUN_STARTED_SCHEMA},
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/signals/{signal_id}": {"200": {JSON: SIGNAL_FATE_SCHEMA}},
     "POST /v1/run/{name}": {"200": {JSON: WORKFLOW_SCHEMA, EVENTS: EVENT_STREAM_SCHEMA},
                             "202": {JSON: ACCEPTED_SCHEMA}},
     "GET /v1/queues": {"200": {JSON: QUEUES_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}/logs": {
+        "200": {JSON: TASK_LOGS_SCHEMA, EVENTS: LOG_STREAM_SCHEMA}},
+    "GET /v1/workflows/{workflow_id}/logs": {"200": {JSON: RUN_LOGS_SCHEMA}},
     "POST /v1/schedules/{name}/pause": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
     "POST /v1/schedules/{name}/resume": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
 }

@@ -13,6 +13,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from services.gateway.runs.cursor import encode_cursor
 
 JSON, EVENTS = "application/json", "text/event-stream"
@@ -92,13 +94,14 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
 
 _TASK = {"key": "fetch", "node": "fetch", "index": None, "attempt": 1,
          "status": "succeeded", "task": "billing.fetch_order", "queue": "cpu",
-         "progress": 1.0, "message": "", "error": "", "worker": "worker-cpu-1-19976",
-         "dispatched_at": AT, "started_at": LATER, "finished_at": LATER}
+         "progress": 1.0, "message": "", "error": "", "error_type": "", "traceback": "",
+         "worker": "worker-cpu-1-19976", "dispatched_at": AT, "started_at": LATER,
+         "finished_at": LATER}
 _COUNTS = {"error": "", "total": None, "succeeded": 0, "running": 0, "failed": 0}
 WAITING_RUN: dict[str, Any] = {
     "id": RUN, "name": "refund", "tenant": "acme", "status": "running", "seq": 6,
     "created_at": AT, "updated_at": LATER, "input": {"order": 1042}, "output": None,
-    "error": "", "definition": None,
+    "error": "", "failure": None, "definition": None,
     "nodes": [
         {"id": "fetch", "kind": "task", "task": "billing.fetch_order", "status": "succeeded",
          **_COUNTS, "succeeded": 1},
@@ -120,7 +123,7 @@ WAITING_RUN: dict[str, Any] = {
 REPORT_RUN: dict[str, Any] = {
     "id": "wf-2157494e578e4d12bd04191878f17be6", "name": "reports", "tenant": None,
     "status": "succeeded", "seq": 6, "created_at": AT, "updated_at": LATER,
-    "input": {"days": 7}, "output": {"rows": 120}, "error": "",
+    "input": {"days": 7}, "output": {"rows": 120}, "error": "", "failure": None,
     "definition": {"name": "reports", "version": 1},
     "nodes": [{"id": "build", "kind": "task", "task": "reports.build",
                "status": "succeeded", **_COUNTS, "succeeded": 1}],
@@ -128,6 +131,28 @@ REPORT_RUN: dict[str, Any] = {
     "tasks_truncated": False, "parent": None, "children": [], "waiting": [], "signals": [],
     "next_wakeup": None, "links": _links("wf-2157494e578e4d12bd04191878f17be6")}
 """A run of a definition that has ended."""
+
+_TRACEBACK = (
+    'Traceback (most recent call last):\n  File "/app/billing/tasks.py", line 41, in refund\n'
+    "    amount = parse_amount(order)\n             ^^^^^^^^^^^^^^^^^^^\n"
+    '  File "/app/billing/money.py", line 12, in parse_amount\n'
+    '    whole, cents = order["total"].split(".")\n                   ^^^^^^^^^^^^^^^^^^^^\n'
+    "AttributeError: 'int' object has no attribute 'split'\n")
+_ERROR = "'int' object has no attribute 'split'"
+_ATTEMPT = {"attempt": 1, "status": "failed", "worker": "worker-cpu-1-19976",
+            "dispatched_at": AT, "started_at": LATER, "finished_at": LATER,
+            "error": _ERROR, "error_type": "AttributeError", "traceback": _TRACEBACK}
+_TASK_PATH = f"/v1/workflows/{RUN}/tasks/refund/-"
+FAILED_TASK: dict[str, Any] = {
+    "workflow_id": RUN, "node": "refund", "index": None, "key": "refund",
+    "task": "billing.refund", "queue": "cpu", "status": "retry_wait", "attempt": 3,
+    "input": {"order": 1042, "amount": 120}, "output": None,
+    "attempts": [_ATTEMPT, {**_ATTEMPT, "attempt": 2, "finished_at": DONE}],
+    "links": {"self": _TASK_PATH, "logs": f"{_TASK_PATH}/logs"}}
+"""A task whose first two attempts raised, waiting to retry."""
+_ITEM = {**_TASK, "key": "resize[7]", "node": "resize", "index": 7, "task": "images.resize",
+         "status": "failed", "error": _ERROR, "error_type": "AttributeError",
+         "traceback": _TRACEBACK, "finished_at": DONE}
 
 _ACCEPTED = {"id": OTHER, "status": "accepted", "links": _links(OTHER)}
 _STREAM = (
@@ -166,6 +191,16 @@ _SCHEDULE: dict[str, Any] = {
               "workflow": "/v1/workflows/schedule%3Anightly-report%3A3",
               "pause": "/v1/schedules/nightly-report/pause",
               "resume": "/v1/schedules/nightly-report/resume"}}
+_LOG_LINES = [
+    {"attempt": 1, "line": 1, "at": AT, "level": "INFO", "stream": "log",
+     "logger": "headwater.task", "message": "fetching order 1042"},
+    {"attempt": 1, "line": 2, "at": LATER, "level": "WARNING", "stream": "log",
+     "logger": "billing.client", "message": "slow answer from the billing API (2.1 s)"},
+    {"attempt": 1, "line": 3, "at": LATER, "level": "INFO", "stream": "stdout", "logger": "",
+     "message": "total: 120.50 EUR"}]
+_LOG_STREAM = "".join(
+    f"id: {line['attempt']}:{line['line']}\nevent: log\ndata: {orjson.dumps(line).decode()}"
+    "\n\n" for line in _LOG_LINES) + 'event: end\ndata: {"complete":true}\n\n'
 _CURSOR = encode_cursor(datetime(2026, 3, 2, 9, 14, 7, 512000, tzinfo=UTC), RUN)
 
 
@@ -186,6 +221,11 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
                                                      WAITING_RUN)},
     "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: {"example": _example(
         "a run's events, to its terminal one", _STREAM)}}},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}": {"200": _json(
+        "a task whose attempts raised, waiting to retry", FAILED_TASK)},
+    "GET /v1/workflows/{workflow_id}/nodes/{node}/tasks": {"200": _json(
+        "the failed tasks of a map, one a page", {
+            "workflow_id": RUN, "node": "resize", "total": 2, "tasks": [_ITEM], "next": 7})},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
         "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
     "POST /v1/workflows/{workflow_id}/rerun": {
@@ -248,6 +288,15 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/schedules/{name}/resume": {"202": _json("resuming", {
         "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
         "signal": "resume"})},
+    "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}/logs": {"200": {
+        **_json("a task's lines, the attempt ended and its log whole", {
+            "workflow_id": RUN, "node": "fetch", "index": None, "lines": _LOG_LINES,
+            "next": None, "complete": True}),
+        EVENTS: {"example": _example("?follow=true", _LOG_STREAM)}}},
+    "GET /v1/workflows/{workflow_id}/logs": {"200": _json("a run's lines, one page", {
+        "workflow_id": RUN, "lines": [{"node": "fetch", "index": None, **line}
+                                      for line in _LOG_LINES],
+        "next": None})},
 }
 """Per operation, status and media type: the answer's named examples (one, named
 ``example``), as its media type's ``examples`` holds them."""

@@ -34,9 +34,10 @@ from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, p
 from services.gateway.runs.claims import CLAIMED
 from services.gateway.runs.listing import list_filter, list_view
 from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.modes import accepted_doc
 from services.gateway.runs.stream import history_stream
 from services.gateway.runs.submit import submit
-from services.gateway.runs.views import links, workflow_view
+from services.gateway.runs.views import workflow_view
 
 router = APIRouter()
 STATUSES = (CLAIMED, *WorkflowStatus)
@@ -64,10 +65,7 @@ async def post_workflow(request: Request) -> Response:
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet, submission(me, payload), me)
-    doc: dict[str, Any] = {"id": accepted.workflow_id, "status": accepted.status,
-                           "links": links(accepted.workflow_id)}
-    if accepted.warnings:  # a needed queue has no live worker now (queues.marks)
-        doc["warnings"] = list(accepted.warnings)
+    doc = accepted_doc(accepted.workflow_id, accepted.status, accepted.warnings)
     return _json(doc, 202 if accepted.created else 200,
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})
 

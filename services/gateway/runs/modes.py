@@ -165,9 +165,14 @@ async def wait_for_end(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,
         await notifier.wait(workflow_id, min(remaining, RECHECK_S))
 
 
-def accepted_doc(workflow_id: str, status: str) -> dict[str, Any]:
-    """The body of a 202: ``{"id", "status", "links"}``."""
-    return {"id": workflow_id, "status": status, "links": links(workflow_id)}
+def accepted_doc(workflow_id: str, status: str,
+                 warnings: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The body of a 202: ``{"id", "status", "links"}``, and ``warnings`` when there are
+    (a queue the run needs has no live worker now: ``queues.marks``)."""
+    doc: dict[str, Any] = {"id": workflow_id, "status": status, "links": links(workflow_id)}
+    if warnings:
+        doc["warnings"] = list(warnings)
+    return doc
 
 
 async def run_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,

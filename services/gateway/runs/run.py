@@ -138,12 +138,13 @@ async def answer(hw: Runtime, accepted: Accepted, mode: Mode, wait_s: float) -> 
                                               accepted.status),
                                    ping=hw.settings.sse_ping_s, headers=location)
     if mode is Mode.ASYNC:
-        return _json(accepted_doc(workflow_id, accepted.status), 202,
+        return _json(accepted_doc(workflow_id, accepted.status, accepted.warnings), 202,
                      {**location, "Preference-Applied": RESPOND_ASYNC})
     doc = await wait_for_end(hw.pool, hw.notifier, workflow_id, wait_s,
                              lambda: hw.drain.stopping)
     if doc is None:
         status = await hw.pool.fetchval("select status from workflows where workflow_id = $1",
                                         workflow_id)
-        return _json(accepted_doc(workflow_id, status or accepted.status), 202, location)
+        return _json(accepted_doc(workflow_id, status or accepted.status, accepted.warnings),
+                     202, location)
     return _json(doc, 200, {"Content-Location": location["Location"]})

@@ -25,7 +25,7 @@ import orjson
 
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
-from services.common.db import NOTIFY_CHANNEL, connect
+from services.common.db import LOGS_NOTIFY_CHANNEL, NOTIFY_CHANNEL, connect
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE
 from services.gateway.metrics import SSE_SUBSCRIBERS
 
@@ -43,8 +43,13 @@ CLOSING: dict[str, Any] = {"comment": "the gateway is shutting down; reconnect w
 log = logging.getLogger("headwater.gateway")
 
 
+CHANNELS = (NOTIFY_CHANNEL, LOGS_NOTIFY_CHANNEL)
+"""The projector's channels: its events' and its task logs' (``projector.task_logs``)."""
+
+
 class Notifier:
-    """Listens on ``headwater_events`` and wakes the streams of the named workflows.
+    """Listens on ``headwater_events`` and ``headwater_task_logs`` and wakes the streams
+    waiting for the named workflows on that channel.
 
     The listening connection is opened again when it was lost (PostgreSQL restarted),
     checked every ``RELISTEN_S``; meanwhile streams re-read every ``RECHECK_S``, and
@@ -52,7 +57,7 @@ class Notifier:
     """
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._waiters: dict[tuple[str, str], set[asyncio.Event]] = defaultdict(set)
         self._conn: asyncpg.Connection | None = None
         self._dsn = ""
         self._keeper: asyncio.Task[None] | None = None
@@ -75,7 +80,8 @@ class Notifier:
 
     async def _listen(self) -> None:
         conn = await connect(self._dsn)
-        await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+        for channel in CHANNELS:
+            await conn.add_listener(channel, self._on_notify)
         self._conn = conn
 
     async def _keep_listening(self) -> None:
@@ -109,13 +115,17 @@ class Notifier:
 
     def _on_notify(self, conn: Any, pid: int, channel: str, payload: str) -> None:
         for workflow_id in payload.split(","):
-            for event in self._waiters.get(workflow_id, ()):
+            for event in self._waiters.get((channel, workflow_id), ()):
                 event.set()
 
-    async def wait(self, workflow_id: str, timeout_s: float) -> None:
-        """Return when the workflow's projection changes, or after ``timeout_s``."""
+    async def wait(self, workflow_id: str, timeout_s: float,
+                   channels: tuple[str, ...] = (NOTIFY_CHANNEL,)) -> None:
+        """Return when the workflow's projection changes (a notification on one of
+        ``channels``: by default its events'), or after ``timeout_s``."""
         event = asyncio.Event()
-        self._waiters[workflow_id].add(event)
+        keys = [(channel, workflow_id) for channel in channels]
+        for key in keys:
+            self._waiters[key].add(event)
         try:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel
             # that arrives with the wake-up, and the stream would outlive its client.
@@ -124,9 +134,10 @@ class Notifier:
         except TimeoutError:
             pass
         finally:
-            self._waiters[workflow_id].discard(event)
-            if not self._waiters[workflow_id]:
-                del self._waiters[workflow_id]
+            for key in keys:
+                self._waiters[key].discard(event)
+                if not self._waiters[key]:
+                    del self._waiters[key]
 
 
 async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,

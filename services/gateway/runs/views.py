@@ -13,10 +13,12 @@ import asyncpg
 
 from headwater.core.ids import child_id, task_key
 from headwater.core.spec import NodeKind
-from headwater.core.status import NodeStatus, TaskStatus
+from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from services.gateway.edge.problems import Problem
 from services.gateway.queues.marks import attempt_marks, attempt_warnings
 from services.gateway.runs.stream import TERMINAL_STATUSES
+from services.gateway.tasks import reads
+from services.gateway.tasks.views import failure
 from services.projector.kinds import WaitStatus
 
 MAX_TASKS = 1000
@@ -35,8 +37,9 @@ def _iso(value: datetime | None) -> str | None:
 
 
 async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
-    """Status, per-node state, tasks with attempts, output or error, ``seq``, and what the
-    node kinds add (``kind_view``: parent and children, waits and signals, the next
+    """Status, per-node state, tasks with attempts, output or error (and for a failed
+    run its ``failure``: ``tasks.views.failure``), ``seq``, and what the node kinds add
+    (``kind_view``: parent and children, waits and signals, the next
     wake-up, conditions, loop steps).
 
     Raises:
@@ -58,6 +61,8 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         reruns = await conn.fetch(
             "select workflow_id from workflows where rerun->>'of' = $1 order by created_at"
             " limit $2", workflow_id, MAX_RERUNS)
+        failed_by = (await reads.failed_by(conn, workflow_id)
+                     if row["status"] == WorkflowStatus.FAILED else (None, None))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
@@ -80,9 +85,10 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "id": workflow_id, "name": row["name"], "tenant": row["tenant"], "status": row["status"],
         "seq": row["seq"], "created_at": _iso(row["created_at"]),
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
-        "error": row["error"], "definition": definition_of(row),
+        "error": row["error"], "failure": failure(*failed_by),
+        "definition": definition_of(row),
         "generation": row.get("generation") or 1, "nodes": node_views,
-        "tasks": [_task_view(t) for t in tasks[:MAX_TASKS]],
+        "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
         **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
@@ -115,11 +121,14 @@ def definition_of(row: Row) -> dict[str, Any] | None:
     return None if name is None else {"name": name, "version": row.get("definition_version")}
 
 
-def _task_view(t: asyncpg.Record) -> dict[str, Any]:
+def task_view(t: Row) -> dict[str, Any]:
+    """A ``tasks`` row as the run document's ``tasks[]`` (and a node's page of tasks)
+    show it: its latest attempt, with that attempt's error type and traceback."""
     return {
         "key": t["task_key"], "node": t["node"], "index": t["idx"], "attempt": t["attempt"],
         "status": t["status"], "task": t["task"], "queue": t["queue"],
         "progress": t["progress"], "message": t["message"], "error": t["error"],
+        "error_type": t["error_type"], "traceback": t["traceback"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
         **attempt_marks(t),  # queue_state, worker_state (queues.marks)

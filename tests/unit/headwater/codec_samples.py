@@ -12,6 +12,7 @@ import orjson
 from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
+from headwater.log_lines import LogLine, TaskLogLines
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -47,6 +48,9 @@ def body_samples() -> list[Any]:
         ev.TaskSucceeded(WF, "n", 0, 1, AT, None),
         *_with_index(ev.TaskFailed, **base, error="ValueError: bad ☹", error_type="ValueError",
                      retryable=False),
+        ev.TaskFailed(WF, "n", 3, 2, AT, "boom ☹", "KeyError", True,
+                      'Traceback (most recent call last):\n  File "t.py", line 3, in f\n'
+                      "    raise KeyError('boom ☹')\nKeyError: 'boom ☹'\n"),
         *_with_index(ev.TimerScheduled, workflow_id=WF, timer_id="retry:nöde[7]:3",
                      fire_at_ms=AT + 2**40, node="nöde", attempt=3, at_ms=AT),
         ev.TimerFired(WF, "retry:n:2", AT),
@@ -98,7 +102,8 @@ def kind_body_samples() -> list[Any]:
 
 
 def other_samples() -> list[Any]:
-    """The records that are no workflow records: the definitions' and the workers'."""
+    """The records that are no workflow records: the definitions', the workers' and the
+    task logs'."""
     return [
         DefinitionStored("grëet", 1, SPEC, None, "d" * 64, AT),
         DefinitionStored("greet", 2**31 - 1, SPEC, {"type": "object", "properties": NESTED},
@@ -108,6 +113,10 @@ def other_samples() -> list[Any]:
         WorkerAnnounced("host-1-42", "gpu", ("embed", "ränk"), 4, 2, "0.1.0", "höst", 42,
                         AT - 60_000, AT, 5000),
         WorkerAnnounced("w", "cpu", (), 1, 0, "unknown", "h", 2**31 - 1, 0, AT, 1, True),
+        TaskLogLines(WF, "nöde", None, 1, 1, (
+            LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
+            LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),
+        TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, (), True),
     ]
 
 

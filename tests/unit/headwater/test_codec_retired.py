@@ -42,9 +42,9 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.5b5babb29e2a09e6.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
-        "HistoryEvent.cfb729ca7841efa2.avsc", "WorkflowAccepted.46616e9c0e8bd649.avsc",
-        "WorkflowAccepted.4a3e708c9a2bf0a3.avsc", "WorkflowSubmitted.4352daf63ea76d9b.avsc",
-        "WorkflowSubmitted.f9729656f2b59fba.avsc"]
+        "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
+        "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
+        "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 
 
 @pytest.mark.parametrize("path", RETIRED, ids=[p.name for p in RETIRED])
@@ -99,3 +99,34 @@ def test_retire_schema_keeps_the_current_schema_under_the_fingerprint_records_ca
     assert path.name == f"CancelRequested.{written}.avsc"
     kept = parse_schema(orjson.loads(path.read_bytes()))
     assert fingerprint(to_parsing_canonical_form(kept), "CRC-64-AVRO") == written
+
+
+TASK_FAILED = codec.schema_dir() / "retired" / "TaskFailed.0b6941b810810df8.avsc"
+HISTORY_BEFORE_TRACEBACK = codec.schema_dir() / "retired" / "HistoryEvent.9d73af89cf1fbe55.avsc"
+
+
+def _old_task_failed(path: Path, record: dict[str, object]) -> bytes:
+    schema = parse_schema(orjson.loads(path.read_bytes()))
+    buf = io.BytesIO()
+    buf.write(codec.MAGIC + bytes.fromhex(path.name.split(".")[1]))
+    fastavro.schemaless_writer(buf, schema, record)
+    return buf.getvalue()
+
+
+def test_a_failure_reported_before_traceback_decodes_with_an_empty_one() -> None:
+    fields = {"workflow_id": "wf", "node": "a", "index": None, "attempt": 2, "at_ms": 9,
+              "error": "boom", "error_type": "KeyError", "retryable": True}
+    decoded = codec.decode(_old_task_failed(TASK_FAILED, fields))
+    assert decoded == ev.TaskFailed("wf", "a", None, 2, 9, "boom", "KeyError", True)
+    assert decoded.traceback == ""
+
+
+def test_a_failure_recorded_before_traceback_decodes_with_an_empty_one() -> None:
+    body = ev.TaskFailed("wf", "m", 4, 1, 9, "boom", "KeyError", False)
+    data = _written_with(HISTORY_BEFORE_TRACEBACK, ev.HistoryEvent("wf", 6, body))
+    decoded = codec.decode(data)
+    assert isinstance(decoded, ev.HistoryEvent) and decoded.body == body
+    assert decoded.body.traceback == ""
+    with_one = ev.HistoryEvent("wf", 6, ev.TaskFailed("wf", "m", 4, 1, 9, "boom", "KeyError",
+                                                      False, "Traceback ...\nKeyError: boom\n"))
+    assert codec.decode(codec.encode(with_one)) == with_one

@@ -40,7 +40,7 @@ def test_a_prefix_or_nothing_shows_several_logs_line_by_line(folder: Path) -> No
 
 
 def test_an_unknown_process_is_a_usage_error_listing_the_known(folder: Path) -> None:
-    result = runner.invoke(app, ["logs", "coordinator"], env={"COLUMNS": "300"})
+    result = runner.invoke(app, ["logs", "--process", "coordinator"], env={"COLUMNS": "300"})
     assert result.exit_code == 2
     assert "no log of 'coordinator'" in result.output and "worker-text-1" in result.output
 

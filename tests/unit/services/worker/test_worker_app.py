@@ -146,7 +146,8 @@ async def test_an_undecodable_record_is_dead_lettered_and_its_offset_moves_on() 
 async def test_when_no_report_can_be_sent_the_dispatch_stays_uncommitted() -> None:
     consumer = FakeConsumer({TP0: records(dispatch("unit.ok", workflow_id="a"),
                                           dispatch("unit.ok", workflow_id="b"))})
-    producer = FakeProducer(errors=[ProducerClosed()] * 3)  # a's TaskStarted, outcome, stand-in
+    # a's TaskStarted, its log's last batch, its outcome, the outcome's stand-in
+    producer = FakeProducer(errors=[ProducerClosed()] * 4)
     async with serving(Worker(settings(concurrency=1)), consumer, producer):
         await wait_until(lambda: "b" in outcomes(producer))
         await asyncio.sleep(0.05)

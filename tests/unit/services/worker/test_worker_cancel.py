@@ -99,8 +99,11 @@ async def test_a_cancelled_async_attempt_stops_without_an_outcome(
     assert STOPPED == ["anap"]
     assert "a" not in outcomes(producer) and outcomes(producer)["b"].output == 2
     lines = [r.getMessage() for r in caplog.records if "a/n/1" in r.getMessage()]
-    assert lines == ["stopping a/n/1 (unit.cancel.anap): cancelled by the coordinator "
-                     "(workflow cancelled)"]
+    assert lines[:2] == ["started a/n/1 (unit.cancel.anap)",
+                         "stopping a/n/1 (unit.cancel.anap): cancelled by the coordinator "
+                         "(workflow cancelled)"]
+    assert len(lines) == 3 and lines[2].startswith("ended a/n/1 (unit.cancel.anap): "
+                                                   "cancelled after ")
     assert worker.running == {}
 
 

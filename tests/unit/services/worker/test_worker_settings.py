@@ -52,3 +52,13 @@ def test_the_announcer_refuses_an_interval_that_would_spin_or_crash(seconds: flo
     settings = dataclasses.replace(Settings(**Settings.common_from_env()), announce_s=seconds)
     with pytest.raises(ValueError, match="announce_s must be a positive number of seconds"):
         Announcer(settings, ["t"], lambda: 0)
+
+
+def test_task_log_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_TASK_LOG_MAX_LINES", "50")
+    monkeypatch.setenv("HEADWATER_TASK_LOG_LINE_BYTES", "100")
+    limits = Settings.from_env().task_log
+    assert (limits.max_lines, limits.line_bytes, limits.max_bytes) == (50, 100, 512 * 1024)
+    monkeypatch.setenv("HEADWATER_TASK_LOG_MAX_BYTES", "0")
+    with pytest.raises(ValueError, match="HEADWATER_TASK_LOG_MAX_BYTES must be above 0"):
+        Settings.from_env()

@@ -22,7 +22,7 @@ from tenant_harness import RegistryPool
 from services.common.auth.settings import ServiceAuth
 from services.common.auth.tokens import ROLES, Authenticator, KeysFile, bearer, new_key
 from services.gateway.app import create_app
-from services.gateway.auth.gate import REALM, role_needed
+from services.gateway.auth.gate import REALM, parse_metrics_auth, role_needed
 from services.gateway.openapi.document import complete
 from services.gateway.settings import Settings
 
@@ -205,11 +205,46 @@ def test_whoami_is_the_token_s_principal(g: Gate) -> None:
     assert g.call("*", "GET", "/v1/whoami").json()["tenant"] == "*"
 
 
-@pytest.mark.parametrize("path", ["/health", "/metrics", "/openapi.json", "/ui/"])
+@pytest.mark.parametrize("path", ["/health", "/openapi.json", "/ui/"])
 def test_an_open_path_needs_no_token(g: Gate, path: str) -> None:
     assert g.gw.client.get(path).status_code == 200
     bad = g.gw.client.get(path, headers={"Authorization": "Bearer nonsense"})
     assert bad.status_code == 200
+
+
+def test_metrics_need_a_token_of_every_tenant_unless_open(g: Gate, tmp_path: Path) -> None:
+    """``HEADWATER_METRICS_AUTH=token`` (the default): 401 without a token or with a bad
+    one, 403 for one tenant's token (the figures are every tenant's), 200 for ``*``."""
+    missing = g.gw.client.get("/metrics")
+    assert_problem(missing, 401)
+    assert missing.headers["WWW-Authenticate"] == REALM
+    assert_problem(g.gw.client.get("/metrics", headers={"Authorization": "Bearer x"}), 401)
+    assert_problem(g.call("admin", "GET", "/metrics"), 403)
+    answer = g.call("*", "GET", "/metrics")
+    assert answer.status_code == 200 and "headwater_" in answer.text
+
+
+def test_metrics_auth_open_serves_them_to_anyone(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(new_key("*", "admin")[1] + "\n")
+    settings = dataclasses.replace(
+        UNREACHABLE, auth=ServiceAuth(Authenticator(KeysFile(keys), None), None),
+        metrics_token=False)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/metrics").status_code == 200
+        assert client.get("/v1/workflows").status_code == 401
+
+
+@pytest.mark.parametrize(("text", "token"), [("token", True), ("open", False),
+                                             (" OPEN ", False)])
+def test_metrics_auth_setting(text: str, token: bool) -> None:
+    assert parse_metrics_auth(text) is token
+
+
+def test_a_bad_metrics_auth_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_METRICS_AUTH", "bearer")
+    with pytest.raises(ValueError, match="HEADWATER_METRICS_AUTH must be token or open"):
+        Settings.from_env()
 
 
 def test_ready_needs_no_token(g: Gate) -> None:

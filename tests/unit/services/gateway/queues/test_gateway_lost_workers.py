@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiokafka import ConsumerRecord
+from gateway_harness import FakePool, FakeProducer, Gateway
 
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
@@ -168,3 +169,18 @@ def test_no_submission_warning_without_a_registry_that_read_the_topic() -> None:
         assert submission_warnings(["cpu"]) == {}
     finally:
         workers.install(None)
+
+
+def test_the_submissions_answer_carries_the_warnings(gw: Gateway,
+                                                     installed: WorkerRegistry) -> None:
+    """``POST /v1/workflows``'s 202 names the queue without a live worker; none once one
+    serves it."""
+    gw.connect(FakePool(), FakeProducer())
+    spec = {"name": "s", "nodes": [{"id": "a", "task": "t.a"}]}
+    answer = gw.client.post("/v1/workflows", json={"workflow": spec})
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["warnings"] == [
+        "queue 'cpu' has no live worker now: the run waits until one serves it"]
+    take(installed, announced())
+    again = gw.client.post("/v1/workflows", json={"workflow": spec})
+    assert again.status_code == 202 and "warnings" not in again.json()
