@@ -187,12 +187,14 @@ class RunPage {
 
   renderActions() {
     const {doc, els} = this;
-    const nodes = graphOf(this.model.spec).map((n) => n.id);
-    if (!this.changed("actions", JSON.stringify([doc.status, nodes.length]))) return;
+    // The document's nodes (the spec's, in its order), known with the run's end: the
+    // dialog is not drawn again under someone using it.
+    const nodes = (doc.nodes || []).map((n) => n.id);
+    if (!this.changed("actions", JSON.stringify([doc.status, nodes]))) return;
     if (LIVE.has(doc.status)) replace(els.actions, cancelForm(this.id, this.reread));
     else if (RERUNNABLE.has(doc.status)) {
       replace(els.actions, rerunButton(this.id, {...doc, input: doc.input ?? this.model.input},
-        nodes.length ? nodes : (doc.nodes || []).map((n) => n.id), this.go));
+        nodes, this.go));
     } else replace(els.actions);
   }
 
