@@ -2,19 +2,15 @@
 stack: what a person asks of a run. Its input is shown (with a copy button) beside its
 output, its times name their zone, its timeline is drawn from its events (a sleep as a
 span), and a node picked in the graph shows its task's input and output; a failed task
-shows its error type, message and attempts, and where the gateway has them its traceback
-and log lines; a map of 10,000 items is listed 100 a page in index order; a task whose
+shows its error type, message, attempts, tracebacks and log lines, and a running task's
+lines are followed; a map of 10,000 items is listed 100 a page in index order; a task whose
 worker was SIGKILLed is marked lost; the Rerun dialog posts the run's input (changed)
 and shows the new run, linked both ways, or resets the run to a node picked in it.
-
-The parts that need a gateway resource (a task's resource and logs, lost workers, the
-rerun) are checked where the gateway's OpenAPI document lists it, and skipped (saying
-what) where not. Screenshots are kept in ``test-artifacts/ui/``.
+Screenshots are kept in ``test-artifacts/ui/``.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -24,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 from stackkit import Stack
@@ -60,6 +55,7 @@ return {
     logs: text('.task-panel pre.logs'), logsState: text('.task-panel .logs-state')} : null,
   items: all('#node-panel table.items tbody tr').map((r) => Number(r.dataset.index)),
   where: text('#node-panel .items-where'),
+  graph: all('svg.dag g.node').map((g) => g.dataset.node),
   lostNodes: all('svg.dag g.node[data-lost]').map((g) => g.dataset.node),
   lostMarks: all('.lost-mark').map((e) => e.textContent),
   warnings: all('#run-warnings p.warning').map((p) => p.textContent),
@@ -81,33 +77,7 @@ def wait(ui: UI, what: str, until: Any, timeout_s: float = 60) -> dict[str, Any]
     return wait_until(lambda: seen(ui), timeout_s, what, until=until)
 
 
-@functools.cache
-def openapi(gateway: str) -> str:
-    return httpx.get(f"{gateway}/openapi.json", timeout=10).text
-
-
-def offers(stack: Stack, fragment: str) -> bool:
-    """Whether the gateway's OpenAPI document names ``fragment`` (a path or a field)."""
-    return fragment in openapi(stack.gateway)
-
-
-TASK = "/v1/workflows/{workflow_id}/tasks/{node}/{index}"
-RESOURCES = ((TASK, "/tasks/"), ("/nodes/{node}/tasks", "/nodes/"), (TASK + "/logs", "/logs"),
-             ("/rerun", "/rerun"), ("/reset", "/reset"))
-"""The resources the page reads where the gateway has them: (in the OpenAPI document,
-in the URL)."""
-
-
-@pytest.fixture(name="page")
-def page_fixture(ui: UI, stack: Stack) -> UI:
-    """The browser, expecting the 404 the page gets (and shows as such) for a resource
-    the gateway has not got."""
-    ui.tolerate_missing(*(url for fragment, url in RESOURCES if not offers(stack, fragment)))
-    return ui
-
-
-def test_input_output_timeline_and_zoned_times(page: UI, stack: Stack) -> None:
-    ui = page
+def test_input_output_timeline_and_zoned_times(ui: UI, stack: Stack) -> None:
     given = {"greeting": "hello from the input", "n": [1, 2, 3]}
     wid = submit(stack, {"name": "ui-io", "nodes": [
         {"id": "hello", "task": "e2e.flaky",
@@ -141,8 +111,7 @@ def test_input_output_timeline_and_zoned_times(page: UI, stack: Stack) -> None:
     ui.shot("run-io-panel")
 
 
-def test_a_failed_task_shows_its_error_type_and_attempts(page: UI, stack: Stack) -> None:
-    ui = page
+def test_a_failed_task_shows_its_error_type_and_attempts(ui: UI, stack: Stack) -> None:
     retry = {"max_attempts": 2, "backoff_base": 0.1, "backoff_max": 0.1}
     wid = submit(stack, {"name": "ui-failed-task", "nodes": [
         {"id": "bad", "task": "e2e.logs_then_fail", "retry": retry,
@@ -157,12 +126,6 @@ def test_a_failed_task_shows_its_error_type_and_attempts(page: UI, stack: Stack)
     assert json.loads(opened["task"]["input"]) == {"lines": 3,
                                                    "message": "the value 7 cannot be split"}
     ui.shot("run-failed-task")
-
-    needed = (("the task resource", TASK), ("its logs", TASK + "/logs"),
-              ("tracebacks", "traceback"))
-    missing = [name for name, fragment in needed if not offers(stack, fragment)]
-    if missing:
-        pytest.skip(f"the gateway lacks {', '.join(missing)}: traceback and logs not checked")
     full = wait(ui, "the traceback and the log lines", lambda s: (
         all(a["traceback"] for a in s["task"]["attempts"])
         and "step 3 of 3" in (s["task"]["logs"] or "")))
@@ -175,15 +138,13 @@ def test_a_failed_task_shows_its_error_type_and_attempts(page: UI, stack: Stack)
     ui.shot("run-failed-traceback")
 
 
-def test_a_running_tasks_logs_are_followed(page: UI, stack: Stack) -> None:
-    ui = page
-    if not offers(stack, TASK + "/logs"):
-        pytest.skip("the gateway has no task logs")
+def test_a_running_tasks_logs_are_followed(ui: UI, stack: Stack) -> None:
     wid = submit(stack, {"name": "ui-logs", "nodes": [
         {"id": "ticks", "task": "e2e.logs_slowly", "input": {"lines": 8, "pause": 0.5}}]},
         "ui-logs")
     ui.open(f"/ui/runs/{wid}")
-    wait(ui, "the task running", lambda s: s["status"] == "running")
+    wait(ui, "the task running, drawn", lambda s: s["status"] == "running"
+         and s["graph"] == ["ticks"])
     ui.click('svg.dag g.node[data-node="ticks"]')
     live = wait(ui, "lines shown while it runs", lambda s: s["task"]
                 and "tick 2" in (s["task"]["logs"] or ""))
@@ -195,8 +156,7 @@ def test_a_running_tasks_logs_are_followed(page: UI, stack: Stack) -> None:
     ui.shot("run-logs-followed")
 
 
-def test_a_map_of_10000_items_is_paged_in_index_order(page: UI, stack: Stack) -> None:
-    ui = page
+def test_a_map_of_10000_items_is_paged_in_index_order(ui: UI, stack: Stack) -> None:
     count = 10_000
     wid = submit(stack, {"name": "ui-big-map", "nodes": [
         {"id": "extract", "kind": "map", "over": "${input.xs}", "task": "e2e.sleep",
@@ -222,11 +182,8 @@ def test_a_map_of_10000_items_is_paged_in_index_order(page: UI, stack: Stack) ->
     ui.shot("map-item-150")
 
 
-def test_a_task_whose_worker_was_killed_is_marked_lost(page: UI, stack: Stack,
+def test_a_task_whose_worker_was_killed_is_marked_lost(ui: UI, stack: Stack,
                                                         tmp_path: Path) -> None:
-    ui = page
-    if not offers(stack, "worker_last_heard_at"):
-        pytest.skip("the gateway's run document marks no lost worker yet")
     queue = "q2"  # no worker serves it until a test adds one
     worker = localstack.Service(f"worker-{queue}-ui", (
         sys.executable, "-m", "services.worker", "--queue", queue, "--tasks", "e2e_tasks"))
@@ -256,8 +213,7 @@ def test_a_task_whose_worker_was_killed_is_marked_lost(page: UI, stack: Stack,
             httpx.post(f"{stack.gateway}/v1/workflows/{wid}/cancel", json={}, timeout=10)
 
 
-def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) -> None:
-    ui = page
+def test_the_rerun_dialog_posts_and_shows_the_new_run(ui: UI, stack: Stack) -> None:
     wid = submit(stack, {"name": "ui-rerun", "nodes": [
         {"id": "first", "task": "e2e.sleep", "input": {"seconds": 0}},
         {"id": "bad", "task": "e2e.flaky", "needs": ["first"],
@@ -275,12 +231,6 @@ def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) ->
     field.send_keys('{"succeed_on": 1}')
     ui.shot("rerun-dialog")
     ui.click('#rerun-form button[type="submit"]')
-    if not offers(stack, "/rerun"):
-        after = wait(ui, "the gateway's refusal shown in the dialog", lambda s: s["dialog"])
-        assert after["path"] == f"/ui/runs/{wid}", after
-        assert re.match(r"(404|405) ", after["dialog"]), after
-        pytest.skip("the gateway has no rerun endpoint: the dialog posted and showed its "
-                    f"answer ({after['dialog']}); navigating to a new run not checked")
     new = wait(ui, "the new run's page, succeeded", lambda s: s["path"] != f"/ui/runs/{wid}"
                and s["status"] == "succeeded" and s["rerunOf"] == wid)
     assert json.loads(new["input"]) == {"succeed_on": 1}, new
@@ -292,10 +242,7 @@ def test_the_rerun_dialog_posts_and_shows_the_new_run(page: UI, stack: Stack) ->
     assert source["status"] == "failed", source
 
 
-def test_the_rerun_dialog_resets_to_a_chosen_node(page: UI, stack: Stack) -> None:
-    ui = page
-    if not offers(stack, "/reset"):
-        pytest.skip("the gateway has no reset endpoint")
+def test_the_rerun_dialog_resets_to_a_chosen_node(ui: UI, stack: Stack) -> None:
     wid = submit(stack, {"name": "ui-reset", "nodes": [
         {"id": "first", "task": "e2e.sleep", "input": {"seconds": 0}},
         {"id": "bad", "task": "e2e.fatal", "needs": ["first"]}]}, "ui-reset", {"k": 1})

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,7 +73,6 @@ def ui_fixture(browser: webdriver.Chrome, stack: Stack, shots: list[Path],
     yield page
     faults = [e["message"] for e in browser.get_log("browser")
               if e.get("level") == "SEVERE" or "Content Security Policy" in e["message"]]
-    faults = [f for f in faults if not any(re.search(t, f) for t in page.tolerated)]
     assert faults == [], faults
 
 
@@ -84,14 +82,6 @@ class UI:
     def __init__(self, browser: webdriver.Chrome, gateway: str, shots: list[Path],
                  test: str) -> None:
         self.browser, self.gateway, self.shots, self.test = browser, gateway, shots, test
-        self.tolerated: list[str] = []
-        """Patterns of console errors the test expects (a resource the gateway lacks)."""
-
-    def tolerate_missing(self, *paths: str) -> None:
-        """Expect the browser's "Failed to load resource" for a 404 or 405 of a URL
-        containing one of ``paths`` (a resource this gateway has not got)."""
-        self.tolerated += [re.escape(p) + r".* Failed to load resource: .* (404|405)"
-                           for p in paths]
 
     def open(self, path: str) -> None:
         """Load ``path`` of the UI, and mark the page (the mark survives only if nothing

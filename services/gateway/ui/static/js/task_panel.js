@@ -12,8 +12,9 @@ import {TaskLogs} from "./task_logs.js";
 const ENDED = new Set(["succeeded", "failed", "cancelled", "skipped", "upstream_failed",
                        "reused"]);
 
-/** The task as the events tell it, in the resource's shape. */
-function fromModel(model, node, index) {
+/** The task as the events tell it, in the resource's shape (where the gateway has no
+ * task resource). */
+export function fromModel(model, node, index) {
   const attempts = attemptsOf(model, node, index);
   const last = attempts[attempts.length - 1];
   const succeeded = attempts.find((a) => ["succeeded", "reused"].includes(a.outcome));

@@ -8,6 +8,7 @@ const timeline = await import(`${base}timeline.js`);
 const items = await import(`${base}map_items.js`);
 const rerun = await import(`${base}rerun.js`);
 const dom = await import(`${base}dom.js`);
+const panel = await import(`${base}task_panel.js`);
 
 function history(events) {
   const m = model.emptyModel();
@@ -79,6 +80,8 @@ console.log(JSON.stringify({
   smallRows: timeline.rows(small).map((r) => [r.label, r.bars.map((b) => b.outcome)]),
   reused: [...reused.attempts.values()].map((a) => [a.key, a.outcome, a.output ?? null]),
   reusedItems: items.itemsFromModel(reused, "m").map((t) => [t.index, t.status]),
+  taskFirst: panel.fromModel(m, "first", null),
+  taskFailed: panel.fromModel(m, "extract", 7),
   smallAttempts: model.attemptsOf(small, "a").map((a) => a.key),
   rerunSame: rerun.rerunRequest("r1", {a: 1}, '{"a": 1}', "failed", "n"),
   rerunChanged: rerun.rerunRequest("r1", {a: 1}, '{"a": 2}', "failed", "n"),

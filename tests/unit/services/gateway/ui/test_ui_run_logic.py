@@ -2,6 +2,7 @@
 ``rerun.js``, ``dom.js``'s time format) run under Node on made-up histories
 (``run_logic.mjs``): a map of 10,000 items dispatched last item first is paged 100 at a
 time in index order, filtered by status; tasks are ordered by index as numbers; the
+task panel is built from the events where the gateway has no task resource; the
 timeline keeps one row per task up to its limit and one per node past it, its buckets
 counting what was under way and where an attempt failed; waits and sleeps become
 spans; what a rerun reused is an attempt "reused"; the rerun dialog sends the input
@@ -64,6 +65,18 @@ def test_the_model_keeps_each_attempts_input_output_and_traceback() -> None:
     assert got["input"] == {"xs": 1}
     assert got["output"] == 42
     assert got["failedTraceback"] == "Traceback …"
+
+
+def test_a_task_panel_is_built_from_the_events_where_the_gateway_has_no_resource() -> None:
+    got = answers("UTC")
+    first = got["taskFirst"]
+    assert (first["status"], first["input"], first["output"]) == ("succeeded", {"a": 1}, 5)
+    failed = got["taskFailed"]
+    assert failed["status"] == "failed" and "output" not in failed, failed
+    assert failed["attempts"] == [{
+        "attempt": 1, "status": "failed", "worker": "w1", "dispatched_at": 1207,
+        "started_at": 1208, "finished_at": 1307, "error": "no", "error_type": "ValueError",
+        "traceback": "Traceback …"}]
 
 
 def test_what_a_rerun_reused_is_an_attempt_reused() -> None:
