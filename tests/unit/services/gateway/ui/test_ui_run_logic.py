@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,19 @@ JS = HERE.parents[4] / "services" / "gateway" / "ui" / "static" / "js"
 
 @functools.cache
 def answers(zone: str) -> dict[str, Any]:
-    """What run_logic.mjs prints with the time zone ``zone``."""
+    """What run_logic.mjs prints with the time zone ``zone``. The modules are run from a
+    copy beside a ``package.json`` of ``"type": "module"`` (plain ``.js`` files are ES
+    modules there, whatever Node's version)."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("needs Node.js (the run page's modules are run with it)")
-    done = subprocess.run(
-        [node, "--experimental-default-type=module", str(HERE / "run_logic.mjs"),
-         JS.as_uri() + "/"], capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "TZ": zone})
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "js"
+        shutil.copytree(JS, copy)
+        (Path(tmp) / "package.json").write_text('{"type": "module"}', encoding="utf-8")
+        done = subprocess.run(
+            [node, str(HERE / "run_logic.mjs"), copy.as_uri() + "/"], capture_output=True,
+            text=True, timeout=60, check=False, env={**os.environ, "TZ": zone})
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
