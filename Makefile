@@ -66,12 +66,14 @@ $(BENCH_STAMP): pyproject.toml
 ## PostgreSQL pointed at a closed port, in a network namespace with only loopback where
 ## one can be made (infra/no-network.sh). A unit test that reaches for a service fails.
 ## The deployment tests' tools are fetched first, with the network (infra/k8s-tools.sh;
-## without them those tests say what is missing).
+## without them those tests say what is missing), and Node.js with the browser
+## (infra/browser.sh), which runs the web UI's pure modules.
 NO_SERVICES := HEADWATER_KAFKA_BOOTSTRAP=127.0.0.1:9 HEADWATER_KAFKA_PORT=9 \
 	HEADWATER_PG_DSN=postgresql://postgres@127.0.0.1:9/none HEADWATER_PG_PORT=9
 
 test-unit: install
 	bash infra/k8s-tools.sh >/dev/null || true
+	bash infra/browser.sh || true
 	$(NO_SERVICES) bash infra/no-network.sh $(PY) -m pytest -q -p no:cacheprovider -n 2 tests/unit
 
 ## ruff (style, complexity and size rules: see [tool.ruff.lint] in pyproject.toml) and
