@@ -280,6 +280,26 @@ def _restart_scenarios(
     }
 
 
+def _rerun_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenario of a rerun (recorded after the others): the map scenario's spec,
+    rerun reusing ``list`` and items 0, 2, 3 and 5 of ``m`` (``RERUNS``); items 1 and 4
+    and the sink run."""
+    return {
+        "rerun": ({"name": "map", "nodes": [_task("list"),
+                                            _mapped("m", "${nodes.list.output}", "list",
+                                                   max_concurrency=1),
+                                            _task("sink", "m", input="${nodes.m.output}")]},
+                  None, _lister, []),
+    }
+
+
+RERUNS: dict[str, Any] = {"rerun": {
+    "of": "wf-map", "reset": None, "nodes": {"list": ["a", "b", "c", "d", "e", "f"]},
+    "items": {"m": {str(i): {"node": "m", "index": i, "from": "wf-map"} for i in (0, 2, 3, 5)}}}}
+"""Scenario -> the rerun document of its submission (none for the others)."""
+
+
 def _scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
     retry = {"max_attempts": 3, "backoff_base": 0.2, "multiplier": 2, "jitter": 0.2}
     return {
@@ -380,7 +400,8 @@ def drive(name: str, doc: dict[str, Any], inp: Any, script: Script,
           extra: list[tuple[int, Any]]) -> list[dict[str, Any]]:
     """Run one scenario to its end; the golden lines."""
     sim = _Simulation(f"wf-{name.replace('_', '-')}", script)
-    sim.push(T0, ev.WorkflowSubmitted(sim.wid, doc, inp, T0, "tenant-a"))
+    sim.push(T0, ev.WorkflowSubmitted(sim.wid, doc, inp, T0, "tenant-a",
+                                      **({"rerun": RERUNS[name]} if name in RERUNS else {})))
     for delay, item in extra:
         sim.push(T0 + delay, item)
     state = None
@@ -405,7 +426,8 @@ def main() -> None:
     for name, (doc, inp, script, extra) in {**_scenarios(), **_kind_scenarios(),
                                             **_child_loop_scenarios(),
                                             **_schedule_scenarios(),
-                                            **_restart_scenarios()}.items():
+                                            **_restart_scenarios(),
+                                            **_rerun_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)
