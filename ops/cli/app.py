@@ -39,6 +39,8 @@ LAZY.update({
                           "and output.", RUNS),
     "list": LazyCommand("ops.cli.listing", "list_runs", "List runs, newest first, filtered.", RUNS),
     "cancel": LazyCommand("ops.cli.workflows", "cancel", "Cancel a running workflow.", RUNS),
+    "task": LazyCommand("ops.cli.task", "task", "Show one task of a run: its input, output "
+                        "and every attempt.", RUNS),
     "rerun": LazyCommand("ops.cli.rerun", "rerun", "Run an ended run again under a new id, "
                          "reusing the outputs of what succeeded.", RUNS),
     "signal": LazyCommand("ops.cli.workflows", "signal", "Send a signal to a workflow's wait "

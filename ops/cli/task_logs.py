@@ -37,9 +37,15 @@ def text(line: TaskLogLine) -> str:
 
 
 def print_run_logs(hw: Client, workflow_id: str, node: str | None) -> None:
-    """Print every line of the run so far (of ``node`` alone unless None)."""
-    for line in hw.run_logs(workflow_id, node):
+    """Print every line of the run so far (of ``node`` alone unless None); none: say so
+    on stderr (the tasks logged and printed nothing, or have not started)."""
+    lines = hw.run_logs(workflow_id, node)
+    for line in lines:
         typer.echo(text(line))
+    if not lines:
+        where = f"node {node} of {workflow_id}" if node else workflow_id
+        typer.echo(f"no log lines from the tasks of {where} (they logged and printed "
+                   "nothing at INFO or above, or have not run yet)", err=True)
 
 
 def follow_run_logs(hw: Client, workflow_id: str, node: str | None,

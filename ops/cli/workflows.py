@@ -216,9 +216,34 @@ def status(
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
         console.print(f"[red]{escape(str(doc['error']))}[/]")
+    print_reruns(doc)
     failure = doc.get("failure")
     if doc["status"] == "failed" and isinstance(failure, dict):
         print_failure(failure, traceback_)
+        if failure.get("attempt") is not None:  # the input the failed attempt was given
+            with gateway_errors(gateway), client(gateway) as hw:
+                task = hw.task(workflow_id, str(failure["node"]), failure.get("index"))
+            console.print(f"its input: {json.dumps(task.input)}", markup=False,
+                          highlight=False, soft_wrap=True)
+            console.print(f"(headwater task {workflow_id} {failure['node']}"
+                          + (f" {failure['index']}" if failure.get("index") is not None
+                             else "") + " shows every attempt)", markup=False,
+                          highlight=False)
+
+
+def print_reruns(doc: dict[str, Any]) -> None:
+    """Print how a run is linked to reruns: the run it reruns and what it reused, and
+    the runs that rerun it."""
+    if doc.get("rerun_of"):
+        reused = doc.get("reused") or {}
+        items = ", ".join(f"{n}: {c} item{'s' if c != 1 else ''}"
+                          for n, c in (reused.get("items") or {}).items())
+        parts = [*(reused.get("nodes") or []), *([items] if items else [])]
+        how = f"reset to {doc['reset']}" if doc.get("reset") else "rerun"
+        console.print(f"a {how} of {escape(str(doc['rerun_of']))}; reused: "
+                      f"{escape(', '.join(parts)) or 'nothing'}")
+    if doc.get("reruns"):
+        console.print(f"rerun as: {escape(', '.join(doc['reruns']))}")
 
 
 def print_failure(failure: dict[str, Any], with_traceback: bool = True) -> None:

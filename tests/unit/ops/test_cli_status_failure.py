@@ -32,9 +32,13 @@ def failed_doc(**failure: Any) -> dict[str, Any]:
                         **failure}}
 
 
+TASK = {"workflow_id": RUN_ID, "node": "m", "index": 4, "task": "jobs.split", "queue": "cpu",
+        "status": "failed", "input": {"value": 42}, "output": None, "attempts": []}
+
+
 def test_status_of_a_failed_run_prints_the_failing_attempt_and_its_traceback(
         gateway: Gateway) -> None:
-    gateway.answers = [(200, failed_doc())]
+    gateway.answers = [(200, failed_doc()), (200, TASK)]
     result = runner.invoke(app, ["status", RUN_ID, "--gateway", gateway.url],
                            env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output
@@ -43,13 +47,15 @@ def test_status_of_a_failed_run_prints_the_failing_attempt_and_its_traceback(
             "'split'") in out
     assert 'File "/app/jobs.py", line 4, in split_it' in out
     assert '    return value.split(",")' in out
-    assert out.rstrip().endswith("AttributeError: 'int' object has no attribute 'split'")
+    assert "AttributeError: 'int' object has no attribute 'split'\nits input: " in out
+    assert 'its input: {"value": 42}' in out  # what the failed attempt was given
+    assert "(headwater task wf-failed-1 m 4 shows every attempt)" in out
     row = next(line for line in out.splitlines() if line.lstrip("│ ").startswith("m "))
     assert " 5/6 " in row and " 1 " in row, out  # succeeded 5 of 6, failed 1
 
 
 def test_no_traceback_says_how_to_see_it(gateway: Gateway) -> None:
-    gateway.answers = [(200, failed_doc())]
+    gateway.answers = [(200, failed_doc()), (200, TASK)]
     result = runner.invoke(app, ["status", RUN_ID, "--no-traceback", "--gateway", gateway.url])
     assert result.exit_code == 0, result.output
     assert "failed at m[4], attempt 3" in result.stdout

@@ -95,3 +95,14 @@ def test_following_a_run_polls_each_task_until_it_has_ended() -> None:
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["fetch #1 | [INFO headwater.task] first",
                                           "fetch #1 | [INFO headwater.task] last"]
+
+
+def test_a_run_whose_tasks_logged_nothing_says_so() -> None:
+    def answer(method: str, path: str, body: Any) -> tuple[int, Any]:
+        return 200, {"workflow_id": "wf-9", "next": None, "lines": []}
+
+    with serve(answer) as url:
+        result = runner.invoke(app, ["logs", "wf-9", "--gateway", url])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert "no log lines from the tasks of wf-9" in result.stderr
