@@ -54,11 +54,13 @@ class Limits:
 
 
 def cut(message: str, limit: int) -> str:
-    """``message`` if its UTF-8 is at most ``limit`` bytes, else its first ``limit``
-    bytes (at a character boundary) and a note of how many bytes were cut."""
+    """``message`` as a line is kept: a character UTF-8 cannot hold (a lone surrogate,
+    as ``print`` of undecodable bytes gives) replaced by ``?``, so the batch it goes in
+    can be encoded; if it is over ``limit`` bytes, its first ``limit`` bytes (at a
+    character boundary) and a note of how many bytes were cut."""
     data = message.encode(errors="replace")
     if len(data) <= limit:
-        return message
+        return data.decode()
     kept = data[:limit].decode(errors="ignore")
     return f"{kept}… [cut: {len(data) - len(kept.encode())} more bytes]"
 
@@ -84,6 +86,7 @@ class AttemptLog:
         self._dropped_lines = 0
         self._dropped_bytes = 0
         self._partial: dict[str, str] = {}
+        self._spilled: set[str] = set()  # streams whose long line was kept without its end
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -118,10 +121,17 @@ class AttemptLog:
         with self._lock:
             if self._closed:
                 return
+            spilled = stream in self._spilled
+            self._spilled.discard(stream)
             *whole, rest = (self._partial.get(stream, "") + text).split("\n")
+            if spilled and whole and not whole[0]:
+                whole = whole[1:]  # the end of a long line kept already: no empty line
+            elif spilled and not whole and not rest:
+                self._spilled.add(stream)  # nothing written yet
             if len(rest) > self.limits.line_bytes:
                 whole.append(rest)
                 rest = ""
+                self._spilled.add(stream)
             self._partial[stream] = rest
             waiting = False
             for line in whole:
@@ -213,7 +223,13 @@ class AttemptLog:
             if len(self._pending) < self.limits.batch_lines:
                 await asyncio.sleep(self.limits.flush_s)
             try:
-                await self.flush()
+                # Shielded: ``close`` cancels this loop, which must not stop a flush
+                # between two of its records (the rest of its lines would be lost, yet
+                # the last record would say the log is whole); ``close``'s own flush
+                # waits for it on ``_sending``.
+                await asyncio.shield(self.flush())
+            except asyncio.CancelledError:
+                raise
             except Exception as e:
                 log.warning("could not send log lines of %s/%s attempt %d: %s: %s",
                             self.key[0], self.key[1], self.key[3], type(e).__name__, e)

@@ -89,6 +89,10 @@ class StreamProxy:
         for line in lines:
             self.write(line)
 
+    def close(self) -> None:
+        """Nothing: the stream is the worker's, which every later attempt and the worker
+        itself write to (task code that closes ``sys.stdout`` closes nothing)."""
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.original, name)
 

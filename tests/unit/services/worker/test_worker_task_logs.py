@@ -220,3 +220,61 @@ async def test_concurrent_sync_attempts_keep_to_their_own_lines() -> None:
         messages = [x.message for b in mine for x in b.lines]
         assert sorted(messages) == sorted([f"attempt {n} says {i}" for i in range(5)]
                                           + [f"attempt {n} logs {i}" for i in range(5)])
+
+
+async def test_a_line_with_a_lone_surrogate_is_kept_encodable_with_the_lines_beside_it(
+        ) -> None:
+    shipped = Shipped()
+    attempt_log = AttemptLog(KEY, Limits(), shipped)
+    attempt_log.write("stdout", "before\n\udc80bad\nafter\n")
+    attempt_log.add("INFO", "log", "x", "logged \ud800")
+    await attempt_log.close()
+    assert [x.message for x in shipped.lines()] == ["before", "?bad", "after", "logged ?"]
+    for batch in shipped:
+        codec.decode(codec.encode(batch))  # every batch encodes (none dropped)
+
+
+async def test_a_long_printed_line_is_one_line_not_two() -> None:
+    """``print`` of a line over the bound writes the text, then its end: the text is kept
+    (cut) when it passes the bound, and its end makes no empty line after it."""
+    shipped = Shipped()
+    attempt_log = AttemptLog(KEY, Limits(line_bytes=8), shipped)
+    for _ in range(3):
+        attempt_log.write("stdout", "x" * 20)
+        attempt_log.write("stdout", "\n")
+    attempt_log.write("stdout", "short\n\n")
+    await attempt_log.close()
+    assert [x.message for x in shipped.lines()] == (
+        ["xxxxxxxx… [cut: 12 more bytes]"] * 3 + ["short", ""])
+
+
+async def test_closing_while_a_batch_is_being_sent_loses_none_of_its_records() -> None:
+    """The flusher sends a flush's records one at a time; ``close`` stopping it between
+    two of them must not lose the rest (the last record says the log is whole)."""
+    gate = asyncio.Event()
+    shipped = Shipped()
+
+    async def slow(lines: TaskLogLines) -> None:
+        await gate.wait()
+        shipped.append(lines)
+
+    attempt_log = AttemptLog(KEY, Limits(batch_lines=2, flush_s=0.0), slow)
+    attempt_log.start()
+    for i in range(6):
+        attempt_log.add("INFO", "log", "x", f"line {i}")
+    await asyncio.sleep(0.05)  # the flusher took the six lines and waits on its first send
+    closing = asyncio.create_task(attempt_log.close())
+    await asyncio.sleep(0.05)
+    gate.set()
+    await closing
+    assert [m for _, _, m in shipped.messages()] == [f"line {i}" for i in range(6)]
+    assert shipped[-1].last and sum(b.last for b in shipped) == 1
+
+
+def test_task_code_closing_sys_stdout_closes_nothing() -> None:
+    with installed():
+        proxy = sys.stdout
+        assert isinstance(proxy, capture.StreamProxy)
+        proxy.close()
+        assert not proxy.original.closed
+        print("still writable")
