@@ -12,7 +12,9 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from services.gateway.auth.scope import not_found, principal, require_run
+from headwater import codec
+from headwater.core import events as ev
+from services.gateway.auth.scope import not_found, principal, require_run, submission
 from services.gateway.edge.body import parse_body, read_limited
 from services.gateway.edge.problems import Problem
 from services.gateway.lifetime import accepting
@@ -95,14 +97,39 @@ async def _start(request: Request, source: str, payload: RerunRequest,
             raise Problem(422, "Invalid request", str(e), errors=[f"node: {e}"]) from e
         raise Problem(409, "Conflict", str(e), workflow_id=source) from e
     given, new_input = payload.new_input
-    request_doc = SubmitRequest(id=payload.id, workflow=state.spec_doc,
-                                input=new_input if given else state.input, tenant=row["tenant"])
+    # As a submission's: an id of the forms Headwater derives is refused (422, or 403).
+    request_doc = submission(me, SubmitRequest(
+        id=payload.id, workflow=state.spec_doc, input=new_input if given else state.input,
+        tenant=row["tenant"]))
+    await asyncio.to_thread(_check_size, request_doc, document,
+                            hw.settings.max_message_bytes)
     accepted = await submit_rerun(hw.pool, hw.outlet, request_doc,
-                                  (state.definition, state.definition_version), document)
+                                  (state.definition, state.definition_version), document,
+                                  me if given else None)
     doc = {"id": accepted.workflow_id, "status": accepted.status, "rerun_of": source,
            "reset": reset, "links": links(accepted.workflow_id)}
     return _json(doc, 202 if accepted.created else 200,
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})
+
+
+HISTORY_MARGIN_BYTES = 8192
+"""What the new run's ``WorkflowAccepted`` (the submission's spec, input and rerun
+document, in a history envelope) and the coordinator's framing margin may add to the
+submission's size: a rerun whose submission is within this of the record limit would be
+accepted here and dead-lettered by its coordinator, so it is refused at once."""
+
+
+def _check_size(request: SubmitRequest, document: dict[str, Any], max_bytes: int) -> None:
+    """Refuse (413) a rerun whose records would be over the limit. Runs in a thread."""
+    record = ev.WorkflowSubmitted(request.id or "", request.workflow, request.input, 0,
+                                  request.tenant, rerun=document)
+    size, room = len(codec.encode(record)), max_bytes - HISTORY_MARGIN_BYTES
+    if size > room:
+        raise Problem(413, "Record too large", f"the rerun's submission is {size} bytes with "
+                      f"the outputs it reuses, over the {room} its history can take "
+                      f"(HEADWATER_MAX_MESSAGE_BYTES {max_bytes} less {HISTORY_MARGIN_BYTES})"
+                      "; reset to an earlier node to reuse less", workflow_id=request.id,
+                      record_bytes=size, max_record_bytes=room)
 
 
 async def _source_row(pool: asyncpg.Pool, workflow_id: str) -> Any:

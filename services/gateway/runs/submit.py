@@ -139,7 +139,7 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
 
 async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
                        pinned: tuple[str | None, int | None], rerun: dict[str, Any],
-                       ) -> Accepted:
+                       new_input_of: Principal | None = None) -> Accepted:
     """Submit a rerun (``services/gateway/reruns``): ``request.workflow`` is the source's
     spec as it ran (inlined already), ``pinned`` the definition and version it was
     resolved from, ``rerun`` the document of what the new run reuses. The id's claim
@@ -147,13 +147,35 @@ async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     and keeps the document, so a retry of the same id is the same run and a healed claim
     produces the same record.
 
+    A new input (``new_input_of``: who gives it) is checked as a submission's is: against
+    the pinned definition's ``input_schema`` (when the definition's version is still
+    there), or against an inline spec's ``${input...}`` references.
+
     Raises:
-        Problem: as ``submit`` does (400/429 of admission, 409, 413, 503).
+        Problem: as ``submit`` does (400/429 of admission, 409, 413, 422, 503).
     """
     assert request.workflow is not None
     given = {"rerun": {"of": rerun["of"], "reset": rerun.get("reset")}}
     claim = _Claim(request.workflow, *pinned)
+    if new_input_of is not None:
+        await _check_new_input(pool, claim, request.input, new_input_of)
     return await _claim(pool, out, request, given, rerun=(claim, rerun))
+
+
+async def _check_new_input(pool: asyncpg.Pool, claim: _Claim, workflow_input: Any,
+                           me: Principal) -> None:
+    """Check a rerun's new input as a submission's (``submit_rerun``)."""
+    if claim.definition is None:
+        spec = await asyncio.to_thread(_check_spec, claim.spec)
+        await asyncio.to_thread(_check_input_refs, spec, workflow_input)
+        return
+    try:
+        resolved = await resolve(pool, f"{claim.definition}@{claim.version}", me)
+    except Problem as e:
+        if e.status in (404, 410):
+            return  # the version is gone: the run's pinned spec runs all the same
+        raise
+    await asyncio.to_thread(check_input, resolved, workflow_input)
 
 
 def _given(request: SubmitRequest) -> dict[str, Any]:

@@ -61,6 +61,10 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         reruns = await conn.fetch(
             "select workflow_id from workflows where rerun->>'of' = $1 order by created_at"
             " limit $2", workflow_id, MAX_RERUNS)
+        reused = [] if row.get("rerun") is None else await conn.fetch(
+            "select type, data->>'node' as node, count(*) as n from events where"
+            " workflow_id = $1 and type in ('NodeReused', 'TaskReused') group by 1, 2",
+            workflow_id)
         failed_by = (await reads.failed_by(conn, workflow_id)
                      if row["status"] == WorkflowStatus.FAILED else (None, None))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
@@ -92,7 +96,8 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "tasks_truncated": len(tasks) > MAX_TASKS,
         **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
-        **rerun_view(row.get("rerun"), [r["workflow_id"] for r in reruns]),
+        **rerun_view(row.get("rerun"), [r["workflow_id"] for r in reruns],
+                     [(r["type"], r["node"], r["n"]) for r in reused]),
         "links": links(workflow_id),
     }
 
@@ -101,16 +106,18 @@ MAX_RERUNS = 100
 """At most this many reruns of a run are listed in its view (the oldest)."""
 
 
-def rerun_view(document: Any, reruns: list[str]) -> dict[str, Any]:
+def rerun_view(document: Any, reruns: list[str],
+               taken: list[tuple[str, str, int]]) -> dict[str, Any]:
     """How a run is linked to reruns, both ways: ``rerun_of`` (the run it reruns, or
-    null), ``reset`` (a reset's node), ``reused`` (what it took from its source: the
-    nodes, and per fanned-out node how many items) and ``reruns`` (the runs that rerun
-    it, oldest first)."""
+    null), ``reset`` (a reset's node), ``reused`` (what it took from its source so far:
+    the nodes, and per fanned-out node how many items, from its ``NodeReused`` and
+    ``TaskReused`` events, ``taken``: ``(type, node, count)``; null for a run of its
+    own) and ``reruns`` (the runs that rerun it, oldest first)."""
     doc = document if isinstance(document, dict) else {}
     return {"rerun_of": doc.get("of"), "reset": doc.get("reset"),
             "reused": None if not doc else {
-                "nodes": sorted(doc.get("nodes") or {}),
-                "items": {n: len(v) for n, v in (doc.get("items") or {}).items()}},
+                "nodes": sorted(node for kind, node, _ in taken if kind == "NodeReused"),
+                "items": {node: n for kind, node, n in sorted(taken) if kind == "TaskReused"}},
             "reruns": reruns}
 
 
