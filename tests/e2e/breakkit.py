@@ -4,6 +4,9 @@ also imports the hostile tasks of ``break_tasks.py``, and synchronous polling of
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,6 +17,7 @@ from typing import Any
 import httpx
 from stackkit import HERE, TASKS
 
+from ops import localstack
 from ops.sandbox import Sandbox, set_home, start_sandbox, stop_sandbox
 from tests.polling import scaled
 
@@ -84,3 +88,33 @@ def log_lines(client: httpx.Client, workflow_id: str, node: str = "t", index: st
         if doc.get("complete") or time.monotonic() > deadline:
             return doc
         time.sleep(0.3)
+
+
+def kill_and_restart(stack: Sandbox, name: str, pause_s: float = 0.5) -> int:
+    """SIGKILL the stack's process ``name`` (``coordinator``, ``gateway``, ...), wait
+    ``pause_s``, start it again with the stack's environment; its new pid."""
+    service = next(s for s in stack.services if s.name == name)
+    before = os.environ.get("HEADWATER_HOME")
+    os.environ["HEADWATER_HOME"] = str(stack.home)  # where its pid file is
+    try:
+        pid = localstack.read_pid(service.pid_file)
+        assert pid is not None, f"{name} is not running"
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while localstack.alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(pause_s)
+        return stack.start(service)
+    finally:
+        set_home(before)
+
+
+def replay(stack: Sandbox, workflow_id: str) -> tuple[int, str]:
+    """``headwater replay --summary`` of the run against the stack's stores: its exit
+    status (0: the table and the projection agree with the history) and output."""
+    env = {**os.environ, **{k: v for k, v in stack.env.items() if k.startswith("HEADWATER_")}}
+    done = subprocess.run([sys.executable, "-c", "from ops.cli import main; main()", "replay",
+                           workflow_id, "--summary"],
+                          env=env, capture_output=True, text=True, timeout=scaled(120),
+                          cwd=str(HERE.parents[1]), check=False)
+    return done.returncode, done.stdout + done.stderr
