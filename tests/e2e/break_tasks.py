@@ -136,3 +136,38 @@ def surrogate_line(ctx: TaskContext) -> str:
     print("a lone surrogate \udc80 here")
     print("the line after")
     return "printed"
+
+
+@task(name="brk.nul", queue="cpu")
+def nul(ctx: TaskContext, where: str) -> object:
+    """Put U+0000 (which PostgreSQL text and jsonb cannot hold) in a printed line, a
+    logged line, an exception's message or the output, as ``where`` says."""
+    if where == "print":
+        print("before \x00 after")
+    elif where == "log":
+        ctx.log.info("log \x00 line")
+    elif where == "error":
+        raise ValueError("error \x00 message")
+    elif where == "key":
+        return {"k\x00ey": 1}
+    return {"value": "out \x00 put"}
+
+
+@task(name="brk.numbers", queue="cpu")
+def numbers(ctx: TaskContext) -> dict[str, object]:
+    """Numbers whose JSON text PostgreSQL's jsonb does not keep as written."""
+    return {"negative_zero": -0.0, "huge_float": 1e300, "whole_float": 2.0, "tiny": 5e-324,
+            "big_int": 2**63 - 1, "third": 1 / 3}
+
+
+@task(name="brk.awkward_output", queue="cpu")
+def awkward_output(ctx: TaskContext) -> dict[str, object]:
+    """An output that is valid JSON but that PostgreSQL's jsonb does not keep as it is:
+    keys out of jsonb's order, a negative zero, a U+0000."""
+    return {"zebra": 1, "apple": -0.0, "mango": "nul \x00 here"}
+
+
+@task(name="brk.echo_repr", queue="cpu")
+def echo_repr(ctx: TaskContext, value: object) -> str:
+    """``repr(value)``: what task code sees of its input, key order and all."""
+    return repr(value)
