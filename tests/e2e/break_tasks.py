@@ -105,14 +105,6 @@ def huge_message(ctx: TaskContext, size: int) -> None:
     raise RuntimeError("m" * size)
 
 
-@task(name="brk.output", queue="cpu")
-def output(ctx: TaskContext, size: int, fail: bool = False) -> str:
-    """Return ``size`` characters, or fail when ``fail``."""
-    if fail:
-        raise RuntimeError("fails on purpose")
-    return "o" * size
-
-
 @task(name="brk.thread_prints", queue="cpu")
 def thread_prints(ctx: TaskContext) -> str:
     """Print and log from a thread the task starts and joins before it returns."""
@@ -136,28 +128,6 @@ def surrogate_line(ctx: TaskContext) -> str:
     print("a lone surrogate \udc80 here")
     print("the line after")
     return "printed"
-
-
-@task(name="brk.nul", queue="cpu")
-def nul(ctx: TaskContext, where: str) -> object:
-    """Put U+0000 (which PostgreSQL text and jsonb cannot hold) in a printed line, a
-    logged line, an exception's message or the output, as ``where`` says."""
-    if where == "print":
-        print("before \x00 after")
-    elif where == "log":
-        ctx.log.info("log \x00 line")
-    elif where == "error":
-        raise ValueError("error \x00 message")
-    elif where == "key":
-        return {"k\x00ey": 1}
-    return {"value": "out \x00 put"}
-
-
-@task(name="brk.numbers", queue="cpu")
-def numbers(ctx: TaskContext) -> dict[str, object]:
-    """Numbers whose JSON text PostgreSQL's jsonb does not keep as written."""
-    return {"negative_zero": -0.0, "huge_float": 1e300, "whole_float": 2.0, "tiny": 5e-324,
-            "big_int": 2**63 - 1, "third": 1 / 3}
 
 
 @task(name="brk.awkward_output", queue="cpu")
