@@ -1,12 +1,13 @@
-"""Breakage: reruns and resets on the real stack. What holds: a chain of reruns of
-reruns reuses every item that succeeded once and never runs it again, each run's history
-replays and its stores agree (``headwater replay``); the same rerun id sent at once with
-different bodies makes one run; a reset to each node of a run runs exactly that node and
-what follows; a coordinator SIGKILLed just after a rerun's 202 loses nothing. What does
-not (``xfail``, each naming the fault): a rerun's body is not checked as a submission's
-(an id of the reserved child/schedule form, an input the spec cannot resolve, an input
-the definition's schema refuses), and a rerun whose reused outputs leave its submission
-just under the record limit is accepted and never runs."""
+"""Breakage: reruns and resets on the real stack. A chain of reruns of reruns reuses
+every item that succeeded once and never runs it again, each run's history replays and
+its stores agree (``headwater replay``); the same rerun id sent at once with different
+bodies makes one run; a reset to each node of a run runs exactly that node and what
+follows; a coordinator SIGKILLed just after a rerun's 202 loses nothing; a rerun's body
+is checked as a submission's (an id of the reserved child/schedule form, an input the
+spec cannot resolve, an input the definition's schema refuses); a rerun whose reused
+outputs would bring it near the record limit is refused with 413; ``reused`` counts what
+the run took. What does not hold (``xfail``, naming the fault): a reused output is the
+projection's copy (jsonb), not the history's."""
 
 from __future__ import annotations
 
@@ -140,9 +141,6 @@ def test_a_coordinator_killed_just_after_a_rerun_is_accepted_loses_nothing(
     assert status == 0, out
 
 
-@pytest.mark.xfail(strict=True, reason="a rerun takes an id of the form Headwater gives "
-                   "child workflows and a schedule's runs ('<parent>:<node>:<n>'), which "
-                   "POST /v1/workflows refuses with 422: it can take a future child's id")
 def test_a_rerun_id_of_the_reserved_child_form_is_refused(http: httpx.Client,
                                                           tmp_path: Path) -> None:
     source = _failed_source(http, tmp_path / "marks")
@@ -151,9 +149,6 @@ def test_a_rerun_id_of_the_reserved_child_form_is_refused(http: httpx.Client,
     assert response.status_code == 422, response.text
 
 
-@pytest.mark.xfail(strict=True, reason="a rerun's new input is not checked against the "
-                   "spec's ${input...} references: 202, then the run fails at its map "
-                   "('no key texts'), where a submission answers 422 naming each reference")
 @pytest.mark.parametrize("bad", [None, "text", {"texts": "no list"}])
 def test_a_rerun_input_the_spec_cannot_resolve_is_422(http: httpx.Client, tmp_path: Path,
                                                      bad: Any) -> None:
@@ -166,9 +161,6 @@ def test_a_rerun_input_the_spec_cannot_resolve_is_422(http: httpx.Client, tmp_pa
     assert "texts" in response.json()["detail"]
 
 
-@pytest.mark.xfail(strict=True, reason="a rerun of a definition's run takes an input its "
-                   "input_schema refuses (202, the task then fails on it), where a "
-                   "submission of the definition answers 422 input-mismatch")
 def test_a_rerun_input_the_definition_schema_refuses_is_422(http: httpx.Client) -> None:
     name = f"brk-{uuid.uuid4().hex[:6]}"
     put = http.put(f"/v1/definitions/{name}", json={
@@ -191,10 +183,6 @@ LIMIT = 16 * 1024 * 1024
 """``HEADWATER_MAX_MESSAGE_BYTES``' default."""
 
 
-@pytest.mark.xfail(strict=True, reason="a rerun whose submission is within the 4 KiB "
-                   "under the record limit is accepted (202), but the coordinator keeps "
-                   "4 KiB for framing and dead-letters it: the run stays 'accepted', seq 0, "
-                   "for ever")
 def test_a_rerun_just_under_the_record_limit_runs_or_is_refused(http: httpx.Client) -> None:
     size = 870_000
     spec = {"name": "big", "nodes": [
@@ -237,9 +225,6 @@ def test_a_reused_output_is_the_one_the_task_returned(http: httpx.Client) -> Non
     assert seen[1] == seen[0]
 
 
-@pytest.mark.xfail(strict=True, reason="the run document's 'reused' counts the items the "
-                   "rerun document offers, not those reused: a rerun with a shorter list "
-                   "says 5 items of 'split' reused when 2 were (2 TaskReused)")
 def test_reused_counts_the_items_the_rerun_took(http: httpx.Client, tmp_path: Path) -> None:
     source = _failed_source(http, tmp_path / "marks")
     new_id = _rerun(http, source, {"input": {"texts": ["a b", "c"]}})

@@ -65,9 +65,6 @@ def test_a_flood_of_printed_lines_keeps_the_first_2000_and_counts_the_rest(
     assert "98000 more lines" in str(lines[-1]["message"]), lines[-1]
 
 
-@pytest.mark.xfail(strict=True, reason="one log line with a lone surrogate (print of "
-                   "'\\udc80') makes the worker drop the attempt's whole batch (UnicodeEncode"
-                   "Error, 'dropped 3 log lines'): the lines before and after it are lost")
 def test_a_line_with_a_lone_surrogate_keeps_the_lines_beside_it(http: httpx.Client) -> None:
     run = submit(http, one_task("brk.surrogate_line", {}))
     assert wait_run(http, run)["status"] == "succeeded"
@@ -76,8 +73,6 @@ def test_a_line_with_a_lone_surrogate_keeps_the_lines_beside_it(http: httpx.Clie
     assert len(messages) == 3, messages
 
 
-@pytest.mark.xfail(strict=True, reason="a printed line over 4 KiB is cut, and an empty "
-                   "line is logged after it: 3 prints of 1 MB give 6 lines")
 def test_a_line_over_4_KiB_is_cut_without_an_empty_line_after_it(http: httpx.Client) -> None:
     run = submit(http, one_task("brk.flood", {"lines": 3, "width": 1_000_000}))
     assert wait_run(http, run)["status"] == "succeeded"

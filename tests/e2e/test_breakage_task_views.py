@@ -58,8 +58,6 @@ def test_a_nul_in_the_path_is_a_400_problem(http: httpx.Client, failed_run: str)
     assert response.status_code == 400 and "U+0000" in response.json()["detail"]
 
 
-@pytest.mark.xfail(strict=True, reason="the logs of a node the run does not have are an "
-                   "empty, complete 200 (the task view and /nodes/{node}/tasks say 404)")
 def test_the_logs_of_a_node_the_run_lacks_are_404(http: httpx.Client, failed_run: str) -> None:
     assert http.get(f"/v1/workflows/{failed_run}/nodes/tt/tasks").status_code == 404
     assert http.get(f"/v1/workflows/{failed_run}/tasks/tt/-").status_code == 404
@@ -68,8 +66,6 @@ def test_the_logs_of_a_node_the_run_lacks_are_404(http: httpx.Client, failed_run
     assert [a.status_code for a in answers] == [404, 404], [a.text for a in answers]
 
 
-@pytest.mark.xfail(strict=True, reason="`headwater logs RUN <a node the run lacks>` exits 0 "
-                   "with 'no log lines ... (or have not run yet)', naming none of its nodes")
 def test_headwater_logs_of_a_mistyped_node_names_the_run_nodes(hostile: Sandbox,
                                                                failed_run: str) -> None:
     result = CliRunner().invoke(app, ["logs", failed_run, "tt", "--gateway", hostile.gateway])

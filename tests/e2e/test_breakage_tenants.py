@@ -76,9 +76,6 @@ def test_the_new_views_keep_tenants_apart(http: dict[str, httpx.Client]) -> None
     assert http["acme"].get(reads[0]).json()["attempts"][0]["error_type"] == "ValueError"
 
 
-@pytest.mark.xfail(strict=True, reason="a tenant's rerun takes the id of another tenant's "
-                   "future child workflow ('<their run>:<node>:1'): their run's node then "
-                   "fails with ChildWorkflowConflict")
 def test_a_rerun_cannot_take_the_child_id_of_another_tenant_run(
         http: dict[str, httpx.Client]) -> None:
     own = submit(http["acme"], one_task("e2e.fatal", {}))

@@ -18,6 +18,7 @@ from services.gateway.edge.problems import (
     BAD_LAST_EVENT_ID,
     INVALID_REQUEST,
     NOT_FOUND,
+    Problem,
 )
 from services.gateway.lifetime import runtime
 from services.gateway.logs.follow import follow_task
@@ -64,13 +65,20 @@ def _json(doc: Any) -> Response:
     return Response(orjson.dumps(doc), media_type="application/json")
 
 
-async def _visible(request: Request, workflow_id: str) -> None:
-    """Return when the request's principal may read the run; 404 otherwise."""
+async def _visible(request: Request, workflow_id: str, node: str | None = None) -> None:
+    """Return when the request's principal may read the run and, given a ``node``, the
+    run's spec has that node; 404 otherwise (naming the run's nodes)."""
     hw = runtime(request)
     await require_run(hw.pool, principal(request), workflow_id)
-    if not await hw.pool.fetchval("select 1 from workflows where workflow_id = $1",
-                                  workflow_id):
+    spec = await hw.pool.fetchval("select spec from workflows where workflow_id = $1",
+                                  workflow_id)
+    if spec is None:
         raise not_found(workflow_id)
+    nodes = [n.get("id") for n in spec.get("nodes") or [] if isinstance(n, dict)] \
+        if isinstance(spec, dict) else []
+    if node is not None and node not in nodes:
+        raise Problem(404, "Not found", f"workflow {workflow_id} has no node {node!r}; its "
+                      f"nodes: {', '.join(repr(str(n)) for n in nodes)}")
 
 
 @router.get("/v1/workflows/{workflow_id}/tasks/{node}/{index}/logs",
@@ -100,7 +108,7 @@ async def get_task_logs(
     start = task_cursor(query.after)
     if query.follow and last_event_id:
         start = task_cursor(last_event_id, header=True)
-    await _visible(request, workflow_id)
+    await _visible(request, workflow_id, node)
     if query.follow:
         return EventSourceResponse(follow_task(hw.pool, hw.notifier, task, attempt, start),
                                    ping=hw.settings.sse_ping_s)
@@ -130,7 +138,7 @@ async def get_run_logs(
     """
     hw = runtime(request)
     start = run_cursor(query.after)
-    await _visible(request, workflow_id)
+    await _visible(request, workflow_id, query.node)
     rows = await run_lines(hw.pool, workflow_id, query.node, start, query.limit)
     return _json({"workflow_id": workflow_id,
                   "lines": [line_doc(r, with_task=True) for r in rows],

@@ -43,6 +43,12 @@ class LogsPool(RegistryPool):
                     "long_ago": task.get("long_ago", False), "run_status": run["status"]}
         return await super().fetchrow(sql, *args)
 
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        if sql.startswith("select spec from workflows"):
+            run = self.rows.get(args[0])
+            return None if run is None else run.get("spec")
+        return await super().fetchval(sql, *args)
+
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
         await self._enter()
         if "from task_log_ends" in sql:
@@ -67,7 +73,8 @@ class LogsPool(RegistryPool):
 
 def _pool() -> LogsPool:
     pool = LogsPool()
-    pool.rows["wf1"] = {"status": "running", "seq": 3, "tenant": "A"}
+    pool.rows["wf1"] = {"status": "running", "seq": 3, "tenant": "A", "spec": {"nodes": [
+        {"id": "fetch", "task": "t.fetch"}, {"id": "map", "kind": "map", "task": "t.m"}]}}
     for n in (1, 2):
         pool.log("wf1", "fetch", None, 1, n, f"first attempt, line {n}")
     pool.log("wf1", "fetch", None, 2, 1, "second attempt")
@@ -185,3 +192,13 @@ def test_another_tenants_run_is_not_found(tmp_path: Path) -> None:
         assert_problem(t.call("B", "GET", URL), 404, "Not found")
         assert_problem(t.call("B", "GET", "/v1/workflows/wf1/logs"), 404, "Not found")
         assert_problem(t.call("B", "GET", URL, params={"follow": "true"}), 404, "Not found")
+
+
+def test_the_logs_of_a_node_the_run_lacks_are_404_naming_its_nodes() -> None:
+    with gateway() as gw:
+        gw.connect(_pool())
+        for url in ("/v1/workflows/wf1/tasks/fetc/-/logs", "/v1/workflows/wf1/logs?node=fetc"):
+            answer = gw.client.get(url)
+            assert answer.status_code == 404, url
+            assert answer.json()["detail"] == (
+                "workflow wf1 has no node 'fetc'; its nodes: 'fetch', 'map'")
