@@ -58,13 +58,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             "select * from tasks where workflow_id = $1 order by node, idx nulls first limit $2",
             workflow_id, MAX_TASKS + 1)
         kinds = await kind_rows(conn, workflow_id)
-        reruns = await conn.fetch(
-            "select workflow_id from workflows where rerun->>'of' = $1 order by created_at"
-            " limit $2", workflow_id, MAX_RERUNS)
-        reused = [] if row.get("rerun") is None else await conn.fetch(
-            "select type, data->>'node' as node, count(*) as n from events where"
-            " workflow_id = $1 and type in ('NodeReused', 'TaskReused') group by 1, 2",
-            workflow_id)
+        reruns = await rerun_rows(conn, workflow_id, row.get("rerun") is not None)
         failed_by = (await reads.failed_by(conn, workflow_id)
                      if row["status"] == WorkflowStatus.FAILED else (None, None))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
@@ -96,14 +90,29 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "tasks_truncated": len(tasks) > MAX_TASKS,
         **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
-        **rerun_view(row.get("rerun"), [r["workflow_id"] for r in reruns],
-                     [(r["type"], r["node"], r["n"]) for r in reused]),
+        **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
     }
 
 
 MAX_RERUNS = 100
 """At most this many reruns of a run are listed in its view (the oldest)."""
+
+
+async def rerun_rows(conn: Any, workflow_id: str, is_rerun: bool,
+                     ) -> tuple[list[str], list[tuple[str, str, int]]]:
+    """The runs that rerun ``workflow_id`` (oldest first, ``MAX_RERUNS`` at most), and,
+    when it is a rerun, what it took: ``(type, node, count)`` of its ``NodeReused`` and
+    ``TaskReused`` events."""
+    reruns = await conn.fetch(
+        "select workflow_id from workflows where rerun->>'of' = $1 order by created_at"
+        " limit $2", workflow_id, MAX_RERUNS)
+    taken = [] if not is_rerun else await conn.fetch(
+        "select type, data->>'node' as node, count(*) as n from events where"
+        " workflow_id = $1 and type in ('NodeReused', 'TaskReused') group by 1, 2",
+        workflow_id)
+    return ([r["workflow_id"] for r in reruns],
+            [(r["type"], r["node"], r["n"]) for r in taken])
 
 
 def rerun_view(document: Any, reruns: list[str],
