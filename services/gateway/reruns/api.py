@@ -88,6 +88,8 @@ async def _start(request: Request, source: str, payload: RerunRequest,
                       workflow_id=source, status_now=row["status"])
     events = await hw.pool.fetch(
         "select seq, type, data from events where workflow_id = $1 order by seq", source)
+    if not events:  # its rows were deleted (projection retention) since its row was read
+        raise not_found(source)
     try:
         state = await asyncio.to_thread(fold, [(r["seq"], r["type"], r["data"])
                                                for r in events], source)

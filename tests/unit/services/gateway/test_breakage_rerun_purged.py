@@ -18,9 +18,6 @@ def _purged_under_the_read() -> FakePool:
     return FakePool(rows={"gone": row})
 
 
-@pytest.mark.xfail(strict=True, reason="a rerun of a run purged under the request answers "
-                   "409 Conflict ('no history of gone in the projection'), not 404 as for "
-                   "a run that is gone; a client takes a 409 for a state it can wait out")
 @pytest.mark.parametrize(("verb", "body"), [("rerun", {}), ("reset", {"node": "a"})])
 def test_a_rerun_of_a_source_purged_under_the_request_is_404(verb: str,
                                                              body: dict[str, Any]) -> None:
