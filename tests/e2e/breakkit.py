@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from stackkit import HERE, TASKS
+from stackkit import HERE, private_stack
 
 from ops import localstack
-from ops.sandbox import Sandbox, set_home, start_sandbox, stop_sandbox
+from ops.sandbox import Sandbox, set_home
 from tests.polling import scaled
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -26,22 +26,10 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 
 @contextmanager
 def hostile_stack(home: Path, extra_env: dict[str, str] | None = None) -> Iterator[Sandbox]:
-    """A private sandbox (one worker of queue ``cpu``) whose worker imports the example's,
-    the suite's and ``break_tasks``' tasks; stopped, its database and topics dropped, on
-    exit. ``HEADWATER_HOME`` is put back while it runs, as ``stackkit.private_stack``
-    does."""
-    before = os.environ.get("HEADWATER_HOME")
-    stack = start_sandbox(home, (*TASKS, "break_tasks"), 1, pythonpath=[str(HERE)],
-                          extra_env={"HEADWATER_SSE_PING": "1", **(extra_env or {})})
-    set_home(before)
-    try:
+    """A private sandbox (``stackkit.private_stack``: one worker of queue ``cpu``) whose
+    worker also imports ``break_tasks``' tasks."""
+    with private_stack(home, 1, extra_env, more_tasks=("break_tasks",)) as stack:
         yield stack
-    finally:
-        os.environ["HEADWATER_HOME"] = str(home)
-        try:
-            stop_sandbox(stack)
-        finally:
-            set_home(before)
 
 
 def one_task(task: str, input: dict[str, Any], **node: Any) -> dict[str, Any]:

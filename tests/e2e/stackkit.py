@@ -66,13 +66,15 @@ def stop_stack(stack: Sandbox) -> None:
 
 @contextmanager
 def private_stack(home: Path, workers: int = 1,
-                  extra_env: dict[str, str] | None = None) -> Iterator[Sandbox]:
+                  extra_env: dict[str, str] | None = None,
+                  more_tasks: tuple[str, ...] = ()) -> Iterator[Sandbox]:
     """A sandbox of one module's own in ``home``, whose workflows and consumer-group
     members other tests do not see, stopped (database and topics dropped) on exit.
     Sandboxes set ``HEADWATER_HOME`` for localstack's pid files: the session's is put
-    back while it runs, and this one's set again to stop it."""
+    back while it runs, and this one's set again to stop it. ``more_tasks``: modules of
+    this directory its worker imports besides the suite's."""
     before = os.environ.get("HEADWATER_HOME")
-    stack = start_sandbox(home, TASKS, workers, pythonpath=[str(HERE)],
+    stack = start_sandbox(home, (*TASKS, *more_tasks), workers, pythonpath=[str(HERE)],
                           extra_env={"HEADWATER_SSE_PING": "1", **(extra_env or {})})
     set_home(before)
     try:
