@@ -41,6 +41,8 @@ def rerun_fault(state: WorkflowState) -> str:
     doc = state.rerun
     if doc is None:
         return ""
+    if isinstance(doc, dict) and doc.get("of") == state.workflow_id:
+        return "rerun.of names the run itself"
     return _form_fault(doc) or _nodes_fault(doc, {n.id: n.fans_out for n in state.spec.nodes})
 
 
@@ -72,7 +74,7 @@ def _nodes_fault(doc: dict[str, Any], fans_out: dict[str, bool]) -> str:
     for node_id, outputs in items.items():
         if not fans_out[node_id] or not isinstance(outputs, dict):
             return f"rerun.items.{node_id}: only a node with 'over' has items, by index"
-        if not all(k.isdigit() and len(k) <= 9 for k in outputs):
+        if not all(k.isascii() and k.isdigit() and len(k) <= 9 for k in outputs):
             return f"rerun.items.{node_id}: its keys must be item indexes"
     return ""
 

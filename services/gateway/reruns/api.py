@@ -28,9 +28,6 @@ from services.gateway.runs.submit import submit_rerun
 from services.gateway.runs.views import links
 
 router = APIRouter()
-RERUN_BODY_BYTES = 64 * 1024
-"""The largest body without an input; one with an input may be the gateway's
-``max_body_bytes``."""
 
 RERUNNABLE = ("failed", "cancelled")
 """The statuses a rerun starts from (a reset takes any ended run)."""

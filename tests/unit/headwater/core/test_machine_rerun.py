@@ -99,6 +99,8 @@ def test_a_malformed_rerun_fails_the_run_naming_the_fault() -> None:
                        ({"of": "s", "nodes": {"nope": 1}}, "'nope'"),
                        ({"of": "s", "items": {"a": {"0": 1}}}, "only a node with 'over'"),
                        ({"of": "s", "items": {"m": {"x": 1}}}, "item indexes"),
+                       ({"of": "s", "items": {"m": {"\u0661": 1}}}, "item indexes"),
+                       ({"of": WF}, "names the run itself"),
                        ({"of": "s", "extra": 1}, "unknown fields extra")):
         doc = spec(task("a"), map_node("m", "${input.items}"))
         done = run([_rerun(doc, {"items": []}, bad)])
