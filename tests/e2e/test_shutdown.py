@@ -339,7 +339,7 @@ async def test_a_stopping_standalone_projector_commits_and_leaves_its_group(
     before = await wait_group_size(group, coordinators, "the coordinators' projectors", 40,
                                    stable=True)
     projector = localstack.Service("projector-2", python("services.projector"))
-    stack.start(projector)
+    stack.start(projector, {"HEADWATER_KAFKA_LOG_LEVEL": "info"})  # aiokafka's LeaveGroup line
     try:
         members = await wait_group(  # and the group settled (no rebalance under way)
             group, f"a second projector beside {sorted(before)}", 40,

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import test_ui_browser
 from stackkit import Stack
-from test_ui_browser import UI, submit
+from uikit import UI, browser_fixture, shots_fixture, submit, ui_fixture  # noqa: F401 (fixtures)
 
 from tests.polling import wait_until
 
@@ -22,8 +21,6 @@ return {
   status: document.querySelector('#run-summary .badge')?.dataset.status ?? null,
 };
 """
-browser, shots, ui = test_ui_browser.browser, test_ui_browser.shots, test_ui_browser.ui
-"""The browser tests' fixtures, shared."""
 
 
 def _seen(ui: UI) -> dict[str, Any]:

@@ -86,10 +86,13 @@ def test_input_output_timeline_and_zoned_times(ui: UI, stack: Stack) -> None:
         {"id": "nap", "task": "e2e.sleep", "needs": ["pause"], "input": {"seconds": 0.05}}]},
         "ui-io", given)
     ui.open(f"/ui/runs/{wid}")
+    # The document may say succeeded before the page has read the last events: wait for
+    # the timeline to have drawn every attempt's end too.
     done = wait(ui, "the run succeeded, its timeline drawn", lambda s: (
         s["status"] == "succeeded"
         and {r["node"] for r in s["timeline"]} == {"hello", "pause", "nap"}
-        and all(r["bars"] for r in s["timeline"])))
+        and all(r["bars"] and not any("o-running" in b for b in r["bars"])
+                for r in s["timeline"])))
     assert json.loads(done["input"]) == given, done["input"]
     bars = {row["node"]: row["bars"] for row in done["timeline"]}
     assert bars == {"hello": ["tl-bar k-attempt o-succeeded"],
