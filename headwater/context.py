@@ -238,6 +238,17 @@ class TaskContext:
         where it awaits)."""
         return await self._children().arun(calls)
 
+    async def definition(self, name: str) -> tuple[dict[str, Any], int | None]:
+        """A stored definition's spec document and version (``name`` or ``name@3``),
+        from the gateway: what a ``@workflow``'s ``wf.call`` of a spec definition
+        records for its child."""
+        from headwater.client.aio import AsyncClient
+
+        base, _, version = name.partition("@")
+        async with AsyncClient(self._gateway_url) as client:
+            found = await client.definitions.get(base, int(version) if version else None)
+        return found.raw["workflow"], found.version
+
     def _children(self) -> Calls:
         """The attempt's child runs (the client is imported on first use only)."""
         if self._calls is None:

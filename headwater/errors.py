@@ -278,3 +278,48 @@ class CallRefused(NonRetryableError):
     def __init__(self, definition: str, status: int, detail: str) -> None:
         super().__init__(f"call of {definition!r} refused ({status}): {detail}")
         self.definition, self.status, self.detail = definition, status, detail
+
+
+class WorkflowRegistrationError(HeadwaterError):
+    """A ``@workflow`` that cannot be registered: an unknown option, a bad name or
+    queue, a function that is not ``async def f(wf, ...)``, a name taken by another
+    function. Raised at decoration time."""
+
+
+class StepFailed(HeadwaterError):
+    """What ``await`` raises in a ``@workflow`` when a step failed for good: its task's
+    last attempt failed, its child workflow failed, its signal wait timed out.
+
+    Attributes:
+        step: the step's number in the run (from 0, in the order the function issued
+            its steps).
+        error_type: the failure's type (the task's exception class, ``TimeoutError``,
+            ``ChildWorkflowFailed``, ``Cancelled`` ...).
+        attempts: how many attempts it took.
+    """
+
+    def __init__(self, step: int, error_type: str, message: str, attempts: int = 0) -> None:
+        super().__init__(f"step {step}: {error_type}: {message}")
+        self.step = step
+        self.error_type = error_type
+        self.message = message
+        self.attempts = attempts
+
+
+class NondeterminismError(HeadwaterError):
+    """A ``@workflow`` run again over its history did not do what the history says it
+    did: it issued another step (or none) where the history has one. The run is not
+    failed: its activation is retried until code that decides as before is deployed.
+
+    Attributes:
+        step: the step where the code and the history part.
+        recorded: what the history has there (``"task pkg.a"``; ``""``: nothing).
+        new: what the code does there (``""``: nothing).
+    """
+
+    def __init__(self, step: int, recorded: str, new: str) -> None:
+        super().__init__(f"nondeterministic at step {step}: the history has "
+                         f"{recorded or 'no step'}, the code now issues {new or 'no step'}")
+        self.step = step
+        self.recorded = recorded
+        self.new = new

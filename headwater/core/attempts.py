@@ -40,12 +40,18 @@ class KindEvolution:
         timer_fired: after its own timer fired (and left ``state.timers``), with the
             timer's id and state: a wait's timeout fails the wait (item).
         node_finished: after its node finished (a wait or sleep drops its timers).
+        task_dispatched: after an attempt of its task was dispatched (a code node's
+            activation fixes the results it is given).
+        signal_consumed: after one of its tasks took a signal (a code node's signal
+            wait), instead of the wait's default.
     """
 
     task_succeeded: Callable[[WorkflowState, ev.TaskSucceeded], None] | None = None
+    task_dispatched: Callable[[WorkflowState, ev.TaskDispatched], None] | None = None
     attempt_ended: Callable[[WorkflowState, str, int | None], None] | None = None
     timer_fired: Callable[[WorkflowState, str, TimerState], None] | None = None
     node_finished: Callable[[WorkflowState, ev.NodeFinished], None] | None = None
+    signal_consumed: Callable[[WorkflowState, ev.SignalConsumed], None] | None = None
 
 
 KIND_EVOLUTIONS: dict[NodeKind, KindEvolution] = {}
@@ -69,6 +75,9 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         else round(body.heartbeat_timeout_s * 1000),
         checkpoint=body.checkpoint,
     )
+    evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
+    if evolution is not None and evolution.task_dispatched is not None:
+        evolution.task_dispatched(state, body)
 
 
 def _started(state: WorkflowState, body: ev.TaskStarted) -> None:

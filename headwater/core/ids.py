@@ -55,18 +55,20 @@ def retry_timer_id(key: str, attempt: int) -> str:
 
 WAIT_TIMER = "wait"
 SLEEP_TIMER = "sleep"
+CODE_TIMER = "code"
 
 
 def node_timer_id(kind: str, key: str) -> str:
     """Id of a node's own durable timer: ``wait:<task key>`` (a wait's timeout, per map
-    item) or ``sleep:<node>`` (a sleep's wake-up)."""
+    item), ``sleep:<node>`` (a sleep's wake-up) or ``code:<node>[<index>]`` (a code
+    workflow's sleep or signal wait)."""
     return f"{kind}:{key}"
 
 
 def parse_node_timer_id(timer_id: str) -> tuple[str, str] | None:
     """``(kind, task key)`` of a ``node_timer_id``, or None for any other id."""
     kind, _, key = timer_id.partition(":")
-    if kind not in (WAIT_TIMER, SLEEP_TIMER) or not key or ":" in key:
+    if kind not in (WAIT_TIMER, SLEEP_TIMER, CODE_TIMER) or not key or ":" in key:
         return None
     return kind, key
 

@@ -67,7 +67,8 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
     Returns:
         One message naming what is wrong: the signal cannot be stored as it is
             (``storable_fault``); the workflow's spec is invalid; a schedule's signal
-        is not ``pause`` or ``resume``, or has an index or fields; no wait node
+        is not ``pause`` or ``resume``, or has an index or fields; a code workflow's
+        has an index or fields that are no object; no wait node
         waits for that signal (the declared signals named); an index for a wait that
         is not per item, none for one that is, or one outside its list; the fields are
         not an object; a required field is missing; a field has the wrong type; a field
@@ -78,8 +79,9 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
         return fault
     if state.spec_error:
         return "the workflow's spec is invalid; it waits for no signal"
-    if any(n.schedule is not None for n in state.spec.nodes):
-        return _schedule_signal_fault(signal)
+    own = _own_signal_rule(state.spec)
+    if own is not None:  # a schedule's, a code workflow's
+        return own(signal)
     node = wait_node(state.spec, signal.name)
     if node is None:
         declared = sorted(n.wait.signal for n in state.spec.nodes if n.wait is not None)
@@ -92,6 +94,16 @@ def signal_fault(state: WorkflowState, signal: ev.SignalSent) -> str | None:
     return fields_fault(node.wait.fields, signal.fields, signal.name)
 
 
+def _own_signal_rule(spec: WorkflowSpec) -> Callable[[ev.SignalSent], str | None] | None:
+    """The check of a workflow whose signals are not its wait nodes': a schedule's
+    (pause, resume), a code workflow's (any name); None for one of wait nodes."""
+    if any(n.schedule is not None for n in spec.nodes):
+        return _schedule_signal_fault
+    if any(n.code is not None for n in spec.nodes):
+        return code_signal_fault
+    return None
+
+
 def _schedule_signal_fault(signal: ev.SignalSent) -> str | None:
     """Why a signal cannot be taken by a schedule workflow: it takes ``pause`` and
     ``resume``, without an index or fields."""
@@ -102,6 +114,16 @@ def _schedule_signal_fault(signal: ev.SignalSent) -> str | None:
         return f"signal {signal.name!r} of a schedule takes no index"
     if signal.fields not in (None, {}):
         return f"signal {signal.name!r} of a schedule takes no fields"
+    return None
+
+
+def code_signal_fault(signal: ev.SignalSent) -> str | None:
+    """Why a signal cannot be taken by a code workflow (any name its function may wait
+    for with ``wf.signal``): it has an index, or fields that are not an object."""
+    if signal.index is not None:
+        return f"signal {signal.name!r} of a code workflow takes no index"
+    if signal.fields is not None and not isinstance(signal.fields, dict):
+        return f"the fields of signal {signal.name!r} must be an object"
     return None
 
 

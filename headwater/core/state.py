@@ -76,6 +76,8 @@ class NodeState:
             was branch-skipped: such a need does not keep a join from running.
         next_fire_ms, last_fire_ms, paused: a schedule's armed fire time, the last one
             that came due (ms since the epoch, None before) and whether it is paused.
+        code: a code node's journal (``headwater/core/kinds/code/journal.py``), None
+            until its first activation.
     """
 
     status: NodeStatus = NodeStatus.PENDING
@@ -95,6 +97,7 @@ class NodeState:
     next_fire_ms: int | None = None
     last_fire_ms: int | None = None
     paused: bool = False
+    code: dict[str, Any] | None = None
 
 
 def error_object(node: str, index: int | None, attempts: int, error_type: str,
@@ -209,6 +212,8 @@ class WorkflowState:
         spec = self.spec.node(node_id)
         if spec.child is not None:
             return TaskWork(CHILD_TASK, spec.queue, spec.retry, spec.timeout, None)
+        if spec.code is not None and index is not None and index % 2 == 1:
+            return self._code_step_work(node_id, index)
         if spec.loop is not None and index is not None and index % 2 == 1:
             tool = spec.loop.tool(self._decided_tool(node_id, index // 2))
             if tool is None:
@@ -217,6 +222,20 @@ class WorkflowState:
                             tool.heartbeat_timeout)
         return TaskWork(spec.task, spec.queue, spec.retry, spec.timeout,
                         spec.heartbeat_timeout)
+
+    def _code_step_work(self, node_id: str, index: int) -> TaskWork:
+        """What step ``index // 2`` of a code node runs: the task (or child) and the
+        settings its function's ``wf.run`` (``wf.call``) gave it."""
+        steps = (self.nodes[node_id].code or {}).get("steps") or []
+        if not 0 <= index // 2 < len(steps):
+            raise KeyError(f"code node {node_id} issued no step {index // 2}")
+        step = steps[index // 2]
+        retry = RetryPolicy(**step["retry"]) if step.get("retry") else RetryPolicy()
+        if step["op"] == "child":
+            return TaskWork(CHILD_TASK, self.spec.node(node_id).queue, retry,
+                            step.get("timeout"), None)
+        return TaskWork(str(step.get("name", "")), str(step.get("queue", "")), retry,
+                        step.get("timeout"), step.get("heartbeat_timeout"))
 
     def _decided_tool(self, node_id: str, step: int) -> str:
         """The tool the decision of step ``step`` of a loop picked (``""``: none)."""
@@ -286,6 +305,8 @@ def set_finished_output(state: WorkflowState, node_id: str) -> None:
         state.outputs[node_id] = node.results
     elif node.status is NodeStatus.SUCCEEDED and node.decision is not None:
         state.outputs[node_id] = loop_output(node)
+    elif node.status is NodeStatus.SUCCEEDED and node.code is not None:
+        state.outputs[node_id] = node.code.get("finish")
     elif node.status is NodeStatus.SKIPPED:
         state.outputs[node_id] = None
     elif node.status is NodeStatus.SUCCEEDED and state.spec.node(node_id).sleep is not None:

@@ -18,6 +18,7 @@ import orjson
 
 from headwater.core import registry, reuse
 from headwater.core.ids import task_key
+from headwater.core.kinds.code.journal import task_indexes
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.state import (
     NodeState,
@@ -28,6 +29,7 @@ from headwater.core.state import (
 )
 from headwater.core.status import TaskStatus, WorkflowStatus
 from headwater.errors import DecodeError
+from services.coordinator import code_layout
 from services.coordinator.snapshot import node_from, task_from
 
 SPLIT_VERSION = 2
@@ -45,6 +47,9 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
     own = _taskless(state)
     nodes = {node_id: (_NODE_SHAPE_ALL if node_id in own else _NODE_SHAPE).set_fields(n)
              for node_id, n in state.nodes.items()}
+    for node_id, n in state.nodes.items():
+        if n.code is not None:  # a code node's journal: counts here, the rest in tasks
+            nodes[node_id]["code"] = code_layout.header_part(n.code)
     doc: dict[str, Any] = {
         "v": SPLIT_VERSION, "workflow_id": state.workflow_id, "seq": state.seq,
         "status": state.status, "updated_at_ms": state.updated_at_ms, "nodes": nodes,
@@ -119,6 +124,9 @@ def dump_task(state: WorkflowState, key: str) -> bytes:
     entry: dict[str, Any] = {"task": _TASK_SHAPE.set_fields(task)}
     if output is not None:
         entry["output"] = output
+    journal = code_layout.task_part(state, task)
+    if journal is not None:
+        entry["code"] = journal
     return orjson.dumps(entry)
 
 
@@ -206,6 +214,8 @@ def task_keys(state: WorkflowState, runs: dict[str, list[int]] | None = None) ->
             # state has no "runs": then every run started has its entry
             keys.extend(task_key(spec.id, i)
                         for i in runs.get(spec.id, range(node.next_index)))
+        elif spec.code is not None:  # a code node's tasks are not numbered densely
+            keys.extend(task_key(spec.id, i) for i in task_indexes(node.code))
         else:
             keys.extend(node_task_keys(spec, node.next_index))
     return keys
@@ -275,16 +285,20 @@ def _restore_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None]
             node.results = [None] * node.total
         if spec.loop is not None and node.transcript is None:  # else: an older header's
             calls[spec.id] = []
-    _read_tasks(state, get_task, runs, calls)
+    journals: dict[str, dict[int, dict[str, Any]]] = {}
+    _read_tasks(state, get_task, runs, calls, journals)
+    code_layout.restore(state, journals)
     for node_id, transcript in calls.items():
         if transcript:
             state.nodes[node_id].transcript = sorted(transcript, key=lambda e: e["step"])
 
 
 def _read_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None],
-                runs: dict[str, list[int]], calls: dict[str, list[Any]]) -> None:
+                runs: dict[str, list[int]], calls: dict[str, list[Any]],
+                journals: dict[str, dict[int, dict[str, Any]]]) -> None:
     """Read the task entries, their outputs into place, a loop's calls into ``calls``
-    (loop node -> its calls, for a transcript the header does not hold)."""
+    (loop node -> its calls, for a transcript the header does not hold), a code node's
+    parts of its journal into ``journals`` (node -> task index -> part)."""
     for key in task_keys(state, runs):
         raw = get_task(key)
         if raw is None:
@@ -292,6 +306,8 @@ def _read_tasks(state: WorkflowState, get_task: Callable[[str], bytes | None],
         entry = orjson.loads(raw)
         task = task_from(entry["task"])
         state.tasks[key] = task
+        if "code" in entry and task.index is not None:
+            journals.setdefault(task.node, {})[task.index] = entry["code"]
         output = entry.get("output")
         if task.node in calls:
             if output is not None and is_loop_tool(state, task):
@@ -327,8 +343,9 @@ def _restore_output(state: WorkflowState, task: TaskState, output: Any) -> None:
         state.outputs[task.node] = output
         return
     spec = state.spec.node(task.node)
-    if spec.loop is not None or spec.schedule is not None:
-        return  # a loop's outputs are its transcript and decision (an older header's); a
+    if spec.loop is not None or spec.schedule is not None or spec.code is not None:
+        return  # a code node's results are in its journal (the header); a loop's
+        # outputs are its transcript and decision (an older header's); a
         # schedule's runs keep their outputs in their own histories
     results = state.nodes[task.node].results
     if results is None or task.index >= len(results):

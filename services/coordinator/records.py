@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
+from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.schedule.rules import cancels_run
+from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.kinds.workflow.rules import report_to_parent
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
@@ -111,14 +113,15 @@ def encode_outputs(topics: Topics, events: list[ev.HistoryEvent], max_bytes: int
 def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[Outgoing]:
     """The records one history event gives rise to besides itself."""
     wid = body.workflow_id
-    if isinstance(body, ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed) and _is_child(
-            state, body.node):
+    if isinstance(body, ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed) and _child_spec(
+            state, body.node, body.index) is not None:
         if isinstance(body, ev.TaskCancelled) and not cancels_run(state, body):
             return []  # a schedule's run outlives the schedule
         return [_to_child(topics, body, state)]
     if isinstance(body, ev.TaskDispatched):
+        sent = activation_dispatch(state, body) if state is not None else body
         return [Outgoing(topics.tasks(body.queue), body.dispatch_id.encode(),
-                         codec.encode(body), wid)]
+                         codec.encode(sent), wid)]
     if isinstance(body, ev.TaskCancelled):
         return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
     report = report_to_parent(body, state)
@@ -127,14 +130,20 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
     return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
 
 
-def _is_child(state: WorkflowState | None, node_id: str) -> bool:
-    """Whether ``node_id`` is a ``workflow`` node (its attempts are child workflows)."""
+def _child_spec(state: WorkflowState | None, node_id: str, index: int | None,
+                ) -> ChildSpec | None:
+    """The child an attempt of ``node_id`` (item ``index``) starts: a ``workflow``
+    node's, or a code workflow's child step (``code.journal.child_spec``); None for an
+    attempt that is a task."""
     if state is None or state.spec_error:
-        return False
+        return None
     try:
-        return state.spec.node(node_id).child is not None
+        spec = state.spec.node(node_id)
     except KeyError:
-        return False
+        return None
+    if spec.code is not None:
+        return child_spec(state, node_id, index)
+    return spec.child
 
 
 def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed,
@@ -148,7 +157,7 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
     cid = child_id(body.workflow_id, body.node, body.index, body.attempt)
     record: ev.ChildSubmitted | ev.CancelRequested
     if isinstance(body, ev.TaskDispatched):
-        child = state.spec.node(body.node).child
+        child = _child_spec(state, body.node, body.index)
         assert child is not None
         record = ev.ChildSubmitted(cid, body.workflow_id, body.node, body.index, body.attempt,
                                    child.workflow, body.input, body.at_ms, state.tenant,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from headwater.core import events as ev
-from headwater.core.ids import parse_task_timer_id, task_key
+from headwater.core.ids import parse_node_timer_id, parse_task_timer_id, task_key
+from headwater.core.kinds.code.journal import own_step_indexes
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
 from services.coordinator.keys import DEFINITION
@@ -40,9 +41,7 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
         if isinstance(body, ev.WorkflowAccepted):
             parts.add(DEFINITION)
         elif isinstance(body, ev.TimerFired):
-            parsed = parse_task_timer_id(body.timer_id)
-            if parsed is not None:  # a deadline or lease: the attempt's outcome changes
-                parts.add(parsed[1])
+            parts.update(_timer_task(body.timer_id, state))
         elif isinstance(body, _TERMINAL):
             # A workflow that ends cancels whatever task is unfinished; the machine
             # records a TaskCancelled for each first, but the fold does it regardless.
@@ -53,11 +52,35 @@ def touched_parts(events: Iterable[ev.HistoryEvent], state: WorkflowState) -> se
         elif isinstance(body, ev.MapExpanded | ev.NodeFinished):
             continue  # node state: in the header
         else:
+            parts.update(_issued(body, state))
             node, index = getattr(body, "node", None), getattr(body, "index", None)
             if node is not None and (task_key(node, index) in state.tasks
                                      or _run_ended(body, state)):
                 parts.add(task_key(node, index))
     return parts
+
+
+def _timer_task(timer_id: str, state: WorkflowState) -> list[str]:
+    """The task whose entry a timer changes: a deadline's or a lease's attempt (its
+    outcome), a code workflow's sleep or signal wait (it ends); none for another."""
+    parsed = parse_task_timer_id(timer_id)
+    if parsed is not None:
+        return [parsed[1]]
+    own = parse_node_timer_id(timer_id)
+    return [own[1]] if own is not None and own[1] in state.tasks else []
+
+
+def _issued(body: object, state: WorkflowState) -> list[str]:
+    """The tasks a code workflow's decision created without a dispatch (its sleeps and
+    signal waits: ``code.journal``), for the activation's ``TaskSucceeded``."""
+    if not isinstance(body, ev.TaskSucceeded) or body.index is None or body.index % 2:
+        return []
+    try:
+        if state.spec_error or state.spec.node(body.node).code is None:
+            return []
+    except KeyError:
+        return []
+    return [task_key(body.node, i) for i in own_step_indexes(state, body.node, body.index // 2)]
 
 
 def _run_ended(body: object, state: WorkflowState) -> bool:

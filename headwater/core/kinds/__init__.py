@@ -1,7 +1,7 @@
 """The node kinds, one unit each, and the one place that registers them.
 
 Each module or package here is one node kind: ``task`` and ``map`` are modules; ``wait``,
-``sleep``, ``workflow``, ``loop`` and ``schedule`` are small packages (``__init__.py``
+``sleep``, ``workflow``, ``loop``, ``schedule`` and ``code`` are small packages (``__init__.py``
 describes the kind, ``records.py`` holds its spec fields and event records, which
 ``spec.kinds`` and ``events`` re-export, and ``rules.py`` the rest). Each ends with its
 ``UNIT`` (``registry.KindUnit``). Importing this
@@ -13,6 +13,7 @@ or package here and one line in ``UNITS``.
 from __future__ import annotations
 
 from headwater.core import registry
+from headwater.core.kinds.code.rules import UNIT as CODE
 from headwater.core.kinds.loop.rules import UNIT as LOOP
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.schedule.rules import UNIT as SCHEDULE
@@ -21,7 +22,7 @@ from headwater.core.kinds.task import UNIT as TASK
 from headwater.core.kinds.wait.rules import UNIT as WAIT
 from headwater.core.kinds.workflow.rules import UNIT as WORKFLOW
 
-UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE)
+UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE)
 """Every node kind's unit."""
 
 registry.install(UNITS)

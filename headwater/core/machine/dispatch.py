@@ -117,7 +117,19 @@ def _task_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
     be resolved."""
     if spec.loop is not None:
         return _loop_input(state, spec, index or 0)
+    if spec.code is not None:
+        return _code_input(state, spec, index or 0)
     return _node_input(state, spec, index)
+
+
+def _code_input(state: WorkflowState, spec: NodeSpec, index: int) -> Any:
+    """A code node's activation k (index ``2k``) is recorded with ``{"activation": k}``
+    (the coordinator sends it with the journal: ``code.journal.activation_input``);
+    a step gets the input its function gave it."""
+    if index % 2 == 0:
+        return {"activation": index // 2}
+    steps = (state.nodes[spec.id].code or {}).get("steps") or []
+    return steps[index // 2].get("input")
 
 
 def _node_input(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from headwater.core.graph import find_cycle
+from headwater.core.kinds.code.records import CodeSpec
 from headwater.core.kinds.loop.records import LoopSpec
 from headwater.core.kinds.schedule.cron import (
     ScheduleSpec,
@@ -70,7 +71,7 @@ class NodeSpec:
 
     Attributes:
         id: unique within the workflow.
-        kind: task, map, wait, sleep, workflow, loop or schedule.
+        kind: task, map, wait, sleep, workflow, loop, schedule or code.
         task: registered task name, e.g. ``"stdlib.search"`` (a loop's decide task;
             ``""`` for wait, sleep and workflow nodes).
         queue: worker pool, e.g. ``"cpu"``.
@@ -89,7 +90,7 @@ class NodeSpec:
         continue_on_error: when this node fails for good, its dependents still run and
             see ``{"error": {...}}`` instead of its output.
         when: a condition (``conditions``); false at start skips the node.
-        wait, sleep, child, loop, schedule: what the node's kind adds (``spec.kinds``;
+        wait, sleep, child, loop, schedule, code: what the node's kind adds (``spec.kinds``;
             a schedule's runs are its ``child``).
     """
 
@@ -112,6 +113,7 @@ class NodeSpec:
     child: ChildSpec | None = None
     loop: LoopSpec | None = None
     schedule: ScheduleSpec | None = None
+    code: CodeSpec | None = None
 
     @property
     def fans_out(self) -> bool:
@@ -311,6 +313,7 @@ def _parse_node(
         heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
         continue_on_error=keep_going and on_error is None, when=when, wait=parts.wait,
         sleep=parts.sleep, child=parts.child, loop=parts.loop, schedule=parts.schedule,
+        code=parts.code,
     )
 
 

@@ -1,5 +1,5 @@
 """The node kinds of a spec and what each kind adds (``KindParts``: the data of a wait,
-sleep, workflow, loop or schedule node, from its unit's ``records.py``), the fields each
+sleep, workflow, loop, schedule or code node, from its unit's ``records.py``), the fields each
 kind takes, the fan-out fields, and the ``when`` condition any node may carry. Each
 kind's own parser is in its unit; ``parse_kind`` looks it up in ``KIND_PARSERS``.
 
@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from headwater.core.conditions import ConditionError, parse_condition
+from headwater.core.kinds.code.records import CodeSpec
 from headwater.core.kinds.loop.records import LoopSpec
 from headwater.core.kinds.schedule.cron import ScheduleSpec
 from headwater.core.kinds.sleep.records import SleepSpec
@@ -24,7 +25,7 @@ from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.refs import Ref, parse_ref
 from headwater.core.retry import RetryPolicy
 
-__all__ = ["ChildSpec", "LoopSpec", "ScheduleSpec", "SleepSpec", "WaitSpec"]
+__all__ = ["ChildSpec", "CodeSpec", "LoopSpec", "ScheduleSpec", "SleepSpec", "WaitSpec"]
 """The kinds' parts (each from its unit's records), re-exported for ``KindParts`` and
 ``NodeSpec``; the module's own names are public too."""
 
@@ -38,6 +39,7 @@ class NodeKind(StrEnum):
     WORKFLOW = "workflow"  # run a child workflow (per item with ``over``)
     LOOP = "loop"  # a bounded agent loop: decide, call a tool, repeat
     SCHEDULE = "schedule"  # run a child workflow at each fire time of a cron expression
+    CODE = "code"  # a @workflow function: its activations decide its steps as it runs
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class KindParts:
     child: ChildSpec | None = None
     loop: LoopSpec | None = None
     schedule: ScheduleSpec | None = None
+    code: CodeSpec | None = None
 
 
 @dataclass(frozen=True)

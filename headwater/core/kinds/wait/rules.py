@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.attempts import KindEvolution
+from headwater.core.attempts import KIND_EVOLUTIONS, KindEvolution
 from headwater.core.evolve import drop_node_timers
 from headwater.core.ids import WAIT_TIMER, node_timer_id, parse_node_timer_id, task_key
 from headwater.core.kinds.map import expand
@@ -139,11 +139,11 @@ def signal_sent(rec: Recorder, state: WorkflowState, signal: ev.SignalSent) -> N
     fault = signal_fault(state, signal)
     spec = None if fault else wait_node(state.spec, signal.name)
     if spec is None:
-        _discard(rec, signal, fault or "no such wait")
+        discard(rec, signal, fault or "no such wait")
         return
     reason = _unwanted(state, spec, signal.index)
     if reason is not None:
-        _discard(rec, signal, reason)
+        discard(rec, signal, reason)
         return
     rec.record(signal)  # kept until the wait starts, or taken now
     if state.nodes[spec.id].status is NodeStatus.RUNNING:
@@ -193,7 +193,7 @@ def _item_taken(state: WorkflowState, spec: NodeSpec, index: int) -> str | None:
     return f"{where} has already {'timed out' if timed_out else 'taken a signal'}"
 
 
-def _discard(rec: Recorder, signal: ev.SignalSent, reason: str) -> None:
+def discard(rec: Recorder, signal: ev.SignalSent, reason: str) -> None:
     """Record that ``signal`` changed nothing; a name or id that cannot be stored as it
     is (``signals.id_fault``: the reason says why) is recorded as ``""``."""
     name = signal.name if id_fault("", signal.name) is None else ""
@@ -255,6 +255,10 @@ def _signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
         if not kept:
             del state.signals[key]
     state.timers.pop(node_timer_id(WAIT_TIMER, task_key(body.node, body.index)), None)
+    evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
+    if evolution is not None and evolution.signal_consumed is not None:
+        evolution.signal_consumed(state, body)  # a code workflow's signal wait
+        return
     if body.index is None:
         state.outputs[body.node] = body.fields
         return

@@ -74,7 +74,7 @@ _NOT_STATE = {"dirty", "applied"}
 # files written before them stay as they are.
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
-          "last_fire_ms", "paused", "generation", "attempt_floor", "rerun"}
+          "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

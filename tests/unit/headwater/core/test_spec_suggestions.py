@@ -50,12 +50,12 @@ TABLE: list[tuple[str, dict[str, Any], list[str]]] = [
       "'restart_on_failure', 'retry', 'timeout']"]),
     ("a misspelt kind", doc(node("a", kind="tsak")),
      ["node 'a': kind must be one of ['task', 'map', 'wait', 'sleep', 'workflow', 'loop', "
-      "'schedule'] (did you mean 'task'?)"]),
+      "'schedule', 'code'] (did you mean 'task'?)"]),
     # The node is declared but refused for its own fault: a link to it is no second fault.
     ("needs a node refused for its kind", doc(node("a", kind="tsak"),
                                               node("b", "a", input="${nodes.a.output}")),
      ["node 'a': kind must be one of ['task', 'map', 'wait', 'sleep', 'workflow', 'loop', "
-      "'schedule'] (did you mean 'task'?)"]),
+      "'schedule', 'code'] (did you mean 'task'?)"]),
     ("a reference not upstream", doc(node("a"), node("b", over="${nodes.a.output}",
                                                      kind="map")),
      ["node 'b': over: ${nodes.a.output}: node 'a' is not upstream: add 'a' to the needs "

@@ -1,0 +1,107 @@
+"""What an activation's decision looks like, and why one is refused.
+
+A decision is ``{"steps": [...], "finish"?: output, "fail"?: {type, message,
+traceback}}``; each step ``{"op": "task" | "child" | "sleep" | "signal", ...}`` with the
+fields of its op (``STEP_KEYS``). The SDK writes them (``headwater/workflows``); the core
+checks them before the activation's success is recorded (a refused one fails the
+attempt with ``DECISION_ERROR``, and the activation is retried), so a worker speaking
+another version of the SDK cannot put a malformed step into a journal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.retry import RetryPolicy, parse_retry
+from headwater.core.signals import id_fault
+
+MAX_STEPS_PER_ACTIVATION = 10_000
+"""The most steps one activation may issue (a ``gather`` of more is refused)."""
+DECISION_ERROR = "WorkflowDecisionError"
+"""The error type of an activation whose output is not a decision (a bug in the SDK, or
+a worker that speaks another version of it)."""
+STEP_KEYS = {
+    "task": frozenset({"op", "name", "input", "queue", "retry", "timeout",
+                       "heartbeat_timeout"}),
+    "child": frozenset({"op", "name", "input", "workflow", "definition",
+                        "definition_version", "retry", "timeout"}),
+    "sleep": frozenset({"op", "name", "seconds", "until_ms"}),
+    "signal": frozenset({"op", "name", "timeout"}),
+}
+"""The fields of a step, by its op."""
+_DECISION_KEYS = frozenset({"steps", "finish", "fail"})
+
+
+def decision_fault(decision: Any) -> str | None:
+    """Why ``decision`` is not a well-formed decision, or None."""
+    if not isinstance(decision, dict):
+        return f"an activation returned {type(decision).__name__}, not a decision object"
+    steps = decision.get("steps") or []
+    checks: list[tuple[bool, Callable[[], str]]] = [
+        (bool(set(decision) - _DECISION_KEYS), lambda: (
+            f"a decision has no key {sorted(set(decision) - _DECISION_KEYS)[0]!r} "
+            "(keys: steps, finish, fail)")),
+        ("finish" in decision and "fail" in decision,
+         lambda: "a decision cannot both finish and fail"),
+        ("fail" in decision and not isinstance(decision["fail"], dict),
+         lambda: "a decision's fail must be an object {type, message, traceback}"),
+        (not isinstance(steps, list), lambda: "a decision's steps must be a list"),
+        (isinstance(steps, list) and len(steps) > MAX_STEPS_PER_ACTIVATION, lambda: (
+            f"an activation issued {len(steps)} steps at once, over the limit of "
+            f"{MAX_STEPS_PER_ACTIVATION} (bound the gather with max_concurrency)")),
+    ]
+    for failed, message in checks:
+        if failed:
+            return message()
+    for i, step in enumerate(steps):
+        fault = step_fault(step)
+        if fault:
+            return f"step {i} of the decision: {fault}"
+    return None
+
+
+def step_fault(step: Any) -> str | None:
+    """Why one issued step is malformed, or None."""
+    if not isinstance(step, dict) or step.get("op") not in STEP_KEYS:
+        return f"a step is an object with op one of {', '.join(STEP_KEYS)}"
+    op, name = step["op"], step.get("name")
+    extra = sorted(set(step) - STEP_KEYS[op])
+    if extra:
+        return f"a {op} step has no field {extra[0]!r}"
+    if op != "sleep" and (not isinstance(name, str) or id_fault("name", name)):
+        return f"a {op} step needs a name (a string of at most 200 characters)"
+    return _op_fault(op, name, step) or _retry_fault(step.get("retry"), f"{op} step {name}")
+
+
+def _op_fault(op: str, name: Any, step: dict[str, Any]) -> str | None:
+    """What is wrong with the fields of a step's op, or None."""
+    if op == "task" and not (isinstance(step.get("queue"), str)
+                             and QUEUE_PATTERN.fullmatch(step["queue"])):
+        return f"task step {name}: queue {step.get('queue')!r} must match {QUEUE_PATTERN.pattern}"
+    if op == "child" and not isinstance(step.get("workflow"), dict):
+        return f"child step {name}: workflow must be the child's spec document"
+    for key in ("seconds", "timeout", "heartbeat_timeout"):
+        value = step.get(key)
+        if value is not None and not (_number(value) and 0 <= value < 10 ** 9):
+            return f"{op} step {name}: {key} must be a number of seconds, not {value!r}"
+    if op == "sleep" and step.get("seconds") is None and not isinstance(
+            step.get("until_ms"), int):
+        return "a sleep step needs seconds or until_ms"
+    return None
+
+
+def _retry_fault(retry: Any, where: str) -> str | None:
+    """What ``parse_retry`` finds wrong with a step's retry policy, or None."""
+    if retry is None:
+        return None
+    faults: list[str] = []
+    parse_retry(retry, RetryPolicy(), f"{where}: retry", faults)
+    return faults[0] if faults else None
+
+
+def _number(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))

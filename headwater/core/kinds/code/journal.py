@@ -1,0 +1,303 @@
+"""A code workflow's journal: the steps its function issued and their results, kept in
+its node's state (``NodeState.code``) and changed only by history events.
+
+The journal is a JSON object::
+
+    {"acts": [[at_ms, through], ...],   # activation k: when it was dispatched, and how
+                                        # many results (of "done") it was given
+     "steps": [{"op", "name", "act", ..., "result"?}, ...],   # step s, in issue order
+     "done": [s, ...],                  # steps in the order their results were recorded
+     "decided": k,                      # activations whose decision is recorded
+     "finish"?: output, "fail"?: {...}}
+
+An activation (index ``2k`` of the node) is dispatched with the results recorded so far;
+its decision (the attempt's output) issues steps, each at index ``2s + 1``: a task or a
+child workflow is dispatched like any attempt, a sleep or a signal wait is a task of the
+coordinator's own (no worker runs it) that its timer or its signal ends. A result is
+given to the function by the next activation, which the coordinator dispatches once the
+one in flight has decided. Which results each activation was given is history (its
+``TaskDispatched``), so the function, run again over the journal, sees the same results
+in the same order at the same points: ``activation_input`` is what a worker gets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from headwater.core import events as ev
+from headwater.core.ids import CODE_TIMER, node_timer_id, task_key
+from headwater.core.kinds.workflow.records import ChildSpec
+from headwater.core.state import (
+    IllegalTransition,
+    TaskState,
+    TimerState,
+    WorkflowState,
+    node_state,
+)
+from headwater.core.status import TaskStatus
+
+OPS = ("task", "child", "sleep", "signal")
+"""The steps a function can issue."""
+OWN_OPS = ("sleep", "signal")
+"""The steps no worker runs: the coordinator ends them (a timer, a signal)."""
+SLEEP_TASK = "headwater.sleep"
+SIGNAL_TASK = "headwater.signal"
+"""The task names of the coordinator's own steps (what a timeline shows)."""
+TIMEOUT_ERROR = "TimeoutError"
+"""The error type of a signal wait whose timeout passed."""
+
+
+def activation(k: int) -> int:
+    """The node index of activation ``k``."""
+    return 2 * k
+
+
+def step_index(s: int) -> int:
+    """The node index of step ``s``."""
+    return 2 * s + 1
+
+
+def is_activation(index: int | None) -> bool:
+    """Whether a task index of a code node is an activation (even) or a step (odd)."""
+    return index is not None and index % 2 == 0
+
+
+def journal(state: WorkflowState, node_id: str) -> dict[str, Any]:
+    """The node's journal (created empty on first use)."""
+    node = node_state(state, node_id)
+    if node.code is None:
+        node.code = {"acts": [], "steps": [], "done": [], "decided": 0}
+    return node.code
+
+
+def step_of(state: WorkflowState, node_id: str, index: int) -> dict[str, Any]:
+    """The journal entry of the step at task index ``index``.
+
+    Raises:
+        IllegalTransition: no step was issued there.
+    """
+    steps = journal(state, node_id)["steps"]
+    s = index // 2
+    if index % 2 == 0 or not 0 <= s < len(steps):
+        raise IllegalTransition(f"no step {task_key(node_id, index)} in {state.workflow_id}")
+    return steps[s]  # type: ignore[no-any-return]
+
+
+def undelivered(j: dict[str, Any]) -> int:
+    """How many results no activation was given yet."""
+    given = j["acts"][-1][1] if j["acts"] else 0
+    return len(j["done"]) - int(given)
+
+
+def pending(j: dict[str, Any]) -> int:
+    """How many steps have no result yet."""
+    return len(j["steps"]) - len(j["done"])
+
+
+def timer_id(node_id: str, s: int) -> str:
+    """The id of step ``s``'s timer (a sleep's wake-up, a signal wait's timeout)."""
+    return node_timer_id(CODE_TIMER, task_key(node_id, step_index(s)))
+
+
+# -- how the events change the journal (the kind's ``KindEvolution``) -----------------------
+
+def dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
+    """Activation k's first dispatch fixes the results it is given: all recorded so far.
+    A retry of it is given the same."""
+    if not is_activation(body.index):
+        return
+    j = journal(state, body.node)
+    k = (body.index or 0) // 2
+    if k == len(j["acts"]):
+        j["acts"].append([body.at_ms, len(j["done"])])
+    elif k > len(j["acts"]):
+        raise IllegalTransition(f"activation {k} of {body.node} before {len(j['acts'])}")
+
+
+def succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
+    """An activation decided (its output is the decision: the steps it issues, or its
+    end), or a step's task or child succeeded (its output is the step's result)."""
+    if not is_activation(body.index):
+        assert body.index is not None
+        resolve(state, body.node, body.index // 2, {"value": body.output}, body.at_ms)
+        return
+    j = journal(state, body.node)
+    decision = body.output if isinstance(body.output, dict) else {}
+    k = (body.index or 0) // 2
+    ends = "finish" in decision or "fail" in decision
+    for command in () if ends else decision.get("steps") or ():
+        _issue(state, body.node, j, k, dict(command), body.at_ms)
+    if "finish" in decision:
+        j["finish"] = decision["finish"]
+    if "fail" in decision:
+        j["fail"] = decision["fail"]
+    j["decided"] = k + 1
+
+
+def _issue(state: WorkflowState, node_id: str, j: dict[str, Any], k: int,
+           entry: dict[str, Any], at_ms: int) -> None:
+    """Add one step to the journal; a sleep or a signal wait gets its task (no worker
+    runs it) and its timer."""
+    s = len(j["steps"])
+    entry["act"] = k
+    j["steps"].append(entry)
+    if entry["op"] not in OWN_OPS:
+        return
+    index = step_index(s)
+    fire_at: int | None = None
+    if entry["op"] == "sleep":
+        fire_at = int(entry["until_ms"]) if entry.get("until_ms") is not None else (
+            at_ms + round(float(entry.get("seconds") or 0) * 1000))
+        entry["fire_at_ms"] = fire_at
+    elif entry.get("timeout") is not None:
+        fire_at = at_ms + round(float(entry["timeout"]) * 1000)
+        entry["fire_at_ms"] = fire_at
+    name = SLEEP_TASK if entry["op"] == "sleep" else SIGNAL_TASK
+    node = node_state(state, node_id)
+    node.next_index = max(node.next_index, index + 1)
+    state.tasks[task_key(node_id, index)] = TaskState(
+        node=node_id, index=index, attempt=state.first_attempt, status=TaskStatus.RUNNING,
+        dispatched_at_ms=at_ms, started_at_ms=at_ms, worker=name, message=name)
+    if fire_at is not None:
+        state.timers[timer_id(node_id, s)] = TimerState(fire_at, node_id, index, 0)
+
+
+def resolve(state: WorkflowState, node_id: str, s: int, result: dict[str, Any],
+            at_ms: int) -> None:
+    """Record step ``s``'s result (``{"value": v}`` or ``{"error": {...}}``); a step
+    resolved already keeps its first."""
+    j = journal(state, node_id)
+    entry = j["steps"][s]
+    if "result" in entry:
+        return
+    entry["result"] = result
+    entry["order"] = len(j["done"])  # its place among the results (``done``)
+    j["done"].append(s)
+    if entry["op"] in OWN_OPS:
+        state.timers.pop(timer_id(node_id, s), None)
+        task = state.tasks.get(task_key(node_id, step_index(s)))
+        if task is not None and not task.status.terminal:
+            failed = "error" in result
+            task.status = TaskStatus.FAILED if failed else TaskStatus.SUCCEEDED
+            task.finished_at_ms = at_ms
+            task.error = str(result["error"].get("message", "")) if failed else ""
+            task.error_type = str(result["error"].get("type", "")) if failed else ""
+
+
+def ended(state: WorkflowState, node_id: str, index: int | None) -> None:
+    """A step's task or child failed for good or was cancelled: its result is the
+    error (what ``await`` raises in the function)."""
+    if index is None or is_activation(index):
+        return
+    task = state.tasks[task_key(node_id, index)]
+    cancelled = task.status is TaskStatus.CANCELLED
+    error = {"type": "Cancelled" if cancelled else task.error_type or "TaskFailed",
+             "message": "cancelled" if cancelled else task.error,
+             "attempts": state.tries(task.attempt)}
+    resolve(state, node_id, index // 2, {"error": error}, task.finished_at_ms or 0)
+
+
+def timer_fired(state: WorkflowState, timer_id_: str, timer: TimerState) -> None:
+    """A sleep woke (its result is null), or a signal wait timed out (an error). (A
+    retry timer of a step's task is no business of the journal's.)"""
+    if timer.index is None or not timer_id_.startswith(f"{CODE_TIMER}:"):
+        return
+    s = timer.index // 2
+    entry = journal(state, timer.node)["steps"][s]
+    if entry["op"] == "sleep":
+        resolve(state, timer.node, s, {"value": None}, timer.fire_at_ms)
+        return
+    message = f"no signal {entry.get('name')!r} within {entry.get('timeout')} s"
+    resolve(state, timer.node, s, {"error": {"type": TIMEOUT_ERROR, "message": message}},
+            timer.fire_at_ms)
+
+
+def signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
+    """A signal wait took a signal: its fields are the step's result."""
+    assert body.index is not None
+    resolve(state, body.node, body.index // 2, {"value": body.fields}, body.at_ms)
+
+
+def waiting_for(state: WorkflowState, node_id: str, name: str) -> int | None:
+    """The first step of the node still waiting for signal ``name``, or None."""
+    for s, entry in enumerate(journal(state, node_id)["steps"]):
+        if entry["op"] == "signal" and entry.get("name") == name and "result" not in entry:
+            return s
+    return None
+
+
+def task_indexes(code: dict[str, Any] | None) -> list[int]:
+    """The indexes of a code node's tasks: every activation dispatched and every step
+    issued (each gets its task when issued: a dispatched task or child, a sleep, a
+    signal wait); what the coordinator's table holds an entry for. ``code`` is a
+    journal, or the counts the table's header keeps of one (``nacts``, ``nsteps``)."""
+    if not code:
+        return []
+    nacts = code["nacts"] if "nacts" in code else len(code["acts"])
+    nsteps = code["nsteps"] if "nsteps" in code else len(code["steps"])
+    return sorted([activation(k) for k in range(nacts)]
+                  + [step_index(s) for s in range(nsteps)])
+
+
+def own_step_indexes(state: WorkflowState, node_id: str, k: int) -> list[int]:
+    """The indexes of the sleeps and signal waits activation ``k`` issued: tasks its
+    decision created (what the coordinator's table writes with the decision)."""
+    steps = journal(state, node_id)["steps"]
+    return [step_index(s) for s, e in enumerate(steps)
+            if e["act"] == k and e["op"] in OWN_OPS]
+
+
+# -- what a worker gets ------------------------------------------------------------------
+
+def activation_input(state: WorkflowState, node_id: str, k: int) -> dict[str, Any]:
+    """Activation ``k``'s input as a worker gets it: the workflow's input, the time and
+    results of every activation up to ``k``, and the steps issued before it (what a run
+    of the function from the start must issue again, in the same order).
+
+    The history's ``TaskDispatched`` holds ``{"activation": k}`` only; the coordinator
+    builds this when it sends the dispatch (``services/coordinator/records.py``), so
+    the history does not repeat the journal on every activation.
+    """
+    j = journal(state, node_id)
+    acts = j["acts"][:k + 1]
+    through = int(acts[-1][1]) if acts else 0
+    spec = state.spec.node(node_id)
+    return {
+        "workflow_id": state.workflow_id,
+        "input": state.resolve_input(spec.input),
+        "activation": k,
+        "times": [a[0] for a in acts],
+        "through": [a[1] for a in acts],
+        "steps": [{"op": e["op"], "name": e.get("name", ""), "act": e["act"]}
+                  for e in j["steps"] if e["act"] < k],
+        "results": [[s, j["steps"][s]["result"]] for s in j["done"][:through]],
+    }
+
+
+def activation_dispatch(state: WorkflowState, body: ev.TaskDispatched) -> ev.TaskDispatched:
+    """The dispatch a worker gets for ``body``: an activation's with its input
+    (``activation_input``); any other dispatch as it is."""
+    if not is_activation(body.index) or state.spec_error:
+        return body
+    try:
+        if state.spec.node(body.node).code is None:
+            return body
+    except KeyError:
+        return body
+    k = (body.index or 0) // 2
+    return dataclasses.replace(body, input=activation_input(state, body.node, k))
+
+
+def child_spec(state: WorkflowState, node_id: str, index: int | None) -> ChildSpec | None:
+    """The child workflow a code node's step at ``index`` starts, or None (an
+    activation, or a step of another kind)."""
+    if index is None or is_activation(index):
+        return None
+    steps = journal(state, node_id)["steps"]
+    s = index // 2
+    if not 0 <= s < len(steps) or steps[s]["op"] != "child":
+        return None
+    step = steps[s]
+    return ChildSpec(workflow=step.get("workflow"), definition=step.get("definition"),
+                     definition_version=step.get("definition_version"))

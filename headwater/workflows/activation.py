@@ -1,0 +1,225 @@
+"""One activation of a ``@workflow``: run the function over its journal, up to where it
+waits on steps without results, and return the decision (``headwater/core/kinds/code``).
+
+A worker gets activation k with the results the coordinator gave activations 0..k and
+the steps they issued (``journal.activation_input``). An ``Instance`` runs the function
+from its start: for each earlier activation it hands in that activation's results, runs
+until the function waits, and checks that it issued exactly the steps the history says
+that activation issued (op and name, in order); then for activation k it does the same,
+and what it issues now is the decision. A difference is a ``NondeterminismError`` (the
+activation fails and is retried; the run is not failed).
+
+A worker keeps each run's instance between activations (``CACHE``): when activation k+1
+follows the k it ran, only k+1's results are handed in (no replay). After a crash, on
+another worker, or when the cache dropped it, the function is run from its start.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from headwater.errors import NondeterminismError, WorkflowRegistrationError
+from headwater.workflows.context import Step, WorkflowContext
+from headwater.workflows.driver import Driver
+
+if TYPE_CHECKING:
+    from headwater.context import TaskContext
+    from headwater.workflows.decorator import WorkflowInfo
+
+ACTIVATION_MARK = "__headwater_activation__"
+"""Set on the task function that runs a workflow's activations."""
+CACHE_SIZE = 1000
+"""Runs whose instance a worker keeps (least recently used dropped first)."""
+Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
+"""A definition's name -> its spec document and version (what ``wf.call`` of a spec
+definition needs; the worker asks the gateway)."""
+
+
+class Instance:
+    """A run of the function, stepped activation by activation."""
+
+    def __init__(self, info: WorkflowInfo, payload: dict[str, Any],
+                 progress: Callable[[float, str], None] | None) -> None:
+        self.info = info
+        self.workflow_id = str(payload.get("workflow_id", ""))
+        self.driver = Driver()
+        self.issued: list[Step] = []
+        self.recorded: list[dict[str, Any]] = []
+        self.times: list[int] = []
+        self.act = 0
+        self.final = 0
+        self.processed = 0
+        self.fault: NondeterminismError | None = None
+        self.ctx = WorkflowContext(info, self.workflow_id, self.driver, self._issue,
+                                   self._now, progress)
+        raw = payload.get("input")
+        kwargs = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
+        self.driver.start_main(info.fn(self.ctx, **kwargs))
+        self.busy = False
+
+    def _now(self) -> int:
+        return int(self.times[min(self.act, len(self.times) - 1)]) if self.times else 0
+
+    def _issue(self, step: Step) -> int:
+        """Number a step the function issues and check it against the history."""
+        s = len(self.issued)
+        self.issued.append(step)
+        new = describe(step.command)
+        if s < len(self.recorded):
+            rec = self.recorded[s]
+            if describe(rec) != new or int(rec.get("act", -1)) != self.act:
+                self._fault(NondeterminismError(s, f"{describe(rec)} (activation "
+                                                   f"{rec.get('act')})", new))
+        elif self.act < self.final:
+            self._fault(NondeterminismError(s, "", new))
+        return s
+
+    def _fault(self, error: NondeterminismError) -> None:
+        if self.fault is None:
+            self.fault = error
+
+    def advance(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Run activations ``processed``..k of ``payload`` and return k's decision.
+
+        Raises:
+            NondeterminismError: the function parts from the history.
+        """
+        k = int(payload["activation"])
+        through = [int(t) for t in payload["through"]]
+        results = payload["results"]
+        self.recorded = list(payload["steps"])
+        self.times = [int(t) for t in payload["times"]]
+        self.final = k
+        for a in range(self.processed, k + 1):
+            self.act = a
+            self.ctx.replaying = a < k
+            for s, result in results[through[a - 1] if a else 0:through[a]]:
+                if not 0 <= s < len(self.issued):
+                    raise NondeterminismError(s, "a result for it", "no such step")
+                self.issued[s].resolve(result)
+            self.driver.wake()
+            self.driver.run()
+            if self.fault is not None:
+                raise self.fault
+            if a < k:
+                self._check_replayed(a)
+        self.processed = k + 1
+        return self._decision(k)
+
+    def _check_replayed(self, a: int) -> None:
+        """After re-running activation ``a``: it issued every step the history has for
+        it, and the function has not ended (the history goes on)."""
+        expected = sum(1 for r in self.recorded if int(r.get("act", -1)) <= a)
+        if len(self.issued) < expected:
+            missing = self.recorded[len(self.issued)]
+            raise NondeterminismError(len(self.issued), describe(missing), "")
+        main = self.driver.main
+        if main is not None and main.done:
+            nxt = self.recorded[expected] if expected < len(self.recorded) else None
+            raise NondeterminismError(expected, describe(nxt) if nxt else
+                                      f"activation {a + 1}", "the function's end")
+
+    def _decision(self, k: int) -> dict[str, Any]:
+        main = self.driver.main
+        assert main is not None
+        steps = [dict(s.command) for s in self.issued[len(self.recorded):]]
+        if not main.done:
+            return {"steps": steps}
+        try:
+            value = main.outcome()
+        except Exception as e:
+            return {"fail": {"type": type(e).__name__, "message": str(e)[:2000],
+                             "traceback": "".join(traceback.format_exception(e))[-8000:]}}
+        try:
+            orjson.dumps(value)
+        except TypeError as e:
+            return {"fail": {"type": "TypeError",
+                             "message": f"the workflow returned a value that is not JSON: {e}"}}
+        return {"steps": steps, "finish": value}
+
+
+def describe(command: dict[str, Any]) -> str:
+    """How a step reads in a nondeterminism message: ``task pkg.fetch``."""
+    name = command.get("name") or ""
+    return f"{command.get('op', '?')} {name}".strip()
+
+
+CACHE: OrderedDict[str, Instance] = OrderedDict()
+"""Run id -> its instance, most recently used last."""
+
+
+async def activate(info: WorkflowInfo, payload: dict[str, Any],
+                   progress: Callable[[float, str], None] | None = None,
+                   resolve: Resolver | None = None, cache: bool = True) -> dict[str, Any]:
+    """Run one activation and return its decision (the activation task's output).
+
+    Args:
+        info: the workflow.
+        payload: the activation's input (``journal.activation_input``).
+        progress: where ``wf.progress`` goes.
+        resolve: how a child step naming a definition gets its spec (None: such a
+            step fails the activation).
+        cache: keep and reuse the run's instance (``CACHE``).
+
+    Raises:
+        NondeterminismError: the code parts from the history.
+    """
+    wid = str(payload.get("workflow_id", ""))
+    k = int(payload["activation"])
+    inst = CACHE.get(wid) if cache else None
+    if inst is None or inst.busy or inst.processed != k or len(inst.issued) != len(
+            payload["steps"]) or inst.info is not info:
+        inst = Instance(info, payload, progress)
+    inst.busy = True
+    try:
+        decision = inst.advance(payload)
+    except BaseException:
+        CACHE.pop(wid, None)
+        raise
+    finally:
+        inst.busy = False
+    if cache and "finish" not in decision and "fail" not in decision:
+        CACHE[wid] = inst
+        CACHE.move_to_end(wid)
+        while len(CACHE) > CACHE_SIZE:
+            CACHE.popitem(last=False)
+    else:
+        CACHE.pop(wid, None)
+    for step in decision.get("steps") or ():
+        if step["op"] == "child" and "workflow" not in step:
+            if resolve is None:
+                raise LookupError(f"wf.call({step['name']!r}): no @workflow of that name "
+                                  "here, and no gateway to look up a definition")
+            doc, version = await resolve(step["name"])
+            step.update(workflow=doc, definition=step["name"], definition_version=version)
+    return decision
+
+
+def register_activation(info: WorkflowInfo) -> None:
+    """Register the task a worker runs for the workflow's activations (its name)."""
+    from headwater.sdk import REGISTRY, TaskInfo
+
+    async def run_activation(ctx: TaskContext, **payload: Any) -> dict[str, Any]:
+        return await activate(info, payload, ctx.progress, _gateway_resolver(ctx))
+
+    run_activation.__qualname__ = f"{info.fn.__qualname__}.<activation>"
+    run_activation.__module__ = info.fn.__module__
+    existing = REGISTRY.get(info.name)
+    if existing is not None and not getattr(existing.fn, ACTIVATION_MARK, False):
+        raise WorkflowRegistrationError(
+            f"workflow name {info.name!r} is taken by the @task {existing.fn.__module__}."
+            f"{existing.fn.__qualname__}; pass another name=")
+    setattr(run_activation, ACTIVATION_MARK, True)
+    REGISTRY[info.name] = TaskInfo(name=info.name, queue=info.queue, fn=run_activation,
+                                   wants_ctx=True, is_async=True)
+
+
+def _gateway_resolver(ctx: TaskContext) -> Resolver:
+    async def resolve(name: str) -> tuple[dict[str, Any], int | None]:
+        return await ctx.definition(name)
+    return resolve

@@ -1,0 +1,227 @@
+"""``WorkflowContext``: what a ``@workflow`` function does durably, each operation a
+step of its history (or derived from it).
+
+    @workflow
+    async def research(wf: WorkflowContext, question: str) -> dict:
+        topic = await wf.run(classify, text=question)
+        pages = await wf.gather(*(wf.run(fetch, url=u) for u in topic["urls"]),
+                                max_concurrency=5)
+        await wf.sleep(60)
+        answer = await wf.signal("approval", timeout=86400)
+        return {"pages": pages, "approved": answer}
+
+A step is issued when it is awaited, or started by ``gather``; its number is the order
+of issue, which is what a replay checks (``activation.py``).
+"""
+
+from __future__ import annotations
+
+import random as _random
+import uuid as _uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.errors import StepFailed
+from headwater.workflows.driver import AnyOf, Driver, Waitable
+
+if TYPE_CHECKING:
+    from headwater.workflows.decorator import WorkflowInfo
+
+DEFAULT_TASK_RETRY: dict[str, Any] = {"max_attempts": 3, "backoff_base": 1.0,
+                                      "backoff_max": 60.0, "multiplier": 2.0, "jitter": 0.2}
+"""A step's retry policy when neither ``wf.run`` nor the ``@workflow`` gives one."""
+DEFAULT_HEARTBEAT_TIMEOUT = 30.0
+"""Seconds: a task step's heartbeat timeout unless ``wf.run`` gives one."""
+
+
+class Step(Waitable):
+    """One durable operation: issued once (``start``), ended by its result."""
+
+    def __init__(self, ctx: WorkflowContext, command: dict[str, Any]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.command = command
+        self.number: int | None = None
+
+    def start(self) -> None:
+        if self.number is None:
+            self.number = self.ctx._issue(self)
+
+    def resolve(self, result: dict[str, Any]) -> None:
+        """End the step with its recorded result (``{"value"}`` or ``{"error"}``)."""
+        if "error" in result:
+            err = result["error"] or {}
+            assert self.number is not None
+            self.set_error(StepFailed(self.number, str(err.get("type", "Error")),
+                                      str(err.get("message", "")),
+                                      int(err.get("attempts") or 0)))
+        else:
+            self.set_result(result.get("value"))
+
+
+class WorkflowContext:
+    """The running workflow, as its function sees it.
+
+    Attributes:
+        workflow_id: the run's id.
+        info: the ``@workflow`` being run.
+        replaying: True while the function re-runs what the history has (an
+            activation's new part runs with False): progress is not sent again.
+    """
+
+    def __init__(self, info: WorkflowInfo, workflow_id: str, driver: Driver,
+                 issue: Callable[[Step], int], now_ms: Callable[[], int],
+                 progress: Callable[[float, str], None] | None = None) -> None:
+        self.info = info
+        self.workflow_id = workflow_id
+        self.replaying = True
+        self._driver = driver
+        self._issue = issue
+        self._now_ms = now_ms
+        self._progress = progress
+        self._rng = _random.Random(f"headwater:{workflow_id}")
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def run(self, task: Callable[..., Any] | str, /, *, queue: str | None = None,
+            retry: dict[str, Any] | None = None, timeout: float | None = None,
+            heartbeat_timeout: float | None = None, **kwargs: Any) -> Step:
+        """Run a ``@task`` (the function, or its registered name) as an attempt on its
+        queue, with ``kwargs`` as its input; awaiting gives its output, or raises
+        ``StepFailed`` once its last attempt failed.
+
+        Args:
+            task: a ``@task`` function or a task name.
+            queue: the queue (default: the task's own).
+            retry: a retry policy (``max_attempts``, ``backoff_base``, ...; default:
+                the ``@workflow``'s ``retry``).
+            timeout: seconds per attempt, from dispatch.
+            heartbeat_timeout: seconds without a report after which an attempt is lost.
+        """
+        name, own_queue = _task_of(task)
+        q = queue or own_queue or self.info.queue
+        if not QUEUE_PATTERN.fullmatch(q):
+            raise ValueError(f"queue {q!r} must match {QUEUE_PATTERN.pattern}")
+        command: dict[str, Any] = {
+            "op": "task", "name": name, "input": kwargs or None, "queue": q,
+            "retry": dict(retry or self.info.retry or DEFAULT_TASK_RETRY),
+            "heartbeat_timeout": heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT}
+        if timeout is not None:
+            command["timeout"] = timeout
+        return Step(self, command)
+
+    def call(self, workflow: Any, input: Any = None, *, retry: dict[str, Any] | None = None,
+             timeout: float | None = None) -> Step:
+        """Run a child workflow: a ``@workflow`` (the function or its name) or a
+        registered definition (its name); awaiting gives its output, or raises
+        ``StepFailed`` when it failed (after ``retry``) or was cancelled. The child is
+        linked to this run: cancelling this run cancels it."""
+        from headwater.workflows.decorator import info_of
+
+        info = info_of(workflow)
+        command: dict[str, Any] = {"op": "child", "input": input}
+        if info is not None:
+            command.update(name=info.name, workflow=info.spec(), definition=info.name)
+        elif isinstance(workflow, str):
+            command["name"] = workflow  # a definition: resolved when issued
+        else:
+            raise TypeError(f"wf.call takes a @workflow or a definition's name, not "
+                            f"{type(workflow).__name__}")
+        if retry is not None:
+            command["retry"] = dict(retry)
+        if timeout is not None:
+            command["timeout"] = timeout
+        return Step(self, command)
+
+    def sleep(self, seconds: float | None = None, *, until: datetime | None = None) -> Step:
+        """Sleep durably for ``seconds``, or until the instant ``until``."""
+        if (seconds is None) == (until is None):
+            raise ValueError("wf.sleep takes seconds or until=, not both or neither")
+        if until is not None:
+            if until.tzinfo is None:
+                raise ValueError("wf.sleep(until=...) needs an aware datetime (with tzinfo)")
+            return Step(self, {"op": "sleep", "until_ms": round(until.timestamp() * 1000)})
+        if seconds is None or seconds < 0:
+            raise ValueError(f"wf.sleep needs seconds >= 0, not {seconds!r}")
+        return Step(self, {"op": "sleep", "seconds": float(seconds)})
+
+    def signal(self, name: str, *, timeout: float | None = None) -> Step:
+        """Wait for the signal ``name`` (``POST /v1/workflows/{id}/signals/{name}``,
+        ``headwater signal``); awaiting gives its fields, or raises ``StepFailed``
+        (``TimeoutError``) after ``timeout`` seconds. A signal sent before the wait
+        began is kept for it."""
+        command: dict[str, Any] = {"op": "signal", "name": name}
+        if timeout is not None:
+            command["timeout"] = float(timeout)
+        return Step(self, command)
+
+    async def gather(self, *items: Awaitable[Any], max_concurrency: int | None = None,
+                     return_exceptions: bool = False) -> list[Any]:
+        """Await steps and coroutines (of durable operations) together; results in the
+        order given. At most ``max_concurrency`` run at once (the rest start as earlier
+        ones end). The first failure (in order) is raised once all have ended, unless
+        ``return_exceptions``."""
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        waitables = [self._waitable(item) for item in items]
+        limit = max_concurrency or len(waitables) or 1
+        queue = list(waitables)
+        running: list[Waitable] = []
+        while queue or running:
+            while queue and len(running) < limit:
+                w = queue.pop(0)
+                w.start()
+                running.append(w)
+            done = await AnyOf(running)
+            running = [w for w in running if w not in done]
+        results: list[Any] = []
+        for w in waitables:
+            try:
+                results.append(w.outcome())
+            except Exception as e:
+                if not return_exceptions:
+                    raise
+                results.append(e)
+        return results
+
+    def _waitable(self, item: Awaitable[Any]) -> Waitable:
+        if isinstance(item, Waitable):
+            return item
+        if isinstance(item, Coroutine):
+            return self._driver.spawn(item)
+        raise TypeError(f"wf.gather takes steps and coroutines, not {type(item).__name__}")
+
+    # -- derived from the history ----------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The time of the current activation (the same on every replay)."""
+        return datetime.fromtimestamp(self._now_ms() / 1000, tz=UTC)
+
+    def random(self) -> float:
+        """A number in [0, 1), from a generator seeded by the run's id."""
+        return self._rng.random()
+
+    def uuid(self) -> _uuid.UUID:
+        """A version-4 UUID drawn from the same generator as ``random``."""
+        return _uuid.UUID(int=self._rng.getrandbits(128), version=4)
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress (0..1) on the run's live view; not sent again on replay."""
+        if not self.replaying and self._progress is not None:
+            self._progress(fraction, message)
+
+
+def _task_of(task: Callable[..., Any] | str) -> tuple[str, str | None]:
+    """The task name (and queue) of a ``@task`` function or a name."""
+    if isinstance(task, str):
+        from headwater.sdk import REGISTRY
+
+        info = REGISTRY.get(task)
+        return task, info.queue if info is not None else None
+    info = getattr(task, "__headwater_task__", None)
+    if info is None:
+        raise TypeError(f"wf.run takes a @task function or a task name; "
+                        f"{getattr(task, '__name__', task)!r} is not a @task")
+    return str(info.name), str(info.queue)

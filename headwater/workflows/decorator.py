@@ -1,0 +1,216 @@
+"""``@workflow``: an ``async def f(wf, **input)`` becomes a durable workflow.
+
+    @workflow(name="research", path="/research", queue="cpu")
+    async def research(wf: WorkflowContext, question: str) -> dict: ...
+
+The decorator registers the function (``WORKFLOWS``) and, under the same name, the task
+a worker runs for each of its activations (``headwater.sdk.REGISTRY``), so any worker
+that imports the module serves it. ``WorkflowInfo.spec`` is the spec document of a run:
+one ``code`` node whose task is the workflow (``headwater/core/kinds/code``). Options
+that are not known are refused here, naming the nearest known one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT
+from headwater.core.suggest import did_you_mean
+from headwater.errors import WorkflowRegistrationError
+
+F = TypeVar("F", bound=Callable[..., Any])
+CODE_NODE = "main"
+"""The id of a code workflow's one node."""
+ACTIVATION_RETRY: dict[str, Any] = {"max_attempts": 1_000_000, "backoff_base": 1.0,
+                                    "backoff_max": 60.0, "multiplier": 2.0, "jitter": 0.1}
+"""An activation is retried for as long as the run may take: a worker lost mid-way, or
+code that no longer decides as the history did (``NondeterminismError``) until the code
+that does is deployed."""
+DEFAULT_ACTIVATION_TIMEOUT = 60.0
+"""Seconds an activation may run: a function does its I/O in tasks, so it is quick."""
+_NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
+_PATH = re.compile(r"^/[A-Za-z0-9_\-./]{1,200}$")
+DEPLOY_KEYS = ("replicas", "min_replicas", "max_replicas", "cpu", "memory", "gpu")
+"""The scaling and resource hints the deploy step reads (``WorkflowInfo.deploy``)."""
+_OPTIONS = ("name", "path", "queue", "timeout", "retry", "restart_on_failure",
+            "max_restarts", "input_schema", "max_events", *DEPLOY_KEYS)
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """What ``@workflow`` recorded about a function.
+
+    Attributes:
+        name: the registered name (the definition's and the activation task's).
+        fn: the ``async def`` function.
+        queue: the queue of its activations (and of its tasks that name none).
+        path: the HTTP path the gateway also serves it at (``POST <path>``), or None.
+        timeout: seconds an activation may run.
+        retry: the retry policy of its steps unless ``wf.run`` gives one.
+        restart_on_failure, max_restarts: as a spec's.
+        input_schema: a JSON Schema of its input (from the type hints unless given).
+        max_events: the most history events one run may record.
+        deploy: the scaling and resource hints given (``DEPLOY_KEYS``).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    queue: str = "cpu"
+    path: str | None = None
+    timeout: float = DEFAULT_ACTIVATION_TIMEOUT
+    retry: dict[str, Any] | None = None
+    restart_on_failure: bool = False
+    max_restarts: int | None = None
+    input_schema: dict[str, Any] | None = None
+    max_events: int = DEFAULT_MAX_EVENTS
+    deploy: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self) -> dict[str, Any]:
+        """The spec document of a run of this workflow."""
+        node: dict[str, Any] = {
+            "id": CODE_NODE, "kind": "code", "task": self.name, "queue": self.queue,
+            "input": "${input}", "timeout": self.timeout, "retry": dict(ACTIVATION_RETRY),
+            "max_events": self.max_events}
+        doc: dict[str, Any] = {"name": self.name, "nodes": [node], "output": "${nodes.main.output}"}
+        if self.restart_on_failure:
+            doc["restart_on_failure"] = True
+            if self.max_restarts is not None:
+                doc["max_restarts"] = self.max_restarts
+        return doc
+
+
+WORKFLOWS: dict[str, WorkflowInfo] = {}
+"""Every ``@workflow`` imported, by name."""
+
+
+@overload
+def workflow(fn: F, /) -> F: ...
+@overload
+def workflow(*, name: str | None = None, path: str | None = None, queue: str = "cpu",
+             timeout: float = DEFAULT_ACTIVATION_TIMEOUT, retry: dict[str, Any] | None = None,
+             restart_on_failure: bool = False, max_restarts: int | None = None,
+             input_schema: dict[str, Any] | None = None, max_events: int = DEFAULT_MAX_EVENTS,
+             **hints: Any) -> Callable[[F], F]: ...
+
+
+def workflow(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    """Register an ``async def f(wf: WorkflowContext, **input)`` as a durable workflow;
+    usable bare or with options (``name``, ``path``, ``queue``, ``timeout``, ``retry``,
+    ``restart_on_failure``, ``max_restarts``, ``input_schema``, ``max_events``, and the
+    deploy hints ``replicas``, ``min_replicas``, ``max_replicas``, ``cpu``, ``memory``,
+    ``gpu``).
+
+    Raises:
+        WorkflowRegistrationError: an unknown option (the nearest known one named), a
+            bad name, path, queue or ``max_events``, a function that is not ``async
+            def`` or does not take the context first, or a name already taken.
+    """
+    for key in options:
+        if key not in _OPTIONS:
+            hint = did_you_mean(key, _OPTIONS)
+            raise WorkflowRegistrationError(
+                f"@workflow has no option {key!r}{hint}; its options are "
+                f"{', '.join(_OPTIONS)}")
+
+    def register(func: F) -> F:
+        info = _info(func, options)
+        existing = WORKFLOWS.get(info.name)
+        if existing is not None and _origin(existing.fn) != _origin(func):
+            raise WorkflowRegistrationError(
+                f"workflow name {info.name!r} is already registered by "
+                f"{_origin(existing.fn)}; pass another name=")
+        from headwater.workflows.activation import register_activation
+
+        register_activation(info)
+        WORKFLOWS[info.name] = info
+        func.__headwater_workflow__ = info  # type: ignore[attr-defined]
+        return func
+
+    if fn is not None:
+        return register(fn)
+    return register
+
+
+def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
+    where = f"@workflow {getattr(func, '__qualname__', func)!r}"
+    if not inspect.iscoroutinefunction(func):
+        raise WorkflowRegistrationError(f"{where} must be an async def function "
+                                        "(async def f(wf: WorkflowContext, ...))")
+    params = list(inspect.signature(func).parameters.values())
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
+                                            params[0].POSITIONAL_OR_KEYWORD):
+        raise WorkflowRegistrationError(f"{where} must take the WorkflowContext as its "
+                                        "first parameter (async def f(wf, ...))")
+    name = options.get("name") or f"{func.__module__}.{func.__qualname__}"
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise WorkflowRegistrationError(f"{where}: name {name!r} must match {_NAME.pattern}")
+    queue = options.get("queue", "cpu")
+    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
+        raise WorkflowRegistrationError(
+            f"{where}: queue {queue!r} must match {QUEUE_PATTERN.pattern}")
+    path = options.get("path")
+    if path is not None and (not isinstance(path, str) or not _PATH.fullmatch(path)
+                             or path.startswith("/v1/")):
+        raise WorkflowRegistrationError(
+            f"{where}: path {path!r} must start with / (not /v1/) and use letters, "
+            "digits and _-./")
+    cap = options.get("max_events", DEFAULT_MAX_EVENTS)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
+        raise WorkflowRegistrationError(
+            f"{where}: max_events must be a whole number from 10 to {MAX_EVENTS_LIMIT}")
+    timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise WorkflowRegistrationError(f"{where}: timeout must be a number of seconds > 0")
+    return WorkflowInfo(
+        name=name, fn=func, queue=queue, path=path, timeout=float(timeout),
+        retry=options.get("retry"),
+        restart_on_failure=bool(options.get("restart_on_failure", False)),
+        max_restarts=options.get("max_restarts"),
+        input_schema=options.get("input_schema") or input_schema_of(func),
+        max_events=cap, deploy={k: options[k] for k in DEPLOY_KEYS if k in options})
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",
+                               bool: "boolean", list: "array", dict: "object"}
+
+
+def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
+    """A JSON Schema of the function's input from its type hints: an object with one
+    property per parameter after the context (typed where the hint is a plain JSON
+    type), those without a default required."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:
+        hints = {}
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for p in list(inspect.signature(func).parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        hint = hints.get(p.name)
+        origin = typing.get_origin(hint) or hint
+        props[p.name] = {"type": _JSON_TYPES[origin]} if origin in _JSON_TYPES else {}
+        if p.default is p.empty:
+            required.append(p.name)
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def info_of(target: Any) -> WorkflowInfo | None:
+    """The ``WorkflowInfo`` of a ``@workflow`` function or of a registered name."""
+    if isinstance(target, str):
+        return WORKFLOWS.get(target)
+    info = getattr(target, "__headwater_workflow__", None)
+    return info if isinstance(info, WorkflowInfo) else None
+
+
+def _origin(fn: Callable[..., Any]) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
