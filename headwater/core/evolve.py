@@ -105,6 +105,10 @@ def _workflow_restarted(state: WorkflowState, body: ev.WorkflowRestarted) -> Non
             f"generation {state.generation} with attempts up to {highest}"
             + (f" and {live[0]} unfinished" if live else ""))
     state.generation, state.attempt_floor = body.generation, body.attempt_floor
+    state.generation_seq = state.seq + 1  # this event's
+    if body.continued:  # a code workflow's continue-as-new: its new input
+        state.continued += 1
+        state.input = body.input
     state.nodes = {n.id: NodeState() for n in state.spec.nodes}
     state.open_nodes = len(state.nodes)
     state.tasks.clear()

@@ -172,6 +172,13 @@ class WorkflowState:
     attempt_floor: int = 0
     """The highest attempt number any task reached before the latest restart (0 before
     any): this generation's attempts are numbered from ``attempt_floor + 1``."""
+    continued: int = 0
+    """How many of the generations after the first a code workflow's
+    ``continue_as_new`` started (the others: restarts after a lost attempt, which
+    ``max_restarts`` bounds)."""
+    generation_seq: int = 0
+    """The seq of the event that started the current generation (0: the first): a code
+    workflow's ``max_events`` counts the events after it."""
     rerun: Any = None
     """A rerun's source and the outputs it reuses (``WorkflowAccepted.rerun``,
     ``headwater/core/reuse.py``); None for a run of its own."""

@@ -35,7 +35,12 @@ from headwater.core.machine import step
 from headwater.core.spec import read_spec
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
-from headwater.errors import NonRetryableError, WorkflowCancelled, WorkflowFailed
+from headwater.errors import (
+    NondeterminismError,
+    NonRetryableError,
+    WorkflowCancelled,
+    WorkflowFailed,
+)
 from headwater.sdk import REGISTRY
 from headwater.workflows.activation import activate
 from headwater.workflows.decorator import info_of
@@ -66,6 +71,9 @@ class Environment:
         self._ids = itertools.count(1)
         self.dispatched = 0
         """How many task attempts (activations included) were run."""
+        self.nondeterministic: dict[str, NondeterminismError] = {}
+        """Runs whose code parted from their history, and how (their activation waits
+        to be retried; ``resume`` after deploying fixed code)."""
 
     # -- what a test does ---------------------------------------------------------------
 
@@ -96,6 +104,8 @@ class Environment:
         ``WorkflowFailed`` / ``WorkflowCancelled``. A run that waits for a signal
         nobody sends raises ``TimeoutError``."""
         await self.run_until_idle(timers=True)
+        if run_id in self.nondeterministic:
+            raise self.nondeterministic[run_id]
         state = self.states[run_id]
         if state.status is WorkflowStatus.SUCCEEDED:
             return state.output
@@ -109,6 +119,12 @@ class Environment:
     async def run(self, workflow: Any, input: Any = None, **kwargs: Any) -> Any:
         """Start a run and return its output (``start`` then ``result``)."""
         return await self.result(await self.start(workflow, input, **kwargs))
+
+    async def resume(self, run_id: str) -> None:
+        """After deploying code that decides as the history did (registering the fixed
+        ``@workflow``), let a run caught by a ``NondeterminismError`` retry its
+        activation (its retry timer fires on ``result``)."""
+        self.nondeterministic.pop(run_id, None)
 
     def history(self, run_id: str) -> list[ev.HistoryEvent]:
         """The run's history, as the coordinator would have recorded it."""
@@ -133,7 +149,8 @@ class Environment:
 
     def _fire_next_timer(self) -> bool:
         armed = [(t.fire_at_ms, wid, tid) for wid, s in self.states.items()
-                 if not s.status.terminal for tid, t in s.timers.items()]
+                 if not s.status.terminal and wid not in self.nondeterministic
+                 for tid, t in s.timers.items()]
         if not armed:
             return False
         at, wid, tid = min(armed)
@@ -157,6 +174,10 @@ class Environment:
         report = report_to_parent(body, state)
         if report is not None and not isinstance(report, ev.TaskStarted):
             self._put(report)
+        if isinstance(body, ev.TaskCancelled) and self._child(state, body) is not None:
+            self._put(ev.CancelRequested(
+                child_id(body.workflow_id, body.node, body.index, body.attempt), body.at_ms,
+                f"parent {body.workflow_id}: {body.reason}", parent_id=body.workflow_id))
         if not isinstance(body, ev.TaskDispatched):
             return
         child = self._child(state, body)
@@ -168,7 +189,7 @@ class Environment:
             return
         self._put(await self._run_task(activation_dispatch(state, body)))
 
-    def _child(self, state: WorkflowState, body: ev.TaskDispatched) -> Any:
+    def _child(self, state: WorkflowState, body: ev.TaskDispatched | ev.TaskCancelled) -> Any:
         spec = state.spec.node(body.node)
         if spec.code is not None:
             found = child_spec(state, body.node, body.index)
@@ -193,6 +214,9 @@ class Environment:
                 output = await activate(wf, kwargs, None, self._resolve, cache=self.cache)
             else:
                 output = await _call(info.fn, info.wants_ctx, ctx, kwargs)
+        except NondeterminismError as e:
+            self.nondeterministic[body.workflow_id] = e
+            return ev.TaskFailed(*where, str(e), type(e).__name__, retryable=True)
         except NonRetryableError as e:
             return ev.TaskFailed(*where, str(e), type(e).__name__, retryable=False)
         except Exception as e:

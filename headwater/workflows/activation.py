@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from headwater.core.kinds.code.decision import ENDS
 from headwater.errors import NondeterminismError, WorkflowRegistrationError
-from headwater.workflows.context import Step, WorkflowContext
+from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
 
 if TYPE_CHECKING:
@@ -55,17 +56,17 @@ class Instance:
         self.final = 0
         self.processed = 0
         self.fault: NondeterminismError | None = None
-        self.ctx = WorkflowContext(info, self.workflow_id, self.driver, self._issue,
-                                   self._now, progress)
+        self._progress = progress
+        self.ctx = WorkflowContext(info, self)
         raw = payload.get("input")
         kwargs = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
         self.driver.start_main(info.fn(self.ctx, **kwargs))
         self.busy = False
 
-    def _now(self) -> int:
+    def now_ms(self) -> int:
         return int(self.times[min(self.act, len(self.times) - 1)]) if self.times else 0
 
-    def _issue(self, step: Step) -> int:
+    def issue(self, step: Step) -> int:
         """Number a step the function issues and check it against the history."""
         s = len(self.issued)
         self.issued.append(step)
@@ -78,6 +79,27 @@ class Instance:
         elif self.act < self.final:
             self._fault(NondeterminismError(s, "", new))
         return s
+
+    def patched(self, change_id: str) -> bool:
+        """``wf.patched``: True where the history has this change's marker (a run that
+        began on the new code) or the code runs anew; False where the history went on
+        without it (a run that began before the change). Issues the marker when True."""
+        s = len(self.issued)
+        if s < len(self.recorded):
+            rec = self.recorded[s]
+            if (rec.get("op"), rec.get("name"), int(rec.get("act", -1))) != (
+                    "patch", change_id, self.act):
+                return False
+        elif self.act < self.final:
+            return False  # the history's activation ended here without the marker
+        marker = Step(self.ctx, {"op": "patch", "name": change_id})
+        marker.start()
+        marker.set_result(True)
+        return True
+
+    def progress(self, fraction: float, message: str) -> None:
+        if self._progress is not None:
+            self._progress(fraction, message)
 
     def _fault(self, error: NondeterminismError) -> None:
         if self.fault is None:
@@ -101,7 +123,8 @@ class Instance:
             for s, result in results[through[a - 1] if a else 0:through[a]]:
                 if not 0 <= s < len(self.issued):
                     raise NondeterminismError(s, "a result for it", "no such step")
-                self.issued[s].resolve(result)
+                if not self.issued[s].done:  # a patch marker is done when issued
+                    self.issued[s].resolve(result)
             self.driver.wake()
             self.driver.run()
             if self.fault is not None:
@@ -132,6 +155,8 @@ class Instance:
             return {"steps": steps}
         try:
             value = main.outcome()
+        except ContinueAsNew as e:
+            return {"continue_as_new": e.input}
         except Exception as e:
             return {"fail": {"type": type(e).__name__, "message": str(e)[:2000],
                              "traceback": "".join(traceback.format_exception(e))[-8000:]}}
@@ -183,7 +208,7 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
         raise
     finally:
         inst.busy = False
-    if cache and "finish" not in decision and "fail" not in decision:
+    if cache and not any(key in decision for key in ENDS):
         CACHE[wid] = inst
         CACHE.move_to_end(wid)
         while len(CACHE) > CACHE_SIZE:

@@ -20,7 +20,7 @@ import random as _random
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.errors import StepFailed
@@ -36,6 +36,36 @@ DEFAULT_HEARTBEAT_TIMEOUT = 30.0
 """Seconds: a task step's heartbeat timeout unless ``wf.run`` gives one."""
 
 
+class Runtime(Protocol):
+    """What runs the function (``activation.Instance``): it numbers and checks the
+    steps the function issues, and knows the activation's time."""
+
+    workflow_id: str
+    driver: Driver
+
+    def issue(self, step: Step) -> int:
+        """Number a step the function issues (checked against the history)."""
+
+    def now_ms(self) -> int:
+        """The current activation's time, ms since the epoch."""
+
+    def patched(self, change_id: str) -> bool:
+        """``WorkflowContext.patched``."""
+
+    def progress(self, fraction: float, message: str) -> None:
+        """Report progress on the run's live view."""
+
+
+class ContinueAsNew(BaseException):
+    """Raised by ``wf.continue_as_new``: the function's run ends here and starts again
+    with ``input`` and a fresh history. A ``BaseException``, so that ``except
+    Exception`` in workflow code does not stop it."""
+
+    def __init__(self, input: Any) -> None:
+        super().__init__("continue as new")
+        self.input = input
+
+
 class Step(Waitable):
     """One durable operation: issued once (``start``), ended by its result."""
 
@@ -47,7 +77,7 @@ class Step(Waitable):
 
     def start(self) -> None:
         if self.number is None:
-            self.number = self.ctx._issue(self)
+            self.number = self.ctx._runtime.issue(self)
 
     def resolve(self, result: dict[str, Any]) -> None:
         """End the step with its recorded result (``{"value"}`` or ``{"error"}``)."""
@@ -71,17 +101,12 @@ class WorkflowContext:
             activation's new part runs with False): progress is not sent again.
     """
 
-    def __init__(self, info: WorkflowInfo, workflow_id: str, driver: Driver,
-                 issue: Callable[[Step], int], now_ms: Callable[[], int],
-                 progress: Callable[[float, str], None] | None = None) -> None:
+    def __init__(self, info: WorkflowInfo, runtime: Runtime) -> None:
         self.info = info
-        self.workflow_id = workflow_id
+        self.workflow_id = runtime.workflow_id
         self.replaying = True
-        self._driver = driver
-        self._issue = issue
-        self._now_ms = now_ms
-        self._progress = progress
-        self._rng = _random.Random(f"headwater:{workflow_id}")
+        self._runtime = runtime
+        self._rng = _random.Random(f"headwater:{self.workflow_id}")
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -190,14 +215,14 @@ class WorkflowContext:
         if isinstance(item, Waitable):
             return item
         if isinstance(item, Coroutine):
-            return self._driver.spawn(item)
+            return self._runtime.driver.spawn(item)
         raise TypeError(f"wf.gather takes steps and coroutines, not {type(item).__name__}")
 
     # -- derived from the history ----------------------------------------------------------
 
     def now(self) -> datetime:
         """The time of the current activation (the same on every replay)."""
-        return datetime.fromtimestamp(self._now_ms() / 1000, tz=UTC)
+        return datetime.fromtimestamp(self._runtime.now_ms() / 1000, tz=UTC)
 
     def random(self) -> float:
         """A number in [0, 1), from a generator seeded by the run's id."""
@@ -207,10 +232,30 @@ class WorkflowContext:
         """A version-4 UUID drawn from the same generator as ``random``."""
         return _uuid.UUID(int=self._rng.getrandbits(128), version=4)
 
+    def patched(self, change_id: str) -> bool:
+        """Whether to take the new code path of a change named ``change_id``: True in a
+        run that reaches this point on code that has it (the choice is recorded), False
+        in a run whose history passed this point before the change was deployed. Keep
+        the old path until no run that began before the change is left::
+
+            if wf.patched("summarise-v2"):
+                summary = await wf.run(summarise_v2, text=text)
+            else:
+                summary = await wf.run(summarise, text=text)
+        """
+        return self._runtime.patched(change_id)
+
+    def continue_as_new(self, input: Any = None, /, **kwargs: Any) -> NoReturn:
+        """End this run of the function and start it again from the top with
+        ``input`` (or the keyword arguments) as its input and a fresh history: how a
+        loop that runs for days keeps its history (and its ``max_events``) bounded.
+        The run keeps its id; ``GET /v1/workflows/{id}`` shows its generation."""
+        raise ContinueAsNew(input if input is not None else kwargs)
+
     def progress(self, fraction: float, message: str = "") -> None:
         """Report progress (0..1) on the run's live view; not sent again on replay."""
-        if not self.replaying and self._progress is not None:
-            self._progress(fraction, message)
+        if not self.replaying:
+            self._runtime.progress(fraction, message)
 
 
 def _task_of(task: Callable[..., Any] | str) -> tuple[str, str | None]:

@@ -204,6 +204,15 @@ def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
+def forget(name: str) -> None:
+    """Unregister the workflow ``name`` (and its activation task), so that a test can
+    register new code under the same name, as a deploy does in a new process."""
+    from headwater.sdk import REGISTRY
+
+    WORKFLOWS.pop(name, None)
+    REGISTRY.pop(name, None)
+
+
 def info_of(target: Any) -> WorkflowInfo | None:
     """The ``WorkflowInfo`` of a ``@workflow`` function or of a registered name."""
     if isinstance(target, str):

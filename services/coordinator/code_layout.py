@@ -6,7 +6,7 @@ The header is rewritten on every event, so a journal kept there whole would make
 a loop's transcript once did). Each activation's ``[dispatched at, results given]``
 goes to its task entry, each step's entry (its command, its result and the result's
 place among the results) to the step's task entry, written when they change; the
-header keeps ``nacts``, ``nsteps``, ``decided`` and the end. ``restore`` rebuilds the
+header keeps ``nacts``, ``nsteps``, ``decided``, ``patches`` and the end. ``restore`` rebuilds the
 journal from them (``headwater/core/kinds/code/journal.py``).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from headwater.core.state import TaskState, WorkflowState
 from headwater.errors import DecodeError
 
-_HEADER_KEYS = ("decided", "finish", "fail")
+_HEADER_KEYS = ("decided", "finish", "fail", "continue_as_new", "patches")
 
 
 def header_part(code: dict[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,9 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
             doc[name] = value
     if state.generation > 1:  # a restarted run (left out otherwise: headers read the same)
         doc["generation"], doc["attempt_floor"] = state.generation, state.attempt_floor
+        doc["generation_seq"] = state.generation_seq
+    if state.continued:  # a code workflow continued as new: its input is the generation's
+        doc["continued"], doc["input"] = state.continued, state.input
     return orjson.dumps(doc)
 
 
@@ -249,7 +252,8 @@ def load_split(header: bytes, definition: bytes,
         if h.get("v") != SPLIT_VERSION or d.get("v") != SPLIT_VERSION:
             raise DecodeError(f"snapshot version {h.get('v')!r}, expected {SPLIT_VERSION}")
         state = WorkflowState(
-            workflow_id=h["workflow_id"], spec_doc=d["spec_doc"], input=d["input"],
+            workflow_id=h["workflow_id"], spec_doc=d["spec_doc"],
+            input=h.get("input", d["input"]),
             tenant=d["tenant"], name=d["name"], created_at_ms=d["created_at_ms"],
             updated_at_ms=h["updated_at_ms"], seq=h["seq"], status=WorkflowStatus(h["status"]),
             nodes={k: node_from(v) for k, v in h["nodes"].items()},
@@ -260,6 +264,7 @@ def load_split(header: bytes, definition: bytes,
             parent=h.get("parent"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
             generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
+            generation_seq=h.get("generation_seq", 0), continued=h.get("continued", 0),
             rerun=d.get("rerun"),
         )
         _restore_tasks(state, get_task, h.get("runs") or {})

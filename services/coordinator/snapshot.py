@@ -57,6 +57,8 @@ def dump_state(state: WorkflowState) -> bytes:
     }
     if state.rerun is not None:  # left out otherwise: older snapshots read the same
         doc["rerun"] = state.rerun
+    if state.continued or state.generation_seq:  # likewise: a code workflow's
+        doc["continued"], doc["generation_seq"] = state.continued, state.generation_seq
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
 
@@ -96,6 +98,8 @@ def load_state(data: bytes) -> WorkflowState:
             generation=doc.get("generation", 1),
             attempt_floor=doc.get("attempt_floor", 0),
             rerun=doc.get("rerun"),
+            continued=doc.get("continued", 0),
+            generation_seq=doc.get("generation_seq", 0),
         )
     except DecodeError:
         raise

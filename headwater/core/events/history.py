@@ -186,7 +186,9 @@ class NodeFinished:
 @dataclass(frozen=True)
 class WorkflowRestarted:
     """History: a lost attempt restarted the whole run (``restart_on_failure``,
-    ``headwater.core.spec.restart``). Every unfinished attempt was cancelled just
+    ``headwater.core.spec.restart``), or a code workflow continued as new
+    (``continued``: its function called ``wf.continue_as_new``, and the generation runs
+    with ``input``). Every unfinished attempt was cancelled just
     before; ``generation`` (2, 3, ...) starts again from the root nodes with the
     workflow's input. The previous generation's tasks (``dropped``: node -> how many
     tasks it had, its ``next_index``, so the record grows with the nodes, not the tasks)
@@ -200,6 +202,8 @@ class WorkflowRestarted:
     attempt_floor: int
     reason: str = ""
     dropped: dict[str, int] = field(default_factory=dict)
+    continued: bool = False
+    input: Any = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ attempt after the last restart is retried like any failed one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from headwater.core import events as ev
 from headwater.core.ids import task_key
 from headwater.core.machine import ending, submission
@@ -24,7 +26,7 @@ from headwater.core.state import TaskState, WorkflowState
 def restarts_left(state: WorkflowState) -> bool:
     """Whether a lost attempt restarts the run now: the spec allows restarts and fewer
     than ``max_restarts`` were made (generation 1 is the run as submitted)."""
-    return state.generation <= state.spec.max_restarts
+    return state.generation - state.continued <= state.spec.max_restarts
 
 
 def restart(rec: Recorder, lost: TaskState, why: str) -> None:
@@ -35,18 +37,34 @@ def restart(rec: Recorder, lost: TaskState, why: str) -> None:
         lost: the attempt whose lease expired.
         why: how the loss reads (``"lost: no heartbeat from worker w for 3 s"``).
     """
-    state = rec.current
     where = f"{task_key(lost.node, lost.index)} attempt {lost.attempt}"
-    reason = f"restarting the run: {where} was {why}"
+    _next_generation(rec, f"restarting the run: {where} was {why}", f"{where} was {why}",
+                     continued=False)
+
+
+def continue_as_new(rec: Recorder, new_input: Any) -> None:
+    """A code workflow's function continued as new: the next generation runs it from
+    its start with ``new_input`` and a fresh journal (``WorkflowRestarted.continued``),
+    so its history per generation stays bounded."""
+    _next_generation(rec, "the workflow continued as new", "continued as new",
+                     continued=True, new_input=new_input)
+
+
+def _next_generation(rec: Recorder, cancel_reason: str, reason: str, *, continued: bool,
+                     new_input: Any = None) -> None:
+    """Cancel every unfinished attempt, record ``WorkflowRestarted`` and start the
+    root nodes again."""
+    state = rec.current
     for task in list(state.tasks.values()):
         if not task.status.terminal:
             rec.record(ev.TaskCancelled(state.workflow_id, task.node, task.index,
-                                        task.attempt, rec.at_ms, reason))
+                                        task.attempt, rec.at_ms, cancel_reason))
     state = rec.current
     floor = max([state.attempt_floor, *(t.attempt for t in state.tasks.values())])
     dropped = {node_id: node.next_index for node_id, node in state.nodes.items()
                if node.next_index}
     rec.record(ev.WorkflowRestarted(state.workflow_id, rec.at_ms, state.generation + 1,
-                                    floor, f"{where} was {why}", dropped))
+                                    floor, reason, dropped,
+                                    continued=continued, input=new_input))
     submission.start_roots(rec)
     ending.finish_if_done(rec)

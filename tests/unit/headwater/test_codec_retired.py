@@ -40,10 +40,12 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
     assert [p.name for p in RETIRED] == [
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
-        "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.5b5babb29e2a09e6.avsc",
+        "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",
+        "HistoryEvent.5b5babb29e2a09e6.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
         "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
+        "WorkflowRestarted.cb9e872934eb4137.avsc",
         "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 
 
@@ -130,3 +132,20 @@ def test_a_failure_recorded_before_traceback_decodes_with_an_empty_one() -> None
     with_one = ev.HistoryEvent("wf", 6, ev.TaskFailed("wf", "m", 4, 1, 9, "boom", "KeyError",
                                                       False, "Traceback ...\nKeyError: boom\n"))
     assert codec.decode(codec.encode(with_one)) == with_one
+
+
+def test_a_restart_written_before_continue_as_new_decodes_as_a_restart() -> None:
+    old = ev.WorkflowRestarted("wf", 3, 2, 4, "a[0] attempt 1 was lost", {"a": 1})
+    path = codec.schema_dir() / "retired" / "HistoryEvent.33447ba1d111a15e.avsc"
+    schema = orjson.loads(path.read_bytes())
+    record = ev.HistoryEvent("wf", 9, old)
+    avro = codec._to_avro(record)
+    name, body = avro["body"]
+    avro["body"] = (name, {k: v for k, v in body.items() if k not in ("continued", "input")})
+    buf = io.BytesIO()
+    buf.write(codec.MAGIC + bytes.fromhex(path.name.split(".")[1]))
+    fastavro.schemaless_writer(buf, parse_schema(schema), avro)
+    decoded = codec.decode(buf.getvalue())
+    assert decoded == record
+    assert isinstance(decoded.body, ev.WorkflowRestarted)
+    assert decoded.body.continued is False and decoded.body.input is None

@@ -1,11 +1,13 @@
 """What an activation's decision looks like, and why one is refused.
 
-A decision is ``{"steps": [...], "finish"?: output, "fail"?: {type, message,
-traceback}}``; each step ``{"op": "task" | "child" | "sleep" | "signal", ...}`` with the
-fields of its op (``STEP_KEYS``). The SDK writes them (``headwater/workflows``); the core
-checks them before the activation's success is recorded (a refused one fails the
-attempt with ``DECISION_ERROR``, and the activation is retried), so a worker speaking
-another version of the SDK cannot put a malformed step into a journal.
+A decision is ``{"steps": [...]}`` and at most one of ``"finish": output``, ``"fail":
+{type, message, traceback}`` and ``"continue_as_new": input``; each step is ``{"op":
+"task" | "child" | "sleep" | "signal" | "patch", ...}`` with the fields of its op
+(``STEP_KEYS``).
+The SDK writes them (``headwater/workflows``); the core checks them before the
+activation's success is recorded (a refused one fails the attempt with
+``DECISION_ERROR``, and the activation is retried), so a worker speaking another
+version of the SDK cannot put a malformed step into a journal.
 """
 
 from __future__ import annotations
@@ -30,9 +32,12 @@ STEP_KEYS = {
                         "definition_version", "retry", "timeout"}),
     "sleep": frozenset({"op", "name", "seconds", "until_ms"}),
     "signal": frozenset({"op", "name", "timeout"}),
+    "patch": frozenset({"op", "name"}),
 }
 """The fields of a step, by its op."""
-_DECISION_KEYS = frozenset({"steps", "finish", "fail"})
+_DECISION_KEYS = frozenset({"steps", "finish", "fail", "continue_as_new"})
+ENDS = ("finish", "fail", "continue_as_new")
+"""The keys of a decision that ends the function's run (this generation's)."""
 
 
 def decision_fault(decision: Any) -> str | None:
@@ -43,9 +48,9 @@ def decision_fault(decision: Any) -> str | None:
     checks: list[tuple[bool, Callable[[], str]]] = [
         (bool(set(decision) - _DECISION_KEYS), lambda: (
             f"a decision has no key {sorted(set(decision) - _DECISION_KEYS)[0]!r} "
-            "(keys: steps, finish, fail)")),
-        ("finish" in decision and "fail" in decision,
-         lambda: "a decision cannot both finish and fail"),
+            "(keys: steps, finish, fail, continue_as_new)")),
+        (sum(k in decision for k in ENDS) > 1,
+         lambda: "a decision has at most one of finish, fail and continue_as_new"),
         ("fail" in decision and not isinstance(decision["fail"], dict),
          lambda: "a decision's fail must be an object {type, message, traceback}"),
         (not isinstance(steps, list), lambda: "a decision's steps must be a list"),

@@ -27,6 +27,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import CODE_TIMER, node_timer_id, task_key
+from headwater.core.kinds.code.decision import ENDS
 from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.state import (
     IllegalTransition,
@@ -37,12 +38,15 @@ from headwater.core.state import (
 )
 from headwater.core.status import TaskStatus
 
-OPS = ("task", "child", "sleep", "signal")
-"""The steps a function can issue."""
-OWN_OPS = ("sleep", "signal")
-"""The steps no worker runs: the coordinator ends them (a timer, a signal)."""
+OPS = ("task", "child", "sleep", "signal", "patch")
+"""The steps a function can issue (a ``patch`` marks where ``wf.patched`` chose the new
+code: it does nothing and is done as soon as it is issued)."""
+OWN_OPS = ("sleep", "signal", "patch")
+"""The steps no worker runs: the coordinator ends them (a timer, a signal; a patch at
+once)."""
 SLEEP_TASK = "headwater.sleep"
 SIGNAL_TASK = "headwater.signal"
+PATCH_TASK = "headwater.patch"
 """The task names of the coordinator's own steps (what a timeline shows)."""
 TIMEOUT_ERROR = "TimeoutError"
 """The error type of a signal wait whose timeout passed."""
@@ -91,8 +95,9 @@ def undelivered(j: dict[str, Any]) -> int:
 
 
 def pending(j: dict[str, Any]) -> int:
-    """How many steps have no result yet."""
-    return len(j["steps"]) - len(j["done"])
+    """How many steps have no result yet (a patch has one from the start, and is not
+    among ``done``: no activation needs to hear of it)."""
+    return len(j["steps"]) - len(j["done"]) - int(j.get("patches", 0))
 
 
 def timer_id(node_id: str, s: int) -> str:
@@ -125,13 +130,11 @@ def succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     j = journal(state, body.node)
     decision = body.output if isinstance(body.output, dict) else {}
     k = (body.index or 0) // 2
-    ends = "finish" in decision or "fail" in decision
+    ends = [key for key in ENDS if key in decision]
     for command in () if ends else decision.get("steps") or ():
         _issue(state, body.node, j, k, dict(command), body.at_ms)
-    if "finish" in decision:
-        j["finish"] = decision["finish"]
-    if "fail" in decision:
-        j["fail"] = decision["fail"]
+    for key in ends:  # what ends the function: its output, its error, its next input
+        j[key] = decision[key]
     j["decided"] = k + 1
 
 
@@ -146,19 +149,25 @@ def _issue(state: WorkflowState, node_id: str, j: dict[str, Any], k: int,
         return
     index = step_index(s)
     fire_at: int | None = None
-    if entry["op"] == "sleep":
+    if entry["op"] == "patch":
+        entry["result"] = {"value": True}
+        j["patches"] = int(j.get("patches", 0)) + 1
+    elif entry["op"] == "sleep":
         fire_at = int(entry["until_ms"]) if entry.get("until_ms") is not None else (
             at_ms + round(float(entry.get("seconds") or 0) * 1000))
         entry["fire_at_ms"] = fire_at
     elif entry.get("timeout") is not None:
         fire_at = at_ms + round(float(entry["timeout"]) * 1000)
         entry["fire_at_ms"] = fire_at
-    name = SLEEP_TASK if entry["op"] == "sleep" else SIGNAL_TASK
+    name = {"sleep": SLEEP_TASK, "signal": SIGNAL_TASK}.get(entry["op"], PATCH_TASK)
     node = node_state(state, node_id)
     node.next_index = max(node.next_index, index + 1)
+    done = entry["op"] == "patch"
     state.tasks[task_key(node_id, index)] = TaskState(
-        node=node_id, index=index, attempt=state.first_attempt, status=TaskStatus.RUNNING,
-        dispatched_at_ms=at_ms, started_at_ms=at_ms, worker=name, message=name)
+        node=node_id, index=index, attempt=state.first_attempt,
+        status=TaskStatus.SUCCEEDED if done else TaskStatus.RUNNING,
+        dispatched_at_ms=at_ms, started_at_ms=at_ms, worker=name, message=name,
+        finished_at_ms=at_ms if done else None)
     if fire_at is not None:
         state.timers[timer_id(node_id, s)] = TimerState(fire_at, node_id, index, 0)
 

@@ -14,7 +14,7 @@ from headwater.core.kinds.code import journal as jr
 from headwater.core.kinds.code.decision import DECISION_ERROR, decision_fault
 from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, CodeSpec
 from headwater.core.kinds.wait.rules import discard
-from headwater.core.machine import dispatch, ending, flow, reports
+from headwater.core.machine import dispatch, ending, flow, reports, restart
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.signals import signal_fault, signal_key
@@ -81,6 +81,9 @@ def _decided(rec: Recorder, spec: NodeSpec) -> None:
         ending.cancel_tasks(rec, live, "the workflow function returned")
         flow.finish(rec, spec.id, NodeStatus.SUCCEEDED)
         return
+    if "continue_as_new" in j:
+        restart.continue_as_new(rec, j["continue_as_new"])
+        return
     k = j["decided"] - 1
     for s, step in enumerate(j["steps"]):  # every step issued gets its task now
         if step["act"] != k:
@@ -89,11 +92,12 @@ def _decided(rec: Recorder, spec: NodeSpec) -> None:
             dispatch.first(rec, spec, jr.step_index(s))
         elif step["op"] == "signal":
             _take_kept(rec, spec, s, step["name"])
-    if rec.current.seq > spec.code.max_events:
+    recorded = rec.current.seq - rec.current.generation_seq
+    if recorded > spec.code.max_events:
         flow.node_failed(rec, spec.id, (
-            f"{HISTORY_TOO_LONG}: the run recorded {rec.current.seq} events, over its "
+            f"{HISTORY_TOO_LONG}: the run recorded {recorded} events, over its "
             f"max_events of {spec.code.max_events}; call wf.continue_as_new(...) to go "
-            "on in a fresh run"))
+            "on with a fresh history"))
         return
     _activate_if_due(rec, spec)
     j = jr.journal(rec.current, spec.id)

@@ -1,0 +1,188 @@
+"""Code workflows run in-process on the real core (``headwater.testing.Environment``):
+what the function gets back from each kind of step, and that a run decides the same
+way whether its instance is kept between activations or replayed every time."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import flows
+import pytest
+
+from headwater import StepFailed, WorkflowContext, task, workflow
+from headwater.core import events as ev
+from headwater.core.evolve import evolve
+from headwater.core.state import WorkflowState
+from headwater.errors import WorkflowFailed
+from headwater.testing import Environment
+from services.coordinator.snapshot import dump_state
+
+START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+async def _main_run(cache: bool) -> tuple[Environment, str, Any]:
+    env = Environment(now=START, definitions={"wt.spec": flows.SPEC_CHILD}, cache=cache)
+    run = await env.start(flows.main, n=3)
+    await env.signal(run, "approval", {"ok": True})
+    return env, run, await env.result(run)
+
+
+async def test_every_kind_of_step_gives_the_function_its_result() -> None:
+    _, _, out = await _main_run(cache=True)
+    assert out["first"] == 6 and out["loud"] == "HI"
+    assert out["many"] == [2 * i for i in range(20)]  # in the order given, not of ending
+    assert out["kid"] == 11  # the code child: double(5) + 1
+    assert out["spec_kid"] == 2  # the spec child
+    assert out["approval"] == {"ok": True}  # sent before its wait began: kept for it
+    assert out["caught"] == "ValueError"  # the task's last attempt's error type
+
+
+async def test_a_day_of_sleep_and_a_signal_take_no_time() -> None:
+    began = time.perf_counter()
+    env, run, out = await _main_run(cache=True)
+    assert time.perf_counter() - began < 1.0
+    # wf.now() is the last activation's time: a day of sleep later, on the test's clock
+    assert datetime.fromisoformat(out["at"]) >= datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+
+
+async def test_replaying_every_activation_records_the_same_history() -> None:
+    kept, kept_run, kept_out = await _main_run(cache=True)
+    replayed, replayed_run, replayed_out = await _main_run(cache=False)
+    assert kept_out == replayed_out
+    assert [e.body for e in kept.history(kept_run)] == [
+        e.body for e in replayed.history(replayed_run)]
+
+
+async def test_the_history_folds_to_the_state_the_core_built() -> None:
+    env, run, _ = await _main_run(cache=True)
+    state: WorkflowState | None = None
+    for event in env.history(run):
+        state = evolve(state, event)
+    assert state is not None
+    assert dump_state(state) == dump_state(env.state(run))
+
+
+async def test_each_task_step_is_dispatched_once_per_attempt() -> None:
+    env, run, _ = await _main_run(cache=False)
+    seen: set[tuple[int | None, int]] = set()
+    for e in env.history(run):
+        if isinstance(e.body, ev.TaskDispatched):
+            key = (e.body.index, e.body.attempt)
+            assert key not in seen, key
+            seen.add(key)
+
+
+@task(name="wt.sum")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@workflow(name="wt.fanout")
+async def fanout(wf: WorkflowContext, width: int, bound: int) -> list[int]:
+    async def pair(i: int) -> int:
+        first = await wf.run(add, a=i, b=1)
+        return int(await wf.run(add, a=first, b=100))
+    return await wf.gather(*(pair(i) for i in range(width)), max_concurrency=bound)
+
+
+async def test_gather_of_coroutines_keeps_the_bound_and_the_order() -> None:
+    env = Environment(now=START)
+    run = await env.start(fanout, width=12, bound=3)
+    assert await env.result(run) == [i + 101 for i in range(12)]
+    live = 0
+    most = 0
+    for e in env.history(run):
+        body = e.body
+        if isinstance(body, ev.TaskDispatched) and body.task == "wt.sum":
+            live += 1
+            most = max(most, live)
+        elif isinstance(body, ev.TaskSucceeded) and body.index is not None and body.index % 2:
+            live -= 1
+    assert most == 3
+
+
+@workflow(name="wt.raises")
+async def raises(wf: WorkflowContext) -> None:
+    await wf.run(add, a=1, b=2)
+    raise RuntimeError("the function gave up")
+
+
+async def test_an_exception_in_the_function_fails_the_run_with_its_traceback() -> None:
+    env = Environment(now=START)
+    with pytest.raises(WorkflowFailed, match="RuntimeError: the function gave up"):
+        await env.run(raises)
+
+
+@workflow(name="wt.asyncio")
+async def uses_asyncio(wf: WorkflowContext) -> None:
+    import asyncio
+
+    await asyncio.sleep(1)
+
+
+async def test_awaiting_asyncio_names_the_durable_operation_to_use() -> None:
+    env = Environment(now=START)
+    with pytest.raises(WorkflowFailed, match="not durable: await only wf.run"):
+        await env.run(uses_asyncio)
+
+
+@workflow(name="wt.timeout")
+async def times_out(wf: WorkflowContext) -> str:
+    try:
+        await wf.signal("never", timeout=60)
+    except StepFailed as e:
+        return e.error_type
+    return "signalled"
+
+
+async def test_a_signal_wait_times_out_as_a_step_failure() -> None:
+    env = Environment(now=START)
+    assert await env.run(times_out) == "TimeoutError"
+
+
+@workflow(name="wt.idle")
+async def idle(wf: WorkflowContext) -> None:
+    step = wf.run(add, a=1, b=1)  # made but never awaited: never issued
+    del step
+    await wf.gather()
+
+
+async def test_a_function_that_issues_nothing_and_returns_succeeds() -> None:
+    env = Environment(now=START)
+    assert await env.run(idle) is None
+
+
+@workflow(name="wt.loop", max_events=200)
+async def counting(wf: WorkflowContext, n: int = 0, total: int = 1000) -> int:
+    for _ in range(40):
+        if n >= total:
+            return n
+        n = int(await wf.run(add, a=n, b=1))
+    wf.continue_as_new(n=n, total=total)
+
+
+@workflow(name="wt.unbounded", max_events=200)
+async def unbounded(wf: WorkflowContext, total: int = 1000) -> int:
+    n = 0
+    while n < total:
+        n = int(await wf.run(add, a=n, b=1))
+    return n
+
+
+async def test_continue_as_new_keeps_each_generation_within_its_cap() -> None:
+    env = Environment(now=START)
+    run = await env.start(counting, total=1000)
+    assert await env.result(run) == 1000
+    state = env.state(run)
+    assert state.generation == 26 and state.continued == 25
+    starts = [e.seq for e in env.history(run) if isinstance(e.body, ev.WorkflowRestarted)]
+    ends = [*starts[1:], len(env.history(run))]
+    assert max(b - a for a, b in zip(starts, ends, strict=True)) <= 200
+
+
+async def test_without_continue_as_new_the_cap_fails_the_run_by_name() -> None:
+    env = Environment(now=START)
+    with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 20[0-9] events"):
+        await env.run(unbounded, total=1000)
