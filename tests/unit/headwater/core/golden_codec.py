@@ -68,7 +68,10 @@ def load_event(doc: dict[str, Any]) -> Any:
 
 
 # WorkflowState fields that are the table's bookkeeping or caches, not the workflow's state.
-_NOT_STATE = {"dirty", "applied"}
+_NOT_STATE = {"dirty", "applied", "generation_seq"}
+"""Left out: storage bookkeeping, and ``generation_seq`` (an index the fold derives, the
+seq of the latest ``WorkflowRestarted``, which histories recorded before it was kept
+cannot state)."""
 
 
 # Fields added with the node kinds beyond tasks and maps (waits, sleeps, conditions,
@@ -77,7 +80,7 @@ _NOT_STATE = {"dirty", "applied"}
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
           "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code",
-          "continued", "generation_seq"}
+          "continued"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

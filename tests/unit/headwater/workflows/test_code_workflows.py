@@ -41,7 +41,7 @@ async def test_every_kind_of_step_gives_the_function_its_result() -> None:
 
 async def test_a_day_of_sleep_and_a_signal_take_no_time() -> None:
     began = time.perf_counter()
-    env, run, out = await _main_run(cache=True)
+    _, _, out = await _main_run(cache=True)
     assert time.perf_counter() - began < 1.0
     # wf.now() is the last activation's time: a day of sleep later, on the test's clock
     assert datetime.fromisoformat(out["at"]) >= datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
