@@ -124,7 +124,7 @@ async def uses_asyncio(wf: WorkflowContext) -> None:
 
 async def test_awaiting_asyncio_names_the_durable_operation_to_use() -> None:
     env = Environment(now=START)
-    with pytest.raises(WorkflowFailed, match="not durable: await only wf.run"):
+    with pytest.raises(WorkflowFailed, match=r"not durable: await only wf\.run"):
         await env.run(uses_asyncio)
 
 
@@ -184,5 +184,5 @@ async def test_continue_as_new_keeps_each_generation_within_its_cap() -> None:
 
 async def test_without_continue_as_new_the_cap_fails_the_run_by_name() -> None:
     env = Environment(now=START)
-    with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 20[0-9] events"):
+    with pytest.raises(WorkflowFailed, match=r"HistoryTooLong: the run recorded 20[0-9] events"):
         await env.run(unbounded, total=1000)
