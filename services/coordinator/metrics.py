@@ -12,7 +12,10 @@ by neither process, and one applied again after a crash by the new one only.
 
 How an attempt's end reads in the history:
 
-- ``TaskSucceeded``: succeeded; ``TaskFailed``: failed (reported by the worker);
+- ``TaskSucceeded``: succeeded; ``TaskFailed``: failed (reported by the worker), or
+  nondeterministic when its error type is ``NondeterminismError`` (a code workflow's
+  activation whose code parted from the run's history: it is retried until fixed code is
+  deployed, so this rate says such runs wait);
 - ``TimerFired`` of the attempt's deadline: timed_out, of its lease: lost; the
   ``TaskFailed`` (or, for a restart, ``TaskCancelled``) recorded with it for the same
   attempt is not counted again;
@@ -50,7 +53,7 @@ from services.common.metrics import (
 )
 from services.coordinator import homing
 
-OUTCOMES = ("succeeded", "failed", "timed_out", "lost", "cancelled")
+OUTCOMES = ("succeeded", "failed", "timed_out", "lost", "cancelled", "nondeterministic")
 """The values of ``headwater_attempts_total``'s ``outcome``."""
 MAX_ATTEMPT_SERIES = 200
 """The most (task, workflow) pairs with series of their own in
@@ -67,6 +70,8 @@ _OUTCOME_OF: dict[type, str] = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "f
                                  ev.TaskCancelled: "cancelled"}
 """The history events that end an attempt (when no expired timer ended it first)."""
 _EXPIRED = {DEADLINE_TIMER: "timed_out", LEASE_TIMER: "lost"}
+NONDETERMINISM = "NondeterminismError"
+"""The error type of a code workflow's activation that parted from its history."""
 
 WORKFLOW_SECONDS = Histogram(
     "headwater_workflow_duration_seconds", "Workflows ended, by status and workflow name: "
@@ -125,6 +130,8 @@ def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowSta
     for e in events:
         body = e.body
         outcome = _OUTCOME_OF.get(type(body))
+        if isinstance(body, ev.TaskFailed) and body.error_type == NONDETERMINISM:
+            outcome = "nondeterministic"
         if outcome is not None:
             state = states.get(e.workflow_id)
             if ((not expired or not _ended_by_timer(e, expired))

@@ -56,6 +56,8 @@ def history(*bodies: Any) -> list[ev.HistoryEvent]:
 @pytest.mark.parametrize(("bodies", "expected"), [
     ([ev.TaskSucceeded(WF, "f", None, 1, AT)], {"succeeded": 1}),
     ([ev.TaskFailed(WF, "f", None, 1, AT, "boom", "E")], {"failed": 1}),
+    ([ev.TaskFailed(WF, "f", None, 1, AT, "step 3 differs", "NondeterminismError")],
+     {"nondeterministic": 1}),
     ([ev.TaskCancelled(WF, "m", 3, 1, AT)], {"cancelled": 1}),
     # A deadline: the TaskFailed recorded with it is the same attempt's end.
     ([ev.TimerFired(WF, "deadline:f:2", AT),
