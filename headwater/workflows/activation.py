@@ -16,6 +16,7 @@ another worker, or when the cache dropped it, the function is run from its start
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 
 ACTIVATION_MARK = "__headwater_activation__"
 """Set on the task function that runs a workflow's activations."""
-CACHE_SIZE = 1000
-"""Runs whose instance a worker keeps (least recently used dropped first)."""
+CACHE_SIZE = int(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE", "1000"))
+"""Runs whose instance a worker keeps (least recently used dropped first); 0 keeps none,
+so that every activation replays from the start (what the benchmark compares)."""
 Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
 """A definition's name -> its spec document and version (what ``wf.call`` of a spec
 definition needs; the worker asks the gateway)."""
@@ -208,7 +210,7 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
         raise
     finally:
         inst.busy = False
-    if cache and not any(key in decision for key in ENDS):
+    if cache and CACHE_SIZE > 0 and not any(key in decision for key in ENDS):
         CACHE[wid] = inst
         CACHE.move_to_end(wid)
         while len(CACHE) > CACHE_SIZE:
