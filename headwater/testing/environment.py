@@ -78,13 +78,14 @@ class Environment:
     # -- what a test does ---------------------------------------------------------------
 
     async def start(self, workflow: Any, input: Any = None, *, id: str | None = None,
-                    **kwargs: Any) -> str:
+                    rerun: dict[str, Any] | None = None, **kwargs: Any) -> str:
         """Submit a run (a ``@workflow``, a definition's name, or a spec document) and
-        run it until it waits; returns its id."""
+        run it until it waits; returns its id. ``rerun``: a rerun document
+        (``headwater.core.reuse``) naming what the run reuses of another."""
         doc = self._spec_of(workflow)
         run_id = id or f"test-{next(self._ids)}"
         self._put(ev.WorkflowSubmitted(run_id, doc, input if input is not None else kwargs,
-                                       self.now_ms))
+                                       self.now_ms, rerun=rerun))
         await self.run_until_idle(timers=False)
         return run_id
 

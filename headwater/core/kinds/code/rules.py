@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core import reuse
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import CODE_TIMER
 from headwater.core.kinds.code import journal as jr
@@ -89,7 +90,7 @@ def _decided(rec: Recorder, spec: NodeSpec) -> None:
         if step["act"] != k:
             continue
         if step["op"] in ("task", "child"):
-            dispatch.first(rec, spec, jr.step_index(s))
+            _dispatch_or_reuse(rec, spec, s, step)
         elif step["op"] == "signal":
             _take_kept(rec, spec, s, step["name"])
     recorded = rec.current.seq - rec.current.generation_seq
@@ -105,6 +106,17 @@ def _decided(rec: Recorder, spec: NodeSpec) -> None:
         flow.node_failed(rec, spec.id, (
             f"{BLOCKED}: the workflow function waits, but on no step of its own (await "
             "only wf.run, wf.call, wf.sleep, wf.signal and wf.gather in a workflow)"))
+
+
+def _dispatch_or_reuse(rec: Recorder, spec: NodeSpec, s: int, step: dict[str, Any]) -> None:
+    """Dispatch a task or child step, unless the run is a rerun that reuses it
+    (``reuse.reused_step``: ``TaskReused`` records its source's output)."""
+    found, output = reuse.reused_step(rec.current, spec.id, s, step["op"], step["name"])
+    if not found:
+        dispatch.first(rec, spec, jr.step_index(s))
+        return
+    rec.record(ev.TaskReused(rec.current.workflow_id, spec.id, jr.step_index(s),
+                             rec.current.first_attempt, output, rec.at_ms))
 
 
 def _take_kept(rec: Recorder, spec: NodeSpec, s: int, name: str) -> None:

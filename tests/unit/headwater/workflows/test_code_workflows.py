@@ -14,6 +14,7 @@ import pytest
 from headwater import StepFailed, WorkflowContext, task, workflow
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
+from headwater.core.reuse import code_steps
 from headwater.core.state import WorkflowState
 from headwater.errors import WorkflowFailed
 from headwater.testing import Environment
@@ -186,3 +187,34 @@ async def test_without_continue_as_new_the_cap_fails_the_run_by_name() -> None:
     env = Environment(now=START)
     with pytest.raises(WorkflowFailed, match=r"HistoryTooLong: the run recorded 20[0-9] events"):
         await env.run(unbounded, total=1000)
+
+
+async def test_a_rerun_from_a_step_reuses_the_steps_before_it() -> None:
+    env, source, out = await _main_run(cache=True)
+    flows.CALLS.clear()
+    # Steps 0-21 are first, loud and the 20 of the gather; rerun from step 22 (the child).
+    doc = {"of": source, "reset": None, "steps": code_steps(env.state(source), before=22)}
+    assert sorted(int(s) for s in doc["steps"]["main"]) == list(range(22))
+    rerun = await env.start(flows.main, {"n": 3}, id="again", rerun=doc)
+    await env.signal(rerun, "approval", {"ok": True})
+    again = await env.result(rerun)
+    own = ("at", "uuid")  # the rerun's own time and random draws (seeded by its id)
+    assert {k: v for k, v in again.items() if k not in own} == {
+        k: v for k, v in out.items() if k not in own}
+    bodies = [e.body for e in env.history(rerun)]
+    reused = [b.index for b in bodies if isinstance(b, ev.TaskReused)]
+    assert reused == [2 * s + 1 for s in range(22)]
+    ran = {b.task for b in bodies if isinstance(b, ev.TaskDispatched) and b.index % 2}
+    assert "wt.shout" not in ran  # step 1, reused
+    assert flows.CALLS.get("double") == 1  # only the code child's own double(5) ran
+
+
+async def test_a_rerun_does_not_reuse_a_step_the_code_now_issues_differently() -> None:
+    env = Environment(now=START)
+    source = await env.start(fanout, width=2, bound=1)
+    await env.result(source)
+    doc = {"of": source, "steps": {"main": {"0": {"op": "task", "name": "wt.other",
+                                                  "output": 99}}}}
+    rerun = await env.start(fanout, {"width": 2, "bound": 1}, id="r2", rerun=doc)
+    assert await env.result(rerun) == [101, 102]  # nothing reused: the name differs
+    assert not [e for e in env.history(rerun) if isinstance(e.body, ev.TaskReused)]
