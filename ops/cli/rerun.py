@@ -19,8 +19,9 @@ def rerun(
     workflow_id: Annotated[str, typer.Argument(help="the ended run to run again")],
     from_: Annotated[str | None, typer.Option(
         "--from", help="reset to this node: it and everything downstream of it run "
-                       "again (any ended run); without it, what failed or was cancelled "
-                       "runs again")] = None,
+                       "again (any ended run); for a code workflow main:STEP runs its "
+                       "function again reusing the steps before STEP; without it, what "
+                       "failed or was cancelled runs again")] = None,
     input: Annotated[str | None, typer.Option(
         "--input", "-i", help="the new run's input as JSON, or @file.json (default: the "
                               "source's)")] = None,

@@ -92,7 +92,8 @@ async def _start(request: Request, source: str, payload: RerunRequest,
                                                for r in events], source)
         document = reuse(state, reset)
     except PlanError as e:
-        if reset is not None and reset not in _nodes(row):
+        if (reset is not None and reset.partition(":")[0] not in _nodes(row)) or (
+                reset is not None and ":" in reset):
             raise Problem(422, "Invalid request", str(e), errors=[f"node: {e}"]) from e
         raise Problem(409, "Conflict", str(e), workflow_id=source) from e
     given, new_input = payload.new_input

@@ -27,6 +27,7 @@ class RerunRequest(BaseModel):
 
 class ResetRequest(RerunRequest):
     """``POST /v1/workflows/{id}/reset``: a rerun that runs ``node`` and everything
-    downstream of it again, whatever their outcome in the source."""
+    downstream of it again, whatever their outcome in the source; for a code workflow
+    ``main:<step>`` runs its function again reusing the steps before ``step``."""
 
     node: str = Field(min_length=1, max_length=200)

@@ -11,6 +11,10 @@ map's results, a wait's fields, a loop's answer.
 - A reset to node ``n`` reuses the same, except ``n`` and every node downstream of it,
   which run again whatever their outcome in the source (Temporal's reset; a reset of a run
   that succeeded runs ``n`` on).
+- A code workflow's function runs again from its start; a rerun reuses every task and
+  child step that succeeded (``reuse.code_steps``), and a reset to ``main:<s>`` (its code
+  node and a step number) the steps before step ``s``: step ``s`` and what follows run
+  again. A reset to ``main`` alone reuses no step.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
 from headwater.core.machine.flow import descendants
+from headwater.core.reuse import code_steps
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus, TaskStatus
 from headwater.errors import HeadwaterError
@@ -76,6 +81,7 @@ def reuse(state: WorkflowState, reset: str | None) -> dict[str, Any]:
         PlanError: ``reset`` names no node of the spec.
     """
     spec = state.spec
+    reset, before = _code_step(state, reset)
     again: set[str] = set()
     if reset is not None:
         if reset not in state.nodes:
@@ -94,7 +100,31 @@ def reuse(state: WorkflowState, reset: str | None) -> dict[str, Any]:
             done = _succeeded_items(state, node.id)
             if done:
                 items[node.id] = done
-    return {"of": state.workflow_id, "reset": reset, "nodes": nodes, "items": items}
+    doc: dict[str, Any] = {"of": state.workflow_id, "reset": reset, "nodes": nodes,
+                           "items": items}
+    steps = {node_id: found for node_id, found in code_steps(state, before).items()
+             if node_id not in nodes and (before is not None or node_id not in again)}
+    if steps:
+        doc["steps"] = steps
+    return doc
+
+
+def _code_step(state: WorkflowState, reset: str | None) -> tuple[str | None, int | None]:
+    """A reset to ``<code node>:<step>`` as the node and the first step to run again;
+    any other reset as it is, with no step.
+
+    Raises:
+        PlanError: the step is not a number, or the node is not a code node.
+    """
+    if reset is None or ":" not in reset:
+        return reset, None
+    node_id, _, step = reset.partition(":")
+    if node_id not in state.nodes or state.nodes[node_id].code is None:
+        raise PlanError(f"{reset!r}: only a code workflow's node takes a step "
+                        f"(<node>:<step>); {node_id!r} is no code node of {state.workflow_id}")
+    if not (step.isascii() and step.isdigit() and len(step) <= 9):
+        raise PlanError(f"{reset!r}: the step after ':' must be a step number")
+    return node_id, int(step)
 
 
 def _succeeded_items(state: WorkflowState, node_id: str) -> dict[str, Any]:
