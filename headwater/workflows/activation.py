@@ -16,10 +16,11 @@ another worker, or when the cache dropped it, the function is run from its start
 
 from __future__ import annotations
 
+import inspect
 import os
 import traceback
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -62,7 +63,9 @@ class Instance:
         self.ctx = WorkflowContext(info, self)
         raw = payload.get("input")
         kwargs = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
-        self.driver.start_main(info.fn(self.ctx, **kwargs))
+        self.chunks: list[Any] = []
+        body = info.fn(self.ctx, **kwargs)
+        self.driver.start_main(self._stream(body) if inspect.isasyncgen(body) else body)
         self.busy = False
 
     def now_ms(self) -> int:
@@ -136,6 +139,16 @@ class Instance:
         self.processed = k + 1
         return self._decision(k)
 
+    async def _stream(self, body: AsyncIterator[Any]) -> list[Any]:
+        """A streaming function: what it yields anew are chunks of the activation; its
+        output is every chunk, in order."""
+        every: list[Any] = []
+        async for chunk in body:
+            every.append(chunk)
+            if self.act == self.final:  # not one yielded before, on replay
+                self.chunks.append(chunk)
+        return every
+
     def _check_replayed(self, a: int) -> None:
         """After re-running activation ``a``: it issued every step the history has for
         it, and the function has not ended (the history goes on)."""
@@ -153,8 +166,10 @@ class Instance:
         main = self.driver.main
         assert main is not None
         steps = [dict(s.command) for s in self.issued[len(self.recorded):]]
+        chunks, self.chunks = self.chunks, []
+        streamed = {"chunks": chunks} if chunks else {}
         if not main.done:
-            return {"steps": steps}
+            return {"steps": steps, **streamed}
         try:
             value = main.outcome()
         except ContinueAsNew as e:
@@ -167,7 +182,7 @@ class Instance:
         except TypeError as e:
             return {"fail": {"type": "TypeError",
                              "message": f"the workflow returned a value that is not JSON: {e}"}}
-        return {"steps": steps, "finish": value}
+        return {"steps": steps, "finish": value, **streamed}
 
 
 def describe(command: dict[str, Any]) -> str:

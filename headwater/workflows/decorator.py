@@ -139,9 +139,10 @@ def workflow(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
 
 def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
     where = f"@workflow {getattr(func, '__qualname__', func)!r}"
-    if not inspect.iscoroutinefunction(func):
+    if not (inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)):
         raise WorkflowRegistrationError(f"{where} must be an async def function "
-                                        "(async def f(wf: WorkflowContext, ...))")
+                                        "(async def f(wf: WorkflowContext, ...); one that "
+                                        "yields streams its chunks)")
     params = list(inspect.signature(func).parameters.values())
     if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
                                             params[0].POSITIONAL_OR_KEYWORD):
@@ -164,6 +165,7 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
     if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
         raise WorkflowRegistrationError(
             f"{where}: max_events must be a whole number from 10 to {MAX_EVENTS_LIMIT}")
+    _check_deploy(where, options)
     timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise WorkflowRegistrationError(f"{where}: timeout must be a number of seconds > 0")
@@ -174,6 +176,30 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         max_restarts=options.get("max_restarts"),
         input_schema=options.get("input_schema") or input_schema_of(func),
         max_events=cap, deploy={k: options[k] for k in DEPLOY_KEYS if k in options})
+
+
+def _check_deploy(where: str, options: dict[str, Any]) -> None:
+    """The deploy hints: counts are whole numbers from 0 (``min_replicas`` at most
+    ``max_replicas``), ``cpu`` and ``memory`` Kubernetes quantities (``"500m"``,
+    ``"2Gi"``, or a number)."""
+    for key in ("replicas", "min_replicas", "max_replicas", "gpu"):
+        value = options.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise WorkflowRegistrationError(f"{where}: {key} must be a whole number >= 0, "
+                                            f"not {value!r}")
+    low, high = options.get("min_replicas"), options.get("max_replicas")
+    if low is not None and high is not None and low > high:
+        raise WorkflowRegistrationError(f"{where}: min_replicas {low} is over max_replicas "
+                                        f"{high}")
+    for key in ("cpu", "memory"):
+        value = options.get(key)
+        if value is not None and not ((isinstance(value, str) and re.fullmatch(
+                r"[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?", value))
+                or (isinstance(value, int | float) and not isinstance(value, bool))):
+            raise WorkflowRegistrationError(
+                f"{where}: {key} must be a Kubernetes quantity such as '500m' or '2Gi', "
+                f"not {value!r}")
 
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",

@@ -1,6 +1,7 @@
 """What an activation's decision looks like, and why one is refused.
 
-A decision is ``{"steps": [...]}`` and at most one of ``"finish": output``, ``"fail":
+A decision is ``{"steps": [...], "chunks"?: [...]}`` (``chunks``: what a streaming
+function yielded in this activation) and at most one of ``"finish": output``, ``"fail":
 {type, message, traceback}`` and ``"continue_as_new": input``; each step is ``{"op":
 "task" | "child" | "sleep" | "signal" | "patch", ...}`` with the fields of its op
 (``STEP_KEYS``).
@@ -35,7 +36,7 @@ STEP_KEYS = {
     "patch": frozenset({"op", "name"}),
 }
 """The fields of a step, by its op."""
-_DECISION_KEYS = frozenset({"steps", "finish", "fail", "continue_as_new"})
+_DECISION_KEYS = frozenset({"steps", "finish", "fail", "continue_as_new", "chunks"})
 ENDS = ("finish", "fail", "continue_as_new")
 """The keys of a decision that ends the function's run (this generation's)."""
 
@@ -48,12 +49,14 @@ def decision_fault(decision: Any) -> str | None:
     checks: list[tuple[bool, Callable[[], str]]] = [
         (bool(set(decision) - _DECISION_KEYS), lambda: (
             f"a decision has no key {sorted(set(decision) - _DECISION_KEYS)[0]!r} "
-            "(keys: steps, finish, fail, continue_as_new)")),
+            "(keys: steps, finish, fail, continue_as_new, chunks)")),
         (sum(k in decision for k in ENDS) > 1,
          lambda: "a decision has at most one of finish, fail and continue_as_new"),
         ("fail" in decision and not isinstance(decision["fail"], dict),
          lambda: "a decision's fail must be an object {type, message, traceback}"),
         (not isinstance(steps, list), lambda: "a decision's steps must be a list"),
+        (not isinstance(decision.get("chunks", []), list),
+         lambda: "a decision's chunks must be a list"),
         (isinstance(steps, list) and len(steps) > MAX_STEPS_PER_ACTIVATION, lambda: (
             f"an activation issued {len(steps)} steps at once, over the limit of "
             f"{MAX_STEPS_PER_ACTIVATION} (bound the gather with max_concurrency)")),

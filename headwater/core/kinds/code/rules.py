@@ -47,6 +47,7 @@ def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -
     """An activation decided: carry out its decision. A step's task or child
     succeeded: the function hears of it in the next activation."""
     if jr.is_activation(report.index):
+        _streamed(rec, report)
         _decided(rec, spec)
     else:
         _activate_if_due(rec, spec)
@@ -64,6 +65,16 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
 def timer_fired(rec: Recorder, spec: NodeSpec, index: int | None) -> None:
     """A sleep woke or a signal wait timed out (its result is recorded)."""
     _activate_if_due(rec, spec)
+
+
+def _streamed(rec: Recorder, report: ev.TaskSucceeded) -> None:
+    """What a streaming function yielded in the activation: each chunk is recorded as
+    the activation's ``TaskOutputStreamed``, as a generator task's are, so the run's
+    stream and its page show them."""
+    chunks = report.output.get("chunks") if isinstance(report.output, dict) else None
+    for seq, chunk in enumerate(chunks or ()):
+        rec.record(ev.TaskOutputStreamed(report.workflow_id, report.node, report.index,
+                                         report.attempt, rec.at_ms, seq, chunk))
 
 
 def _decided(rec: Recorder, spec: NodeSpec) -> None:

@@ -218,3 +218,21 @@ async def test_a_rerun_does_not_reuse_a_step_the_code_now_issues_differently() -
     rerun = await env.start(fanout, {"width": 2, "bound": 1}, id="r2", rerun=doc)
     assert await env.result(rerun) == [101, 102]  # nothing reused: the name differs
     assert not [e for e in env.history(rerun) if isinstance(e.body, ev.TaskReused)]
+
+
+@workflow(name="wt.stream")
+async def streaming(wf: WorkflowContext, n: int) -> Any:
+    for i in range(n):
+        yield {"part": i, "value": await wf.run(add, a=i, b=i)}
+        if i == 1:
+            await wf.sleep(60)
+
+
+async def test_a_streaming_function_yields_chunks_of_its_activations() -> None:
+    env = Environment(now=START, cache=False)  # replays: old chunks are not sent again
+    run = await env.start(streaming, n=3)
+    out = await env.result(run)
+    assert out == [{"part": i, "value": 2 * i} for i in range(3)]
+    chunks = [e.body.chunk for e in env.history(run)
+              if isinstance(e.body, ev.TaskOutputStreamed)]
+    assert chunks == out
