@@ -96,7 +96,16 @@ def test_the_slash_variants_of_submitting_need_submit(path: str) -> None:
 @pytest.mark.parametrize("path", OPEN_PATHS)
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE", "OPTIONS"])
 def test_a_path_outside_v1_is_open(method: str, path: str) -> None:
-    assert role_needed(method, path) is None
+    expected = "submit" if (method, path) in (("POST", "/v1"), ("POST", "/v2/workflows")) else None
+    assert role_needed(method, path) == expected
+
+
+@pytest.mark.parametrize("path", ["/research", "/a/b.c", "/v1", "/healthz", "/uix"])
+def test_a_post_to_what_may_be_a_workflows_path_needs_submit(path: str) -> None:
+    """A ``@workflow(path=...)`` is run by ``POST <path>`` (``runs.paths``), which
+    submits; any other method there is open (no route takes it)."""
+    assert role_needed("POST", path) == "submit"
+    assert role_needed("GET", path) is None and role_needed("PUT", path) is None
 
 
 @pytest.mark.parametrize(("method", "path"), [(m, p) for m, p in OPERATIONS
