@@ -144,8 +144,7 @@ class Client:
                                           queue_anyway))
 
     @overload
-    def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args,
-            **kwargs: P.kwargs) -> R: ...
+    def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
@@ -156,10 +155,9 @@ class Client:
             id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
 
     def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
-        """Run a ``@workflow`` function on its arguments and return its output (raises
-        ``WorkflowFailed``, ``WorkflowCancelled``, ``TypeError`` for arguments that do
-        not fit it: ``workflow_runs``), or a definition by name (``POST /v1/run/{name}``;
-        ``ValueError``: an empty name or id, a timeout not finite or below 0):
+        """Run a ``@workflow`` function on its arguments, returning its output (as
+        ``result``; ``TypeError``: arguments that do not fit it), or a definition by name
+        (``POST /v1/run/{name}``; ``ValueError``: an empty name or id, a bad timeout):
 
         Args:
             definition: ``name`` or ``name@3``. input: the run's input (JSON).
@@ -168,8 +166,8 @@ class Client:
                 0, ``data["id"]`` the run's id) then the run's events to its terminal
                 one, reconnecting as ``events`` does.
             timeout: the gateway's wait, seconds (None: ``HEADWATER_RUN_TIMEOUT_MAX_S``).
-            id: the run's id (None: chosen before the first try).
-            queue_anyway: submit even when a queue it needs has no live worker.
+            id, queue_anyway: the run's id (None: chosen before the first try); submit
+                even when a queue it needs has no live worker.
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))
