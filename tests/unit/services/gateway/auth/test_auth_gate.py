@@ -322,3 +322,12 @@ def test_two_authorization_headers_are_401(g: Gate) -> None:
         ("Authorization", bearer(g.tokens["*"])), ("Authorization", bearer(g.tokens["read"]))])
     body = unauthorized(response, 'Bearer realm="headwater", error="invalid_token"')
     assert "two Authorization headers" in body["detail"]
+
+
+def test_a_workflows_path_needs_a_submit_token(g: Gate) -> None:
+    """``POST /research`` (a ``@workflow``'s path, ``runs.paths``) is a submission:
+    401 without a token, 403 with a read token, through with a submit token (the
+    stand-in registry has no workflow at that path: 404)."""
+    unauthorized(g.call(None, "POST", "/research", json={}), REALM)
+    assert_problem(g.call("read", "POST", "/research", json={}), 403, "Forbidden")
+    assert_problem(g.call("submit", "POST", "/research", json={}), 404, "Not found")
