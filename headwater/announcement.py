@@ -9,6 +9,28 @@ stuck`` read it; ``headwater.codec`` encodes and decodes it like every record
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AnnouncedWorkflow:
+    """A ``@workflow`` a worker serves, as it announces it: what the gateway registers
+    as the workflow's definition (``services/gateway/definitions/announced.py``).
+
+    Attributes:
+        name: the workflow's name: its definition's and its activation task's.
+        spec: the spec document of a run (``WorkflowInfo.spec()``).
+        input_schema: a JSON Schema of its input, or None (any input).
+        path: the HTTP path the gateway serves it at (``POST <path>``), or None.
+        code_version: the version of its code (a digest of the function's source,
+            unless the worker names one: ``HEADWATER_CODE_VERSION``).
+    """
+
+    name: str
+    spec: Any
+    input_schema: Any
+    path: str | None
+    code_version: str
 
 
 @dataclass(frozen=True)
@@ -28,6 +50,8 @@ class WorkerAnnounced:
         at_ms: when it announced, ms since the epoch (its clock).
         interval_ms: how often it announces, ms.
         stopping: True once it stops taking dispatches.
+        workflows: the ``@workflow``s it serves, by name (their activation tasks are
+            among ``tasks``); empty in records written before workers announced them.
     """
 
     worker_id: str
@@ -42,3 +66,4 @@ class WorkerAnnounced:
     at_ms: int
     interval_ms: int
     stopping: bool = False
+    workflows: tuple[AnnouncedWorkflow, ...] = ()

@@ -28,7 +28,7 @@ import fastavro
 import orjson
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from headwater.announcement import WorkerAnnounced
+from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.definitions import DefinitionHead, DefinitionStored
@@ -69,7 +69,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
 """Schema name -> its record type: the inputs, the common history events, every node
 kind's events (from the registry, ``KindUnit.events``), and the records of the
 definitions registry, of the workers' announcements and of the task logs."""
-RECORD_ARRAYS: dict[str, type[Any]] = {"lines": LogLine}
+RECORD_ARRAYS: dict[str, type[Any]] = {"lines": LogLine, "workflows": AnnouncedWorkflow}
 """Array fields whose items are records: the field's name -> the items' type."""
 
 
@@ -236,13 +236,41 @@ def _to_avro(record: Any) -> dict[str, Any]:
         elif name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
         elif name in RECORD_ARRAYS:
-            value = [{k: getattr(item, k) for k in _field_names(type(item))} for item in value]
+            value = [_item_to_avro(type(record).__name__, item) for item in value]
         out[name] = value
     for name in schema.ints:
         value = out[name]
         if type(value) is int and value not in INT_RANGE:
             raise ValueError(f"{type(record).__name__} does not fit its schema: {name}: "
                              f"{value} is beyond an Avro int (32 bits)")
+    return out
+
+
+def _item_to_avro(owner: str, item: Any) -> dict[str, Any]:
+    """An item of a ``RECORD_ARRAYS`` field as Avro: its ``JSON_FIELDS`` as JSON text."""
+    out: dict[str, Any] = {}
+    for key in _field_names(type(item)):
+        value = getattr(item, key)
+        if key in JSON_FIELDS:
+            text = orjson.dumps(value)
+            fault = json_depth_fault(value, text)
+            if fault is not None:
+                raise ValueError(f"{owner} does not fit its schema: {key}: {fault}")
+            value = text
+        out[key] = value
+    return out
+
+
+def _item_from_avro(owner: str, item: dict[str, Any]) -> dict[str, Any]:
+    """An item of a ``RECORD_ARRAYS`` field from Avro: its ``JSON_FIELDS`` parsed."""
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if key in JSON_FIELDS and value is not None:
+            text, value = value, orjson.loads(value)
+            fault = json_depth_fault(value, text)
+            if fault is not None:
+                raise DecodeError(f"bad {owner} body: {key}: {fault}")
+        out[key] = value
     return out
 
 
@@ -274,7 +302,7 @@ def _from_avro(name: str, data: dict[str, Any]) -> Any:
             body_name, body = value
             value = _from_avro(body_name.rsplit(".", 1)[-1], body)
         elif key in RECORD_ARRAYS:
-            value = tuple(RECORD_ARRAYS[key](**item) for item in value)
+            value = tuple(RECORD_ARRAYS[key](**_item_from_avro(name, item)) for item in value)
         kwargs[key] = value
     for key in _schemas()[0][name].arrays:
         kwargs[key] = tuple(kwargs[key])

@@ -19,8 +19,10 @@ workflow with none of them waits forever; so does one with
 
 An attempt queued where no worker listens is pending by this definition (a worker may
 still come), but it is listed too when the workers' announcements are given
-(``serving``): a task or map attempt dispatched on a queue without a live worker, or
-whose live workers do not serve its task (``unserved``). A cancellation can always end
+(``serving``): a task or map attempt, or a code workflow's activation or task step,
+dispatched on a queue without a live worker, or whose live workers do not serve its
+task (``unserved``). A code workflow's sleeps and signal waits are tasks no worker runs
+(their timer or a signal ends them): pending, named as such. A cancellation can always end
 a stuck workflow.
 """
 
@@ -30,8 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from headwater.core.ids import SLEEP_TIMER, child_id, node_timer_id, retry_timer_id
+from headwater.core.kinds.code.journal import SIGNAL_TASK, SLEEP_TASK
 from headwater.core.spec import NodeKind
-from headwater.core.state import WorkflowState
+from headwater.core.state import CHILD_TASK, WorkflowState
 from headwater.core.status import NodeStatus, TaskStatus
 from ops.history import Recorded, dedupe, fold
 
@@ -54,13 +57,23 @@ def _signal_of(state: WorkflowState, node_id: str) -> str:
 def pending(state: WorkflowState) -> list[str]:
     """What the workflow still waits for: live attempts, timers and open waits, one
     phrase each."""
-    found = [f"task {key} {t.status.value}" for key, t in state.tasks.items()
-             if t.status.live]
+    found = [_own_step(t.worker, key) or f"task {key} {t.status.value}"
+             for key, t in state.tasks.items() if t.status.live]
     found += [f"timer {timer_id}" for timer_id in state.timers]
     found += [f"wait {node_id} for signal {_signal_of(state, node_id)}"
               for node_id in _nodes_of_kind(state, NodeKind.WAIT)
               if state.nodes[node_id].status is NodeStatus.RUNNING]
     return found
+
+
+def _own_step(worker: str, key: str) -> str | None:
+    """A code workflow's sleep or signal wait (a task no worker runs: its ``worker``
+    names which), one phrase; None for any other task."""
+    if worker == SLEEP_TASK:
+        return f"sleep {key}"
+    if worker == SIGNAL_TASK:
+        return f"signal wait {key}"
+    return None
 
 
 def is_stuck(state: WorkflowState, now_ms: int | None = None, seen: Seen | None = None,
@@ -108,17 +121,20 @@ def unserved(state: WorkflowState, serving: Mapping[str, set[str]]) -> str | Non
     """
     if state.status.terminal:
         return None
-    kinds = (NodeKind.TASK, NodeKind.MAP)
+    kinds = (NodeKind.TASK, NodeKind.MAP, NodeKind.CODE)
     for key, t in state.tasks.items():
         node = state.spec.node(t.node) if t.node in state.nodes else None
         if t.status is not TaskStatus.DISPATCHED or node is None or node.kind not in kinds:
             continue
-        if node.queue not in serving:
-            return (f"task {key}/{t.attempt} waits on queue {node.queue}, which has no live "
+        work = state.work(t.node, t.index)  # a code step's own task and queue
+        if work.task == CHILD_TASK:
+            continue
+        if work.queue not in serving:
+            return (f"task {key}/{t.attempt} waits on queue {work.queue}, which has no live "
                     "worker")
-        if node.task not in serving[node.queue]:
-            return (f"task {key}/{t.attempt} waits on queue {node.queue}, whose live workers "
-                    f"do not serve task {node.task}")
+        if work.task not in serving[work.queue]:
+            return (f"task {key}/{t.attempt} waits on queue {work.queue}, whose live workers "
+                    f"do not serve task {work.task}")
     return None
 
 

@@ -10,7 +10,7 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
@@ -43,8 +43,11 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class AsyncClient:
@@ -111,20 +114,29 @@ class AsyncClient:
                                                 queue_anyway))
 
     @overload
-    async def run(self, definition: str, input: Any = ...,
+    async def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args,
+                  **kwargs: P.kwargs) -> R: ...
+    @overload
+    async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
                   id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
     @overload
-    async def run(self, definition: str, input: Any = ...,
+    async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
                   id: str | None = ...,
                   queue_anyway: bool = ...) -> AsyncIterator[Event]: ...
 
-    async def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
-                  timeout: float | None = None, id: str | None = None,
-                  queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
+    async def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
         iterator of the events (the request is sent as it is iterated)."""
+        if is_workflow(target):
+            ran = await self.fetch(workflow_request(target, args, kwargs))
+            return outcome(ran.workflow) if ran.workflow else await self.result(ran.id)
+        return await self._run(target, *args, **kwargs)
+
+    async def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
+                   timeout: float | None = None, id: str | None = None,
+                   queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
         request = req.run(definition, input, mode, timeout, id, queue_anyway)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))

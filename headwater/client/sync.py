@@ -8,7 +8,7 @@ import builtins
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import httpx
 from httpx_sse import connect_sse
@@ -41,9 +41,12 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
 __all__ = ["Client"]
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Client:
@@ -141,34 +144,39 @@ class Client:
                                           queue_anyway))
 
     @overload
-    def run(self, definition: str, input: Any = ...,
+    def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+    @overload
+    def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
     @overload
-    def run(self, definition: str, input: Any = ...,
+    def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
 
-    def run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
-            timeout: float | None = None, id: str | None = None,
-            queue_anyway: bool = False) -> Run | Iterator[Event]:
-        """Run a definition (``POST /v1/run/{name}``).
+    def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """Run a ``@workflow`` function on its arguments, returning its output (as
+        ``result``; ``TypeError``: arguments that do not fit it), or a definition by name
+        (``POST /v1/run/{name}``; ``ValueError``: an empty name or id, a bad timeout):
 
         Args:
-            definition: ``name`` or ``name@3``.
-            input: the run's input (JSON).
+            definition: ``name`` or ``name@3``. input: the run's input (JSON).
             mode: ``sync`` waits up to ``timeout`` (``Run.done`` tells whether it ended);
                 ``async`` answers at once; ``stream`` yields the ``accepted`` event (id
-                0, ``data["id"]`` the run's id) then the run's events until its terminal
+                0, ``data["id"]`` the run's id) then the run's events to its terminal
                 one, reconnecting as ``events`` does.
-            timeout: how long the gateway waits, seconds (None: its maximum,
-                ``HEADWATER_RUN_TIMEOUT_MAX_S``).
-            id: the run's id (None: chosen before the first try).
-            queue_anyway: submit even when a queue it needs has no live worker.
-
-        Raises:
-            ValueError: an empty name or id; a timeout not finite or below 0.
+            timeout: the gateway's wait, seconds (None: ``HEADWATER_RUN_TIMEOUT_MAX_S``).
+            id, queue_anyway: the run's id (None: chosen before the first try); submit
+                even when a queue it needs has no live worker.
         """
+        if is_workflow(target):
+            ran = self.fetch(workflow_request(target, args, kwargs))
+            return outcome(ran.workflow) if ran.workflow else self.result(ran.id)
+        return self._run(target, *args, **kwargs)
+
+    def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
+             timeout: float | None = None, id: str | None = None,
+             queue_anyway: bool = False) -> Run | Iterator[Event]:
         request = req.run(definition, input, mode, timeout, id, queue_anyway)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))

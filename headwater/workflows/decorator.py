@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT
+from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, PATH_PATTERN
 from headwater.core.suggest import did_you_mean
 from headwater.errors import WorkflowRegistrationError
 
@@ -35,7 +35,6 @@ that does is deployed."""
 DEFAULT_ACTIVATION_TIMEOUT = 60.0
 """Seconds an activation may run: a function does its I/O in tasks, so it is quick."""
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
-_PATH = re.compile(r"^/[A-Za-z0-9_\-./]{1,200}$")
 DEPLOY_KEYS = ("replicas", "min_replicas", "max_replicas", "cpu", "memory", "gpu")
 """The scaling and resource hints the deploy step reads (``WorkflowInfo.deploy``)."""
 _OPTIONS = ("name", "path", "queue", "timeout", "retry", "restart_on_failure",
@@ -156,7 +155,7 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         raise WorkflowRegistrationError(
             f"{where}: queue {queue!r} must match {QUEUE_PATTERN.pattern}")
     path = options.get("path")
-    if path is not None and (not isinstance(path, str) or not _PATH.fullmatch(path)
+    if path is not None and (not isinstance(path, str) or not PATH_PATTERN.fullmatch(path)
                              or path.startswith("/v1/")):
         raise WorkflowRegistrationError(
             f"{where}: path {path!r} must start with / (not /v1/) and use letters, "

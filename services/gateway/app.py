@@ -28,6 +28,7 @@ from services.gateway.openapi import document
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
 from services.gateway.runs import api as runs_api
+from services.gateway.runs import paths as workflow_paths
 from services.gateway.runs import run as run_api
 from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await runtime.start_queues()
         await runtime.notifier.start(settings.pg_dsn)
         await definitions_api.start(app)  # the definitions topic, read into its tables
+        runtime.start_registrar()  # then the workflows workers announce become definitions
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)
 
@@ -96,4 +98,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        settings.metrics_token)
     for router in ROUTERS:
         app.include_router(router)
-    return ui_routes.install(app)  # the web UI at /ui
+    ui_routes.install(app)  # the web UI at /ui
+    return workflow_paths.install(app)  # POST <path> of a @workflow, matched last

@@ -15,6 +15,8 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from fastapi import Request
 
+from services.gateway.definitions.announced import Registrar
+from services.gateway.definitions.store import Store
 from services.gateway.drain import Drain
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues import admission
@@ -44,6 +46,8 @@ class Runtime:
             with the producer, over its connection (None: Kafka is not checked).
         workers: the workers' announcements (``queues.workers``; set once connected).
         queue_figures: backlogs and waiting dispatches (``queues.figures``; set once connected).
+        registrar: registers the ``@workflow``s workers announce as definitions
+            (``definitions.announced``; set once the definitions topic was read).
     """
 
     settings: Settings
@@ -55,6 +59,7 @@ class Runtime:
     broker_check: Callable[[float], Awaitable[None]] | None = None
     workers: WorkerRegistry | None = None
     queue_figures: QueueFigures | None = None
+    registrar: Registrar | None = None
 
     @property
     def outlet(self) -> Outlet:
@@ -97,8 +102,24 @@ class Runtime:
         admission.install(admission.Admission(self.workers, figures,
                                               dict(self.settings.queue_maxdepth)))
 
+    def definitions_store(self) -> Store:
+        """The definitions registry's writer (once connected)."""
+        return Store(self.pool, self.producer, self.settings.topics.definitions,
+                     self.settings.produce_timeout_s)
+
+    def start_registrar(self) -> None:
+        """Register the workflows workers announce (after the definitions topic was read
+        into its tables, so that versions are chosen from what Kafka holds)."""
+        if self.workers is None:
+            return
+        self.registrar = Registrar(self.definitions_store(), self.workers.live)
+        self.workers.listeners.append(self.registrar.heard)
+        self.registrar.start()
+
     async def stop_queues(self) -> None:
-        """Stop what ``start_queues`` started."""
+        """Stop what ``start_queues`` and ``start_registrar`` started."""
+        if self.registrar is not None:
+            await self.registrar.stop()
         admission.install(None)
         install_registry(None)
         if self.workers is not None:

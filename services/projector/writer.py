@@ -33,6 +33,7 @@ from services.common.finishing import Unfinished, finish
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
+from services.projector.code_steps import CODE_STATEMENTS, code_plan
 from services.projector.kinds import KIND_STATEMENTS, KIND_STEPS, kind_plan
 from services.projector.refusals import follow_refusals
 from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
@@ -145,9 +146,10 @@ def _clean(value: Any, depth: int) -> Any:
     return value
 
 
-STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS, *RESTART_STATEMENTS)
+STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS, *CODE_STATEMENTS, *RESTART_STATEMENTS)
 """Every statement, in the order a batch applies them: the core ones (a task's lifecycle
-order), then the node kinds' (``kinds.py``), then a restart's (``restarts.py``)."""
+order), then the node kinds' (``kinds.py``), a code workflow's sleeps and signal waits
+(``code_steps.py``), then a restart's (``restarts.py``)."""
 
 PROJECTED_EVENTS = frozenset({*NODE_AND_TASK_STEPS, *KIND_STEPS, *SCHEDULE_STEPS})
 """The event types with statements of their own beside their ``events`` row, by the
@@ -157,8 +159,8 @@ events are here (``tests/unit/headwater/core/test_kind_registry.py``)."""
 
 def plan(e: ev.HistoryEvent) -> Statements:
     """The statements that project one event, with their arguments: the core ones, then
-    those of the node kinds and of a restart."""
-    return [*core_plan(e), *kind_plan(e), *restart_plan(e)]
+    those of the node kinds, of a code workflow's own steps and of a restart."""
+    return [*core_plan(e), *kind_plan(e), *code_plan(e), *restart_plan(e)]
 
 
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, *UNAVAILABLE)

@@ -28,6 +28,7 @@ from dataclasses import replace
 from aiokafka import AIOKafkaProducer
 
 from headwater import codec
+from headwater.announcement import AnnouncedWorkflow
 from headwater.announcement import WorkerAnnounced as WorkerAnnounced
 from headwater.errors import DecodeError
 from services.common.clock import now_ms
@@ -152,6 +153,7 @@ class Announcer:
             (seconds), Kafka settings and the topic names.
         tasks: the task names it serves.
         in_flight: how many attempts run now (called at each announcement).
+        workflows: the ``@workflow``s it serves (``services.worker.workflows``).
 
     Raises:
         ValueError: ``announce_s`` is not a positive, finite number (0 would announce
@@ -159,7 +161,8 @@ class Announcer:
     """
 
     def __init__(self, settings: Settings, tasks: Iterable[str],
-                 in_flight: Callable[[], int]) -> None:
+                 in_flight: Callable[[], int],
+                 workflows: Iterable[AnnouncedWorkflow] = ()) -> None:
         if not math.isfinite(settings.announce_s) or settings.announce_s <= 0:
             raise ValueError(f"announce_s must be a positive number of seconds, got "
                              f"{settings.announce_s!r}")
@@ -170,7 +173,7 @@ class Announcer:
         self.base = WorkerAnnounced(
             settings.worker_id, settings.queue, tuple(sorted(tasks)), settings.concurrency, 0,
             package_version(), socket.gethostname(), os.getpid(), now_ms(), 0,
-            max(1, round(settings.announce_s * 1000)))
+            max(1, round(settings.announce_s * 1000)), workflows=tuple(workflows))
         self.producer: AIOKafkaProducer = make_producer(settings)
         self.is_stopping = False
         self._wake = asyncio.Event()

@@ -44,6 +44,7 @@ from services.worker.reports import clean_text
 from services.worker.settings import Settings
 from services.worker.task_logs import capture
 from services.worker.task_logs.attempt_log import AttemptLog
+from services.worker.workflows import served_workflows
 
 log = logging.getLogger("headwater.worker")
 
@@ -198,7 +199,9 @@ class Worker:
     async def _announcing(self) -> AsyncIterator[None]:
         """Announce this worker on the workers topic meanwhile (``announce``)."""
         served = [n for n, t in REGISTRY.items() if t.queue == self.settings.queue]
-        self.announcer = Announcer(self.settings, served, lambda: len(self.running))
+        workflows = served_workflows(self.settings.queue, self.settings.code_version)
+        self.announcer = Announcer(self.settings, served, lambda: len(self.running),
+                                   workflows)
         try:
             async with self.announcer:
                 yield

@@ -120,6 +120,9 @@ class Settings(CommonSettings):
         task_log: the bounds of an attempt's log (``HEADWATER_TASK_LOG_LINE_BYTES``,
             ``_MAX_LINES``, ``_MAX_BYTES``: 4 KiB a line, 2,000 lines and 512 KiB an
             attempt by default).
+        code_version: the version of the code it runs, named in its announcements of
+            the ``@workflow``s it serves (``HEADWATER_CODE_VERSION``; unset: a digest of
+            each function's source, ``services.worker.workflows``).
     """
 
     queue: str = "cpu"
@@ -134,6 +137,7 @@ class Settings(CommonSettings):
     metrics_port: int = metrics.DEFAULT_PORTS["worker"]
     metrics_host: str = metrics.DEFAULT_HOST
     task_log: Limits = field(default_factory=Limits)
+    code_version: str | None = None
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -161,4 +165,5 @@ class Settings(CommonSettings):
             metrics_port=metrics.port_from_env("worker"),
             metrics_host=metrics.host_from_env(),
             task_log=task_log_limits_from_env(),
+            code_version=env_str("CODE_VERSION", "") or None,
         )

@@ -19,6 +19,7 @@ import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from headwater.core.kinds.code.records import PATH_PATTERN
 from services.common.auth.tokens import OPEN, Authenticator, AuthError, Principal
 from services.gateway.edge.problems import problem_response
 
@@ -51,15 +52,29 @@ def role_needed(method: str, path: str) -> str | None:
     ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling and
     ``POST /v1/run/{name}``: ``submit``. Writing a definition or a schedule (``PUT``,
     ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
-    (a route that does not take it answers 405 after that).
+    (a route that does not take it answers 405 after that). A ``POST`` to a path
+    outside ``/v1/`` that may be a workflow's (``POST /research``, ``runs.paths``):
+    ``submit``.
     """
     if not path.startswith("/v1/"):
-        return None
+        return "submit" if method == "POST" and _workflow_path(path) else None
     if method in ("GET", "HEAD"):
         return "read"
     if method == "POST" and _SUBMIT.fullmatch(path):
         return "submit"
     return "admin"
+
+
+OPEN_PREFIXES = ("/health", "/ready", "/metrics", "/openapi.json", "/docs", "/redoc", "/ui",
+                 "/favicon.ico")
+"""The paths outside ``/v1/`` that are never a workflow's (``runs.paths``)."""
+
+
+def _workflow_path(path: str) -> bool:
+    """Whether a ``POST`` to ``path`` may run a workflow served there (``runs.paths``):
+    it has the form of a workflow's path and is none of the open ones."""
+    return bool(PATH_PATTERN.fullmatch(path)) and not any(
+        path == p or path.startswith(p + "/") for p in OPEN_PREFIXES)
 
 
 def _headers(scope: Scope, name: bytes) -> list[str]:

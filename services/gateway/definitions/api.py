@@ -86,8 +86,7 @@ def links(name: str, version: int) -> dict[str, str]:
 
 
 def _store(hw: Runtime) -> Store:
-    return Store(hw.pool, hw.producer, hw.settings.topics.definitions,
-                 hw.settings.produce_timeout_s)
+    return hw.definitions_store()
 
 
 def _iso(value: datetime) -> str:

@@ -35,7 +35,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiokafka import ConsumerRecord, TopicPartition
@@ -104,6 +104,9 @@ class WorkerRegistry:
         self.fresh_at_ms = 0
         self._miskeyed: set[str] = set()
         self._task: asyncio.Task[None] | None = None
+        self.listeners: list[Callable[[WorkerAnnounced], None]] = []
+        """Called with each announcement taken (the registrar of announced workflows,
+        ``definitions.announced``)."""
 
     def start(self) -> None:
         """Start reading in the background (from the event loop)."""
@@ -222,6 +225,8 @@ class WorkerRegistry:
         for task in announced.tasks:
             key_served = (announced.queue, task)
             self.last_served[key_served] = max(heard_at, self.last_served.get(key_served, 0))
+        for listener in self.listeners:
+            listener(announced)
 
     def _forget(self, worker_id: str, last: Heard) -> None:
         """Remember a worker whose tombstone was read (the latest ``MAX_GONE``)."""

@@ -111,7 +111,18 @@ async def run_definition(
             409 the id is taken, 410 deleted, 422 the input does not fit the definition's
             schema, 429 a full queue, 503), 413, and 422 a body that is not JSON.
     """
-    hw = accepting(request)
+    return await run_named(request, accepting(request), name, query, accept, prefer)
+
+
+async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, accept: str,
+                    prefer: list[str] | None) -> Response:
+    """Submit a run of definition ``name`` on the request's body and answer in the mode
+    the request asks (``POST /v1/run/{name}``, and ``POST <path>`` of a workflow
+    served at a path: ``runs.paths``).
+
+    Raises:
+        Problem: as ``run_definition``.
+    """
     workflow_input = parse_input(await read_limited(request, hw.settings.max_body_bytes))
     preferences = parse_prefer(prefer or [])
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from headwater.announcement import WorkerAnnounced
+from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
@@ -113,6 +113,10 @@ def other_samples() -> list[Any]:
         WorkerAnnounced("host-1-42", "gpu", ("embed", "ränk"), 4, 2, "0.1.0", "höst", 42,
                         AT - 60_000, AT, 5000),
         WorkerAnnounced("w", "cpu", (), 1, 0, "unknown", "h", 2**31 - 1, 0, AT, 1, True),
+        WorkerAnnounced("w2", "cpu", ("flöws.research",), 1, 0, "0.1.0", "h", 7, 0, AT, 1500,
+                        False, (AnnouncedWorkflow("flöws.research", SPEC, {"type": "object"},
+                                                  "/research", "c" * 64),
+                                AnnouncedWorkflow("other", SPEC, None, None, "v2"))),
         TaskLogLines(WF, "nöde", None, 1, 1, (
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),

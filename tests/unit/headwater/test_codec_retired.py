@@ -14,6 +14,7 @@ import pytest
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
 from headwater import codec
+from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 
@@ -44,6 +45,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "HistoryEvent.5b5babb29e2a09e6.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
         "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
+        "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc",
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
         "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.f9729656f2b59fba.avsc"]
@@ -149,3 +151,19 @@ def test_a_restart_written_before_continue_as_new_decodes_as_a_restart() -> None
     assert decoded == record
     assert isinstance(decoded.body, ev.WorkflowRestarted)
     assert decoded.body.continued is False and decoded.body.input is None
+
+
+ANNOUNCED = codec.schema_dir() / "retired" / "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc"
+
+
+def test_an_announcement_written_before_workflows_decodes_with_none() -> None:
+    """A worker of the release before announced no ``@workflow``s: its record reads
+    with ``workflows`` empty, and a new one names the current schema."""
+    fields = {"worker_id": "w", "queue": "cpu", "tasks": ["t"], "concurrency": 2,
+              "in_flight": 1, "version": "0.1.0", "host": "h", "pid": 7,
+              "started_at_ms": 1, "at_ms": 2, "interval_ms": 1500, "stopping": False}
+    data = _old_task_failed(ANNOUNCED, fields)
+    decoded = codec.decode(data)
+    assert decoded == WorkerAnnounced("w", "cpu", ("t",), 2, 1, "0.1.0", "h", 7, 1, 2, 1500)
+    assert decoded.workflows == ()
+    assert codec.encode(decoded) != data

@@ -4,6 +4,7 @@ result its task's (or its timer's ``TimerFired``, or its ``SignalConsumed``)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 DEFAULT_MAX_EVENTS = 20_000
@@ -13,9 +14,26 @@ MAX_EVENTS_LIMIT = 1_000_000
 """The largest ``max_events`` a spec may give."""
 
 
+PATH_PATTERN = re.compile(r"^/[A-Za-z0-9_\-./]{1,200}$")
+"""The form of a code workflow's HTTP path (``@workflow(path=...)``; never under
+``/v1/``, which is the API's)."""
+MAX_CODE_VERSION_CHARS = 200
+"""The longest ``code_version`` a spec may give."""
+
+
 @dataclass(frozen=True)
 class CodeSpec:
-    """A code node (its ``task`` is the ``@workflow`` its activations run): the most
-    events its run may record."""
+    """A code node (its ``task`` is the ``@workflow`` its activations run).
+
+    Attributes:
+        max_events: the most events its run may record.
+        code_version: the version of the function's code the definition was announced
+            with (a digest of its source unless the worker named one), or None: what a
+            run records of the code it started on.
+        path: the HTTP path the gateway serves the definition at (``POST <path>``), or
+            None.
+    """
 
     max_events: int = DEFAULT_MAX_EVENTS
+    code_version: str | None = None
+    path: str | None = None

@@ -13,7 +13,13 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.ids import CODE_TIMER
 from headwater.core.kinds.code import journal as jr
 from headwater.core.kinds.code.decision import DECISION_ERROR, decision_fault
-from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, CodeSpec
+from headwater.core.kinds.code.records import (
+    DEFAULT_MAX_EVENTS,
+    MAX_CODE_VERSION_CHARS,
+    MAX_EVENTS_LIMIT,
+    PATH_PATTERN,
+    CodeSpec,
+)
 from headwater.core.kinds.wait.rules import discard
 from headwater.core.machine import dispatch, ending, flow, reports, restart
 from headwater.core.machine.recorder import Recorder
@@ -183,18 +189,31 @@ def claims_signals(state: WorkflowState) -> bool:
 
 def _parse(raw: Mapping[str, Any], where: str, work: Work,
            validate: Callable[[Any], list[str]], faults: list[str]) -> KindParts:
-    """A code node's own field: ``max_events`` (its ``task`` is the ``@workflow``
-    its activations run)."""
+    """A code node's own fields: ``max_events``, and the ``code_version`` and ``path``
+    a definition of an announced ``@workflow`` records (its ``task`` is the
+    ``@workflow`` its activations run)."""
     cap = raw.get("max_events", DEFAULT_MAX_EVENTS)
     if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
         faults.append(f"{where}: max_events must be a whole number from 10 to "
                       f"{MAX_EVENTS_LIMIT}, not {cap!r}")
         cap = DEFAULT_MAX_EVENTS
-    return KindParts(code=CodeSpec(max_events=cap))
+    version = raw.get("code_version")
+    if version is not None and not (isinstance(version, str)
+                                    and 0 < len(version) <= MAX_CODE_VERSION_CHARS):
+        faults.append(f"{where}: code_version must be a string of 1 to "
+                      f"{MAX_CODE_VERSION_CHARS} characters, not {version!r}")
+        version = None
+    path = raw.get("path")
+    if path is not None and not (isinstance(path, str) and PATH_PATTERN.fullmatch(path)
+                                 and not path.startswith("/v1/")):
+        faults.append(f"{where}: path {path!r} must start with / (not /v1/) and use "
+                      "letters, digits and _-./")
+        path = None
+    return KindParts(code=CodeSpec(max_events=cap, code_version=version, path=path))
 
 
 UNIT = KindUnit(
-    NodeKind.CODE, TASKLIKE_KEYS | {"max_events"}, start, attempt_succeeded,
+    NodeKind.CODE, TASKLIKE_KEYS | {"max_events", "code_version", "path"}, start, attempt_succeeded,
     attempt_failed, parse=_parse, output_fault=output_fault, output_error=DECISION_ERROR,
     timer_prefix=CODE_TIMER, timer_fired=timer_fired, signal_sent=signal_sent,
     claims_signals=claims_signals, task_field="task",

@@ -47,13 +47,19 @@ class RegistryPool(FakePool):
         return await super().fetchrow(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        """The list (``$3``: the tenant), the names a 404 suggests from, a name's
-        versions, a schedule's generations."""
+        """The list (``$3``: the tenant), the names a 404 suggests from, the names
+        serving a path, a name's versions, a schedule's generations."""
         await self._enter()
         if sql.startswith("select name from definition_heads"):
             tenant, limit = args
             return [{"name": n} for n, h in sorted(self.heads.items()) if not h["deleted"]
                     and (tenant is None or h["tenant"] in (None, tenant))][:limit]
+        if "n->>'path' = $1" in sql:  # the definitions serving a path (runs.paths)
+            path, tenant, limit = args
+            return [{"name": n} for n, h in sorted(self.heads.items()) if not h["deleted"]
+                    and (tenant is None or h["tenant"] in (None, tenant))
+                    and any(node.get("path") == path for node in
+                            self.versions[(n, h["version"])]["spec"].get("nodes", []))][:limit]
         if "from definition_heads h" in sql:
             cursor, limit, tenant = args
             return [{**self.versions[(n, h["version"])], "name": n, "version": h["version"]}

@@ -11,6 +11,7 @@ from headwater.core import registry
 from services.projector import kinds as k
 from services.projector import schedules as sc
 from services.projector import statements as st
+from services.projector.code_steps import CODE_STATEMENTS, OWN_STEPS_CLOSED
 from services.projector.restarts import RESTART_STATEMENTS
 from services.projector.writer import STATEMENTS, plan
 from tests.unit.headwater.codec_samples import kind_body_samples
@@ -44,9 +45,11 @@ def test_every_history_event_of_the_kinds_writes_more_than_its_event_row() -> No
 
 def test_every_statement_is_applied_once_per_batch_in_one_order() -> None:
     assert len(set(STATEMENTS)) == len(STATEMENTS)
-    kinds_end = len(STATEMENTS) - len(RESTART_STATEMENTS)
+    code_end = len(STATEMENTS) - len(RESTART_STATEMENTS)
+    kinds_end = code_end - len(CODE_STATEMENTS)
     assert STATEMENTS[kinds_end - len(k.KIND_STATEMENTS):kinds_end] == k.KIND_STATEMENTS
-    assert STATEMENTS[kinds_end:] == RESTART_STATEMENTS  # last: see restarts.py
+    assert STATEMENTS[kinds_end:code_end] == CODE_STATEMENTS  # a code run's own steps
+    assert STATEMENTS[code_end:] == RESTART_STATEMENTS  # last: see restarts.py
     assert STATEMENTS.index(st.UPSERT_NODE) < STATEMENTS.index(k.SET_CONDITION)
     assert STATEMENTS.index(k.UPSERT_WAIT) < STATEMENTS.index(k.WAIT_SIGNALLED) < STATEMENTS.index(
         k.CLOSE_NODE_WAITS) < STATEMENTS.index(k.CLOSE_OPEN_WAITS)
@@ -98,7 +101,8 @@ def test_a_node_end_and_a_workflow_end_close_open_waits() -> None:
     for end in (ev.WorkflowSucceeded(WF, T, 1), ev.WorkflowFailed(WF, T, "x"),
                 ev.WorkflowCancelled(WF, T, "asked")):
         assert args_of(end, k.CLOSE_OPEN_WAITS) == (WF, 5, AT)
-        assert sqls(end)[-2:] == [k.CLOSE_OPEN_WAITS, sc.SCHEDULE_ENDED]  # a schedule's row
+        assert sqls(end)[-3:] == [k.CLOSE_OPEN_WAITS, sc.SCHEDULE_ENDED,  # a schedule's row
+                                  OWN_STEPS_CLOSED]  # a code run's sleeps and waits
 
 
 def test_a_sleep_runs_its_node_until_its_wake_up() -> None:

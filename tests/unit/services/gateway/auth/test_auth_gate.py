@@ -96,7 +96,16 @@ def test_the_slash_variants_of_submitting_need_submit(path: str) -> None:
 @pytest.mark.parametrize("path", OPEN_PATHS)
 @pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE", "OPTIONS"])
 def test_a_path_outside_v1_is_open(method: str, path: str) -> None:
-    assert role_needed(method, path) is None
+    expected = "submit" if (method, path) in (("POST", "/v1"), ("POST", "/v2/workflows")) else None
+    assert role_needed(method, path) == expected
+
+
+@pytest.mark.parametrize("path", ["/research", "/a/b.c", "/v1", "/healthz", "/uix"])
+def test_a_post_to_what_may_be_a_workflows_path_needs_submit(path: str) -> None:
+    """A ``@workflow(path=...)`` is run by ``POST <path>`` (``runs.paths``), which
+    submits; any other method there is open (no route takes it)."""
+    assert role_needed("POST", path) == "submit"
+    assert role_needed("GET", path) is None and role_needed("PUT", path) is None
 
 
 @pytest.mark.parametrize(("method", "path"), [(m, p) for m, p in OPERATIONS
@@ -313,3 +322,12 @@ def test_two_authorization_headers_are_401(g: Gate) -> None:
         ("Authorization", bearer(g.tokens["*"])), ("Authorization", bearer(g.tokens["read"]))])
     body = unauthorized(response, 'Bearer realm="headwater", error="invalid_token"')
     assert "two Authorization headers" in body["detail"]
+
+
+def test_a_workflows_path_needs_a_submit_token(g: Gate) -> None:
+    """``POST /research`` (a ``@workflow``'s path, ``runs.paths``) is a submission:
+    401 without a token, 403 with a read token, through with a submit token (the
+    stand-in registry has no workflow at that path: 404)."""
+    unauthorized(g.call(None, "POST", "/research", json={}), REALM)
+    assert_problem(g.call("read", "POST", "/research", json={}), 403, "Forbidden")
+    assert_problem(g.call("submit", "POST", "/research", json={}), 404, "Not found")
