@@ -8,7 +8,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import flows
 import pytest
 
 from headwater import StepFailed, WorkflowContext, task, workflow
@@ -19,6 +18,7 @@ from headwater.core.state import WorkflowState
 from headwater.errors import WorkflowFailed
 from headwater.testing import Environment
 from services.coordinator.snapshot import dump_state
+from tests.unit.headwater.workflows import flows
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
