@@ -22,7 +22,7 @@ import asyncio
 import heapq
 import inspect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import Any
 
@@ -246,11 +246,22 @@ class Environment:
 
 async def _call(fn: Callable[..., Any], wants_ctx: bool, ctx: TaskContext,
                 kwargs: dict[str, Any]) -> Any:
-    """Call a task function as a worker would (generators: the list of their chunks)."""
+    """Call a task function as a worker would: generators give the list of their chunks,
+    or what a sync generator returned if not None (``services/worker/calls.py``)."""
     args = {"ctx": ctx, **kwargs} if wants_ctx else kwargs
     if inspect.isasyncgenfunction(fn):
         return [chunk async for chunk in fn(**args)]
     if inspect.iscoroutinefunction(fn):
         return await fn(**args)
     out = await asyncio.to_thread(lambda: fn(**args))
-    return list(out) if inspect.isgenerator(out) else out
+    return await asyncio.to_thread(_drain, out) if inspect.isgenerator(out) else out
+
+
+def _drain(generator: Generator[Any, Any, Any]) -> Any:
+    """Run a sync generator to its end: what it returned, else the chunks it yielded."""
+    chunks: list[Any] = []
+    while True:
+        try:
+            chunks.append(next(generator))
+        except StopIteration as stop:
+            return chunks if stop.value is None else stop.value

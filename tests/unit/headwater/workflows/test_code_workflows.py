@@ -5,6 +5,7 @@ way whether its instance is kept between activations or replayed every time."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator, Generator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,6 +102,31 @@ async def test_gather_of_coroutines_keeps_the_bound_and_the_order() -> None:
         elif isinstance(body, ev.TaskSucceeded) and body.index is not None and body.index % 2:
             live -= 1
     assert most == 3
+
+
+@task(name="wt.reason")
+def reason(n: int) -> Generator[str, None, dict[str, int] | None]:
+    yield "thinking "
+    yield "aloud\n"
+    return {"pick": n} if n else None
+
+
+@task(name="wt.tokens")
+async def tokens(text: str) -> AsyncGenerator[str, None]:
+    for word in text.split():
+        yield word
+
+
+@workflow(name="wt.streams")
+async def streams(wf: WorkflowContext) -> list[Any]:
+    return [await wf.run(reason, n=3), await wf.run(reason, n=0),
+            await wf.run(tokens, text="a b")]
+
+
+async def test_a_generator_task_gives_what_it_returned_else_its_chunks() -> None:
+    # as a worker does: a sync generator's return value, if not None, is its output
+    env = Environment(now=START)
+    assert await env.run(streams) == [{"pick": 3}, ["thinking ", "aloud\n"], ["a", "b"]]
 
 
 @workflow(name="wt.raises")
