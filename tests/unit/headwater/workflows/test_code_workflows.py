@@ -16,8 +16,10 @@ from headwater import StepFailed, WorkflowContext, task, workflow
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.state import WorkflowState
-from headwater.errors import WorkflowFailed
+from headwater.errors import AttemptCancelled, WorkflowFailed
 from headwater.testing import Environment
+from headwater.workflows.activation import activate
+from headwater.workflows.decorator import info_of
 from services.coordinator.snapshot import dump_state
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -127,6 +129,38 @@ async def test_a_generator_task_gives_what_it_returned_else_its_chunks() -> None
     # as a worker does: a sync generator's return value, if not None, is its output
     env = Environment(now=START)
     assert await env.run(streams) == [{"pick": 3}, ["thinking ", "aloud\n"], ["a", "b"]]
+
+
+@workflow(name="wt.progress")
+async def reports(wf: WorkflowContext) -> str:
+    await wf.run(add, a=1, b=1)
+    wf.progress(0.5, "half way")
+    return "done"
+
+
+async def test_progress_goes_to_the_attempt_of_the_activation_that_reports_it() -> None:
+    # A worker keeps the instance between activations: the second activation's
+    # progress must go to its own attempt, not to the first one's (ended by then).
+    heard: list[tuple[str, float, str]] = []
+
+    def ended(fraction: float, message: str) -> None:
+        raise AttemptCancelled("the attempt has ended")
+
+    def sink(fraction: float, message: str) -> None:
+        heard.append(("second", fraction, message))
+
+    info = info_of(reports)
+    assert info is not None
+    first = await activate(info, {"workflow_id": "w-progress", "input": {}, "activation": 0,
+                                  "times": [0], "through": [0], "steps": [], "results": []},
+                           ended)
+    assert [s["name"] for s in first["steps"]] == ["wt.sum"]
+    second = await activate(info, {
+        "workflow_id": "w-progress", "input": {}, "activation": 1, "times": [0, 5],
+        "through": [0, 1], "steps": [{"op": "task", "name": "wt.sum", "act": 0}],
+        "results": [[0, {"value": 2}]]}, sink)
+    assert second == {"steps": [], "finish": "done"}
+    assert heard == [("second", 0.5, "half way")]
 
 
 @workflow(name="wt.raises")
