@@ -26,6 +26,9 @@ from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
 from headwater.core.ids import child_id
@@ -206,7 +209,9 @@ class Environment:
                                  "its module in the test)", "TaskNotFoundError", retryable=False)
         ctx = TaskContext(AttemptInfo(body.workflow_id, body.node, body.index, body.attempt),
                           last_checkpoint=body.checkpoint)
-        kwargs = body.input if isinstance(body.input, dict) else {}
+        # what crosses to and from task code goes as JSON, as over Kafka: a function that
+        # changes a value it gave or got later does not change the history
+        kwargs = _through_json(body.input) if isinstance(body.input, dict) else {}
         try:
             if getattr(info.fn, "__headwater_activation__", False):
                 wf = info_of(body.task)
@@ -222,6 +227,11 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
+        try:
+            output = _through_json(output)
+        except TypeError as e:  # as a worker reports it
+            return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
+                                 retryable=False)
         return ev.TaskSucceeded(*where, output=output)
 
     async def _resolve(self, name: str) -> tuple[dict[str, Any], int | None]:
@@ -255,6 +265,15 @@ async def _call(fn: Callable[..., Any], wants_ctx: bool, ctx: TaskContext,
         return await fn(**args)
     out = await asyncio.to_thread(lambda: fn(**args))
     return await asyncio.to_thread(_drain, out) if inspect.isgenerator(out) else out
+
+
+def _through_json(value: Any) -> Any:
+    """A copy of ``value`` as JSON gives it back.
+
+    Raises:
+        TypeError: ``value`` is not JSON (``codec.json_text``).
+    """
+    return orjson.loads(json_text(value))
 
 
 def _drain(generator: Generator[Any, Any, Any]) -> Any:

@@ -163,6 +163,45 @@ async def test_progress_goes_to_the_attempt_of_the_activation_that_reports_it() 
     assert heard == [("second", 0.5, "half way")]
 
 
+@task(name="wt.count")
+def count(items: list[int]) -> int:
+    items.append(0)  # task code that changes its input changes nothing outside
+    return len(items)
+
+
+@task(name="wt.opaque")
+def opaque() -> object:
+    return object()
+
+
+@workflow(name="wt.mutates")
+async def mutates(wf: WorkflowContext) -> dict[str, Any]:
+    seen: list[int] = []
+    sizes = []
+    for i in range(3):
+        sizes.append(await wf.run(count, items=seen))
+        seen.append(i)  # after the step was issued: its input stays as it was
+    try:
+        await wf.run(opaque)
+        caught = ""
+    except StepFailed as e:
+        caught = f"{e.error_type} {e.attempts}"
+    return {"sizes": sizes, "seen": seen, "caught": caught}
+
+
+async def test_values_cross_to_and_from_task_code_as_json_as_over_kafka() -> None:
+    env = Environment(now=START)
+    run = await env.start(mutates)
+    assert await env.result(run) == {"sizes": [1, 2, 3], "seen": [0, 1, 2],
+                                     "caught": "TypeError 1"}  # not JSON: not retried
+    inputs = [e.body.input for e in env.history(run)
+              if isinstance(e.body, ev.TaskDispatched) and e.body.task == "wt.count"]
+    assert inputs == [{"items": []}, {"items": [0]}, {"items": [0, 1]}]
+    decided = [e.body.output["steps"] for e in env.history(run)
+               if isinstance(e.body, ev.TaskSucceeded) and e.body.index in (0, 2, 4)]
+    assert [d[0]["input"] for d in decided] == inputs  # the decisions as they were made
+
+
 @workflow(name="wt.raises")
 async def raises(wf: WorkflowContext) -> None:
     await wf.run(add, a=1, b=2)
