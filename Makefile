@@ -9,7 +9,7 @@ HW := $(VENV)/bin/headwater
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run hybrid up down test test-unit lint clean bench
+.PHONY: install run hybrid research up down test test-unit lint clean bench
 
 install: $(STAMP)
 
@@ -34,6 +34,13 @@ run: install
 hybrid: install
 	$(HW) up
 	$(PY) -m examples.hybrid --approve
+
+## The research assistant as Python code (examples/research): a @workflow that classifies
+## the same installed packages, calls a search workflow, drafts in a bounded loop, waits
+## for the approval signal (sent here), holds the answer briefly and publishes it.
+research: install
+	$(HW) up
+	$(PY) -m examples.research --approve
 
 up: install
 	$(HW) up

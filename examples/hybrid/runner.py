@@ -73,40 +73,45 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def ensure_worker(gateway: str, timeout_s: float = WORKER_WAIT_S) -> tuple[int, bool]:
-    """A worker for the example's queue, once the gateway knows a live worker of it (its
-    announcement: until then the example's tasks get 400): ``(pid, started now)``.
+def ensure_worker(gateway: str, timeout_s: float = WORKER_WAIT_S, *, queue: str = QUEUE,
+                  tasks_module: str = TASKS_MODULE) -> tuple[int, bool]:
+    """A worker for the example's queue (or ``queue``, importing ``tasks_module``:
+    ``worker-<queue>-1``), once the gateway knows a live worker of it (its
+    announcement: until then the queue's tasks get 400): ``(pid, started now)``.
 
     Args:
         gateway: the gateway's base URL.
         timeout_s: how long to wait for the announcement, seconds.
+        queue: the queue to serve.
+        tasks_module: the module of its tasks, which the worker imports.
 
     Raises:
         RuntimeError: the worker exited before it announced itself (the message has its
             log's last lines), or the gateway knew no live worker within ``timeout_s``.
     """
-    service = localstack.Service(WORKER, (sys.executable, "-m", "services.worker",
-                                          "--queue", QUEUE, "--tasks", TASKS_MODULE))
+    name = f"worker-{queue}-1"
+    service = localstack.Service(name, (sys.executable, "-m", "services.worker",
+                                        "--queue", queue, "--tasks", tasks_module))
     running = localstack.read_pid(service.pid_file)
     pid = running if running is not None else localstack.start(service, {
         "PYTHONPATH": os.pathsep.join(filter(None, [str(localstack.REPO),
                                                     os.environ.get("PYTHONPATH")]))})
-    if not any(g.queue == QUEUE for g in stackstate.remembered()):  # `headwater up` restarts it
-        env = (localstack.launched(WORKER) or (service, {}))[1]
-        stackstate.remember(stackstate.WorkerGroup(QUEUE, (TASKS_MODULE,), 1,
+    if not any(g.queue == queue for g in stackstate.remembered()):  # `headwater up` restarts it
+        env = (localstack.launched(name) or (service, {}))[1]
+        stackstate.remember(stackstate.WorkerGroup(queue, (tasks_module,), 1,
                                                    str(localstack.REPO), env))
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            wait_for_workers(gateway, QUEUE, timeout_s=1.0)
+            wait_for_workers(gateway, queue, timeout_s=1.0)
             return pid, running is None
         except TimeoutError as e:
             if not localstack.alive(pid):  # a worker that cannot import its tasks exits
                 service.pid_file.unlink(missing_ok=True)
                 tail = service.log_file.read_text(errors="replace").strip().splitlines()[-3:]
-                raise RuntimeError(f"{WORKER} exited: {' | '.join(tail)}") from None
+                raise RuntimeError(f"{name} exited: {' | '.join(tail)}") from None
             if time.monotonic() >= deadline:
-                raise RuntimeError(f"{WORKER} (pid {pid}) did not announce itself within "
+                raise RuntimeError(f"{name} (pid {pid}) did not announce itself within "
                                    f"{timeout_s:g} s: {e}") from None
 
 

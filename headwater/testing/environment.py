@@ -22,10 +22,13 @@ import asyncio
 import heapq
 import inspect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
 from headwater.core.ids import child_id
@@ -207,7 +210,9 @@ class Environment:
                                  "its module in the test)", "TaskNotFoundError", retryable=False)
         ctx = TaskContext(AttemptInfo(body.workflow_id, body.node, body.index, body.attempt),
                           last_checkpoint=body.checkpoint)
-        kwargs = body.input if isinstance(body.input, dict) else {}
+        # what crosses to and from task code goes as JSON, as over Kafka: a function that
+        # changes a value it gave or got later does not change the history
+        kwargs = _through_json(body.input) if isinstance(body.input, dict) else {}
         try:
             if getattr(info.fn, "__headwater_activation__", False):
                 wf = info_of(body.task)
@@ -223,6 +228,11 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
+        try:
+            output = _through_json(output)
+        except TypeError as e:  # as a worker reports it
+            return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
+                                 retryable=False)
         return ev.TaskSucceeded(*where, output=output)
 
     async def _resolve(self, name: str) -> tuple[dict[str, Any], int | None]:
@@ -247,11 +257,31 @@ class Environment:
 
 async def _call(fn: Callable[..., Any], wants_ctx: bool, ctx: TaskContext,
                 kwargs: dict[str, Any]) -> Any:
-    """Call a task function as a worker would (generators: the list of their chunks)."""
+    """Call a task function as a worker would: generators give the list of their chunks,
+    or what a sync generator returned if not None (``services/worker/calls.py``)."""
     args = {"ctx": ctx, **kwargs} if wants_ctx else kwargs
     if inspect.isasyncgenfunction(fn):
         return [chunk async for chunk in fn(**args)]
     if inspect.iscoroutinefunction(fn):
         return await fn(**args)
     out = await asyncio.to_thread(lambda: fn(**args))
-    return list(out) if inspect.isgenerator(out) else out
+    return await asyncio.to_thread(_drain, out) if inspect.isgenerator(out) else out
+
+
+def _through_json(value: Any) -> Any:
+    """A copy of ``value`` as JSON gives it back.
+
+    Raises:
+        TypeError: ``value`` is not JSON (``codec.json_text``).
+    """
+    return orjson.loads(json_text(value))
+
+
+def _drain(generator: Generator[Any, Any, Any]) -> Any:
+    """Run a sync generator to its end: what it returned, else the chunks it yielded."""
+    chunks: list[Any] = []
+    while True:
+        try:
+            chunks.append(next(generator))
+        except StopIteration as stop:
+            return chunks if stop.value is None else stop.value

@@ -217,6 +217,7 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
     if inst is None or inst.busy or inst.processed != k or len(inst.issued) != len(
             payload["steps"]) or inst.info is not info:
         inst = Instance(info, payload, progress)
+    inst._progress = progress  # this attempt's: a cached instance's first one has ended
     inst.busy = True
     try:
         decision = inst.advance(payload)

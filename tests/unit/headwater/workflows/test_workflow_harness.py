@@ -5,6 +5,7 @@ way whether its instance is kept between activations or replayed every time."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator, Generator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,8 +16,10 @@ from headwater.core import events as ev
 from headwater.core.evolve import evolve
 from headwater.core.reuse import code_steps
 from headwater.core.state import WorkflowState
-from headwater.errors import WorkflowFailed
+from headwater.errors import AttemptCancelled, WorkflowFailed
 from headwater.testing import Environment
+from headwater.workflows.activation import activate
+from headwater.workflows.decorator import info_of
 from services.coordinator.snapshot import dump_state
 from tests.unit.headwater.workflows import flows
 
@@ -102,6 +105,102 @@ async def test_gather_of_coroutines_keeps_the_bound_and_the_order() -> None:
         elif isinstance(body, ev.TaskSucceeded) and body.index is not None and body.index % 2:
             live -= 1
     assert most == 3
+
+
+@task(name="wt.reason")
+def reason(n: int) -> Generator[str, None, dict[str, int] | None]:
+    yield "thinking "
+    yield "aloud\n"
+    return {"pick": n} if n else None
+
+
+@task(name="wt.tokens")
+async def tokens(text: str) -> AsyncGenerator[str, None]:
+    for word in text.split():
+        yield word
+
+
+@workflow(name="wt.streams")
+async def streams(wf: WorkflowContext) -> list[Any]:
+    return [await wf.run(reason, n=3), await wf.run(reason, n=0),
+            await wf.run(tokens, text="a b")]
+
+
+async def test_a_generator_task_gives_what_it_returned_else_its_chunks() -> None:
+    # as a worker does: a sync generator's return value, if not None, is its output
+    env = Environment(now=START)
+    assert await env.run(streams) == [{"pick": 3}, ["thinking ", "aloud\n"], ["a", "b"]]
+
+
+@workflow(name="wt.progress")
+async def reports(wf: WorkflowContext) -> str:
+    await wf.run(add, a=1, b=1)
+    wf.progress(0.5, "half way")
+    return "done"
+
+
+async def test_progress_goes_to_the_attempt_of_the_activation_that_reports_it() -> None:
+    # A worker keeps the instance between activations: the second activation's
+    # progress must go to its own attempt, not to the first one's (ended by then).
+    heard: list[tuple[str, float, str]] = []
+
+    def ended(fraction: float, message: str) -> None:
+        raise AttemptCancelled("the attempt has ended")
+
+    def sink(fraction: float, message: str) -> None:
+        heard.append(("second", fraction, message))
+
+    info = info_of(reports)
+    assert info is not None
+    first = await activate(info, {"workflow_id": "w-progress", "input": {}, "activation": 0,
+                                  "times": [0], "through": [0], "steps": [], "results": []},
+                           ended)
+    assert [s["name"] for s in first["steps"]] == ["wt.sum"]
+    second = await activate(info, {
+        "workflow_id": "w-progress", "input": {}, "activation": 1, "times": [0, 5],
+        "through": [0, 1], "steps": [{"op": "task", "name": "wt.sum", "act": 0}],
+        "results": [[0, {"value": 2}]]}, sink)
+    assert second == {"steps": [], "finish": "done"}
+    assert heard == [("second", 0.5, "half way")]
+
+
+@task(name="wt.count")
+def count(items: list[int]) -> int:
+    items.append(0)  # task code that changes its input changes nothing outside
+    return len(items)
+
+
+@task(name="wt.opaque")
+def opaque() -> object:
+    return object()
+
+
+@workflow(name="wt.mutates")
+async def mutates(wf: WorkflowContext) -> dict[str, Any]:
+    seen: list[int] = []
+    sizes = []
+    for i in range(3):
+        sizes.append(await wf.run(count, items=seen))
+        seen.append(i)  # after the step was issued: its input stays as it was
+    try:
+        await wf.run(opaque)
+        caught = ""
+    except StepFailed as e:
+        caught = f"{e.error_type} {e.attempts}"
+    return {"sizes": sizes, "seen": seen, "caught": caught}
+
+
+async def test_values_cross_to_and_from_task_code_as_json_as_over_kafka() -> None:
+    env = Environment(now=START)
+    run = await env.start(mutates)
+    assert await env.result(run) == {"sizes": [1, 2, 3], "seen": [0, 1, 2],
+                                     "caught": "TypeError 1"}  # not JSON: not retried
+    inputs = [e.body.input for e in env.history(run)
+              if isinstance(e.body, ev.TaskDispatched) and e.body.task == "wt.count"]
+    assert inputs == [{"items": []}, {"items": [0]}, {"items": [0, 1]}]
+    decided = [e.body.output["steps"] for e in env.history(run)
+               if isinstance(e.body, ev.TaskSucceeded) and e.body.index in (0, 2, 4)]
+    assert [d[0]["input"] for d in decided] == inputs  # the decisions as they were made
 
 
 @workflow(name="wt.raises")
