@@ -165,7 +165,7 @@ class Instance:
     def _decision(self, k: int) -> dict[str, Any]:
         main = self.driver.main
         assert main is not None
-        steps = [dict(s.command) for s in self.issued[len(self.recorded):]]
+        steps = [{**s.command, "step": s.number} for s in self.issued[len(self.recorded):]]
         chunks, self.chunks = self.chunks, []
         streamed = {"chunks": chunks} if chunks else {}
         if not main.done:

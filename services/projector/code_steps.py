@@ -8,11 +8,10 @@ activation's decision creates them (``headwater/core/kinds/code/journal.py``,
 the activation's ``TaskSucceeded`` output, which lists the steps it issued in order:
 
 - each ``sleep`` or ``signal`` step gets a ``running`` row (task ``headwater.sleep`` or
-  ``headwater.signal``, dispatched and started at the decision). Its index is
-  ``2 (s0 + j) + 1``: ``j`` its place in the decision, ``s0`` the steps the earlier
-  activations issued, which are the node's step rows (odd indexes) first made before the
-  decision (``first_seq``; every earlier step has its row by then: a task or child is
-  dispatched in the same step of the coordinator as the decision that issued it);
+  ``headwater.signal``, dispatched and started at the decision), and each ``patch`` (a
+  ``wf.patched`` marker) a ``succeeded`` one (``headwater.patch``). Its index is
+  ``2 s + 1``, ``s`` the number the decision gives the step (``step``, checked by the
+  core against the journal: ``decision.numbering_fault``);
 - a code timer's ``TimerFired`` ends a sleep (succeeded) or a signal wait (failed,
   ``TimeoutError``); a ``SignalConsumed`` of the step's index ends a wait (succeeded);
   a ``TaskCancelled`` or the workflow's end cancels one still running.
@@ -32,7 +31,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import CODE_TIMER, parse_node_timer_id, task_key
-from headwater.core.kinds.code.journal import OWN_OPS, SIGNAL_TASK, SLEEP_TASK
+from headwater.core.kinds.code.journal import OWN_OPS, PATCH_TASK, SIGNAL_TASK, SLEEP_TASK
 from services.projector.statements import OPEN_TASKS, TERMINAL, Statements, ts
 
 _OWN = f"task in ('{SLEEP_TASK}', '{SIGNAL_TASK}')"
@@ -41,11 +40,10 @@ _IS_CODE = (
     " where w.workflow_id = $1 and n->>'id' = $2 and n->>'kind' = 'code')")
 INSERT_OWN_STEP = (
     "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
-    " message, worker, dispatched_at, started_at, seq, first_seq)"
-    " select $1, $2 || '[' || s.i || ']', $2, s.i, 1, 'running', $5, '', $6, $5, $4, $4,"
-    " $3, $3 from (select (2 * (count(*) + $7) + 1)::int as i from tasks"
-    " where workflow_id = $1 and node = $2 and idx % 2 = 1 and first_seq < $3) s"
-    f" where {_IS_CODE} on conflict (workflow_id, task_key) do nothing")
+    " message, worker, dispatched_at, started_at, finished_at, progress, seq, first_seq)"
+    " select $1, $2 || '[' || $7::int || ']', $2, $7::int, $9::int, $8, $5, '', $6, $5, $4,"
+    " $4, case when $8 = 'succeeded' then $4 end, case when $8 = 'succeeded' then 1.0 end,"
+    f" $3, $3 where {_IS_CODE} on conflict (workflow_id, task_key) do nothing")
 OWN_STEP_TIMED = (
     "update tasks set status = case when task = $5 then 'succeeded' else 'failed' end,"
     " progress = case when task = $5 then 1.0 else progress end,"
@@ -68,8 +66,14 @@ CODE_STATEMENTS = (INSERT_OWN_STEP, OWN_STEP_TIMED, OWN_STEP_SIGNALLED, OWN_STEP
 before it ends)."""
 
 
+_TASKS = {"sleep": SLEEP_TASK, "signal": SIGNAL_TASK, "patch": PATCH_TASK}
+"""The task name of each of the coordinator's own steps."""
+
+
 def _message(step: dict[str, Any]) -> str:
-    """What a sleep's or a wait's row says it does."""
+    """What a sleep's, a wait's or a patch marker's row says it does."""
+    if step.get("op") == "patch":
+        return f"patched: {step.get('name', '')}"
     if step.get("op") == "sleep":
         if step.get("until_ms") is not None:
             return f"sleep until {ts(int(step['until_ms'])).isoformat()}"
@@ -88,11 +92,13 @@ def _decided(wid: str, seq: int, at: datetime, b: ev.TaskSucceeded) -> Statement
     steps = b.output.get("steps")
     if not isinstance(steps, list):
         return []
-    return [(INSERT_OWN_STEP, (wid, b.node, seq, at,
-                               SLEEP_TASK if step["op"] == "sleep" else SIGNAL_TASK,
-                               _message(step), j))
-            for j, step in enumerate(steps)
-            if isinstance(step, dict) and step.get("op") in OWN_OPS]
+    attempt = b.attempt  # the generation's first attempt, as the core gives its tasks
+    return [(INSERT_OWN_STEP, (wid, b.node, seq, at, _TASKS[step["op"]], _message(step),
+                               2 * int(step["step"]) + 1,
+                               "succeeded" if step["op"] == "patch" else "running", attempt))
+            for step in steps
+            if isinstance(step, dict) and step.get("op") in OWN_OPS
+            and isinstance(step.get("step"), int)]
 
 
 def _timer_fired(wid: str, seq: int, at: datetime, b: ev.TimerFired) -> Statements:

@@ -27,15 +27,16 @@ DECISION_ERROR = "WorkflowDecisionError"
 """The error type of an activation whose output is not a decision (a bug in the SDK, or
 a worker that speaks another version of it)."""
 STEP_KEYS = {
-    "task": frozenset({"op", "name", "input", "queue", "retry", "timeout",
+    "task": frozenset({"op", "step", "name", "input", "queue", "retry", "timeout",
                        "heartbeat_timeout"}),
-    "child": frozenset({"op", "name", "input", "workflow", "definition",
+    "child": frozenset({"op", "step", "name", "input", "workflow", "definition",
                         "definition_version", "retry", "timeout"}),
-    "sleep": frozenset({"op", "name", "seconds", "until_ms"}),
-    "signal": frozenset({"op", "name", "timeout"}),
-    "patch": frozenset({"op", "name"}),
+    "sleep": frozenset({"op", "step", "name", "seconds", "until_ms"}),
+    "signal": frozenset({"op", "step", "name", "timeout"}),
+    "patch": frozenset({"op", "step", "name"}),
 }
-"""The fields of a step, by its op."""
+"""The fields of a step, by its op (``step``: its number in the run's generation, which
+must follow the journal's: ``steps_fault``)."""
 _DECISION_KEYS = frozenset({"steps", "finish", "fail", "continue_as_new", "chunks"})
 ENDS = ("finish", "fail", "continue_as_new")
 """The keys of a decision that ends the function's run (this generation's)."""
@@ -68,6 +69,19 @@ def decision_fault(decision: Any) -> str | None:
         fault = step_fault(step)
         if fault:
             return f"step {i} of the decision: {fault}"
+    return None
+
+
+def numbering_fault(decision: Any, issued: int) -> str | None:
+    """Why the numbers the decision gives its steps do not follow the ``issued`` steps
+    before it (each step may say its number, ``step``; a missing one is taken as right),
+    or None."""
+    steps = decision.get("steps") if isinstance(decision, dict) else None
+    for i, step in enumerate(steps if isinstance(steps, list) else ()):
+        if isinstance(step, dict) and step.get("step", issued + i) != issued + i:
+            return (f"step {i} of the decision says it is step {step.get('step')!r}, but "
+                    f"the run has issued {issued + i} steps before it (a worker replaying "
+                    "another history)")
     return None
 
 

@@ -132,16 +132,18 @@ def succeeded(state: WorkflowState, body: ev.TaskSucceeded) -> None:
     k = (body.index or 0) // 2
     ends = [key for key in ENDS if key in decision]
     for command in () if ends else decision.get("steps") or ():
-        _issue(state, body.node, j, k, dict(command), body.at_ms)
+        _issue(state, body.node, j, k, dict(command), body)
     for key in ends:  # what ends the function: its output, its error, its next input
         j[key] = decision[key]
     j["decided"] = k + 1
 
 
 def _issue(state: WorkflowState, node_id: str, j: dict[str, Any], k: int,
-           entry: dict[str, Any], at_ms: int) -> None:
-    """Add one step to the journal; a sleep or a signal wait gets its task (no worker
-    runs it) and its timer."""
+           entry: dict[str, Any], decided: ev.TaskSucceeded) -> None:
+    """Add one step to the journal; a sleep, a signal wait or a patch marker gets its
+    task (no worker runs it; its attempt is the deciding activation's) and a sleep or a
+    wait with a timeout its timer."""
+    at_ms = decided.at_ms
     s = len(j["steps"])
     entry["act"] = k
     j["steps"].append(entry)
@@ -164,7 +166,7 @@ def _issue(state: WorkflowState, node_id: str, j: dict[str, Any], k: int,
     node.next_index = max(node.next_index, index + 1)
     done = entry["op"] == "patch"
     state.tasks[task_key(node_id, index)] = TaskState(
-        node=node_id, index=index, attempt=state.first_attempt,
+        node=node_id, index=index, attempt=decided.attempt,
         status=TaskStatus.SUCCEEDED if done else TaskStatus.RUNNING,
         dispatched_at_ms=at_ms, started_at_ms=at_ms, worker=name, message=name,
         finished_at_ms=at_ms if done else None)

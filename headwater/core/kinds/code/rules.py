@@ -12,7 +12,7 @@ from headwater.core import reuse
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import CODE_TIMER
 from headwater.core.kinds.code import journal as jr
-from headwater.core.kinds.code.decision import DECISION_ERROR, decision_fault
+from headwater.core.kinds.code.decision import DECISION_ERROR, decision_fault, numbering_fault
 from headwater.core.kinds.code.records import (
     DEFAULT_MAX_EVENTS,
     MAX_CODE_VERSION_CHARS,
@@ -46,7 +46,8 @@ def output_fault(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded)
     anything)."""
     if not jr.is_activation(report.index):
         return None
-    return decision_fault(report.output)
+    issued = len(jr.journal(state, spec.id)["steps"])
+    return decision_fault(report.output) or numbering_fault(report.output, issued)
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
