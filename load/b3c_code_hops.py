@@ -8,10 +8,12 @@ next activation with task k's result, a worker runs it (without the cache, from 
 function's start over the journal) and reports its decision, and only then is task k+1
 dispatched. The activation's own time (its ``TaskStarted`` report → its success report)
 is reported too, and the results' notes give the p50 of every part of the hop
-(``load.chains.samples``). Timed as B3 (``load.chains``: Kafka timestamps of the records). The
-spec and the cached code chains run one after the other in one deployment; the chains
-without the cache in a second one, whose workers keep no instance
-(``HEADWATER_WORKFLOW_CACHE_SIZE=0``).
+(``load.chains.samples``). Timed as B3 (``load.chains``: Kafka timestamps of the records).
+
+Two deployments, one whose workers keep the instance cache and one whose workers keep
+none (``HEADWATER_WORKFLOW_CACHE_SIZE=0``); in each the spec chains run first, then (once
+the coordinator is idle) the code chains, and each code figure is divided by the spec
+figure of its own deployment.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ NAME = "B3c"
 TITLE = "hop latency in code, success → next task"
 CODE = (("code", "code, instance cache on"),
         ("nocache", "code, no instance cache (every activation replays)"))
-"""(key prefix, label) of the two code variants."""
+"""(key prefix, label) of the two code variants, each run in a deployment of its own."""
+SPEC = {"code": "spec", "nocache": "spec_nocache"}
+"""The key prefix of the spec chains run beside each code variant."""
 METRICS = (
-    *(Metric(f"spec_hop_p{q}_ms", f"success report → next TaskStarted report, spec chain, p{q}",
-             "ms", Basis.RTT) for q in stats.PERCENTILES),
+    *(Metric(f"{SPEC[key]}_hop_p{q}_ms", f"success report → next TaskStarted report, spec "
+             f"chain (cache {'on' if key == 'code' else 'off'}), p{q}", "ms", Basis.RTT)
+      for key, _ in CODE for q in stats.PERCENTILES),
     *(Metric(f"{key}_hop_p{q}_ms", f"success → next started, {label}, p{q}", "ms", Basis.RTT)
       for key, label in CODE for q in stats.PERCENTILES),
-    *(Metric(f"{key}_hop_p{q}_ratio", f"hop p{q}, {label} ÷ spec", "x", Basis.NONE)
+    *(Metric(f"{key}_hop_p{q}_ratio", f"hop p{q}, {label} ÷ spec beside it", "x", Basis.NONE)
       for key, label in CODE for q in stats.PERCENTILES),
     *(Metric(f"{key}_activation_p50_ms", f"activation between two tasks (started → success "
              f"report), {label}, p50", "ms", Basis.RTT) for key, label in CODE),
@@ -72,8 +77,8 @@ def metrics(sizes: Sizes) -> tuple[Metric, ...]:
 
 
 def run(sizes: Sizes) -> dict[str, float]:
-    """Run the spec and cached code chains in one deployment, the code chains without
-    the cache in another.
+    """Run the spec chains, then the code chains, in a deployment with the instance cache
+    and in one without it.
 
     Returns:
         The values of ``METRICS``.
@@ -83,27 +88,25 @@ def run(sizes: Sizes) -> dict[str, float]:
             ``sizes.timeout_s``; it holds the figures measured before.
     """
     with keeping({}) as out:
-        with deployment("b3c", sizes.workers, sizes.concurrency) as sandbox:
-            asyncio.run(_measure(sandbox, sizes, ("spec", "code"), out))
-        with deployment("b3c-nocache", sizes.workers, sizes.concurrency,
-                        env=CACHE_OFF) as sandbox:
-            asyncio.run(_measure(sandbox, sizes, ("nocache",), out))
         for key, _ in CODE:
+            with deployment(f"b3c-{key}", sizes.workers, sizes.concurrency,
+                            env=CACHE_OFF if key == "nocache" else None) as sandbox:
+                asyncio.run(_measure(sandbox, sizes, (SPEC[key], key), out))
             for q in stats.PERCENTILES:
                 out[f"{key}_hop_p{q}_ratio"] = (out[f"{key}_hop_p{q}_ms"]
-                                                / out[f"spec_hop_p{q}_ms"])
+                                                / out[f"{SPEC[key]}_hop_p{q}_ms"])
     return out
 
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, phases: tuple[str, ...],
                    out: dict[str, float]) -> None:
-    """Run one phase of chains per name in ``phases`` (``spec``: as a spec; otherwise in
-    code), idle between them, and keep each one's figures under its name."""
+    """Run one phase of chains per name in ``phases`` (``spec...``: as a spec; otherwise
+    in code), idle between them, and keep each one's figures under its name."""
     await ready(sandbox, coordinators=1, workers=sizes.workers)
     for i, phase in enumerate(phases):
         if i:
             await wait_idle(sandbox, sizes.timeout_s)
-        batch = Batch(sizes.chains, sizes.length, sizes.gap_s, code=phase != "spec")
+        batch = Batch(sizes.chains, sizes.length, sizes.gap_s, code=not phase.startswith("spec"))
         chains = await run_chains(sandbox, batch, sizes.timeout_s, f"b3c-{phase}")
         found = samples(chains)
         out.update(stats.summary(f"{phase}_hop", found["hop"]))
