@@ -64,11 +64,14 @@ class _Count:
         if event.workflow_id not in self.ids:
             return
         self.records += 1
-        if event.type == "TaskSucceeded":
+        if event.type == "TaskSucceeded" and workloads.is_step(event.body.index):
             self.succeeded_at.append(seen.timestamp_ms)
         elif event.terminal:
             self.finished += 1
             self.failed += event.type != "WorkflowSucceeded"
+
+
+_KIND = {False: "spec", True: "code"}
 
 
 def metrics(sizes: Sizes) -> tuple[Metric, ...]:
@@ -90,15 +93,28 @@ def run(sizes: Sizes) -> dict[str, float]:
                                   (2, "tasks_per_s_2_coordinators")):
             with deployment(f"b2-{coordinators}", sizes.workers, sizes.concurrency,
                             coordinators) as sandbox:
-                out[key], per_task = asyncio.run(_measure(sandbox, sizes, coordinators))
+                out[key], per_task = asyncio.run(measure(sandbox, sizes, coordinators))
             out.setdefault("history_records_per_task", per_task)
         one, two = out["tasks_per_s_1_coordinator"], out["tasks_per_s_2_coordinators"]
         out["scaling_2_vs_1"] = two / one
     return out
 
 
-async def _measure(sandbox: Sandbox, sizes: Sizes, coordinators: int) -> tuple[float, float]:
-    """One run: returns (steady tasks per second, history records per task)."""
+async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
+                  code: bool = False) -> tuple[float, float]:
+    """One run in a fresh deployment: ``sizes.workflows`` chains submitted at once.
+
+    Args:
+        sandbox: the deployment, not yet made ready.
+        sizes: how many chains, how long.
+        coordinators: its coordinator processes.
+        code: run the chain in code (``load.noop_tasks.chain``), whose activations are
+            not counted as tasks, instead of as a spec.
+
+    Returns:
+        The steady rate of noop tasks completed per second, and history records per noop
+        task.
+    """
     await ready(sandbox, coordinators, sizes.workers)
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     ids = [workloads.new_id("b2") for _ in range(sizes.workflows)]
@@ -108,16 +124,18 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, coordinators: int) -> tuple[f
     send = producer(bootstrap, linger_ms=5)
     await send.start()
     try:
-        spec = workloads.chain(sizes.length, "bench-b2")
-        acks = [await send.send(sandbox.topics.submissions, workloads.submission(wid, spec),
-                                key=wid.encode()) for wid in ids]
+        spec = workloads.code_chain() if code else workloads.chain(sizes.length, "bench-b2")
+        given = workloads.code_input(sizes.length) if code else None
+        acks = [await send.send(sandbox.topics.submissions,
+                                workloads.submission(wid, spec, given), key=wid.encode())
+                for wid in ids]
         await asyncio.gather(*acks)
-        await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s,
-                              f"B2 with {coordinators} coordinator(s): {len(ids)} workflows")
+        what = f"B2 with {coordinators} coordinator(s): {len(ids)} {_KIND[code]} chains"
+        await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s, what)
     finally:
         await send.stop()
         await tail.stop()
     if count.failed:
-        raise RuntimeError(f"B2: {count.failed} of {len(ids)} workflows did not succeed")
+        raise RuntimeError(f"{what}: {count.failed} did not succeed")
     tasks = len(ids) * sizes.length
     return stats.steady_rate(count.succeeded_at), count.records / tasks

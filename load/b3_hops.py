@@ -19,7 +19,7 @@ import asyncio
 from dataclasses import dataclass
 
 from load import stats
-from load.chains import Chains, run_chains, samples
+from load.chains import Batch, Chains, run_chains, samples
 from load.deploy import deployment, ready, wait_idle
 from load.metrics import Basis, Metric, keeping
 from ops.sandbox import Sandbox
@@ -86,11 +86,11 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
-    light = await run_chains(sandbox, sizes.chains, sizes.length, sizes.gap_s,
+    light = await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.gap_s),
                              sizes.timeout_s, "b3")
     out.update(hop_figures(light))
     await wait_idle(sandbox, sizes.timeout_s)
-    loaded = await run_chains(sandbox, sizes.chains, sizes.length, sizes.loaded_gap_s,
+    loaded = await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.loaded_gap_s),
                               sizes.timeout_s, "b3")
     out.update({f"loaded_{k}": v for k, v in hop_figures(loaded).items()
                 if k.startswith("hop_")})

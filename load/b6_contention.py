@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 
 from load import stats
-from load.chains import DISPATCH_WAIT_S, Chains, run_chains, samples
+from load.chains import DISPATCH_WAIT_S, Batch, Chains, run_chains, samples
 from load.deploy import deployment, ready, wait_idle
 from load.hog import cpu_hog, default_core
 from load.metrics import Basis, Metric, keeping
@@ -116,8 +116,8 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
 
 
 async def _phase(sandbox: Sandbox, sizes: Sizes) -> Chains:
-    return await run_chains(sandbox, sizes.chains, sizes.length, sizes.gap_s, sizes.timeout_s,
-                            "b6")
+    return await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.gap_s),
+                            sizes.timeout_s, "b6")
 
 
 def _figures(prefix: str, found: dict[str, list[float]]) -> dict[str, float]:

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run Headwater's benchmarks against raw Kafka on the local stack and "
         "write <out>/<UTC timestamp>.json, .md and .png.")
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes (about a minute; the CI smoke test)")
+                        help="small sizes (about 5 minutes; the CI smoke test)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help=f"results directory (default {DEFAULT_OUT})")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(ORDER)} "

@@ -1,6 +1,10 @@
 """Chains of noop tasks submitted a fixed gap apart, with the Kafka timestamps of every
 step of every chain: the workers' reports, the coordinator's dispatches and its history
-records. B3 and B6 measure hops from these.
+records. B3, B3c and B6 measure hops from these.
+
+A chain is a spec (``load.workloads.chain``: nodes ``n0``, ``n1``, ...) or the same chain
+in code (``load.noop_tasks.chain``: one node ``main`` whose steps run at odd indexes,
+with an activation of the function at each even index, between two steps).
 
 Every time here is a record's Kafka timestamp (CreateTime: set by the producer that sent
 the record, as it sent it), never an ``at_ms`` inside a record: the coordinator stamps
@@ -16,15 +20,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from headwater.core import events as ev
+from headwater.core.kinds.code.journal import step_index
+from headwater.workflows.decorator import CODE_NODE
 from load import workloads
 from load.deploy import QUEUE
 from load.kafka_io import Seen, Tail, producer
 from ops.sandbox import Sandbox
 
-Step = tuple[str, str]
-"""A task of one chain: ``(workflow id, node id)``."""
+Step = tuple[str, str, int | None]
+"""A task of one chain: ``(workflow id, node id, index)`` (the index None in a spec
+chain)."""
 STARTED = "TaskStarted"
 SUCCEEDED = "TaskSucceeded"
+CODE_LEGS = ("to_activation", "activation_start", "activation", "decided")
+"""The parts of a code chain's hop from task k's success report to task k+1's dispatch
+(``samples``)."""
 DISPATCH_WAIT_S = 10.0
 """How long after the last chain finished its dispatch records may still be arriving."""
 
@@ -55,7 +65,7 @@ class Stamps:
         """Keep a ``TaskStarted`` or ``TaskSucceeded`` report of one of the chains."""
         body = seen.value
         if isinstance(body, ev.TaskStarted | ev.TaskSucceeded) and body.workflow_id in self.ids:
-            self.reports.setdefault((type(body).__name__, (body.workflow_id, body.node)), seen)
+            self.reports.setdefault((type(body).__name__, _step(body)), seen)
 
     def see_event(self, seen: Seen) -> None:
         """Keep a task's history record; count a chain's terminal record."""
@@ -64,7 +74,7 @@ class Stamps:
             return
         body = event.body
         if isinstance(body, ev.TaskStarted | ev.TaskSucceeded):
-            self.history.setdefault((type(body).__name__, (body.workflow_id, body.node)), seen)
+            self.history.setdefault((type(body).__name__, _step(body)), seen)
         elif event.terminal:
             self.finished += 1
             self.failed += event.type != "WorkflowSucceeded"
@@ -73,22 +83,38 @@ class Stamps:
         """Keep a dispatch record of one of the chains."""
         body = seen.value
         if isinstance(body, ev.TaskDispatched) and body.workflow_id in self.ids:
-            self.dispatches.setdefault((body.workflow_id, body.node), seen)
+            self.dispatches.setdefault(_step(body), seen)
+
+
+def _step(body: ev.TaskStarted | ev.TaskSucceeded | ev.TaskDispatched) -> Step:
+    return body.workflow_id, body.node, body.index
 
 
 @dataclass(frozen=True)
 class Chains:
-    """One run of chains: their ids in submission order, their length and their stamps."""
+    """One run of chains: their ids in submission order, their length, whether they ran
+    as code, and their stamps."""
 
     ids: list[str]
     length: int
     stamps: Stamps
+    code: bool = False
+
+    @property
+    def tasks(self) -> int:
+        """Tasks per chain: its noop tasks, and in code also its activations (one
+        before each task and one after the last)."""
+        return 2 * self.length + 1 if self.code else self.length
+
+    def step(self, wid: str, k: int) -> Step:
+        """Noop task ``k`` of chain ``wid``."""
+        return (wid, CODE_NODE, step_index(k)) if self.code else (wid, f"n{k}", None)
 
     def hops(self) -> Iterator[tuple[Step, Step]]:
         """``(task k, task k+1)`` of every chain, for k from 0 to ``length - 2``."""
         for wid in self.ids:
             for k in range(self.length - 1):
-                yield (wid, f"n{k}"), (wid, f"n{k + 1}")
+                yield self.step(wid, k), self.step(wid, k + 1)
 
     def report_ms(self, kind: str, step: Step) -> int:
         """The Kafka timestamp of the first ``kind`` report of ``step``, ms."""
@@ -109,7 +135,13 @@ def samples(chains: Chains) -> dict[str, list[float]]:
         ``start``: that dispatch record → task k+1's ``TaskStarted`` report (the worker's
         side: fetching the dispatch and starting it); ``hop`` is their sum. And
         ``turnaround``: every task's ``TaskStarted`` report → its history record (the
-        coordinator per input). All from Kafka timestamps.
+        coordinator per input). All from Kafka timestamps. For chains in code, whose
+        ``dispatch`` goes through the activation between the two tasks, also that
+        side split (``CODE_LEGS``): ``to_activation`` (task k's success report → the
+        activation's dispatch record), ``activation_start`` (→ its ``TaskStarted``
+        report), ``activation`` (→ its success report: the worker running the function,
+        its replay if any, and its decision) and ``decided`` (→ task k+1's dispatch
+        record).
     """
     out: dict[str, list[float]] = {"hop": [], "dispatch": [], "start": [], "turnaround": []}
     for done, nxt in chains.hops():
@@ -117,22 +149,44 @@ def samples(chains: Chains) -> dict[str, list[float]]:
         out["hop"].append(started - success)
         out["dispatch"].append(chains.dispatch_ms(nxt) - success)
         out["start"].append(started - chains.dispatch_ms(nxt))
+        if chains.code:
+            wid, node, index = nxt
+            act = (wid, node, None if index is None else index - 1)
+            times = (success, chains.dispatch_ms(act), chains.report_ms(STARTED, act),
+                     chains.report_ms(SUCCEEDED, act), chains.dispatch_ms(nxt))
+            for leg, begin, end in zip(CODE_LEGS, times, times[1:], strict=False):
+                out.setdefault(leg, []).append(end - begin)
     for (kind, step), seen in chains.stamps.history.items():
         if kind == STARTED:
             out["turnaround"].append(seen.timestamp_ms - chains.report_ms(STARTED, step))
     return out
 
 
-async def run_chains(sandbox: Sandbox, count: int, length: int, gap_s: float,
-                     timeout_s: float, tag: str) -> Chains:
-    """Submit ``count`` chains of ``length`` noop tasks ``gap_s`` apart and read the
-    reports, dispatches and history records of every step until all have finished.
+@dataclass(frozen=True)
+class Batch:
+    """Chains to submit one after another.
+
+    Attributes:
+        count: chains to submit.
+        length: noop tasks per chain.
+        gap_s: pause between submissions, seconds.
+        code: run the chain in code (``load.noop_tasks.chain``) instead of as a spec.
+    """
+
+    count: int
+    length: int
+    gap_s: float
+    code: bool = False
+
+
+async def run_chains(sandbox: Sandbox, batch: Batch, timeout_s: float, tag: str) -> Chains:
+    """Submit ``batch.count`` chains of ``batch.length`` noop tasks ``batch.gap_s`` apart
+    and read the reports, dispatches and history records of every step until all have
+    finished.
 
     Args:
         sandbox: a ready deployment.
-        count: chains to submit.
-        length: tasks per chain.
-        gap_s: pause between submissions, seconds.
+        batch: the chains.
         timeout_s: the longest the chains may take to finish, seconds.
         tag: names the workflow ids and the spec (``bench-<tag>``), and the errors.
 
@@ -142,8 +196,10 @@ async def run_chains(sandbox: Sandbox, count: int, length: int, gap_s: float,
         RuntimeError: a chain did not succeed.
     """
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    count, length, gap_s = batch.count, batch.length, batch.gap_s
     ids = [workloads.new_id(tag) for _ in range(count)]
     stamps = Stamps(set(ids))
+    chains = Chains(ids, length, stamps, batch.code)
     tails = [Tail(bootstrap, sandbox.topics.events, on_record=stamps.see_event),
              Tail(bootstrap, sandbox.topics.tasks(QUEUE), on_record=stamps.see_dispatch),
              Tail(bootstrap, sandbox.topics.reports, on_record=stamps.see_report)]
@@ -152,13 +208,14 @@ async def run_chains(sandbox: Sandbox, count: int, length: int, gap_s: float,
     send = producer(bootstrap)
     await send.start()
     try:
-        spec = workloads.chain(length, f"bench-{tag}")
+        spec = workloads.code_chain() if batch.code else workloads.chain(length, f"bench-{tag}")
+        given = workloads.code_input(length) if batch.code else None
         for wid in ids:
-            await workloads.submit(send, sandbox.topics, wid, spec)
+            await workloads.submit(send, sandbox.topics, wid, spec, given)
             await asyncio.sleep(gap_s)
         what = f"{tag.upper()}: {count} chains {gap_s * 1000:.0f} ms apart"
         await tails[0].wait_until(lambda: stamps.finished >= count, timeout_s, what)
-        tasks = count * length
+        tasks = count * chains.tasks
         await tails[1].wait_until(lambda: len(stamps.dispatches) >= tasks, DISPATCH_WAIT_S,
                                   f"{what}: every dispatch record")
         await tails[2].wait_until(lambda: len(stamps.reports) >= 2 * tasks, DISPATCH_WAIT_S,
@@ -169,4 +226,4 @@ async def run_chains(sandbox: Sandbox, count: int, length: int, gap_s: float,
             await tail.stop()
     if stamps.failed:
         raise RuntimeError(f"{tag.upper()}: {stamps.failed} of {count} workflows did not succeed")
-    return Chains(ids, length, stamps)
+    return chains

@@ -13,7 +13,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient
@@ -37,6 +37,9 @@ COORDINATOR = "coordinator"
 INSTANCE_VAR = "HEADWATER_COORDINATOR_INSTANCE"
 """A coordinator's static member id in its consumer group; the benchmarks give each
 coordinator its service name, and a restarted one the same again."""
+CACHE_OFF = {"HEADWATER_WORKFLOW_CACHE_SIZE": "0"}
+"""Workers that keep no code workflow instance between activations: every activation
+replays the function from its start (``headwater/workflows/activation.py``)."""
 KILL_WAIT_S = 10.0
 """How long ``kill`` waits for a SIGKILLed process to be gone, seconds."""
 log = logging.getLogger("load.deploy")
@@ -56,7 +59,7 @@ def projection_group(sandbox: Sandbox) -> str:
 
 @contextlib.contextmanager
 def deployment(name: str, workers: int = 1, concurrency: int = 8,
-               coordinators: int = 1) -> Iterator[Sandbox]:
+               coordinators: int = 1, env: Mapping[str, str] | None = None) -> Iterator[Sandbox]:
     """Start a sandbox running ``load.noop_tasks``, with the projector in a process of its
     own; stop it and drop its data on exit.
 
@@ -65,6 +68,7 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
         workers: worker processes of queue ``cpu``.
         concurrency: attempts each worker runs at once (``HEADWATER_CONCURRENCY``).
         coordinators: coordinator processes.
+        env: more settings for every process (e.g. ``CACHE_OFF`` for the workers).
 
     Yields:
         The running sandbox (not yet warmed up: see ``ready``).
@@ -74,7 +78,7 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
     sandbox = start_sandbox(home, tasks=[TASK_MODULE], workers=workers, pythonpath=[str(REPO)],
                             extra_env={"HEADWATER_CONCURRENCY": str(concurrency),
                                        "HEADWATER_PROJECTION": "off",
-                                       **coordinator_env(COORDINATOR)})
+                                       **coordinator_env(COORDINATOR), **(env or {})})
     try:
         for i in range(2, coordinators + 1):
             add_coordinator(sandbox, f"coordinator-{i}")

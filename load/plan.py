@@ -10,7 +10,9 @@ from typing import Any
 from load import (
     b1_raw,
     b2_throughput,
+    b2c_code_throughput,
     b3_hops,
+    b3c_code_hops,
     b4_width,
     b5_submit,
     b6_contention,
@@ -20,14 +22,17 @@ from load import (
 )
 from load.metrics import Metric
 
-ORDER = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
-MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B3": b3_hops, "B4": b4_width,
+ORDER = ("B1", "B2", "B2c", "B3", "B3c", "B4", "B5", "B6", "B7", "B8", "B9")
+MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B2c": b2c_code_throughput,
+                           "B3": b3_hops, "B3c": b3c_code_hops, "B4": b4_width,
                            "B5": b5_submit, "B6": b6_contention, "B7": b7_recovery,
                            "B8": b8_workers, "B9": b9_table}
 FULL: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
     "B2": b2_throughput.Sizes(workflows=600),
+    "B2c": b2c_code_throughput.Sizes(workflows=600),
     "B3": b3_hops.Sizes(chains=100),
+    "B3c": b3c_code_hops.Sizes(chains=100),
     "B4": b4_width.Sizes(widths=(100, 1000, 10_000, 100_000)),
     "B5": b5_submit.Sizes(sequential=100, burst=600),
     "B6": b6_contention.Sizes(chains=100),
@@ -38,7 +43,9 @@ FULL: dict[str, Any] = {
 QUICK: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
     "B2": b2_throughput.Sizes(workflows=150),
+    "B2c": b2c_code_throughput.Sizes(workflows=150),
     "B3": b3_hops.Sizes(chains=25),
+    "B3c": b3c_code_hops.Sizes(chains=25),
     "B4": b4_width.Sizes(widths=(100, 1000), repeats=1),
     "B5": b5_submit.Sizes(sequential=25, burst=150),
     "B6": b6_contention.Sizes(chains=25),
@@ -53,7 +60,7 @@ class Planned:
     """One benchmark ready to run.
 
     Attributes:
-        name: ``B1`` ... ``B9``.
+        name: ``B1`` ... ``B9`` (``B2c``, ``B3c``: B2 and B3 in code).
         title: what it measures.
         sizes: its size settings (the module's ``Sizes``).
         metrics: the figures it reports.
@@ -77,11 +84,13 @@ def plan(quick: bool, only: set[str] | None = None) -> list[Planned]:
 
     Args:
         quick: small sizes (the CI smoke test).
-        only: names to run (B1 is added); None for all.
+        only: names to run, in any case (B1 is added); None for all.
 
     Raises:
         ValueError: ``only`` names an unknown benchmark.
     """
+    known = {n.upper(): n for n in ORDER}
+    only = None if only is None else {known.get(n.upper(), n) for n in only}
     unknown = (only or set()) - set(ORDER)
     if unknown:
         raise ValueError(f"unknown benchmark(s) {sorted(unknown)}; choose from {', '.join(ORDER)}")

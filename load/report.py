@@ -94,8 +94,8 @@ def markdown(doc: dict[str, Any]) -> str:
              f"{doc['machine']['python']}; whole run {doc['wall_s']:.0f} s. Ratios divide each "
              "figure by the B1 figure named in the last column, measured in the same run. "
              "`concurrency` is each worker's HEADWATER_CONCURRENCY: raised to 64 for the "
-             "throughput runs (B2, B4, B8), the default 8 for the others (B3, B5, B6, B7, "
-             "B9).", ""]
+             "throughput runs (B2, B2c, B4, B8), the default 8 for the others (B3, B3c, B5, "
+             "B6, B7, B9).", ""]
     for name, bench in doc["benchmarks"].items():
         status = f"FAILED: {bench['error']}" if bench["error"] else f"{bench['wall_s']:.0f} s"
         lines.append(f"- **{name}** {bench['title']} — {status} (load average before: "

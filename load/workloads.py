@@ -12,6 +12,8 @@ from aiokafka import AIOKafkaProducer
 from headwater import codec
 from headwater.core import events as ev
 from headwater.topics import Topics
+from headwater.workflows.decorator import info_of
+from load import noop_tasks
 from services.common.clock import now_ms
 
 TASK = "bench.noop"
@@ -23,6 +25,27 @@ def chain(length: int, name: str = "bench-chain") -> Spec:
     nodes: list[dict[str, Any]] = [{"id": "n0", "task": TASK}]
     nodes += [{"id": f"n{k}", "task": TASK, "needs": [f"n{k - 1}"]} for k in range(1, length)]
     return {"name": name, "nodes": nodes}
+
+
+def code_chain() -> Spec:
+    """The spec document of a run of the code workflow ``load.noop_tasks.chain`` (one
+    ``code`` node), submitted with ``code_input``: the same chain as ``chain`` in code."""
+    info = info_of(noop_tasks.chain)
+    if info is None:
+        raise LookupError("load.noop_tasks.chain is not a registered @workflow")
+    return info.spec()
+
+
+def code_input(length: int) -> dict[str, int]:
+    """The input of a ``code_chain`` run of ``length`` noop tasks."""
+    return {"length": length}
+
+
+def is_step(index: int | None) -> bool:
+    """Whether a task (by its index) of a spec or code chain is one of the chain's noop
+    tasks: a spec chain's tasks have no index; a code chain's one node runs its steps at
+    odd indexes and its activations at even ones (``headwater/core/kinds/code``)."""
+    return index is None or index % 2 == 1
 
 
 def diamond(name: str = "bench-diamond") -> Spec:
