@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.kinds.code.journal import SIGNAL_TASK, SLEEP_TASK
+from headwater.core.kinds.code.journal import PATCH_TASK, SIGNAL_TASK, SLEEP_TASK
 from services.projector import code_steps as cs
 from services.projector import statements as st
 from services.projector.writer import STATEMENTS, plan
@@ -20,17 +20,20 @@ def planned(body: ev.Body, seq: int = 9) -> list[tuple[str, tuple[Any, ...]]]:
             if sql in cs.CODE_STATEMENTS]
 
 
-def test_a_decision_makes_a_row_per_sleep_and_signal_wait_at_its_place() -> None:
-    decision = {"steps": [{"op": "task", "name": "t", "queue": "cpu"},
-                          {"op": "sleep", "seconds": 2.5},
-                          {"op": "signal", "name": "approval", "timeout": 60},
-                          {"op": "sleep", "until_ms": 0}]}
-    rows = planned(ev.TaskSucceeded(WF, "main", 4, 1, T, decision))
-    assert [sql for sql, _ in rows] == [cs.INSERT_OWN_STEP] * 3
-    assert [(a[4], a[5], a[6]) for _, a in rows] == [
-        (SLEEP_TASK, "sleep 2.5 s", 1), (SIGNAL_TASK, "wait for signal approval (timeout 60 s)", 2),
-        (SLEEP_TASK, "sleep until 1970-01-01T00:00:00+00:00", 3)]
-    assert all(a[:3] == (WF, "main", 9) for _, a in rows)
+def test_a_decision_makes_a_row_per_sleep_signal_wait_and_patch_at_its_number() -> None:
+    decision = {"steps": [{"op": "task", "name": "t", "queue": "cpu", "step": 4},
+                          {"op": "sleep", "seconds": 2.5, "step": 5},
+                          {"op": "signal", "name": "approval", "timeout": 60, "step": 6},
+                          {"op": "patch", "name": "v2", "step": 7},
+                          {"op": "sleep", "until_ms": 0, "step": 8}]}
+    rows = planned(ev.TaskSucceeded(WF, "main", 4, 2, T, decision))
+    assert [sql for sql, _ in rows] == [cs.INSERT_OWN_STEP] * 4
+    assert [(a[4], a[5], a[6], a[7]) for _, a in rows] == [
+        (SLEEP_TASK, "sleep 2.5 s", 11, "running"),
+        (SIGNAL_TASK, "wait for signal approval (timeout 60 s)", 13, "running"),
+        (PATCH_TASK, "patched: v2", 15, "succeeded"),
+        (SLEEP_TASK, "sleep until 1970-01-01T00:00:00+00:00", 17, "running")]
+    assert all(a[:3] == (WF, "main", 9) and a[8] == 2 for _, a in rows)  # its attempt
 
 
 def test_no_rows_for_a_step_an_ending_decision_or_another_nodes_output() -> None:
