@@ -102,14 +102,24 @@ _FAILURE = {**_object(["node", "index", "attempt", "error_type", "message", "tra
     "error_type": _ERROR_TYPE, "message": _TEXT, "traceback": _TRACEBACK}),
     "type": ["object", "null"],
     "description": "a failed run: the attempt (or node) that failed it; null otherwise"}
+_NONDETERMINISTIC = {**_object(["node", "index", "attempt", "error", "at", "warning"], {
+    "node": _TEXT, "index": _INDEX, "attempt": {"type": "integer", "minimum": 1},
+    "error": _TEXT, "at": {"type": ["string", "null"], "format": "date-time"},
+    "warning": _TEXT}),
+    "type": ["object", "null"],
+    "description": "a running code workflow whose activation's code no longer decides as "
+                   "its history did (NondeterminismError: the step, the recorded operation "
+                   "and the new one); it waits, retried until such code is deployed; null "
+                   "otherwise"}
 WORKFLOW_SCHEMA = _object(
     ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "input",
-     "output", "error", "failure", "definition", "nodes", "tasks", "tasks_truncated", "parent",
+     "output", "error", "failure", "nondeterministic", "definition", "nodes", "tasks", "tasks_truncated", "parent",
      "children", "waiting", "signals", "next_wakeup", "links"], {
         "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
         "status": _STATUS, "seq": {**_COUNT, "description": "its last event's seq"},
         "created_at": _TIME, "updated_at": _TIME, "input": {}, "output": {},
-        "error": _TEXT, "failure": _FAILURE, "definition": _DEFINITION,
+        "error": _TEXT, "failure": _FAILURE, "nondeterministic": _NONDETERMINISTIC,
+        "definition": _DEFINITION,
         "generation": {"type": "integer", "minimum": 1,
                        "description": "1, and one more at each restart on failure"},
         "nodes": {"type": "array", "items": _NODE},
@@ -118,7 +128,8 @@ WORKFLOW_SCHEMA = _object(
         "tasks_truncated": {"type": "boolean"},
         "warnings": {"type": "array", "items": _TEXT,
                      "description": "attempts waiting on a queue that cannot take them, "
-                                    "or running on a lost worker"},
+                                    "or running on a lost worker; a code workflow parted "
+                                    "from its history"},
         "parent": {**_RELATIVE, "type": ["object", "null"]},
         "children": {"type": "array", "items": _RELATIVE},
         "waiting": {"type": "array", "items": _WAITING},

@@ -101,7 +101,8 @@ _COUNTS = {"error": "", "total": None, "succeeded": 0, "running": 0, "failed": 0
 WAITING_RUN: dict[str, Any] = {
     "id": RUN, "name": "refund", "tenant": "acme", "status": "running", "seq": 6,
     "created_at": AT, "updated_at": LATER, "input": {"order": 1042}, "output": None,
-    "error": "", "failure": None, "definition": None,
+    "error": "", "failure": None, "nondeterministic": None,
+    "definition": None,
     "nodes": [
         {"id": "fetch", "kind": "task", "task": "billing.fetch_order", "status": "succeeded",
          **_COUNTS, "succeeded": 1},
@@ -124,6 +125,7 @@ REPORT_RUN: dict[str, Any] = {
     "id": "wf-2157494e578e4d12bd04191878f17be6", "name": "reports", "tenant": None,
     "status": "succeeded", "seq": 6, "created_at": AT, "updated_at": LATER,
     "input": {"days": 7}, "output": {"rows": 120}, "error": "", "failure": None,
+    "nondeterministic": None,
     "definition": {"name": "reports", "version": 1},
     "nodes": [{"id": "build", "kind": "task", "task": "reports.build",
                "status": "succeeded", **_COUNTS, "succeeded": 1}],

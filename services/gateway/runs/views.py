@@ -61,9 +61,15 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         reruns = await rerun_rows(conn, workflow_id, row.get("rerun") is not None)
         failed_by = (await reads.failed_by(conn, workflow_id)
                      if row["status"] == WorkflowStatus.FAILED else (None, None))
+        parted = (None if row["status"] in TERMINAL_STATUSES
+                  else await conn.fetchrow(NONDETERMINISTIC, workflow_id))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
+    nondeterministic = _nondeterministic(parted)
+    warnings = attempt_warnings(tasks[:MAX_TASKS]).get("warnings", [])
+    if nondeterministic is not None:
+        warnings = [*warnings, nondeterministic["warning"]]
     node_views = []
     for spec_node in spec_nodes:
         node_id = spec_node["id"]
@@ -88,11 +94,34 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
-        **attempt_warnings(tasks[:MAX_TASKS]),  # waiting on no worker, or on a lost one
+        "nondeterministic": nondeterministic,
+        **({"warnings": warnings} if warnings else {}),  # no worker, a lost one, a code
+        # workflow parted from its history
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
     }
+
+
+NONDETERMINISTIC = (
+    "select node, idx, attempt, error, finished_at from tasks where workflow_id = $1"
+    " and error_type = 'NondeterminismError' and status <> 'succeeded'"
+    " order by idx desc limit 1")
+"""A running code workflow's activation whose last attempt parted from the history."""
+
+
+def _nondeterministic(row: Row | None) -> dict[str, Any] | None:
+    """``{"node", "index", "attempt", "error", "at", "warning"}`` of a code workflow
+    whose activation's code no longer decides as its history did (it is retried until
+    such code is deployed), or None."""
+    if row is None:
+        return None
+    where = f"{row['node']}[{row['idx']}] (attempt {row['attempt']})"
+    return {"node": row["node"], "index": row["idx"], "attempt": row["attempt"],
+            "error": row["error"], "at": _iso(row["finished_at"]),
+            "warning": f"nondeterministic: {where}: {row['error']}; the run waits (not "
+                       "failed) and retries it until code that decides as its history did "
+                       "is deployed"}
 
 
 MAX_RERUNS = 100
