@@ -113,7 +113,8 @@ _NONDETERMINISTIC = {**_object(["node", "index", "attempt", "error", "at", "warn
                    "otherwise"}
 WORKFLOW_SCHEMA = _object(
     ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "input",
-     "output", "error", "failure", "nondeterministic", "definition", "nodes", "tasks", "tasks_truncated", "parent",
+     "output", "error", "failure", "nondeterministic", "definition", "nodes", "tasks",
+     "tasks_truncated", "parent",
      "children", "waiting", "signals", "next_wakeup", "links"], {
         "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
         "status": _STATUS, "seq": {**_COUNT, "description": "its last event's seq"},
