@@ -253,11 +253,11 @@ def _wait_ended(rows: KindRows, key: str, status: WaitStatus, signal_id: str = "
 
 def _consumed(rows: KindRows, seq: int, b: ev.SignalConsumed) -> None:
     _wait_ended(rows, task_key(b.node, b.index), WaitStatus.SIGNALLED, b.signal_id)
-    for signal_seq in sorted(rows.signals):  # the oldest that matches
-        signal = rows.signals[signal_seq]
+    for signal_seq in sorted(rows.signals):  # the oldest that matches (a code
+        signal = rows.signals[signal_seq]  # workflow's has no index; its wait's task has)
         if (signal_seq < seq and signal["status"] == SignalStatus.RECEIVED
-                and (signal["name"], signal["index"], signal["signal_id"])
-                == (b.name, b.index, b.signal_id)):
+                and signal["index"] in (b.index, None)
+                and (signal["name"], signal["signal_id"]) == (b.name, b.signal_id)):
             signal["status"], signal["node"] = SignalStatus.CONSUMED.value, b.node
             return
 

@@ -92,6 +92,10 @@ def test_the_projection_has_rows_of_the_dispatched_tasks_alone() -> None:
         f"main[{2 * k}]" for k in range(9)}  # every activation
     assert rows.tasks["main[15]"] == {"status": "failed", "attempt": 2}  # failed for good
     assert rows.nodes == {"main": {"status": "succeeded", "total": None, "error": ""}}
+    assert rows.kinds is not None  # the signal the wait took (sent without an index)
+    assert list(rows.kinds.signals.values()) == [{
+        "name": "approval", "index": None, "signal_id": "s-1", "status": "consumed",
+        "node": "main"}]
 
 
 def test_a_table_whose_journal_differs_is_named_at_the_step() -> None:
