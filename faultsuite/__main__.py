@@ -8,6 +8,9 @@
     python -m faultsuite --only infra.postgres_stop --postgres-down 30 --no-rebalance
     python -m faultsuite --only coordinator.large_table --no-rebalance
                                                # the large table alone (and its baseline)
+    python -m faultsuite --only code.replaying --no-rebalance --no-infra
+                                               # a worker killed in the middle of
+                                               # replaying a @workflow's function
     python -m faultsuite --only coordinator.large_table --table 20000 --table-waiting 500
     python -m faultsuite --list                # the fault points and scenarios
     python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 15

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultsuite.code import CHILD_RUNS, code
 from faultsuite.shapes import (
     CHILD_DEFINITION,
     CHILDREN,
@@ -116,7 +117,7 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "rerun")
+              "loop", "branch", "diamond", "code", "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
@@ -124,7 +125,8 @@ name, sent again for the same run. A short batch (``--batch 3``) has one too. Th
 restart shape comes second, so that its long map items are in flight when a run's first
 worker is killed (``suite.FIRST_HITS``: the 7th or 20th attempt started), and a lost
 attempt restarts it; a short batch has it too. Each workflow of the rerun shape (last)
-adds its rerun to the batch, after every other workflow."""
+adds its rerun to the batch, after every other workflow. The code shape is a
+``@workflow`` (``faultsuite.code``), sent the signal its function waits for."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -193,7 +195,10 @@ def _submission(tag: str, n: int, shape: str, sizes: Sizes,
         return Submission(wid, shape, child(sizes), workflow_input,
                           children_run=inner.latest(), needs=(inner,))
     signals = (Signal("approval", {"approved": True, "note": f"ok {n}"}, 1.0,
-                      f"{wid}-approval"),) if shape == "wait" else ()
+                      f"{wid}-approval"),) if shape in ("wait", "code") else ()
+    if shape == "code":
+        return Submission(wid, shape, code(sizes), workflow_input, signals,
+                          children_run=CHILD_RUNS)
     return Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals)
 
 

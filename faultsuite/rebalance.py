@@ -22,8 +22,9 @@ from ops.sandbox import Sandbox
 from tests.polling import scaled
 
 QUEUE = "cpu"
-TASKS = ("e2e_tasks",)
-"""The task modules of the fault suite's workers (``tests/e2e/e2e_tasks.py``)."""
+TASKS = ("e2e_tasks", "fault_flows")
+"""The task modules of the fault suite's workers (``tests/e2e/e2e_tasks.py``, and the
+code shape's ``@workflow``s, ``tests/e2e/fault_flows.py``)."""
 
 
 @dataclass(frozen=True)

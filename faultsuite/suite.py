@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faultsuite.batch import ALL_SHAPES, Submission, make_batch
+from faultsuite.code import CODE_POINTS, code_faults
 from faultsuite.large_table import LargeTable
 from faultsuite.outage import Outage
 from faultsuite.rebalance import Rebalance
@@ -26,9 +27,10 @@ carries out the intent that left (``coordinator.after_redo``)."""
 POINTS = (
     "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
     REDO_KILL, EXTERNAL_KILL, "worker.after_start",
-    "worker.after_outcome", "gateway.after_produce",
+    "worker.after_outcome", "gateway.after_produce", *CODE_POINTS,
 )
-"""Every fault point the suites cover, in the order they run."""
+"""Every fault point the suites cover, in the order they run; the last five kill the
+worker running a ``@workflow``'s function (``code.CODE_POINTS``)."""
 INFRA = ("infra.broker_sigkill", "infra.broker_sigstop", "infra.postgres_stop")
 """The infrastructure faults, each on a private broker and database (``outage``): the
 broker SIGKILLed mid-batch and started again ``BROKER_RESTART_S`` later; the broker
@@ -66,6 +68,10 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
     """
     if point == EXTERNAL_KILL:
         return Plan(point, worker_kills=kills, kill_gap_s=4.0, expect=("external SIGKILL",),
+                    timeout_s=timeout_s)
+    if point in CODE_POINTS:
+        first, later, expect = code_faults(point, run, kills)
+        return Plan(point, faults=first, schedule={"worker": later}, expect=expect,
                     timeout_s=timeout_s)
     if point == REDO_KILL:
         first = FIRST_HITS["coordinator"][run % len(FIRST_HITS["coordinator"])]

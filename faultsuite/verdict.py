@@ -14,6 +14,7 @@ from typing import Any
 from faultsuite import audit as au
 from faultsuite.batch import Submission
 from faultsuite.client import SubmitLog, projected
+from faultsuite.code import code_figures, replay_differences
 from faultsuite.rebalance import QUEUE
 from faultsuite.schedule import ScheduleRun, set_apart
 from faultsuite.supervisor import Supervisor
@@ -100,6 +101,7 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     report.violations += [f"projection differs from the history: {m}" for m in au.compare(
         {w: o for w, o in outcomes.items() if o is not None and shown.get(w) is not None},
         {w: o for w, o in shown.items()})]
+    await _check_code(batch, parent_of, events, sandbox, report)
     mine = [audits[w] for w in ids if w in audits]
     report.figures.update({
         "workflows": len(ids),
@@ -115,6 +117,18 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
         "definitions_run": _count(o.definition for o in outcomes.values()
                                   if o is not None and o.definition is not None),
     })
+
+
+async def _check_code(batch: Sequence[Submission], parent_of: Mapping[str, str],
+                      events: Sequence[Record], sandbox: Sandbox, report: RunReport) -> None:
+    """``headwater replay`` of every code run and its children (their histories,
+    tables and projections agree: ``code.replay_differences``), and their figures."""
+    runs = {s.id for s in batch if s.shape == "code"}
+    runs |= {c for c, p in parent_of.items() if p in runs}
+    replayed, differences = await replay_differences(sandbox, runs)
+    report.violations += differences
+    report.figures["code"] = {**code_figures(events, runs), "replayed": replayed,
+                              "replay_differences": len(differences)}
 
 
 def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequence[Record],

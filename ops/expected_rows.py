@@ -16,7 +16,10 @@ the columns that must agree with the state machine's view:
 - ``tasks``: ``status`` and ``attempt``. A task waiting to retry is counted in the
   projection under the attempt it will dispatch next (``TimerScheduled.attempt``), and
   stays so when cancelled while waiting; the state keeps the failed attempt until then.
-  A schedule's run that ended has left the state; its row keeps the end's status;
+  A schedule's run that ended has left the state; its row keeps the end's status. A
+  code workflow's sleeps and signal waits are tasks of the state with no row (no event
+  dispatches them: ``own_step_keys``); its activations and its other steps have rows,
+  at their sparse indexes (``main[0]``, ``main[3]``, ...);
 - ``events``: the same ``seq`` numbers with the same types;
 - the node kinds' rows (``KindRows``, ``services/projector/kinds.py``): a child's link
   to its parent; ``condition`` and ``wake_at`` of the nodes with a ``ConditionEvaluated``
@@ -44,6 +47,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
+from headwater.core.kinds.code.journal import OWN_OPS, step_index
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from ops.jsondiff import ABSENT, diff_json
@@ -163,11 +167,29 @@ def expected_rows(state: WorkflowState | None,
         node = state.nodes[node_id]
         rows.nodes[node_id] = {"status": node.status.value, "total": node.total,
                                "error": node.error}
-    for key, task in state.tasks.items():
-        rows.tasks[key] = {"status": task.status.value,
-                           "attempt": max(task.attempt, next_attempt.get(key, 0))}
+    rows.tasks.update(_task_rows(state, next_attempt))
     rows.tasks.update(_ended_runs(events, state))
     return rows
+
+
+def _task_rows(state: WorkflowState, next_attempt: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """The ``tasks`` rows of the state's tasks (a code workflow's sleeps and signal
+    waits have none), each under the attempt it has or will dispatch next."""
+    unrowed = own_step_keys(state)
+    return {key: {"status": task.status.value,
+                  "attempt": max(task.attempt, next_attempt.get(key, 0))}
+            for key, task in state.tasks.items() if key not in unrowed}
+
+
+def own_step_keys(state: WorkflowState) -> set[str]:
+    """The task keys of a code workflow's sleeps and signal waits: tasks of the
+    coordinator's own (``headwater/core/kinds/code/journal.py``), which no event
+    dispatches, so the projection has no ``tasks`` row of them."""
+    if state.spec_error:
+        return set()
+    return {task_key(n.id, step_index(s)) for n in state.spec.nodes if n.code is not None
+            for s, entry in enumerate((state.nodes[n.id].code or {}).get("steps") or ())
+            if entry.get("op") in OWN_OPS}
 
 
 _RUN_ENDS = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
@@ -231,11 +253,11 @@ def _wait_ended(rows: KindRows, key: str, status: WaitStatus, signal_id: str = "
 
 def _consumed(rows: KindRows, seq: int, b: ev.SignalConsumed) -> None:
     _wait_ended(rows, task_key(b.node, b.index), WaitStatus.SIGNALLED, b.signal_id)
-    for signal_seq in sorted(rows.signals):  # the oldest that matches
-        signal = rows.signals[signal_seq]
+    for signal_seq in sorted(rows.signals):  # the oldest that matches (a code
+        signal = rows.signals[signal_seq]  # workflow's has no index; its wait's task has)
         if (signal_seq < seq and signal["status"] == SignalStatus.RECEIVED
-                and (signal["name"], signal["index"], signal["signal_id"])
-                == (b.name, b.index, b.signal_id)):
+                and signal["index"] in (b.index, None)
+                and (signal["name"], signal["signal_id"]) == (b.name, b.signal_id)):
             signal["status"], signal["node"] = SignalStatus.CONSUMED.value, b.node
             return
 

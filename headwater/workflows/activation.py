@@ -39,6 +39,10 @@ ACTIVATION_MARK = "__headwater_activation__"
 CACHE_SIZE = int(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE", "1000"))
 """Runs whose instance a worker keeps (least recently used dropped first); 0 keeps none,
 so that every activation replays from the start (what the benchmark compares)."""
+REPLAYED: list[Callable[[WorkflowInfo, int], None]] = []
+"""Called, in order, each time a replay has re-run an earlier activation (the workflow,
+the activation's number), before the activation asked for runs: where a worker's fault
+point ``worker.replaying`` kills it mid-replay (``services/worker/lifecycle.py``)."""
 Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
 """A definition's name -> its spec document and version (what ``wf.call`` of a spec
 definition needs; the worker asks the gateway)."""
@@ -136,6 +140,8 @@ class Instance:
                 raise self.fault
             if a < k:
                 self._check_replayed(a)
+                for hook in REPLAYED:
+                    hook(self.info, a)
         self.processed = k + 1
         return self._decision(k)
 

@@ -17,7 +17,8 @@ batches and duplicates give the same rows:
 - ``SignalSent`` (a signal the workflow took) and ``SignalDiscarded``: a ``signals``
   row each (``received``, ``discarded`` with the reason; a discard of a kept signal, whose
   wait had no item for it, marks its received row discarded too); ``SignalConsumed`` marks the
-  oldest received one of that name, index and id ``consumed`` by its node.
+  oldest received one of that name, index (or none: a code workflow's wait names its task
+  index) and id ``consumed`` by its node.
 - ``SleepStarted``: the node's row is running, with ``wake_at``.
 - ``ConditionEvaluated``: the node's row (pending until the node runs or is skipped)
   with ``condition``.
@@ -84,11 +85,13 @@ INSERT_SIGNAL = (
     "insert into signals (workflow_id, seq, name, idx, signal_id, status, reason, fields, at)"
     " values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict do nothing")
 # The oldest received signal of that name, index and id; once per SignalConsumed (its
-# seq is kept in consumed_seq), so that a duplicate delivery takes no second one.
+# seq is kept in consumed_seq), so that a duplicate delivery takes no second one. A code
+# workflow's signals have no index, while its SignalConsumed names the wait's task
+# index: a signal without one matches too (a wait per item discards those).
 SIGNAL_CONSUMED = (
     "update signals set status = 'consumed', node = $5, consumed_seq = $6"
     " where workflow_id = $1 and seq = (select min(seq) from signals where workflow_id = $1"
-    " and name = $2 and idx is not distinct from $3 and signal_id = $4"
+    " and name = $2 and (idx is not distinct from $3 or idx is null) and signal_id = $4"
     " and status = 'received' and seq < $6)"
     " and not exists (select 1 from signals where workflow_id = $1 and consumed_seq = $6)")
 # A kept signal its wait, starting, had no item for: its received row says so too.

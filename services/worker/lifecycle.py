@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 
 from headwater.core import events as ev
+from headwater.workflows.activation import REPLAYED
+from headwater.workflows.decorator import WorkflowInfo
 from services.common import faults
 from services.common.clock import now_ms
 from services.worker import metrics
@@ -34,6 +36,15 @@ from services.worker.attempt import Attempt
 from services.worker.runner import run_attempt
 
 log = logging.getLogger("headwater.worker")
+
+
+def _replaying(info: WorkflowInfo, activation: int) -> None:
+    """The fault point of a replay: an activation without the run's cached instance
+    re-ran earlier activation ``activation`` of ``info``'s function."""
+    faults.point("worker.replaying", info.name)
+
+
+REPLAYED.append(_replaying)  # once, as the worker's modules are imported
 
 STOP_GRACE_S = 3.0
 """How long a stopping worker waits for a cancelled body, and then for its
@@ -59,9 +70,10 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         attempt.log.start()
     try:
         acked = await attempt.start(worker_id)
+        task = attempt.dispatch.task
         if acked:
             committable()
-            faults.point("worker.after_start")
+            faults.point("worker.after_start", task)
         outcome = None if attempt.stop_reason is not None else await _run(attempt)
         ended = True
         attempt.stop("the attempt has ended")  # task code still calling ctx gets told
@@ -71,10 +83,11 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
             if not acked:
                 committable()
         else:
+            faults.point("worker.before_outcome", task)
             await attempt.progress.drain()
             reported = await attempt.channel.put(outcome)
             if reported:
-                faults.point("worker.after_outcome")
+                faults.point("worker.after_outcome", task)
             if reported and not acked:
                 committable()
         await attempt.channel.close()

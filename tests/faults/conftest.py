@@ -45,14 +45,18 @@ def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     session: the fault points' and the infrastructure faults' runs compare with it)."""
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
-    # One workflow per shape, the rerun of the rerun shape's and the child shape's 3
-    # children; "failing" fails, and so does the rerun shape's first run.
+    # One workflow per shape, the rerun of the rerun shape's, the child shape's 3
+    # children and the code shape's child; "failing" fails, and so does the rerun
+    # shape's first run.
     assert len(batch) == len(ALL_SHAPES) + 1
-    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 2 + 1 + 3,
+    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 2 + 1 + 3 + 1,
                                         "failed": 2}, explain(base)
-    # Two runs by definition name (version 1 pinned, and the latest: 2), and the children
-    # of the kind: workflow node that names fault-child-inner.
+    # Two runs by definition name (version 1 pinned, and the latest: 2), the children
+    # of the kind: workflow node that names fault-child-inner, and the code shape's
+    # child (a @workflow called by the function: its name, no version).
     assert base.figures["definitions_run"] == {
-        "fault-diamond@1": 1, "fault-diamond@2": 1, "fault-child-inner@1": 3}, explain(base)
+        "fault-diamond@1": 1, "fault-diamond@2": 1, "fault-child-inner@1": 3,
+        "fault.code_child@?": 1}, explain(base)
+    assert base.figures["code"]["replayed"] == 2, explain(base)  # the run and its child
     assert_schedule_ran(base)
     return base.outcomes()

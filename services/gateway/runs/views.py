@@ -66,10 +66,6 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
-    nondeterministic = _nondeterministic(parted)
-    warnings = attempt_warnings(tasks[:MAX_TASKS]).get("warnings", [])
-    if nondeterministic is not None:
-        warnings = [*warnings, nondeterministic["warning"]]
     node_views = []
     for spec_node in spec_nodes:
         node_id = spec_node["id"]
@@ -94,9 +90,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
-        "nondeterministic": nondeterministic,
-        **({"warnings": warnings} if warnings else {}),  # no worker, a lost one, a code
-        # workflow parted from its history
+        **_warnings(tasks[:MAX_TASKS], parted),
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
@@ -108,6 +102,16 @@ NONDETERMINISTIC = (
     " and error_type = 'NondeterminismError' and status <> 'succeeded'"
     " order by idx desc limit 1")
 """A running code workflow's activation whose last attempt parted from the history."""
+
+
+def _warnings(tasks: list[Row], parted: Row | None) -> dict[str, Any]:
+    """``nondeterministic`` (``_nondeterministic``) and the ``warnings``: attempts
+    waiting on no worker or on a lost one, a code workflow parted from its history."""
+    nondeterministic = _nondeterministic(parted)
+    warnings = attempt_warnings(tasks).get("warnings", [])
+    if nondeterministic is not None:
+        warnings = [*warnings, nondeterministic["warning"]]
+    return {"nondeterministic": nondeterministic, **({"warnings": warnings} if warnings else {})}
 
 
 def _nondeterministic(row: Row | None) -> dict[str, Any] | None:

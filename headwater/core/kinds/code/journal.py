@@ -29,6 +29,7 @@ from headwater.core import events as ev
 from headwater.core.ids import CODE_TIMER, node_timer_id, task_key
 from headwater.core.kinds.code.decision import ENDS
 from headwater.core.kinds.workflow.records import ChildSpec
+from headwater.core.signals import signal_key
 from headwater.core.state import (
     IllegalTransition,
     TaskState,
@@ -225,8 +226,18 @@ def timer_fired(state: WorkflowState, timer_id_: str, timer: TimerState) -> None
 
 
 def signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
-    """A signal wait took a signal: its fields are the step's result."""
+    """A signal wait took a signal: its fields are the step's result, and the signal
+    leaves those kept. A code workflow's signals are kept by name alone (they have no
+    index; ``body.index`` is the wait's task), so the wait kind's own removal, by name
+    and index, finds nothing to remove: without this the next wait for the name would
+    take the same signal again."""
     assert body.index is not None
+    key = signal_key(body.name, None)
+    kept = state.signals.get(key)
+    if kept:
+        kept.pop(0)  # the oldest: the one the wait took (``rules._take_kept``)
+        if not kept:
+            del state.signals[key]
     resolve(state, body.node, body.index // 2, {"value": body.fields}, body.at_ms)
 
 

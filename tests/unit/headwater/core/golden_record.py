@@ -294,6 +294,90 @@ def _rerun_scenarios(
     }
 
 
+class _CodeScript:
+    """The workers of a code workflow (``GOLDEN_FLOW``): an activation (even index of
+    the code node) runs the function over its journal, with no cached instance (each
+    one replays from the start, as after a crash), and reports its decision; a child
+    step is a child workflow's coordinator (``_kid``); a task step echoes its name and
+    input, except ``t.flaky``, which fails every attempt. ``state`` is the state after
+    the input that dispatched (``drive`` sets it), from which the coordinator builds an
+    activation's input."""
+
+    state: Any = None
+
+    def __call__(self, d: Any) -> list[tuple[int, Any]]:
+        import asyncio
+
+        from headwater.core.kinds.code.journal import activation_dispatch
+        from headwater.workflows.activation import activate
+        from headwater.workflows.decorator import info_of
+
+        if d.task == "workflow":
+            return _kid(d)
+        if d.node != "main" or d.index % 2 == 1:
+            return _reports(d, fail=d.task == "t.flaky", progress=False,
+                            output={"task": d.task, "input": d.input})
+        payload = activation_dispatch(self.state, d).input
+        info = info_of(GOLDEN_FLOW)
+        assert info is not None
+        decision = asyncio.run(activate(info, payload, cache=False))
+        return _reports(d, output=decision, progress=False, end=20)
+
+
+def _golden_flow() -> Any:
+    """The ``@workflow`` of the code scenario: a task, a gather of three, a child
+    workflow (an inline ``@workflow``), a sleep, a signal that came during the sleep
+    (kept for the wait), a step that fails for good (caught), a signal wait that times
+    out (caught), then its output."""
+    from headwater import StepFailed, WorkflowContext, workflow
+
+    @workflow(name="golden.kid")
+    async def kid(wf: WorkflowContext, q: Any) -> Any:
+        return await wf.run("t.x", q=q)
+
+    @workflow(name="golden.code")
+    async def flow(wf: WorkflowContext, q: str) -> dict[str, Any]:
+        first = await wf.run("t.a", q=q)
+        many = await wf.gather(*(wf.run("t.m", i=i) for i in range(3)))
+        child = await wf.call(kid, {"q": q})
+        await wf.sleep(2)
+        approval = await wf.signal("approval", timeout=60)
+        caught = []
+        try:
+            await wf.run("t.flaky", retry={"max_attempts": 2, "backoff_base": 0.5})
+        except StepFailed as e:
+            caught.append(e.error_type)
+        try:
+            await wf.signal("never", timeout=1)
+        except StepFailed as e:
+            caught.append(e.error_type)
+        return {"first": first, "many": many, "child": child, "approval": approval,
+                "caught": caught, "at": wf.now().isoformat()}
+
+    return flow
+
+
+GOLDEN_FLOW: Any = None
+"""The code scenario's ``@workflow`` (registered when the scenario is recorded)."""
+
+
+def _code_scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenario of a code workflow (recorded after the others): ``_golden_flow``'s
+    function, its activations decided by the SDK, a signal sent during its sleep (and
+    the same signal again)."""
+    global GOLDEN_FLOW
+    if GOLDEN_FLOW is None:
+        GOLDEN_FLOW = _golden_flow()
+    from headwater.workflows.decorator import info_of
+
+    info = info_of(GOLDEN_FLOW)
+    assert info is not None
+    wid = "wf-code"
+    signals = [(at, ev.SignalSent(wid, "approval", T0 + at, None, "s-1", {"ok": True}))
+               for at in (600, 610)]
+    return {"code": (info.spec(), {"q": "rivers"}, _CodeScript(), signals)}
+
+
 RERUNS: dict[str, Any] = {"rerun": {
     "of": "wf-map", "reset": None, "nodes": {"list": ["a", "b", "c", "d", "e", "f"]},
     "items": {"m": {str(i): {"node": "m", "index": i, "from": "wf-map"} for i in (0, 2, 3, 5)}}}}
@@ -412,6 +496,8 @@ def drive(name: str, doc: dict[str, Any], inp: Any, script: Script,
         state = result.state
         lines.append({"input": gc.dump_record(item),
                       "decisions": [gc.dump_event(e) for e in result.events]})
+        if isinstance(script, _CodeScript):
+            script.state = state
         sim.follow(result.events)
         if state is not None and not state.status.terminal:
             sim.arm(state)
@@ -427,7 +513,8 @@ def main() -> None:
                                             **_child_loop_scenarios(),
                                             **_schedule_scenarios(),
                                             **_restart_scenarios(),
-                                            **_rerun_scenarios()}.items():
+                                            **_rerun_scenarios(),
+                                            **_code_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

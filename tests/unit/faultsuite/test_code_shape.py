@@ -1,0 +1,80 @@
+"""The fault suite's code workflows, their pure parts (``faultsuite.code``, the batch and
+the suites' plans): the shape's submission, the five ways to kill the worker running a
+function, and the figures read off the code runs' histories (no broker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from faultsuite.batch import ALL_SHAPES, make_batch
+from faultsuite.code import CODE_POINTS, STEP_TASK, WORKFLOW, code_faults, code_figures
+from faultsuite.shapes import HEARTBEAT_TIMEOUT_S
+from faultsuite.suite import FULL, POINTS, QUICK, point_plan
+from faultsuite.topics import Record
+from headwater.core import events as ev
+from services.common import faults
+
+
+def test_the_batch_has_a_code_run_sent_its_signal() -> None:
+    batch = make_batch("fb", len(ALL_SHAPES))
+    [run] = [s for s in batch if s.shape == "code"]
+    node = run.spec["nodes"][0]
+    assert (node["kind"], node["task"], node["id"]) == ("code", WORKFLOW, "main")
+    assert run.spec["heartbeat_timeout"] == HEARTBEAT_TIMEOUT_S
+    assert run.input == {"seed": f"fb-{ALL_SHAPES.index('code')}"}
+    assert [sig.name for sig in run.signals] == ["approval"]
+    assert run.children_run == "fault.code_child@?"
+    assert len([s for s in make_batch("fb", 2 * len(ALL_SHAPES)) if s.shape == "code"]) == 2
+
+
+def test_both_suites_kill_the_worker_running_a_function_five_ways() -> None:
+    assert len(CODE_POINTS) == 5 and set(CODE_POINTS) <= set(POINTS)
+    full = [p.name for p in FULL.plans()]
+    quick = [p.name for p in QUICK.plans()]
+    for name in CODE_POINTS:
+        assert (quick.count(name), full.count(name)) == (1, FULL.runs)
+
+
+@pytest.mark.parametrize("name", list(CODE_POINTS))
+def test_each_code_plan_arms_points_the_workers_know(name: str) -> None:
+    plan = point_plan(name, run=1, kills=2)
+    armed = [plan.faults, *plan.schedule["worker"]]
+    for spec in armed:
+        assert faults.parse(spec)  # a known point, a label, a hit
+    assert plan.expect and all(e.startswith("fault worker.") for e in plan.expect)
+
+
+def test_the_plans_aim_at_activations_replays_and_steps() -> None:
+    assert code_faults("code.activation_started") == (
+        f"worker.after_start@{WORKFLOW}=3", [], (f"fault worker.after_start@{WORKFLOW}",))
+    assert code_faults("code.step_running", run=2, kills=3)[:2] == (
+        f"worker.after_start@{STEP_TASK}=9",
+        [f"worker.after_start@{STEP_TASK}=4", f"worker.after_start@{STEP_TASK}=7"])
+    # killed after reporting an activation, its replacement dies mid-replay
+    assert code_faults("code.replaying", run=1) == (
+        f"worker.after_outcome@{WORKFLOW}=6", ["worker.replaying=1"],
+        (f"fault worker.after_outcome@{WORKFLOW}", "fault worker.replaying"))
+    with pytest.raises(ValueError, match="unknown code point"):
+        code_faults("code.nowhere")
+
+
+def _record(offset: int, seq: int, body: Any, wid: str = "c") -> Record:
+    return Record(0, offset, wid, ev.HistoryEvent(wid, seq, body), b"")
+
+
+def test_figures_count_activations_steps_decisions_and_copies() -> None:
+    at = 1_000
+    d = [ev.TaskDispatched("c", "main", i, 1, "t", "cpu", None, at) for i in range(3)]
+    records = [
+        _record(0, 1, d[0]),
+        _record(1, 2, ev.TaskSucceeded("c", "main", 0, 1, at, {"steps": []})),
+        _record(2, 3, d[1]), _record(3, 4, d[2]),
+        _record(4, 3, d[1]),  # the same seq again: published again
+        _record(5, 5, d[1]),  # step 0 attempt 1 dispatched twice
+        _record(6, 1, d[0], wid="other"),  # not a code run
+    ]
+    assert code_figures(records, {"c"}) == {
+        "runs": 1, "activation_attempts": 2, "step_attempts": 1, "decisions": 1,
+        "steps_dispatched_twice": 1, "events_published_again": 1}
