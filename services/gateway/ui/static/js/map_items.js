@@ -18,7 +18,7 @@ export function itemsFromModel(model, node) {
   const latest = new Map();
   for (const a of attemptsOf(model, node)) latest.set(a.index, a);  // attempts ascend
   return [...latest.values()].map((a) => ({
-    index: a.index, attempt: a.attempt, worker: a.worker, error: a.error,
+    index: a.index, task: a.name, attempt: a.attempt, worker: a.worker, error: a.error,
     error_type: a.errorType, dispatched_at: a.dispatchedAt, started_at: a.startedAt,
     finished_at: a.endedAt, status: a.outcome === "reused" ? "succeeded" : a.outcome}));
 }
@@ -31,10 +31,11 @@ export function pageOf(rows, page, status) {
           more: start + PAGE_SIZE < kept.length};
 }
 
-/** The items of map node of run id: {el, refresh(), stop()}; onOpen(index) opens one. */
+/** The items of map node of run id: {el, refresh(), stop()}; onOpen(index) opens one;
+ * named: each row names its task (a code workflow's, whose tasks differ). */
 export class MapItems {
-  constructor(id, model, node, onOpen) {
-    Object.assign(this, {id, model, node, onOpen});
+  constructor(id, model, node, onOpen, {named = false} = {}) {
+    Object.assign(this, {id, model, node, onOpen, named});
     this.page = 0;
     this.cursors = [null];  // the `after` of each page read so far
     this.status = h("select", {class: "items-status", "aria-label": "status"},
@@ -99,6 +100,7 @@ export class MapItems {
       const open = h("button", {type: "button", class: "item-open"}, `[${t.index}]`);
       open.addEventListener("click", () => this.onOpen(t.index));
       return h("tr", {"data-index": t.index, "data-status": t.status}, h("td", {}, open),
+        this.named ? h("td", {class: "item-task"}, t.task || "") : null,
         h("td", {}, badge(t.status)), h("td", {}, String(t.attempt ?? "")),
         h("td", {}, t.worker || ""), h("td", {}, timeEl(t.dispatched_at)),
         h("td", {}, duration(between(t.started_at, t.finished_at))),
@@ -107,8 +109,9 @@ export class MapItems {
     });
     replace(this.list, fallback ? h("p", {class: "muted"}, "from the run's events") : null,
       h("table", {class: "items"},
-        h("thead", {}, h("tr", {}, ["item", "status", "attempt", "worker", "dispatched", "ran",
-                                    "error"].map((x) => h("th", {}, x)))),
+        h("thead", {}, h("tr", {}, ["item", ...(this.named ? ["task"] : []), "status",
+                                    "attempt", "worker", "dispatched", "ran", "error"]
+          .map((x) => h("th", {}, x)))),
         h("tbody", {}, rows)));
   }
 

@@ -1,6 +1,7 @@
 // The panel of the node picked in the graph, the timeline or the nodes' table: for a
-// map its items (map_items.js), each openable as a task panel below them; for any
-// other node its task (task_panel.js). It is read again as the run moves on (at most
+// map its items (map_items.js), and for a code workflow's node its activations and
+// steps (each task named), each openable as a task panel below them; for any other
+// node its task (task_panel.js). It is read again as the run moves on (at most
 // once a second), and closed with its button.
 
 import {h, replace} from "./dom.js";
@@ -8,6 +9,9 @@ import {MapItems} from "./map_items.js";
 import {lostMark, TaskPanel} from "./task_panel.js";
 
 const EVERY_MS = 1000;
+/** The kinds whose tasks are numbered (a map's items; a code workflow's activations, at
+ * even indexes, and steps, at odd ones), listed a page at a time. */
+const INDEXED = new Set(["map", "code"]);
 
 /** The document's task entry of node[index] (its latest attempt), or null. */
 function entryOf(doc, node, index) {
@@ -27,7 +31,7 @@ export class NodePanel {
     this.timer = null;
   }
 
-  /** Open node (index: one item of a map, straight away). */
+  /** Open node (index: one item of a map, or a code workflow's task, straight away). */
   open(node, index = undefined) {
     this.close();
     const view = (this.doc?.nodes || []).find((n) => n.id === node);
@@ -39,11 +43,11 @@ export class NodePanel {
     const head = h("h2", {}, "Node ", h("code", {}, node), h("span", {class: "muted"}, ` ${kind}`),
       " ", shut);
     const holder = h("div", {class: "panel-task"});
-    if (kind === "map") {
+    if (INDEXED.has(kind)) {
       this.items = new MapItems(this.id, this.model, node, (i) => {
         this.openTask(holder, node, i);
         this.task.el.scrollIntoView?.({block: "start"});  // below 100 rows: bring it up
-      });
+      }, {named: kind === "code"});
       replace(this.el, head, lost.length ? lostMark(lost[0]) : null, this.items.el, holder);
       this.items.refresh();
       if (index !== undefined && index !== null) this.openTask(holder, node, index);

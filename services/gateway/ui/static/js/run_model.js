@@ -1,9 +1,9 @@
 // What a run's event stream tells beyond its document: the spec it was accepted with
 // (for the graph), every attempt with its times, input, output and outcome (the
 // document shows only each task's latest; what a rerun reused is an attempt "reused",
-// numbered 0 for a whole node), the spans of waits and sleeps (for the
-// timeline), and the chunks streamed by generator tasks. Pure: events in, plain values
-// out.
+// numbered 0 for a whole node), the spans of waits and sleeps (for the timeline; a
+// code workflow's from its activations' decisions), and the chunks streamed by
+// generator tasks. Pure: events in, plain values out.
 
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
@@ -101,11 +101,70 @@ function closeSpans(model, at, outcome, node = null, index = undefined) {
   }
 }
 
+/** The kind of node in the run's spec ("task" when it names none). */
+function kindOf(model, node) {
+  const found = (model.spec?.nodes || []).find((n) => n?.id === node);
+  return found ? found.kind || "task" : null;
+}
+
+const CODE_SPANS = {sleep: "sleep", signal: "wait"};
+
+/** The span key of a code workflow's own step at node[index] of kind ("sleep" or
+ * "wait"): a generation after the first (continued as new, numbering its steps from 0
+ * again) has its own. */
+function codeKey(model, kind, node, index) {
+  const key = `${kind}:${taskKey(node, index)}`;
+  return model.generation > 1 ? `${key}@${model.generation}` : key;
+}
+
+/** A code workflow's activation decided: its sleeps and signal waits are run by the
+ * coordinator, with no dispatch of their own, so each opens a span at the index of the
+ * number the decision gives it (2 step + 1), as the projector makes their rows
+ * (services/projector/code_steps.py). An ending decision issues nothing. */
+function codeDecided(model, d) {
+  const out = d.output;
+  if (kindOf(model, d.node) !== "code" || d.index === null || d.index === undefined
+      || d.index % 2 || !out || typeof out !== "object" || !Array.isArray(out.steps)
+      || "finish" in out || "fail" in out) return;
+  for (const step of out.steps) {
+    const kind = CODE_SPANS[step?.op];
+    if (!kind || !Number.isInteger(step.step)) continue;
+    const index = 2 * step.step + 1;
+    const key = codeKey(model, kind, d.node, index);
+    if (model.spans.has(key)) continue;  // the same event again
+    const until = kind === "sleep" ? step.until_ms ?? d.at_ms + 1000 * (step.seconds || 0)
+      : step.timeout != null ? d.at_ms + 1000 * step.timeout : null;
+    model.spans.set(key, {key, kind, node: d.node, index, generation: model.generation,
+                          start: d.at_ms, until, end: null,
+                          outcome: kind === "wait" ? "waiting" : "sleeping"});
+  }
+}
+
+/** End the code step at node[index] (a sleep: outcomes.sleep, a wait: outcomes.wait);
+ * whether it is one. */
+function codeEnded(model, node, index, at, outcomes) {
+  let found = false;
+  for (const kind of ["sleep", "wait"]) {
+    const span = model.spans.get(codeKey(model, kind, node, index));
+    if (!span) continue;
+    found = true;
+    if (span.end === null) Object.assign(span, {end: at, outcome: outcomes[kind]});
+  }
+  return found;
+}
+
+/** A code timer ("code:<node>[<index>]") woke a sleep or timed a signal wait out. */
+function codeTimer(model, d) {
+  const m = /^code:(.+)\[(\d+)\]$/.exec(d.timer_id || "");
+  if (m) codeEnded(model, m[1], Number(m[2]), d.at_ms, {sleep: "succeeded", wait: "failed"});
+}
+
 const ON_SPAN = {
   WaitStarted: (m, d) => openSpan(m, "wait", d, d.timeout_at_ms),
   SleepStarted: (m, d) => openSpan(m, "sleep", d, d.wake_at_ms),
   SignalConsumed: (m, d) => closeSpans(m, d.at_ms, "succeeded", d.node, d.index ?? null),
   NodeFinished: (m, d) => closeSpans(m, d.at_ms, d.status, d.node),
+  TimerFired: codeTimer,
 };
 
 /** Fold one event ({seq, type, data}) into the model; returns the model. */
@@ -119,8 +178,12 @@ export function apply(model, event) {
     model.generation = data.generation;
   } else if (type === "TaskOutputStreamed") {
     addChunk(model, data);
+  } else if (type === "TaskCancelled" && codeEnded(model, data.node, data.index, data.at_ms,
+                                                   {sleep: "cancelled", wait: "cancelled"})) {
+    // a code workflow's sleep or signal wait cancelled: no attempt of its own
   } else if (ON_ATTEMPT[type]) {
     ON_ATTEMPT[type](attemptOf(model, data), data);
+    if (type === "TaskSucceeded") codeDecided(model, data);
   } else if (ON_SPAN[type]) {
     ON_SPAN[type](model, data);
   } else if (TERMINAL[type]) {

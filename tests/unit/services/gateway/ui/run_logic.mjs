@@ -55,6 +55,32 @@ const reused = history([
   ["TaskReused", {node: "m", index: 3, attempt: 1, output: 9, at_ms: 2}],
   ["TaskDispatched", {node: "m", index: 1, attempt: 1, at_ms: 3}]]);
 
+// A code workflow: activation 0 issues a task (step 0); activation 1 a sleep (step 1)
+// and two signal waits (steps 2, 3), numbered by the decision; the code timer wakes the
+// sleep, a signal ends one wait, the other is cancelled; it continues as new (its next
+// generation numbers its steps from 0 again, its attempts after the first's) and
+// sleeps once more; then it ends.
+const act = (index, at, steps, extra = {}, attempt = 1) => [
+  ["TaskDispatched", {node: "main", index, attempt, task: "flow", queue: "cpu", at_ms: at}],
+  ["TaskSucceeded", {node: "main", index, attempt, at_ms: at + 1, output: {steps, ...extra}}]];
+const code = history([
+  ["WorkflowAccepted", {spec: {nodes: [{id: "main", kind: "code", task: "flow"}]}, at_ms: 0}],
+  ...act(0, 10, [{op: "task", name: "t", step: 0}]),
+  ["TaskDispatched", {node: "main", index: 1, attempt: 1, task: "t", at_ms: 12}],
+  ["TaskSucceeded", {node: "main", index: 1, attempt: 1, at_ms: 20, output: 1}],
+  ...act(2, 30, [{op: "sleep", seconds: 5, step: 1},
+                 {op: "signal", name: "go", timeout: 60, step: 2},
+                 {op: "signal", name: "stop", step: 3}]),
+  ["TimerFired", {timer_id: "code:main[3]", at_ms: 5031}],
+  ["SignalConsumed", {node: "main", index: 5, name: "go", at_ms: 6000}],
+  ["TaskCancelled", {node: "main", index: 7, attempt: 1, at_ms: 7000, reason: "gone"}],
+  ...act(4, 7000, [], {continue_as_new: {n: 2}}),
+  ["WorkflowRestarted", {generation: 2, at_ms: 7002}],
+  ...act(0, 7010, [{op: "sleep", seconds: 1, step: 0}], {}, 2),
+  ["TimerFired", {timer_id: "code:main[1]", at_ms: 8011}],
+  ...act(2, 8020, [], {finish: 3}, 2),
+  ["WorkflowSucceeded", {at_ms: 8030}]]);
+
 const refused = (text, mode, node) => {
   try {
     return rerun.rerunRequest("r1", {a: 1}, text, mode, node);
@@ -77,6 +103,10 @@ console.log(JSON.stringify({
   buckets: {count: buckets.length, failed: buckets.filter((b) => b.failed).length,
             most: Math.max(...buckets.map((b) => b.count))},
   spans: [...m.spans.values()].map((sp) => [sp.key, sp.start, sp.end, sp.outcome]),
+  codeSpans: [...code.spans.values()].map((sp) => [sp.key, sp.start, sp.until, sp.end,
+                                                   sp.outcome]),
+  codeRows: timeline.rows(code).map((r) => [r.label, r.kind, r.bars.map((b) => b.outcome)]),
+  codeItems: items.itemsFromModel(code, "main").map((t) => [t.index, t.task, t.status]),
   smallRows: timeline.rows(small).map((r) => [r.label, r.bars.map((b) => b.outcome)]),
   reused: [...reused.attempts.values()].map((a) => [a.key, a.outcome, a.output ?? null]),
   reusedItems: items.itemsFromModel(reused, "m").map((t) => [t.index, t.status]),

@@ -5,8 +5,9 @@ time in index order, filtered by status; tasks are ordered by index as numbers; 
 task panel is built from the events where the gateway has no task resource; the
 timeline keeps one row per task up to its limit and one per node past it, its buckets
 counting what was under way and where an attempt failed; waits and sleeps become
-spans; what a rerun reused is an attempt "reused"; the rerun dialog sends the input
-only when it was changed; a time names its zone. Skipped where Node is not installed
+spans, a code workflow's from its activations' decisions; what a rerun reused is an
+attempt "reused"; the rerun dialog sends the input only when it was changed; a time
+names its zone. Skipped where Node is not installed
 (the browser tests drive the same modules), except on CI (``CI=true``), where it fails.
 """
 
@@ -107,6 +108,22 @@ def test_the_timeline_aggregates_per_node_past_its_limit() -> None:
 def test_waits_and_sleeps_become_spans() -> None:
     assert answers("UTC")["spans"] == [["wait:w", 12_000, 13_000, "succeeded"],
                                        ["sleep:nap", 13_000, 13_500, "succeeded"]]
+
+
+def test_a_code_workflows_sleeps_and_waits_become_spans_from_its_decisions() -> None:
+    got = answers("UTC")
+    assert got["codeSpans"] == [
+        ["sleep:main[3]", 31, 5031, 5031, "succeeded"],  # woken by its code timer
+        ["wait:main[5]", 31, 60_031, 6000, "succeeded"],  # its signal came
+        ["wait:main[7]", 31, None, 7000, "cancelled"],  # cancelled: no attempt made
+        ["sleep:main[1]@2", 7011, 8011, 8011, "succeeded"]]  # the next generation's
+    assert got["codeRows"] == [
+        ["main[0]", "task", ["succeeded", "succeeded"]], ["main[1]", "task", ["succeeded"]],
+        ["main[1]", "sleep", ["succeeded"]], ["main[2]", "task", ["succeeded", "succeeded"]],
+        ["main[3]", "sleep", ["succeeded"]], ["main[4]", "task", ["succeeded"]],
+        ["main[5]", "wait", ["succeeded"]], ["main[7]", "wait", ["cancelled"]]]
+    assert got["codeItems"] == [[0, "flow", "succeeded"], [1, "t", "succeeded"],
+                                [2, "flow", "succeeded"], [4, "flow", "succeeded"]]
 
 
 def test_the_rerun_request_sends_the_input_only_when_changed() -> None:
