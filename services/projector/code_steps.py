@@ -14,7 +14,13 @@ the activation's ``TaskSucceeded`` output, which lists the steps it issued in or
   core against the journal: ``decision.numbering_fault``);
 - a code timer's ``TimerFired`` ends a sleep (succeeded) or a signal wait (failed,
   ``TimeoutError``); a ``SignalConsumed`` of the step's index ends a wait (succeeded);
-  a ``TaskCancelled`` or the workflow's end cancels one still running.
+  a ``TaskCancelled`` or the workflow's end cancels one still running;
+- a signal wait is also a ``waits`` row (key ``main[<index>]``), as a wait node's is, so
+  that the run's document lists it as ``waiting`` (the run page's form for its signal,
+  ``headwater status``, ``next_wakeup`` at its timeout). Its ``idx`` is null: a signal
+  to a code workflow names no index. The same events end it (``signalled``,
+  ``timed_out``, ``ended``); a wait still open when the run ends is closed by the
+  kinds' statement that closes every open wait.
 
 A batch applies these after the core statements and the node kinds' (``writer.py``), so
 a step made and ended in one batch is made first; the endings repeat the core ones for
@@ -26,12 +32,13 @@ duplicates give the same rows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import CODE_TIMER, parse_node_timer_id, task_key
 from headwater.core.kinds.code.journal import OWN_OPS, PATCH_TASK, SIGNAL_TASK, SLEEP_TASK
+from services.projector.kinds import WaitStatus
 from services.projector.statements import OPEN_TASKS, TERMINAL, Statements, ts
 
 _OWN = f"task in ('{SLEEP_TASK}', '{SIGNAL_TASK}')"
@@ -61,8 +68,20 @@ OWN_STEP_CANCELLED = (
 OWN_STEPS_CLOSED = (
     "update tasks set status = 'cancelled', seq = $2 where workflow_id = $1"
     f" and status = any($3::text[]) and seq < $2 and {_OWN}")
-CODE_STATEMENTS = (INSERT_OWN_STEP, OWN_STEP_TIMED, OWN_STEP_SIGNALLED, OWN_STEP_CANCELLED,
-                   OWN_STEPS_CLOSED)
+CODE_WAIT = (
+    "insert into waits (workflow_id, wait_key, node, idx, signal, status, started_at,"
+    " timeout_at, seq) select $1, $2 || '[' || $3::int || ']', $2, null, $4, 'waiting',"
+    " $5::timestamptz, $6::timestamptz, $7::bigint"
+    f" where {_IS_CODE} on conflict (workflow_id, wait_key) do update set"
+    " signal = excluded.signal, status = excluded.status, started_at = excluded.started_at,"
+    " timeout_at = excluded.timeout_at, signal_id = '', fields = null, ended_at = null,"
+    " seq = excluded.seq where waits.seq < excluded.seq")
+CODE_WAIT_ENDED = (
+    "update waits set status = $4, signal_id = coalesce($5, signal_id),"
+    " fields = coalesce($6, fields), ended_at = $7, seq = $3 where workflow_id = $1"
+    " and wait_key = $2 and status = 'waiting' and seq < $3")
+CODE_STATEMENTS = (INSERT_OWN_STEP, CODE_WAIT, OWN_STEP_TIMED, OWN_STEP_SIGNALLED,
+                   OWN_STEP_CANCELLED, OWN_STEPS_CLOSED, CODE_WAIT_ENDED)
 """The statements of code steps, in the order a batch applies them (a row is made
 before it ends)."""
 
@@ -94,28 +113,45 @@ def _decided(wid: str, seq: int, at: datetime, b: ev.TaskSucceeded) -> Statement
     if not isinstance(steps, list):
         return []
     attempt = b.attempt  # the generation's first attempt, as the core gives its tasks
-    return [(INSERT_OWN_STEP, (wid, b.node, seq, at, _TASKS[step["op"]], _message(step),
-                               2 * int(step["step"]) + 1,
-                               "succeeded" if step["op"] == "patch" else "running", attempt))
-            for step in steps
-            if isinstance(step, dict) and step.get("op") in OWN_OPS
-            and isinstance(step.get("step"), int)]
+    own = [step for step in steps if isinstance(step, dict) and step.get("op") in OWN_OPS
+           and isinstance(step.get("step"), int)]
+    rows: Statements = [
+        (INSERT_OWN_STEP, (wid, b.node, seq, at, _TASKS[step["op"]], _message(step),
+                           2 * int(step["step"]) + 1,
+                           "succeeded" if step["op"] == "patch" else "running", attempt))
+        for step in own]
+    return rows + [(CODE_WAIT, (wid, b.node, 2 * int(step["step"]) + 1, str(step.get("name")),
+                                at, _timeout_at(at, step.get("timeout")), seq))
+                   for step in own if step["op"] == "signal"]
+
+
+def _timeout_at(at: datetime, timeout: Any) -> datetime | None:
+    """When a signal wait issued at ``at`` times out (None: it waits for ever)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        return None
+    return at + timedelta(seconds=float(timeout))
 
 
 def _timer_fired(wid: str, seq: int, at: datetime, b: ev.TimerFired) -> Statements:
     parsed = parse_node_timer_id(b.timer_id)
     if parsed is None or parsed[0] != CODE_TIMER:
         return []
-    return [(OWN_STEP_TIMED, (wid, parsed[1], seq, at, SLEEP_TASK))]
+    return [(OWN_STEP_TIMED, (wid, parsed[1], seq, at, SLEEP_TASK)),
+            (CODE_WAIT_ENDED, (wid, parsed[1], seq, WaitStatus.TIMED_OUT.value, None, None,
+                               at))]
 
 
 CODE_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.TaskSucceeded: _decided,
     ev.TimerFired: _timer_fired,
     ev.SignalConsumed: lambda wid, seq, at, b: [
-        (OWN_STEP_SIGNALLED, (wid, task_key(b.node, b.index), seq, at))],
+        (OWN_STEP_SIGNALLED, (wid, task_key(b.node, b.index), seq, at)),
+        (CODE_WAIT_ENDED, (wid, task_key(b.node, b.index), seq, WaitStatus.SIGNALLED.value,
+                           b.signal_id, b.fields, at))],
     ev.TaskCancelled: lambda wid, seq, at, b: [
-        (OWN_STEP_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at))],
+        (OWN_STEP_CANCELLED, (wid, task_key(b.node, b.index), seq, b.reason, at)),
+        (CODE_WAIT_ENDED, (wid, task_key(b.node, b.index), seq, WaitStatus.ENDED.value, None,
+                           None, at))],
 }
 """Body type -> the code steps' statements of an event of a running workflow."""
 

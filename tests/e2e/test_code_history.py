@@ -1,9 +1,14 @@
 """A code workflow's history stays bounded on the real stack: ``cv.loop`` (a
 ``@workflow`` with ``max_events=300``) runs 1,000 task steps, continuing as new every 50
-steps, and ends with the sum of 0..999; each generation's events on the events topic
-stay under the cap. The same loop that never continues as new fails with
-``HistoryTooLong`` named in the run's error. The time the 1,000 steps took is printed
-(per step)."""
+steps, and ends with the sum of 0..999 in 20 generations. The core compares a
+generation's events with the cap when an activation issues steps: at each such point
+every generation on the events topic is within it (299 at most, at the last step's
+dispatch); what follows the last one (that step's start and end, the ending
+activation's dispatch, start and decision: 5 events) takes a generation past it, to 303
+(the first 304 with the run's acceptance, the last 305 with its end; 6 events a step: an
+activation's dispatch, start and decision, and its task's).
+The same loop that never continues as new fails with ``HistoryTooLong`` named in the
+run's error. The time the 1,000 steps took is printed (per step)."""
 
 from __future__ import annotations
 

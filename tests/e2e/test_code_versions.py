@@ -93,7 +93,11 @@ async def test_code_deployed_mid_run_waits_nondeterministic_until_fixed(
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         await served(client, "cv.flow", "v1")
         wid = await start_run(client, "cv.flow", {"x": 4})
-        await document(client, wid, waiting_for_signal, "waiting for go")
+        waiting = await document(client, wid, lambda d: waiting_for_signal(d)
+                                 and d["waiting"], "waiting for go")
+        assert [(w["node"], w["index"], w["signal"]) for w in waiting["waiting"]] == [
+            ("main", None, "go")], waiting["waiting"]
+        assert waiting["next_wakeup"]["reason"] == "wait timeout", waiting["next_wakeup"]
         before = await nondeterministic_attempts(stack)
 
         workers.deploy("v2")  # v1 stopped by its pid; v2 changes step 1

@@ -1,12 +1,12 @@
 """The run page of a code workflow in a real browser (headless Chromium, Selenium), on a
 private stack whose ``cv`` worker runs ``code_versions`` (v1, or v2 when a test deploys
-it). A run of ``cv.flow`` (two task steps, a gather of three, a sleep and a signal
-wait): its timeline draws node ``main``'s activations (even indexes) and steps (odd),
-the sleep and the signal wait among them with their times; picking a step in the
-timeline opens the node's panel on that step (its output and attempts), and the node
-lists its activations and steps. A run whose code parted from its history when v2 was
-deployed under it is shown with the warning and its failed activation attempts, and
-once v1 is back, succeeded without it. Screenshots are kept in
+it). A run of ``cv.flow`` (two task steps, a gather of three, a sleep and a signal wait,
+the signal sent with the page's form): its timeline draws node ``main``'s activations
+(even indexes) and steps (odd), the sleep and the signal wait among them with their
+times; picking a step in the timeline opens the node's panel on that step (its output
+and attempts), and the node lists its activations and steps. A run whose code parted
+from its history when v2 was deployed under it is shown with the warning and its failed
+activation attempts, and once v1 is back, succeeded without it. Screenshots are kept in
 ``test-artifacts/ui/``."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from code_kit import (
     start_run,
     waiting_for_signal,
 )
+from selenium.webdriver.common.by import By
 from stackkit import Stack
 from uikit import UI, browser_fixture, shots_fixture, ui_fixture  # noqa: F401 (fixtures)
 
@@ -54,6 +55,8 @@ return {
     status: q('.task-panel .task-status .badge')?.dataset.status ?? null,
     attempts: all('.task-panel .attempt').map((a) => a.dataset.outcome)} : null,
   warnings: all('#run-warnings p.warning').map((p) => p.textContent),
+  waits: all('#waits form.signal-form').map((f) => f.dataset.signal + '/' + f.dataset.index),
+  sent: text('#waits .form-status'),
 };
 """
 STEPS = {1: "cv.first", 3: "cv.second", 5: "cv.square", 7: "cv.square", 9: "cv.square",
@@ -119,10 +122,18 @@ async def test_the_timeline_draws_a_code_runs_activations_and_steps(
     rows = rows_by_index(waiting)
     assert [b["cls"] for b in rows[13]["bars"]] == ["tl-bar k-wait o-waiting"], rows[13]
     assert [b["cls"] for b in rows[11]["bars"]] == ["tl-bar k-sleep o-succeeded"], rows[11]
+    # The signal is sent with the page's form (a code workflow's signal names no index).
+    formed = wait(ui, "the form of the signal waited for", lambda s: s["waits"] == ["go/"])
+    assert formed["status"] == "running", formed
+    ui.browser.find_element(By.CSS_SELECTOR, '#waits textarea[data-field="*"]').send_keys(
+        '{"ok": true}')
     ui.shot("code-run-waiting")
+    ui.click('#waits form.signal-form button[type="submit"]')
+    sent = wait(ui, "the signal sent", lambda s: "sent" in (s["sent"] or "")
+                or s["status"] == "succeeded")
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
-        await signal(client, wid, "go", {"ok": True})
         doc = await document(client, wid, lambda d: d["status"] == "succeeded", "succeeded")
+    assert doc["output"]["go"] == {"ok": True}, (doc["output"], sent)
 
     done = wait(ui, "the run succeeded, every step drawn and ended", drawn)
     rows = rows_by_index(done)

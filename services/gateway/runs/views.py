@@ -61,8 +61,8 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         reruns = await rerun_rows(conn, workflow_id, row.get("rerun") is not None)
         failed_by = (await reads.failed_by(conn, workflow_id)
                      if row["status"] == WorkflowStatus.FAILED else (None, None))
-        parted = (None if row["status"] in TERMINAL_STATUSES
-                  else await conn.fetchrow(NONDETERMINISTIC, workflow_id))
+        nondeterministic = (None if row["status"] in TERMINAL_STATUSES else _nondeterministic(
+            await conn.fetchrow(NONDETERMINISTIC, workflow_id)))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
@@ -90,11 +90,22 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
-        **_warnings(tasks[:MAX_TASKS], parted),
+        "nondeterministic": nondeterministic,
+        **_warnings(tasks[:MAX_TASKS], nondeterministic),
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
     }
+
+
+def _warnings(tasks: list[Row], nondeterministic: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"warnings": [...]}``: attempts waiting on a queue no worker serves or running on
+    a lost worker (``attempt_warnings``), and a code workflow parted from its history;
+    ``{}`` without any."""
+    warnings = attempt_warnings(tasks).get("warnings", [])
+    if nondeterministic is not None:
+        warnings = [*warnings, nondeterministic["warning"]]
+    return {"warnings": warnings} if warnings else {}
 
 
 NONDETERMINISTIC = (
@@ -102,16 +113,6 @@ NONDETERMINISTIC = (
     " and error_type = 'NondeterminismError' and status <> 'succeeded'"
     " order by idx desc limit 1")
 """A running code workflow's activation whose last attempt parted from the history."""
-
-
-def _warnings(tasks: list[Row], parted: Row | None) -> dict[str, Any]:
-    """``nondeterministic`` (``_nondeterministic``) and the ``warnings``: attempts
-    waiting on no worker or on a lost one, a code workflow parted from its history."""
-    nondeterministic = _nondeterministic(parted)
-    warnings = attempt_warnings(tasks).get("warnings", [])
-    if nondeterministic is not None:
-        warnings = [*warnings, nondeterministic["warning"]]
-    return {"nondeterministic": nondeterministic, **({"warnings": warnings} if warnings else {})}
 
 
 def _nondeterministic(row: Row | None) -> dict[str, Any] | None:
@@ -219,9 +220,9 @@ async def kind_rows(conn: asyncpg.Connection, workflow_id: str) -> KindRows:
         "select workflow_id, status, parent_node, parent_index, parent_attempt from workflows"
         " where parent_id = $1 order by parent_node, parent_index nulls first, parent_attempt"
         " limit $2", workflow_id, MAX_KIND_ROWS)
-    waits = await conn.fetch(
-        "select * from waits where workflow_id = $1 order by node, idx nulls first limit $2",
-        workflow_id, MAX_KIND_ROWS)
+    waits = await conn.fetch(  # a code workflow's (idx null): its latest first
+        "select * from waits where workflow_id = $1"
+        " order by node, idx nulls first, started_at desc limit $2", workflow_id, MAX_KIND_ROWS)
     signals = await conn.fetch(
         "select * from signals where workflow_id = $1 order by seq desc limit $2",
         workflow_id, MAX_KIND_ROWS)
