@@ -17,9 +17,9 @@ the columns that must agree with the state machine's view:
   projection under the attempt it will dispatch next (``TimerScheduled.attempt``), and
   stays so when cancelled while waiting; the state keeps the failed attempt until then.
   A schedule's run that ended has left the state; its row keeps the end's status. A
-  code workflow's sleeps and signal waits are tasks of the state with no row (no event
-  dispatches them: ``own_step_keys``); its activations and its other steps have rows,
-  at their sparse indexes (``main[0]``, ``main[3]``, ...);
+  code workflow's activations and steps have rows at their sparse indexes (``main[0]``,
+  ``main[3]``, ...), its sleeps, signal waits and patch markers too (made from the
+  decision that issued them), and each signal wait a ``waits`` row;
 - ``events``: the same ``seq`` numbers with the same types;
 - the node kinds' rows (``KindRows``, ``services/projector/kinds.py``): a child's link
   to its parent; ``condition`` and ``wake_at`` of the nodes with a ``ConditionEvaluated``
@@ -46,8 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
-from headwater.core.kinds.code.journal import OWN_OPS, step_index
+from headwater.core.ids import CODE_TIMER, WAIT_TIMER, parse_node_timer_id, task_key
+from headwater.core.kinds.code.decision import ENDS
+from headwater.core.kinds.code.journal import step_index
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from ops.jsondiff import ABSENT, diff_json
@@ -173,23 +174,13 @@ def expected_rows(state: WorkflowState | None,
 
 
 def _task_rows(state: WorkflowState, next_attempt: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """The ``tasks`` rows of the state's tasks (a code workflow's sleeps and signal
-    waits have none), each under the attempt it has or will dispatch next."""
-    unrowed = own_step_keys(state)
+    """The ``tasks`` rows of the state's tasks (a code workflow's sleeps, signal waits
+    and patch markers too: the projector makes their rows from the decision that issued
+    them, ``services/projector/code_steps.py``), each under the attempt it has or will
+    dispatch next."""
     return {key: {"status": task.status.value,
                   "attempt": max(task.attempt, next_attempt.get(key, 0))}
-            for key, task in state.tasks.items() if key not in unrowed}
-
-
-def own_step_keys(state: WorkflowState) -> set[str]:
-    """The task keys of a code workflow's sleeps and signal waits: tasks of the
-    coordinator's own (``headwater/core/kinds/code/journal.py``), which no event
-    dispatches, so the projection has no ``tasks`` row of them."""
-    if state.spec_error:
-        return set()
-    return {task_key(n.id, step_index(s)) for n in state.spec.nodes if n.code is not None
-            for s, entry in enumerate((state.nodes[n.id].code or {}).get("steps") or ())
-            if entry.get("op") in OWN_OPS}
+            for key, task in state.tasks.items()}
 
 
 _RUN_ENDS = {ev.TaskSucceeded: "succeeded", ev.TaskFailed: "failed",
@@ -264,8 +255,23 @@ def _consumed(rows: KindRows, seq: int, b: ev.SignalConsumed) -> None:
 
 def _timer_fired(rows: KindRows, seq: int, b: ev.TimerFired) -> None:
     parsed = parse_node_timer_id(b.timer_id)
-    if parsed is not None and parsed[0] == WAIT_TIMER:
-        _wait_ended(rows, parsed[1], WaitStatus.TIMED_OUT)
+    if parsed is not None and parsed[0] in (WAIT_TIMER, CODE_TIMER):  # a code timer of
+        _wait_ended(rows, parsed[1], WaitStatus.TIMED_OUT)  # a sleep has no wait row
+
+
+def _code_waits(rows: KindRows, seq: int, b: ev.TaskSucceeded) -> None:
+    """An activation's decision: a wait row per signal wait it issued (keyed by its
+    task, ``services/projector/code_steps.py``)."""
+    decision = b.output if isinstance(b.output, dict) else None
+    if (b.index is None or b.index % 2 or decision is None
+            or any(key in decision for key in ENDS)):
+        return
+    for step in decision.get("steps") or ():
+        if (isinstance(step, dict) and step.get("op") == "signal"
+                and isinstance(step.get("step"), int)):
+            rows.waits[task_key(b.node, step_index(step["step"]))] = {
+                "signal": str(step.get("name")), "status": WaitStatus.WAITING.value,
+                "signal_id": ""}
 
 
 def _signal(status: SignalStatus) -> Callable[[KindRows, int, Any], None]:
@@ -301,6 +307,9 @@ KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
     ev.SignalDiscarded: _signal(SignalStatus.DISCARDED),
     ev.SignalConsumed: _consumed,
     ev.TimerFired: _timer_fired,
+    ev.TaskSucceeded: _code_waits,
+    ev.TaskCancelled: lambda rows, seq, b: _wait_ended(rows, task_key(b.node, b.index),
+                                                       WaitStatus.ENDED),
     ev.NodeFinished: lambda rows, seq, b: _end_waits(rows, b.node),
     ev.SleepStarted: lambda rows, seq, b: _set(rows, b.node, "wake_at_ms", b.wake_at_ms),
     ev.ConditionEvaluated: lambda rows, seq, b: _set(rows, b.node, "condition", bool(b.value)),

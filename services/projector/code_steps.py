@@ -37,6 +37,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import CODE_TIMER, parse_node_timer_id, task_key
+from headwater.core.kinds.code.decision import ENDS
 from headwater.core.kinds.code.journal import OWN_OPS, PATCH_TASK, SIGNAL_TASK, SLEEP_TASK
 from services.projector.kinds import WaitStatus
 from services.projector.statements import OPEN_TASKS, TERMINAL, Statements, ts
@@ -107,7 +108,7 @@ def _decided(wid: str, seq: int, at: datetime, b: ev.TaskSucceeded) -> Statement
     """An activation's decision: a row for each sleep and signal wait it issued."""
     if b.index is None or b.index % 2 or not isinstance(b.output, dict):
         return []
-    if "finish" in b.output or "fail" in b.output:
+    if any(key in b.output for key in ENDS):
         return []  # an ending decision issues nothing (journal.succeeded)
     steps = b.output.get("steps")
     if not isinstance(steps, list):
