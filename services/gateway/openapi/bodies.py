@@ -87,7 +87,8 @@ NODE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "id": {"type": "string", "pattern": NODE_ID_PATTERN},
-        "kind": {"enum": [k.value for k in NodeKind if k is not NodeKind.SCHEDULE],
+        "kind": {"enum": [k.value for k in NodeKind
+                          if k not in (NodeKind.SCHEDULE, NodeKind.CODE)],
                  "default": "task"},
         "task": {"type": "string", "minLength": 1},
         "queue": {"type": "string", "pattern": QUEUE_PATTERN.pattern, "default": "cpu"},
@@ -137,7 +138,9 @@ NODE_SCHEMA: dict[str, Any] = {
 """One node of a spec (docs/specs.md): the fields of every kind, and
 those each kind requires. Which fields a kind does not take is the spec parser's to say
 (``spec.kinds.KIND_KEYS``). A ``schedule`` node is left out: ``PUT /v1/schedules/{name}``
-makes it (its body is documented there). Schemathesis
+makes it (its body is documented there), and so is a ``code`` node: a ``@workflow``'s
+spec is the decorator's (``WorkflowInfo.spec()``, run by ``POST /v1/run/{name}``), and
+the gateway takes it in a submission all the same. Schemathesis
 (``tests/fuzz/test_openapi_document.py``) also generated no positive case for
 ``POST /v1/workflows`` with a seventh value in the ``kind`` enum (a throw-away kind
 showed it, whatever the value), so a new kind needs that test looked at first."""
