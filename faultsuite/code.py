@@ -20,7 +20,8 @@ applying their inputs too.
 
 ``replay_differences`` is ``headwater replay`` of every code run and its children
 (``ops.cli.replay.gather``): the history folded from the events topic against the
-coordinator's table and the projection, which must agree.
+coordinator's table and the projection, which must agree. ``kills_during_code`` says
+which kills came while code runs were in flight.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from faultsuite.shapes import HEARTBEAT_TIMEOUT_S, Sizes, Spec
+from faultsuite.supervisor import Life
 from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.kinds.code.journal import is_activation
+from load.kafka_io import Seen
 from ops.cli.endpoints import Endpoints
 from ops.cli.replay import gather
 from ops.sandbox import Sandbox
@@ -135,6 +138,31 @@ def code_figures(records: Iterable[Record], runs: set[str]) -> dict[str, int]:
             "steps_dispatched_twice": sum(1 for k, n in dispatched.items()
                                           if n > 1 and not is_activation(k[2])),
             "events_published_again": copies}
+
+
+def kills_during_code(runs: Iterable[str], seen: Iterable[Seen],
+                      deaths: Iterable[Life]) -> dict[str, dict[str, int]]:
+    """Per cause of death (``fault coordinator.after_intent``, ...): how many of the
+    run's kills came while a code run was in flight (between its first and its last
+    history record on the topic, by their Kafka timestamps), and how many did not. A
+    coordinator killed then applied the inputs of code runs, and a new one recovered
+    their journals from its table."""
+    ids = set(runs)
+    spans: dict[str, list[int]] = {}
+    for record in seen:
+        wid = getattr(record.value, "workflow_id", None)
+        if wid in ids:
+            span = spans.setdefault(wid, [record.timestamp_ms, record.timestamp_ms])
+            span[0], span[1] = min(span[0], record.timestamp_ms), max(span[1],
+                                                                     record.timestamp_ms)
+    out: dict[str, dict[str, int]] = {}
+    for life in deaths:
+        if life.ended_ms is None or life.cause == "unexpected exit":
+            continue
+        during = any(first <= life.ended_ms <= last for first, last in spans.values())
+        counts = out.setdefault(life.cause.split(" (hit")[0], {"during": 0, "outside": 0})
+        counts["during" if during else "outside"] += 1
+    return out
 
 
 async def replay_differences(sandbox: Sandbox, workflow_ids: Iterable[str],

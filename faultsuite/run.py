@@ -39,6 +39,7 @@ from faultsuite import audit as au
 from faultsuite.auth import RunAuth, audit_auth, run_auth, sandbox_env
 from faultsuite.batch import Submission, needed
 from faultsuite.client import register, submit_batch
+from faultsuite.code import kills_during_code
 from faultsuite.infra import PrivateInfra, private_infra
 from faultsuite.large_table import LargeTable, TableRun, store_env
 from faultsuite.outage import Outage
@@ -229,9 +230,20 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
     await _settle(sandbox, supervisor, report)
     await check(batch, sandbox, (submitted, schedule), r.expected, report,
                 table.expected() if table is not None else {})
+    await _report_more(r, sandbox, supervisor, table, tail, side)
+
+
+async def _report_more(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
+                       table: TableRun | None, tail: Tail, side: SideScripts) -> None:
+    """What the run's report gets beside the checks of every history: the large table's
+    recoveries, the kills that came while code runs were in flight, the tenants' audit
+    (auth on) and the side scripts' figures and findings."""
+    report = r.report
     if table is not None:
         report.figures["table"] = table.report(
             supervisor, (seen.timestamp_ms for seen in tail.records), side.coordinator_kill)
+    report.figures["kills_during_code"] = kills_during_code(
+        (s.id for s in r.batch if s.shape == "code"), tail.records, supervisor.deaths())
     figures, violations = await audit_auth(sandbox, r.auth, report.audits)
     report.figures.update(figures)
     report.violations += violations

@@ -9,11 +9,20 @@ from typing import Any
 import pytest
 
 from faultsuite.batch import ALL_SHAPES, make_batch
-from faultsuite.code import CODE_POINTS, STEP_TASK, WORKFLOW, code_faults, code_figures
+from faultsuite.code import (
+    CODE_POINTS,
+    STEP_TASK,
+    WORKFLOW,
+    code_faults,
+    code_figures,
+    kills_during_code,
+)
 from faultsuite.shapes import HEARTBEAT_TIMEOUT_S
 from faultsuite.suite import FULL, POINTS, QUICK, point_plan
+from faultsuite.supervisor import Life
 from faultsuite.topics import Record
 from headwater.core import events as ev
+from load.kafka_io import Seen
 from services.common import faults
 
 
@@ -78,3 +87,21 @@ def test_figures_count_activations_steps_decisions_and_copies() -> None:
     assert code_figures(records, {"c"}) == {
         "runs": 1, "activation_attempts": 2, "step_attempts": 1, "decisions": 1,
         "steps_dispatched_twice": 1, "events_published_again": 1}
+
+
+def test_kills_are_told_apart_by_whether_a_code_run_was_in_flight() -> None:
+    def seen(wid: str, at: int) -> Seen:
+        return Seen(at, 0, ev.HistoryEvent(wid, 1, ev.CancelRequested(wid, at, "")))
+
+    def death(cause: str, at: int | None) -> Life:
+        return Life("coordinator", 1, "", 0.0, ended=1.0, ended_ms=at, cause=cause)
+
+    records = [seen("c1", 100), seen("c1", 300), seen("c2", 500), seen("c2", 600),
+               seen("dag", 1_000)]
+    deaths = [death("fault coordinator.after_intent (hit 20)", 200),
+              death("fault coordinator.after_intent (hit 12)", 400),
+              death("external SIGKILL", 550), death("unexpected exit", 250),
+              death("stopped", None)]
+    assert kills_during_code(["c1", "c2"], records, deaths) == {
+        "fault coordinator.after_intent": {"during": 1, "outside": 1},
+        "external SIGKILL": {"during": 1, "outside": 0}}
