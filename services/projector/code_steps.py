@@ -41,8 +41,9 @@ _IS_CODE = (
 INSERT_OWN_STEP = (
     "insert into tasks (workflow_id, task_key, node, idx, attempt, status, task, queue,"
     " message, worker, dispatched_at, started_at, finished_at, progress, seq, first_seq)"
-    " select $1, $2 || '[' || $7::int || ']', $2, $7::int, $9::int, $8, $5, '', $6, $5, $4,"
-    " $4, case when $8 = 'succeeded' then $4 end, case when $8 = 'succeeded' then 1.0 end,"
+    " select $1, $2 || '[' || $7::int || ']', $2, $7::int, $9::int, $8, $5, '', $6, $5,"
+    " $4::timestamptz, $4, case when $8 = 'succeeded' then $4 end,"
+    " case when $8 = 'succeeded' then 1.0 end,"
     f" $3, $3 where {_IS_CODE} on conflict (workflow_id, task_key) do nothing")
 OWN_STEP_TIMED = (
     "update tasks set status = case when task = $5 then 'succeeded' else 'failed' end,"
