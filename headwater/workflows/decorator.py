@@ -208,15 +208,19 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",
 def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
     """A JSON Schema of the function's input from its type hints: an object with one
     property per parameter after the context (typed where the hint is a plain JSON
-    type), those without a default required."""
+    type), those without a default required, and no others unless it takes
+    ``**kwargs`` (an input key the function has no parameter for would fail the run:
+    the gateway answers 422 instead)."""
     try:
         hints = typing.get_type_hints(func)
     except Exception:
         hints = {}
     props: dict[str, Any] = {}
     required: list[str] = []
+    closed = True
     for p in list(inspect.signature(func).parameters.values())[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            closed = closed and p.kind is p.VAR_POSITIONAL
             continue
         hint = hints.get(p.name)
         origin = typing.get_origin(hint) or hint
@@ -226,6 +230,8 @@ def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
+    if closed:
+        schema["additionalProperties"] = False
     return schema
 
 
