@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, PATH_PATTERN
+from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, path_fault
 from headwater.core.suggest import did_you_mean
 from headwater.errors import WorkflowRegistrationError
 
@@ -155,11 +155,9 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         raise WorkflowRegistrationError(
             f"{where}: queue {queue!r} must match {QUEUE_PATTERN.pattern}")
     path = options.get("path")
-    if path is not None and (not isinstance(path, str) or not PATH_PATTERN.fullmatch(path)
-                             or path.startswith("/v1/")):
-        raise WorkflowRegistrationError(
-            f"{where}: path {path!r} must start with / (not /v1/) and use letters, "
-            "digits and _-./")
+    fault = path_fault(path) if path is not None else None
+    if fault is not None:
+        raise WorkflowRegistrationError(f"{where}: {fault}")
     cap = options.get("max_events", DEFAULT_MAX_EVENTS)
     if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
         raise WorkflowRegistrationError(
