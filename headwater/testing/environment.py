@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from headwater import codec
 from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
@@ -48,6 +49,9 @@ from headwater.sdk import REGISTRY
 from headwater.workflows.activation import activate
 from headwater.workflows.decorator import info_of
 
+MAX_OUTPUT_BYTES = 1024 * 1024
+"""A worker's default ``HEADWATER_MAX_OUTPUT_BYTES``."""
+
 
 class Environment:
     """An in-process Headwater: the real core, your real task functions, no broker.
@@ -58,15 +62,19 @@ class Environment:
             ``kind: workflow`` children that name one.
         cache: keep each run's instance between activations, as a worker does (False:
             every activation replays from the start, as after a crash).
+        max_output_bytes: the largest encoded ``TaskSucceeded`` a worker sends
+            (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default): a task's output or an
+            activation's decision over it fails the attempt for good, as on a worker.
     """
 
     def __init__(self, *, now: datetime | None = None,
                  definitions: dict[str, dict[str, Any]] | None = None,
-                 cache: bool = True) -> None:
+                 cache: bool = True, max_output_bytes: int = MAX_OUTPUT_BYTES) -> None:
         start = now or datetime.now().astimezone()
         self.now_ms = round(start.timestamp() * 1000)
         self.definitions = dict(definitions or {})
         self.cache = cache
+        self.max_output_bytes = max_output_bytes
         self.states: dict[str, WorkflowState] = {}
         self.histories: dict[str, list[ev.HistoryEvent]] = {}
         self._inputs: list[tuple[int, int, ev.Input]] = []
@@ -228,16 +236,33 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
+        return self._succeeded(where, output)
+
+    def _succeeded(self, where: tuple[str, str, int | None, int, int],
+                   output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
+        """The report of an attempt that returned ``output``, as a worker makes it: a
+        non-retryable failure for an output that is not JSON or is over
+        ``max_output_bytes`` encoded."""
         try:
             output = _through_json(output)
-        except TypeError as e:  # as a worker reports it
+        except TypeError as e:
             return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
                                  retryable=False)
-        return ev.TaskSucceeded(*where, output=output)
+        report = ev.TaskSucceeded(*where, output=output)
+        size = len(codec.encode(report))
+        if size > self.max_output_bytes:
+            return ev.TaskFailed(*where, f"output is {size} bytes, over the limit of "
+                                 f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)",
+                                 "OutputTooLargeError", retryable=False)
+        return report
 
     async def _resolve(self, name: str) -> tuple[dict[str, Any], int | None]:
+        """A definition ``wf.call`` names. One the environment was not given fails the
+        activation for good: a worker retries it until the definition is registered,
+        which here it never is (the retries would take minutes to give up)."""
         if name not in self.definitions:
-            raise LookupError(f"no definition {name!r}: give Environment(definitions=...)")
+            raise NonRetryableError(f"no definition {name!r}: give "
+                                    "Environment(definitions=...)")
         return self.definitions[name], 1
 
     def _spec_of(self, workflow: Any) -> dict[str, Any]:

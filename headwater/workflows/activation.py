@@ -17,6 +17,7 @@ another worker, or when the cache dropped it, the function is run from its start
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import traceback
 from collections import OrderedDict
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from headwater.core.kinds.code.decision import ENDS
+from headwater.core.kinds.code.decision import ENDS, MAX_STEPS_PER_ACTIVATION, step_fault
 from headwater.errors import NondeterminismError, WorkflowRegistrationError
 from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
@@ -68,7 +69,12 @@ class Instance:
         raw = payload.get("input")
         kwargs = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
         self.chunks: list[Any] = []
-        body = info.fn(self.ctx, **kwargs)
+        try:
+            body = info.fn(self.ctx, **kwargs)
+        except TypeError as e:  # the input does not fit the parameters: the function fails
+            body = _refused(TypeError(
+                f"workflow {info.name!r} cannot be called with its input: {e} (input keys: "
+                f"{', '.join(sorted(map(str, kwargs))) or 'none'})"))
         self.driver.start_main(self._stream(body) if inspect.isasyncgen(body) else body)
         self.busy = False
 
@@ -76,7 +82,17 @@ class Instance:
         return int(self.times[min(self.act, len(self.times) - 1)]) if self.times else 0
 
     def issue(self, step: Step) -> int:
-        """Number a step the function issues and check it against the history."""
+        """Number a step the function issues and check it against the history.
+
+        Raises:
+            ValueError: the step is one the core would refuse (``decision.step_fault``,
+                or one step over ``MAX_STEPS_PER_ACTIVATION`` in this activation):
+                raised where the function issues it, so the function fails (or catches
+                it) instead of its activation being refused and retried for ever.
+        """
+        fault = issue_fault(step.command, len(self.issued) - len(self.recorded))
+        if fault is not None:
+            raise ValueError(fault)
         s = len(self.issued)
         self.issued.append(step)
         new = describe(step.command)
@@ -126,6 +142,7 @@ class Instance:
         self.recorded = list(payload["steps"])
         self.times = [int(t) for t in payload["times"]]
         self.final = k
+        upto = _steps_through(self.recorded, k)
         for a in range(self.processed, k + 1):
             self.act = a
             self.ctx.replaying = a < k
@@ -139,7 +156,7 @@ class Instance:
             if self.fault is not None:
                 raise self.fault
             if a < k:
-                self._check_replayed(a)
+                self._check_replayed(a, upto[a])
                 for hook in REPLAYED:
                     hook(self.info, a)
         self.processed = k + 1
@@ -155,10 +172,10 @@ class Instance:
                 self.chunks.append(chunk)
         return every
 
-    def _check_replayed(self, a: int) -> None:
+    def _check_replayed(self, a: int, expected: int) -> None:
         """After re-running activation ``a``: it issued every step the history has for
-        it, and the function has not ended (the history goes on)."""
-        expected = sum(1 for r in self.recorded if int(r.get("act", -1)) <= a)
+        it and those before (``expected`` steps), and the function has not ended (the
+        history goes on)."""
         if len(self.issued) < expected:
             missing = self.recorded[len(self.issued)]
             raise NondeterminismError(len(self.issued), describe(missing), "")
@@ -180,7 +197,7 @@ class Instance:
             value = main.outcome()
         except ContinueAsNew as e:
             return {"continue_as_new": e.input}
-        except Exception as e:
+        except BaseException as e:  # SystemExit and the like too: the function failed
             return {"fail": {"type": type(e).__name__, "message": str(e)[:2000],
                              "traceback": "".join(traceback.format_exception(e))[-8000:]}}
         try:
@@ -189,6 +206,35 @@ class Instance:
             return {"fail": {"type": "TypeError",
                              "message": f"the workflow returned a value that is not JSON: {e}"}}
         return {"steps": steps, "finish": value, **streamed}
+
+
+def _steps_through(recorded: list[dict[str, Any]], k: int) -> list[int]:
+    """How many of the ``recorded`` steps activations 0..a issued, for each a up to
+    ``k``: counted once, so that a replay of k activations takes time in proportion to
+    k (counting again after each took k^2: a second for 2,000)."""
+    issued = [0] * (k + 1)
+    for r in recorded:
+        act = int(r.get("act", -1))
+        if 0 <= act <= k:
+            issued[act] += 1
+    return list(itertools.accumulate(issued))
+
+
+def issue_fault(command: dict[str, Any], new: int) -> str | None:
+    """Why the core would refuse ``command`` as the step after ``new`` steps issued in
+    this activation, or None. A child naming a definition has no spec yet (it is looked
+    up once the activation decided): only its other fields are checked."""
+    if new >= MAX_STEPS_PER_ACTIVATION:
+        return (f"an activation may issue at most {MAX_STEPS_PER_ACTIVATION} steps at once "
+                "(bound the gather with max_concurrency)")
+    checked = {**command, "workflow": {}} if command.get("op") == "child" and (
+        "workflow" not in command) else command
+    return step_fault(checked)
+
+
+async def _refused(error: TypeError) -> Any:
+    """The body of a function its input could not be given to: it fails at once."""
+    raise error
 
 
 def describe(command: dict[str, Any]) -> str:

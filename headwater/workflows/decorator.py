@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, PATH_PATTERN
+from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, path_fault
 from headwater.core.suggest import did_you_mean
 from headwater.errors import WorkflowRegistrationError
 
@@ -155,11 +155,9 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         raise WorkflowRegistrationError(
             f"{where}: queue {queue!r} must match {QUEUE_PATTERN.pattern}")
     path = options.get("path")
-    if path is not None and (not isinstance(path, str) or not PATH_PATTERN.fullmatch(path)
-                             or path.startswith("/v1/")):
-        raise WorkflowRegistrationError(
-            f"{where}: path {path!r} must start with / (not /v1/) and use letters, "
-            "digits and _-./")
+    fault = path_fault(path) if path is not None else None
+    if fault is not None:
+        raise WorkflowRegistrationError(f"{where}: {fault}")
     cap = options.get("max_events", DEFAULT_MAX_EVENTS)
     if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
         raise WorkflowRegistrationError(
@@ -208,15 +206,19 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",
 def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
     """A JSON Schema of the function's input from its type hints: an object with one
     property per parameter after the context (typed where the hint is a plain JSON
-    type), those without a default required."""
+    type), those without a default required, and no others unless it takes
+    ``**kwargs`` (an input key the function has no parameter for would fail the run:
+    the gateway answers 422 instead)."""
     try:
         hints = typing.get_type_hints(func)
     except Exception:
         hints = {}
     props: dict[str, Any] = {}
     required: list[str] = []
+    closed = True
     for p in list(inspect.signature(func).parameters.values())[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            closed = closed and p.kind is p.VAR_POSITIONAL
             continue
         hint = hints.get(p.name)
         origin = typing.get_origin(hint) or hint
@@ -226,6 +228,8 @@ def input_schema_of(func: Callable[..., Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
+    if closed:
+        schema["additionalProperties"] = False
     return schema
 
 

@@ -147,7 +147,7 @@ class Driver:
                 self.wake()
                 return
             except BaseException as e:
-                if isinstance(e, KeyboardInterrupt | SystemExit):
+                if isinstance(e, KeyboardInterrupt):  # Ctrl-C in a test: not the function's
                     raise
                 fiber.set_error(e)
                 self.wake()

@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await runtime.start_queues()
         await runtime.notifier.start(settings.pg_dsn)
         await definitions_api.start(app)  # the definitions topic, read into its tables
-        runtime.start_registrar()  # then the workflows workers announce become definitions
+        runtime.start_registrar(app.router.routes)  # then what workers announce is registered
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
 from fastapi import Request
+from starlette.routing import BaseRoute
 
 from services.gateway.definitions.announced import Registrar
 from services.gateway.definitions.store import Store
@@ -107,12 +108,13 @@ class Runtime:
         return Store(self.pool, self.producer, self.settings.topics.definitions,
                      self.settings.produce_timeout_s)
 
-    def start_registrar(self) -> None:
+    def start_registrar(self, routes: Iterable[BaseRoute] = ()) -> None:
         """Register the workflows workers announce (after the definitions topic was read
-        into its tables, so that versions are chosen from what Kafka holds)."""
+        into its tables, so that versions are chosen from what Kafka holds); a path one
+        of the gateway's ``routes`` takes is not registered."""
         if self.workers is None:
             return
-        self.registrar = Registrar(self.definitions_store(), self.workers.live)
+        self.registrar = Registrar(self.definitions_store(), self.workers.live, routes)
         self.workers.listeners.append(self.registrar.heard)
         self.registrar.start()
 

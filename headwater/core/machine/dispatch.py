@@ -24,7 +24,7 @@ from headwater.core.machine import flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
-from headwater.core.state import WorkflowState
+from headwater.core.state import CHILD_TASK, WorkflowState
 from headwater.errors import InputReferenceError
 
 MAX_CHILD_ID = 200
@@ -167,8 +167,11 @@ def _child_id_fault(state: WorkflowState, spec: NodeSpec, index: int | None,
                     attempt: int) -> str:
     """Why an attempt of a workflow node cannot start its child (``""``: it can): the
     child's id (``ids.child_id``) would be longer than ``MAX_CHILD_ID``, after a deep
-    chain of children or with long ids, and could not be submitted."""
-    if spec.child is None:
+    chain of children or with long ids, and could not be submitted. A code node's child
+    step (``wf.call``) is such an attempt too: its child's submission would be
+    dead-lettered, and the function would wait for it for ever."""
+    if spec.child is None and (spec.code is None or index is None or index % 2 == 0
+                               or state.work(spec.id, index).task != CHILD_TASK):
         return ""
     cid = child_id(state.workflow_id, spec.id, index, attempt)
     if len(cid) <= MAX_CHILD_ID:

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.routing import BaseRoute
+
 from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core.definitions import DefinitionRefError, check_name, digest
 from headwater.core.spec import parse_spec
@@ -41,6 +43,7 @@ from services.common.auth.tokens import OPEN
 from services.gateway.definitions.registry import schema_faults
 from services.gateway.definitions.store import Registered, Store
 from services.gateway.edge.problems import Problem
+from services.gateway.runs.path_route import taken_paths
 
 log = logging.getLogger("headwater.gateway")
 
@@ -78,11 +81,11 @@ def body_of(workflow: AnnouncedWorkflow) -> Body:
                 digest(spec, workflow.input_schema))
 
 
-def body_faults(body: Body) -> list[str]:
+def body_faults(body: Body, routes: Iterable[BaseRoute] = ()) -> list[str]:
     """Why the registry cannot hold ``body`` (empty: it can): a name that is no
     definition name, a spec that does not parse, an input schema that is no JSON
-    Schema."""
-    faults: list[str] = []
+    Schema, a path one of the gateway's ``routes`` takes (``path_route.taken``)."""
+    faults: list[str] = taken_paths(routes, body.spec)
     try:
         check_name(body.name)
     except DefinitionRefError as e:
@@ -115,11 +118,14 @@ class Registrar:
     Args:
         store: the registry's writer.
         live: the live workers' last announcements (``WorkerRegistry.live``).
+        routes: the gateway's routes (a path one of them takes is not registered).
     """
 
-    def __init__(self, store: Store, live: Callable[[], list[WorkerAnnounced]]) -> None:
+    def __init__(self, store: Store, live: Callable[[], list[WorkerAnnounced]],
+                 routes: Iterable[BaseRoute] = ()) -> None:
         self.store = store
         self.live = live
+        self.routes = list(routes)
         self.written: dict[str, str] = {}  # name -> the digest last registered (or refused)
         self.refused: set[str] = set()  # digests refused (logged once)
         self.seen: dict[str, tuple[AnnouncedWorkflow, ...]] = {}  # worker id -> its last
@@ -161,7 +167,7 @@ class Registrar:
         Raises:
             Problem: 503 (Kafka), and what PostgreSQL raises: try again later.
         """
-        faults = body_faults(body)
+        faults = body_faults(body, self.routes)
         if faults:
             self._refuse(body, "; ".join(faults))
             return None

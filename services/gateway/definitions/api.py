@@ -63,6 +63,7 @@ from services.gateway.openapi.bodies import (
     json_body,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
+from services.gateway.runs.path_route import taken_paths
 
 router = APIRouter()
 __all__ = ["router", "start"]  # start: read the registry in at start-up (definitions.projector)
@@ -128,6 +129,7 @@ async def _validate(request: Request, name: str, body: DefinitionRequest) -> Non
             await asyncio.to_thread(parse_spec, inlined)  # a large spec takes a while
         except SpecError as e:
             faults += [f"workflow: {f}" for f in e.faults]
+        faults += taken_paths(request.app.router.routes, body.workflow)
     if faults:
         raise Problem(422, "Invalid definition", "; ".join(faults), errors=faults)
 

@@ -21,38 +21,18 @@ from typing import Annotated
 
 import asyncpg
 from fastapi import FastAPI, Header, Query, Request
-from fastapi.routing import APIRoute
 from starlette.responses import Response
-from starlette.routing import Match
-from starlette.types import Scope
 
-from headwater.core.kinds.code.records import PATH_PATTERN
 from services.common.auth.tokens import Principal
 from services.gateway.auth.scope import principal
 from services.gateway.definitions.registry import tenant_of
 from services.gateway.edge.problems import Problem
 from services.gateway.lifetime import accepting
+from services.gateway.runs.path_route import WorkflowPathRoute
 from services.gateway.runs.run import RunQuery, run_named
 
 MAX_CLAIMS = 10
 """The most definitions a 409 names."""
-
-
-class WorkflowPathRoute(APIRoute):
-    """A route that matches a ``POST`` no other route of the app matches."""
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        """``Match.FULL`` for a ``POST`` of a workflow path's form that no other route
-        matches, even in part; ``Match.NONE`` otherwise."""
-        path = scope.get("path", "")
-        if (scope.get("type") != "http" or scope.get("method") != "POST"
-                or path.startswith("/v1/") or not PATH_PATTERN.fullmatch(path)):
-            return Match.NONE, {}
-        router = scope.get("router")
-        for route in getattr(router, "routes", ()):
-            if route is not self and route.matches(scope)[0] is not Match.NONE:
-                return Match.NONE, {}
-        return super().matches(scope)
 
 
 async def claimants(pool: asyncpg.Pool, path: str, me: Principal) -> list[str]:

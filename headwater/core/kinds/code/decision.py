@@ -18,9 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.instants import FIRST_MS, LAST_MS
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.signals import id_fault
 
+MAX_SECONDS = 10 ** 9
+"""A step's ``seconds``, ``timeout`` and ``heartbeat_timeout`` are under this (about 31
+years)."""
 MAX_STEPS_PER_ACTIVATION = 10_000
 """The most steps one activation may issue (a ``gather`` of more is refused)."""
 DECISION_ERROR = "WorkflowDecisionError"
@@ -78,7 +82,8 @@ def numbering_fault(decision: Any, issued: int) -> str | None:
     or None."""
     steps = decision.get("steps") if isinstance(decision, dict) else None
     for i, step in enumerate(steps if isinstance(steps, list) else ()):
-        if isinstance(step, dict) and step.get("step", issued + i) != issued + i:
+        number = step.get("step", issued + i) if isinstance(step, dict) else issued + i
+        if type(number) is not int or number != issued + i:  # not 1.0, not True
             return (f"step {i} of the decision says it is step {step.get('step')!r}, but "
                     f"the run has issued {issued + i} steps before it (a worker replaying "
                     "another history)")
@@ -93,24 +98,35 @@ def step_fault(step: Any) -> str | None:
     extra = sorted(set(step) - STEP_KEYS[op])
     if extra:
         return f"a {op} step has no field {extra[0]!r}"
-    if op != "sleep" and (not isinstance(name, str) or id_fault("name", name)):
-        return f"a {op} step needs a name (a string of at most 200 characters)"
-    return _op_fault(op, name, step) or _retry_fault(step.get("retry"), f"{op} step {name}")
+    if (op != "sleep" or name is not None) and (
+            not isinstance(name, str) or id_fault("name", name)):
+        return (f"a {op} step needs a name (a string of at most 200 characters): "
+                f"{id_fault('its name', name)}")
+    where = f"{op} step {name}" if op != "sleep" else "sleep step"
+    return _op_fault(where, step) or _retry_fault(step.get("retry"), where)
 
 
-def _op_fault(op: str, name: Any, step: dict[str, Any]) -> str | None:
-    """What is wrong with the fields of a step's op, or None."""
+def _op_fault(where: str, step: dict[str, Any]) -> str | None:
+    """What is wrong with the fields of a step's op (``where``: the step, as a message
+    names it), or None."""
+    op = step["op"]
     if op == "task" and not (isinstance(step.get("queue"), str)
                              and QUEUE_PATTERN.fullmatch(step["queue"])):
-        return f"task step {name}: queue {step.get('queue')!r} must match {QUEUE_PATTERN.pattern}"
+        return f"{where}: queue {step.get('queue')!r} must match {QUEUE_PATTERN.pattern}"
     if op == "child" and not isinstance(step.get("workflow"), dict):
-        return f"child step {name}: workflow must be the child's spec document"
+        return f"{where}: workflow must be the child's spec document"
     for key in ("seconds", "timeout", "heartbeat_timeout"):
         value = step.get(key)
-        if value is not None and not (_number(value) and 0 <= value < 10 ** 9):
-            return f"{op} step {name}: {key} must be a number of seconds, not {value!r}"
-    if op == "sleep" and step.get("seconds") is None and not isinstance(
-            step.get("until_ms"), int):
+        if value is not None and not (_number(value) and 0 <= value < MAX_SECONDS):
+            return (f"{where}: {key} must be a number of seconds from 0 to under "
+                    f"{MAX_SECONDS:.0e}, not {value!r}")
+    until = step.get("until_ms")
+    if op == "sleep" and until is not None and not (
+            isinstance(until, int) and not isinstance(until, bool)
+            and FIRST_MS <= until <= LAST_MS):
+        return (f"{where}: until_ms must be a whole number of ms from {FIRST_MS} to {LAST_MS} "
+                f"(years 1 to 9999), not {until!r}")
+    if op == "sleep" and step.get("seconds") is None and until is None:
         return "a sleep step needs seconds or until_ms"
     return None
 

@@ -17,6 +17,21 @@ MAX_EVENTS_LIMIT = 1_000_000
 PATH_PATTERN = re.compile(r"^/[A-Za-z0-9_\-./]{1,200}$")
 """The form of a code workflow's HTTP path (``@workflow(path=...)``; never under
 ``/v1/``, which is the API's)."""
+
+
+def path_fault(path: object) -> str | None:
+    """Why ``path`` cannot be a code workflow's HTTP path, or None: not of
+    ``PATH_PATTERN``'s form, under ``/v1/``, or holding a ``.`` or ``..`` segment (a
+    client sends ``/a/../b`` as ``/b``: no request could reach it)."""
+    if (not isinstance(path, str) or not PATH_PATTERN.fullmatch(path)
+            or path.startswith("/v1/")):
+        return (f"path {path!r} must start with / (not /v1/) and use letters, digits and "
+                "_-./")
+    if any(part in (".", "..") for part in path.split("/")):
+        return f"path {path!r} must have no . or .. segment (a client would remove it)"
+    return None
+
+
 MAX_CODE_VERSION_CHARS = 200
 """The longest ``code_version`` a spec may give."""
 

@@ -17,8 +17,8 @@ from headwater.core.kinds.code.records import (
     DEFAULT_MAX_EVENTS,
     MAX_CODE_VERSION_CHARS,
     MAX_EVENTS_LIMIT,
-    PATH_PATTERN,
     CodeSpec,
+    path_fault,
 )
 from headwater.core.kinds.wait.rules import discard
 from headwater.core.machine import dispatch, ending, flow, reports, restart
@@ -205,10 +205,9 @@ def _parse(raw: Mapping[str, Any], where: str, work: Work,
                       f"{MAX_CODE_VERSION_CHARS} characters, not {version!r}")
         version = None
     path = raw.get("path")
-    if path is not None and not (isinstance(path, str) and PATH_PATTERN.fullmatch(path)
-                                 and not path.startswith("/v1/")):
-        faults.append(f"{where}: path {path!r} must start with / (not /v1/) and use "
-                      "letters, digits and _-./")
+    fault = path_fault(path) if path is not None else None
+    if fault is not None:
+        faults.append(f"{where}: {fault}")
         path = None
     return KindParts(code=CodeSpec(max_events=cap, code_version=version, path=path))
 

@@ -247,8 +247,11 @@ def _signal_recorded(state: WorkflowState, body: ev.SignalSent) -> None:
 
 def _signal_consumed(state: WorkflowState, body: ev.SignalConsumed) -> None:
     """A waiting node (item) took the oldest signal kept for it: its fields are the
-    output (the item's result); its timeout timer goes."""
-    key = signal_key(body.name, body.index)
+    output (the item's result); its timeout timer goes. A code workflow's signals are
+    kept under their name alone (a wait's index is its step's task, which no sender
+    names), and taken from there."""
+    code = state.spec.node(body.node).code is not None
+    key = signal_key(body.name, None if code else body.index)
     kept = state.signals.get(key)
     if kept:
         kept.pop(0)

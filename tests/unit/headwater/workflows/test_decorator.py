@@ -51,7 +51,8 @@ def test_a_name_taken_by_a_task_is_refused() -> None:
 def test_the_input_schema_comes_from_the_type_hints() -> None:
     assert input_schema_of(body) == {
         "type": "object", "required": ["question"],
-        "properties": {"question": {"type": "string"}, "depth": {"type": "integer"}}}
+        "properties": {"question": {"type": "string"}, "depth": {"type": "integer"}},
+        "additionalProperties": False}
 
 
 def test_the_deploy_hints_are_kept_for_the_deploy_step() -> None:
