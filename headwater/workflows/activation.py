@@ -22,7 +22,7 @@ import os
 import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -32,7 +32,6 @@ from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
 
 if TYPE_CHECKING:
-    from headwater.context import TaskContext
     from headwater.workflows.decorator import WorkflowInfo
 
 ACTIVATION_MARK = "__headwater_activation__"
@@ -44,6 +43,17 @@ REPLAYED: list[Callable[[WorkflowInfo, int], None]] = []
 """Called, in order, each time a replay has re-run an earlier activation (the workflow,
 the activation's number), before the activation asked for runs: where a worker's fault
 point ``worker.replaying`` kills it mid-replay (``services/worker/lifecycle.py``)."""
+class AttemptContext(Protocol):
+    """What an activation uses of the attempt's ``headwater.context.TaskContext`` (named
+    by its shape, so that the SDK of workflows imports nothing of the client's)."""
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        """Report progress on the run's live view."""
+
+    async def definition(self, name: str) -> tuple[dict[str, Any], int | None]:
+        """A stored definition's spec document and version, from the gateway."""
+
+
 Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
 """A definition's name -> its spec document and version (what ``wf.call`` of a spec
 definition needs; the worker asks the gateway)."""
@@ -299,7 +309,7 @@ def register_activation(info: WorkflowInfo) -> None:
     """Register the task a worker runs for the workflow's activations (its name)."""
     from headwater.sdk import REGISTRY, TaskInfo
 
-    async def run_activation(ctx: TaskContext, **payload: Any) -> dict[str, Any]:
+    async def run_activation(ctx: AttemptContext, **payload: Any) -> dict[str, Any]:
         return await activate(info, payload, ctx.progress, _gateway_resolver(ctx))
 
     run_activation.__qualname__ = f"{info.fn.__qualname__}.<activation>"
@@ -314,7 +324,7 @@ def register_activation(info: WorkflowInfo) -> None:
                                    wants_ctx=True, is_async=True)
 
 
-def _gateway_resolver(ctx: TaskContext) -> Resolver:
+def _gateway_resolver(ctx: AttemptContext) -> Resolver:
     async def resolve(name: str) -> tuple[dict[str, Any], int | None]:
         return await ctx.definition(name)
     return resolve
