@@ -32,7 +32,7 @@ from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
 
 if TYPE_CHECKING:
-    from headwater.workflows.decorator import WorkflowInfo
+    from headwater.workflows.registry import WorkflowInfo
 
 ACTIVATION_MARK = "__headwater_activation__"
 """Set on the task function that runs a workflow's activations."""

@@ -27,7 +27,7 @@ from headwater.errors import StepFailed
 from headwater.workflows.driver import AnyOf, Driver, Waitable
 
 if TYPE_CHECKING:
-    from headwater.workflows.decorator import WorkflowInfo
+    from headwater.workflows.registry import WorkflowInfo
 
 DEFAULT_TASK_RETRY: dict[str, Any] = {"max_attempts": 3, "backoff_base": 1.0,
                                       "backoff_max": 60.0, "multiplier": 2.0, "jitter": 0.2}
@@ -143,7 +143,7 @@ class WorkflowContext:
         registered definition (its name); awaiting gives its output, or raises
         ``StepFailed`` when it failed (after ``retry``) or was cancelled. The child is
         linked to this run: cancelling this run cancels it."""
-        from headwater.workflows.decorator import info_of
+        from headwater.workflows.registry import info_of
 
         info = info_of(workflow)
         command: dict[str, Any] = {"op": "child", "input": input}
