@@ -104,7 +104,9 @@ async def _project_golden() -> None:
     lines = [orjson.loads(line) for line in (GOLDEN / "code.jsonl").read_bytes().splitlines()]
     history = [gc.load_event(d) for line in lines[:-1] for d in line["decisions"]]
     expected = expected_rows(fold(history).state, history)
-    assert "main[11]" not in expected.tasks and "main[9]" in expected.tasks
+    # The child's row, and the sleep's and the waits' rows at their decision's numbers.
+    assert {i: expected.tasks[f"main[{i}]"]["status"] for i in (9, 11, 13, 17)} == {
+        9: "succeeded", 11: "succeeded", 13: "succeeded", 17: "failed"}
     assert expected.kinds is not None
     assert [s["status"] for s in expected.kinds.signals.values()] == ["consumed"]
     name = f"hw_code_{uuid.uuid4().hex[:8]}"

@@ -6,7 +6,6 @@ a second history."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,7 +72,6 @@ async def test_a_finished_workflow_is_purged_and_stays_purged_after_a_restart(
     assert report.table.differences == [] and report.known
 
     coordinator = localstack.default_services(TASKS, 1)[0]
-    os.environ["HEADWATER_HOME"] = str(brief.home)
     brief.stop(coordinator)
     brief.start(coordinator)
     # After the purge as before it: a late report and a duplicate of the submission
