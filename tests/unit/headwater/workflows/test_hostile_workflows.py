@@ -56,6 +56,10 @@ async def waits_for_long_name(wf: WorkflowContext) -> Any:
     return await wf.signal("s" * 201)
 
 
+async def waits_for_a_path(wf: WorkflowContext) -> Any:
+    return await wf.signal("team/approval")
+
+
 async def waits_negative(wf: WorkflowContext) -> Any:
     return await wf.signal("go", timeout=-1)
 
@@ -112,10 +116,10 @@ async def blob_of(wf: WorkflowContext, kib: int) -> int:
 
 
 FLOWS = {f.__name__: f for f in (add, sleeps_long, sleeps_nan, waits_for_control,
-                                 waits_for_long_name, waits_negative, runs_for_ever,
-                                 catches_the_refusal, gathers_too_many, exits, raises_custom,
-                                 raises_cancelled, calls_badly, calls_unknown, gathers,
-                                 blob_of)}
+                                 waits_for_long_name, waits_for_a_path, waits_negative,
+                                 runs_for_ever, catches_the_refusal, gathers_too_many, exits,
+                                 raises_custom, raises_cancelled, calls_badly, calls_unknown,
+                                 gathers, blob_of)}
 
 
 @pytest.fixture(autouse=True)
@@ -183,6 +187,7 @@ def test_the_input_schema_refuses_keys_the_function_has_no_parameter_for() -> No
     ("sleeps_nan", "seconds must be a number of seconds from 0 to under 1e+09, not nan"),
     ("waits_for_control", "must not contain control characters (U+000A at 2)"),
     ("waits_for_long_name", "must be at most 200 characters, not 201"),
+    ("waits_for_a_path", "a signal's name must not hold /"),
     ("waits_negative", "timeout must be a number of seconds"),
     ("runs_for_ever", "task step hw.echo: timeout must be a number of seconds"),
     ("gathers_too_many", f"at most {MAX_STEPS_PER_ACTIVATION} steps at once"),
