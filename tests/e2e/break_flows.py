@@ -112,3 +112,12 @@ async def slow_steps(wf: WorkflowContext, n: int, seconds: float = 0.2) -> int:
     for i in range(n):
         total += int(await wf.run(nap_task, x=i, seconds=seconds))
     return total
+
+
+@workflow(name="bf.capped", queue="cpu", max_events=40)
+async def capped(wf: WorkflowContext, n: int) -> int:
+    """``n`` tasks one after another, in a history of at most 40 events."""
+    total = 0
+    for i in range(n):
+        total += int(await wf.run(echo, x=i))
+    return total

@@ -10,7 +10,8 @@ naming the child id limit; every statement the projector runs is one PostgreSQL 
 prepare, so a run that sleeps is projected; cancelling a run with a child and a sleep in
 flight cancels both; twenty runs at once through a cache of one run each end right; one
 signal (and a copy of it under its id) is taken by one wait, not by every wait for its
-name; runs go on after their worker is SIGKILLed (their next activations replay). What
+name; the harness and the stack agree on where ``max_events`` fails a run; runs go on
+after their worker is SIGKILLed (their next activations replay). What
 does not hold (``xfail``, naming the fault): a gather of fewer steps than an activation
 may issue fails once its decision outgrows the worker's 1 MiB output limit; a run whose
 results together outgrow the 16 MiB record limit fails (the in-process harness runs it);
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
+import break_flows
 import httpx
 import pytest
 from breakkit import kill_and_restart, submit, wait_run
@@ -35,6 +37,8 @@ from stackkit import private_stack, produce
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.kinds.code.decision import DECISION_ERROR
+from headwater.errors import WorkflowFailed
+from headwater.testing import Environment
 from ops import localstack
 from ops.sandbox import Sandbox, set_home
 from services.common.clock import now_ms
@@ -239,7 +243,7 @@ def test_one_signal_is_taken_by_one_wait_and_a_copy_by_none(http: httpx.Client) 
 @pytest.mark.xfail(strict=True, reason="an activation's decision is its TaskSucceeded, held "
                    "to the worker's 1 MiB output limit: a gather of 5,500 tasks (about 195 "
                    "bytes a step) fails the run with OutputTooLargeError, under the 10,000 "
-                   "steps an activation may issue; the harness runs it")
+                   "steps an activation may issue")
 def test_a_gather_under_the_step_limit_runs(http: httpx.Client) -> None:
     doc = run_sync(http, "bf.wide", {"n": 5500}, timeout_s=600)
     assert doc["status"] == "succeeded", doc["error"]
@@ -253,6 +257,24 @@ def test_a_gather_under_the_step_limit_runs(http: httpx.Client) -> None:
 def test_a_run_whose_results_together_outgrow_a_record_runs(http: httpx.Client) -> None:
     doc = run_sync(http, "bf.blobs", {"n": 20, "kib": 1000}, timeout_s=300)
     assert doc["status"] == "succeeded", doc["error"]
+
+
+@pytest.mark.parametrize("n", [6, 7])
+def test_the_harness_and_the_stack_agree_on_max_events(http: httpx.Client, n: int) -> None:
+    """``bf.capped`` (``max_events=40``): 6 steps fit, 7 do not, in both."""
+    doc = run_sync(http, "bf.capped", {"n": n})
+    env = Environment()
+
+    async def in_harness() -> str:
+        try:
+            await env.run(break_flows.capped, n=n)
+        except WorkflowFailed as e:
+            return f"failed: {e.error}"
+        return "succeeded"
+    harness = asyncio.run(in_harness())
+    stack = doc["status"] if doc["status"] == "succeeded" else f"failed: {doc['error']}"
+    assert harness == stack, (harness, stack)
+    assert len(env.history("test-1")) == doc["seq"], doc["seq"]
 
 
 def test_runs_go_on_after_their_worker_is_killed(http: httpx.Client,

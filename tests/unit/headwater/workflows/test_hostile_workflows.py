@@ -272,3 +272,26 @@ def test_a_replay_takes_time_in_proportion_to_its_activations() -> None:
     3,000 activations a replay that grows with their square blocked it for 0.8 s."""
     short, long = _replay_seconds(750), _replay_seconds(3000)
     assert long / short < 8, f"750 activations: {short:.3f} s, 3,000: {long:.3f} s"
+
+
+async def steps_in_a_chain(wf: WorkflowContext, n: int) -> int:
+    for i in range(n):
+        await wf.run(echo, x=i)
+    return n
+
+
+async def test_the_harness_counts_events_toward_max_events_as_the_stack_does() -> None:
+    """Each attempt's ``TaskStarted`` (a worker's report) is history: 6 events a step.
+    Without it, 10 steps passed under ``max_events=40`` here and failed on the stack
+    after 6."""
+    workflow(name="hw.steps_in_a_chain", max_events=40)(steps_in_a_chain)
+    try:
+        env = Environment()
+        assert await env.run("hw.steps_in_a_chain", n=6) == 6
+        names = [type(e.body).__name__ for e in env.history("test-1")]
+        assert names[:4] == ["WorkflowAccepted", "TaskDispatched", "TaskStarted",
+                             "TaskSucceeded"], names
+        with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 41 events"):
+            await Environment().run("hw.steps_in_a_chain", n=7)
+    finally:
+        forget("hw.steps_in_a_chain")
