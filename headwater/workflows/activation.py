@@ -37,7 +37,20 @@ if TYPE_CHECKING:
 
 ACTIVATION_MARK = "__headwater_activation__"
 """Set on the task function that runs a workflow's activations."""
-CACHE_SIZE = int(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE", "1000"))
+DEFAULT_CACHE_SIZE = 1000
+
+
+def _cache_size(raw: str | None) -> int:
+    """``HEADWATER_WORKFLOW_CACHE_SIZE`` as a number, else the default: importing the SDK
+    must not fail on it (a client imports it too); a worker refuses a bad value at its
+    start, naming it (``services.worker.settings``)."""
+    try:
+        return int(raw) if raw is not None else DEFAULT_CACHE_SIZE
+    except ValueError:
+        return DEFAULT_CACHE_SIZE
+
+
+CACHE_SIZE = _cache_size(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE"))
 """Runs whose instance a worker keeps (least recently used dropped first); 0 keeps none,
 so that every activation replays from the start (what the benchmark compares)."""
 Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
