@@ -60,6 +60,22 @@ async def waits_for_a_path(wf: WorkflowContext) -> Any:
     return await wf.signal("team/approval")
 
 
+async def runs_with_a_set(wf: WorkflowContext) -> Any:
+    return await wf.run(echo, x={1, 2})
+
+
+async def calls_with_nan(wf: WorkflowContext) -> Any:
+    return await wf.call("hw.add", {"a": float("nan")})
+
+
+async def returns_nan(wf: WorkflowContext) -> Any:
+    return {"mean": float("nan")}
+
+
+async def continues_with_a_set(wf: WorkflowContext) -> Any:
+    wf.continue_as_new(seen={1, 2})
+
+
 async def waits_negative(wf: WorkflowContext) -> Any:
     return await wf.signal("go", timeout=-1)
 
@@ -119,7 +135,8 @@ FLOWS = {f.__name__: f for f in (add, sleeps_long, sleeps_nan, waits_for_control
                                  waits_for_long_name, waits_for_a_path, waits_negative,
                                  runs_for_ever, catches_the_refusal, gathers_too_many, exits,
                                  raises_custom, raises_cancelled, calls_badly, calls_unknown,
-                                 gathers, blob_of)}
+                                 gathers, blob_of, runs_with_a_set, calls_with_nan,
+                                 returns_nan, continues_with_a_set)}
 
 
 @pytest.fixture(autouse=True)
@@ -189,6 +206,8 @@ def test_the_input_schema_refuses_keys_the_function_has_no_parameter_for() -> No
     ("waits_for_long_name", "must be at most 200 characters, not 201"),
     ("waits_for_a_path", "a signal's name must not hold /"),
     ("waits_negative", "timeout must be a number of seconds"),
+    ("runs_with_a_set", "the input of task hw.echo is not JSON: Type is not JSON serializable"),
+    ("calls_with_nan", "the input of child hw.add is not JSON: NaN and Infinity are not JSON"),
     ("runs_for_ever", "task step hw.echo: timeout must be a number of seconds"),
     ("gathers_too_many", f"at most {MAX_STEPS_PER_ACTIVATION} steps at once"),
 ])
@@ -197,6 +216,16 @@ async def test_a_step_the_core_would_refuse_is_refused_where_it_is_issued(
     decision = await first_decision(name)
     assert decision_fault(decision) is None, decision_fault(decision)
     assert decision["fail"]["type"] == "ValueError" and says in decision["fail"]["message"]
+
+
+@pytest.mark.parametrize("name, says", [
+    ("returns_nan", "the workflow returned a value that is not JSON: NaN and Infinity"),
+    ("continues_with_a_set", "the input of wf.continue_as_new is not JSON: Type is not"),
+])
+async def test_an_end_that_is_not_json_fails_the_function_naming_it(name: str,
+                                                                     says: str) -> None:
+    decision = await first_decision(name)
+    assert decision["fail"]["type"] == "TypeError" and says in decision["fail"]["message"]
 
 
 async def test_the_function_can_catch_a_refused_step() -> None:
