@@ -51,6 +51,8 @@ from headwater.workflows.decorator import info_of
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 """A worker's default ``HEADWATER_MAX_OUTPUT_BYTES``."""
+WORKER = "headwater.testing"
+"""The worker a started attempt names."""
 
 
 class Environment:
@@ -184,7 +186,7 @@ class Environment:
     async def _carry_out(self, body: ev.Body, state: WorkflowState | None) -> None:
         assert state is not None
         report = report_to_parent(body, state)
-        if report is not None and not isinstance(report, ev.TaskStarted):
+        if report is not None:  # a child's start too, as the coordinator reports it
             self._put(report)
         if isinstance(body, ev.TaskCancelled) and self._child(state, body) is not None:
             self._put(ev.CancelRequested(
@@ -199,6 +201,10 @@ class Environment:
                 body.workflow_id, body.node, body.index, body.attempt, child, body.input,
                 body.at_ms, state.tenant))
             return
+        # a worker reports the start of each attempt it takes: the history holds it (and
+        # max_events counts it) as on the stack
+        self._put(ev.TaskStarted(body.workflow_id, body.node, body.index, body.attempt,
+                                 self.now_ms, WORKER))
         self._put(await self._run_task(activation_dispatch(state, body)))
 
     def _child(self, state: WorkflowState, body: ev.TaskDispatched | ev.TaskCancelled) -> Any:

@@ -24,8 +24,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
+from headwater.codec import json_text
 from headwater.core.kinds.code.decision import ENDS, MAX_STEPS_PER_ACTIVATION, step_fault
 from headwater.errors import NondeterminismError, WorkflowRegistrationError
 from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
@@ -36,7 +35,20 @@ if TYPE_CHECKING:
 
 ACTIVATION_MARK = "__headwater_activation__"
 """Set on the task function that runs a workflow's activations."""
-CACHE_SIZE = int(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE", "1000"))
+DEFAULT_CACHE_SIZE = 1000
+
+
+def _cache_size(raw: str | None) -> int:
+    """``HEADWATER_WORKFLOW_CACHE_SIZE`` as a number, else the default: importing the SDK
+    must not fail on it (a client imports it too); a worker refuses a bad value at its
+    start, naming it (``services.worker.settings``)."""
+    try:
+        return int(raw) if raw is not None else DEFAULT_CACHE_SIZE
+    except ValueError:
+        return DEFAULT_CACHE_SIZE
+
+
+CACHE_SIZE = _cache_size(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE"))
 """Runs whose instance a worker keeps (least recently used dropped first); 0 keeps none,
 so that every activation replays from the start (what the benchmark compares)."""
 REPLAYED: list[Callable[[WorkflowInfo, int], None]] = []
@@ -206,16 +218,24 @@ class Instance:
         try:
             value = main.outcome()
         except ContinueAsNew as e:
-            return {"continue_as_new": e.input}
+            return _not_json(e.input, "the input of wf.continue_as_new") or {
+                "continue_as_new": e.input}
         except BaseException as e:  # SystemExit and the like too: the function failed
             return {"fail": {"type": type(e).__name__, "message": str(e)[:2000],
                              "traceback": "".join(traceback.format_exception(e))[-8000:]}}
-        try:
-            orjson.dumps(value)
-        except TypeError as e:
-            return {"fail": {"type": "TypeError",
-                             "message": f"the workflow returned a value that is not JSON: {e}"}}
-        return {"steps": steps, "finish": value, **streamed}
+        return _not_json(value, "the workflow returned a value that") or {
+            "steps": steps, "finish": value, **streamed}
+
+
+def _not_json(value: Any, what: str) -> dict[str, Any] | None:
+    """The decision that fails the function because ``value`` (``what``) is not JSON
+    (``codec.json_text``: NaN and infinities included, which orjson would write as
+    null), or None."""
+    try:
+        json_text(value)
+    except TypeError as e:
+        return {"fail": {"type": "TypeError", "message": f"{what} is not JSON: {e}"}}
+    return None
 
 
 def _steps_through(recorded: list[dict[str, Any]], k: int) -> list[int]:
@@ -232,14 +252,21 @@ def _steps_through(recorded: list[dict[str, Any]], k: int) -> list[int]:
 
 def issue_fault(command: dict[str, Any], new: int) -> str | None:
     """Why the core would refuse ``command`` as the step after ``new`` steps issued in
-    this activation, or None. A child naming a definition has no spec yet (it is looked
-    up once the activation decided): only its other fields are checked."""
+    this activation, or its input is not JSON, or None. A child naming a definition has
+    no spec yet (it is looked up once the activation decided): only its other fields
+    are checked."""
     if new >= MAX_STEPS_PER_ACTIVATION:
         return (f"an activation may issue at most {MAX_STEPS_PER_ACTIVATION} steps at once "
                 "(bound the gather with max_concurrency)")
     checked = {**command, "workflow": {}} if command.get("op") == "child" and (
         "workflow" not in command) else command
-    return step_fault(checked)
+    fault = step_fault(checked)
+    if fault is None:
+        try:  # the decision would not be JSON: the worker would fail the whole activation
+            json_text(command.get("input"))
+        except TypeError as e:
+            fault = f"the input of {describe(command)} is not JSON: {e}"
+    return fault
 
 
 async def _refused(error: TypeError) -> Any:

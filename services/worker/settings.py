@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from headwater.client.http import default_url
 from headwater.core.ids import QUEUE_PATTERN
+from headwater.workflows.activation import DEFAULT_CACHE_SIZE
 from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 from services.worker.task_logs.attempt_log import Limits
@@ -123,6 +124,9 @@ class Settings(CommonSettings):
         code_version: the version of the code it runs, named in its announcements of
             the ``@workflow``s it serves (``HEADWATER_CODE_VERSION``; unset: a digest of
             each function's source, ``services.worker.workflows``).
+        workflow_cache_size: the code workflow runs whose instance it keeps
+            (``HEADWATER_WORKFLOW_CACHE_SIZE``, read by ``headwater.workflows.activation``:
+            checked here, so that a value that is no number stops the worker naming it).
     """
 
     queue: str = "cpu"
@@ -138,6 +142,7 @@ class Settings(CommonSettings):
     metrics_host: str = metrics.DEFAULT_HOST
     task_log: Limits = field(default_factory=Limits)
     code_version: str | None = None
+    workflow_cache_size: int = DEFAULT_CACHE_SIZE
 
     @classmethod
     def from_env(cls, queue: str | None = None, tasks: list[str] | None = None,
@@ -166,4 +171,5 @@ class Settings(CommonSettings):
             metrics_host=metrics.host_from_env(),
             task_log=task_log_limits_from_env(),
             code_version=env_str("CODE_VERSION", "") or None,
+            workflow_cache_size=env_int("WORKFLOW_CACHE_SIZE", DEFAULT_CACHE_SIZE),
         )

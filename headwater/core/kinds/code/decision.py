@@ -115,18 +115,27 @@ def _op_fault(where: str, step: dict[str, Any]) -> str | None:
         return f"{where}: queue {step.get('queue')!r} must match {QUEUE_PATTERN.pattern}"
     if op == "child" and not isinstance(step.get("workflow"), dict):
         return f"{where}: workflow must be the child's spec document"
+    if op == "signal" and ("/" in step["name"] or step["name"] in (".", "..")):
+        return (f"{where}: a signal's name must not hold / nor be . or .. (POST "
+                "/v1/workflows/{id}/signals/{name} could never send it)")
+    return _time_fault(where, step)
+
+
+def _time_fault(where: str, step: dict[str, Any]) -> str | None:
+    """What is wrong with a step's durations, or with a sleep's end, or None."""
     for key in ("seconds", "timeout", "heartbeat_timeout"):
         value = step.get(key)
         if value is not None and not (_number(value) and 0 <= value < MAX_SECONDS):
             return (f"{where}: {key} must be a number of seconds from 0 to under "
                     f"{MAX_SECONDS:.0e}, not {value!r}")
+    if step["op"] != "sleep":
+        return None
     until = step.get("until_ms")
-    if op == "sleep" and until is not None and not (
-            isinstance(until, int) and not isinstance(until, bool)
-            and FIRST_MS <= until <= LAST_MS):
+    if until is not None and not (isinstance(until, int) and not isinstance(until, bool)
+                                  and FIRST_MS <= until <= LAST_MS):
         return (f"{where}: until_ms must be a whole number of ms from {FIRST_MS} to {LAST_MS} "
                 f"(years 1 to 9999), not {until!r}")
-    if op == "sleep" and step.get("seconds") is None and until is None:
+    if step.get("seconds") is None and until is None:
         return "a sleep step needs seconds or until_ms"
     return None
 

@@ -56,6 +56,26 @@ async def waits_for_long_name(wf: WorkflowContext) -> Any:
     return await wf.signal("s" * 201)
 
 
+async def waits_for_a_path(wf: WorkflowContext) -> Any:
+    return await wf.signal("team/approval")
+
+
+async def runs_with_a_set(wf: WorkflowContext) -> Any:
+    return await wf.run(echo, x={1, 2})
+
+
+async def calls_with_nan(wf: WorkflowContext) -> Any:
+    return await wf.call("hw.add", {"a": float("nan")})
+
+
+async def returns_nan(wf: WorkflowContext) -> Any:
+    return {"mean": float("nan")}
+
+
+async def continues_with_a_set(wf: WorkflowContext) -> Any:
+    wf.continue_as_new(seen={1, 2})
+
+
 async def waits_negative(wf: WorkflowContext) -> Any:
     return await wf.signal("go", timeout=-1)
 
@@ -112,10 +132,11 @@ async def blob_of(wf: WorkflowContext, kib: int) -> int:
 
 
 FLOWS = {f.__name__: f for f in (add, sleeps_long, sleeps_nan, waits_for_control,
-                                 waits_for_long_name, waits_negative, runs_for_ever,
-                                 catches_the_refusal, gathers_too_many, exits, raises_custom,
-                                 raises_cancelled, calls_badly, calls_unknown, gathers,
-                                 blob_of)}
+                                 waits_for_long_name, waits_for_a_path, waits_negative,
+                                 runs_for_ever, catches_the_refusal, gathers_too_many, exits,
+                                 raises_custom, raises_cancelled, calls_badly, calls_unknown,
+                                 gathers, blob_of, runs_with_a_set, calls_with_nan,
+                                 returns_nan, continues_with_a_set)}
 
 
 @pytest.fixture(autouse=True)
@@ -183,7 +204,10 @@ def test_the_input_schema_refuses_keys_the_function_has_no_parameter_for() -> No
     ("sleeps_nan", "seconds must be a number of seconds from 0 to under 1e+09, not nan"),
     ("waits_for_control", "must not contain control characters (U+000A at 2)"),
     ("waits_for_long_name", "must be at most 200 characters, not 201"),
+    ("waits_for_a_path", "a signal's name must not hold /"),
     ("waits_negative", "timeout must be a number of seconds"),
+    ("runs_with_a_set", "the input of task hw.echo is not JSON: Type is not JSON serializable"),
+    ("calls_with_nan", "the input of child hw.add is not JSON: NaN and Infinity are not JSON"),
     ("runs_for_ever", "task step hw.echo: timeout must be a number of seconds"),
     ("gathers_too_many", f"at most {MAX_STEPS_PER_ACTIVATION} steps at once"),
 ])
@@ -192,6 +216,16 @@ async def test_a_step_the_core_would_refuse_is_refused_where_it_is_issued(
     decision = await first_decision(name)
     assert decision_fault(decision) is None, decision_fault(decision)
     assert decision["fail"]["type"] == "ValueError" and says in decision["fail"]["message"]
+
+
+@pytest.mark.parametrize("name, says", [
+    ("returns_nan", "the workflow returned a value that is not JSON: NaN and Infinity"),
+    ("continues_with_a_set", "the input of wf.continue_as_new is not JSON: Type is not"),
+])
+async def test_an_end_that_is_not_json_fails_the_function_naming_it(name: str,
+                                                                     says: str) -> None:
+    decision = await first_decision(name)
+    assert decision["fail"]["type"] == "TypeError" and says in decision["fail"]["message"]
 
 
 async def test_the_function_can_catch_a_refused_step() -> None:
@@ -267,3 +301,26 @@ def test_a_replay_takes_time_in_proportion_to_its_activations() -> None:
     3,000 activations a replay that grows with their square blocked it for 0.8 s."""
     short, long = _replay_seconds(750), _replay_seconds(3000)
     assert long / short < 8, f"750 activations: {short:.3f} s, 3,000: {long:.3f} s"
+
+
+async def steps_in_a_chain(wf: WorkflowContext, n: int) -> int:
+    for i in range(n):
+        await wf.run(echo, x=i)
+    return n
+
+
+async def test_the_harness_counts_events_toward_max_events_as_the_stack_does() -> None:
+    """Each attempt's ``TaskStarted`` (a worker's report) is history: 6 events a step.
+    Without it, 10 steps passed under ``max_events=40`` here and failed on the stack
+    after 6."""
+    workflow(name="hw.steps_in_a_chain", max_events=40)(steps_in_a_chain)
+    try:
+        env = Environment()
+        assert await env.run("hw.steps_in_a_chain", n=6) == 6
+        names = [type(e.body).__name__ for e in env.history("test-1")]
+        assert names[:4] == ["WorkflowAccepted", "TaskDispatched", "TaskStarted",
+                             "TaskSucceeded"], names
+        with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 41 events"):
+            await Environment().run("hw.steps_in_a_chain", n=7)
+    finally:
+        forget("hw.steps_in_a_chain")

@@ -6,6 +6,8 @@ topic cannot carry."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -61,4 +63,16 @@ def test_task_log_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     assert (limits.max_lines, limits.line_bytes, limits.max_bytes) == (50, 100, 512 * 1024)
     monkeypatch.setenv("HEADWATER_TASK_LOG_MAX_BYTES", "0")
     with pytest.raises(ValueError, match="HEADWATER_TASK_LOG_MAX_BYTES must be above 0"):
+        Settings.from_env()
+
+
+def test_a_workflow_cache_size_that_is_no_number_stops_the_worker_not_the_sdk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK reads ``HEADWATER_WORKFLOW_CACHE_SIZE`` when imported: ``abc`` made
+    ``import headwater`` raise a bare ``ValueError`` in every process, clients too."""
+    monkeypatch.setenv("HEADWATER_WORKFLOW_CACHE_SIZE", "abc")
+    imported = subprocess.run([sys.executable, "-c", "import headwater.workflows.activation"],
+                              capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr[-500:]
+    with pytest.raises(ValueError, match="HEADWATER_WORKFLOW_CACHE_SIZE must be an integer"):
         Settings.from_env()
