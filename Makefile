@@ -103,11 +103,12 @@ fuzz: install
 	$(PY) -m fuzzer
 
 ## Fault injection, the long version (the quick one is part of `make test`): every fault
-## point several times, bigger batches, the coordinator SIGKILLed with 5,000 finished and
+## point several times (the worker running a @workflow's function killed at five of them),
+## bigger batches, the coordinator SIGKILLed with 5,000 finished and
 ## 200 waiting workflows in its table and its local store lost (coordinator.large_table),
 ## the 100-workflow rebalance, and the infrastructure
 ## faults (the broker SIGKILLed and SIGSTOPped, PostgreSQL stopped for 60 s, on a private
-## broker and database); about 25 minutes. Writes
+## broker and database); about 45 minutes on a busy 2-core machine. Writes
 ## faultsuite/results/faults-<UTC timestamp>.json. `$(PY) -m faultsuite --help` for options.
 .PHONY: faults
 faults: install
