@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,30 +31,25 @@ def home() -> Path:
 
 @dataclass(frozen=True)
 class Service:
-    """One Headwater process of the local stack.
-
-    ``root``: the home its pid file and log are under; None for ``HEADWATER_HOME`` as it
-    is when they are read (a sandbox binds its own, so that a test pointing the variable
-    elsewhere cannot lose its processes)."""
+    """One Headwater process of the local stack."""
 
     name: str
     argv: tuple[str, ...]
-    root: Path | None = field(default=None, compare=False)
 
     @property
     def pid_file(self) -> Path:
         """Where its pid is kept."""
-        return (self.root or home()) / "run" / f"{self.name}.pid"
+        return home() / "run" / f"{self.name}.pid"
 
     @property
     def log_file(self) -> Path:
         """Where its output goes."""
-        return (self.root or home()) / "logs" / f"{self.name}.log"
+        return home() / "logs" / f"{self.name}.log"
 
     @property
     def launch_file(self) -> Path:
         """How it was started (argv and extra environment), for ``restart``."""
-        return (self.root or home()) / "run" / f"{self.name}.launch.json"
+        return home() / "run" / f"{self.name}.launch.json"
 
 
 def launched(name: str) -> tuple[Service, dict[str, str]] | None:

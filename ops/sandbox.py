@@ -20,7 +20,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient
@@ -77,16 +77,10 @@ class Sandbox:
     def start(self, service: localstack.Service, env: Mapping[str, str] | None = None) -> int:
         """Start one more process (e.g. a second coordinator) with the sandbox's environment
         updated by ``env``. Every coordinator gets a data directory of its own."""
-        service = self.bound(service)
         if service not in self.services:
             self.services.append(service)
         own = {"HEADWATER_DATA_DIR": str(self.data_dir(service))}
         return localstack.start(service, {**self.env, **own, **(env or {})})
-
-    def bound(self, service: localstack.Service) -> localstack.Service:
-        """``service`` with its pid file and log under the sandbox's home, whatever
-        ``HEADWATER_HOME`` says when they are read."""
-        return service if service.root is not None else replace(service, root=self.home)
 
     def data_dir(self, service: localstack.Service) -> Path:
         """The data directory (``HEADWATER_DATA_DIR``) ``start`` gives ``service``: a
@@ -95,7 +89,7 @@ class Sandbox:
 
     def stop(self, service: localstack.Service, timeout_s: float = 10.0) -> None:
         """Stop one process by pid."""
-        localstack.stop(self.bound(service), timeout_s)
+        localstack.stop(service, timeout_s)
 
     def logs(self, tail_chars: int = 3000) -> str:
         """The tail of every process's log, for failure messages."""
@@ -157,11 +151,16 @@ def start_sandbox(
 def stop_sandbox(sandbox: Sandbox, drop: bool = True) -> None:
     """Stop every process by pid; with ``drop``, delete the database and the topics.
 
-    The pid files are read under the sandbox's own home (``Sandbox.bound``), whatever
-    ``HEADWATER_HOME`` says meanwhile: read elsewhere they would be missing, and the
-    processes would outlive the sandbox."""
-    for s in sandbox.services:
-        sandbox.stop(s, timeout_s=10)
+    The pid files are read under the sandbox's own home, whatever ``HEADWATER_HOME``
+    says meanwhile (a test may have pointed it at another sandbox): read elsewhere they
+    would be missing, and the processes would outlive the sandbox."""
+    before = os.environ.get("HEADWATER_HOME")
+    set_home(str(sandbox.home))
+    try:
+        for s in sandbox.services:
+            localstack.stop(s, timeout_s=10)
+    finally:
+        set_home(before)
     if drop:
         asyncio.run(_drop(sandbox))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +13,27 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # tests.polling, whichever way pytest was started
     sys.path.append(str(REPO))
 
-from stackkit import Stack, private_stack, require_services, start_stack, stop_stack  # noqa: E402
+from stackkit import Stack, private_stack, require_services, set_home, start_stack, stop_stack  # noqa: E402
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def _home_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test leaves ``HEADWATER_HOME`` as it found it. Sandboxes point it at themselves
+    (``localstack``'s pid files and logs); a test that leaves it pointing elsewhere
+    makes the next test start and look for its processes in another sandbox's home.
+    Put back, and the leaking test fails at its teardown, named."""
+    before = os.environ.get("HEADWATER_HOME")
+    yield
+    after = os.environ.get("HEADWATER_HOME")
+    if after != before:
+        set_home(before)
+        pytest.fail(f"{request.node.nodeid} left HEADWATER_HOME at {after} (found {before})")
 
 
 @pytest.fixture(scope="session")

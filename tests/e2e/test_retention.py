@@ -6,6 +6,7 @@ a second history."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from headwater.core import events as ev
 from ops import localstack
 from ops.cli.endpoints import endpoints
 from ops.cli.replay import gather as replay_gather
+from ops.sandbox import home_kept
 from services.common.topic_reader import TopicReader
 from services.coordinator.keys import TABLE_KEY_SEP
 from services.coordinator.retention import PURGED
@@ -72,8 +74,10 @@ async def test_a_finished_workflow_is_purged_and_stays_purged_after_a_restart(
     assert report.table.differences == [] and report.known
 
     coordinator = localstack.default_services(TASKS, 1)[0]
-    brief.stop(coordinator)
-    brief.start(coordinator)
+    with home_kept():
+        os.environ["HEADWATER_HOME"] = str(brief.home)  # where its pid file is
+        brief.stop(coordinator)
+        brief.start(coordinator)
     # After the purge as before it: a late report and a duplicate of the submission
     # change nothing; another submission under the id is dead-lettered (after the
     # duplicate: both on the id's partition of the submissions topic, in this order).
