@@ -36,7 +36,7 @@ from typing import Any
 from headwater.topics import Topics
 from services.common import faults, tracing
 from services.common.auth.tokens import Authenticator
-from services.coordinator import homing, metrics
+from services.coordinator import homing, metrics, seq_guard
 from services.coordinator.bus import Bus
 from services.coordinator.effects import BatchEffects, Entries
 from services.coordinator.intents import Intent, IntentLog, Unreadable, fingerprint
@@ -158,8 +158,9 @@ class BatchApplier:
             metrics.batch_applied(records, started_s, [], {})
             return
         changed, entries = effects.table_entries()
-        intents = self._intents(entries, effects.encoded)
         try:
+            self._check_seqs(effects)
+            intents = self._intents(entries, effects.encoded)
             await self._record_and_carry_out(intents, effects.dead, effects.moves)
         except BaseException:
             for wid in effects.touched:
@@ -169,6 +170,20 @@ class BatchApplier:
             self.timers.arm(state, changed[wid])
         self._renew(effects)
         metrics.batch_applied(records, started_s, effects.out, effects.touched)
+
+    def _check_seqs(self, effects: BatchEffects) -> None:
+        """Refuse a batch decided from a state behind the table (``seq_guard``), before
+        its intent: logged, counted, raised.
+
+        Raises:
+            seq_guard.StaleState: a workflow's first new seq does not follow its header.
+        """
+        found = seq_guard.behind(effects.out, self.store.get_entry)
+        if found:
+            metrics.STALE_STATES.inc()
+            error = seq_guard.refusal(found)
+            log.error("%s", error)
+            raise error
 
     def _renew(self, effects: BatchEffects) -> None:
         """Move the leases the batch's heartbeats renewed (after arming its states)."""

@@ -96,6 +96,10 @@ INTENTS_PENDING = Gauge(
     "not cleared yet (a batch being carried out, or one found at recovery).")
 INTENTS_REDONE = Counter("headwater_coordinator_intents_redone_total",
                          "Intents carried out again after a crash or a move (partitions).")
+STALE_STATES = Counter(
+    "headwater_coordinator_stale_states_total", "Batches refused before their intent "
+    "because a workflow's first new seq did not follow its table header's (decided from "
+    "a stale copy of its state; nothing of them published): ``seq_guard``.")
 
 
 def batch_applied(records: Iterable[object], started_s: float,
