@@ -48,7 +48,7 @@ from services.worker.reports import clean_text
 from services.worker.settings import Settings
 from services.worker.task_logs import capture
 from services.worker.task_logs.attempt_log import AttemptLog
-from services.worker.workflows import served_workflows
+from services.worker.workflows import pin_children, served_workflows
 
 log = logging.getLogger("headwater.worker")
 
@@ -89,6 +89,7 @@ class Worker:
         then leave the group and disconnect."""
         self._import_tasks()
         self.workflows = served_workflows(self.settings.queue, self.settings.code_version)
+        pin_children(self.settings.code_version)  # a wf.call's child runs on this code
         own = own_versions(self.workflows)
         lanes = Lanes(self.settings, own) if own else None
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
