@@ -3,7 +3,9 @@
 Two workers serve the queue ``cv`` at once, one running v1 of ``cv.flow`` and one v3
 (the change behind ``wf.patched``). A run begun on v1 has every activation and every
 step run by the v1 worker, though the v3 worker takes dispatches of the same queue and
-group; a run begun on v3 is the v3 worker's alone. Then the v1 worker stops (SIGTERM,
+group; a run begun on v3 is the v3 worker's alone; a v1 run's child (``wf.call`` of the
+``@workflow`` ``cv.kid``) records v1 and runs every activation and step on the v1
+worker too. Then the v1 worker stops (SIGTERM,
 by pid) while a v1 run waits for its signal: the v3 worker adopts the v1 lane (no live
 worker announces v1) and finishes the run on the old path, no attempt
 nondeterministic. ``GET /v1/queues`` counts the lanes in ``cv``'s backlog and shows no
@@ -29,6 +31,7 @@ from code_kit import (
     start_run,
     waiting_for_signal,
 )
+from consumer_groups import wait_group_size
 from stackkit import Stack
 
 GO = {"ok": True}
@@ -73,6 +76,33 @@ async def test_a_run_stays_on_its_code_while_another_version_serves_the_queue(
     assert len(v1) == 1 and next(iter(v1)).startswith("worker-cv-v1-"), old_doc["tasks"]
     assert len(v3) == 1 and next(iter(v3)).startswith("worker-cv-v3-"), new_doc["tasks"]
     assert len([t for t in old_doc["tasks"] if t["index"] % 2 == 0]) >= 5, old_doc["tasks"]
+
+
+async def test_a_child_of_a_run_runs_on_its_parent_s_code(stack: Stack) -> None:
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        await served(client, "cv.parent", "v1", number=1)
+        in_home(stack, lambda: stack.start(cv_worker("v3"), {  # none if it runs already
+            "CV_CODE": "v3", "HEADWATER_CODE_VERSION": "v3"}))
+        for name in ("cv.kid", "cv.parent"):  # both workers live: v1's is version 1
+            await served(client, name, "v3")
+        # both take tasks.cv: a dispatch sent there would go to either
+        await wait_group_size(stack.topics.worker_group("cv"), 2, "the v1 and v3 workers",
+                              60, stable=True)
+        # a parent begun on v1: the definition's version 1, which the v1 worker announced
+        answer = await client.post("/v1/run/cv.parent@1", json={"x": 1},
+                                   headers={"Prefer": "respond-async"})
+        assert answer.status_code == 202, answer.text
+        run = answer.json()["id"]
+        doc = await ended(client, run)
+        [child] = [c["workflow_id"] for c in doc["children"]]
+        kid = await ended(client, child)
+    assert doc["status"] == "succeeded", (doc, stack.logs())
+    assert doc["output"] == {"kid": {"x": 4, "code": "v1"}, "code": "v1"}, doc
+    activations = [t for t in kid["tasks"] if t["index"] % 2 == 0]
+    assert len(activations) >= 4, kid["tasks"]
+    ran = workers_of(kid)
+    assert len(ran) == 1 and next(iter(ran)).startswith("worker-cv-v1-"), kid["tasks"]
+    assert workers_of(doc, even=True) == ran, doc["tasks"]  # its step: the child
 
 
 async def test_a_run_whose_code_stopped_is_adopted_by_the_new_code(stack: Stack) -> None:
