@@ -18,7 +18,7 @@ from faultsuite.code import code_figures, replay_differences
 from faultsuite.rebalance import QUEUE
 from faultsuite.schedule import ScheduleRun, set_apart
 from faultsuite.supervisor import Supervisor
-from faultsuite.topics import Record, read_all
+from faultsuite.topics import Record, read_all, read_dispatches
 from ops.sandbox import Sandbox
 
 
@@ -78,9 +78,14 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics
     events = await read_all(bootstrap, topics.events)
-    dupes = au.count_duplicates(await read_all(bootstrap, topics.tasks(QUEUE)),
+    dispatches = await read_dispatches(bootstrap, topics, QUEUE)  # its lanes too
+    dupes = au.count_duplicates([r for rs in dispatches.values() for r in rs],
                                 await read_all(bootstrap, topics.reports),
                                 await read_all(bootstrap, topics.submissions))
+    report.figures["dispatch_records"] = {
+        "queue": len(dispatches.get(topics.tasks(QUEUE), [])),
+        "lanes": {t[len(topics.lane_head(QUEUE)):]: len(rs) for t, rs in dispatches.items()
+                  if t != topics.tasks(QUEUE)}}
     audits, found = set_apart(schedule.workflow_id, events, au.audit_events(events))
     report.audits = audits
     if found is not None:  # the schedule's own checks and figures, not compared
