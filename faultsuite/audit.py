@@ -238,8 +238,8 @@ class Duplicates:
     violation shows up in the history).
 
     Attributes:
-        dispatch_records: dispatch records on ``tasks.<queue>`` naming an attempt already
-            sent.
+        dispatch_records: dispatch records on ``tasks.<queue>`` and its lanes naming an
+            attempt already sent.
         started_reports: ``TaskStarted`` reports for an attempt already started.
         outcome_reports: ``TaskSucceeded``/``TaskFailed`` reports for an attempt already
             reported.

@@ -6,7 +6,11 @@ import): tasks, a gather, a task retried, a child workflow (``fault.code_child``
 durable sleep, the signal ``approval`` (sent by the batch while it sleeps, so kept for
 its wait) and a task failed for good that the function catches. Its spec is the
 decorator's (``WorkflowInfo.spec``) with the suite's heartbeat timeout, so that an
-activation lost with its worker is retried within seconds.
+activation lost with its worker is retried within seconds, and with the code version
+its workers announce (``services.worker.workflows.version_of``): its activations and
+its steps on ``cpu`` travel in that version's lane (``Topics.lane``), and so do its
+child's (the worker pins a ``wf.call``'s child to its own version), while the kills
+go on.
 
 ``CODE_POINTS`` are five ways for the worker running a function to die, each a fault
 point armed for the workflow's activations or its step task (``services/common/faults.py``,
@@ -26,6 +30,7 @@ which kills came while code runs were in flight.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -41,6 +46,7 @@ from load.kafka_io import Seen
 from ops.cli.endpoints import Endpoints
 from ops.cli.replay import gather
 from ops.sandbox import Sandbox
+from services.worker.workflows import version_of
 
 E2E_DIR = Path(__file__).resolve().parents[1] / "tests" / "e2e"
 FLOWS = "fault_flows"
@@ -57,7 +63,9 @@ REPLAY_GRACE_S = 30.0
 
 
 def code(s: Sizes) -> Spec:
-    """The spec of a run of ``fault.code``: the decorator's, with the suite's heartbeat
+    """The spec of a run of ``fault.code``: the decorator's, at the code version the
+    suite's workers announce (they inherit this process's ``HEADWATER_CODE_VERSION``,
+    else each names the digest of the function's source), with the suite's heartbeat
     timeout for its activations (``s`` is unused: the function fixes its own sizes)."""
     if str(E2E_DIR) not in sys.path:
         sys.path.append(str(E2E_DIR))
@@ -67,7 +75,8 @@ def code(s: Sizes) -> Spec:
 
     info = info_of(flow)
     assert info is not None and info.name == WORKFLOW
-    spec: dict[str, Any] = info.spec()
+    spec: dict[str, Any] = info.spec(version_of(
+        info, os.environ.get("HEADWATER_CODE_VERSION") or None))
     spec["heartbeat_timeout"] = HEARTBEAT_TIMEOUT_S
     return spec
 

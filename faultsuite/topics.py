@@ -1,15 +1,18 @@
 """Reading whole topics once a run is over: every record up to the end offsets of the
-moment, decoded, with undecodable records counted rather than raised; and which input
-records a consumer group has not committed (``uncommitted``)."""
+moment, decoded, with undecodable records counted rather than raised (a queue's
+dispatches, lanes and all: ``read_dispatches``); and which input records a consumer
+group has not committed (``uncommitted``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from headwater import codec
 from headwater.errors import DecodeError
+from headwater.topics import Topics
 from load.kafka_io import reader
 from tests.polling import scaled
 
@@ -51,6 +54,22 @@ async def read_all(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list
         if not found:
             return []
         return [_record(r) for r in await topics.read_to_end(topic, found)]
+
+
+async def read_dispatches(bootstrap: str, topics: Topics, queue: str,
+                          timeout_s: float = 120.0) -> dict[str, list[Record]]:
+    """Every dispatch record for the workers of ``queue``: on ``tasks.<queue>`` and on
+    each of its lanes (``Topics.lane``: where code runs that recorded a code version
+    send their activations and their steps on their own queue), by topic, each read as
+    ``read_all`` does.
+
+    Raises:
+        TimeoutError: not read within ``timeout_s`` (scaled, see ``tests/polling.py``).
+    """
+    async with reader(bootstrap, scaled(timeout_s)) as source:
+        listed = await asyncio.wait_for(source.admin.list_topics(), scaled(timeout_s))
+    names = sorted({topics.tasks(queue)} | {t for t in listed if topics.queue_of(t) == queue})
+    return {t: await read_all(bootstrap, t, timeout_s) for t in names}
 
 
 def _record(r: Any) -> Record:

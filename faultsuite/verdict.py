@@ -18,7 +18,8 @@ from faultsuite.code import code_figures, replay_differences
 from faultsuite.rebalance import QUEUE
 from faultsuite.schedule import ScheduleRun, set_apart
 from faultsuite.supervisor import Supervisor
-from faultsuite.topics import Record, read_all
+from faultsuite.topics import Record, read_all, read_dispatches
+from headwater.topics import Topics
 from ops.sandbox import Sandbox
 
 
@@ -78,9 +79,7 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
     topics = sandbox.topics
     events = await read_all(bootstrap, topics.events)
-    dupes = au.count_duplicates(await read_all(bootstrap, topics.tasks(QUEUE)),
-                                await read_all(bootstrap, topics.reports),
-                                await read_all(bootstrap, topics.submissions))
+    dupes = await _duplicates(bootstrap, topics, report)
     audits, found = set_apart(schedule.workflow_id, events, au.audit_events(events))
     report.audits = audits
     if found is not None:  # the schedule's own checks and figures, not compared
@@ -117,6 +116,20 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
         "definitions_run": _count(o.definition for o in outcomes.values()
                                   if o is not None and o.definition is not None),
     })
+
+
+async def _duplicates(bootstrap: str, topics: Topics, report: RunReport) -> au.Duplicates:
+    """The repeated records of the queue's dispatch topics (``tasks.<queue>`` and its
+    lanes), of the reports and of the submissions; the dispatch records of each of the
+    queue's topics go in the figures (``dispatch_records``)."""
+    dispatches = await read_dispatches(bootstrap, topics, QUEUE)
+    report.figures["dispatch_records"] = {
+        "queue": len(dispatches.get(topics.tasks(QUEUE), [])),
+        "lanes": {t[len(topics.lane_head(QUEUE)):]: len(rs) for t, rs in dispatches.items()
+                  if t != topics.tasks(QUEUE)}}
+    return au.count_duplicates([r for rs in dispatches.values() for r in rs],
+                               await read_all(bootstrap, topics.reports),
+                               await read_all(bootstrap, topics.submissions))
 
 
 async def _check_code(batch: Sequence[Submission], parent_of: Mapping[str, str],

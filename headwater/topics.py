@@ -6,10 +6,58 @@ The ids inside records (task keys, dispatch ids, timer ids) are the core's
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "headwater"
 DEFAULT_PARTITIONS = 8
+MAX_TOPIC_CHARS = 249
+"""The longest topic name Kafka takes."""
+LANE_MARK = "code"
+"""The word between a lane's queue and its workflow (``Topics.lane``)."""
+VERSION_DIGEST_CHARS = 16
+"""Hex digits of the SHA-256 of a code version that name its lane."""
+_KEPT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.")
+LONG_NAME_MARK = "-z"
+"""What a workflow part cut short ends in, before the digest of the whole name: never
+an escape (``-`` is followed by two lowercase hex digits there)."""
+
+
+def version_digest(code_version: str) -> str:
+    """The part of a lane's name that stands for ``code_version``: SHA-256,
+    ``VERSION_DIGEST_CHARS`` hex digits (a version may be 200 characters of anything)."""
+    return hashlib.sha256(code_version.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
+
+
+def lane_part(workflow: str, room: int) -> str:
+    """The part of a lane's name that stands for ``workflow``, at most ``room``
+    characters: the name itself when it is letters, digits and dots, else with every
+    other byte of its UTF-8 written ``-hh`` (``-`` and ``_`` too: a lane's name then
+    holds no ``_``, and Kafka refuses topics whose names differ only by ``.`` and
+    ``_``). Two names never share a part; a part over ``room`` is cut and ends in
+    ``LONG_NAME_MARK`` and a digest of the whole name."""
+    part = "".join(chr(b) if chr(b) in _KEPT else f"-{b:02x}" for b in workflow.encode())
+    if len(part) <= room:
+        return part
+    digest = hashlib.sha256(workflow.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
+    head = part[:max(0, room - len(LONG_NAME_MARK) - len(digest))]
+    return f"{head.rstrip('-')}{LONG_NAME_MARK}{digest}"
+
+
+@dataclass(frozen=True)
+class Lane:
+    """What a lane's topic name says (``Topics.parse_lane``).
+
+    Attributes:
+        queue: the queue it belongs to.
+        workflow_part: its workflow's part of the name (``lane_part``): compare with
+            the part of a workflow's name, not with the name.
+        digest: its code version's digest (``version_digest``).
+    """
+
+    queue: str
+    workflow_part: str
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -87,6 +135,56 @@ class Topics:
     def tasks(self, queue: str) -> str:
         """Dispatches for the worker pool ``queue`` (one consumer group per queue)."""
         return f"{self.prefix}.tasks.{queue}"
+
+    def lane(self, queue: str, workflow: str, code_version: str) -> str:
+        """The lane of the code workflow ``workflow`` at ``code_version`` on ``queue``:
+        ``<prefix>.tasks.<queue>.code.<workflow>.<digest of the version>``. A run that
+        recorded a code version sends its activations, and its task steps on its own
+        queue, there rather than to ``tasks.<queue>``, so that the workers of the code
+        it started on run them (``services.coordinator.records.dispatch_topic``;
+        ``services.worker.lanes``). The workflow's part is its name when that is
+        letters, digits and dots (``lane_part``); the name stays within Kafka's 249
+        characters for any prefix up to about 100."""
+        head = self.lane_head(queue)
+        room = MAX_TOPIC_CHARS - len(head) - 1 - VERSION_DIGEST_CHARS
+        return f"{head}{lane_part(workflow, room)}.{version_digest(code_version)}"
+
+    def lane_head(self, queue: str) -> str:
+        """What the name of every lane of ``queue`` starts with."""
+        return f"{self.tasks(queue)}.{LANE_MARK}."
+
+    def lanes_of(self, queue: str, workflow: str) -> str:
+        """What the names of the lanes of ``workflow`` on ``queue`` start with (every
+        version's): a name with this start and no further dot is one of them."""
+        return self.lane(queue, workflow, "").rpartition(".")[0] + "."
+
+    def parse_lane(self, topic: str) -> Lane | None:
+        """The queue, workflow part and version digest a lane's name holds; None for a
+        topic that is no lane of this prefix. A queue has no dot and a digest neither,
+        so the workflow's part is what lies between (dots and all)."""
+        head = self.tasks("")
+        if not topic.startswith(head):
+            return None
+        queue, dot, rest = topic[len(head):].partition(".")
+        mark, dot2, rest = rest.partition(".")
+        part, dot3, digest = rest.rpartition(".")
+        if not (dot and dot2 and dot3 and queue and part) or mark != LANE_MARK:
+            return None
+        if len(digest) != VERSION_DIGEST_CHARS or digest.strip("0123456789abcdef"):
+            return None
+        return Lane(queue, part, digest)
+
+    def queue_of(self, topic: str) -> str | None:
+        """The queue whose dispatches ``topic`` holds: its ``tasks.<queue>`` or one of
+        its lanes; None for any other topic."""
+        head = self.tasks("")
+        if not topic.startswith(head) or len(topic) == len(head):
+            return None
+        queue = topic[len(head):]
+        if "." not in queue:
+            return queue
+        lane = self.parse_lane(topic)
+        return None if lane is None else lane.queue
 
     @property
     def inputs(self) -> tuple[str, str, str]:

@@ -55,6 +55,15 @@ REPLAYED: list[Callable[[WorkflowInfo, int], None]] = []
 """Called, in order, each time a replay has re-run an earlier activation (the workflow,
 the activation's number), before the activation asked for runs: where a worker's fault
 point ``worker.replaying`` kills it mid-replay (``services/worker/lifecycle.py``)."""
+CODE_VERSION: list[Callable[[WorkflowInfo], str]] = []
+"""The code version this process names for a ``@workflow`` (the last one put here; a
+worker puts the rule of its announcements, ``services/worker/workflows.py``, as it
+starts): a child that a run starts by ``wf.call`` of a ``@workflow`` records it in its
+spec, so that the child's activations travel in that version's lane
+(``headwater.topics.Topics.lane``) as its parent's do, instead of going to any worker of
+the queue. Empty (the harness, a client): the child records none. A replay compares a
+child step by its op and name alone (``describe``), so a history whose child recorded no
+version, or another one, replays alike."""
 class AttemptContext(Protocol):
     """What an activation uses of the attempt's ``headwater.context.TaskContext`` (named
     by its shape, so that the SDK of workflows imports nothing of the client's)."""
@@ -147,6 +156,11 @@ class Instance:
     def progress(self, fraction: float, message: str) -> None:
         if self._progress is not None:
             self._progress(fraction, message)
+
+    def child_spec(self, info: WorkflowInfo) -> dict[str, Any]:
+        """``WorkflowInfo.spec()`` of a child, with the code version ``CODE_VERSION``
+        names for it, if any."""
+        return info.spec(CODE_VERSION[-1](info) if CODE_VERSION else None)
 
     def _fault(self, error: NondeterminismError) -> None:
         if self.fault is None:

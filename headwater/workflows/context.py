@@ -55,6 +55,10 @@ class Runtime(Protocol):
     def progress(self, fraction: float, message: str) -> None:
         """Report progress on the run's live view."""
 
+    def child_spec(self, info: WorkflowInfo) -> dict[str, Any]:
+        """The spec document of a child run of ``info`` (``wf.call`` of a
+        ``@workflow``): pinned to the code version this process names for it, if any."""
+
 
 class ContinueAsNew(BaseException):
     """Raised by ``wf.continue_as_new``: the function's run ends here and starts again
@@ -142,13 +146,16 @@ class WorkflowContext:
         """Run a child workflow: a ``@workflow`` (the function or its name) or a
         registered definition (its name); awaiting gives its output, or raises
         ``StepFailed`` when it failed (after ``retry``) or was cancelled. The child is
-        linked to this run: cancelling this run cancels it."""
+        linked to this run: cancelling this run cancels it. A ``@workflow``'s child run
+        records the code version the worker announces for it, so that it runs on the
+        code that called it (``activation.CODE_VERSION``)."""
         from headwater.workflows.registry import info_of
 
         info = info_of(workflow)
         command: dict[str, Any] = {"op": "child", "input": input}
         if info is not None:
-            command.update(name=info.name, workflow=info.spec(), definition=info.name)
+            command.update(name=info.name, workflow=self._runtime.child_spec(info),
+                           definition=info.name)
         elif isinstance(workflow, str):
             command["name"] = workflow  # a definition: resolved when issued
         else:

@@ -53,12 +53,16 @@ class WorkflowInfo:
     max_events: int = DEFAULT_MAX_EVENTS
     deploy: dict[str, Any] = field(default_factory=dict)
 
-    def spec(self) -> dict[str, Any]:
-        """The spec document of a run of this workflow."""
+    def spec(self, code_version: str | None = None) -> dict[str, Any]:
+        """The spec document of a run of this workflow; with ``code_version``, its code
+        node records it, and the run's activations travel in that version's lane
+        (``headwater.topics.Topics.lane``)."""
         node: dict[str, Any] = {
             "id": CODE_NODE, "kind": "code", "task": self.name, "queue": self.queue,
             "input": "${input}", "timeout": self.timeout, "retry": dict(ACTIVATION_RETRY),
             "max_events": self.max_events}
+        if code_version is not None:
+            node["code_version"] = code_version
         doc: dict[str, Any] = {"name": self.name, "nodes": [node], "output": "${nodes.main.output}"}
         if self.restart_on_failure:
             doc["restart_on_failure"] = True

@@ -120,7 +120,7 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
         return [_to_child(topics, body, state)]
     if isinstance(body, ev.TaskDispatched):
         sent = activation_dispatch(state, body) if state is not None else body
-        return [Outgoing(topics.tasks(body.queue), body.dispatch_id.encode(),
+        return [Outgoing(dispatch_topic(topics, body, state), body.dispatch_id.encode(),
                          codec.encode(sent), wid)]
     if isinstance(body, ev.TaskCancelled):
         return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
@@ -128,6 +128,29 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
     if report is None:
         return []
     return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
+
+
+def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,
+                   ) -> str:
+    """Where a dispatch for a worker goes: ``tasks.<queue>``, or the lane of the code
+    it started on (``Topics.lane``) for an attempt of a code node whose spec records a
+    ``code_version``, when it is an activation or a task step on the workflow's own
+    queue. A step on another queue goes to that queue: its workers are not the
+    workflow's. (A child step is no dispatch to a worker: ``_to_child``.)
+
+    A function of the run's recorded state alone (its spec's code version, the node's
+    kind and queue, the dispatch's queue): the same history sends the same dispatch
+    to the same topic, whichever coordinator sends it, and whichever workers are live.
+    Which workers read a lane is theirs to settle (``services.worker.lanes``)."""
+    if state is None or state.spec_error:
+        return topics.tasks(body.queue)
+    try:
+        spec = state.spec.node(body.node)
+    except KeyError:
+        return topics.tasks(body.queue)
+    if spec.code is None or spec.code.code_version is None or body.queue != spec.queue:
+        return topics.tasks(body.queue)
+    return topics.lane(spec.queue, spec.task, spec.code.code_version)
 
 
 def _child_spec(state: WorkflowState | None, node_id: str, index: int | None,

@@ -5,7 +5,9 @@ A taken dispatch is skipped without running when its attempt was cancelled alrea
 runs or ran here; otherwise it runs (``lifecycle``): its offset becomes committable
 once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
 ended. Task code cannot stop the worker, and the poll loop never waits on it
-(``intake``). A second consumer, without a group, reads ``worker-control`` (``control``)
+(``intake``). Besides ``tasks.<queue>``, a worker serving ``@workflow``s reads their
+lanes at its code version, and those of other versions no live worker serves
+(``lanes``). A second consumer, without a group, reads ``worker-control`` (``control``)
 and stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
 cancelling ``run`` stops at once. What task code logs and prints goes to its attempt's
 log too (``task_logs``), sent to the ``logs`` topic.
@@ -24,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from headwater import codec
+from headwater.announcement import AnnouncedWorkflow
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.log_lines import TaskLogLines
@@ -38,13 +41,14 @@ from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
 from services.worker.intake import Intake
+from services.worker.lanes import Lanes, following, own_versions
 from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
 from services.worker.reports import clean_text
 from services.worker.settings import Settings
 from services.worker.task_logs import capture
 from services.worker.task_logs.attempt_log import AttemptLog
-from services.worker.workflows import served_workflows
+from services.worker.workflows import pin_children, served_workflows
 
 log = logging.getLogger("headwater.worker")
 
@@ -78,11 +82,16 @@ class Worker:
         self.intake: Intake
         self.outbox: Outbox
         self.announcer: Announcer | None = None
+        self.workflows: tuple[AnnouncedWorkflow, ...] = ()
 
     async def run(self) -> None:
         """Connect, serve the queue until :meth:`stop` (drained) or cancelled (at once),
         then leave the group and disconnect."""
         self._import_tasks()
+        self.workflows = served_workflows(self.settings.queue, self.settings.code_version)
+        pin_children(self.settings.code_version)  # a wf.call's child runs on this code
+        own = own_versions(self.workflows)
+        lanes = Lanes(self.settings, own) if own else None
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq,
                                             self.settings.topics.worker_control])
@@ -104,12 +113,16 @@ class Worker:
         await outbox.start()
         uncapture = capture.install()
         try:
-            async with self._following_cancels():
-                consumer.subscribe([self.topic], listener=intake.listener)
+            # Announced before its lanes are created: a peer that finds a lane finds
+            # its workers' announcement too (``lanes``).
+            async with self._following_cancels(), self._announcing(), self._lanes(lanes):
+                reading = [self.topic, *sorted(lanes.current if lanes else ())]
+                consumer.subscribe(reading, listener=intake.listener)
                 await consumer.start()
                 try:
-                    log.info("worker %s serving %s", self.settings.worker_id, self.topic)
-                    async with self._announcing():
+                    log.info("worker %s serving %s", self.settings.worker_id,
+                             ", ".join(reading))
+                    async with self._adopting(lanes, intake):
                         await self.serve(intake, outbox)
                 finally:
                     await consumer.stop()
@@ -196,12 +209,38 @@ class Worker:
             await consumer.stop()
 
     @contextlib.asynccontextmanager
+    async def _lanes(self, lanes: Lanes | None) -> AsyncIterator[None]:
+        """Create this worker's lanes, and follow the workers topic and the lanes
+        meanwhile (``lanes``); nothing for a worker serving no ``@workflow``."""
+        if lanes is None:
+            yield
+            return
+        await ensure_topics(self.settings, sorted(lanes.mine))
+        async with lanes:
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _adopting(self, lanes: Lanes | None, intake: Intake) -> AsyncIterator[None]:
+        """Subscribe again whenever the lanes to read change (``lanes.following``),
+        until the worker stops taking dispatches."""
+        if lanes is None:
+            yield
+            return
+
+        def resubscribe(now: frozenset[str]) -> None:
+            if self.stopping or intake.left or not intake.taking:
+                return  # draining: the group is left, or about to be
+            intake.consumer.subscribe([self.topic, *sorted(now)], listener=intake.listener)
+
+        async with following(lanes, resubscribe):
+            yield
+
+    @contextlib.asynccontextmanager
     async def _announcing(self) -> AsyncIterator[None]:
         """Announce this worker on the workers topic meanwhile (``announce``)."""
         served = [n for n, t in REGISTRY.items() if t.queue == self.settings.queue]
-        workflows = served_workflows(self.settings.queue, self.settings.code_version)
         self.announcer = Announcer(self.settings, served, lambda: len(self.running),
-                                   workflows)
+                                   self.workflows)
         try:
             async with self.announcer:
                 yield
@@ -296,9 +335,9 @@ class Worker:
 
     async def _dead_letter(self, record: ConsumerRecord, reason: str) -> None:
         reason = clean_text(reason)
-        log.warning("dead-lettering a record of %s: %s", self.topic, reason)
+        log.warning("dead-lettering a record of %s: %s", record.topic, reason)
         headers = [*list(record.headers or ()), (REASON_HEADER, reason.encode()),
-                   (SOURCE_TOPIC_HEADER, self.topic.encode())]
-        DEAD_LETTERS.labels(self.topic).inc()
+                   (SOURCE_TOPIC_HEADER, record.topic.encode())]
+        DEAD_LETTERS.labels(self.topic).inc()  # the queue's: one label for its lanes too
         await self.outbox.dead_letter(self.settings.topics.dlq, record.value, record.key,
                                       headers)

@@ -42,6 +42,25 @@ def announce_s_from_env() -> float:
     return value
 
 
+LANES_S = 2.0
+"""The default ``HEADWATER_LANES_S``, seconds: how often a worker serving code
+workflows looks for lanes to adopt or leave (``services.worker.lanes``)."""
+
+
+def lanes_s_from_env() -> float:
+    """``HEADWATER_LANES_S``: a finite number of seconds in ``ANNOUNCE_RANGE_S``.
+
+    Raises:
+        ValueError: not a number, or not such one (the message names the variable).
+    """
+    value = env_float("LANES_S", LANES_S)
+    low, high = ANNOUNCE_RANGE_S
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"HEADWATER_LANES_S must be a number of seconds from {low:g} to "
+                         f"{high:g}, got {os.environ.get('HEADWATER_LANES_S')!r}")
+    return value
+
+
 def task_log_limits_from_env() -> Limits:
     """``HEADWATER_TASK_LOG_LINE_BYTES``, ``_MAX_LINES`` and ``_MAX_BYTES``: the bounds
     of an attempt's log, each a number above 0.
@@ -124,6 +143,10 @@ class Settings(CommonSettings):
         code_version: the version of the code it runs, named in its announcements of
             the ``@workflow``s it serves (``HEADWATER_CODE_VERSION``; unset: a digest of
             each function's source, ``services.worker.workflows``).
+        lanes_s: how often a worker serving ``@workflow``s looks for lanes of other
+            code versions to adopt, or to leave (``HEADWATER_LANES_S``, 2 by default,
+            from 0.1 to 60; ``services.worker.lanes``): a run whose code's last worker
+            stopped waits about this long, and a rebalance, before another takes it.
         workflow_cache_size: the code workflow runs whose instance it keeps
             (``HEADWATER_WORKFLOW_CACHE_SIZE``, read by ``headwater.workflows.activation``:
             checked here, so that a value that is no number stops the worker naming it).
@@ -142,6 +165,7 @@ class Settings(CommonSettings):
     metrics_host: str = metrics.DEFAULT_HOST
     task_log: Limits = field(default_factory=Limits)
     code_version: str | None = None
+    lanes_s: float = LANES_S
     workflow_cache_size: int = DEFAULT_CACHE_SIZE
 
     @classmethod
@@ -171,5 +195,6 @@ class Settings(CommonSettings):
             metrics_host=metrics.host_from_env(),
             task_log=task_log_limits_from_env(),
             code_version=env_str("CODE_VERSION", "") or None,
+            lanes_s=lanes_s_from_env(),
             workflow_cache_size=env_int("WORKFLOW_CACHE_SIZE", DEFAULT_CACHE_SIZE),
         )

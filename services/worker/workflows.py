@@ -11,10 +11,14 @@ the gateway turns into the workflow's definition
 The code version is ``HEADWATER_CODE_VERSION`` when the worker names one (a release
 tag, a git commit), else a digest of the function's source: a change to the function's
 body makes a new definition version, a worker restarted on the same code does not.
+A child that a run starts by ``wf.call`` of a ``@workflow`` records the version this
+rule gives (``pin_children``): its activations travel in the lane of the code that
+called it, as the parent's do (``headwater.topics.Topics.lane``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable
@@ -22,16 +26,19 @@ from typing import Any
 
 from headwater.announcement import AnnouncedWorkflow
 from headwater.core.kinds.code.records import MAX_CODE_VERSION_CHARS
+from headwater.workflows import activation
 from headwater.workflows.decorator import WORKFLOWS, WorkflowInfo
 
 SOURCE_DIGEST_CHARS = 16
 """Hex digits of the SHA-256 of a function's source kept as its code version."""
 
 
+@functools.cache
 def source_version(fn: Callable[..., Any]) -> str:
     """A digest of ``fn``'s source (SHA-256, ``SOURCE_DIGEST_CHARS`` hex digits), or of
     its module and name when the source cannot be read (a frozen or generated
-    function)."""
+    function). Kept per function: a child step asks it at each ``wf.call``, and a
+    module's source does not change under a running process."""
     try:
         text = inspect.getsource(fn)
     except (OSError, TypeError):
@@ -47,8 +54,27 @@ def announced(info: WorkflowInfo, code_version: str | None = None) -> AnnouncedW
         code_version: the worker's ``HEADWATER_CODE_VERSION`` (None: the source's
             digest, ``source_version``).
     """
-    version = (code_version or source_version(info.fn))[:MAX_CODE_VERSION_CHARS]
-    return AnnouncedWorkflow(info.name, info.spec(), info.input_schema, info.path, version)
+    return AnnouncedWorkflow(info.name, info.spec(), info.input_schema, info.path,
+                             version_of(info, code_version))
+
+
+def version_of(info: WorkflowInfo, code_version: str | None = None) -> str:
+    """The code version a worker names for ``info``: ``code_version`` (its
+    ``HEADWATER_CODE_VERSION``) or the source's digest, cut to what a spec takes."""
+    return (code_version or source_version(info.fn))[:MAX_CODE_VERSION_CHARS]
+
+
+def pin_children(code_version: str | None = None) -> None:
+    """Have the children this process's runs start by ``wf.call`` of a ``@workflow``
+    record the code version it announces for that workflow (``version_of``;
+    ``headwater.workflows.activation.CODE_VERSION``). A child on another queue records
+    it too: its workers, deployed from the same code, announce the same (else a worker
+    of its workflow adopts the lane, ``services.worker.lanes``).
+
+    Args:
+        code_version: the worker's ``HEADWATER_CODE_VERSION``, or None.
+    """
+    activation.CODE_VERSION[:] = [functools.partial(version_of, code_version=code_version)]
 
 
 def served_workflows(queue: str, code_version: str | None = None,

@@ -71,11 +71,13 @@ def in_home(stack: Stack, act: Callable[[], Any]) -> Any:
         set_home(before)
 
 
-async def served(client: httpx.AsyncClient, name: str, version: str) -> dict[str, Any]:
-    """The definition ``name`` once a worker announced it with code version
-    ``version``."""
+async def served(client: httpx.AsyncClient, name: str, version: str,
+                 number: int | None = None) -> dict[str, Any]:
+    """The definition ``name`` (its latest version, or version ``number``) once a
+    worker announced it with code version ``version``."""
     async def probe() -> dict[str, Any]:
-        r = await client.get(f"/v1/definitions/{name}")
+        r = await client.get(f"/v1/definitions/{name}",
+                             params={} if number is None else {"version": number})
         return dict(r.json()) if r.status_code == 200 else {}
     return await wait_until_async(
         probe, scaled(60), f"definition {name} at code version {version}",

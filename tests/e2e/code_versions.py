@@ -9,6 +9,9 @@ as a deploy would bring other code under the same workflow name:
   from its history at step 1;
 - ``v3``: the change behind ``wf.patched("second-v2")``: a run begun on v1 keeps the old
   step, a run begun on v3 takes the new one.
+
+``cv.parent`` calls the ``@workflow`` ``cv.kid`` (three steps in a row), the same in every
+version but for the ``code`` each names in its output.
 """
 
 from __future__ import annotations
@@ -120,3 +123,17 @@ async def loop(wf: WorkflowContext, total: int, every: int = 0, done: int = 0,
             wf.continue_as_new(total=total, every=every, done=done, acc=acc,
                                generation=generation + 1)
     return {"done": done, "acc": acc, "generations": generation}
+
+
+@workflow(name="cv.kid", queue=QUEUE)
+async def kid(wf: WorkflowContext, x: int) -> dict[str, Any]:
+    """``cv.first`` three times in a row from ``x``: four activations."""
+    for _ in range(3):
+        x = int(await wf.run(first, x=x))
+    return {"x": x, "code": CODE}
+
+
+@workflow(name="cv.parent", queue=QUEUE)
+async def parent(wf: WorkflowContext, x: int) -> dict[str, Any]:
+    """``cv.kid`` of ``x``, as a child run."""
+    return {"kid": await wf.call(kid, {"x": x}), "code": CODE}

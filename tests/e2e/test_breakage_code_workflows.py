@@ -11,11 +11,12 @@ prepare, so a run that sleeps is projected; cancelling a run with a child and a 
 flight cancels both; twenty runs at once through a cache of one run each end right; one
 signal (and a copy of it under its id) is taken by one wait, not by every wait for its
 name; the harness and the stack agree on where ``max_events`` fails a run; runs go on
-after their worker is SIGKILLed (their next activations replay). What
-does not hold (``xfail``, naming the fault): a gather of fewer steps than an activation
-may issue fails once its decision outgrows the worker's 1 MiB output limit; a run whose
-results together outgrow the 16 MiB record limit fails (the in-process harness runs it);
-runs started while two code versions serve a queue fail or stall."""
+after their worker is SIGKILLed (their next activations replay); runs started while two
+code versions serve a queue (a rolling deploy whose newer code's steps run a task only
+it has) all succeed, each on its own version's lane. What does not hold (``xfail``,
+naming the fault): a gather of fewer steps than an activation may issue fails once its
+decision outgrows the worker's 1 MiB output limit; a run whose results together
+outgrow the 16 MiB record limit fails (the in-process harness runs it)."""
 
 from __future__ import annotations
 
@@ -292,11 +293,6 @@ def test_runs_go_on_after_their_worker_is_killed(http: httpx.Client,
         assert (doc["status"], doc["output"]) == ("succeeded", expected), doc
 
 
-@pytest.mark.xfail(strict=True, reason="a rolling deploy: a step's task that only the newer "
-                   "code registers (bf.echo2) fails for good with TaskNotFoundError when a "
-                   "worker of the older code takes it (not retried), and activations bounce "
-                   "between the two with NondeterminismError and backoff: 8 of 10 runs "
-                   "failed, others ran for over 5 minutes")
 def test_runs_started_while_two_code_versions_serve_a_queue_succeed(
         http: httpx.Client, code_stack: Sandbox) -> None:
     newer = localstack.Service("worker-cpu-v2", (sys.executable, "-m", "services.worker",

@@ -2,7 +2,9 @@
 the oldest waiting dispatch, live workers, and the queue's state.
 
 The backlog of queue ``q`` is the lag of its workers' consumer group
-(``Topics.worker_group(q)``) on ``Topics.tasks(q)``: per partition, the end offset minus
+(``Topics.worker_group(q)``) on ``Topics.tasks(q)`` and on its lanes (``Topics.lane``:
+where code workflows' runs send their activations and steps, one topic per workflow
+and code version; read by the same group): per partition, the end offset minus
 the committed offset (the log's first offset where the group committed none: its
 workers start there, ``auto.offset.reset=earliest``). The oldest waiting dispatch is the
 record at the committed offset of each partition with a lag: its Kafka timestamp (the
@@ -179,20 +181,40 @@ class QueueFigures:
         return await self.cache.get(("lag", queue), lambda: self._lag(queue), stale_ok)
 
     async def task_queues(self, stale_ok: bool = False) -> set[str]:
-        """The queues whose tasks topic exists (``stale_ok``: as ``TimedCache.get``).
+        """The queues whose tasks topic or a lane exists (``stale_ok``: as
+        ``TimedCache.get``).
 
         Raises:
             KafkaError: the broker could not answer.
         """
-        return await self.cache.get("topics", self._task_queues, stale_ok)
+        return set(await self.task_topics(stale_ok))
 
-    async def _task_queues(self) -> set[str]:
-        head = self.settings.topics.tasks("")
-        return {t[len(head):] for t in await self.offsets.admin.list_topics()
-                if t.startswith(head) and len(t) > len(head)}
+    async def task_topics(self, stale_ok: bool = False) -> dict[str, list[str]]:
+        """Queue -> its dispatch topics that exist: ``tasks.<queue>`` and its lanes,
+        sorted (``stale_ok``: as ``TimedCache.get``).
+
+        Raises:
+            KafkaError: the broker could not answer.
+        """
+        return await self.cache.get("topics", self._task_topics, stale_ok)
+
+    async def _task_topics(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for topic in sorted(await self.offsets.admin.list_topics()):
+            queue = self.settings.topics.queue_of(topic)
+            if queue is not None:
+                found.setdefault(queue, []).append(topic)
+        return found
 
     async def _lag(self, queue: str) -> Lag:
-        topic = self.settings.topics.tasks(queue)
+        topics = (await self.task_topics(stale_ok=True)).get(queue) or [
+            self.settings.topics.tasks(queue)]
+        lags = [await self._topic_lag(queue, topic) for topic in topics]
+        stamps = [lag.oldest_ms for lag in lags if lag.oldest_ms is not None]
+        return Lag(sum(lag.backlog for lag in lags), min(stamps) if stamps else None)
+
+    async def _topic_lag(self, queue: str, topic: str) -> Lag:
+        """The backlog and oldest waiting dispatch of one of ``queue``'s topics."""
         partitions = await self.offsets.partitions(topic)
         if not partitions:
             return Lag(0)

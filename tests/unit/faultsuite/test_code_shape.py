@@ -22,8 +22,12 @@ from faultsuite.suite import FULL, POINTS, QUICK, point_plan
 from faultsuite.supervisor import Life
 from faultsuite.topics import Record
 from headwater.core import events as ev
+from headwater.core.machine import step
+from headwater.topics import Topics
 from load.kafka_io import Seen
 from services.common import faults
+from services.coordinator.records import encode_outputs
+from services.worker.workflows import served_workflows
 
 
 def test_the_batch_has_a_code_run_sent_its_signal() -> None:
@@ -36,6 +40,26 @@ def test_the_batch_has_a_code_run_sent_its_signal() -> None:
     assert [sig.name for sig in run.signals] == ["approval"]
     assert run.children_run == "fault.code_child@?"
     assert len([s for s in make_batch("fb", 2 * len(ALL_SHAPES)) if s.shape == "code"]) == 2
+
+
+@pytest.mark.parametrize("named", [None, "release-7"])
+def test_the_code_shape_runs_in_the_lane_its_workers_serve(
+        monkeypatch: pytest.MonkeyPatch, named: str | None) -> None:
+    """Its spec records the code version the suite's workers announce (they inherit
+    ``HEADWATER_CODE_VERSION``), so its first activation goes to their lane."""
+    if named is None:
+        monkeypatch.delenv("HEADWATER_CODE_VERSION", raising=False)
+    else:
+        monkeypatch.setenv("HEADWATER_CODE_VERSION", named)
+    [run] = [s for s in make_batch("fb", len(ALL_SHAPES)) if s.shape == "code"]
+    [announced] = [w for w in served_workflows("cpu", named) if w.name == WORKFLOW]
+    version = run.spec["nodes"][0]["code_version"]
+    assert version == announced.code_version == (named or announced.code_version)
+    topics = Topics("unit-fs")
+    first = step(None, ev.WorkflowSubmitted("r", run.spec, run.input, 1_700_000_000_000))
+    routed = {o.topic for o in encode_outputs(topics, first.events, 1_000_000, first.state)
+              if o.topic != topics.events}
+    assert routed == {topics.lane("cpu", WORKFLOW, version)}
 
 
 def test_both_suites_kill_the_worker_running_a_function_five_ways() -> None:

@@ -8,7 +8,12 @@ import pytest
 
 from headwater.workflows.decorator import WORKFLOWS
 from services.worker.settings import Settings
-from services.worker.workflows import SOURCE_DIGEST_CHARS, served_workflows, source_version
+from services.worker.workflows import (
+    SOURCE_DIGEST_CHARS,
+    pin_children,
+    served_workflows,
+    source_version,
+)
 from tests.unit.headwater.workflows import flows
 
 
@@ -33,3 +38,20 @@ def test_a_named_code_version_wins(monkeypatch: pytest.MonkeyPatch) -> None:
         "release-7"}
     monkeypatch.delenv("HEADWATER_CODE_VERSION")
     assert Settings.from_env().code_version is None
+
+
+@pytest.mark.parametrize("named", [None, "release-7"])
+def test_a_worker_pins_the_children_of_its_runs_to_what_it_announces(
+        named: str | None) -> None:
+    """``pin_children``: the version a child of ``wf.call`` records is the one the
+    worker announces for its workflow (``HEADWATER_CODE_VERSION`` or the digest)."""
+    from headwater.workflows import activation
+
+    try:
+        pin_children(named)
+        [rule] = activation.CODE_VERSION
+        info = WORKFLOWS["wt.child"]
+        [announced] = [w for w in served_workflows("cpu", named) if w.name == "wt.child"]
+        assert rule(info) == announced.code_version == (named or source_version(flows.child))
+    finally:
+        activation.CODE_VERSION.clear()
