@@ -96,7 +96,8 @@ async def test_a_cancelled_async_attempt_stops_without_an_outcome(
             worker.cancel(cancel("a"))
             await wait_until(lambda: "b" in outcomes(producer))  # its slot was freed
             await wait_until(lambda: consumer.committed.get(TP0) == 2)
-    assert STOPPED == ["anap"]
+            # The attempt's own loop runs the cancelled coroutine's handler in its time.
+            await wait_until(lambda: STOPPED == ["anap"] and not worker.running)
     assert "a" not in outcomes(producer) and outcomes(producer)["b"].output == 2
     lines = [r.getMessage() for r in caplog.records if "a/n/1" in r.getMessage()]
     assert lines[:2] == ["started a/n/1 (unit.cancel.anap)",
