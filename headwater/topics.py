@@ -21,6 +21,12 @@ _KEPT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 LONG_NAME_MARK = "-z"
 """What a workflow part cut short ends in, before the digest of the whole name: never
 an escape (``-`` is followed by two lowercase hex digits there)."""
+MAX_QUEUE_CHARS = 64
+"""The longest queue name (``headwater.core.ids.QUEUE_PATTERN``)."""
+MAX_PREFIX_CHARS = (MAX_TOPIC_CHARS - len(".tasks.") - MAX_QUEUE_CHARS - len(f".{LANE_MARK}.")
+                    - len(LONG_NAME_MARK) - 2 * VERSION_DIGEST_CHARS - 1)
+"""The longest topic prefix (137): with it, the lane of a 64-character queue still has
+room for a workflow part cut short (``lane_part``), so no name passes Kafka's 249."""
 
 
 def version_digest(code_version: str) -> str:
@@ -144,7 +150,7 @@ class Topics:
         it started on run them (``services.coordinator.records.dispatch_topic``;
         ``services.worker.lanes``). The workflow's part is its name when that is
         letters, digits and dots (``lane_part``); the name stays within Kafka's 249
-        characters for any prefix up to about 100."""
+        characters for any prefix up to ``MAX_PREFIX_CHARS``."""
         head = self.lane_head(queue)
         room = MAX_TOPIC_CHARS - len(head) - 1 - VERSION_DIGEST_CHARS
         return f"{head}{lane_part(workflow, room)}.{version_digest(code_version)}"

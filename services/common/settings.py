@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Topics
+from headwater.topics import DEFAULT_PARTITIONS, DEFAULT_PREFIX, MAX_PREFIX_CHARS, Topics
 from services.common.kafka.security import KafkaSecurity
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
@@ -31,6 +32,26 @@ def default_pg_dsn() -> str:
 ON = ("on", "1", "true", "yes")
 OFF = ("off", "0", "false", "no")
 """How ``on``/``off`` settings may be spelled (lower case)."""
+
+
+PREFIX_PATTERN = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PREFIX_CHARS}}}")
+"""A topic prefix: what Kafka takes in a topic name, short enough that every topic of
+the deployment (a lane's the longest, ``Topics.lane``) stays within 249 characters."""
+
+
+def prefix_from_env() -> str:
+    """``HEADWATER_TOPIC_PREFIX`` (``headwater`` by default).
+
+    Raises:
+        ValueError: not 1 to ``MAX_PREFIX_CHARS`` letters, digits, ``.``, ``_``, ``-``
+            (the message names the variable).
+    """
+    prefix = env_str("TOPIC_PREFIX", DEFAULT_PREFIX)
+    if not PREFIX_PATTERN.fullmatch(prefix):
+        raise ValueError(f"HEADWATER_TOPIC_PREFIX must be 1 to {MAX_PREFIX_CHARS} letters, "
+                         f"digits, '.', '_' or '-', got {prefix!r} ({len(prefix)} "
+                         f"characters)")
+    return prefix
 
 
 def env_str(name: str, default: str) -> str:
@@ -215,7 +236,7 @@ class CommonSettings:
         """
         return {
             "bootstrap": env_str("KAFKA_BOOTSTRAP", default_bootstrap()),
-            "prefix": env_str("TOPIC_PREFIX", DEFAULT_PREFIX),
+            "prefix": prefix_from_env(),
             "partitions": env_int("PARTITIONS", DEFAULT_PARTITIONS),
             "replication": env_int("REPLICATION", 1),
             "pg_dsn": env_str("PG_DSN", default_pg_dsn()),
