@@ -163,9 +163,11 @@ class BatchApplier:
             intents = self._intents(entries, effects.encoded)
             await self._record_and_carry_out(intents, effects.dead, effects.moves)
         except BaseException:
-            for wid in effects.touched:
+            for wid in [*effects.touched, *effects.purged]:
                 self.store.forget(wid)  # the cached states may be ahead of the table
             raise
+        for wid in effects.purged:  # an input after its purge in the batch read it
+            self.store.forget(wid)  # back from the table: not to be answered again
         for wid, state in effects.touched.items():
             self.timers.arm(state, changed[wid])
         self._renew(effects)
