@@ -128,3 +128,30 @@ async def test_many_batches_leave_the_store_holding_the_live_workflows_alone() -
 
 def _rec(topic: str, offset: int, wid: str, value: Any) -> InputRecord:
     return InputRecord(topic, 0, offset, wid.encode(), codec.encode(value), [])
+
+
+RESTART_SPEC = {"name": "restart", "restart_on_failure": True, "max_restarts": 1,
+                "nodes": [{"id": "f", "task": "t.f", "heartbeat_timeout": 3}]}
+
+
+async def test_a_new_generation_after_a_lost_attempt_then_a_restart_goes_on() -> None:
+    """A lost lease restarts the run (``WorkflowRestarted``: a new generation, seqs
+    numbered on), each batch in a new process: the guard refuses none, and the old
+    attempt's late report is fenced as superseded, recording nothing twice."""
+    bus, table = Bus(), Table()
+    rid = "wf-restart"
+    batches = [
+        [_rec(TOPICS.submissions, 0, rid, ev.WorkflowSubmitted(rid, RESTART_SPEC, {}, AT))],
+        [_rec(TOPICS.reports, 0, rid, ev.TaskStarted(rid, "f", None, 1, AT + 10, "w-1"))],
+        [_rec(TOPICS.control, 0, rid, ev.TimerFired(rid, "lease:f:1", AT + 10_000))],
+        [_rec(TOPICS.reports, 1, rid, ev.TaskSucceeded(rid, "f", None, 1, AT + 10_010, 1)),
+         _rec(TOPICS.reports, 2, rid, ev.TaskStarted(rid, "f", None, 2, AT + 10_020, "w"))],
+        [_rec(TOPICS.reports, 3, rid, ev.TaskSucceeded(rid, "f", None, 2, AT + 10_030, 2))],
+    ]
+    for batch in batches:
+        await restarted(bus, table).apply_batch(batch)
+    events = [e for e in bus.events() if e.workflow_id == rid]
+    assert "WorkflowRestarted" in [e.type for e in events]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].type == "WorkflowSucceeded" and conflicts(events) == {}
+    assert not table._unwritten
