@@ -20,7 +20,7 @@ import contextlib
 import importlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -76,6 +76,10 @@ class Worker:
         self.running: dict[AttemptKey, Attempt] = {}
         self.cancelled = RecentAttempts()
         self.finished = RecentAttempts()
+        self.unsettled: dict[AttemptKey, list[tuple[TopicPartition, int]]] = {}
+        """Attempts running here whose dispatch still needs redelivery (their
+        ``TaskStarted`` not acknowledged yet) -> the copies of it delivered since
+        (a rebalance), committable with it and not before."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.serving = False
         self.stopping = False
@@ -291,21 +295,48 @@ class Worker:
             committable()
             return
         if self._skipped(dispatch):
-            committable()
+            self._skip(attempt_key(dispatch), tp, record.offset)
             return
         attempt = Attempt(dispatch, self.outbox.report, self.executor,
                           self.settings.max_output_bytes, taken_at_s)
         attempt.trace(record.headers, record.topic)  # the dispatch's trace, if any
         attempt.log = AttemptLog(attempt.key, self.settings.task_log, self._ship_log)
         self.running[attempt.key] = attempt
+        copies: list[tuple[TopicPartition, int]] = []
+        self.unsettled[attempt.key] = copies
         try:
-            await live(attempt, self.settings.worker_id, committable)
+            await live(attempt, self.settings.worker_id,
+                       lambda: self._settled(attempt.key, copies, committable))
         finally:
             if self.running.get(attempt.key) is attempt:
                 del self.running[attempt.key]
+            if self.unsettled.get(attempt.key) is copies:
+                del self.unsettled[attempt.key]  # left uncommitted: delivered again
         if not attempt.cancelled:
             self.completed += 1
             self.finished.add(attempt.key)  # its outcome (or a stand-in) was acknowledged
+
+    def _skip(self, key: AttemptKey, tp: TopicPartition, offset: int) -> None:
+        """A skipped dispatch's offset becomes committable: at once, or, for a copy of
+        one whose attempt runs here and still needs it delivered again (a rebalance
+        gave it back before its ``TaskStarted`` was acknowledged), with that attempt's
+        own (``_settled``). Committed at once, a worker dying then would leave the
+        attempt started nowhere and its dispatch delivered to no other worker."""
+        copies = self.unsettled.get(key)
+        if copies is not None and key not in self.cancelled:
+            copies.append((tp, offset))
+        else:
+            self.intake.committable(tp, offset)
+
+    def _settled(self, key: AttemptKey, copies: list[tuple[TopicPartition, int]],
+                 committable: Callable[[], None]) -> None:
+        """The dispatch of attempt ``key`` needs no redelivery: its offset and those of
+        its copies taken since (``_skip``) become committable."""
+        committable()
+        if self.unsettled.get(key) is copies:
+            del self.unsettled[key]
+        for tp, offset in copies:
+            self.intake.committable(tp, offset)
 
     async def _ship_log(self, lines: TaskLogLines) -> None:
         await self.outbox.log_lines(self.settings.topics.logs, lines)
