@@ -13,8 +13,9 @@ DEFAULT_PREFIX = "headwater"
 DEFAULT_PARTITIONS = 8
 MAX_TOPIC_CHARS = 249
 """The longest topic name Kafka takes."""
-LANE_MARK = "code"
-"""The word between a lane's queue and its workflow (``Topics.lane``)."""
+LANES = "lanes"
+"""The word after the prefix in every lane's name (``Topics.lane``): lanes have a
+namespace of their own, apart from ``tasks.<queue>``."""
 VERSION_DIGEST_CHARS = 16
 """Hex digits of the SHA-256 of a code version that name its lane."""
 _KEPT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.")
@@ -23,10 +24,32 @@ LONG_NAME_MARK = "-z"
 an escape (``-`` is followed by two lowercase hex digits there)."""
 MAX_QUEUE_CHARS = 64
 """The longest queue name (``headwater.core.ids.QUEUE_PATTERN``)."""
-MAX_PREFIX_CHARS = (MAX_TOPIC_CHARS - len(".tasks.") - MAX_QUEUE_CHARS - len(f".{LANE_MARK}.")
+MAX_PREFIX_CHARS = (MAX_TOPIC_CHARS - len(f".{LANES}.") - MAX_QUEUE_CHARS - 1
                     - len(LONG_NAME_MARK) - 2 * VERSION_DIGEST_CHARS - 1)
-"""The longest topic prefix (137): with it, the lane of a 64-character queue still has
+"""The longest topic prefix (142): with it, the lane of a 64-character queue still has
 room for a workflow part cut short (``lane_part``), so no name passes Kafka's 249."""
+
+
+def unescaped(part: str) -> str | None:
+    """The name a part written by ``lane_part`` stands for; None for a part cut short
+    (``LONG_NAME_MARK``) or one ``lane_part`` does not write."""
+    out, i = bytearray(), 0
+    while i < len(part):
+        if part[i] != "-":
+            if part[i] not in _KEPT:
+                return None
+            out.append(ord(part[i]))
+            i += 1
+            continue
+        hh = part[i + 1:i + 3]
+        if len(hh) != 2 or hh.strip("0123456789abcdef") or chr(int(hh, 16)) in _KEPT:
+            return None
+        out.append(int(hh, 16))
+        i += 3
+    try:
+        return out.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def version_digest(code_version: str) -> str:
@@ -36,12 +59,12 @@ def version_digest(code_version: str) -> str:
 
 
 def lane_part(workflow: str, room: int) -> str:
-    """The part of a lane's name that stands for ``workflow``, at most ``room``
-    characters: the name itself when it is letters, digits and dots, else with every
-    other byte of its UTF-8 written ``-hh`` (``-`` and ``_`` too: a lane's name then
-    holds no ``_``, and Kafka refuses topics whose names differ only by ``.`` and
-    ``_``). Two names never share a part; a part over ``room`` is cut and ends in
-    ``LONG_NAME_MARK`` and a digest of the whole name."""
+    """The part of a lane's name that stands for ``workflow`` (or for its queue), at
+    most ``room`` characters: the name itself when it is letters, digits and dots, else
+    with every other byte of its UTF-8 written ``-hh`` (``-`` and ``_`` too: a lane's
+    name then holds no ``_`` after the prefix, and Kafka refuses topics whose names
+    differ only by ``.`` and ``_``). Two names never share a part; a part over ``room``
+    is cut and ends in ``LONG_NAME_MARK`` and a digest of the whole name."""
     part = "".join(chr(b) if chr(b) in _KEPT else f"-{b:02x}" for b in workflow.encode())
     if len(part) <= room:
         return part
@@ -144,12 +167,13 @@ class Topics:
 
     def lane(self, queue: str, workflow: str, code_version: str) -> str:
         """The lane of the code workflow ``workflow`` at ``code_version`` on ``queue``:
-        ``<prefix>.tasks.<queue>.code.<workflow>.<digest of the version>``. A run that
+        ``<prefix>.lanes.<queue>.<workflow>.<digest of the version>``. A run that
         recorded a code version sends its activations, and its task steps on its own
         queue, there rather than to ``tasks.<queue>``, so that the workers of the code
         it started on run them (``services.coordinator.records.dispatch_topic``;
-        ``services.worker.lanes``). The workflow's part is its name when that is
-        letters, digits and dots (``lane_part``); the name stays within Kafka's 249
+        ``services.worker.lanes``). The queue's and the workflow's parts are written by
+        ``lane_part`` (no ``_`` in either, so no lane collides with another topic under
+        Kafka's rule that ``.`` and ``_`` read alike); the name stays within Kafka's 249
         characters for any prefix up to ``MAX_PREFIX_CHARS``."""
         head = self.lane_head(queue)
         room = MAX_TOPIC_CHARS - len(head) - 1 - VERSION_DIGEST_CHARS
@@ -157,7 +181,7 @@ class Topics:
 
     def lane_head(self, queue: str) -> str:
         """What the name of every lane of ``queue`` starts with."""
-        return f"{self.tasks(queue)}.{LANE_MARK}."
+        return f"{self.prefix}.{LANES}.{lane_part(queue, MAX_QUEUE_CHARS)}."
 
     def lanes_of(self, queue: str, workflow: str) -> str:
         """What the names of the lanes of ``workflow`` on ``queue`` start with (every
@@ -166,15 +190,16 @@ class Topics:
 
     def parse_lane(self, topic: str) -> Lane | None:
         """The queue, workflow part and version digest a lane's name holds; None for a
-        topic that is no lane of this prefix. A queue has no dot and a digest neither,
-        so the workflow's part is what lies between (dots and all)."""
-        head = self.tasks("")
+        topic that is no lane of this prefix, or whose queue's part was cut short (a
+        queue of 22 or more ``_`` and ``-``). A queue's part has no dot and a digest
+        neither, so the workflow's part is what lies between (dots and all)."""
+        head = f"{self.prefix}.{LANES}."
         if not topic.startswith(head):
             return None
-        queue, dot, rest = topic[len(head):].partition(".")
-        mark, dot2, rest = rest.partition(".")
-        part, dot3, digest = rest.rpartition(".")
-        if not (dot and dot2 and dot3 and queue and part) or mark != LANE_MARK:
+        queue_part, dot, rest = topic[len(head):].partition(".")
+        part, dot2, digest = rest.rpartition(".")
+        queue = unescaped(queue_part)
+        if not (dot and dot2 and queue and part):
             return None
         if len(digest) != VERSION_DIGEST_CHARS or digest.strip("0123456789abcdef"):
             return None
@@ -184,11 +209,8 @@ class Topics:
         """The queue whose dispatches ``topic`` holds: its ``tasks.<queue>`` or one of
         its lanes; None for any other topic."""
         head = self.tasks("")
-        if not topic.startswith(head) or len(topic) == len(head):
-            return None
-        queue = topic[len(head):]
-        if "." not in queue:
-            return queue
+        if topic.startswith(head) and len(topic) > len(head) and "." not in topic[len(head):]:
+            return topic[len(head):]
         lane = self.parse_lane(topic)
         return None if lane is None else lane.queue
 

@@ -22,7 +22,7 @@ LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 def test_a_plain_name_is_kept_and_read_back() -> None:
     lane = TOPICS.lane("cpu", "bf.steps", "v1")
-    assert lane == f"hw-test.tasks.cpu.code.bf.steps.{version_digest('v1')}"
+    assert lane == f"hw-test.lanes.cpu.bf.steps.{version_digest('v1')}"
     assert TOPICS.parse_lane(lane) == Lane("cpu", "bf.steps", version_digest("v1"))
     assert TOPICS.queue_of(lane) == "cpu"
     assert lane.startswith(TOPICS.lane_head("cpu"))
@@ -31,17 +31,21 @@ def test_a_plain_name_is_kept_and_read_back() -> None:
 @pytest.mark.parametrize("workflow", [
     "bf.steps", "a", "a.b", "my_flow", "my-flow", "résumé.ß", "x" * 200, "é" * 200,
     "a_b", "a.5f", "a-5f", "_x"])
-def test_every_name_gives_a_legal_lane_of_its_own_workflow(workflow: str) -> None:
+@pytest.mark.parametrize("queue", ["cpu", "gpu_a100-large" + "q" * 40, "q_1-x" * 12 + "abcd"])
+def test_every_name_gives_a_legal_lane_of_its_own_workflow(workflow: str, queue: str) -> None:
+    """A queue of 22 or more ``_`` and ``-`` has its part cut short: its lanes are
+    still its own, but their names no longer say which queue they are of."""
     long_prefix = Topics("p" * 100)
+    readable = len(lane_part(queue, 1000)) <= 64
     for topics in (TOPICS, long_prefix):
-        lane = topics.lane("q_1-x" * 12 + "abcd", workflow, "any version/" * 20)
+        lane = topics.lane(queue, workflow, "any version/" * 20)
         assert LEGAL.fullmatch(lane), lane
         assert len(lane) <= MAX_TOPIC_CHARS
-        assert "_" not in lane[len(topics.lane_head("q_1-x" * 12 + "abcd")):]
+        assert "_" not in lane[len(topics.prefix):]
+        assert lane.startswith(topics.lanes_of(queue, workflow))
+        assert "." not in lane[len(topics.lanes_of(queue, workflow)):]
         parsed = topics.parse_lane(lane)
-        assert parsed is not None and parsed.queue == "q_1-x" * 12 + "abcd"
-        assert lane.startswith(topics.lanes_of(parsed.queue, workflow))
-        assert "." not in lane[len(topics.lanes_of(parsed.queue, workflow)):]
+        assert (parsed is not None and parsed.queue == queue) if readable else parsed is None
 
 
 def test_names_that_differ_give_lanes_that_differ_even_modulo_dot_and_underscore() -> None:
@@ -64,9 +68,10 @@ def test_versions_map_to_short_digests() -> None:
 
 
 @pytest.mark.parametrize("topic", [
-    "hw-test.tasks.cpu", "hw-test.tasks.cpu.code", "hw-test.tasks.cpu.code.wf",
-    "hw-test.tasks.cpu.other.wf.0123456789abcdef", "hw-test.tasks.cpu.code.wf.XYZ",
-    "hw-test.tasks.cpu.code..0123456789abcdef", "other.tasks.cpu.code.wf.0123456789abcdef",
+    "hw-test.tasks.cpu", "hw-test.lanes.cpu", "hw-test.lanes.cpu.wf",
+    "hw-test.tasks.cpu.wf.0123456789abcdef", "hw-test.lanes.cpu.wf.XYZ",
+    "hw-test.lanes.cpu..0123456789abcdef", "other.lanes.cpu.wf.0123456789abcdef",
+    "hw-test.lanes.a_b.wf.0123456789abcdef", "hw-test.lanes.a-zz.wf.0123456789abcdef",
     "hw-test.events"])
 def test_what_is_no_lane_is_not_read_as_one(topic: str) -> None:
     assert TOPICS.parse_lane(topic) is None
@@ -78,3 +83,5 @@ def test_the_queue_of_a_tasks_topic_or_a_lane() -> None:
     assert TOPICS.queue_of("hw-test.tasks.") is None
     assert TOPICS.queue_of("hw-test.tasks.cpu.junk") is None
     assert TOPICS.queue_of("hw-test.reports") is None
+    assert TOPICS.queue_of(TOPICS.lane("gpu_a100-x", "w", "v")) == "gpu_a100-x"
+    assert "_" not in TOPICS.lane("gpu_a100-x", "w_1", "v")
