@@ -1,5 +1,5 @@
 """Which lanes a worker reads: its own, and those of other code versions that no live
-worker serves (adoption).
+worker serves and that are not newer than its own (adoption).
 
 A run of a code workflow that recorded its ``code_version`` sends its activations, and
 its task steps on its own queue, to the lane of that version (``Topics.lane``;
@@ -14,7 +14,9 @@ members subscribed to it, so a lane goes to the workers of its version alone.
 A lane whose version no live worker serves (its workers stopped for good: the old
 code after a deploy) would hold its runs for ever; so each worker also reads the
 lanes of the workflows it serves at other versions while no live worker of the queue
-announces that (workflow, version), and stops once one does again. The new code then
+announces that (workflow, version), and stops once one does again; never a lane of
+code whose first worker started after its own (newer code, whose workers may only be
+restarting: its runs may call tasks the older code lacks). The new code then
 runs old runs: behind ``wf.patched`` it takes the old path; a change that is not
 deterministic is caught as ever (``NondeterminismError``: the attempt fails and is
 retried, the run is not failed). Liveness is the gateway's (``WorkerRegistry``:
@@ -56,9 +58,11 @@ LIST_TIMEOUT_S = 10.0
 
 
 def lanes_to_serve(topics: Topics, queue: str, own: Mapping[str, str],
-                   live: Iterable[WorkerAnnounced], existing: Iterable[str]) -> frozenset[str]:
+                   live: Iterable[WorkerAnnounced], existing: Iterable[str],
+                   newer: Iterable[str] = ()) -> frozenset[str]:
     """The lanes a worker of ``queue`` reads: its own, and each existing lane of a
-    workflow it serves at a version no live worker of the queue announces.
+    workflow it serves at a version no live worker of the queue announces, unless that
+    version is newer than its own code.
 
     Args:
         topics: the deployment's topic names.
@@ -66,13 +70,17 @@ def lanes_to_serve(topics: Topics, queue: str, own: Mapping[str, str],
         own: the workflows it serves -> its code version of each.
         live: the live workers' last announcements (itself among them or not).
         existing: topic names (every topic the broker lists will do).
+        newer: lanes of code first started after this worker (``Lanes.newer``): a
+            run of newer code may call tasks the older code lacks, and its workers
+            being away for a moment (a restart) is no reason to run it on old code.
     """
     mine = {topics.lane(queue, w, v) for w, v in own.items()}
     served = {topics.lane(queue, a.name, a.code_version)
               for r in live if r.queue == queue for a in r.workflows}
     heads = [topics.lanes_of(queue, w) for w in own]
+    skipped = served | set(newer)
     adopted = {t for t in existing for h in heads
-               if t.startswith(h) and "." not in t[len(h):] and t not in served}
+               if t.startswith(h) and "." not in t[len(h):] and t not in skipped}
     return frozenset(mine | adopted)
 
 
@@ -131,6 +139,26 @@ class Lanes:
                                          **aiokafka_security(settings.kafka_security))
         self.current: frozenset[str] = self.mine
         self.unserved_since: dict[str, float] = {}
+        self.started_ms = int(time.time() * 1000)
+        self.first_started: dict[str, int] = {}
+        """Lane -> the earliest start of a worker announcing its version (its clock)."""
+        self.registry.listeners.append(self.heard)
+
+    def heard(self, announced: WorkerAnnounced) -> None:
+        """Note when the code of each lane an announcement serves was first started."""
+        if announced.queue != self.settings.queue:
+            return
+        for w in announced.workflows:
+            lane = self.topics.lane(announced.queue, w.name, w.code_version)
+            first = self.first_started.get(lane, announced.started_at_ms)
+            self.first_started[lane] = min(first, announced.started_at_ms)
+
+    def newer(self) -> set[str]:
+        """Lanes of other code whose first worker started after this one: newer code,
+        never adopted (a rollback's older workers start later, and do adopt the lanes
+        of the code rolled back)."""
+        return {lane for lane, at in self.first_started.items()
+                if at > self.started_ms and lane not in self.mine}
 
     async def __aenter__(self) -> Lanes:
         """Connect, read the workers topic to its end (up to ``CATCH_UP_S``) and look
@@ -164,7 +192,7 @@ class Lanes:
         """
         existing = await asyncio.wait_for(self.admin.list_topics(), LIST_TIMEOUT_S)
         return lanes_to_serve(self.topics, self.settings.queue, self.own,
-                              self.registry.live(), existing)
+                              self.registry.live(), existing, self.newer())
 
     async def follow(self, on_change: Callable[[frozenset[str]], None]) -> None:
         """Every ``lanes_s``: when the lanes to read changed, call ``on_change`` with

@@ -86,3 +86,28 @@ def test_a_lane_served_between_two_looks_is_never_adopted() -> None:
     served, since = settled(MINE, first, MINE, since, 102.0, 2.0)  # its worker announced
     again, since = settled(MINE | {OLD}, served, MINE, since, 104.0, 2.0)
     assert (first, served, again) == (MINE, MINE, MINE)  # its grace starts over
+
+
+def test_a_lane_of_newer_code_is_not_adopted() -> None:
+    """v3's workers are away (a restart): a worker of v1 does not take v3's runs, which
+    may call tasks v1 lacks; it still takes v2's, older than its own."""
+    got = lanes_to_serve(TOPICS, "cpu", {"wf": "v1"}, [], EXISTING, newer=[lane("wf", "v3")])
+    assert got == {lane("wf", "v1"), lane("wf", "v2")}
+
+
+async def test_newer_is_code_first_started_after_this_worker() -> None:
+    from dataclasses import replace
+
+    from services.worker.lanes import Lanes
+    from tests.unit.services.worker.worker_fakes import settings
+
+    lanes = Lanes(settings(), {"wf": "v2"})
+    q, began = lanes.settings.queue, lanes.started_ms
+    for worker_id, version, started in (("a", "v1", began - 60_000), ("b", "v3", began + 5),
+                                        ("c", "v3", began + 9_000), ("d", "v4", began + 1),
+                                        ("e", "v4", began - 1), ("f", "v2", began + 7)):
+        lanes.heard(replace(worker(worker_id, q, ("wf", version)), started_at_ms=started))
+    lanes.heard(replace(worker("g", f"{q}-other", ("wf", "v5")), started_at_ms=began + 3))
+    # v4's first worker started before this one: older code, though another started after;
+    # v2 is this worker's own; v5 is another queue's.
+    assert lanes.newer() == {lanes.topics.lane(q, "wf", "v3")}
