@@ -105,7 +105,9 @@ async def test_fire_times_run_once_across_a_coordinator_kill(own: Stack) -> None
     # catchup none: the fire times missed while it was down are skipped, each once.
     _consecutive(none_fires)
     skipped = [f for f in none_fires if f.outcome == "skipped_missed"]
-    gap = [f for f in none_fires if down_at + 1000 < f.fire_ms < back_at - 1000]
+    # Its own first firing after the restart: the two schedules may come back apart.
+    none_back_at = min(f.at_ms for f in none_fires if f.at_ms > down_at)
+    gap = [f for f in none_fires if down_at + 1000 < f.fire_ms < none_back_at - 1000]
     assert len(gap) >= 2 and all(f.outcome == "skipped_missed" for f in gap), (down_at, gap)
     assert len(skipped) >= len(gap), none_fires
     started = [f for f in none_fires if f.outcome == "started"]
