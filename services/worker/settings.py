@@ -28,18 +28,24 @@ pause); above, liveness would lapse between two announcements (it counts 3 inter
 at most 60 s: ``announce.MAX_LIVE_INTERVAL_MS``, which bounds a forged record's)."""
 
 
-def announce_s_from_env() -> float:
-    """``HEADWATER_ANNOUNCE_S``: a finite number of seconds in ``ANNOUNCE_RANGE_S``.
+def seconds_from_env(name: str, default: float) -> float:
+    """``HEADWATER_<name>``: a finite number of seconds in ``ANNOUNCE_RANGE_S`` (how
+    often a worker announces itself, or looks for lanes).
 
     Raises:
         ValueError: not a number, or not such one (the message names the variable).
     """
-    value = env_float("ANNOUNCE_S", ANNOUNCE_S)
+    value = env_float(name, default)
     low, high = ANNOUNCE_RANGE_S
     if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"HEADWATER_ANNOUNCE_S must be a number of seconds from {low:g} to "
-                         f"{high:g}, got {os.environ.get('HEADWATER_ANNOUNCE_S')!r}")
+        raise ValueError(f"HEADWATER_{name} must be a number of seconds from {low:g} to "
+                         f"{high:g}, got {os.environ.get(f'HEADWATER_{name}')!r}")
     return value
+
+
+def announce_s_from_env() -> float:
+    """``HEADWATER_ANNOUNCE_S`` (``seconds_from_env``)."""
+    return seconds_from_env("ANNOUNCE_S", ANNOUNCE_S)
 
 
 LANES_S = 2.0
@@ -48,17 +54,8 @@ workflows looks for lanes to adopt or leave (``services.worker.lanes``)."""
 
 
 def lanes_s_from_env() -> float:
-    """``HEADWATER_LANES_S``: a finite number of seconds in ``ANNOUNCE_RANGE_S``.
-
-    Raises:
-        ValueError: not a number, or not such one (the message names the variable).
-    """
-    value = env_float("LANES_S", LANES_S)
-    low, high = ANNOUNCE_RANGE_S
-    if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"HEADWATER_LANES_S must be a number of seconds from {low:g} to "
-                         f"{high:g}, got {os.environ.get('HEADWATER_LANES_S')!r}")
-    return value
+    """``HEADWATER_LANES_S`` (``seconds_from_env``)."""
+    return seconds_from_env("LANES_S", LANES_S)
 
 
 def task_log_limits_from_env() -> Limits:
