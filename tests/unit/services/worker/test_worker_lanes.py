@@ -4,9 +4,13 @@ version; never another workflow's, another queue's, or a lane that does not exis
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from worker_fakes import settings
+
 from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.topics import Topics
-from services.worker.lanes import lanes_to_serve, own_versions, settled
+from services.worker.lanes import Lanes, lanes_to_serve, own_versions, settled
 
 TOPICS = Topics("unit-lanes")
 AT = 1_700_000_000_000
@@ -96,11 +100,6 @@ def test_a_lane_of_newer_code_is_not_adopted() -> None:
 
 
 async def test_newer_is_code_first_started_after_this_worker() -> None:
-    from dataclasses import replace
-
-    from services.worker.lanes import Lanes
-    from tests.unit.services.worker.worker_fakes import settings
-
     lanes = Lanes(settings(), {"wf": "v2"})
     q, began = lanes.settings.queue, lanes.started_ms
     for worker_id, version, started in (("a", "v1", began - 60_000), ("b", "v3", began + 5),
