@@ -15,7 +15,7 @@ A lane whose version no live worker serves (its workers stopped for good: the ol
 code after a deploy) would hold its runs for ever; so each worker also reads the
 lanes of the workflows it serves at other versions while no live worker of the queue
 announces that (workflow, version), and stops once one does again; never a lane of
-code whose first worker started after its own (newer code, whose workers may only be
+code whose first worker started after the first of its own (newer code, whose workers may be
 restarting: its runs may call tasks the older code lacks). The new code then
 runs old runs: behind ``wf.patched`` it takes the old path; a change that is not
 deterministic is caught as ever (``NondeterminismError``: the attempt fails and is
@@ -154,11 +154,15 @@ class Lanes:
             self.first_started[lane] = min(first, announced.started_at_ms)
 
     def newer(self) -> set[str]:
-        """Lanes of other code whose first worker started after this one: newer code,
-        never adopted (a rollback's older workers start later, and do adopt the lanes
-        of the code rolled back)."""
+        """Lanes of other code whose first worker started after the first of this
+        worker's own code (this one, or an earlier worker of its version still
+        announced): newer code, never adopted. A worker restarting does not make its
+        code newer than code started meanwhile; a rollback's older workers, all started
+        later, do adopt the lanes of the code rolled back."""
+        own = min([self.started_ms, *(self.first_started.get(lane, self.started_ms)
+                                      for lane in self.mine)])
         return {lane for lane, at in self.first_started.items()
-                if at > self.started_ms and lane not in self.mine}
+                if at > own and lane not in self.mine}
 
     async def __aenter__(self) -> Lanes:
         """Connect, read the workers topic to its end (up to ``CATCH_UP_S``) and look

@@ -110,3 +110,15 @@ async def test_newer_is_code_first_started_after_this_worker() -> None:
     # v4's first worker started before this one: older code, though another started after;
     # v2 is this worker's own; v5 is another queue's.
     assert lanes.newer() == {lanes.topics.lane(q, "wf", "v3")}
+
+
+async def test_a_restarted_worker_does_not_count_its_code_newer_than_code_started_meanwhile(
+        ) -> None:
+    """An earlier worker of its own version (still announced) started before v3's."""
+    lanes = Lanes(settings(), {"wf": "v2"})
+    q, began = lanes.settings.queue, lanes.started_ms
+    for worker_id, version, started in (("old-v2", "v2", began - 50_000),
+                                        ("v3", "v3", began - 20_000),
+                                        ("v1", "v1", began - 90_000)):
+        lanes.heard(replace(worker(worker_id, q, ("wf", version)), started_at_ms=started))
+    assert lanes.newer() == {lanes.topics.lane(q, "wf", "v3")}
