@@ -199,9 +199,13 @@ async def test_the_page_warns_of_a_code_run_parted_from_its_history(
         workers.deploy("v1")
         await document(client, wid, lambda d: d["status"] == "succeeded", "succeeded",
                        timeout_s=150)
-    fixed = wait(ui, "succeeded, the warning gone", lambda s: s["status"] == "succeeded"
-                 and not s["warnings"])
-    again = rows_by_index(fixed)[failing[0]["index"]]
+    # The status is the document's, the timeline the history's (its own stream): the
+    # page may show the one a moment before the other.
+    index = failing[0]["index"]
+    fixed = wait(ui, "succeeded, the warning gone, the retried activation drawn", lambda s:
+                 s["status"] == "succeeded" and not s["warnings"]
+                 and rows_by_index(s)[index]["bars"][-1]["cls"].endswith("o-succeeded"))
+    again = rows_by_index(fixed)[index]
     assert [b["cls"].split()[-1] for b in again["bars"]][-1] == "o-succeeded", again
     assert "o-failed" in again["bars"][0]["cls"], again
     ui.shot("code-run-fixed")

@@ -47,7 +47,7 @@ async def test_misspelt_names_get_the_closest_ones(stack: Stack) -> None:
 
         put = await client.put(f"/v1/definitions/{name}", json=sleeper(name, 0))
         assert put.status_code == 201, put.text
-        typo = name[:-2] + name[-1] + name[-2]  # the last two characters swapped
+        typo = name[:-2] + "yz"  # the last two characters replaced (swapped, "00" stayed)
         for method, url in (("GET", f"/v1/definitions/{typo}"), ("POST", f"/v1/run/{typo}")):
             missing = await client.request(method, url)
             assert missing.status_code == 404, missing.text
