@@ -71,8 +71,10 @@ def private_stack(home: Path, workers: int = 1,
     """A sandbox of one module's own in ``home``, whose workflows and consumer-group
     members other tests do not see, stopped (database and topics dropped) on exit.
     Sandboxes set ``HEADWATER_HOME`` for localstack's pid files: the session's is put
-    back while it runs, and this one's set again to stop it. ``more_tasks``: modules of
-    this directory its worker imports besides the suite's."""
+    back while it runs, and this one's set again to stop it; at the end the home is put
+    back as it is then, not as it was at the start (the session's stack may have started
+    meanwhile, in one of this module's tests). ``more_tasks``: modules of this directory
+    its worker imports besides the suite's."""
     before = os.environ.get("HEADWATER_HOME")
     stack = start_sandbox(home, (*TASKS, *more_tasks), workers, pythonpath=[str(HERE)],
                           extra_env={"HEADWATER_SSE_PING": "1", **(extra_env or {})})
@@ -80,11 +82,12 @@ def private_stack(home: Path, workers: int = 1,
     try:
         yield stack
     finally:
+        current = os.environ.get("HEADWATER_HOME")
         os.environ["HEADWATER_HOME"] = str(home)
         try:
             stop_sandbox(stack)
         finally:
-            set_home(before)
+            set_home(current)
 
 
 async def read_topic(topic: str, stop: Callable[[list[Any]], bool],
