@@ -12,13 +12,18 @@ its steps on ``cpu`` travel in that version's lane (``Topics.lane``), and so do 
 child's (the worker pins a ``wf.call``'s child to its own version), while the kills
 go on.
 
-``CODE_POINTS`` are five ways for the worker running a function to die, each a fault
+``CODE_POINTS`` are seven ways for the worker running a function to die, each a fault
 point armed for the workflow's activations or its step task (``services/common/faults.py``,
 ``point@label``): as it takes an activation (``worker.after_start``), in the middle of a
 replay (``worker.replaying``, on the worker that replaced one killed after reporting an
 activation, whose cache of the run's instance died with it), once the function has
 decided but before the decision is reported (``worker.before_outcome``), once it is
-reported (``worker.after_outcome``), and while a step's task runs. The coordinator's own
+reported (``worker.after_outcome``), while a step's task runs, once a step has run and
+its worker has decided the function's next activation with the instance it kept but
+before the report that carries both is sent (``worker.before_outcome@fault.step``: the
+step's attempt is lost with the continuation), and once that report is sent (the
+replacement, with no instance kept, replays the run at its next activation). The
+coordinator's own
 points need nothing new: the batch has code workflows, so every run kills a coordinator
 applying their inputs too.
 
@@ -87,6 +92,8 @@ CODE_POINTS: dict[str, tuple[str, ...]] = {
     "code.activation_decided": (f"worker.before_outcome@{WORKFLOW}",),
     "code.activation_reported": (f"worker.after_outcome@{WORKFLOW}",),
     "code.step_running": (f"worker.after_start@{STEP_TASK}",),
+    "code.step_continued": (f"worker.before_outcome@{STEP_TASK}",),
+    "code.continuation_reported": (f"worker.after_outcome@{STEP_TASK}", "worker.replaying"),
 }
 """Each way to kill the worker running a function: the fault points its worker
 processes are armed with in turn (a second point arms the process that replaced the

@@ -40,7 +40,7 @@ HEADER_SIZE = 10
 NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
-                         "input_schema", "rerun"})
+                         "input_schema", "rerun", "continuation"})
 INT_RANGE = range(-(2**31), 2**31)
 """The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
 fastavro writes any Python integer into one, so the codec refuses the others."""

@@ -3,11 +3,14 @@ same chain written as a code workflow (``load.noop_tasks.chain``), with the work
 instance cache and without it; for each step, the time from the worker's success report
 of task k to the ``TaskStarted`` report of task k+1, and its ratio to the spec chain's.
 
-In code a hop goes through an activation: the coordinator dispatches the function's
-next activation with task k's result, a worker runs it (without the cache, from the
-function's start over the journal) and reports its decision, and only then is task k+1
-dispatched. The activation's own time (its ``TaskStarted`` report → its success report)
-is reported too, and the results' notes give the p50 of every part of the hop
+In code a hop goes through an activation: with the cache, the worker that ran task k
+usually decides it at once and task k's success report carries the decision (a
+continuation: the coordinator records it and dispatches task k+1); otherwise the
+coordinator dispatches the function's next activation with task k's result, a worker
+runs it (without the cache, from the function's start over the journal) and reports its
+decision, and only then is task k+1 dispatched. The share of continued hops is
+reported, and for the others the activation's own time (its ``TaskStarted`` report →
+its success report); the results' notes give the p50 of every part of the hop
 (``load.chains.samples``). Timed as B3 (``load.chains``: Kafka timestamps of the records).
 
 Two deployments, one whose workers keep the instance cache and one whose workers keep
@@ -44,7 +47,10 @@ METRICS = (
     *(Metric(f"{key}_hop_p{q}_ratio", f"hop p{q}, {label} ÷ spec beside it", "x", Basis.NONE)
       for key, label in CODE for q in stats.PERCENTILES),
     *(Metric(f"{key}_activation_p50_ms", f"activation between two tasks (started → success "
-             f"report), {label}, p50", "ms", Basis.RTT) for key, label in CODE),
+             f"report), {label}, p50, of the hops whose activation a worker ran",
+             "ms", Basis.RTT) for key, label in CODE),
+    *(Metric(f"{key}_continued_share", f"hops whose activation the step's report carried "
+             f"(a continuation), {label}", "x", Basis.NONE) for key, label in CODE),
 )
 
 log = logging.getLogger("load.b3c")
@@ -113,18 +119,27 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, phases: tuple[str, ...],
         legs = {leg: stats.percentile(found[leg], 50) for leg in (*CODE_LEGS, "dispatch", "start")
                 if leg in found}
         if chains.code:
-            out[f"{phase}_activation_p50_ms"] = legs["activation"]
-        log.warning("%s", _note(phase, legs))
+            hops = len(found["hop"])
+            out[f"{phase}_continued_share"] = len(found["continued"]) / hops if hops else 0.0
+            if "activation" in legs:  # some hop's activation went to a worker
+                out[f"{phase}_activation_p50_ms"] = legs["activation"]
+        log.warning("%s", _note(phase, legs, found))
 
 
-def _note(phase: str, legs: dict[str, float]) -> str:
+def _note(phase: str, legs: dict[str, float], found: dict[str, list[float]]) -> str:
     """Where the hops of one phase spent their time, p50 of each part (for the results'
     notes): a spec chain's success → dispatch → started; a code chain's success →
-    activation dispatch → its start → its success → next dispatch → started."""
+    activation dispatch → its start → its success → next dispatch → started, when its
+    activations went to a worker, else success (carrying the next decision) → next
+    dispatch → started, with the share of hops that were continued."""
+    continued = found.get("continued") or []
+    share = (f" ({len(continued)} of {len(found['hop'])} hops continued)"
+             if continued else "")
     parts = ("to_activation", "activation_start", "activation", "decided", "start") \
-        if "activation" in legs else ("dispatch", "start")
+        if "activation" in legs and len(continued) * 2 < len(found["hop"]) \
+        else ("dispatch", "start")
     arrows = {"to_activation": "activation dispatched", "activation_start": "activation started",
               "activation": "activation succeeded", "decided": "next dispatched",
               "dispatch": "next dispatched", "start": "next started"}
     split = " → ".join(f"{arrows[p]} +{legs[p]:.0f}" for p in parts)
-    return f"B3c {phase}, p50 of each part of a hop (ms): success report → {split}"
+    return f"B3c {phase}, p50 of each part of a hop (ms): success report → {split}{share}"

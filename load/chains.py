@@ -4,7 +4,8 @@ records. B3, B3c and B6 measure hops from these.
 
 A chain is a spec (``load.workloads.chain``: nodes ``n0``, ``n1``, ...) or the same chain
 in code (``load.noop_tasks.chain``: one node ``main`` whose steps run at odd indexes,
-with an activation of the function at each even index, between two steps).
+with an activation of the function at each even index, between two steps: sent to a
+worker, or carried by the step's report before it, a continuation).
 
 Every time here is a record's Kafka timestamp (CreateTime: set by the producer that sent
 the record, as it sent it), never an ``at_ms`` inside a record: the coordinator stamps
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from headwater.core import events as ev
+from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import step_index
 from headwater.workflows.decorator import CODE_NODE
 from load import workloads
@@ -50,6 +52,8 @@ class Stamps:
             topic (``TaskStarted``, ``TaskSucceeded``).
         history: ``(event type name, step)`` -> the first such history record.
         dispatches: step -> its first dispatch record on ``tasks.<queue>``.
+        sent: the steps whose history records a dispatch sent to a worker (all but the
+            activations a continuation decided: ``code.continuation.is_continued``).
         finished: chains with a terminal history record.
         failed: chains that ended other than ``WorkflowSucceeded``.
     """
@@ -58,6 +62,7 @@ class Stamps:
     reports: dict[tuple[str, Step], Seen] = field(default_factory=dict)
     history: dict[tuple[str, Step], Seen] = field(default_factory=dict)
     dispatches: dict[Step, Seen] = field(default_factory=dict)
+    sent: set[Step] = field(default_factory=set)
     finished: int = 0
     failed: int = 0
 
@@ -75,6 +80,8 @@ class Stamps:
         body = event.body
         if isinstance(body, ev.TaskStarted | ev.TaskSucceeded):
             self.history.setdefault((type(body).__name__, _step(body)), seen)
+        elif isinstance(body, ev.TaskDispatched) and not is_continued(body):
+            self.sent.add(_step(body))
         elif event.terminal:
             self.finished += 1
             self.failed += event.type != "WorkflowSucceeded"
@@ -99,12 +106,6 @@ class Chains:
     length: int
     stamps: Stamps
     code: bool = False
-
-    @property
-    def tasks(self) -> int:
-        """Tasks per chain: its noop tasks, and in code also its activations (one
-        before each task and one after the last)."""
-        return 2 * self.length + 1 if self.code else self.length
 
     def step(self, wid: str, k: int) -> Step:
         """Noop task ``k`` of chain ``wid``."""
@@ -141,9 +142,11 @@ def samples(chains: Chains) -> dict[str, list[float]]:
         activation's dispatch record), ``activation_start`` (→ its ``TaskStarted``
         report), ``activation`` (→ its success report: the worker running the function,
         its replay if any, and its decision) and ``decided`` (→ task k+1's dispatch
-        record).
+        record), for the hops whose activation went to a worker; ``continued`` counts
+        (1 each) the hops whose activation task k's report carried instead.
     """
-    out: dict[str, list[float]] = {"hop": [], "dispatch": [], "start": [], "turnaround": []}
+    out: dict[str, list[float]] = {"hop": [], "dispatch": [], "start": [], "turnaround": [],
+                                   "continued": []}
     for done, nxt in chains.hops():
         success, started = chains.report_ms(SUCCEEDED, done), chains.report_ms(STARTED, nxt)
         out["hop"].append(started - success)
@@ -152,6 +155,9 @@ def samples(chains: Chains) -> dict[str, list[float]]:
         if chains.code:
             wid, node, index = nxt
             act = (wid, node, None if index is None else index - 1)
+            if act not in chains.stamps.sent:
+                out["continued"].append(1)
+                continue
             times = (success, chains.dispatch_ms(act), chains.report_ms(STARTED, act),
                      chains.report_ms(SUCCEEDED, act), chains.dispatch_ms(nxt))
             for leg, begin, end in zip(CODE_LEGS, times, times[1:], strict=False):
@@ -215,11 +221,10 @@ async def run_chains(sandbox: Sandbox, batch: Batch, timeout_s: float, tag: str)
             await asyncio.sleep(gap_s)
         what = f"{tag.upper()}: {count} chains {gap_s * 1000:.0f} ms apart"
         await tails[0].wait_until(lambda: stamps.finished >= count, timeout_s, what)
-        tasks = count * chains.tasks
-        await tails[1].wait_until(lambda: len(stamps.dispatches) >= tasks, DISPATCH_WAIT_S,
-                                  f"{what}: every dispatch record")
-        await tails[2].wait_until(lambda: len(stamps.reports) >= 2 * tasks, DISPATCH_WAIT_S,
-                                  f"{what}: every started and success report")
+        await tails[1].wait_until(lambda: len(stamps.dispatches) >= len(stamps.sent),
+                                  DISPATCH_WAIT_S, f"{what}: every dispatch record")
+        await tails[2].wait_until(lambda: len(stamps.reports) >= 2 * len(stamps.sent),
+                                  DISPATCH_WAIT_S, f"{what}: every started and success report")
     finally:
         await send.stop()
         for tail in tails:

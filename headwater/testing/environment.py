@@ -33,6 +33,7 @@ from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
 from headwater.core.ids import child_id
+from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.workflow.rules import report_to_parent
 from headwater.core.machine import step
@@ -46,8 +47,8 @@ from headwater.errors import (
     WorkflowFailed,
 )
 from headwater.sdk import REGISTRY
-from headwater.workflows.activation import activate
 from headwater.workflows.decorator import info_of
+from headwater.workflows.instances import activate, continued
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 """A worker's default ``HEADWATER_MAX_OUTPUT_BYTES``."""
@@ -62,8 +63,9 @@ class Environment:
         now: the clock's start (default: now).
         definitions: stored definitions by name (spec documents) for ``wf.call`` and
             ``kind: workflow`` children that name one.
-        cache: keep each run's instance between activations, as a worker does (False:
-            every activation replays from the start, as after a crash).
+        cache: keep each run's instance between activations, and let a step's report
+            carry the next decision (a continuation), as a worker does (False: every
+            activation replays from the start, as after a crash).
         max_output_bytes: the largest encoded ``TaskSucceeded`` a worker sends
             (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default): a task's output or an
             activation's decision over it fails the attempt for good, as on a worker.
@@ -201,6 +203,8 @@ class Environment:
                 body.workflow_id, body.node, body.index, body.attempt, child, body.input,
                 body.at_ms, state.tenant))
             return
+        if is_continued(body):
+            return  # decided already, by the report of the step before it: no one runs it
         # a worker reports the start of each attempt it takes: the history holds it (and
         # max_events counts it) as on the stack
         self._put(ev.TaskStarted(body.workflow_id, body.node, body.index, body.attempt,
@@ -231,7 +235,8 @@ class Environment:
             if getattr(info.fn, "__headwater_activation__", False):
                 wf = info_of(body.task)
                 assert wf is not None
-                output = await activate(wf, kwargs, None, self._resolve, cache=self.cache)
+                output = await activate(wf, kwargs, None, self._resolve, cache=self.cache,
+                                        node=body.node)
             else:
                 output = await _call(info.fn, info.wants_ctx, ctx, kwargs)
         except NondeterminismError as e:
@@ -248,13 +253,17 @@ class Environment:
                    output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
         """The report of an attempt that returned ``output``, as a worker makes it: a
         non-retryable failure for an output that is not JSON or is over
-        ``max_output_bytes`` encoded."""
+        ``max_output_bytes`` encoded; a code step's carries the function's next decision
+        when the run's instance is kept (``instances.continued``), as a worker's does."""
         try:
             output = _through_json(output)
         except TypeError as e:
             return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
                                  retryable=False)
-        report = ev.TaskSucceeded(*where, output=output)
+        carried = continued(*where[:3], output, where[4]) if self.cache else None
+        report = ev.TaskSucceeded(*where, output=output, continuation=carried)
+        if carried is not None and len(codec.encode(report)) > self.max_output_bytes:
+            report = ev.TaskSucceeded(*where, output=output)  # left out, as a worker does
         size = len(codec.encode(report))
         if size > self.max_output_bytes:
             return ev.TaskFailed(*where, f"output is {size} bytes, over the limit of "

@@ -9,48 +9,30 @@ that activation issued (op and name, in order); then for activation k it does th
 and what it issues now is the decision. A difference is a ``NondeterminismError`` (the
 activation fails and is retried; the run is not failed).
 
-A worker keeps each run's instance between activations (``CACHE``): when activation k+1
-follows the k it ran, only k+1's results are handed in (no replay). After a crash, on
-another worker, or when the cache dropped it, the function is run from its start.
+A worker keeps each run's instance between activations (``instances.CACHE``): when
+activation k+1 follows the k it ran, only k+1's results are handed in (no replay), and
+right after a step it ran it may run k+1 at once (``Instance.go_on``, a continuation).
+After a crash, on another worker, or when the cache dropped it, the function is run
+from its start.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
-import os
 import traceback
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from headwater.codec import json_text
-from headwater.core.kinds.code.decision import ENDS, MAX_STEPS_PER_ACTIVATION, step_fault
-from headwater.errors import NondeterminismError, WorkflowRegistrationError
+from headwater.core.kinds.code.decision import MAX_STEPS_PER_ACTIVATION, step_fault
+from headwater.errors import NondeterminismError
 from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
 
 if TYPE_CHECKING:
     from headwater.workflows.registry import WorkflowInfo
 
-ACTIVATION_MARK = "__headwater_activation__"
-"""Set on the task function that runs a workflow's activations."""
-DEFAULT_CACHE_SIZE = 1000
-
-
-def _cache_size(raw: str | None) -> int:
-    """``HEADWATER_WORKFLOW_CACHE_SIZE`` as a number, else the default: importing the SDK
-    must not fail on it (a client imports it too); a worker refuses a bad value at its
-    start, naming it (``services.worker.settings``)."""
-    try:
-        return int(raw) if raw is not None else DEFAULT_CACHE_SIZE
-    except ValueError:
-        return DEFAULT_CACHE_SIZE
-
-
-CACHE_SIZE = _cache_size(os.environ.get("HEADWATER_WORKFLOW_CACHE_SIZE"))
-"""Runs whose instance a worker keeps (least recently used dropped first); 0 keeps none,
-so that every activation replays from the start (what the benchmark compares)."""
 REPLAYED: list[Callable[[WorkflowInfo, int], None]] = []
 """Called, in order, each time a replay has re-run an earlier activation (the workflow,
 the activation's number), before the activation asked for runs: where a worker's fault
@@ -64,20 +46,6 @@ spec, so that the child's activations travel in that version's lane
 the queue. Empty (the harness, a client): the child records none. A replay compares a
 child step by its op and name alone (``describe``), so a history whose child recorded no
 version, or another one, replays alike."""
-class AttemptContext(Protocol):
-    """What an activation uses of the attempt's ``headwater.context.TaskContext`` (named
-    by its shape, so that the SDK of workflows imports nothing of the client's)."""
-
-    def progress(self, fraction: float, message: str = "") -> None:
-        """Report progress on the run's live view."""
-
-    async def definition(self, name: str) -> tuple[dict[str, Any], int | None]:
-        """A stored definition's spec document and version, from the gateway."""
-
-
-Resolver = Callable[[str], Awaitable[tuple[dict[str, Any], int | None]]]
-"""A definition's name -> its spec document and version (what ``wf.call`` of a spec
-definition needs; the worker asks the gateway)."""
 
 
 class Instance:
@@ -89,8 +57,13 @@ class Instance:
         self.workflow_id = str(payload.get("workflow_id", ""))
         self.driver = Driver()
         self.issued: list[Step] = []
+        self.issued_in: list[int] = []
+        """The activation that issued each step of ``issued``."""
+        self.node = ""
+        """The run's code node (``instances.activate`` sets it)."""
         self.recorded: list[dict[str, Any]] = []
         self.times: list[int] = []
+        self.through: list[int] = []
         self.act = 0
         self.final = 0
         self.processed = 0
@@ -126,6 +99,7 @@ class Instance:
             raise ValueError(fault)
         s = len(self.issued)
         self.issued.append(step)
+        self.issued_in.append(self.act)
         new = describe(step.command)
         if s < len(self.recorded):
             rec = self.recorded[s]
@@ -195,6 +169,43 @@ class Instance:
                 self._check_replayed(a, upto[a])
                 for hook in REPLAYED:
                     hook(self.info, a)
+        self.processed = k + 1
+        self.through = through[:k + 1]
+        return self._decision(k)
+
+    def fits(self, payload: dict[str, Any]) -> bool:
+        """Whether this instance is where activation ``payload["activation"]`` starts:
+        it ran every activation before it, given the same results at the same points and
+        the same times (one that went ahead on a continuation the coordinator ignored
+        was given other ones), and issued the same number of steps."""
+        k = int(payload["activation"])
+        return (not self.busy and self.processed == k
+                and len(self.issued) == len(payload["steps"])
+                and self.through == [int(t) for t in payload["through"][:k]]
+                and self.times[:k] == [int(t) for t in payload["times"][:k]])
+
+    def go_on(self, s: int, result: dict[str, Any], at_ms: int) -> dict[str, Any]:
+        """Run the next activation here, given step ``s``'s result alone, at ``at_ms``
+        (a continuation: ``headwater.workflows.instances.continued``), and return its
+        decision.
+
+        Raises:
+            NondeterminismError: the function parts from its own history.
+        """
+        k = self.processed
+        known = len(self.recorded)  # the steps issued since are history too, by now
+        self.recorded += [{"op": st.command.get("op"), "name": st.command.get("name", ""),
+                           "act": a} for st, a in zip(self.issued[known:],
+                                                      self.issued_in[known:], strict=True)]
+        self.times = [*self.times[:k], at_ms]
+        self.through = [*self.through, (self.through[-1] if self.through else 0) + 1]
+        self.act = self.final = k
+        self.ctx.replaying = False
+        self.issued[s].resolve(result)
+        self.driver.wake()
+        self.driver.run()
+        if self.fault is not None:
+            raise self.fault
         self.processed = k + 1
         return self._decision(k)
 
@@ -294,78 +305,3 @@ def describe(command: dict[str, Any]) -> str:
     return f"{command.get('op', '?')} {name}".strip()
 
 
-CACHE: OrderedDict[str, Instance] = OrderedDict()
-"""Run id -> its instance, most recently used last."""
-
-
-async def activate(info: WorkflowInfo, payload: dict[str, Any],
-                   progress: Callable[[float, str], None] | None = None,
-                   resolve: Resolver | None = None, cache: bool = True) -> dict[str, Any]:
-    """Run one activation and return its decision (the activation task's output).
-
-    Args:
-        info: the workflow.
-        payload: the activation's input (``journal.activation_input``).
-        progress: where ``wf.progress`` goes.
-        resolve: how a child step naming a definition gets its spec (None: such a
-            step fails the activation).
-        cache: keep and reuse the run's instance (``CACHE``).
-
-    Raises:
-        NondeterminismError: the code parts from the history.
-    """
-    wid = str(payload.get("workflow_id", ""))
-    k = int(payload["activation"])
-    inst = CACHE.get(wid) if cache else None
-    if inst is None or inst.busy or inst.processed != k or len(inst.issued) != len(
-            payload["steps"]) or inst.info is not info:
-        inst = Instance(info, payload, progress)
-    inst._progress = progress  # this attempt's: a cached instance's first one has ended
-    inst.busy = True
-    try:
-        decision = inst.advance(payload)
-    except BaseException:
-        CACHE.pop(wid, None)
-        raise
-    finally:
-        inst.busy = False
-    if cache and CACHE_SIZE > 0 and not any(key in decision for key in ENDS):
-        CACHE[wid] = inst
-        CACHE.move_to_end(wid)
-        while len(CACHE) > CACHE_SIZE:
-            CACHE.popitem(last=False)
-    else:
-        CACHE.pop(wid, None)
-    for step in decision.get("steps") or ():
-        if step["op"] == "child" and "workflow" not in step:
-            if resolve is None:
-                raise LookupError(f"wf.call({step['name']!r}): no @workflow of that name "
-                                  "here, and no gateway to look up a definition")
-            doc, version = await resolve(step["name"])
-            step.update(workflow=doc, definition=step["name"], definition_version=version)
-    return decision
-
-
-def register_activation(info: WorkflowInfo) -> None:
-    """Register the task a worker runs for the workflow's activations (its name)."""
-    from headwater.sdk import REGISTRY, TaskInfo
-
-    async def run_activation(ctx: AttemptContext, **payload: Any) -> dict[str, Any]:
-        return await activate(info, payload, ctx.progress, _gateway_resolver(ctx))
-
-    run_activation.__qualname__ = f"{info.fn.__qualname__}.<activation>"
-    run_activation.__module__ = info.fn.__module__
-    existing = REGISTRY.get(info.name)
-    if existing is not None and not getattr(existing.fn, ACTIVATION_MARK, False):
-        raise WorkflowRegistrationError(
-            f"workflow name {info.name!r} is taken by the @task {existing.fn.__module__}."
-            f"{existing.fn.__qualname__}; pass another name=")
-    setattr(run_activation, ACTIVATION_MARK, True)
-    REGISTRY[info.name] = TaskInfo(name=info.name, queue=info.queue, fn=run_activation,
-                                   wants_ctx=True, is_async=True)
-
-
-def _gateway_resolver(ctx: AttemptContext) -> Resolver:
-    async def resolve(name: str) -> tuple[dict[str, Any], int | None]:
-        return await ctx.definition(name)
-    return resolve

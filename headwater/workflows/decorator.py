@@ -79,7 +79,7 @@ def workflow(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
             raise WorkflowRegistrationError(
                 f"workflow name {info.name!r} is already registered by "
                 f"{_origin(existing.fn)}; pass another name=")
-        from headwater.workflows.activation import register_activation
+        from headwater.workflows.instances import register_activation
 
         register_activation(info)
         WORKFLOWS[info.name] = info

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
+from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.schedule.rules import cancels_run
 from headwater.core.kinds.workflow.records import ChildSpec
@@ -118,16 +119,22 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
         if isinstance(body, ev.TaskCancelled) and not cancels_run(state, body):
             return []  # a schedule's run outlives the schedule
         return [_to_child(topics, body, state)]
-    if isinstance(body, ev.TaskDispatched):
-        sent = activation_dispatch(state, body) if state is not None else body
-        return [Outgoing(dispatch_topic(topics, body, state), body.dispatch_id.encode(),
-                         codec.encode(sent), wid)]
+    if isinstance(body, ev.TaskDispatched):  # an activation a continuation decided:
+        return [] if is_continued(body) else [_to_worker(topics, body, state)]  # none
     if isinstance(body, ev.TaskCancelled):
         return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
     report = report_to_parent(body, state)
     if report is None:
         return []
     return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
+
+
+def _to_worker(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,
+               ) -> Outgoing:
+    """The dispatch record a worker gets for ``body`` (an activation's with its input)."""
+    sent = activation_dispatch(state, body) if state is not None else body
+    return Outgoing(dispatch_topic(topics, body, state), body.dispatch_id.encode(),
+                    codec.encode(sent), body.workflow_id)
 
 
 def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,

@@ -82,7 +82,9 @@ def prepare(report: ev.Report, max_output_bytes: int) -> tuple[ev.Report, bytes]
     Returns:
         ``(report, bytes)`` with strings cleaned (:func:`cleaned`). A ``TaskSucceeded``
         whose output is not JSON, or whose encoding is over ``max_output_bytes``, is
-        replaced by a non-retryable ``TaskFailed``: another attempt would do the same.
+        replaced by a non-retryable ``TaskFailed``: another attempt would do the same. A
+        continuation that does not fit with the output is left out (never the cause of
+        a failure).
 
     Raises:
         ValueError: a report other than ``TaskSucceeded`` does not fit its schema.
@@ -90,6 +92,14 @@ def prepare(report: ev.Report, max_output_bytes: int) -> tuple[ev.Report, bytes]
     report = cleaned(report)
     if not isinstance(report, ev.TaskSucceeded):
         return report, codec.encode(report)
+    if report.continuation is not None:  # sent only when it fits, else left out: the
+        try:  # coordinator then dispatches that activation as usual
+            data = codec.encode(report)
+        except ValueError:
+            data = b""
+        if 0 < len(data) <= max_output_bytes:
+            return report, data
+        report = dataclasses.replace(report, continuation=None)
     try:
         data = codec.encode(report)
     except ValueError as e:

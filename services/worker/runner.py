@@ -26,6 +26,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskInfo
+from headwater.workflows.instances import continued
 from services.common.clock import now_ms
 from services.worker.attempt import Attempt, BadChunk
 from services.worker.calls import Raised, call
@@ -128,13 +129,18 @@ def _timed_out(attempt: Attempt) -> ev.TaskFailed:
 
 def _succeeded(dispatch: ev.TaskDispatched, output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
     """``TaskSucceeded`` with ``output``, or a non-retryable ``TaskFailed`` if it is not
-    JSON (checked apart from the call: task code's own ``TypeError`` is not this)."""
+    JSON (checked apart from the call: task code's own ``TypeError`` is not this). A
+    step of a code workflow whose instance this worker keeps carries the function's
+    next decision (``headwater.workflows.instances.continued``)."""
     try:
         codec.json_text(output)
     except TypeError as e:  # orjson's JSONEncodeError is one
         return _failed(dispatch, f"output is not JSON: {e}", "TypeError", False)
+    at_ms = now_ms()
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,
-                            dispatch.attempt, now_ms(), output)
+                            dispatch.attempt, at_ms, output,
+                            continued(dispatch.workflow_id, dispatch.node, dispatch.index,
+                                      output, at_ms))
 
 
 def bad_arguments(info: TaskInfo, kwargs: dict[str, Any]) -> str | None:

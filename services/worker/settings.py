@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from headwater.client.http import default_url
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.workflows.activation import DEFAULT_CACHE_SIZE
+from headwater.workflows.instances import DEFAULT_CACHE_SIZE
 from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str
 from services.worker.task_logs.attempt_log import Limits

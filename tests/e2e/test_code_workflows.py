@@ -208,13 +208,16 @@ async def client_run_with_signal(client: httpx.AsyncClient,
 
 async def check_run_document(client: httpx.AsyncClient, workflow_id: str) -> None:
     """Every activation (even index) and step (odd) of node main has its task, each
-    with its times: the sleep and the signal wait too."""
+    with its times: the sleep and the signal wait too. An activation that a step's report
+    carried (a continuation) was never started by a worker: it has its dispatch and its
+    end; the first one was."""
     doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
     tasks = {t["index"]: t for t in doc["tasks"] if t["node"] == "main"}
     steps = {i: t for i, t in tasks.items() if i % 2 == 1}
     assert sorted(steps) == [2 * s + 1 for s in range(STEPS)], sorted(tasks)
-    assert all(t["status"] == "succeeded" and t["started_at"] and t["finished_at"]
+    assert all(t["status"] == "succeeded" and t["dispatched_at"] and t["finished_at"]
                for t in tasks.values()), tasks
+    assert all(t["started_at"] for t in steps.values()) and tasks[0]["started_at"], tasks
     sleep, wait = steps[2 * 23 + 1], steps[2 * 24 + 1]
     assert sleep["task"] == "headwater.sleep" and sleep["message"] == "sleep 0.5 s", sleep
     assert wait["task"] == "headwater.signal" and "approval" in wait["message"], wait

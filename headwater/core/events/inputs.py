@@ -92,7 +92,17 @@ class TaskProgressed:
 
 @dataclass(frozen=True)
 class TaskSucceeded:
-    """An attempt returned ``output`` (any JSON value)."""
+    """An attempt returned ``output`` (any JSON value).
+
+    ``continuation``: on a code workflow's step only, the decision of the function's next
+    activation, which the worker that ran the step reached at once with the run's
+    instance it kept (``headwater.workflows.instances.continued``): ``{"act": k,
+    "through": results given, "at_ms": its time, "decision": ...}``. The coordinator
+    records it as activation k, dispatched and decided in the same batch, when it is
+    exactly the activation it would dispatch next; otherwise it ignores it and dispatches
+    as usual (``headwater/core/kinds/code/continuation.py``). The history's copy has
+    none.
+    """
 
     workflow_id: str
     node: str
@@ -100,6 +110,7 @@ class TaskSucceeded:
     attempt: int
     at_ms: int
     output: Any = None
+    continuation: Any = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ leaves attempts, and otherwise goes to the node's kind as a final failure.
 
 from __future__ import annotations
 
+import dataclasses
+
 from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.fencing import stale_reason
@@ -86,7 +88,9 @@ def _succeeded(rec: Recorder, report: ev.TaskSucceeded) -> None:
                                           report.attempt, report.at_ms, fault,
                                           unit.output_error, retryable=True))
         return
-    rec.record(report)
+    # A step's continuation is the kind's to take or ignore; the history's copy has none.
+    rec.record(report if report.continuation is None
+               else dataclasses.replace(report, continuation=None))
     unit.attempt_succeeded(rec, spec, report)
 
 

@@ -18,6 +18,8 @@ from examples.research import flows
 from headwater.core import events as ev
 from headwater.errors import WorkflowFailed
 from headwater.testing import Environment
+from headwater.workflows.decorator import info_of
+from tests.unit.headwater.workflows.redecide import redecided
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 DAY_MS = 86_400_000
@@ -110,12 +112,17 @@ async def test_without_an_approval_in_a_week_the_run_fails(given: dict[str, Any]
 async def test_a_run_replayed_from_the_start_at_every_activation_decides_the_same(
         given: dict[str, Any]) -> None:
     # what a worker does after a crash: the run's history gives the same steps
-    outputs, histories = [], []
+    outputs: list[Any] = []
+    histories: list[list[ev.HistoryEvent]] = []
     for cache in (True, False):
         env = Environment(now=START, cache=cache)
         run = await env.start(flows.research, given, id="same")
         await env.signal(run, "approval", {"approved": True})
         outputs.append(await env.result(run))
-        histories.append([e.body for e in env.history(run)])
+        histories.append(env.history(run))
     assert outputs[0] == outputs[1]
-    assert histories[0] == histories[1]
+    info = info_of(flows.research)
+    assert info is not None
+    for history in histories:  # each decision is what a replay of its history decides
+        checked = await redecided(history, info)
+        assert checked and all(recorded == fresh for _, recorded, fresh in checked), checked

@@ -1,5 +1,5 @@
 """The fault suite's code workflows, their pure parts (``faultsuite.code``, the batch and
-the suites' plans): the shape's submission, the five ways to kill the worker running a
+the suites' plans): the shape's submission, the seven ways to kill the worker running a
 function, and the figures read off the code runs' histories (no broker)."""
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def test_the_code_shape_runs_in_the_lane_its_workers_serve(
     assert routed == {topics.lane("cpu", WORKFLOW, version)}
 
 
-def test_both_suites_kill_the_worker_running_a_function_five_ways() -> None:
-    assert len(CODE_POINTS) == 5 and set(CODE_POINTS) <= set(POINTS)
+def test_both_suites_kill_the_worker_running_a_function_seven_ways() -> None:
+    assert len(CODE_POINTS) == 7 and set(CODE_POINTS) <= set(POINTS)
     full = [p.name for p in FULL.plans()]
     quick = [p.name for p in QUICK.plans()]
     for name in CODE_POINTS:

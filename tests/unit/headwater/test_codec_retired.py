@@ -41,10 +41,12 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
     assert [p.name for p in RETIRED] == [
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
+        "HistoryEvent.1bf2bdde1f28d544.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",
         "HistoryEvent.5b5babb29e2a09e6.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
         "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
+        "TaskSucceeded.f97d00b43baf888d.avsc",
         "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc",
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
@@ -167,3 +169,24 @@ def test_an_announcement_written_before_workflows_decodes_with_none() -> None:
     assert decoded == WorkerAnnounced("w", "cpu", ("t",), 2, 1, "0.1.0", "h", 7, 1, 2, 1500)
     assert decoded.workflows == ()
     assert codec.encode(decoded) != data
+
+
+TASK_SUCCEEDED = codec.schema_dir() / "retired" / "TaskSucceeded.f97d00b43baf888d.avsc"
+HISTORY_BEFORE_CONTINUATION = (codec.schema_dir() / "retired"
+                               / "HistoryEvent.1bf2bdde1f28d544.avsc")
+
+
+def test_a_success_reported_before_continuations_decodes_with_none() -> None:
+    """A worker of the release before reported a success without a continuation: it
+    reads with none, and the history written before reads the same."""
+    fields = {"workflow_id": "wf", "node": "code", "index": 3, "attempt": 1, "at_ms": 9,
+              "output": b'{"rows": 2}'}
+    decoded = codec.decode(_old_task_failed(TASK_SUCCEEDED, fields))
+    assert decoded == ev.TaskSucceeded("wf", "code", 3, 1, 9, {"rows": 2})
+    assert decoded.continuation is None
+    body = ev.TaskSucceeded("wf", "code", 3, 1, 9, {"rows": 2})
+    old = codec.decode(_written_with(HISTORY_BEFORE_CONTINUATION, ev.HistoryEvent("wf", 7, body)))
+    assert isinstance(old, ev.HistoryEvent) and old.body == body
+    carried = ev.TaskSucceeded("wf", "code", 3, 1, 9, {"rows": 2},
+                               {"act": 2, "through": 2, "at_ms": 8, "decision": {"steps": []}})
+    assert codec.decode(codec.encode(carried)) == carried

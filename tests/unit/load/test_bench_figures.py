@@ -39,7 +39,8 @@ def two_step_chain() -> Chains:
 
 def test_a_hop_is_its_coordinator_side_plus_its_worker_side() -> None:
     found = samples(two_step_chain())
-    assert found == {"hop": [25], "dispatch": [10], "start": [15], "turnaround": [4, 5]}
+    assert found == {"hop": [25], "dispatch": [10], "start": [15], "turnaround": [4, 5],
+                     "continued": []}
     assert found["hop"][0] == found["dispatch"][0] + found["start"][0]
 
 

@@ -43,8 +43,10 @@ def test_throughput_counts_the_noop_tasks_not_the_activations() -> None:
 
 
 def two_step_code_chain() -> Chains:
-    """Step 0 (index 1) → activation 1 (index 2) → step 1 (index 3)."""
+    """Step 0 (index 1) → activation 1 (index 2), sent to a worker → step 1 (index 3)."""
     stamps = Stamps({WF})
+    stamps.see_event(seen(114, ev.HistoryEvent(WF, 9, ev.TaskDispatched(
+        WF, "main", 2, 1, "bench.chain", "cpu", {"activation": 1}, 0))))
     stamps.see_report(seen(100, ev.TaskStarted(WF, "main", 1, 1, 0, "w")))
     stamps.see_report(seen(110, ev.TaskSucceeded(WF, "main", 1, 1, 0, None)))
     stamps.see_dispatch(seen(115, ev.TaskDispatched(WF, "main", 2, 1, "bench.chain", "cpu",
@@ -59,18 +61,35 @@ def two_step_code_chain() -> Chains:
 
 def test_a_hop_in_code_is_split_at_its_activation() -> None:
     chains = two_step_code_chain()
-    assert chains.tasks == 5  # two noop tasks and three activations
+    assert chains.stamps.sent == {(WF, "main", 2)}
     assert list(chains.hops()) == [((WF, "main", 1), (WF, "main", 3))]
     found = samples(chains)
     assert (found["hop"], found["dispatch"], found["start"]) == ([35], [30], [5])
     assert {leg: found[leg] for leg in CODE_LEGS} == {
         "to_activation": [5], "activation_start": [5], "activation": [8], "decided": [12]}
     assert sum(found[leg][0] for leg in CODE_LEGS) == found["dispatch"][0]
+    assert found["continued"] == []
+
+
+def test_a_continued_hop_has_no_activation_legs() -> None:
+    """Step 0's report carried activation 1's decision: its history records the
+    activation's dispatch as continued, and no record of it goes to a worker."""
+    stamps = Stamps({WF})
+    stamps.see_event(seen(112, ev.HistoryEvent(WF, 9, ev.TaskDispatched(
+        WF, "main", 2, 1, "bench.chain", "cpu", {"activation": 1, "continued": 0}, 0))))
+    stamps.see_report(seen(110, ev.TaskSucceeded(WF, "main", 1, 1, 0, None)))
+    stamps.see_dispatch(seen(118, ev.TaskDispatched(WF, "main", 3, 1, "bench.noop", "cpu",
+                                                    None, 0)))
+    stamps.see_report(seen(121, ev.TaskStarted(WF, "main", 3, 1, 0, "w")))
+    found = samples(Chains([WF], 2, stamps, code=True))
+    assert stamps.sent == set()
+    assert (found["hop"], found["dispatch"], found["start"], found["continued"]) == (
+        [11], [8], [3], [1])
+    assert all(leg not in found for leg in CODE_LEGS)
 
 
 def test_a_spec_chain_has_no_activations() -> None:
     chains = Chains([WF], 3, Stamps({WF}))
-    assert chains.tasks == 3
     assert list(chains.hops()) == [((WF, "n0", None), (WF, "n1", None)),
                                    ((WF, "n1", None), (WF, "n2", None))]
 

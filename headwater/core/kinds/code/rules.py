@@ -11,6 +11,7 @@ from headwater.core import events as ev
 from headwater.core import reuse
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import CODE_TIMER
+from headwater.core.kinds.code import continuation
 from headwater.core.kinds.code import journal as jr
 from headwater.core.kinds.code.decision import DECISION_ERROR, decision_fault, numbering_fault
 from headwater.core.kinds.code.records import (
@@ -52,12 +53,19 @@ def output_fault(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded)
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:
     """An activation decided: carry out its decision. A step's task or child
-    succeeded: the function hears of it in the next activation."""
+    succeeded: the function hears of it in the next activation, which its report may
+    carry already (``continuation.py``: then it is recorded and carried out at once)."""
     if jr.is_activation(report.index):
         _streamed(rec, report)
         _decided(rec, spec)
-    else:
+        return
+    taken = continuation.accepted(rec.current, spec, report, rec.at_ms)
+    if taken is None:
         _activate_if_due(rec, spec)
+        return
+    decided = continuation.record(rec, spec, report, taken)
+    _streamed(rec, decided)
+    _decided(rec, spec)
 
 
 def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None:

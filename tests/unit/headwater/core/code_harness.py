@@ -21,12 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from headwater.core import events as ev
+from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, is_activation
 from headwater.core.machine import Step, step
 from headwater.core.state import WorkflowState
-from headwater.workflows.activation import activate
 from headwater.workflows.decorator import WorkflowInfo
+from headwater.workflows.instances import activate, continued
 
 T0 = 1_700_000_000_000
 
@@ -49,6 +52,9 @@ class CodeRun:
         on_step: called with each input and ``step``'s result, in order.
         cache: let the activations reuse the run's instance (False: each replays the
             function from its start, as after a crash).
+        continue_steps: a task step's success carries the next decision when the
+            instance is kept (``instances.continued``, as a worker's report does;
+            needs ``cache``); an activation a continuation decided is sent to no one.
     """
 
     info: WorkflowInfo
@@ -58,6 +64,7 @@ class CodeRun:
     outputs: Callable[[ev.TaskDispatched], Any] = echo
     on_step: Callable[[ev.Input, Step], None] | None = None
     cache: bool = False
+    continue_steps: bool = False
     state: WorkflowState | None = None
     history: list[ev.HistoryEvent] = field(default_factory=list)
     _queue: list[tuple[int, int, ev.Input]] = field(default_factory=list)
@@ -81,7 +88,7 @@ class CodeRun:
             if self.on_step is not None:
                 self.on_step(item, result)
             for event in result.events:
-                if isinstance(event.body, ev.TaskDispatched):
+                if isinstance(event.body, ev.TaskDispatched) and not is_continued(event.body):
                     self._answer(event.body)
             if self.state is not None and self.state.status.terminal:
                 break
@@ -109,12 +116,16 @@ class CodeRun:
         where = (d.workflow_id, d.node, d.index, d.attempt)
         if is_activation(d.index):
             payload = activation_dispatch(self.state, d).input
-            output = asyncio.run(activate(self.info, payload, cache=self.cache))
+            output = asyncio.run(activate(self.info, payload, cache=self.cache, node=d.node))
         else:
             output = self.outputs(d)
         self._put(ev.TaskStarted(*where, d.at_ms + 1, "w-1"))
         if isinstance(output, Exception):
             self._put(ev.TaskFailed(*where, d.at_ms + 2, str(output), type(output).__name__,
                                     True))
-        else:
-            self._put(ev.TaskSucceeded(*where, d.at_ms + 2, output))
+            return
+        carried = continued(d.workflow_id, d.node, d.index, output, d.at_ms + 2) if (
+            self.continue_steps and not is_activation(d.index)) else None
+        # As the report reaches the coordinator: JSON (a tuple the task returned is a list).
+        self._put(ev.TaskSucceeded(*where, d.at_ms + 2, orjson.loads(orjson.dumps(output)),
+                                   carried))

@@ -309,8 +309,8 @@ class _CodeScript:
         import asyncio
 
         from headwater.core.kinds.code.journal import activation_dispatch
-        from headwater.workflows.activation import activate
         from headwater.workflows.decorator import info_of
+        from headwater.workflows.instances import activate
 
         if d.task == "workflow":
             return _kid(d)

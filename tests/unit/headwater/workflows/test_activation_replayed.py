@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from headwater import WorkflowContext, workflow
-from headwater.workflows import activation
+from headwater.workflows import activation, instances
 from headwater.workflows.decorator import WorkflowInfo, info_of
 
 
@@ -45,7 +45,7 @@ def calls() -> Iterator[list[tuple[str, int]]]:
 def _activate(k: int, cache: bool) -> dict[str, Any]:
     info = info_of(three)
     assert info is not None
-    return asyncio.run(activation.activate(info, _payload(k), cache=cache))
+    return asyncio.run(instances.activate(info, _payload(k), cache=cache))
 
 
 def test_a_replay_calls_the_hook_after_each_earlier_activation(
@@ -57,14 +57,14 @@ def test_a_replay_calls_the_hook_after_each_earlier_activation(
 
 
 def test_a_cached_instance_replays_nothing(calls: list[tuple[str, int]]) -> None:
-    activation.CACHE.pop("wf-replayed", None)
+    instances.CACHE.pop("wf-replayed", None)
     assert _activate(0, cache=True)["steps"][0]["input"] == {"i": 0}
     assert _activate(1, cache=True)["steps"][0]["input"] == {"i": 1}
     assert calls == []  # activation 1 went on from the instance activation 0 left
-    activation.CACHE.pop("wf-replayed", None)
+    instances.CACHE.pop("wf-replayed", None)
     _activate(2, cache=True)  # the instance is gone (as after a crash): a replay
     assert calls == [("tests.replayed.three", 0), ("tests.replayed.three", 1)]
-    activation.CACHE.pop("wf-replayed", None)
+    instances.CACHE.pop("wf-replayed", None)
 
 
 def test_the_worker_kills_itself_mid_replay_there() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from headwater import WorkflowContext, workflow
 from headwater.errors import NondeterminismError
-from headwater.workflows import activation
+from headwater.workflows import activation, instances
 from headwater.workflows.decorator import WorkflowInfo, info_of
 
 KID_SPEC = {"name": "tests.pin.spec", "nodes": [
@@ -74,7 +74,7 @@ def _first(how: str) -> dict[str, Any]:
     """The child step activation 0 of ``tests.pin.parent`` decides."""
     payload = {"workflow_id": f"pin-{how}", "input": {"how": how}, "activation": 0,
                "times": [0], "through": [0], "steps": [], "results": []}
-    decision = asyncio.run(activation.activate(_info(parent), payload, resolve=_resolve,
+    decision = asyncio.run(instances.activate(_info(parent), payload, resolve=_resolve,
                                                cache=False))
     [step] = decision["steps"]
     assert step["op"] == "child", decision
@@ -114,7 +114,7 @@ def _second(recorded: dict[str, Any]) -> dict[str, Any]:
     payload = {"workflow_id": "pin-two", "input": {}, "activation": 1,
                "times": [0, 1_000], "through": [0, 1], "steps": [{**recorded, "act": 0}],
                "results": [[0, {"value": 2}]]}
-    return asyncio.run(activation.activate(_info(two), payload, cache=False))
+    return asyncio.run(instances.activate(_info(two), payload, cache=False))
 
 
 @pytest.mark.parametrize("version", [None, "an-older-version"])

@@ -21,8 +21,8 @@ from headwater.core import events as ev
 from headwater.core.kinds.code.decision import MAX_STEPS_PER_ACTIVATION, decision_fault
 from headwater.errors import WorkflowFailed
 from headwater.testing import Environment
-from headwater.workflows.activation import CACHE, activate
 from headwater.workflows.decorator import forget, info_of, input_schema_of
+from headwater.workflows.instances import CACHE, activate
 
 
 @task(name="hw.echo", queue="cpu")
@@ -318,17 +318,26 @@ async def steps_in_a_chain(wf: WorkflowContext, n: int) -> int:
 
 
 async def test_the_harness_counts_events_toward_max_events_as_the_stack_does() -> None:
-    """Each attempt's ``TaskStarted`` (a worker's report) is history: 6 events a step.
-    Without it, 10 steps passed under ``max_events=40`` here and failed on the stack
-    after 6."""
+    """Each attempt's ``TaskStarted`` (a worker's report) is history: 6 events a step
+    when every activation goes to a worker (no instance kept), 5 when the step's report
+    carries it (a continuation: dispatched and decided, never started), as on the stack.
+    Without the starts, 10 steps passed under ``max_events=40`` here and failed on the
+    stack after 6."""
     workflow(name="hw.steps_in_a_chain", max_events=40)(steps_in_a_chain)
     try:
-        env = Environment()
+        env = Environment(cache=False)
         assert await env.run("hw.steps_in_a_chain", n=6) == 6
         names = [type(e.body).__name__ for e in env.history("test-1")]
         assert names[:4] == ["WorkflowAccepted", "TaskDispatched", "TaskStarted",
                              "TaskSucceeded"], names
         with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 41 events"):
-            await Environment().run("hw.steps_in_a_chain", n=7)
+            await Environment(cache=False).run("hw.steps_in_a_chain", n=7)
+        kept = Environment()
+        assert await kept.run("hw.steps_in_a_chain", n=8) == 8
+        names = [type(e.body).__name__ for e in kept.history("test-1")]
+        assert names[5:10] == ["TaskStarted", "TaskSucceeded", "TaskDispatched",
+                               "TaskSucceeded", "TaskDispatched"], names
+        with pytest.raises(WorkflowFailed, match="HistoryTooLong: the run recorded 45 events"):
+            await Environment().run("hw.steps_in_a_chain", n=9)
     finally:
         forget("hw.steps_in_a_chain")

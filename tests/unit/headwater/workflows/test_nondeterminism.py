@@ -14,8 +14,8 @@ from headwater import NondeterminismError, WorkflowContext, task, workflow
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
 from headwater.testing import Environment
-from headwater.workflows.activation import CACHE
 from headwater.workflows.decorator import forget
+from headwater.workflows.instances import CACHE
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 NAME = "wt.deployed"

@@ -18,10 +18,11 @@ from headwater.core.reuse import code_steps
 from headwater.core.state import WorkflowState
 from headwater.errors import AttemptCancelled, WorkflowFailed
 from headwater.testing import Environment
-from headwater.workflows.activation import activate
 from headwater.workflows.decorator import info_of
+from headwater.workflows.instances import activate
 from services.coordinator.snapshot import dump_state
 from tests.unit.headwater.workflows import flows
+from tests.unit.headwater.workflows.redecide import redecided
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -51,12 +52,26 @@ async def test_a_day_of_sleep_and_a_signal_take_no_time() -> None:
     assert datetime.fromisoformat(out["at"]) >= datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
 
-async def test_replaying_every_activation_records_the_same_history() -> None:
+async def test_replaying_every_activation_decides_as_the_kept_instance() -> None:
+    """With the instance kept most activations are carried by the step's report before
+    them (continued); replayed from the start every time, each goes to a worker. The
+    same output; and every decision either history holds is what the function run
+    afresh over that history decides (the two histories may differ: a continuation
+    decides on one result, an activation on those that came meanwhile)."""
     kept, kept_run, kept_out = await _main_run(cache=True)
     replayed, replayed_run, replayed_out = await _main_run(cache=False)
     assert kept_out == replayed_out
-    assert [e.body for e in kept.history(kept_run)] == [
-        e.body for e in replayed.history(replayed_run)]
+    info = info_of(flows.main)
+    assert info is not None
+    for env, run in ((kept, kept_run), (replayed, replayed_run)):
+        checked = await redecided(env.history(run), info, env._resolve)
+        assert len(checked) >= 10
+        assert all(recorded == fresh for _, recorded, fresh in checked), checked
+    continued = [e.body for e in kept.history(kept_run) if isinstance(e.body, ev.TaskDispatched)
+                 and isinstance(e.body.input, dict) and "continued" in e.body.input]
+    assert len(continued) >= 5
+    assert not any(isinstance(e.body, ev.TaskDispatched) and isinstance(e.body.input, dict)
+                   and "continued" in e.body.input for e in replayed.history(replayed_run))
 
 
 async def test_the_history_folds_to_the_state_the_core_built() -> None:

@@ -99,3 +99,18 @@ def test_stand_in_for_an_unsendable_failure_keeps_it_retryable_and_short() -> No
 @pytest.mark.parametrize("report", [ev.TaskStarted(*BASE), ev.TaskProgressed(*BASE, 0.1, "m")])
 def test_informational_reports_have_no_stand_in(report: ev.Report) -> None:
     assert stand_in(report, MessageSizeTooLargeError("x")) is None
+
+
+def test_a_continuation_is_sent_when_it_fits_and_left_out_when_it_does_not() -> None:
+    """A step's report carries the function's next decision only when both fit under
+    the limit: a continuation never makes a step fail (the coordinator dispatches the
+    activation instead)."""
+    small = {"act": 1, "through": 1, "at_ms": 5, "first_ms": 1, "after_ms": 1,
+             "decision": {"steps": []}}
+    report = ev.TaskSucceeded("wf", "main", 1, 1, 5, {"n": 1}, small)
+    sent, data = prepare(report, 10_000)
+    assert sent == report and codec.decode(data) == report
+    big = {**small, "decision": {"steps": [], "finish": "x" * 20_000}}
+    sent, data = prepare(ev.TaskSucceeded("wf", "main", 1, 1, 5, {"n": 1}, big), 10_000)
+    assert sent == ev.TaskSucceeded("wf", "main", 1, 1, 5, {"n": 1})
+    assert codec.decode(data) == sent and len(data) <= 10_000

@@ -1,0 +1,119 @@
+"""A step's result and the function's next decision in one report (a continuation).
+
+Between two steps of a chain the function needs one activation: the coordinator records
+the step's result, dispatches activation k with it, a worker runs the function on to
+its next wait and reports the decision, and only then is the next step dispatched. The
+worker that ran the step usually holds the run's instance already (its cache kept it
+from activation k-1, whose steps travel in the same lane and partition), so it can hand
+the function the result itself and report the decision of activation k with the step's
+success (``TaskSucceeded.continuation``, ``headwater.workflows.instances.continued``).
+
+The coordinator takes such a decision only when it is exactly what activation k would
+have been given and would have decided on (``accepted``):
+- activation k is the one it would dispatch now: every earlier activation has decided,
+  and k is the next number;
+- the instance ran this run's activations: the times of its first and its last
+  (``first_ms``, ``after_ms``) are this journal's (an instance of an earlier run under
+  the same id, or one that went ahead on a continuation that was ignored, has others);
+- this step's result is the only one no activation was given (``through``: the count of
+  results handed to the function, this one included, equals the journal's);
+- its time (what ``wf.now()`` returned in it, the worker's clock) is not before the
+  previous activation's, nor after the coordinator's own;
+- the decision is well formed and numbers its steps after those issued.
+A continuation that fails any of these is ignored (the activation is dispatched as
+usual, and the worker's instance, which went ahead, is not reused: its through and
+times differ from the next activation's). Taken, it is recorded as activation k would
+be: its ``TaskDispatched`` (with ``"continued": s`` in its input, the step that carried
+it; no dispatch record is sent for it) and its ``TaskSucceeded``, in the same input's
+events. A replay, a projection and the harness see an activation like any other.
+
+Why this is the same run: the function is deterministic over its journal (what replay
+checks), and an activation's input is fixed by history (the results it is given, in
+order, and its time); the continuation is taken only when its input is that one. A
+worker killed before it reports loses the step's attempt as before (no continuation
+without the step's success, in the same record); a coordinator that applies the record
+again decides the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.core import events as ev
+from headwater.core.kinds.code import journal as jr
+from headwater.core.kinds.code.decision import decision_fault, numbering_fault
+from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeSpec
+from headwater.core.state import WorkflowState
+
+MAX_MESSAGE_CHARS = 2000
+"""The longest progress message a continuation's activation records."""
+CONTINUED = "continued"
+"""The key of an activation's recorded input that names the step whose report carried
+its decision (such a dispatch is sent to no worker)."""
+
+
+def is_continued(body: ev.TaskDispatched) -> bool:
+    """Whether ``body`` records an activation decided by a continuation (the
+    coordinator sends no dispatch record for it)."""
+    return (jr.is_activation(body.index) and isinstance(body.input, dict)
+            and CONTINUED in body.input)
+
+
+def accepted(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded,
+             now_ms: int) -> dict[str, Any] | None:
+    """``report.continuation`` when it is exactly activation k's input and a well-formed
+    decision (see the module), else None. ``state``: after the step's result was
+    recorded; ``now_ms``: the coordinator's time for the report."""
+    c = report.continuation
+    if (not isinstance(c, dict) or report.index is None or jr.is_activation(report.index)
+            or state.status.terminal or state.nodes[spec.id].status.terminal):
+        return None
+    j = jr.journal(state, spec.id)
+    acts, done = j["acts"], j["done"]
+    k: Any = c.get("act")
+    through: Any = c.get("through")
+    at_ms: Any = c.get("at_ms")
+    fits = (bool(acts) and _whole(k) and _whole(through) and _whole(at_ms)
+            and k == len(acts) == int(j["decided"]) and through == len(done)
+            and jr.undelivered(j) == 1 and done[-1] == report.index // 2
+            and c.get("first_ms") == acts[0][0] and c.get("after_ms") == acts[-1][0]
+            and int(acts[-1][0]) <= at_ms <= now_ms)
+    decision = c.get("decision")
+    if not fits or decision_fault(decision) or numbering_fault(decision, len(j["steps"])):
+        return None
+    return c
+
+
+def record(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded,
+           taken: dict[str, Any]) -> ev.TaskSucceeded:
+    """Record activation ``taken["act"]`` as dispatched (at the continuation's time, with
+    the step that carried it) and decided; return its ``TaskSucceeded``."""
+    state = rec.current
+    k = int(taken["act"])
+    index = jr.activation(k)
+    work = state.work(spec.id, index)
+    attempt = state.first_attempt
+    rec.record(ev.TaskDispatched(
+        workflow_id=state.workflow_id, node=spec.id, index=index, attempt=attempt,
+        task=work.task, queue=work.queue,
+        input={"activation": k, CONTINUED: (report.index or 0) // 2},
+        at_ms=int(taken["at_ms"]), timeout_s=work.timeout,
+        heartbeat_timeout_s=work.heartbeat_timeout, checkpoint=None))
+    progress = taken.get("progress")
+    if (isinstance(progress, list) and len(progress) == 2 and _fraction(progress[0])
+            and isinstance(progress[1], str)):  # what wf.progress said in it, last
+        rec.record(ev.TaskProgressed(state.workflow_id, spec.id, index, attempt, rec.at_ms,
+                                     float(progress[0]), progress[1][:MAX_MESSAGE_CHARS]))
+    decided = ev.TaskSucceeded(state.workflow_id, spec.id, index, attempt, rec.at_ms,
+                               taken["decision"])
+    rec.record(decided)
+    return decided
+
+
+def _fraction(value: Any) -> bool:
+    return type(value) in (int, float) and 0 <= value <= 1
+
+
+def _whole(value: Any) -> bool:
+    return type(value) is int and value >= 0
