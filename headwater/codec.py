@@ -227,12 +227,7 @@ def _to_avro(record: Any) -> dict[str, Any]:
     for name in _field_names(type(record)):
         value = getattr(record, name)
         if name in JSON_FIELDS:
-            text = orjson.dumps(value)
-            fault = json_depth_fault(value, text)
-            if fault is not None:
-                raise ValueError(f"{type(record).__name__} does not fit its schema: "
-                                 f"{name}: {fault}")
-            value = text
+            value = _json_field(type(record).__name__, name, value)
         elif name == "body":
             value = (f"{NAMESPACE}.{type(value).__name__}", _to_avro(value))
         elif name in RECORD_ARRAYS:
@@ -251,14 +246,21 @@ def _item_to_avro(owner: str, item: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in _field_names(type(item)):
         value = getattr(item, key)
-        if key in JSON_FIELDS:
-            text = orjson.dumps(value)
-            fault = json_depth_fault(value, text)
-            if fault is not None:
-                raise ValueError(f"{owner} does not fit its schema: {key}: {fault}")
-            value = text
-        out[key] = value
+        out[key] = _json_field(owner, key, value) if key in JSON_FIELDS else value
     return out
+
+
+def _json_field(owner: str, name: str, value: Any) -> bytes:
+    """A ``JSON_FIELDS`` value as its JSON text (``owner``'s field ``name``).
+
+    Raises:
+        ValueError: it is nested deeper than ``MAX_JSON_DEPTH``.
+    """
+    text = orjson.dumps(value)
+    fault = json_depth_fault(value, text)
+    if fault is not None:
+        raise ValueError(f"{owner} does not fit its schema: {name}: {fault}")
+    return text
 
 
 def _item_from_avro(owner: str, item: dict[str, Any]) -> dict[str, Any]:
