@@ -46,6 +46,7 @@ from faultsuite.shapes import HEARTBEAT_TIMEOUT_S, Sizes, Spec
 from faultsuite.supervisor import Life
 from faultsuite.topics import Record
 from headwater.core import events as ev
+from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import is_activation
 from load.kafka_io import Seen
 from ops.cli.endpoints import Endpoints
@@ -127,13 +128,14 @@ def code_faults(name: str, run: int = 0,
 def code_figures(records: Iterable[Record], runs: set[str]) -> dict[str, int]:
     """How much the code runs did, from their distinct history events: runs, activation
     attempts dispatched (even indexes of the code node), step attempts dispatched (odd:
-    tasks and children), decisions recorded, step attempts dispatched more than once
+    tasks and children), decisions recorded, the activations of those that a step's
+    report carried (continued: no worker ran them), step attempts dispatched more than once
     (the audit's ``double_dispatches`` names them: a violation), and the identical copies
     of their events on the topic (a coordinator killed after publishing them published
     them again: its kill came while it applied a code run's inputs)."""
     seen: set[tuple[str, int]] = set()
     dispatched: Counter[tuple[str, str, int | None, int]] = Counter()
-    decided = copies = 0
+    decided = copies = continued = 0
     for r in records:
         e = r.value
         if not isinstance(e, ev.HistoryEvent) or e.workflow_id not in runs:
@@ -145,12 +147,14 @@ def code_figures(records: Iterable[Record], runs: set[str]) -> dict[str, int]:
         b = e.body
         if isinstance(b, ev.TaskDispatched):
             dispatched[(e.workflow_id, b.node, b.index, b.attempt)] += 1
+            continued += is_continued(b)
         elif isinstance(b, ev.TaskSucceeded) and is_activation(b.index):
             decided += 1
     return {"runs": len(runs),
             "activation_attempts": sum(1 for k in dispatched if is_activation(k[2])),
             "step_attempts": sum(1 for k in dispatched if not is_activation(k[2])),
             "decisions": decided,
+            "continued_activations": continued,
             "steps_dispatched_twice": sum(1 for k, n in dispatched.items()
                                           if n > 1 and not is_activation(k[2])),
             "events_published_again": copies}

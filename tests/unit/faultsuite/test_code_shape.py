@@ -107,10 +107,12 @@ def test_figures_count_activations_steps_decisions_and_copies() -> None:
         _record(4, 3, d[1]),  # the same seq again: published again
         _record(5, 5, d[1]),  # step 0 attempt 1 dispatched twice
         _record(6, 1, d[0], wid="other"),  # not a code run
+        _record(7, 6, ev.TaskDispatched("c", "main", 4, 1, "t", "cpu",
+                                        {"activation": 2, "continued": 0}, at)),
     ]
     assert code_figures(records, {"c"}) == {
-        "runs": 1, "activation_attempts": 2, "step_attempts": 1, "decisions": 1,
-        "steps_dispatched_twice": 1, "events_published_again": 1}
+        "runs": 1, "activation_attempts": 3, "step_attempts": 1, "decisions": 1,
+        "continued_activations": 1, "steps_dispatched_twice": 1, "events_published_again": 1}
 
 
 def test_kills_are_told_apart_by_whether_a_code_run_was_in_flight() -> None:
