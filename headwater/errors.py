@@ -296,14 +296,20 @@ class StepFailed(HeadwaterError):
         error_type: the failure's type (the task's exception class, ``TimeoutError``,
             ``ChildWorkflowFailed``, ``Cancelled`` ...).
         attempts: how many attempts it took.
+        where: what the step was and its task's key in the run (``task pkg.fetch,
+            main[5]``: ``headwater task RUN main 5`` shows its attempts and traceback);
+            "" when not known.
     """
 
-    def __init__(self, step: int, error_type: str, message: str, attempts: int = 0) -> None:
-        super().__init__(f"step {step}: {error_type}: {message}")
+    def __init__(self, step: int, error_type: str, message: str, attempts: int = 0,
+                 where: str = "") -> None:
+        super().__init__(f"step {step}{f' ({where})' if where else ''}: {error_type}: "
+                         f"{message}")
         self.step = step
         self.error_type = error_type
         self.message = message
         self.attempts = attempts
+        self.where = where
 
 
 class NondeterminismError(HeadwaterError):

@@ -42,6 +42,8 @@ class Runtime(Protocol):
 
     workflow_id: str
     driver: Driver
+    node: str
+    """The run's code node ("" when not known)."""
 
     def issue(self, step: Step) -> int:
         """Number a step the function issues (checked against the history)."""
@@ -88,9 +90,12 @@ class Step(Waitable):
         if "error" in result:
             err = result["error"] or {}
             assert self.number is not None
+            node = self.ctx._runtime.node or "main"
+            where = (f"{self.command.get('op')} {self.command.get('name') or ''}".rstrip()
+                     + f", {node}[{2 * self.number + 1}]")
             self.set_error(StepFailed(self.number, str(err.get("type", "Error")),
                                       str(err.get("message", "")),
-                                      int(err.get("attempts") or 0)))
+                                      int(err.get("attempts") or 0), where))
         else:
             self.set_result(result.get("value"))
 

@@ -31,6 +31,7 @@ from ops.cli import app
 from services.common.db import init_connection
 from services.common.schema import SCHEMA
 from services.gateway.tasks import reads
+from services.gateway.tasks.views import failure
 from services.projector.writer import project
 
 CORE_TESTS = str(Path(__file__).resolve().parents[1] / "unit" / "headwater" / "core")
@@ -229,3 +230,40 @@ async def test_failures_project_the_same_rows_in_any_order(
     failed = await conn.fetchrow("select * from tasks where task_key = 'm[1]'")
     assert (failed["status"], failed["error_type"], failed["dispatched_at"]) == (
         "failed", "InputReferenceError", None)  # counted among m's failed tasks
+
+
+def a_function_that_raised() -> list[ev.HistoryEvent]:
+    """A code workflow whose step 0 failed for good and whose function let the
+    ``StepFailed`` out: activation 1 decided ``fail``."""
+    doc = {"name": "code", "nodes": [{"id": "main", "kind": "code", "task": "wf.code",
+                                      "retry": {"max_attempts": 100}}]}
+    step = {"op": "task", "name": "t.chunk", "queue": "cpu", "input": {},
+            "retry": {"max_attempts": 1}}
+    trace = ("Traceback (most recent call last):\n  File \"flow.py\", line 9, in pipeline\n"
+             "headwater.errors.StepFailed: step 0 (task t.chunk, main[1]): ZeroDivisionError: "
+             "division by zero\n")
+    return run([submit(doc, {}), ok("main", {"steps": [step]}, index=0, at=T0 + 10),
+                ev.TaskFailed(WF, "main", 1, 1, T0 + 20, "division by zero",
+                              "ZeroDivisionError", True, "Traceback ...\nZeroDivisionError\n"),
+                ok("main", {"steps": [], "fail": {
+                    "type": "StepFailed", "traceback": trace, "message": (
+                        "step 0 (task t.chunk, main[1]): ZeroDivisionError: division by zero")}},
+                   index=2, at=T0 + 30)]).history
+
+
+async def test_a_code_runs_failure_is_its_functions_with_the_step_it_names(
+        projection: asyncpg.Connection) -> None:
+    """The run's ``failure`` is the function's exception from its failing activation's
+    decision: its type, message and traceback, which name the failed step's task key
+    (``headwater task RUN main 1`` shows that attempt's own traceback)."""
+    history = a_function_that_raised()
+    assert isinstance(history[-1].body, ev.WorkflowFailed)
+    await project(projection, history)
+    node, task_failed = await reads.failed_by(projection, WF)
+    assert node is not None and node["node"] == "main"
+    found = failure(node, task_failed)
+    assert found is not None
+    assert (found["node"], found["index"], found["attempt"], found["error_type"]) == (
+        "main", 2, 1, "StepFailed")
+    assert found["message"] == "step 0 (task t.chunk, main[1]): ZeroDivisionError: division by zero"
+    assert found["traceback"].endswith("ZeroDivisionError: division by zero\n")

@@ -86,8 +86,9 @@ async def failed_by(conn: asyncpg.Connection,
                     workflow_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """What failed a failed run: the data of the failed ``NodeFinished`` and of that
     node's ``TaskFailed`` recorded in the step that recorded its ``WorkflowFailed``
-    (the same ``at_ms``; each None when that step has none), read backwards from the
-    end of its history."""
+    (the same ``at_ms``; each None when that step has none), or a code workflow's
+    function's own failure (``_function_failed``), read backwards from the end of its
+    history."""
     end = await conn.fetchrow(
         "select seq, data->>'at_ms' as at_ms from events where workflow_id = $1"
         " and type = 'WorkflowFailed' order by seq desc limit 1", workflow_id)
@@ -103,4 +104,28 @@ async def failed_by(conn: asyncpg.Connection,
         "select data from events where workflow_id = $1 and seq < $2 and type = 'TaskFailed'"
         " and data->>'node' = $3 and data->>'at_ms' = $4 order by seq desc limit 1",
         workflow_id, node["seq"], node["data"].get("node"), end["at_ms"])
-    return node["data"], (task["data"] if task is not None else None)
+    if task is None:
+        return node["data"], await _function_failed(conn, workflow_id, node["seq"],
+                                                    node["data"].get("node"), end["at_ms"])
+    return node["data"], task["data"]
+
+
+async def _function_failed(conn: asyncpg.Connection, workflow_id: str, before: int,
+                           node: Any, at_ms: str) -> dict[str, Any] | None:
+    """A code workflow's function that raised: its activation's decision ``fail`` (the
+    exception's type, message and traceback, which name the step that failed it) in the
+    step that failed the run, as the data of a ``TaskFailed`` of that activation; None
+    for any other run."""
+    decided = await conn.fetchrow(
+        "select data from events where workflow_id = $1 and seq < $2 and type = 'TaskSucceeded'"
+        " and data->>'node' = $3 and data->>'at_ms' = $4 and data->'output' ? 'fail'"
+        " order by seq desc limit 1", workflow_id, before, node, at_ms)
+    if decided is None:
+        return None
+    data = decided["data"]
+    fail = data["output"]["fail"] if isinstance(data.get("output"), dict) else None
+    if not isinstance(fail, dict):
+        return None
+    return {"node": data.get("node"), "index": data.get("index"), "attempt": data.get("attempt"),
+            "error_type": str(fail.get("type") or ""), "error": str(fail.get("message") or ""),
+            "traceback": str(fail.get("traceback") or "")}

@@ -261,7 +261,8 @@ async def test_the_harness_holds_a_decision_to_a_workers_output_limit() -> None:
 
 async def test_the_harness_holds_a_task_output_to_a_workers_output_limit() -> None:
     env = capped(Environment(), 5)
-    with pytest.raises(WorkflowFailed, match="StepFailed: step 0: OutputTooLargeError"):
+    with pytest.raises(WorkflowFailed,
+                       match=r"StepFailed: step 0 \(task hw.blob, main\[1\]\): OutputTooLarge"):
         await env.run("hw.blob_of", kib=1100)
 
 
