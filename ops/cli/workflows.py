@@ -333,6 +333,7 @@ def signal(
         sent_id = str(answer.get("signal_id"))
         console.print(f"signal {escape(name)} sent to {escape(workflow_id)} "
                       f"(signal id {escape(sent_id)})")
+        print_warnings(answer, console)  # a code workflow waiting for other signals now
         if not wait:
             return
         fate = hw.wait_signal(workflow_id, sent_id, timeout)

@@ -254,6 +254,19 @@ async def check_status_and_stuck(client: httpx.AsyncClient, stack: Stack) -> Non
     state = fold([r.event for r in kept]).state
     assert state is not None and is_stuck(state) is None
     assert any(p.startswith("signal wait main[") for p in pending(state)), pending(state)
+    # A misspelt signal is kept (a code workflow declares none beforehand), with a warning
+    # naming the one the run waits for (one id: sent again, it is the same signal).
+    warned: list[str] = []
+
+    async def misspelt() -> bool:
+        answer = await client.post(f"/v1/workflows/{workflow_id}/signals/aproval",
+                                   json={"fields": {}, "signal_id": "typo-1"})
+        assert answer.status_code == 202, answer.text
+        warned[:] = answer.json().get("warnings", [])
+        return bool(warned)
+    await wait_until_async(misspelt, scaled(30), "the warning of a misspelt signal")
+    assert warned == [f"workflow {workflow_id} waits for signal 'approval', not 'aproval': "
+                      "this signal is kept until a wf.signal('aproval') takes it"], warned
     await signal_when_accepted(client, workflow_id)
 
 

@@ -54,13 +54,15 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
                  **NO_WORKFLOW, 409: "the workflow has already ended"}))
 async def signal_workflow(request: Request, workflow_id: WorkflowId,
                           name: SignalName) -> Response:
-    """Signal a wait node: 202 once the signal is on Kafka; 400 when no wait takes it;
-    404 unknown; 409 ended; 413; 422 a malformed body; 503."""
+    """Signal a wait node: 202 once the signal is on Kafka (with ``warnings`` when a code
+    workflow waits for signals of other names now); 400 when no wait takes it; 404
+    unknown; 409 ended; 413; 422 a malformed body; 503."""
     hw = accepting(request)
     payload = parse_body(SignalRequest, await read_limited(request, hw.settings.max_body_bytes))
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
     await require_run(hw.pool, principal(request), workflow_id)
-    await send_signal(hw.pool, hw.outlet, signal)
+    warnings = await send_signal(hw.pool, hw.outlet, signal)
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
+                  **({"warnings": warnings} if warnings else {}),
                   "links": links(workflow_id)}, 202)

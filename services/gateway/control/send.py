@@ -58,7 +58,7 @@ def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.Sig
                          request.signal_id or uuid.uuid4().hex, request.fields)
 
 
-async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) -> None:
+async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) -> list[str]:
     """Produce a ``SignalSent`` that a wait of a workflow that has not ended can take.
 
     The workflow's spec and status are read from the projection, as ``GET`` reads them,
@@ -72,6 +72,10 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
         pool: the projection's pool.
         out: where the record goes (``runs.submit.Outlet``).
         signal: the signal (``signal_record``).
+
+    Returns:
+        Warnings for the sender (``unawaited``): none, or that a code workflow waits for
+        other signals now.
 
     Raises:
         Problem: 404 unknown id, 409 the workflow has ended (and did not record this
@@ -88,18 +92,37 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
         if row["status"] in TERMINAL_STATUSES:
             if await conn.fetchval("select 1 from signals where workflow_id = $1 and"
                                    " signal_id = $2", workflow_id, signal.signal_id):
-                return  # sent again after a lost answer: it was recorded; nothing to do
+                return []  # sent again after a lost answer: it was recorded; nothing to do
             raise Problem(409, "Conflict", f"workflow {workflow_id} has already ended: "
                           f"{row['status']}", status_now=row["status"])
         totals = {r["node"]: r["total"] for r in await conn.fetch(
             "select node, total from nodes where workflow_id = $1 and total is not null",
             workflow_id)}
+        waiting = [r["signal"] for r in await conn.fetch(
+            "select signal from waits where workflow_id = $1 and status = 'waiting'"
+            " order by wait_key", workflow_id)]
     # A large spec takes a while to parse: off the event loop, as for a submission.
     fault = await asyncio.to_thread(_signal_fault, row, totals, signal)
     if fault is not None:
         raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
     await out.control(signal, "signal")
     await record_receipt(pool, signal)  # its fate reads "received" until it is applied
+    return unawaited(row["spec"], waiting, signal)
+
+
+def unawaited(spec: Any, waiting: list[str], signal: ev.SignalSent) -> list[str]:
+    """A warning when a code workflow, which declares no signals beforehand (any name is
+    kept for a ``wf.signal`` to come), waits now for signals of other names only: a
+    misspelt name is kept for a wait that may never come. Empty otherwise (a spec's
+    waits are checked before: ``_signal_fault``)."""
+    nodes = spec.get("nodes") if isinstance(spec, dict) else None
+    code = any(isinstance(n, dict) and n.get("kind") == "code" for n in nodes or ())
+    if not code or not waiting or signal.name in waiting:
+        return []
+    names = ", ".join(repr(n) for n in dict.fromkeys(waiting))
+    return [f"workflow {signal.workflow_id} waits for signal {names}, not "
+            f"{signal.name!r}: this signal is kept until a wf.signal({signal.name!r}) "
+            "takes it"]
 
 
 def _signal_fault(row: Any, totals: dict[str, int], signal: ev.SignalSent) -> str | None:

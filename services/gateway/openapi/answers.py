@@ -203,6 +203,9 @@ RERUN_STARTED_SCHEMA = _object(["id", "status", "rerun_of", "reset", "links"], {
 SIGNALLED_SCHEMA = _object(["workflow_id", "signal", "signal_id", "links"], {
     "workflow_id": _ID, "signal": _TEXT,
     "signal_id": {**_TEXT, "description": "the sender's, or the one the gateway made"},
+    "warnings": {"type": "array", "items": _TEXT, "description": (
+        "a code workflow that waits now for signals of other names only (a misspelt "
+        "name is kept for a wf.signal that may never come)")},
     "links": _LINKS})
 """``POST /v1/workflows/{id}/signals/{name}``."""
 
