@@ -2,7 +2,8 @@
 queue: a node whose attempts are all dispatched but none started shows as waiting on its
 queue, with the queue's state when it cannot take them (``queue_state`` of
 ``GET /v1/workflows/{id}``'s tasks: ``no_live_workers``, ``unserved``), and the
-document's ``warnings`` are printed."""
+document's ``warnings`` are printed; so are the signals a run waits for and the
+progress its running attempts reported (``print_waiting``)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,22 @@ def print_warnings(doc: Mapping[str, Any], out: Console) -> None:
     """Print each of the document's ``warnings`` (none: nothing)."""
     for warning in doc.get("warnings") or []:
         out.print(f"[yellow]warning:[/] {escape(str(warning))}")
+
+
+def print_waiting(doc: Mapping[str, Any], out: Console) -> None:
+    """Print the signals the run waits for (``waiting``: node and item, since when,
+    until when) and each running attempt's last progress report (a task's, or a code
+    workflow's ``wf.progress``); nothing for a run with neither."""
+    for w in doc.get("waiting") or []:
+        where = f"{w.get('node')}" + (f"[{w['index']}]" if w.get("index") is not None else "")
+        until = f", times out at {w['timeout_at']}" if w.get("timeout_at") else ""
+        out.print(f"waiting for signal {escape(repr(w.get('signal')))} at {escape(where)} "
+                  f"since {escape(str(w.get('since')))}{escape(until)}")
+    for t in doc.get("tasks") or []:
+        if t.get("status") == "running" and (t.get("message") or t.get("progress")):
+            done = f" {round(100 * float(t['progress']))}%" if t.get("progress") else ""
+            note = f": {t['message']}" if t.get("message") else ""
+            out.print(f"{escape(str(t.get('key')))} running{done}{escape(note)}")
 
 
 def warn_later(hw: Client, workflow_id: str, out: Console,

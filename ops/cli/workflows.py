@@ -35,7 +35,7 @@ from ops.cli.common import (
     styled,
     unreachable,
 )
-from ops.cli.queue_notes import node_status, print_warnings, warn_later
+from ops.cli.queue_notes import node_status, print_waiting, print_warnings, warn_later
 
 if TYPE_CHECKING:
     from headwater.client import Client
@@ -212,6 +212,7 @@ def status(
                       escape((n["error"] or "")[:60]))
     print_table(table, whole=("node",))
     print_warnings(doc, console)
+    print_waiting(doc, console)
     if doc["output"] is not None:
         console.print_json(json.dumps(doc["output"]))
     elif doc["error"]:
