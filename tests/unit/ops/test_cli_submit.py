@@ -24,3 +24,13 @@ def test_input_that_is_not_json_is_a_usage_error() -> None:
     result = runner.invoke(app, ["submit", str(EXAMPLE), "--input", "{not json"])
     assert result.exit_code == 2
     assert "--input is not JSON" in result.output
+
+
+def test_input_with_a_trailing_comma_or_nan_says_so() -> None:
+    """Read as the gateway reads JSON: the fault named, and NaN is not a number."""
+    result = runner.invoke(app, ["submit", str(EXAMPLE), "--input", '{"start": 0,}'],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 2
+    assert "trailing comma is not allowed" in result.output, result.output
+    result = runner.invoke(app, ["submit", str(EXAMPLE), "--input", '{"x": NaN}'])
+    assert result.exit_code == 2 and "--input is not JSON" in result.output, result.output
