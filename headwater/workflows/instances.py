@@ -104,6 +104,7 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
         raise
     finally:
         inst.busy = False
+    decision = _as_sent(decision)
     _keep(wid, inst if cache else None, decision)
     for step in decision.get("steps") or ():
         if step["op"] == "child" and "workflow" not in step:
@@ -113,6 +114,17 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
             doc, version = await resolve(step["name"])
             step.update(workflow=doc, definition=step["name"], definition_version=version)
     return decision
+
+
+def _as_sent(decision: dict[str, Any]) -> dict[str, Any]:
+    """``decision`` as JSON gives it back, now: its report is encoded later, and the
+    function may run on meanwhile (a step of the run that ends on this worker carries a
+    continuation, ``continued``) and change a value it gave a step of this decision.
+    One that is not JSON is left as it is (the worker fails the attempt, naming why)."""
+    try:
+        return orjson.loads(json_text(decision))  # type: ignore[no-any-return]
+    except TypeError:
+        return decision
 
 
 def register_activation(info: WorkflowInfo) -> None:
