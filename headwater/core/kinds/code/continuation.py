@@ -17,7 +17,8 @@ have been given and would have decided on (``accepted``):
   the same id, or one that went ahead on a continuation that was ignored, has others);
 - this step's result is the only one no activation was given (``through``: the count of
   results handed to the function, this one included, equals the journal's);
-- its time (what ``wf.now()`` returned in it, the worker's clock) is not before the
+- its time (what ``wf.now()`` returned in it: the step's dispatch time plus how long
+  the worker held the step, so the coordinator's clock) is not before the
   previous activation's, nor after the coordinator's own;
 - the decision is well formed and numbers its steps after those issued.
 A continuation that fails any of these is ignored (the activation is dispatched as
