@@ -170,8 +170,9 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     """The continuation for a step that succeeded on this worker with ``output``: the
     decision of the run's next activation, reached here with the instance this worker
     kept, at ``at_ms`` (not before its last activation's time), given this result alone;
-    None when it holds no instance waiting on that step, or the decision needs what only
-    an activation has (a definition looked up at the gateway).
+    None when it holds no instance waiting on that step, the function raised anything
+    its driver lets out or parted from its history, or the decision needs what only an
+    activation has (a definition looked up at the gateway).
 
     Returns:
         ``{"act", "through", "at_ms", "first_ms", "after_ms", "decision"}`` (``first_ms``
@@ -196,9 +197,9 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
         result = {"value": orjson.loads(json_text(output))}
         # the decision as it is now: the function may change a value it gave a step later
         decision = orjson.loads(json_text(inst.go_on(index // 2, result, at)))
-    except Exception:
-        CACHE.pop(workflow_id, None)  # gone ahead, or out of step: not to be reused
-        return None
+    except BaseException:  # KeyboardInterrupt too (the driver lets it out): the worker
+        CACHE.pop(workflow_id, None)  # outlives its functions; gone ahead, or out of
+        return None  # step: not to be reused (the activation sent instead says why)
     finally:
         inst.busy = False
         inst._progress = None

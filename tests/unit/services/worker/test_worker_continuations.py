@@ -5,6 +5,7 @@ as a machine's may be (docs/architecture.md, "Time")."""
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -89,3 +90,35 @@ async def test_a_continued_activation_keeps_the_coordinators_time(
     assert len(continued) == state.output
     times = [d.at_ms for d in continued]
     assert times == sorted(times) and times[-1] - times[0] >= 500
+
+
+@workflow(name="unit.cont.interrupts", queue=QUEUE)
+async def interrupts(wf: WorkflowContext) -> None:
+    """Raises ``KeyboardInterrupt`` in the part after its step (what a continuation runs)."""
+    await wf.run("unit.cont.poll")
+    raise KeyboardInterrupt
+
+
+async def test_a_function_raising_a_base_exception_in_a_continuation_leaves_the_worker_up(
+        ) -> None:
+    """The step's report goes without a continuation (the worker survives what the
+    function raises, as it does in an activation), and the activation sent instead
+    fails retryably naming it, as without the instance kept."""
+    info = info_of(interrupts)
+    assert info is not None
+    CACHE.clear()
+    result = step(None, ev.WorkflowSubmitted("wf-interrupts", info.spec(), None, C0))
+    state = result.state
+    assert state is not None
+    with ThreadPoolExecutor(2) as pool:
+        (act0,) = result.dispatches
+        report = await runner.run_attempt(make_attempt(activation_dispatch(state, act0), pool))
+        assert isinstance(report, ev.TaskSucceeded)
+        (poll_step,) = step(state, report).dispatches
+        done = await asyncio.wait_for(runner.run_attempt(make_attempt(poll_step, pool)), 5)
+        assert isinstance(done, ev.TaskSucceeded) and done.continuation is None
+        (act1,) = step(state, done).dispatches
+        assert not is_continued(act1)
+        failed = await runner.run_attempt(make_attempt(activation_dispatch(state, act1), pool))
+    assert isinstance(failed, ev.TaskFailed)
+    assert (failed.error_type, failed.retryable) == ("KeyboardInterrupt", True)
