@@ -64,6 +64,8 @@ class Instance:
         self.recorded: list[dict[str, Any]] = []
         self.times: list[int] = []
         self.through: list[int] = []
+        self.given: list[int] = []
+        """The steps whose results the function was given, in order (``fits``)."""
         self.act = 0
         self.final = 0
         self.processed = 0
@@ -159,6 +161,7 @@ class Instance:
             for s, result in results[through[a - 1] if a else 0:through[a]]:
                 if not 0 <= s < len(self.issued):
                     raise NondeterminismError(s, "a result for it", "no such step")
+                self.given.append(s)
                 if not self.issued[s].done:  # a patch marker is done when issued
                     self.issued[s].resolve(result)
             self.driver.wake()
@@ -175,14 +178,20 @@ class Instance:
 
     def fits(self, payload: dict[str, Any]) -> bool:
         """Whether this instance is where activation ``payload["activation"]`` starts:
-        it ran every activation before it, given the same results at the same points and
-        the same times (one that went ahead on a continuation the coordinator ignored
-        was given other ones), and issued the same number of steps."""
+        it ran every activation before it, given the same results (the same steps', in
+        the same order) at the same points and the same times, and issued the same
+        number of steps. One that went ahead on a continuation the coordinator ignored
+        was given another result, or at another time; the times alone do not tell it
+        (the coordinator may have dispatched the activation with another step's result
+        in the very millisecond the continuation was given)."""
         k = int(payload["activation"])
+        through = [int(t) for t in payload["through"][:k]]
         return (not self.busy and self.processed == k
                 and len(self.issued) == len(payload["steps"])
-                and self.through == [int(t) for t in payload["through"][:k]]
-                and self.times[:k] == [int(t) for t in payload["times"][:k]])
+                and self.through == through
+                and self.times[:k] == [int(t) for t in payload["times"][:k]]
+                and self.given == [int(r[0]) for r in payload["results"][:len(self.given)]]
+                and len(self.given) == (through[-1] if through else 0))
 
     def go_on(self, s: int, result: dict[str, Any], at_ms: int) -> dict[str, Any]:
         """Run the next activation here, given step ``s``'s result alone, at ``at_ms``
@@ -201,6 +210,7 @@ class Instance:
         self.through = [*self.through, (self.through[-1] if self.through else 0) + 1]
         self.act = self.final = k
         self.ctx.replaying = False
+        self.given.append(s)
         self.issued[s].resolve(result)
         self.driver.wake()
         self.driver.run()

@@ -92,3 +92,45 @@ def test_a_decision_on_its_way_does_not_change_when_the_function_runs_on() -> No
     core.ok(act1, decision, T0 + 30)
     core.ok(slow, "s", T0 + 40, carried)
     assert core.dispatched["t.next"].input == {"items": [0]}
+
+
+@workflow(name="tests.interleaved.racing")
+async def racing(wf: WorkflowContext) -> Any:
+    """Two steps at once; each one's result issues a step named after it."""
+    async def one(i: int) -> Any:
+        value = await wf.run("t.r", i=i)
+        await wf.run("t.after", i=i)
+        return value
+
+    return await wf.gather(one(0), one(1))
+
+
+def test_an_instance_given_another_result_at_the_same_time_is_not_reused() -> None:
+    """Worker A runs step 0 and continues the function with its result (activation 1 at
+    time T), but step 1's report, from worker B, reached the coordinator first, at T
+    too: activation 1 is dispatched with step 1's result, and A's continuation ignored.
+    B runs activation 1. Activation 2 (step 0's result) goes back to A, whose instance
+    ran an activation 1 as many results and at the same times as the history's, but
+    not the same result: it must replay, not go on (it would decide nothing, where the
+    function issues ``t.after`` for step 0)."""
+    CACHE.clear()
+    core = Core(racing)
+    act0 = core.dispatched["tests.interleaved.racing"]
+    first = {d.input["i"]: d for d in core.ok(
+        act0, asyncio.run(activate(core.info, core.payload(act0), node="main")), T0 + 10)}
+    at = T0 + 50
+    carried = continued(WID, "main", first[0].index, "r0", at)  # worker A
+    assert carried is not None and carried["at_ms"] == at
+    a_cache = dict(CACHE)
+    (act1,) = core.ok(first[1], "r1", at)  # worker B's report, first, at the same ms
+    assert act1.at_ms == at and core.ok(first[0], "r0", at + 5, carried) == []
+    CACHE.clear()  # worker B runs activation 1: it holds no instance
+    core.ok(act1, asyncio.run(activate(core.info, core.payload(act1), node="main")), at + 10)
+    act2 = core.dispatched["tests.interleaved.racing"]
+    assert act2.index == 4
+    CACHE.clear()
+    CACHE.update(a_cache)  # activation 2 goes back to worker A
+    decision = asyncio.run(activate(core.info, core.payload(act2), node="main"))
+    fresh = asyncio.run(activate(core.info, core.payload(act2), cache=False))
+    assert decision == fresh
+    assert [s["name"] for s in decision["steps"]] == ["t.after"]
