@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.codec import json_text
 from headwater.core.kinds.code.decision import MAX_STEPS_PER_ACTIVATION, step_fault
+from headwater.core.kinds.code.journal import act_digest
 from headwater.errors import NondeterminismError
 from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
@@ -66,6 +67,9 @@ class Instance:
         self.through: list[int] = []
         self.given: list[int] = []
         """The steps whose results the function was given, in order (``fits``)."""
+        self.digest = ""
+        """The last activation's ``journal.act_digest`` (each chains the one before):
+        what a continuation is matched with in the journal."""
         self.act = 0
         self.final = 0
         self.processed = 0
@@ -158,7 +162,9 @@ class Instance:
         for a in range(self.processed, k + 1):
             self.act = a
             self.ctx.replaying = a < k
-            for s, result in results[through[a - 1] if a else 0:through[a]]:
+            given = results[through[a - 1] if a else 0:through[a]]
+            self.digest = act_digest(self.digest, self.times[a], [int(r[0]) for r in given])
+            for s, result in given:
                 if not 0 <= s < len(self.issued):
                     raise NondeterminismError(s, "a result for it", "no such step")
                 self.given.append(s)
@@ -207,6 +213,7 @@ class Instance:
                            "act": a} for st, a in zip(self.issued[known:],
                                                       self.issued_in[known:], strict=True)]
         self.times = [*self.times[:k], at_ms]
+        self.digest = act_digest(self.digest, at_ms, [s])
         self.through = [*self.through, (self.through[-1] if self.through else 0) + 1]
         self.act = self.final = k
         self.ctx.replaying = False

@@ -175,12 +175,13 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     activation has (a definition looked up at the gateway).
 
     Returns:
-        ``{"act", "through", "at_ms", "first_ms", "after_ms", "decision"}`` (``first_ms``
-        and ``after_ms``: the times of the first and the last activation the instance
-        ran, which tie it to this run's history: an instance of an earlier run under the
-        same id, or one gone ahead on a continuation the coordinator ignored, has
-        others), and ``"progress": [fraction, message]`` when the function reported
-        progress in it (the last report).
+        ``{"act", "through", "at_ms", "first_ms", "after_ms", "digest", "decision"}``
+        (``first_ms`` and ``after_ms``: the times of the first and the last activation
+        the instance ran, ``digest``: the last one's ``journal.act_digest``, which tie
+        it to this run's history: an instance of an earlier run under the same id, or
+        one gone ahead on a continuation the coordinator ignored, has others), and
+        ``"progress": [fraction, message]`` when the function reported progress in it
+        (the last report).
     """
     inst = CACHE.get(workflow_id)
     if (inst is None or inst.busy or inst.node != node or index is None or index % 2 == 0
@@ -189,7 +190,7 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     k = inst.processed
     if not 0 < k <= len(inst.times):
         return None
-    at = max(at_ms, inst.times[k - 1])
+    at, before = max(at_ms, inst.times[k - 1]), inst.digest
     reported: list[list[Any]] = []
     inst._progress = lambda fraction, message: reported.append([fraction, message])
     inst.busy = True
@@ -209,7 +210,7 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     _keep(workflow_id, inst, decision)
     taken: dict[str, Any] = {"act": k, "through": inst.through[-1], "at_ms": at,
                              "first_ms": inst.times[0], "after_ms": inst.times[k - 1],
-                             "decision": decision}
+                             "digest": before, "decision": decision}
     if reported:
         taken["progress"] = reported[-1]
     return taken

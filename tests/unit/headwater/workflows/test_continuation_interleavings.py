@@ -14,7 +14,8 @@ import orjson
 
 from headwater import WorkflowContext, workflow
 from headwater.core import events as ev
-from headwater.core.kinds.code.journal import activation_dispatch
+from headwater.core.ids import LEASE_TIMER, task_key, task_timer_id
+from headwater.core.kinds.code.journal import activation_dispatch, activation_input
 from headwater.core.machine import step
 from headwater.core.state import WorkflowState
 from headwater.workflows.decorator import info_of
@@ -134,3 +135,58 @@ def test_an_instance_given_another_result_at_the_same_time_is_not_reused() -> No
     fresh = asyncio.run(activate(core.info, core.payload(act2), cache=False))
     assert decision == fresh
     assert [s["name"] for s in decision["steps"]] == ["t.after"]
+
+
+@workflow(name="tests.interleaved.lapsed")
+async def lapsed(wf: WorkflowContext) -> Any:
+    """Two steps at once; each one's result issues a step, then one named after it."""
+    async def one(i: int) -> Any:
+        value = await wf.run("t.r", i=i, heartbeat_timeout=5)
+        await wf.run("t.after", i=i)
+        await wf.run(f"t.done{i}")
+        return value
+
+    return await wf.gather(one(0), one(1))
+
+
+def test_a_continuation_from_an_instance_given_another_result_is_ignored() -> None:
+    """Worker A runs step 0, whose lease lapsed meanwhile (the coordinator retries it),
+    and continues the function with its result (activation 1, at T): its report is
+    discarded. Step 1's report, from worker B, came at T too: activation 1 is
+    dispatched with step 1's result and B runs it (it issues ``t.after`` for step 1).
+    That step ends on A, whose instance ran an activation 1 at the same time with as
+    many results, but step 0's: its continuation must be ignored (it decides ``t.done0``
+    where the history's function issues ``t.done1``)."""
+    CACHE.clear()
+    core = Core(lapsed)
+    act0 = core.dispatched["tests.interleaved.lapsed"]
+    first = {d.input["i"]: d for d in core.ok(
+        act0, asyncio.run(activate(core.info, core.payload(act0), node="main")), T0 + 10)}
+    core.apply(ev.TaskStarted(WID, "main", first[0].index, 1, T0 + 20, "worker-a"))
+    lease = task_timer_id(LEASE_TIMER, task_key("main", first[0].index), 1)
+    core.apply(ev.TimerFired(WID, lease, T0 + 6_000))  # step 0's attempt is lost
+    assert [type(e.body).__name__ for e in core.history[-3:]] == [
+        "TimerFired", "TaskFailed", "TimerScheduled"]  # retried later
+    at = T0 + 6_050
+    carried = continued(WID, "main", first[0].index, "r0", at)  # worker A
+    assert carried is not None
+    a_cache = dict(CACHE)
+    (act1,) = core.ok(first[1], "r1", at)  # worker B's report, at the same ms
+    assert act1.at_ms == at
+    core.ok(first[0], "r0", at + 5, carried)  # discarded: a lost attempt's
+    CACHE.clear()  # worker B runs activation 1
+    (after,) = core.ok(act1, asyncio.run(activate(core.info, core.payload(act1),
+                                                  node="main")), at + 10)
+    assert after.input == {"i": 1}
+    CACHE.clear()
+    CACHE.update(a_cache)  # the step goes back to worker A
+    carried = continued(WID, "main", after.index, "a1", at + 20)
+    assert carried is not None and carried["act"] == 2 and carried["through"] == 2
+    sent = core.ok(after, "a1", at + 30, carried)
+    assert core.state is not None
+    payload = activation_input(core.state, "main", 2)
+    fresh = asyncio.run(activate(core.info, payload, cache=False))
+    decided = [e.body.output for e in core.history if isinstance(e.body, ev.TaskSucceeded)
+               and e.body.index == 4]
+    assert decided in ([], [fresh]), (decided, fresh)
+    assert [d.input for d in sent] == [{"activation": 2}]  # ignored: sent to a worker
