@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.codec import json_text
 from headwater.core.kinds.code.decision import MAX_STEPS_PER_ACTIVATION, step_fault
+from headwater.core.kinds.code.journal import act_digest
 from headwater.errors import NondeterminismError
 from headwater.workflows.context import ContinueAsNew, Step, WorkflowContext
 from headwater.workflows.driver import Driver
@@ -64,6 +65,11 @@ class Instance:
         self.recorded: list[dict[str, Any]] = []
         self.times: list[int] = []
         self.through: list[int] = []
+        self.given: list[int] = []
+        """The steps whose results the function was given, in order (``fits``)."""
+        self.digest = ""
+        """The last activation's ``journal.act_digest`` (each chains the one before):
+        what a continuation is matched with in the journal."""
         self.act = 0
         self.final = 0
         self.processed = 0
@@ -156,9 +162,12 @@ class Instance:
         for a in range(self.processed, k + 1):
             self.act = a
             self.ctx.replaying = a < k
-            for s, result in results[through[a - 1] if a else 0:through[a]]:
+            given = results[through[a - 1] if a else 0:through[a]]
+            self.digest = act_digest(self.digest, self.times[a], [int(r[0]) for r in given])
+            for s, result in given:
                 if not 0 <= s < len(self.issued):
                     raise NondeterminismError(s, "a result for it", "no such step")
+                self.given.append(s)
                 if not self.issued[s].done:  # a patch marker is done when issued
                     self.issued[s].resolve(result)
             self.driver.wake()
@@ -175,14 +184,20 @@ class Instance:
 
     def fits(self, payload: dict[str, Any]) -> bool:
         """Whether this instance is where activation ``payload["activation"]`` starts:
-        it ran every activation before it, given the same results at the same points and
-        the same times (one that went ahead on a continuation the coordinator ignored
-        was given other ones), and issued the same number of steps."""
+        it ran every activation before it, given the same results (the same steps', in
+        the same order) at the same points and the same times, and issued the same
+        number of steps. One that went ahead on a continuation the coordinator ignored
+        was given another result, or at another time; the times alone do not tell it
+        (the coordinator may have dispatched the activation with another step's result
+        in the very millisecond the continuation was given)."""
         k = int(payload["activation"])
+        through = [int(t) for t in payload["through"][:k]]
         return (not self.busy and self.processed == k
                 and len(self.issued) == len(payload["steps"])
-                and self.through == [int(t) for t in payload["through"][:k]]
-                and self.times[:k] == [int(t) for t in payload["times"][:k]])
+                and self.through == through
+                and self.times[:k] == [int(t) for t in payload["times"][:k]]
+                and self.given == [int(r[0]) for r in payload["results"][:len(self.given)]]
+                and len(self.given) == (through[-1] if through else 0))
 
     def go_on(self, s: int, result: dict[str, Any], at_ms: int) -> dict[str, Any]:
         """Run the next activation here, given step ``s``'s result alone, at ``at_ms``
@@ -198,9 +213,11 @@ class Instance:
                            "act": a} for st, a in zip(self.issued[known:],
                                                       self.issued_in[known:], strict=True)]
         self.times = [*self.times[:k], at_ms]
+        self.digest = act_digest(self.digest, at_ms, [s])
         self.through = [*self.through, (self.through[-1] if self.through else 0) + 1]
         self.act = self.final = k
         self.ctx.replaying = False
+        self.given.append(s)
         self.issued[s].resolve(result)
         self.driver.wake()
         self.driver.run()

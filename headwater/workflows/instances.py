@@ -104,6 +104,7 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
         raise
     finally:
         inst.busy = False
+    decision = _as_sent(decision)
     _keep(wid, inst if cache else None, decision)
     for step in decision.get("steps") or ():
         if step["op"] == "child" and "workflow" not in step:
@@ -113,6 +114,17 @@ async def activate(info: WorkflowInfo, payload: dict[str, Any],
             doc, version = await resolve(step["name"])
             step.update(workflow=doc, definition=step["name"], definition_version=version)
     return decision
+
+
+def _as_sent(decision: dict[str, Any]) -> dict[str, Any]:
+    """``decision`` as JSON gives it back, now: its report is encoded later, and the
+    function may run on meanwhile (a step of the run that ends on this worker carries a
+    continuation, ``continued``) and change a value it gave a step of this decision.
+    One that is not JSON is left as it is (the worker fails the attempt, naming why)."""
+    try:
+        return orjson.loads(json_text(decision))  # type: ignore[no-any-return]
+    except TypeError:
+        return decision
 
 
 def register_activation(info: WorkflowInfo) -> None:
@@ -158,16 +170,18 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     """The continuation for a step that succeeded on this worker with ``output``: the
     decision of the run's next activation, reached here with the instance this worker
     kept, at ``at_ms`` (not before its last activation's time), given this result alone;
-    None when it holds no instance waiting on that step, or the decision needs what only
-    an activation has (a definition looked up at the gateway).
+    None when it holds no instance waiting on that step, the function raised anything
+    its driver lets out or parted from its history, or the decision needs what only an
+    activation has (a definition looked up at the gateway).
 
     Returns:
-        ``{"act", "through", "at_ms", "first_ms", "after_ms", "decision"}`` (``first_ms``
-        and ``after_ms``: the times of the first and the last activation the instance
-        ran, which tie it to this run's history: an instance of an earlier run under the
-        same id, or one gone ahead on a continuation the coordinator ignored, has
-        others), and ``"progress": [fraction, message]`` when the function reported
-        progress in it (the last report).
+        ``{"act", "through", "at_ms", "first_ms", "after_ms", "digest", "decision"}``
+        (``first_ms`` and ``after_ms``: the times of the first and the last activation
+        the instance ran, ``digest``: the last one's ``journal.act_digest``, which tie
+        it to this run's history: an instance of an earlier run under the same id, or
+        one gone ahead on a continuation the coordinator ignored, has others), and
+        ``"progress": [fraction, message]`` when the function reported progress in it
+        (the last report).
     """
     inst = CACHE.get(workflow_id)
     if (inst is None or inst.busy or inst.node != node or index is None or index % 2 == 0
@@ -176,7 +190,7 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     k = inst.processed
     if not 0 < k <= len(inst.times):
         return None
-    at = max(at_ms, inst.times[k - 1])
+    at, before = max(at_ms, inst.times[k - 1]), inst.digest
     reported: list[list[Any]] = []
     inst._progress = lambda fraction, message: reported.append([fraction, message])
     inst.busy = True
@@ -184,9 +198,9 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
         result = {"value": orjson.loads(json_text(output))}
         # the decision as it is now: the function may change a value it gave a step later
         decision = orjson.loads(json_text(inst.go_on(index // 2, result, at)))
-    except Exception:
-        CACHE.pop(workflow_id, None)  # gone ahead, or out of step: not to be reused
-        return None
+    except BaseException:  # KeyboardInterrupt too (the driver lets it out): the worker
+        CACHE.pop(workflow_id, None)  # outlives its functions; gone ahead, or out of
+        return None  # step: not to be reused (the activation sent instead says why)
     finally:
         inst.busy = False
         inst._progress = None
@@ -196,7 +210,7 @@ def continued(workflow_id: str, node: str, index: int | None, output: Any,
     _keep(workflow_id, inst, decision)
     taken: dict[str, Any] = {"act": k, "through": inst.through[-1], "at_ms": at,
                              "first_ms": inst.times[0], "after_ms": inst.times[k - 1],
-                             "decision": decision}
+                             "digest": before, "decision": decision}
     if reported:
         taken["progress"] = reported[-1]
     return taken

@@ -19,6 +19,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ from services.worker.attempt import Attempt, BadChunk
 from services.worker.calls import Raised, call
 from services.worker.tracebacks import format_traceback
 
-__all__ = ["bad_arguments", "run_attempt"]
+__all__ = ["bad_arguments", "continuation_ms", "run_attempt"]
 
 log = logging.getLogger("headwater.worker")
 
@@ -117,7 +118,7 @@ async def _call(attempt: Attempt, info: TaskInfo,
         return _failed(dispatch, e.message, e.error_type, False)
     except BaseException as e:  # the worker outlives its tasks: SystemExit included
         return _raised(dispatch, e)
-    return _succeeded(dispatch, output)
+    return _succeeded(attempt, output)
 
 
 def _timed_out(attempt: Attempt) -> ev.TaskFailed:
@@ -127,20 +128,34 @@ def _timed_out(attempt: Attempt) -> ev.TaskFailed:
     return _failed(dispatch, f"timed out after {dispatch.timeout_s} s", "TimeoutError", True)
 
 
-def _succeeded(dispatch: ev.TaskDispatched, output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
+def _succeeded(attempt: Attempt, output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
     """``TaskSucceeded`` with ``output``, or a non-retryable ``TaskFailed`` if it is not
     JSON (checked apart from the call: task code's own ``TypeError`` is not this). A
     step of a code workflow whose instance this worker keeps carries the function's
-    next decision (``headwater.workflows.instances.continued``)."""
+    next decision (``headwater.workflows.instances.continued``), at
+    ``continuation_ms``."""
+    dispatch = attempt.dispatch
     try:
         codec.json_text(output)
     except TypeError as e:  # orjson's JSONEncodeError is one
         return _failed(dispatch, f"output is not JSON: {e}", "TypeError", False)
-    at_ms = now_ms()
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,
-                            dispatch.attempt, at_ms, output,
+                            dispatch.attempt, now_ms(), output,
                             continued(dispatch.workflow_id, dispatch.node, dispatch.index,
-                                      output, at_ms))
+                                      output, continuation_ms(attempt)))
+
+
+def continuation_ms(attempt: Attempt) -> int:
+    """The time of the activation a continuation runs (what ``wf.now()`` returns in it,
+    recorded as its dispatch's): the step's dispatch time, on the coordinator's clock,
+    plus how long this worker has held the dispatch, on its monotonic one. Not this
+    machine's wall clock: the coordinator takes the continuation only at a time not
+    after its own, and a clock minutes ahead would have every continuation ignored
+    (and the instance, gone ahead, replayed at each activation), one minutes behind
+    would give each continued activation the time of the one before it (``wf.now()``
+    standing still while steps go on)."""
+    held_ms = max(0, round((time.monotonic() - attempt.taken_at_s) * 1000))
+    return attempt.dispatch.at_ms + held_ms
 
 
 def bad_arguments(info: TaskInfo, kwargs: dict[str, Any]) -> str | None:

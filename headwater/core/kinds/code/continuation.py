@@ -13,11 +13,16 @@ have been given and would have decided on (``accepted``):
 - activation k is the one it would dispatch now: every earlier activation has decided,
   and k is the next number;
 - the instance ran this run's activations: the times of its first and its last
-  (``first_ms``, ``after_ms``) are this journal's (an instance of an earlier run under
-  the same id, or one that went ahead on a continuation that was ignored, has others);
+  (``first_ms``, ``after_ms``) are this journal's, and so is the digest of every one's
+  time and the steps whose results it was given, in order (``digest``,
+  ``journal.act_digest``): an instance of an earlier run under the same id, or one
+  that went ahead on a continuation that was ignored, was given others (times alone
+  do not tell: the coordinator may dispatch the activation with another step's result
+  in the very millisecond the ignored continuation was given its own);
 - this step's result is the only one no activation was given (``through``: the count of
   results handed to the function, this one included, equals the journal's);
-- its time (what ``wf.now()`` returned in it, the worker's clock) is not before the
+- its time (what ``wf.now()`` returned in it: the step's dispatch time plus how long
+  the worker held the step, so the coordinator's clock) is not before the
   previous activation's, nor after the coordinator's own;
 - the decision is well formed and numbers its steps after those issued.
 A continuation that fails any of these is ignored (the activation is dispatched as
@@ -78,6 +83,7 @@ def accepted(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded,
             and k == len(acts) == int(j["decided"]) and through == len(done)
             and jr.undelivered(j) == 1 and done[-1] == report.index // 2
             and c.get("first_ms") == acts[0][0] and c.get("after_ms") == acts[-1][0]
+            and len(acts[-1]) > 2 and c.get("digest") == acts[-1][2]
             and int(acts[-1][0]) <= at_ms <= now_ms)
     decision = c.get("decision")
     if not fits or decision_fault(decision) or numbering_fault(decision, len(j["steps"])):

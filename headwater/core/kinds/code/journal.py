@@ -3,8 +3,9 @@ its node's state (``NodeState.code``) and changed only by history events.
 
 The journal is a JSON object::
 
-    {"acts": [[at_ms, through], ...],   # activation k: when it was dispatched, and how
-                                        # many results (of "done") it was given
+    {"acts": [[at_ms, through, digest], ...],  # activation k: when it was dispatched,
+                                        # how many results (of "done") it was given, and
+                                        # a digest of every activation's up to k
      "steps": [{"op", "name", "act", ..., "result"?}, ...],   # step s, in issue order
      "done": [s, ...],                  # steps in the order their results were recorded
      "decided": k,                      # activations whose decision is recorded
@@ -23,6 +24,8 @@ in the same order at the same points: ``activation_input`` is what a worker gets
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from headwater.core import events as ev
@@ -108,6 +111,28 @@ def timer_id(node_id: str, s: int) -> str:
 
 # -- how the events change the journal (the kind's ``KindEvolution``) -----------------------
 
+def act_digest(before: str, at_ms: int, given: Sequence[int]) -> str:
+    """The digest of an activation's input: ``before`` (the previous activation's
+    digest, "" for the first), its time and the steps whose results it was given, in
+    order. A chain of them names a function's whole input so far in 16 characters: what
+    a continuation's instance and the journal compare (``continuation.accepted``)."""
+    text = f"{before}|{at_ms}|{','.join(str(s) for s in given)}"
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _last_digest(j: dict[str, Any]) -> str:
+    """The digest of the journal's last activation ("" before the first), worked out
+    from the start when its entry has none (a journal recorded before digests were)."""
+    acts = j["acts"]
+    if acts and len(acts[-1]) > 2:
+        return str(acts[-1][2])
+    digest, start = "", 0
+    for at_ms, through, *_ in acts:
+        digest = act_digest(digest, int(at_ms), j["done"][start:int(through)])
+        start = int(through)
+    return digest
+
+
 def dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     """Activation k's first dispatch fixes the results it is given: all recorded so far.
     A retry of it is given the same."""
@@ -116,7 +141,9 @@ def dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     j = journal(state, body.node)
     k = (body.index or 0) // 2
     if k == len(j["acts"]):
-        j["acts"].append([body.at_ms, len(j["done"])])
+        start = int(j["acts"][-1][1]) if j["acts"] else 0
+        digest = act_digest(_last_digest(j), body.at_ms, j["done"][start:])
+        j["acts"].append([body.at_ms, len(j["done"]), digest])
     elif k > len(j["acts"]):
         raise IllegalTransition(f"activation {k} of {body.node} before {len(j['acts'])}")
 

@@ -12,6 +12,7 @@ from machine_harness import T0, WF, check_history, ok, replay, run, submit
 
 from headwater.codec import decode
 from headwater.core import events as ev
+from headwater.core.kinds.code.journal import act_digest
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus, WorkflowStatus
 from headwater.topics import Topics
@@ -39,10 +40,14 @@ def _step_ok(index: int, continuation: Any, at: int = STEP_AT) -> ev.TaskSucceed
                                continuation=continuation)
 
 
+FIRST = act_digest("", T0, [])
+"""The digest of activation 0 (at T0, given no result)."""
+
+
 def _cont(act: int = 1, through: int = 1, at_ms: int = STEP_AT - 5,
-          decision: Any = None) -> dict[str, Any]:
+          decision: Any = None, digest: str = FIRST) -> dict[str, Any]:
     return {"act": act, "through": through, "at_ms": at_ms, "first_ms": T0, "after_ms": T0,
-            "decision": {"steps": [TASK]} if decision is None else decision}
+            "digest": digest, "decision": {"steps": [TASK]} if decision is None else decision}
 
 
 def test_a_continuation_is_recorded_as_the_next_activation_and_its_steps_go_out() -> None:
@@ -59,7 +64,8 @@ def test_a_continuation_is_recorded_as_the_next_activation_and_its_steps_go_out(
     assert decided.output == {"steps": [TASK]}
     assert isinstance(nxt, ev.TaskDispatched) and nxt.index == 3
     code = result.state.nodes["main"].code
-    assert code is not None and code["acts"][1] == [STEP_AT - 5, 1] and code["decided"] == 2
+    assert code is not None and code["decided"] == 2
+    assert code["acts"][1] == [STEP_AT - 5, 1, act_digest(FIRST, STEP_AT - 5, [0])]
     assert result.state.tasks["main[2]"].status is TaskStatus.SUCCEEDED
     # The whole history folds to the same state (a replay, a restarted coordinator).
     whole = run([submit(SPEC, {}), ok("main", {"steps": [TASK]}, index=0),
@@ -85,6 +91,8 @@ def test_the_activation_is_dispatched_as_usual_when_the_continuation_is_not_its_
         {**_cont(), "after_ms": T0 + 1},  # an instance that ran another activation 0
         {**_cont(), "first_ms": T0 - 7},  # an instance of an earlier run of the id
         {k: v for k, v in _cont().items() if k != "after_ms"},
+        _cont(digest=act_digest("", T0, [0])),  # an instance given another input
+        {k: v for k, v in _cont().items() if k != "digest"},
         _cont(decision={"steps": [{"op": "teleport"}]}),
         _cont(decision={"steps": [{**TASK, "step": 7}]}),  # numbered after 7 steps
         {"act": "1", "through": 1, "at_ms": STEP_AT, "decision": {"steps": []}},
@@ -109,7 +117,14 @@ def test_a_second_result_waiting_or_an_activation_in_flight_refuses_it() -> None
     decided = run([ok("main", {"steps": []}, index=2, at=T0 + 160)], first.state).state
     # Activation 1 decided on result 0 alone; step 1's result is then the only one
     # waiting, and activation 2 is the next: a continuation for it is taken.
-    taken = run([_step_ok(3, {**_cont(act=2, through=2, at_ms=T0 + 170),
+    second = act_digest(FIRST, T0 + 150, [0])
+    assert decided.nodes["main"].code is not None
+    assert decided.nodes["main"].code["acts"][1][2] == second
+    wrong = run([_step_ok(3, {**_cont(act=2, through=2, at_ms=T0 + 170), "after_ms": T0 + 150,
+                              "digest": act_digest(FIRST, T0 + 150, [1])})],
+                copy.deepcopy(decided))
+    assert _names(wrong.history) == ["TaskSucceeded", "TaskDispatched"]
+    taken = run([_step_ok(3, {**_cont(act=2, through=2, at_ms=T0 + 170, digest=second),
                                "after_ms": T0 + 150})], decided)
     assert _names(taken.history)[:3] == ["TaskSucceeded", "TaskDispatched", "TaskSucceeded"]
 
