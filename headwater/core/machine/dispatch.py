@@ -54,11 +54,21 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
     if too_long:
         _undispatchable(rec, spec, index, attempt, too_long, CHILD_ID_TOO_LONG)
         return
+    record_dispatch(rec, spec, index, attempt, task_input, rec.at_ms)
+
+
+def record_dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
+                    task_input: Any, at_ms: int) -> None:
+    """Record ``TaskDispatched`` of ``attempt`` with ``task_input`` at ``at_ms``: what
+    ``WorkflowState.work`` says the task runs, and the checkpoint its last attempt saved
+    (a code workflow's continued activation records its own input and time:
+    ``kinds/code/continuation.py``)."""
+    state = rec.current
     previous = state.tasks.get(task_key(spec.id, index))
     work = state.work(spec.id, index)
     rec.record(ev.TaskDispatched(
         workflow_id=state.workflow_id, node=spec.id, index=index, attempt=attempt,
-        task=work.task, queue=work.queue, input=task_input, at_ms=rec.at_ms,
+        task=work.task, queue=work.queue, input=task_input, at_ms=at_ms,
         timeout_s=work.timeout, heartbeat_timeout_s=work.heartbeat_timeout,
         checkpoint=previous.checkpoint if previous is not None else None,
     ))

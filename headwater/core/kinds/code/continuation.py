@@ -47,6 +47,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.kinds.code import journal as jr
 from headwater.core.kinds.code.decision import decision_fault, numbering_fault
+from headwater.core.machine import dispatch
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
@@ -98,14 +99,10 @@ def record(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded,
     state = rec.current
     k = int(taken["act"])
     index = jr.activation(k)
-    work = state.work(spec.id, index)
     attempt = state.first_attempt
-    rec.record(ev.TaskDispatched(
-        workflow_id=state.workflow_id, node=spec.id, index=index, attempt=attempt,
-        task=work.task, queue=work.queue,
-        input={"activation": k, CONTINUED: (report.index or 0) // 2},
-        at_ms=int(taken["at_ms"]), timeout_s=work.timeout,
-        heartbeat_timeout_s=work.heartbeat_timeout, checkpoint=None))
+    dispatch.record_dispatch(rec, spec, index, attempt,
+                             {"activation": k, CONTINUED: (report.index or 0) // 2},
+                             int(taken["at_ms"]))
     progress = taken.get("progress")
     if (isinstance(progress, list) and len(progress) == 2 and _fraction(progress[0])
             and isinstance(progress[1], str)):  # what wf.progress said in it, last
