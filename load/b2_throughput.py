@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from headwater.core.kinds.code.continuation import is_continued
 from load import stats, workloads
 from load.deploy import deployment, ready
 from load.kafka_io import Seen, Tail, producer
@@ -28,6 +29,22 @@ METRICS = (
     Metric("history_records_per_task", "history records per task (1 coordinator)", "",
            Basis.NONE),
 )
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one run of chains measured.
+
+    Attributes:
+        rate: noop tasks completed per second at steady state.
+        per_task: history records per noop task.
+        continued: of a code chain's activations after its first, the share a
+            continuation decided (no dispatch; 0 for a spec chain).
+    """
+
+    rate: float
+    per_task: float
+    continued: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,14 +75,21 @@ class _Count:
     finished: int = 0
     failed: int = 0
     records: int = 0
+    activations: int = 0
+    continued: int = 0
 
     def see(self, seen: Seen) -> None:
         event = seen.value
         if event.workflow_id not in self.ids:
             return
         self.records += 1
-        if event.type == "TaskSucceeded" and workloads.is_step(event.body.index):
+        body = event.body
+        if event.type == "TaskSucceeded" and workloads.is_step(body.index):
             self.succeeded_at.append(seen.timestamp_ms)
+        elif event.type == "TaskDispatched" and body.index and not workloads.is_step(
+                body.index):  # a code chain's activation after its first
+            self.activations += 1
+            self.continued += is_continued(body)
         elif event.terminal:
             self.finished += 1
             self.failed += event.type != "WorkflowSucceeded"
@@ -93,15 +117,16 @@ def run(sizes: Sizes) -> dict[str, float]:
                                   (2, "tasks_per_s_2_coordinators")):
             with deployment(f"b2-{coordinators}", sizes.workers, sizes.concurrency,
                             coordinators) as sandbox:
-                out[key], per_task = asyncio.run(measure(sandbox, sizes, coordinators))
-            out.setdefault("history_records_per_task", per_task)
+                measured = asyncio.run(measure(sandbox, sizes, coordinators))
+            out[key] = measured.rate
+            out.setdefault("history_records_per_task", measured.per_task)
         one, two = out["tasks_per_s_1_coordinator"], out["tasks_per_s_2_coordinators"]
         out["scaling_2_vs_1"] = two / one
     return out
 
 
 async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
-                  code: bool = False) -> tuple[float, float]:
+                  code: bool = False) -> Run:
     """One run in a fresh deployment: ``sizes.workflows`` chains submitted at once.
 
     Args:
@@ -112,8 +137,7 @@ async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
             not counted as tasks, instead of as a spec.
 
     Returns:
-        The steady rate of noop tasks completed per second, and history records per noop
-        task.
+        The steady rate, the records per task and the share of activations continued.
     """
     await ready(sandbox, coordinators, sizes.workers)
     bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
@@ -138,4 +162,5 @@ async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
     if count.failed:
         raise RuntimeError(f"{what}: {count.failed} did not succeed")
     tasks = len(ids) * sizes.length
-    return stats.steady_rate(count.succeeded_at), count.records / tasks
+    return Run(stats.steady_rate(count.succeeded_at), count.records / tasks,
+               count.continued / count.activations if count.activations else 0.0)

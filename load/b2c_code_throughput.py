@@ -53,6 +53,8 @@ METRICS = (
            Basis.NONE),
     *(Metric(f"{key}_history_per_task", f"history records per noop task, {label}", "",
              Basis.NONE) for key, label, _ in DEPLOYMENTS),
+    Metric("code_continued_share", "activations decided by a continuation (after each "
+           "chain's first), cache on", "", Basis.NONE),
 )
 log = logging.getLogger("load.b2c")
 
@@ -87,11 +89,14 @@ async def _pair(sandbox: Sandbox, sizes: Sizes, out: dict[str, float],
     """The spec chains, then the code chains, in one deployment; keeps their figures in
     ``out`` and returns (spec, code) tasks per second."""
     spec_key = "spec" if key == "code" else f"spec_{key}"
-    out[f"{spec_key}_tasks_per_s"], per_task = await measure(sandbox, sizes, 1)
-    out.setdefault("spec_history_per_task", per_task)
+    spec = await measure(sandbox, sizes, 1)
+    out[f"{spec_key}_tasks_per_s"] = spec.rate
+    out.setdefault("spec_history_per_task", spec.per_task)
     await wait_idle(sandbox, sizes.timeout_s)
-    out[f"{key}_tasks_per_s"], out[f"{key}_history_per_task"] = await measure(
-        sandbox, sizes, 1, code=True)
+    code = await measure(sandbox, sizes, 1, code=True)
+    out[f"{key}_tasks_per_s"], out[f"{key}_history_per_task"] = code.rate, code.per_task
+    if key == "code":
+        out["code_continued_share"] = code.continued
     return out[f"{spec_key}_tasks_per_s"], out[f"{key}_tasks_per_s"]
 
 
@@ -104,4 +109,5 @@ def _note(out: dict[str, float]) -> str:
             f"{out['nocache_cost_ratio']:.2f}x without the instance cache "
             f"({out['nocache_tasks_per_s']:.0f} vs {out['spec_nocache_tasks_per_s']:.0f} /s); "
             f"history records per task {out['code_history_per_task']:.1f} vs "
-            f"{out['spec_history_per_task']:.1f}")
+            f"{out['spec_history_per_task']:.1f}; {out['code_continued_share']:.0%} of the "
+            "activations after each chain's first decided by a continuation")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import child_id
-from headwater.core.kinds.code.continuation import is_continued
+from headwater.core.kinds.code.continuation import is_continued, to_instance
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.schedule.rules import cancels_run
 from headwater.core.kinds.workflow.records import ChildSpec
@@ -55,7 +55,10 @@ class Outgoing:
     Attributes:
         key: the record's key: the workflow id, except for a dispatch, keyed by its
             dispatch id so that one workflow's tasks spread over every partition of
-            their queue (and so over every worker of its consumer group).
+            their queue (and so over every worker of its consumer group); a code
+            node's activation and a step its decision issued alone are keyed by the
+            workflow id, to reach the worker holding the run's instance
+            (``code.continuation.to_instance``).
         workflow_id: whose record it is (which intent it belongs to); empty for a record
             read back from an intent, which is only published again.
         headers: headers to send besides the content type: the W3C trace context of the
@@ -133,8 +136,10 @@ def _to_worker(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | N
                ) -> Outgoing:
     """The dispatch record a worker gets for ``body`` (an activation's with its input)."""
     sent = activation_dispatch(state, body) if state is not None else body
-    return Outgoing(dispatch_topic(topics, body, state), body.dispatch_id.encode(),
-                    codec.encode(sent), body.workflow_id)
+    to_run = state is not None and to_instance(state, body)
+    key = body.workflow_id if to_run else body.dispatch_id
+    return Outgoing(dispatch_topic(topics, body, state), key.encode(), codec.encode(sent),
+                    body.workflow_id)
 
 
 def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,

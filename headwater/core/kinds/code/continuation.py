@@ -66,6 +66,38 @@ def is_continued(body: ev.TaskDispatched) -> bool:
             and CONTINUED in body.input)
 
 
+def to_instance(state: WorkflowState, body: ev.TaskDispatched) -> bool:
+    """Whether ``body`` should reach the worker holding the run's instance (its dispatch
+    record keyed by the workflow id, so on the partition, and the worker, of the run's
+    other such dispatches): an activation of a code node, or a step its decision issued
+    alone (a chain's). Any other dispatch is keyed by its dispatch id, so that a
+    ``gather``'s steps spread over the queue's workers; the last to end carries no
+    continuation unless it ran where the instance is, and the activation that follows
+    goes there.
+
+    A step's continuation is taken only from the worker holding the instance (the one
+    that ran the previous activation, which only it can go on from); keyed by its
+    dispatch id, a chain's step reached that worker once in every n (n: the queue's
+    workers), and its activation, dispatched instead, found no instance elsewhere and
+    ran the function from its start. A function of the run's recorded state alone."""
+    if state.spec_error or body.index is None:
+        return False
+    try:
+        if state.spec.node(body.node).code is None:
+            return False
+    except KeyError:
+        return False
+    if jr.is_activation(body.index):
+        return True
+    steps = jr.journal(state, body.node)["steps"]
+    s = body.index // 2
+    if not 0 <= s < len(steps):
+        return False
+    act = steps[s]["act"]
+    return ((s == 0 or steps[s - 1]["act"] != act)
+            and (s + 1 == len(steps) or steps[s + 1]["act"] != act))
+
+
 def accepted(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded,
              now_ms: int) -> dict[str, Any] | None:
     """``report.continuation`` when it is exactly activation k's input and a well-formed

@@ -82,6 +82,29 @@ def test_no_dispatch_record_goes_to_a_worker_for_a_continued_activation() -> Non
     assert [(d.node, d.index) for d in dispatched] == [("main", 3)]  # not activation 1
 
 
+def test_a_chain_goes_where_the_instance_is_and_a_fan_out_spreads() -> None:
+    """An activation and a step its decision issued alone are keyed by the workflow id
+    (one partition: the worker holding the instance); a gather's steps by their
+    dispatch ids; a spec's tasks as before."""
+    topics = Topics("unit-keys")
+
+    def keys(history: list[ev.HistoryEvent], state: WorkflowState) -> dict[int | None, bytes]:
+        sent = encode_outputs(topics, history, 1 << 20, state)
+        return {decode(o.value).index: o.key for o in sent if o.topic != topics.events}
+
+    first = run([submit(SPEC, {})])
+    assert keys(first.history, first.state) == {0: WF.encode()}
+    chain = run([ok("main", {"steps": [TASK]}, index=0)], first.state)
+    assert keys(chain.history, chain.state) == {1: WF.encode()}
+    fan = run([submit(SPEC, {}), ok("main", {"steps": [TASK] * 3}, index=0)])
+    sent = keys(fan.history, fan.state)
+    assert sent.pop(0) == WF.encode() and sorted(sent) == [1, 3, 5]
+    assert all(key != WF.encode() and key.decode().startswith(WF) for key in sent.values())
+    assert len(set(sent.values())) == 3
+    spec = run([submit({"name": "s", "nodes": [{"id": "a", "task": "t.a"}]}, {})])
+    assert all(key != WF.encode() for key in keys(spec.history, spec.state).values())
+
+
 def test_the_activation_is_dispatched_as_usual_when_the_continuation_is_not_its_own() -> None:
     state = _after_first_step()
     wrong: list[Any] = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.codec import decode
 from headwater.core import events as ev
 from headwater.core.machine import Step, step
 from headwater.core.state import WorkflowState
@@ -41,13 +42,15 @@ def _run(code_version: str | None) -> tuple[Step, Step]:
 
 
 def _routes(result: Step) -> dict[str, str]:
-    """Task key (``node[index]``, or the child's id) -> the topic its record went to."""
+    """Dispatch id (or the child's id) -> the topic its record went to."""
     out = encode_outputs(TOPICS, result.events, MAX, result.state)
     routes = {}
     for o in out:
         if o.topic == TOPICS.events:
             continue
-        routes[o.key.decode()] = o.topic
+        sent = decode(o.value)
+        routes[sent.dispatch_id if isinstance(sent, ev.TaskDispatched) else o.key.decode()] = (
+            o.topic)
     return routes
 
 
