@@ -80,12 +80,7 @@ def to_instance(state: WorkflowState, body: ev.TaskDispatched) -> bool:
     dispatch id, a chain's step reached that worker once in every n (n: the queue's
     workers), and its activation, dispatched instead, found no instance elsewhere and
     ran the function from its start. A function of the run's recorded state alone."""
-    if state.spec_error or body.index is None:
-        return False
-    try:
-        if state.spec.node(body.node).code is None:
-            return False
-    except KeyError:
+    if body.index is None or not jr.is_code_node(state, body.node):
         return False
     if jr.is_activation(body.index):
         return True

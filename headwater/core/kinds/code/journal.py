@@ -324,15 +324,21 @@ def activation_input(state: WorkflowState, node_id: str, k: int) -> dict[str, An
     }
 
 
+def is_code_node(state: WorkflowState, node_id: str) -> bool:
+    """Whether ``node_id`` is a code node of the run's spec (False for an unknown node,
+    and for a run whose spec did not load)."""
+    if state.spec_error:
+        return False
+    try:
+        return state.spec.node(node_id).code is not None
+    except KeyError:
+        return False
+
+
 def activation_dispatch(state: WorkflowState, body: ev.TaskDispatched) -> ev.TaskDispatched:
     """The dispatch a worker gets for ``body``: an activation's with its input
     (``activation_input``); any other dispatch as it is."""
-    if not is_activation(body.index) or state.spec_error:
-        return body
-    try:
-        if state.spec.node(body.node).code is None:
-            return body
-    except KeyError:
+    if not is_activation(body.index) or not is_code_node(state, body.node):
         return body
     k = (body.index or 0) // 2
     return dataclasses.replace(body, input=activation_input(state, body.node, k))
