@@ -88,9 +88,26 @@ def to_instance(state: WorkflowState, body: ev.TaskDispatched) -> bool:
     s = body.index // 2
     if not 0 <= s < len(steps):
         return False
+    return _alone(steps, s)
+
+
+def _alone(steps: list[dict[str, Any]], s: int) -> bool:
+    """Whether step ``s`` is the only step its activation issued, a patch marker aside:
+    ``wf.patched`` records a marker in the decision that issues the chain's next step,
+    yet no worker runs it, so it does not make that step part of a fan-out. An
+    activation's steps are contiguous in the journal, so only their neighbours are
+    looked at."""
     act = steps[s]["act"]
-    return ((s == 0 or steps[s - 1]["act"] != act)
-            and (s + 1 == len(steps) or steps[s + 1]["act"] != act))
+
+    def same(t: int) -> bool:
+        return 0 <= t < len(steps) and steps[t]["act"] == act
+
+    before, after = s - 1, s + 1
+    while same(before) and steps[before]["op"] == "patch":
+        before -= 1
+    while same(after) and steps[after]["op"] == "patch":
+        after += 1
+    return not same(before) and not same(after)
 
 
 def accepted(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded,

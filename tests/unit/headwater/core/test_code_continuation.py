@@ -105,6 +105,24 @@ def test_a_chain_goes_where_the_instance_is_and_a_fan_out_spreads() -> None:
     assert all(key != WF.encode() for key in keys(spec.history, spec.state).values())
 
 
+def test_a_patch_marker_does_not_make_a_chains_step_a_fan_outs() -> None:
+    """``wf.patched`` records a marker in the decision that issues the chain's next step;
+    no worker runs the marker, so the step is still the one its decision issued and goes
+    where the instance is. Two tasks beside a marker are still a fan-out."""
+    topics = Topics("unit-keys")
+    patch = {"op": "patch", "name": "v2"}
+
+    def keys(steps: list[dict[str, Any]]) -> dict[int | None, bytes]:
+        result = run([ok("main", {"steps": steps}, index=0)], run([submit(SPEC, {})]).state)
+        sent = encode_outputs(topics, result.history, 1 << 20, result.state)
+        return {decode(o.value).index: o.key for o in sent if o.topic != topics.events}
+
+    assert keys([patch, TASK]) == {3: WF.encode()}
+    assert keys([TASK, patch]) == {1: WF.encode()}
+    fan = keys([TASK, patch, TASK])
+    assert sorted(fan) == [1, 5] and WF.encode() not in fan.values()
+
+
 def test_the_activation_is_dispatched_as_usual_when_the_continuation_is_not_its_own() -> None:
     state = _after_first_step()
     wrong: list[Any] = [
