@@ -27,7 +27,7 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import DecodeError
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, Topics
-from services.common.kafka.client import ensure_topics
+from services.common.kafka.client import ensure_topics, started
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 
@@ -85,8 +85,7 @@ async def follow_refusals(settings: CommonSettings, pool: asyncpg.Pool) -> None:
         enable_auto_commit=False, auto_offset_reset="earliest",
         max_partition_fetch_bytes=settings.max_message_bytes,
         fetch_max_bytes=settings.max_message_bytes * 4)
-    await consumer.start()
-    try:
+    async with started(consumer):
         while True:
             batches = await consumer.getmany(timeout_ms=500, max_records=1000)
             rows = refusal_rows(settings.topics, [r for b in batches.values() for r in b])
@@ -100,5 +99,3 @@ async def follow_refusals(settings: CommonSettings, pool: asyncpg.Pool) -> None:
                     await asyncio.sleep(RETRY_S)
             if batches:
                 await consumer.commit()
-    finally:
-        await consumer.stop()

@@ -27,6 +27,7 @@ from headwater.errors import DecodeError
 from headwater.log_lines import TaskLogLines
 from services.common.db import LOGS_NOTIFY_CHANNEL, notify_payloads
 from services.common.finishing import Unfinished, finish
+from services.common.kafka.client import started
 from services.common.kafka.security import aiokafka_security
 from services.common.logs_topic import ensure_logs_topic
 from services.common.settings import CommonSettings
@@ -124,8 +125,7 @@ class LogProjector:
             enable_auto_commit=False, auto_offset_reset="earliest",
             max_partition_fetch_bytes=self.settings.max_message_bytes,
             fetch_max_bytes=self.settings.max_message_bytes * 4)
-        await consumer.start()
-        try:
+        async with started(consumer):
             while True:
                 fetched = await consumer.getmany(timeout_ms=200, max_records=500)
                 batches = [b for records in fetched.values() for b in decoded(records)]
@@ -138,8 +138,6 @@ class LogProjector:
                                 "next reader writes them again, which changes nothing", e)
                 except Unfinished as e:
                     raise asyncio.CancelledError from e
-        finally:
-            await consumer.stop()
 
     async def _project_and_commit(self, consumer: AIOKafkaConsumer,
                                   batches: list[TaskLogLines]) -> None:

@@ -30,6 +30,7 @@ from headwater.core import events as ev
 from headwater.errors import DecodeError
 from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool, notify_payloads
 from services.common.finishing import Unfinished, finish
+from services.common.kafka.client import started
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.projector import metrics
@@ -204,8 +205,7 @@ class Projector:
             max_partition_fetch_bytes=self.settings.max_message_bytes,
             fetch_max_bytes=self.settings.max_message_bytes * 4,
         )
-        await consumer.start()
-        try:
+        async with started(consumer):
             while True:
                 batches = await consumer.getmany(timeout_ms=200, max_records=2000)
                 if not batches:
@@ -224,8 +224,6 @@ class Projector:
                     log.warning("stopping with a batch of %d events not projected or not "
                                 "committed (%s); it is projected again later", len(events), e)
                     raise asyncio.CancelledError from e
-        finally:
-            await consumer.stop()
 
     async def _project_and_commit(self, consumer: AIOKafkaConsumer,
                                   events: list[ev.HistoryEvent]) -> None:

@@ -32,7 +32,7 @@ from headwater.errors import DecodeError
 from headwater.log_lines import TaskLogLines
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
-from services.common.kafka.client import ensure_topics, make_producer
+from services.common.kafka.client import ensure_topics, make_producer, started
 from services.common.kafka.security import aiokafka_security
 from services.common.logs_topic import ensure_logs_topic
 from services.common.metrics import DEAD_LETTERS
@@ -122,14 +122,11 @@ class Worker:
             async with self._following_cancels(), self._announcing(), self._lanes(lanes):
                 reading = [self.topic, *sorted(lanes.current if lanes else ())]
                 consumer.subscribe(reading, listener=intake.listener)
-                await consumer.start()
-                try:
+                async with started(consumer):
                     log.info("worker %s serving %s", self.settings.worker_id,
                              ", ".join(reading))
                     async with self._adopting(lanes, intake):
                         await self.serve(intake, outbox)
-                finally:
-                    await consumer.stop()
         finally:
             uncapture()
             await outbox.stop()

@@ -9,10 +9,10 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from aiokafka import AIOKafkaClient, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaClient, AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import (
@@ -229,6 +229,24 @@ async def broker_answers(client: AIOKafkaClient, timeout_s: float) -> None:
         raise BrokerUnreachable(f"no answer within {timeout_s:g} s") from None
     except (KafkaError, OSError) as e:
         raise BrokerUnreachable(f"{type(e).__name__}: {e}") from e
+
+
+@contextlib.asynccontextmanager
+async def started(consumer: AIOKafkaConsumer) -> AsyncIterator[AIOKafkaConsumer]:
+    """``consumer`` started, and stopped on the way out, also when starting it failed or
+    was cancelled.
+
+    aiokafka's ``start()`` creates the group coordinator, which joins the group and
+    heartbeats in the background, and then waits for the assignment. A reader
+    cancelled there (a sibling reader of the projector failed, say, as the broker came
+    back) and never stopped stays a member of its group for as long as its process
+    lives, assigned partitions that nobody reads; stopped, it leaves the group.
+    """
+    try:
+        await consumer.start()
+        yield consumer
+    finally:
+        await consumer.stop()
 
 
 def header(headers: Iterable[tuple[str, bytes]] | None, name: str) -> str | None:
