@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import orjson
 
+from services.common.blobs.store import BLOBS_SCHEMA
 from services.common.schema import DEFINITIONS_SCHEMA, SCHEMA
 from services.common.settings import PgAuth, pg_auth_from_env
 
@@ -123,6 +124,7 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10,
         await conn.execute("select pg_advisory_xact_lock(7420001)")
         await conn.execute(SCHEMA)
         await conn.execute(DEFINITIONS_SCHEMA)
+        await conn.execute(BLOBS_SCHEMA)
     return pool
 
 
