@@ -20,6 +20,8 @@ from faultsuite.shapes import (
     CHILD_DEFINITION,
     CHILDREN,
     DIAMOND_DEFINITION,
+    LARGE_BYTES,
+    LARGE_ITEMS,
     RERUN_ITEMS,
     RERUN_REFUSED,
     RESTART_ITEMS,
@@ -117,7 +119,7 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "code", "rerun")
+              "loop", "branch", "diamond", "code", "large", "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
@@ -126,7 +128,8 @@ restart shape comes second, so that its long map items are in flight when a run'
 worker is killed (``suite.FIRST_HITS``: the 7th or 20th attempt started), and a lost
 attempt restarts it; a short batch has it too. Each workflow of the rerun shape (last)
 adds its rerun to the batch, after every other workflow. The code shape is a
-``@workflow`` (``faultsuite.code``), sent the signal its function waits for."""
+``@workflow`` (``faultsuite.code``), sent the signal its function waits for. The large
+shape's values go by reference (``shapes.large``)."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -174,6 +177,9 @@ def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
         workflow_input["flag"] = n % 2 == 0
     elif shape == "restart":
         workflow_input["items"] = [f"{n}.{i}" for i in range(RESTART_ITEMS)]
+    elif shape == "large":
+        workflow_input["items"] = [f"{n}.{i}" for i in range(LARGE_ITEMS)]
+        workflow_input["big"] = f"{n}." * (LARGE_BYTES // 2)
     elif shape == "rerun":
         workflow_input["items"] = [f"{n}.{i}" for i in range(RERUN_ITEMS)]
         workflow_input["refuse"] = f"{n}.{RERUN_REFUSED}"

@@ -26,6 +26,7 @@ import httpx
 from faultsuite.audit import EndState, definition_ref
 from faultsuite.auth import client_headers
 from faultsuite.batch import Definition, Signal, Submission
+from headwater.blobs import without_hrefs
 from tests.polling import scaled
 
 TERMINAL = ("succeeded", "failed", "cancelled")
@@ -279,6 +280,8 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
     Returns:
         The outcome the gateway shows per workflow (with the definition it shows the
         run ran; None when it never caught up), and a line per workflow that did not.
+        References in an output are compared as the history holds them: without the
+        ``href`` the gateway adds (``headwater/blobs.py``).
     """
     got: dict[str, EndState | None] = {}
     behind: list[str] = []
@@ -293,7 +296,7 @@ async def projected(base_url: str, seqs: dict[str, int], timeout_s: float = 60.0
             if doc.get("seq", -1) >= seq:
                 ran = doc.get("definition") or {}
                 got[wid] = EndState(doc["status"], {n["id"]: n["status"] for n in doc["nodes"]},
-                                   doc.get("output"),
+                                   without_hrefs(doc.get("output")),
                                    definition_ref(ran.get("name"), ran.get("version")))
             else:
                 got[wid] = None

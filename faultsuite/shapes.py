@@ -254,11 +254,33 @@ def rerun(s: Sizes) -> Spec:
     ], output={"items": "${nodes.m.output}", "sum": "${nodes.sum.output}"})
 
 
+LARGE_BYTES = 400_000
+"""The size of the large shape's values, bytes: over the claim check's threshold
+(``HEADWATER_BLOB_THRESHOLD_BYTES``, 256 KiB by default), so each goes by reference."""
+LARGE_ITEMS = 3
+"""Map items of the large shape, each returning a value of ``LARGE_BYTES``."""
+
+
+def large(s: Sizes) -> Spec:
+    """Payloads by reference: an input field of ``LARGE_BYTES`` (the gateway stores it),
+    a task and a map's items returning as much (their workers store them), and a digest
+    of all three (its worker resolves the references): its output must not depend on
+    which attempt or which process stored a blob."""
+    return _flow("fault-large", [
+        {"id": "a", "task": "e2e.inflate",
+         "input": {"value": "${input.seed}", "size": LARGE_BYTES}},
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.inflate",
+         "input": {"value": "${item}", "size": LARGE_BYTES}},
+        _digest("d", {"a": "${nodes.a.output}", "m": "${nodes.m.output}",
+                      "big": "${input.big}"}, s.seconds, ["a", "m"]),
+    ], output={"a": "${nodes.a.output}", "d": "${nodes.d.output}"})
+
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
-    "restart": restart, "rerun": rerun,
+    "restart": restart, "rerun": rerun, "large": large,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

@@ -179,6 +179,19 @@ async def digest(value: object, salt: str = "", seconds: float = 0.0) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@task(name="e2e.inflate", queue="cpu")
+async def inflate(value: object, size: int) -> dict[str, object]:
+    """A value of about ``size`` bytes of JSON that depends on ``value`` alone: its
+    digest, and a text of ``size`` characters made of it. Over the claim check's
+    threshold it leaves its worker by reference (``headwater/blobs.py``), and a task
+    that digests it gets it back whole."""
+    import hashlib
+    import json
+
+    seed = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+    return {"seed": seed[:16], "text": (seed * (size // len(seed) + 1))[:size]}
+
+
 @task(name="e2e.refuse_digest", queue="cpu")
 async def refuse_digest(value: object, refuse: object = None, salt: str = "",
                         seconds: float = 0.0) -> str:
