@@ -6,7 +6,8 @@ Offloaded, each stored (and acknowledged by the store) before its report is prod
 under the dispatch's workflow id: a task's output (``runner``), a checkpoint and a
 stream chunk (``attempt``). An activation's output is a decision the coordinator reads,
 so only its values go by reference (each step's input, the finish output, the input of
-a ``continue_as_new``, each chunk), never its structure (:func:`offload_decision`).
+a ``continue_as_new``, each chunk), never its structure (:func:`offload_decision`,
+``headwater/workflows/references.py``).
 
 Resolved before the call (``runner``): the dispatch's input (for an activation, the
 journal attached to it: step results, signal payloads and the workflow's input, so that
@@ -31,15 +32,11 @@ from typing import Any
 import orjson
 
 from headwater import blobs
+from headwater.workflows.references import offload_decision as offload_decision_values
 from services.common.blobs.claims import Claims
 
 __all__ = ["BlobMissingError", "BlobStoreError", "offload", "offload_decision", "resolve",
            "store"]
-
-_DECISION_VALUES = ("finish", "continue_as_new")
-"""The keys of a decision that hold a value of the function's (besides steps' inputs
-and chunks)."""
-
 
 class BlobStoreError(Exception):
     """Raised when the blob store cannot be reached or fails while a value is stored or
@@ -132,26 +129,7 @@ async def offload_decision(claims: Claims | None, decision: Any, data: bytes | N
 
 def _decision_copy(data: bytes, threshold: int) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The decision decoded from ``data`` with its values by reference, and the blobs."""
-    decision: dict[str, Any] = orjson.loads(data)
-    found: dict[str, bytes] = {}
-
-    def part(value: Any) -> Any:
-        value, more = blobs.offload(value, threshold)
-        found.update(more)
-        return value
-
-    steps = decision.get("steps")
-    if isinstance(steps, list):
-        for step in steps:
-            if isinstance(step, dict) and step.get("input") is not None:
-                step["input"] = part(step["input"])
-    chunks = decision.get("chunks")
-    if isinstance(chunks, list):
-        decision["chunks"] = [part(chunk) for chunk in chunks]
-    for key in _DECISION_VALUES:
-        if decision.get(key) is not None:
-            decision[key] = part(decision[key])
-    return decision, found
+    return offload_decision_values(orjson.loads(data), threshold)
 
 
 async def resolve(claims: Claims | None, value: Any) -> Any:
