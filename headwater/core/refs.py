@@ -3,6 +3,11 @@
 
 A string that is exactly one ``${...}`` is replaced by the referenced value (any JSON
 type); references are not interpolated inside longer strings.
+
+A value stored by reference (``headwater.blobs``: a large output or input on a record is
+``{"$blob": ..., "bytes": N}``) is passed along whole, but never selected into: the core
+does not hold what it names, so ``${nodes.x.output.field}`` through one fails, saying
+what to do (:func:`by_reference`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.blobs import is_ref
 from headwater.errors import InputReferenceError
 
 _INDEX = re.compile(r"^[0-9]{1,9}$")
@@ -81,8 +87,20 @@ def step(value: Any, key: str) -> tuple[bool, Any]:
     return False, None
 
 
+def by_reference(raw: str, value: Any) -> InputReferenceError:
+    """The error for a reference ``raw`` that would read into ``value``, a value stored
+    by reference (a blob of ``value["bytes"]`` bytes): what to do instead."""
+    return InputReferenceError(
+        f"{raw}: the value is stored by reference ({value['bytes']} bytes of JSON, blob "
+        f"{value['$blob']}), and a workflow cannot select into or compare such a value; "
+        "pass it whole to a task and select inside the task, or raise "
+        "HEADWATER_BLOB_THRESHOLD_BYTES so that it stays inline")
+
+
 def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
     for key in path:
+        if is_ref(value):
+            raise by_reference(raw, value)
         found, value = step(value, key)
         if not found:
             raise InputReferenceError(f"{raw}: no key {key!r}")

@@ -14,6 +14,13 @@ once, in this process; a child workflow is started and reports to its parent; a 
 fires when nothing else is left to do, the clock jumping to it (a sleep of a day takes
 no time). ``history`` is the run's history, which ``headwater replay`` would fold the
 same way.
+
+Large values go by reference as on the stack (``headwater/blobs.py``): a submission's
+input, a signal's fields, a task's output (an activation's: its decision's values) over
+``HEADWATER_BLOB_THRESHOLD_BYTES`` are kept in ``blobs`` (a dict, the stack's blob
+store) and the history holds references; task code gets real values, and so does the
+test (``result``). A workflow that selects into such a value fails here as it would
+there.
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ import asyncio
 import heapq
 import inspect
 import itertools
+import os
 from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from headwater import codec
+from headwater import blobs, codec
 from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
@@ -48,7 +56,8 @@ from headwater.errors import (
 )
 from headwater.sdk import REGISTRY
 from headwater.workflows.decorator import info_of
-from headwater.workflows.instances import activate, continued
+from headwater.workflows.instances import ACTIVATION_MARK, activate, continued
+from headwater.workflows.references import offload_decision
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 """A worker's default ``HEADWATER_MAX_OUTPUT_BYTES``."""
@@ -67,18 +76,29 @@ class Environment:
             carry the next decision (a continuation), as a worker does (False: every
             activation replays from the start, as after a crash).
         max_output_bytes: the largest encoded ``TaskSucceeded`` a worker sends
-            (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default): a task's output or an
-            activation's decision over it fails the attempt for good, as on a worker.
+            (``HEADWATER_MAX_OUTPUT_BYTES``, 1 MiB by default): a report over it, once
+            its large values went by reference, fails the attempt for good, as on a
+            worker.
+        blob_threshold_bytes: the most bytes of JSON a value keeps inline (None:
+            ``HEADWATER_BLOB_THRESHOLD_BYTES``, else ``blobs.DEFAULT_THRESHOLD_BYTES``;
+            0: never by reference).
+
+    Attributes:
+        blobs: the values stored by reference, by digest (their JSON).
     """
 
     def __init__(self, *, now: datetime | None = None,
                  definitions: dict[str, dict[str, Any]] | None = None,
-                 cache: bool = True, max_output_bytes: int = MAX_OUTPUT_BYTES) -> None:
+                 cache: bool = True, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                 blob_threshold_bytes: int | None = None) -> None:
         start = now or datetime.now().astimezone()
         self.now_ms = round(start.timestamp() * 1000)
         self.definitions = dict(definitions or {})
         self.cache = cache
         self.max_output_bytes = max_output_bytes
+        self.blob_threshold = (_threshold_from_env() if blob_threshold_bytes is None
+                               else blob_threshold_bytes)
+        self.blobs: dict[str, bytes] = {}
         self.states: dict[str, WorkflowState] = {}
         self.histories: dict[str, list[ev.HistoryEvent]] = {}
         self._inputs: list[tuple[int, int, ev.Input]] = []
@@ -99,15 +119,16 @@ class Environment:
         (``headwater.core.reuse``) naming what the run reuses of another."""
         doc = self._spec_of(workflow)
         run_id = id or f"test-{next(self._ids)}"
-        self._put(ev.WorkflowSubmitted(run_id, doc, input if input is not None else kwargs,
-                                       self.now_ms, rerun=rerun))
+        given = self._offload(input if input is not None else kwargs)
+        self._put(ev.WorkflowSubmitted(run_id, doc, given, self.now_ms, rerun=rerun))
         await self.run_until_idle(timers=False)
         return run_id
 
     async def signal(self, run_id: str, name: str, fields: dict[str, Any] | None = None,
                      *, signal_id: str = "") -> None:
         """Send a signal, as ``POST .../signals/{name}`` does, and run on until it waits."""
-        self._put(ev.SignalSent(run_id, name, self.now_ms, None, signal_id, fields))
+        self._put(ev.SignalSent(run_id, name, self.now_ms, None, signal_id,
+                                self._offload(fields)))
         await self.run_until_idle(timers=False)
 
     async def cancel(self, run_id: str, reason: str = "cancelled by the test") -> None:
@@ -124,7 +145,7 @@ class Environment:
             raise self.nondeterministic[run_id]
         state = self.states[run_id]
         if state.status is WorkflowStatus.SUCCEEDED:
-            return state.output
+            return blobs.resolve(state.output, self.blobs)
         if state.status is WorkflowStatus.FAILED:
             raise WorkflowFailed(run_id, state.error)
         if state.status is WorkflowStatus.CANCELLED:
@@ -226,13 +247,20 @@ class Environment:
         if info is None:
             return ev.TaskFailed(*where, f"no task {body.task!r} is registered here (import "
                                  "its module in the test)", "TaskNotFoundError", retryable=False)
+        try:  # what a worker hands task code: real values
+            given = blobs.resolve(body.input, self.blobs)
+            resumed = blobs.resolve(body.checkpoint, self.blobs)
+        except KeyError as e:
+            return ev.TaskFailed(*where, f"blob {e.args[0]} is not in the blob store",
+                                 "BlobMissingError", retryable=True)
         ctx = TaskContext(AttemptInfo(body.workflow_id, body.node, body.index, body.attempt),
-                          last_checkpoint=body.checkpoint)
+                          last_checkpoint=resumed)
         # what crosses to and from task code goes as JSON, as over Kafka: a function that
         # changes a value it gave or got later does not change the history
-        kwargs = _through_json(body.input) if isinstance(body.input, dict) else {}
+        kwargs = _through_json(given) if isinstance(given, dict) else {}
+        activation = getattr(info.fn, ACTIVATION_MARK, False)
         try:
-            if getattr(info.fn, "__headwater_activation__", False):
+            if activation:
                 wf = info_of(body.task)
                 assert wf is not None
                 output = await activate(wf, kwargs, None, self._resolve, cache=self.cache,
@@ -247,20 +275,25 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
-        return self._succeeded(where, output)
+        return self._succeeded(where, output, activation)
 
     def _succeeded(self, where: tuple[str, str, int | None, int, int],
-                   output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
-        """The report of an attempt that returned ``output``, as a worker makes it: a
-        non-retryable failure for an output that is not JSON or is over
-        ``max_output_bytes`` encoded; a code step's carries the function's next decision
-        when the run's instance is kept (``instances.continued``), as a worker's does."""
+                   output: Any, activation: bool) -> ev.TaskSucceeded | ev.TaskFailed:
+        """The report of an attempt that returned ``output``, as a worker makes it: its
+        large values by reference (an activation's, its decision's), a non-retryable
+        failure for an output that is not JSON or is still over ``max_output_bytes``
+        encoded; a code step's carries the function's next decision when the run's
+        instance is kept (``instances.continued``, given the real output), as a
+        worker's does."""
         try:
             output = _through_json(output)
         except TypeError as e:
             return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
                                  retryable=False)
         carried = continued(*where[:3], output, where[4]) if self.cache else None
+        if carried is not None:
+            carried["decision"] = self._offload(carried["decision"], True)
+        output = self._offload(output, activation)
         report = ev.TaskSucceeded(*where, output=output, continuation=carried)
         if carried is not None and len(codec.encode(report)) > self.max_output_bytes:
             report = ev.TaskSucceeded(*where, output=output)  # left out, as a worker does
@@ -270,6 +303,16 @@ class Environment:
                                  f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)",
                                  "OutputTooLargeError", retryable=False)
         return report
+
+    def _offload(self, value: Any, decision: bool = False) -> Any:
+        """``value`` (a decision's values, with ``decision``) with its large parts by
+        reference, their JSON kept in ``blobs``."""
+        if decision and isinstance(value, dict):
+            value, found = offload_decision(value, self.blob_threshold)
+        else:
+            value, found = blobs.offload(value, self.blob_threshold)
+        self.blobs.update(found)
+        return value
 
     async def _resolve(self, name: str) -> tuple[dict[str, Any], int | None]:
         """A definition ``wf.call`` names. One the environment was not given fails the
@@ -306,6 +349,19 @@ async def _call(fn: Callable[..., Any], wants_ctx: bool, ctx: TaskContext,
         return await fn(**args)
     out = await asyncio.to_thread(lambda: fn(**args))
     return await asyncio.to_thread(_drain, out) if inspect.isgenerator(out) else out
+
+
+def _threshold_from_env() -> int:
+    """``HEADWATER_BLOB_THRESHOLD_BYTES`` as a worker reads it.
+
+    Raises:
+        ValueError: not a whole number of bytes, or negative.
+    """
+    raw = os.environ.get("HEADWATER_BLOB_THRESHOLD_BYTES", "").strip()
+    value = int(raw) if raw else blobs.DEFAULT_THRESHOLD_BYTES
+    if value < 0:
+        raise ValueError("HEADWATER_BLOB_THRESHOLD_BYTES must be at least 0")
+    return value
 
 
 def _through_json(value: Any) -> Any:

@@ -7,10 +7,12 @@ once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt
 ended. Task code cannot stop the worker, and the poll loop never waits on it
 (``intake``). Besides ``tasks.<queue>``, a worker serving ``@workflow``s reads their
 lanes at its code version, and those of other versions no live worker serves
-(``lanes``). A second consumer, without a group, reads ``worker-control`` (``control``)
-and stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
-cancelling ``run`` stops at once. What task code logs and prints goes to its attempt's
-log too (``task_logs``), sent to the ``logs`` topic.
+(``lanes``). Values over the blob threshold go by reference (``payloads``), through one
+``Claims`` per worker, whose store opens on the first such value. A second consumer,
+without a group, reads ``worker-control`` (``control``) and stops the attempts the
+coordinator cancelled. :meth:`Worker.stop` drains (``drain``); cancelling ``run`` stops
+at once. What task code logs and prints goes to its attempt's log too (``task_logs``),
+sent to the ``logs`` topic.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from headwater.errors import DecodeError
 from headwater.log_lines import TaskLogLines
 from headwater.sdk import REGISTRY
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER
+from services.common.blobs.claims import Claims
 from services.common.kafka.client import ensure_topics, make_producer, started
 from services.common.kafka.security import aiokafka_security
 from services.common.logs_topic import ensure_logs_topic
@@ -87,6 +90,9 @@ class Worker:
         self.outbox: Outbox
         self.announcer: Announcer | None = None
         self.workflows: tuple[AnnouncedWorkflow, ...] = ()
+        self.claims = Claims.from_settings(settings)
+        """Where values over the blob threshold go (``payloads``): the store is opened
+        on the first one."""
 
     async def run(self) -> None:
         """Connect, serve the queue until :meth:`stop` (drained) or cancelled (at once),
@@ -296,6 +302,7 @@ class Worker:
             return
         attempt = Attempt(dispatch, self.outbox.report, self.executor,
                           self.settings.max_output_bytes, taken_at_s)
+        attempt.claims = self.claims
         attempt.trace(record.headers, record.topic)  # the dispatch's trace, if any
         attempt.log = AttemptLog(attempt.key, self.settings.task_log, self._ship_log)
         self.running[attempt.key] = attempt

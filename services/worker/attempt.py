@@ -27,12 +27,14 @@ from typing import Any, TypeVar
 import orjson
 from opentelemetry import trace
 
-from headwater import codec
+from headwater import blobs, codec
 from headwater.client.http import default_url
 from headwater.context import AlreadyDone, AttemptInfo, TaskContext, checkpoint_json
 from headwater.core import events as ev
 from headwater.errors import AttemptCancelled
+from services.common.blobs.claims import Claims
 from services.common.clock import now_ms
+from services.worker import payloads
 from services.worker.channel import ReportChannel, Send, retrieve
 from services.worker.progress import ProgressReporter
 from services.worker.task_logs.attempt_log import AttemptLog
@@ -55,14 +57,20 @@ def attempt_key(record: ev.TaskDispatched | ev.TaskCancelled) -> AttemptKey:
     return record.workflow_id, record.node, record.index, record.attempt
 
 
-class BadChunk(Exception):
-    """A generator task yielded a value that cannot be streamed (not JSON, too large): the
-    attempt fails without retry, since another attempt would yield the same."""
+_BY_REFERENCE = (" even with its parts over HEADWATER_BLOB_THRESHOLD_BYTES stored by "
+                 "reference")
 
-    def __init__(self, message: str, error_type: str) -> None:
+
+class BadChunk(Exception):
+    """A generator task yielded a value that cannot be streamed: not JSON or too large
+    (the attempt fails without retry, since another attempt would yield the same), or
+    its blob could not be stored (``retryable``)."""
+
+    def __init__(self, message: str, error_type: str, retryable: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.error_type = error_type
+        self.retryable = retryable
 
 
 class Attempt:
@@ -86,6 +94,10 @@ class Attempt:
         cancelled: the coordinator cancelled the attempt (no outcome is reported).
         body: the asyncio task running the task code, once started.
         log: what its task code logs and prints (None: not captured).
+        claims: where checkpoints, chunks and the output over the blob threshold go
+            (``payloads``; None, the default: nothing goes by reference).
+        last_checkpoint: the checkpoint the attempt resumes from, its references
+            resolved once ``runner`` has prepared the attempt (what ``ctx`` gives).
     """
 
     def __init__(self, dispatch: ev.TaskDispatched, send: Send, executor: Executor,
@@ -102,6 +114,8 @@ class Attempt:
         self.executor = executor
         self.max_output_bytes = max_output_bytes
         self.gateway_url = gateway_url or default_url()
+        self.claims: Claims | None = None
+        self.last_checkpoint: Any = dispatch.checkpoint
         self.chunks: list[Any] = []
         self.cancelled = False
         self.body: asyncio.Task[Any] | None = None
@@ -139,27 +153,41 @@ class Attempt:
         """The ``ctx`` passed to task code."""
         d = self.dispatch
         return TaskContext(AttemptInfo(d.workflow_id, d.node, d.index, d.attempt),
-                           self.progress.report, last_checkpoint=d.checkpoint, runtime=self,
+                           self.progress.report, last_checkpoint=self.last_checkpoint,
+                           runtime=self,
                            gateway_url=self.gateway_url, span=self.span)
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
         """Send ``TaskCheckpointed(state)`` in order with the attempt's other reports.
 
         From the loop's thread, return at once with a future of the acknowledgement;
-        from any other thread, block until it (or a stop) comes.
+        from any other thread, block until it (or a stop) comes. A state over the blob
+        threshold goes by reference: its blobs are stored as it waits for its turn
+        among the reports, and before it is sent (a store that fails fails the
+        acknowledgement, with ``payloads.BlobStoreError``).
 
         Raises:
             TypeError: ``state`` is not JSON.
-            ValueError: its JSON is over ``max_output_bytes``.
+            ValueError: its JSON is over ``max_output_bytes`` (after its large parts
+                went by reference).
             AttemptCancelled: the attempt was stopped while a thread waited.
             RuntimeError: the checkpoint could not be saved (from a thread only).
         """
-        data = checkpoint_json(state, self.max_output_bytes)
+        data = checkpoint_json(state)
+        found: dict[str, bytes] = {}
+        if payloads.over(self.claims, data):
+            assert self.claims is not None
+            value, found = blobs.offload(orjson.loads(data), self.claims.threshold)
+            data = orjson.dumps(value)
+        if len(data) > self.max_output_bytes:
+            raise ValueError(f"the checkpoint is {len(data)} bytes, over the limit of "
+                             f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)"
+                             + (_BY_REFERENCE if found else ""))
         # A copy: task code may change ``state`` before the report is encoded.
         report = ev.TaskCheckpointed(*self.key, now_ms(), orjson.loads(data))
         if _running_loop() is self.loop:
-            return self._acknowledged(self.channel.put(report))
-        saved = asyncio.run_coroutine_threadsafe(self._save(report), self.loop)
+            return self._acknowledged(self._put_stored(report, found))
+        saved = asyncio.run_coroutine_threadsafe(self._save(report, found), self.loop)
         while True:
             try:
                 saved.result(STOP_POLL_S)
@@ -244,10 +272,18 @@ class Attempt:
             data = codec.json_text(chunk)
         except TypeError as e:  # orjson's JSONEncodeError is one
             raise BadChunk(f"chunk {seq} is not JSON: {e}", "TypeError") from e
+        large = payloads.over(self.claims, data)
+        if large:  # stored before its report is queued
+            try:
+                chunk = await payloads.offload(self.claims, chunk, data,
+                                               self.dispatch.workflow_id)
+            except payloads.BlobStoreError as e:
+                raise BadChunk(f"chunk {seq}: {e}", type(e).__name__, True) from e
+            data = orjson.dumps(chunk)
         if len(data) > self.max_output_bytes:
             raise BadChunk(f"chunk {seq} is {len(data)} bytes, over the limit of "
-                           f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)",
-                           "OutputTooLargeError")
+                           f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)"
+                           + (_BY_REFERENCE if large else ""), "OutputTooLargeError")
         value = orjson.loads(data)  # a copy, as sent
         self.chunks.append(value)
         await self.channel.put_wait(ev.TaskOutputStreamed(*self.key, now_ms(), seq, value))
@@ -272,9 +308,23 @@ class Attempt:
     async def _send_progress(self, report: ev.TaskProgressed) -> None:
         await self.channel.put(report)
 
-    async def _save(self, report: ev.TaskCheckpointed) -> None:
-        if not await self.channel.put(report):
+    async def _save(self, report: ev.TaskCheckpointed, found: dict[str, bytes]) -> None:
+        if not await self._put_stored(report, found):
             raise self._not_saved()
+
+    def _put_stored(self, report: ev.TaskCheckpointed,
+                    found: dict[str, bytes]) -> asyncio.Future[bool]:
+        """Queue ``report``; with blobs, its turn comes once they are stored (started
+        now, while the reports before it are sent)."""
+        if not found or self.claims is None:
+            return self.channel.put(report)
+        claims, wid = self.claims, self.dispatch.workflow_id
+
+        async def stored() -> ev.Report:
+            await payloads.store(claims, found, wid)
+            return report
+
+        return self.channel.put(asyncio.ensure_future(stored()))
 
     def _acknowledged(self, sent: asyncio.Future[bool]) -> asyncio.Future[None]:
         ack: asyncio.Future[None] = self.loop.create_future()

@@ -5,6 +5,8 @@ the outcome), the heartbeat loop, task code (progress, checkpoints) and the gene
 driver (chunks). The coordinator must see them in the order they were made (a checkpoint
 before the outcome, chunk 3 before chunk 4), and the outbox retries a record until it is
 acknowledged, so the channel sends the next report only once the previous one is.
+A report may be queued before it is made (a checkpoint whose blobs are being stored):
+its place is kept, and it is sent once made.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ yielding faster than Kafka acknowledges)."""
 
 Send = Callable[[ev.Report], Awaitable[bool]]
 """Sends one report and waits: True once acknowledged, False when dropped for good."""
+Queued = ev.Report | asyncio.Future[ev.Report]
+"""A report, or one still being made (sent once the future is done; its exception is
+the put's)."""
 
 
 def retrieve(future: asyncio.Future[Any]) -> None:
@@ -46,7 +51,7 @@ class ReportChannel:
     def __init__(self, send: Send, max_queued: int = MAX_QUEUED) -> None:
         self._send = send
         self._max_queued = max_queued
-        self._queue: collections.deque[tuple[ev.Report, asyncio.Future[bool]]] = (
+        self._queue: collections.deque[tuple[Queued, asyncio.Future[bool]]] = (
             collections.deque())
         self._room = asyncio.Event()
         self._room.set()
@@ -60,8 +65,8 @@ class ReportChannel:
         """Whether a report is queued or being sent."""
         return bool(self._queue) or self._in_flight
 
-    def put(self, report: ev.Report) -> asyncio.Future[bool]:
-        """Queue ``report`` behind the ones already queued.
+    def put(self, report: Queued) -> asyncio.Future[bool]:
+        """Queue ``report`` (or a future of it) behind the ones already queued.
 
         Returns:
             A future: True once Kafka acknowledged the report (or what stands in for
@@ -70,6 +75,8 @@ class ReportChannel:
         """
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         future.add_done_callback(retrieve)
+        if isinstance(report, asyncio.Future):
+            report.add_done_callback(retrieve)  # one dropped unsent is not awaited
         if self.closed:
             future.set_result(False)
             return future
@@ -81,7 +88,7 @@ class ReportChannel:
             self._sender = asyncio.create_task(self._drain())
         return future
 
-    async def put_wait(self, report: ev.Report) -> asyncio.Future[bool]:
+    async def put_wait(self, report: Queued) -> asyncio.Future[bool]:
         """Like :meth:`put`, but first wait while ``max_queued`` reports are queued."""
         while not self._room.is_set() and not self.closed:
             await self._room.wait()
@@ -108,6 +115,8 @@ class ReportChannel:
                     self._room.set()
                 self._in_flight = True
                 try:
+                    if isinstance(report, asyncio.Future):
+                        report = await report
                     sent = await self._send(report)
                 except asyncio.CancelledError:
                     if not future.done():

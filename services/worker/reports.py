@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from headwater import codec
+from headwater import blobs, codec
 from headwater.core import events as ev
 from services.worker.tracebacks import MAX_TRACEBACK_CHARS
 
@@ -106,9 +106,11 @@ def prepare(report: ev.Report, max_output_bytes: int) -> tuple[ev.Report, bytes]
         cause = e.__cause__ or e
         return _encoded(failed(report, f"output is not JSON: {cause}", "TypeError", False))
     if len(data) > max_output_bytes:
+        by_reference = (" even with its parts over HEADWATER_BLOB_THRESHOLD_BYTES stored "
+                        "by reference" if next(blobs.refs_in(report.output), None) else "")
         return _encoded(failed(
-            report, f"output is {len(data)} bytes, over the limit of {max_output_bytes} "
-            "(HEADWATER_MAX_OUTPUT_BYTES)", "OutputTooLargeError", False))
+            report, f"output is {len(data)} bytes{by_reference}, over the limit of "
+            f"{max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)", "OutputTooLargeError", False))
     return report, data
 
 

@@ -27,8 +27,9 @@ from headwater import codec
 from headwater.core import events as ev
 from headwater.errors import NonRetryableError, TaskNotFoundError
 from headwater.sdk import REGISTRY, TaskInfo
-from headwater.workflows.instances import continued
+from headwater.workflows.instances import ACTIVATION_MARK, continued
 from services.common.clock import now_ms
+from services.worker import payloads
 from services.worker.attempt import Attempt, BadChunk
 from services.worker.calls import Raised, call
 from services.worker.tracebacks import format_traceback
@@ -57,16 +58,18 @@ async def run_attempt(attempt: Attempt) -> ev.TaskSucceeded | ev.TaskFailed:
         asyncio.CancelledError: this asyncio task was cancelled (the attempt was
             cancelled, or the worker is stopping).
     """
-    prepared = _prepare(attempt)
+    prepared = await _prepare(attempt)
     if isinstance(prepared, ev.TaskFailed):
         return prepared
     info, kwargs = prepared
     return await _call(attempt, info, kwargs)
 
 
-def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFailed:
+async def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFailed:
     """The registered task and the keyword arguments to call it with (``ctx`` included
-    when it wants one), or the non-retryable ``TaskFailed`` saying why it cannot run."""
+    when it wants one), its input and the checkpoint it resumes from with every value
+    passed by reference resolved (``payloads``); or the ``TaskFailed`` saying why it
+    cannot run (retryable for a blob that could not be fetched, else not)."""
     dispatch = attempt.dispatch
     info = REGISTRY.get(dispatch.task)
     if info is None:
@@ -81,10 +84,16 @@ def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.TaskFaile
                        f"{info.queue!r} but node {dispatch.node!r} sent it to queue "
                        f"{dispatch.queue!r}; set `queue: {info.queue}` on the node",
                        TaskNotFoundError.__name__, False)
-    if not isinstance(dispatch.input, dict | None):
+    try:
+        given = await payloads.resolve(attempt.claims, dispatch.input)
+        attempt.last_checkpoint = await payloads.resolve(attempt.claims, dispatch.checkpoint)
+    except payloads.BlobStoreError as e:
+        return _failed(dispatch, f"the task's input could not be resolved: {e}",
+                       type(e).__name__, True)
+    if not isinstance(given, dict | None):
         return _failed(dispatch, "task input must be a mapping of keyword arguments, got "
-                       f"{type(dispatch.input).__name__}", "TypeError", False)
-    kwargs = dict(dispatch.input or {})
+                       f"{type(given).__name__}", "TypeError", False)
+    kwargs = dict(given or {})
     if info.wants_ctx:
         kwargs["ctx"] = attempt.context()
     bad = bad_arguments(info, kwargs)
@@ -115,10 +124,10 @@ async def _call(attempt: Attempt, info: TaskInfo,
     except Raised as e:
         return _raised(dispatch, e.error)
     except BadChunk as e:
-        return _failed(dispatch, e.message, e.error_type, False)
+        return _failed(dispatch, e.message, e.error_type, e.retryable)
     except BaseException as e:  # the worker outlives its tasks: SystemExit included
         return _raised(dispatch, e)
-    return _succeeded(attempt, output)
+    return await _succeeded(attempt, info, output)
 
 
 def _timed_out(attempt: Attempt) -> ev.TaskFailed:
@@ -128,21 +137,39 @@ def _timed_out(attempt: Attempt) -> ev.TaskFailed:
     return _failed(dispatch, f"timed out after {dispatch.timeout_s} s", "TimeoutError", True)
 
 
-def _succeeded(attempt: Attempt, output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
+async def _succeeded(attempt: Attempt, info: TaskInfo,
+                     output: Any) -> ev.TaskSucceeded | ev.TaskFailed:
     """``TaskSucceeded`` with ``output``, or a non-retryable ``TaskFailed`` if it is not
     JSON (checked apart from the call: task code's own ``TypeError`` is not this). A
     step of a code workflow whose instance this worker keeps carries the function's
     next decision (``headwater.workflows.instances.continued``), at
-    ``continuation_ms``."""
+    ``continuation_ms``: the function is given the real output, as a replay would be.
+
+    The output's large parts (an activation's: its decision's values) and the
+    continuation's go by reference (``payloads``), stored before the report is made;
+    a store that fails makes the attempt a retryable ``TaskFailed``."""
     dispatch = attempt.dispatch
     try:
-        codec.json_text(output)
+        data = codec.json_text(output)
     except TypeError as e:  # orjson's JSONEncodeError is one
         return _failed(dispatch, f"output is not JSON: {e}", "TypeError", False)
+    following = continued(dispatch.workflow_id, dispatch.node, dispatch.index, output,
+                          continuation_ms(attempt))
+    try:
+        if getattr(info.fn, ACTIVATION_MARK, False):
+            output = await payloads.offload_decision(attempt.claims, output, data,
+                                                     dispatch.workflow_id)
+        else:
+            output = await payloads.offload(attempt.claims, output, data,
+                                             dispatch.workflow_id)
+        if following is not None:
+            following["decision"] = await payloads.offload_decision(
+                attempt.claims, following["decision"], None, dispatch.workflow_id)
+    except payloads.BlobStoreError as e:
+        return _failed(dispatch, f"the output could not be stored by reference: {e}",
+                       type(e).__name__, True)
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,
-                            dispatch.attempt, now_ms(), output,
-                            continued(dispatch.workflow_id, dispatch.node, dispatch.index,
-                                      output, continuation_ms(attempt)))
+                            dispatch.attempt, now_ms(), output, following)
 
 
 def continuation_ms(attempt: Attempt) -> int:

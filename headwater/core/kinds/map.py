@@ -17,9 +17,11 @@ Child workflows with ``over`` (``kinds/workflow``) fill their slots here too.
 
 from __future__ import annotations
 
+from headwater.blobs import is_ref
 from headwater.core import events as ev
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import by_reference
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec.kinds import TASKLIKE_KEYS, no_parts
@@ -65,6 +67,10 @@ def expand(rec: Recorder, spec: NodeSpec) -> int | None:
         items = state.resolve_input(spec.over)
     except InputReferenceError as e:
         flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
+        return None
+    if is_ref(items):
+        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: "
+                         f"{by_reference(str(spec.over), items)}")
         return None
     if not isinstance(items, list):
         flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: 'over' gave "

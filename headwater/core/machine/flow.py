@@ -19,11 +19,13 @@ skip can cascade down a 10,000-node chain.
 
 from __future__ import annotations
 
+from headwater.blobs import is_ref
 from headwater.core import events as ev
 from headwater.core import registry, reuse
 from headwater.core.conditions import ConditionError, evaluate, parse_condition
 from headwater.core.machine import ending
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import by_reference
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus
@@ -141,8 +143,11 @@ def _condition_holds(rec: Recorder, spec: NodeSpec) -> bool:
     error = state.nodes[source].failure if source is not None else None
     condition = parse_condition(spec.when)
     try:
-        value = evaluate(condition, [state.resolve_input(raw, error=error)
-                                     for raw in condition.refs])
+        values = [state.resolve_input(raw, error=error) for raw in condition.refs]
+        for raw, read in zip(condition.refs, values, strict=True):
+            if is_ref(read):
+                raise by_reference(raw, read)
+        value = evaluate(condition, values)
     except (InputReferenceError, ConditionError) as e:
         node_failed(rec, spec.id, f"when: {spec.when}: {e}")
         return False

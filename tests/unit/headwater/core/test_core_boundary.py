@@ -32,6 +32,8 @@ PURE = frozenset({
     "orjson", "yaml",
     # the one exception tree
     "headwater.errors",
+    # what a value stored by reference looks like (``hashlib`` and ``orjson`` only)
+    "headwater.blobs",
 })
 """Modules a core module may import besides ``headwater.core.*``."""
 

@@ -24,6 +24,7 @@ from machine_harness import (
     task,
 )
 
+from headwater.blobs import make_ref
 from headwater.core import events as ev
 
 IS_REFUND = '${nodes.classify.output.label} == "refund"'
@@ -38,6 +39,8 @@ BRANCHES = spec(
          input={"r": "${nodes.refund_done.output}", "o": "${nodes.other_done.output}"}),
 )
 OTHER = {"label": "other"}
+BIG = make_ref("sha256:" + "ab" * 32, 5_000_000)
+"""An output as a worker reports one over the blob threshold (``headwater.blobs``)."""
 TAKEN_OTHER: list[ev.Input] = [ok("classify", OTHER), ok("other", "O")]
 
 
@@ -111,6 +114,34 @@ CASES = [
                                                 "no key 'label'")}),
                  ("TaskCancelled", {"node": "c"}), ("NodeFinished", {"node": "c"}),
                  ("WorkflowFailed", {"error": has("no key 'label'")})]),
+    Case("a when reading a value stored by reference fails its node, saying what to do",
+         one("${nodes.a.output} == 'x'"), given=[], when=ok("a", BIG),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("NodeFinished", {"node": "b", "status": "failed",
+                                   "error": has("${nodes.a.output}", "stored by reference",
+                                                "HEADWATER_BLOB_THRESHOLD_BYTES")}),
+                 ("TaskCancelled", {"node": "c"}), ("NodeFinished", {"node": "c"}),
+                 ("WorkflowFailed", {"error": has("stored by reference")})]),
+    Case("a when selecting through a value stored by reference fails its node",
+         one("${nodes.a.output.doc.label} == 'x'"), given=[],
+         when=ok("a", {"doc": BIG, "small": 1}),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("NodeFinished", {"node": "b", "status": "failed",
+                                   "error": has("stored by reference", "select inside")}),
+                 ("TaskCancelled", {}), ("NodeFinished", {}), ("WorkflowFailed", {})]),
+    Case("a when reading an inline field beside one stored by reference holds",
+         one("${nodes.a.output.small} == 1"), given=[],
+         when=ok("a", {"doc": BIG, "small": 1}),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("ConditionEvaluated", {"node": "b", "value": True}),
+                 ("TaskDispatched", {"node": "b"})]),
+    Case("a map over a list stored by reference fails, saying so",
+         spec(task("a"), map_node("m", "${nodes.a.output}", "a")),
+         given=[], when=ok("a", BIG),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("NodeFinished", {"node": "m", "status": "failed",
+                                   "error": has("stored by reference")}),
+                 ("WorkflowFailed", {})]),
     Case("a when comparing incomparable values fails its node",
          one("${nodes.a.output} < 3"), given=[], when=ok("a", "text"),
          events=[("TaskSucceeded", {}), ("NodeFinished", {}),

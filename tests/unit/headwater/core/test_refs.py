@@ -127,3 +127,31 @@ def test_index_is_none_outside_a_map() -> None:
 def test_non_ascii_digit_key_on_a_list_is_a_reference_error() -> None:
     with pytest.raises(InputReferenceError):
         resolve("${input.items.²}", {"items": [1, 2, 3]}, {})
+
+
+BLOB = {"$blob": "sha256:" + "0f" * 32, "bytes": 300_000}
+"""A value stored by reference (``headwater.blobs``)."""
+
+
+def test_a_value_stored_by_reference_is_passed_whole() -> None:
+    outputs = {"x": BLOB, "y": {"doc": BLOB, "n": 2}}
+    assert resolve("${nodes.x.output}", None, outputs) == BLOB
+    assert resolve({"d": "${nodes.y.output.doc}", "n": "${nodes.y.output.n}"}, None,
+                   outputs) == {"d": BLOB, "n": 2}
+
+
+@pytest.mark.parametrize("template", ["${nodes.x.output.field}", "${nodes.y.output.doc.0}",
+                                      "${input.big.k}"])
+def test_selecting_into_a_value_stored_by_reference_says_what_to_do(template: str) -> None:
+    outputs = {"x": BLOB, "y": {"doc": BLOB}}
+    with pytest.raises(InputReferenceError) as info:
+        resolve(template, {"big": BLOB}, outputs)
+    message = str(info.value)
+    assert message.startswith(f"{template}: the value is stored by reference (300000 bytes")
+    assert "select inside the task" in message
+    assert "HEADWATER_BLOB_THRESHOLD_BYTES" in message
+
+
+def test_a_dict_that_only_looks_like_a_reference_is_walked() -> None:
+    lookalike = {"$blob": "not a digest", "bytes": 3}
+    assert resolve("${input.v.bytes}", {"v": lookalike}, {}) == 3

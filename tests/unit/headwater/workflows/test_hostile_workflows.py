@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from headwater import WorkflowContext, task, workflow
+from headwater import WorkflowContext, blobs, task, workflow
 from headwater.core import events as ev
 from headwater.core.kinds.code.decision import MAX_STEPS_PER_ACTIVATION, decision_fault
 from headwater.errors import WorkflowFailed
@@ -260,10 +260,22 @@ async def test_the_harness_holds_a_decision_to_a_workers_output_limit() -> None:
 
 
 async def test_the_harness_holds_a_task_output_to_a_workers_output_limit() -> None:
-    env = capped(Environment(), 5)
+    """With the claim check off (a threshold of 0), as a worker without it."""
+    env = capped(Environment(blob_threshold_bytes=0), 5)
     with pytest.raises(WorkflowFailed,
                        match=r"StepFailed: step 0 \(task hw.blob, main\[1\]\): OutputTooLarge"):
         await env.run("hw.blob_of", kib=1100)
+
+
+async def test_the_harness_passes_a_large_output_by_reference() -> None:
+    """As a worker does: the history holds a reference, the function the value."""
+    env = capped(Environment(), 5)
+    run = await env.start("hw.blob_of", kib=1100)
+    assert await env.result(run) == 1100 * 1024
+    results = [e.body.output for e in env.history(run)
+               if isinstance(e.body, ev.TaskSucceeded) and e.body.index == 1]
+    assert results and blobs.is_ref(results[0])
+    assert blobs.resolve(results[0], env.blobs) == "x" * (1100 * 1024)
 
 
 async def sleeps_in_a_chain(wf: WorkflowContext, n: int) -> int:
