@@ -52,6 +52,9 @@ class WorkerAnnounced:
         stopping: True once it stops taking dispatches.
         workflows: the ``@workflow``s it serves, by name (their activation tasks are
             among ``tasks``); empty in records written before workers announced them.
+        tags: the tags it announces (``HEADWATER_WORKER_TAGS``), sorted: it runs the
+            tasks of nodes that require some of them (``headwater.core.selectors``);
+            empty in records written before workers announced them.
     """
 
     worker_id: str
@@ -67,3 +70,4 @@ class WorkerAnnounced:
     interval_ms: int
     stopping: bool = False
     workflows: tuple[AnnouncedWorkflow, ...] = ()
+    tags: tuple[str, ...] = ()

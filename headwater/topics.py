@@ -7,6 +7,8 @@ The ids inside records (task keys, dispatch ids, timer ids) are the core's
 from __future__ import annotations
 
 import hashlib
+import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "headwater"
@@ -16,6 +18,11 @@ MAX_TOPIC_CHARS = 249
 LANES = "lanes"
 """The word after the prefix in every lane's name (``Topics.lane``): lanes have a
 namespace of their own, apart from ``tasks.<queue>``."""
+NEEDS = "needs"
+"""The word after the prefix in every selector topic's name (``Topics.needs``)."""
+TAGS_DIGEST_CHARS = 32
+"""Hex digits of the SHA-256 of a set of tags that name its selector topic when its
+tags do not fit (``Topics.needs``)."""
 VERSION_DIGEST_CHARS = 16
 """Hex digits of the SHA-256 of a code version that name its lane."""
 _KEPT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.")
@@ -71,6 +78,41 @@ def lane_part(workflow: str, room: int) -> str:
     digest = hashlib.sha256(workflow.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
     head = part[:max(0, room - len(LONG_NAME_MARK) - len(digest))]
     return f"{head.rstrip('-')}{LONG_NAME_MARK}{digest}"
+
+
+def tag_part(tag: str) -> str:
+    """The part of a selector topic's name that stands for ``tag``: its letters and
+    digits as they are, every other byte of its UTF-8 written ``-hh`` (so no ``.`` in
+    it, which separates the tags, and no ``_``, which Kafka reads like ``.``)."""
+    return "".join(chr(b) if chr(b).isascii() and chr(b).isalnum() else f"-{b:02x}"
+                   for b in tag.encode())
+
+
+def tags_digest(tags: Iterable[str]) -> str:
+    """The part of a selector topic's name that stands for a set of tags too long to
+    be written out: ``TAGS_DIGEST_CHARS`` hex digits of the SHA-256 of the sorted tags,
+    one a line."""
+    text = "\n".join(sorted(set(tags)))
+    return hashlib.sha256(text.encode()).hexdigest()[:TAGS_DIGEST_CHARS]
+
+
+def unescaped_tag(part: str) -> str | None:
+    """The tag a part written by ``tag_part`` stands for; None for a part it does not
+    write."""
+    out, i = bytearray(), 0
+    while i < len(part):
+        hh = part[i + 1:i + 3] if part[i] == "-" else ""
+        if hh and len(hh) == 2 and not hh.strip("0123456789abcdef"):
+            out.append(int(hh, 16))
+            i += 3
+        else:
+            out.append(ord(part[i]) if part[i].isascii() else 0)
+            i += 1
+    try:
+        found = out.decode()
+    except UnicodeDecodeError:
+        return None
+    return found if found and tag_part(found) == part else None
 
 
 @dataclass(frozen=True)
@@ -205,14 +247,63 @@ class Topics:
             return None
         return Lane(queue, part, digest)
 
+    def needs(self, queue: str, tags: Iterable[str]) -> str:
+        """The selector topic of ``queue`` for the tags ``tags``:
+        ``<prefix>.needs.<queue>.<tag>.<tag>...``, the tags sorted, each once
+        (``tag_part``). A node that requires tags (``NodeSpec.requires``) sends its
+        dispatches there rather than to ``tasks.<queue>``
+        (``services.coordinator.records.dispatch_topic``), and a worker of the queue
+        reads it when it announces every one of the tags (``needs_of``). Tags that do
+        not fit Kafka's 249 characters are named by their digest instead:
+        ``<prefix>.needs.<queue>.-z<digest>`` (``tags_digest``; ``-z`` never begins a
+        tag's part)."""
+        head, own = self.needs_head(queue), sorted(set(tags))
+        name = head + ".".join(tag_part(t) for t in own)
+        if len(name) <= MAX_TOPIC_CHARS:
+            return name
+        return f"{head}{LONG_NAME_MARK}{tags_digest(own)}"
+
+    def needs_head(self, queue: str) -> str:
+        """What the name of every selector topic of ``queue`` starts with."""
+        return f"{self.prefix}.{NEEDS}.{lane_part(queue, MAX_QUEUE_CHARS)}."
+
+    def needs_of(self, queue: str, tags: Iterable[str]) -> frozenset[str]:
+        """The selector topics of ``queue`` a worker announcing ``tags`` may read: one
+        for each non-empty subset of them (``2**n - 1`` names; ``selectors.MAX_TAGS``
+        bounds ``n``)."""
+        own = sorted(set(tags))
+        return frozenset(self.needs(queue, subset) for n in range(1, len(own) + 1)
+                         for subset in itertools.combinations(own, n))
+
+    def parse_needs(self, topic: str) -> tuple[str, tuple[str, ...] | None] | None:
+        """The queue and the tags a selector topic's name holds (the tags None for one
+        named by their digest); None for a topic that is no selector topic of this
+        prefix."""
+        head = f"{self.prefix}.{NEEDS}."
+        if not topic.startswith(head):
+            return None
+        queue_part, dot, rest = topic[len(head):].partition(".")
+        queue = unescaped(queue_part)
+        if not (dot and queue and rest):
+            return None
+        if rest.startswith(LONG_NAME_MARK):
+            return queue, None
+        tags = [unescaped_tag(part) for part in rest.split(".")]
+        if any(t is None for t in tags):
+            return None
+        return queue, tuple(t for t in tags if t is not None)
+
     def queue_of(self, topic: str) -> str | None:
-        """The queue whose dispatches ``topic`` holds: its ``tasks.<queue>`` or one of
-        its lanes; None for any other topic."""
+        """The queue whose dispatches ``topic`` holds: its ``tasks.<queue>``, one of
+        its lanes or one of its selector topics; None for any other topic."""
         head = self.tasks("")
         if topic.startswith(head) and len(topic) > len(head) and "." not in topic[len(head):]:
             return topic[len(head):]
         lane = self.parse_lane(topic)
-        return None if lane is None else lane.queue
+        if lane is not None:
+            return lane.queue
+        needs = self.parse_needs(topic)
+        return None if needs is None else needs[0]
 
     @property
     def inputs(self) -> tuple[str, str, str]:

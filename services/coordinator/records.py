@@ -144,14 +144,16 @@ def _to_worker(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | N
 
 def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,
                    ) -> str:
-    """Where a dispatch for a worker goes: ``tasks.<queue>``, or the lane of the code
-    it started on (``Topics.lane``) for an attempt of a code node whose spec records a
-    ``code_version``, when it is an activation or a task step on the workflow's own
-    queue. A step on another queue goes to that queue: its workers are not the
-    workflow's. (A child step is no dispatch to a worker: ``_to_child``.)
+    """Where a dispatch for a worker goes: ``tasks.<queue>``; the queue's selector
+    topic for the node's tags (``Topics.needs``) for an attempt of a node that requires
+    tags (``NodeSpec.requires``), read by the workers announcing them alone; or the lane
+    of the code it started on (``Topics.lane``) for an attempt of a code node whose
+    spec records a ``code_version``, when it is an activation or a task step on the
+    workflow's own queue. A step on another queue goes to that queue: its workers are
+    not the workflow's. (A child step is no dispatch to a worker: ``_to_child``.)
 
     A function of the run's recorded state alone (its spec's code version, the node's
-    kind and queue, the dispatch's queue): the same history sends the same dispatch
+    kind, queue and requirements, the dispatch's queue): the same history sends the same dispatch
     to the same topic, whichever coordinator sends it, and whichever workers are live.
     Which workers read a lane is theirs to settle (``services.worker.lanes``)."""
     if state is None or state.spec_error:
@@ -160,6 +162,8 @@ def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState
         spec = state.spec.node(body.node)
     except KeyError:
         return topics.tasks(body.queue)
+    if spec.requires:
+        return topics.needs(body.queue, spec.requires)
     if spec.code is None or spec.code.code_version is None or body.queue != spec.queue:
         return topics.tasks(body.queue)
     return topics.lane(spec.queue, spec.task, spec.code.code_version)

@@ -173,7 +173,8 @@ class Announcer:
         self.base = WorkerAnnounced(
             settings.worker_id, settings.queue, tuple(sorted(tasks)), settings.concurrency, 0,
             package_version(), socket.gethostname(), os.getpid(), now_ms(), 0,
-            max(1, round(settings.announce_s * 1000)), workflows=tuple(workflows))
+            max(1, round(settings.announce_s * 1000)), workflows=tuple(workflows),
+            tags=settings.tags)
         self.producer: AIOKafkaProducer = make_producer(settings)
         self.is_stopping = False
         self._wake = asyncio.Event()

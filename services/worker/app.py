@@ -7,12 +7,13 @@ once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt
 ended. Task code cannot stop the worker, and the poll loop never waits on it
 (``intake``). Besides ``tasks.<queue>``, a worker serving ``@workflow``s reads their
 lanes at its code version, and those of other versions no live worker serves
-(``lanes``). Values over the blob threshold go by reference (``payloads``), through one
-``Claims`` per worker, whose store opens on the first such value. A second consumer,
-without a group, reads ``worker-control`` (``control``) and stops the attempts the
-coordinator cancelled. :meth:`Worker.stop` drains (``drain``); cancelling ``run`` stops
-at once. What task code logs and prints goes to its attempt's log too (``task_logs``),
-sent to the ``logs`` topic.
+(``lanes``), and a worker announcing tags reads the selector topics of its queue for
+every set of them (``selectors``). Values over the blob threshold go by reference
+(``payloads``), through one ``Claims`` per worker, whose store opens on the first such
+value. A second consumer, without a group, reads ``worker-control`` (``control``) and
+stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
+cancelling ``run`` stops at once. What task code logs and prints goes to its attempt's
+log too (``task_logs``), sent to the ``logs`` topic.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from services.worker.lanes import Lanes, following, own_versions
 from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
 from services.worker.reports import clean_text
+from services.worker.selectors import Selectors
+from services.worker.selectors import following as following_selectors
 from services.worker.settings import Settings
 from services.worker.task_logs import capture
 from services.worker.task_logs.attempt_log import AttemptLog
@@ -102,6 +105,7 @@ class Worker:
         pin_children(self.settings.code_version)  # a wf.call's child runs on this code
         own = own_versions(self.workflows)
         lanes = Lanes(self.settings, own) if own else None
+        selectors = Selectors(self.settings) if self.settings.tags else None
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq,
                                             self.settings.topics.worker_control])
@@ -125,13 +129,14 @@ class Worker:
         try:
             # Announced before its lanes are created: a peer that finds a lane finds
             # its workers' announcement too (``lanes``).
-            async with self._following_cancels(), self._announcing(), self._lanes(lanes):
-                reading = [self.topic, *sorted(lanes.current if lanes else ())]
+            async with self._following_cancels(), self._announcing(), self._lanes(lanes), \
+                    self._selectors(selectors):
+                reading = self._reading(lanes, selectors)
                 consumer.subscribe(reading, listener=intake.listener)
                 async with started(consumer):
                     log.info("worker %s serving %s", self.settings.worker_id,
                              ", ".join(reading))
-                    async with self._adopting(lanes, intake):
+                    async with self._adopting(lanes, selectors, intake):
                         await self.serve(intake, outbox)
         finally:
             uncapture()
@@ -227,19 +232,39 @@ class Worker:
             yield
 
     @contextlib.asynccontextmanager
-    async def _adopting(self, lanes: Lanes | None, intake: Intake) -> AsyncIterator[None]:
-        """Subscribe again whenever the lanes to read change (``lanes.following``),
-        until the worker stops taking dispatches."""
-        if lanes is None:
+    async def _selectors(self, selectors: Selectors | None) -> AsyncIterator[None]:
+        """Look for the selector topics of this worker's tags meanwhile
+        (``selectors``); nothing for a worker without tags."""
+        if selectors is None:
             yield
             return
+        async with selectors:
+            yield
 
-        def resubscribe(now: frozenset[str]) -> None:
+    def _reading(self, lanes: Lanes | None, selectors: Selectors | None) -> list[str]:
+        """The topics to read now: ``tasks.<queue>``, the lanes and the selector
+        topics."""
+        return [self.topic, *sorted(lanes.current if lanes else ()),
+                *sorted(selectors.current if selectors else ())]
+
+    @contextlib.asynccontextmanager
+    async def _adopting(self, lanes: Lanes | None, selectors: Selectors | None,
+                        intake: Intake) -> AsyncIterator[None]:
+        """Subscribe again whenever the lanes or the selector topics to read change
+        (``lanes.following``, ``selectors.following``), until the worker stops taking
+        dispatches."""
+
+        def resubscribe(_: frozenset[str]) -> None:
             if self.stopping or intake.left or not intake.taking:
                 return  # draining: the group is left, or about to be
-            intake.consumer.subscribe([self.topic, *sorted(now)], listener=intake.listener)
+            intake.consumer.subscribe(self._reading(lanes, selectors),
+                                      listener=intake.listener)
 
-        async with following(lanes, resubscribe):
+        async with contextlib.AsyncExitStack() as stack:
+            if lanes is not None:
+                await stack.enter_async_context(following(lanes, resubscribe))
+            if selectors is not None:
+                await stack.enter_async_context(following_selectors(selectors, resubscribe))
             yield
 
     @contextlib.asynccontextmanager

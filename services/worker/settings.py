@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from headwater.client.http import default_url
 from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.selectors import parse_tag_list
 from headwater.workflows.instances import DEFAULT_CACHE_SIZE
 from services.common import metrics
 from services.common.settings import CommonSettings, env_float, env_int, env_str
@@ -144,6 +145,10 @@ class Settings(CommonSettings):
             code versions to adopt, or to leave (``HEADWATER_LANES_S``, 2 by default,
             from 0.1 to 60; ``services.worker.lanes``): a run whose code's last worker
             stopped waits about this long, and a rebalance, before another takes it.
+        tags: the tags it announces (``HEADWATER_WORKER_TAGS``, comma-separated, e.g.
+            ``gpu,a100``; ``headwater.core.selectors``): it also reads the selector
+            topics of its queue for every set of them (``Topics.needs_of``), so it runs
+            the tasks of nodes that require them (``requires: [gpu]``).
         workflow_cache_size: the code workflow runs whose instance it keeps
             (``HEADWATER_WORKFLOW_CACHE_SIZE``, read by ``headwater.workflows.activation``:
             checked here, so that a value that is no number stops the worker naming it).
@@ -163,6 +168,7 @@ class Settings(CommonSettings):
     task_log: Limits = field(default_factory=Limits)
     code_version: str | None = None
     lanes_s: float = LANES_S
+    tags: tuple[str, ...] = ()
     workflow_cache_size: int = DEFAULT_CACHE_SIZE
 
     @classmethod
@@ -172,7 +178,8 @@ class Settings(CommonSettings):
 
         Raises:
             ValueError: a numeric variable is not a number, ``HEADWATER_ANNOUNCE_S`` is
-                out of range, or the queue is no queue name (the message names it).
+                out of range, the queue is no queue name, or a tag of
+                ``HEADWATER_WORKER_TAGS`` is no tag (the message names it).
         """
         modules = tasks or [m for m in env_str("TASKS", "").split(",") if m]
         return cls(
@@ -193,5 +200,6 @@ class Settings(CommonSettings):
             task_log=task_log_limits_from_env(),
             code_version=env_str("CODE_VERSION", "") or None,
             lanes_s=lanes_s_from_env(),
+            tags=parse_tag_list(env_str("WORKER_TAGS", ""), "HEADWATER_WORKER_TAGS"),
             workflow_cache_size=env_int("WORKFLOW_CACHE_SIZE", DEFAULT_CACHE_SIZE),
         )

@@ -24,7 +24,7 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import by_reference
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec.kinds import TASKLIKE_KEYS, no_parts
+from headwater.core.spec.kinds import REQUIRES_KEY, TASKLIKE_KEYS, no_parts
 from headwater.core.state import WorkflowState, node_state
 from headwater.core.status import NodeStatus
 from headwater.core.wording import FollowNote
@@ -141,7 +141,7 @@ def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
     node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
 
 
-UNIT = KindUnit(NodeKind.MAP, TASKLIKE_KEYS | {"over", "max_concurrency"}, start,
+UNIT = KindUnit(NodeKind.MAP, TASKLIKE_KEYS | {"over", "max_concurrency", REQUIRES_KEY}, start,
                 attempt_succeeded, attempt_failed, parse=no_parts, task_field="task",
                 events={ev.MapExpanded: _map_expanded},
                 describe={ev.MapExpanded: lambda b: f"{b.count} items"},

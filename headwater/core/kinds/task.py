@@ -11,7 +11,7 @@ from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
-from headwater.core.spec.kinds import TASKLIKE_KEYS, no_parts
+from headwater.core.spec.kinds import REQUIRES_KEY, TASKLIKE_KEYS, no_parts
 from headwater.core.status import NodeStatus
 
 
@@ -30,6 +30,6 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     flow.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
 
 
-UNIT = KindUnit(NodeKind.TASK, TASKLIKE_KEYS, start, attempt_succeeded, attempt_failed,
-                parse=no_parts, task_field="task")
+UNIT = KindUnit(NodeKind.TASK, TASKLIKE_KEYS | {REQUIRES_KEY}, start, attempt_succeeded,
+                attempt_failed, parse=no_parts, task_field="task")
 """The ``task`` kind."""

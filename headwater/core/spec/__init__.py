@@ -27,6 +27,7 @@ from headwater.core.kinds.schedule.cron import (
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.retry import RetryPolicy, parse_retry
+from headwater.core.selectors import parse_requires
 from headwater.core.spec.fields import (
     DEFAULT_HEARTBEAT_TIMEOUT,
     DEFAULT_QUEUE,
@@ -90,6 +91,10 @@ class NodeSpec:
         continue_on_error: when this node fails for good, its dependents still run and
             see ``{"error": {...}}`` instead of its output.
         when: a condition (``conditions``); false at start skips the node.
+        requires: the tags a worker must announce to run the node's tasks (``task``
+            and ``map`` nodes; ``selectors``), sorted, each once; empty: any worker of
+            its queue. Its dispatches go to the queue's selector topic for these tags
+            (``Topics.needs``).
         wait, sleep, child, loop, schedule, code: what the node's kind adds (``spec.kinds``;
             a schedule's runs are its ``child``).
     """
@@ -108,6 +113,7 @@ class NodeSpec:
     on_error: str | None = None
     continue_on_error: bool = False
     when: str | None = None
+    requires: tuple[str, ...] = ()
     wait: WaitSpec | None = None
     sleep: SleepSpec | None = None
     child: ChildSpec | None = None
@@ -287,7 +293,7 @@ def _parse_node(
 ) -> NodeSpec | None:
     """One node, or None when it has no valid id or kind (its faults appended in field
     order: id, unknown fields, kind, task, queue, needs, fan-out fields, timeouts, error
-    policy, retry, condition, the kind's own fields)."""
+    policy, retry, condition, requirements, the kind's own fields)."""
     head = _node_head(raw, i, faults)
     if head is None:
         return None
@@ -305,13 +311,15 @@ def _parse_node(
     retry = parse_retry(raw.get("retry"), RetryPolicy() if own else defaults.retry,
                         f"{where}: retry", faults)
     when = parse_when(raw, where, faults)
+    requires = parse_requires(raw.get("requires"), where, faults)
     work = Work(queue, retry, timeout, heartbeat or DEFAULT_HEARTBEAT_TIMEOUT)
     parts = parse_kind(raw, kind, where, work, validate, faults)
     return NodeSpec(
         id=node_id, kind=kind, task=task, queue=queue, needs=needs, input=raw.get("input"),
         over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
         heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
-        continue_on_error=keep_going and on_error is None, when=when, wait=parts.wait,
+        continue_on_error=keep_going and on_error is None, when=when, requires=requires,
+        wait=parts.wait,
         sleep=parts.sleep, child=parts.child, loop=parts.loop, schedule=parts.schedule,
         code=parts.code,
     )

@@ -66,6 +66,9 @@ class Work:
 
 TASKLIKE_KEYS = frozenset({"task", "queue", "input", "retry", "timeout", "heartbeat_timeout"})
 """The fields of a node that runs a task (``task`` and ``map``; a loop's but ``task``)."""
+REQUIRES_KEY = "requires"
+"""The field of a ``task`` or ``map`` node naming the tags its worker must announce
+(``headwater.core.selectors``)."""
 KIND_KEYS: dict[NodeKind, frozenset[str]] = {}
 """The fields each kind takes besides those of every node (id, kind, needs, when, error
 policy), from its unit's ``keys`` (the registry fills it)."""

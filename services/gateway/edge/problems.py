@@ -81,6 +81,15 @@ NO_WORKER = ProblemType(
     "and queue; a task served nowhere with the closest served task names in did_you_mean); "
     "queue_anyway: true queues it anyway",
     {"task": _TEXT, "queue": _TEXT, "did_you_mean": {"type": "array", "items": _TEXT}})
+NO_MATCHING_WORKER = ProblemType(
+    "no-matching-worker", 400, "No worker matches the selector", "a node that requires "
+    "tags (requires: [...]) that no live worker of its queue announces "
+    "(HEADWATER_WORKER_TAGS), nor one did within HEADWATER_UNSERVED_AFTER_S; named by "
+    "task, queue, the tags required and those missing, with the tags each live worker "
+    "of the queue announces in worker_tags; queue_anyway: true queues it anyway",
+    {"task": _TEXT, "queue": _TEXT, "requires": {"type": "array", "items": _TEXT},
+     "missing": {"type": "array", "items": _TEXT},
+     "worker_tags": {"type": "array", "items": {"type": "array", "items": _TEXT}}})
 INVALID_SIGNAL = ProblemType(
     "invalid-signal", 400, "Invalid signal", "no wait of the workflow takes the signal: "
     "an undeclared name, an index missing, out of range or not taken, a field missing, "
@@ -189,7 +198,8 @@ DATABASE_DOWN = ProblemType(
     retry_after=True)
 
 PROBLEM_TYPES: tuple[ProblemType, ...] = (
-    BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, INVALID_SIGNAL, CORS_REFUSED,
+    BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, NO_MATCHING_WORKER,
+    INVALID_SIGNAL, CORS_REFUSED,
     UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
     REQUEST_TOO_LARGE, RECORD_TOO_LARGE, INVALID_REQUEST, INVALID_SPEC, SPEC_TOO_LARGE,
     INVALID_DEFINITION_REFERENCE, INPUT_MISMATCH, INPUT_UNRESOLVED, INVALID_DEFINITION,

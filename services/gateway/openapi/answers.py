@@ -233,13 +233,20 @@ _WORKER = _object(
     ["worker_id", "host", "pid", "version", "tasks", "concurrency", "in_flight",
      "started_at_ms", "announced_s_ago"], {
         "worker_id": _TEXT, "host": _TEXT, "pid": _INT, "version": _TEXT,
-        "tasks": {"type": "array", "items": _TEXT}, "concurrency": _COUNT,
+        "tasks": {"type": "array", "items": _TEXT},
+        "tags": {"type": "array", "items": _TEXT, "description": "the tags it announces "
+                 "(HEADWATER_WORKER_TAGS)"}, "concurrency": _COUNT,
         "in_flight": _COUNT, "started_at_ms": {**_INT, "description": "ms since the epoch"},
         "announced_s_ago": {"type": "number", "minimum": 0, "description": "seconds"}})
 _LOST_WORKER = _object(["worker_id", "host", "pid", "in_flight", "last_heard_at"], {
     "worker_id": _TEXT, "host": _TEXT, "pid": _INT,
     "in_flight": {**_COUNT, "description": "attempts it ran when last heard"},
     "last_heard_at": _TIME})
+_SELECTOR = _object(["requires", "topic", "backlog"], {
+    "requires": {"type": ["array", "null"], "items": _TEXT,
+                 "description": "the tags its dispatches require (null: too many to be "
+                                "written in the topic's name, which holds their digest)"},
+    "topic": _TEXT, "backlog": _COUNT})
 QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _object(
     ["queue", "backlog", "in_flight", "live_workers", "workers", "tasks",
      "oldest_waiting_s", "maxdepth", "state"], {
@@ -250,6 +257,11 @@ QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _objec
                                         "without saying so, heard within "
                                         "HEADWATER_UNSERVED_AFTER_S"},
         "tasks": {"type": "array", "items": _TEXT},
+        "tags": {"type": "array", "items": _TEXT,
+                 "description": "every tag its live workers announce"},
+        "selectors": {"type": "array", "items": _SELECTOR, "description": "its selector "
+                      "topics (where nodes that require tags send their dispatches), "
+                      "each with its backlog (counted in the queue's)"},
         "oldest_waiting_s": {"type": ["number", "null"], "minimum": 0},
         "maxdepth": {**_COUNT, "description": "0: unlimited"},
         "state": {"enum": list(QueueState)}})}})

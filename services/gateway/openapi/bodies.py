@@ -20,6 +20,7 @@ from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
 from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
+from headwater.core.selectors import MAX_TAGS, TAG_PATTERN
 from headwater.core.spec.kinds import NodeKind
 from headwater.core.spec.restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
@@ -101,6 +102,11 @@ NODE_SCHEMA: dict[str, Any] = {
         "over": _or_null({"type": "string", "description": "the list of a map (or of a "
                           "wait or workflow node per item), e.g. ${input.items}"}),
         "max_concurrency": _or_null({"type": "integer", "minimum": 1}),
+        "requires": _or_null({
+            "type": "array", "minItems": 1, "maxItems": MAX_TAGS,
+            "items": {"type": "string", "pattern": TAG_PATTERN.pattern},
+            "description": "the tags a worker must announce to run a task or map node's "
+                           "tasks (HEADWATER_WORKER_TAGS), e.g. [gpu, a100]"}),
         "retry": _or_null(RETRY_SCHEMA),
         "timeout": _or_null(_SECONDS),
         "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),

@@ -41,6 +41,14 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
                       queue="cpu", did_you_mean=["billing.fetch_order"],
                       errors=["node 'fetch': no live worker of queue cpu serves task "
                               "billing.fetch_ordr"]),
+    "no-matching-worker": _doc(
+        "no-matching-worker", "node 'embed': task 'rag.embed' on queue 'gpu' requires the "
+        "tags [a100, gpu], and no worker announces a100: the queue has live workers "
+        "announcing no tags, [gpu, t4]; start a worker of queue gpu with "
+        "HEADWATER_WORKER_TAGS=a100,gpu, or submit with queue_anyway: true to queue it "
+        "until one starts", "/v1/workflows", task="rag.embed", queue="gpu",
+        requires=["a100", "gpu"], missing=["a100"], worker_tags=[[], ["gpu", "t4"]],
+        errors=["node 'embed': no live worker of queue gpu announces the tags [a100, gpu]"]),
     "invalid-signal": _faults(
         "invalid-signal", f"/v1/workflows/{RUN}/signals/aproval", "no wait node waits for "
         "signal 'aproval' (this workflow's signals: approval)", signal="aproval"),

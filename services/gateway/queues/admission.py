@@ -7,6 +7,9 @@ placement, workers that serve its tasks, and back-pressure.
   workers served it lately (the registry's horizon, below); none: the default queue, as
   the spec says. Nodes of inline child workflows likewise. A loop's tools without their
   own ``queue`` run on the loop's.
+- A node that requires tags (``requires: [gpu]``, ``headwater.core.selectors``) and
+  names no ``queue`` goes, among those queues, to one with a worker announcing them,
+  if there is one.
 - 400 when no live worker of a node's queue serves its task and none did for the
   registry's horizon (``WorkerRegistry.serving_lately``, ``Settings.unserved_after_s``:
   a queue whose only worker restarts is not refused meanwhile); the problem names the
@@ -14,6 +17,11 @@ placement, workers that serve its tasks, and back-pressure.
   task names closest to it (``did_you_mean``: ``my.cuont`` -> ``my.count``). Not so
   when the submission says ``queue_anyway: true``, nor while the gateway's worker
   registry is not ``trusted`` (just started: ``Settings.announce_grace_s``).
+- 400 likewise when a node requires tags that no live worker of its queue announces
+  all of, nor one did for the horizon (``WorkerRegistry.tags_lately``): the problem
+  names the node, the task, the queue, the tags required and missing, and the tags each
+  live worker of the queue announces (``worker_tags``). ``queue_anyway: true`` queues
+  it: it waits on its selector topic until a worker announcing the tags starts.
 - 429 with ``Retry-After`` when the backlog of a queue the spec needs is at or over its
   ``maxdepth`` (``Settings.queue_maxdepth``; 0: unlimited). Figures Kafka cannot give
   now refuse nothing (logged): the submission's own produce answers 503 if Kafka is
@@ -32,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.ids import QUEUE_PATTERN
+from headwater.core.selectors import missing, satisfies
 from headwater.core.spec.fields import DEFAULT_QUEUE
 from headwater.core.suggest import closest, did_you_mean
 from services.gateway.edge.problems import Problem
@@ -45,6 +54,10 @@ FULL_RETRY_AFTER_S = "5"
 dispatches meanwhile; the figures are a second old at most)."""
 TASK_KINDS = {"task": "task", "map": "task", "loop": "decide"}
 """Node kinds that run a task on a queue, and the field that names it."""
+SELECTING_KINDS = frozenset({"task", "map"})
+"""Node kinds that may require tags (``requires``)."""
+Tagged = Mapping[str, set[tuple[str, ...]]]
+"""Queue -> the sets of tags its workers announce (``WorkerRegistry.tags_lately``)."""
 
 
 def parse_maxdepth(text: str) -> tuple[tuple[str, int], ...]:
@@ -70,15 +83,18 @@ def parse_maxdepth(text: str) -> tuple[tuple[str, int], ...]:
 
 @dataclass(frozen=True)
 class Need:
-    """A task a spec runs on a queue: ``where`` names the node (and tool, child)."""
+    """A task a spec runs on a queue: ``where`` names the node (and tool, child);
+    ``requires`` the tags its worker must announce (sorted; none: any worker)."""
 
     where: str
     task: str
     queue: str
+    requires: tuple[str, ...] = ()
 
 
 def place(spec: dict[str, Any], serving: Mapping[str, set[str]],
-          lately: Mapping[str, set[str]] | None = None) -> tuple[dict[str, Any], list[Need]]:
+          lately: Mapping[str, set[str]] | None = None, tagged: Tagged | None = None,
+          ) -> tuple[dict[str, Any], list[Need]]:
     """Place the spec's task nodes without ``queue`` (see the module docstring) and list
     what it needs; the spec is not changed (a changed copy is returned).
 
@@ -88,15 +104,22 @@ def place(spec: dict[str, Any], serving: Mapping[str, set[str]],
         lately: queue -> the tasks served there live or within the horizon
             (``WorkerRegistry.serving_lately``), for tasks no live worker serves; None:
             ``serving``.
+        tagged: queue -> the sets of tags its workers announce, to place a node that
+            requires tags on a queue with a worker that matches; None: by task alone.
 
     Returns:
-        The placed spec and every ``(node, task, queue)`` it runs.
+        The placed spec and every ``(node, task, queue, requires)`` it runs.
     """
     needs: list[Need] = []
     fallback = serving if lately is None else lately
 
-    def where_to(task: str) -> str:
-        return choose_queue(serving if served(serving, task) else fallback, task)
+    def where_to(task: str, requires: tuple[str, ...]) -> str:
+        pool = serving if served(serving, task) else fallback
+        if requires and tagged is not None:
+            fitting = {q: tasks for q, tasks in pool.items()
+                       if any(satisfies(tags, requires) for tags in tagged.get(q, ()))}
+            pool = fitting if served(fitting, task) else pool
+        return choose_queue(pool, task)
 
     return _place(spec, where_to, "", needs), needs
 
@@ -108,7 +131,11 @@ def needed_queues(spec: dict[str, Any]) -> list[str]:
     return sorted({n.queue for n in needs})
 
 
-def _place(spec: dict[str, Any], where_to: Callable[[str], str], where: str,
+WhereTo = Callable[[str, tuple[str, ...]], str]
+"""The queue of a node without one, by its task and the tags it requires."""
+
+
+def _place(spec: dict[str, Any], where_to: WhereTo, where: str,
            needs: list[Need]) -> dict[str, Any]:
     nodes = spec.get("nodes")
     if not isinstance(nodes, list):
@@ -118,7 +145,7 @@ def _place(spec: dict[str, Any], where_to: Callable[[str], str], where: str,
     return {**spec, "nodes": placed}
 
 
-def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str,
+def _place_node(node: dict[str, Any], where_to: WhereTo, where: str,
                 needs: list[Need]) -> dict[str, Any]:
     here = f"{where}node {node.get('id')!r}"
     kind = node.get("kind", "task")
@@ -134,11 +161,12 @@ def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str
     task = node.get(TASK_KINDS.get(kind, ""))
     if not isinstance(task, str):
         return node
+    requires = _requires(node) if kind in SELECTING_KINDS else ()
     if "queue" not in node:
-        queue = where_to(task)
+        queue = where_to(task, requires)
         node = node if queue == DEFAULT_QUEUE else {**node, "queue": queue}
     queue = str(node.get("queue", DEFAULT_QUEUE))
-    needs.append(Need(here, task, queue))
+    needs.append(Need(here, task, queue, requires))
     for tool in node.get("tools", ()) if kind == "loop" else ():
         tool = {"name": tool} if isinstance(tool, str) else tool
         if isinstance(tool, dict) and isinstance(tool.get("task", tool.get("name")), str):
@@ -146,6 +174,13 @@ def _place_node(node: dict[str, Any], where_to: Callable[[str], str], where: str
                               str(tool.get("task", tool.get("name"))),
                               str(tool.get("queue", queue))))
     return node
+
+
+def _requires(node: dict[str, Any]) -> tuple[str, ...]:
+    """A node's ``requires`` as the spec parser keeps it (sorted, each once)."""
+    given = node.get("requires")
+    return tuple(sorted({t for t in given if isinstance(t, str)})) if isinstance(
+        given, list) else ()
 
 
 def choose_queue(serving: Mapping[str, set[str]], task: str) -> str:
@@ -184,6 +219,52 @@ def unserved(needs: list[Need], serving: Mapping[str, set[str]],
     return None
 
 
+def unmatched(needs: list[Need], tagged: Tagged,
+              live_tags: Mapping[str, list[tuple[str, ...]]]) -> Problem | None:
+    """The 400 for the first need whose ``requires`` no worker of its queue announces
+    all of (``tagged``: live or within the horizon); or None.
+
+    Args:
+        needs: what the placed spec runs (``place``).
+        tagged: queue -> the sets of tags its workers announce
+            (``WorkerRegistry.tags_lately``).
+        live_tags: queue -> each live worker's tags, for the problem's ``worker_tags``.
+    """
+    for need in needs:
+        if not need.requires or any(satisfies(tags, need.requires)
+                                    for tags in tagged.get(need.queue, ())):
+            continue
+        have = sorted(live_tags.get(need.queue, []))
+        announced = {t for tags in have for t in tags}
+        lacking = missing(announced, need.requires)
+        selector = f"[{', '.join(need.requires)}]"
+        workers = ("has no live worker" if need.queue not in live_tags else
+                   "has live workers announcing " + ", ".join(
+                       f"[{', '.join(tags)}]" if tags else "no tags"
+                       for tags in sorted(set(have))))
+        why = (f"no worker announces {', '.join(lacking)}" if lacking
+               else "no one worker announces them all")
+        return Problem(400, "No worker matches the selector",
+                       f"{need.where}: task {need.task!r} on queue {need.queue!r} requires "
+                       f"the tags {selector}, and {why}: the queue {workers}; start a "
+                       f"worker of queue {need.queue} with HEADWATER_WORKER_TAGS="
+                       f"{','.join(need.requires)}, or submit with queue_anyway: true to "
+                       "queue it until one starts", task=need.task, queue=need.queue,
+                       requires=list(need.requires), missing=list(lacking),
+                       worker_tags=[list(tags) for tags in have],
+                       errors=[f"{need.where}: no live worker of queue {need.queue} "
+                               f"announces the tags {selector}"])
+    return None
+
+
+def live_tags(registry: WorkerRegistry) -> dict[str, list[tuple[str, ...]]]:
+    """Queue -> each live worker's tags (a worker without tags: ``()``)."""
+    found: dict[str, list[tuple[str, ...]]] = {}
+    for record in registry.live():
+        found.setdefault(record.queue, []).append(record.tags)
+    return found
+
+
 @dataclass(frozen=True)
 class Admission:
     """What admission reads: the workers, the queues' figures and their maxdepths."""
@@ -197,13 +278,16 @@ class Admission:
 
         Raises:
             Problem: 400 a task no live worker of its queue serves, nor one did within
-                the registry's horizon (without ``queue_anyway``); 429 a needed queue at
-                or over its maxdepth.
+                the registry's horizon, or tags a node requires that no worker of its
+                queue announces (without ``queue_anyway``); 429 a needed queue at or
+                over its maxdepth.
         """
         serving, lately = self.registry.serving(), self.registry.serving_lately()
-        placed, needs = place(spec, serving, lately)
+        tagged = self.registry.tags_lately()
+        placed, needs = place(spec, serving, lately, tagged)
         if not queue_anyway and self.registry.trusted:
-            problem = unserved(needs, serving, lately)
+            problem = unserved(needs, serving, lately) or unmatched(
+                needs, tagged, live_tags(self.registry))
             if problem is not None:
                 raise problem
         for queue in sorted({n.queue for n in needs}):

@@ -17,11 +17,14 @@ router = APIRouter()
 QUEUES_EXAMPLE = {"queues": [{
     "queue": "gpu", "backlog": 3, "in_flight": 2, "live_workers": 1,
     "workers": [{"worker_id": "host-1-4242", "host": "host-1", "pid": 4242,
-                 "version": "0.1.0", "tasks": ["embed"], "concurrency": 2, "in_flight": 2,
+                 "version": "0.1.0", "tasks": ["embed"], "tags": ["a100", "gpu"],
+                 "concurrency": 2, "in_flight": 2,
                  "started_at_ms": 1722000000000, "announced_s_ago": 1.2}],
     "lost_workers": [{"worker_id": "host-2-77", "host": "host-2", "pid": 77, "in_flight": 4,
                       "last_heard_at": "2024-07-26T13:20:00.500000+00:00"}],
-    "tasks": ["embed"], "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}]}
+    "tasks": ["embed"], "tags": ["a100", "gpu"],
+    "selectors": [{"requires": ["a100"], "topic": "headwater.needs.gpu.a100", "backlog": 1}],
+    "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}]}
 
 
 @router.get("/v1/queues", responses={
@@ -33,6 +36,8 @@ async def get_queues(request: Request) -> Response:
     """Per queue: ``backlog`` (its workers' consumer group lag: dispatches not taken yet),
     ``in_flight`` (attempts its live workers run), ``live_workers`` and ``workers``
     (announced within 3 of their intervals, not stopping), ``tasks`` (served by them),
+    ``tags`` (announced by them), ``selectors`` (the selector topics of nodes that
+    require tags: the tags and the topic's backlog, counted in ``backlog``),
     ``oldest_waiting_s`` (age of the oldest dispatch not taken yet, seconds, or null),
     ``lost_workers`` (stopped announcing without a stopping record, SIGKILLed: heard
     within ``HEADWATER_UNSERVED_AFTER_S``, with their last ``in_flight``),

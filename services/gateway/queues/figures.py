@@ -4,7 +4,9 @@ the oldest waiting dispatch, live workers, and the queue's state.
 The backlog of queue ``q`` is the lag of its workers' consumer group
 (``Topics.worker_group(q)``) on ``Topics.tasks(q)`` and on its lanes (``Topics.lane``:
 where code workflows' runs send their activations and steps, one topic per workflow
-and code version; read by the same group): per partition, the end offset minus
+and code version) and on its selector topics (``Topics.needs``: where nodes that
+require tags send their dispatches, one topic per set of tags; both read by the same
+group): per partition, the end offset minus
 the committed offset (the log's first offset where the group committed none: its
 workers start there, ``auto.offset.reset=earliest``). The oldest waiting dispatch is the
 record at the committed offset of each partition with a lag: its Kafka timestamp (the
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from headwater.topics import Topics
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
@@ -54,10 +57,12 @@ class QueueState(StrEnum):
 @dataclass(frozen=True)
 class Lag:
     """A queue's backlog (dispatches not taken yet) and its oldest waiting dispatch's
-    Kafka timestamp (ms since the epoch; None without backlog)."""
+    Kafka timestamp (ms since the epoch; None without backlog); ``topics``: each of its
+    topics' backlog, ``(topic, backlog)`` (empty for the lag of one topic)."""
 
     backlog: int
     oldest_ms: int | None = None
+    topics: tuple[tuple[str, int], ...] = ()
 
 
 class TimedCache:
@@ -211,7 +216,8 @@ class QueueFigures:
             self.settings.topics.tasks(queue)]
         lags = [await self._topic_lag(queue, topic) for topic in topics]
         stamps = [lag.oldest_ms for lag in lags if lag.oldest_ms is not None]
-        return Lag(sum(lag.backlog for lag in lags), min(stamps) if stamps else None)
+        return Lag(sum(lag.backlog for lag in lags), min(stamps) if stamps else None,
+                   tuple((topic, lag.backlog) for topic, lag in zip(topics, lags, strict=True)))
 
     async def _topic_lag(self, queue: str, topic: str) -> Lag:
         """The backlog and oldest waiting dispatch of one of ``queue``'s topics."""
@@ -255,10 +261,23 @@ def queue_state(live_workers: int, backlog: int, maxdepth: int) -> QueueState:
 def worker_view(record: WorkerAnnounced, now: int) -> dict[str, Any]:
     """One live worker as ``GET /v1/queues`` shows it."""
     return {"worker_id": record.worker_id, "host": record.host, "pid": record.pid,
-            "version": record.version, "tasks": list(record.tasks),
+            "version": record.version, "tasks": list(record.tasks), "tags": list(record.tags),
             "concurrency": record.concurrency, "in_flight": record.in_flight,
             "started_at_ms": record.started_at_ms,
             "announced_s_ago": round(max(0, now - record.at_ms) / 1000, 1)}
+
+
+def selector_views(topics: Topics, lag: Lag) -> list[dict[str, Any]]:
+    """A queue's selector topics (``Topics.needs``) as ``GET /v1/queues`` shows them:
+    ``{"requires": [tags] or None (named by a digest), "topic", "backlog"}``, by topic."""
+    out = []
+    for topic, backlog in lag.topics:
+        parsed = topics.parse_needs(topic)
+        if parsed is not None:
+            tags = parsed[1]
+            out.append({"requires": None if tags is None else list(tags), "topic": topic,
+                        "backlog": backlog})
+    return out
 
 
 def lost_view(heard: Heard) -> dict[str, Any]:
@@ -292,6 +311,8 @@ async def overview(figures: QueueFigures, registry: WorkerRegistry,
             "workers": [worker_view(w, now) for w in workers],
             "lost_workers": [lost_view(h) for h in lost if h.record.queue == queue],
             "tasks": sorted({t for w in workers for t in w.tasks}),
+            "tags": sorted({t for w in workers for t in w.tags}),
+            "selectors": selector_views(figures.settings.topics, lag),
             "oldest_waiting_s": None if lag.oldest_ms is None
             else round(max(0, now - lag.oldest_ms) / 1000, 1),
             "maxdepth": depth, "state": queue_state(len(workers), lag.backlog, depth).value,

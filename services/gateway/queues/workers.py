@@ -12,12 +12,15 @@ Besides who is live, the registry remembers when each ``(queue, task)`` was last
 served (``last_served``: the last announcement of a worker serving it, stopping or not,
 when it was heard): admission refuses a task only once no worker has served it for the
 registry's horizon (``unserved_after_s``), so a queue whose only worker restarts (a
-deploy) is not refused meanwhile. The status views go by the live workers alone.
+deploy) is not refused meanwhile; likewise each set of tags a worker of a queue
+announced (``last_tagged``, ``tags_lately``), by which admission refuses a node whose
+``requires`` no worker matches. The status views go by the live workers alone.
 
 Announcements are trusted input (protect the topic with Kafka ACLs in production), but
 a forged one steers admission less: liveness counts intervals of at most a minute
 (``announce.MAX_LIVE_INTERVAL_MS``), a record keyed by another worker than its own is
-ignored (logged once per key), and so is one naming more than ``MAX_TASKS`` tasks.
+ignored (logged once per key), and so is one naming more than ``MAX_TASKS`` tasks or
+announcing tags that are none (``headwater.core.selectors``).
 
 The registry also says when each worker was last heard (``last_heard``), those whose
 tombstone it read included (``gone``, the latest ``MAX_GONE``), and whether it is
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 from aiokafka import ConsumerRecord, TopicPartition
 
+from headwater.core.selectors import MAX_TAGS, TAG_PATTERN, tag_fault
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
 from services.common.topic_reader import TopicReader
@@ -98,6 +102,9 @@ class WorkerRegistry:
         self.heard: dict[str, Heard] = {}
         self.gone: dict[str, Heard] = {}
         self.last_served: dict[tuple[str, str], int] = {}
+        self.last_tagged: dict[tuple[str, tuple[str, ...]], int] = {}
+        """(queue, tags) -> when a worker of the queue announcing those tags was last
+        heard (workers without tags are not kept)."""
         self.caught_up = False
         self.started_at_s = math.inf
         self.fresh_at_s = -math.inf
@@ -167,6 +174,22 @@ class WorkerRegistry:
                 del self.last_served[(queue, task)]
         return found
 
+    def tags_lately(self, now: int | None = None) -> dict[str, set[tuple[str, ...]]]:
+        """Queue -> the sets of tags its live workers announce (each worker's, sorted)
+        and, besides, those a worker of the queue was heard announcing less than
+        ``unserved_after_s`` ago (``last_tagged``; older entries are dropped when judged
+        at the clock's now): what admission judges a node's ``requires`` by."""
+        found: dict[str, set[tuple[str, ...]]] = {}
+        for record in self.live(now):
+            found.setdefault(record.queue, set()).add(record.tags)
+        horizon = self._as_of(now) - self.unserved_after_s * 1000
+        for (queue, tags), at in list(self.last_tagged.items()):
+            if at > horizon:
+                found.setdefault(queue, set()).add(tags)
+            elif now is None:
+                del self.last_tagged[(queue, tags)]
+        return found
+
     def last_heard(self, worker_id: str) -> int | None:
         """When ``worker_id`` was last heard (its last announcement, or its tombstone),
         ms since the epoch on the gateway's clock; None: never heard of."""
@@ -225,6 +248,9 @@ class WorkerRegistry:
         for task in announced.tasks:
             key_served = (announced.queue, task)
             self.last_served[key_served] = max(heard_at, self.last_served.get(key_served, 0))
+        if announced.tags:
+            key_tagged = (announced.queue, announced.tags)
+            self.last_tagged[key_tagged] = max(heard_at, self.last_tagged.get(key_tagged, 0))
         for listener in self.listeners:
             listener(announced)
 
@@ -237,7 +263,8 @@ class WorkerRegistry:
     def _acceptable(self, offset: int, key: str, announced: WorkerAnnounced) -> bool:
         """Whether an announcement may count: keyed by its own worker id (compaction keeps
         one record per key, so another key would outlive that worker's tombstone; logged
-        once per key), naming at most ``MAX_TASKS`` tasks (logged)."""
+        once per key), naming at most ``MAX_TASKS`` tasks and at most
+        ``selectors.MAX_TAGS`` tags, each one a tag (logged)."""
         if key != announced.worker_id:
             if key not in self._miskeyed and len(self._miskeyed) < MAX_MISKEYED_LOGGED:
                 self._miskeyed.add(key)
@@ -248,6 +275,11 @@ class WorkerRegistry:
         if len(announced.tasks) > MAX_TASKS:
             log.warning("ignoring record %d of the workers topic: worker %r names %d tasks, "
                         "more than %d", offset, key[:200], len(announced.tasks), MAX_TASKS)
+            return False
+        if len(announced.tags) > MAX_TAGS or any(tag_fault(t) for t in announced.tags):
+            log.warning("ignoring record %d of the workers topic: worker %r announces "
+                        "tags that are not %d tags at most, each matching %s", offset,
+                        key[:200], MAX_TAGS, TAG_PATTERN.pattern)
             return False
         return True
 

@@ -117,6 +117,8 @@ def other_samples() -> list[Any]:
                         False, (AnnouncedWorkflow("flöws.research", SPEC, {"type": "object"},
                                                   "/research", "c" * 64),
                                 AnnouncedWorkflow("other", SPEC, None, None, "v2"))),
+        WorkerAnnounced("w3", "gpu", ("embed",), 1, 0, "0.1.0", "h", 7, 0, AT, 1500,
+                        tags=("a100", "gpu", "llama-3.1-8b", "örg/model:v2")),
         TaskLogLines(WF, "nöde", None, 1, 1, (
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),

@@ -47,7 +47,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
         "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
         "TaskSucceeded.f97d00b43baf888d.avsc",
-        "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc",
+        "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc", "WorkerAnnounced.a5848b799ae5eb2c.avsc",
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
         "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.f9729656f2b59fba.avsc"]
@@ -168,6 +168,23 @@ def test_an_announcement_written_before_workflows_decodes_with_none() -> None:
     decoded = codec.decode(data)
     assert decoded == WorkerAnnounced("w", "cpu", ("t",), 2, 1, "0.1.0", "h", 7, 1, 2, 1500)
     assert decoded.workflows == ()
+    assert codec.encode(decoded) != data
+
+
+TAGLESS = codec.schema_dir() / "retired" / "WorkerAnnounced.a5848b799ae5eb2c.avsc"
+
+
+def test_an_announcement_written_before_tags_decodes_without_tags() -> None:
+    """A worker of the release before announced no tags: its record reads with
+    ``tags`` empty (it runs no node that requires any)."""
+    fields = {"worker_id": "w", "queue": "cpu", "tasks": ["t"], "concurrency": 2,
+              "in_flight": 1, "version": "0.1.0", "host": "h", "pid": 7,
+              "started_at_ms": 1, "at_ms": 2, "interval_ms": 1500, "stopping": False,
+              "workflows": []}
+    data = _old_task_failed(TAGLESS, fields)
+    decoded = codec.decode(data)
+    assert decoded == WorkerAnnounced("w", "cpu", ("t",), 2, 1, "0.1.0", "h", 7, 1, 2, 1500)
+    assert decoded.tags == ()
     assert codec.encode(decoded) != data
 
 
