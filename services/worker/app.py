@@ -5,10 +5,8 @@ A taken dispatch is skipped without running when its attempt was cancelled alrea
 runs or ran here; otherwise it runs (``lifecycle``): its offset becomes committable
 once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
 ended. Task code cannot stop the worker, and the poll loop never waits on it
-(``intake``). Besides ``tasks.<queue>``, a worker serving ``@workflow``s reads their
-lanes at its code version, and those of other versions no live worker serves
-(``lanes``), and a worker announcing tags reads the selector topics of its queue for
-every set of them (``selectors``). Values over the blob threshold go by reference
+(``intake``). Besides ``tasks.<queue>``, it reads lanes and selector topics
+(``subscriptions``). Values over the blob threshold go by reference
 (``payloads``), through one ``Claims`` per worker, whose store opens on the first such
 value. A second consumer, without a group, reads ``worker-control`` (``control``) and
 stops the attempts the coordinator cancelled. :meth:`Worker.stop` drains (``drain``);
@@ -45,13 +43,13 @@ from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
 from services.worker.intake import Intake
-from services.worker.lanes import Lanes, following, own_versions
+from services.worker.lanes import Lanes, own_versions
 from services.worker.lifecycle import live
 from services.worker.outbox import Outbox, Producer
 from services.worker.reports import clean_text
 from services.worker.selectors import Selectors
-from services.worker.selectors import following as following_selectors
 from services.worker.settings import Settings
+from services.worker.subscriptions import Subscriptions
 from services.worker.task_logs import capture
 from services.worker.task_logs.attempt_log import AttemptLog
 from services.worker.workflows import pin_children, served_workflows
@@ -104,8 +102,9 @@ class Worker:
         self.workflows = served_workflows(self.settings.queue, self.settings.code_version)
         pin_children(self.settings.code_version)  # a wf.call's child runs on this code
         own = own_versions(self.workflows)
-        lanes = Lanes(self.settings, own) if own else None
-        selectors = Selectors(self.settings) if self.settings.tags else None
+        reads = Subscriptions(self.settings, self.topic,
+                              Lanes(self.settings, own) if own else None,
+                              Selectors(self.settings) if self.settings.tags else None)
         await ensure_topics(self.settings, [self.topic, self.settings.topics.reports,
                                             self.settings.topics.dlq,
                                             self.settings.topics.worker_control])
@@ -129,14 +128,13 @@ class Worker:
         try:
             # Announced before its lanes are created: a peer that finds a lane finds
             # its workers' announcement too (``lanes``).
-            async with self._following_cancels(), self._announcing(), self._lanes(lanes), \
-                    self._selectors(selectors):
-                reading = self._reading(lanes, selectors)
+            async with self._following_cancels(), self._announcing(), reads.watching():
+                reading = reads.reading()
                 consumer.subscribe(reading, listener=intake.listener)
                 async with started(consumer):
                     log.info("worker %s serving %s", self.settings.worker_id,
                              ", ".join(reading))
-                    async with self._adopting(lanes, selectors, intake):
+                    async with reads.adopting(intake, lambda: self.stopping):
                         await self.serve(intake, outbox)
         finally:
             uncapture()
@@ -219,53 +217,6 @@ class Worker:
                     await reader
         finally:
             await consumer.stop()
-
-    @contextlib.asynccontextmanager
-    async def _lanes(self, lanes: Lanes | None) -> AsyncIterator[None]:
-        """Create this worker's lanes, and follow the workers topic and the lanes
-        meanwhile (``lanes``); nothing for a worker serving no ``@workflow``."""
-        if lanes is None:
-            yield
-            return
-        await ensure_topics(self.settings, sorted(lanes.mine))
-        async with lanes:
-            yield
-
-    @contextlib.asynccontextmanager
-    async def _selectors(self, selectors: Selectors | None) -> AsyncIterator[None]:
-        """Look for the selector topics of this worker's tags meanwhile
-        (``selectors``); nothing for a worker without tags."""
-        if selectors is None:
-            yield
-            return
-        async with selectors:
-            yield
-
-    def _reading(self, lanes: Lanes | None, selectors: Selectors | None) -> list[str]:
-        """The topics to read now: ``tasks.<queue>``, the lanes and the selector
-        topics."""
-        return [self.topic, *sorted(lanes.current if lanes else ()),
-                *sorted(selectors.current if selectors else ())]
-
-    @contextlib.asynccontextmanager
-    async def _adopting(self, lanes: Lanes | None, selectors: Selectors | None,
-                        intake: Intake) -> AsyncIterator[None]:
-        """Subscribe again whenever the lanes or the selector topics to read change
-        (``lanes.following``, ``selectors.following``), until the worker stops taking
-        dispatches."""
-
-        def resubscribe(_: frozenset[str]) -> None:
-            if self.stopping or intake.left or not intake.taking:
-                return  # draining: the group is left, or about to be
-            intake.consumer.subscribe(self._reading(lanes, selectors),
-                                      listener=intake.listener)
-
-        async with contextlib.AsyncExitStack() as stack:
-            if lanes is not None:
-                await stack.enter_async_context(following(lanes, resubscribe))
-            if selectors is not None:
-                await stack.enter_async_context(following_selectors(selectors, resubscribe))
-            yield
 
     @contextlib.asynccontextmanager
     async def _announcing(self) -> AsyncIterator[None]:

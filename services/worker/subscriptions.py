@@ -1,0 +1,77 @@
+"""The topics a worker reads, and subscribing again when they change.
+
+A worker reads its queue's topic, ``tasks.<queue>``; a worker serving ``@workflow``s also
+reads their lanes at its code version and those of other versions no live worker serves
+(``lanes``); a worker announcing tags also reads the selector topics of its queue for
+every set of its tags that exists (``selectors``). Both of those are found while the
+worker runs, so the consumer's subscription follows them (:meth:`Subscriptions.adopting`)
+until the worker stops taking dispatches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from services.common.kafka.client import ensure_topics
+from services.worker.intake import Intake
+from services.worker.lanes import Lanes, following
+from services.worker.selectors import Selectors
+from services.worker.selectors import following as following_selectors
+from services.worker.settings import Settings
+
+
+class Subscriptions:
+    """What one worker reads.
+
+    Args:
+        settings: the worker's settings.
+        topic: its queue's topic.
+        lanes: its lanes (None: it serves no ``@workflow``).
+        selectors: its selector topics (None: it announces no tags).
+    """
+
+    def __init__(self, settings: Settings, topic: str, lanes: Lanes | None,
+                 selectors: Selectors | None) -> None:
+        self.settings = settings
+        self.topic = topic
+        self.lanes = lanes
+        self.selectors = selectors
+
+    def reading(self) -> list[str]:
+        """The topics to read now: ``tasks.<queue>``, the lanes and the selector
+        topics."""
+        return [self.topic, *sorted(self.lanes.current if self.lanes else ()),
+                *sorted(self.selectors.current if self.selectors else ())]
+
+    @contextlib.asynccontextmanager
+    async def watching(self) -> AsyncIterator[None]:
+        """Create this worker's lanes, and follow the workers topic, the lanes and the
+        selector topics meanwhile; nothing for a worker with neither."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self.lanes is not None:
+                await ensure_topics(self.settings, sorted(self.lanes.mine))
+                await stack.enter_async_context(self.lanes)
+            if self.selectors is not None:
+                await stack.enter_async_context(self.selectors)
+            yield
+
+    @contextlib.asynccontextmanager
+    async def adopting(self, intake: Intake,
+                       stopping: Callable[[], bool]) -> AsyncIterator[None]:
+        """Subscribe ``intake``'s consumer again whenever the lanes or the selector
+        topics to read change (``lanes.following``, ``selectors.following``), until the
+        worker stops taking dispatches (``stopping``, or the intake left its group)."""
+
+        def resubscribe(_: frozenset[str]) -> None:
+            if stopping() or intake.left or not intake.taking:
+                return  # draining: the group is left, or about to be
+            intake.consumer.subscribe(self.reading(), listener=intake.listener)
+
+        async with contextlib.AsyncExitStack() as stack:
+            if self.lanes is not None:
+                await stack.enter_async_context(following(self.lanes, resubscribe))
+            if self.selectors is not None:
+                await stack.enter_async_context(
+                    following_selectors(self.selectors, resubscribe))
+            yield
