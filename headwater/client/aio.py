@@ -16,7 +16,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
-from headwater.client import logs
+from headwater.client import blob_io, blobs, logs
 from headwater.client import requests as req
 from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
@@ -52,12 +52,15 @@ R = TypeVar("R")
 
 class AsyncClient:
     """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
-    (``transport``: an ``httpx.AsyncBaseTransport``)."""
+    (``transport``: an ``httpx.AsyncBaseTransport``; ``resolve_blobs``: put back the
+    values held by reference)."""
 
     def __init__(self, base_url: str | None = None, token: str | None = None, *,
                  timeout: float = 30.0, retries: int = 5,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 resolve_blobs: bool = True) -> None:
         self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
+        self.resolve_blobs = resolve_blobs
         headers = auth_headers(default_token() if token is None else token)
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        headers=headers, transport=transport)
@@ -131,7 +134,9 @@ class AsyncClient:
         iterator of the events (the request is sent as it is iterated)."""
         if is_workflow(target):
             ran = await self.fetch(workflow_request(target, args, kwargs))
-            return outcome(ran.workflow) if ran.workflow else await self.result(ran.id)
+            if not ran.workflow:
+                return await self.result(ran.id)
+            return await self.put_back(ran.id, outcome(ran.workflow))
         return await self._run(target, *args, **kwargs)
 
     async def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
@@ -140,11 +145,30 @@ class AsyncClient:
         request = req.run(definition, input, mode, timeout, id, queue_anyway)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
-        return await self.fetch(request)
+        ran = await self.fetch(request)
+        if ran.workflow is None or not self.resolve_blobs:
+            return ran
+        return blobs.resolved_run(ran, await self._resolved(ran.workflow))
 
-    async def get(self, workflow_id: str) -> Workflow:
+    async def get(self, workflow_id: str, *, resolve_blobs: bool | None = None) -> Workflow:
         """As ``Client.get``."""
+        workflow = await self._document(workflow_id)
+        wanted = self.resolve_blobs if resolve_blobs is None else resolve_blobs
+        return await self._resolved(workflow) if wanted else workflow
+
+    async def _document(self, workflow_id: str) -> Workflow:
+        """As ``Client._document``."""
         return await self.fetch(req.get(workflow_id))
+
+    async def _resolved(self, workflow: Workflow) -> Workflow:
+        """As ``Client._resolved``."""
+        return blobs.resolved_workflow(workflow,
+                                       await self.put_back(workflow.id, workflow.input),
+                                       await self.put_back(workflow.id, workflow.output))
+
+    async def put_back(self, workflow_id: str, value: Any) -> Any:
+        """As ``Client.put_back``."""
+        return await blob_io.aput_back(self._http, self.retries, workflow_id, value)
 
     async def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
         """As ``Client.task``."""
@@ -165,17 +189,18 @@ class AsyncClient:
         """As ``Client.result``."""
         watch = ResultWatch(self, workflow_id, timeout)
         try:
-            workflow = await self.get(workflow_id)
+            workflow = await self._document(workflow_id)
             if not workflow.done:
                 async for _ in self._follow(watch.follow(workflow.seq)):
                     pass  # until the terminal event
-                workflow = await self.get(workflow_id)
+                workflow = await self._document(workflow_id)
             while not workflow.done:
                 await asyncio.sleep(watch.settle())
-                workflow = await self.get(workflow_id)
+                workflow = await self._document(workflow_id)
         except errors.ResultTimeout:
             raise watch.timed_out() from None
-        return outcome(workflow)
+        output = outcome(workflow)
+        return await self.put_back(workflow_id, output) if self.resolve_blobs else output
 
     def events(self, workflow_id: str,
                last_event_id: int | None = None) -> AsyncIterator[Event]:
@@ -198,7 +223,7 @@ class AsyncClient:
                                 yield event
                                 if follow.done(event):
                                     return
-                        if follow.ended(await self.get(follow.workflow_id)):
+                        if follow.ended(await self._document(follow.workflow_id)):
                             return
             except httpx.TransportError as e:
                 follow.lost(e)

@@ -16,6 +16,8 @@ from httpx_sse import connect_sse
 from headwater import errors
 from headwater.client import logs
 from headwater.client import requests as req
+from headwater.client.blob_io import BlobReads
+from headwater.client.blobs import resolved_run
 from headwater.client.definitions import Definitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
@@ -23,7 +25,6 @@ from headwater.client.http import (
     Mode,
     auth_headers,
     default_token,
-    outcome,
     settings,
     sse_events,
 )
@@ -39,7 +40,6 @@ from headwater.client.types import (
     Run,
     SignalFate,
     Submitted,
-    Workflow,
 )
 from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
@@ -49,7 +49,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class Client:
+class Client(BlobReads):
     """A blocking client of one gateway (thread-safe: httpx's client is).
 
     Args:
@@ -59,16 +59,18 @@ class Client:
         timeout: each request's timeout, seconds (connect, read, write, pool); a
             waiting ``run`` adds its ``timeout`` to it.
         retries: extra tries after a connection error or a 503 (0: none).
-        transport: an httpx transport (tests pass ``httpx.MockTransport``).
+        transport: an httpx transport (tests pass ``httpx.MockTransport``). resolve_blobs:
+            put back values held by reference (``blob_io.BlobReads``).
     """
 
     def __init__(self, base_url: str | None = None, token: str | None = None, *,
                  timeout: float = 30.0, retries: int = 5,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 resolve_blobs: bool = True) -> None:
         self.base_url, self.timeout, self.retries = settings(base_url, timeout, retries)
-        headers = auth_headers(default_token() if token is None else token)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
-                                  transport=transport)
+        self.resolve_blobs = resolve_blobs
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers=auth_headers(default_token() if token is None else token))
         self.definitions, self.schedules = Definitions(self), Schedules(self)
 
     def __enter__(self) -> Client:
@@ -171,7 +173,7 @@ class Client:
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))
-            return outcome(ran.workflow) if ran.workflow else self.result(ran.id)
+            return self.result(ran.id) if not ran.workflow else self._output(ran.workflow)
         return self._run(target, *args, **kwargs)
 
     def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
@@ -180,11 +182,9 @@ class Client:
         request = req.run(definition, input, mode, timeout, id, queue_anyway)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
-        return self.fetch(request)
-
-    def get(self, workflow_id: str) -> Workflow:
-        """One run (``GET /v1/workflows/{id}``). Raises ``NotFound`` when unknown."""
-        return self.fetch(req.get(workflow_id))
+        ran = self.fetch(request)
+        return resolved_run(ran, self._resolved(ran.workflow)) \
+            if ran.workflow and self.resolve_blobs else ran
 
     def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
         """One task of a run and every attempt of it, each with its error type and
@@ -241,17 +241,17 @@ class Client:
         """
         watch = ResultWatch(self, workflow_id, timeout)
         try:
-            workflow = self.get(workflow_id)
+            workflow = self._document(workflow_id)
             if not workflow.done:
                 for _ in self._follow(watch.follow(workflow.seq)):
                     pass  # until the terminal event
-                workflow = self.get(workflow_id)
+                workflow = self._document(workflow_id)
             while not workflow.done:
                 time.sleep(watch.settle())
-                workflow = self.get(workflow_id)
+                workflow = self._document(workflow_id)
         except errors.ResultTimeout:
             raise watch.timed_out() from None
-        return outcome(workflow)
+        return self._output(workflow)
 
     def events(self, workflow_id: str, last_event_id: int | None = None) -> Iterator[Event]:
         """A run's events after seq ``last_event_id`` (None: from the start), in order,
@@ -278,7 +278,7 @@ class Client:
                                 yield event
                                 if follow.done(event):
                                     return
-                        if follow.ended(self.get(follow.workflow_id)):
+                        if follow.ended(self._document(follow.workflow_id)):
                             return
             except httpx.TransportError as e:
                 follow.lost(e)

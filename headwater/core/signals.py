@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from headwater.blobs import is_ref
 from headwater.core import events as ev
 from headwater.core.kinds.schedule.cron import PAUSE_SIGNAL, RESUME_SIGNAL
 from headwater.core.kinds.wait.records import SignalField
@@ -217,7 +218,8 @@ def fields_fault(declared: tuple[SignalField, ...], fields: Any, name: str) -> s
     """Why ``fields`` do not fit the declared fields of signal ``name``, or None.
 
     An optional field may be left out or null (the wait's output then holds null for it,
-    ``with_optional``).
+    ``with_optional``). A field sent by reference (``headwater/blobs.py``: the gateway
+    stored a large one after it checked the value as sent) fits any declared type.
 
     Args:
         declared: the wait's declared fields.
@@ -239,6 +241,8 @@ def fields_fault(declared: tuple[SignalField, ...], fields: Any, name: str) -> s
             continue
         if fields[field.name] is None and not field.required:
             continue  # an optional field may be null, as if left out
+        if is_ref(fields[field.name]):
+            continue
         if not _CHECKS[field.type](fields[field.name]):
             return (f"signal {name!r}: field {field.name!r} must be {_A[field.type]}, not "
                     f"{_json_type(fields[field.name])}")

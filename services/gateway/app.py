@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, FastAPI
 
 from services.common import tracing
+from services.common.blobs.claims import threshold_from_env
 from services.common.db import connect_pool
 from services.common.kafka.client import broker_answers, ensure_topics, make_producer
 from services.gateway import health, metrics
 from services.gateway.auth import api as auth_api
+from services.gateway.blobs import api as blobs_api
+from services.gateway.blobs.payloads import claims_over
 from services.gateway.control import api as control_api
 from services.gateway.definitions import api as definitions_api
 from services.gateway.drain import Drain
@@ -41,7 +44,7 @@ log = logging.getLogger("headwater.gateway")
 ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
-    reruns_api.router, logs_api.router, signals_api.router,
+    reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
@@ -58,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         started).
     """
     settings = settings or Settings.from_env()
+    threshold = threshold_from_env()  # HEADWATER_BLOB_THRESHOLD_BYTES: refused at start
     runtime = Runtime(settings, drain=Drain(settings.shutdown_delay_s, settings.drain_s))
 
     async def connect() -> None:
@@ -65,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await ensure_topics(settings, [settings.topics.submissions, settings.topics.control],
                             timeout_s=float("inf"))
         runtime.pool = await connect_pool(settings.pg_dsn, max_size=20, timeout_s=float("inf"))
+        runtime.claims = claims_over(runtime.pool, threshold)
         runtime.producer = make_producer(settings)
         await runtime.producer.start()
         runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)

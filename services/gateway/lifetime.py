@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaProducer
 from fastapi import Request
 from starlette.routing import BaseRoute
 
+from services.common.blobs.claims import Claims
 from services.gateway.definitions.announced import Registrar
 from services.gateway.definitions.store import Store
 from services.gateway.drain import Drain
@@ -49,6 +50,8 @@ class Runtime:
         queue_figures: backlogs and waiting dispatches (``queues.figures``; set once connected).
         registrar: registers the ``@workflow``s workers announce as definitions
             (``definitions.announced``; set once the definitions topic was read).
+        claims: the blob store of payloads by reference, over ``pool``
+            (``blobs.payloads.claims_over``; set once connected).
     """
 
     settings: Settings
@@ -61,12 +64,13 @@ class Runtime:
     workers: WorkerRegistry | None = None
     queue_figures: QueueFigures | None = None
     registrar: Registrar | None = None
+    claims: Claims | None = None
 
     @property
     def outlet(self) -> Outlet:
         """Where this gateway's submissions go (``runs.submit.Outlet``; once connected)."""
         return Outlet(self.producer, self.settings.topics, self.settings.produce_timeout_s,
-                      self.settings.auth.headers)
+                      self.settings.auth.headers, self.claims)
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop taking work (``drain``); call from the event loop. Idempotent."""

@@ -20,6 +20,12 @@ class Settings(CommonSettings):
         port: listen port (``HEADWATER_GATEWAY_PORT``).
         max_body_bytes: largest accepted request body, bytes (``HEADWATER_MAX_BODY_BYTES``);
             larger ones get 413.
+        max_payload_bytes: largest accepted body of a submission (``POST /v1/workflows``,
+            ``POST /v1/run/{name}``, a workflow's path) or a signal, bytes
+            (``HEADWATER_MAX_PAYLOAD_BYTES``, 256 MiB by default); larger ones get 413.
+            Their values over ``HEADWATER_BLOB_THRESHOLD_BYTES`` go by reference
+            (``blobs.payloads``), so the record stays small; the body is held in memory
+            while it is read and parsed.
         sse_ping_s: SSE heartbeat interval, seconds (``HEADWATER_SSE_PING``).
         produce_timeout_s: longest wait for Kafka to acknowledge a submission or a cancel,
             seconds (``HEADWATER_PRODUCE_TIMEOUT``); beyond it the request gets 503.
@@ -63,6 +69,7 @@ class Settings(CommonSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 4 * 1024 * 1024
+    max_payload_bytes: int = 256 * 1024 * 1024
     sse_ping_s: float = 15.0
     produce_timeout_s: float = 10.0
     ready_timeout_s: float = 1.0
@@ -84,6 +91,7 @@ class Settings(CommonSettings):
             host=env_str("GATEWAY_HOST", "127.0.0.1"),
             port=env_int("GATEWAY_PORT", 8080),
             max_body_bytes=env_int("MAX_BODY_BYTES", 4 * 1024 * 1024),
+            max_payload_bytes=env_int("MAX_PAYLOAD_BYTES", 256 * 1024 * 1024),
             sse_ping_s=env_float("SSE_PING", 15.0),
             produce_timeout_s=env_float("PRODUCE_TIMEOUT", 10.0),
             ready_timeout_s=env_float("READY_TIMEOUT", 1.0),

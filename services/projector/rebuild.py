@@ -228,11 +228,14 @@ async def _project_range(events: EventLog, copy: asyncpg.Connection, start: Offs
     return done
 
 
-KEPT_APART = ("retired_ids", "task_logs", "task_log_ends", "signal_receipts")
-"""Tables of the projection's schema that no event fills, so a rebuild leaves them as
+KEPT_APART = ("retired_ids", "task_logs", "task_log_ends", "signal_receipts", "blob_refs",
+              "blob_chunks", "blobs")
+"""Tables of the projection's database that no event fills, so a rebuild leaves them as
 they are: the ids of runs whose rows projection retention deleted (``retention.py``),
-the task logs (the ``logs`` topic's, ``task_logs.py``), and the signals the gateway
-accepted and those the coordinator refused."""
+the task logs (the ``logs`` topic's, ``task_logs.py``), the signals the gateway
+accepted and those the coordinator refused, and the blob store
+(``services/common/blobs/store.py``: its tables are not in ``SCHEMA``, so the copy has
+none, and the live ones are never locked, dropped or moved)."""
 LOCK_ORDER = ("events", "workflows", "tasks", "nodes", "waits", "signals", "loop_steps",
               "schedules")
 """The order in which the projector's statements take their locks (``STATEMENTS``):

@@ -6,11 +6,14 @@ status is terminal and whose last change (``workflows.updated_at``) is older tha
 ``HEADWATER_PROJECTION_RETENTION_S`` seconds (default 604800, a week) lose their rows in
 every table keyed by the run (``services/common/schema.py``: ``workflows``, ``nodes``,
 ``tasks``, ``events``, ``waits``, ``signals``, ``loop_steps``, ``signal_receipts``, and
-its task logs, ``task_logs`` and ``task_log_ends``), in one statement, so a
+its task logs, ``task_logs`` and ``task_log_ends``, and ``blob_refs``, the blobs it
+refers to), in one statement, so a
 crash leaves a run whole or gone; the same statement keeps the id in ``retired_ids``
 (its tenant, status and hashes), so a later submission of the id is answered as the
 coordinator takes it (the same request: the same run; another body: 409), never with a
 claim that no run would ever update. Schedules and definitions are not runs and stay.
+Then the blobs no run refers to any more, stored more than ``HEADWATER_BLOB_GRACE_S``
+seconds ago, are deleted (``services/common/blobs/collect.py``).
 
 It runs as a periodic job of its own: ``python -m services.projector.retention``. The
 coordinator's table has its own retention (``services/coordinator/retention.py``) and
@@ -27,13 +30,14 @@ import logging
 
 import asyncpg
 
+from services.common.blobs.collect import collect_once, grace_from_env
 from services.common.db import connect as pg_connect
 from services.common.settings import env_float, env_str
 
 log = logging.getLogger(__name__)
 
 RUN_TABLES = ("nodes", "tasks", "events", "waits", "signals", "loop_steps", "task_logs",
-              "task_log_ends", "signal_receipts")
+              "task_log_ends", "signal_receipts", "blob_refs")
 """The tables whose rows belong to one run, besides ``workflows``."""
 TERMINAL = ["succeeded", "failed", "cancelled"]
 BATCH = 1000
@@ -86,9 +90,10 @@ def projection_retention() -> tuple[bool, float]:
 
 
 async def run(dsn: str, interval_s: float = 60.0) -> None:
-    """Purge every ``interval_s`` seconds while ``purge`` is set (returns at once on
-    ``keep``)."""
+    """Purge every ``interval_s`` seconds while ``purge`` is set, then collect the blobs
+    no run refers to (returns at once on ``keep``: no run's references go)."""
     purge, seconds = projection_retention()
+    grace_s = grace_from_env()
     if not purge:
         log.info("HEADWATER_PROJECTION_RETENTION=keep: the projection keeps every run")
         return
@@ -96,10 +101,13 @@ async def run(dsn: str, interval_s: float = 60.0) -> None:
         conn = await pg_connect(dsn)
         try:
             deleted = await purge_once(conn, seconds)
+            blobs, size = await collect_once(conn, grace_s)
         finally:
             await conn.close()
         if deleted:
             log.info("deleted the projection rows of %d runs past retention", deleted)
+        if blobs:
+            log.info("deleted %d blobs (%d bytes) no run refers to", blobs, size)
         await asyncio.sleep(interval_s)
 
 

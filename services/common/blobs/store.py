@@ -21,7 +21,7 @@ BLOBS_SCHEMA = """
 create table if not exists blobs (
     digest text primary key,
     size bigint not null,
-    created_at timestamptz not null default now()
+    created_at timestamptz not null default now()  -- when last stored or adopted
 );
 create table if not exists blob_chunks (
     digest text not null references blobs (digest) on delete cascade,
@@ -78,10 +78,13 @@ class PgBlobStore:
     async def put(self, digest: str, data: bytes, workflow_id: str) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             # A second writer of the same digest waits here for the first's commit, so
-            # once this returns the chunks are there, whoever wrote them.
+            # once this returns the chunks are there, whoever wrote them. Storing a blob
+            # again restarts its grace period under the row's lock: a collection of it
+            # at the same moment (``collect.py``) either deleted it first (then it is
+            # written anew) or sees it fresh and keeps it.
             fresh = await conn.fetchval(
                 "insert into blobs (digest, size) values ($1, $2) on conflict (digest) "
-                "do nothing returning true", digest, len(data))
+                "do update set created_at = now() returning xmax = 0", digest, len(data))
             if fresh:
                 await conn.copy_records_to_table(
                     "blob_chunks", columns=("digest", "n", "data"),

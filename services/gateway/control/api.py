@@ -12,7 +12,7 @@ from starlette.responses import Response
 from services.gateway.auth.scope import principal, require_run
 from services.gateway.control.models import CancelRequest, SignalRequest
 from services.gateway.control.send import request_cancel, send_signal, signal_record
-from services.gateway.edge.body import parse_body, read_limited, require_storable
+from services.gateway.edge.body import PAYLOAD_SETTING, parse_body, read_limited, require_storable
 from services.gateway.edge.problems import CONFLICT, NOT_FOUND, RECORD_TOO_LARGE
 from services.gateway.lifetime import accepting
 from services.gateway.openapi.bodies import CANCEL_SCHEMA, SIGNAL_NAME_DOC, SIGNAL_SCHEMA, json_body
@@ -58,11 +58,12 @@ async def signal_workflow(request: Request, workflow_id: WorkflowId,
     workflow waits for signals of other names now); 400 when no wait takes it; 404
     unknown; 409 ended; 413; 422 a malformed body; 503."""
     hw = accepting(request)
-    payload = parse_body(SignalRequest, await read_limited(request, hw.settings.max_body_bytes))
+    payload = parse_body(SignalRequest, await read_limited(
+        request, hw.settings.max_payload_bytes, PAYLOAD_SETTING))
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
     await require_run(hw.pool, principal(request), workflow_id)
-    warnings = await send_signal(hw.pool, hw.outlet, signal)
+    warnings = await send_signal(hw.pool, hw.outlet, signal, principal(request))
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
                   **({"warnings": warnings} if warnings else {}),
                   "links": links(workflow_id)}, 202)

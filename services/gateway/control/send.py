@@ -5,6 +5,7 @@ that has not ended; a signal only when one of the workflow's waits can take it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from typing import Any
 
@@ -13,7 +14,9 @@ import asyncpg
 from headwater.core import events as ev
 from headwater.core.signals import signal_fault
 from headwater.core.state import new_state
+from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
+from services.gateway.blobs import payloads
 from services.gateway.control.models import SignalRequest
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.stream import TERMINAL_STATUSES
@@ -58,7 +61,8 @@ def signal_record(workflow_id: str, name: str, request: SignalRequest) -> ev.Sig
                          request.signal_id or uuid.uuid4().hex, request.fields)
 
 
-async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) -> list[str]:
+async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent,
+                      me: Principal = OPEN) -> list[str]:
     """Produce a ``SignalSent`` that a wait of a workflow that has not ended can take.
 
     The workflow's spec and status are read from the projection, as ``GET`` reads them,
@@ -71,7 +75,9 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
     Args:
         pool: the projection's pool.
         out: where the record goes (``runs.submit.Outlet``).
-        signal: the signal (``signal_record``).
+        signal: the signal (``signal_record``); its fields' large parts go by
+            reference once it is checked (``blobs.payloads``).
+        me: who sends it: the tenant whose references its fields may pass on.
 
     Returns:
         Warnings for the sender (``unawaited``): none, or that a code workflow waits for
@@ -105,6 +111,11 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent) ->
     fault = await asyncio.to_thread(_signal_fault, row, totals, signal)
     if fault is not None:
         raise Problem(400, "Invalid signal", fault, errors=[fault], signal=signal.name)
+    if out.claims is not None:
+        # checked as sent; then its large parts stored as the run's, by reference
+        owner = payloads.Owner(workflow_id, row["tenant"], me)
+        fields = await payloads.offload(out.claims, pool, signal.fields, owner, "fields")
+        signal = dataclasses.replace(signal, fields=fields)
     await out.control(signal, "signal")
     await record_receipt(pool, signal)  # its fate reads "received" until it is applied
     return unawaited(row["spec"], waiting, signal)

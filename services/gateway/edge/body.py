@@ -15,12 +15,20 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
 
 
-async def read_limited(request: Request, limit: int) -> bytes:
+BODY_SETTING = "HEADWATER_MAX_BODY_BYTES"
+"""The setting that bounds a body (``Settings.max_body_bytes``)."""
+PAYLOAD_SETTING = "HEADWATER_MAX_PAYLOAD_BYTES"
+"""The setting that bounds the body of a submission or a signal, whose large values go
+by reference (``Settings.max_payload_bytes``)."""
+
+
+async def read_limited(request: Request, limit: int, setting: str = BODY_SETTING) -> bytes:
     """Read the whole body.
 
     Args:
         request: the request.
         limit: largest accepted body, bytes.
+        setting: the setting ``limit`` comes from, named in a 413.
 
     Returns:
         The body.
@@ -30,14 +38,19 @@ async def read_limited(request: Request, limit: int) -> bytes:
     """
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise Problem(413, "Request too large", f"the body exceeds {limit} bytes")
+        raise _too_large(limit, setting)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise Problem(413, "Request too large", f"the body exceeds {limit} bytes")
+            raise _too_large(limit, setting)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _too_large(limit: int, setting: str) -> Problem:
+    return Problem(413, "Request too large", f"the body exceeds {limit} bytes ({setting})",
+                   setting=setting, max_body_bytes=limit)
 
 
 def parse_body(model: type[ModelT], body: bytes) -> ModelT:

@@ -130,7 +130,12 @@ DEFINITION_DELETED = ProblemType(
     {"definition": _TEXT, "version": {"type": "integer", "minimum": 1}})
 REQUEST_TOO_LARGE = ProblemType(
     "request-too-large", 413, "Request too large", "the body (as declared by "
-    "Content-Length, or as sent) is over HEADWATER_MAX_BODY_BYTES")
+    "Content-Length, or as sent) is over HEADWATER_MAX_BODY_BYTES, or for a submission "
+    "or a signal over HEADWATER_MAX_PAYLOAD_BYTES (named in setting)",
+    {"setting": _TEXT, "max_body_bytes": _COUNT})
+BAD_DIGEST = ProblemType(
+    "bad-digest", 400, "Bad digest", "a blob's digest that is not sha256: and 64 "
+    "lowercase hex digits")
 RECORD_TOO_LARGE = ProblemType(
     "record-too-large", 413, "Record too large", "the Kafka record the request makes is "
     "over what Kafka takes (HEADWATER_MAX_MESSAGE_BYTES or the broker's "
@@ -198,7 +203,7 @@ DATABASE_DOWN = ProblemType(
     retry_after=True)
 
 PROBLEM_TYPES: tuple[ProblemType, ...] = (
-    BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, NO_WORKER, NO_MATCHING_WORKER,
+    BAD_REQUEST, BAD_LAST_EVENT_ID, BAD_CURSOR, BAD_DIGEST, NO_WORKER, NO_MATCHING_WORKER,
     INVALID_SIGNAL, CORS_REFUSED,
     UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NO_ROUTE, METHOD_NOT_ALLOWED, CONFLICT, DEFINITION_DELETED,
     REQUEST_TOO_LARGE, RECORD_TOO_LARGE, INVALID_REQUEST, INVALID_SPEC, SPEC_TOO_LARGE,

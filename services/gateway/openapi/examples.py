@@ -221,6 +221,10 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
                                        {"items": [_LISTED], "next_cursor": _CURSOR})},
     "GET /v1/workflows/{workflow_id}": {"200": _json("a run waiting for a signal",
                                                      WAITING_RUN)},
+    "GET /v1/workflows/{workflow_id}/blobs/{digest}": {"200": _json(
+        "a large input's JSON; its own large part is a reference in turn", {
+            "question": "summarise these filings", "filings": {
+                "$blob": "sha256:" + "3f" * 32, "bytes": 18_874_368}})},
     "GET /v1/workflows/{workflow_id}/events": {"200": {EVENTS: {"example": _example(
         "a run's events, to its terminal one", _STREAM)}}},
     "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}": {"200": _json(

@@ -37,6 +37,8 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
                               "to 18 digits 0-9", f"/v1/workflows/{RUN}/events"),
     "bad-cursor": _doc("bad-cursor", "the cursor is not one this API returned",
                        "/v1/workflows"),
+    "bad-digest": _doc("bad-digest", "'sha256:12ab' is not a blob's digest: sha256: and 64 "
+                       "lowercase hex digits", f"/v1/workflows/{RUN}/blobs/sha256:12ab"),
     "no-worker": _doc("no-worker", _UNSERVED, "/v1/workflows", task="billing.fetch_ordr",
                       queue="cpu", did_you_mean=["billing.fetch_order"],
                       errors=["node 'fetch': no live worker of queue cpu serves task "
@@ -71,8 +73,10 @@ PROBLEM_EXAMPLES: dict[str, dict[str, Any]] = {
         "definition-deleted", "definition refund was deleted (its last version is 1): it "
         "starts no new runs; runs already started go on", "/v1/workflows",
         definition="refund"),
-    "request-too-large": _doc("request-too-large", "the body exceeds 1048576 bytes",
-                              "/v1/workflows"),
+    "request-too-large": _doc("request-too-large", "the body exceeds 268435456 bytes "
+                              "(HEADWATER_MAX_PAYLOAD_BYTES)", "/v1/workflows",
+                              setting="HEADWATER_MAX_PAYLOAD_BYTES",
+                              max_body_bytes=268435456),
     "record-too-large": _doc(
         "record-too-large", "the submission is 1100321 bytes as a Kafka record, more than "
         "Kafka takes (1048576 bytes, HEADWATER_MAX_MESSAGE_BYTES or the broker's "

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from headwater import codec
 from headwater.core import events as ev
 from services.gateway.auth.scope import not_found, principal, require_run, submission
-from services.gateway.edge.body import parse_body, read_limited
+from services.gateway.edge.body import PAYLOAD_SETTING, parse_body, read_limited
 from services.gateway.edge.problems import Problem
 from services.gateway.lifetime import accepting
 from services.gateway.openapi.bodies import RERUN_SCHEMA, RESET_SCHEMA, json_body
@@ -53,7 +53,8 @@ async def rerun_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     never ran runs; optionally with a new ``input``. 202 (new), 200 (same id and body
     again), 404, 409 (not ended, or succeeded), 422, 503."""
     hw = accepting(request)
-    body = await read_limited(request, hw.settings.max_body_bytes) or b"{}"
+    body = await read_limited(request, hw.settings.max_payload_bytes,
+                                       PAYLOAD_SETTING) or b"{}"
     return await _start(request, workflow_id, parse_body(RerunRequest, body), None)
 
 
@@ -66,7 +67,8 @@ async def reset_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     downstream of it run again, the rest is reused from the source. 202, 200 (same id
     and body again), 404, 409 (not ended), 422 (no such node), 503."""
     hw = accepting(request)
-    payload = parse_body(ResetRequest, await read_limited(request, hw.settings.max_body_bytes))
+    payload = parse_body(ResetRequest, await read_limited(request, hw.settings.max_payload_bytes,
+                                       PAYLOAD_SETTING))
     return await _start(request, workflow_id, payload, payload.node)
 
 

@@ -15,7 +15,8 @@ from starlette.responses import Response
 
 from headwater.core.status import WorkflowStatus
 from services.gateway.auth.scope import list_tenant, not_found, principal, require_run, submission
-from services.gateway.edge.body import parse_body, read_limited
+from services.gateway.blobs import hrefs
+from services.gateway.edge.body import PAYLOAD_SETTING, parse_body, read_limited
 from services.gateway.edge.problems import (
     BAD_CURSOR,
     BAD_LAST_EVENT_ID,
@@ -62,7 +63,8 @@ async def post_workflow(request: Request) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 400 (a task no live
     worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503."""
     hw = accepting(request)
-    payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_body_bytes))
+    payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_payload_bytes,
+                                       PAYLOAD_SETTING))
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet, submission(me, payload), me)
     doc = accepted_doc(accepted.workflow_id, accepted.status, accepted.warnings)
@@ -76,11 +78,13 @@ async def get_workflow(request: Request, workflow_id: WorkflowId) -> Response:
     """Status of one workflow; 404 when unknown. Besides nodes and tasks: ``parent`` and
     ``children`` (child workflows, both ways), ``waiting`` (open waits and their signal),
     ``signals``, ``next_wakeup``, and per node a ``when`` node's ``condition``, a wait's
-    ``signal``/``waits``, a sleep's ``wake_at``, a loop's ``steps``/``spent``."""
+    ``signal``/``waits``, a sleep's ``wake_at``, a loop's ``steps``/``spent``. A value
+    held by reference is ``{"$blob", "bytes", "href"}``, ``href`` streaming its JSON
+    (``GET /v1/workflows/{id}/blobs/{digest}``)."""
     doc = await workflow_view(runtime(request).pool, workflow_id)
     if not principal(request).sees(doc["tenant"]):
         raise not_found(workflow_id)
-    return _json(doc)
+    return Response(hrefs.dumps(doc, workflow_id), media_type="application/json")
 
 
 class ListQuery(BaseModel):

@@ -27,8 +27,9 @@ from starlette.responses import Response
 
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.auth.scope import principal, submission
+from services.gateway.blobs import hrefs
 from services.gateway.definitions.api import missing_name
-from services.gateway.edge.body import parse_json, read_limited, require_storable
+from services.gateway.edge.body import PAYLOAD_SETTING, parse_json, read_limited, require_storable
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import Accepted
@@ -123,7 +124,8 @@ async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, a
     Raises:
         Problem: as ``run_definition``.
     """
-    workflow_input = parse_input(await read_limited(request, hw.settings.max_body_bytes))
+    workflow_input = parse_input(await read_limited(request, hw.settings.max_payload_bytes,
+                                       PAYLOAD_SETTING))
     preferences = parse_prefer(prefer or [])
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
                           queue_anyway=query.queue_anyway)
@@ -158,4 +160,5 @@ async def answer(hw: Runtime, accepted: Accepted, mode: Mode, wait_s: float) -> 
                                         workflow_id)
         return _json(accepted_doc(workflow_id, status or accepted.status, accepted.warnings),
                      202, location)
-    return _json(doc, 200, {"Content-Location": location["Location"]})
+    return Response(hrefs.dumps(doc, workflow_id), media_type="application/json",
+                    headers={"Content-Location": location["Location"]})

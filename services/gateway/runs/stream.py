@@ -21,11 +21,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import orjson
 
 from headwater.core import events as ev
 from headwater.core.status import WorkflowStatus
 from services.common.db import LOGS_NOTIFY_CHANNEL, NOTIFY_CHANNEL, connect
+from services.gateway.blobs import hrefs
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE
 from services.gateway.metrics import SSE_SUBSCRIBERS
 
@@ -142,7 +142,8 @@ class Notifier:
 
 async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: str,
                          after_seq: int) -> AsyncIterator[dict[str, Any]]:
-    """Yield SSE messages (``id``, ``event``, ``data``) with ``seq > after_seq``, in order,
+    """Yield SSE messages (``id``, ``event``, ``data``: references with their ``href``,
+    ``blobs.hrefs``) with ``seq > after_seq``, in order,
     until and including the terminal event, until PostgreSQL stops answering, or until
     ``notifier`` is closing (then a last ``CLOSING`` message)."""
     last = after_seq
@@ -157,7 +158,7 @@ async def history_stream(pool: asyncpg.Pool, notifier: Notifier, workflow_id: st
                     break  # a gap: the projection has not caught up; read again
                 last = row["seq"]
                 yield {"id": str(row["seq"]), "event": row["type"],
-                       "data": orjson.dumps(row["data"]).decode()}
+                       "data": hrefs.dumps(row["data"], workflow_id).decode()}
                 if row["type"] in TERMINAL_TYPES:
                     return
             if not rows:

@@ -36,8 +36,10 @@ from headwater.errors import SpecError
 from headwater.topics import Topics
 from services.common import faults, tracing
 from services.common.auth.tokens import OPEN, Principal
+from services.common.blobs.claims import Claims
 from services.common.clock import now_ms
 from services.common.kafka.client import AVRO_HEADERS
+from services.gateway.blobs import payloads
 from services.gateway.definitions.registry import (
     MAX_INPUT_ERRORS,
     check_input,
@@ -87,12 +89,15 @@ class Outlet:
         auth: headers a submission, cancel or signal carries besides Avro's content type
             and the trace: the gateway's token when auth is on (the coordinator checks
             it).
+        claims: where a submission's input and a signal's fields put their large parts
+            (``blobs.payloads``); None: they go as they are.
     """
 
     producer: AIOKafkaProducer
     topics: Topics
     timeout_s: float
     auth: Headers = ()
+    claims: Claims | None = None
 
     async def submission(self, record: ev.WorkflowSubmitted) -> None:
         """Produce ``record`` to ``submissions`` (``produce``)."""
@@ -159,7 +164,7 @@ async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     claim = _Claim(request.workflow, *pinned)
     if new_input_of is not None:
         await _check_new_input(pool, claim, request.input, new_input_of)
-    return await _claim(pool, out, request, given, rerun=(claim, rerun))
+    return await _claim(pool, out, request, given, new_input_of or OPEN, rerun=(claim, rerun))
 
 
 async def _check_new_input(pool: asyncpg.Pool, claim: _Claim, workflow_input: Any,
@@ -239,8 +244,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     A retry of an id already claimed is answered from its row (the same run, or 409)
     before the request is resolved or admitted: its run was admitted once, and refusing
     the retry (400, 429; 404 or 410 for a definition changed or deleted since) would
-    leave its sender unsure whether it runs.
-    """
+    leave its sender unsure whether it runs. Large inputs: ``payloads.input_of``."""
     # A large spec takes a while to check: off the event loop, so /health stays prompt.
     digest = await asyncio.to_thread(_storable, request, given)
     if request.id is not None:
@@ -254,10 +258,12 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
+    workflow_input = await payloads.input_of(out.claims, pool, request.input,
+                                             payloads.Owner(workflow_id, request.tenant, me))
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
     values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
-              request.input, digest, now)
+              workflow_input, digest, now)
     # body_hash too holds the request's hash until the projector sets that of the body
     # accepted (what a gateway of an older version compares).
     document = rerun[1] if rerun is not None else None
@@ -275,7 +281,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         same = row is not None and await asyncio.to_thread(same_run, row, digest)
         return _warned(await existing(out, row, workflow_id, same),
                        row["spec"] if row is not None else None)
-    record = ev.WorkflowSubmitted(workflow_id, spec, request.input, at_ms, request.tenant,
+    record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version, rerun=document)
     try:
@@ -302,7 +308,11 @@ def _warned(accepted: Accepted, spec: Any) -> Accepted:
 
 def _storable(request: SubmitRequest, hashed: Any) -> str:
     """Check the values; return the hash of the request as given (``hashed``: the spec,
-    ``{"definition": ref}`` or a rerun's ``{"rerun": ...}``). Runs in a worker thread."""
+    ``{"definition": ref}`` or a rerun's ``{"rerun": ...}``). Runs in a worker thread.
+
+    It hashes the input as sent, not the form with references the claim and record
+    hold: a retry is the same run whatever ``HEADWATER_BLOB_THRESHOLD_BYTES`` was at
+    each try, compared with what its client sent, all it knows."""
     given = ({"workflow": hashed} if request.definition is None
              else {"definition": request.definition})
     require_storable({**given, "input": request.input, "tenant": request.tenant})

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from headwater.core.status import TaskStatus
 from services.gateway.auth.scope import not_found, principal
+from services.gateway.blobs import hrefs
 from services.gateway.edge.problems import INVALID_REQUEST, NOT_FOUND, Problem
 from services.gateway.lifetime import runtime
 from services.gateway.openapi.bodies import WORKFLOW_ID_DOC
@@ -32,8 +32,9 @@ MEANINGS = {404: "no such workflow, or no such task (node) in it"}
 """The meaning of a 404 of these operations."""
 
 
-def _json(doc: Any) -> Response:
-    return Response(orjson.dumps(doc), media_type="application/json")
+def _json(doc: Any, workflow_id: str) -> Response:
+    """``doc`` as JSON, its references with their ``href`` (``blobs.hrefs``)."""
+    return Response(hrefs.dumps(doc, workflow_id), media_type="application/json")
 
 
 def _spec_nodes(spec: Any) -> set[str]:
@@ -58,7 +59,7 @@ async def get_task(request: Request, workflow_id: WorkflowId, node: NodeId,
             raise Problem(404, "Not found", f"no task {node}[{index}] in workflow "
                           f"{workflow_id} (not dispatched yet, or no such node)")
         events = await reads.attempt_events(conn, workflow_id, row)
-    return _json(task_document(workflow_id, row, events))
+    return _json(task_document(workflow_id, row, events), workflow_id)
 
 
 class NodeTasksQuery(BaseModel):
@@ -87,4 +88,4 @@ async def get_node_tasks(request: Request, workflow_id: WorkflowId, node: NodeId
         status = query.status.value if query.status is not None else None
         page = await reads.node_page(conn, workflow_id, node, query.after, query.limit, status)
     return _json({"workflow_id": workflow_id, "node": node, "total": page.total,
-                  "tasks": [task_view(t) for t in page.rows], "next": page.next})
+                  "tasks": [task_view(t) for t in page.rows], "next": page.next}, workflow_id)

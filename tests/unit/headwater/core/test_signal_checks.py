@@ -146,3 +146,11 @@ def test_deeply_nested_fields_are_checked_without_recursion() -> None:
 def test_signal_keys() -> None:
     assert signal_key("approval", None) == "approval"
     assert signal_key("approval", 3) == "approval[3]"
+
+
+@pytest.mark.parametrize("kind", ["string", "number", "boolean", "array", "object"])
+def test_a_field_sent_by_reference_fits_any_declared_type(kind: str) -> None:
+    ref = {"$blob": "sha256:" + "a" * 64, "bytes": 300_000}
+    assert fields_fault((SignalField("doc", kind),), {"doc": ref}, "s") is None
+    # not a reference: checked as before
+    assert fields_fault((SignalField("doc", "boolean"),), {"doc": {"$blob": 1}}, "s") is not None

@@ -45,6 +45,13 @@ export async function getJson(path, params = {}) {
   return read(await fetch(url, {headers: withToken({Accept: "application/json"})}));
 }
 
+/** GET path (a blob's href) as a Blob, with the tab's token; an ApiError when refused. */
+export async function getBlob(path) {
+  const response = await fetch(path, {headers: withToken({Accept: "application/json"})});
+  if (!response.ok) await read(response);
+  return response.blob();
+}
+
 /** POST body as JSON to path; the answer's JSON (or null). */
 export async function postJson(path, body = {}) {
   return read(await fetch(path, {

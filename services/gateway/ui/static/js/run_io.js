@@ -2,6 +2,7 @@
 // then its output once it succeeded, or its error, with the failure the document names
 // (node, item, attempt, error type, message, traceback) and a button opening that node.
 
+import {blobLink, blobLinks, isRef} from "./blobs.js";
 import {h, json, note, replace} from "./dom.js";
 import {taskKey} from "./run_model.js";
 
@@ -47,15 +48,23 @@ function failureView(failure, onOpen) {
       h("pre", {class: "traceback"}, failure.traceback)) : null);
 }
 
+/** A value of the run: a link to its JSON when it is held by reference (with its size),
+ * else the JSON ({id}: the block's id) and a link for each reference inside it. */
+function valueView(id, value, block) {
+  if (isRef(value)) return h("p", {id: `${id}-blob`, class: "blob"}, blobLink(value));
+  return h("div", {}, block(id, value), blobLinks(value));
+}
+
 /** The run's input, and its output or error; input is the document's (or the events'). */
 export function ioView(doc, input, onOpen) {
-  const parts = [h("h2", {}, "Input"), jsonBlock("run-input-json", input ?? null)];
+  const parts = [h("h2", {}, "Input"), valueView("run-input-json", input ?? null, jsonBlock)];
   if (doc.error || doc.failure) {
     parts.push(h("h2", {}, doc.status === "cancelled" ? "Cancelled" : "Error"),
       doc.error ? h("pre", {class: "error", id: "run-error"}, doc.error) : null,
       failureView(doc.failure, onOpen));
   } else if (doc.status === "succeeded") {
-    parts.push(h("h2", {}, "Output"), h("pre", {id: "run-output"}, json(doc.output)));
+    parts.push(h("h2", {}, "Output"), valueView("run-output", doc.output,
+      (id, value) => h("pre", {id}, json(value))));
   } else {
     parts.push(note("muted", "no output yet"));
   }

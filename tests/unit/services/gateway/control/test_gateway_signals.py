@@ -4,6 +4,7 @@ for the other routes. The workflow's spec and status come from the projection.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -213,8 +214,11 @@ def test_a_malformed_body_is_422(gw: Gateway, content: bytes, fault: str) -> Non
 
 def test_a_body_over_the_limit_is_413(gw: Gateway) -> None:
     producer = connected(gw)
-    big = {"fields": {"approved": True, "note": "x" * gw.hw.settings.max_body_bytes}}
-    assert_problem(gw.client.post(URL, json=big), 413, "Request too large")
+    gw.hw.settings = dataclasses.replace(gw.hw.settings, max_payload_bytes=64 * 1024)
+    big = {"fields": {"approved": True, "note": "x" * gw.hw.settings.max_payload_bytes}}
+    doc = assert_problem(gw.client.post(URL, json=big), 413, "Request too large")
+    assert doc["setting"] == "HEADWATER_MAX_PAYLOAD_BYTES"
+    assert "HEADWATER_MAX_PAYLOAD_BYTES" in doc["detail"]
     assert producer.sent == []
 
 

@@ -1,0 +1,162 @@
+"""A submission's input and a signal's fields by reference, before they go on a record.
+
+The gateway offloads (``headwater.blobs.offload``) what a client sends with one
+``Claims`` (``services/common/blobs/claims.py``) opened in its lifetime over its own
+PostgreSQL pool: each part over ``HEADWATER_BLOB_THRESHOLD_BYTES`` is stored, noted as
+the run's (``blob_refs``), and replaced by its reference, all before the claim's row is
+written and the record produced, so that no record, and no row a retry would produce
+again, names a blob that is not stored.
+
+A value may hold references already: a rerun's input is its source's as the projection
+holds it, and a client may pass on a reference it was shown. Such a reference is taken
+only when the blob is the submitter's to read (``readable``: a run of its tenant
+refers to it; otherwise it is refused as unknown, 422, since a digest is no
+permission), and the new run is noted as referring to it and to the blobs inside it
+(``adopt``), so that it outlives the run it came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import orjson
+
+from headwater import blobs
+from services.common.auth.tokens import OPEN, Principal
+from services.common.blobs.claims import Claims, threshold_from_env
+from services.common.blobs.store import BlobStore, PgBlobStore
+from services.gateway.edge.problems import Problem
+
+__all__ = ["Owner", "adopt", "claims_over", "input_of", "offload", "readable"]
+
+READABLE = (
+    "select distinct r.digest from blob_refs r join workflows w on w.workflow_id = r.workflow_id"
+    " where r.digest = any($1::text[]) and ($2::boolean or w.tenant is not distinct from $3)")
+"""Which of digests ``$1`` a run of tenant ``$3`` refers to (``$2``: any tenant's)."""
+ADOPT = (
+    "with touched as (update blobs set created_at = now() where digest = any($2::text[])"
+    " returning digest), noted as (insert into blob_refs (workflow_id, digest)"
+    " select $1, digest from touched on conflict do nothing) select digest from touched")
+"""Note run ``$1`` as referring to blobs ``$2``; returns those stored. The update takes
+each blob's row lock and restarts its grace period, so a collection running at the same
+moment (``services/common/blobs/collect.py``) either deleted it before (then it is not
+returned) or keeps it."""
+
+
+def claims_over(pool: asyncpg.Pool, threshold: int | None = None) -> Claims:
+    """The gateway's ``Claims``: the blob store in the projection's database, over the
+    gateway's pool (``threshold``: None, ``HEADWATER_BLOB_THRESHOLD_BYTES``)."""
+    async def opener() -> BlobStore:
+        return PgBlobStore(pool)
+
+    return Claims(opener, threshold_from_env() if threshold is None else threshold)
+
+
+def _offloaded(value: Any, threshold: int) -> tuple[Any, dict[str, bytes], list[str]]:
+    """``blobs.offload`` of ``value``, and the digests of the references it held
+    already. Runs in a worker thread (a large value takes a while to encode)."""
+    passed = list(dict.fromkeys(ref[blobs.REF_KEY] for ref in blobs.refs_in(value)))
+    value = blobs.without_hrefs(value) if passed else value
+    offloaded, found = blobs.offload(value, threshold)
+    return offloaded, found, passed
+
+
+async def readable(pool: asyncpg.Pool, me: Principal, tenant: str | None,
+                   digests: list[str]) -> set[str]:
+    """Which of ``digests`` a run of ``tenant`` refers to (of any tenant for a principal
+    of every tenant, or with auth off)."""
+    if not digests:
+        return set()
+    every = me is OPEN or me.every_tenant
+    rows = await pool.fetch(READABLE, digests, every, tenant)
+    return {str(r["digest"]) for r in rows}
+
+
+async def adopt(store: BlobStore, pool: asyncpg.Pool, workflow_id: str,
+                digests: list[str]) -> None:
+    """Note ``workflow_id`` as referring to blobs ``digests`` and to every blob inside
+    them (read from the store, the large ones' JSON scanned only when it holds a
+    reference).
+
+    Raises:
+        Problem: 422 when one of them is no longer stored (collected meanwhile).
+    """
+    seen: set[str] = set()
+    todo = list(digests)
+    while todo:
+        batch = [d for d in dict.fromkeys(todo) if d not in seen]
+        todo = []
+        if not batch:
+            return
+        seen.update(batch)
+        stored = {str(r["digest"]) for r in await pool.fetch(ADOPT, workflow_id, batch)}
+        gone = [d for d in batch if d not in stored]
+        if gone:
+            raise _unknown(gone, "input")
+        for digest in batch:
+            data = await store.get(digest)
+            if blobs.REF_KEY.encode() in data:
+                inner = await asyncio.to_thread(orjson.loads, data)
+                todo.extend(ref[blobs.REF_KEY] for ref in blobs.refs_in(inner))
+
+
+def _unknown(digests: list[str], where: str) -> Problem:
+    fault = (f"{where}: a reference to a blob this tenant's runs do not hold "
+             f"({digests[0]}{', ...' if len(digests) > 1 else ''}); pass the value itself")
+    return Problem(422, "Invalid request", fault, errors=[fault])
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose value is offloaded: the run it goes to (``workflow_id``, its ``tenant``) and
+    who sends it (``me``: whose references it may pass on, ``readable``)."""
+
+    workflow_id: str
+    tenant: str | None
+    me: Principal = OPEN
+
+
+async def input_of(claims: Claims | None, pool: asyncpg.Pool, value: Any,
+                   owner: Owner) -> Any:
+    """A submission's input as its claim and record hold it: ``offload``-ed, before the
+    claim is written, so that neither the claim nor the record it produces (again, when
+    healed) names a blob that is not stored; the projector compares the claim's input
+    with the accepted record's, so both hold this form. ``value`` as it is without
+    ``claims``."""
+    return value if claims is None else await offload(claims, pool, value, owner)
+
+
+async def offload(claims: Claims, pool: asyncpg.Pool, value: Any, owner: Owner,
+                  where: str = "input") -> Any:
+    """``value`` as a record carries it: its large parts stored (as ``workflow_id``'s)
+    and replaced by references, the references it held already checked and adopted;
+    ``value`` itself when it is small and holds none.
+
+    Args:
+        claims: the gateway's way to the blob store.
+        pool: the projection's pool.
+        value: the JSON value (a submission's input, a signal's fields).
+        owner: the run it goes to, and who sends it.
+        where: what the value is, for a fault's path.
+
+    Raises:
+        Problem: 422 a reference the sender may not pass on (``readable``).
+    """
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    offloaded, found, passed = await asyncio.to_thread(_offloaded, value, claims.threshold)
+    if not found and not passed:
+        return value
+    if passed:
+        allowed = await readable(pool, owner.me, owner.tenant, passed)
+        if missing := [d for d in passed if d not in allowed]:
+            raise _unknown(missing, where)
+    store = await claims.store()
+    for digest, data in found.items():
+        await store.put(digest, data, owner.workflow_id)
+    if passed:
+        await adopt(store, pool, owner.workflow_id, passed)
+    return offloaded
