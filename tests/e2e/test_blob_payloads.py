@@ -222,3 +222,78 @@ def test_retention_deletes_a_purged_runs_rows_then_its_blobs_but_not_shared_ones
         own_digest: False, shared_digest: True}
     kept = http["acme"].get(f"/v1/workflows/{live}/blobs/{shared_digest}")
     assert kept.status_code == 200 and kept.content == orjson.dumps(shared)
+
+
+def test_a_reference_in_a_spec_is_refused(http: dict[str, httpx.Client]) -> None:
+    """A spec's literal values are not checked as an input's are: a reference to another
+    tenant's blob there would hand its JSON to this tenant's task, which echoes it."""
+    secret = "acme's own " * 100_000
+    workflow_id = submit(http["acme"], {"small": "a", "doc": secret})
+    assert wait_run(http["acme"], workflow_id, 120)["status"] == "succeeded"
+    data = orjson.dumps(secret)
+    ref = blobs.make_ref(blobs.digest_of(data), len(data))
+    spec = {"name": "steal", "nodes": [{"id": "t", "task": ECHO, "input": {
+        "succeed_on": 1, "value": ref}}], "output": "${nodes.t.output.value}"}
+    refused = http["globex"].post("/v1/workflows", json={
+        "id": f"blob-{uuid.uuid4().hex[:10]}", "workflow": spec, "input": {}})
+    assert refused.status_code == 422, refused.text[:300]
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["errors"][0].startswith("workflow.nodes[0].input.value: a reference")
+
+
+async def _refs(dsn: str, workflow_id: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("select digest from blob_refs where workflow_id = $1",
+                                workflow_id)
+        return [str(r["digest"]) for r in rows]
+    finally:
+        await conn.close()
+
+
+def test_a_rerun_keeps_the_blobs_of_the_outputs_it_reuses(
+        stack: Sandbox, http: dict[str, httpx.Client]) -> None:
+    """A rerun reuses its source's large output by reference: once the source is purged
+    and collected, the rerun's result still reads it."""
+    size = 300_000 + uuid.uuid4().int % 100_000  # a blob of this test's alone
+    spec = {"name": "reused", "nodes": [
+        {"id": "m", "task": "e2e.big_output", "input": {"size": size}},
+        {"id": "f", "task": ECHO, "needs": ["m"], "retry": {"max_attempts": 1},
+         "input": {"succeed_on": "${input.ok}"}}],
+        "output": {"m": "${nodes.m.output}", "f": "${nodes.f.output.attempt}"}}
+    source = submit(http["acme"], {"ok": 2}, spec)
+    assert wait_run(http["acme"], source, 120)["status"] == "failed"
+    started = http["acme"].post(f"/v1/workflows/{source}/rerun", json={"input": {"ok": 1}})
+    assert started.status_code == 202, started.text[:300]
+    rerun = started.json()["id"]
+    run = wait_run(http["acme"], rerun, 120)
+    assert run["status"] == "succeeded", run
+    digest = run["output"]["m"]["$blob"]
+    assert asyncio.run(_refs(stack.dsn, rerun)) == [digest]
+    asyncio.run(_age(stack.dsn, source))
+    asyncio.run(_retention(stack.dsn))
+    assert http["acme"].get(f"/v1/workflows/{source}").status_code == 404
+    kept = http["acme"].get(run["output"]["m"]["href"])
+    assert kept.status_code == 200 and kept.content == orjson.dumps("x" * size)
+
+
+def test_an_id_given_back_after_kafka_refused_its_record_keeps_no_blob_reference(
+        stack: Sandbox, http: dict[str, httpx.Client]) -> None:
+    """A submission whose record Kafka refuses (a spec over the record limit) gives its
+    id back; the blob its input stored must not stay noted as the id's, or whoever
+    claims the id next (another tenant) reads it through that run."""
+    workflow_id = f"blob-{uuid.uuid4().hex[:10]}"
+    secret = "acme's other " * 100_000
+    spec = echo_spec()
+    spec["nodes"][0]["input"]["pad"] = "p" * (17 * MB)
+    refused = http["acme"].post("/v1/workflows", content=orjson.dumps(
+        {"id": workflow_id, "workflow": spec, "input": {"small": "a", "doc": secret}}),
+        headers={"Content-Type": "application/json"})
+    assert refused.status_code == 413, refused.text[:300]
+    assert asyncio.run(_refs(stack.dsn, workflow_id)) == []
+    taken = http["globex"].post("/v1/workflows", json={
+        "id": workflow_id, "workflow": echo_spec(), "input": {"small": "b", "doc": 1}})
+    assert taken.status_code == 202, taken.text[:300]
+    digest = blobs.digest_of(orjson.dumps(secret))
+    read = http["globex"].get(f"/v1/workflows/{workflow_id}/blobs/{digest}")
+    assert read.status_code == 404

@@ -30,7 +30,8 @@ from services.common.blobs.claims import Claims, threshold_from_env
 from services.common.blobs.store import BlobStore, PgBlobStore
 from services.gateway.edge.problems import Problem
 
-__all__ = ["Owner", "adopt", "claims_over", "input_of", "offload", "readable"]
+__all__ = ["Owner", "adopt", "adopt_reused", "claims_over", "input_of", "offload", "readable",
+           "refuse_in_spec"]
 
 READABLE = (
     "select distinct r.digest from blob_refs r join workflows w on w.workflow_id = r.workflow_id"
@@ -76,7 +77,7 @@ async def readable(pool: asyncpg.Pool, me: Principal, tenant: str | None,
 
 
 async def adopt(store: BlobStore, pool: asyncpg.Pool, workflow_id: str,
-                digests: list[str]) -> None:
+                digests: list[str], where: str = "input") -> None:
     """Note ``workflow_id`` as referring to blobs ``digests`` and to every blob inside
     them (read from the store, the large ones' JSON scanned only when it holds a
     reference).
@@ -95,12 +96,57 @@ async def adopt(store: BlobStore, pool: asyncpg.Pool, workflow_id: str,
         stored = {str(r["digest"]) for r in await pool.fetch(ADOPT, workflow_id, batch)}
         gone = [d for d in batch if d not in stored]
         if gone:
-            raise _unknown(gone, "input")
+            raise _unknown(gone, where)
         for digest in batch:
             data = await store.get(digest)
             if blobs.REF_KEY.encode() in data:
                 inner = await asyncio.to_thread(orjson.loads, data)
                 todo.extend(ref[blobs.REF_KEY] for ref in blobs.refs_in(inner))
+
+
+async def adopt_reused(claims: Claims | None, pool: asyncpg.Pool, workflow_id: str,
+                       document: Any) -> None:
+    """Note a rerun as referring to the blobs of the outputs it reuses (its rerun
+    document's, the source's as the projection holds them): the new run holds those
+    references as its own, and must keep them readable, and stored, once the source's
+    rows are purged. No check of the tenant: the source is a run the caller may read.
+
+    Raises:
+        Problem: 422 when one of them is no longer stored.
+    """
+    digests = list(dict.fromkeys(ref[blobs.REF_KEY] for ref in blobs.refs_in(document)))
+    if claims is None or not digests:
+        return
+    await adopt(await claims.store(), pool, workflow_id, digests, "rerun")
+
+
+def refuse_in_spec(spec: Any) -> None:
+    """Refuse a spec holding a reference (``{"$blob": ...}`` in a node's literal input,
+    say): a spec's values are not checked as an input's are (``readable``), so the run's
+    tasks would read any tenant's blob whose digest its author knows.
+
+    Raises:
+        Problem: 422 naming the reference's path in the spec.
+    """
+    found = _first_ref(spec, "workflow")
+    if found is not None:
+        fault = (f"{found}: a reference to a blob ({blobs.REF_KEY}) in a spec; pass a value "
+                 "held by reference in the run's input")
+        raise Problem(422, "Invalid workflow spec", fault, errors=[fault])
+
+
+def _first_ref(value: Any, path: str) -> str | None:
+    """The path of the first reference in ``value`` (depth first), or None."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if blobs.is_ref(item):
+            return where
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
 
 
 def _unknown(digests: list[str], where: str) -> Problem:

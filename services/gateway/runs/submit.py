@@ -260,6 +260,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     workflow_input = await payloads.input_of(out.claims, pool, request.input,
                                              payloads.Owner(workflow_id, request.tenant, me))
+    if rerun is not None:  # the outputs it reuses become the new run's references too
+        await payloads.adopt_reused(out.claims, pool, workflow_id, rerun[1])
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
     values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
@@ -321,6 +323,7 @@ def _storable(request: SubmitRequest, hashed: Any) -> str:
 
 def _check_spec(spec: dict[str, Any]) -> WorkflowSpec:
     """Check the (resolved) spec; return it parsed. Runs in a worker thread."""
+    payloads.refuse_in_spec(spec)
     try:
         return parse_spec(spec)
     except SpecError as e:
@@ -344,11 +347,18 @@ def _check_input_refs(spec: WorkflowSpec, workflow_input: Any) -> None:
                       errors=listed)
 
 
+RELEASE = (
+    "with gone as (delete from workflows where workflow_id = $1 and seq = 0 returning 1)"
+    " delete from blob_refs where workflow_id = $1 and exists (select 1 from gone)")
+"""Delete claim ``$1`` (a row no accepted record updated) and, if it was, its blob_refs."""
+
+
 async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
-    """Give a claimed id back after its record could not be produced."""
+    """Give a claimed id back after its record could not be produced, with the blobs its
+    input stored noted as the id's (``blob_refs``): left, they would be read through the
+    run of whoever claims the id next, another tenant maybe, and never collected."""
     try:
-        await pool.execute("delete from workflows where workflow_id = $1 and seq = 0",
-                           workflow_id)
+        await pool.execute(RELEASE, workflow_id)
     except DATABASE_UNAVAILABLE as e:
         # The claim stays; the next submission of the same id and body produces again.
         log.warning("could not release the claim on %s: %r", workflow_id, e)
