@@ -11,6 +11,7 @@ claim never takes it again (``UNRETIRED``), since the coordinator keeps the id t
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +20,9 @@ import asyncpg
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from services.common.clock import now_ms
-from services.gateway.edge.problems import RETRY_AFTER_S, Problem
+from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+
+log = logging.getLogger("headwater.gateway")
 
 CLAIMED = "accepted"
 """The status of a workflow row the gateway claimed (``seq`` 0) before the coordinator
@@ -114,3 +117,20 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> 
                                       rerun=row.get("rerun"))
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
+
+
+RELEASE = (
+    "with gone as (delete from workflows where workflow_id = $1 and seq = 0 returning 1)"
+    " delete from blob_refs where workflow_id = $1 and exists (select 1 from gone)")
+"""Delete claim ``$1`` (a row no accepted record updated) and, if it was, its blob_refs."""
+
+
+async def release(pool: asyncpg.Pool, workflow_id: str) -> None:
+    """Give a claimed id back after its record could not be produced, with the blobs its
+    input stored noted as the id's (``blob_refs``): left, they would be read through the
+    run of whoever claims the id next, another tenant maybe, and never collected."""
+    try:
+        await pool.execute(RELEASE, workflow_id)
+    except DATABASE_UNAVAILABLE as e:
+        # The claim stays; the next submission of the same id and body produces again.
+        log.warning("could not release the claim on %s: %r", workflow_id, e)

@@ -47,7 +47,7 @@ from services.gateway.definitions.registry import (
     resolve,
 )
 from services.gateway.edge.body import require_storable
-from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues.admission import admit, needed_queues
 from services.gateway.queues.marks import submission_warnings
 from services.gateway.runs.claims import (
@@ -56,6 +56,7 @@ from services.gateway.runs.claims import (
     Accepted,
     claimed_row,
     existing,
+    release,
     retired,
     same_run,
 )
@@ -260,8 +261,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     workflow_input = await payloads.input_of(out.claims, pool, request.input,
                                              payloads.Owner(workflow_id, request.tenant, me))
-    if rerun is not None:  # the outputs it reuses become the new run's references too
-        await payloads.adopt_reused(out.claims, pool, workflow_id, rerun[1])
+    await payloads.adopt_reused(out.claims, pool, workflow_id, rerun[1] if rerun else None)
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
     values = (workflow_id, str(spec.get("name", "")), request.tenant, CLAIMED, spec,
@@ -293,7 +293,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         # Otherwise (503) it may have been stored: the claim stays, as its run may be
         # starting, and a retry of the same id and body produces it again (harmless).
         if e.status == 413:
-            await _release(pool, workflow_id)
+            await release(pool, workflow_id)
         raise
     faults.point("gateway.after_produce")
     return _warned(Accepted(workflow_id, True, CLAIMED), spec)
@@ -345,23 +345,6 @@ def _check_input_refs(spec: WorkflowSpec, workflow_input: Any) -> None:
         listed = faults[:MAX_INPUT_ERRORS] + ([f"and {more} more"] if more > 0 else [])
         raise Problem(422, "Input lacks what the spec references", "; ".join(listed),
                       errors=listed)
-
-
-RELEASE = (
-    "with gone as (delete from workflows where workflow_id = $1 and seq = 0 returning 1)"
-    " delete from blob_refs where workflow_id = $1 and exists (select 1 from gone)")
-"""Delete claim ``$1`` (a row no accepted record updated) and, if it was, its blob_refs."""
-
-
-async def _release(pool: asyncpg.Pool, workflow_id: str) -> None:
-    """Give a claimed id back after its record could not be produced, with the blobs its
-    input stored noted as the id's (``blob_refs``): left, they would be read through the
-    run of whoever claims the id next, another tenant maybe, and never collected."""
-    try:
-        await pool.execute(RELEASE, workflow_id)
-    except DATABASE_UNAVAILABLE as e:
-        # The claim stays; the next submission of the same id and body produces again.
-        log.warning("could not release the claim on %s: %r", workflow_id, e)
 
 
 async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s: float,

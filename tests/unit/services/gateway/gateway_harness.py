@@ -72,10 +72,10 @@ class FakePool:
         return []
 
     async def execute(self, sql: str, *args: Any) -> str:
-        """Release a claim (``delete ... seq = 0``)."""
+        """Release a claim (``delete from workflows ... seq = 0``, with its blob_refs)."""
         await self._enter()
         row = self.rows.get(args[0])
-        if sql.startswith("delete from workflows") and row is not None and row["seq"] == 0:
+        if "delete from workflows" in sql and row is not None and row["seq"] == 0:
             del self.rows[args[0]]
         return "DELETE"
 
