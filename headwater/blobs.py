@@ -62,12 +62,13 @@ def make_ref(digest: str, size: int) -> dict[str, Any]:
 
 def is_ref(value: Any) -> bool:
     """Whether ``value`` is a reference: a dict of ``$blob`` (a valid digest) and
-    ``bytes`` (an int), and optionally ``href``; nothing else."""
+    ``bytes`` (an int, at least 0), and optionally ``href``; nothing else."""
     if not isinstance(value, dict) or REF_KEY not in value:
         return False
     keys = value.keys() - {"href"}
     return (keys == {REF_KEY, "bytes"} and valid_digest(value[REF_KEY])
-            and isinstance(value["bytes"], int) and not isinstance(value["bytes"], bool))
+            and isinstance(value["bytes"], int) and not isinstance(value["bytes"], bool)
+            and value["bytes"] >= 0)
 
 
 def offload(value: Any, threshold: int) -> tuple[Any, dict[str, bytes]]:

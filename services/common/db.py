@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from services.common.blobs.store import BLOBS_SCHEMA
+from services.common.blobs.store import BLOB_REFS_SCHEMA, BLOBS_SCHEMA
 from services.common.schema import DEFINITIONS_SCHEMA, SCHEMA
 from services.common.settings import PgAuth, pg_auth_from_env
 
@@ -125,6 +125,7 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10,
         await conn.execute(SCHEMA)
         await conn.execute(DEFINITIONS_SCHEMA)
         await conn.execute(BLOBS_SCHEMA)
+        await conn.execute(BLOB_REFS_SCHEMA)
     return pool
 
 

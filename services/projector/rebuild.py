@@ -47,6 +47,7 @@ from typing import Any
 import asyncpg
 from aiokafka.errors import KafkaError
 
+from services.common.blobs.store import BLOB_REFS_SCHEMA
 from services.common.clock import now_ms
 from services.common.db import connect as pg_connect
 from services.common.db import init_connection
@@ -130,6 +131,7 @@ async def rebuild(settings: CommonSettings, check: bool, keep: bool = False,
         await live.execute(f"create schema {ident(result.schema)}")
         copy = await connect(settings.pg_dsn, result.schema)
         await copy.execute(SCHEMA)
+        await copy.execute(BLOB_REFS_SCHEMA)  # the projector writes references there
         async with EventLog(settings) as events:
             await _build(settings, events, live, copy, result, _Options(check, force, say))
     finally:

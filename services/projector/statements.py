@@ -12,6 +12,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
+from headwater.blobs import REF_KEY, refs_in
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from headwater.core.ids import task_key
@@ -32,6 +35,14 @@ def ts(at_ms: int) -> datetime:
     return datetime.fromtimestamp(at_ms / 1000, tz=UTC)
 
 
+INSERT_BLOB_REFS = (
+    "insert into blob_refs (workflow_id, digest) select $1, d from unnest($2::text[]) d"
+    " on conflict do nothing")
+"""The blobs an event refers to (``headwater/blobs.py``) are its run's: so a run whose
+rows hold a reference keeps the blob while they stay, whoever stored it (a child's
+output in its parent's task, a rerun's reused output, a reference passed on), and loses
+it with them (projection retention's ``RUN_TABLES``)."""
+BLOB_MARK = b'"$blob"'
 INSERT_EVENT = (
     "insert into events (workflow_id, seq, type, at, data) values ($1, $2, $3, $4, $5)"
     " on conflict do nothing")
@@ -134,9 +145,9 @@ CANCEL_OPEN_TASKS = (
 CANCEL_OPEN_NODES = (
     "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
     " and status = any($3::text[]) and seq < $2")
-CORE_STATEMENTS = (INSERT_EVENT, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_DISPATCHED,
-                   UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED, TASK_RETRY_WAIT,
-                   TASK_SUCCEEDED, UPSERT_REUSED, TASK_CANCELLED, UPSERT_TERMINAL,
+CORE_STATEMENTS = (INSERT_EVENT, INSERT_BLOB_REFS, UPSERT_ACCEPTED, BUMP_WORKFLOW,
+                   UPSERT_DISPATCHED, UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED,
+                   TASK_RETRY_WAIT, TASK_SUCCEEDED, UPSERT_REUSED, TASK_CANCELLED, UPSERT_TERMINAL,
                    CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
 """The core statements, in the order a batch applies them (a task's lifecycle order)."""
 
@@ -176,7 +187,12 @@ have none: they live in the event log (and on SSE) only."""
 def core_plan(e: ev.HistoryEvent) -> Statements:
     """The core statements that project one event, with their arguments."""
     b, wid, seq, at = e.body, e.workflow_id, e.seq, ts(e.body.at_ms)
-    steps: Statements = [(INSERT_EVENT, (wid, seq, e.type, at, b))]
+    data = orjson.dumps(b)  # what the jsonb codec writes (db.init_connection), once
+    steps: Statements = [(INSERT_EVENT, (wid, seq, e.type, at, orjson.Fragment(data)))]
+    if BLOB_MARK in data:
+        digests = sorted({r[REF_KEY] for r in refs_in(orjson.loads(data))})
+        if digests:
+            steps.append((INSERT_BLOB_REFS, (wid, digests)))
     if isinstance(b, ev.WorkflowAccepted):
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
         steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,

@@ -297,3 +297,54 @@ def test_an_id_given_back_after_kafka_refused_its_record_keeps_no_blob_reference
     digest = blobs.digest_of(orjson.dumps(secret))
     read = http["globex"].get(f"/v1/workflows/{workflow_id}/blobs/{digest}")
     assert read.status_code == 404
+
+
+async def _age_named(dsn: str, name: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("update workflows set updated_at = now() - interval '1 hour'"
+                           " where name = $1", name)
+    finally:
+        await conn.close()
+
+
+def test_a_parent_keeps_its_childs_large_output_after_the_child_is_purged(
+        stack: Sandbox, http: dict[str, httpx.Client]) -> None:
+    """The child stored its output's blob under its own id; the parent holds the
+    reference in its rows (the projector notes it as the parent's), so purging the
+    ended child while the parent waits must not collect the blob the parent uses next."""
+    size = 300_000 + uuid.uuid4().int % 100_000
+    name = f"leaf-{uuid.uuid4().hex[:8]}"
+    child = {"name": name, "nodes": [{"id": "x", "task": "e2e.big_output",
+                                      "input": {"size": size}}],
+             "output": "${nodes.x.output}"}
+    spec = {"name": "holder", "nodes": [
+        {"id": "c", "kind": "workflow", "workflow": child, "input": {}},
+        {"id": "w", "kind": "wait", "signal": "go", "needs": ["c"]},
+        {"id": "d", "task": "e2e.digest", "needs": ["w"],
+         "input": {"value": "${nodes.c.output}"}}],
+        "output": {"c": "${nodes.c.output}", "d": "${nodes.d.output}"}}
+    parent = submit(http["acme"], {}, spec)
+    assert asyncio.run(_wait_named_ended(stack.dsn, name)), "the child did not end"
+    asyncio.run(_age_named(stack.dsn, name))
+    purged, _ = asyncio.run(_retention(stack.dsn))
+    assert purged >= 1
+    sent = http["acme"].post(f"/v1/workflows/{parent}/signals/go", json={"fields": {}})
+    assert sent.status_code == 202, sent.text[:300]
+    run = wait_run(http["acme"], parent, 120)
+    assert run["status"] == "succeeded", run
+    kept = http["acme"].get(run["output"]["c"]["href"])
+    assert kept.status_code == 200 and kept.content == orjson.dumps("x" * size)
+
+
+async def _wait_named_ended(dsn: str, name: str, timeout_s: float = 120) -> bool:
+    conn = await asyncpg.connect(dsn)
+    try:
+        for _ in range(int(timeout_s * 4)):
+            if await conn.fetchval("select count(*) from workflows where name = $1 and "
+                                   "status = 'succeeded'", name):
+                return True
+            await asyncio.sleep(0.25)
+        return False
+    finally:
+        await conn.close()

@@ -53,13 +53,27 @@ def collect_statement() -> str:
             "(select digest from doomed) returning digest, size")
 
 
+ORPHANS = (
+    "delete from blob_refs r where r.created_at < now() - $1::float8 * interval '1 second'"
+    " and not exists (select 1 from workflows w where w.workflow_id = r.workflow_id)")
+"""Forget the references of ids no run holds, older than the grace period: a writer that
+stored a blob for an id and never got its run accepted (a gateway that died between
+storing a submission's input and its claim; a claim given back after Kafka refused the
+record; a worker whose run was never projected). Without this their blobs would stay for
+good, readable by whoever is given the id next. A run accepted but not projected within
+the grace period gets its references again from the projector (``INSERT_BLOB_REFS``)."""
+
+
 async def collect_once(conn: asyncpg.Connection, grace_s: float) -> tuple[int, int]:
     """Delete every blob unreferenced for more than ``grace_s`` seconds, ``BATCH`` at a
     time.
 
+    First the references of ids no run holds are forgotten (``ORPHANS``).
+
     Returns:
         How many blobs were deleted, and their bytes.
     """
+    await conn.execute(ORPHANS, grace_s)
     count = size = 0
     statement = collect_statement()
     while True:

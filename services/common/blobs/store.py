@@ -15,7 +15,7 @@ from typing import Protocol
 
 import asyncpg
 
-__all__ = ["BLOBS_SCHEMA", "CHUNK_BYTES", "BlobStore", "PgBlobStore"]
+__all__ = ["BLOBS_SCHEMA", "BLOB_REFS_SCHEMA", "CHUNK_BYTES", "BlobStore", "PgBlobStore"]
 
 BLOBS_SCHEMA = """
 create table if not exists blobs (
@@ -29,19 +29,31 @@ create table if not exists blob_chunks (
     data bytea not null,
     primary key (digest, n)
 );
+"""
+BLOB_REFS_SCHEMA = """
 create table if not exists blob_refs (
     workflow_id text not null,
     digest text not null,
     primary key (workflow_id, digest)
 );
 create index if not exists blob_refs_by_digest on blob_refs (digest);
+do $$ begin
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'blob_refs' and column_name = 'created_at')
+    then
+        alter table blob_refs add column created_at timestamptz not null default now();
+    end if;
+end $$;
 """
 """The blob store's tables, created with the projection's (``db.connect_pool``) but not
 part of it: no event fills them, so a projection rebuild leaves them as they are
 (``rebuild.KEPT_APART``). ``blob_chunks.data`` is stored by PostgreSQL out of line
 (TOAST) and compressed when that helps; ``blob_refs`` rows go with their run's rows
 (projection retention, ``RUN_TABLES``), and a blob no row refers to is collected
-(``services/common/blobs/collect.py``)."""
+(``services/common/blobs/collect.py``). ``BLOB_REFS_SCHEMA`` is apart: a projection
+rebuild's copy has a ``blob_refs`` too, since the projector writes one row per reference
+an event carries (``services/projector/statements.py``), which the rebuild then drops
+(the live table has the same rows)."""
 
 CHUNK_BYTES = 1024 * 1024
 """The size of one stored chunk: what a reader holds at once while it streams a blob."""

@@ -40,6 +40,11 @@ class Conn:
     def __init__(self, *batches: int) -> None:
         self.batches = list(batches)
         self.asked: list[tuple[Any, ...]] = []
+        self.executed: list[tuple[str, tuple[Any, ...]]] = []
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        self.executed.append((sql, args))
+        return "DELETE 0"
 
     async def fetch(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         self.asked.append(args)
@@ -52,6 +57,13 @@ def test_collection_goes_on_until_a_batch_is_not_full() -> None:
     assert asyncio.run(collect.collect_once(conn, 60.0)) == (  # type: ignore[arg-type]
         2 * collect.BATCH + 3, 10 * (2 * collect.BATCH + 3))
     assert conn.asked == [(60.0, collect.BATCH)] * 3
+    assert conn.executed == [(collect.ORPHANS, (60.0,))]  # orphan references first
+
+
+def test_references_of_ids_no_run_holds_are_forgotten_after_the_grace() -> None:
+    assert collect.ORPHANS.startswith("delete from blob_refs r where r.created_at < now()")
+    assert "not exists (select 1 from workflows w where w.workflow_id = r.workflow_id)" \
+        in collect.ORPHANS
 
 
 def test_the_grace_period_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
