@@ -20,6 +20,9 @@ LANES = "lanes"
 namespace of their own, apart from ``tasks.<queue>``."""
 NEEDS = "needs"
 """The word after the prefix in every selector topic's name (``Topics.needs``)."""
+PRIORITY = "priority"
+"""The word after the prefix in the name of every queue's topic of a priority band
+(``Topics.priority``)."""
 TAGS_DIGEST_CHARS = 32
 """Hex digits of the SHA-256 of a set of tags that name its selector topic when its
 tags do not fit (``Topics.needs``)."""
@@ -295,15 +298,45 @@ class Topics:
 
     def queue_of(self, topic: str) -> str | None:
         """The queue whose dispatches ``topic`` holds: its ``tasks.<queue>``, one of
-        its lanes or one of its selector topics; None for any other topic."""
+        its lanes, selector topics or priority topics; None for any other topic."""
         head = self.tasks("")
         if topic.startswith(head) and len(topic) > len(head) and "." not in topic[len(head):]:
             return topic[len(head):]
+        band = self.parse_priority(topic)
+        if band is not None:
+            return band[0]
         lane = self.parse_lane(topic)
         if lane is not None:
             return lane.queue
         needs = self.parse_needs(topic)
         return None if needs is None else needs[0]
+
+    def priority(self, queue: str, band: int) -> str:
+        """The topic of ``queue``'s dispatches of priority ``band`` (0-9, any but the
+        default, ``headwater.core.priority``): ``<prefix>.priority.<queue>.<band>``.
+        A run of another priority than the default sends its dispatches here rather
+        than to ``tasks.<queue>`` (``services.coordinator.records.dispatch_topic``),
+        and every worker of the queue reads each that exists
+        (``services.worker.subscriptions``). A namespace of its own, as lanes have:
+        ``tasks.<queue>.<band>`` could collide with the topic of a queue named
+        ``<queue>_<band>`` under Kafka's rule that ``.`` and ``_`` read alike (a queue
+        name has no ``.``, so no two of these collide)."""
+        return f"{self.prefix}.{PRIORITY}.{queue}.{band}"
+
+    def priorities_of(self, queue: str, bands: Iterable[int]) -> frozenset[str]:
+        """The topics of ``queue`` for each of ``bands``."""
+        return frozenset(self.priority(queue, b) for b in bands)
+
+    def parse_priority(self, topic: str) -> tuple[str, int] | None:
+        """The queue and the band a priority topic's name holds; None for a topic that
+        is no priority topic of this prefix."""
+        head = f"{self.prefix}.{PRIORITY}."
+        if not topic.startswith(head):
+            return None
+        queue, dot, band = topic[len(head):].rpartition(".")
+        if not (dot and queue) or "." in queue or len(band) != 1 or not band.isdigit():
+            return None
+        return queue, int(band)
 
     @property
     def inputs(self) -> tuple[str, str, str]:

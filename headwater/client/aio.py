@@ -10,7 +10,7 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, Unpack, overload
 
 import httpx
 from httpx_sse import EventSource, aconnect_sse
@@ -23,6 +23,7 @@ from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    SubmitOptions,
     auth_headers,
     default_token,
     event_from,
@@ -110,11 +111,10 @@ class AsyncClient:
 
     async def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
                      definition: str | None = None, input: Any = None,
-                     id: str | None = None, tenant: str | None = None,
-                     queue_anyway: bool = False) -> Submitted:
+                     id: str | None = None,
+                     **options: Unpack[SubmitOptions]) -> Submitted:
         """As ``Client.submit``."""
-        return await self.fetch(req.submit(workflow, definition, input, id, tenant,
-                                                queue_anyway))
+        return await self.fetch(req.submit(workflow, definition, input, id, options))
 
     @overload
     async def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args,

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, overload
 from urllib.parse import quote
 
 import httpx
@@ -181,11 +181,27 @@ def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
     return spec
 
 
+class SubmitOptions(TypedDict, total=False):
+    """How a run is submitted, besides what runs (``Client.submit``'s keywords).
+
+    Attributes:
+        tenant: its tenant.
+        queue_anyway: submit even when a queue it needs has no live worker.
+        priority: its priority among the dispatches waiting for a queue: 0-9, higher
+            first, or ``"low"``, ``"normal"``, ``"high"`` (``headwater.core.priority``;
+            None: the spec's, or its definition's; 5 without one).
+    """
+
+    tenant: str | None
+    queue_anyway: bool
+    priority: int | str | None
+
+
 def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | None,
-                workflow_input: Any, workflow_id: str, tenant: str | None,
-                queue_anyway: bool = False) -> Call:
-    """``POST /v1/workflows`` with an inline spec or a definition's name
-    (``queue_anyway``: submit even when a queue has no live worker).
+                workflow_input: Any, workflow_id: str,
+                options: SubmitOptions | None = None) -> Call:
+    """``POST /v1/workflows`` with an inline spec or a definition's name, submitted as
+    ``options`` say (``SubmitOptions``).
 
     Raises:
         ValueError: neither or both of ``workflow`` and ``definition``; an empty
@@ -200,10 +216,13 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
         body["workflow"] = load_workflow(workflow)
     else:
         body["definition"] = definition
-    if tenant is not None:
-        body["tenant"] = tenant
-    if queue_anyway:
+    options = options or {}
+    if options.get("tenant") is not None:
+        body["tenant"] = options["tenant"]
+    if options.get("queue_anyway"):
         body["queue_anyway"] = True
+    if options.get("priority") is not None:
+        body["priority"] = options["priority"]
     return Call("POST", "/v1/workflows", json=body)
 
 

@@ -22,6 +22,7 @@ from headwater import errors
 from headwater.client.http import (
     Call,
     Mode,
+    SubmitOptions,
     definition_put_call,
     list_call,
     run_call,
@@ -160,12 +161,12 @@ def submitted_from(response: httpx.Response) -> Submitted:
 
 
 def submit(workflow: dict[str, Any] | str | Path | None, definition: str | None,
-           workflow_input: Any, workflow_id: str | None, tenant: str | None,
-           queue_anyway: bool) -> Request[Submitted]:
+           workflow_input: Any, workflow_id: str | None,
+           options: SubmitOptions | None = None) -> Request[Submitted]:
     """``Client.submit``: ``POST /v1/workflows`` (``workflow_id`` None: a new id,
     chosen now, before the first try)."""
     return Request(submit_call(workflow, definition, workflow_input, run_id(workflow_id),
-                               tenant, queue_anyway), submitted_from)
+                               options), submitted_from)
 
 
 def run(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,

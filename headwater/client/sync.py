@@ -8,7 +8,7 @@ import builtins
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, Unpack, overload
 
 import httpx
 from httpx_sse import connect_sse
@@ -23,6 +23,7 @@ from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    SubmitOptions,
     auth_headers,
     default_token,
     settings,
@@ -125,7 +126,7 @@ class Client(BlobReads):
 
     def submit(self, workflow: dict[str, Any] | str | Path | None = None, *,
                definition: str | None = None, input: Any = None, id: str | None = None,
-               tenant: str | None = None, queue_anyway: bool = False) -> Submitted:
+               **options: Unpack[SubmitOptions]) -> Submitted:
         """Submit a run of an inline spec (``workflow``: a dict, a YAML/JSON file or
         text) or of a stored definition (``definition``: ``name`` or ``name@3``).
 
@@ -134,16 +135,15 @@ class Client(BlobReads):
             definition: the definition's name instead.
             input: the run's input (JSON).
             id: the run's id (None: ``wf-<uuid4 hex>``, chosen before the first try).
-            tenant: its tenant.
-            queue_anyway: submit even when a queue it needs has no live worker.
+            options: ``tenant``, ``queue_anyway`` (submit even when a queue it needs
+                has no live worker), ``priority`` (0-9 or a name): ``SubmitOptions``.
 
         Raises:
             ValueError: neither or both of ``workflow`` and ``definition``; an empty id.
             Conflict: the id is taken by another body. Unprocessable: an invalid spec
                 or input. NotFound/Gone: unknown or deleted definition.
         """
-        return self.fetch(req.submit(workflow, definition, input, id, tenant,
-                                          queue_anyway))
+        return self.fetch(req.submit(workflow, definition, input, id, options))
 
     @overload
     def run(self, workflow: WorkflowFunction[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...

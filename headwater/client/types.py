@@ -64,6 +64,8 @@ class Workflow:
         raw: the whole document.
         generation: 1, or more once ``restart_on_failure`` restarted it.
         failure: what failed it (a failed run's document), with the traceback; else None.
+        priority: its priority, 0-9, higher first (None: a list item, or a gateway
+            that shows none).
     """
 
     id: str
@@ -80,6 +82,7 @@ class Workflow:
     raw: dict[str, Any] = field(repr=False, compare=False)
     generation: int = 1
     failure: TaskFailure | None = None
+    priority: int | None = None
 
     @property
     def done(self) -> bool:
@@ -98,7 +101,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         output=doc.get("output"), error=doc.get("error") or "",
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
         definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
-        failure=TaskFailure.from_document(doc.get("failure")))
+        failure=TaskFailure.from_document(doc.get("failure")),
+        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None)
 
 
 @dataclass(frozen=True)

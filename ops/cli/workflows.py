@@ -118,6 +118,10 @@ def submit(
     queue_anyway: Annotated[bool, typer.Option(
         "--queue-anyway", help="queue its tasks even on a queue without a live worker "
                                "serving them (else 400)")] = False,
+    priority: Annotated[str | None, typer.Option(
+        "--priority", "-p", help="its priority among the dispatches waiting for a queue: "
+                                 "0-9 (higher first) or low, normal, high; default: the "
+                                 "spec's (5 without one)")] = None,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -127,6 +131,7 @@ def submit(
 
     spec = _spec(file)
     workflow_input = load_input(input)
+    given_priority = _priority(priority)
     workflow_id = id or new_workflow_id()
     if id is None:
         errors_console.print(f"submitting {escape(workflow_id)} (the id is chosen before "
@@ -136,7 +141,7 @@ def submit(
     with gateway_errors(gateway), client(gateway) as hw:
         with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
             answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant,
-                               queue_anyway=queue_anyway)
+                               queue_anyway=queue_anyway, priority=given_priority)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
         print_warnings({"warnings": answer.warnings}, console)
@@ -150,6 +155,23 @@ def submit(
         finally:
             timer.cancel()
     report(state, time.monotonic() - started)
+
+
+def _priority(raw: str | None) -> int | str | None:
+    """``--priority`` as the gateway takes it: a number, or a name.
+
+    Raises:
+        typer.BadParameter: it is neither (the core's message).
+    """
+    from headwater.core.priority import priority_fault
+
+    if raw is None:
+        return None
+    value: int | str = int(raw) if raw.strip().isdigit() else raw.strip()
+    fault = priority_fault(value)
+    if fault is not None:
+        raise typer.BadParameter(fault.removeprefix("priority: "))
+    return value
 
 
 def _spec(file: Path) -> dict[str, Any]:
@@ -203,8 +225,10 @@ def status(
     restarted = (f", generation {generation} (restarted {generation - 1} time"
                  f"{'s' if generation > 2 else ''} after a lost attempt; `headwater replay` "
                  "shows why)" if generation > 1 else "")
+    priority = doc.get("priority")
+    shown = f", priority {priority}" if isinstance(priority, int) and priority != 5 else ""
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
-                  f"{styled(doc['status'])} seq {doc['seq']}{restarted}")
+                  f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}")
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

@@ -9,7 +9,8 @@ or fails (its deadline passed, say) cancels its child (``CancelRequested`` on
 ``control``, naming the parent in ``parent_id``); and a child reports to its parent's
 attempt like a worker would, on ``reports`` keyed by the parent's id:
 ``TaskStarted(worker=<child id>)`` once accepted and linked, ``TaskSucceeded`` with its
-output or ``TaskFailed`` when it ends. A ``schedule`` node's runs are its children too,
+output or ``TaskFailed`` when it ends. A child whose spec gives no priority is submitted
+at its parent's (``core.priority.inherited``). A ``schedule`` node's runs are its children too,
 except that the end of the schedule's workflow cancels none of them
 (``machine.schedule.cancels_run``).
 """
@@ -26,6 +27,8 @@ from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.schedule.rules import cancels_run
 from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.kinds.workflow.rules import report_to_parent
+from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
+from headwater.core.priority import inherited
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
 
@@ -144,7 +147,8 @@ def _to_worker(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | N
 
 def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,
                    ) -> str:
-    """Where a dispatch for a worker goes: ``tasks.<queue>``; the queue's selector
+    """Where a dispatch for a worker goes: ``tasks.<queue>``, or the queue's topic of
+    the run's priority (``Topics.priority``) when it is not the default; the queue's selector
     topic for the node's tags (``Topics.needs``) for an attempt of a node that requires
     tags (``NodeSpec.requires``), read by the workers announcing them alone; or the lane
     of the code it started on (``Topics.lane``) for an attempt of a code node whose
@@ -153,19 +157,22 @@ def dispatch_topic(topics: Topics, body: ev.TaskDispatched, state: WorkflowState
     not the workflow's. (A child step is no dispatch to a worker: ``_to_child``.)
 
     A function of the run's recorded state alone (its spec's code version, the node's
-    kind, queue and requirements, the dispatch's queue): the same history sends the same dispatch
+    kind, queue and requirements, the dispatch's queue, the spec's priority): the same
+    history sends the same dispatch
     to the same topic, whichever coordinator sends it, and whichever workers are live.
     Which workers read a lane is theirs to settle (``services.worker.lanes``)."""
     if state is None or state.spec_error:
         return topics.tasks(body.queue)
+    banded = (topics.tasks(body.queue) if state.spec.priority == DEFAULT_PRIORITY
+              else topics.priority(body.queue, state.spec.priority))
     try:
         spec = state.spec.node(body.node)
     except KeyError:
-        return topics.tasks(body.queue)
+        return banded
     if spec.requires:
         return topics.needs(body.queue, spec.requires)
     if spec.code is None or spec.code.code_version is None or body.queue != spec.queue:
-        return topics.tasks(body.queue)
+        return banded
     return topics.lane(spec.queue, spec.task, spec.code.code_version)
 
 
@@ -199,7 +206,8 @@ def _to_child(topics: Topics, body: ev.TaskDispatched | ev.TaskCancelled | ev.Ta
         child = _child_spec(state, body.node, body.index)
         assert child is not None
         record = ev.ChildSubmitted(cid, body.workflow_id, body.node, body.index, body.attempt,
-                                   child.workflow, body.input, body.at_ms, state.tenant,
+                                   inherited(child.workflow, state.spec.priority),
+                                   body.input, body.at_ms, state.tenant,
                                    definition=child.definition,
                                    definition_version=child.definition_version)
         topic = topics.submissions

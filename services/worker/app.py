@@ -5,7 +5,8 @@ A taken dispatch is skipped without running when its attempt was cancelled alrea
 runs or ran here; otherwise it runs (``lifecycle``): its offset becomes committable
 once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
 ended. Task code cannot stop the worker, and the poll loop never waits on it
-(``intake``). Besides ``tasks.<queue>``, it reads lanes and selector topics
+(``intake``), which takes the waiting dispatch of the highest priority first (``held``).
+Besides ``tasks.<queue>``, it reads its priority topics, lanes and selector topics
 (``subscriptions``). Values over the blob threshold go by reference
 (``payloads``), through one ``Claims`` per worker, whose store opens on the first such
 value. A second consumer, without a group, reads ``worker-control`` (``control``) and
@@ -42,6 +43,7 @@ from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
 from services.worker.drain import drain
+from services.worker.held import Ranking
 from services.worker.intake import Intake
 from services.worker.lanes import Lanes, own_versions
 from services.worker.lifecycle import live
@@ -122,7 +124,8 @@ class Worker:
             fetch_max_bytes=self.settings.max_message_bytes * 4,
             max_poll_interval_ms=self.settings.max_poll_interval_ms,
         )
-        intake = Intake(consumer, self.settings.concurrency)
+        intake = Intake(consumer, self.settings.concurrency,
+                        Ranking(self.settings.topics, self.settings.priority_aging_s))
         await outbox.start()
         uncapture = capture.install()
         try:

@@ -7,11 +7,19 @@ its offset may be committed much earlier: as soon as its ``TaskStarted`` is ackn
 mid-attempt does not get its attempts delivered again; the coordinator retries them.
 
 The poll loop must never block on task code. While every slot stays busy the intake
-pauses the assigned partitions and keeps calling ``getmany`` (which then returns
-nothing), so that the consumer group does not take the worker for dead after
-``max.poll.interval.ms``: that would only cost a rebalance now (its started dispatches
-are committed), but a rebalance stalls the whole group. Partitions are resumed as soon
-as a slot is free.
+keeps calling ``getmany``, so that the consumer group does not take the worker for dead
+after ``max.poll.interval.ms``: that would only cost a rebalance now (its started
+dispatches are committed), but a rebalance stalls the whole group.
+
+What a poll returns is held (``held``) until a slot takes it: a free slot takes the
+held record of the highest effective priority among the first held of each partition
+(its band, and how long it waited), so a dispatch of a high priority sent after low ones
+is taken first. A partition with records held is paused, so that the fetcher brings no
+more of it, and resumed once nothing of it is held; a partition holding nothing stays
+fetched while every slot is busy (its first record must be seen to be chosen), unless
+``lookahead`` records are held already: then every partition is paused. So at most about
+twice ``lookahead`` records are held, never taken out of offset order within a
+partition, and the commit never passes one (only taken records are tracked).
 """
 
 from __future__ import annotations
@@ -19,10 +27,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
+from services.worker.held import Held
 from services.worker.offsets import OffsetTracker
 
 log = logging.getLogger("headwater.worker")
@@ -31,7 +42,10 @@ POLL_MS = 100
 """How long one poll waits for records while a slot is free, milliseconds."""
 BUSY_POLL_S = 1.0
 """How long the intake waits for a free slot (or an offset to commit) before it polls
-(paused) again, seconds."""
+again, seconds."""
+LOOKAHEAD = 100
+"""How many fetched records the intake holds before it stops fetching (at least twice
+its slots): enough to see the first record of every partition of a queue's topics."""
 
 Taken = list[tuple[TopicPartition, ConsumerRecord]]
 
@@ -42,13 +56,23 @@ class Intake:
     Args:
         consumer: the queue's consumer (subscribe it with :attr:`listener`).
         slots: attempts run at once.
+        rank: a fetched record's effective priority at a time, ms since the epoch
+            (``held.Ranking``); default: how long it waited alone (oldest first).
+        clock_ms: now, ms since the epoch (the records' timestamps are on the
+            coordinator's clock).
     """
 
-    def __init__(self, consumer: AIOKafkaConsumer, slots: int) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer, slots: int,
+                 rank: Callable[[ConsumerRecord, int], float] | None = None,
+                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
         self.consumer = consumer
         self.slots = slots
         self.running = 0
         self.tracker: OffsetTracker[TopicPartition] = OffsetTracker()
+        self.held: Held[TopicPartition, ConsumerRecord] = Held(
+            rank or (lambda record, now: float(now - record.timestamp)))
+        self.lookahead = max(LOOKAHEAD, 2 * slots)
+        self.clock_ms = clock_ms
         self.listener = _Rebalance(self)
         self.taking = True
         self.left = False
@@ -60,10 +84,11 @@ class Intake:
         return self.running >= self.slots
 
     async def take(self) -> Taken:
-        """Poll once and take what fits in the free slots (each taken record holds a slot
-        until :meth:`release`). With no slot free, wait up to ``BUSY_POLL_S`` for one (or
-        for an offset to commit); if none frees, pause every partition and poll anyway,
-        to stay in the group.
+        """Poll and take the best held records that fit in the free slots (each taken
+        record holds a slot until :meth:`release`). With no slot free, wait up to
+        ``BUSY_POLL_S`` for one (or for an offset to commit); if none frees, poll
+        anyway, to stay in the group and to see the first records of partitions
+        holding none.
 
         Returns:
             ``(partition, record)`` pairs, in offset order per partition; often empty,
@@ -72,10 +97,10 @@ class Intake:
         if not self.taking:
             return []
         if not self.full:
-            self._resume()
-            free = self.slots - self.running
-            return self._admit(await self.consumer.getmany(timeout_ms=POLL_MS,
-                                                           max_records=free))
+            await self._fetch(timeout_ms=0 if len(self.held) else POLL_MS)
+            taken = self._pick()
+            self._pause_held()
+            return taken
         # ``asyncio.timeout``, not ``wait_for``: on Python 3.11, ``wait_for`` returns the
         # result, swallowing a cancel (the worker stopping) that arrives as the wake-up
         # does, and ``serve`` would then poll on forever.
@@ -84,10 +109,12 @@ class Intake:
                 await self._wake.wait()
         self._wake.clear()  # after waiting: a wake-up while the loop was away counts
         if not self.full:
-            return []  # short tasks: records fetched ahead stay buffered (not paused)
-        self.pause()
-        # Returns nothing for paused partitions; it tells the group this member is alive.
-        return self._admit(await self.consumer.getmany(timeout_ms=0))
+            return []  # a slot freed: the next take chooses among what is held
+        # It tells the group this member is alive, and brings the first records of the
+        # partitions holding none (paused once they hold some).
+        await self._fetch(timeout_ms=0)
+        self._pause_held()
+        return []
 
     def committable(self, tp: TopicPartition, offset: int) -> None:
         """A taken record needs no redelivery (its ``TaskStarted`` was acknowledged, or
@@ -98,10 +125,11 @@ class Intake:
 
     def stop_taking(self) -> None:
         """Take nothing more (the worker is stopping): pause every partition, wake a
-        :meth:`take` that waits for a slot, and give back what a poll returns from now
-        on (it stays uncommitted, for the partition's next owner)."""
+        :meth:`take` that waits for a slot, and forget what is held and what a poll
+        returns from now on (it stays uncommitted, for the partition's next owner)."""
         self.taking = False
         self.pause()
+        self._give_back()
         self._wake.set()
 
     async def settled(self, timeout_s: float) -> int:
@@ -136,7 +164,7 @@ class Intake:
         partitions = self.consumer.assignment() if partitions is None else partitions
         fresh = set(partitions) - set(self.consumer.paused())
         if fresh:
-            log.debug("every slot is busy: pausing %s", sorted(fresh))
+            log.debug("pausing %s", sorted(fresh))
             self.consumer.pause(*fresh)
 
     async def commit(self) -> None:
@@ -154,28 +182,65 @@ class Intake:
             return
         self.tracker.mark_committed(offsets)
 
-    def _resume(self) -> None:
-        paused = self.consumer.paused()
-        if paused:
-            self.consumer.resume(*paused)
+    async def _fetch(self, timeout_ms: int) -> None:
+        """Poll (waiting up to ``timeout_ms`` for records) and hold what comes, then
+        poll again at once while records come and fewer than ``lookahead`` are held.
+        Partitions holding nothing are resumed first, unless ``lookahead`` records are
+        held: then every partition is paused, and the poll only keeps the member in
+        its group."""
+        if len(self.held) >= self.lookahead:
+            self.pause()
+        else:
+            self._resume_empty()
+        batches = await self.consumer.getmany(timeout_ms=timeout_ms,
+                                              max_records=self.lookahead)
+        while batches:
+            self.held.add(batches)
+            room = self.lookahead - len(self.held)
+            if room <= 0 or not self.taking:
+                break
+            batches = await self.consumer.getmany(timeout_ms=0, max_records=room)
+        if not self.taking:
+            self._give_back()  # the worker began to stop meanwhile
 
-    def _admit(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> Taken:
+    def _pick(self) -> Taken:
+        """Take the best held records (``held.Held.pop_best``) while a slot is free."""
         taken: Taken = []
-        for tp, records in batches.items():
-            for record in records:
-                if self.full or not self.taking:
-                    # From a partition assigned while paused, or fetched as the worker
-                    # began to stop: give the rest back.
-                    self.consumer.seek(tp, record.offset)
-                    break
-                self.running += 1
-                self.tracker.started(tp, record.offset)
-                taken.append((tp, record))
+        now = self.clock_ms()
+        while self.taking and not self.full:
+            best = self.held.pop_best(now)
+            if best is None:
+                break
+            tp, record = best
+            self.running += 1
+            self.tracker.started(tp, record.offset)
+            taken.append((tp, record))
         return taken
+
+    def _give_back(self) -> None:
+        """Forget what is held, and read each partition again from its first record
+        held: never committed, it goes to the partition's next owner (or to this
+        worker again)."""
+        assigned = self.consumer.assignment()
+        for tp, offset in self.held.drop().items():
+            if tp in assigned:
+                self.consumer.seek(tp, offset)
+
+    def _pause_held(self) -> None:
+        """Pause the partitions with records held: the fetcher brings no more of them
+        meanwhile."""
+        self.pause(self.held.partitions() & self.consumer.assignment())
+
+    def _resume_empty(self) -> None:
+        """Resume the paused partitions that hold nothing."""
+        empty = set(self.consumer.paused()) - self.held.partitions()
+        if empty:
+            self.consumer.resume(*empty)
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Commits before partitions go, forgets them, and pauses new ones while busy."""
+    """Commits before partitions go, forgets them (what was held of them too), and
+    pauses new ones while busy."""
 
     def __init__(self, intake: Intake) -> None:
         self.intake = intake
@@ -183,6 +248,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         await self.intake.commit()
         self.intake.tracker.forget(list(revoked))
+        self.intake.held.drop(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         if self.intake.full or not self.intake.taking:

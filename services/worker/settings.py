@@ -59,6 +59,30 @@ def lanes_s_from_env() -> float:
     return seconds_from_env("LANES_S", LANES_S)
 
 
+PRIORITY_AGING_S = 60.0
+"""The default ``HEADWATER_PRIORITY_AGING_S``, seconds: a dispatch that waited this long
+counts one band higher (``headwater.core.priority.effective``), so a ``low`` one (2)
+goes before a ``high`` one (8) just sent after 6 minutes of waiting."""
+PRIORITY_AGING_RANGE_S = (0.01, 86_400.0)
+"""The aging intervals taken, seconds."""
+
+
+def priority_aging_s_from_env() -> float:
+    """``HEADWATER_PRIORITY_AGING_S``: a finite number of seconds in
+    ``PRIORITY_AGING_RANGE_S``.
+
+    Raises:
+        ValueError: not a number, or not such one (the message names the variable).
+    """
+    value = env_float("PRIORITY_AGING_S", PRIORITY_AGING_S)
+    low, high = PRIORITY_AGING_RANGE_S
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"HEADWATER_PRIORITY_AGING_S must be a number of seconds from "
+                         f"{low:g} to {high:g}, got "
+                         f"{os.environ.get('HEADWATER_PRIORITY_AGING_S')!r}")
+    return value
+
+
 def task_log_limits_from_env() -> Limits:
     """``HEADWATER_TASK_LOG_LINE_BYTES``, ``_MAX_LINES`` and ``_MAX_BYTES``: the bounds
     of an attempt's log, each a number above 0.
@@ -149,6 +173,10 @@ class Settings(CommonSettings):
             ``gpu,a100``; ``headwater.core.selectors``): it also reads the selector
             topics of its queue for every set of them (``Topics.needs_of``), so it runs
             the tasks of nodes that require them (``requires: [gpu]``).
+        priority_aging_s: the wait worth one priority band, seconds
+            (``HEADWATER_PRIORITY_AGING_S``, 60 by default, from 0.01 to 86,400): a free
+            slot takes the waiting dispatch of the highest band plus waits
+            (``services.worker.held``), so low ones are never starved.
         workflow_cache_size: the code workflow runs whose instance it keeps
             (``HEADWATER_WORKFLOW_CACHE_SIZE``, read by ``headwater.workflows.activation``:
             checked here, so that a value that is no number stops the worker naming it).
@@ -169,6 +197,7 @@ class Settings(CommonSettings):
     code_version: str | None = None
     lanes_s: float = LANES_S
     tags: tuple[str, ...] = ()
+    priority_aging_s: float = PRIORITY_AGING_S
     workflow_cache_size: int = DEFAULT_CACHE_SIZE
 
     @classmethod
@@ -201,5 +230,6 @@ class Settings(CommonSettings):
             code_version=env_str("CODE_VERSION", "") or None,
             lanes_s=lanes_s_from_env(),
             tags=parse_tag_list(env_str("WORKER_TAGS", ""), "HEADWATER_WORKER_TAGS"),
+            priority_aging_s=priority_aging_s_from_env(),
             workflow_cache_size=env_int("WORKFLOW_CACHE_SIZE", DEFAULT_CACHE_SIZE),
         )

@@ -1,11 +1,13 @@
 """The topics a worker reads, and subscribing again when they change.
 
-A worker reads its queue's topic, ``tasks.<queue>``; a worker serving ``@workflow``s also
-reads their lanes at its code version and those of other versions no live worker serves
-(``lanes``); a worker announcing tags also reads the selector topics of its queue for
-every set of its tags that exists (``selectors``). Both of those are found while the
-worker runs, so the consumer's subscription follows them (:meth:`Subscriptions.adopting`)
-until the worker stops taking dispatches.
+A worker reads its queue's topic, ``tasks.<queue>``, and those of its queue's priority
+bands that exist (``Topics.priority``: the dispatches of runs of another priority than
+the default; ``watched``); a worker serving ``@workflow``s also reads their lanes at its
+code version and those of other versions no live worker serves (``lanes``); a worker
+announcing tags also reads the selector topics of its queue for every set of its tags
+that exists (``selectors``). Those are found while the worker runs, so the consumer's
+subscription follows them (:meth:`Subscriptions.adopting`) until the worker stops taking
+dispatches.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+from headwater.core.priority import BANDS
 from services.common.kafka.client import ensure_topics
 from services.worker.intake import Intake
 from services.worker.lanes import Lanes, following
 from services.worker.selectors import Selectors
-from services.worker.selectors import following as following_selectors
 from services.worker.settings import Settings
+from services.worker.watched import Watched
+from services.worker.watched import following as following_watched
 
 
 class Subscriptions:
@@ -37,21 +41,25 @@ class Subscriptions:
         self.topic = topic
         self.lanes = lanes
         self.selectors = selectors
+        self.bands = Watched(settings, settings.topics.priorities_of(settings.queue, BANDS),
+                             "priority topics")
 
     def reading(self) -> list[str]:
-        """The topics to read now: ``tasks.<queue>``, the lanes and the selector
-        topics."""
-        return [self.topic, *sorted(self.lanes.current if self.lanes else ()),
+        """The topics to read now: ``tasks.<queue>``, its priority topics, the lanes
+        and the selector topics."""
+        return [self.topic, *sorted(self.bands.current),
+                *sorted(self.lanes.current if self.lanes else ()),
                 *sorted(self.selectors.current if self.selectors else ())]
 
     @contextlib.asynccontextmanager
     async def watching(self) -> AsyncIterator[None]:
-        """Create this worker's lanes, and follow the workers topic, the lanes and the
-        selector topics meanwhile; nothing for a worker with neither."""
+        """Create this worker's lanes, and follow the workers topic, the lanes, the
+        priority topics and the selector topics meanwhile."""
         async with contextlib.AsyncExitStack() as stack:
             if self.lanes is not None:
                 await ensure_topics(self.settings, sorted(self.lanes.mine))
                 await stack.enter_async_context(self.lanes)
+            await stack.enter_async_context(self.bands)
             if self.selectors is not None:
                 await stack.enter_async_context(self.selectors)
             yield
@@ -59,9 +67,10 @@ class Subscriptions:
     @contextlib.asynccontextmanager
     async def adopting(self, intake: Intake,
                        stopping: Callable[[], bool]) -> AsyncIterator[None]:
-        """Subscribe ``intake``'s consumer again whenever the lanes or the selector
-        topics to read change (``lanes.following``, ``selectors.following``), until the
-        worker stops taking dispatches (``stopping``, or the intake left its group)."""
+        """Subscribe ``intake``'s consumer again whenever the lanes, the priority
+        topics or the selector topics to read change (``lanes.following``,
+        ``watched.following``), until the worker stops taking dispatches
+        (``stopping``, or the intake left its group)."""
 
         def resubscribe(_: frozenset[str]) -> None:
             if stopping() or intake.left or not intake.taking:
@@ -71,7 +80,8 @@ class Subscriptions:
         async with contextlib.AsyncExitStack() as stack:
             if self.lanes is not None:
                 await stack.enter_async_context(following(self.lanes, resubscribe))
+            await stack.enter_async_context(following_watched(self.bands, resubscribe))
             if self.selectors is not None:
-                await stack.enter_async_context(
-                    following_selectors(self.selectors, resubscribe))
+                await stack.enter_async_context(following_watched(self.selectors,
+                                                                  resubscribe))
             yield

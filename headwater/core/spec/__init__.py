@@ -26,6 +26,9 @@ from headwater.core.kinds.schedule.cron import (
 )
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
+from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
+from headwater.core.priority import KEY as PRIORITY_KEY
+from headwater.core.priority import parse_priority
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.selectors import parse_requires
 from headwater.core.spec.fields import (
@@ -142,6 +145,9 @@ class WorkflowSpec:
     max_restarts: int = 0
     """How many times a lost attempt may restart the whole run (``spec.restart``; 0:
     never, a lost attempt is retried like any failed one)."""
+    priority: int = DEFAULT_PRIORITY
+    """Its dispatches' priority among those waiting for a queue, 0-9, higher first
+    (``headwater.core.priority``)."""
 
     def handler_of(self, node_id: str) -> str | None:
         """The node whose ``on_error`` names ``node_id``, or None: such an error handler
@@ -193,7 +199,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
 
     Args:
         doc: plain data as loaded from YAML/JSON: ``{name, retry?, nodes: [...], output?,
-            restart_on_failure?, max_restarts?}``.
+            restart_on_failure?, max_restarts?, priority?}``.
 
     Returns:
         The frozen spec.
@@ -248,12 +254,13 @@ def _parse(doc: Any, submitted: bool) -> WorkflowSpec:
     check_refs(nodes, doc.get("output"), faults, declared)
     restarts = parse_restarts(
         doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
+    priority = parse_priority(doc, faults)
     if submitted:
         faults.extend(environment_faults(nodes))
     if faults:
         raise SpecError(faults)
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"),
-                        max_restarts=restarts)
+                        max_restarts=restarts, priority=priority)
 
 
 def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
@@ -282,7 +289,7 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
 
 
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
-             "output", *RESTART_KEYS}
+             "output", PRIORITY_KEY, *RESTART_KEYS}
 _NODE_KEYS = frozenset({"id", "kind", "needs", "when", "on_error", "continue_on_error"})
 """The fields of every node (each kind's own: ``spec.kinds.KIND_KEYS``)."""
 

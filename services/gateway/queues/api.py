@@ -24,6 +24,7 @@ QUEUES_EXAMPLE = {"queues": [{
                       "last_heard_at": "2024-07-26T13:20:00.500000+00:00"}],
     "tasks": ["embed"], "tags": ["a100", "gpu"],
     "selectors": [{"requires": ["a100"], "topic": "headwater.needs.gpu.a100", "backlog": 1}],
+    "backlog_by_priority": {"8": 1, "5": 2},
     "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}]}
 
 
@@ -38,6 +39,8 @@ async def get_queues(request: Request) -> Response:
     (announced within 3 of their intervals, not stopping), ``tasks`` (served by them),
     ``tags`` (announced by them), ``selectors`` (the selector topics of nodes that
     require tags: the tags and the topic's backlog, counted in ``backlog``),
+    ``backlog_by_priority`` (``backlog`` per priority of the runs waiting, highest
+    first, ``{"8": 1, "5": 2}``; bands without backlog left out),
     ``oldest_waiting_s`` (age of the oldest dispatch not taken yet, seconds, or null),
     ``lost_workers`` (stopped announcing without a stopping record, SIGKILLed: heard
     within ``HEADWATER_UNSERVED_AFTER_S``, with their last ``in_flight``),

@@ -2,12 +2,13 @@
 the oldest waiting dispatch, live workers, and the queue's state.
 
 The backlog of queue ``q`` is the lag of its workers' consumer group
-(``Topics.worker_group(q)``) on ``Topics.tasks(q)`` and on its lanes (``Topics.lane``:
-where code workflows' runs send their activations and steps, one topic per workflow
-and code version) and on its selector topics (``Topics.needs``: where nodes that
-require tags send their dispatches, one topic per set of tags; both read by the same
-group): per partition, the end offset minus
-the committed offset (the log's first offset where the group committed none: its
+(``Topics.worker_group(q)``) on ``Topics.tasks(q)``, on its priority topics
+(``Topics.priority``: one per band of runs of another priority than the default)
+and on its lanes (``Topics.lane``: where code workflows' runs send their activations
+and steps, one topic per workflow and code version) and on its selector topics
+(``Topics.needs``: where nodes that require tags send their dispatches, one topic per
+set of tags; all read by the same group): per partition, the end offset minus the
+committed offset (the log's first offset where the group committed none: its
 workers start there, ``auto.offset.reset=earliest``). The oldest waiting dispatch is the
 record at the committed offset of each partition with a lag: its Kafka timestamp (the
 coordinator's clock when it produced the dispatch). A dispatch a worker took but whose
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.topics import Topics
 from services.common.clock import now_ms
 from services.common.settings import CommonSettings
@@ -280,6 +282,19 @@ def selector_views(topics: Topics, lag: Lag) -> list[dict[str, Any]]:
     return out
 
 
+def priority_views(topics: Topics, lag: Lag) -> dict[str, int]:
+    """A queue's backlog per priority (``Topics.priority``) as ``GET /v1/queues`` shows
+    it: ``{"8": 3, "5": 40}``, highest first; the default band's is that of its other
+    topics (``tasks.<queue>``, lanes and selector topics); bands without backlog left
+    out."""
+    out: dict[int, int] = {}
+    for topic, backlog in lag.topics or (("", lag.backlog),):
+        parsed = topics.parse_priority(topic)
+        band = DEFAULT_PRIORITY if parsed is None else parsed[1]
+        out[band] = out.get(band, 0) + backlog
+    return {str(band): n for band, n in sorted(out.items(), reverse=True) if n}
+
+
 def lost_view(heard: Heard) -> dict[str, Any]:
     """A lost worker (``WorkerRegistry.lost_workers``) as ``GET /v1/queues`` shows it."""
     record = heard.record
@@ -313,6 +328,7 @@ async def overview(figures: QueueFigures, registry: WorkerRegistry,
             "tasks": sorted({t for w in workers for t in w.tasks}),
             "tags": sorted({t for w in workers for t in w.tags}),
             "selectors": selector_views(figures.settings.topics, lag),
+            "backlog_by_priority": priority_views(figures.settings.topics, lag),
             "oldest_waiting_s": None if lag.oldest_ms is None
             else round(max(0, now - lag.oldest_ms) / 1000, 1),
             "maxdepth": depth, "state": queue_state(len(workers), lag.backlog, depth).value,

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from headwater.core.priority import HIGHEST, LOWEST, with_priority
 from headwater.topics import WORKFLOW_ID_PATTERN as ID_PATTERN
+
+Priority = Annotated[int, Field(ge=LOWEST, le=HIGHEST, strict=True)] | Literal[
+    "low", "normal", "high"]
+"""A priority as a body gives it: 0-9, higher first, or a name
+(``headwater.core.priority.NAMES``)."""
 
 
 class SubmitRequest(BaseModel):
@@ -24,3 +30,11 @@ class SubmitRequest(BaseModel):
     tenant: str | None = Field(default=None, max_length=200)
     queue_anyway: bool = False
     """Queue tasks that no live worker of their queue serves (else 400, ``queues.admission``)."""
+    priority: Priority | None = None
+    """The run's priority (``headwater.core.priority``): it replaces the spec's (a
+    definition's default) in the spec the run records; None keeps the spec's."""
+
+    def prioritized(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` (a spec, or ``{"definition": ref}``) with this request's priority set
+        in it (``core.priority.with_priority``), or as it is without one."""
+        return doc if self.priority is None else with_priority(doc, self.priority)

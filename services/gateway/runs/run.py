@@ -17,7 +17,7 @@ worker, as ``queue_anyway`` in ``POST /v1/workflows`` (else 400).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Header, Path, Query, Request
@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 from starlette.responses import Response
 
+from headwater.core.priority import HIGHEST, LOWEST
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.auth.scope import principal, submission
 from services.gateway.blobs import hrefs
@@ -74,6 +75,10 @@ class RunQuery(BaseModel):
     queue_anyway: bool = Field(default=False, description=(
         "submit even when a queue the run needs has no live worker (as queue_anyway in "
         "POST /v1/workflows)"))
+    priority: Annotated[int, Field(ge=LOWEST, le=HIGHEST)] | Literal[
+        "low", "normal", "high"] | None = Field(default=None, description=(
+            "the run's priority, 0-9 (higher first) or low, normal, high; default: the "
+            "definition's (as priority in POST /v1/workflows)"))
 
 
 def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Response:
@@ -128,7 +133,7 @@ async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, a
                                        PAYLOAD_SETTING))
     preferences = parse_prefer(prefer or [])
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
-                          queue_anyway=query.queue_anyway)
+                          queue_anyway=query.queue_anyway, priority=query.priority)
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet, submission(me, asked), me)
     return await answer(hw, accepted, choose_mode(preferences, accept),

@@ -185,8 +185,8 @@ async def _check_new_input(pool: asyncpg.Pool, claim: _Claim, workflow_input: An
 
 
 def _given(request: SubmitRequest) -> dict[str, Any]:
-    """What the request's hash covers besides its input and tenant: the spec as given,
-    or ``{"definition": ref}``.
+    """What the request's hash covers besides its input and tenant: the spec as given
+    or ``{"definition": ref}``, with the request's ``priority`` set in it if given.
 
     Raises:
         Problem: 422 for neither or both of ``workflow`` and ``definition``.
@@ -196,12 +196,12 @@ def _given(request: SubmitRequest) -> dict[str, Any]:
             raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
                           "'definition' (a registered definition), not both",
                           errors=["definition: not with workflow"])
-        return {"definition": request.definition}
+        return request.prioritized({"definition": request.definition})
     if request.workflow is None:
         raise Problem(422, "Invalid request", "'workflow' (the spec) or 'definition' (a "
                       "registered definition's name) is required",
                       errors=["workflow: required (or definition)"])
-    return request.workflow
+    return request.prioritized(request.workflow)
 
 
 @dataclass(frozen=True)
@@ -217,9 +217,9 @@ class _Claim:
 async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
                     given: dict[str, Any], me: Principal = OPEN) -> _Claim:
     """The spec ``request`` runs (``given``: its ``_given``): its definition resolved
-    and its input checked against the definition's schema, the definitions its children
-    name inlined, checked. Only definitions ``me`` sees are resolved (its tenant's and
-    the shared ones): another tenant's is unknown.
+    (its priority the request's, if given) and its input checked against its schema,
+    the definitions its children name inlined, checked. Only definitions ``me`` sees
+    are resolved (its tenant's and the shared ones): another tenant's is unknown.
 
     Raises:
         Problem: 422, 404 or 410 (``submit``).
@@ -232,7 +232,7 @@ async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
         return _Claim(full)
     resolved = await resolve(pool, ref, me)
     await asyncio.to_thread(check_input, resolved, request.input)
-    full = await inline_children(pool, resolved.spec, (resolved.name,), me=me)
+    full = await inline_children(pool, request.prioritized(resolved.spec), (resolved.name,), me=me)
     await asyncio.to_thread(_check_spec, full)
     return _Claim(full, resolved.name, resolved.version)
 

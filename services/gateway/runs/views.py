@@ -12,6 +12,9 @@ from typing import Any
 import asyncpg
 
 from headwater.core.ids import child_id, task_key
+from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
+from headwater.core.priority import KEY as PRIORITY_KEY
+from headwater.core.priority import as_number, priority_fault
 from headwater.core.spec import NodeKind
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from services.gateway.edge.problems import Problem
@@ -86,7 +89,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "seq": row["seq"], "created_at": _iso(row["created_at"]),
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
         "error": row["error"], "failure": failure(*failed_by),
-        "definition": definition_of(row),
+        "definition": definition_of(row), "priority": priority_of(row["spec"]),
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
@@ -96,6 +99,13 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
     }
+
+
+def priority_of(spec: Any) -> int:
+    """A run's priority, 0-9, as its recorded spec gives it (``core.priority``): the
+    default for a spec without one (or one the core would refuse, which never runs)."""
+    raw = spec.get(PRIORITY_KEY) if isinstance(spec, dict) else None
+    return DEFAULT_PRIORITY if raw is None or priority_fault(raw) else as_number(raw)
 
 
 def _warnings(tasks: list[Row], nondeterministic: dict[str, Any] | None) -> dict[str, Any]:

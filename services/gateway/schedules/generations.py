@@ -38,6 +38,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from headwater.core.definitions import NAME_PATTERN
 from headwater.core.kinds.schedule.cron import MAX_CATCHUP_MAX, ScheduleSpec, next_fire_ms
+from headwater.core.priority import KEY as PRIORITY_KEY
+from headwater.core.priority import with_priority
 from headwater.core.retry import MAX_SECONDS
 from headwater.topics import Topics
 from services.common.auth.tokens import OPEN, Principal
@@ -46,7 +48,7 @@ from services.gateway.control.send import request_cancel
 from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.models import Priority, SubmitRequest
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.gateway.runs.submit import Headers, Outlet, submit
 
@@ -85,6 +87,9 @@ class ScheduleRequest(BaseModel):
     catchup_max: int = Field(default=10, ge=1, le=MAX_CATCHUP, strict=True)
     misfire_grace: float = Field(default=60.0, ge=0, le=MAX_SECONDS)
     start_at: AwareDatetime | None = None
+    priority: Priority | None = None
+    """The priority of the runs it starts (``headwater.core.priority``); None: the
+    definition's."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +181,10 @@ def build_spec(name: str, body: ScheduleRequest, resolved: Resolved,
         name: the schedule's name.
         body: the checked body.
         resolved: the definition's version each run runs.
-        workflow: its spec with its own children inlined.
+        workflow: its spec with its own children inlined; with the body's
+            ``priority``, if any, in place of the definition's.
     """
+    workflow = with_priority(workflow, body.priority)
     node: dict[str, Any] = {
         "id": NODE, "kind": "schedule", "cron": body.cron, "timezone": body.timezone,
         "workflow": workflow, "definition": resolved.name,
@@ -198,8 +205,12 @@ def schedule_node(spec: Any) -> dict[str, Any]:
 
 def settings_of(spec: Any) -> dict[str, Any]:
     """What makes two generations the same schedule: the node without its inline
-    ``workflow`` (``definition_version`` stands for it)."""
-    return {k: v for k, v in schedule_node(spec).items() if k != "workflow"}
+    ``workflow`` (``definition_version`` stands for it), and the priority of the runs
+    it starts (the inline workflow's)."""
+    node = schedule_node(spec)
+    workflow = node.get("workflow")
+    ran_at = workflow.get(PRIORITY_KEY) if isinstance(workflow, dict) else None
+    return {**{k: v for k, v in node.items() if k != "workflow"}, PRIORITY_KEY: ran_at}
 
 
 async def check_body(pool: asyncpg.Pool, body: ScheduleRequest, me: Principal = OPEN,

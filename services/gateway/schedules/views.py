@@ -19,6 +19,7 @@ from urllib.parse import quote
 import asyncpg
 
 from services.common.auth.tokens import OPEN, Principal
+from services.gateway.runs.views import priority_of
 from services.gateway.schedules.generations import (
     Generation,
     generations,
@@ -62,7 +63,7 @@ def document(name: str, generation: Generation, state: Any) -> dict[str, Any]:
         "cron": node.get("cron"), "timezone": node.get("timezone", "UTC"),
         "definition": {"name": node.get("definition"),
                        "version": node.get("definition_version")},
-        "input": node.get("input"),
+        "input": node.get("input"), "priority": priority_of(node.get("workflow")),
         **{k: node.get(k) for k in ("overlap", "catchup", "catchup_max", "misfire_grace",
                                     "start_at")},
         "paused": False, "next_fire_at": None, "last_fire_at": None, "last_run_id": None,

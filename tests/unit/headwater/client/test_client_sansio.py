@@ -41,14 +41,14 @@ def test_each_mode_of_run_asks_and_waits_as_the_gateway_expects() -> None:
 def test_requests_check_their_arguments_before_anything_is_sent() -> None:
     for build in (lambda: req.get(""), lambda: req.cancel("", "why"),
                   lambda: req.definition_delete(""), lambda: acting("POST", "", "pause"),
-                  lambda: req.submit(None, "", None, None, None, False),
+                  lambda: req.submit(None, "", None, None),
                   lambda: req.run("d", None, "sync", float("nan"), None, False)):
         with pytest.raises(ValueError):
             build()
 
 
 def test_a_submission_and_a_signal_choose_their_ids_once() -> None:
-    submitted = req.submit(None, "d", {"a": 1}, None, None, False)
+    submitted = req.submit(None, "d", {"a": 1}, None)
     signal = req.signal("wf-1", "go", {}, None, None)
     assert submitted.call.json["id"].startswith("wf-") and signal.call.json["signal_id"]
     assert submitted.decode(httpx.Response(200, json={"id": "x", "status": "running"})) \

@@ -50,24 +50,27 @@ async def test_while_every_slot_is_busy_the_loop_keeps_polling_paused(
     assert started(producer) == ["w0", "w1", "w2"]  # each ran once
 
 
-async def test_records_of_a_partition_assigned_while_busy_are_given_back(
+async def test_records_of_a_partition_assigned_while_busy_are_held_and_taken_in_turn(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(intake_module, "BUSY_POLL_S", 0.01)
     GATE.clear()
     consumer = FakeConsumer({
-        TP0: records(dispatch("unit.gated", {"n": 0}, workflow_id="a")),
-        TP1: records(dispatch("unit.ok", {"n": 1}, workflow_id="b"),
-                     dispatch("unit.ok", {"n": 2}, workflow_id="c"))})
-    consumer.pause(TP1)  # so that the first poll takes TP0's record
+        TP0: records(dispatch("unit.gated", {"n": 0}, workflow_id="a", at_ms=1_000)),
+        TP1: records(dispatch("unit.ok", {"n": 1}, workflow_id="b", at_ms=2_000),
+                     dispatch("unit.ok", {"n": 2}, workflow_id="c", at_ms=3_000))})
+    consumer.pause(TP1)  # assigned while paused: resumed, since it holds nothing
     producer = FakeProducer()
     try:
         async with serving(Worker(settings(concurrency=1)), consumer, producer):
-            await wait_until(lambda: consumer.paused() == {TP0, TP1})
-            consumer.unpause_during_next_poll = {TP1}  # TP1 assigned anew while busy
-            await wait_until(lambda: TP1 in consumer.position)
-            await wait_until(lambda: consumer.paused() == {TP0, TP1})
-            assert consumer.position[TP1] == 0  # fetched, then given back
-            assert started(producer) == ["a"]
+            # Both partitions' records fetched and held; the oldest taken; the
+            # partitions with records held paused, so that no more of them comes.
+            await wait_until(lambda: consumer.position == {TP0: 1, TP1: 2})
+            await wait_until(lambda: started(producer) == ["a"])
+            assert consumer.paused() == {TP1}
+            consumer.unpause_during_next_poll = {TP1}  # as a rebalance would
+            polls = consumer.polls
+            await wait_until(lambda: consumer.polls >= polls + 3)  # busy, still polling
+            assert consumer.position[TP1] == 2 and consumer.paused() == {TP1}
             GATE.set()
             await wait_until(lambda: consumer.committed == {TP0: 1, TP1: 2})
     finally:

@@ -68,11 +68,15 @@ class Record:
     key: bytes | None = None
     headers: tuple[tuple[str, bytes], ...] = ()
     topic: str = "t.tasks.cpu"
+    timestamp: int = 0
 
 
-def records(*dispatches: ev.TaskDispatched, start: int = 0) -> list[Record]:
-    """Encoded records of ``dispatches`` at consecutive offsets from ``start``."""
-    return [Record(start + i, codec.encode(d), d.workflow_id.encode())
+def records(*dispatches: ev.TaskDispatched, start: int = 0, topic: str = "t.tasks.cpu",
+            ) -> list[Record]:
+    """Encoded records of ``dispatches`` at consecutive offsets from ``start``, each
+    stamped with its dispatch's time."""
+    return [Record(start + i, codec.encode(d), d.workflow_id.encode(), topic=topic,
+                   timestamp=d.at_ms)
             for i, d in enumerate(dispatches)]
 
 
