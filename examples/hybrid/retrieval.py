@@ -154,14 +154,16 @@ def main_category(hits: Sequence[Hit], categories: Mapping[str, str]) -> str:
 
 
 def ground(question: str, category_of: Mapping[str, str], status_path: str = STATUS_PATH,
-           k: int = 5) -> Grounding:
+           k: int = 5, corpus: Sequence[Package] | None = None) -> Grounding:
     """Retrieve the grounding passages for ``question``.
 
     Args:
         question: free text.
         category_of: package -> class, from the profile (``classify.profile``).
-        status_path: the dpkg status file.
+        status_path: the dpkg status file (read when no ``corpus`` is given).
         k: how many passages.
+        corpus: the packages to search, as another step read them (the research
+            workflow's ``hybrid.corpus``); None: those of ``status_path``.
 
     Returns:
         ``{"question", "passages": [Hit...], "categories": {package: class} of the
@@ -175,7 +177,7 @@ def ground(question: str, category_of: Mapping[str, str], status_path: str = STA
     if not query_terms(question):
         raise ValueError(f"the question {question!r} has no searchable word (stop words, "
                          "one-letter words and 'installed packages' are left out)")
-    index = index_for(status_path)
+    index = index_for(status_path) if corpus is None else build_index(corpus)
     hits = index.search(question, k)
     return {"question": question, "passages": hits,
             "categories": {h["package"]: category_of.get(h["package"], "other")

@@ -46,11 +46,22 @@ def profile(classified: list[list[dict[str, Any]] | None],
     return classify.profile(classified, briefs)
 
 
+@task(name="hybrid.corpus", queue=QUEUE)
+def corpus(status_path: str = packages.STATUS_PATH) -> list[packages.Package]:
+    """Every installed package with its whole description: the documents retrieval
+    searches. On a Debian system that is about half a megabyte of JSON, over the claim
+    check's threshold, so the output goes by reference: stored once, the run's history
+    holding a reference, and a step given it gets the list back."""
+    return list(packages.load_packages(status_path))
+
+
 @task(name="hybrid.retrieve", queue=QUEUE)
 def retrieve(question: str, category_of: dict[str, str],
-             status_path: str = packages.STATUS_PATH, k: int = 5) -> retrieval.Grounding:
-    """The grounding passages for the question; see :func:`retrieval.ground`."""
-    return retrieval.ground(question, category_of, status_path, k)
+             status_path: str = packages.STATUS_PATH, k: int = 5,
+             corpus: list[packages.Package] | None = None) -> retrieval.Grounding:
+    """The grounding passages for the question, among ``corpus`` if given, else the
+    packages of ``status_path``; see :func:`retrieval.ground`."""
+    return retrieval.ground(question, category_of, status_path, k, corpus)
 
 
 @task(name="hybrid.decide", queue=QUEUE)

@@ -1,8 +1,10 @@
 """The research assistant as Python code: two ``@workflow`` functions over the hybrid
 example's tasks (:mod:`examples.hybrid.tasks`, queue ``hybrid``).
 
-``research`` classifies the installed packages, calls ``research.search`` (a child
-workflow) for the passages that ground the question, drafts the answer in a loop of at
+``research`` classifies the installed packages, reads their descriptions once
+(``hybrid.corpus``: half a megabyte, which goes by reference), calls
+``research.search`` (a child workflow) for the passages among them that ground the
+question, drafts the answer in a loop of at
 most ``MAX_ROUNDS`` rounds of decide and a tool, waits for the ``approval`` signal,
 holds an approved answer for ``hold_s`` seconds (a day unless the input says) and
 publishes it, or shelves a rejected one. What ``examples/hybrid/workflow.yaml`` says
@@ -53,13 +55,14 @@ class DraftExhausted(RuntimeError):
 
 @workflow(name="research.search", queue=QUEUE, retry=RETRY)
 async def search(wf: WorkflowContext, question: str, category_of: dict[str, str],
-                 status_path: str = packages.STATUS_PATH, k: int = 5) -> dict[str, Any]:
+                 status_path: str = packages.STATUS_PATH, k: int = 5,
+                 corpus: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The child workflow: the passages that ground ``question``, BM25 over the
-    installed packages' descriptions, each with its package's class
-    (``retrieval.Grounding``)."""
+    installed packages' descriptions (``corpus``, as the parent read it, else the
+    status file's), each with its package's class (``retrieval.Grounding``)."""
     grounding: dict[str, Any] = await wf.run(
         tasks.retrieve, question=question, category_of=category_of,
-        status_path=status_path, k=k)
+        status_path=status_path, k=k, corpus=corpus)
     return grounding
 
 
@@ -127,8 +130,13 @@ async def research(wf: WorkflowContext, question: str, top_k: int = 5,
         approval's note).
     """
     profile = await classify(wf, status_path)
+    # The documents, read once: about 0.5 MB of JSON on a Debian system, so the step's
+    # output and the child's input go by reference (stored once, by digest); this
+    # function and the child's task get the list back.
+    corpus = await wf.run(tasks.corpus, status_path=status_path)
     grounding = await wf.call(search, {"question": question, "status_path": status_path,
-                                       "category_of": profile["category_of"], "k": top_k})
+                                       "category_of": profile["category_of"], "k": top_k,
+                                       "corpus": corpus})
     answer = await draft(wf, question, grounding, status_path, doc_root)
     approval = await wf.signal("approval", timeout=APPROVAL_TIMEOUT) or {}
     published = shelved = None

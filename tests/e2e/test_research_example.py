@@ -23,6 +23,7 @@ from examples.hybrid.tasks import QUEUE as HYBRID_QUEUE
 from examples.hybrid.tasks import TASKS_MODULE
 from examples.research import flows, runner
 from examples.research.progress import waits_for
+from headwater import blobs
 from headwater.client import AsyncClient
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
@@ -115,6 +116,10 @@ async def test_the_runner_approves_and_the_history_folds_to_the_harness_result(
         "approved": True, "note": "checked by the e2e suite"})
     assert output == expected
     assert steps(state) == steps(harness)
+    # The documents (half a megabyte of a Debian system's packages) went by reference:
+    # the child's input in the history holds one, as in the harness.
+    [child] = [i for op, name, i in steps(state) if name == "research.search"]
+    assert blobs.is_ref(child["corpus"]) and child["corpus"]["bytes"] > 256 * 1024, child
 
 
 async def test_a_rejected_run_folds_to_the_harness_result(
