@@ -35,10 +35,9 @@ changed; a lane is adopted once it was seen unserved on two looks in a row
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from aiokafka.admin import AIOKafkaAdminClient
 
@@ -239,16 +238,3 @@ class Lanes:
             log.info("worker %s leaves the lanes %s: their code version has a live "
                      "worker again, or they are gone", self.settings.worker_id,
                      ", ".join(left))
-
-
-@contextlib.asynccontextmanager
-async def following(lanes: Lanes, on_change: Callable[[frozenset[str]], None],
-                    ) -> AsyncIterator[None]:
-    """Run ``lanes.follow(on_change)`` in the background meanwhile."""
-    task = asyncio.create_task(lanes.follow(on_change))
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

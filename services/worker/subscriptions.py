@@ -18,11 +18,10 @@ from collections.abc import AsyncIterator, Callable
 from headwater.core.priority import BANDS
 from services.common.kafka.client import ensure_topics
 from services.worker.intake import Intake
-from services.worker.lanes import Lanes, following
+from services.worker.lanes import Lanes
 from services.worker.selectors import Selectors
 from services.worker.settings import Settings
-from services.worker.watched import Watched
-from services.worker.watched import following as following_watched
+from services.worker.watched import Watched, following
 
 
 class Subscriptions:
@@ -68,9 +67,9 @@ class Subscriptions:
     async def adopting(self, intake: Intake,
                        stopping: Callable[[], bool]) -> AsyncIterator[None]:
         """Subscribe ``intake``'s consumer again whenever the lanes, the priority
-        topics or the selector topics to read change (``lanes.following``,
-        ``watched.following``), until the worker stops taking dispatches
-        (``stopping``, or the intake left its group)."""
+        topics or the selector topics to read change (``watched.following``), until
+        the worker stops taking dispatches (``stopping``, or the intake left its
+        group)."""
 
         def resubscribe(_: frozenset[str]) -> None:
             if stopping() or intake.left or not intake.taking:
@@ -80,8 +79,8 @@ class Subscriptions:
         async with contextlib.AsyncExitStack() as stack:
             if self.lanes is not None:
                 await stack.enter_async_context(following(self.lanes, resubscribe))
-            await stack.enter_async_context(following_watched(self.bands, resubscribe))
+            await stack.enter_async_context(following(self.bands, resubscribe))
             if self.selectors is not None:
-                await stack.enter_async_context(following_watched(self.selectors,
+                await stack.enter_async_context(following(self.selectors,
                                                                   resubscribe))
             yield

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Protocol
 
 from aiokafka.admin import AIOKafkaAdminClient
 
@@ -96,11 +97,19 @@ class Watched:
                 on_change(self.current)
 
 
+class Follows(Protocol):
+    """What looks for the topics to read while the worker runs (``Watched``,
+    ``lanes.Lanes``)."""
+
+    async def follow(self, on_change: Callable[[frozenset[str]], None]) -> None:
+        """Look again and again, calling ``on_change`` when the topics change."""
+
+
 @contextlib.asynccontextmanager
-async def following(watched: Watched, on_change: Callable[[frozenset[str]], None],
+async def following(source: Follows, on_change: Callable[[frozenset[str]], None],
                     ) -> AsyncIterator[None]:
-    """Run ``watched.follow(on_change)`` in the background meanwhile."""
-    task = asyncio.create_task(watched.follow(on_change))
+    """Run ``source.follow(on_change)`` in the background meanwhile."""
+    task = asyncio.create_task(source.follow(on_change))
     try:
         yield
     finally:

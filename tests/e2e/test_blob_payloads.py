@@ -172,11 +172,12 @@ def test_a_5_mb_signal_goes_by_reference(stack: Sandbox, http: dict[str, httpx.C
     assert http["acme"].get(run["output"]["doc"]["href"]).content == data
 
 
-async def _age(dsn: str, workflow_id: str) -> None:
+async def _age(dsn: str, workflow_id: str, column: str = "workflow_id") -> None:
+    """Make the runs whose ``column`` is ``workflow_id`` look an hour old."""
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("update workflows set updated_at = now() - interval '1 hour'"
-                           " where workflow_id = $1", workflow_id)
+                           f" where {column} = $1", workflow_id)
     finally:
         await conn.close()
 
@@ -299,15 +300,6 @@ def test_an_id_given_back_after_kafka_refused_its_record_keeps_no_blob_reference
     assert read.status_code == 404
 
 
-async def _age_named(dsn: str, name: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute("update workflows set updated_at = now() - interval '1 hour'"
-                           " where name = $1", name)
-    finally:
-        await conn.close()
-
-
 def test_a_parent_keeps_its_childs_large_output_after_the_child_is_purged(
         stack: Sandbox, http: dict[str, httpx.Client]) -> None:
     """The child stored its output's blob under its own id; the parent holds the
@@ -326,7 +318,7 @@ def test_a_parent_keeps_its_childs_large_output_after_the_child_is_purged(
         "output": {"c": "${nodes.c.output}", "d": "${nodes.d.output}"}}
     parent = submit(http["acme"], {}, spec)
     assert asyncio.run(_wait_named_ended(stack.dsn, name)), "the child did not end"
-    asyncio.run(_age_named(stack.dsn, name))
+    asyncio.run(_age(stack.dsn, name, "name"))
     purged, _ = asyncio.run(_retention(stack.dsn))
     assert purged >= 1
     sent = http["acme"].post(f"/v1/workflows/{parent}/signals/go", json={"fields": {}})
