@@ -101,8 +101,10 @@ lint: install
 	$(VENV)/bin/ruff check headwater services ops tests load faultsuite fuzzer examples
 	$(VENV)/bin/mypy --strict headwater services ops examples
 
-## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster) and .venv.
+## Stop everything and delete the local data (Kafka logs, the PostgreSQL cluster, a local
+## SeaweedFS's and its build) and .venv.
 clean: down
+	bash infra/seaweedfs.sh down
 	bash infra/stack.sh reset
 	rm -rf $(VENV) .headwater
 

@@ -70,12 +70,12 @@ install() {
     return 0
   fi
   [[ -x $WEED ]] && return 0
-  command -v go >/dev/null 2>&1 \
-    || { log "Go is not installed (needs go 1.26 or later, https://go.dev/dl): cannot build SeaweedFS"; exit 1; }
   mkdir -p "$BUILD"
   exec 9>"$BUILD/.lock"
   flock 9
   [[ -x $WEED ]] && return 0   # built by whoever held the lock
+  command -v go >/dev/null 2>&1 \
+    || { log "Go is not installed (needs go 1.26 or later, https://go.dev/dl): cannot build SeaweedFS"; exit 1; }
   log "building SeaweedFS $VERSION from the Go module proxy (first run only, a few minutes)..."
   local t0=$SECONDS dir
   dir="$(go mod download -json "$MODULE@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')" \
