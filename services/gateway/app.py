@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, FastAPI
 
 from services.common import tracing
-from services.common.blobs.claims import threshold_from_env
+from services.common.blobs.claims import store_from_env, threshold_from_env
 from services.common.db import connect_pool
 from services.common.kafka.client import broker_answers, ensure_topics, make_producer
 from services.gateway import health, metrics
@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or Settings.from_env()
     threshold = threshold_from_env()  # HEADWATER_BLOB_THRESHOLD_BYTES: refused at start
+    s3 = store_from_env()  # HEADWATER_BLOB_STORE and HEADWATER_S3_*: likewise
     runtime = Runtime(settings, drain=Drain(settings.shutdown_delay_s, settings.drain_s))
 
     async def connect() -> None:
@@ -69,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await ensure_topics(settings, [settings.topics.submissions, settings.topics.control],
                             timeout_s=float("inf"))
         runtime.pool = await connect_pool(settings.pg_dsn, max_size=20, timeout_s=float("inf"))
-        runtime.claims = claims_over(runtime.pool, threshold)
+        runtime.claims = claims_over(runtime.pool, threshold, s3)
         runtime.producer = make_producer(settings)
         await runtime.producer.start()
         runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)

@@ -85,6 +85,9 @@ class Runtime:
         await self.stop_queues()
         if hasattr(self, "producer"):
             await self.producer.stop()
+        if self.claims is not None:
+            with contextlib.suppress(Exception):
+                await self.claims.close()
         if hasattr(self, "pool"):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.pool.close(), 5)

@@ -13,7 +13,8 @@ crash leaves a run whole or gone; the same statement keeps the id in ``retired_i
 coordinator takes it (the same request: the same run; another body: 409), never with a
 claim that no run would ever update. Schedules and definitions are not runs and stay.
 Then the blobs no run refers to any more, stored more than ``HEADWATER_BLOB_GRACE_S``
-seconds ago, are deleted (``services/common/blobs/collect.py``).
+seconds ago, are deleted (``services/common/blobs/collect.py``), with their objects when
+the blob store is a bucket (``HEADWATER_BLOB_STORE=s3``).
 
 It runs as a periodic job of its own: ``python -m services.projector.retention``. The
 coordinator's table has its own retention (``services/coordinator/retention.py``) and
@@ -30,7 +31,9 @@ import logging
 
 import asyncpg
 
+from services.common.blobs.claims import store_from_env
 from services.common.blobs.collect import collect_once, grace_from_env
+from services.common.blobs.s3 import S3Objects, open_s3
 from services.common.db import connect as pg_connect
 from services.common.settings import env_float, env_str
 
@@ -94,21 +97,33 @@ async def run(dsn: str, interval_s: float = 60.0) -> None:
     no run refers to (returns at once on ``keep``: no run's references go)."""
     purge, seconds = projection_retention()
     grace_s = grace_from_env()
+    s3 = store_from_env()
     if not purge:
         log.info("HEADWATER_PROJECTION_RETENTION=keep: the projection keeps every run")
         return
-    while True:
-        conn = await pg_connect(dsn)
-        try:
-            deleted = await purge_once(conn, seconds)
-            blobs, size = await collect_once(conn, grace_s)
-        finally:
-            await conn.close()
-        if deleted:
-            log.info("deleted the projection rows of %d runs past retention", deleted)
-        if blobs:
-            log.info("deleted %d blobs (%d bytes) no run refers to", blobs, size)
-        await asyncio.sleep(interval_s)
+    objects = None if s3 is None else await open_s3(s3)
+    try:
+        while True:
+            await _once(dsn, seconds, grace_s, objects)
+            await asyncio.sleep(interval_s)
+    finally:
+        if objects is not None:
+            await objects.close()
+
+
+async def _once(dsn: str, seconds: float, grace_s: float, objects: S3Objects | None) -> None:
+    """One purge and collection (``objects``: the bucket whose objects go with their rows)."""
+    conn = await pg_connect(dsn)
+    try:
+        deleted = await purge_once(conn, seconds)
+        blobs, size = await collect_once(conn, grace_s,
+                                         None if objects is None else objects.delete)
+    finally:
+        await conn.close()
+    if deleted:
+        log.info("deleted the projection rows of %d runs past retention", deleted)
+    if blobs:
+        log.info("deleted %d blobs (%d bytes) no run refers to", blobs, size)
 
 
 if __name__ == "__main__":  # pragma: no cover - a process entry point

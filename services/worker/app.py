@@ -142,6 +142,8 @@ class Worker:
         finally:
             uncapture()
             await outbox.stop()
+            with contextlib.suppress(Exception):
+                await self.claims.close()
             self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def serve(self, intake: Intake, outbox: Outbox) -> None:

@@ -14,14 +14,19 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import orjson
 
 from headwater import blobs
+from services.common.blobs.s3 import S3BlobStore, S3Settings, open_s3, s3_settings_from_env
 from services.common.blobs.store import BlobStore, PgBlobStore
 from services.common.db import connect_pool
 from services.common.settings import CommonSettings, env_int, env_str
 
-__all__ = ["Claims", "threshold_from_env"]
+__all__ = ["STORES", "Claims", "store_from_env", "store_opener", "threshold_from_env"]
+
+STORES = ("postgresql", "s3")
+"""What ``HEADWATER_BLOB_STORE`` may name."""
 
 
 def threshold_from_env() -> int:
@@ -35,6 +40,33 @@ def threshold_from_env() -> int:
     if value < 0:
         raise ValueError("HEADWATER_BLOB_THRESHOLD_BYTES must be at least 0")
     return value
+
+
+def store_from_env() -> S3Settings | None:
+    """``HEADWATER_BLOB_STORE``: None for ``postgresql`` (the default), the
+    ``HEADWATER_S3_*`` settings for ``s3``. Read when a service starts, so that a bad
+    setting stops it there rather than at its first large value.
+
+    Raises:
+        ValueError: an unknown store or a bad S3 setting (the message names the variable).
+    """
+    kind = env_str("BLOB_STORE", "postgresql").strip().lower()
+    if kind not in STORES:
+        raise ValueError(f"HEADWATER_BLOB_STORE={kind!r}: {' or '.join(STORES)}")
+    return s3_settings_from_env() if kind == "s3" else None
+
+
+def store_opener(s3: S3Settings | None,
+                 pool: Callable[[], Awaitable[asyncpg.Pool]]) -> Callable[[], Awaitable[BlobStore]]:
+    """What opens the store ``store_from_env`` chose, its rows in the database of the
+    pool ``pool`` gives (called once, on first use)."""
+    async def open_store() -> BlobStore:
+        rows = await pool()
+        if s3 is None:
+            return PgBlobStore(rows)
+        return S3BlobStore(rows, await open_s3(s3))
+
+    return open_store
 
 
 class Claims:
@@ -54,20 +86,16 @@ class Claims:
     @classmethod
     def from_settings(cls, settings: CommonSettings) -> Claims:
         """The store that ``HEADWATER_BLOB_STORE`` names (``postgresql``, the default:
-        the projection's database), with the threshold from the environment.
+        the projection's database; ``s3``: a bucket, ``HEADWATER_S3_*``), its rows in a
+        pool of its own, with the threshold from the environment.
 
         Raises:
-            ValueError: an unknown store or a bad threshold.
+            ValueError: an unknown store, a bad S3 setting or a bad threshold.
         """
-        kind = env_str("BLOB_STORE", "postgresql").strip().lower()
-        if kind != "postgresql":
-            raise ValueError(f"HEADWATER_BLOB_STORE={kind!r}: postgresql")
+        async def pool() -> asyncpg.Pool:
+            return await connect_pool(settings.pg_dsn, max_size=4, auth=settings.pg_auth)
 
-        async def open_pg() -> BlobStore:
-            pool = await connect_pool(settings.pg_dsn, max_size=4, auth=settings.pg_auth)
-            return PgBlobStore(pool)
-
-        return cls(open_pg, threshold_from_env())
+        return cls(store_opener(store_from_env(), pool), threshold_from_env())
 
     async def store(self) -> BlobStore:
         """The store, opened on the first call."""
@@ -76,6 +104,11 @@ class Claims:
                 if self._store is None:
                     self._store = await self._opener()
         return self._store
+
+    async def close(self) -> None:
+        """Close the store if it was opened (an S3 store's client)."""
+        if self._store is not None:
+            await self._store.close()
 
     async def offload(self, value: Any, workflow_id: str) -> Any:
         """``value`` with its large parts by reference, once their blobs are stored

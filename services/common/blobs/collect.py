@@ -13,9 +13,19 @@ carries the reference is projected, and the run's rows may be purged and the
 reference still travel in a record for a while (a rerun of it being submitted). A blob
 stored again, or adopted by another run, starts its grace period anew, under its row's
 lock, so a collection at the same moment never deletes a blob a writer just took.
+
+With the S3 store (``s3.py``) a blob's bytes are an object in a bucket: each batch's
+objects are deleted (``drop``) after its rows and before that deletion commits, while
+the statement still holds the rows' locks, so a writer of the same digest waits for the
+commit and then uploads anew (it never finds a row whose object is about to go). A crash
+between the two leaves the rows without their objects, unreferenced and past their
+grace: the next collection deletes them, and a put of the same value before then
+uploads the object again (``S3BlobStore.put`` looks at the object, not the row).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -64,11 +74,17 @@ good, readable by whoever is given the id next. A run accepted but not projected
 the grace period gets its references again from the projector (``INSERT_BLOB_REFS``)."""
 
 
-async def collect_once(conn: asyncpg.Connection, grace_s: float) -> tuple[int, int]:
+async def collect_once(conn: asyncpg.Connection, grace_s: float,
+                       drop: Callable[[list[str]], Awaitable[None]] | None = None,
+                       ) -> tuple[int, int]:
     """Delete every blob unreferenced for more than ``grace_s`` seconds, ``BATCH`` at a
-    time.
+    time; first forget the references of ids no run holds (``ORPHANS``).
 
-    First the references of ids no run holds are forgotten (``ORPHANS``).
+    Args:
+        conn: a connection to the projection's database.
+        grace_s: how long an unreferenced blob is kept after it was last stored.
+        drop: deletes the bytes kept outside the database of the digests it is given
+            (the S3 store's ``delete``), before their rows' deletion commits.
 
     Returns:
         How many blobs were deleted, and their bytes.
@@ -77,7 +93,10 @@ async def collect_once(conn: asyncpg.Connection, grace_s: float) -> tuple[int, i
     count = size = 0
     statement = collect_statement()
     while True:
-        rows = await conn.fetch(statement, grace_s, BATCH)
+        async with conn.transaction():
+            rows = await conn.fetch(statement, grace_s, BATCH)
+            if rows and drop is not None:
+                await drop([str(r["digest"]) for r in rows])
         count += len(rows)
         size += sum(int(r["size"]) for r in rows)
         if len(rows) < BATCH:

@@ -6,6 +6,8 @@ Tables (``services/common/schema.py``): ``blobs`` (digest, size, when first stor
 passed which blob; what the tenant scope of ``GET .../blobs/{digest}`` and the collection
 of unreferenced blobs read). A blob is content-addressed: storing the same JSON twice
 (a retried attempt, two runs with one input) keeps one copy and adds a reference.
+``s3.py`` keeps the bytes in an S3 bucket instead, the rows here
+(``HEADWATER_BLOB_STORE=s3``).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class BlobStore(Protocol):
     async def size(self, digest: str) -> int | None:
         """The blob's size in bytes, None if it is not stored."""
 
+    async def close(self) -> None:
+        """Let go of what the store opened for itself (not a pool it was given)."""
+
 
 class PgBlobStore:
     """Blobs in PostgreSQL, through a pool of the services' (``db.connect_pool``)."""
@@ -122,3 +127,6 @@ class PgBlobStore:
     async def size(self, digest: str) -> int | None:
         value = await self.pool.fetchval("select size from blobs where digest = $1", digest)
         return None if value is None else int(value)
+
+    async def close(self) -> None:
+        """Nothing: the pool is its owner's."""

@@ -26,8 +26,9 @@ import orjson
 
 from headwater import blobs
 from services.common.auth.tokens import OPEN, Principal
-from services.common.blobs.claims import Claims, threshold_from_env
-from services.common.blobs.store import BlobStore, PgBlobStore
+from services.common.blobs.claims import Claims, store_opener, threshold_from_env
+from services.common.blobs.s3 import S3Settings
+from services.common.blobs.store import BlobStore
 from services.gateway.edge.problems import Problem
 
 __all__ = ["Owner", "adopt", "adopt_reused", "claims_over", "input_of", "offload", "readable",
@@ -47,13 +48,16 @@ moment (``services/common/blobs/collect.py``) either deleted it before (then it 
 returned) or keeps it."""
 
 
-def claims_over(pool: asyncpg.Pool, threshold: int | None = None) -> Claims:
-    """The gateway's ``Claims``: the blob store in the projection's database, over the
-    gateway's pool (``threshold``: None, ``HEADWATER_BLOB_THRESHOLD_BYTES``)."""
-    async def opener() -> BlobStore:
-        return PgBlobStore(pool)
+def claims_over(pool: asyncpg.Pool, threshold: int | None = None,
+                s3: S3Settings | None = None) -> Claims:
+    """The gateway's ``Claims``: the blob store with its rows over the gateway's pool, its
+    bytes there too or in the bucket of ``s3`` (``store_from_env``; ``threshold``: None,
+    ``HEADWATER_BLOB_THRESHOLD_BYTES``)."""
+    async def rows() -> asyncpg.Pool:
+        return pool
 
-    return Claims(opener, threshold_from_env() if threshold is None else threshold)
+    return Claims(store_opener(s3, rows),
+                  threshold_from_env() if threshold is None else threshold)
 
 
 def _offloaded(value: Any, threshold: int) -> tuple[Any, dict[str, bytes], list[str]]:

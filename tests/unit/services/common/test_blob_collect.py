@@ -5,6 +5,8 @@ rebuild leaves the blob store alone (``rebuild.KEPT_APART``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,21 +37,45 @@ def test_collection_deletes_only_unreferenced_blobs_past_their_grace() -> None:
 
 
 class Conn:
-    """Answers the collection's statement with batches of rows."""
+    """Answers the collection's statement with batches of rows; ``log`` records each
+    transaction's begin and commit and each statement."""
 
     def __init__(self, *batches: int) -> None:
         self.batches = list(batches)
         self.asked: list[tuple[Any, ...]] = []
         self.executed: list[tuple[str, tuple[Any, ...]]] = []
+        self.log: list[str] = []
 
     async def execute(self, sql: str, *args: Any) -> str:
         self.executed.append((sql, args))
         return "DELETE 0"
 
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        self.log.append("begin")
+        yield
+        self.log.append("commit")
+
     async def fetch(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         self.asked.append(args)
+        self.log.append("delete rows")
         n = self.batches.pop(0)
         return [{"digest": f"sha256:{i}", "size": 10} for i in range(n)]
+
+
+def test_the_objects_of_a_batch_go_after_its_rows_and_before_the_commit() -> None:
+    conn = Conn(collect.BATCH, 2)
+    dropped: list[list[str]] = []
+
+    async def drop(digests: list[str]) -> None:
+        dropped.append(digests)
+        conn.log.append(f"drop {len(digests)}")
+
+    assert asyncio.run(collect.collect_once(conn, 0.0, drop)) == (  # type: ignore[arg-type]
+        collect.BATCH + 2, 10 * (collect.BATCH + 2))
+    assert conn.log == ["begin", "delete rows", f"drop {collect.BATCH}", "commit",
+                        "begin", "delete rows", "drop 2", "commit"]
+    assert dropped[1] == ["sha256:0", "sha256:1"]
 
 
 def test_collection_goes_on_until_a_batch_is_not_full() -> None:
