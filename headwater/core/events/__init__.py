@@ -40,6 +40,13 @@ from headwater.core.events.inputs import (
     TimerFired,
     WorkflowSubmitted,
 )
+from headwater.core.kinds.limiter.records import (
+    PermitGranted,
+    PermitIssued,
+    PermitReleased,
+    PermitRequested,
+    TaskHeld,
+)
 from headwater.core.kinds.loop.records import LoopStepDecided
 from headwater.core.kinds.schedule.records import (
     ScheduleArmed,
@@ -72,6 +79,10 @@ __all__ = [
     "NodeFinished",
     "NodeReused",
     "ParentLinked",
+    "PermitGranted",
+    "PermitIssued",
+    "PermitReleased",
+    "PermitRequested",
     "Report",
     "ReportDiscarded",
     "ScheduleArmed",
@@ -87,6 +98,7 @@ __all__ = [
     "TaskDispatched",
     "TaskFailed",
     "TaskHeartbeated",
+    "TaskHeld",
     "TaskOutputStreamed",
     "TaskProgressed",
     "TaskReused",

@@ -23,6 +23,13 @@ from headwater.core.events.inputs import (
     TimerFired,
 )
 from headwater.core.ids import dispatch_id as make_dispatch_id
+from headwater.core.kinds.limiter.records import (
+    PermitGranted,
+    PermitIssued,
+    PermitReleased,
+    PermitRequested,
+    TaskHeld,
+)
 from headwater.core.kinds.loop.records import LoopStepDecided
 from headwater.core.kinds.schedule.records import (
     ScheduleArmed,
@@ -262,6 +269,11 @@ Body = (
     | ScheduleFired
     | SchedulePaused
     | ScheduleResumed
+    | TaskHeld
+    | PermitGranted
+    | PermitRequested
+    | PermitReleased
+    | PermitIssued
     | NodeFinished
     | WorkflowRestarted
     | WorkflowSucceeded

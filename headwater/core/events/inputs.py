@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.kinds.limiter.records import PermitGranted, PermitReleased, PermitRequested
 from headwater.core.kinds.wait.records import SignalSent
 from headwater.core.kinds.workflow.records import ChildSubmitted
 
@@ -176,4 +177,4 @@ Report = (
     | TaskSucceeded | TaskFailed
 )
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report)
+         | Report | PermitRequested | PermitReleased | PermitGranted)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.idempotency import conflict
+from headwater.core.limits import LIMITER_PREFIX, reserved_id
 from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 
@@ -15,7 +16,8 @@ from headwater.core.state import WorkflowState
 def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     """Why ``event`` is dead-lettered instead of stepped, or None to step it.
 
-    A submission (or a child's) whose id names another run (``idempotency.conflict``;
+    A submission, a cancel or a signal for a limiter's id (``limits.reserved_id``); a
+    submission (or a child's) whose id names another run (``idempotency.conflict``;
     a refused child's parent attempt is then failed, ``conflicts.conflict_report``),
     a signal for a workflow that has ended (unless the workflow took its ``signal_id``
     already: a copy of a signal is a duplicate, stepped to nothing, ended or not), and
@@ -35,9 +37,9 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
         not stop the coordinator.
     """
     if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
-        return conflict(state, event)
+        return _reserved(event) or conflict(state, event)
     if not isinstance(event, ev.SignalSent) or state is None:
-        return None
+        return _reserved(event)  # a cancel or a signal for a limiter
     if event.signal_id and event.signal_id in state.signal_ids:
         return None  # a copy of a signal it took: the step changes nothing
     what = f"SignalSent for workflow {event.workflow_id}"
@@ -48,3 +50,14 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
         return f"{what} could not be checked: {type(e).__name__}: {e}"
     return None if fault is None else f"{what} refused: {fault}"
+
+
+def _reserved(event: ev.Input) -> str | None:
+    """Why a submission, a cancel or a signal for a limiter's id is refused: limiters
+    are the coordinator's own (``limits.reserved_id``); None for any other."""
+    if (isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested
+                   | ev.SignalSent) and reserved_id(event.workflow_id)):
+        return (f"{type(event).__name__} for {event.workflow_id[:80]} refused: ids starting "
+                f"{LIMITER_PREFIX!r} are the limiters' (a limit's key), which are not "
+                "submitted, cancelled or signalled")
+    return None

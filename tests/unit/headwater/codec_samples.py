@@ -96,6 +96,15 @@ def kind_body_samples() -> list[Any]:
         ev.NodeReused(WF, "nöde", {"kept": [1, NESTED]}, AT),
         ev.NodeReused(WF, "a", None, AT),
         ev.TaskReused(WF, "m", 41, 3, {"r": "é"}, AT),
+        *_with_index(ev.TaskHeld, workflow_id=WF, node="cäll", attempt=2,
+                     limiter="limit::concurrency:acme", kind="concurrency", key="acmé",
+                     limit=2, window_ms=0, units=1, at_ms=AT),
+        *_with_index(ev.PermitGranted, workflow_id=WF, node="call", attempt=1,
+                     limiter="limit::rate:openai", at_ms=AT),
+        ev.PermitRequested("limit::rate:openai", f"{WF}/call[3]/1", "rate", "openai", 500,
+                           60_000, 1200, AT),
+        ev.PermitReleased("limit::rate:openai", f"{WF}/call/2", AT),
+        ev.PermitIssued("limit::concurrency:acme", f"{WF}/call/2", 1, 2, 2, AT),
         ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={
             "of": "wf-source", "reset": "b", "nodes": {"a": [1]}, "items": {"m": {"3": 2}}}),
     ]

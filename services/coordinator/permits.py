@@ -1,0 +1,90 @@
+"""The records between attempts held for a permit and their limiters
+(docs/architecture.md §4m; the rules are the core's: ``headwater/core/machine/holds.py``
+and ``headwater/core/kinds/limiter/``).
+
+A held attempt's ``TaskHeld`` asks its limiter for a permit (``PermitRequested`` on
+``control``, keyed by the limiter's id, so its limiter's coordinator applies it whatever
+partition the attempt's workflow is on); the end of an attempt of a node with limits
+(``TaskSucceeded``, ``TaskFailed``, ``TaskCancelled``) gives each of its node's limiters
+its permit, or its place in the queue, back (``PermitReleased``); a limiter's
+``PermitIssued`` grants the attempt (``PermitGranted`` on ``reports``, keyed by the
+attempt's workflow id). All of them go through the batch's intent with its history, so
+a batch carried out again sends them again, and the limiter's and the attempt's rules
+take a copy as nothing.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from headwater import codec
+from headwater.core import events as ev
+from headwater.core.ids import dispatch_id
+from headwater.core.machine.holds import limits_of
+from headwater.core.state import WorkflowState
+from headwater.errors import InputReferenceError
+from headwater.topics import Topics
+
+
+class Permit(NamedTuple):
+    """One record to publish: its topic, key, encoded value, and whose record it is."""
+
+    topic: str
+    key: bytes
+    value: bytes
+    workflow_id: str
+
+
+def permit_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
+                   ) -> list[Permit]:
+    """The permit records one history event gives rise to (none for most)."""
+    wid = body.workflow_id
+    if isinstance(body, ev.TaskHeld):
+        request = ev.PermitRequested(body.limiter, dispatch_id(wid, body.node, body.index,
+                                                               body.attempt),
+                                     body.kind, body.key, body.limit, body.window_ms,
+                                     body.units, body.at_ms)
+        return [Permit(topics.control, body.limiter.encode(), codec.encode(request), wid)]
+    if isinstance(body, ev.PermitIssued):
+        holder = parse_holder(body.holder)
+        if holder is None:
+            return []
+        hwid, node, index, attempt = holder
+        grant = ev.PermitGranted(hwid, node, index, attempt, wid, body.at_ms)
+        return [Permit(topics.reports, hwid.encode(), codec.encode(grant), wid)]
+    if isinstance(body, ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled):
+        return _releases(topics, body, state)
+    return []
+
+
+def _releases(topics: Topics, body: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled,
+              state: WorkflowState | None) -> list[Permit]:
+    """A ``PermitReleased`` to each limiter of the attempt's node (none for a node
+    without limits, or whose keys cannot be resolved: it never asked)."""
+    if state is None or state.spec_error:
+        return []
+    try:
+        spec = state.spec.node(body.node)
+        wanted = limits_of(state, spec, body.index) if spec.limits else []
+    except (KeyError, InputReferenceError):
+        return []
+    holder = dispatch_id(body.workflow_id, body.node, body.index, body.attempt)
+    return [Permit(topics.control, w.limiter.encode(),
+                     codec.encode(ev.PermitReleased(w.limiter, holder, body.at_ms)),
+                     body.workflow_id) for w in wanted]
+
+
+def parse_holder(holder: str) -> tuple[str, str, int | None, int] | None:
+    """``(workflow id, node, index, attempt)`` of a dispatch id
+    (``ids.dispatch_id``: ``<workflow id>/<node>[<index>]/<attempt>``), None when it is
+    none (a workflow id holds no ``/``, a node id neither ``/`` nor ``[``)."""
+    wid, _, rest = holder.partition("/")
+    key, _, attempt = rest.rpartition("/")
+    if not wid or not key or not (attempt.isascii() and attempt.isdigit()):
+        return None
+    node, bracket, index = key.partition("[")
+    if not bracket:
+        return wid, node, None, int(attempt)
+    if not index.endswith("]") or not index[:-1].isascii() or not index[:-1].isdigit():
+        return None
+    return wid, node, int(index[:-1]), int(attempt)
