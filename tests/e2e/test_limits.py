@@ -1,0 +1,165 @@
+"""Concurrency keys and rate limits on the real broker (docs/architecture.md §4m).
+
+A worker of its own (``lim-q``, 16 slots, so that the limits and not the worker hold
+the work back) over the session's stack:
+
+- 20 runs of 4 customers, each a task of 0.5 s with ``concurrency: {key:
+  "${input.customer}", limit: 2}``: at no instant do more than 2 of one customer run
+  (from the tasks' own start and end marks, and from the coordinator's ``TaskStarted``
+  and ``TaskSucceeded``), every run succeeds, and each customer's limiter holds nothing
+  at the end;
+- a burst of 100 runs of a task with ``rate_limit: {key, limit: 20, window_s: 2}``:
+  the limiter never grants more than 20 in any 2 s (its ``PermitIssued`` times), and the
+  rate the tasks started at is within 10 % of 10 a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from stackkit import Stack, read_topic
+
+from headwater.core import events as ev
+from headwater.core.limits import limiter_id
+from ops import localstack
+from tests.polling import wait_until_async
+
+QUEUE = "lim-q"
+CUSTOMERS = ("acme", "globex", "initech", "umbrella")
+
+
+@pytest.fixture(scope="module")
+def limit_worker(stack: Stack) -> Iterator[localstack.Service]:
+    """A worker of ``lim-q`` with 16 slots, stopped at the end."""
+    worker = localstack.Service("worker-limits", (
+        sys.executable, "-m", "services.worker", "--queue", QUEUE, "--tasks", "limit_tasks",
+        "--concurrency", "16"))
+    try:
+        stack.start(worker)
+        yield worker
+    finally:
+        stack.stop(worker)
+        stack.services.remove(worker)
+
+
+async def _submit(client: httpx.AsyncClient, wid: str, spec: dict[str, Any],
+                  inp: dict[str, Any]) -> None:
+    r = await client.post("/v1/workflows", json={"id": wid, "workflow": spec, "input": inp,
+                                                 "queue_anyway": True})
+    assert r.status_code == 202, r.text
+
+
+async def _all_succeeded(client: httpx.AsyncClient, ids: list[str], timeout_s: float,
+                         ) -> list[dict[str, Any]]:
+    async def views() -> list[dict[str, Any]]:
+        return [(await client.get(f"/v1/workflows/{w}")).json() for w in ids]
+    done = await wait_until_async(views, timeout_s, f"{len(ids)} runs ended", until=lambda vs:
+                                  all(v.get("status") in ("succeeded", "failed", "cancelled")
+                                      for v in vs))
+    assert [v["status"] for v in done] == ["succeeded"] * len(ids), done
+    return done
+
+
+async def _histories(stack: Stack, ids: list[str], limiters: dict[str, type],
+                     count: int) -> dict[str, list[ev.HistoryEvent]]:
+    """The events of the runs ``ids`` up to their ends, and of each limiter up to its
+    ``count``-th event of the given type (a limiter never ends), by workflow id."""
+    def done(records: list[Any]) -> bool:
+        ended = {r.workflow_id for r in records if r.terminal}
+        seen = {lid: sum(1 for r in records if r.workflow_id == lid
+                         and isinstance(r.body, body)) for lid, body in limiters.items()}
+        return ended >= set(ids) and all(n >= count for n in seen.values())
+    records = await read_topic(stack.topics.events, done, 120)
+    out: dict[str, list[ev.HistoryEvent]] = {}
+    for r in records:
+        out.setdefault(r.workflow_id, []).append(r)
+    return out
+
+
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most spans open at one instant (an end before a start at the same time)."""
+    marks = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans],
+                   key=lambda m: (m[0], m[1]))
+    most = now = 0
+    for _, step in marks:
+        now += step
+        most = max(most, now)
+    return most
+
+
+async def test_a_concurrency_key_holds_two_per_customer(
+        stack: Stack, limit_worker: localstack.Service) -> None:
+    tag = f"c{int(time.time() * 1000) % 10**8}"
+    spec = {"name": "per-customer", "nodes": [
+        {"id": "work", "task": "lim.hold", "queue": QUEUE,
+         "input": {"customer": "${input.customer}", "seconds": 0.5},
+         "concurrency": {"key": "${input.customer}", "limit": 2}}],
+        "output": "${nodes.work.output}"}
+    ids = [f"lim-{tag}-{i}" for i in range(20)]
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        await asyncio.gather(*(_submit(client, wid, spec, {"customer": f"{tag}-{CUSTOMERS[i % 4]}"})
+                               for i, wid in enumerate(ids)))
+        views = await _all_succeeded(client, ids, 180)
+        marks: dict[str, list[tuple[float, float]]] = {}
+        for v in views:
+            out = v["output"]
+            marks.setdefault(out["customer"], []).append((out["start"], out["end"]))
+        assert sorted(len(m) for m in marks.values()) == [5, 5, 5, 5]
+        most = {c: _most_at_once(m) for c, m in marks.items()}
+        assert set(most.values()) == {2}, most  # the limit held, and was used
+        histories = await _histories(stack, ids, {limiter_id("concurrency", c): ev.PermitReleased
+                                                  for c in marks}, 5)
+        coordinator: dict[str, list[tuple[float, float]]] = {}
+        for wid, v in zip(ids, views, strict=True):
+            events = histories[wid]
+            start = next(e.body.at_ms for e in events if isinstance(e.body, ev.TaskStarted))
+            end = next(e.body.at_ms for e in events if isinstance(e.body, ev.TaskSucceeded))
+            assert any(isinstance(e.body, ev.TaskHeld) for e in events), wid
+            coordinator.setdefault(v["output"]["customer"], []).append((start, end))
+        assert {c: _most_at_once(m) for c, m in coordinator.items()} == {c: 2 for c in marks}
+        for c in marks:
+            events = histories[limiter_id("concurrency", c)]
+            issued = [e.body for e in events if isinstance(e.body, ev.PermitIssued)]
+            assert len(issued) == 5 and max(b.holding for b in issued) == 2
+            released = [e.body for e in events if isinstance(e.body, ev.PermitReleased)]
+            assert len(released) == 5 and released[-1].holding == 0
+            assert released[-1].queued == 0
+        spans = [m for ms in marks.values() for m in ms]
+        print(f"\nconcurrency: 20 runs of 4 customers, limit 2: at most {most} at once; "
+              f"all done in {max(e for _, e in spans) - min(s for s, _ in spans):.2f} s")
+
+
+async def test_a_rate_limit_holds_under_a_burst(
+        stack: Stack, limit_worker: localstack.Service) -> None:
+    tag = f"r{int(time.time() * 1000) % 10**8}"
+    key = f"api-{tag}"
+    limit, window_s, burst = 20, 2.0, 100
+    spec = {"name": "rated", "nodes": [
+        {"id": "call", "task": "lim.call", "queue": QUEUE, "input": {"i": "${input.i}"},
+         "rate_limit": {"key": key, "limit": limit, "window_s": window_s}}],
+        "output": "${nodes.call.output}"}
+    ids = [f"rate-{tag}-{i}" for i in range(burst)]
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        await asyncio.gather(*(_submit(client, wid, spec, {"i": i})
+                               for i, wid in enumerate(ids)))
+        views = await _all_succeeded(client, ids, 180)
+    starts = sorted(v["output"]["start"] for v in views)
+    lid = limiter_id("rate", key)
+    events = (await _histories(stack, ids, {lid: ev.PermitIssued}, burst))[lid]
+    granted = sorted(e.body.at_ms for e in events if isinstance(e.body, ev.PermitIssued))
+    assert len(granted) == burst
+    window_ms = window_s * 1000
+    busiest = max(sum(1 for u in granted if t <= u < t + window_ms) for t in granted)
+    assert busiest == limit, busiest
+    # After the first window's 20, the rest come 20 a window: (100 - 20) over 4 windows.
+    rate = (burst - limit) / (starts[-1] - starts[0])
+    expected = limit / window_s
+    print(f"\nrate: {burst} runs, {limit} per {window_s:g} s: measured {rate:.2f}/s "
+          f"(limit {expected:.2f}/s), the busiest {window_s:g} s of grants held {busiest}")
+    assert abs(rate - expected) <= 0.1 * expected, rate
