@@ -11,6 +11,9 @@ the work back) over the session's stack:
 - a burst of 100 runs of a task with ``rate_limit: {key, limit: 20, window_s: 2}``:
   the limiter never grants more than 20 in any 2 s (its ``PermitIssued`` times), and the
   rate the tasks started at is within 10 % of 10 a second.
+
+``GET /v1/limits`` shows each customer's limiter: its limit, nothing held or queued, 5
+permits granted.
 """
 
 from __future__ import annotations
@@ -130,6 +133,16 @@ async def test_a_concurrency_key_holds_two_per_customer(
             released = [e.body for e in events if isinstance(e.body, ev.PermitReleased)]
             assert len(released) == 5 and released[-1].holding == 0
             assert released[-1].queued == 0
+        async def limits() -> list[dict[str, Any]]:
+            doc = (await client.get("/v1/limits", params={"limit": 500})).json()
+            return [i for i in doc["items"] if i["key"].startswith(f"{tag}-")]
+        shown = await wait_until_async(limits, 60, "the 4 limiters projected", until=lambda
+                                       items: len(items) == 4 and all(
+                                           i["granted"] == 5 for i in items))
+        assert {(i["kind"], i["limit"], i["holding"], i["queued"]) for i in shown} == {
+            ("concurrency", 2, 0, 0)}
+        one = (await client.get(f"/v1/workflows/{shown[0]['limiter']}")).json()
+        assert one["status"] == "running", one  # a limiter is a run that never ends
         spans = [m for ms in marks.values() for m in ms]
         print(f"\nconcurrency: 20 runs of 4 customers, limit 2: at most {most} at once; "
               f"all done in {max(e for _, e in spans) - min(s for s, _ in spans):.2f} s")

@@ -66,6 +66,7 @@ class PermitRequested:
     at_ms: int
     holding: int = 0
     queued: int = 0
+    granted: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,15 +74,17 @@ class PermitReleased:
     """Input (``control``) and the limiter's history: the attempt ``holder`` ended, or
     no longer waits (its permit, or its place in the queue, is given up).
 
-    ``holding`` and ``queued`` (of this record and of ``PermitRequested``) are what the
-    limiter holds and queues once it is applied: the producer leaves them 0, the limiter
-    records them (for the projection's view of it, ``GET /v1/limits``)."""
+    ``holding``, ``queued`` and ``granted`` (of this record, of ``PermitRequested`` and
+    of ``PermitIssued``) are what the limiter holds, queues and has granted in all once
+    it is applied: the producer leaves them 0, the limiter records them (for the
+    projection's view of it, ``GET /v1/limits``)."""
 
     workflow_id: str
     holder: str
     at_ms: int
     holding: int = 0
     queued: int = 0
+    granted: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class PermitIssued:
     limit: int
     at_ms: int
     queued: int = 0
+    granted: int = 0
 
 
 def _held(data: Mapping[str, Any]) -> FollowNote:

@@ -6,10 +6,11 @@ The node's state (``NodeState.limiter``) is a JSON document, as the table keeps 
 
     {"kind": "concurrency" | "rate", "key": <text>, "limit": n, "window_ms": w,
      "holders": {holder id: units}, "queue": [[holder id, units], ...],
-     "grants": [[at ms, units], ...]}
+     "grants": [[at ms, units], ...], "granted": n}
 
 ``holders`` are the concurrency permits held; ``grants`` the rate permits granted within
-the last window (older ones are dropped as events come). The limit is the one the latest
+the last window (older ones are dropped as events come); ``granted`` counts every
+permit it granted. The limit is the one the latest
 request carried (a spec's), so changing a spec's limit changes its key's limit from its
 next request on.
 """
@@ -65,7 +66,8 @@ def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested
         return
     holding = _holding(lim, rec.at_ms) if lim is not None else 0
     queued = len(lim["queue"]) + 1 if lim is not None else 1
-    rec.record(dataclasses.replace(event, holding=holding, queued=queued))
+    granted = lim.get("granted", 0) if lim is not None else 0
+    rec.record(dataclasses.replace(event, holding=holding, queued=queued, granted=granted))
     _issue(rec)
 
 
@@ -81,7 +83,8 @@ def released(rec: Recorder, state: WorkflowState | None, event: PermitReleased) 
         return
     held = event.holder in lim["holders"]
     rec.record(dataclasses.replace(event, holding=_holding(lim, rec.at_ms) - held,
-                                   queued=len(lim["queue"]) - (not held)))
+                                   queued=len(lim["queue"]) - (not held),
+                                   granted=lim.get("granted", 0)))
     _issue(rec)
 
 
@@ -105,7 +108,7 @@ def _issue(rec: Recorder) -> None:
             return
         after = holding + (1 if lim["kind"] == CONCURRENCY else units)
         rec.record(PermitIssued(rec.current.workflow_id, holder, units, after, lim["limit"],
-                                rec.at_ms, len(lim["queue"]) - 1))
+                                rec.at_ms, len(lim["queue"]) - 1, lim.get("granted", 0) + 1))
 
 
 def _holding(lim: Mapping[str, Any], now_ms: int) -> int:
@@ -154,7 +157,7 @@ def _requested(state: WorkflowState, body: PermitRequested) -> None:
         node.status = NodeStatus.RUNNING
         node.limiter = {"kind": body.kind, "key": body.key, "limit": body.limit,
                         "window_ms": body.window_ms, "holders": {}, "queue": [],
-                        "grants": []}
+                        "grants": [], "granted": 0}
     lim = node.limiter
     lim["limit"], lim["window_ms"] = body.limit, body.window_ms
     lim["queue"].append([body.holder, body.units])
@@ -171,6 +174,7 @@ def _released(state: WorkflowState, body: PermitReleased) -> None:
 def _issued(state: WorkflowState, body: PermitIssued) -> None:
     lim = _live(state)
     lim["queue"] = [q for q in lim["queue"] if q[0] != body.holder]
+    lim["granted"] = lim.get("granted", 0) + 1
     if lim["kind"] == CONCURRENCY:
         lim["holders"][body.holder] = body.units
     else:
