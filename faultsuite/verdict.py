@@ -89,8 +89,7 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     audits, found = set_apart(schedule.workflow_id, events,
                               limits.set_apart(au.audit_events(events)))
     report.audits = audits
-    limiter_faults, report.figures["limits"] = await _limiters(bootstrap, topics, events)
-    report.violations += limiter_faults
+    await _limiters(bootstrap, topics, events, report)
     if found is not None:  # the schedule's own checks and figures, not compared
         report.violations += found.violations
         report.evidence.update(found.evidence)
@@ -154,16 +153,17 @@ async def _check_code(batch: Sequence[Submission], parent_of: Mapping[str, str],
 
 
 async def _limiters(bootstrap: str, topics: Topics, events: Sequence[Record],
-                    ) -> tuple[list[str], dict[str, Any]]:
-    """The limiters' faults and figures (``limits``). A limiter applies a run's last
-    release after the run's end: while a permit or a request looks left behind, the
-    events are read again, for up to ``LIMITER_SETTLE_S``."""
+                    report: RunReport) -> None:
+    """The limiters' faults and figures (``limits``) into ``report``. A limiter applies
+    a run's last release after the run's end: while a permit or a request looks left
+    behind, the events are read again, for up to ``LIMITER_SETTLE_S``."""
     found = limits.limiter_faults(events)
     deadline = time.monotonic() + LIMITER_SETTLE_S
     while any(limits.LEFT_BEHIND in f for f in found[0]) and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
         found = limits.limiter_faults(await read_all(bootstrap, topics.events))
-    return found
+    report.violations += found[0]
+    report.figures["limits"] = found[1]
 
 
 def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequence[Record],
