@@ -13,6 +13,7 @@ import pytest
 from headwater.core import events as ev
 from headwater.core.limits import limiter_id
 from headwater.core.status import TaskStatus, WorkflowStatus
+from ops.stuck import is_stuck, pending
 from tests.unit.services.coordinator.permit_world import World
 
 CUSTOMERS = ("acme", "globex", "initech", "umbrella")
@@ -101,6 +102,10 @@ def test_a_cancelled_run_gives_back_its_permit_and_its_place() -> None:
     assert r1 is not None and r1.tasks["call"].status is TaskStatus.HELD
     assert r1.tasks["call"].waiting_for == limiter_id("concurrency", "k")
     world.replays()  # a held task and a limiter with a queue fold and load back whole
+    limiter = world.states[limiter_id("concurrency", "k")]
+    assert limiter is not None
+    assert is_stuck(r1) is None and is_stuck(limiter) is None  # each waits for the other
+    assert "task call held for a permit of limit::concurrency:k" in pending(r1)
     world.apply(ev.CancelRequested("r1", world.now, "no longer"))  # waiting: leaves the queue
     world.apply(ev.CancelRequested("r0", world.now, "no longer"))  # holding: frees it
     world.running.clear()
