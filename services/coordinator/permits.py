@@ -6,7 +6,8 @@ A held attempt's ``TaskHeld`` asks its limiter for a permit (``PermitRequested``
 ``control``, keyed by the limiter's id, so its limiter's coordinator applies it whatever
 partition the attempt's workflow is on); the end of an attempt of a node with limits
 (``TaskSucceeded``, ``TaskFailed``, ``TaskCancelled``) gives each of its node's limiters
-its permit, or its place in the queue, back (``PermitReleased``); a limiter's
+its permit, or its place in the queue, back (``PermitReleased``; a rate limiter with the
+units the attempt reported it used, ``TaskSucceeded.units``); a limiter's
 ``PermitIssued`` grants the attempt (``PermitGranted`` on ``reports``, keyed by the
 attempt's workflow id). All of them go through the batch's intent with its history, so
 a batch carried out again sends them again, and the limiter's and the attempt's rules
@@ -20,6 +21,7 @@ from typing import NamedTuple
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import dispatch_id
+from headwater.core.limits import RATE
 from headwater.core.machine.holds import limits_of
 from headwater.core.state import WorkflowState
 from headwater.errors import InputReferenceError
@@ -69,9 +71,10 @@ def _releases(topics: Topics, body: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCa
     except (KeyError, InputReferenceError):
         return []
     holder = dispatch_id(body.workflow_id, body.node, body.index, body.attempt)
-    return [Permit(topics.control, w.limiter.encode(),
-                     codec.encode(ev.PermitReleased(w.limiter, holder, body.at_ms)),
-                     body.workflow_id) for w in wanted]
+    used = body.units if isinstance(body, ev.TaskSucceeded) else None
+    return [Permit(topics.control, w.limiter.encode(), codec.encode(ev.PermitReleased(
+        w.limiter, holder, body.at_ms, units=used if w.limit.kind == RATE else None)),
+        body.workflow_id) for w in wanted]
 
 
 def parse_holder(holder: str) -> tuple[str, str, int | None, int] | None:

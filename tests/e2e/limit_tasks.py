@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from headwater import task
+from headwater import TaskContext, task
 
 
 @task(name="lim.hold", queue="lim-q")
@@ -20,4 +20,11 @@ def hold(customer: str, seconds: float) -> dict[str, Any]:
 @task(name="lim.call", queue="lim-q")
 def call(i: int) -> dict[str, Any]:
     """Return when it ran (s since the epoch)."""
+    return {"i": i, "start": time.time()}
+
+
+@task(name="lim.used", queue="lim-q")
+def used(ctx: TaskContext, i: int, units: int) -> dict[str, Any]:
+    """Report having used ``units`` of its rate limit; return when it ran."""
+    ctx.report_units(units)
     return {"i": i, "start": time.time()}

@@ -176,3 +176,25 @@ async def test_a_rate_limit_holds_under_a_burst(
     print(f"\nrate: {burst} runs, {limit} per {window_s:g} s: measured {rate:.2f}/s "
           f"(limit {expected:.2f}/s), the busiest {window_s:g} s of grants held {busiest}")
     assert abs(rate - expected) <= 0.1 * expected, rate
+
+
+async def test_units_a_task_reports_count_instead_of_those_asked(
+        stack: Stack, limit_worker: localstack.Service) -> None:
+    """Six runs each asking 50 units of 100 per 30 s: by what they ask, two a window (90
+    s for six); each reports it used 5, so all six start in the first window."""
+    tag = f"u{int(time.time() * 1000) % 10**8}"
+    spec = {"name": "used", "nodes": [
+        {"id": "call", "task": "lim.used", "queue": QUEUE,
+         "input": {"i": "${input.i}", "units": 5},
+         "rate_limit": {"key": f"tokens-{tag}", "limit": 100, "window_s": 30, "units": 50}}],
+        "output": "${nodes.call.output}"}
+    ids = [f"used-{tag}-{i}" for i in range(6)]
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        await asyncio.gather(*(_submit(client, wid, spec, {"i": i})
+                               for i, wid in enumerate(ids)))
+        views = await _all_succeeded(client, ids, 25)
+    starts = sorted(v["output"]["start"] for v in views)
+    assert starts[-1] - starts[0] < 25, starts
+    lid = limiter_id("rate", f"tokens-{tag}")
+    events = (await _histories(stack, ids, {lid: ev.PermitReleased}, 6))[lid]
+    assert {e.body.units for e in events if isinstance(e.body, ev.PermitReleased)} == {5}

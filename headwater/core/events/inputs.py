@@ -103,6 +103,10 @@ class TaskSucceeded:
     exactly the activation it would dispatch next; otherwise it ignores it and dispatches
     as usual (``headwater/core/kinds/code/continuation.py``). The history's copy has
     none.
+
+    ``units``: what the attempt reports it used of its node's rate limits
+    (``ctx.report_units``; model tokens, say), or None: the units it asked for. The
+    coordinator hands it to the rate limiters with the release (``PermitReleased``).
     """
 
     workflow_id: str
@@ -112,6 +116,7 @@ class TaskSucceeded:
     at_ms: int
     output: Any = None
     continuation: Any = None
+    units: int | None = None
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,8 @@ def kind_body_samples() -> list[Any]:
         ev.PermitRequested("limit::rate:openai", f"{WF}/call[3]/1", "rate", "openai", 500,
                            60_000, 1200, AT),
         ev.PermitReleased("limit::rate:openai", f"{WF}/call/2", AT),
+        ev.PermitReleased("limit::rate:openai", f"{WF}/call/2", AT, 480, 3, 2**40, 1200),
+        ev.TaskSucceeded(WF, "call", 3, 1, AT, {"text": "é"}, None, 1234),
         ev.PermitIssued("limit::concurrency:acme", f"{WF}/call/2", 1, 2, 2, AT),
         ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={
             "of": "wf-source", "reset": "b", "nodes": {"a": [1]}, "items": {"m": {"3": 2}}}),

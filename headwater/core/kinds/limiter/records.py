@@ -77,7 +77,11 @@ class PermitReleased:
     ``holding``, ``queued`` and ``granted`` (of this record, of ``PermitRequested`` and
     of ``PermitIssued``) are what the limiter holds, queues and has granted in all once
     it is applied: the producer leaves them 0, the limiter records them (for the
-    projection's view of it, ``GET /v1/limits``)."""
+    projection's view of it, ``GET /v1/limits``).
+
+    ``units``: for a rate limit, what the attempt reports it used (its
+    ``TaskSucceeded.units``), which replaces what it was granted in the window; None:
+    what it was granted stands."""
 
     workflow_id: str
     holder: str
@@ -85,6 +89,7 @@ class PermitReleased:
     holding: int = 0
     queued: int = 0
     granted: int = 0
+    units: int | None = None
 
 
 @dataclass(frozen=True)

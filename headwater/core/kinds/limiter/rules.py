@@ -6,13 +6,13 @@ The node's state (``NodeState.limiter``) is a JSON document, as the table keeps 
 
     {"kind": "concurrency" | "rate", "key": <text>, "limit": n, "window_ms": w,
      "holders": {holder id: units}, "queue": [[holder id, units], ...],
-     "grants": [[at ms, units], ...], "granted": n}
+     "grants": [[at ms, units, holder id], ...], "granted": n}
 
 ``holders`` are the concurrency permits held; ``grants`` the rate permits granted within
-the last window (older ones are dropped as events come); ``granted`` counts every
-permit it granted. The limit is the one the latest
-request carried (a spec's), so changing a spec's limit changes its key's limit from its
-next request on.
+the last window, with their units as granted or as the attempt reported it used them
+(older ones are dropped as events come); ``granted`` counts every permit granted. The
+limit is the one the latest request carried (a spec's), so changing a spec's limit
+changes its key's limit from its next request on.
 """
 
 from __future__ import annotations
@@ -79,13 +79,31 @@ def released(rec: Recorder, state: WorkflowState | None, event: PermitReleased) 
         return
     lim = limiter_of(state)
     if lim is None or (event.holder not in lim["holders"]
-                       and not any(h == event.holder for h, _ in lim["queue"])):
+                       and not any(h == event.holder for h, _ in lim["queue"])
+                       and not _reports(lim, event)):
         return
-    held = event.holder in lim["holders"]
-    rec.record(dataclasses.replace(event, holding=_holding(lim, rec.at_ms) - held,
-                                   queued=len(lim["queue"]) - (not held),
-                                   granted=lim.get("granted", 0)))
+    rec.record(dataclasses.replace(
+        event, holding=_holding_after(lim, event, rec.at_ms),
+        queued=sum(1 for h, _ in lim["queue"] if h != event.holder),
+        granted=lim.get("granted", 0)))
     _issue(rec)
+
+
+def _holding_after(lim: Mapping[str, Any], event: PermitReleased, now_ms: int) -> int:
+    """What ``_holding`` gives once ``event`` is applied: a concurrency permit less, or
+    the window's units with the attempt's reported ones."""
+    if lim["kind"] == CONCURRENCY:
+        return len(lim["holders"]) - (event.holder in lim["holders"])
+    since = now_ms - lim["window_ms"]
+    return sum(event.units if event.units is not None and g[2:] == [event.holder] else g[1]
+               for g in lim["grants"] if g[0] > since)
+
+
+def _reports(lim: Mapping[str, Any], event: PermitReleased) -> bool:
+    """Whether a release of a rate permit granted in the window reports other units than
+    were granted (which then count instead)."""
+    return event.units is not None and any(
+        g[2:] == [event.holder] and g[1] != event.units for g in lim["grants"])
 
 
 def limiter_of(state: WorkflowState) -> dict[str, Any] | None:
@@ -116,7 +134,7 @@ def _holding(lim: Mapping[str, Any], now_ms: int) -> int:
     if lim["kind"] == CONCURRENCY:
         return len(lim["holders"])
     since = now_ms - lim["window_ms"]
-    return sum(u for at, u in lim["grants"] if at > since)
+    return sum(g[1] for g in lim["grants"] if g[0] > since)
 
 
 def _fits(lim: Mapping[str, Any], holding: int, units: int) -> bool:
@@ -168,6 +186,10 @@ def _released(state: WorkflowState, body: PermitReleased) -> None:
     lim = _live(state)
     lim["holders"].pop(body.holder, None)
     lim["queue"] = [q for q in lim["queue"] if q[0] != body.holder]
+    if body.units is not None:  # a rate permit's units as used
+        for grant in lim["grants"]:
+            if grant[2:] == [body.holder]:
+                grant[1] = body.units
     _settle(state, lim, body.at_ms)
 
 
@@ -178,7 +200,7 @@ def _issued(state: WorkflowState, body: PermitIssued) -> None:
     if lim["kind"] == CONCURRENCY:
         lim["holders"][body.holder] = body.units
     else:
-        lim["grants"].append([body.at_ms, body.units])
+        lim["grants"].append([body.at_ms, body.units, body.holder])
     _settle(state, lim, body.at_ms)
 
 
@@ -200,10 +222,10 @@ def _settle(state: WorkflowState, lim: dict[str, Any], now_ms: int) -> None:
     if not lim["queue"]:
         return
     units = lim["queue"][0][1]
-    holding = sum(u for _, u in lim["grants"])
+    holding = sum(g[1] for g in lim["grants"])
     if _fits(lim, holding, units):
         return  # granted in this step (``_issue``), or a release's step grants it
-    for at, used in sorted(lim["grants"]):
+    for at, used, *_ in sorted(lim["grants"]):
         holding -= used
         if _fits(lim, holding, units):
             state.timers[WINDOW_TIMER] = TimerState(at + lim["window_ms"], LIMITER_NODE,

@@ -40,7 +40,7 @@ def state() -> types.SimpleNamespace:
 # out while at them, so the files stay as they are.
 _LATER_FIELDS: dict[str, Any] = {"definition": None, "definition_version": None,
                                  "traceback": "", "rerun": None, "continued": False,
-                                 "continuation": None}
+                                 "continuation": None, "units": None}
 
 
 def dump_record(record: Any) -> dict[str, Any]:

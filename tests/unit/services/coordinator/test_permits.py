@@ -183,3 +183,25 @@ def test_units_come_from_the_input() -> None:
     state = world.states[limiter_id("rate", "tokens")]
     assert state is not None and "limit:window" in state.timers
 
+
+
+def test_units_reported_count_instead_of_those_asked() -> None:
+    world = World(random.Random(6))
+    spec = _spec(rate_limit={"key": "llm", "limit": 120, "window_s": 60, "units": 50})
+    for i in range(3):
+        world.apply(ev.WorkflowSubmitted(f"r{i}", spec, {}, world.now, None))
+        world.deliver()
+    world.start_all()
+    assert sorted(world.running) == ["r0/call/1", "r1/call/1"]  # 50 + 50; r2's 50: 150
+    d = world.running.pop("r0/call/1")
+    world.apply(ev.TaskSucceeded(d.workflow_id, d.node, d.index, d.attempt, world.now,
+                                 "ok", units=10))  # it used 10 of its 50
+    world.deliver()
+    world.start_all()
+    assert "r2/call/1" in world.running  # 10 + 50 + 50 fit in 120
+    lid = limiter_id("rate", "llm")
+    released = [e.body for e in world.history[lid] if isinstance(e.body, ev.PermitReleased)]
+    assert [(b.units, b.holding) for b in released] == [(10, 60)]
+    issued = [e.body for e in world.history[lid] if isinstance(e.body, ev.PermitIssued)]
+    assert [b.holding for b in issued] == [50, 100, 110]
+    world.replays()
