@@ -60,7 +60,8 @@ NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
 """The events whose node gets a ``nodes`` row."""
 
 UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
-                       ev.PermitRequested, ev.PermitReleased, ev.PermitIssued})
+                       ev.PermitRequested, ev.PermitReleased, ev.PermitIssued,
+                       ev.LimitDefined})
 """Node kinds' events with no expected row of their own: what they write
 (``schedules`` rows, a limiter's ``limiters`` row) is not compared."""
 

@@ -56,7 +56,7 @@ def without_authorization(headers: Iterable[tuple[str, bytes]]) -> list[tuple[st
 
 
 Guarded = ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested | ev.SignalSent | (
-    ev.TimerFired | ev.PermitRequested | ev.PermitReleased)
+    ev.TimerFired | ev.PermitRequested | ev.PermitReleased | ev.LimitDefined)
 """The inputs whose producer is checked (those of ``submissions`` and ``control``)."""
 
 
@@ -94,7 +94,7 @@ def producer_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | N
 def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> str | None:
     """Why a token of ``tenant`` may not send ``record``, or None."""
     if isinstance(record, ev.ChildSubmitted | ev.TimerFired | ev.PermitRequested
-                  | ev.PermitReleased):
+                  | ev.PermitReleased | ev.LimitDefined):
         return (f"forbidden: a {type(record).__name__} comes from a coordinator, whose "
                 "token is for every tenant")
     if isinstance(record, ev.WorkflowSubmitted):

@@ -37,6 +37,10 @@ LIMITER_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.PermitRequested: lambda wid, seq, at, b: [
         (UPSERT_LIMITER, (wid, b.kind, b.key, b.limit, b.window_ms, b.holding, b.queued,
                           b.granted, at, seq))],
+    ev.LimitDefined: lambda wid, seq, at, b: [
+        (UPSERT_LIMITER, (wid, b.kind, b.key, b.limit, b.window_ms, b.holding, b.queued,
+                          b.granted, at, seq)) if b.limit else
+        (SET_LIMITER, (wid, b.holding, b.queued, b.granted, at, seq))],
     ev.PermitReleased: lambda wid, seq, at, b: [
         (SET_LIMITER, (wid, b.holding, b.queued, b.granted, at, seq))],
     ev.PermitIssued: lambda wid, seq, at, b: [

@@ -198,3 +198,32 @@ async def test_units_a_task_reports_count_instead_of_those_asked(
     lid = limiter_id("rate", f"tokens-{tag}")
     events = (await _histories(stack, ids, {lid: ev.PermitReleased}, 6))[lid]
     assert {e.body.units for e in events if isinstance(e.body, ev.PermitReleased)} == {5}
+
+
+async def test_a_defined_limit_governs_over_the_specs(
+        stack: Stack, limit_worker: localstack.Service) -> None:
+    """``PUT /v1/limits/{key}`` with a concurrency of 1 for a key whose spec says 3: six
+    runs of 0.3 s never run two at once; the definition is in the limiter's history."""
+    tag = f"d{int(time.time() * 1000) % 10**8}"
+    key = f"pool-{tag}"
+    spec = {"name": "defined", "nodes": [
+        {"id": "work", "task": "lim.hold", "queue": QUEUE,
+         "input": {"customer": key, "seconds": 0.3},
+         "concurrency": {"key": key, "limit": 3}}], "output": "${nodes.work.output}"}
+    ids = [f"def-{tag}-{i}" for i in range(6)]
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        put = await client.put(f"/v1/limits/{key}", json={"concurrency": {"limit": 1}})
+        assert put.status_code == 202, put.text
+        assert put.json()["limits"][0]["limiter"] == limiter_id("concurrency", key)
+        bad = await client.put(f"/v1/limits/{key}", json={"concurrency": {"limit": 0}})
+        assert bad.status_code == 422 and "limit must be an integer" in bad.text, bad.text
+        await _submit(client, ids[0], spec, {})
+        lid = limiter_id("concurrency", key)
+        await asyncio.gather(*(_submit(client, wid, spec, {}) for wid in ids[1:]))
+        views = await _all_succeeded(client, ids, 60)
+    spans = [(v["output"]["start"], v["output"]["end"]) for v in views]
+    assert _most_at_once(spans) == 1, spans
+    events = (await _histories(stack, ids, {lid: ev.PermitReleased}, 6))[lid]
+    first = [type(e.body).__name__ for e in events[:3]]
+    assert first == ["WorkflowAccepted", "LimitDefined", "PermitRequested"], first
+    assert max(e.body.holding for e in events if isinstance(e.body, ev.PermitIssued)) == 1

@@ -41,6 +41,7 @@ from headwater.core.events.inputs import (
     WorkflowSubmitted,
 )
 from headwater.core.kinds.limiter.records import (
+    LimitDefined,
     PermitGranted,
     PermitIssued,
     PermitReleased,
@@ -74,6 +75,7 @@ __all__ = [
     "ConditionEvaluated",
     "HistoryEvent",
     "Input",
+    "LimitDefined",
     "LoopStepDecided",
     "MapExpanded",
     "NodeFinished",

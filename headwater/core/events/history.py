@@ -24,6 +24,7 @@ from headwater.core.events.inputs import (
 )
 from headwater.core.ids import dispatch_id as make_dispatch_id
 from headwater.core.kinds.limiter.records import (
+    LimitDefined,
     PermitGranted,
     PermitIssued,
     PermitReleased,
@@ -274,6 +275,7 @@ Body = (
     | PermitRequested
     | PermitReleased
     | PermitIssued
+    | LimitDefined
     | NodeFinished
     | WorkflowRestarted
     | WorkflowSucceeded

@@ -15,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.core.kinds.limiter.records import PermitGranted, PermitReleased, PermitRequested
+from headwater.core.kinds.limiter.records import (
+    LimitDefined,
+    PermitGranted,
+    PermitReleased,
+    PermitRequested,
+)
 from headwater.core.kinds.wait.records import SignalSent
 from headwater.core.kinds.workflow.records import ChildSubmitted
 
@@ -182,4 +187,4 @@ Report = (
     | TaskSucceeded | TaskFailed
 )
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report | PermitRequested | PermitReleased | PermitGranted)
+         | Report | PermitRequested | PermitReleased | PermitGranted | LimitDefined)

@@ -16,7 +16,7 @@ from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.kinds.code.rules import UNIT as CODE
 from headwater.core.kinds.limiter.rules import UNIT as LIMITER
-from headwater.core.kinds.limiter.rules import released, requested
+from headwater.core.kinds.limiter.rules import defined, released, requested
 from headwater.core.kinds.loop.rules import UNIT as LOOP
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.schedule.rules import UNIT as SCHEDULE
@@ -30,4 +30,5 @@ UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE, LIMITER)
 """Every node kind's unit."""
 
 registry.install(UNITS)
-INPUT_RULES.update({ev.PermitRequested: requested, ev.PermitReleased: released})
+INPUT_RULES.update({ev.PermitRequested: requested, ev.PermitReleased: released,
+                    ev.LimitDefined: defined})

@@ -107,6 +107,8 @@ def kind_body_samples() -> list[Any]:
         ev.PermitReleased("limit::rate:openai", f"{WF}/call/2", AT, 480, 3, 2**40, 1200),
         ev.TaskSucceeded(WF, "call", 3, 1, AT, {"text": "é"}, None, 1234),
         ev.PermitIssued("limit::concurrency:acme", f"{WF}/call/2", 1, 2, 2, AT),
+        ev.LimitDefined("limit::rate:openai", "rate", "openai", 500, 60_000, AT, 3, 1, 2**40),
+        ev.LimitDefined("limit::concurrency:acme", "concurrency", "acme", 0, 0, AT),
         ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={
             "of": "wf-source", "reset": "b", "nodes": {"a": [1]}, "items": {"m": {"3": 2}}}),
     ]

@@ -6,7 +6,8 @@ An attempt's ``TaskHeld`` is sent to its limiter as ``PermitRequested`` (on ``co
 keyed by the limiter's id); its end (``TaskSucceeded``, ``TaskFailed``,
 ``TaskCancelled``) as ``PermitReleased``; the limiter's ``PermitIssued`` is sent to the
 attempt's workflow as ``PermitGranted`` (on ``reports``): the coordinator routes them
-(``services/coordinator/records.py``).
+(``services/coordinator/permits.py``). ``LimitDefined`` comes from the gateway
+(``PUT /v1/limits/{key}``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,25 @@ class PermitIssued:
     granted: int = 0
 
 
+@dataclass(frozen=True)
+class LimitDefined:
+    """Input (``control``, keyed by the limiter's id; ``PUT /v1/limits/{key}``) and the
+    limiter's history: ``kind``'s limit of ``key`` is ``limit`` (per ``window_ms`` for a
+    rate), whatever the specs naming the key say; ``limit`` 0 takes the definition back
+    (the latest request's limit applies again). ``holding``, ``queued`` and ``granted``
+    as in ``PermitReleased``."""
+
+    workflow_id: str
+    kind: str
+    key: str
+    limit: int
+    window_ms: int
+    at_ms: int
+    holding: int = 0
+    queued: int = 0
+    granted: int = 0
+
+
 def _held(data: Mapping[str, Any]) -> FollowNote:
     note = f"waiting for {data.get('kind')} {data.get('key')}"
     return FollowNote(f"{where(data)}: {note}", detail=note, running=True)
@@ -121,6 +141,8 @@ DESCRIBE: dict[type[Any], Describe] = {
     PermitRequested: lambda b: f"{b.holder} asks for {b.units}",
     PermitReleased: lambda b: f"{b.holder} released",
     PermitIssued: lambda b: f"{b.holder}: {b.holding} of {b.limit} held",
+    LimitDefined: lambda b: (f"{b.kind} {b.key}: limit {b.limit}" if b.limit
+                             else f"{b.kind} {b.key}: definition taken back"),
 }
 """Each event's timeline detail."""
 
@@ -131,5 +153,6 @@ FOLLOW: dict[type[Any], Follow | None] = {
     PermitReleased: lambda data: FollowNote(f"{data.get('holder')} released its permit"),
     PermitIssued: lambda data: FollowNote(f"{data.get('holder')} granted "
                                           f"({data.get('holding')} of {data.get('limit')})"),
+    LimitDefined: lambda data: FollowNote(f"limit defined: {data.get('limit')}"),
 }
 """Each event's line in the live view (``ops/cli/follow.py``)."""

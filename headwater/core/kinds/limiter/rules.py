@@ -6,13 +6,15 @@ The node's state (``NodeState.limiter``) is a JSON document, as the table keeps 
 
     {"kind": "concurrency" | "rate", "key": <text>, "limit": n, "window_ms": w,
      "holders": {holder id: units}, "queue": [[holder id, units], ...],
-     "grants": [[at ms, units, holder id], ...], "granted": n}
+     "grants": [[at ms, units, holder id], ...], "granted": n,
+     "defined": [limit, window ms]}   # only while a limit is defined
 
 ``holders`` are the concurrency permits held; ``grants`` the rate permits granted within
 the last window, with their units as granted or as the attempt reported it used them
 (older ones are dropped as events come); ``granted`` counts every permit granted. The
 limit is the one the latest request carried (a spec's), so changing a spec's limit
-changes its key's limit from its next request on.
+changes its key's limit from its next request on, unless one is defined apart
+(``PUT /v1/limits/{key}``, ``LimitDefined``): that one governs until taken back.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from headwater.core.attempts import KindEvolution
 from headwater.core.kinds.limiter.records import (
     DESCRIBE,
     FOLLOW,
+    LimitDefined,
     PermitIssued,
     PermitReleased,
     PermitRequested,
@@ -68,6 +71,26 @@ def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested
     queued = len(lim["queue"]) + 1 if lim is not None else 1
     granted = lim.get("granted", 0) if lim is not None else 0
     rec.record(dataclasses.replace(event, holding=holding, queued=queued, granted=granted))
+    _issue(rec)
+
+
+def defined(rec: Recorder, state: WorkflowState | None, event: LimitDefined) -> None:
+    """A limit defined apart from the specs (``PUT /v1/limits/{key}``): it governs the
+    key from now on, over what requests carry (``limit`` 0: no longer); a limiter not
+    created yet is created with it. The same definition again changes nothing."""
+    if state is None:
+        state = rec.record(ev.WorkflowAccepted(event.workflow_id, event.at_ms, LIMITER_SPEC,
+                                               None, None))
+    if state.status.terminal or state.spec_error:
+        return
+    lim = limiter_of(state)
+    wanted = [event.limit, event.window_ms] if event.limit else None
+    if lim is not None and lim.get("defined") == wanted:
+        return
+    rec.record(dataclasses.replace(
+        event, holding=_holding(lim, rec.at_ms) if lim is not None else 0,
+        queued=len(lim["queue"]) if lim is not None else 0,
+        granted=lim.get("granted", 0) if lim is not None else 0))
     _issue(rec)
 
 
@@ -168,17 +191,35 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
 # -- evolution --------------------------------------------------------------------------
 
 def _requested(state: WorkflowState, body: PermitRequested) -> None:
-    """The request queues; the first one opens the limiter (its node runs for good);
-    the limit is the one the latest request carried."""
+    """The request queues (the first opens the limiter); the limit is the one the
+    latest request carried, unless one is defined (``LimitDefined``)."""
+    lim = _opened(state, body.kind, body.key, body.limit, body.window_ms)
+    if lim.get("defined") is None:
+        lim["limit"], lim["window_ms"] = body.limit, body.window_ms
+    lim["queue"].append([body.holder, body.units])
+    _settle(state, lim, body.at_ms)
+
+
+def _opened(state: WorkflowState, kind: str, key: str, limit: int,
+            window_ms: int) -> dict[str, Any]:
+    """The limiter's live state; its first event opens it (its node runs for good)."""
     node = node_state(state, LIMITER_NODE)
     if node.limiter is None:
         node.status = NodeStatus.RUNNING
-        node.limiter = {"kind": body.kind, "key": body.key, "limit": body.limit,
-                        "window_ms": body.window_ms, "holders": {}, "queue": [],
-                        "grants": [], "granted": 0}
-    lim = node.limiter
-    lim["limit"], lim["window_ms"] = body.limit, body.window_ms
-    lim["queue"].append([body.holder, body.units])
+        node.limiter = {"kind": kind, "key": key, "limit": limit, "window_ms": window_ms,
+                        "holders": {}, "queue": [], "grants": [], "granted": 0}
+    return node.limiter
+
+
+def _defined(state: WorkflowState, body: LimitDefined) -> None:
+    """A defined limit governs until it is taken back; then the limit is the next
+    request's (the one before stays meanwhile)."""
+    lim = _opened(state, body.kind, body.key, body.limit, body.window_ms)
+    if body.limit:
+        lim["defined"] = [body.limit, body.window_ms]
+        lim["limit"], lim["window_ms"] = body.limit, body.window_ms
+    else:
+        lim.pop("defined", None)
     _settle(state, lim, body.at_ms)
 
 
@@ -249,7 +290,7 @@ def _parse(raw: Mapping[str, Any], where: str, work: Work,
 UNIT = KindUnit(NodeKind.LIMITER, frozenset(), start, attempt_succeeded, attempt_failed,
                 parse=_parse, timer_prefix=TIMER_PREFIX, timer_fired=woke,
                 events={PermitRequested: _requested, PermitReleased: _released,
-                        PermitIssued: _issued},
+                        PermitIssued: _issued, LimitDefined: _defined},
                 evolution=KindEvolution(timer_fired=_timer_fired),
                 describe=DESCRIBE, follow=FOLLOW)  # an attempt's TaskHeld, PermitGranted too
 """The ``limiter`` kind."""

@@ -205,3 +205,29 @@ def test_units_reported_count_instead_of_those_asked() -> None:
     issued = [e.body for e in world.history[lid] if isinstance(e.body, ev.PermitIssued)]
     assert [b.holding for b in issued] == [50, 100, 110]
     world.replays()
+
+
+def test_a_defined_limit_governs_until_taken_back() -> None:
+    world = World(random.Random(7))
+    lid = limiter_id("concurrency", "pool")
+    world.apply(ev.LimitDefined(lid, "concurrency", "pool", 1, 0, world.now))  # before any run
+    spec = _spec(concurrency={"key": "pool", "limit": 3})
+    for i in range(4):
+        world.apply(ev.WorkflowSubmitted(f"r{i}", spec, {}, world.now, None))
+    world.deliver()
+    world.start_all()
+    assert len(world.running) == 1  # the definition's 1, not the spec's 3
+    world.apply(ev.LimitDefined(lid, "concurrency", "pool", 1, 0, world.now))  # the same
+    world.apply(ev.LimitDefined(lid, "concurrency", "pool", 2, 0, world.now))  # raised: one more
+    world.deliver()
+    world.start_all()
+    assert len(world.running) == 2
+    world.apply(ev.LimitDefined(lid, "concurrency", "pool", 0, 0, world.now))  # taken back
+    world.finish(sorted(world.running)[0])
+    world.deliver()
+    world.start_all()
+    assert len(world.running) == 2  # still 2 until a request brings the spec's 3
+    defined = [e.body.limit for e in world.history[lid]
+               if isinstance(e.body, ev.LimitDefined)]
+    assert defined == [1, 2, 0]  # the repeated definition recorded nothing
+    world.replays()

@@ -8,7 +8,7 @@
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
-  "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
+  "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
   "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated", "TaskHeld",
