@@ -61,7 +61,9 @@ KIND_EVOLUTIONS: dict[NodeKind, KindEvolution] = {}
 def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     key = task_key(body.node, body.index)
     held = state.tasks.get(key)
-    if held is None or held.status is not TaskStatus.HELD or held.attempt != body.attempt:
+    was_held = held is not None and held.status is TaskStatus.HELD and (
+        held.attempt == body.attempt)
+    if not was_held:
         _takes_slot(state, body.node, body.index, body.attempt)  # a held one took it
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
@@ -70,6 +72,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         heartbeat_ms=None if body.heartbeat_timeout_s is None
         else round(body.heartbeat_timeout_s * 1000),
         checkpoint=body.checkpoint,
+        limiters=held.limiters if was_held and held is not None else None,
     )
     evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
     if evolution is not None and evolution.task_dispatched is not None:
@@ -99,17 +102,24 @@ def _held(state: WorkflowState, body: ev.TaskHeld) -> None:
     if (previous is not None and previous.status is TaskStatus.HELD
             and previous.attempt == body.attempt):
         previous.waiting_for = body.limiter
+        previous.limiters = [*(previous.limiters or []), body.limiter]
         return
     _takes_slot(state, body.node, body.index, body.attempt)
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
-        dispatched_at_ms=body.at_ms, waiting_for=body.limiter,
+        dispatched_at_ms=body.at_ms, waiting_for=body.limiter, limiters=[body.limiter],
         checkpoint=previous.checkpoint if previous is not None else None)
 
 
 def _granted(state: WorkflowState, body: ev.PermitGranted) -> None:
     """The held attempt got the permit it waited for."""
     task_state(state, body.node, body.index).waiting_for = ""
+
+
+def _returned(state: WorkflowState, body: ev.PermitsReturned) -> None:
+    """The ended attempt gave its limiters back: it holds and waits for nothing."""
+    t = task_state(state, body.node, body.index)
+    t.limiters, t.waiting_for = None, ""
 
 
 def _started(state: WorkflowState, body: ev.TaskStarted) -> None:
@@ -267,6 +277,7 @@ ATTEMPT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.TaskDispatched: _dispatched,
     ev.TaskHeld: _held,
     ev.PermitGranted: _granted,
+    ev.PermitsReturned: _returned,
     ev.TaskStarted: _started,
     ev.TaskHeartbeated: _heartbeated,
     ev.TaskProgressed: _progressed,

@@ -73,6 +73,11 @@ def reserved_id(workflow_id: str) -> bool:
     return workflow_id.startswith(LIMITER_PREFIX)
 
 
+def is_rate(limiter: str) -> bool:
+    """Whether ``limiter`` (a ``limiter_id``) keeps a rate limit."""
+    return limiter.startswith(f"{LIMITER_PREFIX}{RATE}:")
+
+
 def limiter_id(kind: str, key: str) -> str:
     """The id of the limiter keeping ``kind``'s limit of ``key``: ``limit::<kind>:<key>``
     for a key of letters, digits and ``_.-``, else ``limit::<kind>::<digest>`` (the

@@ -38,6 +38,8 @@ class TaskState:
         outcome: how the current attempt ended (an ``AttemptEnd`` value, ``""`` until then).
         waiting_for: the limiter whose permit a held attempt waits for (``TaskHeld``),
             ``""`` when it waits for none.
+        limiters: the limiters the current attempt asked for a permit (held for, or
+            holding), until its end gives them back (``PermitsReturned``); None: none.
     """
 
     node: str
@@ -59,6 +61,7 @@ class TaskState:
     chunks: int = 0
     outcome: str = ""
     waiting_for: str = ""
+    limiters: list[str] | None = None
 
 
 @dataclass

@@ -5,9 +5,10 @@ and ``headwater/core/kinds/limiter/``).
 A held attempt's ``TaskHeld`` asks its limiter for a permit (``PermitRequested`` on
 ``control``, keyed by the limiter's id, so its limiter's coordinator applies it whatever
 partition the attempt's workflow is on); the end of an attempt of a node with limits
-(``TaskSucceeded``, ``TaskFailed``, ``TaskCancelled``) gives each of its node's limiters
-its permit, or its place in the queue, back (``PermitReleased``; a rate limiter with the
-units the attempt reported it used, ``TaskSucceeded.units``); a limiter's
+(``TaskSucceeded``, ``TaskFailed``, ``TaskCancelled``, which the core follows with
+``PermitsReturned`` naming the limiters the attempt asked) gives each its permit, or
+its place in the queue, back (``PermitReleased``; a rate limiter with the units the
+attempt reported it used, ``TaskSucceeded.units``); a limiter's
 ``PermitIssued`` grants the attempt (``PermitGranted`` on ``reports``, keyed by the
 attempt's workflow id). All of them go through the batch's intent with its history, so
 a batch carried out again sends them again, and the limiter's and the attempt's rules
@@ -21,10 +22,8 @@ from typing import NamedTuple
 from headwater import codec
 from headwater.core import events as ev
 from headwater.core.ids import dispatch_id
-from headwater.core.limits import RATE
-from headwater.core.machine.holds import limits_of
+from headwater.core.limits import is_rate
 from headwater.core.state import WorkflowState
-from headwater.errors import InputReferenceError
 from headwater.topics import Topics
 
 
@@ -54,27 +53,12 @@ def permit_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
         hwid, node, index, attempt = holder
         grant = ev.PermitGranted(hwid, node, index, attempt, wid, body.at_ms)
         return [Permit(topics.reports, hwid.encode(), codec.encode(grant), wid)]
-    if isinstance(body, ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled):
-        return _releases(topics, body, state)
+    if isinstance(body, ev.PermitsReturned):
+        ended = dispatch_id(wid, body.node, body.index, body.attempt)
+        return [Permit(topics.control, lid.encode(), codec.encode(ev.PermitReleased(
+            lid, ended, body.at_ms, units=body.units if is_rate(lid) else None)), wid)
+            for lid in body.limiters]
     return []
-
-
-def _releases(topics: Topics, body: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled,
-              state: WorkflowState | None) -> list[Permit]:
-    """A ``PermitReleased`` to each limiter of the attempt's node (none for a node
-    without limits, or whose keys cannot be resolved: it never asked)."""
-    if state is None or state.spec_error:
-        return []
-    try:
-        spec = state.spec.node(body.node)
-        wanted = limits_of(state, spec, body.index) if spec.limits else []
-    except (KeyError, InputReferenceError):
-        return []
-    holder = dispatch_id(body.workflow_id, body.node, body.index, body.attempt)
-    used = body.units if isinstance(body, ev.TaskSucceeded) else None
-    return [Permit(topics.control, w.limiter.encode(), codec.encode(ev.PermitReleased(
-        w.limiter, holder, body.at_ms, units=used if w.limit.kind == RATE else None)),
-        body.workflow_id) for w in wanted]
 
 
 def parse_holder(holder: str) -> tuple[str, str, int | None, int] | None:

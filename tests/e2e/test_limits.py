@@ -12,8 +12,8 @@ the work back) over the session's stack:
   the limiter never grants more than 20 in any 2 s (its ``PermitIssued`` times), and the
   rate the tasks started at is within 10 % of 10 a second.
 
-``GET /v1/limits`` shows each customer's limiter: its limit, nothing held or queued, 5
-permits granted.
+``GET /v1/limits`` (and ``GET /v1/queues``' ``limits``) shows each customer's limiter:
+its limit, nothing held or queued, 5 permits granted.
 """
 
 from __future__ import annotations
@@ -141,6 +141,8 @@ async def test_a_concurrency_key_holds_two_per_customer(
                                            i["granted"] == 5 for i in items))
         assert {(i["kind"], i["limit"], i["holding"], i["queued"]) for i in shown} == {
             ("concurrency", 2, 0, 0)}
+        queues = (await client.get("/v1/queues")).json()
+        assert {i["limiter"] for i in shown} <= {i["limiter"] for i in queues["limits"]}
         one = (await client.get(f"/v1/workflows/{shown[0]['limiter']}")).json()
         assert one["status"] == "running", one  # a limiter is a run that never ends
         spans = [m for ms in marks.values() for m in ms]

@@ -46,6 +46,7 @@ from headwater.core.kinds.limiter.records import (
     PermitIssued,
     PermitReleased,
     PermitRequested,
+    PermitsReturned,
     TaskHeld,
 )
 from headwater.core.kinds.loop.records import LoopStepDecided
@@ -85,6 +86,7 @@ __all__ = [
     "PermitIssued",
     "PermitReleased",
     "PermitRequested",
+    "PermitsReturned",
     "Report",
     "ReportDiscarded",
     "ScheduleArmed",

@@ -29,6 +29,7 @@ from headwater.core.kinds.limiter.records import (
     PermitIssued,
     PermitReleased,
     PermitRequested,
+    PermitsReturned,
     TaskHeld,
 )
 from headwater.core.kinds.loop.records import LoopStepDecided
@@ -272,6 +273,7 @@ Body = (
     | ScheduleResumed
     | TaskHeld
     | PermitGranted
+    | PermitsReturned
     | PermitRequested
     | PermitReleased
     | PermitIssued

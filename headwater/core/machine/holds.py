@@ -28,6 +28,7 @@ from headwater.core.limits import LimitSpec, limiter_id, resolved_key, resolved_
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
+from headwater.core.status import TaskStatus
 from headwater.errors import InputReferenceError
 
 
@@ -73,11 +74,12 @@ def hold(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
 
 
 def grant_fits(state: WorkflowState, event: ev.PermitGranted) -> bool:
-    """Whether ``event`` grants the permit the attempt it names waits for (a copy, or a
-    grant for an attempt that ended, does not)."""
+    """Whether ``event`` grants the permit the attempt it names waits for: a copy, or a
+    grant for an attempt that ended (its node cancelled it, say, while the run goes on)
+    does not."""
     task = state.tasks.get(task_key(event.node, event.index))
-    return (task is not None and task.attempt == event.attempt
-            and task.waiting_for == event.limiter)
+    return (task is not None and task.status is TaskStatus.HELD
+            and task.attempt == event.attempt and task.waiting_for == event.limiter)
 
 
 def after(wanted: list[Wanted], limiter: str) -> Wanted | None:

@@ -4,10 +4,10 @@ permit; ``PermitGranted``: it got one) and the limiter's (``PermitRequested``,
 
 An attempt's ``TaskHeld`` is sent to its limiter as ``PermitRequested`` (on ``control``,
 keyed by the limiter's id); its end (``TaskSucceeded``, ``TaskFailed``,
-``TaskCancelled``) as ``PermitReleased``; the limiter's ``PermitIssued`` is sent to the
-attempt's workflow as ``PermitGranted`` (on ``reports``): the coordinator routes them
-(``services/coordinator/permits.py``). ``LimitDefined`` comes from the gateway
-(``PUT /v1/limits/{key}``).
+``TaskCancelled``, each followed by ``PermitsReturned``) as ``PermitReleased``; the
+limiter's ``PermitIssued`` is sent to the attempt's workflow as ``PermitGranted`` (on
+``reports``): the coordinator routes them (``services/coordinator/permits.py``).
+``LimitDefined`` comes from the gateway (``PUT /v1/limits/{key}``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,24 @@ class PermitGranted:
     attempt: int
     limiter: str
     at_ms: int
+
+
+@dataclass(frozen=True)
+class PermitsReturned:
+    """History: attempt ``attempt`` of ``node`` (item ``index``) ended (succeeded, failed,
+    cancelled) and gives back what it held or waited for at each of ``limiters`` (the
+    coordinator sends each a ``PermitReleased``); ``units``: what it reported it used of
+    its rate limits (``TaskSucceeded.units``), or None. Recorded right after the event
+    that ended the attempt (``machine.recorder``), from the limiters it asked
+    (``TaskState.limiters``), so the release never depends on resolving a key again."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    limiters: tuple[str, ...]
+    at_ms: int
+    units: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +156,8 @@ DESCRIBE: dict[type[Any], Describe] = {
     TaskHeld: lambda b: (f"{task_key(b.node, b.index)} attempt {b.attempt} waits for "
                          f"{b.kind} {b.key} (limit {b.limit})"),
     PermitGranted: lambda b: f"{task_key(b.node, b.index)} attempt {b.attempt}: {b.limiter}",
+    PermitsReturned: lambda b: (f"{task_key(b.node, b.index)} attempt {b.attempt}: "
+                                f"{', '.join(b.limiters)}"),
     PermitRequested: lambda b: f"{b.holder} asks for {b.units}",
     PermitReleased: lambda b: f"{b.holder} released",
     PermitIssued: lambda b: f"{b.holder}: {b.holding} of {b.limit} held",
@@ -149,6 +169,7 @@ DESCRIBE: dict[type[Any], Describe] = {
 FOLLOW: dict[type[Any], Follow | None] = {
     TaskHeld: _held,
     PermitGranted: None,
+    PermitsReturned: None,
     PermitRequested: lambda data: FollowNote(f"{data.get('holder')} asks for a permit"),
     PermitReleased: lambda data: FollowNote(f"{data.get('holder')} released its permit"),
     PermitIssued: lambda data: FollowNote(f"{data.get('holder')} granted "

@@ -81,7 +81,7 @@ cannot state)."""
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
           "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code",
-          "continued", "requires", "limits", "limiter", "waiting_for"}
+          "continued", "requires", "limits", "limiter", "waiting_for", "limiters"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -231,3 +231,60 @@ def test_a_defined_limit_governs_until_taken_back() -> None:
                if isinstance(e.body, ev.LimitDefined)]
     assert defined == [1, 2, 0]  # the repeated definition recorded nothing
     world.replays()
+
+
+def test_a_grant_for_an_attempt_its_node_cancelled_changes_nothing() -> None:
+    """A map that fails for good cancels its held items while the run goes on (an error
+    route): the grants on their way for them dispatch nothing."""
+    world = World(random.Random(8))
+    spec = {"name": "m", "nodes": [
+        {"id": "m", "kind": "map", "task": "t.m", "over": "${input.items}",
+         "input": "${item}", "on_error": "h", "concurrency": {"key": "one", "limit": 1}},
+        {"id": "h", "task": "t.h"}]}
+    world.apply(ev.WorkflowSubmitted("m1", spec, {"items": [0, 1, 2]}, world.now, None))
+    world.deliver()
+    world.start_all()
+    assert list(world.running) == ["m1/m[0]/1"]
+    world.finish("m1/m[0]/1", ok=False)  # fails for good: items 1 and 2 are cancelled
+    world.deliver()
+    world.start_all()
+    assert sorted(world.running) == ["m1/h/1"]  # the handler only: no cancelled item ran
+    lim = world.run_limiter(limiter_id("concurrency", "one"))
+    assert lim["holders"] == {} and lim["queue"] == []
+    state = world.states["m1"]
+    assert state is not None
+    assert [state.tasks[f"m[{i}]"].status for i in (1, 2)] == [TaskStatus.CANCELLED] * 2
+    world.replays()
+
+
+def test_a_restart_gives_back_what_a_held_attempt_asked_for() -> None:
+    """The key comes from an upstream output, which a restart clears: the release names
+    the limiter the request named all the same (``PermitsReturned``)."""
+    world = World(random.Random(9))
+    world.apply(ev.WorkflowSubmitted("r0", _spec(concurrency={"key": "eu", "limit": 1}), {},
+                                     world.now, None))
+    world.deliver()
+    world.start_all()  # r0 holds limit::concurrency:eu
+    spec = {"name": "restarting", "restart_on_failure": True, "max_restarts": 1,
+            "heartbeat_timeout": 5, "nodes": [
+                {"id": "a", "task": "t.a"}, {"id": "plan", "task": "t.plan"},
+                {"id": "work", "task": "t.work", "needs": ["plan"],
+                 "concurrency": {"key": "${nodes.plan.output.region}", "limit": 1}}]}
+    world.apply(ev.WorkflowSubmitted("r1", spec, {}, world.now, None))
+    world.start_all()
+    d = world.running.pop("r1/plan/1")
+    world.apply(ev.TaskSucceeded("r1", "plan", None, 1, world.now, {"region": "eu"}))
+    world.deliver()
+    lim = world.run_limiter(limiter_id("concurrency", "eu"))
+    assert [q[0] for q in lim["queue"]] == ["r1/work/1"]
+    world.now += 60_000  # a's lease ends: the run restarts
+    world.apply(ev.TimerFired("r1", "lease:a:1", world.now))
+    state = world.states["r1"]
+    assert state is not None and state.generation == 2
+    returned = [e.body for e in world.history["r1"] if isinstance(e.body, ev.PermitsReturned)]
+    assert [(b.node, b.limiters) for b in returned] == [("work", ("limit::concurrency:eu",))]
+    world.deliver()
+    lim = world.run_limiter(limiter_id("concurrency", "eu"))
+    assert lim["queue"] == [] and list(lim["holders"]) == ["r0/call/1"]
+    assert d.node == "plan"
+    world.replays()

@@ -9,6 +9,7 @@
 export const EVENT_TYPES = [
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
   "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
+  "PermitsReturned",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
   "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated", "TaskHeld",
