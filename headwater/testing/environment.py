@@ -40,10 +40,11 @@ from headwater import blobs, codec
 from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
-from headwater.core.ids import child_id
+from headwater.core.ids import child_id, dispatch_id, parse_dispatch_id
 from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.workflow.rules import report_to_parent
+from headwater.core.limits import is_rate
 from headwater.core.machine import step
 from headwater.core.spec import read_spec
 from headwater.core.state import WorkflowState
@@ -215,6 +216,7 @@ class Environment:
             self._put(ev.CancelRequested(
                 child_id(body.workflow_id, body.node, body.index, body.attempt), body.at_ms,
                 f"parent {body.workflow_id}: {body.reason}", parent_id=body.workflow_id))
+        self._permits(body)
         if not isinstance(body, ev.TaskDispatched):
             return
         child = self._child(state, body)
@@ -231,6 +233,25 @@ class Environment:
         self._put(ev.TaskStarted(body.workflow_id, body.node, body.index, body.attempt,
                                  self.now_ms, WORKER))
         self._put(await self._run_task(activation_dispatch(state, body)))
+
+    def _permits(self, body: ev.Body) -> None:
+        """What the coordinator sends between a held attempt and its limiter
+        (``services/coordinator/permits.py``): a request for ``TaskHeld``, a grant for
+        ``PermitIssued``, a release per limiter for ``PermitsReturned``."""
+        wid = body.workflow_id
+        if isinstance(body, ev.TaskHeld):
+            self._put(ev.PermitRequested(
+                body.limiter, dispatch_id(wid, body.node, body.index, body.attempt),
+                body.kind, body.key, body.limit, body.window_ms, body.units, body.at_ms))
+        elif isinstance(body, ev.PermitIssued):
+            holder = parse_dispatch_id(body.holder)
+            if holder is not None:
+                self._put(ev.PermitGranted(*holder, wid, body.at_ms))
+        elif isinstance(body, ev.PermitsReturned):
+            ended = dispatch_id(wid, body.node, body.index, body.attempt)
+            for lid in body.limiters:
+                self._put(ev.PermitReleased(lid, ended, body.at_ms,
+                                            units=body.units if is_rate(lid) else None))
 
     def _child(self, state: WorkflowState, body: ev.TaskDispatched | ev.TaskCancelled) -> Any:
         spec = state.spec.node(body.node)
@@ -275,10 +296,11 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
-        return self._succeeded(where, output, activation)
+        return self._succeeded(where, output, activation, ctx.units)
 
     def _succeeded(self, where: tuple[str, str, int | None, int, int],
-                   output: Any, activation: bool) -> ev.TaskSucceeded | ev.TaskFailed:
+                   output: Any, activation: bool,
+                   units: int | None = None) -> ev.TaskSucceeded | ev.TaskFailed:
         """The report of an attempt that returned ``output``, as a worker makes it: its
         large values by reference (an activation's, its decision's), a non-retryable
         failure for an output that is not JSON or is still over ``max_output_bytes``
@@ -294,9 +316,9 @@ class Environment:
         if carried is not None:
             carried["decision"] = self._offload(carried["decision"], True)
         output = self._offload(output, activation)
-        report = ev.TaskSucceeded(*where, output=output, continuation=carried)
+        report = ev.TaskSucceeded(*where, output=output, continuation=carried, units=units)
         if carried is not None and len(codec.encode(report)) > self.max_output_bytes:
-            report = ev.TaskSucceeded(*where, output=output)  # left out, as a worker does
+            report = ev.TaskSucceeded(*where, output=output, units=units)  # as a worker does
         size = len(codec.encode(report))
         if size > self.max_output_bytes:
             return ev.TaskFailed(*where, f"output is {size} bytes, over the limit of "

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.ids import dispatch_id
+from headwater.core.ids import dispatch_id, parse_dispatch_id
 from headwater.core.limits import is_rate
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
@@ -47,7 +47,7 @@ def permit_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
                                      body.units, body.at_ms)
         return [Permit(topics.control, body.limiter.encode(), codec.encode(request), wid)]
     if isinstance(body, ev.PermitIssued):
-        holder = parse_holder(body.holder)
+        holder = parse_dispatch_id(body.holder)
         if holder is None:
             return []
         hwid, node, index, attempt = holder
@@ -59,19 +59,3 @@ def permit_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
             lid, ended, body.at_ms, units=body.units if is_rate(lid) else None)), wid)
             for lid in body.limiters]
     return []
-
-
-def parse_holder(holder: str) -> tuple[str, str, int | None, int] | None:
-    """``(workflow id, node, index, attempt)`` of a dispatch id
-    (``ids.dispatch_id``: ``<workflow id>/<node>[<index>]/<attempt>``), None when it is
-    none (a workflow id holds no ``/``, a node id neither ``/`` nor ``[``)."""
-    wid, _, rest = holder.partition("/")
-    key, _, attempt = rest.rpartition("/")
-    if not wid or not key or not (attempt.isascii() and attempt.isdigit()):
-        return None
-    node, bracket, index = key.partition("[")
-    if not bracket:
-        return wid, node, None, int(attempt)
-    if not index.endswith("]") or not index[:-1].isascii() or not index[:-1].isdigit():
-        return None
-    return wid, node, int(index[:-1]), int(attempt)
