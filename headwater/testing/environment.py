@@ -40,11 +40,10 @@ from headwater import blobs, codec
 from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
-from headwater.core.ids import child_id, dispatch_id, parse_dispatch_id
+from headwater.core.ids import child_id
 from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.workflow.rules import report_to_parent
-from headwater.core.limits import is_rate
 from headwater.core.machine import step
 from headwater.core.spec import read_spec
 from headwater.core.state import WorkflowState
@@ -56,6 +55,7 @@ from headwater.errors import (
     WorkflowFailed,
 )
 from headwater.sdk import REGISTRY
+from headwater.testing.permits import permit_inputs
 from headwater.workflows.decorator import info_of
 from headwater.workflows.instances import ACTIVATION_MARK, activate, continued
 from headwater.workflows.references import offload_decision
@@ -216,7 +216,8 @@ class Environment:
             self._put(ev.CancelRequested(
                 child_id(body.workflow_id, body.node, body.index, body.attempt), body.at_ms,
                 f"parent {body.workflow_id}: {body.reason}", parent_id=body.workflow_id))
-        self._permits(body)
+        for item in permit_inputs(body):  # a held attempt's request, a grant, a release
+            self._put(item)
         if not isinstance(body, ev.TaskDispatched):
             return
         child = self._child(state, body)
@@ -233,25 +234,6 @@ class Environment:
         self._put(ev.TaskStarted(body.workflow_id, body.node, body.index, body.attempt,
                                  self.now_ms, WORKER))
         self._put(await self._run_task(activation_dispatch(state, body)))
-
-    def _permits(self, body: ev.Body) -> None:
-        """What the coordinator sends between a held attempt and its limiter
-        (``services/coordinator/permits.py``): a request for ``TaskHeld``, a grant for
-        ``PermitIssued``, a release per limiter for ``PermitsReturned``."""
-        wid = body.workflow_id
-        if isinstance(body, ev.TaskHeld):
-            self._put(ev.PermitRequested(
-                body.limiter, dispatch_id(wid, body.node, body.index, body.attempt),
-                body.kind, body.key, body.limit, body.window_ms, body.units, body.at_ms))
-        elif isinstance(body, ev.PermitIssued):
-            holder = parse_dispatch_id(body.holder)
-            if holder is not None:
-                self._put(ev.PermitGranted(*holder, wid, body.at_ms))
-        elif isinstance(body, ev.PermitsReturned):
-            ended = dispatch_id(wid, body.node, body.index, body.attempt)
-            for lid in body.limiters:
-                self._put(ev.PermitReleased(lid, ended, body.at_ms,
-                                            units=body.units if is_rate(lid) else None))
 
     def _child(self, state: WorkflowState, body: ev.TaskDispatched | ev.TaskCancelled) -> Any:
         spec = state.spec.node(body.node)
