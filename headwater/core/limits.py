@@ -219,3 +219,22 @@ def resolved_units(value: Any) -> int:
         raise ValueError(f"a rate limit's units must resolve to an integer from 0 to "
                          f"{MAX_LIMIT}, got {str(value)[:40]}")
     return value
+
+
+def permit_fault(workflow_id: str, kind: str, limit: int, window_ms: int, units: int,
+                 defining: bool = False) -> str | None:
+    """What is wrong with a limiter's input (a request, or a definition when
+    ``defining``: its limit may be 0, taking it back), or None: the limiter's id and
+    kind agree, the limit, window and units are in range. The coordinator dead-letters
+    one that is wrong (``machine/refusals.py``): a limiter applies only what a
+    coordinator or the gateway would send."""
+    if kind not in (CONCURRENCY, RATE) or not workflow_id.startswith(
+            f"{LIMITER_PREFIX}{kind}:"):
+        return f"{workflow_id[:80]} is no limiter of kind {kind[:20]!r}"
+    if not (0 if defining else 1) <= limit <= MAX_LIMIT:
+        return f"limit {limit} is not from 1 to {MAX_LIMIT}"
+    if kind == RATE and limit and not 1 <= window_ms <= MAX_WINDOW_S * 1000:
+        return f"window_ms {window_ms} is not from 1 to {MAX_WINDOW_S * 1000}"
+    if not 0 <= units <= MAX_LIMIT:
+        return f"units {units} is not from 0 to {MAX_LIMIT}"
+    return None

@@ -12,6 +12,7 @@ import pytest
 
 from headwater.core import events as ev
 from headwater.core.limits import limiter_id
+from headwater.core.machine import Context, decide
 from headwater.core.status import TaskStatus, WorkflowStatus
 from ops.stuck import is_stuck, pending
 from tests.unit.services.coordinator.permit_world import World
@@ -288,3 +289,31 @@ def test_a_restart_gives_back_what_a_held_attempt_asked_for() -> None:
     assert lim["queue"] == [] and list(lim["holders"]) == ["r0/call/1"]
     assert d.node == "plan"
     world.replays()
+
+
+@pytest.mark.parametrize(("record", "fault"), [
+    (ev.PermitRequested("limit::rate:k", "w/a/1", "concurrency", "k", 2, 0, 1, 5),
+     "no limiter of kind 'concurrency'"),
+    (ev.PermitRequested("wf-1", "w/a/1", "concurrency", "k", 2, 0, 1, 5), "no limiter"),
+    (ev.PermitRequested("limit::concurrency:k", "w/a/1", "concurrency", "k", 0, 0, 1, 5),
+     "limit 0"),
+    (ev.PermitRequested("limit::rate:k", "w/a/1", "rate", "k", 5, 0, 1, 5), "window_ms 0"),
+    (ev.PermitRequested("limit::rate:k", "w/a/1", "rate", "k", 5, 1000, -3, 5), "units -3"),
+    (ev.PermitReleased("wf-1", "w/a/1", 5), "no limiter's id"),
+    (ev.LimitDefined("limit::concurrency:k", "concurrency", "k", -1, 0, 5), "limit -1"),
+    (ev.SignalSent("limit::concurrency:k", "go", 5), "limiters'"),
+    (ev.CancelRequested("limit::concurrency:k", 5, "no"), "limiters'"),
+    (ev.WorkflowSubmitted("limit::x", {"name": "n", "nodes": []}, None, 5, None),
+     "limiters'"),
+])
+def test_a_limiters_input_a_coordinator_would_not_send_is_refused(record: object,
+                                                                     fault: str) -> None:
+    decision = decide(None, record, Context())  # type: ignore[arg-type]
+    assert decision.step is None and fault in (decision.refused or ""), decision.refused
+
+
+def test_a_limiter_node_in_a_submitted_spec_fails() -> None:
+    spec = {"name": "sneaky", "nodes": [{"id": "limiter", "kind": "limiter"}]}
+    state = decide(None, ev.WorkflowSubmitted("s1", spec, None, 5, None), Context()).step
+    assert state is not None and state.state is not None
+    assert state.state.status is WorkflowStatus.FAILED
