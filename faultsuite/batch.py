@@ -22,6 +22,8 @@ from faultsuite.shapes import (
     DIAMOND_DEFINITION,
     LARGE_BYTES,
     LARGE_ITEMS,
+    LIMITED_ITEMS,
+    LIMITED_KEY,
     RERUN_ITEMS,
     RERUN_REFUSED,
     RESTART_ITEMS,
@@ -119,7 +121,7 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "code", "large", "rerun")
+              "loop", "branch", "diamond", "code", "large", "limited", "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
@@ -129,7 +131,8 @@ worker is killed (``suite.FIRST_HITS``: the 7th or 20th attempt started), and a 
 attempt restarts it; a short batch has it too. Each workflow of the rerun shape (last)
 adds its rerun to the batch, after every other workflow. The code shape is a
 ``@workflow`` (``faultsuite.code``), sent the signal its function waits for. The large
-shape's values go by reference (``shapes.large``)."""
+shape's values go by reference (``shapes.large``); the limited shape's attempts wait for
+keyed limits (``shapes.limited``)."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -180,6 +183,9 @@ def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
     elif shape == "large":
         workflow_input["items"] = [f"{n}.{i}" for i in range(LARGE_ITEMS)]
         workflow_input["big"] = f"{n}." * (LARGE_BYTES // 2)
+    elif shape == "limited":
+        workflow_input["items"] = [f"{n}.{i}" for i in range(LIMITED_ITEMS)]
+        workflow_input["customer"] = LIMITED_KEY
     elif shape == "rerun":
         workflow_input["items"] = [f"{n}.{i}" for i in range(RERUN_ITEMS)]
         workflow_input["refuse"] = f"{n}.{RERUN_REFUSED}"

@@ -276,11 +276,33 @@ def large(s: Sizes) -> Spec:
     ], output={"a": "${nodes.a.output}", "d": "${nodes.d.output}"})
 
 
+LIMITED_ITEMS = 6
+"""Map items of the limited shape, at most ``LIMITED_AT_ONCE`` of one key at once."""
+LIMITED_AT_ONCE = 2
+LIMITED_KEY = "shared"
+"""The key every workflow of the limited shape takes (its input's ``customer``): they
+all wait for the same limiters."""
+
+
+def limited(s: Sizes) -> Spec:
+    """Keyed limits: a map whose items hold a permit of ``concurrency`` keyed by the
+    input's ``customer`` (``LIMITED_AT_ONCE`` at once, the rest queued in its limiter),
+    then a digest under a ``rate_limit`` of the same key (5 a second). The limiters are
+    runs of their own, on other partitions than the workflow's."""
+    return _flow("fault-limited", [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.digest",
+         "input": {"value": "${item}", "salt": "m", "seconds": s.map_seconds},
+         "concurrency": {"key": "${input.customer}", "limit": LIMITED_AT_ONCE}},
+        _digest("r", "${nodes.m.output}", s.seconds, ["m"],
+                rate_limit={"key": "${input.customer}", "limit": 5, "window_s": 1}),
+    ], output={"items": "${nodes.m.output}", "r": "${nodes.r.output}"})
+
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
-    "restart": restart, "rerun": rerun, "large": large,
+    "restart": restart, "rerun": rerun, "large": large, "limited": limited,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

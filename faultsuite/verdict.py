@@ -6,12 +6,15 @@ processes' deaths matched with the faults that were meant to fire.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from faultsuite import audit as au
+from faultsuite import limits
 from faultsuite.batch import Submission
 from faultsuite.client import SubmitLog, projected
 from faultsuite.code import code_figures, replay_differences
@@ -21,6 +24,9 @@ from faultsuite.supervisor import Supervisor
 from faultsuite.topics import Record, read_all, read_dispatches
 from headwater.topics import Topics
 from ops.sandbox import Sandbox
+
+LIMITER_SETTLE_S = 15.0
+"""How long the limiters have to apply the releases of the runs' ends, seconds."""
 
 
 @dataclass
@@ -80,8 +86,10 @@ async def check(batch: Sequence[Submission], sandbox: Sandbox,
     topics = sandbox.topics
     events = await read_all(bootstrap, topics.events)
     dupes = await _duplicates(bootstrap, topics, report)
-    audits, found = set_apart(schedule.workflow_id, events, au.audit_events(events))
+    audits, found = set_apart(schedule.workflow_id, events,
+                              limits.set_apart(au.audit_events(events)))
     report.audits = audits
+    await _limiters(bootstrap, topics, events, report)
     if found is not None:  # the schedule's own checks and figures, not compared
         report.violations += found.violations
         report.evidence.update(found.evidence)
@@ -142,6 +150,20 @@ async def _check_code(batch: Sequence[Submission], parent_of: Mapping[str, str],
     report.violations += differences
     report.figures["code"] = {**code_figures(events, runs), "replayed": replayed,
                               "replay_differences": len(differences)}
+
+
+async def _limiters(bootstrap: str, topics: Topics, events: Sequence[Record],
+                    report: RunReport) -> None:
+    """The limiters' faults and figures (``limits``) into ``report``. A limiter applies
+    a run's last release after the run's end: while a permit or a request looks left
+    behind, the events are read again, for up to ``LIMITER_SETTLE_S``."""
+    found = limits.limiter_faults(events)
+    deadline = time.monotonic() + LIMITER_SETTLE_S
+    while any(limits.LEFT_BEHIND in f for f in found[0]) and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        found = limits.limiter_faults(await read_all(bootstrap, topics.events))
+    report.violations += found[0]
+    report.figures["limits"] = found[1]
 
 
 def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequence[Record],

@@ -62,7 +62,9 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.WorkflowSucceeded, ev.WorkflowFailed, ev.WorkflowCancelled, ev.HistoryEvent,
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
-        ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, *registry.event_units(),
+        ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, ev.TaskHeld, ev.PermitGranted,
+        ev.PermitsReturned,
+        *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
     )
 }

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from opentelemetry import trace
 
 from headwater.core.ids import dispatch_id
+from headwater.core.limits import MAX_LIMIT
 from headwater.errors import AttemptCancelled
 from headwater.task_log import TaskLogger
 
@@ -50,6 +51,10 @@ class AttemptRuntime(Protocol):
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
         """Save ``state`` for the next attempt; see ``TaskContext.checkpoint``."""
+
+    def report_units(self, units: int) -> None:
+        """Keep what the attempt used of its rate limits; see
+        ``TaskContext.report_units``."""
 
 
 class AlreadyDone:
@@ -125,6 +130,7 @@ class TaskContext:
         self._runtime = runtime
         self._gateway_url = gateway_url or DEFAULT_GATEWAY_URL
         self._calls: Calls | None = None
+        self._units: int | None = None
 
     @property
     def last_checkpoint(self) -> Any:
@@ -194,6 +200,30 @@ class TaskContext:
             return self._runtime.checkpoint(state)
         checkpoint_json(state)  # outside a worker (e.g. a unit test of task code)
         return AlreadyDone()
+
+    def report_units(self, units: int) -> None:
+        """Say how many units of its node's rate limits this attempt used (model tokens,
+        say), when that is known only once it ran: they count in the limit's window
+        instead of the ``units`` the spec asked for (docs/specs.md, "Concurrency keys
+        and rate limits"). The last call counts; it is sent with the attempt's success.
+
+        Args:
+            units: an integer from 0 to ``headwater.core.limits.MAX_LIMIT``.
+
+        Raises:
+            ValueError: ``units`` is no such integer.
+        """
+        if type(units) is not int or not 0 <= units <= MAX_LIMIT:
+            raise ValueError(f"units must be an integer from 0 to {MAX_LIMIT}, got "
+                             f"{units!r}"[:200])
+        self._units = units
+        if self._runtime is not None:
+            self._runtime.report_units(units)
+
+    @property
+    def units(self) -> int | None:
+        """The units ``report_units`` was last given, or None."""
+        return self._units
 
     def call(self, definition: str, input: Any = None) -> Any:
         """Run a stored definition as a child run and return its output; blocks (for sync

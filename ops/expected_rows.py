@@ -55,12 +55,15 @@ from ops.jsondiff import ABSENT, diff_json
 from services.projector.kinds import SignalStatus, WaitStatus
 
 NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
-             ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed, ev.TaskReused)
+             ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed, ev.TaskReused,
+             ev.TaskHeld)
 """The events whose node gets a ``nodes`` row."""
 
-UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed})
+UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
+                       ev.PermitRequested, ev.PermitReleased, ev.PermitIssued,
+                       ev.LimitDefined})
 """Node kinds' events with no expected row of their own: what they write
-(``schedules`` rows) is not compared."""
+(``schedules`` rows, a limiter's ``limiters`` row) is not compared."""
 
 
 @dataclass

@@ -22,8 +22,9 @@ still come), but it is listed too when the workers' announcements are given
 (``serving``): a task or map attempt, or a code workflow's activation or task step,
 dispatched on a queue without a live worker, or whose live workers do not serve its
 task (``unserved``). A code workflow's sleeps and signal waits are tasks no worker runs
-(their timer or a signal ends them): pending, named as such. A cancellation can always end
-a stuck workflow.
+(their timer or a signal ends them): pending, named as such. So is an attempt held for a
+permit of a limiter (its grant moves it), and a limiter itself (a run that never ends:
+it waits for requests). A cancellation can always end a stuck workflow.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def pending(state: WorkflowState) -> list[str]:
     phrase each."""
     found = [_own_step(t.worker, key) or f"task {key} {t.status.value}"
              for key, t in state.tasks.items() if t.status.live]
+    found += [f"task {key} held for a permit of {t.waiting_for}"
+              for key, t in state.tasks.items()
+              if t.status is TaskStatus.HELD and t.waiting_for]
+    if _nodes_of_kind(state, NodeKind.LIMITER):
+        found.append("requests for its key (a limiter)")
     found += [f"timer {timer_id}" for timer_id in state.timers]
     found += [f"wait {node_id} for signal {_signal_of(state, node_id)}"
               for node_id in _nodes_of_kind(state, NodeKind.WAIT)

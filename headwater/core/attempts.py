@@ -60,13 +60,11 @@ KIND_EVOLUTIONS: dict[NodeKind, KindEvolution] = {}
 
 def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     key = task_key(body.node, body.index)
-    node = node_state(state, body.node)
-    if body.attempt == state.first_attempt:
-        node.status = NodeStatus.RUNNING
-        # Tasks 0..next_index-1 exist (a task node: 1), so a snapshot can list them.
-        node.next_index = max(node.next_index, (body.index or 0) + 1)
-        if _fans_out(state, body.node):
-            node.running += 1  # a retry reuses the slot its TimerScheduled kept
+    held = state.tasks.get(key)
+    was_held = held is not None and held.status is TaskStatus.HELD and (
+        held.attempt == body.attempt)
+    if not was_held:
+        _takes_slot(state, body.node, body.index, body.attempt)  # a held one took it
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
         status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
@@ -74,10 +72,54 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         heartbeat_ms=None if body.heartbeat_timeout_s is None
         else round(body.heartbeat_timeout_s * 1000),
         checkpoint=body.checkpoint,
+        limiters=held.limiters if was_held and held is not None else None,
     )
     evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
     if evolution is not None and evolution.task_dispatched is not None:
         evolution.task_dispatched(state, body)
+
+
+def _takes_slot(state: WorkflowState, node_id: str, index: int | None, attempt: int) -> None:
+    """An attempt is dispatched, or held for a permit: the generation's first runs its
+    node and, for an item of a node that fans out, takes a slot (a retry reuses the slot
+    its TimerScheduled kept)."""
+    node = node_state(state, node_id)
+    if attempt == state.first_attempt:
+        node.status = NodeStatus.RUNNING
+        # Tasks 0..next_index-1 exist (a task node: 1), so a snapshot can list them.
+        node.next_index = max(node.next_index, (index or 0) + 1)
+        if _fans_out(state, node_id):
+            node.running += 1
+
+
+def _held(state: WorkflowState, body: ev.TaskHeld) -> None:
+    """An attempt waits for a permit of ``body.limiter`` before its dispatch: it exists
+    (``TaskStatus.HELD``, no deadline, no lease) and keeps its item's slot; the
+    checkpoint of the task's last attempt stays for its dispatch. A later limit of the
+    same attempt only changes what it waits for."""
+    key = task_key(body.node, body.index)
+    previous = state.tasks.get(key)
+    if (previous is not None and previous.status is TaskStatus.HELD
+            and previous.attempt == body.attempt):
+        previous.waiting_for = body.limiter
+        previous.limiters = [*(previous.limiters or []), body.limiter]
+        return
+    _takes_slot(state, body.node, body.index, body.attempt)
+    state.tasks[key] = TaskState(
+        node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
+        dispatched_at_ms=body.at_ms, waiting_for=body.limiter, limiters=[body.limiter],
+        checkpoint=previous.checkpoint if previous is not None else None)
+
+
+def _granted(state: WorkflowState, body: ev.PermitGranted) -> None:
+    """The held attempt got the permit it waited for."""
+    task_state(state, body.node, body.index).waiting_for = ""
+
+
+def _returned(state: WorkflowState, body: ev.PermitsReturned) -> None:
+    """The ended attempt gave its limiters back: it holds and waits for nothing."""
+    t = task_state(state, body.node, body.index)
+    t.limiters, t.waiting_for = None, ""
 
 
 def _started(state: WorkflowState, body: ev.TaskStarted) -> None:
@@ -233,6 +275,9 @@ def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
 
 ATTEMPT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.TaskDispatched: _dispatched,
+    ev.TaskHeld: _held,
+    ev.PermitGranted: _granted,
+    ev.PermitsReturned: _returned,
     ev.TaskStarted: _started,
     ev.TaskHeartbeated: _heartbeated,
     ev.TaskProgressed: _progressed,

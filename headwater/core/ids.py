@@ -24,6 +24,21 @@ def dispatch_id(workflow_id: str, node: str, index: int | None, attempt: int) ->
     return f"{workflow_id}/{task_key(node, index)}/{attempt}"
 
 
+def parse_dispatch_id(did: str) -> tuple[str, str, int | None, int] | None:
+    """``(workflow id, node, index, attempt)`` of a ``dispatch_id``, None when it is none
+    (a workflow id holds no ``/``, a node id neither ``/`` nor ``[``)."""
+    wid, _, rest = did.partition("/")
+    key, _, attempt = rest.rpartition("/")
+    if not wid or not key or not (attempt.isascii() and attempt.isdigit()):
+        return None
+    node, bracket, index = key.partition("[")
+    if not bracket:
+        return wid, node, None, int(attempt)
+    if not index.endswith("]") or not index[:-1].isascii() or not index[:-1].isdigit():
+        return None
+    return wid, node, int(index[:-1]), int(attempt)
+
+
 DEADLINE_TIMER = "deadline"
 LEASE_TIMER = "lease"
 

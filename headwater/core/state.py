@@ -36,6 +36,10 @@ class TaskState:
         checkpoint: the last checkpoint saved by any attempt (handed to the next one).
         chunks: streamed output chunks recorded for the current attempt.
         outcome: how the current attempt ended (an ``AttemptEnd`` value, ``""`` until then).
+        waiting_for: the limiter whose permit a held attempt waits for (``TaskHeld``),
+            ``""`` when it waits for none.
+        limiters: the limiters the current attempt asked for a permit (held for, or
+            holding), until its end gives them back (``PermitsReturned``); None: none.
     """
 
     node: str
@@ -56,6 +60,8 @@ class TaskState:
     checkpoint: Any = None
     chunks: int = 0
     outcome: str = ""
+    waiting_for: str = ""
+    limiters: list[str] | None = None
 
 
 @dataclass
@@ -78,6 +84,8 @@ class NodeState:
             that came due (ms since the epoch, None before) and whether it is paused.
         code: a code node's journal (``headwater/core/kinds/code/journal.py``), None
             until its first activation.
+        limiter: a limiter's live state (``headwater/core/kinds/limiter/``), None for
+            any other node.
     """
 
     status: NodeStatus = NodeStatus.PENDING
@@ -98,6 +106,7 @@ class NodeState:
     last_fire_ms: int | None = None
     paused: bool = False
     code: dict[str, Any] | None = None
+    limiter: dict[str, Any] | None = None
 
 
 def error_object(node: str, index: int | None, attempts: int, error_type: str,

@@ -54,6 +54,7 @@ class TaskStatus(StrEnum):
     SUCCEEDED = "succeeded"  # terminal
     FAILED = "failed"  # terminal: no attempts left
     CANCELLED = "cancelled"  # terminal: the workflow ended first
+    HELD = "held"  # the attempt waits for a permit of its node's limits, not dispatched yet
 
     @property
     def terminal(self) -> bool:

@@ -55,6 +55,7 @@ from headwater.errors import (
     WorkflowFailed,
 )
 from headwater.sdk import REGISTRY
+from headwater.testing.permits import permit_inputs
 from headwater.workflows.decorator import info_of
 from headwater.workflows.instances import ACTIVATION_MARK, activate, continued
 from headwater.workflows.references import offload_decision
@@ -215,6 +216,8 @@ class Environment:
             self._put(ev.CancelRequested(
                 child_id(body.workflow_id, body.node, body.index, body.attempt), body.at_ms,
                 f"parent {body.workflow_id}: {body.reason}", parent_id=body.workflow_id))
+        for item in permit_inputs(body):  # a held attempt's request, a grant, a release
+            self._put(item)
         if not isinstance(body, ev.TaskDispatched):
             return
         child = self._child(state, body)
@@ -275,10 +278,11 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
-        return self._succeeded(where, output, activation)
+        return self._succeeded(where, output, activation, ctx.units)
 
     def _succeeded(self, where: tuple[str, str, int | None, int, int],
-                   output: Any, activation: bool) -> ev.TaskSucceeded | ev.TaskFailed:
+                   output: Any, activation: bool,
+                   units: int | None = None) -> ev.TaskSucceeded | ev.TaskFailed:
         """The report of an attempt that returned ``output``, as a worker makes it: its
         large values by reference (an activation's, its decision's), a non-retryable
         failure for an output that is not JSON or is still over ``max_output_bytes``
@@ -294,9 +298,9 @@ class Environment:
         if carried is not None:
             carried["decision"] = self._offload(carried["decision"], True)
         output = self._offload(output, activation)
-        report = ev.TaskSucceeded(*where, output=output, continuation=carried)
+        report = ev.TaskSucceeded(*where, output=output, continuation=carried, units=units)
         if carried is not None and len(codec.encode(report)) > self.max_output_bytes:
-            report = ev.TaskSucceeded(*where, output=output)  # left out, as a worker does
+            report = ev.TaskSucceeded(*where, output=output, units=units)  # as a worker does
         size = len(codec.encode(report))
         if size > self.max_output_bytes:
             return ev.TaskFailed(*where, f"output is {size} bytes, over the limit of "

@@ -189,6 +189,18 @@ create table if not exists schedules (
     paused_seq bigint not null default 0
 );
 create index if not exists schedules_by_name on schedules (name, created_at desc);
+create table if not exists limiters (
+    workflow_id text primary key,
+    kind text not null,
+    key text not null,
+    lim integer not null,
+    window_ms bigint not null default 0,
+    holding integer not null default 0,
+    queued integer not null default 0,
+    granted bigint not null default 0,
+    updated_at timestamptz not null,
+    seq bigint not null
+);
 create table if not exists task_logs (
     workflow_id text not null,
     node text not null,

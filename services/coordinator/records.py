@@ -12,7 +12,8 @@ attempt like a worker would, on ``reports`` keyed by the parent's id:
 output or ``TaskFailed`` when it ends. A child whose spec gives no priority is submitted
 at its parent's (``core.priority.inherited``). A ``schedule`` node's runs are its children too,
 except that the end of the schedule's workflow cancels none of them
-(``machine.schedule.cancels_run``).
+(``machine.schedule.cancels_run``). The records between attempts held for a permit and
+their limiters are ``permits``'s.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import inherited
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
+from services.coordinator.permits import permit_records
 
 RECORD_MARGIN_BYTES = 4096
 """Room left in ``max_bytes`` for what a produced record holds besides its key and value:
@@ -119,12 +121,20 @@ def encode_outputs(topics: Topics, events: list[ev.HistoryEvent], max_bytes: int
 
 def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[Outgoing]:
     """The records one history event gives rise to besides itself."""
-    wid = body.workflow_id
     if isinstance(body, ev.TaskDispatched | ev.TaskCancelled | ev.TaskFailed) and _child_spec(
             state, body.node, body.index) is not None:
         if isinstance(body, ev.TaskCancelled) and not cancels_run(state, body):
             return []  # a schedule's run outlives the schedule
         return [_to_child(topics, body, state)]
+    # a held attempt's request, a limiter's grant, an attempt's release; then the rest
+    return [*(Outgoing(*p) for p in permit_records(topics, body, state)),
+            *_routed_besides(topics, body, state)]
+
+
+def _routed_besides(topics: Topics, body: ev.Body, state: WorkflowState | None,
+                    ) -> list[Outgoing]:
+    """What an event of no child attempt routes besides its permit records."""
+    wid = body.workflow_id
     if isinstance(body, ev.TaskDispatched):  # an activation a continuation decided:
         return [] if is_continued(body) else [_to_worker(topics, body, state)]  # none
     if isinstance(body, ev.TaskCancelled):

@@ -26,6 +26,8 @@ batches and duplicates give the same rows:
   its output; the spend).
 - A schedule's acceptance, its ``Schedule*`` events and its end: its ``schedules`` row
   (``schedules.py``).
+- A limiter's ``PermitRequested``, ``PermitReleased`` and ``PermitIssued``: its
+  ``limiters`` row (``limiters.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
 from headwater.core.status import NodeStatus
+from services.projector.limiters import LIMITER_STATEMENTS, LIMITER_STEPS
 from services.projector.schedules import SCHEDULE_STATEMENTS, schedule_plan
 from services.projector.statements import TERMINAL, UPSERT_NODE, Statements, ts
 
@@ -108,7 +111,8 @@ UPSERT_STEP = (
     " where loop_steps.seq < excluded.seq")
 KIND_STATEMENTS = (SET_PARENT, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT, WAIT_SIGNALLED,
                    WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS, INSERT_SIGNAL,
-                   SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP, *SCHEDULE_STATEMENTS)
+                   SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP, *SCHEDULE_STATEMENTS,
+                   *LIMITER_STATEMENTS)
 """The node kinds' statements, in the order a batch applies them (after the core ones,
 so that the rows they update exist): a wait's row is written before it is signalled,
 timed out or ended, a signal's before it is consumed; a schedule's (``schedules.py``)
@@ -162,6 +166,7 @@ KIND_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.LoopStepDecided: _step_decided,
     ev.TimerFired: _timer_fired,
     ev.NodeFinished: lambda wid, seq, at, b: [(CLOSE_NODE_WAITS, (wid, b.node, seq, at))],
+    **LIMITER_STEPS,
 }
 """Body type -> the node kinds' statements of an event of a running workflow."""
 

@@ -94,6 +94,20 @@ UPSERT_DISPATCHED = (
                    ("progress", "null"), ("message", "''"), ("worker", "''"),
                    ("started_at", "null"), ("finished_at", "null")))
     + ", seq = greatest(tasks.seq, excluded.seq)")
+UPSERT_HELD = (
+    "insert into tasks (workflow_id, task_key, node, idx, attempt, status, message, seq,"
+    " first_seq) values ($1, $2, $3, $4, $5, 'held', $6, $7, $7) on conflict"
+    " (workflow_id, task_key) do update set"
+    " first_seq = least(tasks.first_seq, excluded.first_seq),"
+    + ",".join(f" {column} = case when {_NEWER} then {value} else tasks.{column} end"
+               for column, value in (
+                   ("attempt", "excluded.attempt"), ("status", "excluded.status"),
+                   ("message", "excluded.message"), ("error", "''"), ("error_type", "''"),
+                   ("traceback", "''"), ("progress", "null"), ("worker", "''"),
+                   ("started_at", "null"), ("finished_at", "null")))
+    + ", seq = greatest(tasks.seq, excluded.seq)")
+"""A held attempt's row (``TaskHeld``): ``held``, its ``message`` saying which limit it
+waits for; its dispatch makes it ``dispatched``."""
 UPSERT_NODE = (
     "insert into nodes (workflow_id, node, status, total, error, seq)"
     " values ($1, $2, $3, $4, $5, $6) on conflict (workflow_id, node) do update set"
@@ -145,7 +159,7 @@ CANCEL_OPEN_TASKS = (
 CANCEL_OPEN_NODES = (
     "update nodes set status = 'cancelled', seq = $2 where workflow_id = $1"
     " and status = any($3::text[]) and seq < $2")
-CORE_STATEMENTS = (INSERT_EVENT, INSERT_BLOB_REFS, UPSERT_ACCEPTED, BUMP_WORKFLOW,
+CORE_STATEMENTS = (INSERT_EVENT, INSERT_BLOB_REFS, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_HELD,
                    UPSERT_DISPATCHED, UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED,
                    TASK_RETRY_WAIT, TASK_SUCCEEDED, UPSERT_REUSED, TASK_CANCELLED, UPSERT_TERMINAL,
                    CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
@@ -158,6 +172,10 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
     ev.TaskDispatched: lambda wid, seq, at, b: [
         (UPSERT_DISPATCHED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
                              b.task, b.queue, at, seq)),
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.TaskHeld: lambda wid, seq, at, b: [
+        (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
+                       held_message(b), seq)),
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
     ev.MapExpanded: lambda wid, seq, at, b: [
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq))],
@@ -217,3 +235,11 @@ def _terminal_steps(wid: str, seq: int, at: datetime, b: Any) -> Statements:
     return [(UPSERT_TERMINAL, (wid, TERMINAL[type(b)].value, seq, output, error, at)),
             (CANCEL_OPEN_TASKS, (wid, seq, OPEN_TASKS)),
             (CANCEL_OPEN_NODES, (wid, seq, OPEN_NODES))]
+
+
+def held_message(b: ev.TaskHeld) -> str:
+    """What a held attempt's row says it waits for: ``waiting for concurrency acme
+    (limit 2)``, ``waiting for rate openai (500 per 60 s)``."""
+    if b.kind == "rate":
+        return f"waiting for rate {b.key} ({b.limit} per {b.window_ms / 1000:g} s)"
+    return f"waiting for {b.kind} {b.key} (limit {b.limit})"

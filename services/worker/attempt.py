@@ -91,6 +91,8 @@ class Attempt:
         channel: the attempt's reports, in order.
         progress: coalesces ``ctx.progress`` calls into the channel.
         chunks: the values a generator task yielded so far (as sent).
+        units: what task code reported it used of its rate limits
+            (``ctx.report_units``), or None.
         cancelled: the coordinator cancelled the attempt (no outcome is reported).
         body: the asyncio task running the task code, once started.
         log: what its task code logs and prints (None: not captured).
@@ -117,6 +119,7 @@ class Attempt:
         self.claims: Claims | None = None
         self.last_checkpoint: Any = dispatch.checkpoint
         self.chunks: list[Any] = []
+        self.units: int | None = None
         self.cancelled = False
         self.body: asyncio.Task[Any] | None = None
         self.log: AttemptLog | None = None
@@ -156,6 +159,11 @@ class Attempt:
                            self.progress.report, last_checkpoint=self.last_checkpoint,
                            runtime=self,
                            gateway_url=self.gateway_url, span=self.span)
+
+    def report_units(self, units: int) -> None:
+        """Keep the units task code says it used of its rate limits, for its success
+        (``TaskSucceeded.units``; read from any thread)."""
+        self.units = units
 
     def checkpoint(self, state: Any) -> Awaitable[None]:
         """Send ``TaskCheckpointed(state)`` in order with the attempt's other reports.

@@ -169,7 +169,7 @@ async def _succeeded(attempt: Attempt, info: TaskInfo,
         return _failed(dispatch, f"the output could not be stored by reference: {e}",
                        type(e).__name__, True)
     return ev.TaskSucceeded(dispatch.workflow_id, dispatch.node, dispatch.index,
-                            dispatch.attempt, now_ms(), output, following)
+                            dispatch.attempt, now_ms(), output, following, attempt.units)
 
 
 def continuation_ms(attempt: Attempt) -> int:

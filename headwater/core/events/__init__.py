@@ -40,6 +40,15 @@ from headwater.core.events.inputs import (
     TimerFired,
     WorkflowSubmitted,
 )
+from headwater.core.kinds.limiter.records import (
+    LimitDefined,
+    PermitGranted,
+    PermitIssued,
+    PermitReleased,
+    PermitRequested,
+    PermitsReturned,
+    TaskHeld,
+)
 from headwater.core.kinds.loop.records import LoopStepDecided
 from headwater.core.kinds.schedule.records import (
     ScheduleArmed,
@@ -67,11 +76,17 @@ __all__ = [
     "ConditionEvaluated",
     "HistoryEvent",
     "Input",
+    "LimitDefined",
     "LoopStepDecided",
     "MapExpanded",
     "NodeFinished",
     "NodeReused",
     "ParentLinked",
+    "PermitGranted",
+    "PermitIssued",
+    "PermitReleased",
+    "PermitRequested",
+    "PermitsReturned",
     "Report",
     "ReportDiscarded",
     "ScheduleArmed",
@@ -87,6 +102,7 @@ __all__ = [
     "TaskDispatched",
     "TaskFailed",
     "TaskHeartbeated",
+    "TaskHeld",
     "TaskOutputStreamed",
     "TaskProgressed",
     "TaskReused",

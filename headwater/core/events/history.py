@@ -23,6 +23,15 @@ from headwater.core.events.inputs import (
     TimerFired,
 )
 from headwater.core.ids import dispatch_id as make_dispatch_id
+from headwater.core.kinds.limiter.records import (
+    LimitDefined,
+    PermitGranted,
+    PermitIssued,
+    PermitReleased,
+    PermitRequested,
+    PermitsReturned,
+    TaskHeld,
+)
 from headwater.core.kinds.loop.records import LoopStepDecided
 from headwater.core.kinds.schedule.records import (
     ScheduleArmed,
@@ -262,6 +271,13 @@ Body = (
     | ScheduleFired
     | SchedulePaused
     | ScheduleResumed
+    | TaskHeld
+    | PermitGranted
+    | PermitsReturned
+    | PermitRequested
+    | PermitReleased
+    | PermitIssued
+    | LimitDefined
     | NodeFinished
     | WorkflowRestarted
     | WorkflowSucceeded

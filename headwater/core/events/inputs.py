@@ -15,6 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.kinds.limiter.records import (
+    LimitDefined,
+    PermitGranted,
+    PermitReleased,
+    PermitRequested,
+)
 from headwater.core.kinds.wait.records import SignalSent
 from headwater.core.kinds.workflow.records import ChildSubmitted
 
@@ -102,6 +108,10 @@ class TaskSucceeded:
     exactly the activation it would dispatch next; otherwise it ignores it and dispatches
     as usual (``headwater/core/kinds/code/continuation.py``). The history's copy has
     none.
+
+    ``units``: what the attempt reports it used of its node's rate limits
+    (``ctx.report_units``; model tokens, say), or None: the units it asked for. The
+    coordinator hands it to the rate limiters with the release (``PermitReleased``).
     """
 
     workflow_id: str
@@ -111,6 +121,7 @@ class TaskSucceeded:
     at_ms: int
     output: Any = None
     continuation: Any = None
+    units: int | None = None
 
 
 @dataclass(frozen=True)
@@ -176,4 +187,4 @@ Report = (
     | TaskSucceeded | TaskFailed
 )
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report)
+         | Report | PermitRequested | PermitReleased | PermitGranted | LimitDefined)

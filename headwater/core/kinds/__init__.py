@@ -12,8 +12,11 @@ or package here and one line in ``UNITS``.
 
 from __future__ import annotations
 
+from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.kinds.code.rules import UNIT as CODE
+from headwater.core.kinds.limiter.rules import UNIT as LIMITER
+from headwater.core.kinds.limiter.rules import defined, released, requested
 from headwater.core.kinds.loop.rules import UNIT as LOOP
 from headwater.core.kinds.map import UNIT as MAP
 from headwater.core.kinds.schedule.rules import UNIT as SCHEDULE
@@ -21,8 +24,11 @@ from headwater.core.kinds.sleep.rules import UNIT as SLEEP
 from headwater.core.kinds.task import UNIT as TASK
 from headwater.core.kinds.wait.rules import UNIT as WAIT
 from headwater.core.kinds.workflow.rules import UNIT as WORKFLOW
+from headwater.core.machine.inputs import INPUT_RULES
 
-UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE)
+UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE, LIMITER)
 """Every node kind's unit."""
 
 registry.install(UNITS)
+INPUT_RULES.update({ev.PermitRequested: requested, ev.PermitReleased: released,
+                    ev.LimitDefined: defined})

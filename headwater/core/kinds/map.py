@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from headwater.blobs import is_ref
 from headwater.core import events as ev
+from headwater.core.limits import KEYS as LIMIT_KEYS
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import by_reference
@@ -141,8 +142,9 @@ def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
     node.status, node.total, node.results = NodeStatus.RUNNING, body.count, [None] * body.count
 
 
-UNIT = KindUnit(NodeKind.MAP, TASKLIKE_KEYS | {"over", "max_concurrency", REQUIRES_KEY}, start,
-                attempt_succeeded, attempt_failed, parse=no_parts, task_field="task",
+UNIT = KindUnit(NodeKind.MAP,
+                TASKLIKE_KEYS | LIMIT_KEYS | {"over", "max_concurrency", REQUIRES_KEY},
+                start, attempt_succeeded, attempt_failed, parse=no_parts, task_field="task",
                 events={ev.MapExpanded: _map_expanded},
                 describe={ev.MapExpanded: lambda b: f"{b.count} items"},
                 follow={ev.MapExpanded: lambda data: FollowNote(

@@ -20,7 +20,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core import reuse
 from headwater.core.ids import child_id, dispatch_id, retry_timer_id, task_key
-from headwater.core.machine import flow
+from headwater.core.machine import flow, holds
 from headwater.core.machine.recorder import Recorder
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
@@ -34,8 +34,10 @@ CHILD_ID_TOO_LONG = "ChildIdTooLong"
 """The error type of such an attempt."""
 
 
-def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> None:
-    """Dispatch ``attempt`` of the task ``spec`` (a map's item ``index``, or None).
+def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
+             granted: bool = False) -> None:
+    """Dispatch ``attempt`` of the task ``spec`` (a map's item ``index``, or None), or
+    hold it for a permit of its node's first limit (``holds``).
 
     Args:
         rec: the step's recorder.
@@ -43,10 +45,12 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
         index: the map item (a loop's task: ``2k`` decide, ``2k+1`` tool of step k),
             or None for a node with a single task.
         attempt: ``first`` gives the first; a retry timer gives the later ones.
+        granted: the attempt holds a permit of each of its node's limits already.
     """
     state = rec.current
     try:
         task_input = _task_input(state, spec, index)
+        wanted = [] if granted else holds.limits_of(state, spec, index)
     except InputReferenceError as e:
         _undispatchable(rec, spec, index, attempt, str(e), InputReferenceError.__name__)
         return
@@ -54,7 +58,28 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int) -> 
     if too_long:
         _undispatchable(rec, spec, index, attempt, too_long, CHILD_ID_TOO_LONG)
         return
+    if wanted:
+        holds.hold(rec, spec, index, attempt, wanted[0])
+        return
     record_dispatch(rec, spec, index, attempt, task_input, rec.at_ms)
+
+
+def granted(rec: Recorder, state: WorkflowState, event: ev.PermitGranted) -> None:
+    """A limiter granted a held attempt the permit it waits for: record it, then hold
+    the attempt for its node's next limit, or dispatch it. A grant the attempt does not
+    wait for changes nothing (``holds.grant_fits``)."""
+    if not holds.grant_fits(state, event):
+        return
+    rec.record(event)
+    spec = state.spec.node(event.node)
+    try:
+        following = holds.after(holds.limits_of(rec.current, spec, event.index), event.limiter)
+    except InputReferenceError:
+        following = None  # resolved when it was held: the dispatch says what went wrong
+    if following is not None:
+        holds.hold(rec, spec, event.index, event.attempt, following)
+        return
+    dispatch(rec, spec, event.index, event.attempt, granted=True)
 
 
 def record_dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,

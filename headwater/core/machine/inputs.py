@@ -24,7 +24,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core import registry
-from headwater.core.machine import ending, reports, submission, timers
+from headwater.core.machine import dispatch, ending, reports, submission, timers
 from headwater.core.machine.recorder import Recorder, Step
 from headwater.core.state import WorkflowState
 
@@ -147,5 +147,8 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.SignalSent: _signal_or_defer,
     ev.TimerFired: _while_running(timers.timer_fired),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
+    ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
 }
-"""Input type -> its rule. The report types are those of ``events.Report``."""
+"""Input type -> its rule. The report types are those of ``events.Report``; a
+limiter's inputs (``PermitRequested``, ``PermitReleased``) are its kind's
+(``headwater/core/kinds/__init__.py`` adds them)."""

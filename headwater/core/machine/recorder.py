@@ -3,7 +3,8 @@ each as it is decided, so every later rule sees the state the event made.
 
 Numbering here is the per-workflow ``seq``: strictly increasing and gap-free
 (docs/architecture.md, invariant 2); evolving here keeps the state a fold of the history
-(invariant 1).
+(invariant 1). An event that ends an attempt which asked limiters for permits is
+followed by ``PermitsReturned`` here, whichever rule recorded it (§4m).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
+from headwater.core.ids import task_key
 from headwater.core.state import WorkflowState
 
 
@@ -30,6 +32,10 @@ class Step:
     def dispatches(self) -> list[ev.TaskDispatched]:
         """The dispatches among the recorded events."""
         return [e.body for e in self.events if isinstance(e.body, ev.TaskDispatched)]
+
+
+_ENDS = (ev.TaskSucceeded, ev.TaskFailed, ev.TaskCancelled)
+"""The events that end an attempt (after which its permits are given back)."""
 
 
 class Recorder:
@@ -71,7 +77,22 @@ class Recorder:
         event = ev.HistoryEvent(body.workflow_id, seq, body)
         self.state = evolve(self.state, event)
         self.events.append(event)
+        if isinstance(body, _ENDS):
+            self._return_permits(body)
         return self.state
+
+    def _return_permits(self, end: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled,
+                        ) -> None:
+        """After the event that ended an attempt which asked limiters for permits
+        (``TaskState.limiters``: a node with ``concurrency`` or ``rate_limit``), record
+        that it gives them back (``PermitsReturned``), whatever ended it and wherever."""
+        assert self.state is not None
+        task = self.state.tasks.get(task_key(end.node, end.index))
+        if task is None or not task.limiters or task.attempt != end.attempt:
+            return
+        units = end.units if isinstance(end, ev.TaskSucceeded) else None
+        self.record(ev.PermitsReturned(end.workflow_id, end.node, end.index, end.attempt,
+                                       tuple(task.limiters), end.at_ms, units))
 
     def result(self) -> Step:
         """The step's result: the state, the events recorded, whether the input waits."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.idempotency import conflict
+from headwater.core.limits import LIMITER_PREFIX, MAX_LIMIT, permit_fault, reserved_id
 from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 
@@ -15,7 +16,9 @@ from headwater.core.state import WorkflowState
 def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     """Why ``event`` is dead-lettered instead of stepped, or None to step it.
 
-    A submission (or a child's) whose id names another run (``idempotency.conflict``;
+    A submission, a cancel or a signal for a limiter's id (``limits.reserved_id``), and
+    a limiter's input whose values a coordinator or the gateway would not send; a
+    submission (or a child's) whose id names another run (``idempotency.conflict``;
     a refused child's parent attempt is then failed, ``conflicts.conflict_report``),
     a signal for a workflow that has ended (unless the workflow took its ``signal_id``
     already: a copy of a signal is a duplicate, stepped to nothing, ended or not), and
@@ -35,9 +38,9 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
         not stop the coordinator.
     """
     if isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted):
-        return conflict(state, event)
+        return _reserved(event) or conflict(state, event)
     if not isinstance(event, ev.SignalSent) or state is None:
-        return None
+        return _reserved(event)  # a cancel or a signal for a limiter, a limiter's input
     if event.signal_id and event.signal_id in state.signal_ids:
         return None  # a copy of a signal it took: the step changes nothing
     what = f"SignalSent for workflow {event.workflow_id}"
@@ -48,3 +51,35 @@ def refusal(state: WorkflowState | None, event: ev.Input) -> str | None:
     except Exception as e:  # a bug must not stop the coordinator: dead-letter the signal
         return f"{what} could not be checked: {type(e).__name__}: {e}"
     return None if fault is None else f"{what} refused: {fault}"
+
+
+def _reserved(event: ev.Input) -> str | None:
+    """Why a submission, a cancel or a signal for a limiter's id is refused: limiters
+    are the coordinator's own (``limits.reserved_id``); why a limiter's input is
+    (``_permit_fault``); None for any other."""
+    if isinstance(event, ev.PermitRequested | ev.PermitReleased | ev.LimitDefined):
+        return _permit_fault(event)
+    if (isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested
+                   | ev.SignalSent) and reserved_id(event.workflow_id)):
+        return (f"{type(event).__name__} for {event.workflow_id[:80]} refused: ids starting "
+                f"{LIMITER_PREFIX!r} are the limiters' (a limit's key), which are not "
+                "submitted, cancelled or signalled")
+    return None
+
+
+def _permit_fault(event: ev.PermitRequested | ev.PermitReleased | ev.LimitDefined,
+                  ) -> str | None:
+    """Why a limiter's input is refused (``limits.permit_fault``: its values out of
+    range, or its id no limiter's of its kind), or None."""
+    what = f"{type(event).__name__} for {event.workflow_id[:80]} refused"
+    if isinstance(event, ev.PermitReleased):
+        units = event.units if event.units is not None else 0
+        fault = (None if reserved_id(event.workflow_id) and 0 <= units <= MAX_LIMIT
+                 else f"no limiter's id, or units {units} out of range")
+    elif isinstance(event, ev.PermitRequested):
+        fault = permit_fault(event.workflow_id, event.kind, event.limit, event.window_ms,
+                             event.units)
+    else:
+        fault = permit_fault(event.workflow_id, event.kind, event.limit, event.window_ms, 0,
+                             defining=True)
+    return None if fault is None else f"{what}: {fault}"

@@ -29,6 +29,7 @@ from headwater.core.kinds.wait.records import WaitSpec
 from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import KEY as PRIORITY_KEY
 from headwater.core.priority import parse_priority
+from headwater.core.limits import LimitSpec, parse_limits
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.selectors import parse_requires
 from headwater.core.spec.fields import (
@@ -98,6 +99,9 @@ class NodeSpec:
             and ``map`` nodes; ``selectors``), sorted, each once; empty: any worker of
             its queue. Its dispatches go to the queue's selector topic for these tags
             (``Topics.needs``).
+        limits: its ``concurrency`` and ``rate_limit`` (``headwater.core.limits``), in
+            that order: each attempt holds a permit of each before it is dispatched
+            (``machine.holds``); empty: none.
         wait, sleep, child, loop, schedule, code: what the node's kind adds (``spec.kinds``;
             a schedule's runs are its ``child``).
     """
@@ -117,6 +121,7 @@ class NodeSpec:
     continue_on_error: bool = False
     when: str | None = None
     requires: tuple[str, ...] = ()
+    limits: tuple[LimitSpec, ...] = ()
     wait: WaitSpec | None = None
     sleep: SleepSpec | None = None
     child: ChildSpec | None = None
@@ -319,6 +324,7 @@ def _parse_node(
                         f"{where}: retry", faults)
     when = parse_when(raw, where, faults)
     requires = parse_requires(raw.get("requires"), where, faults)
+    limits = parse_limits(raw, where, faults)
     work = Work(queue, retry, timeout, heartbeat or DEFAULT_HEARTBEAT_TIMEOUT)
     parts = parse_kind(raw, kind, where, work, validate, faults)
     return NodeSpec(
@@ -326,7 +332,7 @@ def _parse_node(
         over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
         heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
         continue_on_error=keep_going and on_error is None, when=when, requires=requires,
-        wait=parts.wait,
+        limits=limits, wait=parts.wait,
         sleep=parts.sleep, child=parts.child, loop=parts.loop, schedule=parts.schedule,
         code=parts.code,
     )
@@ -375,8 +381,8 @@ def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str]
     for key in sorted(set(raw) - _NODE_KEYS - any_kind_keys(), key=str):
         faults.append(f"{where}: unknown field {key!r}{_suggest(key, own_keys)}")
     if kind is None:
-        faults.append(f"{where}: kind must be one of {[k.value for k in NodeKind]}"
-                      f"{_suggest(given, NodeKind)}")
+        kinds = [k.value for k in NodeKind if k is not NodeKind.LIMITER]  # not written
+        faults.append(f"{where}: kind must be one of {kinds}{_suggest(given, kinds)}")
         return None
     kind_key_faults(raw, kind, where, faults)
     return node_id, kind, where

@@ -40,6 +40,7 @@ class NodeKind(StrEnum):
     LOOP = "loop"  # a bounded agent loop: decide, call a tool, repeat
     SCHEDULE = "schedule"  # run a child workflow at each fire time of a cron expression
     CODE = "code"  # a @workflow function: its activations decide its steps as it runs
+    LIMITER = "limiter"  # a limiter's own node (``headwater.core.limits``): never submitted
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,8 @@ def role_needed(method: str, path: str) -> str | None:
     """The least role an API request needs, or None for an open path.
 
     ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling and
-    ``POST /v1/run/{name}``: ``submit``. Writing a definition or a schedule (``PUT``,
-    ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
+    ``POST /v1/run/{name}``: ``submit``. Writing a definition, a schedule or a limit
+    (``PUT``, ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
     (a route that does not take it answers 405 after that). A ``POST`` to a path
     outside ``/v1/`` that may be a workflow's (``POST /research``, ``runs.paths``):
     ``submit``.

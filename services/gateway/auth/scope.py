@@ -13,6 +13,7 @@ import asyncpg
 from fastapi import Request
 
 from headwater.core.ids import is_child_id
+from headwater.core.limits import LIMITER_PREFIX, reserved_id
 from services.common.auth.tokens import Principal, derived_id
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.models import SubmitRequest
@@ -70,13 +71,18 @@ def submission(me: Principal, request: SubmitRequest) -> SubmitRequest:
     Raises:
         Problem: 422 for an id of a child workflow's form (``ids.is_child_id``: the
             coordinator may give it to a child or a schedule's run at any moment, after
-            this gateway had claimed it); 403 when it names another tenant, or, for a
-            tenant's principal, an id of the forms Headwater derives (``derived_id``).
+            this gateway had claimed it) or of a limiter's (``limits.reserved_id``);
+            403 when it names another tenant, or, for a tenant's principal, an id of the
+            forms Headwater derives (``derived_id``).
     """
     if request.id is not None and is_child_id(request.id):
         fault = (f"workflow id {request.id!r} has the form of the ids Headwater gives the "
                  "child workflows it starts and a schedule's runs (<parent>:<node>:<attempt>"
                  ", schedule:<name>:<n>); choose one that does not end in ':<number>'")
+        raise Problem(422, "Invalid request", fault, errors=[fault])
+    if request.id is not None and reserved_id(request.id):
+        fault = (f"workflow id {request.id!r} starts with {LIMITER_PREFIX!r}, which names "
+                 "the limiters that keep concurrency and rate limits; choose another")
         raise Problem(422, "Invalid request", fault, errors=[fault])
     if me.every_tenant:
         return request

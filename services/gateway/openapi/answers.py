@@ -264,7 +264,11 @@ QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _objec
                       "each with its backlog (counted in the queue's)"},
         "oldest_waiting_s": {"type": ["number", "null"], "minimum": 0},
         "maxdepth": {**_COUNT, "description": "0: unlimited"},
-        "state": {"enum": list(QueueState)}})}})
+        "state": {"enum": list(QueueState)}})},
+    "limits": {"type": ["array", "null"], "items": {"type": "object"},
+               "description": "the limiters of concurrency keys and rate limits, as GET "
+                              "/v1/limits lists them (null: the projection could not be "
+                              "read; empty for a tenant's token)"}})
 """``GET /v1/queues``."""
 
 _LINE_PROPERTIES: dict[str, Any] = {

@@ -89,6 +89,10 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "PUT /v1/schedules/{name}": {
         "nightly": _example("every night at 02:00 Paris time", SCHEDULE_BODY)},
+    "PUT /v1/limits/{key}": {
+        "both": _example("3 at once, 500 a minute",
+                         {"concurrency": {"limit": 3}, "rate_limit": {"per_minute": 500}}),
+        "taken-back": _example("the specs' concurrency limit again", {"concurrency": None})},
 }
 """Per operation: named examples of its JSON request body."""
 
@@ -282,6 +286,20 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
             "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,
             "created": False, "links": {"self": "/v1/schedules/nightly-report",
                                         "workflow": f"/v1/workflows/{_SCHEDULE_ID}"}})},
+    "PUT /v1/limits/{key}": {"202": _json("the limits of openai defined", {
+        "key": "openai", "limits": [
+            {"limiter": "limit::concurrency:openai", "kind": "concurrency", "limit": 3,
+             "window_s": None,
+             "links": {"history": "/v1/workflows/limit::concurrency:openai"}},
+            {"limiter": "limit::rate:openai", "kind": "rate", "limit": 500, "window_s": 60.0,
+             "links": {"history": "/v1/workflows/limit::rate:openai"}}]})},
+    "GET /v1/limits": {"200": _json("two limiters", {"items": [
+        {"limiter": "limit::concurrency:acme", "kind": "concurrency", "key": "acme",
+         "limit": 2, "window_s": None, "holding": 2, "queued": 3, "granted": 41,
+         "updated_at": "2026-03-02T01:00:00.004000+00:00"},
+        {"limiter": "limit::rate:openai", "kind": "rate", "key": "openai", "limit": 500,
+         "window_s": 60.0, "holding": 480, "queued": 12, "granted": 9120,
+         "updated_at": "2026-03-02T01:00:00.120000+00:00"}], "next_cursor": None})},
     "GET /v1/schedules": {"200": _json("the live schedules", {"items": [_SCHEDULE],
                                                               "next_cursor": None})},
     "GET /v1/schedules/{name}": {"200": _json("a schedule and its recent runs", {

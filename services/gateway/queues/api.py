@@ -3,16 +3,22 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from services.gateway.auth.scope import principal
 from services.gateway.edge.problems import KAFKA_UNAVAILABLE, NOT_READY, RETRY_AFTER_S, Problem
 from services.gateway.lifetime import runtime
+from services.gateway.limits.api import read_limits
 from services.gateway.openapi.problems import problems
 from services.gateway.queues.figures import overview
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 QUEUES_EXAMPLE = {"queues": [{
     "queue": "gpu", "backlog": 3, "in_flight": 2, "live_workers": 1,
@@ -25,7 +31,10 @@ QUEUES_EXAMPLE = {"queues": [{
     "tasks": ["embed"], "tags": ["a100", "gpu"],
     "selectors": [{"requires": ["a100"], "topic": "headwater.needs.gpu.a100", "backlog": 1}],
     "backlog_by_priority": {"8": 1, "5": 2},
-    "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}]}
+    "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}],
+    "limits": [{"limiter": "limit::concurrency:acme", "kind": "concurrency", "key": "acme",
+                "limit": 2, "window_s": None, "holding": 2, "queued": 3, "granted": 41,
+                "updated_at": "2026-03-02T01:00:00.004000+00:00"}]}
 
 
 @router.get("/v1/queues", responses={
@@ -45,7 +54,9 @@ async def get_queues(request: Request) -> Response:
     ``lost_workers`` (stopped announcing without a stopping record, SIGKILLed: heard
     within ``HEADWATER_UNSERVED_AFTER_S``, with their last ``in_flight``),
     ``maxdepth`` (0: unlimited) and ``state``: ``ok``, ``no_live_workers`` or ``full``
-    (backlog at or over maxdepth: submissions needing it get 429)."""
+    (backlog at or over maxdepth: submissions needing it get 429). Beside the queues,
+    ``limits``: the limiters of concurrency keys and rate limits, as ``GET /v1/limits``
+    lists them (null when the projection cannot be read)."""
     hw = runtime(request)
     if hw.workers is None or hw.queue_figures is None:
         raise Problem(503, "Not ready", "still connecting to Kafka",
@@ -55,4 +66,19 @@ async def get_queues(request: Request) -> Response:
     except Exception as e:
         raise Problem(503, "Kafka unavailable", f"the queues' figures could not be read: {e!r}",
                       headers={"Retry-After": RETRY_AFTER_S}) from e
-    return Response(orjson.dumps({"queues": queues}), media_type="application/json")
+    return Response(orjson.dumps({"queues": queues, "limits": await _limits(request)}),
+                    media_type="application/json")
+
+
+async def _limits(request: Request) -> list[dict[str, Any]] | None:
+    """The limiters (``GET /v1/limits``' first page: a tenant's principal sees none), or
+    None when the projection cannot be read (the queues' figures are Kafka's)."""
+    if not principal(request).every_tenant:
+        return []
+    try:
+        items: list[dict[str, Any]] = (await read_limits(runtime(request).pool, 500,
+                                                         None))["items"]
+    except Exception:  # PostgreSQL down or not connected yet: the queues still answer
+        log.warning("GET /v1/queues: the limiters could not be read", exc_info=True)
+        return None
+    return items

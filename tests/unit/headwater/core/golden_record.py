@@ -480,6 +480,36 @@ class _Simulation:
                     self.push(fire_at, ev.TimerFired(self.wid, timer_id, fire_at))
 
 
+def _limited(d: Any) -> list[tuple[int, Any]]:
+    if d.node == "m" and d.index == 1 and d.attempt == 1:
+        return _reports(d, fail=True)
+    return _echo(d)
+
+
+def _limit_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenario of keyed limits (recorded after the others), the attempts' side: the
+    limiters' grants come scripted. ``a`` waits for a concurrency permit of its input's
+    customer, then a rate permit, then runs (a copy of a grant changes nothing); the
+    map's items each wait for theirs; item 1 fails once and its retry waits again."""
+    wid = "wf-limited"
+    acme, api, k = "limit::concurrency:acme", "limit::rate:api", "limit::concurrency:k"
+    return {
+        "limited": ({"name": "limited", "nodes": [
+            _task("a", input="${input}", concurrency={"key": "${input.customer}", "limit": 1},
+                  rate_limit={"key": "api", "limit": 2, "window_s": 1}),
+            _mapped("m", "${input.items}", "a", concurrency={"key": "k", "limit": 1},
+                    retry={"max_attempts": 2, "backoff_base": 1, "jitter": 0})]},
+            {"customer": "acme", "items": [1, 2]}, _limited,
+            [(100, ev.PermitGranted(wid, "a", None, 1, acme, T0 + 100)),
+             (150, ev.PermitGranted(wid, "a", None, 1, api, T0 + 150)),
+             (160, ev.PermitGranted(wid, "a", None, 1, api, T0 + 160)),
+             (300, ev.PermitGranted(wid, "m", 0, 1, k, T0 + 300)),
+             (400, ev.PermitGranted(wid, "m", 1, 1, k, T0 + 400)),
+             (5000, ev.PermitGranted(wid, "m", 1, 2, k, T0 + 5000))]),
+    }
+
+
 def drive(name: str, doc: dict[str, Any], inp: Any, script: Script,
           extra: list[tuple[int, Any]]) -> list[dict[str, Any]]:
     """Run one scenario to its end; the golden lines."""
@@ -514,7 +544,8 @@ def main() -> None:
                                             **_schedule_scenarios(),
                                             **_restart_scenarios(),
                                             **_rerun_scenarios(),
-                                            **_code_scenarios()}.items():
+                                            **_code_scenarios(),
+                                            **_limit_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

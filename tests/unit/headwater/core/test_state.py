@@ -126,4 +126,4 @@ def test_status_enums_know_which_values_are_terminal() -> None:
     assert [s for s in WorkflowStatus if not s.terminal] == [WorkflowStatus.RUNNING]
     assert {s for s in NodeStatus if not s.terminal} == {NodeStatus.PENDING, NodeStatus.RUNNING}
     assert {s for s in TaskStatus if not s.terminal} == {
-        TaskStatus.DISPATCHED, TaskStatus.RUNNING, TaskStatus.RETRY_WAIT}
+        TaskStatus.DISPATCHED, TaskStatus.RUNNING, TaskStatus.RETRY_WAIT, TaskStatus.HELD}

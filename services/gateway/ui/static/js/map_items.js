@@ -11,7 +11,7 @@ export const PAGE_SIZE = 100;
 /** The filter's choices: any, or a task's status (headwater/core/status.py TaskStatus; a
  * unit test compares). */
 export const STATUSES = ["", "dispatched", "running", "retry_wait", "succeeded", "failed",
-                         "cancelled"];
+                         "cancelled", "held"];
 
 /** Each item's latest attempt from the events, in index order: the resource's rows. */
 export function itemsFromModel(model, node) {

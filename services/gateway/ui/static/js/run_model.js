@@ -8,10 +8,11 @@
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
-  "ParentLinked",
+  "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
+  "PermitsReturned",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
-  "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated",
+  "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated", "TaskHeld",
   "TaskOutputStreamed", "TaskProgressed", "TaskReused", "TaskStarted", "TaskSucceeded",
   "TimerFired",
   "TimerScheduled", "WaitStarted", "WorkflowAccepted", "WorkflowCancelled",
@@ -44,9 +45,12 @@ function attemptOf(model, data) {
 }
 
 const ON_ATTEMPT = {
+  TaskHeld(a, d) {  // waits for a permit of a concurrency or rate limit
+    Object.assign(a, {outcome: "held", message: `waiting for ${d.kind} ${d.key}`});
+  },
   TaskDispatched(a, d) {
     Object.assign(a, {name: d.task || "", queue: d.queue || "", dispatchedAt: d.at_ms,
-                      input: d.input});
+                      input: d.input, outcome: "dispatched", message: ""});
   },
   TaskStarted(a, d) {
     Object.assign(a, {worker: d.worker || "", startedAt: d.at_ms, outcome: "running"});

@@ -43,11 +43,16 @@ OPERATIONS = [(method.upper(), path) for path, item in DOC["paths"].items()
 V1 = [(m, p) for m, p in OPERATIONS if p.startswith("/v1/")]
 
 
+EVERY_TENANT_ONLY = {("PUT", "/v1/limits/{key}")}
+"""Operations that the tenant's tokens of this file pass the gate of, and that answer
+403 for every tenant's principal but an operator's (a limit's key is every tenant's)."""
+
+
 def expected_role(method: str, path: str) -> str:
     """The rule, written apart from ``auth.gate``'s regular expression."""
     if method == "GET":
         return "read"
-    if path.startswith(("/v1/definitions", "/v1/schedules")):
+    if path.startswith(("/v1/definitions", "/v1/schedules", "/v1/limits")):
         return "admin"
     return "submit"
 
@@ -203,6 +208,9 @@ def test_every_v1_operation_answers_403_below_its_role_and_passes_at_it(
             assert doc["detail"] == f"the token's role is {role}; this needs {needed}"
             assert response.headers["WWW-Authenticate"] == (
                 f'{REALM}, error="insufficient_scope"')
+        elif (method, path) in EVERY_TENANT_ONLY:  # passes the gate; a tenant's is refused
+            doc = assert_problem(response, 403, "Forbidden")
+            assert doc["needs"] == "a token for every tenant", doc
         else:
             assert response.status_code not in (401, 403), (role, response.text)
 

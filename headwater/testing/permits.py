@@ -1,0 +1,28 @@
+"""What the coordinator sends between attempts held for a permit and their limiters
+(``services/coordinator/permits.py``), for the in-process ``Environment``: the inputs
+one history event gives rise to (docs/architecture.md §4m)."""
+
+from __future__ import annotations
+
+from headwater.core import events as ev
+from headwater.core.ids import dispatch_id, parse_dispatch_id
+from headwater.core.limits import is_rate
+
+
+def permit_inputs(body: ev.Body) -> list[ev.Input]:
+    """A request for ``TaskHeld``, a grant for ``PermitIssued``, a release per limiter for
+    ``PermitsReturned``; nothing for any other event."""
+    wid = body.workflow_id
+    if isinstance(body, ev.TaskHeld):
+        return [ev.PermitRequested(
+            body.limiter, dispatch_id(wid, body.node, body.index, body.attempt), body.kind,
+            body.key, body.limit, body.window_ms, body.units, body.at_ms)]
+    if isinstance(body, ev.PermitIssued):
+        holder = parse_dispatch_id(body.holder)
+        return [] if holder is None else [ev.PermitGranted(*holder, wid, body.at_ms)]
+    if isinstance(body, ev.PermitsReturned):
+        ended = dispatch_id(wid, body.node, body.index, body.attempt)
+        return [ev.PermitReleased(lid, ended, body.at_ms,
+                                  units=body.units if is_rate(lid) else None)
+                for lid in body.limiters]
+    return []
