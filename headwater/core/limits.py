@@ -8,7 +8,7 @@ resolved key is kept by one *limiter*, a long-lived run of the coordinator whose
 derived from the key (``limiter_id``: ``limit::concurrency:acme``); the prefix
 ``limit::`` is reserved (``reserved_id``: no submission may take such an id). The
 limiter's rules are in ``headwater/core/kinds/limiter/``, the attempt's side in
-``headwater/core/machine/holds.py``; docs/architecture.md §4m describes both.
+``headwater/core/machine/holds.py``; docs/architecture.md §4n describes both.
 
 Pure, as the core is.
 """

@@ -1,6 +1,6 @@
 """What the coordinator sends between attempts held for a permit and their limiters
 (``services/coordinator/permits.py``), for the in-process ``Environment``: the inputs
-one history event gives rise to (docs/architecture.md §4m)."""
+one history event gives rise to (docs/architecture.md §4n)."""
 
 from __future__ import annotations
 

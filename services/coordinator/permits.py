@@ -1,5 +1,5 @@
 """The records between attempts held for a permit and their limiters
-(docs/architecture.md §4m; the rules are the core's: ``headwater/core/machine/holds.py``
+(docs/architecture.md §4n; the rules are the core's: ``headwater/core/machine/holds.py``
 and ``headwater/core/kinds/limiter/``).
 
 A held attempt's ``TaskHeld`` asks its limiter for a permit (``PermitRequested`` on

@@ -1,6 +1,6 @@
 """What a limiter's history writes to the projection: its ``limiters`` row (the kind and
 key of its limit, the limit, what it holds and queues after its latest event, the
-permits it granted), which ``GET /v1/limits`` reads (docs/architecture.md §4m).
+permits it granted), which ``GET /v1/limits`` reads (docs/architecture.md §4n).
 
 Every event of a limiter carries what it holds, queues and has granted once applied,
 and every statement is guarded by ``seq``: the row is the latest event's, whatever the

@@ -4,7 +4,7 @@ each as it is decided, so every later rule sees the state the event made.
 Numbering here is the per-workflow ``seq``: strictly increasing and gap-free
 (docs/architecture.md, invariant 2); evolving here keeps the state a fold of the history
 (invariant 1). An event that ends an attempt which asked limiters for permits is
-followed by ``PermitsReturned`` here, whichever rule recorded it (§4m).
+followed by ``PermitsReturned`` here, whichever rule recorded it (§4n).
 """
 
 from __future__ import annotations

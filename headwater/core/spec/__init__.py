@@ -26,10 +26,10 @@ from headwater.core.kinds.schedule.cron import (
 )
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
+from headwater.core.limits import LimitSpec, parse_limits
 from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import KEY as PRIORITY_KEY
 from headwater.core.priority import parse_priority
-from headwater.core.limits import LimitSpec, parse_limits
 from headwater.core.retry import RetryPolicy, parse_retry
 from headwater.core.selectors import parse_requires
 from headwater.core.spec.fields import (

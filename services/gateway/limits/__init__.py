@@ -1,2 +1,2 @@
 """The limits of concurrency keys and rate limits as the projection shows them
-(``GET /v1/limits``; docs/architecture.md §4m)."""
+(``GET /v1/limits``; docs/architecture.md §4n)."""

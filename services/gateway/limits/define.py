@@ -1,5 +1,5 @@
 """``PUT /v1/limits/{key}``: a limit of a key defined apart from the specs that name it
-(docs/specs.md, "Concurrency keys and rate limits"; docs/architecture.md §4m).
+(docs/specs.md, "Concurrency keys and rate limits"; docs/architecture.md §4n).
 
 The body holds ``concurrency: {limit}`` and/or ``rate_limit: {per_second | per_minute |
 limit + window_s}``, each checked as a spec's would be (``headwater.core.limits``); a

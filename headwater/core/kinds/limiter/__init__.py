@@ -9,5 +9,5 @@ the current window. It grants in order: a concurrency permit while fewer than ``
 hold one, a rate permit while the units granted in the last ``window`` leave room (else
 its timer ``limit:window`` fires when they will). A release frees a holder's permit or
 drops its waiting request. Requests and releases are idempotent by holder id (an
-attempt's dispatch id): a copy changes nothing. docs/architecture.md §4m.
+attempt's dispatch id): a copy changes nothing. docs/architecture.md §4n.
 """
