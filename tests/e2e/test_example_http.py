@@ -87,6 +87,8 @@ async def test_invalid_spec_gets_problem_json(stack: Stack) -> None:
         assert missing.status_code == 404
         assert missing.headers["content-type"] == "application/problem+json"
 
-        big = await client.post("/v1/workflows", content=b"x" * (5 * 1024 * 1024))
+        # over HEADWATER_MAX_BODY_BYTES (4 MiB): a definition's body (a submission's may
+        # reach HEADWATER_MAX_PAYLOAD_BYTES, its large values going by reference)
+        big = await client.put("/v1/definitions/big", content=b"x" * (5 * 1024 * 1024))
         assert big.status_code == 413
         assert big.headers["content-type"] == "application/problem+json"

@@ -226,17 +226,18 @@ async def test_an_attempt_that_starts_after_its_cancel_is_stopped(
 
 async def test_a_workflow_whose_output_exceeds_the_record_limit_fails_as_data(
         stack: Stack) -> None:
-    # 20 results of 900 kB each: every task fits, the workflow's output (18 MB) does not.
+    # 70 results of 250 kB each: every task fits, and each stays inline (under the claim
+    # check's threshold, 256 KiB), but the workflow's output (17.5 MB) does not.
     spec = {"name": "too-big", "nodes": [
         {"id": "m", "kind": "map", "over": "${input.sizes}", "task": "e2e.big_output",
          "input": {"size": "${item}"}}]}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
-        workflow_id = await _submit(client, spec, "too-big", {"sizes": [900_000] * 20})
+        workflow_id = await _submit(client, spec, "too-big", {"sizes": [250_000] * 70})
     status = await wait_status(stack, workflow_id, timeout_s=120)
     assert status["status"] == "failed"
     assert "exceeds the limit" in str(status["error"]), status["error"]
     records = await history(stack, workflow_id)
-    assert sum(isinstance(r.body, ev.TaskSucceeded) for r in records) == 19
+    assert sum(isinstance(r.body, ev.TaskSucceeded) for r in records) == 69
     assert records[-1].type == "WorkflowFailed"
     dead = await read_topic(stack.topics.dlq, lambda rs: any(
         r.key == workflow_id.encode() for r in rs), scaled(60), decode=False)
