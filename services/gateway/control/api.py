@@ -9,11 +9,12 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
+from headwater.core.limits import LIMITER_PREFIX, reserved_id
 from services.gateway.auth.scope import principal, require_run
 from services.gateway.control.models import CancelRequest, SignalRequest
 from services.gateway.control.send import request_cancel, send_signal, signal_record
 from services.gateway.edge.body import PAYLOAD_SETTING, parse_body, read_limited, require_storable
-from services.gateway.edge.problems import CONFLICT, NOT_FOUND, RECORD_TOO_LARGE
+from services.gateway.edge.problems import CONFLICT, NOT_FOUND, RECORD_TOO_LARGE, Problem
 from services.gateway.lifetime import accepting
 from services.gateway.openapi.bodies import CANCEL_SCHEMA, SIGNAL_NAME_DOC, SIGNAL_SCHEMA, json_body
 from services.gateway.openapi.problems import BODY, SIGNAL, WRITES, problems
@@ -25,6 +26,21 @@ router = APIRouter()
 CANCEL_BODY_BYTES = 64 * 1024
 SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
 """The ``{name}`` path parameter of a signal (its pattern documented, not enforced)."""
+
+
+def _not_a_limiter(workflow_id: str, what: str) -> None:
+    """Refuse to cancel or signal a limiter (``limits.reserved_id``): the coordinator
+    dead-letters either (a limiter never ends and waits for no signal), so a 202 would
+    promise what never happens.
+
+    Raises:
+        Problem: 422 naming the reserved prefix.
+    """
+    if reserved_id(workflow_id):
+        fault = (f"workflow {workflow_id[:120]!r} is a limiter (its id starts with "
+                 f"{LIMITER_PREFIX!r}): it keeps a concurrency or rate limit's key and "
+                 f"cannot be {what}; PUT /v1/limits/{{key}} changes its limit")
+        raise Problem(422, "Invalid request", fault, errors=[fault])
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -43,6 +59,7 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
                          await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
     require_storable({"reason": payload.reason})
     await require_run(hw.pool, principal(request), workflow_id)
+    _not_a_limiter(workflow_id, "cancelled")
     await request_cancel(hw.pool, hw.outlet, workflow_id, payload.reason)
     return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
                   "links": links(workflow_id)}, 202)
@@ -63,6 +80,7 @@ async def signal_workflow(request: Request, workflow_id: WorkflowId,
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
     await require_run(hw.pool, principal(request), workflow_id)
+    _not_a_limiter(workflow_id, "signalled")
     warnings = await send_signal(hw.pool, hw.outlet, signal, principal(request))
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
                   **({"warnings": warnings} if warnings else {}),
