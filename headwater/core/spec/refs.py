@@ -1,8 +1,8 @@
 """Reference checks of a workflow spec: every ``${...}`` a node's templates (input,
-``over``, a sleep's ``until``, ``when``) or the workflow's output use must name a node
-upstream of it, and the special references (``${item}``, ``${index}``, ``${error}``)
-appear only where they are defined. ``spec.parse_spec`` calls ``check_refs`` once the
-nodes and their needs are known.
+``over``, a sleep's ``until``, ``when``, a limit's key and units) or the workflow's
+output use must name a node upstream of it, and the special references (``${item}``,
+``${index}``, ``${error}``) appear only where they are defined. ``spec.parse_spec``
+calls ``check_refs`` once the nodes and their needs are known.
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ from typing import Any, Protocol
 from headwater.core.conditions import condition_refs
 from headwater.core.graph import GraphNode, upstream_among
 from headwater.core.kinds.sleep.records import SleepSpec
+from headwater.core.limits import CONCURRENCY, CONCURRENCY_KEY, RATE_KEY, LimitSpec
 from headwater.core.refs import Ref, iter_refs
 from headwater.core.suggest import did_you_mean
 
+_ITEM_FIELDS = ("input", CONCURRENCY_KEY, RATE_KEY)
+"""The fields of a map node resolved per item, where ``${item}`` and ``${index}`` are
+defined."""
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
 """The keys of ``${error}`` (``state.error_object``)."""
 
@@ -41,18 +45,26 @@ class RefNode(GraphNode, Protocol):
         """Its condition, if any."""
 
     @property
+    def limits(self) -> Sequence[LimitSpec]:
+        """Its ``concurrency`` and ``rate_limit``, whose key and units may be references."""
+
+    @property
     def fans_out(self) -> bool:
         """Whether it runs once per item of ``over``."""
 
 
 def node_refs(n: RefNode) -> list[tuple[str, str, Ref | str]]:
     """``(field, raw, parsed)`` of every reference a node's templates hold: its input,
-    ``over``, a sleep's ``until`` and its ``when``, in that order."""
+    ``over``, a sleep's ``until``, its limits' keys and units (resolved when an attempt
+    is held, as its input is: ``machine/holds.py``) and its ``when``, in that order."""
     templates: list[tuple[str, Any]] = [("input", n.input)]
     if n.over is not None:
         templates.append(("over", n.over))
     if n.sleep is not None and n.sleep.until is not None:
         templates.append(("until", n.sleep.until))
+    for limit in n.limits:
+        name = CONCURRENCY_KEY if limit.kind == CONCURRENCY else RATE_KEY
+        templates += [(name, limit.key), (name, limit.units)]
     refs = [(field_name, raw, ref) for field_name, template in templates
             for raw, ref in iter_refs(template)]
     if n.when is not None:
@@ -76,7 +88,7 @@ def check_refs(nodes: Sequence[RefNode], output: Any, faults: list[str],
         if named - upstream:
             upstream |= upstream_among(needs, source or n.id, named - upstream)
         for field_name, raw, ref in refs:
-            scope = _Scope(in_map=n.fans_out and field_name == "input",
+            scope = _Scope(in_map=n.fans_out and field_name in _ITEM_FIELDS,
                            handler=source is not None and field_name in ("input", "when"),
                            node=n.id, source=source)
             fault = _ref_fault(ref, ids, upstream, scope, declared)
