@@ -31,8 +31,8 @@ POM="$INFRA/kafka/pom.xml" LOG4J="$INFRA/kafka/log4j.properties"
 
 log() { echo "kafka: $*" >&2; }
 # Alive and not a zombie (an orphaned broker may linger as Z until reaped).
-alive() { [[ -r /proc/$1/stat ]] && [[ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]]; }
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+# shellcheck source=infra/pids.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pids.sh"  # alive, port_open, stop_pid
 java_tool() { java -Dlog4j.configuration="file:$LOG4J" -Dkafka.logs.dir="$LOGS" -cp "$LIBS/*" "$@"; }
 
 # Pid of *our* broker, or nothing. Checking the command line guards against a
@@ -157,12 +157,7 @@ start() {
 stop() {
   local pid; pid="$(our_pid)"
   if [[ -z $pid ]]; then rm -f "$PIDFILE"; echo "kafka not running"; return 0; fi
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 60); do alive "$pid" || break; sleep 0.5; done
-  if alive "$pid"; then
-    log "pid $pid ignored SIGTERM for 30s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true; sleep 0.5
-  fi
+  stop_pid "$pid"
   rm -f "$PIDFILE"
   echo "kafka stopped (pid $pid)"
 }

@@ -42,8 +42,8 @@ BUILD="$REPO/.headwater/seaweedfs-build/$VERSION"
 WEED="${HEADWATER_SEAWEEDFS_BIN:-$BUILD/weed}"
 
 log() { echo "seaweedfs: $*" >&2; }
-alive() { [[ -r /proc/$1/stat ]] && [[ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]]; }
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+# shellcheck source=infra/pids.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pids.sh"  # alive, port_open, stop_pid
 
 [[ $PORT =~ ^[0-9]+$ ]] && ((PORT > 0 && PORT + 9 < 65536)) \
   || { log "HEADWATER_S3_PORT must be a port number below 65527, got '$PORT'"; exit 1; }
@@ -150,12 +150,7 @@ up() {
 down() {
   local pid; pid="$(our_pid)"
   if [[ -z $pid ]]; then rm -f "$PIDFILE"; echo "seaweedfs not running"; return 0; fi
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 60); do alive "$pid" || break; sleep 0.5; done
-  if alive "$pid"; then
-    log "pid $pid ignored SIGTERM for 30s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true; sleep 0.5
-  fi
+  stop_pid "$pid"
   rm -f "$PIDFILE"
   echo "seaweedfs stopped (pid $pid)"
 }
