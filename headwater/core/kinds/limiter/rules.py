@@ -55,13 +55,22 @@ NOT_SUBMITTED = ("a limiter node is the coordinator's own (it keeps a limit's ke
 
 # -- rules ----------------------------------------------------------------------------
 
+def _created(rec: Recorder, state: WorkflowState | None, limiter: str,
+             at_ms: int) -> WorkflowState | None:
+    """The limiter's state, created by its first input (``WorkflowAccepted`` of
+    ``LIMITER_SPEC``); None when it can take no input (ended, or a bad spec)."""
+    if state is None:
+        state = rec.record(ev.WorkflowAccepted(limiter, at_ms, LIMITER_SPEC, None, None))
+    if state.status.terminal or state.spec_error:
+        return None
+    return state
+
+
 def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested) -> None:
     """A request: the first for an id creates its limiter; a copy of a request it holds
     or queues changes nothing; else it queues, and what fits is granted."""
+    state = _created(rec, state, event.workflow_id, event.at_ms)
     if state is None:
-        state = rec.record(ev.WorkflowAccepted(event.workflow_id, event.at_ms, LIMITER_SPEC,
-                                               None, None))
-    if state.status.terminal or state.spec_error:
         return
     lim = limiter_of(state)
     if lim is not None and (event.holder in lim["holders"]
@@ -78,10 +87,8 @@ def defined(rec: Recorder, state: WorkflowState | None, event: LimitDefined) -> 
     """A limit defined apart from the specs (``PUT /v1/limits/{key}``): it governs the
     key from now on, over what requests carry (``limit`` 0: no longer); a limiter not
     created yet is created with it. The same definition again changes nothing."""
+    state = _created(rec, state, event.workflow_id, event.at_ms)
     if state is None:
-        state = rec.record(ev.WorkflowAccepted(event.workflow_id, event.at_ms, LIMITER_SPEC,
-                                               None, None))
-    if state.status.terminal or state.spec_error:
         return
     lim = limiter_of(state)
     wanted = [event.limit, event.window_ms] if event.limit else None
