@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import authkit
 import httpx
 import orjson
 import pytest
@@ -28,7 +29,6 @@ from stackkit import private_stack, read_topic
 from headwater import blobs
 from headwater.client import Client
 from ops.sandbox import Sandbox
-from services.common.auth.tokens import new_key
 from services.common.blobs.collect import collect_once
 from services.projector.retention import purge_once
 
@@ -41,30 +41,21 @@ ECHO = "e2e.flaky"
 
 @pytest.fixture(scope="module")
 def tokens(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
-    made = {name: new_key(*grant) for name, grant in KEYS.items()}
-    path = tmp_path_factory.mktemp("keys") / "keys"
-    path.write_text("".join(line + "\n" for _, line in made.values()))
-    path.chmod(0o600)
-    return {name: token for name, (token, _) in made.items()}, path
+    return authkit.write_keys(tmp_path_factory.mktemp("keys"), KEYS)
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, services: None,
           tokens: tuple[dict[str, str], Path]) -> Iterator[Sandbox]:
-    keys, path = tokens
-    env = {"HEADWATER_AUTH": "on", "HEADWATER_AUTH_KEYS_FILE": str(path),
-           "HEADWATER_TOKEN": keys["service"]}
-    with private_stack(tmp_path_factory.mktemp("blobs"), 1, env) as sandbox:
+    with private_stack(tmp_path_factory.mktemp("blobs"), 1,
+                       authkit.secured_env(*tokens)) as sandbox:
         yield sandbox
 
 
 @pytest.fixture
 def http(stack: Sandbox,
          tokens: tuple[dict[str, str], Path]) -> Iterator[dict[str, httpx.Client]]:
-    keys, _ = tokens
-    clients = {name: httpx.Client(base_url=stack.gateway, timeout=120,
-                                  headers={"Authorization": f"Bearer {token}"})
-               for name, token in keys.items()}
+    clients = authkit.clients(stack.gateway, tokens[0], timeout=120)
     yield clients
     for client in clients.values():
         client.close()

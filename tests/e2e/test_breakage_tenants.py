@@ -12,12 +12,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import authkit
 import httpx
 import pytest
 from breakkit import hostile_stack, one_task, submit, wait_run
 
 from ops.sandbox import Sandbox
-from services.common.auth.tokens import new_key
 
 KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"),
         "acme_read": ("acme", "read"), "globex": ("globex", "submit")}
@@ -25,31 +25,21 @@ KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"),
 
 @pytest.fixture(scope="module")
 def tokens(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
-    made = {name: new_key(*grant) for name, grant in KEYS.items()}
-    path = tmp_path_factory.mktemp("keys") / "keys"
-    path.write_text("".join(line + "\n" for _, line in made.values()))
-    path.chmod(0o600)
-    return {name: token for name, (token, _) in made.items()}, path
+    return authkit.write_keys(tmp_path_factory.mktemp("keys"), KEYS)
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, services: None,
             tokens: tuple[dict[str, str], Path]) -> Iterator[Sandbox]:
-    keys, path = tokens
-    env = {"HEADWATER_AUTH": "on", "HEADWATER_AUTH_KEYS_FILE": str(path),
-           "HEADWATER_TOKEN": keys["service"]}
-    with hostile_stack(tmp_path_factory.mktemp("tenants"), extra_env=env) as stack:
+    with hostile_stack(tmp_path_factory.mktemp("tenants"),
+                       extra_env=authkit.secured_env(*tokens)) as stack:
         yield stack
 
 
 @pytest.fixture
 def http(secured: Sandbox,
          tokens: tuple[dict[str, str], Path]) -> Iterator[dict[str, httpx.Client]]:
-    keys, _ = tokens
-    clients = {name: httpx.Client(base_url=secured.gateway, timeout=30,
-                                  headers={"Authorization": f"Bearer {token}"})
-               for name, token in keys.items()}
-    clients["none"] = httpx.Client(base_url=secured.gateway, timeout=30)
+    clients = authkit.clients(secured.gateway, tokens[0], timeout=30, anonymous=True)
     yield clients
     for client in clients.values():
         client.close()

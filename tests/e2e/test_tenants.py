@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import authkit
 import httpx
 import orjson
 import pytest
@@ -32,7 +33,6 @@ from headwater.core import events as ev
 from headwater.topics import CONTENT_TYPE_HEADER, JSON_CONTENT_TYPE
 from ops import localstack
 from ops.cli.app import app
-from services.common.auth.tokens import new_key
 from services.common.topic_reader import TopicReader
 from tests.polling import holds_for_async, scaled
 
@@ -46,20 +46,15 @@ UNTOUCHED_S = 2.0
 @pytest.fixture(scope="module")
 def tokens(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
     """One API key per entry of ``KEYS``, and the keys file that admits them."""
-    made = {name: new_key(*grant) for name, grant in KEYS.items()}
-    path = tmp_path_factory.mktemp("keys") / "keys"
-    path.write_text("".join(line + "\n" for _, line in made.values()))
-    return {name: token for name, (token, _) in made.items()}, path
+    return authkit.write_keys(tmp_path_factory.mktemp("keys"), KEYS)
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, services: None,
             tokens: tuple[dict[str, str], Path]) -> Iterator[Stack]:
     """A private stack with auth on."""
-    keys, path = tokens
-    env = {"HEADWATER_AUTH": "on", "HEADWATER_AUTH_KEYS_FILE": str(path),
-           "HEADWATER_TOKEN": keys["service"]}
-    with private_stack(tmp_path_factory.mktemp("tenants"), extra_env=env) as stack:
+    with private_stack(tmp_path_factory.mktemp("tenants"),
+                       extra_env=authkit.secured_env(*tokens)) as stack:
         yield stack
 
 
@@ -67,11 +62,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, services: None,
 async def http(secured: Stack, tokens: tuple[dict[str, str], Path],
                ) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
     """An HTTP client per key, and ``"none"`` without a token."""
-    keys, _ = tokens
-    clients = {name: httpx.AsyncClient(base_url=secured.gateway, timeout=15,
-                                       headers={"Authorization": f"Bearer {token}"})
-               for name, token in keys.items()}
-    clients["none"] = httpx.AsyncClient(base_url=secured.gateway, timeout=15)
+    clients = authkit.async_clients(secured.gateway, tokens[0], timeout=15, anonymous=True)
     try:
         yield clients
     finally:
