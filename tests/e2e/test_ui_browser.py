@@ -163,6 +163,36 @@ def test_the_queues_page_shows_the_cpu_queue_and_its_worker(ui: UI) -> None:
     ui.shot("queues")
 
 
+LIMITS = """
+return Object.fromEntries([...document.querySelectorAll('#limits tr[data-limiter]')].map((r) => [
+  r.dataset.limiter, {limit: r.querySelector('.limit').textContent,
+                      holding: Number(r.querySelector('.holding').textContent),
+                      queued: Number(r.querySelector('.queued').textContent),
+                      history: r.querySelector('a').getAttribute('href')}]));
+"""
+
+
+def test_the_queues_page_lists_the_limits_in_use(ui: UI, stack: Stack) -> None:
+    key = f"ui-{uuid.uuid4().hex[:8]}"
+    wid = submit(stack, {"name": "ui-limited", "nodes": [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.sleep",
+         "input": {"seconds": 0.05}, "concurrency": {"key": key, "limit": 2},
+         "rate_limit": {"key": key, "per_minute": 600}}]}, "ui-limits",
+        {"items": [1, 2, 3, 4]})
+    ui.open("/ui/queues")
+    limiters = wait_until(lambda: ui.browser.execute_script(LIMITS), 60,
+                          "both limiters of the key listed, holding nothing once the run ended",
+                          until=lambda rows: {f"limit::concurrency:{key}", f"limit::rate:{key}"}
+                          <= set(rows) and rows[f"limit::concurrency:{key}"]["holding"] == 0)
+    concurrency, rate = limiters[f"limit::concurrency:{key}"], limiters[f"limit::rate:{key}"]
+    assert concurrency["limit"] == "2" and concurrency["queued"] == 0, concurrency
+    assert rate["limit"] == "600 per 60 s", rate
+    assert concurrency["history"] == f"/ui/runs/limit%3A%3Aconcurrency%3A{key}", concurrency
+    doc = httpx.get(f"{stack.gateway}/v1/workflows/{wid}", timeout=10).json()
+    assert doc["status"] in ("running", "succeeded"), doc
+    ui.shot("queues-limits")
+
+
 def test_a_definition_is_shown_and_runs_from_its_page(ui: UI, stack: Stack) -> None:
     name = f"ui-def-{uuid.uuid4().hex[:8]}"
     nap = {"seconds": 0.05}
