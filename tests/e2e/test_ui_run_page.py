@@ -79,7 +79,7 @@ def wait(ui: UI, what: str, until: Any, timeout_s: float = 60) -> dict[str, Any]
 
 def test_input_output_timeline_and_zoned_times(ui: UI, stack: Stack) -> None:
     given = {"greeting": "hello from the input", "n": [1, 2, 3]}
-    wid = submit(stack, {"name": "ui-io", "nodes": [
+    wid = submit(stack, {"name": "ui-io", "priority": 8, "nodes": [
         {"id": "hello", "task": "e2e.flaky",
          "input": {"succeed_on": 1, "value": "${input.greeting}"}},
         {"id": "pause", "kind": "sleep", "duration": 0.2, "needs": ["hello"]},
@@ -102,6 +102,7 @@ def test_input_output_timeline_and_zoned_times(ui: UI, stack: Stack) -> None:
     assert not any(row["aggregate"] for row in done["timeline"])
     stamps = ZONED.findall(done["summary"])
     assert len(stamps) == 2, done["summary"]  # created and updated, each with its zone
+    assert "priority8" in done["summary"], done["summary"]
     ui.click("button.copy")
     wait(ui, "the copy answered", lambda s: s["copied"] in (" copied", " select and copy by hand"))
 

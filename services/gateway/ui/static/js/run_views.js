@@ -37,13 +37,14 @@ function term(name, value) {
     : [h("dt", {}, name), h("dd", {}, value)];
 }
 
-/** The run's facts: name, status, definition, generation, times; stream is the event
+/** The run's facts: name, status, definition, priority, generation, times; stream is the event
  * stream's state ("live", "reconnecting", "ended"). */
 export function summary(doc, stream) {
   const definition = doc.definition ? `${doc.definition.name}@${doc.definition.version}` : null;
   return h("dl", {class: "facts"},
     term("status", badge(doc.status, doc.status)),
     term("name", doc.name), term("definition", definition), term("tenant", doc.tenant),
+    term("priority", Number.isInteger(doc.priority) ? String(doc.priority) : null),
     term("generation", doc.generation > 1 ? String(doc.generation) : null),
     term("created", when(doc.created_at)), term("updated", when(doc.updated_at)),
     term("events", `${doc.seq} (stream ${stream})`),
