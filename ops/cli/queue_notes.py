@@ -1,7 +1,7 @@
 """What ``headwater status`` and ``submit --follow`` say of attempts that wait on a
 queue: a node whose attempts are all dispatched but none started shows as waiting on its
 queue, with the queue's state when it cannot take them (``queue_state`` of
-``GET /v1/workflows/{id}``'s tasks: ``no_live_workers``, ``unserved``), and the
+``GET /v1/workflows/{id}``'s tasks: ``no_live_workers``, ``unserved``, ``unmatched``), and the
 document's ``warnings`` are printed; so are the signals a run waits for and the
 progress its running attempts reported (``print_waiting``)."""
 

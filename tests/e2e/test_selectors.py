@@ -135,6 +135,8 @@ async def test_selectors_route_refuse_and_wait(
         await asyncio.sleep(scaled(3))  # several looks of both workers
         view = (await client.get(f"/v1/workflows/{waiting}")).json()
         assert view["status"] == "running" and view["tasks"][0]["status"] == "dispatched"
+        assert view["tasks"][0]["queue_state"] == "unmatched", view["tasks"][0]
+        assert any("announcing the tags [tpu]" in w for w in view["warnings"]), view
 
         # A worker announcing tpu starts: it finds the topic and runs the task.
         tpu_worker = _worker("worker-sel-tpu")

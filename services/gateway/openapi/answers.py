@@ -75,7 +75,7 @@ _TASK = _object(
         "error_type": _ERROR_TYPE, "traceback": _TRACEBACK,
         "worker": _TEXT, "dispatched_at": _TIME_OR_NULL, "started_at": _TIME_OR_NULL,
         "finished_at": _TIME_OR_NULL,
-        "queue_state": {"enum": ["no_live_workers", "unserved"],
+        "queue_state": {"enum": ["no_live_workers", "unserved", "unmatched"],
                         "description": "why the attempt waits: its queue cannot take it"},
         "worker_state": {"enum": ["lost"], "description": "a running attempt whose worker "
                          "stopped announcing itself: nothing runs it"},

@@ -5,7 +5,8 @@ history: each is judged by the gateway's ``WorkerRegistry`` (``installed()``) wh
 document is read, and says nothing until the registry is ``trusted``.
 
 - ``queue_state``: a dispatched attempt whose queue cannot take it (``no_live_workers``,
-  ``unserved``).
+  ``unserved``, or ``unmatched``: its node requires tags, ``requires``, that none of
+  the queue's live workers announces; a run submitted with ``queue_anyway`` waits so).
 - ``worker_state``: a running attempt whose worker is ``lost`` (``WorkerRegistry.lost``:
   it stopped announcing itself without a stopping record, or stopped for good), with
   when it was last heard: the attempt's lease has not lapsed yet, but nothing runs it.
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from headwater.core.selectors import satisfies
 from headwater.core.status import TaskStatus
 from services.gateway.queues.workers import installed
 
@@ -24,11 +26,13 @@ LOST = "lost"
 """``worker_state`` of a running attempt whose worker is lost."""
 
 
-def queue_state(status: str, queue: str, task: str) -> dict[str, str]:
+def queue_state(status: str, queue: str, task: str,
+                requires: tuple[str, ...] = ()) -> dict[str, str]:
     """``{"queue_state": ...}`` for a task row (``tasks``) whose attempt waits on a queue
     that cannot take it: ``no_live_workers`` (none live), ``unserved`` (live workers,
-    none serving its task); empty otherwise, or when the registry is not ``trusted``
-    yet (or not installed)."""
+    none serving its task), ``unmatched`` (its node ``requires`` tags no live worker of
+    the queue announces all of); empty otherwise, or when the registry is not
+    ``trusted`` yet (or not installed)."""
     registry = installed()
     if status != TaskStatus.DISPATCHED or registry is None or not registry.trusted:
         return {}
@@ -37,6 +41,9 @@ def queue_state(status: str, queue: str, task: str) -> dict[str, str]:
         return {"queue_state": "no_live_workers"}
     if task not in serving[queue]:
         return {"queue_state": "unserved"}
+    if requires and not any(satisfies(tags, requires)
+                            for tags in registry.live_tags().get(queue, ())):
+        return {"queue_state": "unmatched"}
     return {}
 
 
@@ -54,19 +61,32 @@ def worker_state(status: str, worker: str) -> dict[str, Any]:
             datetime.fromtimestamp(heard / 1000, UTC).isoformat()}
 
 
-def attempt_marks(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Both marks of a task row (``queue_state``, ``worker_state``)."""
-    return {**queue_state(row["status"], row["queue"], row["task"]),
+def attempt_marks(row: Mapping[str, Any], requires: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Both marks of a task row (``queue_state``, ``worker_state``); ``requires``: the
+    tags its node requires."""
+    return {**queue_state(row["status"], row["queue"], row["task"], requires),
             **worker_state(row["status"], row["worker"])}
 
 
-def attempt_warnings(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+def requires_of(spec: Any) -> dict[str, tuple[str, ...]]:
+    """Node id -> the tags it requires (sorted), for the nodes of a recorded spec that
+    require any."""
+    nodes = spec.get("nodes") if isinstance(spec, dict) else None
+    return {n["id"]: tuple(sorted(str(t) for t in n["requires"]))
+            for n in nodes or [] if isinstance(n, dict) and isinstance(n.get("id"), str)
+            and isinstance(n.get("requires"), list) and n["requires"]}
+
+
+def attempt_warnings(rows: Iterable[Mapping[str, Any]],
+                     requires: Mapping[str, tuple[str, ...]] | None = None,
+                     ) -> dict[str, list[str]]:
     """``{"warnings": [...]}``, one sentence per attempt of ``rows`` (``tasks`` rows)
     that waits on a queue that cannot take it, or runs on a lost worker; empty without
-    any."""
+    any. ``requires``: node id -> the tags it requires (``requires_of``)."""
     found = []
     for row in rows:
-        marks = attempt_marks(row)
+        needs = (requires or {}).get(row["node"], ())
+        marks = attempt_marks(row, needs)
         where = f"{row['task_key']} (attempt {row['attempt']})"
         state = marks.get("queue_state")
         if state == "no_live_workers":
@@ -74,6 +94,9 @@ def attempt_warnings(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
         elif state == "unserved":
             found.append(f"{where} waits on queue {row['queue']!r}, whose live workers do "
                          f"not serve task {row['task']!r}")
+        elif state == "unmatched":
+            found.append(f"{where} waits on queue {row['queue']!r} for a worker announcing "
+                         f"the tags [{', '.join(needs)}]: none of its live workers does")
         if marks.get("worker_state") == LOST:
             heard = marks["worker_last_heard_at"]
             found.append(f"{where} runs on worker {row['worker']!r}, which is lost (last "

@@ -174,14 +174,20 @@ class WorkerRegistry:
                 del self.last_served[(queue, task)]
         return found
 
+    def live_tags(self, now: int | None = None) -> dict[str, set[tuple[str, ...]]]:
+        """Queue -> the sets of tags its live workers announce (each worker's, sorted):
+        what a dispatched attempt that requires tags can be taken by now."""
+        found: dict[str, set[tuple[str, ...]]] = {}
+        for record in self.live(now):
+            found.setdefault(record.queue, set()).add(record.tags)
+        return found
+
     def tags_lately(self, now: int | None = None) -> dict[str, set[tuple[str, ...]]]:
         """Queue -> the sets of tags its live workers announce (each worker's, sorted)
         and, besides, those a worker of the queue was heard announcing less than
         ``unserved_after_s`` ago (``last_tagged``; older entries are dropped when judged
         at the clock's now): what admission judges a node's ``requires`` by."""
-        found: dict[str, set[tuple[str, ...]]] = {}
-        for record in self.live(now):
-            found.setdefault(record.queue, set()).add(record.tags)
+        found = self.live_tags(now)
         horizon = self._as_of(now) - self.unserved_after_s * 1000
         for (queue, tags), at in list(self.last_tagged.items()):
             if at > horizon:

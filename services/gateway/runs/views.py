@@ -18,7 +18,7 @@ from headwater.core.priority import as_number, priority_fault
 from headwater.core.spec import NodeKind
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from services.gateway.edge.problems import Problem
-from services.gateway.queues.marks import attempt_marks, attempt_warnings
+from services.gateway.queues.marks import attempt_marks, attempt_warnings, requires_of
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.gateway.tasks import reads
 from services.gateway.tasks.views import failure
@@ -69,6 +69,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     terminal = row["status"] in TERMINAL_STATUSES
+    requires = requires_of(row["spec"])
     node_views = []
     for spec_node in spec_nodes:
         node_id = spec_node["id"]
@@ -91,10 +92,10 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "error": row["error"], "failure": failure(*failed_by),
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
         "generation": row.get("generation") or 1, "nodes": node_views,
-        "tasks": [task_view(t) for t in tasks[:MAX_TASKS]],
+        "tasks": [task_view(t, requires) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
         "nondeterministic": nondeterministic,
-        **_warnings(tasks[:MAX_TASKS], nondeterministic),
+        **_warnings(tasks[:MAX_TASKS], nondeterministic, requires),
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
@@ -108,11 +109,12 @@ def priority_of(spec: Any) -> int:
     return DEFAULT_PRIORITY if raw is None or priority_fault(raw) else as_number(raw)
 
 
-def _warnings(tasks: list[Row], nondeterministic: dict[str, Any] | None) -> dict[str, Any]:
+def _warnings(tasks: list[Row], nondeterministic: dict[str, Any] | None,
+              requires: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     """``{"warnings": [...]}``: attempts waiting on a queue no worker serves or running on
     a lost worker (``attempt_warnings``), and a code workflow parted from its history;
     ``{}`` without any."""
-    warnings = attempt_warnings(tasks).get("warnings", [])
+    warnings = attempt_warnings(tasks, requires).get("warnings", [])
     if nondeterministic is not None:
         warnings = [*warnings, nondeterministic["warning"]]
     return {"warnings": warnings} if warnings else {}
@@ -181,9 +183,11 @@ def definition_of(row: Row) -> dict[str, Any] | None:
     return None if name is None else {"name": name, "version": row.get("definition_version")}
 
 
-def task_view(t: Row) -> dict[str, Any]:
+def task_view(t: Row, requires: Mapping[str, tuple[str, ...]] | None = None,
+              ) -> dict[str, Any]:
     """A ``tasks`` row as the run document's ``tasks[]`` (and a node's page of tasks)
-    show it: its latest attempt, with that attempt's error type and traceback."""
+    show it: its latest attempt, with that attempt's error type and traceback, and its
+    marks (``requires``: node id -> the tags the node requires)."""
     return {
         "key": t["task_key"], "node": t["node"], "index": t["idx"], "attempt": t["attempt"],
         "status": t["status"], "task": t["task"], "queue": t["queue"],
@@ -191,7 +195,7 @@ def task_view(t: Row) -> dict[str, Any]:
         "error_type": t["error_type"], "traceback": t["traceback"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
-        **attempt_marks(t),  # queue_state, worker_state (queues.marks)
+        **attempt_marks(t, (requires or {}).get(t["node"], ())),  # queues.marks
     }
 
 

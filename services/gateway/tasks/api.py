@@ -17,6 +17,7 @@ from services.gateway.edge.problems import INVALID_REQUEST, NOT_FOUND, Problem
 from services.gateway.lifetime import runtime
 from services.gateway.openapi.bodies import WORKFLOW_ID_DOC
 from services.gateway.openapi.problems import READS, problems
+from services.gateway.queues.marks import requires_of
 from services.gateway.runs.views import task_view
 from services.gateway.tasks import reads
 from services.gateway.tasks.views import parse_index, task_document
@@ -88,4 +89,5 @@ async def get_node_tasks(request: Request, workflow_id: WorkflowId, node: NodeId
         status = query.status.value if query.status is not None else None
         page = await reads.node_page(conn, workflow_id, node, query.after, query.limit, status)
     return _json({"workflow_id": workflow_id, "node": node, "total": page.total,
-                  "tasks": [task_view(t) for t in page.rows], "next": page.next}, workflow_id)
+                  "tasks": [task_view(t, requires_of(run["spec"])) for t in page.rows],
+                  "next": page.next}, workflow_id)

@@ -24,6 +24,7 @@ from services.gateway.queues.figures import lost_view
 from services.gateway.queues.marks import (
     attempt_marks,
     attempt_warnings,
+    requires_of,
     submission_warnings,
     worker_state,
 )
@@ -65,7 +66,7 @@ def installed() -> Iterator[WorkerRegistry]:
 
 
 def row(status: str = "running", worker: str = "w1", queue: str = "cpu") -> dict[str, Any]:
-    return {"task_key": "a", "attempt": 1, "status": status, "worker": worker,
+    return {"task_key": "a", "node": "a", "attempt": 1, "status": status, "worker": worker,
             "queue": queue, "task": "t.a"}
 
 
@@ -184,3 +185,21 @@ def test_the_submissions_answer_carries_the_warnings(gw: Gateway,
     take(installed, announced())
     again = gw.client.post("/v1/workflows", json={"workflow": spec})
     assert again.status_code == 202 and "warnings" not in again.json()
+
+
+def test_an_attempt_whose_required_tags_no_live_worker_announces_is_marked_unmatched(
+        installed: WorkerRegistry) -> None:
+    take(installed, replace(announced(), tags=("gpu",)))
+    spec = {"nodes": [{"id": "a", "task": "t.a", "requires": ["gpu", "a100"]},
+                      {"id": "b", "task": "t.a"}]}
+    requires = requires_of(spec)
+    assert requires == {"a": ("a100", "gpu")}
+    waiting = row(status="dispatched", worker="")
+    assert attempt_marks(waiting, requires["a"]) == {"queue_state": "unmatched"}
+    warning = attempt_warnings([waiting], requires)["warnings"]
+    assert warning == ["a (attempt 1) waits on queue 'cpu' for a worker announcing the tags "
+                       "[a100, gpu]: none of its live workers does"]
+    assert attempt_marks(waiting) == {}  # a node that requires nothing
+    take(installed, replace(announced("w2"), tags=("a100", "gpu", "x")), key="w2")
+    assert attempt_marks(waiting, requires["a"]) == {}
+    assert attempt_warnings([waiting], requires) == {}
