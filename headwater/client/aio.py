@@ -16,7 +16,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
-from headwater.client import blob_io, blobs, logs
+from headwater.client import blob_io, blobs
 from headwater.client import requests as req
 from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
@@ -30,6 +30,7 @@ from headwater.client.http import (
     outcome,
     settings,
 )
+from headwater.client.log_io import AsyncTaskLogReads
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
@@ -51,7 +52,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class AsyncClient:
+class AsyncClient(AsyncTaskLogReads):
     """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
     (``transport``: an ``httpx.AsyncBaseTransport``; ``resolve_blobs``: put back the
     values held by reference)."""
@@ -279,40 +280,6 @@ class AsyncClient:
     async def whoami(self) -> Identity:
         """As ``Client.whoami``."""
         return await self.fetch(req.whoami())
-
-    async def task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                        attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
-        """As ``Client.task_logs``."""
-        return await self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
-
-    async def run_logs(self, workflow_id: str,
-                       node: str | None = None) -> builtins.list[logs.TaskLogLine]:
-        """As ``Client.run_logs``."""
-        return await self.fetch_all(logs.run_logs(workflow_id, node))
-
-    async def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                               attempt: int | None = None,
-                               ) -> AsyncIterator[logs.TaskLogLine]:
-        """As ``Client.follow_task_logs`` (an async iterator)."""
-        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
-        while not follow.ended:
-            call = follow.call()
-            try:
-                async with aconnect_sse(self._http, call.method, call.path,
-                                        **call.options(),
-                                        timeout=follow.read_timeout()) as source:
-                    if unexpected(source.response):
-                        await source.response.aread()
-                    if follow.opened(source.response):
-                        async for sse in source.aiter_sse():
-                            line = follow.take(sse)
-                            if line is not None:
-                                yield line
-                            if follow.ended:
-                                return
-            except httpx.TransportError as e:
-                follow.lost(e)
-            await asyncio.sleep(follow.pause())
 
 
 async def _events(source: EventSource) -> AsyncIterator[Event]:

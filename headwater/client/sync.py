@@ -14,7 +14,6 @@ import httpx
 from httpx_sse import connect_sse
 
 from headwater import errors
-from headwater.client import logs
 from headwater.client import requests as req
 from headwater.client.blob_io import BlobReads
 from headwater.client.blobs import resolved_run
@@ -29,6 +28,7 @@ from headwater.client.http import (
     settings,
     sse_events,
 )
+from headwater.client.log_io import TaskLogReads
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
@@ -50,7 +50,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class Client(BlobReads):
+class Client(BlobReads, TaskLogReads):
     """A blocking client of one gateway (thread-safe: httpx's client is).
 
     Args:
@@ -356,45 +356,3 @@ class Client(BlobReads):
         """The token's tenant and role (``GET /v1/whoami``). Raises ``Unauthorized``
         when the gateway's auth is on and the token is missing or not taken."""
         return self.fetch(req.whoami())
-
-    def task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                  attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
-        """A task's log lines so far, in (attempt, line) order (``index``: the map item
-        or loop step; ``attempt``: one attempt, None: all). Raises ``NotFound`` for an
-        unknown run."""
-        return self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
-
-    def run_logs(self, workflow_id: str,
-                 node: str | None = None) -> builtins.list[logs.TaskLogLine]:
-        """Every task's log lines of a run so far (of ``node`` alone unless None), in
-        (node, index, attempt, line) order."""
-        return self.fetch_all(logs.run_logs(workflow_id, node))
-
-    def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                         attempt: int | None = None) -> Iterator[logs.TaskLogLine]:
-        """A task's log lines as they come, until its log is complete (the task ended
-        and its lines were read); a lost stream is resumed after the last line.
-
-        Raises:
-            NotFound: unknown run.
-            GatewayUnreachable: no stream within the retries.
-        """
-        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
-        while not follow.ended:
-            call = follow.call()
-            try:
-                with connect_sse(self._http, call.method, call.path, **call.options(),
-                                 timeout=follow.read_timeout()) as source:
-                    if unexpected(source.response):
-                        source.response.read()
-                    if follow.opened(source.response):
-                        for sse in source.iter_sse():
-                            line = follow.take(sse)
-                            if line is not None:
-                                yield line
-                            if follow.ended:
-                                return
-            except httpx.TransportError as e:
-                follow.lost(e)
-            time.sleep(follow.pause())
-
