@@ -23,6 +23,7 @@ from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    RunOptions,
     SubmitOptions,
     auth_headers,
     default_token,
@@ -123,12 +124,14 @@ class AsyncClient(AsyncTaskLogReads):
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-                  id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+                  id: str | None = ..., queue_anyway: bool = ...,
+                  priority: int | str | None = ...) -> Run: ...
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
                   id: str | None = ...,
-                  queue_anyway: bool = ...) -> AsyncIterator[Event]: ...
+                  queue_anyway: bool = ...,
+                  priority: int | str | None = ...) -> AsyncIterator[Event]: ...
 
     async def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
@@ -142,8 +145,8 @@ class AsyncClient(AsyncTaskLogReads):
 
     async def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
                    timeout: float | None = None, id: str | None = None,
-                   queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
-        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+                   **options: Unpack[RunOptions]) -> Run | AsyncIterator[Event]:
+        request = req.run(definition, input, mode, timeout, id, options)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
         ran = await self.fetch(request)

@@ -22,6 +22,7 @@ from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    RunOptions,
     SubmitOptions,
     auth_headers,
     default_token,
@@ -150,11 +151,13 @@ class Client(BlobReads, TaskLogReads):
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-            id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+            id: str | None = ..., queue_anyway: bool = ...,
+            priority: int | str | None = ...) -> Run: ...
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
-            id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
+            id: str | None = ..., queue_anyway: bool = ...,
+            priority: int | str | None = ...) -> Iterator[Event]: ...
 
     def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ``@workflow`` function on its arguments, returning its output (as
@@ -170,6 +173,10 @@ class Client(BlobReads, TaskLogReads):
             timeout: the gateway's wait, seconds (None: ``HEADWATER_RUN_TIMEOUT_MAX_S``).
             id, queue_anyway: the run's id (None: chosen before the first try); submit
                 even when a queue it needs has no live worker.
+            priority: the run's priority in place of the definition's: 0-9, higher
+                first, or ``"low"``, ``"normal"``, ``"high"`` (as ``submit``'s; None:
+                the definition's). A ``@workflow`` function's keywords are its own: its
+                runs take the priority its definition gives.
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))
@@ -178,8 +185,8 @@ class Client(BlobReads, TaskLogReads):
 
     def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
              timeout: float | None = None, id: str | None = None,
-             queue_anyway: bool = False) -> Run | Iterator[Event]:
-        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+             **options: Unpack[RunOptions]) -> Run | Iterator[Event]:
+        request = req.run(definition, input, mode, timeout, id, options)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
         ran = self.fetch(request)
