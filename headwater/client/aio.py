@@ -16,13 +16,14 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from headwater import errors
-from headwater.client import blob_io, blobs, logs
+from headwater.client import blob_io, blobs
 from headwater.client import requests as req
 from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    RunOptions,
     SubmitOptions,
     auth_headers,
     default_token,
@@ -30,6 +31,7 @@ from headwater.client.http import (
     outcome,
     settings,
 )
+from headwater.client.log_io import AsyncTaskLogReads
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
@@ -51,7 +53,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class AsyncClient:
+class AsyncClient(AsyncTaskLogReads):
     """An asyncio client of one gateway; arguments as ``headwater.client.Client``'s
     (``transport``: an ``httpx.AsyncBaseTransport``; ``resolve_blobs``: put back the
     values held by reference)."""
@@ -122,12 +124,14 @@ class AsyncClient:
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-                  id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+                  id: str | None = ..., queue_anyway: bool = ...,
+                  priority: int | str | None = ...) -> Run: ...
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
                   id: str | None = ...,
-                  queue_anyway: bool = ...) -> AsyncIterator[Event]: ...
+                  queue_anyway: bool = ...,
+                  priority: int | str | None = ...) -> AsyncIterator[Event]: ...
 
     async def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
@@ -141,8 +145,8 @@ class AsyncClient:
 
     async def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
                    timeout: float | None = None, id: str | None = None,
-                   queue_anyway: bool = False) -> Run | AsyncIterator[Event]:
-        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+                   **options: Unpack[RunOptions]) -> Run | AsyncIterator[Event]:
+        request = req.run(definition, input, mode, timeout, id, options)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
         ran = await self.fetch(request)
@@ -279,40 +283,6 @@ class AsyncClient:
     async def whoami(self) -> Identity:
         """As ``Client.whoami``."""
         return await self.fetch(req.whoami())
-
-    async def task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                        attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
-        """As ``Client.task_logs``."""
-        return await self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
-
-    async def run_logs(self, workflow_id: str,
-                       node: str | None = None) -> builtins.list[logs.TaskLogLine]:
-        """As ``Client.run_logs``."""
-        return await self.fetch_all(logs.run_logs(workflow_id, node))
-
-    async def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                               attempt: int | None = None,
-                               ) -> AsyncIterator[logs.TaskLogLine]:
-        """As ``Client.follow_task_logs`` (an async iterator)."""
-        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
-        while not follow.ended:
-            call = follow.call()
-            try:
-                async with aconnect_sse(self._http, call.method, call.path,
-                                        **call.options(),
-                                        timeout=follow.read_timeout()) as source:
-                    if unexpected(source.response):
-                        await source.response.aread()
-                    if follow.opened(source.response):
-                        async for sse in source.aiter_sse():
-                            line = follow.take(sse)
-                            if line is not None:
-                                yield line
-                            if follow.ended:
-                                return
-            except httpx.TransportError as e:
-                follow.lost(e)
-            await asyncio.sleep(follow.pause())
 
 
 async def _events(source: EventSource) -> AsyncIterator[Event]:

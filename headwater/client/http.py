@@ -181,20 +181,30 @@ def load_workflow(workflow: dict[str, Any] | str | Path) -> dict[str, Any]:
     return spec
 
 
-class SubmitOptions(TypedDict, total=False):
-    """How a run is submitted, besides what runs (``Client.submit``'s keywords).
+class RunOptions(TypedDict, total=False):
+    """How a run of a definition is started, besides what runs and how to wait
+    (``Client.run``'s keywords, and ``submit``'s with ``SubmitOptions``).
 
     Attributes:
-        tenant: its tenant.
         queue_anyway: submit even when a queue it needs has no live worker.
         priority: its priority among the dispatches waiting for a queue: 0-9, higher
             first, or ``"low"``, ``"normal"``, ``"high"`` (``headwater.core.priority``;
             None: the spec's, or its definition's; 5 without one).
     """
 
-    tenant: str | None
     queue_anyway: bool
     priority: int | str | None
+
+
+class SubmitOptions(RunOptions, total=False):
+    """How a run is submitted, besides what runs (``Client.submit``'s keywords):
+    ``RunOptions`` and its tenant.
+
+    Attributes:
+        tenant: its tenant.
+    """
+
+    tenant: str | None
 
 
 def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | None,
@@ -227,9 +237,10 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
 
 
 def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,
-             workflow_id: str, queue_anyway: bool = False) -> Call:
-    """``POST /v1/run/{definition}`` in ``mode`` (``queue_anyway``: submit even when a
-    queue has no live worker).
+             workflow_id: str, options: RunOptions | None = None) -> Call:
+    """``POST /v1/run/{definition}`` in ``mode`` (``options``: ``queue_anyway``, submit
+    even when a queue has no live worker; ``priority``, the run's in place of the
+    definition's).
 
     Raises:
         ValueError: an empty ``definition`` or ``workflow_id``; a ``timeout`` that is
@@ -240,8 +251,11 @@ def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | 
     params: dict[str, Any] = {"id": workflow_id}
     if check_timeout(timeout) is not None:
         params["timeout"] = timeout
-    if queue_anyway:
+    options = options or {}
+    if options.get("queue_anyway"):
         params["queue_anyway"] = "true"
+    if options.get("priority") is not None:
+        params["priority"] = options["priority"]
     headers = {"Content-Type": "application/json"}
     if mode == "async":
         headers["Prefer"] = "respond-async"

@@ -22,6 +22,7 @@ from headwater import errors
 from headwater.client.http import (
     Call,
     Mode,
+    RunOptions,
     SubmitOptions,
     definition_put_call,
     list_call,
@@ -170,13 +171,14 @@ def submit(workflow: dict[str, Any] | str | Path | None, definition: str | None,
 
 
 def run(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,
-        workflow_id: str | None, queue_anyway: bool) -> Request[Run]:
+        workflow_id: str | None, options: RunOptions | None = None) -> Request[Run]:
     """``Client.run``: ``POST /v1/run/{definition}`` (``workflow_id`` None: a new id,
-    chosen now). In ``sync`` mode the read timeout is the client's plus the gateway's
-    wait (``timeout``, else ``RUN_WAIT_S``); in ``stream`` mode the answer is an event
-    stream (``follow.Follow.run``), not decoded here."""
+    chosen now; ``options``: ``queue_anyway``, ``priority``). In ``sync`` mode the read
+    timeout is the client's plus the gateway's wait (``timeout``, else ``RUN_WAIT_S``);
+    in ``stream`` mode the answer is an event stream (``follow.Follow.run``), not
+    decoded here."""
     call = run_call(definition, workflow_input, mode, timeout, run_id(workflow_id),
-                    queue_anyway)
+                    options)
     wait_s = RUN_WAIT_S if timeout is None else timeout
     return Request(call, run_from, wait_s if mode == "sync" else None)
 

@@ -14,7 +14,6 @@ import httpx
 from httpx_sse import connect_sse
 
 from headwater import errors
-from headwater.client import logs
 from headwater.client import requests as req
 from headwater.client.blob_io import BlobReads
 from headwater.client.blobs import resolved_run
@@ -23,12 +22,14 @@ from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
     Mode,
+    RunOptions,
     SubmitOptions,
     auth_headers,
     default_token,
     settings,
     sse_events,
 )
+from headwater.client.log_io import TaskLogReads
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
@@ -50,7 +51,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class Client(BlobReads):
+class Client(BlobReads, TaskLogReads):
     """A blocking client of one gateway (thread-safe: httpx's client is).
 
     Args:
@@ -150,11 +151,13 @@ class Client(BlobReads):
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
-            id: str | None = ..., queue_anyway: bool = ...) -> Run: ...
+            id: str | None = ..., queue_anyway: bool = ...,
+            priority: int | str | None = ...) -> Run: ...
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
-            id: str | None = ..., queue_anyway: bool = ...) -> Iterator[Event]: ...
+            id: str | None = ..., queue_anyway: bool = ...,
+            priority: int | str | None = ...) -> Iterator[Event]: ...
 
     def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ``@workflow`` function on its arguments, returning its output (as
@@ -170,6 +173,10 @@ class Client(BlobReads):
             timeout: the gateway's wait, seconds (None: ``HEADWATER_RUN_TIMEOUT_MAX_S``).
             id, queue_anyway: the run's id (None: chosen before the first try); submit
                 even when a queue it needs has no live worker.
+            priority: the run's priority in place of the definition's: 0-9, higher
+                first, or ``"low"``, ``"normal"``, ``"high"`` (as ``submit``'s; None:
+                the definition's). A ``@workflow`` function's keywords are its own: its
+                runs take the priority its definition gives.
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))
@@ -178,8 +185,8 @@ class Client(BlobReads):
 
     def _run(self, definition: str, input: Any = None, *, mode: Mode = "sync",
              timeout: float | None = None, id: str | None = None,
-             queue_anyway: bool = False) -> Run | Iterator[Event]:
-        request = req.run(definition, input, mode, timeout, id, queue_anyway)
+             **options: Unpack[RunOptions]) -> Run | Iterator[Event]:
+        request = req.run(definition, input, mode, timeout, id, options)
         if mode == "stream":
             return self._follow(Follow.run(self, request.call))
         ran = self.fetch(request)
@@ -356,45 +363,3 @@ class Client(BlobReads):
         """The token's tenant and role (``GET /v1/whoami``). Raises ``Unauthorized``
         when the gateway's auth is on and the token is missing or not taken."""
         return self.fetch(req.whoami())
-
-    def task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                  attempt: int | None = None) -> builtins.list[logs.TaskLogLine]:
-        """A task's log lines so far, in (attempt, line) order (``index``: the map item
-        or loop step; ``attempt``: one attempt, None: all). Raises ``NotFound`` for an
-        unknown run."""
-        return self.fetch_all(logs.task_logs(workflow_id, node, index, attempt))
-
-    def run_logs(self, workflow_id: str,
-                 node: str | None = None) -> builtins.list[logs.TaskLogLine]:
-        """Every task's log lines of a run so far (of ``node`` alone unless None), in
-        (node, index, attempt, line) order."""
-        return self.fetch_all(logs.run_logs(workflow_id, node))
-
-    def follow_task_logs(self, workflow_id: str, node: str, index: int | None = None,
-                         attempt: int | None = None) -> Iterator[logs.TaskLogLine]:
-        """A task's log lines as they come, until its log is complete (the task ended
-        and its lines were read); a lost stream is resumed after the last line.
-
-        Raises:
-            NotFound: unknown run.
-            GatewayUnreachable: no stream within the retries.
-        """
-        follow = logs.LogFollow(self, workflow_id, node, index, attempt)
-        while not follow.ended:
-            call = follow.call()
-            try:
-                with connect_sse(self._http, call.method, call.path, **call.options(),
-                                 timeout=follow.read_timeout()) as source:
-                    if unexpected(source.response):
-                        source.response.read()
-                    if follow.opened(source.response):
-                        for sse in source.iter_sse():
-                            line = follow.take(sse)
-                            if line is not None:
-                                yield line
-                            if follow.ended:
-                                return
-            except httpx.TransportError as e:
-                follow.lost(e)
-            time.sleep(follow.pause())
-

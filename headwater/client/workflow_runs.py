@@ -81,4 +81,4 @@ def workflow_request(target: Callable[..., Any], args: tuple[Any, ...],
         TypeError: as ``workflow_call``.
     """
     name, given = workflow_call(target, args, kwargs)
-    return req.run(name, given, "sync", None, None, False)
+    return req.run(name, given, "sync", None, None)

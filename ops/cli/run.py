@@ -27,7 +27,14 @@ from rich.markup import escape
 
 from headwater import errors
 from ops.cli.common import GATEWAY, console, errors_console, fail, styled
-from ops.cli.workflows import client, gateway_errors, load_input, report
+from ops.cli.workflows import (
+    PRIORITY_HELP,
+    client,
+    gateway_errors,
+    load_input,
+    priority_option,
+    report,
+)
 
 
 def run(
@@ -44,17 +51,23 @@ def run(
     id: Annotated[str | None, typer.Option(
         help="the run's id (idempotency key; default: wf-<random>, chosen before the "
              "first try)")] = None,
+    priority: Annotated[str | None, typer.Option(
+        "--priority", "-p", help=f"{PRIORITY_HELP}; default: the definition's (5 "
+                                 "without one)")] = None,
     gateway: str = GATEWAY,
 ) -> None:
     """Run a stored definition by name and print its output.
 
-    E.g. ``headwater run docs.index --input '{"module": "json"}' --timeout 30``.
+    E.g. ``headwater run docs.index --input '{"module": "json"}' --timeout 30``, or
+    ``headwater run docs.index --priority high`` ahead of the runs waiting at a lower
+    one.
     """
     from headwater.client.http import new_workflow_id
 
     if async_ and follow_:
         raise typer.BadParameter("--async and --follow exclude each other")
     run_input: Any = load_input(input)
+    given_priority = priority_option(priority)
     run_id = id or new_workflow_id()
     started = time.monotonic()
     with gateway_errors(gateway, f"run {run_id}"), client(gateway) as hw, \
@@ -62,12 +75,13 @@ def run(
         if follow_:
             from ops.cli.follow import follow
 
-            stream = hw.run(name, run_input, mode="stream", timeout=timeout, id=run_id)
+            stream = hw.run(name, run_input, mode="stream", timeout=timeout, id=run_id,
+                            priority=given_priority)
             state = follow(((e.type, e.id, e.data) for e in stream), console)
             report(state, time.monotonic() - started)
             return
         answer = hw.run(name, run_input, mode="async" if async_ else "sync",
-                        timeout=timeout, id=run_id)
+                        timeout=timeout, id=run_id, priority=given_priority)
     console.print(f"run [bold]{escape(answer.id)}[/] {styled(answer.status)}")
     if async_:
         return

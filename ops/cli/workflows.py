@@ -119,9 +119,8 @@ def submit(
         "--queue-anyway", help="queue its tasks even on a queue without a live worker "
                                "serving them (else 400)")] = False,
     priority: Annotated[str | None, typer.Option(
-        "--priority", "-p", help="its priority among the dispatches waiting for a queue: "
-                                 "0-9 (higher first) or low, normal, high; default: the "
-                                 "spec's (5 without one)")] = None,
+        "--priority", "-p", help=f"{PRIORITY_HELP}; default: the spec's (5 without "
+                                 "one)")] = None,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -131,7 +130,7 @@ def submit(
 
     spec = _spec(file)
     workflow_input = load_input(input)
-    given_priority = _priority(priority)
+    given_priority = priority_option(priority)
     workflow_id = id or new_workflow_id()
     if id is None:
         errors_console.print(f"submitting {escape(workflow_id)} (the id is chosen before "
@@ -157,7 +156,12 @@ def submit(
     report(state, time.monotonic() - started)
 
 
-def _priority(raw: str | None) -> int | str | None:
+PRIORITY_HELP = ("its priority among the dispatches waiting for a queue: 0-9 (higher "
+                 "first) or low, normal, high")
+"""The help of ``--priority`` (``submit``, ``run``), before its default."""
+
+
+def priority_option(raw: str | None) -> int | str | None:
     """``--priority`` as the gateway takes it: a number, or a name.
 
     Raises:

@@ -21,8 +21,9 @@ runs old runs: behind ``wf.patched`` it takes the old path; a change that is not
 deterministic is caught as ever (``NondeterminismError``: the attempt fails and is
 retried, the run is not failed). Liveness is the gateway's (``WorkerRegistry``:
 announcements within ``LIVE_INTERVALS`` of their interval, a stopping worker not
-live). Lanes are found by listing the topics: a lane exists once a dispatch was sent
-to it (the coordinator creates it) or a worker of its version started.
+live). Lanes are found in the topic list (``listing``, the worker's one listing): a
+lane exists once a dispatch was sent to it (the coordinator creates it) or a worker
+of its version started.
 
 Which workers read a lane cannot change a run's outcome, only which code replays it
 (the choice of topic is a function of the run's history): adoption is the consumers'
@@ -37,13 +38,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-
-from aiokafka.admin import AIOKafkaAdminClient
+from collections.abc import Iterable, Mapping
 
 from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.topics import Topics
-from services.common.kafka.security import aiokafka_security
 from services.gateway.queues.workers import WorkerRegistry
 from services.worker.settings import Settings
 
@@ -52,8 +50,6 @@ log = logging.getLogger("headwater.worker")
 CATCH_UP_S = 10.0
 """How long a worker waits at start for the workers topic to be read to its end before
 it subscribes with its own lanes alone (adopting later, if it must), seconds."""
-LIST_TIMEOUT_S = 10.0
-"""How long one listing of the topics may take, seconds."""
 
 
 def lanes_to_serve(topics: Topics, queue: str, own: Mapping[str, str],
@@ -117,11 +113,12 @@ def own_versions(workflows: Iterable[AnnouncedWorkflow]) -> dict[str, str]:
 
 
 class Lanes:
-    """Follows the workers topic and the topic list; says which lanes to read now.
+    """Follows the workers topic, and the topic list it is shown; says which lanes to
+    read now.
 
-    Use ``async with`` around the time the worker serves. Each ``lanes_s`` seconds
-    :meth:`follow` compares the lanes to read with the last ones and calls
-    ``on_change`` with the new set when they differ.
+    Use ``async with`` around the time the worker serves (it reads the workers topic
+    meanwhile). Each topic list it is shown (``listing``, every ``lanes_s`` seconds)
+    settles the lanes to read (:meth:`see`).
 
     Args:
         settings: the worker's settings (queue, topics, Kafka, ``lanes_s``).
@@ -134,8 +131,6 @@ class Lanes:
         self.own = dict(own)
         self.mine = lanes_to_serve(self.topics, settings.queue, self.own, (), ())
         self.registry = WorkerRegistry(settings, grace_s=0.0)
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
-                                         **aiokafka_security(settings.kafka_security))
         self.current: frozenset[str] = self.mine
         self.unserved_since: dict[str, float] = {}
         self.started_ms = int(time.time() * 1000)
@@ -164,69 +159,42 @@ class Lanes:
                 if at > own and lane not in self.mine}
 
     async def __aenter__(self) -> Lanes:
-        """Connect, read the workers topic to its end (up to ``CATCH_UP_S``) and look
-        once: the worker starts on its own lanes (:attr:`current`), and the grace of
-        the lanes found unserved begins."""
-        await self.admin.start()
+        """Read the workers topic to its end (up to ``CATCH_UP_S``): the worker starts
+        on its own lanes (:attr:`current`), and the first topic list it is shown then
+        starts the grace of the lanes found unserved."""
         self.registry.start()
         deadline = time.monotonic() + CATCH_UP_S
         while not self.registry.caught_up and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        if self.registry.caught_up:
-            await self.look()  # starts the grace of lanes found unserved
-        else:
+        if not self.registry.caught_up:
             log.warning("the workers topic was not read within %g s: reading this "
                         "worker's own lanes alone for now", CATCH_UP_S)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        try:
-            await self.registry.stop()
-        finally:
-            await self.admin.close()
+        await self.registry.stop()
 
-    async def wanted(self) -> frozenset[str]:
-        """The lanes to read now (``lanes_to_serve`` over the live workers and the
-        topics the broker lists).
-
-        Raises:
-            KafkaError: the broker could not list its topics.
-            TimeoutError: not within ``LIST_TIMEOUT_S``.
-        """
-        existing = await asyncio.wait_for(self.admin.list_topics(), LIST_TIMEOUT_S)
+    def wanted(self, existing: Iterable[str]) -> frozenset[str]:
+        """The lanes to read now (``lanes_to_serve`` over the live workers and
+        ``existing``, the topics the broker lists)."""
         return lanes_to_serve(self.topics, self.settings.queue, self.own,
                               self.registry.live(), existing, self.newer())
 
-    async def follow(self, on_change: Callable[[frozenset[str]], None]) -> None:
-        """Every ``lanes_s``: when the lanes to read changed, call ``on_change`` with
-        them (the worker subscribes again). Runs until cancelled; a failed look (Kafka
-        unreachable, the workers topic not read yet) keeps the lanes as they are."""
-        while True:
-            await asyncio.sleep(self.settings.lanes_s)
-            if not self.registry.caught_up:
-                continue
-            before = self.current
-            try:
-                await self.look()
-            except Exception as e:  # the next look may pass; meanwhile nothing changes
-                log.warning("could not look for lanes to adopt: %r", e)
-                continue
-            if self.current != before:
-                self._log_change(before, self.current)
-                on_change(self.current)
-
-    async def look(self) -> None:
-        """Settle :attr:`current` by what the broker and the announcements say now
-        (``settled``, with a grace of one ``lanes_s``).
-
-        Raises:
-            KafkaError: the broker could not list its topics.
-            TimeoutError: not within ``LIST_TIMEOUT_S``.
-        """
-        wanted = await self.wanted()
+    def see(self, existing: frozenset[str]) -> bool:
+        """Settle :attr:`current` by ``existing`` (the topics the broker lists) and what
+        the announcements say now (``settled``, with a grace of one ``lanes_s``);
+        whether it changed. Until the workers topic was read to its end nothing
+        changes."""
+        if not self.registry.caught_up:
+            return False
+        before = self.current
         self.current, self.unserved_since = settled(
-            wanted, self.current, self.mine, self.unserved_since, time.monotonic(),
-            self.settings.lanes_s)
+            self.wanted(existing), self.current, self.mine, self.unserved_since,
+            time.monotonic(), self.settings.lanes_s)
+        if self.current == before:
+            return False
+        self._log_change(before, self.current)
+        return True
 
     def _log_change(self, before: frozenset[str], after: frozenset[str]) -> None:
         """Log the lanes of other versions taken up and left."""

@@ -13,9 +13,9 @@ nodes without requirements are unchanged (``tasks.<queue>``, read by every worke
 the queue).
 
 The topics of its subsets are known from the start (``Topics.needs_of``, at most
-``2**selectors.MAX_TAGS - 1`` names); which of them exist is found by listing the
-topics every ``lanes_s`` seconds (``watched``), as lanes are, and the consumer
-subscribed again only when the set changed.
+``2**selectors.MAX_TAGS - 1`` names); which of them exist is found in the topic list
+the worker looks at every ``lanes_s`` seconds (``listing``, ``watched``), as lanes
+are, and the consumer subscribed again only when the set changed.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ def selector_topics(own: frozenset[str], existing: Iterable[str]) -> frozenset[s
 
 
 class Selectors(Watched):
-    """Follows the topic list; says which selector topics to read now (``watched``).
+    """Says which selector topics to read now, by the topic list it is shown
+    (``watched``).
 
     Args:
-        settings: the worker's settings (queue, tags, topics, Kafka, ``lanes_s``).
+        settings: the worker's settings (queue, tags, topics).
     """
 
     def __init__(self, settings: Settings) -> None:

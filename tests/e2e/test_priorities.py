@@ -5,7 +5,9 @@ high ones (dispatch to start, both on the coordinator's clock, from the history)
 fraction of the low ones'. No starvation: on a queue whose worker ages dispatches fast
 (``HEADWATER_PRIORITY_AGING_S=0.5``), 8 ``low`` runs, then ``high`` ones submitted for
 12 s, faster than the worker runs them: every low one starts while high ones keep
-coming. ``GET /v1/queues`` shows the backlog per band meanwhile.
+coming. ``GET /v1/queues`` shows the backlog per band meanwhile. From the CLI:
+``headwater run NAME --priority high`` and ``headwater submit --priority high`` record
+the run at the number ``high`` stands for.
 
 The session's stack and gateway (submitted with ``queue_anyway``: the workers are the
 test's own); the workers look for priority topics every half second
@@ -24,10 +26,14 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from stackkit import Stack, read_topic
+from typer.testing import CliRunner
 
 from headwater.core import events as ev
+from headwater.core.priority import as_number
 from ops import localstack
+from ops.cli.app import app
 from tests.polling import scaled, wait_until_async
 
 NAP_S = 0.15
@@ -130,3 +136,23 @@ async def test_high_priority_runs_go_first_and_low_ones_are_not_starved(
               f"{(last_high_dispatched - max(times[w][1] for w in aged)) / 1000:.1f} s "
               "before the last high one was dispatched")
         assert max(times[w][1] for w in aged) < last_high_dispatched
+
+
+async def test_the_cli_runs_and_submits_at_the_priority_given(
+        stack: Stack, workers: None, tmp_path: Any) -> None:
+    spec = {**_spec("prio.nap", "prio-q"), "name": "prio-cli"}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        stored = await client.put("/v1/definitions/prio-cli", json={"workflow": spec})
+        assert stored.status_code in (200, 201), stored.text
+        (tmp_path / "prio.yaml").write_text(yaml.safe_dump(spec))
+        for command in (["run", "prio-cli", "--id", "cli-run-high", "--timeout", "60"],
+                        ["submit", str(tmp_path / "prio.yaml"), "--id", "cli-submit-high"]):
+            result = await asyncio.to_thread(CliRunner().invoke, app, [
+                *command, "--priority", "high", "--gateway", stack.gateway],
+                env={"COLUMNS": "300"})
+            assert result.exit_code == 0, result.output
+        for wid in ("cli-run-high", "cli-submit-high"):
+            done = await wait_until_async(lambda w=wid: client.get(f"/v1/workflows/{w}"), 120,
+                                          f"{wid} succeeded", until=lambda r:
+                                          r.json()["status"] == "succeeded")
+            assert done.json()["priority"] == as_number("high") == 8, done.json()

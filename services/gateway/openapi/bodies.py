@@ -20,20 +20,21 @@ from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
 from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
 from headwater.core.retry import MAX_ATTEMPTS_LIMIT, MAX_SECONDS
-from headwater.core.selectors import MAX_TAGS, TAG_PATTERN
 from headwater.core.spec.kinds import NodeKind
 from headwater.core.spec.restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.control.models import MAX_INDEX
+from services.gateway.openapi.scheduling import (
+    CONCURRENCY_SCHEMA,
+    PRIORITY_SCHEMA,
+    RATE_LIMIT_SCHEMA,
+    REQUIRES_SCHEMA,
+)
+from services.gateway.openapi.scheduling import or_null as _or_null
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,127}$"
 """Node ids (``headwater.core.spec``)."""
 _SECONDS: dict[str, Any] = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
-
-
-def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` or ``null``: a spec field whose ``null`` means absent (the default)."""
-    return {"anyOf": [schema, {"type": "null"}]}
 
 
 RETRY_SCHEMA: dict[str, Any] = {
@@ -102,11 +103,9 @@ NODE_SCHEMA: dict[str, Any] = {
         "over": _or_null({"type": "string", "description": "the list of a map (or of a "
                           "wait or workflow node per item), e.g. ${input.items}"}),
         "max_concurrency": _or_null({"type": "integer", "minimum": 1}),
-        "requires": _or_null({
-            "type": "array", "minItems": 1, "maxItems": MAX_TAGS,
-            "items": {"type": "string", "pattern": TAG_PATTERN.pattern},
-            "description": "the tags a worker must announce to run a task or map node's "
-                           "tasks (HEADWATER_WORKER_TAGS), e.g. [gpu, a100]"}),
+        "requires": _or_null(REQUIRES_SCHEMA),
+        "concurrency": _or_null(CONCURRENCY_SCHEMA),
+        "rate_limit": _or_null(RATE_LIMIT_SCHEMA),
         "retry": _or_null(RETRY_SCHEMA),
         "timeout": _or_null(_SECONDS),
         "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),
@@ -171,6 +170,7 @@ SPEC_SCHEMA: dict[str, Any] = {
                                   "restart_on_failure)"}),
         "nodes": {"type": "array", "minItems": 1, "items": NODE_SCHEMA},
         "output": {"description": "a JSON template of the workflow's output"},
+        "priority": _or_null(PRIORITY_SCHEMA),
     },
 }
 """A workflow spec as a JSON object."""
@@ -194,6 +194,9 @@ SUBMIT_SCHEMA: dict[str, Any] = {
                                         "queue serves its task, nor one did lately "
                                         "(HEADWATER_UNSERVED_AFTER_S): without it, 400; a "
                                         "worker may come later. A full queue is still 429"},
+        "priority": _or_null({**PRIORITY_SCHEMA, "description": "the run's priority, in "
+                              "place of the spec's (a definition's default): "
+                              f"{PRIORITY_SCHEMA['description']}"}),
     },
 }
 """``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""

@@ -52,6 +52,16 @@ REPORT_SPEC: dict[str, Any] = {"name": "reports", "nodes": [
     {"id": "build", "task": "reports.build", "input": {"days": "${input.days}"}}],
     "output": {"rows": "${nodes.build.output.rows}"}}
 
+SUMMARIES_SPEC: dict[str, Any] = {"name": "summaries", "priority": "low", "nodes": [
+    {"id": "summarize", "kind": "map", "task": "llm.summarize", "over": "${input.docs}",
+     "input": {"doc": "${item}", "customer": "${input.customer}"},
+     "requires": ["gpu"],
+     "concurrency": {"key": "${input.customer}", "limit": 2},
+     "rate_limit": {"key": "openai", "per_minute": 500, "units": "${item.tokens}"}}],
+    "output": {"summaries": "${nodes.summarize.output}"}}
+"""A spec at a low priority whose map runs on GPU workers, two at a time per customer
+and within a model API's 500 tokens a minute."""
+
 SCHEDULE_BODY: dict[str, Any] = {
     "cron": "0 2 * * *", "timezone": "Europe/Paris", "definition": "reports@1",
     "input": {"days": 1}, "overlap": "skip", "catchup": "latest", "catchup_max": 3,
@@ -63,6 +73,11 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
             "id": RUN, "workflow": REFUND_SPEC, "input": {"order": 1042}, "tenant": "acme"}),
         "by-definition": _example("a registered definition by name (and version)", {
             "definition": "refund@1", "input": {"order": 1043}}),
+        "limited": _example(
+            "a spec that selects workers and limits its calls, submitted at a high "
+            "priority in place of its own", {
+                "workflow": SUMMARIES_SPEC, "priority": "high", "tenant": "acme",
+                "input": {"customer": "acme", "docs": [{"text": "...", "tokens": 900}]}}),
     },
     "POST /v1/workflows/{workflow_id}/cancel": {
         "reason": _example("with a reason, recorded in the history",
@@ -88,7 +103,10 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
         "bare-spec": _example("a bare spec: any input", REPORT_SPEC),
     },
     "PUT /v1/schedules/{name}": {
-        "nightly": _example("every night at 02:00 Paris time", SCHEDULE_BODY)},
+        "nightly": _example("every night at 02:00 Paris time", SCHEDULE_BODY),
+        "urgent": _example("every 5 minutes, its runs at priority 8",
+                           {"cron": "*/5 * * * *", "definition": "refund",
+                            "input": {"order": 1042}, "priority": 8})},
     "PUT /v1/limits/{key}": {
         "both": _example("3 at once, 500 a minute",
                          {"concurrency": {"limit": 3}, "rate_limit": {"per_minute": 500}}),

@@ -42,6 +42,7 @@ from services.gateway.edge.problems import (
 from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.openapi.bodies import json_answer, json_body
 from services.gateway.openapi.problems import READS, SIGNAL, WRITES, problems
+from services.gateway.openapi.scheduling import PRIORITY_SCHEMA, or_null
 from services.gateway.schedules.generations import (
     MAX_CATCHUP,
     ScheduleRequest,
@@ -80,6 +81,9 @@ SCHEDULE_PUT_SCHEMA: dict[str, Any] = {
                           "default": 60, "description": "seconds"},
         "start_at": {"type": ["string", "null"], "format": "date-time",
                      "description": "RFC 3339 with an offset; default: when accepted"},
+        "priority": or_null({**PRIORITY_SCHEMA, "description": "the priority of the runs "
+                            "it starts, in place of the definition's: "
+                            f"{PRIORITY_SCHEMA['description']}"}),
     },
 }
 """``PUT /v1/schedules/{name}`` (``generations.ScheduleRequest``)."""

@@ -204,3 +204,32 @@ def test_a_streamed_run_names_itself_once_and_resumes_on_the_events_path() -> No
     assert events[0].data["id"] == "wf-9"
     assert asked == [("POST", "/v1/run/docs", None), ("GET", "/v1/workflows/wf-9", None),
                      ("GET", "/v1/workflows/wf-9/events", "2")]
+
+
+def test_run_sends_its_priority_and_submit_its_own() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(202, json={"id": "wf-1", "status": "accepted"})
+
+    with client(handler) as hw:
+        hw.run("docs", {"q": 1}, mode="async", id="wf-1", priority="high")
+        hw.run("docs", mode="async", id="wf-1", priority=0)
+        hw.run("docs", mode="async", id="wf-1", queue_anyway=True)
+        hw.submit({"name": "n", "nodes": [{"id": "a", "task": "t"}]}, id="wf-1", priority=8)
+    assert [r.url.params.get("priority") for r in seen[:3]] == ["high", "0", None]
+    assert seen[2].url.params["queue_anyway"] == "true"
+    assert json.loads(seen[3].content)["priority"] == 8
+
+
+async def test_the_async_client_runs_at_a_priority_too() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(202, json={"id": "wf-1", "status": "accepted"})
+
+    async with AsyncClient("http://gw", transport=httpx.MockTransport(handler)) as hw:
+        ran = await hw.run("docs", mode="async", id="wf-1", priority=7)
+    assert ran.id == "wf-1" and seen[0].url.params["priority"] == "7"

@@ -22,14 +22,14 @@ class Settings:
 
 
 def test_each_mode_of_run_asks_and_waits_as_the_gateway_expects() -> None:
-    waiting = req.run("docs@2", {"q": 1}, "sync", None, "wf-1", False)
+    waiting = req.run("docs@2", {"q": 1}, "sync", None, "wf-1")
     assert (waiting.call.path, waiting.call.params) == ("/v1/run/docs%402", {"id": "wf-1"})
     assert waiting.wait_s == req.RUN_WAIT_S and waiting.read_timeout(7.0) == 7.0 + 60.0
-    assert req.run("d", None, "sync", 5, "wf-1", False).read_timeout(7.0) == 12.0
-    later = req.run("d", None, "async", 5, None, True)
+    assert req.run("d", None, "sync", 5, "wf-1").read_timeout(7.0) == 12.0
+    later = req.run("d", None, "async", 5, None, {"queue_anyway": True})
     assert later.read_timeout(7.0) is None and later.call.headers["Prefer"] == "respond-async"
     assert later.call.params["id"].startswith("wf-") and later.call.params["queue_anyway"]
-    stream = req.run("d", None, "stream", None, "wf-9", False)
+    stream = req.run("d", None, "stream", None, "wf-9")
     assert stream.call.headers["Accept"] == "text/event-stream"
     assert Follow.run(Settings(), stream.call).workflow_id == "wf-9"
     assert waiting.decode(httpx.Response(200, json=DONE)) == Run(
@@ -42,7 +42,7 @@ def test_requests_check_their_arguments_before_anything_is_sent() -> None:
     for build in (lambda: req.get(""), lambda: req.cancel("", "why"),
                   lambda: req.definition_delete(""), lambda: acting("POST", "", "pause"),
                   lambda: req.submit(None, "", None, None),
-                  lambda: req.run("d", None, "sync", float("nan"), None, False)):
+                  lambda: req.run("d", None, "sync", float("nan"), None)):
         with pytest.raises(ValueError):
             build()
 
@@ -104,7 +104,7 @@ def test_a_followed_stream_hands_each_event_on_once_and_resumes_after_it() -> No
 
 
 def test_a_streamed_run_greets_once_then_reads_the_events_path() -> None:
-    first = req.run("d", None, "stream", None, "wf-9", False).call
+    first = req.run("d", None, "stream", None, "wf-9").call
     follow = Follow.run(Settings(), first)
     assert follow.call() is first
     assert follow.take(Event(0, "accepted", {"id": "wf-9"}))
