@@ -176,7 +176,11 @@ class AsyncClient(AsyncTaskLogReads):
 
     async def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
         """As ``Client.task``."""
-        return await self.fetch(req.task(workflow_id, node, index))
+        found = await self.fetch(req.task(workflow_id, node, index))
+        if not self.resolve_blobs:
+            return found
+        return blobs.resolved_task(found, await self.put_back(workflow_id, found.input),
+                                   await self.put_back(workflow_id, found.output))
 
     async def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
                          limit: int = 100, *, status: str | None = None) -> NodeTasks:

@@ -11,10 +11,11 @@ from typing import Any, TypeVar
 import httpx
 
 from headwater.client import requests as req
-from headwater.client.blobs import BlobFetch, has_refs, resolved_workflow
+from headwater.client.blobs import BlobFetch, has_refs, resolved_task, resolved_workflow
 from headwater.client.http import Call, outcome
 from headwater.client.requests import Request
 from headwater.client.retry import Tries, unexpected
+from headwater.client.tasks import Task
 from headwater.client.types import Workflow
 
 __all__ = ["BlobReads", "aput_back", "put_back"]
@@ -108,6 +109,11 @@ class BlobReads:
     def _resolved(self, workflow: Workflow) -> Workflow:
         return resolved_workflow(workflow, self.put_back(workflow.id, workflow.input),
                                  self.put_back(workflow.id, workflow.output))
+
+    def _resolved_task(self, task: Task) -> Task:
+        """A task's input and output put back (``Client.task``)."""
+        return resolved_task(task, self.put_back(task.workflow_id, task.input),
+                             self.put_back(task.workflow_id, task.output))
 
     def _output(self, workflow: Workflow) -> Any:
         """An ended run's output (``http.outcome``), put back unless told not to."""

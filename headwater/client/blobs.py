@@ -3,9 +3,9 @@
 A run's document shows each value over the gateway's threshold as a reference
 ``{"$blob": "sha256:...", "bytes": N, "href": "/v1/workflows/{id}/blobs/{digest}"}``
 (``headwater/blobs.py``). Where ``Client`` and ``AsyncClient`` hand back a run's input
-or output (``get``, ``result``, a waiting ``run``), they fetch each blob (streamed,
-``BlobFetch``) and put the value back, following the references inside blobs (a
-blob's own large parts), unless made with ``resolve_blobs=False``: then the
+or output (``get``, ``result``, a waiting ``run``) or a task's (``task``), they fetch
+each blob (streamed, ``BlobFetch``) and put the value back, following the references
+inside blobs (a blob's own large parts), unless made with ``resolve_blobs=False``: then the
 references stay, ``href`` and all. A blob's bytes are checked against its digest.
 """
 
@@ -19,9 +19,10 @@ import orjson
 
 from headwater import blobs, errors
 from headwater.client.http import Call, segment
+from headwater.client.tasks import Task
 from headwater.client.types import Run, Workflow
 
-__all__ = ["BlobFetch", "blob_call", "resolved_run", "resolved_workflow"]
+__all__ = ["BlobFetch", "blob_call", "resolved_run", "resolved_task", "resolved_workflow"]
 
 
 def blob_call(workflow_id: str, digest: str, href: str | None = None) -> Call:
@@ -90,6 +91,12 @@ def resolved_workflow(workflow: Workflow, input: Any, output: Any) -> Workflow:
     """``workflow`` with its ``input`` and ``output`` put back (``raw`` stays the
     document as the gateway sent it)."""
     return dataclasses.replace(workflow, input=input, output=output)
+
+
+def resolved_task(task: Task, input: Any, output: Any) -> Task:
+    """``task`` with its ``input`` and ``output`` put back (``raw`` stays the answer
+    as the gateway sent it)."""
+    return dataclasses.replace(task, input=input, output=output)
 
 
 def resolved_run(run: Run, workflow: Workflow | None) -> Run:

@@ -195,7 +195,9 @@ class Client(BlobReads, TaskLogReads):
 
     def task(self, workflow_id: str, node: str, index: int | None = None) -> Task:
         """One task of a run and every attempt of it, each with its error type and
-        traceback (``GET /v1/workflows/{id}/tasks/{node}/{index}``).
+        traceback (``GET /v1/workflows/{id}/tasks/{node}/{index}``); its input and
+        output held by reference put back, unless the client was made with
+        ``resolve_blobs=False``.
 
         Args:
             workflow_id: the run.
@@ -207,7 +209,8 @@ class Client(BlobReads, TaskLogReads):
             ValueError: an empty node, or an index below 0.
             NotFound: unknown run, or no such task (yet).
         """
-        return self.fetch(req.task(workflow_id, node, index))
+        found = self.fetch(req.task(workflow_id, node, index))
+        return self._resolved_task(found) if self.resolve_blobs else found
 
     def node_tasks(self, workflow_id: str, node: str, after: int | None = None,
                    limit: int = 100, *, status: str | None = None) -> NodeTasks:

@@ -1,5 +1,5 @@
-"""The client puts back the values a run holds by reference: ``get``, ``result`` and a
-waiting ``run`` fetch each blob (streamed; the references inside a blob too) unless
+"""The client puts back the values a run holds by reference: ``get``, ``result``, a
+waiting ``run`` and ``task`` fetch each blob (streamed; the references inside a blob too) unless
 ``resolve_blobs=False``. Against ``httpx.MockTransport``."""
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ DOC = {"id": WF, "name": "n", "status": "succeeded", "seq": 4, "error": "",
        "input": {"q": 1, "doc": href(INPUT_REF)}, "output": href(OUTER_REF)}
 
 
+TASK = {"workflow_id": WF, "node": "a", "index": None, "task": "t", "queue": "cpu",
+        "status": "succeeded", "input": {"doc": href(INPUT_REF)}, "output": href(OUTER_REF),
+        "attempts": [{"attempt": 1, "status": "succeeded"}]}
+
+
 class Gateway:
     """Serves the run's document and its blobs (``broken``: the bytes of another)."""
 
@@ -46,6 +51,8 @@ class Gateway:
         self.asked.append(path)
         if path == f"/v1/workflows/{WF}":
             return httpx.Response(200, json=DOC)
+        if path == f"/v1/workflows/{WF}/tasks/a/-":
+            return httpx.Response(200, json=TASK)
         digest = path.rsplit("/", 1)[1]
         if path.startswith(f"/v1/workflows/{WF}/blobs/") and digest in STORED:
             data = b'"tampered"' if self.broken else STORED[digest]
@@ -110,3 +117,21 @@ def test_the_async_client_puts_back_the_same() -> None:
     assert output == RESOLVED_OUTPUT
     assert workflow_input == {"q": 1, "doc": "i" * 300}
     assert raw == href(OUTER_REF)
+
+
+def test_a_tasks_input_and_output_are_put_back_unless_told_not_to() -> None:
+    gateway = Gateway()
+    with Client("http://gw", transport=httpx.MockTransport(gateway)) as client:
+        task = client.task(WF, "a")
+    assert task.input == {"doc": "i" * 300} and task.output == RESOLVED_OUTPUT
+    assert task.raw["output"] == href(OUTER_REF)
+    with Client("http://gw", transport=httpx.MockTransport(gateway),
+                resolve_blobs=False) as client:
+        assert client.task(WF, "a").output == href(OUTER_REF)
+
+    async def run() -> Any:
+        async with AsyncClient("http://gw", transport=httpx.MockTransport(gateway)) as client:
+            return await client.task(WF, "a")
+
+    found = asyncio.run(run())
+    assert found.input == {"doc": "i" * 300} and found.output == RESOLVED_OUTPUT
