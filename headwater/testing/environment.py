@@ -282,12 +282,10 @@ class Environment:
 
     def _resolved(self, body: ev.TaskDispatched, where: tuple[str, str, int | None, int, int]
                   ) -> tuple[Any, Any] | ev.TaskFailed:
-        """What a worker hands task code: the input and the checkpoint with real values,
-        or the failure a worker reports when one cannot be resolved (a blob missing, a
-        path its value has not: ``services/worker/runner``)."""
+        """The input and checkpoint with real values, or the failure a worker reports when
+        one cannot be resolved (a blob missing, a path its value has not)."""
         try:
-            return blobs.resolve(body.input, self.blobs), blobs.resolve(body.checkpoint,
-                                                                        self.blobs)
+            return blobs.resolve(body.input, self.blobs), blobs.resolve(body.checkpoint, self.blobs)
         except KeyError as e:
             return ev.TaskFailed(*where, f"blob {e.args[0]} is not in the blob store",
                                  "BlobMissingError", retryable=True)
