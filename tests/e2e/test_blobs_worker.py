@@ -4,7 +4,8 @@ checkpoint over the threshold resumed after a retry, a map over a list of 5,000 
 stored by reference (its blob loaded once by the worker) and fields selected through a
 value stored by reference all run end to end; the records carry references only (none
 on any topic of the stack over ``HEADWATER_MAX_MESSAGE_BYTES``), the next task gets the
-value whole, and the coordinator's memory stays flat (its RSS read from ``/proc`` before and after)."""
+value whole, and the coordinator's memory stays flat (its RSS read from ``/proc`` before
+and after)."""
 
 from __future__ import annotations
 

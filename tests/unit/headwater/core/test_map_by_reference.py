@@ -109,3 +109,12 @@ def test_a_wide_map_over_a_reference_is_bounded_by_its_concurrency() -> None:
     items = [b for b in outcome.bodies(ev.TaskDispatched) if b.node == "m"]
     assert [b.input["item"] for b in items] == [at(0), at(1)]
     assert outcome.state is not None and outcome.state.nodes["m"].total == 5_000
+
+
+def test_a_limit_key_through_a_reference_fails_the_item_as_a_bad_key() -> None:
+    doc = spec(task("a"), map_node("m", "${nodes.a.output}", "a",
+                                   concurrency={"key": "${item.user}", "limit": 2}))
+    outcome = run([submit(doc), ok("a", LISTED)])
+    assert outcome.state is not None and outcome.state.nodes["m"].status.value == "failed"
+    (finished,) = [b for b in outcome.bodies(ev.NodeFinished) if b.node == "m"]
+    assert "a limit's key must resolve to a text or a number, got dict" in finished.error
