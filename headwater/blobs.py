@@ -1,11 +1,15 @@
 """Payloads by reference (the claim check): a value too large for a record travels as a
 reference to its JSON, stored once in a blob store under the digest of that JSON.
 
-A reference is a JSON object of exactly these keys::
+A reference is a JSON object of these keys::
 
     {"$blob": "sha256:<64 hex digits>", "bytes": <size of the stored JSON>}
 
-and, where the gateway serves one, ``"href"`` (the URL that streams it). Whoever holds a
+and, where they apply, ``"items"`` (the stored value is a list of that many items:
+:func:`offload` says so of each list it stores, so that a map can fan out over it
+without its values), ``"path"`` (the reference names a part of the stored value: the
+keys and list indexes that lead to it, :func:`select`) and, where the gateway serves
+one, ``"href"`` (the URL that streams it). Whoever holds a
 large value (a worker with an output, a checkpoint or a chunk; the gateway with an input
 or a signal's payload) replaces it by references before it goes on a record
 (:func:`offload`), stores the blobs it returns, and whoever needs the value (a worker
@@ -19,6 +23,12 @@ fields inline (``${nodes.x.output.small}`` still selects them) and the large one
 reference; a list of a thousand small items over the threshold together becomes one. A
 stored blob may hold references itself (its large parts'): :func:`resolve` follows them.
 
+A part of a stored value is named by a reference with a ``path``: the core selects
+``${nodes.x.output.a.b}`` through a reference into ``{"$blob": d, "bytes": N, "path":
+["a", "b"]}`` without reading the blob, and a map over a reference with ``items`` gives
+item ``i`` as the path ``[i]``. Whoever resolves it loads the blob and walks the path
+(:func:`pick`); a path the value does not have is a :class:`BlobPathError`.
+
 This module is pure (``hashlib`` and ``orjson``): the stores are in
 ``services/common/blobs``.
 """
@@ -31,11 +41,21 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DEFAULT_THRESHOLD_BYTES", "REF_KEY", "digest_of", "is_ref", "make_ref",
-           "offload", "refs_in", "resolve", "valid_digest", "without_hrefs"]
+__all__ = ["DEFAULT_THRESHOLD_BYTES", "ITEMS_KEY", "MAX_PATH", "PATH_KEY", "REF_KEY",
+           "BlobPathError", "digest_of", "is_ref", "make_ref", "offload", "pick", "refs_in",
+           "resolve", "select", "substitute", "valid_digest", "valid_path",
+           "without_hrefs"]
 
 REF_KEY = "$blob"
 """The key that marks a reference."""
+PATH_KEY = "path"
+"""The key of a reference's path: the part of the stored value it names."""
+ITEMS_KEY = "items"
+"""The key of a reference's item count: the stored value is a list of that many."""
+MAX_PATH = 64
+"""The most keys and indexes a reference's path holds."""
+MAX_PATH_KEY = 1024
+"""The longest key (characters) a reference's path holds."""
 DEFAULT_THRESHOLD_BYTES = 256 * 1024
 """The JSON size above which a value goes by reference unless a setting says otherwise
 (``HEADWATER_BLOB_THRESHOLD_BYTES``): a quarter of the worker's output limit, so that a
@@ -55,20 +75,105 @@ def valid_digest(digest: Any) -> bool:
             and digest.startswith(_PREFIX) and set(digest[len(_PREFIX):]) <= _HEX)
 
 
-def make_ref(digest: str, size: int) -> dict[str, Any]:
-    """The reference to a blob of ``size`` bytes stored under ``digest``."""
-    return {REF_KEY: digest, "bytes": size}
+def make_ref(digest: str, size: int, items: int | None = None) -> dict[str, Any]:
+    """The reference to a blob of ``size`` bytes stored under ``digest`` (a list of
+    ``items`` items, when given)."""
+    ref: dict[str, Any] = {REF_KEY: digest, "bytes": size}
+    if items is not None:
+        ref[ITEMS_KEY] = items
+    return ref
+
+
+_KEYS = frozenset({REF_KEY, "bytes", ITEMS_KEY, PATH_KEY})
 
 
 def is_ref(value: Any) -> bool:
     """Whether ``value`` is a reference: a dict of ``$blob`` (a valid digest) and
-    ``bytes`` (an int, at least 0), and optionally ``href``; nothing else."""
+    ``bytes`` (an int, at least 0), optionally ``items`` (an int, at least 0), ``path``
+    (:func:`valid_path`) and ``href``; nothing else. Anything else is plain data."""
     if not isinstance(value, dict) or REF_KEY not in value:
         return False
     keys = value.keys() - {"href"}
-    return (keys == {REF_KEY, "bytes"} and valid_digest(value[REF_KEY])
-            and isinstance(value["bytes"], int) and not isinstance(value["bytes"], bool)
-            and value["bytes"] >= 0)
+    return (keys <= _KEYS and "bytes" in keys and valid_digest(value[REF_KEY])
+            and _count(value["bytes"])
+            and (ITEMS_KEY not in keys or _count(value[ITEMS_KEY]))
+            and (PATH_KEY not in keys or valid_path(value[PATH_KEY])))
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def valid_path(path: Any) -> bool:
+    """Whether ``path`` is a reference's path: a list of 1 to ``MAX_PATH`` keys (strings
+    of at most ``MAX_PATH_KEY`` characters) and list indexes (ints, at least 0)."""
+    return (isinstance(path, list) and 0 < len(path) <= MAX_PATH
+            and all(_count(k) or (isinstance(k, str) and len(k) <= MAX_PATH_KEY)
+                    for k in path))
+
+
+def select(ref: dict[str, Any], keys: list[str | int]) -> dict[str, Any]:
+    """The reference to the part of what ``ref`` names found at ``keys`` below it: its
+    digest and size, its path extended (no ``items``: the part's count is not known,
+    and no ``href``). The blob is not read: a path it does not have fails where the
+    reference is resolved.
+
+    Raises:
+        ValueError: the path would be longer than ``MAX_PATH`` or hold a bad key.
+    """
+    path = [*ref.get(PATH_KEY, []), *keys]
+    if not valid_path(path):
+        raise ValueError(f"a path of {len(path)} keys into a value stored by reference "
+                         f"(at most {MAX_PATH}, each key at most {MAX_PATH_KEY} characters)")
+    return {REF_KEY: ref[REF_KEY], "bytes": ref["bytes"], PATH_KEY: path}
+
+
+class BlobPathError(LookupError):
+    """Raised when a reference's path is not in the value its blob holds.
+
+    Attributes:
+        digest: the blob.
+        path: the reference's path.
+        at: how many of its keys were found before the missing one.
+    """
+
+    def __init__(self, digest: str, path: list[str | int], at: int, why: str) -> None:
+        shown = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path)
+        super().__init__(f"no {shown.lstrip('.')} in the value stored by reference as blob "
+                         f"{digest}: {why}")
+        self.digest, self.path, self.at = digest, path, at
+
+
+def pick(value: Any, path: list[str | int] | None, digest: str) -> Any:
+    """The part of ``value`` (a blob's value, its references resolved) at ``path``
+    (None or empty: ``value``). A key reads an object's field or, written in digits, a
+    list's item (as ``${...}`` selects one inline); an int reads a list's item only.
+
+    Raises:
+        BlobPathError: ``value`` has no such part.
+    """
+    for at, key in enumerate(path or ()):
+        if isinstance(key, int):
+            if not isinstance(value, list) or key >= len(value):
+                raise BlobPathError(digest, list(path or ()), at, _lacks(value, key))
+            value = value[key]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and len(key) < 10 \
+                and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            raise BlobPathError(digest, list(path or ()), at, _lacks(value, key))
+    return value
+
+
+def _lacks(value: Any, key: str | int) -> str:
+    """What ``value`` is, where ``key`` was wanted."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} items has no item {key!r}"
+    if isinstance(value, dict):
+        return f"no key {key!r}"
+    return f"{type(value).__name__} has no key {key!r}"
 
 
 def offload(value: Any, threshold: int) -> tuple[Any, dict[str, bytes]]:
@@ -111,7 +216,7 @@ def _offload(value: Any, data: bytes, threshold: int, blobs: dict[str, bytes]) -
         return value
     digest = digest_of(data)
     blobs[digest] = data
-    return make_ref(digest, len(data))
+    return make_ref(digest, len(data), len(value) if isinstance(value, list) else None)
 
 
 def _part(value: Any, threshold: int, blobs: dict[str, bytes]) -> Any:
@@ -136,8 +241,8 @@ def refs_in(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def resolve(value: Any, fetch: Callable[[str], bytes] | Mapping[str, bytes]) -> Any:
-    """``value`` with every reference replaced by the JSON value it names, following the
-    references inside blobs.
+    """``value`` with every reference replaced by the JSON value it names (the part at
+    its path, for one with a path), following the references inside blobs.
 
     Args:
         value: a JSON value that may hold references.
@@ -146,14 +251,27 @@ def resolve(value: Any, fetch: Callable[[str], bytes] | Mapping[str, bytes]) -> 
 
     Raises:
         KeyError: a blob is missing.
+        BlobPathError: a reference's path is not in its blob's value.
     """
     get = fetch.__getitem__ if isinstance(fetch, Mapping) else fetch
+
+    def part(ref: dict[str, Any]) -> Any:
+        return pick(resolve(orjson.loads(get(ref[REF_KEY])), get), ref.get(PATH_KEY),
+                    ref[REF_KEY])
+
+    return substitute(value, part)
+
+
+def substitute(value: Any, part: Callable[[dict[str, Any]], Any]) -> Any:
+    """``value`` with each reference ``ref`` in it replaced by ``part(ref)`` (the parts
+    without a reference are the same objects)."""
     if is_ref(value):
-        return resolve(orjson.loads(get(value[REF_KEY])), get)
+        return part(value)
     if isinstance(value, dict):
-        return {k: resolve(v, get) for k, v in value.items()} if _has_ref(value) else value
+        return {k: substitute(v, part) for k, v in value.items()} if _has_ref(value) \
+            else value
     if isinstance(value, list):
-        return [resolve(v, get) for v in value] if _has_ref(value) else value
+        return [substitute(v, part) for v in value] if _has_ref(value) else value
     return value
 
 
@@ -164,7 +282,7 @@ def _has_ref(value: Any) -> bool:
 def without_hrefs(value: Any) -> Any:
     """``value`` with the ``href`` of each reference dropped (what a record carries)."""
     if is_ref(value):
-        return make_ref(value[REF_KEY], value["bytes"])
+        return {k: v for k, v in value.items() if k != "href"}
     if isinstance(value, dict):
         return {k: without_hrefs(v) for k, v in value.items()}
     if isinstance(value, list):

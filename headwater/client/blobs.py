@@ -5,8 +5,9 @@ A run's document shows each value over the gateway's threshold as a reference
 (``headwater/blobs.py``). Where ``Client`` and ``AsyncClient`` hand back a run's input
 or output (``get``, ``result``, a waiting ``run``) or a task's (``task``), they fetch
 each blob (streamed, ``BlobFetch``) and put the value back, following the references
-inside blobs (a blob's own large parts), unless made with ``resolve_blobs=False``: then the
-references stay, ``href`` and all. A blob's bytes are checked against its digest.
+inside blobs (a blob's own large parts) and walking the ``path`` of a reference to a
+part of one, unless made with ``resolve_blobs=False``: then the references stay,
+``href`` and all. A blob's bytes are checked against its digest.
 """
 
 from __future__ import annotations
@@ -78,7 +79,12 @@ class BlobFetch:
             self._want(orjson.loads(data))
 
     def value(self) -> Any:
-        """The value with every reference replaced by what it names."""
+        """The value with every reference replaced by what it names (for a reference
+        with a ``path``, the part of the blob's value there).
+
+        Raises:
+            blobs.BlobPathError: a reference's path is not in its blob's value.
+        """
         return blobs.resolve(self._value, self._fetched)
 
 

@@ -5,9 +5,12 @@ A string that is exactly one ``${...}`` is replaced by the referenced value (any
 type); references are not interpolated inside longer strings.
 
 A value stored by reference (``headwater.blobs``: a large output or input on a record is
-``{"$blob": ..., "bytes": N}``) is passed along whole, but never selected into: the core
-does not hold what it names, so ``${nodes.x.output.field}`` through one fails, saying
-what to do (:func:`by_reference`).
+``{"$blob": ..., "bytes": N}``) is passed along, and never read: the core does not hold
+what it names. Selecting through one (``${nodes.x.output.field}``, ``${item.text}`` of
+a map over one) gives a reference with a path (``{"$blob": ..., "bytes": N, "path":
+["field"]}``), the part of that value the task resolving it gets
+(:func:`through_reference`); a missing part fails there. What must be compared here
+(a ``when``) cannot be, and fails saying what to do (:func:`by_reference`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from headwater.blobs import is_ref
+from headwater.blobs import is_ref, select
 from headwater.errors import InputReferenceError
 
 _INDEX = re.compile(r"^[0-9]{1,9}$")
@@ -88,19 +91,43 @@ def step(value: Any, key: str) -> tuple[bool, Any]:
 
 
 def by_reference(raw: str, value: Any) -> InputReferenceError:
-    """The error for a reference ``raw`` that would read into ``value``, a value stored
-    by reference (a blob of ``value["bytes"]`` bytes): what to do instead."""
+    """The error for a reference ``raw`` whose value must be read here but is ``value``,
+    a value stored by reference (a blob of ``value["bytes"]`` bytes, or a part of one):
+    the coordinator cannot compare what it does not hold; what to do instead."""
+    part = " (a part of it)" if value.get("path") else ""
     return InputReferenceError(
-        f"{raw}: the value is stored by reference ({value['bytes']} bytes of JSON, blob "
-        f"{value['$blob']}), and a workflow cannot select into or compare such a value; "
-        "pass it whole to a task and select inside the task, or raise "
+        f"{raw}: the value is stored by reference{part} ({value['bytes']} bytes of JSON, "
+        f"blob {value['$blob']}), and the coordinator cannot compare what it does not "
+        "hold: select inside a task and return the small result inline, or raise "
         "HEADWATER_BLOB_THRESHOLD_BYTES so that it stays inline")
 
 
+def through_reference(ref: dict[str, Any], keys: tuple[str, ...] | list[str | int],
+                      raw: str) -> dict[str, Any]:
+    """The reference to the part of ``ref``'s value at ``keys`` (``blobs.select``):
+    what ``raw`` gives when its path reaches a value stored by reference.
+
+    Raises:
+        InputReferenceError: the path would be too long for a reference.
+    """
+    try:
+        return select(ref, list(keys))
+    except ValueError as e:
+        raise InputReferenceError(f"{raw}: {e}") from None
+
+
+def item_of(items: Any, index: int) -> Any:
+    """Item ``index`` of the list a fanned-out node's ``over`` gave: an element of an
+    inline list, or the reference to that element of a list stored by reference."""
+    if is_ref(items):
+        return select(items, [index])
+    return items[index]
+
+
 def _walk(value: Any, path: tuple[str, ...], raw: str) -> Any:
-    for key in path:
+    for at, key in enumerate(path):
         if is_ref(value):
-            raise by_reference(raw, value)
+            return through_reference(value, path[at:], raw)
         found, value = step(value, key)
         if not found:
             raise InputReferenceError(f"{raw}: no key {key!r}")

@@ -19,8 +19,9 @@ Large values go by reference as on the stack (``headwater/blobs.py``): a submiss
 input, a signal's fields, a task's output (an activation's: its decision's values) over
 ``HEADWATER_BLOB_THRESHOLD_BYTES`` are kept in ``blobs`` (a dict, the stack's blob
 store) and the history holds references; task code gets real values, and so does the
-test (``result``). A workflow that selects into such a value fails here as it would
-there.
+test (``result``). A selection through one, or a map over a list stored by reference,
+gives task code the part its path names, and a path the value has not fails the
+attempt, here as there.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from headwater.core.spec import read_spec
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from headwater.errors import (
+    InputReferenceError,
     NondeterminismError,
     NonRetryableError,
     WorkflowCancelled,
@@ -250,12 +252,10 @@ class Environment:
         if info is None:
             return ev.TaskFailed(*where, f"no task {body.task!r} is registered here (import "
                                  "its module in the test)", "TaskNotFoundError", retryable=False)
-        try:  # what a worker hands task code: real values
-            given = blobs.resolve(body.input, self.blobs)
-            resumed = blobs.resolve(body.checkpoint, self.blobs)
-        except KeyError as e:
-            return ev.TaskFailed(*where, f"blob {e.args[0]} is not in the blob store",
-                                 "BlobMissingError", retryable=True)
+        resolved = self._resolved(body, where)
+        if isinstance(resolved, ev.TaskFailed):
+            return resolved
+        given, resumed = resolved
         ctx = TaskContext(AttemptInfo(body.workflow_id, body.node, body.index, body.attempt),
                           last_checkpoint=resumed)
         # what crosses to and from task code goes as JSON, as over Kafka: a function that
@@ -279,6 +279,19 @@ class Environment:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
         return self._succeeded(where, output, activation, ctx.units)
+
+    def _resolved(self, body: ev.TaskDispatched, where: tuple[str, str, int | None, int, int]
+                  ) -> tuple[Any, Any] | ev.TaskFailed:
+        """The input and checkpoint with real values, or the failure a worker reports when
+        one cannot be resolved (a blob missing, a path its value has not)."""
+        try:
+            return blobs.resolve(body.input, self.blobs), blobs.resolve(body.checkpoint, self.blobs)
+        except KeyError as e:
+            return ev.TaskFailed(*where, f"blob {e.args[0]} is not in the blob store",
+                                 "BlobMissingError", retryable=True)
+        except blobs.BlobPathError as e:
+            return ev.TaskFailed(*where, f"the task's input could not be resolved: {e}",
+                                 InputReferenceError.__name__, retryable=False)
 
     def _succeeded(self, where: tuple[str, str, int | None, int, int],
                    output: Any, activation: bool,

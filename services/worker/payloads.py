@@ -19,9 +19,17 @@ A small value pays one JSON encoding, which the caller has already made to check
 the value is JSON: it is compared with the threshold and nothing else happens. A large
 one is encoded again in a pool thread (``blobs.offload``), off the event loop.
 
+A reference with a path (``{"$blob": d, "bytes": N, "path": [...]}``: a selection
+through a value stored by reference, an item of a map over a list stored by reference)
+resolves to the part of the blob's value at that path. The worker's ``Claims`` keeps the
+values of the blobs it resolved (``services/common/blobs/cache.py``), so the children of
+one map load its list once.
+
 Failures: a blob that is not in the store (:class:`BlobMissingError`) and a store that
 cannot be reached or fails (:class:`BlobStoreError`) fail the attempt as retryable (a
-store outage can pass).
+store outage can pass); a path the blob's value has not (:class:`PathMissingError`)
+fails it for good, as a reference to a missing key fails a node when the value is
+inline.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ from headwater import blobs
 from headwater.workflows.references import offload_decision as offload_decision_values
 from services.common.blobs.claims import Claims
 
-__all__ = ["BlobMissingError", "BlobStoreError", "offload", "offload_decision", "resolve",
-           "store"]
+__all__ = ["BlobMissingError", "BlobStoreError", "PathMissingError", "offload",
+           "offload_decision", "resolve", "store"]
 
 class BlobStoreError(Exception):
     """Raised when the blob store cannot be reached or fails while a value is stored or
@@ -50,6 +58,15 @@ class BlobMissingError(BlobStoreError):
         super().__init__(f"blob {digest} is not in the blob store (a value passed by "
                          "reference whose blob was deleted, or never stored)")
         self.digest = digest
+
+
+class PathMissingError(Exception):
+    """Raised when a reference's path is not in the value its blob holds (a field or an
+    item the workflow selected through a value stored by reference): the attempt fails,
+    not retryable, as the node would for a missing key inline."""
+
+    error_type = "InputReferenceError"
+    """The error type its failure reports: the one a missing key gives inline."""
 
 
 def over(claims: Claims | None, data: bytes) -> bool:
@@ -139,6 +156,7 @@ async def resolve(claims: Claims | None, value: Any) -> Any:
     Raises:
         BlobMissingError: a blob is not in the store.
         BlobStoreError: the store cannot be reached, or failed.
+        PathMissingError: a reference's path is not in its blob's value.
     """
     if next(blobs.refs_in(value), None) is None:
         return value
@@ -149,6 +167,8 @@ async def resolve(claims: Claims | None, value: Any) -> Any:
         return await claims.resolve(value)
     except KeyError as e:
         raise BlobMissingError(str(e.args[0]) if e.args else "?") from e
+    except blobs.BlobPathError as e:
+        raise PathMissingError(str(e)) from e
     except Exception as e:
         raise BlobStoreError(f"could not fetch a value passed by reference: "
                              f"{type(e).__name__}: {e}") from e

@@ -69,7 +69,8 @@ async def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.Tas
     """The registered task and the keyword arguments to call it with (``ctx`` included
     when it wants one), its input and the checkpoint it resumes from with every value
     passed by reference resolved (``payloads``); or the ``TaskFailed`` saying why it
-    cannot run (retryable for a blob that could not be fetched, else not)."""
+    cannot run (retryable for a blob that could not be fetched, else not: a path a
+    blob's value has not among them)."""
     dispatch = attempt.dispatch
     info = REGISTRY.get(dispatch.task)
     if info is None:
@@ -87,9 +88,11 @@ async def _prepare(attempt: Attempt) -> tuple[TaskInfo, dict[str, Any]] | ev.Tas
     try:
         given = await payloads.resolve(attempt.claims, dispatch.input)
         attempt.last_checkpoint = await payloads.resolve(attempt.claims, dispatch.checkpoint)
-    except payloads.BlobStoreError as e:
+    except (payloads.BlobStoreError, payloads.PathMissingError) as e:
+        gone = isinstance(e, payloads.PathMissingError)  # a path: for good, as inline
         return _failed(dispatch, f"the task's input could not be resolved: {e}",
-                       type(e).__name__, True)
+                       payloads.PathMissingError.error_type if gone else type(e).__name__,
+                       not gone)
     if not isinstance(given, dict | None):
         return _failed(dispatch, "task input must be a mapping of keyword arguments, got "
                        f"{type(given).__name__}", "TypeError", False)

@@ -54,3 +54,35 @@ async def code(wf: WorkflowContext, mb: int) -> dict[str, Any]:
     seen = len(doc)
     measured = await wf.run("blob.measure", doc=doc)
     return {"seen": seen, **measured}
+
+
+@task(name="blob.texts", queue="cpu")
+def texts(n: int) -> list[dict[str, Any]]:
+    """``n`` small items of about 100 bytes of JSON each (together over the threshold)."""
+    return [{"i": i, "text": f"{i:06d} " + "t" * 72} for i in range(n)]
+
+
+@task(name="blob.text_of", queue="cpu")
+def text_of(text: str) -> dict[str, Any]:
+    """The item number a text starts with, and its length."""
+    return {"i": int(text[:6]), "length": len(text)}
+
+
+@task(name="blob.gather", queue="cpu")
+def gather(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many results a map gave, and whether each is its item's, in order."""
+    return {"count": len(results),
+            "ordered": all(r["i"] == i and r["length"] == 79 for i, r in enumerate(results))}
+
+
+@task(name="blob.report", queue="cpu")
+def report(pages: int) -> dict[str, Any]:
+    """A short summary beside ``pages`` fields of 100 bytes: no field is large, the
+    object is (it goes by reference whole)."""
+    return {"summary": f"{pages} pages", **{f"p{i}": "p" * 100 for i in range(pages)}}
+
+
+@task(name="blob.echo", queue="cpu")
+def echo(value: Any) -> Any:
+    """What it was given."""
+    return value

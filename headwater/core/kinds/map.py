@@ -1,7 +1,11 @@
 """The ``map`` node kind: one task per item of a list, with bounded concurrency.
 
 It starts by resolving ``over`` to a list (anything else fails the node) and recording
-``MapExpanded``; an empty list succeeds at once. Children are dispatched in index order
+``MapExpanded``; an empty list succeeds at once. A list stored by reference
+(``headwater/blobs.py``) is counted by its reference's ``items``, without its values:
+child ``i`` gets ``${item}`` as the reference to item ``i`` (``refs.item_of``), which
+its worker resolves; a reference without a count (an object, a part of a stored value)
+fails the node. Children are dispatched in index order
 until ``max_concurrency`` are in flight (``DEFAULT_MAP_CONCURRENCY`` when the map sets
 none; a child waiting to retry keeps its slot); each child that finishes frees a slot for
 the next. One step raises the children in flight by ``STEP_DISPATCHES`` at most, so the
@@ -17,12 +21,13 @@ Child workflows with ``over`` (``kinds/workflow``) fill their slots here too.
 
 from __future__ import annotations
 
-from headwater.blobs import is_ref
+from typing import Any
+
+from headwater.blobs import ITEMS_KEY, is_ref
 from headwater.core import events as ev
 from headwater.core.limits import KEYS as LIMIT_KEYS
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
-from headwater.core.refs import by_reference
 from headwater.core.registry import KindUnit
 from headwater.core.spec import NodeKind, NodeSpec
 from headwater.core.spec.kinds import REQUIRES_KEY, TASKLIKE_KEYS, no_parts
@@ -69,16 +74,30 @@ def expand(rec: Recorder, spec: NodeSpec) -> int | None:
     except InputReferenceError as e:
         flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
         return None
+    count = _count(items)
+    if isinstance(count, str):
+        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {spec.over}: {count}")
+        return None
+    rec.record(ev.MapExpanded(state.workflow_id, spec.id, count, rec.at_ms))
+    return count
+
+
+def _count(items: Any) -> int | str:
+    """How many items ``over``'s value ``items`` has: a list's length, or the ``items``
+    of a list stored by reference; else why it cannot be fanned out over."""
+    if isinstance(items, list):
+        return len(items)
     if is_ref(items):
-        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: "
-                         f"{by_reference(str(spec.over), items)}")
-        return None
-    if not isinstance(items, list):
-        flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: 'over' gave "
-                                         f"{type(items).__name__}, not a list")
-        return None
-    rec.record(ev.MapExpanded(state.workflow_id, spec.id, len(items), rec.at_ms))
-    return len(items)
+        if ITEMS_KEY in items:
+            return int(items[ITEMS_KEY])
+        what = "a part of a stored value" if items.get("path") else \
+            "an object, or a list stored before item counts were recorded"
+        return (f"'over' gave a value stored by reference with no item count ({what}; "
+                f"{items['bytes']} bytes of JSON, blob {items['$blob']}), and the "
+                "coordinator does not hold it to count its items; fan out over a list a "
+                "task returns whole (one over HEADWATER_BLOB_THRESHOLD_BYTES is stored "
+                "with its count), or raise HEADWATER_BLOB_THRESHOLD_BYTES")
+    return f"'over' gave {type(items).__name__}, not a list"
 
 
 def attempt_succeeded(rec: Recorder, spec: NodeSpec, report: ev.TaskSucceeded) -> None:

@@ -22,6 +22,7 @@ from headwater.core import reuse
 from headwater.core.ids import child_id, dispatch_id, retry_timer_id, task_key
 from headwater.core.machine import flow, holds
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import item_of
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
 from headwater.core.state import CHILD_TASK, WorkflowState
@@ -194,8 +195,7 @@ def _loop_input(state: WorkflowState, spec: NodeSpec, index: int) -> Any:
 def _map_item(state: WorkflowState, spec: NodeSpec, index: int | None) -> Any:
     if index is None or not spec.fans_out:
         return None
-    items = state.resolve_input(spec.over)
-    return items[index]
+    return item_of(state.resolve_input(spec.over), index)
 
 
 def _child_id_fault(state: WorkflowState, spec: NodeSpec, index: int | None,

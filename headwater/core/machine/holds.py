@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from headwater.blobs import is_ref
 from headwater.core import events as ev
 from headwater.core.ids import task_key
 from headwater.core.limits import LimitSpec, limiter_id, resolved_key, resolved_units
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import item_of
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
@@ -53,7 +55,8 @@ def limits_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> list[W
     item = None
     if index is not None and spec.fans_out:
         items = state.resolve_input(spec.over)
-        item = items[index] if isinstance(items, list) and 0 <= index < len(items) else None
+        item = item_of(items, index) if is_ref(items) or (
+            isinstance(items, list) and 0 <= index < len(items)) else None
     out = []
     for limit in spec.limits:
         try:

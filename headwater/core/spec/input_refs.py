@@ -6,10 +6,11 @@ the coordinator resolves references as it always has, failing the node that cann
 Only what the input alone decides is judged, under the rules the run resolves by
 (``refs.step``): a key an object lacks, an index beyond a list, a step into a value that
 is neither (``${input.a.b}`` where ``a`` is a string), and a fan-out's ``over`` that
-resolves to something other than a list. A reference is judged only where it is
-certainly resolved once the nodes upstream succeed: the ``when`` of a node that starts
-(no needs, or one need taken), the input, ``over`` and ``until`` of a node that is
-taken (it starts and has no ``when``), and the workflow's output. A node behind a
+resolves to something other than a list (a list stored by reference counts as one when
+its reference has its ``items``; what lies inside one is not judged). A reference is
+judged only where it is certainly resolved once the nodes upstream succeed: the ``when``
+of a node that starts (no needs, or one need taken), the input, ``over`` and ``until``
+of a node that is taken (it starts and has no ``when``), and the workflow's output. A node behind a
 ``when`` may be skipped by it, an error handler runs only when its source fails, and a
 node whose needs are all such may be skipped too: their references are not judged, so
 an optional input used only on a branch is no fault. A child workflow's own references
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from graphlib import TopologicalSorter
 from typing import Any
 
+from headwater.blobs import ITEMS_KEY, is_ref
 from headwater.core.refs import Ref, iter_refs, step
 from headwater.core.spec import WorkflowSpec
 from headwater.core.spec.refs import node_refs
@@ -88,11 +90,15 @@ def _fault(value: Any, path: tuple[str, ...], needs_list: bool) -> str | None:
     ``needs_list``, resolves to something other than a list), or None."""
     where = "the input"
     for i, key in enumerate(path):
+        if is_ref(value):
+            return None  # a part of a value stored by reference: its task resolves it
         found, inner = step(value, key)
         if not found:
             return _missing(where, value, key)
         value, where = inner, f"input.{'.'.join(path[:i + 1])}"
-    if needs_list and not isinstance(value, list):
+    if needs_list and is_ref(value) and ITEMS_KEY not in value:
+        return f"{where} is stored by reference with no item count, not a list to fan out over"
+    if needs_list and not isinstance(value, list) and not is_ref(value):
         return f"{where} is {_kind(value)}, not a list to fan out over"
     return None
 

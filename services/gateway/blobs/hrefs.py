@@ -4,7 +4,9 @@ A run's document (``GET /v1/workflows/{id}``, its tasks', its event stream) hold
 values the projection holds, where a large one is a reference ``{"$blob", "bytes"}``
 (``headwater/blobs.py``). Before it is sent, each reference gets an ``href``: the path
 of ``GET /v1/workflows/{id}/blobs/{digest}`` under the run being shown, which streams
-its JSON to whoever may read that run. The check is cheap for a document without one:
+its JSON to whoever may read that run. A reference with a ``path`` (a part of a stored
+value: a map's item, a selected field) keeps it: its ``href`` streams the whole blob,
+and the reader walks the path (the client does). The check is cheap for a document without one:
 its JSON is encoded anyway, and only one holding the ``"$blob"`` key is walked.
 """
 
@@ -32,8 +34,8 @@ def blob_href(workflow_id: str, digest: str) -> str:
 def with_hrefs(value: Any, workflow_id: str) -> Any:
     """``value`` with each reference given its ``href`` under ``workflow_id`` (a new
     value where one is found; the parts without a reference are the same objects)."""
-    if blobs.is_ref(value):
-        return {**blobs.make_ref(value[blobs.REF_KEY], value["bytes"]),
+    if blobs.is_ref(value):  # its path and count kept: the href streams the whole blob
+        return {**blobs.without_hrefs(value),
                 "href": blob_href(workflow_id, value[blobs.REF_KEY])}
     if isinstance(value, dict):
         return {k: with_hrefs(v, workflow_id) for k, v in value.items()}

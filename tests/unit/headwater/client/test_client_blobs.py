@@ -13,6 +13,7 @@ import pytest
 
 from headwater import blobs, errors
 from headwater.client import AsyncClient, Client
+from headwater.client.blobs import BlobFetch
 
 WF = "wf-1"
 INNER = orjson.dumps(["x" * 50] * 4)
@@ -135,3 +136,21 @@ def test_a_tasks_input_and_output_are_put_back_unless_told_not_to() -> None:
 
     found = asyncio.run(run())
     assert found.input == {"doc": "i" * 300} and found.output == RESOLVED_OUTPUT
+
+
+def test_a_reference_with_a_path_is_put_back_as_the_part_it_names() -> None:
+    value = {"page": href(blobs.select(OUTER_REF, ["pages", 2])),
+             "summary": blobs.select(OUTER_REF, ["summary"]), "n": 1}
+    fetch = BlobFetch(WF, value)
+    asked = []
+    for digest, call in fetch.calls():
+        asked.append(call.path)
+        fetch.take(digest, STORED[digest])
+    assert fetch.value() == {"page": "x" * 50, "summary": "short", "n": 1}
+    assert asked == [f"/v1/workflows/{WF}/blobs/{OUTER_REF['$blob']}",
+                     f"/v1/workflows/{WF}/blobs/{INNER_REF['$blob']}"]
+    missing = BlobFetch(WF, blobs.select(OUTER_REF, ["pages", 9]))
+    for digest, _ in missing.calls():
+        missing.take(digest, STORED[digest])
+    with pytest.raises(blobs.BlobPathError, match=r"no pages\[9\] in the value"):
+        missing.value()

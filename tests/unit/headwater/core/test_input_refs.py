@@ -96,3 +96,20 @@ def test_a_fault_is_what_the_run_would_fail_on(template: str) -> None:
     assert faults([node("a", input=template)], ORDER)
     with pytest.raises(InputReferenceError):
         resolve(template, ORDER, {})
+
+
+LISTED = {"$blob": "sha256:" + "0e" * 32, "bytes": 300_000, "items": 4}
+"""A list stored by reference, with its count."""
+
+
+def test_what_lies_inside_a_value_stored_by_reference_is_not_judged() -> None:
+    uncounted = {"$blob": LISTED["$blob"], "bytes": 300_000}
+    assert faults([node("a", input={"t": "${input.doc.title}"})], {"doc": uncounted}) == []
+    assert faults([node("m", kind="map", over="${input.docs}")], {"docs": LISTED}) == []
+
+
+def test_an_over_stored_by_reference_without_a_count_is_a_fault() -> None:
+    uncounted = {"$blob": LISTED["$blob"], "bytes": 300_000}
+    assert faults([node("m", kind="map", over="${input.docs}")], {"docs": uncounted}) == [
+        "node 'm': over: ${input.docs}: input.docs is stored by reference with no item "
+        "count, not a list to fan out over"]

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from headwater.core.refs import Ref, iter_refs, parse_ref, resolve
+from headwater.blobs import MAX_PATH
+from headwater.core.refs import Ref, by_reference, item_of, iter_refs, parse_ref, resolve
 from headwater.errors import InputReferenceError
 
 PARSE_TABLE: list[tuple[str, Ref | str | None]] = [
@@ -140,15 +141,54 @@ def test_a_value_stored_by_reference_is_passed_whole() -> None:
                    outputs) == {"d": BLOB, "n": 2}
 
 
-@pytest.mark.parametrize("template", ["${nodes.x.output.field}", "${nodes.y.output.doc.0}",
-                                      "${input.big.k}"])
-def test_selecting_into_a_value_stored_by_reference_says_what_to_do(template: str) -> None:
+@pytest.mark.parametrize(("template", "path"), [
+    ("${nodes.x.output.field}", ["field"]),
+    ("${nodes.y.output.doc.0}", ["0"]),
+    ("${nodes.y.output.doc.a.b-c.7}", ["a", "b-c", "7"]),
+    ("${input.big.k}", ["k"]),
+])
+def test_selecting_through_a_value_stored_by_reference_gives_a_path_reference(
+        template: str, path: list[str]) -> None:
     outputs = {"x": BLOB, "y": {"doc": BLOB}}
+    assert resolve(template, {"big": BLOB}, outputs) == {**BLOB, "path": path}
+
+
+def test_selecting_through_a_path_reference_extends_its_path() -> None:
+    item = {**BLOB, "path": [3]}
+    assert resolve({"t": "${item.text}", "i": "${index}", "w": "${item}"}, None, {},
+                   item=item, index=3) == {"t": {**BLOB, "path": [3, "text"]}, "i": 3,
+                                           "w": item}
+
+
+def test_a_selection_drops_the_item_count_and_the_href() -> None:
+    listed = {**BLOB, "items": 10, "href": "/v1/workflows/w/blobs/x"}
+    assert resolve("${input.docs.2}", {"docs": listed}, {}) == {**BLOB, "path": ["2"]}
+
+
+def test_a_path_too_long_for_a_reference_fails_the_reference() -> None:
+    deep = {**BLOB, "path": ["k"] * MAX_PATH}
     with pytest.raises(InputReferenceError) as info:
-        resolve(template, {"big": BLOB}, outputs)
-    message = str(info.value)
-    assert message.startswith(f"{template}: the value is stored by reference (300000 bytes")
-    assert "select inside the task" in message
+        resolve("${item.more}", None, {}, item=deep)
+    assert str(info.value).startswith("${item.more}: a path of 65 keys")
+
+
+def test_a_selection_is_the_same_each_time() -> None:
+    outputs = {"y": {"doc": BLOB}}
+    first = resolve("${nodes.y.output.doc.a.0}", None, outputs)
+    assert first == resolve("${nodes.y.output.doc.a.0}", None, outputs)
+    assert outputs == {"y": {"doc": BLOB}}
+
+
+def test_an_item_of_a_list_stored_by_reference_is_a_path_reference() -> None:
+    listed = {**BLOB, "items": 5}
+    assert item_of(listed, 4) == {**BLOB, "path": [4]}
+    assert item_of(["a", "b"], 1) == "b"
+
+
+def test_the_error_for_a_comparison_says_the_coordinator_does_not_hold_it() -> None:
+    message = str(by_reference("${nodes.x.output.a}", {**BLOB, "path": ["a"]}))
+    assert message.startswith("${nodes.x.output.a}: the value is stored by reference (a part")
+    assert "cannot compare what it does not hold" in message
     assert "HEADWATER_BLOB_THRESHOLD_BYTES" in message
 
 

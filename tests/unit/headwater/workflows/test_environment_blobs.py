@@ -1,6 +1,7 @@
 """The test environment passes large values by reference as the stack does: the history
-holds references, task code and the test get real values, and a workflow that selects
-into such a value fails here as it would there."""
+holds references, task code and the test get real values, a selection through such a
+value and a map over a list stored by reference give each task its part, and a path the
+value has not fails here as it would there."""
 
 from __future__ import annotations
 
@@ -60,7 +61,41 @@ async def test_a_spec_workflow_passes_a_reference_whole() -> None:
     assert await env.run(spec("${nodes.a.output.doc}")) == {"b": 10_000}
 
 
-async def test_selecting_into_a_reference_fails_the_run_saying_why() -> None:
+@task(name="envblob.texts", queue="cpu")
+def texts(n: int) -> dict[str, Any]:
+    return {"docs": [{"text": f"t{i}", "pad": "p" * 40} for i in range(n)], "n": n}
+
+
+@task(name="envblob.length", queue="cpu")
+def length(text: str) -> int:
+    return len(text)
+
+
+async def test_a_map_over_a_list_stored_by_reference_runs_each_item() -> None:
     env = Environment(blob_threshold_bytes=THRESHOLD)
-    with pytest.raises(WorkflowFailed, match="stored by reference"):
+    doc = {"name": "envblob.map", "nodes": [
+        {"id": "a", "task": "envblob.texts", "queue": "cpu", "input": {"n": 300}},
+        {"id": "m", "kind": "map", "task": "envblob.length", "queue": "cpu", "needs": ["a"],
+         "over": "${nodes.a.output.docs}", "input": {"text": "${item.text}"}}]}
+    run = await env.start(doc)
+    out = await env.result(run)
+    assert out["m"] == [len(f"t{i}") for i in range(300)]
+    dispatched = [e.body for e in env.history(run) if isinstance(e.body, ev.TaskDispatched)
+                  and e.body.node == "m"]
+    assert dispatched[7].input["text"]["path"] == [7, "text"]
+
+
+async def test_selecting_through_a_reference_gives_the_task_the_part() -> None:
+    env = Environment(blob_threshold_bytes=THRESHOLD)
+    doc = {"name": "envblob.part", "nodes": [
+        {"id": "a", "task": "envblob.texts", "queue": "cpu", "input": {"n": 300}},
+        {"id": "b", "task": "envblob.length", "queue": "cpu", "needs": ["a"],
+         "input": {"text": "${nodes.a.output.docs.12.text}"}}]}
+    assert (await env.run(doc))["b"] == 3
+
+
+async def test_selecting_a_part_a_stored_value_has_not_fails_the_run_saying_why() -> None:
+    env = Environment(blob_threshold_bytes=THRESHOLD)
+    with pytest.raises(WorkflowFailed, match=r"no 0 in the value stored by reference .*str "
+                                             r"has no key '0'"):
         await env.run(spec("${nodes.a.output.doc.0}"))

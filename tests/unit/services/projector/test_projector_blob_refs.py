@@ -31,3 +31,12 @@ def test_an_event_carrying_references_notes_each_blob_once() -> None:
 def test_an_event_without_references_writes_none() -> None:
     steps = core_plan(_succeeded({"x": "plain", "$blob": "not a reference"}))
     assert all(sql is not INSERT_BLOB_REFS for sql, _ in steps)
+
+
+def test_a_dispatch_holding_path_references_notes_their_blobs() -> None:
+    item = {"$blob": A, "bytes": 10, "path": [7, "text"]}
+    body = ev.TaskDispatched("wf-1", "m", 7, 1, "t", "q", {"text": item,
+                                                           "all": make_ref(B, 5, items=9)},
+                             1_000)
+    steps = core_plan(ev.HistoryEvent("wf-1", 4, body))
+    assert (INSERT_BLOB_REFS, ("wf-1", [A, B])) in steps

@@ -12,6 +12,7 @@ import pytest
 from headwater import blobs
 from services.common.blobs.claims import Claims
 from services.gateway.blobs import hrefs, payloads
+from services.gateway.edge.problems import Problem
 
 DIGEST = blobs.digest_of(b'"large"')
 REF = blobs.make_ref(DIGEST, 7)
@@ -77,3 +78,26 @@ def test_a_large_part_is_stored_as_the_runs_before_it_is_a_reference() -> None:
     data = orjson.dumps("y" * 5000)
     assert out == {"small": 1, "doc": blobs.make_ref(blobs.digest_of(data), len(data))}
     assert store.put_calls == [(blobs.digest_of(data), data, "wf-1")]
+
+
+def test_a_reference_with_a_path_keeps_it_and_its_count_with_its_href() -> None:
+    part = {**REF, "path": [3, "text"]}
+    listed = {**REF, "items": 4}
+    shown = orjson.loads(hrefs.dumps({"input": {"t": part, "all": listed}}, "wf-1"))
+    href = f"/v1/workflows/wf-1/blobs/{DIGEST}"
+    assert shown["input"] == {"t": {**part, "href": href}, "all": {**listed, "href": href}}
+
+
+def test_a_path_reference_passed_on_is_checked_and_adopted_by_its_digest() -> None:
+    part = {**REF, "path": ["doc", 0], "href": "/v1/workflows/other/blobs/" + DIGEST}
+    value, found, passed = payloads._offloaded({"d": part, "n": 1}, 1000)
+    assert passed == [DIGEST] and found == {}
+    assert value == {"d": {**REF, "path": ["doc", 0]}, "n": 1}
+
+
+def test_a_path_reference_in_a_spec_is_refused() -> None:
+    spec = {"name": "s", "nodes": [{"id": "a", "task": "t", "input": {
+        "d": {**REF, "path": ["x"]}}}]}
+    with pytest.raises(Problem) as info:
+        payloads.refuse_in_spec(spec)
+    assert info.value.status == 422 and "workflow.nodes[0].input.d" in str(info.value.detail)
