@@ -153,6 +153,11 @@ do $$ begin
         alter table tasks add column error_type text not null default '',
             add column traceback text not null default '', add column first_seq bigint;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'tasks' and column_name = 'cached')
+    then
+        alter table tasks add column cached jsonb;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;

@@ -191,8 +191,19 @@ def task_view(t: Row) -> dict[str, Any]:
         "error_type": t["error_type"], "traceback": t["traceback"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
+        **_cached(t),  # a cache's hit: its source (§4o)
         **attempt_marks(t),  # queue_state, worker_state (queues.marks)
     }
+
+
+def _cached(t: Row) -> dict[str, Any]:
+    """``{"cached": {run, node, index, attempt, cache, saved_ms, units}}`` for an attempt
+    a cache's hit succeeded (``TaskCached``), else nothing."""
+    try:
+        cached = t["cached"]
+    except KeyError:  # a row read before the column existed
+        return {}
+    return {"cached": cached} if cached is not None else {}
 
 
 MAX_KIND_ROWS = 1000
