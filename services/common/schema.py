@@ -47,6 +47,7 @@ create table if not exists tasks (
     started_at timestamptz,
     finished_at timestamptz,
     seq bigint not null,
+    cached jsonb,
     primary key (workflow_id, task_key)
 );
 create table if not exists events (
@@ -203,6 +204,13 @@ create table if not exists limiters (
     holding integer not null default 0,
     queued integer not null default 0,
     granted bigint not null default 0,
+    updated_at timestamptz not null,
+    seq bigint not null
+);
+create table if not exists caches (
+    workflow_id text primary key,
+    task text not null,
+    key text not null,
     updated_at timestamptz not null,
     seq bigint not null
 );
