@@ -92,9 +92,7 @@ class Outlet:
             it).
         claims: where a submission's input and a signal's fields put their large parts
             (``blobs.payloads``); None: they go as they are.
-        cache_refresh: the submissions it produces bypass cache hits (the request's
-            ``?cache=refresh``: ``with_cache``); not part of what makes a retry of an
-            id the same run.
+        cache_refresh: its submissions bypass cache hits (``?cache=refresh``; not hashed).
     """
 
     producer: AIOKafkaProducer
@@ -109,10 +107,8 @@ class Outlet:
         return self if cache is None else dataclasses.replace(self, cache_refresh=True)
 
     async def submission(self, record: ev.WorkflowSubmitted) -> None:
-        """Produce ``record`` to ``submissions`` (``produce``), bypassing cache hits when
-        the outlet says so."""
-        if self.cache_refresh:
-            record = dataclasses.replace(record, cache_refresh=True)
+        """Produce ``record`` to ``submissions`` (``produce``)."""
+        record = dataclasses.replace(record, cache_refresh=self.cache_refresh)
         await produce(self.producer, self.topics.submissions, record, self.timeout_s,
                       "submission", self.auth)
 
