@@ -267,3 +267,11 @@ def test_a_cancel_while_waiting_releases_and_a_late_answer_changes_nothing() -> 
     assert not returned.stored and returned.output is None
     assert result.state is not None
     assert step(result.state, _answer(True)).events == []
+
+
+def test_the_clients_cache_refresh_is_the_submissions_query() -> None:
+    from headwater.client.http import submit_call
+
+    call = submit_call({"name": "n", "nodes": []}, None, None, "w1", {"cache_refresh": True})
+    assert call.params == {"cache": "refresh"} and "cache" not in call.json
+    assert submit_call({"name": "n", "nodes": []}, None, None, "w1").params == {}
