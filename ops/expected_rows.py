@@ -56,14 +56,16 @@ from services.projector.kinds import SignalStatus, WaitStatus
 
 NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
              ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed, ev.TaskReused,
-             ev.TaskHeld)
+             ev.TaskHeld, ev.TaskLookedUp)
 """The events whose node gets a ``nodes`` row."""
 
 UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
                        ev.PermitRequested, ev.PermitReleased, ev.PermitIssued,
-                       ev.LimitDefined})
+                       ev.LimitDefined, ev.CacheLookedUp, ev.CacheServed,
+                       ev.CacheReleased})
 """Node kinds' events with no expected row of their own: what they write
-(``schedules`` rows, a limiter's ``limiters`` row) is not compared."""
+(``schedules`` rows, a limiter's ``limiters`` row, a cache's ``caches`` row) is not
+compared."""
 
 
 @dataclass

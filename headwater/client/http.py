@@ -190,10 +190,13 @@ class RunOptions(TypedDict, total=False):
         priority: its priority among the dispatches waiting for a queue: 0-9, higher
             first, or ``"low"``, ``"normal"``, ``"high"`` (``headwater.core.priority``;
             None: the spec's, or its definition's; 5 without one).
+        cache_refresh: bypass cache hits: every cached node's attempts compute and
+            store fresh outputs (``?cache=refresh``, docs/architecture.md §4o).
     """
 
     queue_anyway: bool
     priority: int | str | None
+    cache_refresh: bool
 
 
 class SubmitOptions(RunOptions, total=False):
@@ -233,7 +236,8 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
         body["queue_anyway"] = True
     if options.get("priority") is not None:
         body["priority"] = options["priority"]
-    return Call("POST", "/v1/workflows", json=body)
+    params = {"cache": "refresh"} if options.get("cache_refresh") else {}
+    return Call("POST", "/v1/workflows", json=body, params=params)
 
 
 def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | None,

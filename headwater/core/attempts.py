@@ -73,6 +73,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         else round(body.heartbeat_timeout_s * 1000),
         checkpoint=body.checkpoint,
         limiters=held.limiters if was_held and held is not None else None,
+        cache=held.cache if was_held and held is not None else "",
     )
     evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
     if evolution is not None and evolution.task_dispatched is not None:
@@ -109,6 +110,38 @@ def _held(state: WorkflowState, body: ev.TaskHeld) -> None:
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
         dispatched_at_ms=body.at_ms, waiting_for=body.limiter, limiters=[body.limiter],
         checkpoint=previous.checkpoint if previous is not None else None)
+
+
+def _looked_up(state: WorkflowState, body: ev.TaskLookedUp) -> None:
+    """An attempt waits for its cache's answer before its limits and its dispatch: it
+    exists (``TaskStatus.HELD``, waiting for the cache's id) and keeps its item's slot,
+    as a held attempt does (``_held``)."""
+    key = task_key(body.node, body.index)
+    previous = state.tasks.get(key)
+    _takes_slot(state, body.node, body.index, body.attempt)
+    state.tasks[key] = TaskState(
+        node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
+        dispatched_at_ms=body.at_ms, waiting_for=body.cache, cache=body.cache,
+        checkpoint=previous.checkpoint if previous is not None else None)
+
+
+def _answered(state: WorkflowState, body: ev.CacheAnswered) -> None:
+    """A miss: the attempt computes its key (it goes on to its limits and dispatch)."""
+    task_state(state, body.node, body.index).waiting_for = ""
+
+
+def _cached(state: WorkflowState, body: ev.TaskCached) -> None:
+    """A hit: the attempt succeeded with the cache's output, as a worker's success
+    would have it (its node's kind included); it releases nothing."""
+    t = task_state(state, body.node, body.index)
+    t.waiting_for, t.cache = "", ""
+    _succeeded(state, ev.TaskSucceeded(body.workflow_id, body.node, body.index,
+                                       body.attempt, body.at_ms, body.output))
+
+
+def _cache_returned(state: WorkflowState, body: ev.CacheReturned) -> None:
+    """The ended attempt released its cache."""
+    task_state(state, body.node, body.index).cache = ""
 
 
 def _granted(state: WorkflowState, body: ev.PermitGranted) -> None:
@@ -278,6 +311,10 @@ ATTEMPT_HANDLERS: dict[type[Any], Callable[[WorkflowState, Any], None]] = {
     ev.TaskHeld: _held,
     ev.PermitGranted: _granted,
     ev.PermitsReturned: _returned,
+    ev.TaskLookedUp: _looked_up,
+    ev.CacheAnswered: _answered,
+    ev.TaskCached: _cached,
+    ev.CacheReturned: _cache_returned,
     ev.TaskStarted: _started,
     ev.TaskHeartbeated: _heartbeated,
     ev.TaskProgressed: _progressed,

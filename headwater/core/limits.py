@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.caching import CACHE_PREFIX
 from headwater.core.refs import parse_ref
 
 CONCURRENCY = "concurrency"
@@ -67,10 +68,14 @@ class LimitSpec:
     units: Any = 1
 
 
+RESERVED_PREFIXES = (LIMITER_PREFIX, CACHE_PREFIX)
+"""The prefixes of the coordinator's own runs: limiters and caches (``caching``)."""
+
+
 def reserved_id(workflow_id: str) -> bool:
-    """Whether ``workflow_id`` is a limiter's (``LIMITER_PREFIX``): refused to a
-    submission, a cancel and a signal alike."""
-    return workflow_id.startswith(LIMITER_PREFIX)
+    """Whether ``workflow_id`` is a limiter's (``LIMITER_PREFIX``) or a cache's
+    (``caching.CACHE_PREFIX``): refused to a submission, a cancel and a signal alike."""
+    return workflow_id.startswith(RESERVED_PREFIXES)
 
 
 def is_rate(limiter: str) -> bool:

@@ -40,6 +40,9 @@ class TaskState:
             ``""`` when it waits for none.
         limiters: the limiters the current attempt asked for a permit (held for, or
             holding), until its end gives them back (``PermitsReturned``); None: none.
+        cache: the cache the current attempt looked its key up in and was not answered
+            a hit by (it waits, or computes), until its end releases it
+            (``CacheReturned``); ``""``: none.
     """
 
     node: str
@@ -62,6 +65,7 @@ class TaskState:
     outcome: str = ""
     waiting_for: str = ""
     limiters: list[str] | None = None
+    cache: str = ""
 
 
 @dataclass
@@ -86,6 +90,8 @@ class NodeState:
             until its first activation.
         limiter: a limiter's live state (``headwater/core/kinds/limiter/``), None for
             any other node.
+        cache: a cache's state (``headwater/core/kinds/cache/``), None for any other
+            node.
     """
 
     status: NodeStatus = NodeStatus.PENDING
@@ -107,6 +113,7 @@ class NodeState:
     paused: bool = False
     code: dict[str, Any] | None = None
     limiter: dict[str, Any] | None = None
+    cache: dict[str, Any] | None = None
 
 
 def error_object(node: str, index: int | None, attempts: int, error_type: str,
@@ -191,6 +198,9 @@ class WorkflowState:
     rerun: Any = None
     """A rerun's source and the outputs it reuses (``WorkflowAccepted.rerun``,
     ``headwater/core/reuse.py``); None for a run of its own."""
+    cache_refresh: bool = False
+    """The run bypasses cache hits (``?cache=refresh``, ``WorkflowAccepted``): its
+    cached nodes' attempts compute and store fresh outputs (``machine/lookups.py``)."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -291,6 +301,7 @@ def new_state(event: ev.WorkflowAccepted) -> WorkflowState:
         definition=event.definition,
         definition_version=event.definition_version,
         rerun=event.rerun,
+        cache_refresh=event.cache_refresh,
     )
     try:
         spec = state.spec

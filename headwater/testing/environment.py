@@ -41,7 +41,9 @@ from headwater import blobs, codec
 from headwater.codec import json_text
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
+from headwater.core.caching import is_cache
 from headwater.core.ids import child_id
+from headwater.core.kinds.cache.routing import cache_inputs
 from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.workflow.rules import report_to_parent
@@ -116,14 +118,17 @@ class Environment:
     # -- what a test does ---------------------------------------------------------------
 
     async def start(self, workflow: Any, input: Any = None, *, id: str | None = None,
-                    rerun: dict[str, Any] | None = None, **kwargs: Any) -> str:
+                    rerun: dict[str, Any] | None = None, cache_refresh: bool = False,
+                    **kwargs: Any) -> str:
         """Submit a run (a ``@workflow``, a definition's name, or a spec document) and
         run it until it waits; returns its id. ``rerun``: a rerun document
-        (``headwater.core.reuse``) naming what the run reuses of another."""
+        (``headwater.core.reuse``) naming what the run reuses of another;
+        ``cache_refresh``: the run bypasses cache hits (``?cache=refresh``)."""
         doc = self._spec_of(workflow)
         run_id = id or f"test-{next(self._ids)}"
         given = self._offload(input if input is not None else kwargs)
-        self._put(ev.WorkflowSubmitted(run_id, doc, given, self.now_ms, rerun=rerun))
+        self._put(ev.WorkflowSubmitted(run_id, doc, given, self.now_ms, rerun=rerun,
+                                       cache_refresh=cache_refresh))
         await self.run_until_idle(timers=False)
         return run_id
 
@@ -188,9 +193,12 @@ class Environment:
                 return
 
     def _fire_next_timer(self) -> bool:
+        """Fire the earliest timer; a cache's expiry only once the clock has reached it
+        (the runs' timers move the clock, a cache's entry lives on meanwhile)."""
         armed = [(t.fire_at_ms, wid, tid) for wid, s in self.states.items()
                  if not s.status.terminal and wid not in self.nondeterministic
-                 for tid, t in s.timers.items()]
+                 for tid, t in s.timers.items()
+                 if not is_cache(wid) or t.fire_at_ms <= self.now_ms]
         if not armed:
             return False
         at, wid, tid = min(armed)
@@ -219,6 +227,8 @@ class Environment:
                 child_id(body.workflow_id, body.node, body.index, body.attempt), body.at_ms,
                 f"parent {body.workflow_id}: {body.reason}", parent_id=body.workflow_id))
         for item in permit_inputs(body):  # a held attempt's request, a grant, a release
+            self._put(item)
+        for item in cache_inputs(body):  # a lookup, a cache's answer, a release
             self._put(item)
         if not isinstance(body, ev.TaskDispatched):
             return

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from headwater.core.caching import DEFAULT_TTL_MS, ttl_ms
+from headwater.core.caching import MAX_KEY_CHARS as MAX_CACHE_KEY_CHARS
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.errors import StepFailed
 from headwater.workflows.driver import AnyOf, Driver, Waitable
@@ -133,7 +135,14 @@ class WorkflowContext:
                 the ``@workflow``'s ``retry``).
             timeout: seconds per attempt, from dispatch.
             heartbeat_timeout: seconds without a report after which an attempt is lost.
+            kwargs: the task's input, except two keywords ``run`` takes for itself:
+                ``cache_key`` caches the step's result under this text (with the task's
+                name and the run's tenant): a later step or run giving the same key gets
+                the stored output without running the task (``headwater.core.caching``);
+                ``cache_ttl``, how long it is kept: seconds, or a duration text such as
+                ``"12h"`` or ``"7d"`` (default 7 days).
         """
+        cache_key, cache_ttl = kwargs.pop("cache_key", None), kwargs.pop("cache_ttl", None)
         name, own_queue = _task_of(task)
         q = queue or own_queue or self.info.queue
         if not QUEUE_PATTERN.fullmatch(q):
@@ -144,6 +153,10 @@ class WorkflowContext:
             "heartbeat_timeout": heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT}
         if timeout is not None:
             command["timeout"] = timeout
+        if cache_key is not None:
+            command["cache"] = _cache_command(cache_key, cache_ttl)
+        elif cache_ttl is not None:
+            raise ValueError("wf.run's cache_ttl goes with a cache_key")
         return Step(self, command)
 
     def call(self, workflow: Any, input: Any = None, *, retry: dict[str, Any] | None = None,
@@ -282,3 +295,16 @@ def _task_of(task: Callable[..., Any] | str) -> tuple[str, str | None]:
         raise TypeError(f"wf.run takes a @task function or a task name; "
                         f"{getattr(task, '__name__', task)!r} is not a @task")
     return str(info.name), str(info.queue)
+
+
+def _cache_command(key: str, ttl: float | str | None) -> dict[str, Any]:
+    """A step's ``cache`` (``{"key", "ttl_ms"}``), checked as the coordinator will.
+
+    Raises:
+        ValueError: a key that is no text of 1 to ``MAX_KEY_CHARS`` characters, or a bad
+            ttl.
+    """
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_CACHE_KEY_CHARS:
+        raise ValueError(f"wf.run's cache_key must be a text of 1 to "
+                         f"{MAX_CACHE_KEY_CHARS} characters")
+    return {"key": key, "ttl_ms": DEFAULT_TTL_MS if ttl is None else ttl_ms(ttl)}

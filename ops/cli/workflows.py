@@ -121,6 +121,9 @@ def submit(
     priority: Annotated[str | None, typer.Option(
         "--priority", "-p", help=f"{PRIORITY_HELP}; default: the spec's (5 without "
                                  "one)")] = None,
+    refresh_cache: Annotated[bool, typer.Option(
+        "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
+                                "fresh outputs")] = False,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -140,7 +143,8 @@ def submit(
     with gateway_errors(gateway), client(gateway) as hw:
         with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
             answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant,
-                               queue_anyway=queue_anyway, priority=given_priority)
+                               queue_anyway=queue_anyway, priority=given_priority,
+                               cache_refresh=refresh_cache)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
         print_warnings({"warnings": answer.warnings}, console)

@@ -47,6 +47,7 @@ create table if not exists tasks (
     started_at timestamptz,
     finished_at timestamptz,
     seq bigint not null,
+    cached jsonb,
     primary key (workflow_id, task_key)
 );
 create table if not exists events (
@@ -153,6 +154,11 @@ do $$ begin
         alter table tasks add column error_type text not null default '',
             add column traceback text not null default '', add column first_seq bigint;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'tasks' and column_name = 'cached')
+    then
+        alter table tasks add column cached jsonb;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
@@ -198,6 +204,13 @@ create table if not exists limiters (
     holding integer not null default 0,
     queued integer not null default 0,
     granted bigint not null default 0,
+    updated_at timestamptz not null,
+    seq bigint not null
+);
+create table if not exists caches (
+    workflow_id text primary key,
+    task text not null,
+    key text not null,
     updated_at timestamptz not null,
     seq bigint not null
 );

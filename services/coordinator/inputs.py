@@ -53,9 +53,10 @@ _JSON_DECODERS: dict[str, Callable[[bytes | None], ev.Input]] = {
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "submissions": (ev.WorkflowSubmitted, ev.ChildSubmitted),
     "control": (ev.CancelRequested, ev.TimerFired, ev.SignalSent, ev.PermitRequested,
-                ev.PermitReleased, ev.LimitDefined),
+                ev.PermitReleased, ev.LimitDefined, ev.CacheLookedUp, ev.CacheReleased),
     "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskHeartbeated, ev.TaskCheckpointed,
-                ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed, ev.PermitGranted),
+                ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed, ev.PermitGranted,
+                ev.CacheAnswered),
 }
 
 

@@ -1,5 +1,6 @@
 """The coordinator's Prometheus metrics: attempts by outcome and workflow durations (from
-the history events each batch recorded), the batches themselves, the intent log, the
+the history events each batch recorded), a cache's hits and misses with the cost its hits
+saved (``TaskCached``, a ``CacheAnswered`` miss: §4o), the batches themselves, the intent log, the
 records moved home (``homing.MOVED``).
 
 Who counts what, so that nothing is counted twice: an attempt's outcome and a workflow's
@@ -83,6 +84,19 @@ _ENDED: dict[type, str] = {ev.WorkflowSucceeded: "succeeded", ev.WorkflowFailed:
 UNKNOWN = "unknown"
 """The task or workflow label of an event whose workflow's state is not at hand."""
 
+CACHE_HITS = Counter("headwater_cache_hits_total", "Attempts answered by their cache "
+                     "(TaskCached: not dispatched), by task.", ["task"])
+CACHE_MISSES = Counter("headwater_cache_misses_total", "Attempts their cache answered a "
+                       "miss (they compute the key), by task.", ["task"])
+CACHE_SAVED_SECONDS = Counter(
+    "headwater_cache_saved_seconds_total", "Run time the cache's hits saved, by task: "
+    "each hit counts its source attempt's time from its start to its success.", ["task"])
+CACHE_SAVED_UNITS = Counter(
+    "headwater_cache_saved_units_total", "Units (ctx.report_units: model tokens, say) the "
+    "cache's hits saved, by task: each hit counts what its source attempt reported.",
+    ["task"])
+_CACHE_LABELS = BoundedLabels(MAX_ATTEMPT_SERIES)
+
 HISTORY_EVENTS = Counter("headwater_coordinator_history_events_total",
                          "History events recorded and published.")
 BATCH_RECORDS = Histogram("headwater_coordinator_batch_size_records",
@@ -156,6 +170,28 @@ def count_events(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowSta
     for labels, count in counts.items():
         ATTEMPTS.labels(*labels).inc(count)
     HISTORY_EVENTS.inc(len(events))
+    count_caches(events, states)
+
+
+def count_caches(events: list[ev.HistoryEvent], states: Mapping[str, WorkflowState]) -> None:
+    """Count the cache's hits (with what they saved) and misses among ``events``."""
+    for e in events:
+        if isinstance(e.body, ev.TaskCached | ev.CacheAnswered):
+            _count_cache(e.body, states.get(e.workflow_id))
+
+
+def _count_cache(body: ev.TaskCached | ev.CacheAnswered, state: WorkflowState | None) -> None:
+    """A hit (``TaskCached``, with what its source cost) or a miss (a ``CacheAnswered``
+    recorded: only a miss is) of the task ``body``'s attempt runs."""
+    if isinstance(body, ev.TaskCached):
+        (task,) = _CACHE_LABELS(body.task)
+        CACHE_HITS.labels(task).inc()
+        CACHE_SAVED_SECONDS.labels(task).inc(max(0, body.saved_ms) / 1000)
+        if body.units:
+            CACHE_SAVED_UNITS.labels(task).inc(body.units)
+        return
+    (task,) = _CACHE_LABELS(_task_and_workflow(state, body.node, body.index)[0])
+    CACHE_MISSES.labels(task).inc()
 
 
 def _add(counts: dict[tuple[str, str, str], int], outcome: str, state: WorkflowState | None,

@@ -13,7 +13,8 @@ output or ``TaskFailed`` when it ends. A child whose spec gives no priority is s
 at its parent's (``core.priority.inherited``). A ``schedule`` node's runs are its children too,
 except that the end of the schedule's workflow cancels none of them
 (``machine.schedule.cancels_run``). The records between attempts held for a permit and
-their limiters are ``permits``'s.
+their limiters are ``permits``'s, those between cached attempts and their caches
+``lookups``'s.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import inherited
 from headwater.core.state import WorkflowState
 from headwater.topics import Topics
+from services.coordinator.lookups import lookup_records
 from services.coordinator.permits import permit_records
 
 RECORD_MARGIN_BYTES = 4096
@@ -126,8 +128,10 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
         if isinstance(body, ev.TaskCancelled) and not cancels_run(state, body):
             return []  # a schedule's run outlives the schedule
         return [_to_child(topics, body, state)]
-    # a held attempt's request, a limiter's grant, an attempt's release; then the rest
+    # a held attempt's request, a limiter's grant, an attempt's release; a lookup, a
+    # cache's answer, a release of a cache; then the rest
     return [*(Outgoing(*p) for p in permit_records(topics, body, state)),
+            *(Outgoing(*p) for p in lookup_records(topics, body)),
             *_routed_besides(topics, body, state)]
 
 

@@ -8,8 +8,9 @@ requests (``services.common.auth.tokens``), and the services put their own token
 they produce. The token's role must allow ``submit``. A token of one tenant submits only
 for its tenant, named in the record's ``tenant``; signals and cancels only a run of its
 tenant that exists; a child workflow (``ChildSubmitted``) and a timer (``TimerFired``)
-and a limiter's request or release (``PermitRequested``, ``PermitReleased``) come only
-from a coordinator, whose token is for every tenant. A record that fails goes
+and a limiter's request or release (``PermitRequested``, ``PermitReleased``) and a
+cache's lookup or release (``CacheLookedUp``, ``CacheReleased``) come only from a
+coordinator, whose token is for every tenant. A record that fails goes
 to the dead-letter topic with the reason (``effects._route``). A submission to an id
 another tenant's run holds is refused by the core (``idempotency.conflict``),
 dead-lettered with its reason too. ``reports`` and the other topics are written by the
@@ -56,7 +57,8 @@ def without_authorization(headers: Iterable[tuple[str, bytes]]) -> list[tuple[st
 
 
 Guarded = ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested | ev.SignalSent | (
-    ev.TimerFired | ev.PermitRequested | ev.PermitReleased | ev.LimitDefined)
+    ev.TimerFired | ev.PermitRequested | ev.PermitReleased | ev.LimitDefined
+    | ev.CacheLookedUp | ev.CacheReleased)
 """The inputs whose producer is checked (those of ``submissions`` and ``control``)."""
 
 
@@ -94,7 +96,8 @@ def producer_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | N
 def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> str | None:
     """Why a token of ``tenant`` may not send ``record``, or None."""
     if isinstance(record, ev.ChildSubmitted | ev.TimerFired | ev.PermitRequested
-                  | ev.PermitReleased | ev.LimitDefined):
+                  | ev.PermitReleased | ev.LimitDefined | ev.CacheLookedUp
+                  | ev.CacheReleased):
         return (f"forbidden: a {type(record).__name__} comes from a coordinator, whose "
                 "token is for every tenant")
     if isinstance(record, ev.WorkflowSubmitted):

@@ -23,6 +23,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "loop_steps": ("workflow_id", "node", "step"),
     "schedules": ("workflow_id",),
     "limiters": ("workflow_id",),
+    "caches": ("workflow_id",),
 }
 """The projection's tables and their primary keys."""
 GATEWAY_COLUMNS: dict[str, frozenset[str]] = {

@@ -28,6 +28,8 @@ batches and duplicates give the same rows:
   (``schedules.py``).
 - A limiter's ``PermitRequested``, ``PermitReleased`` and ``PermitIssued``: its
   ``limiters`` row (``limiters.py``).
+- A cache's ``CacheLookedUp``, ``CacheServed`` and ``CacheReleased``: its ``caches`` row
+  (``caches.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core.ids import WAIT_TIMER, parse_node_timer_id, task_key
 from headwater.core.status import NodeStatus
+from services.projector.caches import CACHE_STATEMENTS, CACHE_STEPS
 from services.projector.limiters import LIMITER_STATEMENTS, LIMITER_STEPS
 from services.projector.schedules import SCHEDULE_STATEMENTS, schedule_plan
 from services.projector.statements import TERMINAL, UPSERT_NODE, Statements, ts
@@ -112,7 +115,7 @@ UPSERT_STEP = (
 KIND_STATEMENTS = (SET_PARENT, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT, WAIT_SIGNALLED,
                    WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS, INSERT_SIGNAL,
                    SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP, *SCHEDULE_STATEMENTS,
-                   *LIMITER_STATEMENTS)
+                   *LIMITER_STATEMENTS, *CACHE_STATEMENTS)
 """The node kinds' statements, in the order a batch applies them (after the core ones,
 so that the rows they update exist): a wait's row is written before it is signalled,
 timed out or ended, a signal's before it is consumed; a schedule's (``schedules.py``)
@@ -167,6 +170,7 @@ KIND_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.TimerFired: _timer_fired,
     ev.NodeFinished: lambda wid, seq, at, b: [(CLOSE_NODE_WAITS, (wid, b.node, seq, at))],
     **LIMITER_STEPS,
+    **CACHE_STEPS,
 }
 """Body type -> the node kinds' statements of an event of a running workflow."""
 

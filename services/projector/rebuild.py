@@ -239,7 +239,7 @@ accepted and those the coordinator refused, and the blob store
 (``services/common/blobs/store.py``: its tables are not in ``SCHEMA``, so the copy has
 none, and the live ones are never locked, dropped or moved)."""
 LOCK_ORDER = ("events", "workflows", "tasks", "nodes", "waits", "signals", "loop_steps",
-              "schedules", "limiters")
+              "schedules", "limiters", "caches")
 """The order in which the projector's statements take their locks (``STATEMENTS``):
 taking ours in the same order cannot deadlock with it."""
 

@@ -138,6 +138,9 @@ TASK_FAILED = (
 TASK_RETRY_WAIT = "update tasks set status = 'retry_wait', attempt = $4, seq = $3" + _TASK
 TASK_SUCCEEDED = ("update tasks set status = 'succeeded', progress = 1.0, finished_at = $4,"
                   " seq = $3" + _TASK)
+TASK_CACHED = (  # an attempt a cache's hit succeeded: never dispatched (§4o)
+    "update tasks set status = 'succeeded', progress = 1.0, message = 'cached', task = $4,"
+    " finished_at = $5, cached = $6, seq = $3" + _TASK)
 UPSERT_REUSED = (  # a rerun's item taken from its source: succeeded, never dispatched
     "insert into tasks (workflow_id, task_key, node, idx, attempt, status, progress,"
     " message, dispatched_at, finished_at, seq) values ($1, $2, $3, $4, $5, 'succeeded', 1.0,"
@@ -161,7 +164,8 @@ CANCEL_OPEN_NODES = (
     " and status = any($3::text[]) and seq < $2")
 CORE_STATEMENTS = (INSERT_EVENT, INSERT_BLOB_REFS, UPSERT_ACCEPTED, BUMP_WORKFLOW, UPSERT_HELD,
                    UPSERT_DISPATCHED, UPSERT_NODE, TASK_STARTED, TASK_PROGRESSED, TASK_FAILED,
-                   TASK_RETRY_WAIT, TASK_SUCCEEDED, UPSERT_REUSED, TASK_CANCELLED, UPSERT_TERMINAL,
+                   TASK_RETRY_WAIT, TASK_SUCCEEDED, TASK_CACHED, UPSERT_REUSED, TASK_CANCELLED,
+                   UPSERT_TERMINAL,
                    CANCEL_OPEN_TASKS, CANCEL_OPEN_NODES)
 """The core statements, in the order a batch applies them (a task's lifecycle order)."""
 
@@ -192,6 +196,12 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
         (TASK_RETRY_WAIT, (wid, task_key(b.node, b.index), seq, b.attempt))],
     ev.TaskSucceeded: lambda wid, seq, at, b: [
         (TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at))],
+    ev.TaskLookedUp: lambda wid, seq, at, b: [
+        (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
+                       f"waiting for the cache of {b.task} ({b.cache})", seq)),
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.TaskCached: lambda wid, seq, at, b: [
+        (TASK_CACHED, (wid, task_key(b.node, b.index), seq, b.task, at, cached_view(b)))],
     ev.TaskReused: lambda wid, seq, at, b: [
         (UPSERT_REUSED, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt, at, seq))],
     ev.TaskCancelled: lambda wid, seq, at, b: [
@@ -243,3 +253,12 @@ def held_message(b: ev.TaskHeld) -> str:
     if b.kind == "rate":
         return f"waiting for rate {b.key} ({b.limit} per {b.window_ms / 1000:g} s)"
     return f"waiting for {b.kind} {b.key} (limit {b.limit})"
+
+
+def cached_view(b: ev.TaskCached) -> dict[str, Any]:
+    """What a task's row keeps of a cache's hit (its ``cached`` column, the run
+    document's ``tasks[].cached``): the source attempt and what computing it cost."""
+    source = b.source if isinstance(b.source, dict) else {}
+    return {"run": source.get("workflow_id"), "node": source.get("node"),
+            "index": source.get("index"), "attempt": source.get("attempt"),
+            "cache": b.cache, "saved_ms": b.saved_ms, "units": b.units}

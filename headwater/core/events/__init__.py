@@ -40,6 +40,15 @@ from headwater.core.events.inputs import (
     TimerFired,
     WorkflowSubmitted,
 )
+from headwater.core.kinds.cache.records import (
+    CacheAnswered,
+    CacheLookedUp,
+    CacheReleased,
+    CacheReturned,
+    CacheServed,
+    TaskCached,
+    TaskLookedUp,
+)
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
     PermitGranted,
@@ -71,6 +80,11 @@ from headwater.core.kinds.workflow.records import (
 __all__ = [
     "TERMINAL_BODIES",
     "Body",
+    "CacheAnswered",
+    "CacheLookedUp",
+    "CacheReleased",
+    "CacheReturned",
+    "CacheServed",
     "CancelRequested",
     "ChildSubmitted",
     "ConditionEvaluated",
@@ -97,12 +111,14 @@ __all__ = [
     "SignalDiscarded",
     "SignalSent",
     "SleepStarted",
+    "TaskCached",
     "TaskCancelled",
     "TaskCheckpointed",
     "TaskDispatched",
     "TaskFailed",
     "TaskHeartbeated",
     "TaskHeld",
+    "TaskLookedUp",
     "TaskOutputStreamed",
     "TaskProgressed",
     "TaskReused",

@@ -23,6 +23,15 @@ from headwater.core.events.inputs import (
     TimerFired,
 )
 from headwater.core.ids import dispatch_id as make_dispatch_id
+from headwater.core.kinds.cache.records import (
+    CacheAnswered,
+    CacheLookedUp,
+    CacheReleased,
+    CacheReturned,
+    CacheServed,
+    TaskCached,
+    TaskLookedUp,
+)
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
     PermitGranted,
@@ -104,6 +113,8 @@ class WorkflowAccepted:
     definition_version: int | None = None
     rerun: Any = None
     """A rerun's source and what it reuses (``headwater/core/reuse.py``); None."""
+    cache_refresh: bool = False
+    """The run bypasses cache hits (``WorkflowSubmitted.cache_refresh``)."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +289,13 @@ Body = (
     | PermitReleased
     | PermitIssued
     | LimitDefined
+    | TaskLookedUp
+    | CacheAnswered
+    | TaskCached
+    | CacheReturned
+    | CacheLookedUp
+    | CacheServed
+    | CacheReleased
     | NodeFinished
     | WorkflowRestarted
     | WorkflowSucceeded

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.kinds.cache.records import CacheAnswered, CacheLookedUp, CacheReleased
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
     PermitGranted,
@@ -34,6 +35,8 @@ class WorkflowSubmitted:
     coordinator never looks one up); None for an inline spec. ``rerun`` makes it a rerun
     of another run (``headwater/core/reuse.py``: its source and the outputs it reuses,
     which the gateway read from the source's history); None for a run of its own.
+    ``cache_refresh`` bypasses the cache's hits for every cached node of the run
+    (``?cache=refresh``: its attempts compute and store fresh outputs).
     """
 
     workflow_id: str
@@ -44,6 +47,7 @@ class WorkflowSubmitted:
     definition: str | None = None
     definition_version: int | None = None
     rerun: Any = None
+    cache_refresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -187,4 +191,5 @@ Report = (
     | TaskSucceeded | TaskFailed
 )
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report | PermitRequested | PermitReleased | PermitGranted | LimitDefined)
+         | Report | PermitRequested | PermitReleased | PermitGranted | LimitDefined
+         | CacheLookedUp | CacheReleased | CacheAnswered)

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core import registry
+from headwater.core.kinds.cache.rules import UNIT as CACHE
+from headwater.core.kinds.cache.rules import looked_up
+from headwater.core.kinds.cache.rules import released as cache_released
 from headwater.core.kinds.code.rules import UNIT as CODE
 from headwater.core.kinds.limiter.rules import UNIT as LIMITER
 from headwater.core.kinds.limiter.rules import defined, released, requested
@@ -26,9 +29,10 @@ from headwater.core.kinds.wait.rules import UNIT as WAIT
 from headwater.core.kinds.workflow.rules import UNIT as WORKFLOW
 from headwater.core.machine.inputs import INPUT_RULES
 
-UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE, LIMITER)
+UNITS = (TASK, MAP, WAIT, SLEEP, WORKFLOW, LOOP, SCHEDULE, CODE, LIMITER, CACHE)
 """Every node kind's unit."""
 
 registry.install(UNITS)
 INPUT_RULES.update({ev.PermitRequested: requested, ev.PermitReleased: released,
-                    ev.LimitDefined: defined})
+                    ev.LimitDefined: defined, ev.CacheLookedUp: looked_up,
+                    ev.CacheReleased: cache_released})

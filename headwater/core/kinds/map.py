@@ -25,6 +25,7 @@ from typing import Any
 
 from headwater.blobs import ITEMS_KEY, is_ref
 from headwater.core import events as ev
+from headwater.core.caching import KEY as CACHE_KEY
 from headwater.core.limits import KEYS as LIMIT_KEYS
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
@@ -162,7 +163,7 @@ def _map_expanded(state: WorkflowState, body: ev.MapExpanded) -> None:
 
 
 UNIT = KindUnit(NodeKind.MAP,
-                TASKLIKE_KEYS | LIMIT_KEYS | {"over", "max_concurrency", REQUIRES_KEY},
+                TASKLIKE_KEYS | LIMIT_KEYS | {CACHE_KEY, "over", "max_concurrency", REQUIRES_KEY},
                 start, attempt_succeeded, attempt_failed, parse=no_parts, task_field="task",
                 events={ev.MapExpanded: _map_expanded},
                 describe={ev.MapExpanded: lambda b: f"{b.count} items"},

@@ -7,6 +7,7 @@ the node's); when its task fails for good the node fails (``flow.node_failed``).
 from __future__ import annotations
 
 from headwater.core import events as ev
+from headwater.core.caching import KEY as CACHE_KEY
 from headwater.core.limits import KEYS as LIMIT_KEYS
 from headwater.core.machine import dispatch, flow, reports
 from headwater.core.machine.recorder import Recorder
@@ -31,6 +32,6 @@ def attempt_failed(rec: Recorder, spec: NodeSpec, report: ev.TaskFailed) -> None
     flow.node_failed(rec, spec.id, reports.failure_message(rec.current, report))
 
 
-UNIT = KindUnit(NodeKind.TASK, TASKLIKE_KEYS | LIMIT_KEYS | {REQUIRES_KEY}, start,
+UNIT = KindUnit(NodeKind.TASK, TASKLIKE_KEYS | LIMIT_KEYS | {CACHE_KEY, REQUIRES_KEY}, start,
                 attempt_succeeded, attempt_failed, parse=no_parts, task_field="task")
 """The ``task`` kind."""

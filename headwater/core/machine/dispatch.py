@@ -20,7 +20,7 @@ from typing import Any
 from headwater.core import events as ev
 from headwater.core import reuse
 from headwater.core.ids import child_id, dispatch_id, retry_timer_id, task_key
-from headwater.core.machine import flow, holds
+from headwater.core.machine import flow, holds, lookups
 from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import item_of
 from headwater.core.retry import backoff_seconds
@@ -36,9 +36,10 @@ CHILD_ID_TOO_LONG = "ChildIdTooLong"
 
 
 def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
-             granted: bool = False) -> None:
+             granted: bool = False, looked_up: bool = False) -> None:
     """Dispatch ``attempt`` of the task ``spec`` (a map's item ``index``, or None), or
-    hold it for a permit of its node's first limit (``holds``).
+    hold it for its cache's answer (``lookups``: a cached task looks its key up first),
+    or for a permit of its node's first limit (``holds``).
 
     Args:
         rec: the step's recorder.
@@ -47,10 +48,12 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
             or None for a node with a single task.
         attempt: ``first`` gives the first; a retry timer gives the later ones.
         granted: the attempt holds a permit of each of its node's limits already.
+        looked_up: the cache answered the attempt a miss already (it computes).
     """
     state = rec.current
     try:
         task_input = _task_input(state, spec, index)
+        lookup = None if granted or looked_up else lookups.lookup_of(state, spec, index)
         wanted = [] if granted else holds.limits_of(state, spec, index)
     except InputReferenceError as e:
         _undispatchable(rec, spec, index, attempt, str(e), InputReferenceError.__name__)
@@ -58,6 +61,9 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
     too_long = _child_id_fault(state, spec, index, attempt)
     if too_long:
         _undispatchable(rec, spec, index, attempt, too_long, CHILD_ID_TOO_LONG)
+        return
+    if lookup is not None:
+        lookups.look_up(rec, spec, index, attempt, lookup)
         return
     if wanted:
         holds.hold(rec, spec, index, attempt, wanted[0])

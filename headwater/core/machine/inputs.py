@@ -148,7 +148,9 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.TimerFired: _while_running(timers.timer_fired),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
     ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
+    ev.CacheAnswered: _while_running(reports.cache_answered),  # a cache's, for a lookup
 }
 """Input type -> its rule. The report types are those of ``events.Report``; a
-limiter's inputs (``PermitRequested``, ``PermitReleased``) are its kind's
+limiter's inputs (``PermitRequested``, ``PermitReleased``, ``LimitDefined``) and a
+cache's (``CacheLookedUp``, ``CacheReleased``) are their kinds'
 (``headwater/core/kinds/__init__.py`` adds them)."""

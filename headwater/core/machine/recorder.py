@@ -4,7 +4,9 @@ each as it is decided, so every later rule sees the state the event made.
 Numbering here is the per-workflow ``seq``: strictly increasing and gap-free
 (docs/architecture.md, invariant 2); evolving here keeps the state a fold of the history
 (invariant 1). An event that ends an attempt which asked limiters for permits is
-followed by ``PermitsReturned`` here, whichever rule recorded it (§4n).
+followed by ``PermitsReturned`` here, whichever rule recorded it (§4n); one that ends an
+attempt which looked its cache up and was not answered a hit, by ``CacheReturned``
+(§4o).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class Recorder:
         self.events.append(event)
         if isinstance(body, _ENDS):
             self._return_permits(body)
+            self._return_cache(body)
         return self.state
 
     def _return_permits(self, end: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled,
@@ -93,6 +96,27 @@ class Recorder:
         units = end.units if isinstance(end, ev.TaskSucceeded) else None
         self.record(ev.PermitsReturned(end.workflow_id, end.node, end.index, end.attempt,
                                        tuple(task.limiters), end.at_ms, units))
+
+    def _return_cache(self, end: ev.TaskSucceeded | ev.TaskFailed | ev.TaskCancelled,
+                      ) -> None:
+        """After the event that ended an attempt which looked its cache up and was not
+        answered a hit (``TaskState.cache``: it waited, or computed), record that it
+        releases the cache (``CacheReturned``): with its output and what it cost when it
+        succeeded, so that the cache stores it; else empty, so that the next waiter
+        computes."""
+        assert self.state is not None
+        task = self.state.tasks.get(task_key(end.node, end.index))
+        if task is None or not task.cache or task.attempt != end.attempt:
+            return
+        if not isinstance(end, ev.TaskSucceeded):
+            self.record(ev.CacheReturned(end.workflow_id, end.node, end.index, end.attempt,
+                                         task.cache, end.at_ms))
+            return
+        began = task.started_at_ms if task.started_at_ms is not None else (
+            task.dispatched_at_ms)
+        self.record(ev.CacheReturned(end.workflow_id, end.node, end.index, end.attempt,
+                                     task.cache, end.at_ms, True, end.output,
+                                     max(0, end.at_ms - (began or end.at_ms)), end.units))
 
     def result(self) -> Step:
         """The step's result: the state, the events recorded, whether the input waits."""

@@ -7,8 +7,14 @@ nothing; the coordinator dead-letters it with the reason this module gives.
 from __future__ import annotations
 
 from headwater.core import events as ev
+from headwater.core.caching import lookup_fault
 from headwater.core.idempotency import conflict
-from headwater.core.limits import LIMITER_PREFIX, MAX_LIMIT, permit_fault, reserved_id
+from headwater.core.limits import (
+    MAX_LIMIT,
+    RESERVED_PREFIXES,
+    permit_fault,
+    reserved_id,
+)
 from headwater.core.signals import signal_fault
 from headwater.core.state import WorkflowState
 
@@ -59,11 +65,17 @@ def _reserved(event: ev.Input) -> str | None:
     (``_permit_fault``); None for any other."""
     if isinstance(event, ev.PermitRequested | ev.PermitReleased | ev.LimitDefined):
         return _permit_fault(event)
+    if isinstance(event, ev.CacheLookedUp | ev.CacheReleased):
+        fault = lookup_fault(event.workflow_id, event.ttl_ms if isinstance(
+            event, ev.CacheLookedUp) else 0)
+        return None if fault is None else (
+            f"{type(event).__name__} for {event.workflow_id[:80]} refused: {fault}")
     if (isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested
                    | ev.SignalSent) and reserved_id(event.workflow_id)):
         return (f"{type(event).__name__} for {event.workflow_id[:80]} refused: ids starting "
-                f"{LIMITER_PREFIX!r} are the limiters' (a limit's key), which are not "
-                "submitted, cancelled or signalled")
+                f"{' or '.join(repr(p) for p in RESERVED_PREFIXES)} are the limiters' and "
+                "the caches' (the coordinator's own), which are not submitted, cancelled "
+                "or signalled")
     return None
 
 

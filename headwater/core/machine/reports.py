@@ -18,7 +18,7 @@ from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.fencing import stale_reason
 from headwater.core.ids import LEASE_TIMER, task_key, task_timer_id
-from headwater.core.machine import dispatch
+from headwater.core.machine import dispatch, lookups
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import TaskState, WorkflowState
 from headwater.core.status import TaskStatus
@@ -76,10 +76,28 @@ def _outcome(rec: Recorder, task: TaskState, report: ev.TaskSucceeded | ev.TaskF
         attempt_failed(rec, report)
 
 
-def _succeeded(rec: Recorder, report: ev.TaskSucceeded) -> None:
+def cache_answered(rec: Recorder, state: WorkflowState, event: ev.CacheAnswered) -> None:
+    """The cache answered an attempt's lookup (``machine/lookups.py``): a hit is the
+    attempt's success, recorded as ``TaskCached`` and applied as a worker's success is
+    (nothing dispatched); a miss is recorded and the attempt goes on to its limits and
+    its dispatch. An answer the attempt does not wait for changes nothing."""
+    if not lookups.answer_fits(state, event):
+        return
+    if event.hit:
+        cached = lookups.cached(state, event)
+        _succeeded(rec, lookups.as_success(cached), recorded=cached)
+        return
+    rec.record(event)
+    dispatch.dispatch(rec, state.spec.node(event.node), event.index, event.attempt,
+                      looked_up=True)
+
+
+def _succeeded(rec: Recorder, report: ev.TaskSucceeded,
+               recorded: ev.TaskCached | None = None) -> None:
     """A success goes to the node's kind, unless the kind finds its output unfit (a
     loop's decision naming no allowed tool): then the attempt fails with that fault,
-    retryable like any failure."""
+    retryable like any failure. ``recorded``: a cache's hit, recorded instead of the
+    success it stands for."""
     spec = rec.current.spec.node(report.node)
     unit = registry.unit(spec.kind)
     fault = unit.output_fault(rec.current, spec, report) if unit.output_fault else None
@@ -89,8 +107,8 @@ def _succeeded(rec: Recorder, report: ev.TaskSucceeded) -> None:
                                           unit.output_error, retryable=True))
         return
     # A step's continuation is the kind's to take or ignore; the history's copy has none.
-    rec.record(report if report.continuation is None
-               else dataclasses.replace(report, continuation=None))
+    rec.record(recorded or (report if report.continuation is None
+                            else dataclasses.replace(report, continuation=None)))
     unit.attempt_succeeded(rec, spec, report)
 
 

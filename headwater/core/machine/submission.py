@@ -36,7 +36,9 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
                             event.tenant, definition=event.definition,
                             definition_version=event.definition_version,
                             rerun=event.rerun if isinstance(event, ev.WorkflowSubmitted)
-                            else None)
+                            else None,
+                            cache_refresh=isinstance(event, ev.WorkflowSubmitted)
+                            and event.cache_refresh)
     )
     if isinstance(event, ev.ChildSubmitted):
         state = rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from headwater.core.caching import CacheSpec, parse_cache
 from headwater.core.graph import find_cycle
 from headwater.core.kinds.code.records import CodeSpec
 from headwater.core.kinds.loop.records import LoopSpec
@@ -102,6 +103,9 @@ class NodeSpec:
         limits: its ``concurrency`` and ``rate_limit`` (``headwater.core.limits``), in
             that order: each attempt holds a permit of each before it is dispatched
             (``machine.holds``); empty: none.
+        cache: its ``cache`` (``headwater.core.caching``): each attempt looks its key
+            up first, and a hit succeeds without a dispatch (``machine.lookups``);
+            None: not cached.
         wait, sleep, child, loop, schedule, code: what the node's kind adds (``spec.kinds``;
             a schedule's runs are its ``child``).
     """
@@ -122,6 +126,7 @@ class NodeSpec:
     when: str | None = None
     requires: tuple[str, ...] = ()
     limits: tuple[LimitSpec, ...] = ()
+    cache: CacheSpec | None = None
     wait: WaitSpec | None = None
     sleep: SleepSpec | None = None
     child: ChildSpec | None = None
@@ -325,6 +330,7 @@ def _parse_node(
     when = parse_when(raw, where, faults)
     requires = parse_requires(raw.get("requires"), where, faults)
     limits = parse_limits(raw, where, faults)
+    cache = parse_cache(raw, where, faults)
     work = Work(queue, retry, timeout, heartbeat or DEFAULT_HEARTBEAT_TIMEOUT)
     parts = parse_kind(raw, kind, where, work, validate, faults)
     return NodeSpec(
@@ -332,7 +338,7 @@ def _parse_node(
         over=over, max_concurrency=max_conc, retry=retry, timeout=timeout,
         heartbeat_timeout=work.heartbeat_timeout, on_error=on_error,
         continue_on_error=keep_going and on_error is None, when=when, requires=requires,
-        limits=limits, wait=parts.wait,
+        limits=limits, cache=cache, wait=parts.wait,
         sleep=parts.sleep, child=parts.child, loop=parts.loop, schedule=parts.schedule,
         code=parts.code,
     )
@@ -381,7 +387,8 @@ def _node_head(raw: Any, i: int, faults: list[str]) -> tuple[str, NodeKind, str]
     for key in sorted(set(raw) - _NODE_KEYS - any_kind_keys(), key=str):
         faults.append(f"{where}: unknown field {key!r}{_suggest(key, own_keys)}")
     if kind is None:
-        kinds = [k.value for k in NodeKind if k is not NodeKind.LIMITER]  # not written
+        kinds = [k.value for k in NodeKind
+                 if k not in (NodeKind.LIMITER, NodeKind.CACHE)]  # not written
         faults.append(f"{where}: kind must be one of {kinds}{_suggest(given, kinds)}")
         return None
     kind_key_faults(raw, kind, where, faults)

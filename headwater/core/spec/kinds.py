@@ -41,6 +41,7 @@ class NodeKind(StrEnum):
     SCHEDULE = "schedule"  # run a child workflow at each fire time of a cron expression
     CODE = "code"  # a @workflow function: its activations decide its steps as it runs
     LIMITER = "limiter"  # a limiter's own node (``headwater.core.limits``): never submitted
+    CACHE = "cache"  # a cache's own node (``headwater.core.caching``): never submitted
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Reference checks of a workflow spec: every ``${...}`` a node's templates (input,
-``over``, a sleep's ``until``, ``when``, a limit's key and units) or the workflow's
+``over``, a sleep's ``until``, ``when``, a limit's key and units, a cache's key) or the workflow's
 output use must name a node upstream of it, and the special references (``${item}``,
 ``${index}``, ``${error}``) appear only where they are defined. ``spec.parse_spec``
 calls ``check_refs`` once the nodes and their needs are known.
@@ -11,6 +11,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from headwater.core.caching import KEY as CACHE_KEY
+from headwater.core.caching import CacheSpec
 from headwater.core.conditions import condition_refs
 from headwater.core.graph import GraphNode, upstream_among
 from headwater.core.kinds.sleep.records import SleepSpec
@@ -18,7 +20,7 @@ from headwater.core.limits import CONCURRENCY, CONCURRENCY_KEY, RATE_KEY, LimitS
 from headwater.core.refs import Ref, iter_refs
 from headwater.core.suggest import did_you_mean
 
-_ITEM_FIELDS = ("input", CONCURRENCY_KEY, RATE_KEY)
+_ITEM_FIELDS = ("input", CONCURRENCY_KEY, RATE_KEY, CACHE_KEY)
 """The fields of a map node resolved per item, where ``${item}`` and ``${index}`` are
 defined."""
 ERROR_KEYS = ("node", "index", "attempts", "type", "message")
@@ -49,6 +51,10 @@ class RefNode(GraphNode, Protocol):
         """Its ``concurrency`` and ``rate_limit``, whose key and units may be references."""
 
     @property
+    def cache(self) -> CacheSpec | None:
+        """Its ``cache``, whose key may be a reference."""
+
+    @property
     def fans_out(self) -> bool:
         """Whether it runs once per item of ``over``."""
 
@@ -56,7 +62,8 @@ class RefNode(GraphNode, Protocol):
 def node_refs(n: RefNode) -> list[tuple[str, str, Ref | str]]:
     """``(field, raw, parsed)`` of every reference a node's templates hold: its input,
     ``over``, a sleep's ``until``, its limits' keys and units (resolved when an attempt
-    is held, as its input is: ``machine/holds.py``) and its ``when``, in that order."""
+    is held, as its input is: ``machine/holds.py``), its cache's key
+    (``machine/lookups.py``) and its ``when``, in that order."""
     templates: list[tuple[str, Any]] = [("input", n.input)]
     if n.over is not None:
         templates.append(("over", n.over))
@@ -65,6 +72,8 @@ def node_refs(n: RefNode) -> list[tuple[str, str, Ref | str]]:
     for limit in n.limits:
         name = CONCURRENCY_KEY if limit.kind == CONCURRENCY else RATE_KEY
         templates += [(name, limit.key), (name, limit.units)]
+    if n.cache is not None:
+        templates.append((CACHE_KEY, n.cache.key))
     refs = [(field_name, raw, ref) for field_name, template in templates
             for raw, ref in iter_refs(template)]
     if n.when is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncpg
 from fastapi import Request
 
+from headwater.core.caching import CACHE_PREFIX
 from headwater.core.ids import is_child_id
 from headwater.core.limits import LIMITER_PREFIX, reserved_id
 from services.common.auth.tokens import Principal, derived_id
@@ -81,8 +82,9 @@ def submission(me: Principal, request: SubmitRequest) -> SubmitRequest:
                  ", schedule:<name>:<n>); choose one that does not end in ':<number>'")
         raise Problem(422, "Invalid request", fault, errors=[fault])
     if request.id is not None and reserved_id(request.id):
-        fault = (f"workflow id {request.id!r} starts with {LIMITER_PREFIX!r}, which names "
-                 "the limiters that keep concurrency and rate limits; choose another")
+        fault = (f"workflow id {request.id!r} starts with {LIMITER_PREFIX!r} or "
+                 f"{CACHE_PREFIX!r}, which name the limiters that keep concurrency and rate "
+                 "limits and the caches that keep task results; choose another")
         raise Problem(422, "Invalid request", fault, errors=[fault])
     if me.every_tenant:
         return request

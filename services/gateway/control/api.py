@@ -9,6 +9,7 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from starlette.responses import Response
 
+from headwater.core.caching import CACHE_PREFIX
 from headwater.core.limits import LIMITER_PREFIX, reserved_id
 from services.gateway.auth.scope import principal, require_run
 from services.gateway.control.models import CancelRequest, SignalRequest
@@ -29,13 +30,18 @@ SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
 
 
 def _not_a_limiter(workflow_id: str, what: str) -> None:
-    """Refuse to cancel or signal a limiter (``limits.reserved_id``): the coordinator
-    dead-letters either (a limiter never ends and waits for no signal), so a 202 would
-    promise what never happens.
+    """Refuse to cancel or signal a limiter or a cache (``limits.reserved_id``): the
+    coordinator dead-letters either (neither ends nor waits for a signal), so a 202
+    would promise what never happens.
 
     Raises:
         Problem: 422 naming the reserved prefix.
     """
+    if workflow_id.startswith(CACHE_PREFIX):
+        fault = (f"workflow {workflow_id[:120]!r} is a cache (its id starts with "
+                 f"{CACHE_PREFIX!r}): it keeps a task's results for one key and cannot be "
+                 f"{what}; submit a run with ?cache=refresh to compute them afresh")
+        raise Problem(422, "Invalid request", fault, errors=[fault])
     if reserved_id(workflow_id):
         fault = (f"workflow {workflow_id[:120]!r} is a limiter (its id starts with "
                  f"{LIMITER_PREFIX!r}): it keeps a concurrency or rate limit's key and "

@@ -34,7 +34,7 @@ from services.gateway.openapi.bodies import (
 from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import CLAIMED
 from services.gateway.runs.listing import list_filter, list_view
-from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.modes import accepted_doc
 from services.gateway.runs.stream import history_stream
 from services.gateway.runs.submit import submit
@@ -59,14 +59,15 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
 @router.post("/v1/workflows", status_code=202, openapi_extra=json_body(SUBMIT_SCHEMA),
              responses={200: {"description": "the same id and body again: the same run"},
                         **problems(*WRITES, *BODY, *SUBMISSION, meanings=SUBMIT_MEANINGS)})
-async def post_workflow(request: Request) -> Response:
+async def post_workflow(request: Request, cache: CacheQuery = None) -> Response:
     """Submit a workflow: 202 (new), 200 (same id and body again), 400 (a task no live
-    worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503."""
+    worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503.
+    ``?cache=refresh``: the run bypasses cache hits (docs/architecture.md §4o)."""
     hw = accepting(request)
     payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_payload_bytes,
                                        PAYLOAD_SETTING))
     me = principal(request)
-    accepted = await submit(hw.pool, hw.outlet, submission(me, payload), me)
+    accepted = await submit(hw.pool, hw.outlet.with_cache(cache), submission(me, payload), me)
     doc = accepted_doc(accepted.workflow_id, accepted.status, accepted.warnings)
     return _json(doc, 202 if accepted.created else 200,
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})

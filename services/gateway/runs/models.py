@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from headwater.core.priority import HIGHEST, LOWEST, with_priority
@@ -13,6 +14,11 @@ Priority = Annotated[int, Field(ge=LOWEST, le=HIGHEST, strict=True)] | Literal[
     "low", "normal", "high"]
 """A priority as a body gives it: 0-9, higher first, or a name
 (``headwater.core.priority.NAMES``)."""
+
+CACHE_DOC = ("refresh: the run bypasses cache hits: every cached node's attempts compute "
+             "and store fresh outputs (docs/architecture.md §4o)")
+CacheQuery = Annotated[Literal["refresh"] | None, Query(description=CACHE_DOC)]
+"""The ``?cache=`` of a submission (``POST /v1/workflows``, ``POST /v1/run/{name}``)."""
 
 
 class SubmitRequest(BaseModel):

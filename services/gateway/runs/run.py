@@ -34,7 +34,7 @@ from services.gateway.edge.body import PAYLOAD_SETTING, parse_json, read_limited
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import Accepted
-from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.models import CACHE_DOC, SubmitRequest
 from services.gateway.runs.modes import (
     RESPOND_ASYNC,
     Mode,
@@ -79,6 +79,7 @@ class RunQuery(BaseModel):
         "low", "normal", "high"] | None = Field(default=None, description=(
             "the run's priority, 0-9 (higher first) or low, normal, high; default: the "
             "definition's (as priority in POST /v1/workflows)"))
+    cache: Literal["refresh"] | None = Field(default=None, description=CACHE_DOC)
 
 
 def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Response:
@@ -135,7 +136,8 @@ async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, a
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
                           queue_anyway=query.queue_anyway, priority=query.priority)
     me = principal(request)
-    accepted = await submit(hw.pool, hw.outlet, submission(me, asked), me)
+    accepted = await submit(hw.pool, hw.outlet.with_cache(query.cache), submission(me, asked),
+                            me)
     return await answer(hw, accepted, choose_mode(preferences, accept),
                         wait_seconds(query.timeout, preferences, hw.settings.run_timeout_max_s))
 

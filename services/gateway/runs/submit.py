@@ -92,6 +92,7 @@ class Outlet:
             it).
         claims: where a submission's input and a signal's fields put their large parts
             (``blobs.payloads``); None: they go as they are.
+        cache_refresh: its submissions bypass cache hits (``?cache=refresh``; not hashed).
     """
 
     producer: AIOKafkaProducer
@@ -99,9 +100,15 @@ class Outlet:
     timeout_s: float
     auth: Headers = ()
     claims: Claims | None = None
+    cache_refresh: bool = False
+
+    def with_cache(self, cache: str | None) -> Outlet:
+        """This outlet for a request's ``?cache=`` (``refresh``, or None: as it is)."""
+        return self if cache is None else dataclasses.replace(self, cache_refresh=True)
 
     async def submission(self, record: ev.WorkflowSubmitted) -> None:
         """Produce ``record`` to ``submissions`` (``produce``)."""
+        record = dataclasses.replace(record, cache_refresh=self.cache_refresh)
         await produce(self.producer, self.topics.submissions, record, self.timeout_s,
                       "submission", self.auth)
 

@@ -68,23 +68,9 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             await conn.fetchrow(NONDETERMINISTIC, workflow_id)))
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
-    terminal = row["status"] in TERMINAL_STATUSES
     requires = requires_of(row["spec"])
-    node_views = []
-    for spec_node in spec_nodes:
-        node_id = spec_node["id"]
-        n = nodes.get(node_id)
-        status = n["status"] if n else (NodeStatus.CANCELLED if terminal else NodeStatus.PENDING)
-        node_views.append({
-            "id": node_id, "kind": spec_node.get("kind", "task"),
-            "task": spec_node.get("task", spec_node.get("decide")),
-            "status": status, "error": n["error"] if n else "",
-            "total": n["total"] if n else None,
-            "succeeded": counts.get((node_id, TaskStatus.SUCCEEDED), 0),
-            "running": counts.get((node_id, TaskStatus.RUNNING), 0),
-            "failed": counts.get((node_id, TaskStatus.FAILED), 0),
-            **node_extras(spec_node, n, kinds),
-        })
+    node_views = [node_view(spec_node, nodes.get(spec_node["id"]), counts, kinds,
+                            row["status"] in TERMINAL_STATUSES) for spec_node in spec_nodes]
     return {
         "id": workflow_id, "name": row["name"], "tenant": row["tenant"], "status": row["status"],
         "seq": row["seq"], "created_at": _iso(row["created_at"]),
@@ -99,6 +85,26 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         **kind_view(workflow_id, row, spec_nodes, nodes, tasks[:MAX_TASKS], kinds),
         **rerun_view(row.get("rerun"), *reruns),
         "links": links(workflow_id),
+    }
+
+
+def node_view(spec_node: dict[str, Any], n: Row | None,
+              counts: Mapping[tuple[str, str], int], kinds: KindRows,
+              terminal: bool) -> dict[str, Any]:
+    """A node as the run document's ``nodes[]`` show it: its kind, task, status (a node
+    with no row yet is pending, or cancelled once the run ended), error, its tasks'
+    counts by status and what its kind adds (``node_extras``)."""
+    node_id = spec_node["id"]
+    status = n["status"] if n else (NodeStatus.CANCELLED if terminal else NodeStatus.PENDING)
+    return {
+        "id": node_id, "kind": spec_node.get("kind", "task"),
+        "task": spec_node.get("task", spec_node.get("decide")),
+        "status": status, "error": n["error"] if n else "",
+        "total": n["total"] if n else None,
+        "succeeded": counts.get((node_id, TaskStatus.SUCCEEDED), 0),
+        "running": counts.get((node_id, TaskStatus.RUNNING), 0),
+        "failed": counts.get((node_id, TaskStatus.FAILED), 0),
+        **node_extras(spec_node, n, kinds),
     }
 
 
@@ -195,8 +201,19 @@ def task_view(t: Row, requires: Mapping[str, tuple[str, ...]] | None = None,
         "error_type": t["error_type"], "traceback": t["traceback"],
         "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
         "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
+        **_cached(t),  # a cache's hit: its source (§4o)
         **attempt_marks(t, (requires or {}).get(t["node"], ())),  # queues.marks
     }
+
+
+def _cached(t: Row) -> dict[str, Any]:
+    """``{"cached": {run, node, index, attempt, cache, saved_ms, units}}`` for an attempt
+    a cache's hit succeeded (``TaskCached``), else nothing."""
+    try:
+        cached = t["cached"]
+    except KeyError:  # a row read before the column existed
+        return {}
+    return {"cached": cached} if cached is not None else {}
 
 
 MAX_KIND_ROWS = 1000

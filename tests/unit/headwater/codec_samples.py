@@ -64,6 +64,10 @@ def body_samples() -> list[Any]:
     ]
 
 
+CACHE = "cache::" + "0a" * 20
+SOURCE = {"workflow_id": "wf-sóurce", "node": "embed", "index": None, "attempt": 1}
+
+
 def kind_body_samples() -> list[Any]:
     """The history bodies of waits, signals, sleeps, conditions, children and loops."""
     return [
@@ -113,6 +117,23 @@ def kind_body_samples() -> list[Any]:
         ev.PermitIssued("limit::concurrency:acme", f"{WF}/call/2", 1, 2, 2, AT),
         ev.LimitDefined("limit::rate:openai", "rate", "openai", 500, 60_000, AT, 3, 1, 2**40),
         ev.LimitDefined("limit::concurrency:acme", "concurrency", "acme", 0, 0, AT),
+        *_with_index(ev.TaskLookedUp, workflow_id=WF, node="embéd", attempt=2, cache=CACHE,
+                     task="rag.embed", key="dóc-1", ttl_ms=7 * 86_400_000, refresh=True,
+                     at_ms=AT),
+        *_with_index(ev.CacheAnswered, workflow_id=WF, node="embed", attempt=1, cache=CACHE,
+                     hit=True, at_ms=AT, output={"v": [1, NESTED]}, source=SOURCE,
+                     saved_ms=2**40, units=1234),
+        ev.CacheAnswered(WF, "embed", None, 1, CACHE, False, AT),
+        *_with_index(ev.TaskCached, workflow_id=WF, node="embed", attempt=3, cache=CACHE,
+                     task="rag.embed", output=None, source=SOURCE, at_ms=AT),
+        *_with_index(ev.CacheReturned, workflow_id=WF, node="embed", attempt=1, cache=CACHE,
+                     at_ms=AT, stored=True, output={"é": 1}, saved_ms=300, units=40),
+        ev.CacheReturned(WF, "embed", 4, 2, CACHE, AT),
+        ev.CacheLookedUp(CACHE, f"{WF}/embed[3]/1", "rag.embed", "dóc", 1000, False, AT, 3),
+        ev.CacheServed(CACHE, f"{WF}/embed/1", True, AT, [1, "é"], SOURCE, 300, 40),
+        ev.CacheServed(CACHE, f"{WF}/embed/2", False, AT),
+        ev.CacheReleased(CACHE, f"{WF}/embed/1", AT, True, {"x": None}, SOURCE, 300, None),
+        ev.CacheReleased(CACHE, f"{WF}/embed/2", AT),
         ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={
             "of": "wf-source", "reset": "b", "nodes": {"a": [1]}, "items": {"m": {"3": 2}}}),
     ]

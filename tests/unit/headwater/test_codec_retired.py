@@ -44,14 +44,16 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "HistoryEvent.1bf2bdde1f28d544.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",
         "HistoryEvent.4c2b6779465fc3f2.avsc",
-        "HistoryEvent.5b5babb29e2a09e6.avsc",
+        "HistoryEvent.5b5babb29e2a09e6.avsc", "HistoryEvent.82c96d95fc865caa.avsc",
         "HistoryEvent.9ba5b58d32e7d4a2.avsc", "HistoryEvent.9d73af89cf1fbe55.avsc",
         "HistoryEvent.cfb729ca7841efa2.avsc", "TaskFailed.0b6941b810810df8.avsc",
         "TaskSucceeded.1f2a2065b8027f69.avsc", "TaskSucceeded.f97d00b43baf888d.avsc",
         "WorkerAnnounced.8ccd56ccf9cd1d7a.avsc", "WorkerAnnounced.a5848b799ae5eb2c.avsc",
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
+        "WorkflowAccepted.4e5bc7586555555d.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
-        "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.f9729656f2b59fba.avsc"]
+        "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.739e53d90573c0fc.avsc",
+        "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 
 
 @pytest.mark.parametrize("path", RETIRED, ids=[p.name for p in RETIRED])

@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from headwater.core.caching import step_cache_fault
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.instants import FIRST_MS, LAST_MS
 from headwater.core.retry import RetryPolicy, parse_retry
@@ -32,7 +33,7 @@ DECISION_ERROR = "WorkflowDecisionError"
 a worker that speaks another version of it)."""
 STEP_KEYS = {
     "task": frozenset({"op", "step", "name", "input", "queue", "retry", "timeout",
-                       "heartbeat_timeout"}),
+                       "heartbeat_timeout", "cache"}),
     "child": frozenset({"op", "step", "name", "input", "workflow", "definition",
                         "definition_version", "retry", "timeout"}),
     "sleep": frozenset({"op", "step", "name", "seconds", "until_ms"}),
@@ -113,6 +114,8 @@ def _op_fault(where: str, step: dict[str, Any]) -> str | None:
     if op == "task" and not (isinstance(step.get("queue"), str)
                              and QUEUE_PATTERN.fullmatch(step["queue"])):
         return f"{where}: queue {step.get('queue')!r} must match {QUEUE_PATTERN.pattern}"
+    if op == "task" and step_cache_fault(step.get("cache")):
+        return f"{where}: {step_cache_fault(step.get('cache'))}"
     if op == "child" and not isinstance(step.get("workflow"), dict):
         return f"{where}: workflow must be the child's spec document"
     if op == "signal" and ("/" in step["name"] or step["name"] in (".", "..")):

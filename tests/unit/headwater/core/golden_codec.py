@@ -40,7 +40,8 @@ def state() -> types.SimpleNamespace:
 # out while at them, so the files stay as they are.
 _LATER_FIELDS: dict[str, Any] = {"definition": None, "definition_version": None,
                                  "traceback": "", "rerun": None, "continued": False,
-                                 "continuation": None, "units": None}
+                                 "continuation": None, "units": None,
+                                 "cache_refresh": False}
 
 
 def dump_record(record: Any) -> dict[str, Any]:
@@ -81,7 +82,8 @@ cannot state)."""
 _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals",
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
           "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code",
-          "continued", "requires", "limits", "limiter", "waiting_for", "limiters"}
+          "continued", "requires", "limits", "limiter", "waiting_for", "limiters",
+          "cache", "cache_refresh"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

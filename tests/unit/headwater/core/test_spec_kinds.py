@@ -247,7 +247,8 @@ FAULTS: list[tuple[str, dict[str, Any], str]] = [
      "node 'l': 'over' and 'max_concurrency' belong to map nodes"),
     # kinds
     ("unknown kind", doc(node("a", kind="cron")),
-     f"node 'a': kind must be one of {[k.value for k in NodeKind if k != 'limiter']}"),
+     f"node 'a': kind must be one of "
+     f"{[k.value for k in NodeKind if k not in ('limiter', 'cache')]}"),
     ("signal on a task", doc(node("a", signal="s")),
      "node 'a': 'signal' does not apply to a task node"),
 ]

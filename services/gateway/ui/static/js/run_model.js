@@ -7,12 +7,14 @@
 
 /** Every history event type (headwater/core/events/history.py Body; a unit test compares). */
 export const EVENT_TYPES = [
+  "CacheAnswered", "CacheLookedUp", "CacheReleased", "CacheReturned", "CacheServed",
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
   "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
   "PermitsReturned",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
-  "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated", "TaskHeld",
+  "TaskCached", "TaskCheckpointed", "TaskDispatched", "TaskFailed", "TaskHeartbeated", "TaskHeld",
+  "TaskLookedUp",
   "TaskOutputStreamed", "TaskProgressed", "TaskReused", "TaskStarted", "TaskSucceeded",
   "TimerFired",
   "TimerScheduled", "WaitStarted", "WorkflowAccepted", "WorkflowCancelled",
@@ -47,6 +49,16 @@ function attemptOf(model, data) {
 const ON_ATTEMPT = {
   TaskHeld(a, d) {  // waits for a permit of a concurrency or rate limit
     Object.assign(a, {outcome: "held", message: `waiting for ${d.kind} ${d.key}`});
+  },
+  TaskLookedUp(a, d) {  // waits for its cache's answer
+    Object.assign(a, {name: d.task || "", outcome: "held",
+                      message: `waiting for the cache of ${d.task}`});
+  },
+  TaskCached(a, d) {  // a cache's hit: succeeded with the output another attempt computed
+    const s = d.source || {};
+    Object.assign(a, {name: d.task || "", endedAt: d.at_ms, outcome: "succeeded",
+                      output: d.output,
+                      message: `cached from ${s.workflow_id} ${taskKey(s.node, s.index)} #${s.attempt}`});
   },
   TaskDispatched(a, d) {
     Object.assign(a, {name: d.task || "", queue: d.queue || "", dispatchedAt: d.at_ms,

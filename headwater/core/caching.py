@@ -1,0 +1,188 @@
+"""Task result caching: a node's ``cache: {key, ttl}`` (and a code step's ``cache_key``),
+and the ids of the caches that keep the results.
+
+An attempt of a cached node first looks its key up: a *hit* records the output an
+earlier attempt computed for the same key as its success, without dispatching it; a
+*miss* goes on to its limits and its dispatch, and its success stores its output under
+the key for ``ttl``. Each (tenant, task, resolved key) is kept by one *cache*, a
+long-lived run of the coordinator whose id is a digest of the three (``cache_id``:
+``cache::<digest>``), so that two tenants, or two tasks naming the same key, never share
+an entry; the prefix ``cache::`` is reserved like a limiter's (``limits.reserved_id``).
+The cache's rules are in ``headwater/core/kinds/cache/``, the attempt's side in
+``headwater/core/machine/lookups.py``; docs/architecture.md §4o describes both.
+
+Pure, as the core is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from headwater.core.refs import parse_ref
+
+KEY = "cache"
+"""The spec field of a ``task`` or ``map`` node that caches its results."""
+CACHE_PREFIX = "cache::"
+"""The prefix of every cache's id; no submitted workflow may take it."""
+CACHE_NODE = "cache"
+"""The one node of a cache's spec."""
+DAY_MS = 86_400_000
+DEFAULT_TTL_MS = 7 * DAY_MS
+"""How long an entry lives when the spec gives no ``ttl`` (7 days)."""
+MAX_TTL_MS = 365 * DAY_MS
+"""The longest ``ttl`` (365 days)."""
+MAX_KEY_CHARS = 1000
+"""The longest resolved key (as text); a longer one fails the attempt like a bad
+reference (give a digest of a large document instead)."""
+_FIELDS = frozenset({"key", "ttl"})
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
+_ID_DIGITS = 40
+"""Hex digits of the SHA-256 in a cache's id."""
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A node's (or a code step's) cache.
+
+    Attributes:
+        key: the key: a text, or one ``${...}`` reference resolved per attempt (a map's
+            may use ``${item}`` and ``${index}``); a code step's is a literal text.
+        ttl_ms: how long an entry stored under it lives, ms.
+    """
+
+    key: str
+    ttl_ms: int = DEFAULT_TTL_MS
+
+
+def ttl_ms(value: Any) -> int:
+    """A ``ttl`` as ms: seconds as a number, or a duration text (``30s``, ``15m``,
+    ``12h``, ``7d``; ``500ms``).
+
+    Raises:
+        ValueError: not such a value, or not from 1 ms to ``MAX_TTL_MS``.
+    """
+    if isinstance(value, bool):
+        raise ValueError("a ttl is seconds or a duration such as 30s, 15m, 12h, 7d")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("a ttl must be finite")
+        ms = round(value * 1000)
+    elif isinstance(value, str) and (m := _DURATION.fullmatch(value)):
+        ms = round(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    else:
+        raise ValueError(f"a ttl is seconds or a duration such as 30s, 15m, 12h, 7d, not "
+                         f"{str(value)[:40]!r}")
+    if not 1 <= ms <= MAX_TTL_MS:
+        raise ValueError(f"a ttl must be from 1 ms to {MAX_TTL_MS // DAY_MS} days, not "
+                         f"{str(value)[:40]!r}")
+    return ms
+
+
+def parse_cache(raw: Mapping[str, Any], where: str, faults: list[str]) -> CacheSpec | None:
+    """A node's ``cache`` (None when absent); each fault appended naming ``where``."""
+    value = raw.get(KEY)
+    if value is None:
+        return None
+    where = f"{where}: {KEY}"
+    if not isinstance(value, Mapping):
+        faults.append(f"{where} must be a mapping such as {{key: \"${{input.doc}}\", "
+                      "ttl: 7d}")
+        return None
+    unknown = sorted(str(k) for k in value if k not in _FIELDS)
+    if unknown:
+        faults.append(f"{where}: unknown field {unknown[0]!r} (it takes key, ttl)")
+        return None
+    key = _key(value.get("key"), where, faults)
+    if key is None:
+        return None
+    try:
+        ttl = ttl_ms(value["ttl"]) if value.get("ttl") is not None else DEFAULT_TTL_MS
+    except ValueError as e:
+        faults.append(f"{where}: ttl: {e}")
+        return None
+    return CacheSpec(key, ttl)
+
+
+def _key(key: Any, where: str, faults: list[str]) -> str | None:
+    """A ``cache``'s key as the spec gives it, or None with its fault appended."""
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS:
+        faults.append(f"{where}: key must be a text of 1 to {MAX_KEY_CHARS} characters, "
+                      "or one ${...} reference")
+        return None
+    if "${" in key and parse_ref(key) is None:
+        faults.append(f"{where}: key {key[:80]!r} must be a plain text or exactly one "
+                      "${...} reference (references are not interpolated)")
+        return None
+    return key
+
+
+def step_cache(step: Mapping[str, Any]) -> CacheSpec | None:
+    """A code step's cache (``wf.run(..., cache_key=..., cache_ttl=...)``, kept in the
+    step as ``{"cache": {"key": text, "ttl_ms": n}}``), None for an uncached step."""
+    cache = step.get(KEY)
+    if not isinstance(cache, Mapping):
+        return None
+    return CacheSpec(str(cache.get("key")), int(cache.get("ttl_ms") or DEFAULT_TTL_MS))
+
+
+def step_cache_fault(value: Any) -> str | None:
+    """Why a code step's ``cache`` is malformed, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) - {"key", "ttl_ms"}:
+        return "cache must be {\"key\": text, \"ttl_ms\": n}"
+    key, ttl = value.get("key"), value.get("ttl_ms")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
+        return f"cache key must be a text of 1 to {MAX_KEY_CHARS} characters"
+    if type(ttl) is not int or not 1 <= ttl <= MAX_TTL_MS:
+        return f"cache ttl_ms must be an integer from 1 to {MAX_TTL_MS}"
+    return None
+
+
+def resolved_key(value: Any) -> str:
+    """A key as resolved for an attempt: a text as it is, any other JSON value as its
+    canonical JSON (keys sorted), so a whole document may be a key.
+
+    Raises:
+        ValueError: None, or longer than ``MAX_KEY_CHARS``.
+    """
+    if value is None:
+        raise ValueError("a cache's key resolved to null")
+    text = value if isinstance(value, str) else orjson.dumps(
+        value, option=orjson.OPT_SORT_KEYS).decode()
+    if not text or len(text) > MAX_KEY_CHARS:
+        raise ValueError(f"a cache's key must be 1 to {MAX_KEY_CHARS} characters, got "
+                         f"{len(text)} (give a digest of a large document)")
+    return text
+
+
+def cache_id(tenant: str | None, task: str, key: str) -> str:
+    """The id of the cache keeping ``task``'s results for ``key`` in ``tenant``'s runs:
+    ``cache::`` and the first 40 hex digits of the SHA-256 of the three (so any key
+    gives a valid workflow id, and no two tenants or tasks share one)."""
+    text = orjson.dumps([tenant or "", task, key])
+    return f"{CACHE_PREFIX}{hashlib.sha256(text).hexdigest()[:_ID_DIGITS]}"
+
+
+def is_cache(workflow_id: str) -> bool:
+    """Whether ``workflow_id`` is a cache's."""
+    return workflow_id.startswith(CACHE_PREFIX)
+
+
+def lookup_fault(workflow_id: str, ttl: int) -> str | None:
+    """What is wrong with a cache's input, or None: its id is a cache's, its ttl in
+    range (0 for a release). The coordinator dead-letters one that is wrong
+    (``machine/refusals.py``)."""
+    if not re.fullmatch(rf"{re.escape(CACHE_PREFIX)}[0-9a-f]{{{_ID_DIGITS}}}", workflow_id):
+        return f"{workflow_id[:80]} is no cache's id"
+    if not 0 <= ttl <= MAX_TTL_MS:
+        return f"ttl_ms {ttl} is not from 1 to {MAX_TTL_MS}"
+    return None
