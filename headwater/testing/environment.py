@@ -30,15 +30,11 @@ import asyncio
 import heapq
 import inspect
 import itertools
-import os
 from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import Any
 
-import orjson
-
-from headwater import blobs, codec
-from headwater.codec import json_text
+from headwater import blobs
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
 from headwater.core.caching import is_cache
@@ -52,17 +48,16 @@ from headwater.core.spec import read_spec
 from headwater.core.state import WorkflowState
 from headwater.core.status import WorkflowStatus
 from headwater.errors import (
-    InputReferenceError,
     NondeterminismError,
     NonRetryableError,
     WorkflowCancelled,
     WorkflowFailed,
 )
 from headwater.sdk import REGISTRY
+from headwater.testing.payloads import Payloads, through_json
 from headwater.testing.permits import permit_inputs
 from headwater.workflows.decorator import info_of
-from headwater.workflows.instances import ACTIVATION_MARK, activate, continued
-from headwater.workflows.references import offload_decision
+from headwater.workflows.instances import ACTIVATION_MARK, activate
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 """A worker's default ``HEADWATER_MAX_OUTPUT_BYTES``."""
@@ -100,10 +95,8 @@ class Environment:
         self.now_ms = round(start.timestamp() * 1000)
         self.definitions = dict(definitions or {})
         self.cache = cache
-        self.max_output_bytes = max_output_bytes
-        self.blob_threshold = (_threshold_from_env() if blob_threshold_bytes is None
-                               else blob_threshold_bytes)
-        self.blobs: dict[str, bytes] = {}
+        self.payloads = Payloads(max_output_bytes, blob_threshold_bytes)
+        self.blobs = self.payloads.blobs
         self.states: dict[str, WorkflowState] = {}
         self.histories: dict[str, list[ev.HistoryEvent]] = {}
         self._inputs: list[tuple[int, int, ev.Input]] = []
@@ -126,7 +119,7 @@ class Environment:
         ``cache_refresh``: the run bypasses cache hits (``?cache=refresh``)."""
         doc = self._spec_of(workflow)
         run_id = id or f"test-{next(self._ids)}"
-        given = self._offload(input if input is not None else kwargs)
+        given = self.payloads.offload(input if input is not None else kwargs)
         self._put(ev.WorkflowSubmitted(run_id, doc, given, self.now_ms, rerun=rerun,
                                        cache_refresh=cache_refresh))
         await self.run_until_idle(timers=False)
@@ -136,7 +129,7 @@ class Environment:
                      *, signal_id: str = "") -> None:
         """Send a signal, as ``POST .../signals/{name}`` does, and run on until it waits."""
         self._put(ev.SignalSent(run_id, name, self.now_ms, None, signal_id,
-                                self._offload(fields)))
+                                self.payloads.offload(fields)))
         await self.run_until_idle(timers=False)
 
     async def cancel(self, run_id: str, reason: str = "cancelled by the test") -> None:
@@ -262,7 +255,7 @@ class Environment:
         if info is None:
             return ev.TaskFailed(*where, f"no task {body.task!r} is registered here (import "
                                  "its module in the test)", "TaskNotFoundError", retryable=False)
-        resolved = self._resolved(body, where)
+        resolved = self.payloads.resolved(body, where)
         if isinstance(resolved, ev.TaskFailed):
             return resolved
         given, resumed = resolved
@@ -270,7 +263,7 @@ class Environment:
                           last_checkpoint=resumed)
         # what crosses to and from task code goes as JSON, as over Kafka: a function that
         # changes a value it gave or got later does not change the history
-        kwargs = _through_json(given) if isinstance(given, dict) else {}
+        kwargs = through_json(given) if isinstance(given, dict) else {}
         activation = getattr(info.fn, ACTIVATION_MARK, False)
         try:
             if activation:
@@ -288,58 +281,7 @@ class Environment:
         except Exception as e:
             return ev.TaskFailed(*where, str(e) or type(e).__name__, type(e).__name__,
                                  retryable=True)
-        return self._succeeded(where, output, activation, ctx.units)
-
-    def _resolved(self, body: ev.TaskDispatched, where: tuple[str, str, int | None, int, int]
-                  ) -> tuple[Any, Any] | ev.TaskFailed:
-        """The input and checkpoint with real values, or the failure a worker reports when
-        one cannot be resolved (a blob missing, a path its value has not)."""
-        try:
-            return blobs.resolve(body.input, self.blobs), blobs.resolve(body.checkpoint, self.blobs)
-        except KeyError as e:
-            return ev.TaskFailed(*where, f"blob {e.args[0]} is not in the blob store",
-                                 "BlobMissingError", retryable=True)
-        except blobs.BlobPathError as e:
-            return ev.TaskFailed(*where, f"the task's input could not be resolved: {e}",
-                                 InputReferenceError.__name__, retryable=False)
-
-    def _succeeded(self, where: tuple[str, str, int | None, int, int],
-                   output: Any, activation: bool,
-                   units: int | None = None) -> ev.TaskSucceeded | ev.TaskFailed:
-        """The report of an attempt that returned ``output``, as a worker makes it: its
-        large values by reference (an activation's, its decision's), a non-retryable
-        failure for an output that is not JSON or is still over ``max_output_bytes``
-        encoded; a code step's carries the function's next decision when the run's
-        instance is kept (``instances.continued``, given the real output), as a
-        worker's does."""
-        try:
-            output = _through_json(output)
-        except TypeError as e:
-            return ev.TaskFailed(*where, f"output is not JSON: {e}", "TypeError",
-                                 retryable=False)
-        carried = continued(*where[:3], output, where[4]) if self.cache else None
-        if carried is not None:
-            carried["decision"] = self._offload(carried["decision"], True)
-        output = self._offload(output, activation)
-        report = ev.TaskSucceeded(*where, output=output, continuation=carried, units=units)
-        if carried is not None and len(codec.encode(report)) > self.max_output_bytes:
-            report = ev.TaskSucceeded(*where, output=output, units=units)  # as a worker does
-        size = len(codec.encode(report))
-        if size > self.max_output_bytes:
-            return ev.TaskFailed(*where, f"output is {size} bytes, over the limit of "
-                                 f"{self.max_output_bytes} (HEADWATER_MAX_OUTPUT_BYTES)",
-                                 "OutputTooLargeError", retryable=False)
-        return report
-
-    def _offload(self, value: Any, decision: bool = False) -> Any:
-        """``value`` (a decision's values, with ``decision``) with its large parts by
-        reference, their JSON kept in ``blobs``."""
-        if decision and isinstance(value, dict):
-            value, found = offload_decision(value, self.blob_threshold)
-        else:
-            value, found = blobs.offload(value, self.blob_threshold)
-        self.blobs.update(found)
-        return value
+        return self.payloads.report(where, output, activation, self.cache, ctx.units)
 
     async def _resolve(self, name: str) -> tuple[dict[str, Any], int | None]:
         """A definition ``wf.call`` names. One the environment was not given fails the
@@ -376,28 +318,6 @@ async def _call(fn: Callable[..., Any], wants_ctx: bool, ctx: TaskContext,
         return await fn(**args)
     out = await asyncio.to_thread(lambda: fn(**args))
     return await asyncio.to_thread(_drain, out) if inspect.isgenerator(out) else out
-
-
-def _threshold_from_env() -> int:
-    """``HEADWATER_BLOB_THRESHOLD_BYTES`` as a worker reads it.
-
-    Raises:
-        ValueError: not a whole number of bytes, or negative.
-    """
-    raw = os.environ.get("HEADWATER_BLOB_THRESHOLD_BYTES", "").strip()
-    value = int(raw) if raw else blobs.DEFAULT_THRESHOLD_BYTES
-    if value < 0:
-        raise ValueError("HEADWATER_BLOB_THRESHOLD_BYTES must be at least 0")
-    return value
-
-
-def _through_json(value: Any) -> Any:
-    """A copy of ``value`` as JSON gives it back.
-
-    Raises:
-        TypeError: ``value`` is not JSON (``codec.json_text``).
-    """
-    return orjson.loads(json_text(value))
 
 
 def _drain(generator: Generator[Any, Any, Any]) -> Any:
