@@ -17,6 +17,8 @@ from typing import Any
 
 from faultsuite.code import CHILD_RUNS, code
 from faultsuite.shapes import (
+    CACHED_ITEMS,
+    CACHED_KEYS,
     CHILD_DEFINITION,
     CHILDREN,
     DIAMOND_DEFINITION,
@@ -121,7 +123,7 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "code", "large", "limited", "rerun")
+              "loop", "branch", "diamond", "code", "large", "limited", "cached", "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
@@ -132,7 +134,8 @@ attempt restarts it; a short batch has it too. Each workflow of the rerun shape 
 adds its rerun to the batch, after every other workflow. The code shape is a
 ``@workflow`` (``faultsuite.code``), sent the signal its function waits for. The large
 shape's values go by reference (``shapes.large``); the limited shape's attempts wait for
-keyed limits (``shapes.limited``)."""
+keyed limits (``shapes.limited``); the cached shape's items share their cache keys with
+the other workflows of the shape (``shapes.cached``)."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -186,6 +189,9 @@ def _input(tag: str, shape: str, n: int, sizes: Sizes) -> dict[str, Any]:
     elif shape == "limited":
         workflow_input["items"] = [f"{n}.{i}" for i in range(LIMITED_ITEMS)]
         workflow_input["customer"] = LIMITED_KEY
+    elif shape == "cached":
+        workflow_input["items"] = [f"{tag}.k{(n + i) % CACHED_KEYS}"
+                                   for i in range(CACHED_ITEMS)]
     elif shape == "rerun":
         workflow_input["items"] = [f"{n}.{i}" for i in range(RERUN_ITEMS)]
         workflow_input["refuse"] = f"{n}.{RERUN_REFUSED}"

@@ -18,7 +18,7 @@ from faultsuite.audit import WorkflowAudit, audit_history
 from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
-from headwater.core.limits import CONCURRENCY, LIMITER_NODE, reserved_id
+from headwater.core.limits import CONCURRENCY, LIMITER_NODE, LIMITER_PREFIX, reserved_id
 from headwater.core.state import IllegalTransition, WorkflowState
 
 LEFT_BEHIND = "left behind once every run ended"
@@ -26,7 +26,7 @@ LEFT_BEHIND = "left behind once every run ended"
 
 
 def set_apart(audits: Mapping[str, WorkflowAudit]) -> dict[str, WorkflowAudit]:
-    """The audits but the limiters'."""
+    """The audits but the limiters' and the caches' (``limits.reserved_id``)."""
     return {w: a for w, a in audits.items() if not reserved_id(w)}
 
 
@@ -35,14 +35,15 @@ def limiter_faults(records: Sequence[Record]) -> tuple[list[str], dict[str, Any]
     many there were, the permits they granted, the most held at once of each."""
     per: dict[str, list[ev.HistoryEvent]] = {}
     for r in records:
-        if isinstance(r.value, ev.HistoryEvent) and reserved_id(r.value.workflow_id):
+        if isinstance(r.value, ev.HistoryEvent) and r.value.workflow_id.startswith(
+                LIMITER_PREFIX):
             per.setdefault(r.value.workflow_id, []).append(r.value)
     faults: list[str] = []
     figures: dict[str, Any] = {"limiters": len(per), "granted": 0, "most_held": {}}
     for wid, events in sorted(per.items()):
         audit = audit_history(wid, events)
         faults += [f for f in audit.violations() if "terminal events" not in f]
-        history = _history(events)
+        history = first_of_each_seq(events)
         issued = [e.body for e in history if isinstance(e.body, ev.PermitIssued)]
         figures["granted"] += len(issued)
         figures["most_held"][wid] = max((b.holding for b in issued), default=0)
@@ -54,7 +55,7 @@ def limiter_faults(records: Sequence[Record]) -> tuple[list[str], dict[str, Any]
     return faults, figures
 
 
-def _history(events: Sequence[ev.HistoryEvent]) -> list[ev.HistoryEvent]:
+def first_of_each_seq(events: Sequence[ev.HistoryEvent]) -> list[ev.HistoryEvent]:
     """The first record of each seq, in seq order."""
     first: dict[int, ev.HistoryEvent] = {}
     for e in events:

@@ -298,11 +298,35 @@ def limited(s: Sizes) -> Spec:
     ], output={"items": "${nodes.m.output}", "r": "${nodes.r.output}"})
 
 
+CACHED_ITEMS = 6
+"""Map items of the cached shape."""
+CACHED_KEYS = 3
+"""The keys the cached shape's items take, shared by every workflow of the shape in a
+batch: one attempt computes each key while the others wait for it or take its output."""
+CACHED_TTL = "1h"
+
+
+def cached(s: Sizes) -> Spec:
+    """Task result caching: a map whose items are cached by the item (``CACHED_KEYS``
+    keys, each taken by items of this and of other workflows of the batch, so lookups
+    hit, miss and wait for an attempt computing the key), then a digest of the list
+    cached by the run's seed (a key of its own: a miss, then a store). The outputs do
+    not depend on which attempt computed a key."""
+    return _flow("fault-cached", [
+        {"id": "m", "kind": "map", "over": "${input.items}", "task": "e2e.digest",
+         "input": {"value": "${item}", "salt": "c", "seconds": s.map_seconds},
+         "cache": {"key": "${item}", "ttl": CACHED_TTL}},
+        _digest("d", "${nodes.m.output}", s.seconds, ["m"],
+                cache={"key": "${input.seed}", "ttl": CACHED_TTL}),
+    ], output={"items": "${nodes.m.output}", "d": "${nodes.d.output}"})
+
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
     "restart": restart, "rerun": rerun, "large": large, "limited": limited,
+    "cached": cached,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

@@ -16,6 +16,7 @@ from typing import Any
 from faultsuite import audit as au
 from faultsuite import limits
 from faultsuite.batch import Submission
+from faultsuite.caches import cache_faults
 from faultsuite.client import SubmitLog, projected
 from faultsuite.code import code_figures, replay_differences
 from faultsuite.rebalance import QUEUE
@@ -154,16 +155,21 @@ async def _check_code(batch: Sequence[Submission], parent_of: Mapping[str, str],
 
 async def _limiters(bootstrap: str, topics: Topics, events: Sequence[Record],
                     report: RunReport) -> None:
-    """The limiters' faults and figures (``limits``) into ``report``. A limiter applies
-    a run's last release after the run's end: while a permit or a request looks left
-    behind, the events are read again, for up to ``LIMITER_SETTLE_S``."""
+    """The limiters' and the caches' faults and figures (``limits``, ``caches``) into
+    ``report``. A limiter (a cache) applies a run's last release after the run's end:
+    while a permit, a request or a lookup looks left behind, the events are read again,
+    for up to ``LIMITER_SETTLE_S``."""
     found = limits.limiter_faults(events)
+    cached = cache_faults(events)
     deadline = time.monotonic() + LIMITER_SETTLE_S
-    while any(limits.LEFT_BEHIND in f for f in found[0]) and time.monotonic() < deadline:
+    while (any(limits.LEFT_BEHIND in f for f in found[0] + cached[0])
+           and time.monotonic() < deadline):
         await asyncio.sleep(0.5)
-        found = limits.limiter_faults(await read_all(bootstrap, topics.events))
-    report.violations += found[0]
+        events = await read_all(bootstrap, topics.events)
+        found, cached = limits.limiter_faults(events), cache_faults(events)
+    report.violations += found[0] + cached[0]
     report.figures["limits"] = found[1]
+    report.figures["caches"] = cached[1]
 
 
 def _check_histories(ids: Sequence[str], children: Sequence[str], events: Sequence[Record],
