@@ -39,10 +39,12 @@ DEFAULT_TTL_MS = 7 * DAY_MS
 MAX_TTL_MS = 365 * DAY_MS
 """The longest ``ttl`` (365 days)."""
 MAX_KEY_CHARS = 1000
-"""The longest resolved key (as text); a longer one fails the attempt like a bad
-reference (give a digest of a large document instead)."""
+"""The longest key a spec or a code step gives; a resolved key longer than this (a
+whole document, say) is kept as the digest of its canonical JSON (``resolved_key``)."""
 _FIELDS = frozenset({"key", "ttl"})
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+DURATION_PATTERN = r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$"
+"""What a ``ttl`` given as a text is: a number and its unit."""
+_DURATION = re.compile(DURATION_PATTERN)
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
 _ID_DIGITS = 40
 """Hex digits of the SHA-256 in a cache's id."""
@@ -54,11 +56,12 @@ class CacheSpec:
 
     Attributes:
         key: the key: a text, or one ``${...}`` reference resolved per attempt (a map's
-            may use ``${item}`` and ``${index}``); a code step's is a literal text.
+            may use ``${item}`` and ``${index}``); a code step's is a literal text;
+            None: the attempt's input (the task is cached by what it is given).
         ttl_ms: how long an entry stored under it lives, ms.
     """
 
-    key: str
+    key: str | None
     ttl_ms: int = DEFAULT_TTL_MS
 
 
@@ -100,8 +103,8 @@ def parse_cache(raw: Mapping[str, Any], where: str, faults: list[str]) -> CacheS
     if unknown:
         faults.append(f"{where}: unknown field {unknown[0]!r} (it takes key, ttl)")
         return None
-    key = _key(value.get("key"), where, faults)
-    if key is None:
+    key = value.get("key")
+    if key is not None and _key(key, where, faults) is None:
         return None
     try:
         ttl = ttl_ms(value["ttl"]) if value.get("ttl") is not None else DEFAULT_TTL_MS
@@ -149,18 +152,21 @@ def step_cache_fault(value: Any) -> str | None:
 
 def resolved_key(value: Any) -> str:
     """A key as resolved for an attempt: a text as it is, any other JSON value as its
-    canonical JSON (keys sorted), so a whole document may be a key.
+    canonical JSON (keys sorted), so a whole document may be a key; a key longer than
+    ``MAX_KEY_CHARS`` as ``sha256:`` and the digest of that text (the cache keeps the
+    key it is given, and a document may be large).
 
     Raises:
-        ValueError: None, or longer than ``MAX_KEY_CHARS``.
+        ValueError: None, or the empty text.
     """
     if value is None:
         raise ValueError("a cache's key resolved to null")
     text = value if isinstance(value, str) else orjson.dumps(
         value, option=orjson.OPT_SORT_KEYS).decode()
-    if not text or len(text) > MAX_KEY_CHARS:
-        raise ValueError(f"a cache's key must be 1 to {MAX_KEY_CHARS} characters, got "
-                         f"{len(text)} (give a digest of a large document)")
+    if not text:
+        raise ValueError("a cache's key resolved to the empty text")
+    if len(text) > MAX_KEY_CHARS:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
     return text
 
 

@@ -53,7 +53,8 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
     state = rec.current
     try:
         task_input = _task_input(state, spec, index)
-        lookup = None if granted or looked_up else lookups.lookup_of(state, spec, index)
+        lookup = (None if granted or looked_up
+                  else lookups.lookup_of(state, spec, index, task_input))
         wanted = [] if granted else holds.limits_of(state, spec, index)
     except InputReferenceError as e:
         _undispatchable(rec, spec, index, attempt, str(e), InputReferenceError.__name__)

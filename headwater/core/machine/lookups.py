@@ -15,12 +15,13 @@ will.
 
 The key is resolved for the attempt here, from the workflow's input, the outputs
 upstream and the item, as a limit's is; a code step's key is the text its function
-gave. The task named in the cache's id is the one the attempt runs.
+gave; a node's cache without a key is keyed by the attempt's input. The task named in
+the cache's id is the one the attempt runs.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from headwater.core import events as ev
 from headwater.core.caching import CacheSpec, cache_id, resolved_key, step_cache
@@ -53,8 +54,10 @@ def spec_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> CacheSpe
     return step_cache(step) if isinstance(step, dict) and step.get("op") == "task" else None
 
 
-def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> Lookup | None:
-    """The attempt's cache resolved (None: the task is not cached).
+def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None,
+              task_input: Any) -> Lookup | None:
+    """The attempt's cache resolved (None: the task is not cached); a node's cache
+    without a key is keyed by ``task_input``, the attempt's input.
 
     Raises:
         InputReferenceError: the key's reference cannot be resolved, or gives no key.
@@ -63,7 +66,9 @@ def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> Lookup
     if cache is None:
         return None
     try:
-        if spec.code is not None:
+        if cache.key is None:
+            key = resolved_key(task_input)
+        elif spec.code is not None:
             key = cache.key  # a code step's: the text its function computed
         else:
             item = None

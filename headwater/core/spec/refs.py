@@ -72,7 +72,7 @@ def node_refs(n: RefNode) -> list[tuple[str, str, Ref | str]]:
     for limit in n.limits:
         name = CONCURRENCY_KEY if limit.kind == CONCURRENCY else RATE_KEY
         templates += [(name, limit.key), (name, limit.units)]
-    if n.cache is not None:
+    if n.cache is not None and n.cache.key is not None:
         templates.append((CACHE_KEY, n.cache.key))
     refs = [(field_name, raw, ref) for field_name, template in templates
             for raw, ref in iter_refs(template)]

@@ -25,6 +25,7 @@ from headwater.core.spec.restart import MAX_RESTARTS_LIMIT
 from headwater.topics import WORKFLOW_ID_PATTERN
 from services.gateway.control.models import MAX_INDEX
 from services.gateway.openapi.scheduling import (
+    CACHE_SCHEMA,
     CONCURRENCY_SCHEMA,
     PRIORITY_SCHEMA,
     RATE_LIMIT_SCHEMA,
@@ -106,6 +107,7 @@ NODE_SCHEMA: dict[str, Any] = {
         "requires": _or_null(REQUIRES_SCHEMA),
         "concurrency": _or_null(CONCURRENCY_SCHEMA),
         "rate_limit": _or_null(RATE_LIMIT_SCHEMA),
+        "cache": _or_null(CACHE_SCHEMA),
         "retry": _or_null(RETRY_SCHEMA),
         "timeout": _or_null(_SECONDS),
         "heartbeat_timeout": _or_null({**_SECONDS, "minimum": 1}),

@@ -1,21 +1,22 @@
 """The documented schemas of what decides when and where a spec's work runs: the
 run's ``priority`` (a spec's, a submission's, a schedule's) and a node's ``concurrency``,
-``rate_limit`` and ``requires``.
+``rate_limit``, ``requires`` and ``cache``.
 
 Shapes only, as in ``openapi.bodies``: the core stays the authority (``priority``:
 ``headwater.core.priority.priority_fault``; the limits: ``headwater.core.limits.
 parse_limits``, whose references are checked with the spec's; the tags:
-``headwater.core.selectors``). Each schema takes everything the core takes, so a
-submission the gateway accepts is never documented as invalid; what a schema cannot
-say without a condition schemathesis fails to merge with a node's (a rate limit's
-"exactly one of per_second, per_minute or limit") is said in its description and
-left to the gateway's 422.
+``headwater.core.selectors``; the cache: ``headwater.core.caching``). Each schema
+takes everything the core takes, so a submission the gateway accepts is never
+documented as invalid; what a schema cannot say without a condition schemathesis fails
+to merge with a node's (a rate limit's "exactly one of per_second, per_minute or
+limit") is said in its description and left to the gateway's 422.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from headwater.core import caching
 from headwater.core.limits import MAX_KEY_CHARS, MAX_LIMIT, MAX_WINDOW_S
 from headwater.core.priority import DEFAULT, HIGHEST, LOWEST, NAMES
 from headwater.core.selectors import MAX_TAGS, TAG_PATTERN
@@ -97,3 +98,26 @@ REQUIRES_SCHEMA: dict[str, Any] = {
 }
 """A task or map node's ``requires`` (``headwater.core.selectors``; a tag given twice
 counts once, so no ``maxItems``)."""
+
+CACHE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "cache the task's result: an attempt whose key (per tenant and task) "
+                   "has a live entry records its output without a dispatch, naming the "
+                   "attempt that computed it; one attempt at a time computes a key (the "
+                   "others wait for it); ?cache=refresh on a submission bypasses hits",
+    "properties": {
+        "key": {"type": "string", "minLength": 1, "maxLength": caching.MAX_KEY_CHARS,
+                "description": "a text, or exactly one ${...} reference resolved per "
+                               "attempt (any JSON value: a document is its canonical "
+                               "JSON); absent: the attempt's input"},
+        "ttl": {"anyOf": [
+            {"type": "number", "exclusiveMinimum": 0,
+             "maximum": caching.MAX_TTL_MS / 1000},
+            {"type": "string", "pattern": caching.DURATION_PATTERN}],
+            "description": "how long an entry lives: seconds, or a duration such as 30s, "
+                           "15m, 12h, 7d (at most 365d); default 7d"},
+    },
+    "examples": [{"key": "${input.doc_id}", "ttl": "7d"}, {"ttl": "12h"}],
+}
+"""A task or map node's ``cache`` (``headwater.core.caching``)."""

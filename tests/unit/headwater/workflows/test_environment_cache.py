@@ -71,3 +71,20 @@ async def test_a_code_step_with_a_cache_key_hits() -> None:
     assert await env.run(flow, {"doc": "xyz"}, id="c2") == 3
     assert RAN == ["xyz"]
     assert len(_cached(env, "c2")) == 1
+
+
+async def test_a_cache_without_a_key_is_keyed_by_the_attempts_input() -> None:
+    RAN.clear()
+    env = Environment()
+    by_input = spec()
+    del by_input["nodes"][0]["cache"]["key"]
+    assert await env.run(by_input, {"docs": ["a", "bb"]}, id="k1") == [{"vec": [1]},
+                                                                     {"vec": [2]}]
+    assert await env.run(by_input, {"docs": ["bb", "x" * 5000]}, id="k2") == [
+        {"vec": [2]}, {"vec": [5000]}]
+    assert sorted(RAN) == ["a", "bb", "x" * 5000]  # "bb" was not run again
+    [hit] = _cached(env, "k2")
+    assert hit.index == 0 and hit.source["workflow_id"] == "k1"
+    looked = [e.body for e in env.history("k2") if isinstance(e.body, ev.TaskLookedUp)]
+    assert looked[0].key == '{"doc":"bb"}'  # the input's canonical JSON
+    assert looked[1].key.startswith("sha256:") and len(looked[1].key) == 71  # a long one

@@ -87,6 +87,11 @@ TAKEN: list[dict[str, Any]] = [
     {"requires": ["gpu"] * 13},  # a tag given twice counts once
     {"requires": ["gpu"], "concurrency": {"key": "k", "limit": 3},
      "rate_limit": {"key": "k", "per_minute": 60}},
+    {"cache": {"key": "${input.doc}", "ttl": "7d"}},
+    {"cache": {"ttl": 0.5}},
+    {"cache": {"key": "embed-v2", "ttl": " 12 h "}},
+    {"cache": {}},
+    {"cache": None},
 ]
 REFUSED: list[dict[str, Any]] = [
     {"concurrency": {"key": "acme"}},
@@ -102,6 +107,11 @@ REFUSED: list[dict[str, Any]] = [
     {"rate_limit": {"key": "o", "per_minute": 5, "burst": 2}},
     {"requires": []},
     {"requires": ["a b"]},
+    {"cache": {"key": ""}},
+    {"cache": {"key": "k", "ttl": "7 days"}},
+    {"cache": {"key": "k", "ttl": 0}},
+    {"cache": {"key": "k", "expires": 3}},
+    {"cache": "k"},
 ]
 
 
@@ -128,7 +138,7 @@ def test_each_field_is_described_with_examples() -> None:
         "application/json"]["schema"]["properties"]["workflow"]
     node = spec["properties"]["nodes"]["items"]["properties"]
     fields = {"priority": spec["properties"]["priority"], **{
-        name: node[name] for name in ("concurrency", "rate_limit", "requires")}}
+        name: node[name] for name in ("concurrency", "rate_limit", "requires", "cache")}}
     for name, field in fields.items():
         documented = field["anyOf"][0]  # or null: absent
         assert documented["description"] and documented["examples"], name
