@@ -19,8 +19,11 @@ run's history replays to the same result wherever it is folded.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from examples.hybrid import packages, tasks
 from headwater import WorkflowContext, workflow
@@ -66,12 +69,21 @@ async def search(wf: WorkflowContext, question: str, category_of: dict[str, str]
     return grounding
 
 
+def digest(value: Any) -> str:
+    """The cache key of a batch: the SHA-256 of its canonical JSON (the same batch gives
+    the same key in every run, so the function stays deterministic)."""
+    return "sha256:" + hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+                                      ).hexdigest()
+
+
 async def classify(wf: WorkflowContext, status_path: str) -> dict[str, Any]:
     """Read the installed packages and classify them, a step per batch, at most four
-    at once; return the machine's profile (``classify.Profile``)."""
+    at once, each cached for a week by its batch (a later run over the same packages
+    pays for no batch again); return the machine's profile (``classify.Profile``)."""
     inventory = await wf.run(tasks.inventory, status_path=status_path,
                              batch_size=BATCH_SIZE)
-    classified = await wf.gather(*(wf.run(tasks.classify_batch, batch=batch)
+    classified = await wf.gather(*(wf.run(tasks.classify_batch, batch=batch,
+                                          cache_key=digest(batch), cache_ttl="7d")
                                    for batch in inventory["batches"]), max_concurrency=4)
     wf.progress(0.2, f"classified {inventory['packages']} packages in "
                      f"{len(classified)} batches")

@@ -28,6 +28,9 @@ from tests.polling import scaled
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hybrid"
 MAX_STEPS = 6
+CLASSIFIED_BY: list[str] = []
+"""The run of this module that classified the packages first (the approved one, when it
+ran): the later one takes every batch's classes from the cache (``cache: {ttl: 7d}``)."""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +74,7 @@ async def test_the_runner_approves_and_publishes(stack: Stack, hybrid_worker: An
     assert "research step 0:" in out and "workflow        succeeded" in out
     records = await history(stack, workflow_id)
     check_loop(records)
+    CLASSIFIED_BY.append(workflow_id)
     output = records[-1].body.output
     assert output["published"] is True and output["note"] == "checked by the e2e suite"
     published = Path(output["path"])
@@ -110,3 +114,9 @@ async def test_a_rejected_answer_is_shelved(stack: Stack, hybrid_worker: Any) ->
     finished = {b.node: b.status for b in bodies(records, ev.NodeFinished)}
     assert finished["publish"] == "skipped" and finished["shelve"] == "succeeded"
     assert finished["report"] == "succeeded"
+    if CLASSIFIED_BY:  # the same packages were classified by the approved run
+        hits = [b for b in bodies(records, ev.TaskCached) if b.node == "classify"]
+        looked = [b for b in bodies(records, ev.TaskLookedUp) if b.node == "classify"]
+        assert looked and len(hits) == len(looked), (len(hits), len(looked))
+        assert {h.source["workflow_id"] for h in hits} == {CLASSIFIED_BY[0]}
+        assert not [b for b in bodies(records, ev.TaskDispatched) if b.node == "classify"]

@@ -16,6 +16,7 @@ from hybrid_fixtures import write_status
 from examples.hybrid.publishing import PUBLISH_DIR_SETTING
 from examples.research import flows
 from headwater.core import events as ev
+from headwater.core.limits import reserved_id
 from headwater.errors import WorkflowFailed
 from headwater.testing import Environment
 from headwater.workflows.decorator import info_of
@@ -85,9 +86,23 @@ async def test_the_draft_is_bounded_and_the_search_is_a_child_workflow(
     assert 1 < steps.count("hybrid.decide") <= flows.MAX_ROUNDS
     assert steps.count("hybrid.answer") == 1
     assert [b.task for b in dispatched].count("workflow") == 1  # the search: a child run
-    child, = (s for wid, s in env.states.items() if wid != run)
+    child, = (s for wid, s in env.states.items() if wid != run and not reserved_id(wid))
     assert child.spec.name == "research.search"
     assert child.output["passages"][0]["package"] == "gzip"
+
+
+async def test_a_second_run_over_the_same_packages_takes_the_classes_from_the_cache(
+        given: dict[str, Any]) -> None:
+    env = Environment(now=START)
+    first = await env.start(flows.research, given, id="first")
+    await env.signal(first, "approval", {"approved": False})
+    again = await env.start(flows.research, given, id="again")
+    await env.signal(again, "approval", {"approved": False})
+    assert await env.result(again) == await env.result(first)
+    [hit] = [e.body for e in env.history(again) if isinstance(e.body, ev.TaskCached)]
+    assert hit.task == "hybrid.classify" and hit.source["workflow_id"] == "first"
+    assert not [e for e in env.history(again) if isinstance(e.body, ev.TaskDispatched)
+                and e.body.task == "hybrid.classify"]
 
 
 async def test_a_rejected_answer_is_shelved_at_once(given: dict[str, Any],
