@@ -125,13 +125,14 @@ class AsyncClient(AsyncTaskLogReads):
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
                   id: str | None = ..., queue_anyway: bool = ...,
-                  priority: int | str | None = ...) -> Run: ...
+                  priority: int | str | None = ..., cache_refresh: bool = ...) -> Run: ...
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
                   id: str | None = ...,
                   queue_anyway: bool = ...,
-                  priority: int | str | None = ...) -> AsyncIterator[Event]: ...
+                  priority: int | str | None = ...,
+                  cache_refresh: bool = ...) -> AsyncIterator[Event]: ...
 
     async def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async

@@ -244,7 +244,7 @@ def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | 
              workflow_id: str, options: RunOptions | None = None) -> Call:
     """``POST /v1/run/{definition}`` in ``mode`` (``options``: ``queue_anyway``, submit
     even when a queue has no live worker; ``priority``, the run's in place of the
-    definition's).
+    definition's; ``cache_refresh``, ``?cache=refresh``).
 
     Raises:
         ValueError: an empty ``definition`` or ``workflow_id``; a ``timeout`` that is
@@ -260,6 +260,8 @@ def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | 
         params["queue_anyway"] = "true"
     if options.get("priority") is not None:
         params["priority"] = options["priority"]
+    if options.get("cache_refresh"):
+        params["cache"] = "refresh"
     headers = {"Content-Type": "application/json"}
     if mode == "async":
         headers["Prefer"] = "respond-async"

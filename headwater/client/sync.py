@@ -152,12 +152,13 @@ class Client(BlobReads, TaskLogReads):
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...,
-            priority: int | str | None = ...) -> Run: ...
+            priority: int | str | None = ..., cache_refresh: bool = ...) -> Run: ...
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...,
-            priority: int | str | None = ...) -> Iterator[Event]: ...
+            priority: int | str | None = ...,
+            cache_refresh: bool = ...) -> Iterator[Event]: ...
 
     def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ``@workflow`` function on its arguments, returning its output (as
@@ -177,6 +178,8 @@ class Client(BlobReads, TaskLogReads):
                 first, or ``"low"``, ``"normal"``, ``"high"`` (as ``submit``'s; None:
                 the definition's). A ``@workflow`` function's keywords are its own: its
                 runs take the priority its definition gives.
+            cache_refresh: bypass cache hits (``?cache=refresh``): the run's cached
+                nodes compute and store fresh outputs.
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))

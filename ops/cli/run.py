@@ -54,6 +54,9 @@ def run(
     priority: Annotated[str | None, typer.Option(
         "--priority", "-p", help=f"{PRIORITY_HELP}; default: the definition's (5 "
                                  "without one)")] = None,
+    refresh_cache: Annotated[bool, typer.Option(
+        "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
+                                "fresh outputs")] = False,
     gateway: str = GATEWAY,
 ) -> None:
     """Run a stored definition by name and print its output.
@@ -76,12 +79,13 @@ def run(
             from ops.cli.follow import follow
 
             stream = hw.run(name, run_input, mode="stream", timeout=timeout, id=run_id,
-                            priority=given_priority)
+                            priority=given_priority, cache_refresh=refresh_cache)
             state = follow(((e.type, e.id, e.data) for e in stream), console)
             report(state, time.monotonic() - started)
             return
         answer = hw.run(name, run_input, mode="async" if async_ else "sync",
-                        timeout=timeout, id=run_id, priority=given_priority)
+                        timeout=timeout, id=run_id, priority=given_priority,
+                        cache_refresh=refresh_cache)
     console.print(f"run [bold]{escape(answer.id)}[/] {styled(answer.status)}")
     if async_:
         return

@@ -40,7 +40,16 @@ def test_run_without_a_priority_leaves_the_definitions(gateway: Gateway) -> None
     result = runner.invoke(app, ["run", "docs", "--async", "--gateway", gateway.url])
     assert result.exit_code == 0, result.output
     (_, path, _), = gateway.requests
-    assert "priority" not in _query(path)
+    assert "priority" not in _query(path) and "cache" not in _query(path)
+
+
+def test_run_with_refresh_cache_asks_for_a_refresh(gateway: Gateway) -> None:
+    gateway.answers = [(202, {"id": RUN_ID, "status": "accepted"})]
+    result = runner.invoke(app, ["run", "docs", "--async", "--refresh-cache", "--gateway",
+                                 gateway.url])
+    assert result.exit_code == 0, result.output
+    (_, path, _), = gateway.requests
+    assert _query(path)["cache"] == ["refresh"]
 
 
 @pytest.mark.parametrize("given", ["urgent", "10", "-1", "7.5"])

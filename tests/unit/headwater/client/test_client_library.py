@@ -216,10 +216,11 @@ def test_run_sends_its_priority_and_submit_its_own() -> None:
     with client(handler) as hw:
         hw.run("docs", {"q": 1}, mode="async", id="wf-1", priority="high")
         hw.run("docs", mode="async", id="wf-1", priority=0)
-        hw.run("docs", mode="async", id="wf-1", queue_anyway=True)
+        hw.run("docs", mode="async", id="wf-1", queue_anyway=True, cache_refresh=True)
         hw.submit({"name": "n", "nodes": [{"id": "a", "task": "t"}]}, id="wf-1", priority=8)
     assert [r.url.params.get("priority") for r in seen[:3]] == ["high", "0", None]
     assert seen[2].url.params["queue_anyway"] == "true"
+    assert [r.url.params.get("cache") for r in seen] == [None, None, "refresh", None]
     assert json.loads(seen[3].content)["priority"] == 8
 
 
