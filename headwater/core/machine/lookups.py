@@ -22,7 +22,7 @@ one the attempt runs.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from headwater.blobs import is_ref
 from headwater.core import events as ev
@@ -68,18 +68,19 @@ def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> Lookup
         return None
     try:
         if spec.code is not None:
-            key = cache.key  # a code step's: the text its function computed
+            value: Any = cache.key  # a code step's: the text its function computed
         else:
             item = None
             if index is not None and spec.fans_out:
                 items = state.resolve_input(spec.over)
                 item = item_of(items, index) if is_ref(items) or (
                     isinstance(items, list) and 0 <= index < len(items)) else None
-            key = resolved_key(state.resolve_input(cache.key, item, index))
+            value = state.resolve_input(cache.key, item, index)
+        key = resolved_key(value)
     except ValueError as e:
         raise InputReferenceError(f"cache: {e}") from None
     task = state.work(spec.id, index).task
-    return Lookup(cache_id(state.tenant, task, key), task, key, cache.ttl_ms)
+    return Lookup(cache_id(state.tenant, task, value), task, key, cache.ttl_ms)
 
 
 def look_up(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,

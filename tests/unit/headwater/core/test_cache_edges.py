@@ -7,6 +7,7 @@ from typing import Any
 
 from headwater.blobs import make_ref
 from headwater.core import events as ev
+from headwater.core.caching import cache_id
 from headwater.core.machine import step
 
 T0 = 1_700_000_000_000
@@ -40,3 +41,23 @@ def test_a_cached_maps_key_through_an_item_stored_by_reference() -> None:
     looked = [b for b in bodies if isinstance(b, ev.TaskLookedUp)]
     assert [b.index for b in looked] == [0, 1], bodies
     assert '"path":[1,"id"]' in looked[1].key
+
+
+KEYED = {"name": "k", "nodes": [{"id": "a", "task": "t", "input": {"n": "${input.n}"},
+                                 "cache": {"key": "${input.n}"}}]}
+
+
+def _cache_of(n: Any) -> str:
+    (looked,) = [b for b in _bodies(KEYED, {"n": n}) if isinstance(b, ev.TaskLookedUp)]
+    return looked.cache
+
+
+def test_a_number_and_a_text_of_the_same_digits_are_different_keys() -> None:
+    # the task gets 1 or "1" as its input: one's output is not the other's
+    assert _cache_of(1) != _cache_of("1")
+    assert _cache_of(True) != _cache_of("true")
+    assert _cache_of({"a": 1}) != _cache_of('{"a":1}')
+    assert _cache_of([1, 2]) != _cache_of("[1,2]")
+    # the same value is the same key, whatever order its fields came in
+    assert _cache_of({"a": 1, "b": 2}) == _cache_of({"b": 2, "a": 1})
+    assert _cache_of("doc-1") == cache_id("acme", "t", "doc-1")  # a text's id as before
