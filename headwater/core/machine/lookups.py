@@ -75,7 +75,10 @@ def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None) -> Lookup
                 items = state.resolve_input(spec.over)
                 item = item_of(items, index) if is_ref(items) or (
                     isinstance(items, list) and 0 <= index < len(items)) else None
-            value = state.resolve_input(cache.key, item, index)
+            try:
+                value = state.resolve_input(cache.key, item, index)
+            except InputReferenceError as e:  # say it is the key's, not the input's
+                raise InputReferenceError(f"cache: key {e}") from None
         key = resolved_key(value)
     except ValueError as e:
         raise InputReferenceError(f"cache: {e}") from None

@@ -61,3 +61,14 @@ def test_a_number_and_a_text_of_the_same_digits_are_different_keys() -> None:
     # the same value is the same key, whatever order its fields came in
     assert _cache_of({"a": 1, "b": 2}) == _cache_of({"b": 2, "a": 1})
     assert _cache_of("doc-1") == cache_id("acme", "t", "doc-1")  # a text's id as before
+
+
+def test_a_key_into_an_item_that_lacks_it_fails_the_item_naming_the_cache() -> None:
+    spec = {"name": "m", "nodes": [
+        {"id": "m", "kind": "map", "task": "t", "over": "${input.docs}",
+         "input": {"doc": "${item}"}, "cache": {"key": "${item.x}"},
+         "continue_on_error": True}]}
+    bodies = _bodies(spec, {"docs": [{"x": 1}, {"y": 2}]})
+    (failed,) = [b for b in bodies if isinstance(b, ev.TaskFailed) and b.index == 1]
+    assert failed.error == "m[1]: cache: key ${item.x}: no key 'x'", failed
+    assert [b.index for b in bodies if isinstance(b, ev.TaskLookedUp)] == [0]
