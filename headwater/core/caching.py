@@ -170,11 +170,15 @@ def resolved_key(value: Any) -> str:
     return text
 
 
-def cache_id(tenant: str | None, task: str, key: str) -> str:
+def cache_id(tenant: str | None, task: str, key: Any) -> str:
     """The id of the cache keeping ``task``'s results for ``key`` in ``tenant``'s runs:
     ``cache::`` and the first 40 hex digits of the SHA-256 of the three (so any key
-    gives a valid workflow id, and no two tenants or tasks share one)."""
-    text = orjson.dumps([tenant or "", task, key])
+    gives a valid workflow id, and no two tenants or tasks share one).
+
+    ``key`` is the value the key resolved to, a text or any other JSON value (its fields
+    sorted), so that the number ``1`` and the text ``"1"``, which a task may take
+    differently, are two keys, though ``resolved_key`` writes both as ``1``."""
+    text = orjson.dumps([tenant or "", task, key], option=orjson.OPT_SORT_KEYS)
     return f"{CACHE_PREFIX}{hashlib.sha256(text).hexdigest()[:_ID_DIGITS]}"
 
 

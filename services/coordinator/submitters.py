@@ -10,7 +10,9 @@ for its tenant, named in the record's ``tenant``; signals and cancels only a run
 tenant that exists; a child workflow (``ChildSubmitted``) and a timer (``TimerFired``)
 and a limiter's request or release (``PermitRequested``, ``PermitReleased``) and a
 cache's lookup or release (``CacheLookedUp``, ``CacheReleased``) come only from a
-coordinator, whose token is for every tenant. A record that fails goes
+coordinator, whose token is for every tenant. A tenant's token passes no blob reference
+(``headwater.blobs``) in a submission or a signal: the gateway checks that a reference
+is its tenant's to pass, which nothing can on Kafka. A record that fails goes
 to the dead-letter topic with the reason (``effects._route``). A submission to an id
 another tenant's run holds is refused by the core (``idempotency.conflict``),
 dead-lettered with its reason too. ``reports`` and the other topics are written by the
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from headwater.blobs import REF_KEY, refs_in
 from headwater.core import events as ev
 from headwater.core.state import WorkflowState
 from services.common.auth.tokens import Authenticator, AuthError, derived_id
@@ -90,7 +94,9 @@ def producer_fault(auth: Authenticator, headers: Iterable[tuple[str, bytes]] | N
     if not me.may("submit"):
         return (f"forbidden: the token's role is {me.role}; a {type(record).__name__} needs "
                 "submit or admin")
-    return None if me.every_tenant else _tenant_fault(me.tenant, record, state)
+    if me.every_tenant:
+        return None
+    return _tenant_fault(me.tenant, record, state) or _reference_fault(record)
 
 
 def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> str | None:
@@ -115,3 +121,24 @@ def _tenant_fault(tenant: str, record: Guarded, state: WorkflowState | None) -> 
                 f"{record.workflow_id} is no run of it (a {type(record).__name__} of a "
                 "tenant's token goes to its own runs, once they exist)")
     return None
+
+
+def _reference_fault(record: Guarded) -> str | None:
+    """Why a tenant's token may not send ``record``: a reference (``headwater.blobs``) in
+    a submission's spec or input or a signal's fields; None when it holds none. A digest
+    is no permission: the run's worker would resolve it whoever stored it, and the
+    projector would note the run as referring to it, which lets the tenant read it
+    through the gateway."""
+    if isinstance(record, ev.WorkflowSubmitted):
+        values: Any = [record.spec, record.input]
+    elif isinstance(record, ev.SignalSent):
+        values = record.fields
+    else:
+        return None
+    found = next(refs_in(values), None)
+    if found is None:
+        return None
+    return (f"forbidden: the {type(record).__name__} holds a reference to blob "
+            f"{found[REF_KEY]}; a tenant's token passes values on Kafka inline (a "
+            "reference goes through the gateway, which takes one only when a run of the "
+            "tenant refers to its blob)")

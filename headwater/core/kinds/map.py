@@ -50,6 +50,13 @@ and 1.40 ms a task at 4,000 in two later runs (not measured back to back with 10
 Lowered from 10,000 to 4,000: a map that had more in flight when the process was
 upgraded dispatches again once fewer than 4,000 are."""
 
+MAX_ITEMS = 1_000_000
+"""The most items one node fans out over. The state holds a result slot per item, so a
+count is bounded before anything is allocated for it: a list inline is bounded by its
+record, but a list stored by reference is counted by its reference's ``items``, which an
+input may state falsely (``{"$blob": ..., "items": 10**12}`` would have the coordinator
+allocate terabytes). Fan out over more in child workflows, each over a part."""
+
 STEP_DISPATCHES = 1_000
 """The most one step raises a node's children in flight by. An explicit
 ``max_concurrency`` above it is reached as children finish: each finish dispatches the
@@ -76,6 +83,8 @@ def expand(rec: Recorder, spec: NodeSpec) -> int | None:
         flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {e}")
         return None
     count = _count(items)
+    if isinstance(count, int) and count > MAX_ITEMS:
+        count = f"'over' gave {count} items, over the most a node fans out over ({MAX_ITEMS})"
     if isinstance(count, str):
         flow.node_failed(rec, spec.id, f"{spec.kind.value} {spec.id}: {spec.over}: {count}")
         return None

@@ -14,19 +14,22 @@ attempt no longer waits for changes nothing: its end released the cache already,
 will.
 
 The key is resolved for the attempt here, from the workflow's input, the outputs
-upstream and the item, as a limit's is; a code step's key is the text its function
-gave; a node's cache without a key is keyed by the attempt's input. The task named in
-the cache's id is the one the attempt runs.
+upstream and the item, as a limit's is (an item of a list stored by reference is the
+reference to that item, so its key names the blob's digest and the item's path); a
+code step's key is the text its function gave; a node's cache without a key is keyed by
+the attempt's input. The task named in the cache's id is the one the attempt runs.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from headwater.blobs import is_ref
 from headwater.core import events as ev
 from headwater.core.caching import CacheSpec, cache_id, resolved_key, step_cache
 from headwater.core.ids import task_key
 from headwater.core.machine.recorder import Recorder
+from headwater.core.refs import item_of
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
@@ -67,20 +70,24 @@ def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None,
         return None
     try:
         if cache.key is None:
-            key = resolved_key(task_input)
+            value: Any = task_input  # no key: the attempt's input
         elif spec.code is not None:
-            key = cache.key  # a code step's: the text its function computed
+            value = cache.key  # a code step's: the text its function computed
         else:
             item = None
             if index is not None and spec.fans_out:
                 items = state.resolve_input(spec.over)
-                item = items[index] if isinstance(items, list) and 0 <= index < len(
-                    items) else None
-            key = resolved_key(state.resolve_input(cache.key, item, index))
+                item = item_of(items, index) if is_ref(items) or (
+                    isinstance(items, list) and 0 <= index < len(items)) else None
+            try:
+                value = state.resolve_input(cache.key, item, index)
+            except InputReferenceError as e:  # say it is the key's, not the input's
+                raise InputReferenceError(f"cache: key {e}") from None
+        key = resolved_key(value)
     except ValueError as e:
         raise InputReferenceError(f"cache: {e}") from None
     task = state.work(spec.id, index).task
-    return Lookup(cache_id(state.tenant, task, key), task, key, cache.ttl_ms)
+    return Lookup(cache_id(state.tenant, task, value), task, key, cache.ttl_ms)
 
 
 def look_up(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,

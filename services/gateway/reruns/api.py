@@ -23,7 +23,7 @@ from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.reruns.models import RerunRequest, ResetRequest
 from services.gateway.reruns.plan import PlanError, fold, reuse
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
-from services.gateway.runs.models import SubmitRequest
+from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.submit import submit_rerun
 from services.gateway.runs.views import links
 
@@ -47,33 +47,38 @@ def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Respo
              openapi_extra=json_body(RERUN_SCHEMA, required=False),
              responses={200: {"description": "the same id and body again: the same run"},
                         **problems(*WRITES, *BODY, *SUBMISSION, meanings=_MEANINGS)})
-async def rerun_workflow(request: Request, workflow_id: WorkflowId) -> Response:
+async def rerun_workflow(request: Request, workflow_id: WorkflowId,
+                         cache: CacheQuery = None) -> Response:
     """Run a failed or cancelled run again under a new id: what succeeded is reused (its
     outputs, not run again; a map's succeeded items too), what failed, was cancelled or
-    never ran runs; optionally with a new ``input``. 202 (new), 200 (same id and body
-    again), 404, 409 (not ended, or succeeded), 422, 503."""
+    never ran runs; optionally with a new ``input``; ``?cache=refresh``: the cached nodes
+    that run compute afresh. 202 (new), 200 (same id and body again), 404, 409 (not
+    ended, or succeeded), 422, 503."""
     hw = accepting(request)
     body = await read_limited(request, hw.settings.max_payload_bytes,
                                        PAYLOAD_SETTING) or b"{}"
-    return await _start(request, workflow_id, parse_body(RerunRequest, body), None)
+    return await _start(request, workflow_id, parse_body(RerunRequest, body), None, cache)
 
 
 @router.post("/v1/workflows/{workflow_id}/reset", status_code=202,
              openapi_extra=json_body(RESET_SCHEMA),
              responses={200: {"description": "the same id and body again: the same run"},
                         **problems(*WRITES, *BODY, *SUBMISSION, meanings=_MEANINGS)})
-async def reset_workflow(request: Request, workflow_id: WorkflowId) -> Response:
+async def reset_workflow(request: Request, workflow_id: WorkflowId,
+                         cache: CacheQuery = None) -> Response:
     """Run an ended run again from ``node`` under a new id: that node and everything
-    downstream of it run again, the rest is reused from the source. 202, 200 (same id
-    and body again), 404, 409 (not ended), 422 (no such node), 503."""
+    downstream of it run again, the rest is reused from the source. A cached node among
+    them takes the output stored under its key (its source's own, often) unless
+    ``?cache=refresh``. 202, 200 (same id and body again), 404, 409 (not ended), 422 (no
+    such node), 503."""
     hw = accepting(request)
     payload = parse_body(ResetRequest, await read_limited(request, hw.settings.max_payload_bytes,
                                        PAYLOAD_SETTING))
-    return await _start(request, workflow_id, payload, payload.node)
+    return await _start(request, workflow_id, payload, payload.node, cache)
 
 
 async def _start(request: Request, source: str, payload: RerunRequest,
-                 reset: str | None) -> Response:
+                 reset: str | None, cache: str | None) -> Response:
     hw = accepting(request)
     me = principal(request)
     await require_run(hw.pool, me, source)
@@ -105,7 +110,7 @@ async def _start(request: Request, source: str, payload: RerunRequest,
         tenant=row["tenant"]))
     await asyncio.to_thread(_check_size, request_doc, document,
                             hw.settings.max_message_bytes)
-    accepted = await submit_rerun(hw.pool, hw.outlet, request_doc,
+    accepted = await submit_rerun(hw.pool, hw.outlet.with_cache(cache), request_doc,
                                   (state.definition, state.definition_version), document,
                                   me if given else None)
     doc = {"id": accepted.workflow_id, "status": accepted.status, "rerun_of": source,

@@ -18,7 +18,8 @@ Priority = Annotated[int, Field(ge=LOWEST, le=HIGHEST, strict=True)] | Literal[
 CACHE_DOC = ("refresh: the run bypasses cache hits: every cached node's attempts compute "
              "and store fresh outputs (docs/architecture.md §4o)")
 CacheQuery = Annotated[Literal["refresh"] | None, Query(description=CACHE_DOC)]
-"""The ``?cache=`` of a submission (``POST /v1/workflows``, ``POST /v1/run/{name}``)."""
+"""The ``?cache=`` of a submission (``POST /v1/workflows``, ``POST /v1/run/{name}``, a
+rerun and a reset)."""
 
 
 class SubmitRequest(BaseModel):

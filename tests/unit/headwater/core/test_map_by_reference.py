@@ -76,6 +76,22 @@ CASES = [
          given=[], when=ok("a", {"doc": UNCOUNTED, "n": 2}),
          events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
                  ("TaskDispatched", {"node": "b", "input": {"d": at("title"), "n": 2}})]),
+    Case("an item count beyond any map (a forged reference) fails the node, and the "
+         "coordinator allocates nothing for it",
+         spec(task("a"), map_node("m", "${nodes.a.output}", "a")),
+         given=[], when=ok("a", make_ref(DIGEST, 400_000, items=10**12)),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("NodeFinished", {"node": "m", "status": "failed", "error": has(
+                     "map m: ${nodes.a.output}: 'over' gave 1000000000000 items, over the "
+                     "most a node fans out over (1000000)")}),
+                 ("WorkflowFailed", {})]),
+    Case("an item count too large for an index fails the same way",
+         spec(task("a"), map_node("m", "${nodes.a.output}", "a")),
+         given=[], when=ok("a", make_ref(DIGEST, 400_000, items=2**63)),
+         events=[("TaskSucceeded", {}), ("NodeFinished", {"node": "a"}),
+                 ("NodeFinished", {"node": "m", "status": "failed", "error": has(
+                     "over the most a node fans out over")}),
+                 ("WorkflowFailed", {})]),
 ]
 
 

@@ -398,3 +398,28 @@ def test_a_tenant_token_may_not_take_a_derived_id(
     assert fault is not None and fault.startswith("forbidden: workflow id"), fault
     every = [("authorization", bearer(tokens["*-submit"]).encode())]
     assert producer_fault(authenticator, every, record, None) is None
+
+
+OTHERS = {"$blob": "sha256:" + "ab" * 32, "bytes": 12}
+"""A reference to a blob some other tenant's run stored (a digest is no permission)."""
+
+
+@pytest.mark.parametrize("record", [
+    ev.WorkflowSubmitted("wf-1", SPEC, {"doc": OTHERS}, AT, "A"),
+    ev.WorkflowSubmitted("wf-1", SPEC, {"docs": [{**OTHERS, "path": [0]}]}, AT, "A"),
+    ev.WorkflowSubmitted("wf-1", {**SPEC, "output": OTHERS}, {}, AT, "A"),
+    ev.SignalSent("wf-1", "go", AT, fields={"doc": OTHERS})])
+def test_a_tenant_token_may_not_pass_a_reference_on_kafka(
+        auth: tuple[Authenticator, dict[str, str]], record: Any) -> None:
+    # the gateway takes a reference only when a run of the submitter's tenant refers to
+    # its blob; on Kafka nothing can check that, and the run's worker would resolve it
+    fault = producer_fault(auth[0], headers(auth[1]["A-submit"]), record, run_of("A"))
+    assert fault is not None and fault.startswith("forbidden: ") and "sha256:abab" in fault
+    # the gateway's records (its token is for every tenant) carry the references it checked
+    assert producer_fault(auth[0], headers(auth[1]["*-submit"]), record, run_of("A")) is None
+
+
+def test_a_tenant_token_passes_values_that_only_look_like_references(
+        auth: tuple[Authenticator, dict[str, str]]) -> None:
+    plain = ev.WorkflowSubmitted("wf-1", SPEC, {"doc": {"$blob": "mine", "bytes": 1}}, AT, "A")
+    assert producer_fault(auth[0], headers(auth[1]["A-submit"]), plain, None) is None
