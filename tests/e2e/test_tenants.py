@@ -41,6 +41,10 @@ KEYS = {"service": ("*", "submit"), "acme": ("acme", "submit"), "acme_read": ("a
 LEAF = {"name": "leaf", "nodes": [{"id": "x", "task": "e2e.digest", "input": {"value": 1}}],
         "output": "${nodes.x.output}"}
 UNTOUCHED_S = 2.0
+FOREIGN_REF = {"$blob": "sha256:" + "ab" * 32, "bytes": 10}
+BY_REFERENCE = {**LEAF, "nodes": [{**LEAF["nodes"][0], "input": {"value": FOREIGN_REF}}]}
+"""A spec passing a blob by reference: a tenant's token may not send one on Kafka (a
+digest is no permission to read what it names)."""
 
 
 @pytest.fixture(scope="module")
@@ -198,9 +202,12 @@ async def test_kafka_submissions_are_checked(
                                 "and the record names no tenant"),
         f"kten-{tag}-forged": ("acme", "hwk_0123456789ab_" + "x" * 43,
                                "unauthenticated: unknown or revoked API key"),
+        f"kten-{tag}-blob": ("acme", keys["acme"], "forbidden: the WorkflowSubmitted holds "
+                             f"a reference to blob {FOREIGN_REF['$blob']}"),
     }
     for wid, (tenant, token, _) in cases.items():
-        await _submit_json(secured, wid, tenant, token)
+        spec = BY_REFERENCE if wid.endswith("-blob") else LEAF
+        await _submit_json(secured, wid, tenant, token, spec)
 
     def all_dead(records: list[Any]) -> bool:
         return set(cases) <= {bytes(r.key).decode() for r in records if r.key is not None}
