@@ -277,9 +277,10 @@ class AsyncClient(AsyncTaskLogReads):
         return await self.fetch(req.cancel(workflow_id, reason))
 
     async def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT,
-                    id: str | None = None, from_node: str | None = None) -> Submitted:
+                    id: str | None = None, from_node: str | None = None,
+                    cache_refresh: bool = False) -> Submitted:
         """As ``Client.rerun``."""
-        return await self.fetch(req.rerun(workflow_id, input, id, from_node))
+        return await self.fetch(req.rerun(workflow_id, input, id, from_node, cache_refresh))
 
     async def queues(self) -> builtins.list[Queue]:
         """As ``Client.queues``."""

@@ -294,9 +294,10 @@ SAME_INPUT: Any = object()
 
 
 def rerun(workflow_id: str, workflow_input: Any, new_id: str | None,
-          from_node: str | None) -> Request[Submitted]:
+          from_node: str | None, cache_refresh: bool = False) -> Request[Submitted]:
     """``Client.rerun``: ``POST /v1/workflows/{id}/rerun``, or ``/reset`` with
-    ``from_node`` (``new_id`` None: a new id, chosen now, before the first try)."""
+    ``from_node`` (``new_id`` None: a new id, chosen now, before the first try;
+    ``cache_refresh``: ``?cache=refresh``)."""
     body: dict[str, Any] = {"id": run_id(new_id)}
     if workflow_input is not SAME_INPUT:
         body["input"] = workflow_input
@@ -305,8 +306,9 @@ def rerun(workflow_id: str, workflow_input: Any, new_id: str | None,
             raise ValueError("from_node: give a node's id")
         body["node"] = from_node
     verb = "rerun" if from_node is None else "reset"
-    return Request(Call("POST", f"/v1/workflows/{segment(workflow_id)}/{verb}", json=body),
-                   submitted_from)
+    params = {"cache": "refresh"} if cache_refresh else {}
+    return Request(Call("POST", f"/v1/workflows/{segment(workflow_id)}/{verb}", json=body,
+                        params=params), submitted_from)
 
 
 def queues_from(response: httpx.Response) -> list[Queue]:

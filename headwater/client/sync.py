@@ -343,7 +343,7 @@ class Client(BlobReads, TaskLogReads):
         return self.fetch(req.cancel(workflow_id, reason))
 
     def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT, id: str | None = None,
-              from_node: str | None = None) -> Submitted:
+              from_node: str | None = None, cache_refresh: bool = False) -> Submitted:
         """Run an ended run again under a new id, reusing what succeeded: from its failed
         and cancelled nodes (``POST .../rerun``), or with ``from_node`` from that node on
         (``POST .../reset``, any ended run).
@@ -354,12 +354,14 @@ class Client(BlobReads, TaskLogReads):
             id: the new run's id (None: ``wf-<uuid4 hex>``, chosen before the first try,
                 so retrying is safe).
             from_node: reset to this node: it and everything downstream of it run again.
+            cache_refresh: its cached nodes compute afresh instead of taking the cache's
+                entries (``?cache=refresh``), as a reset to a cached node wants.
 
         Raises:
             NotFound: no such run. Conflict: it has not ended (a rerun: or it succeeded),
                 or the id is taken by another body. Unprocessable: no such node.
         """
-        return self.fetch(req.rerun(workflow_id, input, id, from_node))
+        return self.fetch(req.rerun(workflow_id, input, id, from_node, cache_refresh))
 
     def queues(self) -> builtins.list[Queue]:
         """Every queue's backlog, workers and tasks (``GET /v1/queues``)."""

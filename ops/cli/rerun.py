@@ -1,4 +1,5 @@
-"""``headwater rerun ID [--from NODE] [--input JSON|@file] [--id NEW] [--follow]``: run
+"""``headwater rerun ID [--from NODE] [--input JSON|@file] [--id NEW] [--refresh-cache]
+[--follow]``: run
 an ended run again under a new id, reusing what succeeded (``POST /v1/workflows/{id}/
 rerun``, or ``/reset`` with ``--from``), and print the new run's id (and, with
 ``--follow``, its progress and output)."""
@@ -28,6 +29,9 @@ def rerun(
     id: Annotated[str | None, typer.Option(
         help="the new run's id (default: wf-<random>, chosen and printed before the "
              "first try)")] = None,
+    refresh_cache: Annotated[bool, typer.Option(
+        "--refresh-cache", help="its cached nodes compute afresh instead of taking the "
+                                "cache's entries (a reset to a cached node wants it)")] = False,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch the new run until it ends")] = False,
     gateway: str = GATEWAY,
@@ -41,7 +45,8 @@ def rerun(
     started = time.monotonic()
     with gateway_errors(gateway), client(gateway) as hw:
         with gateway_errors(gateway, f"a rerun of {workflow_id}"):  # a 4xx: refused
-            answer = hw.rerun(workflow_id, input=new_input, id=new_id, from_node=from_)
+            answer = hw.rerun(workflow_id, input=new_input, id=new_id, from_node=from_,
+                              cache_refresh=refresh_cache)
         what = f"from {escape(from_)}" if from_ else "from what failed"
         console.print(f"workflow [bold]{escape(answer.id)}[/] {answer.status}: a rerun of "
                       f"{escape(workflow_id)} {what}"

@@ -64,6 +64,16 @@ def test_rerun_from_a_node_is_a_reset_and_keeps_the_input_when_none_is_given(
     assert body["node"] == "b" and "input" not in body and body["id"].startswith("wf-")
 
 
+def test_a_reset_may_refresh_the_cache(gateway: Gateway) -> None:
+    gateway.answers = [(202, {"id": "wf-4", "status": "accepted", "rerun_of": "wf-1",
+                              "reset": "b", "links": {}})]
+    result = runner.invoke(app, ["rerun", "wf-1", "--from", "b", "--refresh-cache",
+                                 "--gateway", gateway.url])
+    assert result.exit_code == 0, result.output
+    _, path, _ = gateway.requests[0]
+    assert path == "/v1/workflows/wf-1/reset?cache=refresh"
+
+
 def test_a_refused_rerun_says_why(gateway: Gateway) -> None:
     gateway.answers = [(409, {"type": "about:blank", "title": "Conflict", "status": 409,
                               "detail": "workflow wf-1 has not ended; a rerun needs one "

@@ -234,3 +234,18 @@ async def test_the_async_client_runs_at_a_priority_too() -> None:
     async with AsyncClient("http://gw", transport=httpx.MockTransport(handler)) as hw:
         ran = await hw.run("docs", mode="async", id="wf-1", priority=7)
     assert ran.id == "wf-1" and seen[0].url.params["priority"] == "7"
+
+
+def test_rerun_and_reset_may_ask_for_a_cache_refresh() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(202, json={"id": "wf-2", "status": "accepted"})
+
+    with client(handler) as hw:
+        hw.rerun("wf-1", id="wf-2")
+        hw.rerun("wf-1", id="wf-3", from_node="embed", cache_refresh=True)
+    assert [(r.url.path, r.url.params.get("cache")) for r in seen] == [
+        ("/v1/workflows/wf-1/rerun", None), ("/v1/workflows/wf-1/reset", "refresh")]
+    assert json.loads(seen[1].content) == {"id": "wf-3", "node": "embed"}
