@@ -62,8 +62,8 @@ def _fold(wid: str, history: Sequence[ev.HistoryEvent],
     faults = []
     for e in history:
         doc = cache_of(state) if state is not None else None
-        if (isinstance(e.body, ev.CacheServed) and not e.body.hit and doc is not None
-                and doc["computing"] is not None):
+        if (isinstance(e.body, ev.CacheServed) and not e.body.hit and not e.body.alone
+                and doc is not None and doc["computing"] is not None):
             faults.append(f"{wid}: seq {e.seq} lets {e.body.holder} compute while "
                           f"{doc['computing'][0]} does")
         try:

@@ -132,6 +132,7 @@ def kind_body_samples() -> list[Any]:
         ev.CacheLookedUp(CACHE, f"{WF}/embed[3]/1", "rag.embed", "dóc", 1000, False, AT, 3),
         ev.CacheServed(CACHE, f"{WF}/embed/1", True, AT, [1, "é"], SOURCE, 300, 40),
         ev.CacheServed(CACHE, f"{WF}/embed/2", False, AT),
+        ev.CacheServed(CACHE, f"{WF}/embed/3", False, AT, alone=True),
         ev.CacheReleased(CACHE, f"{WF}/embed/1", AT, True, {"x": None}, SOURCE, 300, None),
         ev.CacheReleased(CACHE, f"{WF}/embed/2", AT),
         ev.WorkflowAccepted(WF, AT, SPEC, {"q": 1}, "acme", rerun={

@@ -120,7 +120,9 @@ class CacheLookedUp:
 @dataclass(frozen=True)
 class CacheServed:
     """The cache's history: its answer to ``holder``: a hit with the entry's output,
-    ``source``, ``saved_ms`` and ``units``, or a miss (``holder`` computes the key)."""
+    ``source``, ``saved_ms`` and ``units``, or a miss (``holder`` computes the key);
+    ``alone``: a miss to a lookup over ``MAX_WAITERS``, which computes without being the
+    key's computing attempt (its output is not stored, and nothing waits for it)."""
 
     workflow_id: str
     holder: str
@@ -130,6 +132,7 @@ class CacheServed:
     source: Any = None
     saved_ms: int = 0
     units: int | None = None
+    alone: bool = False
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ from headwater.core.status import NodeStatus
 CACHE_SPEC: dict[str, Any] = {"name": "cache", "nodes": [{"id": CACHE_NODE,
                                                           "kind": NodeKind.CACHE.value}]}
 """The spec a cache is accepted with."""
+MAX_WAITERS = 10_000
+"""The most lookups a cache keeps waiting for the attempt computing its key (each
+``[holder, refresh, ttl]`` in its header, about 100 bytes); one more computes on its
+own (``_overflow``)."""
 TIMER_PREFIX = "cache"
 EXPIRE_TIMER = f"{TIMER_PREFIX}:expire"
 """The timer that drops the entry when its ttl passes."""
@@ -68,6 +72,19 @@ def looked_up(rec: Recorder, state: WorkflowState | None, event: CacheLookedUp) 
     waiting = len(doc["waiters"]) + 1 if doc is not None else 1
     rec.record(dataclasses.replace(event, waiting=waiting))
     _serve(rec, fresh=False)
+    _overflow(rec, event.holder)
+
+
+def _overflow(rec: Recorder, holder: str) -> None:
+    """A lookup left waiting beyond ``MAX_WAITERS`` computes on its own (a miss
+    ``alone``): the cache's header, rewritten at each of its events, stays bounded (an
+    entity over a table entry's size would fail and answer no one again), at the cost
+    of that attempt's computing what another computes already."""
+    doc = cache_of(rec.current)
+    if doc is not None and len(doc["waiters"]) > MAX_WAITERS and any(
+            w[0] == holder for w in doc["waiters"]):
+        rec.record(CacheServed(rec.current.workflow_id, holder, False, rec.at_ms,
+                               alone=True))
 
 
 def released(rec: Recorder, state: WorkflowState | None, event: CacheReleased) -> None:
@@ -160,7 +177,9 @@ def _served(state: WorkflowState, body: CacheServed) -> None:
     doc = _live(state)
     ttl = next((w[2] for w in doc["waiters"] if w[0] == body.holder), None)
     doc["waiters"] = [w for w in doc["waiters"] if w[0] != body.holder]
-    if body.hit:
+    if body.alone:  # over the bound: it computes, but not as the key's computing one
+        doc["misses"] += 1
+    elif body.hit:
         doc["hits"] += 1
     else:
         if ttl is None or doc["computing"] is not None:

@@ -275,3 +275,26 @@ def test_the_clients_cache_refresh_is_the_submissions_query() -> None:
     call = submit_call({"name": "n", "nodes": []}, None, None, "w1", {"cache_refresh": True})
     assert call.params == {"cache": "refresh"} and "cache" not in call.json
     assert submit_call({"name": "n", "nodes": []}, None, None, "w1").params == {}
+
+
+def test_a_lookup_over_the_bound_on_waiters_computes_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from headwater.core.kinds.cache import rules
+
+    monkeypatch.setattr(rules, "MAX_WAITERS", 2)
+    c = Cache()
+    c.look("w1/a/1")
+    assert _served(c.look("w2/a/1")) == [] and _served(c.look("w3/a/1")) == []
+    over = c.look("w4/a/1")
+    assert _served(over) == [("w4/a/1", False)]
+    assert [b.alone for b in over if isinstance(b, ev.CacheServed)] == [True]
+    assert c.doc["computing"][0] == "w1/a/1" and len(c.doc["waiters"]) == 2
+    assert c.release("w4/a/1", "its own") == []  # not the key's computing one: not stored
+    assert c.doc["entry"] is None
+    stored = c.release("w1/a/1", "x", T0 + 10)
+    assert _served(stored) == [("w2/a/1", True), ("w3/a/1", True)]
+    assert c.doc["misses"] == 2 and c.doc["hits"] == 2 and c.doc["stores"] == 1
+    replayed: WorkflowState | None = None
+    for e in c.history:
+        replayed = evolve(replayed, e)
+    assert replayed is not None and cache_of(replayed) == c.doc
