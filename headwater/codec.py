@@ -63,7 +63,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.TaskHeartbeated, ev.TaskCheckpointed, ev.TaskOutputStreamed, ev.TaskCancelled,
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
         ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, ev.TaskHeld, ev.PermitGranted,
-        ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
+        ev.PermitDenied, ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
         ev.CacheReturned,
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,

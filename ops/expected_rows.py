@@ -61,7 +61,7 @@ NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
 
 UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
                        ev.PermitRequested, ev.PermitReleased, ev.PermitIssued,
-                       ev.LimitDefined, ev.CacheLookedUp, ev.CacheServed,
+                       ev.PermitRefused, ev.LimitDefined, ev.CacheLookedUp, ev.CacheServed,
                        ev.CacheReleased})
 """Node kinds' events with no expected row of their own: what they write
 (``schedules`` rows, a limiter's ``limiters`` row, a cache's ``caches`` row) is not

@@ -10,8 +10,9 @@ from headwater.core.limits import is_rate
 
 
 def permit_inputs(body: ev.Body) -> list[ev.Input]:
-    """A request for ``TaskHeld``, a grant for ``PermitIssued``, a release per limiter for
-    ``PermitsReturned``; nothing for any other event."""
+    """A request for ``TaskHeld``, a grant for ``PermitIssued``, a denial for
+    ``PermitRefused``, a release per limiter for ``PermitsReturned``; nothing for any
+    other event."""
     wid = body.workflow_id
     if isinstance(body, ev.TaskHeld):
         return [ev.PermitRequested(
@@ -20,6 +21,10 @@ def permit_inputs(body: ev.Body) -> list[ev.Input]:
     if isinstance(body, ev.PermitIssued):
         holder = parse_dispatch_id(body.holder)
         return [] if holder is None else [ev.PermitGranted(*holder, wid, body.at_ms)]
+    if isinstance(body, ev.PermitRefused):
+        holder = parse_dispatch_id(body.holder)
+        return [] if holder is None else [ev.PermitDenied(*holder, wid, body.bound,
+                                                          body.at_ms)]
     if isinstance(body, ev.PermitsReturned):
         ended = dispatch_id(wid, body.node, body.index, body.attempt)
         return [ev.PermitReleased(lid, ended, body.at_ms,

@@ -26,8 +26,8 @@ batches and duplicates give the same rows:
   its output; the spend).
 - A schedule's acceptance, its ``Schedule*`` events and its end: its ``schedules`` row
   (``schedules.py``).
-- A limiter's ``PermitRequested``, ``PermitReleased`` and ``PermitIssued``: its
-  ``limiters`` row (``limiters.py``).
+- A limiter's ``PermitRequested``, ``PermitReleased``, ``PermitIssued`` and
+  ``PermitRefused``: its ``limiters`` row (``limiters.py``).
 - A cache's ``CacheLookedUp``, ``CacheServed`` and ``CacheReleased``: its ``caches`` row
   (``caches.py``).
 """

@@ -45,5 +45,7 @@ LIMITER_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
         (SET_LIMITER, (wid, b.holding, b.queued, b.granted, at, seq))],
     ev.PermitIssued: lambda wid, seq, at, b: [
         (SET_LIMITER, (wid, b.holding, b.queued, b.granted, at, seq))],
+    ev.PermitRefused: lambda wid, seq, at, b: [
+        (SET_LIMITER, (wid, b.holding, b.queued, b.granted, at, seq))],
 }
 """Body type -> its statements."""

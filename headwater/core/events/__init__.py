@@ -51,8 +51,10 @@ from headwater.core.kinds.cache.records import (
 )
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
+    PermitDenied,
     PermitGranted,
     PermitIssued,
+    PermitRefused,
     PermitReleased,
     PermitRequested,
     PermitsReturned,
@@ -96,8 +98,10 @@ __all__ = [
     "NodeFinished",
     "NodeReused",
     "ParentLinked",
+    "PermitDenied",
     "PermitGranted",
     "PermitIssued",
+    "PermitRefused",
     "PermitReleased",
     "PermitRequested",
     "PermitsReturned",

@@ -36,6 +36,7 @@ from headwater.core.kinds.limiter.records import (
     LimitDefined,
     PermitGranted,
     PermitIssued,
+    PermitRefused,
     PermitReleased,
     PermitRequested,
     PermitsReturned,
@@ -288,6 +289,7 @@ Body = (
     | PermitRequested
     | PermitReleased
     | PermitIssued
+    | PermitRefused
     | LimitDefined
     | TaskLookedUp
     | CacheAnswered

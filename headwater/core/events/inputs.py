@@ -18,6 +18,7 @@ from typing import Any
 from headwater.core.kinds.cache.records import CacheAnswered, CacheLookedUp, CacheReleased
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
+    PermitDenied,
     PermitGranted,
     PermitReleased,
     PermitRequested,
@@ -191,5 +192,6 @@ Report = (
     | TaskSucceeded | TaskFailed
 )
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
-         | Report | PermitRequested | PermitReleased | PermitGranted | LimitDefined
+         | Report | PermitRequested | PermitReleased | PermitGranted | PermitDenied
+         | LimitDefined
          | CacheLookedUp | CacheReleased | CacheAnswered)

@@ -11,7 +11,10 @@ lease, its item's slot kept), so everything that ends a task ends it (a cancel, 
 of its node or workflow: ``TaskCancelled``), and the coordinator sends each of its
 node's limiters a ``PermitReleased`` when an attempt ends, held or dispatched. A grant
 for an attempt that no longer waits for it changes nothing: that attempt's end released
-it already, or will.
+it already, or will. A limiter whose queue is full refuses the request
+(``PermitDenied``): the attempt that waits for it fails, retryable (``refusal``), and its
+retry asks again after the policy's backoff; a refusal it no longer waits for changes
+nothing.
 
 Each limit's key (and a rate limit's units) is resolved for the attempt here, from the
 workflow's input and outputs and the item, the same way at every step: so the release
@@ -32,6 +35,9 @@ from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
 from headwater.errors import InputReferenceError
+
+LIMIT_QUEUE_FULL = "LimitQueueFull"
+"""The error type of an attempt whose limiter refused its request (its queue full)."""
 
 
 class Wanted(NamedTuple):
@@ -76,10 +82,10 @@ def hold(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
                            wanted.limit.window_ms, wanted.units, rec.at_ms))
 
 
-def grant_fits(state: WorkflowState, event: ev.PermitGranted) -> bool:
-    """Whether ``event`` grants the permit the attempt it names waits for: a copy, or a
-    grant for an attempt that ended (its node cancelled it, say, while the run goes on)
-    does not."""
+def grant_fits(state: WorkflowState, event: ev.PermitGranted | ev.PermitDenied) -> bool:
+    """Whether ``event`` answers the request the attempt it names waits for: a copy, or
+    an answer for an attempt that ended (its node cancelled it, say, while the run goes
+    on; a refused one failed) does not."""
     task = state.tasks.get(task_key(event.node, event.index))
     return (task is not None and task.status is TaskStatus.HELD
             and task.attempt == event.attempt and task.waiting_for == event.limiter)
@@ -92,3 +98,14 @@ def after(wanted: list[Wanted], limiter: str) -> Wanted | None:
         return None
     i = ids.index(limiter)
     return wanted[i + 1] if i + 1 < len(wanted) else None
+
+
+def refusal(event: ev.PermitDenied) -> ev.TaskFailed:
+    """The failure of the attempt whose request ``event`` refused: retryable, so its
+    retry policy's backoff asks again later (a new attempt, a new holder id); its end
+    releases what it asked, as any end does (the refused request was never queued)."""
+    return ev.TaskFailed(
+        event.workflow_id, event.node, event.index, event.attempt, event.at_ms,
+        f"{event.limiter}: its queue is full ({event.bound} requests wait, the most a "
+        f"limiter queues); the attempt asks again after its retry's backoff",
+        LIMIT_QUEUE_FULL, retryable=True)

@@ -148,6 +148,7 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.TimerFired: _while_running(timers.timer_fired),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
     ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
+    ev.PermitDenied: _while_running(reports.permit_denied),  # a limiter's refusal
     ev.CacheAnswered: _while_running(reports.cache_answered),  # a cache's, for a lookup
 }
 """Input type -> its rule. The report types are those of ``events.Report``; a

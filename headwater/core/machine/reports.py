@@ -18,7 +18,7 @@ from headwater.core import events as ev
 from headwater.core import registry
 from headwater.core.fencing import stale_reason
 from headwater.core.ids import LEASE_TIMER, task_key, task_timer_id
-from headwater.core.machine import dispatch, lookups
+from headwater.core.machine import dispatch, holds, lookups
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import TaskState, WorkflowState
 from headwater.core.status import TaskStatus
@@ -90,6 +90,14 @@ def cache_answered(rec: Recorder, state: WorkflowState, event: ev.CacheAnswered)
     rec.record(event)
     dispatch.dispatch(rec, state.spec.node(event.node), event.index, event.attempt,
                       looked_up=True)
+
+
+def permit_denied(rec: Recorder, state: WorkflowState, event: ev.PermitDenied) -> None:
+    """A limiter refused a held attempt's request, its queue being full: the attempt
+    fails, retryable (``holds.refusal``), as a worker's failure would have it. A refusal
+    the attempt does not wait for changes nothing."""
+    if holds.grant_fits(state, event):
+        attempt_failed(rec, holds.refusal(event))
 
 
 def _succeeded(rec: Recorder, report: ev.TaskSucceeded,

@@ -8,6 +8,8 @@ units), the requests waiting in the order they came, and for a rate limit the gr
 the current window. It grants in order: a concurrency permit while fewer than ``limit``
 hold one, a rate permit while the units granted in the last ``window`` leave room (else
 its timer ``limit:window`` fires when they will). A release frees a holder's permit or
-drops its waiting request. Requests and releases are idempotent by holder id (an
-attempt's dispatch id): a copy changes nothing. docs/architecture.md §4n.
+drops its waiting request. At most ``MAX_QUEUED`` requests wait: one more is refused
+(``PermitRefused``), and its attempt fails, retryable, to ask again later. Requests
+and releases are idempotent by holder id (an attempt's dispatch id): a copy changes
+nothing. docs/architecture.md §4n.
 """

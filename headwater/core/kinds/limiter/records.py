@@ -1,12 +1,14 @@
 """The ``limiter`` kind's records: the attempt's side (``TaskHeld``: it waits for a
-permit; ``PermitGranted``: it got one) and the limiter's (``PermitRequested``,
-``PermitReleased``, ``PermitIssued``), with how each reads (``DESCRIBE``, ``FOLLOW``).
+permit; ``PermitGranted``: it got one; ``PermitDenied``: its request was refused) and
+the limiter's (``PermitRequested``, ``PermitReleased``, ``PermitIssued``,
+``PermitRefused``), with how each reads (``DESCRIBE``, ``FOLLOW``).
 
 An attempt's ``TaskHeld`` is sent to its limiter as ``PermitRequested`` (on ``control``,
 keyed by the limiter's id); its end (``TaskSucceeded``, ``TaskFailed``,
 ``TaskCancelled``, each followed by ``PermitsReturned``) as ``PermitReleased``; the
 limiter's ``PermitIssued`` is sent to the attempt's workflow as ``PermitGranted`` (on
-``reports``): the coordinator routes them (``services/coordinator/permits.py``).
+``reports``), its ``PermitRefused`` as ``PermitDenied``: the coordinator routes them
+(``services/coordinator/permits.py``).
 ``LimitDefined`` comes from the gateway (``PUT /v1/limits/{key}``).
 """
 
@@ -49,6 +51,21 @@ class PermitGranted:
     index: int | None
     attempt: int
     limiter: str
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class PermitDenied:
+    """Input (``reports``): ``limiter`` refused the held attempt's request, its queue
+    being full (``bound`` requests wait, the most a limiter queues). The attempt that
+    waits for it fails, retryable (``LimitQueueFull``); it is not recorded itself."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    limiter: str
+    bound: int
     at_ms: int
 
 
@@ -129,6 +146,23 @@ class PermitIssued:
 
 
 @dataclass(frozen=True)
+class PermitRefused:
+    """The limiter's history: it refused ``holder``'s request for ``units``, since
+    ``bound`` requests wait already (``MAX_QUEUED``); the request is not queued, and the
+    attempt fails (``PermitDenied``) to ask again after its retry's backoff.
+    ``holding``, ``queued`` and ``granted`` as in ``PermitReleased`` (unchanged by it)."""
+
+    workflow_id: str
+    holder: str
+    units: int
+    bound: int
+    at_ms: int
+    holding: int = 0
+    queued: int = 0
+    granted: int = 0
+
+
+@dataclass(frozen=True)
 class LimitDefined:
     """Input (``control``, keyed by the limiter's id; ``PUT /v1/limits/{key}``) and the
     limiter's history: ``kind``'s limit of ``key`` is ``limit`` (per ``window_ms`` for a
@@ -161,6 +195,7 @@ DESCRIBE: dict[type[Any], Describe] = {
     PermitRequested: lambda b: f"{b.holder} asks for {b.units}",
     PermitReleased: lambda b: f"{b.holder} released",
     PermitIssued: lambda b: f"{b.holder}: {b.holding} of {b.limit} held",
+    PermitRefused: lambda b: f"{b.holder} refused: {b.bound} requests wait already",
     LimitDefined: lambda b: (f"{b.kind} {b.key}: limit {b.limit}" if b.limit
                              else f"{b.kind} {b.key}: definition taken back"),
 }
@@ -174,6 +209,8 @@ FOLLOW: dict[type[Any], Follow | None] = {
     PermitReleased: lambda data: FollowNote(f"{data.get('holder')} released its permit"),
     PermitIssued: lambda data: FollowNote(f"{data.get('holder')} granted "
                                           f"({data.get('holding')} of {data.get('limit')})"),
+    PermitRefused: lambda data: FollowNote(f"{data.get('holder')} refused: the queue is "
+                                           f"full ({data.get('bound')})"),
     LimitDefined: lambda data: FollowNote(f"limit defined: {data.get('limit')}"),
 }
 """Each event's line in the live view (``ops/cli/follow.py``)."""

@@ -30,6 +30,7 @@ from headwater.core.kinds.limiter.records import (
     FOLLOW,
     LimitDefined,
     PermitIssued,
+    PermitRefused,
     PermitReleased,
     PermitRequested,
 )
@@ -45,6 +46,10 @@ from headwater.core.status import NodeStatus
 LIMITER_SPEC: dict[str, Any] = {"name": "limiter", "nodes": [{"id": LIMITER_NODE,
                                                               "kind": NodeKind.LIMITER.value}]}
 """The spec a limiter is accepted with."""
+MAX_QUEUED = 10_000
+"""The most requests a limiter keeps waiting (each ``[holder, units]`` in its header,
+rewritten at each of its events, some 60 bytes); one more is refused (``PermitRefused``)
+and its attempt fails, to ask again after its retry's backoff."""
 TIMER_PREFIX = "limit"
 WINDOW_TIMER = f"{TIMER_PREFIX}:window"
 """The timer that wakes a rate limiter when its window leaves room for the request at
@@ -68,7 +73,8 @@ def _created(rec: Recorder, state: WorkflowState | None, limiter: str,
 
 def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested) -> None:
     """A request: the first for an id creates its limiter; a copy of a request it holds
-    or queues changes nothing; else it queues, and what fits is granted."""
+    or queues changes nothing; one over ``MAX_QUEUED`` waiting is refused; else it
+    queues, and what fits is granted."""
     state = _created(rec, state, event.workflow_id, event.at_ms)
     if state is None:
         return
@@ -79,8 +85,25 @@ def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested
     holding = _holding(lim, rec.at_ms) if lim is not None else 0
     queued = len(lim["queue"]) + 1 if lim is not None else 1
     granted = lim.get("granted", 0) if lim is not None else 0
+    if queued > MAX_QUEUED:
+        _refuse(rec, event, holding, queued - 1, granted)
+        return
     rec.record(dataclasses.replace(event, holding=holding, queued=queued, granted=granted))
     _issue(rec)
+
+
+def _refuse(rec: Recorder, event: PermitRequested, holding: int, queued: int,
+            granted: int) -> None:
+    """Refuse a request over ``MAX_QUEUED``: the limiter's header, rewritten at each of
+    its events, stays bounded (one grown past a table entry would be failed as
+    oversized, and its holders would wait for ever). The request is not queued (a
+    release of its holder records nothing); a copy coming once the queue has room is
+    queued like any request, and the attempt's end releases it.
+
+    The queue is not empty, so its head does not fit, and a request behind it would not
+    be granted now either (first come, first served)."""
+    rec.record(PermitRefused(event.workflow_id, event.holder, event.units, MAX_QUEUED,
+                             rec.at_ms, holding, queued, granted))
 
 
 def defined(rec: Recorder, state: WorkflowState | None, event: LimitDefined) -> None:
@@ -252,6 +275,11 @@ def _issued(state: WorkflowState, body: PermitIssued) -> None:
     _settle(state, lim, body.at_ms)
 
 
+def _refused(state: WorkflowState, body: PermitRefused) -> None:
+    """A refusal changes nothing: the request was never queued."""
+    _live(state)
+
+
 def _live(state: WorkflowState) -> dict[str, Any]:
     lim = limiter_of(state)
     if lim is None:
@@ -297,7 +325,8 @@ def _parse(raw: Mapping[str, Any], where: str, work: Work,
 UNIT = KindUnit(NodeKind.LIMITER, frozenset(), start, attempt_succeeded, attempt_failed,
                 parse=_parse, timer_prefix=TIMER_PREFIX, timer_fired=woke,
                 events={PermitRequested: _requested, PermitReleased: _released,
-                        PermitIssued: _issued, LimitDefined: _defined},
+                        PermitIssued: _issued, PermitRefused: _refused,
+                        LimitDefined: _defined},
                 evolution=KindEvolution(timer_fired=_timer_fired),
                 describe=DESCRIBE, follow=FOLLOW)  # an attempt's TaskHeld, PermitGranted too
 """The ``limiter`` kind."""
