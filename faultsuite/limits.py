@@ -4,9 +4,11 @@ limiter never ends, and no one submits it).
 
 Each limiter's history must be sound like a workflow's (seq 1..n without gaps, no seq
 with two bodies, it folds), no ``PermitIssued`` may leave more held than the limit (a
-permit granted twice, or beyond the limit), and once every run has ended the limiter
-must hold nothing and queue nothing (no permit leaked, no request left behind): a
-SIGKILL at any point must change none of it.
+permit granted twice, or beyond the limit), no ``PermitRefused`` may refuse a request
+while fewer than its bound waited (a refusal is the limiter's answer to a full queue,
+and its attempt asks again later: not a fault), and once every run has ended the
+limiter must hold nothing and queue nothing (no permit leaked, no request left behind,
+a refused request's copy included): a SIGKILL at any point must change none of it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def limiter_faults(records: Sequence[Record]) -> tuple[list[str], dict[str, Any]
                 LIMITER_PREFIX):
             per.setdefault(r.value.workflow_id, []).append(r.value)
     faults: list[str] = []
-    figures: dict[str, Any] = {"limiters": len(per), "granted": 0, "most_held": {}}
+    figures: dict[str, Any] = {"limiters": len(per), "granted": 0, "refused": 0,
+                               "most_held": {}}
     for wid, events in sorted(per.items()):
         audit = audit_history(wid, events)
         faults += [f for f in audit.violations() if "terminal events" not in f]
@@ -51,6 +54,8 @@ def limiter_faults(records: Sequence[Record]) -> tuple[list[str], dict[str, Any]
                    f"{e.body.limit}" for e in history
                    if isinstance(e.body, ev.PermitIssued) and e.body.holding > e.body.limit
                    and (e.body.units <= e.body.limit or _concurrency(history))]
+        faults += _refusals(wid, history)
+        figures["refused"] += sum(isinstance(e.body, ev.PermitRefused) for e in history)
         faults += _leaks(wid, history)
     return faults, figures
 
@@ -66,6 +71,26 @@ def first_of_each_seq(events: Sequence[ev.HistoryEvent]) -> list[ev.HistoryEvent
 def _concurrency(history: Sequence[ev.HistoryEvent]) -> bool:
     return any(isinstance(e.body, ev.PermitRequested) and e.body.kind == CONCURRENCY
                for e in history)
+
+
+def _refusals(wid: str, history: Sequence[ev.HistoryEvent]) -> list[str]:
+    """Each refusal recorded while the queue had room (fewer than its bound waiting,
+    by the limiter's state folded up to it)."""
+    state: WorkflowState | None = None
+    out = []
+    try:
+        for e in history:
+            if isinstance(e.body, ev.PermitRefused):
+                node = state.nodes.get(LIMITER_NODE) if state is not None else None
+                lim = node.limiter if node is not None else None
+                waiting = len(lim["queue"]) if lim is not None else 0
+                if waiting < e.body.bound:
+                    out.append(f"{wid}: seq {e.seq} refused {e.body.holder} with "
+                               f"{waiting} waiting, under its bound of {e.body.bound}")
+            state = evolve(state, e)
+    except IllegalTransition:
+        return out  # the audit names it
+    return out
 
 
 def _leaks(wid: str, history: Sequence[ev.HistoryEvent]) -> list[str]:

@@ -48,7 +48,8 @@ def test_a_cache_whose_lookups_were_all_answered_passes_with_its_figures() -> No
     faults, figures = cache_faults(records)
     assert faults == []
     assert figures == {"caches": 1, "lookups": 3, "hits": 2, "misses": 1, "stores": 1}
-    assert limiter_faults(records) == ([], {"limiters": 0, "granted": 0, "most_held": {}})
+    assert limiter_faults(records) == ([], {"limiters": 0, "granted": 0, "refused": 0,
+                                                "most_held": {}})
 
 
 def test_a_computing_attempt_or_a_waiting_lookup_left_behind_is_named() -> None:

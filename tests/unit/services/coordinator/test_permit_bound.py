@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from faultsuite.limits import limiter_faults
+from faultsuite.limits import LEFT_BEHIND, limiter_faults
 from faultsuite.topics import Record
 from headwater.core import events as ev
 from headwater.core.kinds.limiter import rules
@@ -160,6 +160,7 @@ def test_copies_of_every_record_leave_nothing_behind(duplicates: float) -> None:
         records = [Record(0, n, LID, e, b"") for n, e in enumerate(world.history[LID])]
         faults, figures = limiter_faults(records)
         assert faults == [] and figures["most_held"][LID] == 1
+        assert figures["refused"] == len(_limiter_bodies(world, ev.PermitRefused))
         world.replays()
 
 
@@ -204,6 +205,20 @@ def test_a_copy_of_a_refused_request_queued_once_the_queue_shrank_is_released() 
     r3 = world.states["r3"]
     assert r3 is not None and r3.status is WorkflowStatus.SUCCEEDED
     world.replays()
+
+
+def test_the_audit_names_a_refusal_while_the_queue_had_room() -> None:
+    world = World(random.Random(5))
+    _four(world)
+    history = world.history[LID]  # r3 refused with 2 waiting: no fault
+    found = limiter_faults([Record(0, n, LID, e, b"") for n, e in enumerate(history)])[0]
+    assert all(LEFT_BEHIND in f for f in found), found  # the runs go on
+    forged = ev.HistoryEvent(LID, history[-1].seq + 1,
+                             ev.PermitRefused(LID, "r9/call/1", 1, 3, world.now))
+    records = [Record(0, n, LID, e, b"") for n, e in enumerate([*history, forged])]
+    faults = [f for f in limiter_faults(records)[0] if LEFT_BEHIND not in f]
+    assert faults == [f"{LID}: seq {forged.seq} refused r9/call/1 with 2 waiting, under its "
+                      f"bound of 3"]
 
 
 def _nothing(state: WorkflowState | None, event: Any) -> bool:
