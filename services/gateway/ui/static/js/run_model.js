@@ -9,7 +9,8 @@
 export const EVENT_TYPES = [
   "CacheAnswered", "CacheLookedUp", "CacheReleased", "CacheReturned", "CacheServed",
   "ConditionEvaluated", "LoopStepDecided", "MapExpanded", "NodeFinished", "NodeReused",
-  "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitReleased", "PermitRequested",
+  "LimitDefined", "ParentLinked", "PermitGranted", "PermitIssued", "PermitRefused",
+  "PermitReleased", "PermitRequested",
   "PermitsReturned",
   "ReportDiscarded", "ScheduleArmed", "ScheduleFired", "SchedulePaused", "ScheduleResumed",
   "SignalConsumed", "SignalDiscarded", "SignalSent", "SleepStarted", "TaskCancelled",
