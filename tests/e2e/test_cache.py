@@ -101,6 +101,11 @@ async def test_a_hit_skips_the_dispatch_and_a_refresh_runs_again(
         assert task["cached"]["run"] == f"a-{tag}" and task["cached"]["node"] == "embed"
         assert task["cached"]["attempt"] == 1 and task["cached"]["units"] == 40
         assert task["cached"]["saved_ms"] >= 300
+        one = (await client.get(f"/v1/workflows/b-{tag}/tasks/embed/-")).json()
+        assert one["output"] == a["output"] and one["status"] == "succeeded", one
+        [attempt] = one["attempts"]
+        assert attempt["dispatched_at"] is None and attempt["cached"] == {
+            "workflow_id": f"a-{tag}", "node": "embed", "index": None, "attempt": 1}
         history = await _history(stack, f"b-{tag}")
         kinds = [type(e.body).__name__ for e in history]
         assert "TaskCached" in kinds and "TaskDispatched" not in kinds, kinds

@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ return {
     attempts: all('.task-panel .attempt').map((a) => ({
       attempt: Number(a.dataset.attempt), outcome: a.dataset.outcome,
       error: a.querySelector('.attempt-error')?.textContent ?? '',
+      cachedFrom: a.querySelector('.cached-from')?.textContent ?? '',
+      cachedLink: a.querySelector('.cached-from a')?.getAttribute('href') ?? '',
       traceback: a.querySelector('pre.traceback')?.textContent ?? ''})),
     logs: text('.task-panel pre.logs'), logsState: text('.task-panel .logs-state')} : null,
   items: all('#node-panel table.items tbody tr').map((r) => Number(r.dataset.index)),
@@ -140,6 +143,29 @@ def test_a_failed_task_shows_its_error_type_and_attempts(ui: UI, stack: Stack) -
     assert logs.count("step 1 of 3") == 2 and "printed before the failure" in logs, logs
     ui.click(".task-panel details.traceback summary")
     ui.shot("run-failed-traceback")
+
+
+def test_a_cached_task_shows_its_output_and_where_it_came_from(ui: UI, stack: Stack) -> None:
+    key = f"ui-cache-{uuid.uuid4().hex[:8]}"
+    spec = {"name": "ui-cached", "nodes": [
+        {"id": "slow", "task": "e2e.digest", "cache": {"key": key, "ttl": 600},
+         "input": {"value": key, "salt": "ui", "seconds": 0.05}}],
+        "output": "${nodes.slow.output}"}
+    first = submit(stack, spec, "ui-cache-a")
+    wait_until(lambda: httpx.get(f"{stack.gateway}/v1/workflows/{first}", timeout=10).json(),
+               60, "the first run", until=lambda d: d["status"] == "succeeded")
+    second = submit(stack, spec, "ui-cache-b")
+    ui.open(f"/ui/runs/{second}")
+    wait(ui, "the second run succeeded", lambda s: s["status"] == "succeeded")
+    ui.click('#nodes tr[data-node="slow"] button.node-open')
+    opened = wait(ui, "the hit's attempt in the panel", lambda s: (
+        s["task"] and s["task"]["output"] and s["task"]["attempts"]
+        and s["task"]["attempts"][0]["cachedFrom"]))
+    [attempt] = opened["task"]["attempts"]
+    assert attempt["outcome"] == "succeeded", attempt
+    assert attempt["cachedFrom"] == f"cached from {first} slow attempt 1", attempt
+    assert attempt["cachedLink"] == f"/ui/runs/{first}", attempt
+    ui.shot("run-cached-task")
 
 
 def test_a_running_tasks_logs_are_followed(ui: UI, stack: Stack) -> None:

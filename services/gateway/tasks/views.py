@@ -15,10 +15,13 @@ Row = Mapping[str, Any]
 """A row by column name (an ``asyncpg.Record``)."""
 NO_INDEX = "-"
 """The ``{index}`` of a task of a node without index (a plain task node)."""
-ATTEMPT_EVENTS = ("TaskDispatched", "TaskStarted", "TaskSucceeded", "TaskFailed",
-                  "TaskCancelled")
+ATTEMPT_EVENTS = ("TaskDispatched", "TaskStarted", "TaskSucceeded", "TaskCached",
+                  "TaskFailed", "TaskCancelled")
 """The history events an attempt's view is made of."""
-_ENDS = {"TaskSucceeded": "succeeded", "TaskFailed": "failed", "TaskCancelled": "cancelled"}
+_ENDS = {"TaskSucceeded": "succeeded", "TaskCached": "succeeded", "TaskFailed": "failed",
+         "TaskCancelled": "cancelled"}
+_SUCCESSES = ("TaskSucceeded", "TaskCached")
+"""A success: a worker's, or a cache's hit (the output another attempt computed)."""
 
 
 def parse_index(raw: str) -> int | None:
@@ -63,7 +66,9 @@ def attempts(events: Sequence[Row]) -> list[dict[str, Any]]:
         "error", "error_type", "traceback"}]`` by attempt number; ``status`` is
         ``dispatched``, ``running``, ``succeeded``, ``failed`` or ``cancelled``. An
         attempt that failed before any dispatch (a map item whose input could not be
-        resolved) has ``dispatched_at`` null.
+        resolved) has ``dispatched_at`` null; one a cache's hit succeeded (never
+        dispatched) has ``cached``, the attempt whose output it took (``TaskCached``'s
+        source).
     """
     found: dict[int, dict[str, Any]] = {}
     for e in events:
@@ -85,6 +90,8 @@ def attempts(events: Sequence[Row]) -> list[dict[str, Any]]:
                            traceback=data.get("traceback") or "")
             elif kind == "TaskCancelled":
                 one["error"] = data.get("reason") or ""
+            elif kind == "TaskCached":
+                one["cached"] = data.get("source")
     return [found[n] for n in sorted(found)]
 
 
@@ -99,10 +106,10 @@ def task_document(workflow_id: str, row: Row, events: Sequence[Row]) -> dict[str
     Returns:
         ``{"workflow_id", "node", "index", "key", "task", "queue", "status", "attempt",
         "input", "output", "attempts", "links"}``: ``input`` is its latest dispatch's,
-        ``output`` its success's (null until then).
+        ``output`` its success's (a worker's, or a cache's hit's; null until then).
     """
     dispatched = [e["data"] for e in events if e["type"] == "TaskDispatched"]
-    succeeded = [e["data"] for e in events if e["type"] == "TaskSucceeded"]
+    succeeded = [e["data"] for e in events if e["type"] in _SUCCESSES]
     node, index = row["node"], row["idx"]
     return {
         "workflow_id": workflow_id, "node": node, "index": index,

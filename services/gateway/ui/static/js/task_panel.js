@@ -5,7 +5,8 @@
 // that stopped answering ("worker_state": "lost" in the run's document) is marked.
 
 import {ApiError, getJson, taskPath} from "./api.js";
-import {badge, between, duration, h, json, note, replace, timeEl, when} from "./dom.js";
+import {badge, between, duration, h, json, link, note, replace, runPath, timeEl, when}
+  from "./dom.js";
 import {attemptsOf, taskKey} from "./run_model.js";
 import {TaskLogs} from "./task_logs.js";
 
@@ -27,6 +28,13 @@ export function fromModel(model, node, index) {
             error: a.error, error_type: a.errorType, traceback: a.traceback || null}))};
 }
 
+// "cached from <run> <node[i]> attempt n": the attempt whose output a cache's hit took.
+function cachedFrom(source) {
+  return h("p", {class: "cached-from"}, "cached from ",
+    link(runPath(source.workflow_id), source.workflow_id), ` ${taskKey(source.node,
+      source.index)} attempt ${source.attempt}`);
+}
+
 function attemptView(a) {
   const error = a.error ? h("pre", {class: "error attempt-error"},
     a.error_type ? `${a.error_type}: ${a.error}` : a.error) : null;
@@ -41,7 +49,7 @@ function attemptView(a) {
         a.started_at ? ` (queued ${duration(between(a.dispatched_at, a.started_at))})` : ""),
       h("dt", {}, "ended"), h("dd", {}, timeEl(a.finished_at),
         a.finished_at ? ` (ran ${duration(between(a.started_at, a.finished_at))})` : "")),
-    error, traceback);
+    a.cached ? cachedFrom(a.cached) : null, error, traceback);
 }
 
 /** The worker mark of a task of the run's document ({worker_state, worker_last_heard_at}). */

@@ -127,3 +127,13 @@ def test_an_unknown_node_is_404_and_bad_paging_422(gw: Gateway) -> None:
     assert doc["detail"] == "no node b in workflow wf-1"
     for query in ("limit=0", "limit=501", "status=lost", "after=x"):
         assert_problem(gw.client.get(f"/v1/workflows/wf-1/nodes/a/tasks?{query}"), 422)
+
+
+def test_a_cache_hit_shows_its_output_and_the_attempt_it_took_it_from() -> None:
+    source = {"workflow_id": "wf-a", "node": "m", "index": 4, "attempt": 1}
+    hit = [event("TaskLookedUp", 3, attempt=1),
+           event("TaskCached", 4, attempt=1, output={"vec": [1]}, source=source)]
+    [one] = attempts(hit)
+    assert (one["status"], one["dispatched_at"], one["cached"]) == ("succeeded", None, source)
+    doc = task_document("wf-b", {**ROW, "attempt": 1, "seq": 4}, hit)
+    assert doc["output"] == {"vec": [1]} and doc["input"] is None
