@@ -46,6 +46,8 @@ class TaskAttempt:
             ``failed`` or ``cancelled``. worker: who ran it ("" before it started).
         dispatched_at, started_at, finished_at: RFC 3339 times, or None.
         error, error_type, traceback: its failure ("" if none).
+        cached: for an attempt a cache's hit succeeded (never run), the attempt that
+            computed its output (``{"workflow_id", "node", "index", "attempt"}``); None.
     """
 
     attempt: int
@@ -57,6 +59,7 @@ class TaskAttempt:
     error: str
     error_type: str
     traceback: str
+    cached: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ def task_from(doc: dict[str, Any]) -> Task:
     tried = [TaskAttempt(int(a["attempt"]), str(a["status"]), a.get("worker") or "",
                          a.get("dispatched_at"), a.get("started_at"), a.get("finished_at"),
                          a.get("error") or "", a.get("error_type") or "",
-                         a.get("traceback") or "") for a in doc["attempts"]]
+                         a.get("traceback") or "", a.get("cached")) for a in doc["attempts"]]
     return Task(str(doc["workflow_id"]), str(doc["node"]), doc.get("index"),
                 doc.get("task") or "", doc.get("queue") or "", str(doc["status"]),
                 doc.get("input"), doc.get("output"), tried, raw=doc)

@@ -1,7 +1,9 @@
 """``headwater task RUN NODE [INDEX] [--json] [--traceback/--no-traceback]``: one task of a
 run, from ``GET /v1/workflows/{id}/tasks/{node}/{index}``: its task and queue, the input
 its latest attempt was given, its output, and every attempt (worker, times, error) with
-the traceback of each that failed."""
+the traceback of each that failed; an attempt a cache's hit succeeded names the run
+and attempt that computed its output. A value held by reference is printed as its
+reference (with its ``href``)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,15 @@ def task(
         table.add_row(str(a.attempt), a.status, escape(a.worker), a.started_at or "",
                       a.finished_at or "", escape(error))
     print_table(table, whole=("worker",))
+    for a in found.attempts:
+        source = a.cached
+        if source is not None:
+            at = source.get("node") if source.get("index") is None else (
+                f"{source.get('node')}[{source.get('index')}]")
+            console.print(f"attempt {a.attempt} was not run: its output is the cache's, "
+                          f"computed by {source.get('workflow_id')} {at} attempt "
+                          f"{source.get('attempt')} (its logs are that run's)",
+                          markup=False, highlight=False, soft_wrap=True)
     for a in found.attempts:
         if a.traceback and traceback_:
             console.print(f"attempt {a.attempt}:", style="bold")

@@ -44,11 +44,13 @@ if TYPE_CHECKING:
 
 def client(gateway: str) -> Client:
     """A client of ``gateway`` (5 retries of a connection error or a 503) sending the
-    commands' token (``common.gateway_token``)."""
+    commands' token (``common.gateway_token``). Values held by reference stay references
+    (``{"$blob", "bytes", "href"}``): a command prints a 100 MB output as its link, which
+    ``curl`` or ``Client.result`` fetches, not into the terminal."""
     from headwater.client import Client  # here: it imports httpx, which takes a while
 
     try:
-        return Client(gateway, gateway_token() or "")
+        return Client(gateway, gateway_token() or "", resolve_blobs=False)
     except ValueError as e:  # a token that cannot be sent
         fail(str(e))
 

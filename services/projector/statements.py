@@ -198,7 +198,7 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
         (TASK_SUCCEEDED, (wid, task_key(b.node, b.index), seq, at))],
     ev.TaskLookedUp: lambda wid, seq, at, b: [
         (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
-                       f"waiting for the cache of {b.task} ({b.cache})", seq)),
+                       f"looking up the cache of {b.task} ({b.cache})", seq)),
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
     ev.TaskCached: lambda wid, seq, at, b: [
         (TASK_CACHED, (wid, task_key(b.node, b.index), seq, b.task, at, cached_view(b)))],

@@ -32,6 +32,27 @@ def test_task_prints_its_input_its_attempts_and_their_tracebacks(gateway: Gatewa
     assert "attempt 1:" in result.stdout and 'File "/app/t.py", line 3, in f' in result.stdout
 
 
+def test_task_names_where_a_cached_output_came_from_and_prints_a_large_one_as_its_link(
+        gateway: Gateway) -> None:
+    ref = {"$blob": "sha256:" + "c" * 64, "bytes": 4_000_002,
+           "href": "/v1/workflows/wf-2/blobs/sha256:" + "c" * 64}
+    gateway.answers = [(200, {**TASK, "workflow_id": "wf-2", "status": "succeeded",
+                              "input": None, "output": ref, "attempts": [
+                                  {"attempt": 1, "status": "succeeded", "worker": "",
+                                   "dispatched_at": None, "started_at": None,
+                                   "finished_at": "2026-12-05T10:00:02+00:00", "error": "",
+                                   "error_type": "", "traceback": "",
+                                   "cached": {"workflow_id": "wf-1", "node": "m",
+                                              "index": 2, "attempt": 1}}]})]
+    result = runner.invoke(app, ["task", "wf-2", "m", "2", "--gateway", gateway.url],
+                           env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert gateway.requests == gateway.requests[:1]  # the blob is not fetched
+    assert '"bytes": 4000002' in result.stdout and ref["href"] in result.stdout
+    assert ("attempt 1 was not run: its output is the cache's, computed by wf-1 m[2] "
+            "attempt 1") in result.stdout
+
+
 def test_task_of_a_node_without_index_asks_for_the_dash(gateway: Gateway) -> None:
     gateway.answers = [(200, {**TASK, "index": None, "status": "succeeded", "output": [1],
                               "attempts": []})]

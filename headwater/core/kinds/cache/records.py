@@ -160,7 +160,7 @@ def source_text(source: Any) -> str:
 
 
 def _looked_up(data: Mapping[str, Any]) -> FollowNote:
-    note = f"waiting for the cache of {data.get('task')} ({short(data.get('key'))})"
+    note = f"looking up the cache of {data.get('task')} ({short(data.get('key'))})"
     return FollowNote(f"{where(data)}: {note}", detail=note, running=True)
 
 

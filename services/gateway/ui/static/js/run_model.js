@@ -53,7 +53,7 @@ const ON_ATTEMPT = {
   },
   TaskLookedUp(a, d) {  // waits for its cache's answer
     Object.assign(a, {name: d.task || "", outcome: "held",
-                      message: `waiting for the cache of ${d.task}`});
+                      message: `looking up the cache of ${d.task}`});
   },
   TaskCached(a, d) {  // a cache's hit: succeeded with the output another attempt computed
     const s = d.source || {};
