@@ -242,8 +242,11 @@ def status(
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""
-        table.add_row(escape(n["id"]), n["kind"], escape(node_status(n, doc.get("tasks", []))),
-                      f"{n['succeeded']}{total}", str(n["failed"]),
+        cached = f" ({n['cached']} cached)" if n.get("cached") else ""
+        held = f" ({n['held']} held)" if n.get("held") else ""
+        table.add_row(escape(n["id"]), n["kind"],
+                      escape(node_status(n, doc.get("tasks", [])) + held),
+                      f"{n['succeeded']}{total}{cached}", str(n["failed"]),
                       escape((n["error"] or "")[:60]))
     print_table(table, whole=("node",))
     print_warnings(doc, console)

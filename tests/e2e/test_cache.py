@@ -98,6 +98,8 @@ async def test_a_hit_skips_the_dispatch_and_a_refresh_runs_again(
         assert _runs(marks) == [inp["doc"]]  # not executed again
         (task,) = b["tasks"]
         assert task["status"] == "succeeded" and task["message"] == "cached"
+        assert (b["nodes"][0]["succeeded"], b["nodes"][0]["cached"]) == (1, 1), b["nodes"]
+        assert a["nodes"][0]["cached"] == 0 and a["nodes"][0]["held"] == 0, a["nodes"]
         assert task["cached"]["run"] == f"a-{tag}" and task["cached"]["node"] == "embed"
         assert task["cached"]["attempt"] == 1 and task["cached"]["units"] == 40
         assert task["cached"]["saved_ms"] >= 300

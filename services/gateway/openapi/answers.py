@@ -55,6 +55,8 @@ _NODE = _object(
         "status": {"enum": list(NodeStatus)}, "error": _TEXT,
         "total": {"type": ["integer", "null"], "description": "a map's items"},
         "succeeded": _COUNT, "running": _COUNT, "failed": _COUNT,
+        "held": {**_COUNT, "description": "tasks waiting for a permit or their cache"},
+        "cached": {**_COUNT, "description": "succeeded tasks a cache's hit succeeded"},
         "condition": {"type": ["boolean", "null"], "description": "a node with when"},
         "signal": {"type": ["string", "null"], "description": "a wait's signal"},
         "waits": {"type": "array", "items": {"type": "object"}},

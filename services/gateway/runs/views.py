@@ -18,10 +18,10 @@ from headwater.core.priority import as_number, priority_fault
 from headwater.core.spec import NodeKind
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from services.gateway.edge.problems import Problem
-from services.gateway.queues.marks import attempt_marks, attempt_warnings, requires_of
+from services.gateway.queues.marks import attempt_warnings, requires_of
 from services.gateway.runs.stream import TERMINAL_STATUSES
 from services.gateway.tasks import reads
-from services.gateway.tasks.views import failure
+from services.gateway.tasks.views import failure, task_view
 from services.projector.kinds import WaitStatus
 
 MAX_TASKS = 1000
@@ -54,9 +54,12 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             raise Problem(404, "Not found", f"no workflow {workflow_id}")
         nodes = {r["node"]: r for r in await conn.fetch(
             "select * from nodes where workflow_id = $1", workflow_id)}
-        counts = {(r["node"], r["status"]): r["n"] for r in await conn.fetch(
-            "select node, status, count(*) as n from tasks where workflow_id = $1"
-            " group by node, status", workflow_id)}
+        by_status = await conn.fetch(
+            "select node, status, count(*) as n, count(cached) as c from tasks"
+            " where workflow_id = $1 group by node, status", workflow_id)
+        counts = {(r["node"], r["status"]): r["n"] for r in by_status}
+        for r in by_status:  # a cache's hits, under their own key
+            counts[(r["node"], CACHED)] = counts.get((r["node"], CACHED), 0) + r["c"]
         tasks = await conn.fetch(
             "select * from tasks where workflow_id = $1 order by node, idx nulls first limit $2",
             workflow_id, MAX_TASKS + 1)
@@ -93,7 +96,9 @@ def node_view(spec_node: dict[str, Any], n: Row | None,
               terminal: bool) -> dict[str, Any]:
     """A node as the run document's ``nodes[]`` show it: its kind, task, status (a node
     with no row yet is pending, or cancelled once the run ended), error, its tasks'
-    counts by status and what its kind adds (``node_extras``)."""
+    counts by status (``held``: waiting for a permit or their cache; ``cached``: of the
+    succeeded, those a cache's hit succeeded) and what its kind adds
+    (``node_extras``)."""
     node_id = spec_node["id"]
     status = n["status"] if n else (NodeStatus.CANCELLED if terminal else NodeStatus.PENDING)
     return {
@@ -104,6 +109,8 @@ def node_view(spec_node: dict[str, Any], n: Row | None,
         "succeeded": counts.get((node_id, TaskStatus.SUCCEEDED), 0),
         "running": counts.get((node_id, TaskStatus.RUNNING), 0),
         "failed": counts.get((node_id, TaskStatus.FAILED), 0),
+        "held": counts.get((node_id, TaskStatus.HELD), 0),
+        "cached": counts.get((node_id, CACHED), 0),
         **node_extras(spec_node, n, kinds),
     }
 
@@ -189,33 +196,8 @@ def definition_of(row: Row) -> dict[str, Any] | None:
     return None if name is None else {"name": name, "version": row.get("definition_version")}
 
 
-def task_view(t: Row, requires: Mapping[str, tuple[str, ...]] | None = None,
-              ) -> dict[str, Any]:
-    """A ``tasks`` row as the run document's ``tasks[]`` (and a node's page of tasks)
-    show it: its latest attempt, with that attempt's error type and traceback, and its
-    marks (``requires``: node id -> the tags the node requires)."""
-    return {
-        "key": t["task_key"], "node": t["node"], "index": t["idx"], "attempt": t["attempt"],
-        "status": t["status"], "task": t["task"], "queue": t["queue"],
-        "progress": t["progress"], "message": t["message"], "error": t["error"],
-        "error_type": t["error_type"], "traceback": t["traceback"],
-        "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
-        "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
-        **_cached(t),  # a cache's hit: its source (§4o)
-        **attempt_marks(t, (requires or {}).get(t["node"], ())),  # queues.marks
-    }
-
-
-def _cached(t: Row) -> dict[str, Any]:
-    """``{"cached": {run, node, index, attempt, cache, saved_ms, units}}`` for an attempt
-    a cache's hit succeeded (``TaskCached``), else nothing."""
-    try:
-        cached = t["cached"]
-    except KeyError:  # a row read before the column existed
-        return {}
-    return {"cached": cached} if cached is not None else {}
-
-
+CACHED = "cached"
+"""The key of a node's count of cache hits among its tasks' counts by status."""
 MAX_KIND_ROWS = 1000
 """At most this many children, waits, signals (the latest) and loop steps in a view."""
 

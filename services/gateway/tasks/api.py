@@ -18,9 +18,8 @@ from services.gateway.lifetime import runtime
 from services.gateway.openapi.bodies import WORKFLOW_ID_DOC
 from services.gateway.openapi.problems import READS, problems
 from services.gateway.queues.marks import requires_of
-from services.gateway.runs.views import task_view
 from services.gateway.tasks import reads
-from services.gateway.tasks.views import parse_index, task_document
+from services.gateway.tasks.views import parse_index, task_document, task_view
 
 router = APIRouter()
 WorkflowId = Annotated[str, Path(json_schema_extra=WORKFLOW_ID_DOC)]

@@ -1,5 +1,6 @@
 """Documents of a run's tasks from projection rows and history events: one task with its
-attempts, a page of a node's tasks, and the attempt that failed a run. Pure: the rows are
+attempts, a task as a run's document and a node's page list it, and the attempt that
+failed a run. Pure: the rows are
 read by ``reads.py``."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from headwater.core.ids import task_key
 from services.gateway.edge.problems import Problem
+from services.gateway.queues.marks import attempt_marks
 
 Row = Mapping[str, Any]
 """A row by column name (an ``asyncpg.Record``)."""
@@ -145,3 +147,30 @@ def failure(node_failed: Row | None, task_failed: Row | None) -> dict[str, Any] 
             "error_type": task_failed.get("error_type") or "",
             "message": task_failed.get("error") or "",
             "traceback": task_failed.get("traceback") or ""}
+
+
+def task_view(t: Row, requires: Mapping[str, tuple[str, ...]] | None = None,
+              ) -> dict[str, Any]:
+    """A ``tasks`` row as the run document's ``tasks[]`` (and a node's page of tasks)
+    show it: its latest attempt, with that attempt's error type and traceback, and its
+    marks (``requires``: node id -> the tags the node requires)."""
+    return {
+        "key": t["task_key"], "node": t["node"], "index": t["idx"], "attempt": t["attempt"],
+        "status": t["status"], "task": t["task"], "queue": t["queue"],
+        "progress": t["progress"], "message": t["message"], "error": t["error"],
+        "error_type": t["error_type"], "traceback": t["traceback"],
+        "worker": t["worker"], "dispatched_at": _iso(t["dispatched_at"]),
+        "started_at": _iso(t["started_at"]), "finished_at": _iso(t["finished_at"]),
+        **_cached(t),  # a cache's hit: its source (§4o)
+        **attempt_marks(t, (requires or {}).get(t["node"], ())),  # queues.marks
+    }
+
+
+def _cached(t: Row) -> dict[str, Any]:
+    """``{"cached": {run, node, index, attempt, cache, saved_ms, units}}`` for an attempt
+    a cache's hit succeeded (``TaskCached``), else nothing."""
+    try:
+        cached = t["cached"]
+    except KeyError:  # a row read before the column existed
+        return {}
+    return {"cached": cached} if cached is not None else {}

@@ -70,3 +70,16 @@ def test_a_node_that_failed_without_an_attempt_is_named_alone(gateway: Gateway) 
     assert result.exit_code == 0, result.output
     assert "failed at m: a: ${input.x}: no key 'x'" in result.stdout
     assert "Traceback" not in result.stdout
+
+
+def test_status_counts_a_nodes_cached_and_held_tasks(gateway: Gateway) -> None:
+    node = {"id": "m", "kind": "map", "status": "running", "total": 6, "succeeded": 4,
+            "running": 0, "failed": 0, "held": 2, "cached": 3, "error": ""}
+    gateway.answers = [(200, {"id": "wf-c", "name": "jobs", "status": "running", "seq": 9,
+                              "nodes": [node], "tasks": [], "output": None, "error": None})]
+    result = runner.invoke(app, ["status", "wf-c", "--gateway", gateway.url],
+                           env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines()
+               if line.lstrip("│ ").startswith("m "))
+    assert "(2 held)" in row and "4/6 (3 cached)" in row, result.stdout

@@ -56,9 +56,13 @@ export function summary(doc, stream) {
 }
 
 function counts(n) {
-  if (n.total === null || n.total === undefined) return n.running ? `${n.running} running` : "";
+  const more = `${n.cached ? `, ${n.cached} cached` : ""}${n.held ? `, ${n.held} held` : ""}`;
+  if (n.total === null || n.total === undefined) {
+    return [n.running ? `${n.running} running` : "", n.cached ? "cached" : "",
+            n.held ? "held" : ""].filter(Boolean).join(", ");
+  }
   return `${n.succeeded}/${n.total} done${n.failed ? `, ${n.failed} failed` : ""}`
-    + `${n.running ? `, ${n.running} running` : ""}`;
+    + `${n.running ? `, ${n.running} running` : ""}${more}`;
 }
 
 /** One row per node: id (a button that opens it: onOpen(id)), kind, task, state, counts,

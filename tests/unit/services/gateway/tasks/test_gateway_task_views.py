@@ -11,13 +11,13 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.views import task_view
 from services.gateway.tasks.views import (
     attempts,
     failure,
     parse_index,
     task_document,
     task_links,
+    task_view,
 )
 
 T = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
