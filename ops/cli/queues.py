@@ -1,4 +1,5 @@
 """``headwater queues``: every queue's backlog, work in flight, live workers and state,
+and the limits in use (each concurrency key and rate limit: what it holds and queues),
 from the gateway's ``GET /v1/queues``."""
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ def queues(
         console.print(f"[red]error:[/] {response.status_code} {escape(_detail(response))}"
                       + (f": {escape(hint)}" if hint else ""))
         raise typer.Exit(2)
-    found: list[dict[str, Any]] = response.json()["queues"]
+    doc = response.json()
+    found: list[dict[str, Any]] = doc["queues"]
     if as_json:
-        typer.echo(json.dumps({"queues": found}, indent=2))
+        typer.echo(json.dumps(doc, indent=2))
     else:
         show(found)
+        show_limits(doc.get("limits"))
     if any(q["state"] != "ok" for q in found):
         raise typer.Exit(1)
 
@@ -115,6 +118,24 @@ def show(found: list[dict[str, Any]]) -> None:
                       f"{escape(q['queue'])} ({escape(w['host'])}, pid {w['pid']}) stopped "
                       f"announcing itself; last heard {escape(w['last_heard_at'])} with "
                       f"{w['in_flight']} in flight")
+
+
+def show_limits(limits: list[dict[str, Any]] | None) -> None:
+    """Print the limiters in use, one row each (nothing without any; a line when the
+    gateway could not read them)."""
+    if limits is None:
+        console.print("[yellow]the limits could not be read[/] (the projection's database)")
+        return
+    if not limits:
+        return
+    table = Table("limit key", "kind", "limit", "holding", "queued", "granted")
+    for lim in limits:
+        rate = lim["kind"] == "rate" and lim.get("window_s")
+        table.add_row(escape(str(lim["key"])), escape(lim["kind"]),
+                      f"{lim['limit']} per {lim['window_s']:g} s" if rate else str(lim["limit"]),
+                      f"{lim['holding']} in the window" if rate else str(lim["holding"]),
+                      str(lim["queued"]), str(lim["granted"]))
+    print_table(table, whole=("limit key",), out=console)
 
 
 def wait_for_workers(gateway: str, queue: str, timeout_s: float = 30.0,

@@ -40,3 +40,22 @@ def test_queues_lists_a_lost_worker_with_what_it_had_in_flight(gateway: Gateway)
     assert result.exit_code == 1, result.output
     assert "lost: worker host-9 of queue cpu" in result.stdout, result.stdout
     assert "with 4 in flight" in result.stdout
+
+
+def test_queues_lists_the_limits_in_use(gateway: Gateway) -> None:
+    queue = {"queue": "cpu", "backlog": 0, "in_flight": 0, "live_workers": 1, "workers": [],
+             "tasks": ["t"], "oldest_waiting_s": None, "maxdepth": 0, "state": "ok"}
+    limits = [{"limiter": "limit::concurrency:acme", "kind": "concurrency", "key": "acme",
+               "limit": 2, "window_s": None, "holding": 2, "queued": 3, "granted": 41},
+              {"limiter": "limit::rate:openai", "kind": "rate", "key": "openai",
+               "limit": 500, "window_s": 60.0, "holding": 120, "queued": 0, "granted": 900}]
+    gateway.answers = [(200, {"queues": [queue], "limits": limits}),
+                       (200, {"queues": [queue], "limits": None})]
+    result = runner.invoke(app, ["queues", "--gateway", gateway.url], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    acme = next(line for line in result.stdout.splitlines() if " acme " in line)
+    assert "concurrency" in acme and " 2 " in acme and " 3 " in acme and " 41 " in acme
+    openai = next(line for line in result.stdout.splitlines() if " openai " in line)
+    assert "500 per 60 s" in openai and "120 in the window" in openai
+    unread = runner.invoke(app, ["queues", "--gateway", gateway.url], env={"COLUMNS": "200"})
+    assert "the limits could not be read" in unread.stdout
