@@ -13,12 +13,25 @@ import pytest
 from worker_fakes import settings
 
 from services.worker import listing as listing_module
+from services.worker import subscriptions as subscriptions_module
 from services.worker.lanes import Lanes
 from services.worker.selectors import Selectors
 from services.worker.subscriptions import Subscriptions
 
 TOPICS = settings().topics
 QUEUE = settings().queue
+
+
+@pytest.fixture(autouse=True)
+def created(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lane topics a worker would create (no broker in a unit test)."""
+    made: list[str] = []
+
+    async def ensure_topics(_settings: Any, topics: list[str]) -> None:
+        made.extend(topics)
+
+    monkeypatch.setattr(subscriptions_module, "ensure_topics", ensure_topics)
+    return made
 
 
 class Admin:
@@ -62,10 +75,12 @@ HIGH, GPU = TOPICS.priority(QUEUE, 8), TOPICS.needs(QUEUE, ["gpu"])
 MINE, OLD = TOPICS.lane(QUEUE, "wf", "v2"), TOPICS.lane(QUEUE, "wf", "v1")
 
 
-async def test_one_listing_feeds_the_bands_the_lanes_and_the_selectors() -> None:
+async def test_one_listing_feeds_the_bands_the_lanes_and_the_selectors(
+        created: list[str]) -> None:
     admin = Admin({TOPICS.tasks(QUEUE), HIGH, GPU, OLD, TOPICS.needs("other", ["gpu"])})
     reads = _reads(admin)
     async with reads.watching():
+        assert created == [MINE]  # its own lane, made before it is read
         assert admin.listings == 1 and admin.started == 1
         assert reads.reading() == [TOPICS.tasks(QUEUE), HIGH, MINE, GPU]
         assert reads.lanes is not None and OLD in reads.lanes.unserved_since  # its grace began
