@@ -62,7 +62,7 @@ test: install seaweedfs-build lint test-unit
 	bash infra/browser.sh
 	bash infra/seaweedfs.sh install || { tail -n 20 .headwater/seaweedfs-build.log; \
 		echo "SeaweedFS is not built: tests/e2e/test_blobs_s3.py fails on CI, skips elsewhere"; }
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests --ignore=tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 tests --ignore=tests/unit
 
 seaweedfs-build:
 	@mkdir -p .headwater

@@ -42,6 +42,7 @@ from headwater.core.ids import child_id
 from headwater.core.kinds.cache.routing import cache_inputs
 from headwater.core.kinds.code.continuation import is_continued
 from headwater.core.kinds.code.journal import activation_dispatch, child_spec
+from headwater.core.kinds.limiter.routing import permit_inputs
 from headwater.core.kinds.workflow.rules import report_to_parent
 from headwater.core.machine import step
 from headwater.core.spec import read_spec
@@ -55,7 +56,6 @@ from headwater.errors import (
 )
 from headwater.sdk import REGISTRY
 from headwater.testing.payloads import Payloads, through_json
-from headwater.testing.permits import permit_inputs
 from headwater.workflows.decorator import info_of
 from headwater.workflows.instances import ACTIVATION_MARK, activate
 

@@ -15,18 +15,12 @@ again sends them again, and the cache's and the attempt's rules take a copy as n
 
 from __future__ import annotations
 
-from headwater import codec
 from headwater.core import events as ev
 from headwater.core.kinds.cache.routing import cache_inputs
 from headwater.topics import Topics
-from services.coordinator.permits import Permit
+from services.coordinator.permits import Permit, routed
 
 
 def lookup_records(topics: Topics, body: ev.Body) -> list[Permit]:
     """The cache records one history event gives rise to (none for most)."""
-    out = []
-    for item in cache_inputs(body):
-        topic = topics.reports if isinstance(item, ev.CacheAnswered) else topics.control
-        out.append(Permit(topic, item.workflow_id.encode(), codec.encode(item),
-                          body.workflow_id))
-    return out
+    return routed(topics, body, cache_inputs(body))

@@ -18,13 +18,12 @@ take a copy as nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from headwater import codec
 from headwater.core import events as ev
-from headwater.core.ids import dispatch_id, parse_dispatch_id
-from headwater.core.limits import is_rate
-from headwater.core.state import WorkflowState
+from headwater.core.kinds.limiter.routing import permit_inputs
 from headwater.topics import Topics
 
 
@@ -37,36 +36,20 @@ class Permit(NamedTuple):
     workflow_id: str
 
 
-def permit_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
-                   ) -> list[Permit]:
+ANSWERS = (ev.PermitGranted, ev.PermitDenied, ev.CacheAnswered)
+"""The inputs that answer an attempt (on ``reports``, keyed by its workflow id); the
+others go to a limiter or a cache (on ``control``, keyed by its id)."""
+
+
+def permit_records(topics: Topics, body: ev.Body) -> list[Permit]:
     """The permit records one history event gives rise to (none for most)."""
-    wid = body.workflow_id
-    if isinstance(body, ev.TaskHeld):
-        request = ev.PermitRequested(body.limiter, dispatch_id(wid, body.node, body.index,
-                                                               body.attempt),
-                                     body.kind, body.key, body.limit, body.window_ms,
-                                     body.units, body.at_ms)
-        return [Permit(topics.control, body.limiter.encode(), codec.encode(request), wid)]
-    if isinstance(body, ev.PermitIssued | ev.PermitRefused):
-        return _answer(topics, body)
-    if isinstance(body, ev.PermitsReturned):
-        ended = dispatch_id(wid, body.node, body.index, body.attempt)
-        return [Permit(topics.control, lid.encode(), codec.encode(ev.PermitReleased(
-            lid, ended, body.at_ms, units=body.units if is_rate(lid) else None)), wid)
-            for lid in body.limiters]
-    return []
+    return routed(topics, body, permit_inputs(body))
 
 
-def _answer(topics: Topics, body: ev.PermitIssued | ev.PermitRefused) -> list[Permit]:
-    """A limiter's grant (``PermitGranted``) or refusal (``PermitDenied``) for the
-    attempt its holder id names, keyed by that attempt's workflow id."""
-    holder = parse_dispatch_id(body.holder)
-    if holder is None:
-        return []
-    hwid, node, index, attempt = holder
-    answer: ev.PermitGranted | ev.PermitDenied = (
-        ev.PermitGranted(hwid, node, index, attempt, body.workflow_id, body.at_ms)
-        if isinstance(body, ev.PermitIssued)
-        else ev.PermitDenied(hwid, node, index, attempt, body.workflow_id, body.bound,
-                             body.at_ms))
-    return [Permit(topics.reports, hwid.encode(), codec.encode(answer), body.workflow_id)]
+def routed(topics: Topics, body: ev.Body, inputs: Sequence[ev.Input]) -> list[Permit]:
+    """``body``'s inputs for limiters, caches and attempts as records: each keyed by the
+    id of the run that applies it, on ``reports`` when it answers an attempt, else on
+    ``control``."""
+    return [Permit(topics.reports if isinstance(item, ANSWERS) else topics.control,
+                   item.workflow_id.encode(), codec.encode(item), body.workflow_id)
+            for item in inputs]

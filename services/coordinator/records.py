@@ -130,7 +130,7 @@ def _routed(topics: Topics, body: ev.Body, state: WorkflowState | None) -> list[
         return [_to_child(topics, body, state)]
     # a held attempt's request, a limiter's grant, an attempt's release; a lookup, a
     # cache's answer, a release of a cache; then the rest
-    return [*(Outgoing(*p) for p in permit_records(topics, body, state)),
+    return [*(Outgoing(*p) for p in permit_records(topics, body)),
             *(Outgoing(*p) for p in lookup_records(topics, body)),
             *_routed_besides(topics, body, state)]
 

@@ -1,6 +1,12 @@
-"""What the coordinator sends between attempts held for a permit and their limiters
-(``services/coordinator/permits.py``), for the in-process ``Environment``: the inputs
-one history event gives rise to (docs/architecture.md §4n)."""
+"""What one history event sends between attempts held for a permit and their limiters:
+the inputs the coordinator produces (``services/coordinator/permits.py``: a request and
+a release on ``control`` keyed by the limiter's id, a grant or a denial on ``reports``
+keyed by the attempt's workflow id) and the in-process ``Environment`` applies
+(docs/architecture.md §4n).
+
+Pure: each input is made from the event alone, so a batch carried out again sends the
+same records, which the rules on either side take as copies.
+"""
 
 from __future__ import annotations
 
