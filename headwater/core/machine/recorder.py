@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.evolve import evolve
@@ -65,6 +66,17 @@ class Recorder:
         """The state, once the workflow exists (every rule but acceptance needs one)."""
         assert self.state is not None
         return self.state
+
+    def opened(self, run_id: str, spec: dict[str, Any], at_ms: int) -> WorkflowState | None:
+        """The state of a run that is no workflow (a limiter, a cache: ``spec`` is its
+        fixed spec), created by its first input; None when it can take no input (it
+        ended, or its spec is bad)."""
+        state = self.state
+        if state is None:
+            state = self.record(ev.WorkflowAccepted(run_id, at_ms, spec, None, None))
+        if state.status.terminal or state.spec_error:
+            return None
+        return state
 
     def record(self, body: ev.Body) -> WorkflowState:
         """Number ``body`` with the next seq, evolve the state through it, keep it.

@@ -61,10 +61,8 @@ NOT_SUBMITTED = ("a cache node is the coordinator's own (it keeps a task's resul
 def looked_up(rec: Recorder, state: WorkflowState | None, event: CacheLookedUp) -> None:
     """A lookup: the first for an id creates its cache; a copy of one that computes or
     waits changes nothing; else it is recorded and answered when it can be."""
+    state = rec.opened(event.workflow_id, CACHE_SPEC, event.at_ms)
     if state is None:
-        state = rec.record(ev.WorkflowAccepted(event.workflow_id, event.at_ms, CACHE_SPEC,
-                                               None, None))
-    if state.status.terminal or state.spec_error:
         return
     doc = cache_of(state)
     if doc is not None and _knows(doc, event.holder):

@@ -60,22 +60,11 @@ NOT_SUBMITTED = ("a limiter node is the coordinator's own (it keeps a limit's ke
 
 # -- rules ----------------------------------------------------------------------------
 
-def _created(rec: Recorder, state: WorkflowState | None, limiter: str,
-             at_ms: int) -> WorkflowState | None:
-    """The limiter's state, created by its first input (``WorkflowAccepted`` of
-    ``LIMITER_SPEC``); None when it can take no input (ended, or a bad spec)."""
-    if state is None:
-        state = rec.record(ev.WorkflowAccepted(limiter, at_ms, LIMITER_SPEC, None, None))
-    if state.status.terminal or state.spec_error:
-        return None
-    return state
-
-
 def requested(rec: Recorder, state: WorkflowState | None, event: PermitRequested) -> None:
     """A request: the first for an id creates its limiter; a copy of a request it holds
     or queues changes nothing; one over ``MAX_QUEUED`` waiting is refused; else it
     queues, and what fits is granted."""
-    state = _created(rec, state, event.workflow_id, event.at_ms)
+    state = rec.opened(event.workflow_id, LIMITER_SPEC, event.at_ms)
     if state is None:
         return
     lim = limiter_of(state)
@@ -110,7 +99,7 @@ def defined(rec: Recorder, state: WorkflowState | None, event: LimitDefined) -> 
     """A limit defined apart from the specs (``PUT /v1/limits/{key}``): it governs the
     key from now on, over what requests carry (``limit`` 0: no longer); a limiter not
     created yet is created with it. The same definition again changes nothing."""
-    state = _created(rec, state, event.workflow_id, event.at_ms)
+    state = rec.opened(event.workflow_id, LIMITER_SPEC, event.at_ms)
     if state is None:
         return
     lim = limiter_of(state)
