@@ -58,8 +58,9 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
             "select node, status, count(*) as n, count(cached) as c from tasks"
             " where workflow_id = $1 group by node, status", workflow_id)
         counts = {(r["node"], r["status"]): r["n"] for r in by_status}
-        for r in by_status:  # a cache's hits, under their own key
-            counts[(r["node"], CACHED)] = counts.get((r["node"], CACHED), 0) + r["c"]
+        hits: dict[str, int] = {}
+        for r in by_status:
+            hits[r["node"]] = hits.get(r["node"], 0) + r["c"]
         tasks = await conn.fetch(
             "select * from tasks where workflow_id = $1 order by node, idx nulls first limit $2",
             workflow_id, MAX_TASKS + 1)
@@ -72,7 +73,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
     spec_nodes = (row["spec"] or {}).get("nodes", []) if isinstance(row["spec"], dict) else []
     spec_nodes = [n for n in spec_nodes if isinstance(n, dict) and isinstance(n.get("id"), str)]
     requires = requires_of(row["spec"])
-    node_views = [node_view(spec_node, nodes.get(spec_node["id"]), counts, kinds,
+    node_views = [node_view(spec_node, nodes.get(spec_node["id"]), counts, hits, kinds,
                             row["status"] in TERMINAL_STATUSES) for spec_node in spec_nodes]
     return {
         "id": workflow_id, "name": row["name"], "tenant": row["tenant"], "status": row["status"],
@@ -92,13 +93,13 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
 
 
 def node_view(spec_node: dict[str, Any], n: Row | None,
-              counts: Mapping[tuple[str, str], int], kinds: KindRows,
-              terminal: bool) -> dict[str, Any]:
+              counts: Mapping[tuple[str, str], int], hits: Mapping[str, int],
+              kinds: KindRows, terminal: bool) -> dict[str, Any]:
     """A node as the run document's ``nodes[]`` show it: its kind, task, status (a node
     with no row yet is pending, or cancelled once the run ended), error, its tasks'
-    counts by status (``held``: waiting for a permit or their cache; ``cached``: of the
-    succeeded, those a cache's hit succeeded) and what its kind adds
-    (``node_extras``)."""
+    counts by (node, status) (``held``: waiting for a permit or their cache), its cache
+    hits by node (``cached``: of the succeeded, those a cache's hit succeeded) and what
+    its kind adds (``node_extras``)."""
     node_id = spec_node["id"]
     status = n["status"] if n else (NodeStatus.CANCELLED if terminal else NodeStatus.PENDING)
     return {
@@ -110,7 +111,7 @@ def node_view(spec_node: dict[str, Any], n: Row | None,
         "running": counts.get((node_id, TaskStatus.RUNNING), 0),
         "failed": counts.get((node_id, TaskStatus.FAILED), 0),
         "held": counts.get((node_id, TaskStatus.HELD), 0),
-        "cached": counts.get((node_id, CACHED), 0),
+        "cached": hits.get(node_id, 0),
         **node_extras(spec_node, n, kinds),
     }
 
@@ -196,8 +197,6 @@ def definition_of(row: Row) -> dict[str, Any] | None:
     return None if name is None else {"name": name, "version": row.get("definition_version")}
 
 
-CACHED = "cached"
-"""The key of a node's count of cache hits among its tasks' counts by status."""
 MAX_KIND_ROWS = 1000
 """At most this many children, waits, signals (the latest) and loop steps in a view."""
 
