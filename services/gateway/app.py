@@ -84,7 +84,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await definitions_api.start(app)  # the definitions topic, read into its tables
         runtime.start_registrar(app.router.routes)  # then what workers announce is registered
         runtime.triggers = Catalog(Plumbing(settings, runtime.producer, runtime.pool,
-                                            settings.auth.headers, settings.produce_timeout_s))
+                                            settings.auth.headers, settings.produce_timeout_s),
+                                   run=settings.run_triggers)
         await runtime.triggers.start()  # the triggers topic read, their consumers started
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)

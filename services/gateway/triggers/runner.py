@@ -41,7 +41,7 @@ from headwater.topics import (
     VALUE_OMITTED_HEADER,
     Topics,
 )
-from services.common import tracing
+from services.common import faults, tracing
 from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
 from services.common.kafka.client import AVRO_HEADERS, started
@@ -171,6 +171,7 @@ class TriggerRunner:
                 if ack is not None:
                     acks.append(ack)
         await asyncio.wait_for(asyncio.gather(*acks), self.plumbing.timeout_s)
+        faults.point("gateway.trigger_acked")
         await consumer.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
         for outcome, n in counts.items():
             if n:

@@ -14,6 +14,7 @@ from trigger_kit import DefinitionPool
 
 from headwater import codec
 from headwater.trigger_records import TriggerStored
+from services.gateway.settings import Settings
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing
 
@@ -115,3 +116,12 @@ def test_before_the_triggers_topic_is_read_the_routes_answer_503(gw: Gateway) ->
     gw.connect(DefinitionPool(), TopicProducer())
     assert_problem(gw.client.get("/v1/triggers"), 503)
     assert_problem(gw.client.put("/v1/triggers/orders", json=BODY), 503)
+
+
+def test_a_gateway_runs_the_consumers_unless_told_not_to(monkeypatch: pytest.MonkeyPatch,
+                                                         ) -> None:
+    monkeypatch.delenv("HEADWATER_TRIGGERS", raising=False)
+    assert Settings.from_env().run_triggers
+    for off in ("off", "OFF", "0", "false"):
+        monkeypatch.setenv("HEADWATER_TRIGGERS", off)
+        assert not Settings.from_env().run_triggers
