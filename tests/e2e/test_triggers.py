@@ -109,6 +109,7 @@ async def test_a_topic_of_a_thousand_records_starts_999_runs_once_across_a_kill(
         assert sum(p["end"] for p in shown["partitions"]) == RECORDS
         metrics = (await client.get("/metrics")).text
         assert f'headwater_trigger_lag_records{{partition="0",trigger="-/{name}"}} 0.0' in metrics
+        assert (await client.delete(f"/v1/triggers/{name}")).status_code == 200
 
     dead = await read_topic(stack.topics.dlq, lambda rs: any(
         dict(r.headers).get("trigger") == f"-/{name}".encode() for r in rs), 60, decode=False)
@@ -164,3 +165,5 @@ async def test_a_gateway_killed_before_committing_submits_the_same_runs_again(
                                and sum(submitted(rs).values()) > count, 60)
     assert submitted(records)[f"r{tag}-0"] == 2  # the first batch, again
     assert set(submitted(records).values()) <= {1, 2}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        assert (await client.delete(f"/v1/triggers/{name}")).status_code == 200
