@@ -5,41 +5,18 @@ its own."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from gateway_harness import Gateway, assert_problem
-from trigger_kit import DefinitionPool
+from trigger_kit import DefinitionPool, TopicProducer
 
-from headwater import codec
-from headwater.trigger_records import TriggerStored
 from services.gateway.settings import Settings
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing
 
 BODY: dict[str, Any] = {"topic": "shop.orders", "definition": "ship",
                         "input": {"n": "${value.n}"}, "start": "earliest"}
-
-
-@dataclass
-class Meta:
-    offset: int
-
-
-class TopicProducer:
-    """Keeps what is produced to the triggers topic; acknowledges with its offset."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes, TriggerStored]] = []
-
-    async def send_and_wait(self, topic: str, value: bytes, key: bytes,
-                            headers: Any = None) -> Meta:
-        self.sent.append((topic, key, codec.decode(value)))
-        return Meta(len(self.sent) - 1)
-
-    async def stop(self) -> None:
-        """Nothing to stop."""
 
 
 @pytest.fixture

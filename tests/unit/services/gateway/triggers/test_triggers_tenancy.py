@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from gateway_harness import assert_problem
 from tenant_harness import SPEC, Tenants, tenants
-from test_gateway_triggers import TopicProducer
+from trigger_kit import TopicProducer
 
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing

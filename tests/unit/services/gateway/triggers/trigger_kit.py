@@ -1,12 +1,16 @@
 """Shared pieces of the triggers' unit tests: a trigger's settings and Kafka records
-built in memory (aiokafka's ``ConsumerRecord``, no broker)."""
+built in memory (aiokafka's ``ConsumerRecord``, no broker), a definitions registry of one
+definition (``DefinitionPool``) and a producer of the triggers topic (``TopicProducer``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import ConsumerRecord
 
+from headwater import codec
+from headwater.trigger_records import TriggerStored
 from services.gateway.triggers.settings import TriggerSettings, parse
 
 BODY: dict[str, Any] = {"topic": "shop.orders", "definition": "ship"}
@@ -58,3 +62,23 @@ class DefinitionPool:
 
     async def close(self) -> None:
         """Nothing to close."""
+
+
+@dataclass
+class Meta:
+    offset: int
+
+
+class TopicProducer:
+    """Keeps what is produced to the triggers topic; acknowledges with its offset."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes, TriggerStored]] = []
+
+    async def send_and_wait(self, topic: str, value: bytes, key: bytes,
+                            headers: Any = None) -> Meta:
+        self.sent.append((topic, key, codec.decode(value)))
+        return Meta(len(self.sent) - 1)
+
+    async def stop(self) -> None:
+        """Nothing to stop."""
