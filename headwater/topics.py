@@ -195,6 +195,18 @@ class Topics:
         return f"{self.prefix}.definitions"
 
     @property
+    def triggers(self) -> str:
+        """The triggers (compacted, 1 partition): ``TriggerStored`` keyed
+        ``<tenant>/<name>`` (``headwater.trigger_records``)."""
+        return f"{self.prefix}.triggers"
+
+    def trigger_group(self, tenant: str | None, name: str) -> str:
+        """The consumer group of a trigger's reader of its source topic: one per
+        trigger, so its offsets outlive a gateway's restart and a trigger's new
+        settings (the same name goes on where it stopped)."""
+        return f"{self.prefix}-trigger-{tenant if tenant is not None else '-'}-{name}"
+
+    @property
     def logs(self) -> str:
         """``TaskLogLines`` records keyed by workflow id: what task attempts logged and
         printed, in batches (the workers write it, the projector reads it into

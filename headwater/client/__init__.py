@@ -38,8 +38,8 @@ how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``r
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
 stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
 stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
-``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
-(``TaskContext.call``).
+``schedules`` is ``Client.schedules``, ``triggers`` ``Client.triggers``; ``calls`` the
+child runs of task code (``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient
@@ -50,6 +50,7 @@ from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
 from headwater.client.sync import Client
 from headwater.client.tasks import NodeTasks, Task, TaskAttempt, TaskRow
+from headwater.client.triggers import AsyncTriggers, Trigger, Triggers
 from headwater.client.types import (
     Definition,
     DefinitionRef,
@@ -71,6 +72,7 @@ __all__ = [
     "AsyncClient",
     "AsyncDefinitions",
     "AsyncSchedules",
+    "AsyncTriggers",
     "Client",
     "Definition",
     "DefinitionRef",
@@ -90,5 +92,7 @@ __all__ = [
     "TaskAttempt",
     "TaskLogLine",
     "TaskRow",
+    "Trigger",
+    "Triggers",
     "Workflow",
 ]

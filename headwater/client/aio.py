@@ -36,6 +36,7 @@ from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
 from headwater.client.tasks import NodeTasks, Task
+from headwater.client.triggers import AsyncTriggers
 from headwater.client.types import (
     Event,
     Identity,
@@ -68,6 +69,7 @@ class AsyncClient(AsyncTaskLogReads):
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        headers=headers, transport=transport)
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
+        self.triggers = AsyncTriggers(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self

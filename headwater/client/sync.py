@@ -34,6 +34,7 @@ from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
 from headwater.client.tasks import NodeTasks, Task
+from headwater.client.triggers import Triggers
 from headwater.client.types import (
     Event,
     Identity,
@@ -74,6 +75,7 @@ class Client(BlobReads, TaskLogReads):
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers=auth_headers(default_token() if token is None else token))
         self.definitions, self.schedules = Definitions(self), Schedules(self)
+        self.triggers = Triggers(self)
 
     def __enter__(self) -> Client:
         return self

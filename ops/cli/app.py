@@ -50,6 +50,8 @@ LAZY.update({
                                optional=True),
     "schedules": LazyCommand("ops.cli.schedules", "schedules_app", "Schedules: runs of a "
                              "definition at cron times.", RUNS, optional=True),
+    "triggers": LazyCommand("ops.cli.triggers", "triggers_app", "Triggers: Kafka topics "
+                            "whose records start runs.", RUNS, optional=True),
     "queues": LazyCommand("ops.cli.queues", "queues", "Show every queue: backlog, in "
                           "flight, live workers and the tasks they serve.", RUNS,
                           optional=True),

@@ -38,6 +38,9 @@ from services.gateway.schedules import api as schedules_api
 from services.gateway.settings import Settings
 from services.gateway.signals import api as signals_api
 from services.gateway.tasks import api as tasks_api
+from services.gateway.triggers import api as triggers_api
+from services.gateway.triggers.catalog import Catalog
+from services.gateway.triggers.runner import Plumbing
 from services.gateway.ui import routes as ui_routes
 
 log = logging.getLogger("headwater.gateway")
@@ -46,7 +49,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
-    limits_api.router,
+    limits_api.router, triggers_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
@@ -80,6 +83,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await runtime.notifier.start(settings.pg_dsn)
         await definitions_api.start(app)  # the definitions topic, read into its tables
         runtime.start_registrar(app.router.routes)  # then what workers announce is registered
+        runtime.triggers = Catalog(Plumbing(settings, runtime.producer, runtime.pool,
+                                            settings.auth.headers, settings.produce_timeout_s),
+                                   run=settings.run_triggers)
+        await runtime.triggers.start()  # the triggers topic read, their consumers started
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)
 

@@ -28,6 +28,7 @@ from services.gateway.queues.workers import install as install_registry
 from services.gateway.runs.stream import Notifier
 from services.gateway.runs.submit import Outlet
 from services.gateway.settings import Settings
+from services.gateway.triggers.catalog import Catalog
 
 log = logging.getLogger("headwater.gateway")
 
@@ -52,6 +53,8 @@ class Runtime:
             (``definitions.announced``; set once the definitions topic was read).
         claims: the blob store of payloads by reference, over ``pool``
             (``blobs.payloads.claims_over``; set once connected).
+        triggers: the triggers and their consumers (``triggers.catalog``; set once
+            the triggers topic was read).
     """
 
     settings: Settings
@@ -65,6 +68,7 @@ class Runtime:
     queue_figures: QueueFigures | None = None
     registrar: Registrar | None = None
     claims: Claims | None = None
+    triggers: Catalog | None = None
 
     @property
     def outlet(self) -> Outlet:
@@ -82,6 +86,8 @@ class Runtime:
     async def close(self) -> None:
         """Close whatever was opened."""
         await self.notifier.stop()
+        if self.triggers is not None:
+            await self.triggers.stop()
         await self.stop_queues()
         if hasattr(self, "producer"):
             await self.producer.stop()

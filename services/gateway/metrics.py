@@ -23,6 +23,7 @@ from services.common.clock import now_ms
 from services.common.metrics import LATENCY_BUCKETS_S, exposition
 from services.gateway.queues.figures import Lag, QueueFigures
 from services.gateway.queues.workers import WorkerRegistry
+from services.gateway.triggers import lag as triggers_lag
 
 log = logging.getLogger("headwater.gateway")
 
@@ -110,11 +111,14 @@ def route_of(scope: Scope) -> str:
 
 @router.get("/metrics")
 async def get_metrics(request: Request) -> Response:
-    """The gateway's metrics, in Prometheus' text format; the queues' figures are read
-    first (``refresh_queues``)."""
+    """The gateway's metrics, in Prometheus' text format; the queues' figures and the
+    triggers' lag are read first (``refresh_queues``, ``triggers.lag.refresh``)."""
     hw = request.app.state.hw
     if hw.ready and hw.workers is not None and hw.queue_figures is not None:
         await refresh_queues(hw.queue_figures, hw.workers)
+    if hw.ready and hw.triggers is not None and hw.queue_figures is not None:
+        await triggers_lag.refresh(hw.triggers.all_live(), hw.queue_figures.offsets,
+                                   hw.settings.topics)
     body, content_type = exposition()
     return Response(body, media_type=content_type)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from services.common.auth.settings import ServiceAuth, service_auth_from_env
-from services.common.settings import CommonSettings, env_float, env_int, env_str
+from services.common.settings import OFF, CommonSettings, env_float, env_int, env_str
 from services.gateway.auth.gate import parse_metrics_auth
 from services.gateway.edge.cors import parse_origins
 from services.gateway.queues.admission import parse_maxdepth
@@ -64,6 +64,9 @@ class Settings(CommonSettings):
         metrics_token: with auth on, whether ``GET /metrics`` needs a token of tenant
             ``*`` (``HEADWATER_METRICS_AUTH``: ``token``, the default, or ``open``;
             ``auth.gate.parse_metrics_auth``).
+        run_triggers: whether this gateway runs the triggers' consumers
+            (``HEADWATER_TRIGGERS``: ``on``, the default, or ``off``: it serves
+            ``/v1/triggers`` and leaves the consuming to the gateways that run them).
     """
 
     host: str = "127.0.0.1"
@@ -82,6 +85,7 @@ class Settings(CommonSettings):
     cors_origins: tuple[str, ...] = ()
     auth: ServiceAuth = field(default_factory=lambda: ServiceAuth(None, None))
     metrics_token: bool = True
+    run_triggers: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -104,4 +108,5 @@ class Settings(CommonSettings):
             cors_origins=parse_origins(env_str("CORS_ORIGINS", "")),
             auth=service_auth_from_env("gateway"),
             metrics_token=parse_metrics_auth(env_str("METRICS_AUTH", "token")),
+            run_triggers=env_str("TRIGGERS", "on").lower() not in OFF,
         )

@@ -50,7 +50,7 @@ def role_needed(method: str, path: str) -> str | None:
     """The least role an API request needs, or None for an open path.
 
     ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling and
-    ``POST /v1/run/{name}``: ``submit``. Writing a definition, a schedule or a limit
+    ``POST /v1/run/{name}``: ``submit``. Writing a definition, a schedule, a limit or a trigger
     (``PUT``, ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
     (a route that does not take it answers 405 after that). A ``POST`` to a path
     outside ``/v1/`` that may be a workflow's (``POST /research``, ``runs.paths``):

@@ -270,7 +270,11 @@ QUEUES_SCHEMA = _object(["queues"], {"queues": {"type": "array", "items": _objec
     "limits": {"type": ["array", "null"], "items": {"type": "object"},
                "description": "the limiters of concurrency keys and rate limits, as GET "
                               "/v1/limits lists them (null: the projection could not be "
-                              "read; empty for a tenant's token)"}})
+                              "read; empty for a tenant's token)"},
+    "triggers": {"type": ["array", "null"], "items": {"type": "object"},
+                 "description": "each trigger's consumer group lag per partition, as GET "
+                                "/v1/triggers/{name} shows it (null: Kafka could not be "
+                                "read)"}})
 """``GET /v1/queues``."""
 
 _LINE_PROPERTIES: dict[str, Any] = {

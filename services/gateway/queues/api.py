@@ -16,6 +16,7 @@ from services.gateway.lifetime import runtime
 from services.gateway.limits.api import read_limits
 from services.gateway.openapi.problems import problems
 from services.gateway.queues.figures import overview
+from services.gateway.triggers.api import queue_section
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -34,7 +35,10 @@ QUEUES_EXAMPLE = {"queues": [{
     "oldest_waiting_s": 4.5, "maxdepth": 100, "state": "ok"}],
     "limits": [{"limiter": "limit::concurrency:acme", "kind": "concurrency", "key": "acme",
                 "limit": 2, "window_s": None, "holding": 2, "queued": 3, "granted": 41,
-                "updated_at": "2026-03-02T01:00:00.004000+00:00"}]}
+                "updated_at": "2026-03-02T01:00:00.004000+00:00"}],
+    "triggers": [{"trigger": "-/orders", "name": "orders", "tenant": None,
+                  "topic": "shop.orders", "group": "headwater-trigger---orders", "lag": 2,
+                  "partitions": [{"partition": 0, "end": 120, "committed": 118, "lag": 2}]}]}
 
 
 @router.get("/v1/queues", responses={
@@ -56,7 +60,8 @@ async def get_queues(request: Request) -> Response:
     ``maxdepth`` (0: unlimited) and ``state``: ``ok``, ``no_live_workers`` or ``full``
     (backlog at or over maxdepth: submissions needing it get 429). Beside the queues,
     ``limits``: the limiters of concurrency keys and rate limits, as ``GET /v1/limits``
-    lists them (null when the projection cannot be read)."""
+    lists them (null when the projection cannot be read); ``triggers``: each trigger's
+    consumer group lag per partition (``triggers.lag``; null when Kafka cannot be read)."""
     hw = runtime(request)
     if hw.workers is None or hw.queue_figures is None:
         raise Problem(503, "Not ready", "still connecting to Kafka",
@@ -66,7 +71,8 @@ async def get_queues(request: Request) -> Response:
     except Exception as e:
         raise Problem(503, "Kafka unavailable", f"the queues' figures could not be read: {e!r}",
                       headers={"Retry-After": RETRY_AFTER_S}) from e
-    return Response(orjson.dumps({"queues": queues, "limits": await _limits(request)}),
+    return Response(orjson.dumps({"queues": queues, "limits": await _limits(request),
+                                  "triggers": await queue_section(hw, principal(request))}),
                     media_type="application/json")
 
 

@@ -13,6 +13,7 @@ from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
+from headwater.trigger_records import TriggerStored
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -144,8 +145,8 @@ def kind_body_samples() -> list[Any]:
 
 
 def other_samples() -> list[Any]:
-    """The records that are no workflow records: the definitions', the workers' and the
-    task logs'."""
+    """The records that are no workflow records: the definitions', the workers', the
+    task logs' and the triggers'."""
     return [
         DefinitionStored("grëet", 1, SPEC, None, "d" * 64, AT),
         DefinitionStored("greet", 2**31 - 1, SPEC, {"type": "object", "properties": NESTED},
@@ -165,6 +166,9 @@ def other_samples() -> list[Any]:
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),
         TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, (), True),
+        TriggerStored("örders", "acme", {"topic": "shop.orders", "definition": "ship@2",
+                                         "input": {"order": "${value}"}}, False, AT),
+        TriggerStored("orders", None, None, True, 0),
     ]
 
 
