@@ -1,7 +1,7 @@
 """The test environment passes the records between held attempts and their limiters as
-the coordinator does (``headwater/core/kinds/limiter/routing.py``): a spec with a concurrency key or a
-rate limit runs to its end, its attempts held and granted in the history, and the units
-a task reports reach its rate limiter."""
+the coordinator does (``headwater/core/kinds/limiter/routing.py``): a spec with a
+concurrency key or a rate limit runs to its end, its attempts held and granted in the
+history, and the units a task reports reach its rate limiter."""
 
 from __future__ import annotations
 
