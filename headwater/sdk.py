@@ -75,6 +75,24 @@ def _origin(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
+def _hints(name: str | None, hints: dict[str, Any]) -> dict[str, Any]:
+    """The deploy hints given to ``@task``.
+
+    Raises:
+        TaskRegistrationError: an unknown option (the nearest known one named) or a bad
+            hint (``headwater.scaling.hint_fault``).
+    """
+    for key in hints:
+        if key not in DEPLOY_KEYS:
+            raise TaskRegistrationError(
+                f"@task has no option {key!r}{did_you_mean(key, _OPTIONS)}; its options "
+                f"are {', '.join(_OPTIONS)}")
+    fault = hint_fault(hints)
+    if fault is not None:
+        raise TaskRegistrationError(f"@task {name or ''}: {fault}".replace(" :", ":"))
+    return hints_of(hints)
+
+
 @overload
 def task(fn: F, /) -> F: ...
 @overload
@@ -109,15 +127,7 @@ def task(
         TaskRegistrationError: a bad name, queue or deploy hint (an unknown one named
             with the nearest known), or the name is already taken by another function.
     """
-    for key in hints:
-        if key not in DEPLOY_KEYS:
-            raise TaskRegistrationError(
-                f"@task has no option {key!r}{did_you_mean(key, _OPTIONS)}; its options "
-                f"are {', '.join(_OPTIONS)}")
-    fault = hint_fault(hints)
-    if fault is not None:
-        raise TaskRegistrationError(f"@task {name or ''}: {fault}".replace(" :", ":"))
-    given = hints_of(hints)
+    given = _hints(name, hints)
 
     def register(func: F) -> F:
         task_name = name or f"{func.__module__}.{func.__qualname__}"

@@ -13,7 +13,7 @@ cannot be imported or deployed, a refused definition or an unreachable gateway.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -21,6 +21,10 @@ from rich.markup import escape
 from headwater import errors
 from ops.cli.common import GATEWAY, console, errors_console, fail
 from ops.cli.workflows import client, gateway_errors
+
+if TYPE_CHECKING:
+    from headwater.client import Client
+    from ops.deploy.plan import Plan
 
 
 def deploy(
@@ -60,7 +64,6 @@ def deploy(
     overlays with a Deployment per queue, and its definitions as new versions."""
     from ops.deploy import plan as plans
     from ops.deploy.discover import DiscoveryError
-    from ops.deploy.register import Intent, intent
     from ops.deploy.register import register as put
 
     opts = plans.Options(module=module, out=out, requirements=requirements,
@@ -75,14 +78,7 @@ def deploy(
     _print_plan(plan, dry_run)
     hw = client(gateway) if register else None
     if dry_run:
-        for d in plan.definitions:
-            try:
-                said: Intent = intent(hw, d)
-            except (errors.GatewayUnreachable, errors.HeadwaterHTTPError) as e:
-                errors_console.print(f"[yellow]gateway {escape(gateway)}: {escape(str(e))}"
-                                     "[/]: versions unknown")
-                hw, said = None, intent(None, d)
-            console.print(f"  would register {escape(said.describe())}")
+        _print_intents(plan, hw, gateway)
         return
     for path in plans.write(plan):
         console.print(f"  wrote {escape(str(path))}")
@@ -93,10 +89,22 @@ def deploy(
             console.print(f"  registered {escape(put(hw, d).describe())}")
 
 
-def _print_plan(plan: object, dry_run: bool) -> None:
-    from ops.deploy.plan import Plan
+def _print_intents(plan: Plan, hw: Client | None, gateway: str) -> None:
+    """Each definition with the version registering it would make (unknown when the
+    gateway is not asked or does not answer)."""
+    from ops.deploy.register import Intent, intent
 
-    assert isinstance(plan, Plan)
+    for d in plan.definitions:
+        try:
+            said: Intent = intent(hw, d)
+        except (errors.GatewayUnreachable, errors.HeadwaterHTTPError) as e:
+            errors_console.print(f"[yellow]gateway {escape(gateway)}: {escape(str(e))}"
+                                 "[/]: versions unknown")
+            hw, said = None, intent(None, d)
+        console.print(f"  would register {escape(said.describe())}")
+
+
+def _print_plan(plan: Plan, dry_run: bool) -> None:
     found = plan.found
     console.print(f"[bold]{escape(found.module)}[/] ({len(found.tasks)} tasks, "
                   f"{len(found.definitions)} definitions) -> {escape(str(plan.out))}"
