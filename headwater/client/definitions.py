@@ -45,6 +45,14 @@ class Definitions:
         it again changes nothing. Raises ``NotFound`` when unknown."""
         self._client.fetch(req.definition_delete(name))
 
+    def rollback(self, name: str, to: int | None = None) -> Definition:
+        """Make an earlier version current (``POST /v1/definitions/{name}/rollback``):
+        version ``to``, or None for the one before the current. New runs use it; runs
+        already started keep theirs. The answer's ``version`` is now current;
+        ``raw`` adds ``previous``, ``latest`` and ``changed``. Raises ``NotFound`` (no
+        such name or version), ``Conflict`` (deleted, or no earlier version)."""
+        return self._client.fetch(req.definition_rollback(name, to))
+
 
 class AsyncDefinitions:
     """``AsyncClient.definitions``: as ``headwater.client.Definitions``, to await."""
@@ -68,3 +76,7 @@ class AsyncDefinitions:
     async def delete(self, name: str) -> None:
         """As ``Definitions.delete``."""
         await self._client.fetch(req.definition_delete(name))
+
+    async def rollback(self, name: str, to: int | None = None) -> Definition:
+        """As ``Definitions.rollback``."""
+        return await self._client.fetch(req.definition_rollback(name, to))

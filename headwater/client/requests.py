@@ -344,6 +344,12 @@ def definition_get(name: str, version: int | None) -> Request[Definition]:
                    reading(definition_from))
 
 
+def definition_rollback(name: str, to: int | None) -> Request[Definition]:
+    """``Definitions.rollback``: ``POST /v1/definitions/{name}/rollback``."""
+    return Request(Call("POST", f"/v1/definitions/{segment(name)}/rollback",
+                        json={} if to is None else {"to": to}), reading(definition_from))
+
+
 def definition_delete(name: str) -> Request[None]:
     """``Definitions.delete``: ``DELETE /v1/definitions/{name}``."""
     return Request(Call("DELETE", f"/v1/definitions/{segment(name)}"), nothing)

@@ -5,7 +5,10 @@ A definition is a workflow spec (and, optionally, a JSON Schema of its input) st
 under a name. Each ``PUT`` of a body that differs from the current version makes the
 next version (1, 2, 3, ...); the same body again is the same version. ``DELETE`` marks
 the name deleted (no new runs; the versions stay readable); a ``PUT`` after it makes a
-new version and the name live again.
+new version and the name live again. A rollback (``decide_rollback``) makes an earlier
+version current: new runs of the name use it, runs already started keep the version they
+recorded; the next ``PUT`` of another body makes a new version (numbered after the
+highest) current again.
 
 Names are one namespace for every tenant. A definition belongs to the tenant that
 registered its name (``owner``), or to none: shared, registered by a principal of every
@@ -105,10 +108,18 @@ def digest(workflow: Any, input_schema: Any) -> str:
 
 @dataclass(frozen=True)
 class Head:
-    """A name's current version and whether the name is deleted."""
+    """A name's current version and whether the name is deleted.
+
+    Attributes:
+        version: the current version (the latest, unless a rollback made an earlier one
+            current).
+        deleted: the name is deleted.
+        revision: how many times the head changed before (``head_supersedes``).
+    """
 
     version: int
     deleted: bool = False
+    revision: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,11 +161,74 @@ def head_supersedes(new: Head, old: Head | None) -> bool:
     """Whether head ``new`` replaces ``old`` (applying heads in any order, or twice,
     ends at the same head).
 
-    Versions only grow, and a version is deleted at most once and never undeleted (a
-    ``PUT`` after a ``DELETE`` makes a new version), so heads are ordered by ``(version,
-    deleted)``.
+    Every change of a head counts one more ``revision`` than the head it replaces, so
+    heads are ordered by it first: a rollback's head (an earlier version) replaces the
+    one before it. Heads written before revisions (all 0) are ordered as they were:
+    versions only grew, and a version was deleted at most once and never undeleted, so
+    by ``(version, deleted)``.
     """
-    return old is None or (new.version, new.deleted) > (old.version, old.deleted)
+    return old is None or ((new.revision, new.version, new.deleted)
+                           > (old.revision, old.version, old.deleted))
+
+
+def next_revision(head: Head | None) -> int:
+    """The ``revision`` of the head that replaces ``head`` (None: the name's first)."""
+    return 0 if head is None else head.revision + 1
+
+
+class RollbackRefused(ValueError):
+    """Raised by ``decide_rollback`` when no version can be made current: the name is
+    deleted, it has no version before the current one, or the version asked for does
+    not exist. ``missing`` is True for a version that does not exist (404), False
+    otherwise (409)."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+@dataclass(frozen=True)
+class RollbackDecision:
+    """What a rollback does: make ``version`` current (``changed``), or nothing, it is
+    current already; ``previous`` is the version that was current."""
+
+    version: int
+    previous: int
+    changed: bool
+
+
+def decide_rollback(head: Head | None, versions: Mapping[int, str],
+                    to: int | None = None) -> RollbackDecision:
+    """The version a rollback makes current.
+
+    Args:
+        head: the name's head (None: a name never registered).
+        versions: every version of the name known -> its digest.
+        to: the version to make current; None: the highest version below the current
+            one.
+
+    Returns:
+        The decision (``changed`` False when ``to`` is current already).
+
+    Raises:
+        RollbackRefused: no such name or version (``missing``), a deleted name, or no
+            version before the current one.
+    """
+    if head is None:
+        raise RollbackRefused("no such definition", missing=True)
+    if head.deleted:
+        raise RollbackRefused(f"the definition is deleted (its last version is "
+                              f"{head.version}); register a version with PUT first")
+    if to is None:
+        earlier = [v for v in versions if v < head.version]
+        if not earlier:
+            raise RollbackRefused(f"version {head.version} is the first: there is no "
+                                  "earlier version to roll back to")
+        to = max(earlier)
+    elif to not in versions:
+        raise RollbackRefused(f"the definition has no version {to} (its versions are "
+                              f"1 to {max(versions, default=0)})", missing=True)
+    return RollbackDecision(to, head.version, changed=to != head.version)
 
 
 FOREIGN = "foreign"
@@ -235,10 +309,11 @@ class DefinitionHead:
 
     Attributes:
         name: the definition's name.
-        version: the latest version.
+        version: the current version (the latest, unless rolled back).
         deleted: True once the name is deleted (no new runs).
         at_ms: when the head changed, ms since the Unix epoch.
         tenant: the tenant the definition belongs to; None: shared (``owner``).
+        revision: how many times the head changed before (``head_supersedes``).
     """
 
     name: str
@@ -246,3 +321,4 @@ class DefinitionHead:
     deleted: bool
     at_ms: int
     tenant: str | None = None
+    revision: int = 0

@@ -22,6 +22,7 @@ from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, path_fault
 from headwater.core.suggest import did_you_mean
 from headwater.errors import WorkflowRegistrationError
+from headwater.scaling import DEPLOY_KEYS, hint_fault, hints_of
 from headwater.workflows.registry import (
     ACTIVATION_RETRY,
     CODE_NODE,
@@ -32,13 +33,12 @@ from headwater.workflows.registry import (
     info_of,
 )
 
-__all__ = ["ACTIVATION_RETRY", "CODE_NODE", "DEFAULT_ACTIVATION_TIMEOUT", "WORKFLOWS",
+__all__ = ["ACTIVATION_RETRY", "CODE_NODE", "DEFAULT_ACTIVATION_TIMEOUT", "DEPLOY_KEYS",
+           "WORKFLOWS",
            "WorkflowInfo", "forget", "info_of", "input_schema_of", "workflow"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
-DEPLOY_KEYS = ("replicas", "min_replicas", "max_replicas", "cpu", "memory", "gpu")
-"""The scaling and resource hints the deploy step reads (``WorkflowInfo.deploy``)."""
 _OPTIONS = ("name", "path", "queue", "timeout", "retry", "restart_on_failure",
             "max_restarts", "input_schema", "max_events", *DEPLOY_KEYS)
 
@@ -117,7 +117,9 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
     if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
         raise WorkflowRegistrationError(
             f"{where}: max_events must be a whole number from 10 to {MAX_EVENTS_LIMIT}")
-    _check_deploy(where, options)
+    fault = hint_fault(options)
+    if fault is not None:
+        raise WorkflowRegistrationError(f"{where}: {fault}")
     timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise WorkflowRegistrationError(f"{where}: timeout must be a number of seconds > 0")
@@ -127,31 +129,7 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         restart_on_failure=bool(options.get("restart_on_failure", False)),
         max_restarts=options.get("max_restarts"),
         input_schema=options.get("input_schema") or input_schema_of(func),
-        max_events=cap, deploy={k: options[k] for k in DEPLOY_KEYS if k in options})
-
-
-def _check_deploy(where: str, options: dict[str, Any]) -> None:
-    """The deploy hints: counts are whole numbers from 0 (``min_replicas`` at most
-    ``max_replicas``), ``cpu`` and ``memory`` Kubernetes quantities (``"500m"``,
-    ``"2Gi"``, or a number)."""
-    for key in ("replicas", "min_replicas", "max_replicas", "gpu"):
-        value = options.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise WorkflowRegistrationError(f"{where}: {key} must be a whole number >= 0, "
-                                            f"not {value!r}")
-    low, high = options.get("min_replicas"), options.get("max_replicas")
-    if low is not None and high is not None and low > high:
-        raise WorkflowRegistrationError(f"{where}: min_replicas {low} is over max_replicas "
-                                        f"{high}")
-    for key in ("cpu", "memory"):
-        value = options.get(key)
-        if value is not None and not ((isinstance(value, str) and re.fullmatch(
-                r"[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?", value))
-                or (isinstance(value, int | float) and not isinstance(value, bool))):
-            raise WorkflowRegistrationError(
-                f"{where}: {key} must be a Kubernetes quantity such as '500m' or '2Gi', "
-                f"not {value!r}")
+        max_events=cap, deploy=hints_of(options))
 
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",

@@ -18,6 +18,7 @@ from ops.cli.lazy import LAZY, LazyCommand, LazyGroup
 
 STACK, RUNS, AUDIT = "Local stack", "Workflows", "Audit (reads Kafka and PostgreSQL)"
 AUTH = "Tokens"
+SHIP = "Deploy"
 LAZY.update({
     "up": LazyCommand("ops.cli.stack", "up", "Start Kafka, PostgreSQL, the coordinator, "
                       "the gateway and the remembered workers.", STACK),
@@ -67,6 +68,12 @@ LAZY.update({
                         "and a role.", AUTH),
     "whoami": LazyCommand("ops.cli.keys", "whoami", "Show the tenant and role of the token "
                           "sent (HEADWATER_TOKEN or --token).", AUTH),
+    "deploy": LazyCommand("ops.cli.deploy", "deploy", "Build what a cluster needs from "
+                          "MODULE: an image build context, kustomize overlays with a "
+                          "Deployment per queue, and its definitions as new versions.", SHIP),
+    "rollback": LazyCommand("ops.cli.deploy", "rollback", "Make an earlier version of a "
+                            "definition current: new runs use it, runs already started "
+                            "keep theirs.", SHIP),
 })
 
 app = typer.Typer(cls=LazyGroup, help="Headwater: event-sourced workflows on Kafka.",

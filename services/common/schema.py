@@ -321,11 +321,19 @@ do $$ begin
     then
         alter table definition_heads add column tenant text;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'definition_heads'
+                   and column_name = 'revision')
+    then
+        alter table definition_heads add column revision bigint not null default 0;
+    end if;
 end $$;
 """
 """The definitions registry's tables, a projection of the ``definitions`` topic
 (``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
-``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
+``definition_heads`` row per name (its current version, whether it is deleted, and its
+``revision``: how many times it changed, so a rollback's head replaces the one before
+it). ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
 shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""

@@ -16,7 +16,10 @@ the live worker that started last (``started_at_ms``, then ``worker_id``), so tw
 generations of workers serving side by side do not make a new version at each of
 their announcements, and the newest code is the definition's head. The same body as
 the head is no new version (``headwater.core.definitions.decide_put``), so a gateway
-that starts, or hears the same announcement again, writes nothing new.
+that starts, or hears the same announcement again, writes nothing new. A name an
+operator rolled back (``headwater rollback``) is left on its version
+(``Store.put_announced``): the workers of the newer code that still run would otherwise
+register it again at once.
 
 A body the registry refuses (a workflow name that is no definition name, an invalid
 spec, a name another tenant holds) is logged once per body and left alone; a write
@@ -39,7 +42,6 @@ from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core.definitions import DefinitionRefError, check_name, digest
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
-from services.common.auth.tokens import OPEN
 from services.gateway.definitions.registry import schema_faults
 from services.gateway.definitions.store import Registered, Store
 from services.gateway.edge.problems import Problem
@@ -172,7 +174,7 @@ class Registrar:
             self._refuse(body, "; ".join(faults))
             return None
         try:
-            stored = await self.store.put(body.name, body.spec, body.input_schema, OPEN)
+            stored = await self.store.put_announced(body.name, body.spec, body.input_schema)
         except Problem as e:
             if e.status >= 500:
                 raise

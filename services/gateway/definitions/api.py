@@ -1,11 +1,13 @@
 """HTTP routes of the definitions registry: ``PUT``, ``GET`` (one, or the list) and
-``DELETE /v1/definitions/{name}`` (docs/definitions.md).
+``DELETE /v1/definitions/{name}``, and ``POST /v1/definitions/{name}/rollback``
+(docs/definitions.md).
 
 A ``PUT`` is validated as a submission's spec is (``parse_spec``, with the definitions
 its ``kind: workflow`` nodes name inlined), and its ``input_schema`` must be a JSON
 Schema (``definitions.registry.schema_faults``): 422 naming every fault. ``GET`` of a deleted
-name is 410 (its versions stay readable with ``?version=N``); the list holds the latest
-version of each name that is not deleted.
+name is 410 (its versions stay readable with ``?version=N``); the list holds the current
+version of each name that is not deleted. A rollback makes an earlier version current
+(``Store.rollback``): new runs use it, runs already started keep theirs.
 
 Every read and write is the principal's tenant's (``auth.scope.principal``): it sees its own
 definitions and the shared ones (another tenant's is 404, as a name never registered);
@@ -29,7 +31,7 @@ from headwater.core.definitions import DefinitionRefError, check_name
 from headwater.core.spec import parse_spec
 from headwater.errors import SpecError
 from services.gateway.auth.scope import principal
-from services.gateway.definitions.models import DefinitionRequest
+from services.gateway.definitions.models import DefinitionRequest, RollbackRequest
 from services.gateway.definitions.projector import start
 from services.gateway.definitions.registry import (
     DELETED,
@@ -56,6 +58,8 @@ from services.gateway.lifetime import Runtime, accepting, runtime
 from services.gateway.openapi.bodies import (
     DEFINITION_NAME_DOC,
     DEFINITION_PUT_SCHEMA,
+    DEFINITION_ROLLBACK_SCHEMA,
+    DEFINITION_ROLLED_BACK_SCHEMA,
     DEFINITION_SCHEMA,
     DEFINITION_STORED_SCHEMA,
     DEFINITIONS_LIST_SCHEMA,
@@ -220,13 +224,16 @@ async def get_definition(request: Request, name: DefinitionName,
                       f"{head['version']}); read a version with ?version=N",
                       definition=name, version=head["version"])
     wanted = head["version"] if version is None else version
+    latest = await pool.fetchval("select max(version) from definitions where name = $1",
+                                 name)
     row = await pool.fetchrow("select spec, input_schema, digest, created_at from definitions"
                               " where name = $1 and version = $2", name, wanted)
     if row is None:
         raise Problem(404, "Not found", f"definition {name} has no version {wanted} (its "
                       f"latest is {head['version']})", definition=name)
-    return _json({"name": name, "version": wanted, "latest": head["version"],
-                  "deleted": head["deleted"], "digest": row["digest"],
+    return _json({"name": name, "version": wanted, "current": head["version"],
+                  "latest": max(latest or 0, head["version"]), "deleted": head["deleted"],
+                  "digest": row["digest"],
                   "created_at": _iso(row["created_at"]), "workflow": row["spec"],
                   "input_schema": row["input_schema"], "links": links(name, wanted)})
 
@@ -243,3 +250,26 @@ async def delete_definition(request: Request, name: DefinitionName) -> Response:
     hw = accepting(request)
     await _store(hw).delete(name, principal(request))
     return Response(status_code=204)
+
+
+@router.post("/v1/definitions/{name}/rollback", openapi_extra=json_body(
+    DEFINITION_ROLLBACK_SCHEMA, required=False), responses={
+    200: json_answer("the version now current (changed: false when it was already)",
+                     DEFINITION_ROLLED_BACK_SCHEMA),
+    **problems(*WRITES, NOT_FOUND, FORBIDDEN, CONFLICT, INVALID_REQUEST, meanings={
+        404: "no such definition or version",
+        403: "the role is not admin, or the definition is shared and the token is one "
+             "tenant's",
+        409: "the definition is deleted, or has no version before the current one"})})
+async def rollback_definition(request: Request, name: DefinitionName) -> Response:
+    """Make an earlier version current: ``{"to": N}``, or no body for the version
+    before the current one. New runs of the name use it; runs already started keep the
+    version they recorded. 200 with the version now current; 404 no such name or
+    version; 409 deleted, or no earlier version."""
+    hw = accepting(request)
+    raw = await read_limited(request, hw.settings.max_body_bytes)
+    body = parse_body(RollbackRequest, raw) if raw.strip() else RollbackRequest()
+    done = await _store(hw).rollback(name, body.to, principal(request))
+    return _json({"name": name, "version": done.version, "previous": done.previous,
+                  "latest": done.latest, "changed": done.changed,
+                  "links": links(name, done.version)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class DefinitionRequest(BaseModel):
@@ -16,3 +16,12 @@ class DefinitionRequest(BaseModel):
 
     workflow: dict[str, Any]
     input_schema: dict[str, Any] | None = None
+
+
+class RollbackRequest(BaseModel):
+    """``POST /v1/definitions/{name}/rollback``: the version to make current (``to``);
+    none: the highest version below the current one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to: int | None = Field(default=None, ge=1, le=2**31 - 1)

@@ -5,8 +5,8 @@ The gateway reads the whole topic (compacted: the last record of each key, and p
 older ones not compacted yet) when it starts, before it answers ready (``start``). Each
 record is applied so that the order of application does not matter and applying one
 twice changes nothing: a version row takes the record's content (a version's content
-never changes), a head replaces the row's only when it is later
-(``headwater.core.definitions.head_supersedes``, in SQL). What Kafka holds is stored:
+never changes), a head replaces the row's only when it is later (by revision, version, deleted:
+``headwater.core.definitions.head_supersedes``, in SQL). What Kafka holds is stored:
 rows it reaches are marked so. A record's ``tenant`` (None in records written before
 definitions had tenants: shared) is its row's.
 """
@@ -56,13 +56,14 @@ async def apply(conn: asyncpg.Connection | asyncpg.Pool,
     # A head the gateway claimed but has not produced yet is later than every head on
     # Kafka, so it stays; the same head as the row's is marked stored.
     await conn.execute(
-        "insert into definition_heads (name, version, deleted, state, updated_at, tenant)"
-        " values ($1, $2, $3, $4, $5, $6) on conflict (name) do update set"
+        "insert into definition_heads (name, version, deleted, state, updated_at, tenant,"
+        " revision) values ($1, $2, $3, $4, $5, $6, $7) on conflict (name) do update set"
         " version = excluded.version, deleted = excluded.deleted, state = excluded.state,"
-        " updated_at = excluded.updated_at, tenant = excluded.tenant where"
-        " (definition_heads.version, definition_heads.deleted) <= (excluded.version,"
-        " excluded.deleted)", record.name, record.version, record.deleted, STORED,
-        _at(record.at_ms), record.tenant)
+        " updated_at = excluded.updated_at, tenant = excluded.tenant,"
+        " revision = excluded.revision where (definition_heads.revision,"
+        " definition_heads.version, definition_heads.deleted) <= (excluded.revision,"
+        " excluded.version, excluded.deleted)", record.name, record.version,
+        record.deleted, STORED, _at(record.at_ms), record.tenant, record.revision)
 
 
 async def rebuild(pool: asyncpg.Pool, settings: CommonSettings) -> int:

@@ -116,7 +116,7 @@ def bad_ref(ref: Any, error: DefinitionRefError, field: str = "definition") -> P
 
 
 async def resolve(pool: asyncpg.Pool, ref: str, me: Principal = OPEN) -> Resolved:
-    """The version ``ref`` names (``"name"``: the latest; ``"name@3"``: version 3) of a
+    """The version ``ref`` names (``"name"``: the current; ``"name@3"``: version 3) of a
     definition that is not deleted and that ``me`` sees.
 
     Args:
@@ -148,7 +148,7 @@ async def resolve(pool: asyncpg.Pool, ref: str, me: Principal = OPEN) -> Resolve
                               " where name = $1 and version = $2", parsed.name, version)
     if row is None:
         raise Problem(404, "Not found", f"definition {parsed.name} has no version {version} "
-                      f"(its latest is {head['version']})", definition=parsed.name)
+                      f"(its current is {head['version']})", definition=parsed.name)
     return Resolved(parsed.name, version, row["spec"], row["input_schema"])
 
 

@@ -32,9 +32,12 @@ from headwater.core.definitions import (
     DefinitionHead,
     DefinitionStored,
     Head,
+    RollbackRefused,
     decide_put,
+    decide_rollback,
     digest,
     new_owner,
+    next_revision,
     stored_key,
     write_refusal,
 )
@@ -64,6 +67,25 @@ class Registered:
     digest: str
     created_at: datetime
     created: bool
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    """What a rollback answers: the ``version`` now current, the one current before
+    (``previous``), the highest (``latest``), and whether the head changed."""
+
+    name: str
+    version: int
+    previous: int
+    latest: int
+    changed: bool
+
+
+def _as_head(row: Any) -> Head | None:
+    """The ``definition_heads`` row as the rules' ``Head`` (None: no row)."""
+    if row is None:
+        return None
+    return Head(row["version"], row["deleted"], int(row["revision"]))
 
 
 def _millis(at: datetime) -> int:
@@ -128,16 +150,17 @@ class _Writer:
                 _millis(row["created_at"]), row["tenant"]))
             await self.conn.execute("update definitions set state = $3 where name = $1 and"
                                     " version = $2", name, row["version"], STORED)
-        head = await self.conn.fetchrow("select version, deleted, updated_at, tenant from"
-                                        " definition_heads where name = $1 and state = $2",
-                                        name, CLAIMED)
+        head = await self.conn.fetchrow("select version, deleted, updated_at, tenant,"
+                                        " revision from definition_heads where name = $1"
+                                        " and state = $2", name, CLAIMED)
         if head is not None:
             await self.send(name, DefinitionHead(name, head["version"], head["deleted"],
-                                                 _millis(head["updated_at"]), head["tenant"]))
+                                                 _millis(head["updated_at"]), head["tenant"],
+                                                 int(head["revision"])))
             await self.conn.execute("update definition_heads set state = $2 where name = $1",
                                     name, STORED)
 
-    async def claim(self, record: DefinitionStored, at: datetime) -> None:
+    async def claim(self, record: DefinitionStored, at: datetime, revision: int) -> None:
         """Claim a new version and make it the head (one transaction)."""
         async with self.conn.transaction():
             await self.conn.execute(
@@ -145,47 +168,53 @@ class _Writer:
                 " created_at, tenant) values ($1, $2, $3, $4, $5, $6, $7, $8)", record.name,
                 record.version, record.spec, record.input_schema, record.digest, CLAIMED, at,
                 record.tenant)
-            await self._claim_head(record.name, record.version, False, at, record.tenant)
+            await self._claim_head(record.name, record.version, False, at, record.tenant,
+                                   revision)
 
     async def _claim_head(self, name: str, version: int, deleted: bool, at: datetime,
-                          tenant: str | None) -> None:
+                          tenant: str | None, revision: int) -> None:
         await self.conn.execute(
-            "insert into definition_heads (name, version, deleted, state, updated_at, tenant)"
-            " values ($1, $2, $3, $4, $5, $6) on conflict (name) do update set version ="
-            " excluded.version, deleted = excluded.deleted, state = excluded.state,"
-            " updated_at = excluded.updated_at, tenant = excluded.tenant", name, version,
-            deleted, CLAIMED, at, tenant)
+            "insert into definition_heads (name, version, deleted, state, updated_at, tenant,"
+            " revision) values ($1, $2, $3, $4, $5, $6, $7) on conflict (name) do update set"
+            " version = excluded.version, deleted = excluded.deleted, state = excluded.state,"
+            " updated_at = excluded.updated_at, tenant = excluded.tenant,"
+            " revision = excluded.revision", name, version, deleted, CLAIMED, at, tenant,
+            revision)
 
     async def _head(self, name: str) -> Any:
-        return await self.conn.fetchrow("select version, deleted, tenant from"
+        return await self.conn.fetchrow("select version, deleted, tenant, revision from"
                                         " definition_heads where name = $1", name)
 
+    async def _versions(self, name: str) -> dict[int, str]:
+        return {r["version"]: r["digest"] for r in await self.conn.fetch(
+            "select version, digest from definitions where name = $1", name)}
+
     async def put(self, name: str, spec: Any, input_schema: Any,
-                  me: Principal = OPEN) -> Registered:
-        """Decide, claim, produce and mark stored (the name's lock is held)."""
+                  me: Principal = OPEN, announced: bool = False) -> Registered:
+        """Decide, claim, produce and mark stored (the name's lock is held); an
+        ``announced`` body leaves a rolled-back name on its version."""
         body_digest = digest(spec, input_schema)
         await self.heal(name)
         head = await self._head(name)
         _refused(name, head, me, putting=True)
+        if announced and head is not None and not head["deleted"]:
+            versions = await self._versions(name)
+            if head["version"] < max(versions, default=0):
+                return await self._unchanged(name, head["version"])
         owner = new_owner(head is not None, head.get("tenant") if head else None,
                           tenant_of(me))
-        versions = {r["version"]: r["digest"] for r in await self.conn.fetch(
-            "select version, digest from definitions where name = $1", name)}
+        versions = await self._versions(name)
         try:
-            decision = decide_put(Head(head["version"], head["deleted"]) if head else None,
-                                  versions, body_digest)
+            decision = decide_put(_as_head(head), versions, body_digest)
         except ValueError as e:
             raise Problem(409, "Conflict", str(e)) from e
         if not decision.created:
-            created_at = await self.conn.fetchval("select created_at from definitions where"
-                                                  " name = $1 and version = $2", name,
-                                                  decision.version)
-            return Registered(name, decision.version, body_digest, created_at, False)
+            return await self._unchanged(name, decision.version)
         at_ms = now_ms()
         at = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
         record = DefinitionStored(name, decision.version, spec, input_schema, body_digest,
                                   at_ms, owner)
-        await self.claim(record, at)
+        await self.claim(record, at, next_revision(_as_head(head)))
         await self.heal(name)  # produces the version, then the head, and marks them stored
         return Registered(name, decision.version, body_digest, at, True)
 
@@ -198,9 +227,37 @@ class _Writer:
         _refused(name, head, me, putting=False)
         if not head["deleted"]:
             await self._claim_head(name, head["version"], True, datetime.now(tz=UTC),
-                                   head.get("tenant"))
+                                   head.get("tenant"), next_revision(_as_head(head)))
             await self.heal(name)
         return int(head["version"])
+
+    async def _unchanged(self, name: str, version: int) -> Registered:
+        row = await self.conn.fetchrow("select digest, created_at from definitions where"
+                                       " name = $1 and version = $2", name, version)
+        return Registered(name, version, row["digest"], row["created_at"], False)
+
+    async def rollback(self, name: str, to: int | None, me: Principal = OPEN) -> RolledBack:
+        """Make version ``to`` (None: the one before the current) current; produce its
+        head and mark it stored."""
+        await self.heal(name)
+        head = await self._head(name)
+        if head is None:
+            raise unknown(name)
+        _refused(name, head, me, putting=False)
+        versions = await self._versions(name)
+        try:
+            decision = decide_rollback(_as_head(head), versions, to)
+        except RollbackRefused as e:
+            if e.missing:
+                raise Problem(404, "Not found", f"definition {name}: {e}",
+                              definition=name) from e
+            raise Problem(409, "Conflict", f"definition {name}: {e}", definition=name) from e
+        if decision.changed:
+            await self._claim_head(name, decision.version, False, datetime.now(tz=UTC),
+                                   head.get("tenant"), next_revision(_as_head(head)))
+            await self.heal(name)
+        return RolledBack(name, decision.version, decision.previous, max(versions),
+                          decision.changed)
 
 
 @dataclass(frozen=True)
@@ -263,3 +320,31 @@ class Store:
                 safe).
         """
         return await self._locked(name, lambda w: w.delete(name, me))
+
+    async def put_announced(self, name: str, spec: Any, input_schema: Any) -> Registered:
+        """``put`` of a body a worker announced (shared, as an operator's): the same,
+        but a name rolled back (its current version below its highest) stays on its
+        version until an operator registers one (``put``), so workers still running
+        the newer code do not undo the rollback."""
+        return await self._locked(name, lambda w: w.put(name, spec, input_schema, OPEN,
+                                                        announced=True))
+
+    async def rollback(self, name: str, to: int | None = None,
+                       me: Principal = OPEN) -> RolledBack:
+        """Make an earlier version of ``name`` current: new runs use it, runs already
+        started keep the version they recorded. Producing the head again is harmless.
+
+        Args:
+            name: the definition's name.
+            to: the version to make current; None: the highest below the current one.
+            me: who rolls back (``delete``'s rules).
+
+        Returns:
+            The version now current (unchanged when ``to`` was current already).
+
+        Raises:
+            Problem: 404 no such name or version (or another tenant's), 409 a deleted
+                name or none before the current one, 403 a shared name for a principal
+                of one tenant, 503 when Kafka does not acknowledge (retrying is safe).
+        """
+        return await self._locked(name, lambda w: w.rollback(name, to, me))

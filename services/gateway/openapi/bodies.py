@@ -343,13 +343,37 @@ DEFINITION_SCHEMA: dict[str, Any] = {
                  "input_schema"],
     "properties": {
         **DEFINITION_STORED_SCHEMA["properties"],
-        "latest": {"type": "integer", "description": "the definition's latest version"},
+        "latest": {"type": "integer", "description": "the definition's highest version"},
+        "current": {"type": "integer", "description": "the version new runs use (the "
+                                                      "latest, unless rolled back)"},
         "deleted": {"type": "boolean", "description": "deleted: no new runs"},
         "workflow": SPEC_SCHEMA,
         "input_schema": {"type": ["object", "null"]},
     },
 }
 """The answer of ``GET /v1/definitions/{name}``."""
+
+DEFINITION_ROLLBACK_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"to": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1,
+                          "description": "the version to make current; absent: the one "
+                                         "before the current"}},
+}
+"""The body of ``POST /v1/definitions/{name}/rollback`` (optional)."""
+
+DEFINITION_ROLLED_BACK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "version", "previous", "latest", "changed", "links"],
+    "properties": {
+        "name": {"type": "string"},
+        "version": {"type": "integer", "minimum": 1, "description": "now current"},
+        "previous": {"type": "integer", "minimum": 1, "description": "current before"},
+        "latest": {"type": "integer", "minimum": 1, "description": "the highest version"},
+        "changed": {"type": "boolean", "description": "false: it was current already"},
+        "links": _DEFINITION_LINKS,
+    },
+}
+"""The answer of ``POST /v1/definitions/{name}/rollback``."""
 
 DEFINITIONS_LIST_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -102,6 +102,9 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
                                       {"workflow": REFUND_SPEC, "input_schema": ORDER_SCHEMA}),
         "bare-spec": _example("a bare spec: any input", REPORT_SPEC),
     },
+    "POST /v1/definitions/{name}/rollback": {
+        "to-a-version": _example("make version 1 current", {"to": 1}),
+        "the-one-before": _example("the version before the current one", {})},
     "PUT /v1/schedules/{name}": {
         "nightly": _example("every night at 02:00 Paris time", SCHEDULE_BODY),
         "urgent": _example("every 5 minutes, its runs at priority 8",
@@ -293,8 +296,11 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "GET /v1/definitions": {"200": _json("one definition; no more pages",
                                          {"items": [_STORED], "next_cursor": None})},
     "GET /v1/definitions/{name}": {"200": _json("its latest version", {
-        **_STORED, "latest": 1, "deleted": False, "workflow": REFUND_SPEC,
+        **_STORED, "latest": 1, "current": 1, "deleted": False, "workflow": REFUND_SPEC,
         "input_schema": ORDER_SCHEMA})},
+    "POST /v1/definitions/{name}/rollback": {"200": _json("version 1 is current again", {
+        "name": "refund", "version": 1, "previous": 2, "latest": 2, "changed": True,
+        "links": _DEFINITION_LINKS})},
     "PUT /v1/schedules/{name}": {
         "201": _json("a new generation", {
             "name": "nightly-report", "generation": 3, "workflow_id": _SCHEDULE_ID,

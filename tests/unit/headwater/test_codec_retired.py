@@ -41,6 +41,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
     assert [p.name for p in RETIRED] == [
         "CacheServed.ade084d001314379.avsc",
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
+        "DefinitionHead.13dad2c5dd3a2407.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
         "HistoryEvent.1bf2bdde1f28d544.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",

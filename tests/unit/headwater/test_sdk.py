@@ -62,6 +62,31 @@ def test_decorator_with_options() -> None:
     assert headwater.task is task
 
 
+def test_the_deploy_hints_are_kept_for_the_deploy_step() -> None:
+    @task(name="embed", queue="gpu", gpu=1, memory="8Gi", cpu=2, min_replicas=0,
+          max_replicas=4)
+    def embed(text: str) -> list[float]:
+        return []
+
+    assert REGISTRY["embed"].deploy == {"min_replicas": 0, "max_replicas": 4, "cpu": 2,
+                                        "memory": "8Gi", "gpu": 1}
+    assert REGISTRY["embed"].deploy is not TaskInfo("x", "q", embed, False, False).deploy
+
+
+@pytest.mark.parametrize(("hints", "words"), [
+    ({"replicas": -1}, "replicas must be a whole number >= 0"),
+    ({"gpu": True}, "gpu must be a whole number"),
+    ({"min_replicas": 3, "max_replicas": 2}, "min_replicas 3 is over max_replicas 2"),
+    ({"memory": "lots"}, "memory must be a Kubernetes quantity"),
+    ({"cpu": "1.5 cores"}, "cpu must be a Kubernetes quantity"),
+    ({"gpus": 1}, "no option 'gpus'.*'gpu'"),
+])
+def test_a_bad_deploy_hint_is_refused_at_decoration(hints: dict[str, Any], words: str) -> None:
+    with pytest.raises(TaskRegistrationError, match=words):
+        task(name="hinted", **hints)(make_in_module("m"))
+    assert "hinted" not in REGISTRY
+
+
 @pytest.mark.parametrize("name", ["", "1abc", "has space", "a/b", "ä", "x" * 201, "a:b"])
 def test_bad_name_is_rejected_at_decoration(name: str) -> None:
     with pytest.raises(TaskRegistrationError, match="name"):

@@ -140,3 +140,14 @@ def test_a_quiet_stream_outlasts_the_gateways_pings_whatever_the_client_timeout(
     patient.timeout = 90.0
     assert Follow(patient, "wf-1").read_timeout() == 90.0
     assert Follow(quick, "wf-1", deadline=Deadline(5)).read_timeout() <= 5
+
+
+def test_a_rollback_names_its_version_or_none() -> None:
+    back = req.definition_rollback("docs", 2)
+    assert (back.call.method, back.call.path, back.call.json) == (
+        "POST", "/v1/definitions/docs/rollback", {"to": 2})
+    assert req.definition_rollback("docs", None).call.json == {}
+    done = back.decode(httpx.Response(200, json={"name": "docs", "version": 2,
+                                                 "previous": 3, "latest": 3,
+                                                 "changed": True}))
+    assert (done.version, done.raw["previous"]) == (2, 3)

@@ -75,9 +75,12 @@ class RegistryPool(FakePool):
         return []
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        """A version's ``created_at``, a claim of a run by name; else ``FakePool``'s."""
+        """A version's ``created_at``, a name's highest version, a claim of a run by
+        name; else ``FakePool``'s."""
         if sql.startswith("select created_at from definitions"):
             return self.versions[(args[0], args[1])]["created_at"]
+        if sql.startswith("select max(version) from definitions"):
+            return max((v for n, v in self.versions if n == args[0]), default=None)
         return await super().fetchval(sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> str:
@@ -89,9 +92,9 @@ class RegistryPool(FakePool):
                 "spec": spec, "input_schema": schema, "digest": digest, "state": state,
                 "created_at": at, "tenant": tenant}
         elif sql.startswith("insert into definition_heads"):
-            name, version, deleted, state, at, tenant = args
+            name, version, deleted, state, at, tenant, revision = args
             self.heads[name] = {"version": version, "deleted": deleted, "state": state,
-                                "updated_at": at, "tenant": tenant}
+                                "updated_at": at, "tenant": tenant, "revision": revision}
         elif sql.startswith("update definitions set state"):
             self.versions[(args[0], args[1])]["state"] = args[2]
         elif sql.startswith("update definition_heads set state"):

@@ -22,7 +22,7 @@ export async function mountList(root, params, query) {
                                         String(d.version), h("code", {}, d.digest.slice(0, 12)),
                                         when(d.created_at)]);
     replace(root, h("h1", {}, "Definitions"),
-      rows.length ? table(["name", "latest version", "digest", "registered"], rows,
+      rows.length ? table(["name", "current version", "digest", "registered"], rows,
                           {class: "definitions"}) : h("p", {class: "muted"}, "None registered."),
       page.next_cursor ? h("p", {class: "pager"}, link(
         `/ui/definitions?cursor=${encodeURIComponent(page.next_cursor)}`, "more »")) : null);
@@ -79,7 +79,9 @@ export async function mountOne(root, params, query, go) {
     const doc = await getJson(`/v1/definitions/${encodeURIComponent(params.name)}`,
                               {version: query.get("version")});
     root.append(versionLinks(doc),
-      h("dl", {class: "facts"}, h("dt", {}, "version"), h("dd", {}, `${doc.version} of ${doc.latest}`),
+      h("dl", {class: "facts"}, h("dt", {}, "version"), h("dd", {}, `${doc.version} of ${doc.latest}` +
+                                  (doc.current !== undefined && doc.current !== doc.latest
+                                    ? ` (current: ${doc.current}, rolled back)` : "")),
         h("dt", {}, "registered"), h("dd", {}, when(doc.created_at)),
         h("dt", {}, "digest"), h("dd", {}, h("code", {}, doc.digest)),
         doc.deleted ? [h("dt", {}, "deleted"), h("dd", {}, "yes: it starts no new runs")] : null),

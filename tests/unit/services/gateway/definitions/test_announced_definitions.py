@@ -81,6 +81,9 @@ class Store:
         return Registered(name, len(self.puts), digest(spec, input_schema),
                           datetime.now(tz=UTC), True)
 
+    async def put_announced(self, name: str, spec: Any, input_schema: Any) -> Registered:
+        return await self.put(name, spec, input_schema, OPEN)
+
 
 async def test_a_body_is_registered_once_and_again_when_it_changes() -> None:
     store = Store()

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from headwater.core.spec import parse_spec
 from services.gateway.app import create_app
 from services.gateway.control.models import CancelRequest, SignalRequest
-from services.gateway.definitions.models import DefinitionRequest
+from services.gateway.definitions.models import DefinitionRequest, RollbackRequest
 from services.gateway.edge.problems import PROBLEM_JSON, PROBLEM_TYPES
 from services.gateway.openapi.answers import ANSWERS
 from services.gateway.openapi.document import operations, vacuous
@@ -34,6 +34,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "POST /v1/workflows/{workflow_id}/cancel": CancelRequest,
     "POST /v1/workflows/{workflow_id}/signals/{name}": SignalRequest,
     "PUT /v1/definitions/{name}": DefinitionRequest,
+    "POST /v1/definitions/{name}/rollback": RollbackRequest,
     "PUT /v1/schedules/{name}": ScheduleRequest,
 }
 """The model each route parses its body with."""
