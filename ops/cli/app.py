@@ -65,6 +65,9 @@ LAZY.update({
                         "and a role.", AUTH),
     "whoami": LazyCommand("ops.cli.keys", "whoami", "Show the tenant and role of the token "
                           "sent (HEADWATER_TOKEN or --token).", AUTH),
+    "serve": LazyCommand("ops.cli.serve", "serve", "Run the gateway, a coordinator, the "
+                         "projector and the workers of the named queues in one process, "
+                         "until SIGTERM or Ctrl-C.", STACK),
 })
 
 app = typer.Typer(cls=LazyGroup, help="Headwater: event-sourced workflows on Kafka.",
