@@ -122,11 +122,21 @@ def start_sandbox(
         RuntimeError: the gateway did not become ready (the logs are in the message).
     """
     sandbox = empty_sandbox(home, pythonpath, extra_env)
-    env = sandbox.env
     services = localstack.default_services(tasks, workers, queue)
-    if env.get("HEADWATER_PROJECTION", "on").lower() in OFF:
+    if sandbox.env.get("HEADWATER_PROJECTION", "on").lower() in OFF:
         services.append(localstack.Service("projector", (sys.executable, "-m",
                                                          "services.projector")))
+    return start_services(sandbox, services)
+
+
+def start_services(sandbox: Sandbox, services: Sequence[localstack.Service]) -> Sandbox:
+    """Start ``services`` in ``sandbox`` and wait until its gateway (one of them, or
+    ``headwater serve``'s) is ready; return the sandbox.
+
+    Raises:
+        RuntimeError: the gateway did not become ready (the sandbox is stopped and
+            dropped; the logs are in the message).
+    """
     pids = [sandbox.start(s) for s in services]
     try:
         localstack.wait_ready(f"{sandbox.gateway}/ready", timeout_s=120, pids=pids)
