@@ -112,9 +112,9 @@ class Probes:
 
     def drain(self, why: str) -> None:
         """The process is stopping (its first SIGTERM): not ready from now on."""
-        if not self.draining:
+        if not self.draining:  # the first reason stays (the signal, not a part's echo)
             log.info("not ready: %s", why)
-        self.draining = why or "draining"
+            self.draining = why or "draining"
 
     def health(self, now: float | None = None) -> tuple[bool, dict[str, object]]:
         """Liveness: whether the loop turned within ``STALE_S`` (or has not started yet:

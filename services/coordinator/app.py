@@ -126,6 +126,7 @@ def add_retention(app: seam.FaustApp, settings: Settings, table: seam.WorkflowTa
 
 def add_projector(app: seam.FaustApp, settings: Settings) -> None:
     """Keep the PostgreSQL projection in this process (``HEADWATER_PROJECTION=on``)."""
+    PROBES.part("projector")  # not ready before the projector has joined its group
 
     async def project_events() -> None:
         await run_projector(settings)

@@ -57,6 +57,13 @@ def test_ready_names_each_reason_it_is_not(change: Any, reason: str) -> None:
     assert reason in str(body["detail"]), body
 
 
+def test_the_first_reason_to_drain_is_kept() -> None:
+    p = ready_probes()
+    p.drain("stopping (SIGTERM)")
+    p.drain("worker cpu draining")
+    assert p.ready()[1]["detail"] == "shutting down (stopping (SIGTERM))"
+
+
 def test_a_part_asked_again_is_the_same_and_rejoins_after_a_rebalance() -> None:
     p = ready_probes()
     part = p.part("coordinator")
