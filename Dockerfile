@@ -1,10 +1,18 @@
-# Headwater services image: one image, one process per container, chosen by the command:
+# Headwater services image: one image; by default one process runs everything:
+#   headwater serve --queue Q --tasks M             the gateway, a coordinator, the
+#                                                   projector and the workers of the named
+#                                                   queues (services/serve/app.py); API on
+#                                                   :8080, /health and /ready on :9180
+# or one process per container, chosen by the command:
 #   python -m services.gateway                      HTTP API on :8080 (/health, /ready)
 #   python -m services.coordinator                  faust app; state under HEADWATER_DATA_DIR
 #   python -m services.projector                    events -> PostgreSQL (coordinator with
 #                                                   HEADWATER_PROJECTION=off)
 #   python -m services.worker --queue Q --tasks M   one worker pool (queue)
-# infra/docker-compose.yml runs them all; infra/k8s/ has the Kubernetes manifests.
+# infra/docker-compose.small.yml runs `headwater serve` beside Kafka and PostgreSQL (the
+# small deployment); infra/docker-compose.yml runs each service apart; infra/k8s/ has the
+# Kubernetes manifests. The services without HTTP answer /health and /ready beside
+# /metrics on their metrics port (HEADWATER_METRICS_PORT).
 # Build from the repository root: docker build -t headwater:local .
 # Task code of your own: build FROM this image, pip install your package, and name its
 # module in the worker's --tasks.
@@ -55,5 +63,6 @@ WORKDIR /data
 VOLUME ["/data"]
 USER 10001:10001
 EXPOSE 8080
-# Each compose service and Kubernetes Deployment passes its own command.
-CMD ["python", "-m", "services.gateway"]
+# The small deployment's one process (the example's tasks on queue cpu); each compose
+# service and Kubernetes Deployment of the full stack passes its own command.
+CMD ["headwater", "serve", "--queue", "cpu", "--tasks", "examples.stdlib_search.tasks"]

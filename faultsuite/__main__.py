@@ -12,6 +12,8 @@
                                                # a worker killed in the middle of
                                                # replaying a @workflow's function
     python -m faultsuite --only coordinator.large_table --table 20000 --table-waiting 500
+    python -m faultsuite --only serve.sigkill --no-rebalance --no-infra --batch 8
+                                               # one headwater serve SIGKILLed mid-batch
     python -m faultsuite --list                # the fault points and scenarios
     python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 15
                                                # the same with auth on (a tenant's runs)
@@ -42,7 +44,15 @@ from faultsuite.audit import EndState
 from faultsuite.batch import Submission
 from faultsuite.large_table import LargeTable
 from faultsuite.run import Plan, run
-from faultsuite.suite import INFRA, LARGE_TABLE, POINTS, REBALANCES, SUITES, Suite
+from faultsuite.suite import (
+    INFRA,
+    LARGE_TABLE,
+    POINTS,
+    REBALANCES,
+    SERVE_KILL,
+    SUITES,
+    Suite,
+)
 from faultsuite.verdict import RunReport
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # is down on purpose; the services' logs keep what matters.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     if args.list:
-        print("\n".join([*POINTS, LARGE_TABLE, *INFRA, *REBALANCES]))
+        print("\n".join([*POINTS, SERVE_KILL, LARGE_TABLE, *INFRA, *REBALANCES]))
         return 0
     suite = _suite(args)
     plans = [p for p in suite.plans() if (not args.only or p.name in args.only)
@@ -140,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="the short suite (as in make test)")
     p.add_argument("--only", action="append",
-                   choices=[*POINTS, LARGE_TABLE, *INFRA, *REBALANCES],
+                   choices=[*POINTS, SERVE_KILL, LARGE_TABLE, *INFRA, *REBALANCES],
                    metavar="RUN", help="run only this fault point, infrastructure fault or "
                                        "rebalance scenario (repeatable; --list names them)")
     p.add_argument("--runs", type=int, help="runs per fault point")

@@ -51,6 +51,8 @@ class WorkerKiller:
         gap_s: the least time between two kills, seconds.
         first_s: the least time before the first kill, seconds.
         min_running: the attempts in flight on a worker that make it a target.
+        target: the kind of supervised process killed: ``worker``, or ``serve`` (its
+            workers run inside it, and the coordinator and gateway die with them).
         done: the kills made so far.
     """
 
@@ -61,6 +63,7 @@ class WorkerKiller:
     gap_s: float = 3.0
     first_s: float = 0.5
     min_running: int = 1
+    target: str = "worker"
     done: list[Kill] = field(default_factory=list)
     _running: dict[AttemptKey, str] = field(default_factory=dict)
     _tail: Tail | None = None
@@ -88,7 +91,7 @@ class WorkerKiller:
             if time.monotonic() - last < self.gap_s:
                 continue
             busy = Counter(_pid(w) for w in self._running.values())
-            for pid, name in self.supervisor.pids("worker").items():
+            for pid, name in self.supervisor.pids(self.target).items():
                 if busy.get(pid, 0) >= self.min_running and self.supervisor.kill(name) == pid:
                     self.done.append(Kill(name, pid, busy[pid], time.monotonic() - began))
                     self._running = {k: w for k, w in self._running.items() if _pid(w) != pid}
@@ -106,6 +109,10 @@ class WorkerKiller:
 
 
 def _pid(worker: str) -> int:
-    """The pid in a worker id ``<host>-<pid>`` (-1 if there is none)."""
-    tail = worker.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
+    """The pid in a worker id: ``<host>-<pid>``, or ``<host>-<pid>-<queue>`` for a worker
+    inside ``headwater serve`` (-1 if there is none)."""
+    parts = worker.rsplit("-", 2)
+    for part in reversed(parts[1:]):
+        if part.isdigit():
+            return int(part)
+    return -1

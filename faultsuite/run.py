@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -53,7 +54,15 @@ from headwater.core import events as ev
 from load.deploy import wait_idle
 from load.kafka_io import Seen, Tail
 from ops.cli.queues import wait_for_workers
-from ops.sandbox import Sandbox, home_kept, start_sandbox, stop_sandbox
+from ops.localstack import Service
+from ops.sandbox import (
+    Sandbox,
+    empty_sandbox,
+    home_kept,
+    start_sandbox,
+    start_services,
+    stop_sandbox,
+)
 from tests.polling import WaitTimeout, scaled, wait_until_async
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,6 +95,9 @@ class Plan:
             ``tests/polling.py``).
         table: a large table filled before the batch, its coordinator SIGKILLed and its
             local store lost at each restart (``large_table``), or None.
+        serve: the deployment is one ``headwater serve`` process (the gateway, a
+            coordinator, the projector and the workers in one) instead of a process per
+            service; ``worker_kills`` then SIGKILL it whole.
     """
 
     name: str
@@ -100,6 +112,7 @@ class Plan:
     outage: Outage | None = None
     timeout_s: float = 240.0
     table: LargeTable | None = None
+    serve: bool = False
 
 
 def run(plan: Plan, batch: Sequence[Submission],
@@ -150,9 +163,10 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
     """Start the sandbox (on ``infra`` when given), drive the run, stop it again."""
     plan, report = r.plan, r.report
     try:
-        sandbox = start_sandbox(home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)],
-                                extra_env={FAULTS_ENV: plan.faults, **sandbox_env(r.auth),
-                                           **store_env()})
+        env = {FAULTS_ENV: plan.faults, **sandbox_env(r.auth), **store_env()}
+        sandbox = start_services(empty_sandbox(home, [str(E2E_DIR)], env),
+                                 [serve_service()]) if plan.serve else start_sandbox(
+            home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)], extra_env=env)
     except RuntimeError as e:
         report.violations.append(f"the sandbox did not start: {e}")
         return
@@ -176,6 +190,13 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
             if infra is not None:
                 shutil.copytree(infra.home / "kafka" / "logs",
                                 keep_logs / home.name / "broker", dirs_exist_ok=True)
+
+
+def serve_service() -> Service:
+    """``headwater serve`` of the suite's queue and tasks, as one supervised process."""
+    tasks = tuple(arg for module in TASKS for arg in ("--tasks", module))
+    return Service("serve", (sys.executable, "-m", "services.serve", "--queue", QUEUE,
+                             *tasks))
 
 
 async def _prepare(r: _Run, sandbox: Sandbox) -> TableRun | None:

@@ -83,7 +83,8 @@ class SideScripts:
         bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
         if plan.worker_kills:
             side.killer = WorkerKiller(supervisor, bootstrap, sandbox.topics.reports,
-                                       plan.worker_kills, plan.kill_gap_s)
+                                       plan.worker_kills, plan.kill_gap_s,
+                                       target="serve" if plan.serve else "worker")
             await side.killer.start()
         if plan.rebalance is not None:
             side.scaling = Script(plan.rebalance, sandbox, supervisor, progress.share)
@@ -137,6 +138,8 @@ class _SidePlan(Protocol):
     def worker_kills(self) -> int: ...
     @property
     def kill_gap_s(self) -> float: ...
+    @property
+    def serve(self) -> bool: ...
     @property
     def rebalance(self) -> Rebalance | None: ...
     @property

@@ -5,7 +5,7 @@ down for 20 s, and a light rebalance: what ``make test`` runs) and ``FULL`` (sev
 per point, several kills per run, bigger batches, a table of 5,000 finished and 200
 waiting workflows with three kills, two runs per infrastructure fault with PostgreSQL
 down for 60 s, the full 100-workflow rebalance, and a rebalance with faults: what
-``make faults`` runs)."""
+``make faults`` runs, with one run of ``headwater serve`` SIGKILLed besides)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,10 @@ outside mid-batch, then at each of ``LARGE_TABLE_LATER`` in turn."""
 LARGE_TABLE_LATER = ("coordinator.after_intent", "coordinator.after_publish")
 """The fault points of the large table's later kills (each restarted process recovers
 the whole table first)."""
+SERVE_KILL = "serve.sigkill"
+"""The deployment is one ``headwater serve`` process (the gateway, a coordinator, the
+projector and the worker in one), SIGKILLed from outside while its worker runs attempts,
+then started again: everything it ran dies at once (``serve_plan``)."""
 REBALANCES = ("rebalance", "rebalance+faults")
 """The rebalance scenarios (the second in the full suite only)."""
 
@@ -86,6 +90,13 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
     later = [f"{point}={LATER_HITS[kind] + 3 * i}" for i in range(kills - 1)]
     return Plan(point, faults=f"{point}={first}", schedule={kind: later},
                 expect=(f"fault {point}",), timeout_s=timeout_s)
+
+
+def serve_plan(kills: int = 1, timeout_s: float = 240.0) -> Plan:
+    """The ``SERVE_KILL`` plan: ``kills`` SIGKILLs of the one ``headwater serve``
+    process, each while its worker has an attempt in flight."""
+    return Plan(SERVE_KILL, serve=True, worker_kills=kills, kill_gap_s=4.0,
+                expect=("external SIGKILL",), timeout_s=timeout_s)
 
 
 def large_table_plan(table: LargeTable, kills: int = 2, timeout_s: float = 240.0) -> Plan:
@@ -136,6 +147,7 @@ class Suite:
         table: the large table's size (``LARGE_TABLE``).
         table_kills: the coordinator's kills in the large-table run.
         sizes: how long tasks take.
+        serve_runs: runs of ``SERVE_KILL`` (one ``headwater serve`` SIGKILLed).
     """
 
     name: str
@@ -151,6 +163,7 @@ class Suite:
     table: LargeTable = field(default_factory=LargeTable)
     table_kills: int = 3
     sizes: Sizes = field(default_factory=Sizes)
+    serve_runs: int = 0
 
     def batch(self) -> list[Submission]:
         """The fault runs' batch (the same in every run)."""
@@ -161,9 +174,10 @@ class Suite:
         return make_batch("rb", self.rebalance_size, self.sizes)
 
     def plans(self) -> list[Plan]:
-        """Every fault run, point by point, the large table, then the infrastructure
-        faults."""
+        """Every fault run, point by point, ``headwater serve`` killed, the large table,
+        then the infrastructure faults."""
         return [*(point_plan(p, r, self.kills) for p in POINTS for r in range(self.runs)),
+                *(serve_plan(self.kills) for _ in range(self.serve_runs)),
                 large_table_plan(self.table, self.table_kills), *self.infra_plans()]
 
     def infra_plans(self) -> list[Plan]:
@@ -191,5 +205,5 @@ QUICK = Suite("quick", batch_size=len(ALL_SHAPES), runs=1, kills=1, rebalance_si
 FULL = Suite("full", batch_size=2 * len(ALL_SHAPES), runs=3, kills=2, rebalance_size=100,
              rebalance=Rebalance(coordinators=2, workers=3, start_s=3.0, hold_s=8.0),
              rebalance_gap_s=0.3, faulty_rebalance=True, infra_runs=2, postgres_down_s=60.0,
-             table=LargeTable(finished=5000, waiting=200), table_kills=3)
+             table=LargeTable(finished=5000, waiting=200), table_kills=3, serve_runs=1)
 SUITES = {s.name: s for s in (QUICK, FULL)}

@@ -121,6 +121,41 @@ def start_sandbox(
     Raises:
         RuntimeError: the gateway did not become ready (the logs are in the message).
     """
+    sandbox = empty_sandbox(home, pythonpath, extra_env)
+    services = localstack.default_services(tasks, workers, queue)
+    if sandbox.env.get("HEADWATER_PROJECTION", "on").lower() in OFF:
+        services.append(localstack.Service("projector", (sys.executable, "-m",
+                                                         "services.projector")))
+    return start_services(sandbox, services)
+
+
+def start_services(sandbox: Sandbox, services: Sequence[localstack.Service]) -> Sandbox:
+    """Start ``services`` in ``sandbox`` and wait until its gateway (one of them, or
+    ``headwater serve``'s) is ready; return the sandbox.
+
+    Raises:
+        RuntimeError: the gateway did not become ready (the sandbox is stopped and
+            dropped; the logs are in the message).
+    """
+    pids = [sandbox.start(s) for s in services]
+    try:
+        localstack.wait_ready(f"{sandbox.gateway}/ready", timeout_s=120, pids=pids)
+    except Exception as e:
+        stop_sandbox(sandbox)
+        raise RuntimeError(f"sandbox did not start: {e}\n{sandbox.logs()}") from e
+    return sandbox
+
+
+def empty_sandbox(home: Path, pythonpath: Sequence[str] = (),
+                  extra_env: Mapping[str, str] | None = None) -> Sandbox:
+    """A sandbox with its database and topic prefix and no process yet (start them with
+    ``Sandbox.start``; ``stop_sandbox`` stops them and drops both).
+
+    Args:
+        home: a private directory for pid files, logs and faust data.
+        pythonpath: directories to put in front of ``PYTHONPATH`` (task modules).
+        extra_env: more ``HEADWATER_*`` settings.
+    """
     tag = uuid.uuid4().hex[:10]
     prefix, db = f"t{tag}", f"hw_{tag}"
     asyncio.run(_create_db(db))
@@ -134,18 +169,7 @@ def start_sandbox(
         **(extra_env or {}),
     }
     os.environ["HEADWATER_HOME"] = str(home)  # where localstack keeps this sandbox's pids
-    sandbox = Sandbox(prefix, dsn, f"http://127.0.0.1:{port}", home, env)
-    services = localstack.default_services(tasks, workers, queue)
-    if env.get("HEADWATER_PROJECTION", "on").lower() in OFF:
-        services.append(localstack.Service("projector", (sys.executable, "-m",
-                                                         "services.projector")))
-    pids = [sandbox.start(s) for s in services]
-    try:
-        localstack.wait_ready(f"{sandbox.gateway}/ready", timeout_s=120, pids=pids)
-    except Exception as e:
-        stop_sandbox(sandbox)
-        raise RuntimeError(f"sandbox did not start: {e}\n{sandbox.logs()}") from e
-    return sandbox
+    return Sandbox(prefix, dsn, f"http://127.0.0.1:{port}", home, env)
 
 
 def stop_sandbox(sandbox: Sandbox, drop: bool = True) -> None:

@@ -74,6 +74,9 @@ LAZY.update({
     "rollback": LazyCommand("ops.cli.deploy", "rollback", "Make an earlier version of a "
                             "definition current: new runs use it, runs already started "
                             "keep theirs.", SHIP),
+    "serve": LazyCommand("ops.cli.serve", "serve", "Run the gateway, a coordinator, the "
+                         "projector and the workers of the named queues in one process, "
+                         "until SIGTERM or Ctrl-C.", STACK),
 })
 
 app = typer.Typer(cls=LazyGroup, help="Headwater: event-sourced workflows on Kafka.",

@@ -1,5 +1,6 @@
 """Prometheus metrics, what every service shares: the ``/metrics`` endpoint of a process
-(on a port of its own; the gateway answers on its HTTP port instead), the dead-letter
+(on a port of its own, beside the process's ``/health`` and ``/ready`` probes,
+``services.common.probes``; the gateway answers on its HTTP port instead), the dead-letter
 count, the histogram buckets, the cap on label values clients choose, and the metrics
 port the local stack gives each process.
 
@@ -22,20 +23,23 @@ import logging
 import socket
 import threading
 from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_latest
-from prometheus_client.exposition import start_http_server
 
+from services.common.probes import PROBES
 from services.common.settings import env_int, env_str
 
 log = logging.getLogger("headwater.metrics")
 
-DEFAULT_PORTS = {"coordinator": 9181, "projector": 9182, "worker": 9183}
+DEFAULT_PORTS = {"serve": 9180, "coordinator": 9181, "projector": 9182, "worker": 9183}
 """Each service's ``HEADWATER_METRICS_PORT`` by default. The local stack gives every
 process a port of its own instead (``stack_port``)."""
 DEFAULT_HOST = "127.0.0.1"
-OWN_PORT = ("services.coordinator", "services.projector", "services.worker")
+OWN_PORT = ("services.coordinator", "services.projector", "services.worker",
+            "services.serve")
 """The ``python -m`` modules whose process serves its metrics on a port of its own."""
 
 DURATION_BUCKETS_S = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
@@ -110,9 +114,49 @@ def host_from_env() -> str:
     return env_str("METRICS_HOST", DEFAULT_HOST)
 
 
+class _Endpoint(BaseHTTPRequestHandler):
+    """``GET /metrics`` (Prometheus' text format), ``/health`` and ``/ready`` (JSON, 200
+    or 503: ``probes.Probes``); 404 for any other path."""
+
+    def do_GET(self) -> None:
+        path = self.path.partition("?")[0]
+        if path == "/metrics":
+            body, kind = exposition()
+            self._answer(200, body, kind)
+        elif path in ("/health", "/ready"):
+            ok, answer = PROBES.health() if path == "/health" else PROBES.ready()
+            self._answer(200 if ok else 503, orjson.dumps(answer), "application/json")
+        else:
+            self._answer(404, b"not found: /metrics, /health, /ready\n", "text/plain")
+
+    def _answer(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: probes come every few seconds."""
+
+
+def start_http_server(port: int, host: str) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Listen on ``host:port`` and answer ``_Endpoint``'s paths in a daemon thread.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    server = ThreadingHTTPServer((host, port), _Endpoint)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+    thread.start()
+    return server, thread
+
+
 def serve(port: int, host: str = DEFAULT_HOST) -> int | None:
-    """Serve this process's metrics over HTTP on ``host:port``, in a daemon thread, once
-    per process: a later call (the projector inside the coordinator) changes nothing.
+    """Serve this process's metrics and probes over HTTP on ``host:port``, in a daemon
+    thread, once per process: a later call (the projector inside the coordinator)
+    changes nothing.
 
     A port that cannot be bound (taken) is logged as a warning and the process goes on
     without an endpoint: metrics must not stop a service.
@@ -136,7 +180,7 @@ def serve(port: int, host: str = DEFAULT_HOST) -> int | None:
                     "HEADWATER_METRICS_PORT to a free port, or 0", host, port, e)
         _served[0] = None
         return None
-    log.info("metrics on http://%s:%d/metrics", host, port)
+    log.info("metrics on http://%s:%d/metrics, probes on /health and /ready", host, port)
     return port
 
 

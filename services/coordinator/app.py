@@ -1,5 +1,7 @@
 """Wires the coordinator: the faust app and its table (``faust_seam``), the store, the
-batch applier on the input agent, the input watch, the timer loop and the projector.
+batch applier on the input agent, the input watch, the timer loop, the probes
+(``/health`` and ``/ready`` on the metrics port: ``services.common.probes``) and the
+projector.
 
 SIGTERM: faust finishes the batch in hand, commits and leaves the group; the agent never
 lets a batch be acknowledged half-applied, and a failure while stopping exits instead of
@@ -13,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from services.common import heap
 from services.common.kafka.client import COMPACTED, describe_config, ensure_topics
+from services.common.probes import PROBES
 from services.common.topic_reader import TopicReader
 from services.coordinator import retention
 from services.coordinator.batch import BatchApplier
@@ -69,6 +72,8 @@ def create_app(settings: Settings, facts: ChangelogFacts | None = None) -> seam.
     seam_inputs.on_rebalance(app, reset_after_rebalance(store, timer_loop), watch)
     table.on_recovered = recover_or_end(app, applier)
     seam_inputs.add_input_agent(app, settings, watch, applier.apply_batch, BATCH_GRACE_S)
+    seam.follow_readiness(app, PROBES.part("coordinator"))
+    seam.background(app, lambda: PROBES.watch(settings.bootstrap, settings.kafka_security))
     seam.quiet_logging(app)
     seam.offsets_on_own_connection(app, seam.offsets_client(settings))
     seam.every(app, settings.timer_interval_s, timer_loop.tick)
@@ -121,6 +126,7 @@ def add_retention(app: seam.FaustApp, settings: Settings, table: seam.WorkflowTa
 
 def add_projector(app: seam.FaustApp, settings: Settings) -> None:
     """Keep the PostgreSQL projection in this process (``HEADWATER_PROJECTION=on``)."""
+    PROBES.part("projector")  # not ready before the projector has joined its group
 
     async def project_events() -> None:
         await run_projector(settings)

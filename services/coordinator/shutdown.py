@@ -31,11 +31,23 @@ def exit_now(reason: str, status: int = EXIT_UNFINISHED) -> NoReturn:
 
 
 def restart(reason: str) -> NoReturn:
-    """Replace this process with a fresh coordinator (same pid), without acknowledging
-    the current batch: it resumes from the last committed offsets."""
+    """Replace this process with a fresh one started as it was (same pid, same command
+    line: ``python -m services.coordinator``, or ``headwater serve`` with every part it
+    runs), without acknowledging the current batch: it resumes from the last committed
+    offsets."""
     log.critical("restarting: %s", reason)
     logging.shutdown()
     try:
-        os.execv(sys.executable, [sys.executable, "-m", "services.coordinator"])
+        os.execv(sys.executable, relaunch_argv())
     finally:
         os._exit(EXIT_UNFINISHED)  # exec failed: exit, so that a supervisor restarts us
+
+
+def relaunch_argv() -> list[str]:
+    """The command line that started this process (``sys.orig_argv``: the interpreter's
+    options and ``-m`` included), with this interpreter first; ``python -m
+    services.coordinator`` when it is unknown."""
+    given = list(getattr(sys, "orig_argv", []))
+    if len(given) < 2:
+        return [sys.executable, "-m", "services.coordinator"]
+    return [sys.executable, *given[1:]]

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.errors import CommitFailedError
 
 from headwater import codec
@@ -32,6 +32,7 @@ from services.common.db import NOTIFY_CHANNEL, UNAVAILABLE, connect_pool, notify
 from services.common.finishing import Unfinished, finish
 from services.common.kafka.client import started
 from services.common.kafka.security import aiokafka_security
+from services.common.probes import PROBES, Part
 from services.common.settings import CommonSettings
 from services.projector import metrics
 from services.projector.code_steps import CODE_STATEMENTS, code_plan
@@ -196,7 +197,6 @@ class Projector:
     async def run(self) -> None:
         """Project until cancelled."""
         consumer = AIOKafkaConsumer(
-            self.settings.topics.events,
             bootstrap_servers=self.settings.bootstrap,
             **aiokafka_security(self.settings.kafka_security),
             group_id=self.group_id(),
@@ -205,6 +205,8 @@ class Projector:
             max_partition_fetch_bytes=self.settings.max_message_bytes,
             fetch_max_bytes=self.settings.max_message_bytes * 4,
         )
+        part = PROBES.part("projector")
+        consumer.subscribe([self.settings.topics.events], listener=_Readiness(part))
         async with started(consumer):
             while True:
                 batches = await consumer.getmany(timeout_ms=200, max_records=2000)
@@ -249,6 +251,19 @@ class Projector:
                 log.exception("projection failed; retrying in %.1f s", delay)
             await asyncio.sleep(delay)
             delay = min(MAX_BACKOFF_S, delay * 2)
+
+
+class _Readiness(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Tells the projector's readiness (``probes``) of its group's rebalances."""
+
+    def __init__(self, part: Part) -> None:
+        self.part = part
+
+    async def on_partitions_revoked(self, revoked: set[Any]) -> None:
+        self.part.rebalancing()
+
+    async def on_partitions_assigned(self, assigned: set[Any]) -> None:
+        self.part.assigned()
 
 
 def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:

@@ -9,6 +9,7 @@ import logging
 import signal
 
 from services.common import logconfig, metrics
+from services.common.probes import PROBES
 from services.worker.app import Worker
 from services.worker.settings import Settings
 
@@ -18,10 +19,12 @@ log = logging.getLogger("headwater.worker")
 async def serve(settings: Settings) -> None:
     """Run a worker until SIGTERM or SIGINT, then stop it and return (no traceback).
 
-    The first signal drains (``services.worker.drain``): the worker takes no more
-    dispatches and leaves its group at once, so that the others take over its partitions
-    and every dispatch it had not started; its running attempts end and report as usual
-    for up to ``settings.drain_s`` seconds; those still running then are stopped. A
+    The probes (``/health``, ``/ready`` on the metrics port: ``services.common.probes``)
+    follow it meanwhile. The first signal drains (``services.worker.drain``): the worker
+    takes no more dispatches and leaves its group at once, so that the others take over
+    its partitions and every dispatch it had not started; its running attempts end and
+    report as usual for up to ``settings.drain_s`` seconds; those still running then are
+    stopped. A
     second signal, or one before the worker serves, stops at once: running attempts are
     cancelled, and each started one is reported as a retryable ``TaskFailed``
     (``WorkerStopped``), so that the coordinator dispatches its next attempt (sync task
@@ -43,12 +46,15 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
+    probes = asyncio.create_task(PROBES.watch(settings.bootstrap, settings.kafka_security))
     try:
         await worker.run()
     except asyncio.CancelledError:
         log.info("worker %s stopped", settings.worker_id)
     else:
         log.info("worker %s stopped after draining", settings.worker_id)
+    finally:
+        probes.cancel()
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ from services.common.kafka.client import ensure_topics, make_producer, started
 from services.common.kafka.security import aiokafka_security
 from services.common.logs_topic import ensure_logs_topic
 from services.common.metrics import DEAD_LETTERS
+from services.common.probes import PROBES
 from services.worker.announce import Announcer, ensure_workers_topic
 from services.worker.attempt import Attempt, AttemptKey, attempt_key
 from services.worker.control import ControlListener, RecentAttempts
@@ -126,6 +127,7 @@ class Worker:
         )
         intake = Intake(consumer, self.settings.concurrency,
                         Ranking(self.settings.topics, self.settings.priority_aging_s))
+        intake.part = PROBES.part(f"worker {self.settings.queue}")
         await outbox.start()
         uncapture = capture.install()
         try:
@@ -185,6 +187,7 @@ class Worker:
         """Drain and stop (SIGTERM): :meth:`serve` takes nothing more and returns once
         the running attempts ended or the drain window is over."""
         self.stopping = True
+        PROBES.drain(f"worker {self.settings.queue} draining")
         if self.announcer is not None:
             self.announcer.mark_stopping()
         if self.serving:

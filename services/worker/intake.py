@@ -33,6 +33,7 @@ from collections.abc import Callable
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
+from services.common.probes import Part
 from services.worker.held import Held
 from services.worker.offsets import OffsetTracker
 
@@ -74,6 +75,8 @@ class Intake:
         self.lookahead = max(LOOKAHEAD, 2 * slots)
         self.clock_ms = clock_ms
         self.listener = _Rebalance(self)
+        self.part: Part | None = None
+        """The worker's readiness (``probes``), told of each assignment and revocation."""
         self.taking = True
         self.left = False
         self._wake = asyncio.Event()
@@ -246,10 +249,14 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self.intake = intake
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        if self.intake.part is not None:
+            self.intake.part.rebalancing()
         await self.intake.commit()
         self.intake.tracker.forget(list(revoked))
         self.intake.held.drop(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        if self.intake.part is not None:
+            self.intake.part.assigned()
         if self.intake.full or not self.intake.taking:
             self.intake.pause(set(assigned))

@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from services.common.kafka.security import aiokafka_security, faust_credentials
+from services.common.probes import PROBES, Part
 from services.coordinator.faust_seam.partition_db import ChangelogFacts
 from services.coordinator.faust_seam.restore import (
     RETRY_BACKOFF_MS,
@@ -62,11 +63,27 @@ class CoordinatorWorker(faust.Worker):
         self._on_signal(signal.SIGINT)
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        if self._signal_stop_time:
+        if self._signal_stop_time or getattr(self, "_stopping_since", None) is not None:
             exit_now(f"a second {sig.name} while stopping", 128 + sig.value)
+        PROBES.drain(f"stopping ({sig.name})")
+        self._stopping_since = time.monotonic()
+        first: Callable[[], Awaitable[None]] | None = getattr(self.app, BEFORE_STOP, None)
+        if first is not None:  # the other parts of the process drain first
+            self._draining = asyncio.ensure_future(self._stop_after(first, sig))
+            return
+        self._stop(sig)
+
+    async def _stop_after(self, first: Callable[[], Awaitable[None]],
+                          sig: signal.Signals) -> None:
+        try:
+            await first()
+        except Exception:  # the coordinator stops all the same
+            log.exception("the parts stopped before the coordinator failed")
+        self._stop(sig)
+
+    def _stop(self, sig: signal.Signals) -> None:
         log.warning("coordinator stopping (%s): finishing the batch in hand, committing, "
                     "leaving the group; a second signal exits at once", sig.name)
-        self._stopping_since = time.monotonic()
         if sig is signal.SIGTERM:
             super()._on_sigterm()
         else:
@@ -78,6 +95,17 @@ class CoordinatorWorker(faust.Worker):
         since = getattr(self, "_stopping_since", None)
         if since is not None:
             log.warning("coordinator stopped %.1f s after the signal", time.monotonic() - since)
+
+
+BEFORE_STOP = "headwater_before_stop"
+"""The app's attribute holding what the first signal awaits before faust stops
+(``before_stop``)."""
+
+
+def before_stop(app: FaustApp, first: Callable[[], Awaitable[None]]) -> None:
+    """On the first SIGTERM or SIGINT, await ``first`` (the other parts of the process
+    draining: ``headwater serve``'s gateway and workers) before the coordinator stops."""
+    setattr(app, BEFORE_STOP, first)
 
 
 PRODUCER_BATCH_BYTES = 1 << 20
@@ -326,6 +354,22 @@ def quiet_logging(app: FaustApp) -> None:
         logging.getLogger().setLevel(logging.WARNING)
         logging.getLogger("headwater").setLevel(logging.INFO)
         logging.getLogger("services").setLevel(logging.INFO)
+
+
+def follow_readiness(app: FaustApp, part: Part) -> None:
+    """Tell ``part`` (the coordinator's readiness, ``services.common.probes``) of the
+    group's rebalances: not ready from the revocation that starts one until faust's
+    ``on_rebalance_complete``, sent once the new assignment's table partitions are
+    restored and before their input streams resume."""
+
+    async def revoked(sender: Any, *args: Any, **kwargs: Any) -> None:
+        part.rebalancing()
+
+    async def complete(sender: Any, *args: Any, **kwargs: Any) -> None:
+        part.assigned()
+
+    app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
+    app.on_rebalance_complete.connect(complete)  # type: ignore[arg-type]
 
 
 def every(app: FaustApp, interval_s: float, tick: Callable[[], Awaitable[None]]) -> None:

@@ -1,12 +1,14 @@
 """What the deployment files are checked against, read from the code itself: the
 ``HEADWATER_*`` settings the code reads, whether a ``python -m`` command names a module
-that an installed package ships, and the settings each service parses."""
+that an installed package ships (``headwater serve`` as its ``python -m services.serve``),
+and the settings each service parses."""
 
 from __future__ import annotations
 
 import ast
 import fnmatch
 import importlib.util
+import itertools
 import os
 import sys
 import tomllib
@@ -75,6 +77,22 @@ def shipped_packages() -> tuple[str, ...]:
     return tuple(config["tool"]["setuptools"]["packages"]["find"]["include"])
 
 
+def python_form(argv: Sequence[str]) -> list[str]:
+    """``argv`` as ``python -m <module> ...``: ``headwater serve ...`` (the console
+    script pyproject.toml installs, its ``serve`` command) is ``python -m services.serve
+    ...``; any other command as it is."""
+    if list(argv[:2]) == ["headwater", "serve"]:
+        scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+        assert scripts.get("headwater") == "ops.cli:main", scripts
+        return ["python", "-m", "services.serve", *argv[2:]]
+    return list(argv)
+
+
+def flag_values(argv: Sequence[str], flag: str) -> list[str]:
+    """The values given to ``flag`` (``--queue Q``, repeatable) in ``argv``."""
+    return [value for given, value in itertools.pairwise(argv) if given == flag]
+
+
 def module_problem(argv: Sequence[str]) -> str:
     """Why ``argv`` is not ``python -m <module> ...`` of a module that the installed
     package ships and that ``python -m`` can run (``""``: it is)."""
@@ -139,6 +157,13 @@ def settings_problem(argv: Sequence[str], env: Mapping[str, str]) -> str:
                 GatewaySettings.from_env()
             elif module == "services.coordinator":
                 CoordinatorSettings.from_env()
+            elif module == "services.serve":
+                from services.common.metrics import port_from_env
+                from services.serve.app import parts_from_env
+
+                parts_from_env(flag_values(argv, "--queue"),
+                               flag_values(argv, "--tasks") or None, None)
+                port_from_env("serve")
             else:
                 CommonSettings(**CommonSettings.common_from_env())
     except ValueError as e:

@@ -57,6 +57,21 @@ def projector_stop_s() -> float:
     return STOP_GRACE_S
 
 
+def serve_stop_s(argv: Sequence[str]) -> float:
+    """``headwater serve``: the gateway and the workers drain at once, for up to
+    ``STOP_PARTS_S`` (``services/serve/app.py``), then the coordinator stops with its
+    projector inside."""
+    from services.coordinator.app import BATCH_GRACE_S
+    from services.coordinator.faust_seam.app import LEAVE_TIMEOUT_S
+    from services.projector.writer import STOP_GRACE_S
+    from services.serve.app import STOP_PARTS_S
+
+    parts = [gateway_stop_s()]
+    if "--queue" in argv:
+        parts.append(worker_stop_s(["python", "-m", "services.worker", *argv[3:]]))
+    return min(max(parts), STOP_PARTS_S) + BATCH_GRACE_S + LEAVE_TIMEOUT_S + STOP_GRACE_S
+
+
 def longest_stop_s(argv: Sequence[str], env: Mapping[str, str]) -> float:
     """The longest graceful stop of the service ``argv`` runs (``python -m services.X
     ...``) with the ``HEADWATER_*`` settings ``env``, seconds.
@@ -74,4 +89,6 @@ def longest_stop_s(argv: Sequence[str], env: Mapping[str, str]) -> float:
             return coordinator_stop_s()
         if module == "services.projector":
             return projector_stop_s()
+        if module == "services.serve":
+            return serve_stop_s(argv)
     raise ValueError(f"{list(argv)} runs no Headwater service")

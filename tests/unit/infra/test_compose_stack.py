@@ -20,10 +20,11 @@ import jsonschema_rs
 import pytest
 import yaml
 from dockerfile_facts import REPO, image
-from k8s_render import K8S, Tools
+from k8s_render import Tools
 from stop_windows import MARGIN_S, longest_stop_s
 
 from headwater.client.http import DEFAULT_PORT
+from services.common.metrics import DEFAULT_PORTS
 from services.common.settings import DEFAULT_BOOTSTRAP, DEFAULT_PG_DSN
 
 COMPOSE = REPO / "infra" / "docker-compose.yml"
@@ -92,25 +93,24 @@ def test_every_service_runs_the_image_with_real_commands_and_settings() -> None:
             "kafka": "service_healthy", "postgres": "service_healthy"}, name
 
 
-def k8s_process_probe() -> list[str]:
-    """The exec liveness command of the Kubernetes coordinator (base manifest)."""
-    for doc in yaml.safe_load_all((K8S / "base" / "coordinator.yaml").read_text()):
-        if doc["kind"] == "StatefulSet":
-            command: list[str] = doc["spec"]["template"]["spec"]["containers"][0][
-                "livenessProbe"]["exec"]["command"]
-            return command
-    raise AssertionError("no coordinator StatefulSet")
+def ready_url(name: str, service: dict[str, Any]) -> str:
+    """Where a Headwater container answers ``/ready``: the gateway on its HTTP port, the
+    others on their metrics port (``HEADWATER_METRICS_PORT``, else their default)."""
+    env = service_env(service)
+    if service["command"][-1:] == ["services.gateway"] or name == "gateway":
+        return f"http://127.0.0.1:{env['HEADWATER_GATEWAY_PORT']}/ready"
+    module = deploy_settings.python_form(service["command"])[2]
+    port = env.get("HEADWATER_METRICS_PORT", DEFAULT_PORTS[module.rsplit(".", 1)[1]])
+    return f"http://127.0.0.1:{port}/ready"
 
 
 def test_health_checks_and_stop_timeouts() -> None:
+    """Each container is healthy once its ``/ready`` answers 200 (a ``urlopen`` fails
+    on any other status), and stops within its graceful stop."""
     for name, service in headwater(compose()).items():
         check = service["healthcheck"]["test"]
-        assert check[0] == "CMD", name
-        if name == "gateway":
-            port = service_env(service)["HEADWATER_GATEWAY_PORT"]
-            assert f"http://127.0.0.1:{port}/ready" in check[-1]
-        else:
-            assert check[1:] == k8s_process_probe(), name
+        assert check[:5] == ["CMD", "python", "-I", "-S", "-c"], name
+        assert f"urlopen('{ready_url(name, service)}'" in check[-1], name
         needed = longest_stop_s(service["command"], service_env(service)) + MARGIN_S
         assert duration_s(service["stop_grace_period"]) >= needed, f"{name}: {needed} s"
 

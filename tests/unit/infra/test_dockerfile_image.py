@@ -65,7 +65,8 @@ def test_the_data_dir_is_created_for_the_user_and_is_a_volume() -> None:
 
 
 def test_the_command_port_and_settings_are_the_codes() -> None:
-    command = image().exec_form("CMD")
+    command = deploy_settings.python_form(image().exec_form("CMD"))
+    assert command[:3] == ["python", "-m", "services.serve"], "headwater serve by default"
     assert deploy_settings.module_problem(command) == ""
     assert deploy_settings.unknown_settings(image().env) == []
     env = {k: v for k, v in image().env.items() if k.startswith("HEADWATER_")}

@@ -1,16 +1,14 @@
 """Start, health and stop of the Kubernetes Deployments: the gateway's probes on its real
-endpoints, a shallow process check for the services without HTTP (run here on live and
-stopped processes), stop timeouts above each service's graceful stop as the code bounds
+endpoints, the other services' on their metrics port (answered here by the real
+endpoint), stop timeouts above each service's graceful stop as the code bounds
 it, a PodDisruptionBudget per Deployment that still lets a node drain, and the Services
 the settings point at."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from urllib.parse import urlsplit
 
+import httpx
 from k8s_objects import (
     argv,
     container,
@@ -25,7 +23,7 @@ from k8s_render import Objects
 from starlette.testclient import TestClient
 from stop_windows import MARGIN_S, longest_stop_s
 
-from tests.polling import wait_until
+from services.common.metrics import DEFAULT_PORTS
 
 HTTP_SERVICES = {"headwater-gateway"}
 
@@ -56,54 +54,43 @@ def test_gateway_probes_use_its_health_and_readiness(objects: Objects) -> None:
     assert spec["readinessProbe"]["timeoutSeconds"] > ready_timeout_s
 
 
-def process_probe(objects: Objects) -> list[str]:
-    """The exec liveness command of the services without HTTP, the same for each."""
-    commands = {tuple(container(d)["livenessProbe"]["exec"]["command"])
-                for name, d in headwater_deployments(objects).items()
-                if name not in HTTP_SERVICES}
-    assert len(commands) == 1, commands
-    return list(commands.pop())
+def metrics_probe_answers() -> dict[str, int]:
+    """The status of ``/health`` and ``/ready`` on a service's metrics port
+    (``services.common.metrics``) in a process whose parts have not joined anything yet:
+    alive, not ready."""
+    from services.common import metrics
+    from services.common.probes import Probes
+
+    server, _ = metrics.start_http_server(0, "127.0.0.1")
+    before, metrics.PROBES = metrics.PROBES, Probes()
+    try:
+        port = server.server_address[1]
+        return {path: httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5).status_code
+                for path in ("/health", "/ready")}
+    finally:
+        metrics.PROBES = before
+        server.shutdown()
+        server.server_close()
 
 
-def test_services_without_http_have_a_shallow_exec_liveness(objects: Objects) -> None:
+def test_services_without_http_probe_on_their_metrics_port(objects: Objects) -> None:
+    """Liveness on the shallow ``/health`` (a start-up probe first), readiness on
+    ``/ready``, both on the port named ``metrics``: the one the service listens on."""
+    assert metrics_probe_answers() == {"/health": 200, "/ready": 503}
     for name, deployment in headwater_deployments(objects).items():
-        spec = container(deployment)
         if name in HTTP_SERVICES:
             continue
-        # Their only port is Prometheus's (HEADWATER_METRICS_PORT): no traffic, so no
-        # readiness probe.
-        assert [p["name"] for p in spec.get("ports", [])] == ["metrics"], name
-        assert "readinessProbe" not in spec, name
-        assert spec["livenessProbe"]["exec"]["command"] == process_probe(objects), name
-
-
-def run_probe(command: list[str], pid: int) -> int:
-    """The probe's exit status here, asking about ``pid`` in place of PID 1."""
-    assert command[0] == "python" and "/proc/1/stat" in command[-1]
-    script = command[-1].replace("/proc/1/stat", f"/proc/{pid}/stat")
-    return subprocess.run([sys.executable, *command[1:-1], script], timeout=30).returncode
-
-
-def state(pid: int) -> str:
-    """A process's state letter (proc(5): R running, S sleeping, T stopped, Z zombie)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rpartition(")")[2].split()[0]
-
-
-def test_the_process_probe_fails_on_a_stopped_process(local: Objects) -> None:
-    command = process_probe(local)
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as child:
-        try:
-            assert run_probe(command, child.pid) == 0
-            child.send_signal(signal.SIGSTOP)
-            wait_until(lambda: state(child.pid), 10, "the child stopped", until=lambda s: s == "T")
-            assert run_probe(command, child.pid) == 1
-            child.send_signal(signal.SIGCONT)
-            wait_until(lambda: state(child.pid), 10, "the child running",
-                       until=lambda s: s in "RS")
-            assert run_probe(command, child.pid) == 0
-        finally:
-            child.kill()
+        spec, env = container(deployment), headwater_env(objects, deployment)
+        ports = {p["name"]: p["containerPort"] for p in spec.get("ports", [])}
+        assert list(ports) == ["metrics"], name
+        assert str(ports["metrics"]) == env.get("HEADWATER_METRICS_PORT", str(
+            DEFAULT_PORTS[argv(deployment)[2].rsplit(".", 1)[1]])), name
+        assert env.get("HEADWATER_METRICS_HOST") == "0.0.0.0", f"{name}: probes unreachable"
+        probes = {kind: spec[kind]["httpGet"] for kind in
+                  ("startupProbe", "livenessProbe", "readinessProbe")}
+        assert probes == {"startupProbe": {"path": "/health", "port": "metrics"},
+                          "livenessProbe": {"path": "/health", "port": "metrics"},
+                          "readinessProbe": {"path": "/ready", "port": "metrics"}}, name
 
 
 def test_grace_periods_exceed_each_graceful_stop(objects: Objects) -> None:
