@@ -38,8 +38,8 @@ how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``r
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
 stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
 stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
-``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
-(``TaskContext.call``).
+``schedules`` is ``Client.schedules``, ``webhooks`` ``Client.webhooks``; ``calls`` the
+child runs of task code (``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient
@@ -64,6 +64,7 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.webhooks import AsyncWebhooks, Webhooks
 
 __all__ = [
     "RUN_WAIT_S",
@@ -71,6 +72,7 @@ __all__ = [
     "AsyncClient",
     "AsyncDefinitions",
     "AsyncSchedules",
+    "AsyncWebhooks",
     "Client",
     "Definition",
     "DefinitionRef",
@@ -90,5 +92,6 @@ __all__ = [
     "TaskAttempt",
     "TaskLogLine",
     "TaskRow",
+    "Webhooks",
     "Workflow",
 ]

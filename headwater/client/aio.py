@@ -46,6 +46,7 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.webhooks import AsyncWebhooks
 from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ class AsyncClient(AsyncTaskLogReads):
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        headers=headers, transport=transport)
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
+        self.webhooks = AsyncWebhooks(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -50,6 +50,9 @@ LAZY.update({
                                optional=True),
     "schedules": LazyCommand("ops.cli.schedules", "schedules_app", "Schedules: runs of a "
                              "definition at cron times.", RUNS, optional=True),
+    "webhooks": LazyCommand("ops.cli.webhooks", "webhooks_app", "Webhooks: signed "
+                            "deliveries of run events, and their attempts.", RUNS,
+                            optional=True),
     "queues": LazyCommand("ops.cli.queues", "queues", "Show every queue: backlog, in "
                           "flight, live workers and the tasks they serve.", RUNS,
                           optional=True),

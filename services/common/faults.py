@@ -35,6 +35,8 @@ Points (the order of side effects they cut is each service's docstring's):
   it was asked for has not run yet. Labelled with the workflow's name.
 - ``gateway.after_produce``: a submission was claimed and produced; the client has had
   no answer.
+- ``webhooks.after_decide``: a batch of events' deliveries are kept in PostgreSQL; the
+  batch's offsets are not committed and no delivery was attempted.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ POINTS = frozenset({
     "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
     "coordinator.after_redo", "worker.after_start", "worker.before_outcome",
     "worker.after_outcome", "worker.replaying", "gateway.after_produce",
+    "webhooks.after_decide",
 })
 LABEL_SEP = "@"
 """Between a point and the label it is armed for (``worker.after_start@fault.code``)."""

@@ -39,6 +39,7 @@ from services.gateway.settings import Settings
 from services.gateway.signals import api as signals_api
 from services.gateway.tasks import api as tasks_api
 from services.gateway.ui import routes as ui_routes
+from services.gateway.webhooks import api as webhooks_api
 
 log = logging.getLogger("headwater.gateway")
 
@@ -46,7 +47,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
-    limits_api.router,
+    limits_api.router, webhooks_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

@@ -13,6 +13,7 @@ from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
+from headwater.webhooks import WebhookStored
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -165,6 +166,10 @@ def other_samples() -> list[Any]:
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),
         TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, (), True),
+        WebhookStored("höok", "acme", "https://example.com/h", ("run.failed", "run.waiting"),
+                      {"names": ["flöw"], "definitions": []}, "s" * 32, 8, 1000, 600_000,
+                      False, AT - 1, AT),
+        WebhookStored("h", None, "http://127.0.0.1:1/", (), {}, "x", 1, 0, 0, True, 0, AT),
     ]
 
 
