@@ -11,6 +11,7 @@ import signal
 from services.common import logconfig
 from services.common.db import connect_pool
 from services.common.settings import CommonSettings
+from services.webhooks import metrics
 from services.webhooks.runner import WebhookSettings, run_webhooks
 
 log = logging.getLogger("headwater.webhooks")
@@ -35,6 +36,7 @@ async def serve(settings: CommonSettings) -> None:
 def main() -> None:
     """Run the deliverer with the common ``HEADWATER_*`` settings."""
     logconfig.configure()
+    metrics.serve_from_env()
     asyncio.run(serve(CommonSettings(**CommonSettings.common_from_env())))
 
 

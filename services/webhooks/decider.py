@@ -34,7 +34,7 @@ from services.common import faults
 from services.common.kafka.client import started
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
-from services.webhooks import matching, store
+from services.webhooks import matching, metrics, store
 from services.webhooks.matching import RunFacts
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Facts:
         name = b.spec.get("name") if isinstance(b.spec, dict) else None
         self.runs[e.workflow_id] = RunFacts(e.workflow_id, b.tenant,
                                             name if isinstance(name, str) else "",
-                                            b.definition)
+                                            b.definition, matching.code_nodes(b.spec))
         self.runs.move_to_end(e.workflow_id)
         while len(self.runs) > self.kept:
             self.runs.popitem(last=False)
@@ -92,10 +92,14 @@ def candidates(events: Iterable[ev.HistoryEvent],
 
 async def projected_facts(pool: asyncpg.Pool, ids: list[str]) -> dict[str, RunFacts]:
     """The facts of runs as the ``workflows`` projection has them."""
-    rows = await pool.fetch("select workflow_id, tenant, name, definition from workflows"
-                            " where workflow_id = any($1::text[])", ids)
+    rows = await pool.fetch(
+        "select workflow_id, tenant, name, definition, array(select n->>'id' from"
+        " jsonb_array_elements(case jsonb_typeof(spec->'nodes') when 'array' then"
+        " spec->'nodes' else '[]' end) n where n->>'kind' = 'code') as code_nodes"
+        " from workflows where workflow_id = any($1::text[])", ids)
     return {r["workflow_id"]: RunFacts(r["workflow_id"], r["tenant"], r["name"] or "",
-                                       r["definition"]) for r in rows}
+                                       r["definition"], frozenset(r["code_nodes"] or ()))
+            for r in rows}
 
 
 class Decider:
@@ -172,6 +176,7 @@ class Decider:
                                   self.clock())
         if decided:
             self.decided += len(decided)
+            metrics.DECIDED.inc(len(decided))
             self.woken()
         return decided
 

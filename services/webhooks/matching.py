@@ -1,18 +1,20 @@
 """What to deliver: the rules that turn a history event into deliveries, pure.
 
 An event is of interest when it has a webhook event name (``event_name``): a run's end
-(``run.succeeded``, ``run.failed``, ``run.cancelled``) or a wait node starting to wait
-for a signal (``run.waiting``). A webhook takes it (``takes``) when it is not deleted,
-names the event (``run.ended`` stands for the three ends), the event happened after the
-webhook was first defined, the run is the webhook's tenant's (a webhook of every tenant
-takes every run), and the run passes its ``filter`` (``names``: the run's spec name,
-``definitions``: the registered definition it was resolved from; an empty or absent
-list takes any).
+(``run.succeeded``, ``run.failed``, ``run.cancelled``) or a wait starting for a signal
+(``run.waiting``): a wait node's ``WaitStarted``, or a code workflow's activation
+decision (its ``TaskSucceeded`` at an even index) issuing ``wf.signal`` steps, one wait
+per step, as the projection reads them (``services/projector/code_steps.py``). A webhook
+takes it (``takes``) when it is not deleted, names the event (``run.ended`` stands for
+the three ends), the event happened after the webhook was first defined, the run is
+the webhook's tenant's (a webhook of every tenant takes every run), and the run passes
+its ``filter`` (``names``: the run's spec name, ``definitions``: the registered
+definition it was resolved from; an empty or absent list takes any).
 
-Each (webhook, event) pair is one delivery whose id, ``delivery_id``, is derived from
-the webhook's name, its creation time, the run and the event's ``seq``: reading the
-same event again (a restart, a rebalance) decides the same delivery, which the store
-keeps once, so a receiver sees one id however often it is attempted.
+Each (webhook, event, wait) is one delivery whose id, ``delivery_id``, is derived from
+the webhook's name, its creation time, the run, the event's ``seq`` and a code wait's
+index: reading the same event again (a restart, a rebalance) decides the same delivery,
+which the store keeps once, so a receiver sees one id however often it is attempted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import orjson
 
 from headwater.core import events as ev
+from headwater.core.kinds.code.decision import ENDS as DECISION_ENDS
 from headwater.webhooks import WebhookStored
 
 SUCCEEDED, FAILED, CANCELLED, WAITING = (
@@ -57,6 +60,15 @@ class RunFacts:
     tenant: str | None
     name: str
     definition: str | None
+    code_nodes: frozenset[str] = frozenset()
+    """The ids of its ``code`` nodes (a ``@workflow``'s ``main``)."""
+
+
+def code_nodes(spec: Any) -> frozenset[str]:
+    """The ids of a spec document's ``code`` nodes."""
+    nodes = spec.get("nodes") if isinstance(spec, Mapping) else None
+    return frozenset(str(n.get("id")) for n in nodes if isinstance(n, Mapping)
+                     and n.get("kind") == "code") if isinstance(nodes, list) else frozenset()
 
 
 @dataclass(frozen=True)
@@ -81,10 +93,50 @@ class Decided:
 
 
 def event_name(e: ev.HistoryEvent) -> str | None:
-    """The webhook event of a history event, or None for one no webhook takes."""
-    if isinstance(e.body, ev.WaitStarted):
+    """The webhook event of a history event, or None for one no webhook takes (a code
+    decision with signal steps is ``run.waiting`` if its node is a ``code`` node, which
+    ``waits`` checks with the run's facts)."""
+    if isinstance(e.body, ev.WaitStarted) or _signal_steps(e.body):
         return WAITING
     return _ENDS.get(type(e.body))
+
+
+def _signal_steps(b: Any) -> list[Mapping[str, Any]]:
+    """The ``signal`` steps an activation's decision issues (a ``TaskSucceeded`` at an
+    even index whose output is a decision that does not end the run)."""
+    if not isinstance(b, ev.TaskSucceeded) or b.index is None or b.index % 2:
+        return []
+    out = b.output
+    if not isinstance(out, Mapping) or any(key in out for key in DECISION_ENDS):
+        return []
+    steps = out.get("steps")
+    return [step for step in steps if isinstance(step, Mapping) and step.get("op") == "signal"
+            and type(step.get("step")) is int] if isinstance(steps, list) else []
+
+
+def _iso(ms: float | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat()
+
+
+def waits(e: ev.HistoryEvent, run: RunFacts) -> list[tuple[str, dict[str, Any]]]:
+    """The waits an event starts: ``(part of the delivery id, the body's wait)``, the
+    part "" for a wait node's (one per event), the step's index for a code step's."""
+    b = e.body
+    if isinstance(b, ev.WaitStarted):
+        return [("", {"node": b.node, "index": b.index, "signal": b.signal,
+                      "timeout_at": _iso(b.timeout_at_ms)})]
+    if not isinstance(b, ev.TaskSucceeded) or b.node not in run.code_nodes:
+        return []
+    found = []
+    for step in _signal_steps(b):
+        timeout = step.get("timeout")
+        seconds = None if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
+            else float(timeout)
+        index = 2 * int(step["step"]) + 1
+        found.append((str(index), {
+            "node": b.node, "index": index, "signal": str(step.get("name", "")),
+            "timeout_at": None if seconds is None else _iso(b.at_ms + seconds * 1000)}))
+    return found
 
 
 def event_at_ms(e: ev.HistoryEvent) -> int:
@@ -118,19 +170,22 @@ def takes(hook: WebhookStored, event: str, at_ms: int, run: RunFacts) -> bool:
             and passes(hook.filter, run))
 
 
-def delivery_id(hook: WebhookStored, workflow_id: str, seq: int) -> str:
-    """The id of the delivery of event ``seq`` of ``workflow_id`` to ``hook``: ``d_`` and
-    32 hex digits of a SHA-256 of the webhook's name and creation time (a name deleted
-    and defined again is another webhook), the run and the seq."""
+def delivery_id(hook: WebhookStored, workflow_id: str, seq: int, part: str = "") -> str:
+    """The id of the delivery of event ``seq`` of ``workflow_id`` (its ``part``: a code
+    decision's wait, by index) to ``hook``: ``d_`` and 32 hex digits of a SHA-256 of the
+    webhook's name and creation time (a name deleted and defined again is another
+    webhook), the run, the seq and the part."""
     text = f"{hook.name}\n{hook.created_at_ms}\n{workflow_id}\n{seq}"
+    if part:
+        text += f"\n{part}"
     return "d_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def body(delivery: str, hook: WebhookStored, event: str, e: ev.HistoryEvent,
-         run: RunFacts) -> bytes:
+         run: RunFacts, wait: dict[str, Any] | None = None) -> bytes:
     """The JSON body of a delivery: its id, the webhook, the event and when, the run
     (id, name, definition, tenant, seq), and the event's own facts (a failure's error,
-    a cancellation's reason, a wait's node and signal)."""
+    a cancellation's reason, a wait's node, index, signal and timeout)."""
     doc: dict[str, Any] = {
         "id": delivery, "webhook": hook.name, "event": event,
         "at": datetime.fromtimestamp(event_at_ms(e) / 1000, UTC).isoformat(),
@@ -143,10 +198,8 @@ def body(delivery: str, hook: WebhookStored, event: str, e: ev.HistoryEvent,
         doc["error"] = b.error
     elif isinstance(b, ev.WorkflowCancelled):
         doc["reason"] = b.reason
-    elif isinstance(b, ev.WaitStarted):
-        doc["wait"] = {"node": b.node, "index": b.index, "signal": b.signal,
-                       "timeout_at": None if b.timeout_at_ms is None else datetime.fromtimestamp(
-                           b.timeout_at_ms / 1000, UTC).isoformat()}
+    if wait is not None:
+        doc["wait"] = wait
     return orjson.dumps(doc)
 
 
@@ -157,10 +210,14 @@ def decide(hooks: Iterable[WebhookStored], e: ev.HistoryEvent,
     if event is None:
         return []
     at_ms = event_at_ms(e)
+    parts: list[tuple[str, dict[str, Any] | None]] = (
+        [*waits(e, run)] if event == WAITING else [("", None)])
     out = []
     for hook in hooks:
-        if takes(hook, event, at_ms, run):
-            delivery = delivery_id(hook, e.workflow_id, e.seq)
+        if not takes(hook, event, at_ms, run):
+            continue
+        for part, wait in parts:
+            delivery = delivery_id(hook, e.workflow_id, e.seq, part)
             out.append(Decided(delivery, hook.name, e.workflow_id, e.seq, event,
-                               body(delivery, hook, event, e, run)))
+                               body(delivery, hook, event, e, run, wait)))
     return out

@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaProducer
 
 from headwater.topics import REASON_HEADER, SOURCE_TOPIC_HEADER, Topics
 from headwater.webhooks import WebhookStored, signed_headers
-from services.webhooks import backoff, store
+from services.webhooks import backoff, metrics, store
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ class Sender:
             reason = "the webhook was deleted"
             await store.record_attempt(self.pool, delivery, _attempt(number, now, None, reason, 0),
                                        backoff.Next("dead", reason=reason), now)
+            metrics.attempted("dead", None)
             return
         started_ms = self.clock()
         headers = signed_headers(hook.secret, started_ms // 1000, body, delivery, row["event"])
@@ -113,6 +114,7 @@ class Sender:
             self.pool, delivery, _attempt(number, started_ms, outcome.status_code,
                                           outcome.error, now - started_ms),
             after, now)
+        metrics.attempted(after.status, (now - started_ms) / 1000)
 
     async def dead_letter(self, hook: WebhookStored, delivery: str, body: bytes,
                           reason: str) -> None:

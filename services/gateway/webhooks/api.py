@@ -50,7 +50,8 @@ WEBHOOK_PUT_SCHEMA: dict[str, Any] = {
         "url": {"type": "string", "format": "uri", "description": "http:// or https://"},
         "events": {"type": "array", "minItems": 1, "items": {"enum": list(EVENT_NAMES)},
                    "description": "run.ended stands for run.succeeded, run.failed and "
-                                  "run.cancelled; run.waiting: a wait node waits for a signal"},
+                                  "run.cancelled; run.waiting: a wait node (or a "
+                                  "@workflow's wf.signal) waits for a signal"},
         "filter": {"type": "object", "additionalProperties": False, "properties": {
             "names": {**_LIST, "description": "the runs' spec names; empty: any"},
             "definitions": {**_LIST, "description": "the runs' definitions; empty: any"}}},

@@ -30,8 +30,8 @@ class StorePool:
                     for h in self.hooks.values() if not h.deleted]
         if "from workflows" in sql:
             self.reads_of_workflows += 1
-            return [{"workflow_id": i, **self.workflows[i]} for i in args[0]
-                    if i in self.workflows]
+            return [{"workflow_id": i, "code_nodes": [], **self.workflows[i]}
+                    for i in args[0] if i in self.workflows]
         if sql.startswith("update webhook_deliveries d set lease_until"):
             now, until, limit = args
             due = [d for d in sorted(self.deliveries.values(), key=lambda d: d["next_at"])

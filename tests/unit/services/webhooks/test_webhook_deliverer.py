@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fake_store import StorePool
+from prometheus_client import REGISTRY
 
 from headwater.core import events as ev
 from headwater.topics import Topics
@@ -80,6 +81,11 @@ async def test_events_of_no_interest_read_no_webhook() -> None:
     assert late.deliveries == {}
 
 
+def _attempts(outcome: str) -> float:
+    return REGISTRY.get_sample_value("headwater_webhook_attempts_total",
+                                     {"outcome": outcome}) or 0.0
+
+
 class Producer:
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes, bytes, dict[str, bytes]]] = []
@@ -129,6 +135,7 @@ async def test_a_failing_receiver_is_tried_at_its_time_then_dead_lettered() -> N
     producer = Producer()
     sender = Sender(pool, Topics("p"), producer, clock=lambda: clock[0])  # type: ignore[arg-type]
     [kept] = pool.deliveries.values()
+    before = {o: _attempts(o) for o in ("retried", "dead")}
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
         assert await sender.round(http) == 1
         assert kept["status"] == "pending"
@@ -139,6 +146,7 @@ async def test_a_failing_receiver_is_tried_at_its_time_then_dead_lettered() -> N
         clock[0] += 2200
         assert await sender.round(http) == 1
     assert seen == [kept["delivery_id"]] * 3
+    assert {o: _attempts(o) - n for o, n in before.items()} == {"retried": 2, "dead": 1}
     assert [(a["status_code"], a["error"][:12]) for a in kept["attempts"]] == [
         (500, ""), (None, "ConnectError"), (500, "")]
     assert (kept["status"], kept["reason"]) == ("dead", "after 3 attempts: HTTP 500")

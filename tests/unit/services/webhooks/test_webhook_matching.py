@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from headwater import WorkflowContext, workflow
 from headwater.core import events as ev
+from headwater.testing import Environment
 from headwater.webhooks import WebhookStored
 from services.webhooks.matching import (
     CANCELLED,
@@ -18,6 +20,7 @@ from services.webhooks.matching import (
     SUCCEEDED,
     WAITING,
     RunFacts,
+    code_nodes,
     decide,
     delivery_id,
     event_name,
@@ -114,3 +117,35 @@ def test_a_waiting_delivery_names_the_wait() -> None:
         "node": "approve", "index": None, "signal": "go",
         "timeout_at": "2026-05-28T20:27:40+00:00"}
     assert decide([hook()], WAIT, RUN) == []
+
+
+@workflow(name="wh.approval")
+async def approval(wf: WorkflowContext, order: int) -> Any:
+    """Waits for ``approval`` (60 s), then for ``shipped`` (for ever)."""
+    first = await wf.signal("approval", timeout=60)
+    return [first, await wf.signal("shipped")]
+
+
+async def test_a_code_workflows_signal_waits_are_deliveries_of_run_waiting() -> None:
+    env = Environment()
+    run = await env.start(approval, {"order": 7}, id="wf-code")
+    await env.signal(run, "approval", {"ok": True})
+    await env.run_until_idle(timers=False)
+    history = env.history(run)
+    accepted = history[0].body
+    assert isinstance(accepted, ev.WorkflowAccepted)
+    facts = RunFacts(run, None, str(accepted.spec["name"]), None, code_nodes(accepted.spec))
+    assert facts.code_nodes == {"main"}
+    waiting = hook(tenant=None, events=("run.waiting",))
+    decided = [d for e in history for d in decide([waiting], e, facts)]
+    bodies = [json.loads(d.body) for d in decided]
+    assert [b["wait"]["signal"] for b in bodies] == ["approval", "shipped"]
+    assert [b["wait"]["node"] for b in bodies] == ["main", "main"]
+    first, second = (b["wait"] for b in bodies)
+    assert first["index"] % 2 == 1 and second["index"] > first["index"]
+    assert first["timeout_at"] is not None and second["timeout_at"] is None
+    assert len({d.delivery_id for d in decided}) == 2
+    ended = hook(tenant=None)  # run.ended only: no wait is delivered
+    assert [d for e in history for d in decide([ended], e, facts)] == []
+    not_code = RunFacts(run, None, "x", None)  # the same events of a node not of code
+    assert [d for e in history for d in decide([waiting], e, not_code)] == []
