@@ -156,8 +156,8 @@ def passes(hook_filter: Any, run: RunFacts) -> bool:
     """Whether ``run`` passes a webhook's filter (a mapping of ``FILTER_KEYS``)."""
     if not isinstance(hook_filter, Mapping):
         return True
-    names = hook_filter.get("names") or ()
-    definitions = hook_filter.get("definitions") or ()
+    names, definitions = (value if isinstance(value := hook_filter.get(key), list) else ()
+                          for key in FILTER_KEYS)
     return ((not names or run.name in names)
             and (not definitions or run.definition in definitions))
 

@@ -25,6 +25,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from headwater import codec
 from headwater.errors import DecodeError
 from headwater.webhooks import WebhookStored
+from services.common.db import UNAVAILABLE
 from services.common.kafka.client import ensure_compacted_topics, make_producer, started
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import OFF, CommonSettings, env_float, env_str
@@ -61,16 +62,39 @@ class WebhookSettings:
 
 def last_records(values: Iterable[bytes | None]) -> list[WebhookStored]:
     """The ``WebhookStored`` records among record values, the last of each name
-    (anything else, undecodable or of another type, is skipped)."""
+    (anything else, undecodable or of another type, is logged and skipped)."""
     last: dict[str, WebhookStored] = {}
     for value in values:
         try:
             record = codec.decode(value)
-        except DecodeError:
+        except DecodeError as e:
+            log.warning("an undecodable record on the webhooks topic, skipped: %s", e)
             continue
         if isinstance(record, WebhookStored):
             last[record.name] = record
+        elif value is not None:
+            log.warning("a %s record on the webhooks topic, skipped", type(record).__name__)
     return list(last.values())
+
+
+async def write_hooks(pool: asyncpg.Pool, hooks: list[WebhookStored]) -> None:
+    """Write records to ``webhooks``, waiting PostgreSQL out while it is unavailable; a
+    record it refuses (a value its text cannot hold, from a producer other than the
+    gateway) is logged and skipped, never retried for ever."""
+    while True:
+        try:
+            await store_hooks(pool, hooks)
+            return
+        except UNAVAILABLE as e:
+            log.warning("webhooks not written (%r); again in 1 s", e)
+            await asyncio.sleep(1.0)
+        except asyncpg.PostgresError:
+            break
+    for hook in hooks:  # one by one, to keep all but the refused ones
+        try:
+            await store_hooks(pool, [hook])
+        except asyncpg.PostgresError as e:
+            log.error("webhook %r refused by PostgreSQL, skipped: %s", hook.name[:100], e)
 
 
 async def follow_hooks(settings: CommonSettings, pool: asyncpg.Pool,
@@ -93,13 +117,8 @@ async def follow_hooks(settings: CommonSettings, pool: asyncpg.Pool,
             batches = await consumer.getmany(timeout_ms=500, max_records=500)
             records: list[Any] = [r for b in batches.values() for r in b]
             hooks = last_records(r.value for r in records)
-            while hooks:
-                try:
-                    await store_hooks(pool, hooks)
-                    break
-                except (OSError, asyncpg.PostgresError) as e:
-                    log.warning("webhooks not written (%r); again in 1 s", e)
-                    await asyncio.sleep(1.0)
+            if hooks:
+                await write_hooks(pool, hooks)
 
 
 async def run_webhooks(settings: CommonSettings, pool: asyncpg.Pool,

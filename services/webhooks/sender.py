@@ -85,8 +85,11 @@ class Sender:
         if not due:
             return 0
         hooks = {h.name: h for h in await store.live_hooks(self.pool)}
-        await asyncio.gather(*(self.attempt(http, row, hooks.get(row["webhook"]))
-                               for row in due))
+        results = await asyncio.gather(*(self.attempt(http, row, hooks.get(row["webhook"]))
+                                         for row in due), return_exceptions=True)
+        for row, result in zip(due, results, strict=True):
+            if isinstance(result, BaseException):  # its lease ends, then it is tried again
+                log.warning("delivery %s not attempted: %r", row["delivery_id"], result)
         return len(due)
 
     async def attempt(self, http: httpx.AsyncClient, row: Any,
@@ -138,7 +141,7 @@ async def _post(http: httpx.AsyncClient, url: str, body: bytes,
                 headers: dict[str, str]) -> backoff.Outcome:
     try:
         response = await http.post(url, content=body, headers=headers)
-    except httpx.HTTPError as e:
+    except Exception as e:  # any failure to post (an unusable URL too) is the outcome
         return backoff.Outcome(None, f"{type(e).__name__}: {e}"[:MAX_ERROR_CHARS])
     return backoff.Outcome(response.status_code)
 

@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from headwater.core.definitions import NAME_PATTERN
 from services.gateway.auth.scope import principal
-from services.gateway.edge.body import parse_body, read_limited
+from services.gateway.edge.body import parse_body, read_limited, require_storable
 from services.gateway.edge.problems import (
     BAD_CURSOR,
     CONFLICT,
@@ -123,6 +123,7 @@ async def put_webhook(request: Request, name: WebhookName) -> Response:
     hw = accepting(request)
     check_name(name)
     body = parse_body(WebhookRequest, await read_limited(request, hw.settings.max_body_bytes))
+    require_storable(body.model_dump())  # no U+0000: PostgreSQL's text refuses it
     me = principal(request)
     before = await read_hook(hw.pool, name)
     live = before if before is not None and not before.deleted else None

@@ -166,3 +166,34 @@ async def test_a_delivery_of_a_deleted_webhook_is_dead() -> None:
         await sender.round(http)
     [kept] = pool.deliveries.values()
     assert (kept["status"], kept["reason"]) == ("dead", "the webhook was deleted")
+
+
+async def test_an_unusable_url_of_a_foreign_record_fails_attempts_without_stopping() -> None:
+    pool = StorePool(hooks={"h": hook(url="not a url at all", max_attempts=1)})
+    await _decider(pool, [AT + 10]).keep([ACCEPTED, FAILED])
+    sender = Sender(pool, Topics("p"), None, clock=lambda: AT + 20)  # type: ignore[arg-type]
+    async with httpx.AsyncClient() as http:
+        assert await sender.round(http) == 1
+    [kept] = pool.deliveries.values()
+    assert kept["status"] == "dead" and kept["reason"].startswith("after 1 attempts: ")
+    assert kept["attempts"][0]["status_code"] is None and kept["attempts"][0]["error"]
+
+
+async def test_one_attempt_that_raises_leaves_the_others_attempted() -> None:
+    pool = StorePool(hooks={"h": hook(), "g": hook("g")})
+    await _decider(pool, [AT + 10]).keep([ACCEPTED, FAILED])
+    sender = Sender(pool, Topics("p"), None, clock=lambda: AT + 20)  # type: ignore[arg-type]
+    real = sender.attempt
+
+    async def attempt(http: httpx.AsyncClient, row: Any, found: Any) -> None:
+        if row["webhook"] == "g":
+            raise RuntimeError("a bug")
+        await real(http, row, found)
+
+    sender.attempt = attempt  # type: ignore[method-assign]
+    async with httpx.AsyncClient(transport=httpx.MockTransport(
+            lambda r: httpx.Response(200))) as http:
+        assert await sender.round(http) == 2
+    by_hook = {d["webhook"]: d for d in pool.deliveries.values()}
+    assert by_hook["h"]["status"] == "delivered"
+    assert by_hook["g"]["status"] == "pending" and by_hook["g"]["lease_until"] is not None

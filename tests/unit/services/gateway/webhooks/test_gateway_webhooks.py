@@ -146,6 +146,14 @@ def test_a_bad_body_is_422_naming_the_field(t: Any, body: dict[str, Any], fault:
     assert _records(tn) == []
 
 
+def test_a_value_postgresql_cannot_hold_is_422_before_anything_is_written(t: Any) -> None:
+    tn, pool = t
+    doc = assert_problem(tn.call("A", "PUT", "/v1/webhooks/ops", json={
+        **BODY, "filter": {"names": ["a\x00b"]}}), 422, "Invalid request")
+    assert doc["errors"] == ["filter.names[0]: contains U+0000"]
+    assert _records(tn) == [] and pool.hooks == {}
+
+
 def test_a_bad_name_is_422(t: Any) -> None:
     tn, _ = t
     doc = assert_problem(tn.call("A", "PUT", "/v1/webhooks/-bad", json=BODY), 422)
