@@ -71,8 +71,15 @@ def delivering(name: str, status: str | None, workflow_id: str | None,
     return Request(Call("GET", _one(name, "/deliveries"), params=params), document)
 
 
+def redelivering(name: str, delivery_id: str) -> Request[dict[str, Any]]:
+    """``Webhooks.redeliver``: ``POST .../deliveries/{id}/retry``."""
+    return Request(Call("POST", _one(name, f"/deliveries/{segment(delivery_id)}/retry")),
+                   document)
+
+
 class Webhooks:
-    """``Client.webhooks``: create or replace, list, show, delete, and deliveries."""
+    """``Client.webhooks``: create or replace, list, show, delete, deliveries, and
+    redelivering one."""
 
     def __init__(self, client: Fetches) -> None:
         self._client = client
@@ -115,6 +122,11 @@ class Webhooks:
             delivering(name, status, workflow_id, limit))["items"]
         return items
 
+    def redeliver(self, name: str, delivery_id: str) -> dict[str, Any]:
+        """Make a dead (or delivered) delivery due again now, for one more attempt with
+        the same id; returns it. Raises ``NotFound``, ``Conflict`` while it is pending."""
+        return self._client.fetch(redelivering(name, delivery_id))
+
 
 class AsyncWebhooks:
     """``AsyncClient.webhooks``: as ``Webhooks``, to await."""
@@ -151,3 +163,7 @@ class AsyncWebhooks:
         doc = await self._client.fetch(delivering(name, status, workflow_id, limit))
         items: builtins.list[dict[str, Any]] = doc["items"]
         return items
+
+    async def redeliver(self, name: str, delivery_id: str) -> dict[str, Any]:
+        """As ``Webhooks.redeliver``."""
+        return await self._client.fetch(redelivering(name, delivery_id))

@@ -1,5 +1,5 @@
-"""``headwater webhooks``: create or replace, list, show and delete webhooks, and list a
-webhook's deliveries with their attempts, through the gateway's ``/v1/webhooks``
+"""``headwater webhooks``: create or replace, list, show and delete webhooks, list a
+webhook's deliveries with their attempts and redeliver one, through the gateway's ``/v1/webhooks``
 (``headwater.client``'s ``Client.webhooks``)."""
 
 from __future__ import annotations
@@ -149,3 +149,12 @@ def deliveries(name: NameArg,
                       escape(_attempts(d)), escape(d.get("next_attempt_at") or
                                                    d.get("reason") or ""))
     console.print(table if found else "no deliveries")
+
+
+@webhooks_app.command()
+def redeliver(name: NameArg,
+              delivery: Annotated[str, typer.Argument(help="the delivery's id (d_...)")],
+              gateway: str = GATEWAY) -> None:
+    """Try a dead (or delivered) delivery once more, now, with the same id and body."""
+    doc = _ask(gateway, lambda hw: hw.webhooks.redeliver(name, delivery))
+    console.print(f"{doc['id']}: due again ({len(doc.get('attempts') or [])} attempts so far)")

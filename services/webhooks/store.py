@@ -43,6 +43,10 @@ LEASE_DUE = (
     " and (lease_until is null or lease_until < $1) order by next_at limit $3"
     " for update skip locked) due where d.delivery_id = due.delivery_id"
     " returning d.delivery_id, d.webhook, d.event, d.body, d.attempts")
+REDELIVER = (
+    "update webhook_deliveries set status = 'pending', next_at = $3, reason = '',"
+    " lease_until = null, updated_at = $3 where delivery_id = $1 and webhook = $2"
+    " and status <> 'pending' returning delivery_id")
 RECORD_ATTEMPT = (
     "update webhook_deliveries set attempts = attempts || $2, status = $3,"
     " next_at = $4, reason = $5, lease_until = null, updated_at = $6"
@@ -121,3 +125,19 @@ async def record_attempt(pool: asyncpg.Pool, delivery_id: str, attempt: dict[str
                        None if then.retry_at_ms is None else at(then.retry_at_ms),
                        then.reason, at(now_ms))
 
+
+
+async def redeliver(pool: asyncpg.Pool, webhook: str, delivery_id: str, now_ms: int) -> str | None:
+    """Make a delivered or dead delivery of ``webhook`` due again now, for one more
+    attempt (its attempts stay; past ``max_attempts``, a failure makes it dead again).
+
+    Returns:
+        None when done; else the delivery's status (``pending``: it is due already), or
+        ``unknown`` when the webhook has no such delivery.
+    """
+    if await pool.fetchval(REDELIVER, delivery_id, webhook, at(now_ms)) is not None:
+        return None
+    status: str | None = await pool.fetchval(
+        "select status from webhook_deliveries where delivery_id = $1 and webhook = $2",
+        delivery_id, webhook)
+    return status or "unknown"

@@ -8,7 +8,8 @@
   attempt; a run of another name is not delivered; ``GET`` never shows the secret;
 - a receiver answering 500 gets a delivery 3 times (the webhook's ``max_attempts``), the
   same delivery id each time, backing off; then the delivery is dead with the reason
-  ``after 3 attempts: HTTP 500``, on the deliveries endpoint and on ``dlq``;
+  ``after 3 attempts: HTTP 500``, on the deliveries endpoint and on ``dlq``; retried by
+  hand (``POST .../retry``) it is attempted once more, and dead again;
 - a deliverer SIGKILLed after it kept a delivery and before it attempted it
   (``HEADWATER_FAULTS=webhooks.after_decide=1``, a deliverer process of its own over a
   fresh topic prefix and database) delivers it once started again, with the same id.
@@ -182,9 +183,15 @@ async def test_a_failing_receiver_is_retried_then_the_delivery_is_dead_lettered(
         filtered = await client.get(f"/v1/webhooks/{hook}/deliveries",
                                     params={"status": "delivered"})
         assert filtered.json()["items"] == []
+        again = await client.post(f"/v1/webhooks/{hook}/deliveries/{delivery['id']}/retry")
+        assert again.status_code == 202 and again.json()["status"] == "pending", again.text
+        redone = await wait_until_async(
+            lambda: _deliveries(client, hook), 30, "one more attempt, dead again",
+            until=lambda ds: ds[0]["status"] == "dead" and len(ds[0]["attempts"]) == 4)
+        assert redone[0]["reason"] == "after 4 attempts: HTTP 500"
 
     posted = receiver.to(path)
-    assert len(posted) == 3
+    assert len(posted) == 4
     assert {h[DELIVERY_HEADER] for _, h, _, _ in posted} == {delivery["id"]}
     for _, headers, raw, _ in posted:
         verify(SECRET, headers, raw, time.time())

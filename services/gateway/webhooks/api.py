@@ -25,6 +25,7 @@ from services.gateway.edge.problems import (
     INVALID_REQUEST,
     NOT_FOUND,
     REQUEST_TOO_LARGE,
+    Problem,
 )
 from services.gateway.lifetime import accepting, runtime
 from services.gateway.openapi.bodies import json_answer, json_body
@@ -37,9 +38,9 @@ from services.gateway.webhooks.define import (
     visible,
     write,
 )
-from services.gateway.webhooks.views import hook_view, read_deliveries, read_hooks
+from services.gateway.webhooks.views import Which, hook_view, read_deliveries, read_hooks
 from services.webhooks.matching import EVENT_NAMES
-from services.webhooks.store import read_hook
+from services.webhooks.store import read_hook, redeliver
 
 router = APIRouter()
 
@@ -163,7 +164,28 @@ async def get_deliveries(
     (time, status code or error) and, while pending, when the next attempt is due."""
     pool = runtime(request).pool
     await visible(pool, name, principal(request))
-    return _json(await read_deliveries(pool, name, status, workflow_id, limit, cursor))
+    return _json(await read_deliveries(pool, name, Which(status, workflow_id), limit, cursor))
+
+
+@router.post("/v1/webhooks/{name}/deliveries/{delivery_id}/retry", status_code=202, responses={
+    202: json_answer("due again now", DELIVERY_SCHEMA),
+    **problems(*WRITES, NOT_FOUND, CONFLICT, meanings={
+        404: "no webhook of that name, or no such delivery of it",
+        409: "the delivery is pending: its next attempt is due already"})})
+async def retry_delivery(request: Request, name: WebhookName,
+                         delivery_id: Annotated[str, Path(max_length=100)]) -> Response:
+    """Make a dead (or delivered) delivery due again now, for one more attempt with the
+    same id and body (202); 409 while it is pending."""
+    hw = accepting(request)
+    await visible(hw.pool, name, principal(request))
+    refused = await redeliver(hw.pool, name, delivery_id, now_ms())
+    if refused == "unknown":
+        raise Problem(404, "Not found", f"no delivery {delivery_id} of webhook {name}")
+    if refused is not None:
+        raise Problem(409, "Conflict", f"delivery {delivery_id} is {refused}: its next "
+                      "attempt is due already")
+    page = await read_deliveries(hw.pool, name, Which(delivery_id=delivery_id), 1, None)
+    return _json(page["items"][0], 202)
 
 
 @router.delete("/v1/webhooks/{name}", status_code=204, responses={

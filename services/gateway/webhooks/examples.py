@@ -52,5 +52,7 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "GET /v1/webhooks/{name}": {"200": _json("a webhook (no secret)", _HOOK)},
     "GET /v1/webhooks/{name}/deliveries": {"200": _json("a delivery tried twice", {
         "items": [_DELIVERY], "next_cursor": None})},
+    "POST /v1/webhooks/{name}/deliveries/{delivery_id}/retry": {"202": _json(
+        "a dead delivery due again", {**_DELIVERY, "next_attempt_at": LATER})},
 }
 """Per operation and status: examples of its JSON answers."""

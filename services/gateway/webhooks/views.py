@@ -5,6 +5,7 @@ and deliveries with their attempts (the ``webhooks`` and ``webhook_deliveries`` 
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -86,10 +87,24 @@ def delivery_view(row: asyncpg.Record) -> dict[str, Any]:
     }
 
 
-async def read_deliveries(pool: asyncpg.Pool, name: str, status: str | None,
-                          workflow_id: str | None, limit: int,
+@dataclass(frozen=True)
+class Which:
+    """Which of a webhook's deliveries a page holds (None: any).
+
+    Attributes:
+        status: ``pending``, ``delivered`` or ``dead``.
+        workflow_id: one run's.
+        delivery_id: one delivery.
+    """
+
+    status: str | None = None
+    workflow_id: str | None = None
+    delivery_id: str | None = None
+
+
+async def read_deliveries(pool: asyncpg.Pool, name: str, which: Which, limit: int,
                           cursor: str | None) -> dict[str, Any]:
-    """A page of a webhook's deliveries, newest first, filtered by status and run."""
+    """A page of a webhook's deliveries, newest first, filtered by ``which``."""
     after = parse_cursor(cursor)
     rows = await pool.fetch(
         "select delivery_id, webhook, workflow_id, seq, event, body, status, attempts,"
@@ -97,8 +112,9 @@ async def read_deliveries(pool: asyncpg.Pool, name: str, status: str | None,
         " where webhook = $1 and ($2::text is null or status = $2)"
         " and ($3::text is null or workflow_id = $3)"
         " and ($4::timestamptz is null or (created_at, delivery_id) < ($4, $5::text))"
+        " and ($7::text is null or delivery_id = $7)"
         " order by created_at desc, delivery_id desc limit $6",
-        name, status, workflow_id, after[0] if after else None, after[1] if after else None,
-        limit + 1)
+        name, which.status, which.workflow_id, after[0] if after else None,
+        after[1] if after else None, limit + 1, which.delivery_id)
     return {"items": [delivery_view(r) for r in rows[:limit]],
             "next_cursor": _cursor(rows[limit - 1]) if len(rows) > limit else None}

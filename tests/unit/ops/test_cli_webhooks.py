@@ -46,10 +46,10 @@ def gateway() -> Iterator[tuple[str, list[tuple[str, str, Any]]]]:
         seen.append((method, path, body))
         if "/none" in path:
             return 404, {"title": "Not found", "status": 404, "detail": "no webhook none"}
-        if method == "PUT":
-            return 201, HOOK
-        if method == "DELETE":
-            return 204, None
+        writes = {"PUT": (201, HOOK), "POST": (202, {**DELIVERIES[1], "status": "pending"}),
+                  "DELETE": (204, None)}
+        if method in writes:
+            return writes[method]
         if "/deliveries" in path:
             return 200, {"items": DELIVERIES, "next_cursor": None}
         if path.startswith("/v1/webhooks?"):
@@ -127,3 +127,11 @@ def test_deliveries_show_each_attempt_and_what_follows(gateway: Any) -> None:
     assert "500, 503" in dead and "after 2 attempts: HTTP 503" in dead
     raw = runner.invoke(app, ["webhooks", "deliveries", "ops", "--json", "--gateway", url])
     assert json.loads(raw.output) == DELIVERIES
+
+
+def test_redeliver(gateway: Any) -> None:
+    url, seen = gateway
+    result = runner.invoke(app, ["webhooks", "redeliver", "ops", "d_1", "--gateway", url])
+    assert result.exit_code == 0, result.output
+    assert "d_1: due again (2 attempts so far)" in result.output
+    assert seen == [("POST", "/v1/webhooks/ops/deliveries/d_1/retry", None)]

@@ -41,8 +41,8 @@ class Gateway:
             return httpx.Response(404, json={"title": "Not found", "status": 404},
                                   headers=problem)
         if request.method != "GET":
-            return httpx.Response(201, json=HOOK) if request.method == "PUT" else \
-                httpx.Response(204)
+            return httpx.Response({"PUT": 201, "POST": 202}.get(request.method, 204),
+                                  json=DELIVERY if request.method == "POST" else HOOK)
         if request.url.path.endswith("/deliveries"):
             return httpx.Response(200, json={"items": [DELIVERY], "next_cursor": None})
         if request.url.path == "/v1/webhooks":
@@ -60,16 +60,18 @@ def test_the_calls_and_their_answers() -> None:
         assert hw.webhooks.get("ops") == HOOK
         assert hw.webhooks.deliveries("ops", status="dead", workflow_id="wf-1") == [DELIVERY]
         hw.webhooks.delete("a b")
+        assert hw.webhooks.redeliver("ops", "d_1") == DELIVERY
         with pytest.raises(errors.NotFound):
             hw.webhooks.get("none")
-    assert gateway.asked[:5] == [
+    assert gateway.asked[:6] == [
         ("PUT", "/v1/webhooks/ops", {"url": "https://x.test/h", "events": ["run.failed"],
                                      "secret": "s" * 16, "filter": {"names": ["refund"]},
                                      "retry": {"max_attempts": 3}}),
         ("GET", "/v1/webhooks?limit=500", None),
         ("GET", "/v1/webhooks/ops", None),
         ("GET", "/v1/webhooks/ops/deliveries?limit=500&status=dead&workflow_id=wf-1", None),
-        ("DELETE", "/v1/webhooks/a%20b", None)]
+        ("DELETE", "/v1/webhooks/a%20b", None),
+        ("POST", "/v1/webhooks/ops/deliveries/d_1/retry", None)]
 
 
 def test_a_put_is_retried_after_a_503_with_the_same_body() -> None:
@@ -90,7 +92,8 @@ async def test_the_async_client_makes_the_same_calls() -> None:
         assert await hw.webhooks.get("ops") == HOOK
         assert await hw.webhooks.deliveries("ops") == [DELIVERY]
         await hw.webhooks.delete("ops")
-    assert [(m, p) for m, p, _ in gateway.asked] == [
+        assert await hw.webhooks.redeliver("ops", "d_1") == DELIVERY
+    assert [(m, p) for m, p, _ in gateway.asked][:-1] == [
         ("PUT", "/v1/webhooks/ops"), ("GET", "/v1/webhooks?limit=500"),
         ("GET", "/v1/webhooks/ops"), ("GET", "/v1/webhooks/ops/deliveries?limit=500"),
         ("DELETE", "/v1/webhooks/ops")]

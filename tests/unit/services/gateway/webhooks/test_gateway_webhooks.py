@@ -21,7 +21,7 @@ from tenant_harness import Tenants, tenants
 
 from headwater.webhooks import WebhookStored
 from services.gateway.webhooks import define
-from services.webhooks.store import HOOK_COLUMNS, UPSERT_HOOK, hook_args
+from services.webhooks.store import HOOK_COLUMNS, REDELIVER, UPSERT_HOOK, hook_args
 
 SECRET = "a-secret-of-sixteen+"
 BODY: dict[str, Any] = {"url": "https://ops.example.com/h", "events": ["run.failed"],
@@ -61,8 +61,9 @@ class WebhookPool(FakePool):
                     and (tenant is None or r[1] == tenant)
                     and (cursor is None or n > cursor)][:limit]
         if "from webhook_deliveries" in sql:
-            name, status, wid, after_at, after_id, limit = args
+            name, status, wid, after_at, after_id, limit, one = args
             rows = sorted((d for d in self.deliveries if d["webhook"] == name
+                           and (one is None or d["delivery_id"] == one)
                            and (status is None or d["status"] == status)
                            and (wid is None or d["workflow_id"] == wid)
                            and (after_at is None or (d["created_at"], d["delivery_id"])
@@ -70,6 +71,18 @@ class WebhookPool(FakePool):
                           key=lambda d: (d["created_at"], d["delivery_id"]), reverse=True)
             return rows[:limit]
         return await super().fetch(sql, *args)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        await self._enter()
+        found = [d for d in self.deliveries if (d["delivery_id"], d["webhook"]) == args[:2]]
+        if sql == REDELIVER:
+            if not found or found[0]["status"] == "pending":
+                return None
+            found[0].update(status="pending", next_at=args[2], reason="", updated_at=args[2])
+            return found[0]["delivery_id"]
+        if sql.startswith("select status from webhook_deliveries"):
+            return found[0]["status"] if found else None
+        return await super().fetchval(sql, *args)
 
     @contextlib.asynccontextmanager
     async def acquire(self) -> AsyncIterator[WebhookPool]:
@@ -223,6 +236,23 @@ def test_deliveries_are_listed_newest_first_with_their_attempts(t: Any) -> None:
                            params={"status": "lost"}), 422)
     assert_problem(tn.call("A", "GET", "/v1/webhooks/ops/deliveries",
                            params={"cursor": "not-ours"}), 400, "Bad cursor")
+
+
+def test_a_dead_delivery_is_made_due_again_once(t: Any) -> None:
+    tn, pool = t
+    tn.call("A", "PUT", "/v1/webhooks/ops", json=BODY)
+    pool.deliveries += [_delivery(1, "dead"), _delivery(2, "pending")]
+    retried = tn.call("A", "POST", "/v1/webhooks/ops/deliveries/d_1/retry")
+    assert retried.status_code == 202, retried.text
+    doc = retried.json()
+    assert (doc["id"], doc["status"], doc["reason"]) == ("d_1", "pending", None)
+    assert doc["next_attempt_at"] is not None and len(doc["attempts"]) == 1
+    again = assert_problem(tn.call("A", "POST", "/v1/webhooks/ops/deliveries/d_1/retry"),
+                           409, "Conflict")
+    assert "is pending" in again["detail"]
+    assert_problem(tn.call("A", "POST", "/v1/webhooks/ops/deliveries/d_9/retry"), 404)
+    assert_problem(tn.call("B", "POST", "/v1/webhooks/ops/deliveries/d_2/retry"), 404)
+    assert_problem(tn.call("A-read", "POST", "/v1/webhooks/ops/deliveries/d_2/retry"), 403)
 
 
 def test_kafka_not_acknowledging_is_503_and_nothing_is_written(t: Any) -> None:
