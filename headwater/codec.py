@@ -6,9 +6,10 @@ then the Avro binary body. Every record thus names its schema. Submissions and s
 may also be JSON on Kafka when the record carries ``content-type: application/json``
 (``headwater.json_records``).
 
-The records are the workflow records (``headwater.core.events``) and three others: the
+The records are the workflow records (``headwater.core.events``) and four others: the
 definitions registry's (``headwater.core.definitions``), the workers' announcements
-(``headwater.announcement``) and the task logs' (``headwater.log_lines``). A field that
+(``headwater.announcement``), the task logs' (``headwater.log_lines``) and the webhooks'
+(``headwater.webhooks``). A field that
 holds a JSON document is an Avro ``bytes`` (``JSON_FIELDS``); an Avro ``array`` is a
 tuple in the record, of records of their own type for the fields in ``RECORD_ARRAYS``.
 """
@@ -35,6 +36,7 @@ from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
 from headwater.log_lines import LogLine, TaskLogLines
 from headwater.trigger_records import TriggerStored
+from headwater.webhooks import WebhookStored
 
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -42,7 +44,7 @@ NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
                          "input_schema", "rerun", "continuation", "source",
-                         "settings"})
+                         "settings", "filter"})
 INT_RANGE = range(-(2**31), 2**31)
 """The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
 fastavro writes any Python integer into one, so the codec refuses the others."""
@@ -70,6 +72,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
         TriggerStored,
+        WebhookStored,
     )
 }
 """Schema name -> its record type: the inputs, the common history events, every node

@@ -380,6 +380,18 @@ class Topics:
         """Consumer group of the workers of ``queue``."""
         return f"{self.prefix}-worker-{queue}"
 
+    @property
+    def webhooks(self) -> str:
+        """The webhooks' definitions (compacted, 1 partition): ``WebhookStored`` keyed by
+        name (``headwater.webhooks``)."""
+        return f"{self.prefix}.webhooks"
+
+    @property
+    def webhooks_group(self) -> str:
+        """The consumer group of the deliverer's reader of ``events``
+        (``services.webhooks``)."""
+        return f"{self.prefix}-webhooks"
+
 
 WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$"
 """Workflow ids: 1-200 characters, letters, digits and ``_.:-``, safe in URLs and keys."""

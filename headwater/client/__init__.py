@@ -38,7 +38,8 @@ how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``r
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
 stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
 stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
-``schedules`` is ``Client.schedules``, ``triggers`` ``Client.triggers``; ``calls`` the
+``schedules`` is ``Client.schedules``, ``triggers`` ``Client.triggers``, ``webhooks``
+``Client.webhooks``; ``calls`` the
 child runs of task code (``TaskContext.call``).
 """
 
@@ -65,6 +66,7 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.webhooks import AsyncWebhooks, Webhooks
 
 __all__ = [
     "RUN_WAIT_S",
@@ -73,6 +75,7 @@ __all__ = [
     "AsyncDefinitions",
     "AsyncSchedules",
     "AsyncTriggers",
+    "AsyncWebhooks",
     "Client",
     "Definition",
     "DefinitionRef",
@@ -94,5 +97,6 @@ __all__ = [
     "TaskRow",
     "Trigger",
     "Triggers",
+    "Webhooks",
     "Workflow",
 ]

@@ -47,6 +47,7 @@ from headwater.client.types import (
     Submitted,
     Workflow,
 )
+from headwater.client.webhooks import AsyncWebhooks
 from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
 T = TypeVar("T")
@@ -70,6 +71,7 @@ class AsyncClient(AsyncTaskLogReads):
                                        headers=headers, transport=transport)
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
         self.triggers = AsyncTriggers(self)
+        self.webhooks = AsyncWebhooks(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -44,6 +44,7 @@ from headwater.client.types import (
     SignalFate,
     Submitted,
 )
+from headwater.client.webhooks import Webhooks
 from headwater.client.workflow_runs import WorkflowFunction, is_workflow, workflow_request
 
 __all__ = ["Client"]
@@ -76,6 +77,7 @@ class Client(BlobReads, TaskLogReads):
                                   headers=auth_headers(default_token() if token is None else token))
         self.definitions, self.schedules = Definitions(self), Schedules(self)
         self.triggers = Triggers(self)
+        self.webhooks = Webhooks(self)
 
     def __enter__(self) -> Client:
         return self

@@ -53,6 +53,9 @@ LAZY.update({
                              "definition at cron times.", RUNS, optional=True),
     "triggers": LazyCommand("ops.cli.triggers", "triggers_app", "Triggers: Kafka topics "
                             "whose records start runs.", RUNS, optional=True),
+    "webhooks": LazyCommand("ops.cli.webhooks", "webhooks_app", "Webhooks: signed "
+                            "deliveries of run events, and their attempts.", RUNS,
+                            optional=True),
     "queues": LazyCommand("ops.cli.queues", "queues", "Show every queue: backlog, in "
                           "flight, live workers and the tasks they serve.", RUNS,
                           optional=True),

@@ -15,7 +15,7 @@ import asyncpg
 import orjson
 
 from services.common.blobs.store import BLOB_REFS_SCHEMA, BLOBS_SCHEMA
-from services.common.schema import DEFINITIONS_SCHEMA, SCHEMA
+from services.common.schema import DEFINITIONS_SCHEMA, SCHEMA, WEBHOOKS_SCHEMA
 from services.common.settings import PgAuth, pg_auth_from_env
 
 NOTIFY_CHANNEL = "headwater_events"
@@ -126,6 +126,7 @@ async def connect_pool(dsn: str, timeout_s: float = 60.0, max_size: int = 10,
         await conn.execute(DEFINITIONS_SCHEMA)
         await conn.execute(BLOBS_SCHEMA)
         await conn.execute(BLOB_REFS_SCHEMA)
+        await conn.execute(WEBHOOKS_SCHEMA)
     return pool
 
 

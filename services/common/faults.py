@@ -37,6 +37,8 @@ Points (the order of side effects they cut is each service's docstring's):
   no answer.
 - ``gateway.trigger_acked``: a trigger's batch of submissions and dead letters is
   acknowledged by Kafka; its offsets are not committed.
+- ``webhooks.after_decide``: a batch of events' deliveries are kept in PostgreSQL; the
+  batch's offsets are not committed and no delivery was attempted.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ POINTS = frozenset({
     "coordinator.after_redo", "worker.after_start", "worker.before_outcome",
     "worker.after_outcome", "worker.replaying", "gateway.after_produce",
     "gateway.trigger_acked",
+    "webhooks.after_decide",
 })
 LABEL_SEP = "@"
 """Between a point and the label it is armed for (``worker.after_start@fault.code``)."""

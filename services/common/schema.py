@@ -337,3 +337,50 @@ it). ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
 shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""
+
+WEBHOOKS_SCHEMA = """
+create table if not exists webhooks (
+    name text primary key,
+    tenant text,
+    url text not null,
+    events text[] not null,
+    filter jsonb not null,
+    secret text not null,
+    max_attempts integer not null,
+    backoff_ms bigint not null,
+    backoff_max_ms bigint not null,
+    deleted boolean not null,
+    created_at_ms bigint not null,
+    at_ms bigint not null
+);
+create table if not exists webhook_deliveries (
+    delivery_id text primary key,
+    webhook text not null,
+    tenant text,
+    workflow_id text not null,
+    seq bigint not null,
+    event text not null,
+    body bytea not null,
+    status text not null default 'pending',
+    attempts jsonb not null default '[]',
+    next_at timestamptz,
+    lease_until timestamptz,
+    reason text not null default '',
+    created_at timestamptz not null,
+    updated_at timestamptz not null
+);
+create index if not exists webhook_deliveries_due on webhook_deliveries (next_at)
+    where status = 'pending';
+create index if not exists webhook_deliveries_by_hook on webhook_deliveries (webhook,
+    created_at desc, delivery_id desc);
+"""
+"""The webhooks' tables. ``webhooks`` is a projection of the ``webhooks`` topic (one
+row per name, its last record; the gateway writes it after Kafka acknowledged the
+record, and the deliverer reads the whole topic into it at start, so a lost table comes
+back). ``webhook_deliveries`` is the deliverer's own durable state: one row per
+delivery decided from ``events`` (``delivery_id``, derived, so a decision made again is
+the same row), written before its first attempt; ``status`` is ``pending``,
+``delivered`` or ``dead`` (``reason``: why, after the last attempt); ``attempts`` lists
+each attempt (``n``, ``at``, ``status_code``, ``error``, ``ms``); ``next_at`` is when the
+next one is due and ``lease_until`` how long a deliverer holds it for its attempt in
+flight. ``body`` is the JSON posted, byte for byte on every attempt."""

@@ -42,6 +42,7 @@ from services.gateway.triggers import api as triggers_api
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing
 from services.gateway.ui import routes as ui_routes
+from services.gateway.webhooks import api as webhooks_api
 
 log = logging.getLogger("headwater.gateway")
 
@@ -49,7 +50,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
-    limits_api.router, triggers_api.router,
+    limits_api.router, triggers_api.router, webhooks_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

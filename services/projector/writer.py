@@ -48,6 +48,7 @@ from services.projector.statements import (
     core_plan,
 )
 from services.projector.task_logs import LogProjector
+from services.webhooks.runner import run_webhooks
 
 log = logging.getLogger(__name__)
 
@@ -286,8 +287,9 @@ def _history_events(records: Iterable[Any]) -> list[ev.HistoryEvent]:
 
 async def run_projector(settings: CommonSettings) -> None:
     """Keep the projection current until cancelled, with the task logs' reader
-    (``task_logs.LogProjector``) and the refused signals of ``dlq``
-    (``refusals.follow_refusals``) beside it on the same pool, restarting all after any
+    (``task_logs.LogProjector``), the refused signals of ``dlq``
+    (``refusals.follow_refusals``) and the webhooks' deliverer (``services.webhooks``,
+    unless ``HEADWATER_WEBHOOKS=off``) beside it on the same pool, restarting all after any
     failure; serve the process's metrics unless it does already
     (``metrics.serve_from_env``)."""
     metrics.serve_from_env()
@@ -300,6 +302,7 @@ async def run_projector(settings: CommonSettings) -> None:
                     group.create_task(Projector(settings, pool).run())
                     group.create_task(LogProjector(settings, pool).run())
                     group.create_task(follow_refusals(settings, pool))
+                    group.create_task(run_webhooks(settings, pool))
             finally:
                 await pool.close()
         except asyncio.CancelledError:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from services.gateway.runs.cursor import encode_cursor
+from services.gateway.webhooks import examples as webhook_examples
 
 JSON, EVENTS = "application/json", "text/event-stream"
 RUN = "refund-order-1042"
@@ -348,3 +349,6 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
 }
 """Per operation, status and media type: the answer's named examples (one, named
 ``example``), as its media type's ``examples`` holds them."""
+
+REQUEST_EXAMPLES.update(webhook_examples.REQUESTS)
+ANSWER_EXAMPLES.update(webhook_examples.ANSWERS)

@@ -14,6 +14,7 @@ from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
 from headwater.trigger_records import TriggerStored
+from headwater.webhooks import WebhookStored
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -169,6 +170,10 @@ def other_samples() -> list[Any]:
         TriggerStored("örders", "acme", {"topic": "shop.orders", "definition": "ship@2",
                                          "input": {"order": "${value}"}}, False, AT),
         TriggerStored("orders", None, None, True, 0),
+        WebhookStored("höok", "acme", "https://example.com/h", ("run.failed", "run.waiting"),
+                      {"names": ["flöw"], "definitions": []}, "s" * 32, 8, 1000, 600_000,
+                      False, AT - 1, AT),
+        WebhookStored("h", None, "http://127.0.0.1:1/", (), {}, "x", 1, 0, 0, True, 0, AT),
     ]
 
 

@@ -18,6 +18,7 @@ from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import TaskLogLines
 from headwater.trigger_records import TriggerStored
+from headwater.webhooks import WebhookStored
 
 
 def crc64_avro(data: bytes) -> int:
@@ -133,7 +134,8 @@ def test_an_array_decodes_as_a_tuple_and_null_json_as_none() -> None:
 
 
 def test_record_types_are_the_event_dataclasses_and_the_others() -> None:
-    others = {DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines, TriggerStored}
+    others = {DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines, TriggerStored,
+              WebhookStored}
     for name, cls in codec.RECORD_TYPES.items():
         assert dataclasses.is_dataclass(cls) and cls.__name__ == name
         assert cls in others or cls is getattr(ev, name)

@@ -52,7 +52,8 @@ def expected_role(method: str, path: str) -> str:
     """The rule, written apart from ``auth.gate``'s regular expression."""
     if method == "GET":
         return "read"
-    if path.startswith(("/v1/definitions", "/v1/schedules", "/v1/limits", "/v1/triggers")):
+    if path.startswith(("/v1/definitions", "/v1/schedules", "/v1/limits", "/v1/triggers",
+                        "/v1/webhooks")):
         return "admin"
     return "submit"
 

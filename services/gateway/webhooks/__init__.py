@@ -1,0 +1,1 @@
+"""Webhooks: signed deliveries of run events (``api.py``, ``define.py``, ``views.py``)."""
