@@ -6,10 +6,20 @@ The ids inside records (task keys, dispatch ids, timer ids) are the core's
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from headwater.topic_parts import (
+    LONG_NAME_MARK,
+    VERSION_DIGEST_CHARS,
+    lane_part,
+    tag_part,
+    tags_digest,
+    unescaped,
+    unescaped_tag,
+    version_digest,
+)
 
 DEFAULT_PREFIX = "headwater"
 DEFAULT_PARTITIONS = 8
@@ -23,99 +33,13 @@ NEEDS = "needs"
 PRIORITY = "priority"
 """The word after the prefix in the name of every queue's topic of a priority band
 (``Topics.priority``)."""
-TAGS_DIGEST_CHARS = 32
-"""Hex digits of the SHA-256 of a set of tags that name its selector topic when its
-tags do not fit (``Topics.needs``)."""
-VERSION_DIGEST_CHARS = 16
-"""Hex digits of the SHA-256 of a code version that name its lane."""
-_KEPT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.")
-LONG_NAME_MARK = "-z"
-"""What a workflow part cut short ends in, before the digest of the whole name: never
-an escape (``-`` is followed by two lowercase hex digits there)."""
 MAX_QUEUE_CHARS = 64
 """The longest queue name (``headwater.core.ids.QUEUE_PATTERN``)."""
 MAX_PREFIX_CHARS = (MAX_TOPIC_CHARS - len(f".{LANES}.") - MAX_QUEUE_CHARS - 1
                     - len(LONG_NAME_MARK) - 2 * VERSION_DIGEST_CHARS - 1)
 """The longest topic prefix (142): with it, the lane of a 64-character queue still has
-room for a workflow part cut short (``lane_part``), so no name passes Kafka's 249."""
-
-
-def unescaped(part: str) -> str | None:
-    """The name a part written by ``lane_part`` stands for; None for a part cut short
-    (``LONG_NAME_MARK``) or one ``lane_part`` does not write."""
-    out, i = bytearray(), 0
-    while i < len(part):
-        if part[i] != "-":
-            if part[i] not in _KEPT:
-                return None
-            out.append(ord(part[i]))
-            i += 1
-            continue
-        hh = part[i + 1:i + 3]
-        if len(hh) != 2 or hh.strip("0123456789abcdef") or chr(int(hh, 16)) in _KEPT:
-            return None
-        out.append(int(hh, 16))
-        i += 3
-    try:
-        return out.decode()
-    except UnicodeDecodeError:
-        return None
-
-
-def version_digest(code_version: str) -> str:
-    """The part of a lane's name that stands for ``code_version``: SHA-256,
-    ``VERSION_DIGEST_CHARS`` hex digits (a version may be 200 characters of anything)."""
-    return hashlib.sha256(code_version.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
-
-
-def lane_part(workflow: str, room: int) -> str:
-    """The part of a lane's name that stands for ``workflow`` (or for its queue), at
-    most ``room`` characters: the name itself when it is letters, digits and dots, else
-    with every other byte of its UTF-8 written ``-hh`` (``-`` and ``_`` too: a lane's
-    name then holds no ``_`` after the prefix, and Kafka refuses topics whose names
-    differ only by ``.`` and ``_``). Two names never share a part; a part over ``room``
-    is cut and ends in ``LONG_NAME_MARK`` and a digest of the whole name."""
-    part = "".join(chr(b) if chr(b) in _KEPT else f"-{b:02x}" for b in workflow.encode())
-    if len(part) <= room:
-        return part
-    digest = hashlib.sha256(workflow.encode()).hexdigest()[:VERSION_DIGEST_CHARS]
-    head = part[:max(0, room - len(LONG_NAME_MARK) - len(digest))]
-    return f"{head.rstrip('-')}{LONG_NAME_MARK}{digest}"
-
-
-def tag_part(tag: str) -> str:
-    """The part of a selector topic's name that stands for ``tag``: its letters and
-    digits as they are, every other byte of its UTF-8 written ``-hh`` (so no ``.`` in
-    it, which separates the tags, and no ``_``, which Kafka reads like ``.``)."""
-    return "".join(chr(b) if chr(b).isascii() and chr(b).isalnum() else f"-{b:02x}"
-                   for b in tag.encode())
-
-
-def tags_digest(tags: Iterable[str]) -> str:
-    """The part of a selector topic's name that stands for a set of tags too long to
-    be written out: ``TAGS_DIGEST_CHARS`` hex digits of the SHA-256 of the sorted tags,
-    one a line."""
-    text = "\n".join(sorted(set(tags)))
-    return hashlib.sha256(text.encode()).hexdigest()[:TAGS_DIGEST_CHARS]
-
-
-def unescaped_tag(part: str) -> str | None:
-    """The tag a part written by ``tag_part`` stands for; None for a part it does not
-    write."""
-    out, i = bytearray(), 0
-    while i < len(part):
-        hh = part[i + 1:i + 3] if part[i] == "-" else ""
-        if hh and len(hh) == 2 and not hh.strip("0123456789abcdef"):
-            out.append(int(hh, 16))
-            i += 3
-        else:
-            out.append(ord(part[i]) if part[i].isascii() else 0)
-            i += 1
-    try:
-        found = out.decode()
-    except UnicodeDecodeError:
-        return None
-    return found if found and tag_part(found) == part else None
+room for a workflow part cut short (``topic_parts.lane_part``), so no name passes
+Kafka's 249."""
 
 
 @dataclass(frozen=True)

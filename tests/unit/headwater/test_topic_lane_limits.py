@@ -14,7 +14,8 @@ import re
 import pytest
 
 from headwater.core.ids import QUEUE_PATTERN
-from headwater.topics import MAX_PREFIX_CHARS, MAX_TOPIC_CHARS, Topics, version_digest
+from headwater.topic_parts import version_digest
+from headwater.topics import MAX_PREFIX_CHARS, MAX_TOPIC_CHARS, Topics
 from services.common.settings import CommonSettings
 
 LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
