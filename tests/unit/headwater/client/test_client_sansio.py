@@ -140,3 +140,11 @@ def test_a_quiet_stream_outlasts_the_gateways_pings_whatever_the_client_timeout(
     patient.timeout = 90.0
     assert Follow(patient, "wf-1").read_timeout() == 90.0
     assert Follow(quick, "wf-1", deadline=Deadline(5)).read_timeout() <= 5
+
+
+def test_a_runs_deadline_and_parent_are_read_from_its_document() -> None:
+    parent = {"workflow_id": "p", "node": "ask", "index": None, "attempt": 1, "via": "call"}
+    run = workflow_from({**DONE, "deadline": "2026-12-06T17:00:00+00:00", "parent": parent})
+    assert run.deadline == "2026-12-06T17:00:00+00:00" and run.parent == parent
+    plain = workflow_from(DONE)
+    assert plain.deadline is None and plain.parent is None
