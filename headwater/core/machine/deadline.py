@@ -29,8 +29,8 @@ def arm(rec: Recorder) -> None:
 
 
 def passed_at_start(rec: Recorder) -> bool:
-    """Fail a running run whose deadline has passed already (an instant in the past, or
-    a cancel that kept it waiting): True when it did."""
+    """Fail a just-accepted run whose deadline has passed already (an instant in the
+    past), before any node starts: True when it did."""
     state = rec.current
     if state.status.terminal or state.deadline_at_ms is None or rec.at_ms < state.deadline_at_ms:
         return False
