@@ -15,7 +15,8 @@ two histories record the link:
 The parent's end, however it ends, cancels every linked child (``CancelRequested`` on
 ``control``, naming the parent in ``parent_id``: a no-op for a child that has ended,
 and a run of that id that is not its child ignores it). A ``CallLinked`` that reaches a
-parent that has ended cancels its child at once (``machine.decide``'s ``cancels``).
+parent that has ended cancels its child at once (``machine.decide``'s ``cancels``), and
+so does one that reaches a parent purged since (its retention passed).
 The caller's attempt failing does not cancel them: its retry calls the same ids and
 finds the same runs (the gateway answers 200), as a crashed worker's retry does.
 

@@ -42,6 +42,17 @@ def late_cancel(state: WorkflowState | None, event: ev.Input) -> ev.CancelReques
     return _cancel(event.child_id, state, event.at_ms)
 
 
+def purged_cancel(event: ev.Input, status: str) -> ev.CancelRequested | None:
+    """The cancel of a ``ctx.call`` child whose link reached a parent that ended
+    (``status``) and was purged since (``retention``); None for any other input. The
+    marker keeps no tenant: the child's submitter named that parent."""
+    if not isinstance(event, ev.CallLinked):
+        return None
+    return ev.CancelRequested(event.child_id, event.at_ms,
+                              f"parent {event.workflow_id} {status} and was purged",
+                              parent_id=event.workflow_id)
+
+
 def cancels_at_end(state: WorkflowState | None, body: ev.Body) -> list[ev.CancelRequested]:
     """The cancels of every linked ``ctx.call`` child, for the parent's terminal event
     (``body``); none for any other event."""

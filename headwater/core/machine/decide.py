@@ -35,13 +35,19 @@ from dataclasses import dataclass
 from headwater.core import events as ev
 from headwater.core.fencing import stop_for, stops_for_expired
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
-from headwater.core.machine.calls import late_cancel
+from headwater.core.machine.calls import late_cancel, purged_cancel
 from headwater.core.machine.conflicts import child_conflict, conflict_report
 from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 from headwater.core.machine.refusals import refusal
 from headwater.core.machine.reports import lease_renewal
-from headwater.core.retention import RETENTION_TIMER, after_purge, purge_due, same_parent
+from headwater.core.retention import (
+    RETENTION_TIMER,
+    after_purge,
+    load_marker,
+    purge_due,
+    same_parent,
+)
 from headwater.core.state import WorkflowState
 
 MAX_DEFERRED = 100
@@ -115,7 +121,7 @@ class Decision:
         error: why even failing the workflow could not be decided (a rule raised).
         cancels: ``CancelRequested`` to send on ``control`` for other workflows: the
             ``ctx.call`` child whose link reached a parent that has ended
-            (``calls.late_cancel``).
+            (``calls.late_cancel``), or was purged since (``calls.purged_cancel``).
     """
 
     step: Step | None = None
@@ -263,7 +269,8 @@ def _retention(state: WorkflowState | None, event: ev.Input,
         return None
     why = after_purge(event, context.marker)
     if why is None:
-        return Decision()
+        late = purged_cancel(event, str(load_marker(context.marker).get("status", "ended")))
+        return Decision(cancels=() if late is None else (late,))
     report = (child_conflict(event, why) if isinstance(event, ev.ChildSubmitted)
               and not same_parent(event, context.marker) else None)
     return Decision(refused=why, report=report)

@@ -151,3 +151,17 @@ def test_links_past_the_bound_are_not_recorded() -> None:
     assert state is not None
     state.calls = [f"c{i}" for i in range(MAX_CALLS)]
     assert step(state, linked()).events == []
+
+
+def test_a_link_reaching_a_purged_parent_is_cancelled_at_once() -> None:
+    from headwater.core.retention import dump_marker
+
+    ended = run([submit(CALLER), started("fetch"), fail("fetch", at=T0 + 80)]).state
+    assert ended is not None
+    decision = decide(None, linked(at=T0 + 90), Context(marker=dump_marker(ended, T0 + 85)))
+    assert decision.step is None and decision.refused is None
+    assert decision.cancels == (ev.CancelRequested(
+        CHILD_ID, T0 + 90, f"parent {WF} failed and was purged", parent_id=WF),)
+    other = decide(None, ev.TaskStarted(WF, "fetch", None, 1, T0 + 90),
+                   Context(marker=dump_marker(ended, T0 + 85)))
+    assert other.cancels == ()
