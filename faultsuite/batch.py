@@ -123,7 +123,8 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
               "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "code", "large", "limited", "cached", "rerun")
+              "loop", "branch", "diamond", "code", "large", "limited", "cached", "deadline",
+              "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
 suites (``suite.FIRST_HITS``): the submission whose answer is lost is then often one by
@@ -135,7 +136,8 @@ adds its rerun to the batch, after every other workflow. The code shape is a
 ``@workflow`` (``faultsuite.code``), sent the signal its function waits for. The large
 shape's values go by reference (``shapes.large``); the limited shape's attempts wait for
 keyed limits (``shapes.limited``); the cached shape's items share their cache keys with
-the other workflows of the shape (``shapes.cached``)."""
+the other workflows of the shape (``shapes.cached``); the deadline shape's run is failed
+by its deadline, its attempt and child workflow cancelled (``shapes.deadline``)."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""

@@ -321,12 +321,32 @@ def cached(s: Sizes) -> Spec:
     ], output={"items": "${nodes.m.output}", "d": "${nodes.d.output}"})
 
 
+DEADLINE = "4s"
+"""The deadline shape's deadline (a span from the run's start)."""
+DEADLINE_SLEEP_S = 600
+"""How long the deadline shape's tasks would sleep, seconds: far past its deadline."""
+
+
+def deadline(s: Sizes) -> Spec:
+    """A run that cannot end before its ``deadline`` (``DEADLINE``): ``hang`` sleeps
+    ``DEADLINE_SLEEP_S``, and so does the one task of ``kid``, a child workflow. The
+    deadline fails the run (``DeadlineExceeded``), its attempt and its child cancelled:
+    whatever a fault delays or repeats, it ends so, with both nodes cancelled."""
+    nap = {"id": "nap", "task": "e2e.sleep", "input": {"seconds": DEADLINE_SLEEP_S}}
+    spec = _flow("fault-deadline", [
+        {"id": "hang", "task": "e2e.sleep", "input": {"seconds": DEADLINE_SLEEP_S}},
+        {"id": "kid", "kind": "workflow", "workflow": _flow("fault-deadline-kid", [nap])},
+    ])
+    spec["deadline"] = DEADLINE
+    return spec
+
+
 SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "chain": chain, "diamond": diamond, "map": fan_out, "flaky": flaky,
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
     "restart": restart, "rerun": rerun, "large": large, "limited": limited,
-    "cached": cached,
+    "cached": cached, "deadline": deadline,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

@@ -44,7 +44,7 @@ NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
                          "input_schema", "rerun", "continuation", "source",
-                         "settings", "filter"})
+                         "settings", "filter", "parent"})
 INT_RANGE = range(-(2**31), 2**31)
 """The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
 fastavro writes any Python integer into one, so the codec refuses the others."""
@@ -68,7 +68,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
         ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, ev.TaskHeld, ev.PermitGranted,
         ev.PermitDenied, ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
-        ev.CacheReturned,
+        ev.CacheReturned, ev.DeadlineSet, ev.CallerLinked, ev.CallLinked,
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
         TriggerStored,

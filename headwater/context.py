@@ -285,7 +285,7 @@ class TaskContext:
             from headwater.client.calls import Calls
 
             self._calls = Calls(self.workflow_id, self.node, self.index, self._gateway_url,
-                                self._raise_if_stopped)
+                                self._raise_if_stopped, self.attempt)
         return self._calls
 
     def _raise_if_stopped(self) -> None:

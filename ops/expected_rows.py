@@ -305,6 +305,8 @@ def _restarted(rows: KindRows) -> None:
 KIND_RULES: dict[type, Callable[[KindRows, int, Any], None]] = {
     ev.ParentLinked: lambda rows, seq, b: setattr(rows, "parent", {
         "workflow_id": b.parent_id, "node": b.node, "index": b.index, "attempt": b.attempt}),
+    ev.CallerLinked: lambda rows, seq, b: setattr(rows, "parent", {
+        "workflow_id": b.parent_id, "node": b.node, "index": b.index, "attempt": b.attempt}),
     ev.WaitStarted: lambda rows, seq, b: rows.waits.__setitem__(
         task_key(b.node, b.index),
         {"signal": b.signal, "status": WaitStatus.WAITING.value, "signal_id": ""}),

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from headwater.core import calls, deadline, registry
 from headwater.core import events as ev
-from headwater.core import registry
 from headwater.core.evolve import evolve
 from headwater.core.ids import task_key
 from headwater.core.state import IllegalTransition, WorkflowState
@@ -194,8 +194,10 @@ COMMON: dict[type[Any], Describe] = {
 """The timeline descriptions of the history events that are no node kind's."""
 
 DESCRIPTIONS: dict[type[Any], Describe] = {
-    **COMMON, **{event: how for u in registry.units() for event, how in u.describe.items()}}
-"""History event type -> its timeline description: the common events' (``COMMON``) and
+    **COMMON, **deadline.DESCRIBE, **calls.DESCRIBE,
+    **{event: how for u in registry.units() for event, how in u.describe.items()}}
+"""History event type -> its timeline description: the common events' (``COMMON``, a
+run's deadline's and its ``ctx.call`` links', from their modules) and
 each node kind's, from its unit (``registry.KindUnit.describe``; every history event has
 one, ``tests/unit/ops/test_history.py``)."""
 

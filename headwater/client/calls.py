@@ -14,6 +14,11 @@ A child runs as its parent's tenant: the parent's run document is read once per 
 for it (``GET /v1/workflows/{id}``; with auth on the worker's token, one for every
 tenant or the parent's own, may read it).
 
+Each submission names the calling attempt (``parent``): the child is linked to the
+caller's workflow (both documents show the link) and is cancelled when that workflow
+ends, whether it fails, is cancelled or passes its deadline (``headwater/core/calls.py``).
+The first attempt's link stands: a retry's submission of the same id is the same run.
+
 A child that fails or is cancelled raises ``CallFailed`` (not retried: another attempt
 would find the same ended child); a child the gateway refuses for good (an unknown
 definition 404, a deleted one 410, an input or name it does not take 422) raises
@@ -88,11 +93,16 @@ class Calls:
             gateway with auth on needs.
         check: raises ``AttemptCancelled`` once the attempt must stop (blocking waits
             call it every ``POLL_S``).
+        attempt: the attempt's number: each child's submission names the attempt as
+            its parent (``parent``), so the child is linked to the caller's workflow and
+            cancelled when it ends; None submits unlinked runs.
     """
 
     def __init__(self, workflow_id: str, node: str, index: int | None, gateway_url: str,
-                 check: Callable[[], None]) -> None:
+                 check: Callable[[], None], attempt: int | None = None) -> None:
         self._task = (workflow_id, node, index)
+        self._parent = None if attempt is None else {
+            "workflow_id": workflow_id, "node": node, "index": index, "attempt": attempt}
         self.gateway_url = gateway_url
         self._check = check
         self._next = 0
@@ -137,7 +147,8 @@ class Calls:
                 self._check()
                 try:
                     client.submit(definition=definition, input=workflow_input,
-                                  id=workflow_id, tenant=self._inherited)
+                                  id=workflow_id, tenant=self._inherited,
+                                  parent=self._parent)
                 except REFUSED as e:
                     raise _refused(definition, e) from e
             return [self._wait(client, workflow_id) for workflow_id in ids]
@@ -170,7 +181,8 @@ class Calls:
                                                                  strict=True):
                 try:
                     await client.submit(definition=definition, input=workflow_input,
-                                        id=workflow_id, tenant=self._inherited)
+                                        id=workflow_id, tenant=self._inherited,
+                                        parent=self._parent)
                 except REFUSED as e:
                     raise _refused(definition, e) from e
             outcomes = await asyncio.gather(*(client.result(i) for i in ids),

@@ -205,9 +205,13 @@ class SubmitOptions(RunOptions, total=False):
 
     Attributes:
         tenant: its tenant.
+        parent: the task attempt whose ``ctx.call`` submits it (``{"workflow_id",
+            "node", "index", "attempt"}``): the run is that workflow's child, cancelled
+            when it ends (``headwater/core/calls.py``).
     """
 
     tenant: str | None
+    parent: dict[str, Any] | None
 
 
 def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | None,
@@ -236,6 +240,8 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
         body["queue_anyway"] = True
     if options.get("priority") is not None:
         body["priority"] = options["priority"]
+    if options.get("parent") is not None:
+        body["parent"] = options["parent"]
     params = {"cache": "refresh"} if options.get("cache_refresh") else {}
     return Call("POST", "/v1/workflows", json=body, params=params)
 

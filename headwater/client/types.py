@@ -66,6 +66,10 @@ class Workflow:
         failure: what failed it (a failed run's document), with the traceback; else None.
         priority: its priority, 0-9, higher first (None: a list item, or a gateway
             that shows none).
+        deadline: RFC 3339 time by which it must have ended (its spec's ``deadline``;
+            past it the run fails with ``DeadlineExceeded``), or None: none.
+        parent: the run that started it (``{"workflow_id", "node", "index", "attempt",
+            "via"}``: a ``workflow`` node's child, or a task's ``ctx.call``), or None.
     """
 
     id: str
@@ -83,6 +87,8 @@ class Workflow:
     generation: int = 1
     failure: TaskFailure | None = None
     priority: int | None = None
+    deadline: str | None = None
+    parent: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -102,7 +108,9 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
         definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
         failure=TaskFailure.from_document(doc.get("failure")),
-        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None)
+        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None,
+        deadline=doc.get("deadline") if isinstance(doc.get("deadline"), str) else None,
+        parent=doc.get("parent") if isinstance(doc.get("parent"), dict) else None)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core import events as ev
+from headwater.core.deadline import RUN_DEADLINE_TIMER
 from headwater.core.ids import DEADLINE_TIMER, parse_task_timer_id, retry_timer_id, task_key
 from headwater.core.spec import NodeKind
 from headwater.core.state import (
@@ -290,6 +291,8 @@ def _timer_scheduled(state: WorkflowState, body: ev.TimerScheduled) -> None:
 
 
 def _timer_fired(state: WorkflowState, body: ev.TimerFired) -> None:
+    if body.timer_id == RUN_DEADLINE_TIMER:
+        return  # the run's deadline: the run's end follows (``machine/deadline.py``)
     timer = state.timers.pop(body.timer_id, None)
     if timer is not None:
         evolution = KIND_EVOLUTIONS.get(state.spec.node(timer.node).kind)

@@ -65,26 +65,27 @@ class CacheSpec:
     ttl_ms: int = DEFAULT_TTL_MS
 
 
-def ttl_ms(value: Any) -> int:
+def ttl_ms(value: Any, what: str = "ttl") -> int:
     """A ``ttl`` as ms: seconds as a number, or a duration text (``30s``, ``15m``,
-    ``12h``, ``7d``; ``500ms``).
+    ``12h``, ``7d``; ``500ms``). ``what`` names the value in faults (a run's
+    ``deadline`` takes the same durations: ``headwater/core/deadline.py``).
 
     Raises:
         ValueError: not such a value, or not from 1 ms to ``MAX_TTL_MS``.
     """
     if isinstance(value, bool):
-        raise ValueError("a ttl is seconds or a duration such as 30s, 15m, 12h, 7d")
+        raise ValueError(f"a {what} is seconds or a duration such as 30s, 15m, 12h, 7d")
     if isinstance(value, int | float):
         if not math.isfinite(value):
-            raise ValueError("a ttl must be finite")
+            raise ValueError(f"a {what} must be finite")
         ms = round(value * 1000)
     elif isinstance(value, str) and (m := _DURATION.fullmatch(value)):
         ms = round(float(m.group(1)) * _UNIT_MS[m.group(2)])
     else:
-        raise ValueError(f"a ttl is seconds or a duration such as 30s, 15m, 12h, 7d, not "
+        raise ValueError(f"a {what} is seconds or a duration such as 30s, 15m, 12h, 7d, not "
                          f"{str(value)[:40]!r}")
     if not 1 <= ms <= MAX_TTL_MS:
-        raise ValueError(f"a ttl must be from 1 ms to {MAX_TTL_MS // DAY_MS} days, not "
+        raise ValueError(f"a {what} must be from 1 ms to {MAX_TTL_MS // DAY_MS} days, not "
                          f"{str(value)[:40]!r}")
     return ms
 

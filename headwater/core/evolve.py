@@ -116,6 +116,23 @@ def _workflow_restarted(state: WorkflowState, body: ev.WorkflowRestarted) -> Non
     state.timers.clear()
 
 
+def _deadline_set(state: WorkflowState, body: ev.DeadlineSet) -> None:
+    """The run's deadline (``headwater/core/deadline.py``)."""
+    state.deadline_at_ms = body.deadline_ms
+
+
+def _caller_linked(state: WorkflowState, body: ev.CallerLinked) -> None:
+    """A ``ctx.call`` child is linked to the attempt that called it."""
+    state.caller = {"workflow_id": body.parent_id, "node": body.node, "index": body.index,
+                    "attempt": body.attempt}
+
+
+def _call_linked(state: WorkflowState, body: ev.CallLinked) -> None:
+    """A ``ctx.call`` child of one of the run's attempts was linked to it."""
+    if body.child_id not in state.calls:
+        state.calls.append(body.child_id)
+
+
 def _workflow_succeeded(state: WorkflowState, body: ev.WorkflowSucceeded) -> None:
     _terminal(state, WorkflowStatus.SUCCEEDED)
     state.output = body.output
@@ -180,6 +197,9 @@ EVENT_HANDLERS: dict[type[Any], EventHandler] = {
     ev.WorkflowSucceeded: _workflow_succeeded,
     ev.WorkflowFailed: _workflow_failed,
     ev.WorkflowCancelled: _workflow_cancelled,
+    ev.DeadlineSet: _deadline_set,
+    ev.CallerLinked: _caller_linked,
+    ev.CallLinked: _call_linked,
 }
 """Event type -> how it changes a running workflow (``WorkflowAccepted`` only starts one).
 The workflow's own events are listed here; each node kind's are added by

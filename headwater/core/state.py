@@ -201,6 +201,15 @@ class WorkflowState:
     cache_refresh: bool = False
     """The run bypasses cache hits (``?cache=refresh``, ``WorkflowAccepted``): its
     cached nodes' attempts compute and store fresh outputs (``machine/lookups.py``)."""
+    deadline_at_ms: int | None = None
+    """The instant the run must have ended by, ms since the epoch (``DeadlineSet``,
+    ``headwater/core/deadline.py``); None: no deadline. A restart keeps it."""
+    caller: dict[str, Any] | None = None
+    """A ``ctx.call`` child's link to the attempt that called it (``CallerLinked``):
+    ``{"workflow_id", "node", "index", "attempt"}``; None otherwise."""
+    calls: list[str] = field(default_factory=list)
+    """The ids of the ``ctx.call`` children linked to the run (``CallLinked``), in the
+    order they were linked: its end cancels them (``headwater/core/calls.py``)."""
     _spec: WorkflowSpec | None = field(default=None, repr=False, compare=False)
 
     @property

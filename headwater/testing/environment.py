@@ -38,6 +38,7 @@ from headwater import blobs
 from headwater.context import AttemptInfo, TaskContext
 from headwater.core import events as ev
 from headwater.core.caching import is_cache
+from headwater.core.deadline import RUN_DEADLINE_TIMER
 from headwater.core.ids import child_id
 from headwater.core.kinds.cache.routing import cache_inputs
 from headwater.core.kinds.code.continuation import is_continued
@@ -192,6 +193,8 @@ class Environment:
                  if not s.status.terminal and wid not in self.nondeterministic
                  for tid, t in s.timers.items()
                  if not is_cache(wid) or t.fire_at_ms <= self.now_ms]
+        armed += [(s.deadline_at_ms, wid, RUN_DEADLINE_TIMER) for wid, s in self.states.items()
+                  if not s.status.terminal and s.deadline_at_ms is not None]  # a deadline
         if not armed:
             return False
         at, wid, tid = min(armed)

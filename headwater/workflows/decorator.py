@@ -18,6 +18,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+from headwater.core.deadline import parse_deadline
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.code.records import DEFAULT_MAX_EVENTS, MAX_EVENTS_LIMIT, path_fault
 from headwater.core.suggest import did_you_mean
@@ -40,7 +41,7 @@ __all__ = ["ACTIVATION_RETRY", "CODE_NODE", "DEFAULT_ACTIVATION_TIMEOUT", "DEPLO
 F = TypeVar("F", bound=Callable[..., Any])
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,199}$")
 _OPTIONS = ("name", "path", "queue", "timeout", "retry", "restart_on_failure",
-            "max_restarts", "input_schema", "max_events", *DEPLOY_KEYS)
+            "max_restarts", "input_schema", "max_events", *DEPLOY_KEYS, "deadline")
 
 
 @overload
@@ -50,19 +51,20 @@ def workflow(*, name: str | None = None, path: str | None = None, queue: str = "
              timeout: float = DEFAULT_ACTIVATION_TIMEOUT, retry: dict[str, Any] | None = None,
              restart_on_failure: bool = False, max_restarts: int | None = None,
              input_schema: dict[str, Any] | None = None, max_events: int = DEFAULT_MAX_EVENTS,
-             **hints: Any) -> Callable[[F], F]: ...
+             deadline: float | str | None = None, **hints: Any) -> Callable[[F], F]: ...
 
 
 def workflow(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Register an ``async def f(wf: WorkflowContext, **input)`` as a durable workflow;
     usable bare or with options (``name``, ``path``, ``queue``, ``timeout``, ``retry``,
-    ``restart_on_failure``, ``max_restarts``, ``input_schema``, ``max_events``, and the
-    deploy hints ``replicas``, ``min_replicas``, ``max_replicas``, ``cpu``, ``memory``,
-    ``gpu``).
+    ``restart_on_failure``, ``max_restarts``, ``input_schema``, ``max_events``,
+    ``deadline``: the whole run's, as a spec's, e.g. ``3600``, ``"15m"`` or an RFC 3339
+    instant; and the deploy hints ``replicas``, ``min_replicas``, ``max_replicas``,
+    ``cpu``, ``memory``, ``gpu``).
 
     Raises:
         WorkflowRegistrationError: an unknown option (the nearest known one named), a
-            bad name, path, queue or ``max_events``, a function that is not ``async
+            bad name, path, queue, ``max_events`` or ``deadline``, a function that is not ``async
             def`` or does not take the context first, or a name already taken.
     """
     for key in options:
@@ -123,8 +125,14 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
     timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise WorkflowRegistrationError(f"{where}: timeout must be a number of seconds > 0")
+    deadline = options.get("deadline")
+    faults: list[str] = []
+    if deadline is not None:
+        parse_deadline({"deadline": deadline}, faults)
+    if faults:
+        raise WorkflowRegistrationError(f"{where}: {faults[0]}")
     return WorkflowInfo(
-        name=name, fn=func, queue=queue, path=path, timeout=float(timeout),
+        name=name, fn=func, queue=queue, path=path, timeout=float(timeout), deadline=deadline,
         retry=options.get("retry"),
         restart_on_failure=bool(options.get("restart_on_failure", False)),
         max_restarts=options.get("max_restarts"),

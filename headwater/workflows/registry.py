@@ -39,6 +39,9 @@ class WorkflowInfo:
         input_schema: a JSON Schema of its input (from the type hints unless given).
         max_events: the most history events one run may record.
         deploy: the scaling and resource hints given (``DEPLOY_KEYS``).
+        deadline: the whole run's deadline as the spec's ``deadline`` takes it
+            (seconds, a duration text such as ``"15m"``, or an RFC 3339 instant;
+            ``headwater/core/deadline.py``), or None.
     """
 
     name: str
@@ -52,6 +55,7 @@ class WorkflowInfo:
     input_schema: dict[str, Any] | None = None
     max_events: int = DEFAULT_MAX_EVENTS
     deploy: dict[str, Any] = field(default_factory=dict)
+    deadline: float | str | None = None
 
     def spec(self, code_version: str | None = None) -> dict[str, Any]:
         """The spec document of a run of this workflow; with ``code_version``, its code
@@ -68,6 +72,8 @@ class WorkflowInfo:
             doc["restart_on_failure"] = True
             if self.max_restarts is not None:
                 doc["max_restarts"] = self.max_restarts
+        if self.deadline is not None:
+            doc["deadline"] = self.deadline
         return doc
 
 

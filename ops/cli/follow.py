@@ -19,8 +19,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from headwater.core import calls, deadline, registry
 from headwater.core import events as ev
-from headwater.core import registry
 from headwater.core.state import CHILD_TASK
 from headwater.core.status import NodeStatus, WorkflowStatus
 from headwater.core.wording import Follow, where
@@ -167,7 +167,9 @@ child workflow), a ``when`` condition and a restart."""
 KIND_NOTES: dict[str, Note] = {
     **COMMON_NOTES,
     **{event.__name__: _kind_note(how) for u in registry.units()
-       for event, how in u.follow.items() if how is not None}}
+       for event, how in u.follow.items() if how is not None},
+    **{event.__name__: _kind_note(how) for part in (deadline.FOLLOW, calls.FOLLOW)
+       for event, how in part.items() if how is not None}}
 """Event types -> what they change in the view, and the line they print (if any): the
 common ones (``COMMON_NOTES``) and the node kinds' events, from their units
 (``registry.KindUnit.follow``)."""

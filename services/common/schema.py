@@ -159,6 +159,12 @@ do $$ begin
     then
         alter table tasks add column cached jsonb;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows'
+                   and column_name = 'deadline_at')
+    then
+        alter table workflows add column deadline_at timestamptz;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
@@ -253,7 +259,9 @@ Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]
 the history does not: when the gateway accepted it (``received_at``, its 202) and why
 the coordinator refused it (``refused_reason``, ``refused_at``: its dead letter, read
 from ``dlq`` by ``projector.refusals``), so no event fills it and a rebuild keeps it;
-``workflows.parent_*`` link a child to its parent,
+``workflows.parent_*`` link a child to its parent (a ``workflow`` node's child, or a
+run a task's ``ctx.call`` submitted), ``workflows.deadline_at`` is the run's deadline
+(its ``DeadlineSet``; null: none),
 ``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
 ``workflows.definition`` and ``definition_version`` name the registered definition a run
 was resolved from (null for an inline spec). ``workflows.request_hash`` is the hash of

@@ -127,6 +127,9 @@ class BatchEffects:
             self.encoded.append(Outgoing(self.topics.reports,
                                          decision.report.workflow_id.encode(),
                                          codec.encode(decision.report), wid))
+        for cancel in decision.cancels:  # a ctx.call's run linked to an ended parent
+            self.encoded.append(Outgoing(self.topics.control, cancel.workflow_id.encode(),
+                                         codec.encode(cancel), wid))
         if decision.renewal is not None:
             self.renewals.append((wid, *decision.renewal))
         if decision.purge and state is not None:

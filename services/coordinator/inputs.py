@@ -56,7 +56,7 @@ _ALLOWED: dict[str, tuple[type, ...]] = {
                 ev.PermitReleased, ev.LimitDefined, ev.CacheLookedUp, ev.CacheReleased),
     "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskHeartbeated, ev.TaskCheckpointed,
                 ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed, ev.PermitGranted,
-                ev.PermitDenied, ev.CacheAnswered),
+                ev.PermitDenied, ev.CacheAnswered, ev.CallLinked),
 }
 
 

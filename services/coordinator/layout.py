@@ -59,7 +59,8 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
     outputs = {n: state.outputs[n] for n in own if n in state.outputs}
     for name, value in (("outputs", outputs), ("signals", state.signals),
                         ("signal_ids", state.signal_ids), ("parent", state.parent),
-                        ("runs", schedule_runs(state))):
+                        ("runs", schedule_runs(state)), ("deadline_at_ms", state.deadline_at_ms),
+                        ("caller", state.caller), ("calls", state.calls)):
         if value:
             doc[name] = value
     if state.generation > 1:  # a restarted run (left out otherwise: headers read the same)
@@ -265,7 +266,8 @@ def load_split(header: bytes, definition: bytes,
             definition_version=d.get("definition_version"),
             generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
             generation_seq=h.get("generation_seq", 0), continued=h.get("continued", 0),
-            rerun=d.get("rerun"),
+            rerun=d.get("rerun"), deadline_at_ms=h.get("deadline_at_ms"),
+            caller=h.get("caller"), calls=list(h.get("calls") or []),
         )
         _restore_tasks(state, get_task, h.get("runs") or {})
         for node_id in state.nodes:

@@ -12,9 +12,11 @@ attempt like a worker would, on ``reports`` keyed by the parent's id:
 output or ``TaskFailed`` when it ends. A child whose spec gives no priority is submitted
 at its parent's (``core.priority.inherited``). A ``schedule`` node's runs are its children too,
 except that the end of the schedule's workflow cancels none of them
-(``machine.schedule.cancels_run``). The records between attempts held for a permit and
-their limiters are ``permits``'s, those between cached attempts and their caches
-``lookups``'s.
+(``machine.schedule.cancels_run``). A run a task's ``ctx.call`` submitted reports its
+link to its parent (``CallLinked`` on ``reports``), and a parent's end cancels the runs
+linked to it (``CancelRequested`` on ``control``). The records between attempts held
+for a permit and their limiters are ``permits``'s, those between cached attempts and
+their caches ``lookups``'s.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from headwater.core.kinds.code.journal import activation_dispatch, child_spec
 from headwater.core.kinds.schedule.rules import cancels_run
 from headwater.core.kinds.workflow.records import ChildSpec
 from headwater.core.kinds.workflow.rules import report_to_parent
+from headwater.core.machine.calls import cancels_at_end
 from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import inherited
 from headwater.core.state import WorkflowState
@@ -143,10 +146,27 @@ def _routed_besides(topics: Topics, body: ev.Body, state: WorkflowState | None,
         return [] if is_continued(body) else [_to_worker(topics, body, state)]  # none
     if isinstance(body, ev.TaskCancelled):
         return [Outgoing(topics.worker_control, wid.encode(), codec.encode(body), wid)]
+    calls = _call_records(topics, body, state)
     report = report_to_parent(body, state)
     if report is None:
-        return []
-    return [Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
+        return calls
+    return [*calls,
+            Outgoing(topics.reports, report.workflow_id.encode(), codec.encode(report), wid)]
+
+
+def _call_records(topics: Topics, body: ev.Body, state: WorkflowState | None,
+                  ) -> list[Outgoing]:
+    """The records of ``ctx.call`` children (``headwater/core/calls.py``): a called
+    run's ``CallerLinked`` reports the link to its parent (``CallLinked`` on
+    ``reports``, keyed by the parent's id); the parent's end cancels every child linked
+    to it (``CancelRequested`` on ``control``, keyed by the child's id)."""
+    wid = body.workflow_id
+    if isinstance(body, ev.CallerLinked):
+        link = ev.CallLinked(body.parent_id, wid, body.node, body.index, body.attempt,
+                             body.at_ms, state.tenant if state is not None else None)
+        return [Outgoing(topics.reports, body.parent_id.encode(), codec.encode(link), wid)]
+    return [Outgoing(topics.control, c.workflow_id.encode(), codec.encode(c), wid)
+            for c in cancels_at_end(state, body)]
 
 
 def _to_worker(topics: Topics, body: ev.TaskDispatched, state: WorkflowState | None,

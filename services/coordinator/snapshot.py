@@ -59,6 +59,10 @@ def dump_state(state: WorkflowState) -> bytes:
         doc["rerun"] = state.rerun
     if state.continued or state.generation_seq:  # likewise: a code workflow's
         doc["continued"], doc["generation_seq"] = state.continued, state.generation_seq
+    for name, value in (("deadline_at_ms", state.deadline_at_ms), ("caller", state.caller),
+                        ("calls", state.calls)):
+        if value:  # likewise: a run with a deadline, a ctx.call's run, its caller
+            doc[name] = value
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # canonical: comparable bytes
 
 
@@ -100,6 +104,9 @@ def load_state(data: bytes) -> WorkflowState:
             rerun=doc.get("rerun"),
             continued=doc.get("continued", 0),
             generation_seq=doc.get("generation_seq", 0),
+            deadline_at_ms=doc.get("deadline_at_ms"),
+            caller=doc.get("caller"),
+            calls=list(doc.get("calls") or []),
         )
     except DecodeError:
         raise

@@ -1,11 +1,13 @@
 """Durable timers: armed from workflow snapshots, fired as ``TimerFired`` records.
 
-Two kinds, both derived from the workflow state, so they survive any crash: the retry
-timers the state machine scheduled (``state.timers``), and the deadline and lease of
-each unfinished attempt (``state.task_timers``). This index only remembers when to look.
-Firing means producing a ``TimerFired`` to the control topic, so the firing goes through
-the log like every other input; the state machine checks the timer again when it
-arrives, so a duplicate or early firing changes nothing. ``TimerLoop`` does the firing.
+Three kinds, all derived from the workflow state, so they survive any crash: the retry
+timers the state machine scheduled (``state.timers``), the deadline and lease of
+each unfinished attempt (``state.task_timers``), and the run's own deadline
+(``state.deadline_at_ms``, until the run ends: ``RUN_DEADLINE_TIMER``). This index
+only remembers when to look. Firing means producing a ``TimerFired`` to the control
+topic, so the firing goes through the log like every other input; the state machine
+checks the timer again when it arrives, so a duplicate or early firing changes nothing.
+``TimerLoop`` does the firing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from headwater.core import events as ev
+from headwater.core.deadline import RUN_DEADLINE_TIMER
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.machine import LeaseSeen
 from headwater.core.state import WorkflowState, task_timers
@@ -68,6 +71,10 @@ class TimerIndex:
         wid = state.workflow_id
         for timer_id, timer in state.timers.items():
             self._set(wid, timer_id, timer.fire_at_ms)
+        if state.deadline_at_ms is not None and not state.status.terminal:
+            self._set(wid, RUN_DEADLINE_TIMER, state.deadline_at_ms)  # the run's deadline
+        else:
+            self._current.pop((wid, RUN_DEADLINE_TIMER), None)
         keys = state.tasks.keys() if task_keys is None else task_keys
         for key in keys:
             task = state.tasks.get(key)

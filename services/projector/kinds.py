@@ -10,6 +10,9 @@ batches and duplicates give the same rows:
 
 - ``ParentLinked``: the child's ``workflows`` row gets ``parent_id``, ``parent_node``,
   ``parent_index`` and ``parent_attempt`` (a parent's children are the rows naming it).
+- ``CallerLinked`` (a run a task's ``ctx.call`` submitted) sets the same columns: its
+  parent's children are the rows naming it, whichever kind of child.
+- ``DeadlineSet``: the ``workflows`` row's ``deadline_at``.
 - ``WaitStarted``: the node's row is running; a ``waits`` row per instance (``node`` or
   ``node[index]``) is ``waiting`` with its signal and timeout. ``SignalConsumed`` makes
   it ``signalled`` (with the signal's id and fields); its timer's ``TimerFired``
@@ -68,6 +71,7 @@ class SignalStatus(StrEnum):
 SET_PARENT = (
     "update workflows set parent_id = $2, parent_node = $3, parent_index = $4,"
     " parent_attempt = $5 where workflow_id = $1")
+SET_DEADLINE = "update workflows set deadline_at = $2 where workflow_id = $1"
 SET_CONDITION = "update nodes set condition = $3 where workflow_id = $1 and node = $2"
 SET_WAKE_AT = "update nodes set wake_at = $3 where workflow_id = $1 and node = $2"
 UPSERT_WAIT = (
@@ -112,10 +116,10 @@ UPSERT_STEP = (
     " input = excluded.input, finish = excluded.finish, output = excluded.output,"
     " spend = excluded.spend, decided_at = excluded.decided_at, seq = excluded.seq"
     " where loop_steps.seq < excluded.seq")
-KIND_STATEMENTS = (SET_PARENT, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT, WAIT_SIGNALLED,
-                   WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS, INSERT_SIGNAL,
-                   SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP, *SCHEDULE_STATEMENTS,
-                   *LIMITER_STATEMENTS, *CACHE_STATEMENTS)
+KIND_STATEMENTS = (SET_PARENT, SET_DEADLINE, SET_CONDITION, SET_WAKE_AT, UPSERT_WAIT,
+                   WAIT_SIGNALLED, WAIT_TIMED_OUT, CLOSE_NODE_WAITS, CLOSE_OPEN_WAITS,
+                   INSERT_SIGNAL, SIGNAL_CONSUMED, SIGNAL_DROPPED, UPSERT_STEP,
+                   *SCHEDULE_STATEMENTS, *LIMITER_STATEMENTS, *CACHE_STATEMENTS)
 """The node kinds' statements, in the order a batch applies them (after the core ones,
 so that the rows they update exist): a wait's row is written before it is signalled,
 timed out or ended, a signal's before it is consumed; a schedule's (``schedules.py``)
@@ -151,6 +155,9 @@ def _step_decided(wid: str, seq: int, at: datetime, b: ev.LoopStepDecided) -> St
 KIND_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]] = {
     ev.ParentLinked: lambda wid, seq, at, b: [
         (SET_PARENT, (wid, b.parent_id, b.node, b.index, b.attempt))],
+    ev.CallerLinked: lambda wid, seq, at, b: [
+        (SET_PARENT, (wid, b.parent_id, b.node, b.index, b.attempt))],
+    ev.DeadlineSet: lambda wid, seq, at, b: [(SET_DEADLINE, (wid, ts(b.deadline_ms)))],
     ev.WaitStarted: _wait_started,
     ev.SignalSent: lambda wid, seq, at, b: [
         (INSERT_SIGNAL, (wid, seq, b.name, b.index, b.signal_id, SignalStatus.RECEIVED.value,

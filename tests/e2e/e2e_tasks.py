@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 from headwater import NonRetryableError, TaskContext, task
 
@@ -288,3 +289,10 @@ async def logs_slowly(ctx: TaskContext, lines: int, pause: float) -> int:
         ctx.log.info("tick %d", n + 1)
         await asyncio.sleep(pause)
     return lines
+
+
+@task(name="e2e.call_one", queue="cpu")
+async def call_one(ctx: TaskContext, definition: str, input: Any = None) -> Any:
+    """Run one child of the stored ``definition`` (``ctx.acall``) and return its output:
+    the child is linked to this run, which cancels it when it ends."""
+    return await ctx.acall(definition, input)

@@ -179,6 +179,7 @@ async def test_the_view_shows_what_each_kind_is_doing(
 
     kid = await _view(dsn, "batched", "p:c:1")
     assert kid["parent"] == {"workflow_id": "p", "node": "c", "index": None, "attempt": 1,
+                             "via": "workflow",
                              "links": {"self": "/v1/workflows/p",
                                        "events": "/v1/workflows/p/events"}}
     parent_doc = await _view(dsn, "batched", "p")

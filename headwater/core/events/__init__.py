@@ -7,7 +7,9 @@ records (each in its unit's ``records.py``; ``when``'s ``ConditionEvaluated`` in
 
 from __future__ import annotations
 
+from headwater.core.calls import CallerLinked, CallLinked
 from headwater.core.conditions import ConditionEvaluated
+from headwater.core.deadline import DeadlineSet
 from headwater.core.events.history import (
     TERMINAL_BODIES,
     Body,
@@ -87,9 +89,12 @@ __all__ = [
     "CacheReleased",
     "CacheReturned",
     "CacheServed",
+    "CallLinked",
+    "CallerLinked",
     "CancelRequested",
     "ChildSubmitted",
     "ConditionEvaluated",
+    "DeadlineSet",
     "HistoryEvent",
     "Input",
     "LimitDefined",

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from headwater.core.calls import CallerLinked, CallLinked
 from headwater.core.conditions import ConditionEvaluated
+from headwater.core.deadline import DeadlineSet
 from headwater.core.events.inputs import (
     TaskCheckpointed,
     TaskFailed,
@@ -303,6 +305,9 @@ Body = (
     | WorkflowSucceeded
     | WorkflowFailed
     | WorkflowCancelled
+    | DeadlineSet
+    | CallerLinked
+    | CallLinked
 )
 TERMINAL_BODIES = (WorkflowSucceeded, WorkflowFailed, WorkflowCancelled)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.calls import CallLinked
 from headwater.core.kinds.cache.records import CacheAnswered, CacheLookedUp, CacheReleased
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
@@ -37,7 +38,9 @@ class WorkflowSubmitted:
     of another run (``headwater/core/reuse.py``: its source and the outputs it reuses,
     which the gateway read from the source's history); None for a run of its own.
     ``cache_refresh`` bypasses the cache's hits for every cached node of the run
-    (``?cache=refresh``: its attempts compute and store fresh outputs).
+    (``?cache=refresh``: its attempts compute and store fresh outputs). ``parent`` names
+    the task attempt whose ``ctx.call`` submits it (``{"workflow_id", "node", "index",
+    "attempt"}``, ``headwater/core/calls.py``); None for a run of its own.
     """
 
     workflow_id: str
@@ -49,6 +52,7 @@ class WorkflowSubmitted:
     definition_version: int | None = None
     rerun: Any = None
     cache_refresh: bool = False
+    parent: Any = None
 
 
 @dataclass(frozen=True)
@@ -194,4 +198,5 @@ Report = (
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
          | Report | PermitRequested | PermitReleased | PermitGranted | PermitDenied
          | LimitDefined
-         | CacheLookedUp | CacheReleased | CacheAnswered)
+         | CacheLookedUp | CacheReleased | CacheAnswered
+         | CallLinked)

@@ -35,12 +35,19 @@ from dataclasses import dataclass
 from headwater.core import events as ev
 from headwater.core.fencing import stop_for, stops_for_expired
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
+from headwater.core.machine.calls import late_cancel, purged_cancel
 from headwater.core.machine.conflicts import child_conflict, conflict_report
 from headwater.core.machine.inputs import fail, start, step
 from headwater.core.machine.recorder import Step
 from headwater.core.machine.refusals import refusal
 from headwater.core.machine.reports import lease_renewal
-from headwater.core.retention import RETENTION_TIMER, after_purge, purge_due, same_parent
+from headwater.core.retention import (
+    RETENTION_TIMER,
+    after_purge,
+    load_marker,
+    purge_due,
+    same_parent,
+)
 from headwater.core.state import WorkflowState
 
 MAX_DEFERRED = 100
@@ -112,6 +119,9 @@ class Decision:
         expired: the deferred inputs it did not apply, each with why: they arrived more
             than ``DEFERRED_WINDOW_MS`` before it (dead-lettered).
         error: why even failing the workflow could not be decided (a rule raised).
+        cancels: ``CancelRequested`` to send on ``control`` for other workflows: the
+            ``ctx.call`` child whose link reached a parent that has ended
+            (``calls.late_cancel``), or was purged since (``calls.purged_cancel``).
     """
 
     step: Step | None = None
@@ -123,6 +133,7 @@ class Decision:
     started: bool = False
     expired: tuple[tuple[ev.Input, str], ...] = ()
     error: str | None = None
+    cancels: tuple[ev.CancelRequested, ...] = ()
 
 
 def decide(state: WorkflowState | None, event: ev.Input, context: Context) -> Decision:
@@ -167,7 +178,8 @@ def decide(state: WorkflowState | None, event: ev.Input, context: Context) -> De
         result = start(event, fresh)
         return Decision(step=result, stops=_stops(event, result), started=True,
                         expired=tuple(expired))
-    return _stepped(event, step(state, event), context)
+    late = late_cancel(state, event)  # a ctx.call's run linked to a parent that ended
+    return _stepped(event, step(state, event), context, () if late is None else (late,))
 
 
 def _expired(item: ev.Input, submitted: ev.Input) -> str:
@@ -178,12 +190,14 @@ def _expired(item: ev.Input, submitted: ev.Input) -> str:
             "for an earlier run of that id, never submitted, and is not applied to this one")
 
 
-def _stepped(event: ev.Input, result: Step, context: Context) -> Decision:
-    """The decision of a step: its events and the stops fencing sends for them; an input
-    the step deferred is refused instead once ``MAX_DEFERRED`` wait for its workflow, or
-    when the entry keeping them would not fit a table entry with it."""
+def _stepped(event: ev.Input, result: Step, context: Context,
+             cancels: tuple[ev.CancelRequested, ...] = ()) -> Decision:
+    """The decision of a step: its events, the stops fencing sends for them and the
+    ``cancels`` given; an input the step deferred is refused instead once
+    ``MAX_DEFERRED`` wait for its workflow, or when the entry keeping them would not fit
+    a table entry with it."""
     if not result.deferred:
-        return Decision(step=result, stops=_stops(event, result))
+        return Decision(step=result, stops=_stops(event, result), cancels=cancels)
     if len(context.deferred) >= MAX_DEFERRED:
         return Decision(refused=f"{MAX_DEFERRED} inputs already wait for workflow "
                                 f"{event.workflow_id}, which was never submitted")
@@ -255,7 +269,8 @@ def _retention(state: WorkflowState | None, event: ev.Input,
         return None
     why = after_purge(event, context.marker)
     if why is None:
-        return Decision()
+        late = purged_cancel(event, str(load_marker(context.marker).get("status", "ended")))
+        return Decision(cancels=() if late is None else (late,))
     report = (child_conflict(event, why) if isinstance(event, ev.ChildSubmitted)
               and not same_parent(event, context.marker) else None)
     return Decision(refused=why, report=report)

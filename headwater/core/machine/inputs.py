@@ -24,7 +24,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core import registry
-from headwater.core.machine import dispatch, ending, reports, submission, timers
+from headwater.core.machine import calls, dispatch, ending, reports, submission, timers
 from headwater.core.machine.recorder import Recorder, Step
 from headwater.core.state import WorkflowState
 
@@ -123,9 +123,10 @@ def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,
 
 def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
     """End the workflow cancelled; nothing for a parent's cancel (``parent_id`` set) of
-    a workflow that is not that parent's child (its id was taken by another run)."""
-    parent = state.parent["workflow_id"] if state.parent is not None else None
-    if event.parent_id is not None and event.parent_id != parent:
+    a workflow that is not that parent's child, nor a run its ``ctx.call`` linked to it
+    (its id was taken by another run)."""
+    parents = [link["workflow_id"] for link in (state.parent, state.caller) if link]
+    if event.parent_id is not None and event.parent_id not in parents:
         return
     reason = event.reason or "cancel requested"
     ending.end_workflow(rec, ev.WorkflowCancelled(state.workflow_id, event.at_ms, event.reason),
@@ -150,6 +151,7 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
     ev.PermitDenied: _while_running(reports.permit_denied),  # a limiter's refusal
     ev.CacheAnswered: _while_running(reports.cache_answered),  # a cache's, for a lookup
+    ev.CallLinked: _while_running(calls.call_linked),  # a ctx.call's run, accepted
 }
 """Input type -> its rule. The report types are those of ``events.Report``; a
 limiter's inputs (``PermitRequested``, ``PermitReleased``, ``LimitDefined``) and a

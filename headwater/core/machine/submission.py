@@ -3,7 +3,10 @@
 A submitted workflow is accepted (``WorkflowAccepted`` holds its spec document, its
 input and the registered definition it was resolved from, if any); a child workflow
 (``ChildSubmitted``, from its parent's coordinator) is accepted the same way and then
-linked to the attempt that started it (``ParentLinked``), to which its end is reported.
+linked to the attempt that started it (``ParentLinked``), to which its end is reported;
+a run a task's ``ctx.call`` submitted is linked to its caller (``CallerLinked``,
+``machine/calls.py``), and a spec with a ``deadline`` has it recorded (``DeadlineSet``,
+``machine/deadline.py``; a run whose deadline has passed fails before any node starts).
 An invalid spec fails it at once; otherwise every root node (no needs, not an error
 handler) starts, and a workflow with nothing to do succeeds.
 
@@ -16,7 +19,7 @@ every replay) or by what the environment says of it when it is accepted
 from __future__ import annotations
 
 from headwater.core import events as ev
-from headwater.core.machine import ending, flow
+from headwater.core.machine import calls, deadline, ending, flow
 from headwater.core.machine.recorder import Recorder
 from headwater.core.reuse import rerun_fault
 from headwater.core.spec import environment_faults
@@ -31,7 +34,7 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
     """Record ``WorkflowAccepted`` for a submission (with the definition it names, if
     any), and ``ParentLinked`` after it for a child workflow; returns the new state (its
     ``spec_error`` says whether the spec was valid)."""
-    state = rec.record(
+    rec.record(
         ev.WorkflowAccepted(event.workflow_id, event.at_ms, event.spec, event.input,
                             event.tenant, definition=event.definition,
                             definition_version=event.definition_version,
@@ -41,9 +44,11 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
                             and event.cache_refresh)
     )
     if isinstance(event, ev.ChildSubmitted):
-        state = rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,
-                                           event.index, event.attempt, event.at_ms))
-    return state
+        rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,
+                                   event.index, event.attempt, event.at_ms))
+    calls.link_caller(rec, event)  # a ctx.call's run: CallerLinked
+    deadline.arm(rec)  # a spec with a deadline: DeadlineSet
+    return rec.current
 
 
 def submit(rec: Recorder, event: Submission) -> None:
@@ -65,6 +70,8 @@ def begin(rec: Recorder, event: Submission) -> None:
     fault = rerun_fault(state)
     if fault:
         rec.record(ev.WorkflowFailed(state.workflow_id, event.at_ms, f"invalid rerun: {fault}"))
+        return
+    if deadline.passed_at_start(rec):
         return
     start_roots(rec)
     ending.finish_if_done(rec)

@@ -8,7 +8,9 @@ checked against the state again, since a later report may have renewed the lease
 ended the attempt. An expired one fails the attempt like a worker's failure would.
 A node's own timer (a wait's timeout, a sleep's wake-up, a schedule's next fire time) is
 kept in ``state.timers`` by its kind's event and armed like a retry timer; its prefix
-names the kind that owns it (``registry.timer_owner``).
+names the kind that owns it (``registry.timer_owner``). The run's own deadline
+(``RUN_DEADLINE_TIMER``, armed from ``state.deadline_at_ms``) goes to
+``machine/deadline.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from collections.abc import Callable
 
 from headwater.core import events as ev
 from headwater.core import registry
+from headwater.core.deadline import RUN_DEADLINE_TIMER
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, parse_task_timer_id
-from headwater.core.machine import dispatch, reports, restart
+from headwater.core.machine import deadline, dispatch, reports, restart
 from headwater.core.machine.recorder import Recorder
 from headwater.core.spec import NodeSpec
 from headwater.core.state import TaskState, WorkflowState
@@ -30,7 +33,13 @@ def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> No
     goes to its kind (``KindUnit.timer_fired``: a wait's timeout fails the wait, a
     sleep's wakes it, a schedule's fires its due fire times); a deadline
     or lease that has really expired fails the attempt it was armed for; an early
-    firing, or any other timer (one a signal dropped), changes nothing."""
+    firing, or any other timer (one a signal dropped), changes nothing. The run's own
+    deadline (``RUN_DEADLINE_TIMER``) fails the run (``machine/deadline.py``)."""
+    rule = deadline.fired if event.timer_id == RUN_DEADLINE_TIMER else _node_or_task_timer
+    rule(rec, state, event)
+
+
+def _node_or_task_timer(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> None:
     timer = state.timers.get(event.timer_id)
     if timer is not None:
         if event.at_ms < timer.fire_at_ms:

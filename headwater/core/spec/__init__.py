@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from headwater.core.caching import CacheSpec, parse_cache
+from headwater.core.deadline import KEY as DEADLINE_KEY
+from headwater.core.deadline import RunDeadline, parse_deadline
 from headwater.core.graph import find_cycle
 from headwater.core.kinds.code.records import CodeSpec
 from headwater.core.kinds.loop.records import LoopSpec
@@ -158,6 +160,8 @@ class WorkflowSpec:
     priority: int = DEFAULT_PRIORITY
     """Its dispatches' priority among those waiting for a queue, 0-9, higher first
     (``headwater.core.priority``)."""
+    deadline: RunDeadline | None = None
+    """The whole run's deadline (``headwater.core.deadline``); None: none."""
 
     def handler_of(self, node_id: str) -> str | None:
         """The node whose ``on_error`` names ``node_id``, or None: such an error handler
@@ -209,7 +213,7 @@ def parse_spec(doc: Any) -> WorkflowSpec:
 
     Args:
         doc: plain data as loaded from YAML/JSON: ``{name, retry?, nodes: [...], output?,
-            restart_on_failure?, max_restarts?, priority?}``.
+            restart_on_failure?, max_restarts?, priority?, deadline?}``.
 
     Returns:
         The frozen spec.
@@ -265,12 +269,13 @@ def _parse(doc: Any, submitted: bool) -> WorkflowSpec:
     restarts = parse_restarts(
         doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
     priority = parse_priority(doc, faults)
+    deadline = parse_deadline(doc, faults)
     if submitted:
         faults.extend(environment_faults(nodes))
     if faults:
         raise SpecError(faults)
     return WorkflowSpec(name=str(name), nodes=tuple(nodes), output=doc.get("output"),
-                        max_restarts=restarts, priority=priority)
+                        max_restarts=restarts, priority=priority, deadline=deadline)
 
 
 def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
@@ -299,7 +304,7 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
 
 
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
-             "output", PRIORITY_KEY, *RESTART_KEYS}
+             "output", PRIORITY_KEY, *RESTART_KEYS, DEADLINE_KEY}
 _NODE_KEYS = frozenset({"id", "kind", "needs", "when", "on_error", "continue_on_error"})
 """The fields of every node (each kind's own: ``spec.kinds.KIND_KEYS``)."""
 

@@ -85,7 +85,9 @@ _TASK = _object(
                                  "description": "when its lost worker was last heard"}})
 _RELATIVE = _object(["workflow_id", "node", "index", "attempt", "links"], {
     "workflow_id": _ID, "node": _TEXT, "index": _INDEX, "attempt": _INT, "links": _LINKS,
-    "status": {"anyOf": [_STATUS, {"type": "null"}]}})
+    "status": {"anyOf": [_STATUS, {"type": "null"}]},
+    "via": {"enum": ["workflow", "call"], "description": "workflow: a workflow node's "
+            "child; call: a run a task's ctx.call submitted"}})
 _WAITING = _object(["node", "index", "signal", "since", "timeout_at"], {
     "node": _TEXT, "index": _INDEX, "signal": _TEXT, "since": _TIME,
     "timeout_at": _TIME_OR_NULL})
@@ -125,6 +127,9 @@ WORKFLOW_SCHEMA = _object(
         "definition": _DEFINITION,
         "generation": {"type": "integer", "minimum": 1,
                        "description": "1, and one more at each restart on failure"},
+        "deadline": {**_TIME_OR_NULL, "description": "the run's deadline (its spec's "
+                     "deadline): it fails with DeadlineExceeded if still running then; "
+                     "null: none"},
         "nodes": {"type": "array", "items": _NODE},
         "tasks": {"type": "array", "items": _TASK,
                   "description": "every attempt (at most 1000)"},

@@ -173,6 +173,10 @@ SPEC_SCHEMA: dict[str, Any] = {
         "nodes": {"type": "array", "minItems": 1, "items": NODE_SCHEMA},
         "output": {"description": "a JSON template of the workflow's output"},
         "priority": _or_null(PRIORITY_SCHEMA),
+        "deadline": _or_null({
+            "type": ["number", "string"], "description": "the whole run's deadline: "
+            "seconds after its start (3600), a duration (30s, 15m, 12h, 7d) or an RFC 3339 "
+            "instant; the run fails with DeadlineExceeded if still running then"}),
     },
 }
 """A workflow spec as a JSON object."""
@@ -199,6 +203,16 @@ SUBMIT_SCHEMA: dict[str, Any] = {
         "priority": _or_null({**PRIORITY_SCHEMA, "description": "the run's priority, in "
                               "place of the spec's (a definition's default): "
                               f"{PRIORITY_SCHEMA['description']}"}),
+        "parent": _or_null({
+            "type": "object", "additionalProperties": False,
+            "required": ["workflow_id", "node", "attempt"],
+            "properties": {"workflow_id": {"type": "string", "minLength": 1},
+                           "node": {"type": "string", "minLength": 1},
+                           "index": {"type": ["integer", "null"], "minimum": 0},
+                           "attempt": {"type": "integer", "minimum": 1}},
+            "description": "the task attempt whose ctx.call submits the run: the run is "
+                           "that workflow's child, cancelled when it ends (not part of "
+                           "the run's identity)"}),
     },
 }
 """``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""

@@ -139,6 +139,7 @@ WAITING_RUN: dict[str, Any] = {
               "fields": None, "ended_at": None}]},
         {"id": "refund", "kind": "task", "task": "billing.refund", "status": "pending",
          **_COUNTS, "condition": None}],
+    "deadline": "2026-03-04T09:14:07.631000+00:00",
     "tasks": [_TASK], "tasks_truncated": False, "parent": None, "children": [],
     "waiting": [{"node": "approval", "index": None, "signal": "approval", "since": LATER,
                  "timeout_at": "2026-03-03T09:14:07.631000+00:00"}],

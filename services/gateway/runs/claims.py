@@ -53,11 +53,22 @@ async def claimed_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
     """The claim's row (None: the id is free)."""
     return await pool.fetchrow(
         "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
-        " definition_version, rerun from workflows where workflow_id = $1", workflow_id)
+        " definition_version, rerun, parent_id, parent_node, parent_index, parent_attempt"
+        " from workflows where workflow_id = $1", workflow_id)
 
 
 UNRETIRED = "where not exists (select 1 from retired_ids where workflow_id = $1)"
 """A claim never takes the id of a run whose rows retention deleted (``retired_ids``)."""
+CLAIM = (
+    "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
+    " body_hash, request_hash, created_at, updated_at, definition, definition_version,"
+    " rerun, parent_id, parent_node, parent_index, parent_attempt)"
+    " select $1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10, $11, $12, $13, $14, $15"
+    f" {UNRETIRED} on conflict (workflow_id) do nothing returning 1")
+"""Claim an id: its row with the request's hash (``body_hash`` too, until the projector
+sets that of the body accepted), the spec it resolved to, its definition, a rerun's
+document and a ``ctx.call``'s link (``callers.link_columns``); 1, or None when the id
+is taken."""
 
 
 async def retired(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Accepted | None:
@@ -114,7 +125,7 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> 
         record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
                                       row["tenant"], definition=row.get("definition"),
                                       definition_version=row.get("definition_version"),
-                                      rerun=row.get("rerun"))
+                                      rerun=row.get("rerun"), parent=_caller(row))
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
 
@@ -134,3 +145,12 @@ async def release(pool: asyncpg.Pool, workflow_id: str) -> None:
     except DATABASE_UNAVAILABLE as e:
         # The claim stays; the next submission of the same id and body produces again.
         log.warning("could not release the claim on %s: %r", workflow_id, e)
+
+
+def _caller(row: Any) -> dict[str, Any] | None:
+    """The ``ctx.call`` link a claim holds (its ``parent_*`` columns, written with the
+    claim: ``submit``), for the submission produced again from it; None without one."""
+    if not row.get("parent_id"):
+        return None
+    return {"workflow_id": row["parent_id"], "node": row["parent_node"],
+            "index": row["parent_index"], "attempt": row["parent_attempt"]}

@@ -41,6 +41,12 @@ class SubmitRequest(BaseModel):
     """The run's priority (``headwater.core.priority``): it replaces the spec's (a
     definition's default) in the spec the run records; None keeps the spec's."""
 
+    parent: dict[str, Any] | None = None
+    """The task attempt whose ``ctx.call`` submits the run (``{"workflow_id", "node",
+    "index", "attempt"}``, ``headwater/core/calls.py``): the run is that workflow's
+    child, cancelled when it ends; None for a run of its own. Not part of the run's
+    identity: a retried attempt's call with the same id is the same run."""
+
     def prioritized(self, doc: dict[str, Any]) -> dict[str, Any]:
         """``doc`` (a spec, or ``{"definition": ref}``) with this request's priority set
         in it (``core.priority.with_priority``), or as it is without one."""

@@ -50,9 +50,10 @@ from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
 from services.gateway.queues.admission import admit, needed_queues
 from services.gateway.queues.marks import submission_warnings
+from services.gateway.runs.callers import caller_of, link_columns
 from services.gateway.runs.claims import (
+    CLAIM,
     CLAIMED,
-    UNRETIRED,
     Accepted,
     claimed_row,
     existing,
@@ -264,6 +265,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
+    caller = caller_of(request.parent)  # a ctx.call's link; 422 for a malformed one
     claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
@@ -277,12 +279,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     # body_hash too holds the request's hash until the projector sets that of the body
     # accepted (what a gateway of an older version compares).
     document = rerun[1] if rerun is not None else None
-    claimed = await pool.fetchval(
-        "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-        " body_hash, request_hash, created_at, updated_at, definition, definition_version,"
-        " rerun) select $1, $2, $3, $4, 0, $5, $6, $7, $7, $8, $8, $9, $10, $11"
-        f" {UNRETIRED} on conflict (workflow_id) do nothing returning 1", *values,
-        claim.definition, claim.version, document)
+    claimed = await pool.fetchval(CLAIM, *values, claim.definition, claim.version, document,
+                                  *link_columns(caller))
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
         was = await retired(pool, workflow_id, digest)  # or retired meanwhile
         if was is not None:
@@ -293,7 +291,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
                                   definition=claim.definition,
-                                  definition_version=claim.version, rerun=document)
+                                  definition_version=claim.version, rerun=document,
+                                  parent=caller)
     try:
         await out.submission(record)
     except Problem as e:

@@ -81,7 +81,8 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
         "error": row["error"], "failure": failure(*failed_by),
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
-        "generation": row.get("generation") or 1, "nodes": node_views,
+        "generation": row.get("generation") or 1, "deadline": _iso(row.get("deadline_at")),
+        "nodes": node_views,
         "tasks": [task_view(t, requires) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
         "nondeterministic": nondeterministic,
@@ -260,13 +261,15 @@ def kind_view(workflow_id: str, row: Row, spec_nodes: list[dict[str, Any]],
         kinds: its node kinds' rows.
 
     Returns:
-        ``parent``: ``{"workflow_id", "node", "index", "attempt", "links"}`` of the
-        workflow node attempt that started it, or None. ``children``: ``[{"workflow_id",
-        "node", "index", "attempt", "status", "links"}]``, one per child workflow (attempt)
-        it started, by node, index and attempt (``status`` None: submitted, not accepted
-        yet). ``waiting``: ``[{"node", "index", "signal", "since", "timeout_at"}]``, the
-        waits open now. ``signals``: ``[{"name", "index", "signal_id", "status", "node",
-        "reason", "fields", "at"}]``, the signals it recorded, oldest first (``status``
+        ``parent``: ``{"workflow_id", "node", "index", "attempt", "via", "links"}`` of
+        the attempt that started it (``via``: ``"workflow"``, a workflow node's, or
+        ``"call"``, a task's ``ctx.call``), or None. ``children``: ``[{"workflow_id",
+        "node", "index", "attempt", "status", "via", "links"}]``, one per child workflow
+        (attempt) it started and per run its tasks' ``ctx.call`` linked to it, by node,
+        index and attempt (``status`` None: submitted, not accepted yet). ``waiting``:
+        ``[{"node", "index", "signal", "since", "timeout_at"}]``, the waits open now.
+        ``signals``: ``[{"name", "index", "signal_id", "status", "node", "reason",
+        "fields", "at"}]``, the signals it recorded, oldest first (``status``
         ``received``: kept for a wait not started yet; ``consumed`` by ``node``;
         ``discarded`` for ``reason``). ``next_wakeup``: ``{"at", "node", "index",
         "reason"}`` of the earliest running sleep's wake-up (``reason`` ``"sleep"``) or
@@ -292,9 +295,21 @@ def _parent(row: Row) -> dict[str, Any] | None:
     parent_id = row.get("parent_id")
     if not parent_id:
         return None
-    return {"workflow_id": parent_id, "node": row.get("parent_node"),
-            "index": row.get("parent_index"), "attempt": row.get("parent_attempt"),
+    node, index, attempt = row.get("parent_node"), row.get("parent_index"), row.get(
+        "parent_attempt")
+    return {"workflow_id": parent_id, "node": node, "index": index, "attempt": attempt,
+            "via": _via(row["workflow_id"], parent_id, node, index, attempt),
             "links": links(parent_id)}
+
+
+def _via(child: str, parent_id: str, node: Any, index: Any, attempt: Any) -> str:
+    """How a child is linked to its parent: ``"workflow"``, a ``workflow`` node's child
+    (its id is ``ids.child_id`` of that attempt), or ``"call"``, a run a task's
+    ``ctx.call`` submitted (``headwater/core/calls.py``)."""
+    if isinstance(node, str) and isinstance(attempt, int) and child == child_id(
+            parent_id, node, index, attempt):
+        return "workflow"
+    return "call"
 
 
 def _children(workflow_id: str, spec_nodes: list[dict[str, Any]], tasks: list[Row],
@@ -311,7 +326,8 @@ def _children(workflow_id: str, spec_nodes: list[dict[str, Any]], tasks: list[Ro
     ordered = sorted(found.items(), key=lambda kv: (kv[1][0], kv[1][1] if kv[1][1] is not None
                                                     else -1, kv[1][2]))
     return [{"workflow_id": cid, "node": node, "index": index, "attempt": attempt,
-             "status": status, "links": links(cid)}
+             "status": status, "via": _via(cid, workflow_id, node, index, attempt),
+             "links": links(cid)}
             for cid, (node, index, attempt, status) in ordered]
 
 

@@ -75,6 +75,11 @@ def kind_body_samples() -> list[Any]:
     return [
         ev.ParentLinked(WF, "pärent-1", "child", None, 3, AT),
         ev.ParentLinked(WF, "p", "kids", 12, 1, AT),
+        ev.DeadlineSet(WF, AT + 2**40, AT),
+        ev.CallerLinked(WF, "pärent-1", "fetch", None, 2, AT),
+        ev.CallerLinked(WF, "p", "items", 2**31 - 1, 1, AT),
+        ev.CallLinked(WF, f"{WF}:fetch:call.1", "fetch", None, 1, AT, "tënant"),
+        ev.CallLinked(WF, "c", "items", 4, 2**31 - 1, AT),
         *_with_index(ev.WaitStarted, workflow_id=WF, node="approve", signal="approvål",
                      at_ms=AT, timeout_at_ms=AT + 2**40),
         ev.WaitStarted(WF, "w", None, "s", AT),
@@ -183,6 +188,8 @@ def samples() -> list[Any]:
         ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
         ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
         ev.WorkflowSubmitted(WF, SPEC, None, AT, None, rerun={"of": "wf-old", "nodes": {}}),
+        ev.WorkflowSubmitted(WF, SPEC, None, AT, None, parent={
+            "workflow_id": "pärent", "node": "fetch", "index": None, "attempt": 2}),
         ev.CancelRequested(WF, AT, "because"),
         ev.ChildSubmitted(f"{WF}:child:2", WF, "child", None, 2, SPEC, NESTED, AT, "tënant"),
         ev.ChildSubmitted(f"{WF}:kids.7:1", WF, "kids", 7, 1, SPEC, None, AT),

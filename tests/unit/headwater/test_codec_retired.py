@@ -43,6 +43,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "CancelRequested.deb890aceefe0881.avsc", "ChildSubmitted.18a98731af641533.avsc",
         "DefinitionHead.13dad2c5dd3a2407.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
+        "HistoryEvent.116c43fef5d0a1d4.avsc",
         "HistoryEvent.1bf2bdde1f28d544.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",
         "HistoryEvent.4c2b6779465fc3f2.avsc",
@@ -56,6 +57,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
         "WorkflowAccepted.4e5bc7586555555d.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
+        "WorkflowSubmitted.0927d0038bef2ce2.avsc",
         "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.739e53d90573c0fc.avsc",
         "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 

@@ -75,8 +75,10 @@ def test_a_retried_attempt_submits_the_same_children_and_gets_results_in_order(
     ids = [s["id"] for s in gateway.submitted]
     assert ids == ["wf-1:fan.2:call.0", *(f"wf-1:fan.2:call.{i}" for i in (1, 2, 3)),
                    "wf-1:fan.2:call.0"]
+    link = {"workflow_id": "wf-1", "node": "fan", "index": 2, "attempt": 1}
     assert gateway.submitted[1] == {"id": "wf-1:fan.2:call.1", "definition": "child@2",
-                                    "input": {"n": 0}}
+                                    "input": {"n": 0}, "parent": link}
+    assert gateway.submitted[-1]["parent"] == {**link, "attempt": 2}  # the retry's link
 
 
 def test_a_failed_child_raises_without_retry(gateway: Gateway) -> None:

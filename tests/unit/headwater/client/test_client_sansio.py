@@ -151,3 +151,11 @@ def test_a_rollback_names_its_version_or_none() -> None:
                                                  "previous": 3, "latest": 3,
                                                  "changed": True}))
     assert (done.version, done.raw["previous"]) == (2, 3)
+
+
+def test_a_runs_deadline_and_parent_are_read_from_its_document() -> None:
+    parent = {"workflow_id": "p", "node": "ask", "index": None, "attempt": 1, "via": "call"}
+    run = workflow_from({**DONE, "deadline": "2026-12-06T17:00:00+00:00", "parent": parent})
+    assert run.deadline == "2026-12-06T17:00:00+00:00" and run.parent == parent
+    plain = workflow_from(DONE)
+    assert plain.deadline is None and plain.parent is None

@@ -41,7 +41,7 @@ def state() -> types.SimpleNamespace:
 _LATER_FIELDS: dict[str, Any] = {"definition": None, "definition_version": None,
                                  "traceback": "", "rerun": None, "continued": False,
                                  "continuation": None, "units": None,
-                                 "cache_refresh": False}
+                                 "cache_refresh": False, "parent": None}
 
 
 def dump_record(record: Any) -> dict[str, Any]:
@@ -83,7 +83,7 @@ _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
           "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code",
           "continued", "requires", "limits", "limiter", "waiting_for", "limiters",
-          "cache", "cache_refresh"}
+          "cache", "cache_refresh", "deadline_at_ms", "caller", "calls"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -378,6 +378,32 @@ def _code_scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple
     return {"code": (info.spec(), {"q": "rivers"}, _CodeScript(), signals)}
 
 
+def _deadline_scenarios(
+) -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple[int, Any]]]]:
+    """The scenarios of a run's deadline and of ``ctx.call`` links (recorded after the
+    others): ``deadline``'s task never ends and its child workflow never reports, a
+    ``ctx.call`` child of the task is linked at 0.5 s (and that link again), and the
+    deadline (2 s) fails the run; ``called`` is a run a ``ctx.call`` submitted
+    (``PARENTS``), linked to its caller, which runs to its end."""
+    wid = "wf-deadline"
+
+    def link(at: int) -> Any:
+        return ev.CallLinked(wid, f"{wid}:a:call.0", "a", None, 1, T0 + at, "tenant-a")
+
+    return {
+        "deadline": ({"name": "deadline", "deadline": 2, "nodes": [
+            _task("a"), {"id": "kid", "kind": "workflow", "workflow": {
+                "name": "kid", "nodes": [_task("x")]}}, _task("b", "a")]},
+            None, _never, [(500, link(500)), (600, link(600))]),
+        "called": ({"name": "called", "nodes": [_task("a", input="${input}")]},
+                   {"q": 1}, _echo, []),
+    }
+
+
+PARENTS: dict[str, Any] = {"called": {"parent": {
+    "workflow_id": "wf-caller", "node": "fetch", "index": 2, "attempt": 1}}}
+"""Scenario -> the ``ctx.call`` link of its submission (none for the others)."""
+
 RERUNS: dict[str, Any] = {"rerun": {
     "of": "wf-map", "reset": None, "nodes": {"list": ["a", "b", "c", "d", "e", "f"]},
     "items": {"m": {str(i): {"node": "m", "index": i, "from": "wf-map"} for i in (0, 2, 3, 5)}}}}
@@ -473,6 +499,10 @@ class _Simulation:
             if node_timer and (timer_id, timer.fire_at_ms) not in self.armed:
                 self.armed.add((timer_id, timer.fire_at_ms))
                 self.push(timer.fire_at_ms, ev.TimerFired(self.wid, timer_id, timer.fire_at_ms))
+        deadline = getattr(state, "deadline_at_ms", None)  # the run's own deadline
+        if deadline is not None and ("run:deadline", deadline) not in self.armed:
+            self.armed.add(("run:deadline", deadline))
+            self.push(deadline, ev.TimerFired(self.wid, "run:deadline", deadline))
         for key, t in state.tasks.items():
             for timer_id, fire_at in gc.state().task_timers(t, key):
                 if (timer_id, fire_at) not in self.armed:
@@ -515,7 +545,8 @@ def drive(name: str, doc: dict[str, Any], inp: Any, script: Script,
     """Run one scenario to its end; the golden lines."""
     sim = _Simulation(f"wf-{name.replace('_', '-')}", script)
     sim.push(T0, ev.WorkflowSubmitted(sim.wid, doc, inp, T0, "tenant-a",
-                                      **({"rerun": RERUNS[name]} if name in RERUNS else {})))
+                                      **({"rerun": RERUNS[name]} if name in RERUNS else {}),
+                                      **PARENTS.get(name, {})))
     for delay, item in extra:
         sim.push(T0 + delay, item)
     state = None
@@ -545,7 +576,8 @@ def main() -> None:
                                             **_restart_scenarios(),
                                             **_rerun_scenarios(),
                                             **_code_scenarios(),
-                                            **_limit_scenarios()}.items():
+                                            **_limit_scenarios(),
+                                            **_deadline_scenarios()}.items():
         if wanted and name not in wanted:
             continue
         lines = drive(name, doc, inp, script, extra)

@@ -50,9 +50,10 @@ class FakePool:
             self.rows[workflow_id] = {"status": status, "seq": 0, "name": name,
                                       "tenant": tenant, "spec": spec, "input": workflow_input,
                                       "body_hash": digest}
-            if len(args) > 8:  # definition, definition_version, rerun
+            if len(args) > 8:  # definition, definition_version, rerun, the ctx.call link
                 self.rows[workflow_id].update(zip(
-                    ("definition", "definition_version", "rerun"), args[8:], strict=True))
+                    ("definition", "definition_version", "rerun", "parent_id", "parent_node",
+                     "parent_index", "parent_attempt"), args[8:], strict=True))
             return 1
         if sql.startswith("select 1 from workflows"):
             return 1 if args[0] in self.rows else None

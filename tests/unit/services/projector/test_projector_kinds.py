@@ -129,3 +129,14 @@ def test_a_loop_step_gets_a_row() -> None:
 def test_core_events_keep_their_statements_alone() -> None:
     assert sqls(ev.TaskHeartbeated(WF, "a", None, 1, T)) == [st.INSERT_EVENT, st.BUMP_WORKFLOW]
     assert sqls(ev.MapExpanded(WF, "m", 3, T))[2:] == [st.UPSERT_NODE]
+
+
+def test_a_deadline_and_a_callers_link_write_their_columns() -> None:
+    deadline = ev.DeadlineSet(WF, T + 60_000, T)
+    assert sqls(deadline)[2:] == [k.SET_DEADLINE]
+    assert args_of(deadline, k.SET_DEADLINE) == (
+        WF, datetime.fromtimestamp((T + 60_000) / 1000, tz=UTC))
+    caller = ev.CallerLinked(WF, "p", "fetch", 2, 1, T)
+    assert sqls(caller)[2:] == [k.SET_PARENT]  # a parent's children are the rows naming it
+    assert args_of(caller, k.SET_PARENT) == (WF, "p", "fetch", 2, 1)
+    assert sqls(ev.CallLinked(WF, "c", "fetch", None, 1, T))[2:] == []  # its event row only

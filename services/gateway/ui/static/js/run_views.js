@@ -37,7 +37,8 @@ function term(name, value) {
     : [h("dt", {}, name), h("dd", {}, value)];
 }
 
-/** The run's facts: name, status, definition, priority, generation, times; stream is the event
+/** The run's facts: name, status, definition, priority, generation, deadline, times, its
+ * parent (a workflow node's, or a task's ctx.call); stream is the event
  * stream's state ("live", "reconnecting", "ended"). */
 export function summary(doc, stream) {
   const definition = doc.definition ? `${doc.definition.name}@${doc.definition.version}` : null;
@@ -46,10 +47,11 @@ export function summary(doc, stream) {
     term("name", doc.name), term("definition", definition), term("tenant", doc.tenant),
     term("priority", Number.isInteger(doc.priority) ? String(doc.priority) : null),
     term("generation", doc.generation > 1 ? String(doc.generation) : null),
+    term("deadline", doc.deadline ? h("span", {id: "deadline"}, when(doc.deadline)) : null),
     term("created", when(doc.created_at)), term("updated", when(doc.updated_at)),
     term("events", `${doc.seq} (stream ${stream})`),
-    term("parent", doc.parent ? link(runPath(doc.parent.workflow_id), doc.parent.workflow_id)
-      : null),
+    term("parent", doc.parent ? [link(runPath(doc.parent.workflow_id), doc.parent.workflow_id),
+      doc.parent.via === "call" ? " (ctx.call)" : ""] : null),
     term("rerun of", doc.rerun_of ? h("span", {id: "rerun-of"}, runLinks([doc.rerun_of])) : null),
     term("reset to", doc.reset ? h("code", {}, doc.reset) : null),
     term("reruns", doc.reruns?.length ? h("span", {id: "reruns"}, runLinks(doc.reruns)) : null));
@@ -127,8 +129,10 @@ export function chunksView(model) {
 export function childrenTable(doc) {
   const rows = (doc.children || []).map((c) => [
     link(runPath(c.workflow_id), c.workflow_id), c.node,
-    c.index === null ? "" : String(c.index), String(c.attempt), badge(c.status || "accepted")]);
-  return table(["run", "node", "index", "attempt", "status"], rows, {class: "children"});
+    c.index === null ? "" : String(c.index), String(c.attempt), badge(c.status || "accepted"),
+    c.via === "call" ? "ctx.call" : "workflow node"]);
+  return table(["run", "node", "index", "attempt", "status", "via"], rows,
+               {class: "children"});
 }
 
 /** The signals it recorded: taken, kept for later, or discarded (and why). */

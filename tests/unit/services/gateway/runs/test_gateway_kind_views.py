@@ -44,9 +44,11 @@ SPEC_NODES: list[dict[str, Any]] = [
 
 
 def test_a_child_links_to_its_parent_and_a_parent_lists_its_children() -> None:
-    child = kind_view(WF, row(parent_id="p-1", parent_node="c", parent_index=None,
-                              parent_attempt=2), [], {}, [], KindRows())
+    child = kind_view("p-1:c:2", row(workflow_id="p-1:c:2", parent_id="p-1", parent_node="c",
+                                     parent_index=None, parent_attempt=2),
+                      [], {}, [], KindRows())
     assert child["parent"] == {"workflow_id": "p-1", "node": "c", "index": None, "attempt": 2,
+                               "via": "workflow",
                                "links": {"self": "/v1/workflows/p-1",
                                          "events": "/v1/workflows/p-1/events"}}
     first = {"workflow_id": f"{WF}:c:1", "status": "failed", "parent_node": "c",
@@ -58,6 +60,21 @@ def test_a_child_links_to_its_parent_and_a_parent_lists_its_children() -> None:
     assert [(c["workflow_id"], c["attempt"], c["status"]) for c in parent["children"]] == [
         (f"{WF}:c:1", 1, "failed"), (f"{WF}:c:2", 2, None)]
     assert parent["children"][1]["links"]["self"] == f"/v1/workflows/{WF}:c:2"
+    assert {c["via"] for c in parent["children"]} == {"workflow"}
+
+
+def test_a_ctx_call_child_shows_its_caller_and_its_caller_lists_it() -> None:
+    call_id = f"{WF}:fetch.3:call.1"
+    child = kind_view(call_id, row(workflow_id=call_id, parent_id=WF, parent_node="fetch",
+                                   parent_index=3, parent_attempt=2), [], {}, [], KindRows())
+    assert child["parent"] is not None
+    assert (child["parent"]["workflow_id"], child["parent"]["node"], child["parent"]["index"],
+            child["parent"]["attempt"], child["parent"]["via"]) == (WF, "fetch", 3, 2, "call")
+    called = {"workflow_id": call_id, "status": "cancelled", "parent_node": "fetch",
+              "parent_index": 3, "parent_attempt": 2}
+    parent = kind_view(WF, row(), SPEC_NODES, {}, [], KindRows(children=[called]))
+    assert [(c["workflow_id"], c["status"], c["via"]) for c in parent["children"]] == [
+        (call_id, "cancelled", "call")]
 
 
 def test_a_retry_wait_or_another_nodes_task_is_no_child() -> None:
