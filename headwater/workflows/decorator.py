@@ -111,26 +111,12 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
     if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
         raise WorkflowRegistrationError(
             f"{where}: queue {queue!r} must match {QUEUE_PATTERN.pattern}")
-    path = options.get("path")
-    fault = path_fault(path) if path is not None else None
+    fault = _option_fault(options)
     if fault is not None:
         raise WorkflowRegistrationError(f"{where}: {fault}")
     cap = options.get("max_events", DEFAULT_MAX_EVENTS)
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
-        raise WorkflowRegistrationError(
-            f"{where}: max_events must be a whole number from 10 to {MAX_EVENTS_LIMIT}")
-    fault = hint_fault(options)
-    if fault is not None:
-        raise WorkflowRegistrationError(f"{where}: {fault}")
     timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise WorkflowRegistrationError(f"{where}: timeout must be a number of seconds > 0")
-    deadline = options.get("deadline")
-    faults: list[str] = []
-    if deadline is not None:
-        parse_deadline({"deadline": deadline}, faults)
-    if faults:
-        raise WorkflowRegistrationError(f"{where}: {faults[0]}")
+    path, deadline = options.get("path"), options.get("deadline")
     return WorkflowInfo(
         name=name, fn=func, queue=queue, path=path, timeout=float(timeout), deadline=deadline,
         retry=options.get("retry"),
@@ -138,6 +124,28 @@ def _info(func: Callable[..., Any], options: dict[str, Any]) -> WorkflowInfo:
         max_restarts=options.get("max_restarts"),
         input_schema=options.get("input_schema") or input_schema_of(func),
         max_events=cap, deploy=hints_of(options))
+
+
+def _option_fault(options: dict[str, Any]) -> str | None:
+    """The first fault of the options besides the name and the queue (path,
+    ``max_events``, deploy hints, timeout, deadline), or None."""
+    path = options.get("path")
+    fault = path_fault(path) if path is not None else None
+    if fault is not None:
+        return fault
+    cap = options.get("max_events", DEFAULT_MAX_EVENTS)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 10 <= cap <= MAX_EVENTS_LIMIT:
+        return f"max_events must be a whole number from 10 to {MAX_EVENTS_LIMIT}"
+    fault = hint_fault(options)
+    if fault is not None:
+        return fault
+    timeout = options.get("timeout", DEFAULT_ACTIVATION_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        return "timeout must be a number of seconds > 0"
+    faults: list[str] = []
+    if options.get("deadline") is not None:
+        parse_deadline({"deadline": options["deadline"]}, faults)
+    return faults[0] if faults else None
 
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number",
