@@ -64,7 +64,8 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.ReportDiscarded, ev.SignalSent, ev.ChildSubmitted, ev.ConditionEvaluated,
         ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, ev.TaskHeld, ev.PermitGranted,
         ev.PermitDenied, ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
-        ev.CacheReturned,
+        ev.CacheReturned, ev.PauseRequested, ev.ResumeRequested, ev.WorkflowPaused,
+        ev.WorkflowResumed, ev.DispatchDeferred, ev.TimerDeferred,
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
     )

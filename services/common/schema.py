@@ -159,6 +159,12 @@ do $$ begin
     then
         alter table tasks add column cached jsonb;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'paused')
+    then
+        alter table workflows add column paused jsonb,
+            add column paused_seq bigint not null default 0;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;

@@ -59,6 +59,7 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
     outputs = {n: state.outputs[n] for n in own if n in state.outputs}
     for name, value in (("outputs", outputs), ("signals", state.signals),
                         ("signal_ids", state.signal_ids), ("parent", state.parent),
+                        ("pause", state.pause),
                         ("runs", schedule_runs(state))):
         if value:
             doc[name] = value
@@ -261,7 +262,7 @@ def load_split(header: bytes, definition: bytes,
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
             spec_error=h["spec_error"], outputs=dict(h.get("outputs") or {}),
             signals=h.get("signals") or {}, signal_ids=h.get("signal_ids") or [],
-            parent=h.get("parent"), definition=d.get("definition"),
+            parent=h.get("parent"), pause=h.get("pause"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
             generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
             generation_seq=h.get("generation_seq", 0), continued=h.get("continued", 0),

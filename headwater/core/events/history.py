@@ -22,6 +22,12 @@ from headwater.core.events.inputs import (
     TaskSucceeded,
     TimerFired,
 )
+from headwater.core.events.pause import (
+    DispatchDeferred,
+    TimerDeferred,
+    WorkflowPaused,
+    WorkflowResumed,
+)
 from headwater.core.ids import dispatch_id as make_dispatch_id
 from headwater.core.kinds.cache.records import (
     CacheAnswered,
@@ -303,6 +309,10 @@ Body = (
     | WorkflowSucceeded
     | WorkflowFailed
     | WorkflowCancelled
+    | WorkflowPaused
+    | WorkflowResumed
+    | DispatchDeferred
+    | TimerDeferred
 )
 TERMINAL_BODIES = (WorkflowSucceeded, WorkflowFailed, WorkflowCancelled)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.core.events.pause import PauseRequested, ResumeRequested
 from headwater.core.kinds.cache.records import CacheAnswered, CacheLookedUp, CacheReleased
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
@@ -194,4 +195,5 @@ Report = (
 Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | TimerFired
          | Report | PermitRequested | PermitReleased | PermitGranted | PermitDenied
          | LimitDefined
-         | CacheLookedUp | CacheReleased | CacheAnswered)
+         | CacheLookedUp | CacheReleased | CacheAnswered
+         | PauseRequested | ResumeRequested)

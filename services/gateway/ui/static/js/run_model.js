@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   "TimerFired",
   "TimerScheduled", "WaitStarted", "WorkflowAccepted", "WorkflowCancelled",
   "WorkflowFailed", "WorkflowRestarted", "WorkflowSucceeded",
+  "WorkflowPaused", "WorkflowResumed", "DispatchDeferred", "TimerDeferred",
 ];
 
 /** A task's key as the gateway writes it: node, or node[index] for a map's item. */
