@@ -82,6 +82,11 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
     "POST /v1/workflows/{workflow_id}/cancel": {
         "reason": _example("with a reason, recorded in the history",
                            {"reason": "customer withdrew the request"})},
+    "POST /v1/workflows/{workflow_id}/pause": {
+        "reason": _example("with a reason and the sender's id", {
+            "reason": "the model API is down", "request_id": "ops-2291-pause"})},
+    "POST /v1/workflows/{workflow_id}/resume": {
+        "plain": _example("the sender's id only", {"request_id": "ops-2291-resume"})},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {
         "approve": _example("the fields the wait declares, with the sender's id", {
             "signal_id": "ticket-7731-approve",
@@ -256,6 +261,12 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
             "workflow_id": RUN, "node": "resize", "total": 2, "tasks": [_ITEM], "next": 7})},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
         "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
+    "POST /v1/workflows/{workflow_id}/pause": {"202": _json("pausing", {
+        "id": OTHER, "status": "pause_requested", "request_id": "ops-2291-pause",
+        "was_paused": False, "links": _links(OTHER)})},
+    "POST /v1/workflows/{workflow_id}/resume": {"202": _json("resuming", {
+        "id": OTHER, "status": "resume_requested", "request_id": "ops-2291-resume",
+        "was_paused": True, "links": _links(OTHER)})},
     "POST /v1/workflows/{workflow_id}/rerun": {
         "202": _json("a new run from what failed", {
             "id": "refund-order-1042-2", "status": "accepted", "rerun_of": RUN, "reset": None,

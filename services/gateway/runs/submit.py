@@ -112,8 +112,8 @@ class Outlet:
         await produce(self.producer, self.topics.submissions, record, self.timeout_s,
                       "submission", self.auth)
 
-    async def control(self, record: ev.CancelRequested | ev.SignalSent | ev.LimitDefined,
-                      what: str) -> None:
+    async def control(self, record: ev.CancelRequested | ev.SignalSent | ev.LimitDefined
+                      | ev.PauseRequested | ev.ResumeRequested, what: str) -> None:
         """Produce ``record`` to ``control`` (``produce``; ``what``: ``"cancel"``)."""
         await produce(self.producer, self.topics.control, record, self.timeout_s, what,
                       self.auth)
