@@ -66,6 +66,8 @@ class Workflow:
         failure: what failed it (a failed run's document), with the traceback; else None.
         priority: its priority, 0-9, higher first (None: a list item, or a gateway
             that shows none).
+        paused: a paused run's ``{"since", "by", "reason"}`` (its status stays
+            ``running``); None when it is not paused.
     """
 
     id: str
@@ -83,6 +85,7 @@ class Workflow:
     generation: int = 1
     failure: TaskFailure | None = None
     priority: int | None = None
+    paused: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -102,7 +105,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
         definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
         failure=TaskFailure.from_document(doc.get("failure")),
-        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None)
+        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None,
+        paused=doc["paused"] if isinstance(doc.get("paused"), dict) else None)
 
 
 @dataclass(frozen=True)

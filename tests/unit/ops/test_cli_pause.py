@@ -40,3 +40,16 @@ def test_an_ended_run_is_one_line_and_exit_status_2(gateway: Gateway) -> None:
     result = RUNNER.invoke(app, ["pause", "wf-1", "--gateway", gateway.url])
     assert result.exit_code == 2, result.output
     assert "cannot be paused" in result.output and "Traceback" not in result.output
+
+
+def test_status_says_a_run_is_paused_since_when_and_by_whom(gateway: Gateway) -> None:
+    node = {"id": "a", "kind": "task", "status": "running", "total": None,
+            "succeeded": 0, "failed": 0, "error": ""}
+    gateway.answers = [(200, {"id": "wf-1", "name": "n", "status": "running", "seq": 5,
+                              "nodes": [node], "tasks": [], "output": None, "error": None,
+                              "paused": {"since": "2026-01-01T00:00:00+00:00", "by": "ann",
+                                         "reason": "deploy"}})]
+    result = RUNNER.invoke(app, ["status", "wf-1", "--gateway", gateway.url],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "(paused since 2026-01-01T00:00:00+00:00 by ann: deploy)" in result.stdout
