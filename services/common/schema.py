@@ -328,10 +328,18 @@ do $$ begin
         alter table definition_heads add column tenant text;
     end if;
 end $$;
+create table if not exists definition_pauses (
+    name text primary key,
+    paused_at timestamptz not null,
+    paused_by text not null default '',
+    reason text not null default ''
+);
 """
 """The definitions registry's tables, a projection of the ``definitions`` topic
 (``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
-``definition_heads`` row per name (its latest version, whether it is deleted). ``state``
+``definition_heads`` row per name (its latest version, whether it is deleted).
+``definition_pauses`` holds the paused definitions (``services/gateway/pauses/``): the
+gateway writes it, no record fills it, and a rebuild keeps it. ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
 shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""

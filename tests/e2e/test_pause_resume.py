@@ -1,12 +1,14 @@
 """Pausing and resuming a run on the real broker: an attempt in flight when the run
 pauses finishes and its result is applied, nothing is dispatched while paused, a sleep's
 timer that comes due during the pause fires only after the resume (with its own
-deadline), and the run ends with the output it would have had."""
+deadline), and the run ends with the output it would have had; a paused definition's new
+run starts paused, and the definition's resume runs it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 import httpx
@@ -15,7 +17,7 @@ from stackkit import Stack, history
 from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
-from tests.polling import scaled
+from tests.polling import scaled, wait_until_async
 
 SPEC = {"name": "pausing", "nodes": [
     {"id": "a", "task": "e2e.sleep", "input": {"seconds": 2}},
@@ -79,3 +81,30 @@ async def test_pause_with_an_attempt_in_flight_and_a_timer_due_then_resume(
     dispatched_b = [e for e in records if isinstance(e.body, ev.TaskDispatched)
                     and e.body.node == "b"]
     assert len(dispatched_b) == 1 and dispatched_b[0].seq > records[r].seq
+
+
+async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it(
+        stack: Stack) -> None:
+    name = f"pausing-{uuid.uuid4().hex[:8]}"
+    spec = {"name": name, "nodes": [{"id": "a", "task": "e2e.sleep", "input": {"seconds": 0}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        stored = await client.put(f"/v1/definitions/{name}", json={"workflow": spec})
+        assert stored.status_code == 201, stored.text
+        paused = await client.post(f"/v1/definitions/{name}/pause")
+        assert paused.status_code == 202 and paused.json()["runs"] == 0, paused.text
+        workflow_id = (await client.post("/v1/workflows",
+                                         json={"definition": name})).json()["id"]
+        seen = await _until_event(client, workflow_id, "DispatchDeferred", 30)
+        assert [t for t, _ in seen][:3] == ["WorkflowAccepted", "WorkflowPaused",
+                                            "DispatchDeferred"]
+        assert seen[1][1]["by"] == f"definition:{name}"
+        await wait_until_async(lambda: _paused(client, workflow_id), 30, "paused in the view")
+        resumed = await client.post(f"/v1/definitions/{name}/resume")
+        assert resumed.status_code == 202 and resumed.json()["runs"] == 1, resumed.text
+        final = await wait_status(stack, workflow_id, 60)
+        assert final["status"] == "succeeded", final
+
+
+async def _paused(client: httpx.AsyncClient, workflow_id: str) -> bool:
+    doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
+    return doc.get("paused") is not None

@@ -38,7 +38,10 @@ class WorkflowSubmitted:
     of another run (``headwater/core/reuse.py``: its source and the outputs it reuses,
     which the gateway read from the source's history); None for a run of its own.
     ``cache_refresh`` bypasses the cache's hits for every cached node of the run
-    (``?cache=refresh``: its attempts compute and store fresh outputs).
+    (``?cache=refresh``: its attempts compute and store fresh outputs). ``paused_by``
+    starts the run paused (``WorkflowPaused`` right after its acceptance, before any
+    dispatch), by that (``definition:<name>``: the gateway's, for a paused definition);
+    None starts it running.
     """
 
     workflow_id: str
@@ -50,6 +53,7 @@ class WorkflowSubmitted:
     definition_version: int | None = None
     rerun: Any = None
     cache_refresh: bool = False
+    paused_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A submitted workflow is accepted (``WorkflowAccepted`` holds its spec document, its
 input and the registered definition it was resolved from, if any); a child workflow
 (``ChildSubmitted``, from its parent's coordinator) is accepted the same way and then
-linked to the attempt that started it (``ParentLinked``), to which its end is reported.
+linked to the attempt that started it (``ParentLinked``), to which its end is reported;
+a submission with ``paused_by`` is paused right after its acceptance (``WorkflowPaused``),
+so its root nodes are held (``machine/pause.py``).
 An invalid spec fails it at once; otherwise every root node (no needs, not an error
 handler) starts, and a workflow with nothing to do succeeds.
 
@@ -24,6 +26,8 @@ from headwater.core.state import WorkflowState
 from headwater.errors import SpecError
 
 Submission = ev.WorkflowSubmitted | ev.ChildSubmitted
+PAUSED_AT_START = "submitted paused"
+"""The reason of the ``WorkflowPaused`` of a run submitted paused (``paused_by``)."""
 """What starts a workflow: a submission, or a parent's child workflow."""
 
 
@@ -43,6 +47,9 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
     if isinstance(event, ev.ChildSubmitted):
         state = rec.record(ev.ParentLinked(event.workflow_id, event.parent_id, event.node,
                                            event.index, event.attempt, event.at_ms))
+    elif event.paused_by is not None:  # it starts paused (a paused definition's run)
+        state = rec.record(ev.WorkflowPaused(event.workflow_id, event.at_ms, "",
+                                             event.paused_by, PAUSED_AT_START))
     return state
 
 

@@ -113,6 +113,13 @@ _NONDETERMINISTIC = {**_object(["node", "index", "attempt", "error", "at", "warn
                    "its history did (NondeterminismError: the step, the recorded operation "
                    "and the new one); it waits, retried until such code is deployed; null "
                    "otherwise"}
+DEFINITION_PAUSE_SCHEMA = _object(["definition", "paused", "runs", "links"], {
+    "definition": _TEXT, "paused": {"type": "boolean",
+                                    "description": "true: paused; false: resumed"},
+    "runs": {**_COUNT, "description": "the runs a pause (or resume) request was sent for"},
+    "links": {"type": "object", "additionalProperties": _TEXT,
+              "description": "self: GET /v1/definitions/{name}"}})
+"""``POST /v1/definitions/{name}/pause`` and ``/resume``."""
 _PAUSED = {**_object(["since", "by", "reason"], {
     "since": {"type": "string", "format": "date-time"}, "by": _TEXT, "reason": _TEXT}),
     "type": ["object", "null"],
@@ -341,6 +348,8 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/pause": {"202": {JSON: PAUSE_ANSWER_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/resume": {"202": {JSON: PAUSE_ANSWER_SCHEMA}},
+    "POST /v1/definitions/{name}/pause": {"202": {JSON: DEFINITION_PAUSE_SCHEMA}},
+    "POST /v1/definitions/{name}/resume": {"202": {JSON: DEFINITION_PAUSE_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/rerun": {"202": {JSON: RERUN_STARTED_SCHEMA},
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},

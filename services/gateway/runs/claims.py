@@ -97,10 +97,11 @@ def same_run(row: Any, digest: str) -> bool:
     return bool(existing == digest)
 
 
-async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> Accepted:
+async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool,
+                   paused_by: str | None = None) -> Accepted:
     """The answer to a submission of an id already claimed (``row``, its ``claimed_row``;
     ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
-    workflow has not started), or 409."""
+    workflow has not started, ``paused_by`` when its definition is paused), or 409."""
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
                       headers={"Retry-After": RETRY_AFTER_S})
@@ -114,7 +115,8 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> 
         record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
                                       row["tenant"], definition=row.get("definition"),
                                       definition_version=row.get("definition_version"),
-                                      rerun=row.get("rerun"))
+                                      rerun=row.get("rerun"),
+                                      paused_by=paused_by)
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
 

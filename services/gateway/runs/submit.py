@@ -48,6 +48,7 @@ from services.gateway.definitions.registry import (
 )
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
+from services.gateway.pauses.definitions import paused_by
 from services.gateway.queues.admission import admit, needed_queues
 from services.gateway.queues.marks import submission_warnings
 from services.gateway.runs.claims import (
@@ -260,7 +261,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         row = await claimed_row(pool, request.id)
         if row is not None:
             same = await asyncio.to_thread(same_run, row, digest)
-            return _warned(await existing(out, row, request.id, same), row["spec"])
+            held = await paused_by(pool, row.get("definition"))
+            return _warned(await existing(out, row, request.id, same, held), row["spec"])
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
@@ -289,11 +291,13 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             return was
         row = await claimed_row(pool, workflow_id)
         same = row is not None and await asyncio.to_thread(same_run, row, digest)
-        return _warned(await existing(out, row, workflow_id, same),
+        held = await paused_by(pool, row.get("definition")) if row is not None else None
+        return _warned(await existing(out, row, workflow_id, same, held),
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
                                   definition=claim.definition,
-                                  definition_version=claim.version, rerun=document)
+                                  definition_version=claim.version, rerun=document,
+                                  paused_by=await paused_by(pool, claim.definition))
     try:
         await out.submission(record)
     except Problem as e:

@@ -179,6 +179,7 @@ def samples() -> list[Any]:
         ev.WorkflowSubmitted(WF, SPEC, NESTED, AT, "tënant"),
         ev.WorkflowSubmitted(WF, SPEC, None, 0, None),
         ev.WorkflowSubmitted(WF, SPEC, None, AT, None, rerun={"of": "wf-old", "nodes": {}}),
+        ev.WorkflowSubmitted(WF, SPEC, None, AT, None, paused_by="definition:dëf"),
         ev.CancelRequested(WF, AT, "because"),
         ev.PauseRequested(WF, AT, "req-1", "älice", "for a while"),
         ev.PauseRequested(WF, AT),

@@ -55,6 +55,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "WorkflowAccepted.46616e9c0e8bd649.avsc", "WorkflowAccepted.4a3e708c9a2bf0a3.avsc",
         "WorkflowAccepted.4e5bc7586555555d.avsc",
         "WorkflowRestarted.cb9e872934eb4137.avsc",
+        "WorkflowSubmitted.0927d0038bef2ce2.avsc",
         "WorkflowSubmitted.4352daf63ea76d9b.avsc", "WorkflowSubmitted.739e53d90573c0fc.avsc",
         "WorkflowSubmitted.f9729656f2b59fba.avsc"]
 

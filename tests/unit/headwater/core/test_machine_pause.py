@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from machine_harness import (
     T0,
@@ -136,3 +138,12 @@ def test_pause_in_flight_timer_due_then_resume_finishes_with_the_right_output() 
     assert "TaskDispatched" not in out.types[paused_at:resumed_at]
     fired_at = [i for i, t in enumerate(out.types) if t == "TimerFired"]
     assert fired_at and all(i > resumed_at for i in fired_at)
+
+
+def test_a_submission_paused_by_its_definition_starts_paused() -> None:
+    paused = dataclasses.replace(submit(TWO), paused_by="definition:two")
+    out = run([paused, resume(T0 + 50)])
+    check_history(out.history, out.state)
+    assert out.types == ["WorkflowAccepted", "WorkflowPaused", "DispatchDeferred",
+                         "WorkflowResumed", "TaskDispatched"]
+    assert out.bodies(ev.WorkflowPaused)[0].by == "definition:two"
