@@ -6,6 +6,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from ops.cli.app import app
+from ops.cli.follow import FollowState
 from tests.unit.ops.conftest import Gateway
 
 RUNNER = CliRunner()
@@ -53,3 +54,11 @@ def test_status_says_a_run_is_paused_since_when_and_by_whom(gateway: Gateway) ->
                            env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "(paused since 2026-01-01T00:00:00+00:00 by ann: deploy)" in result.stdout
+
+
+def test_follow_says_when_a_run_pauses_and_resumes() -> None:
+    state = FollowState()
+    line = state.apply("WorkflowPaused", 4, {"by": "ann", "reason": "deploy"})
+    assert line == "paused by ann: deploy (nothing new is dispatched until it is resumed)"
+    assert state.apply("WorkflowResumed", 5, {"held": 2, "due": 1}) == (
+        "resumed: 2 held attempts dispatched, 1 due timers fired")
