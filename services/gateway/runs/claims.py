@@ -21,6 +21,7 @@ from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from services.common.clock import now_ms
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.pauses.definitions import paused_by
 
 log = logging.getLogger("headwater.gateway")
 
@@ -98,10 +99,10 @@ def same_run(row: Any, digest: str) -> bool:
 
 
 async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool,
-                   paused_by: str | None = None) -> Accepted:
+                   pool: Any = None) -> Accepted:
     """The answer to a submission of an id already claimed (``row``, its ``claimed_row``;
     ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
-    workflow has not started, ``paused_by`` when its definition is paused), or 409."""
+    workflow has not started: paused when its definition is, as ``pool`` says), or 409."""
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
                       headers={"Retry-After": RETRY_AFTER_S})
@@ -116,7 +117,8 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool,
                                       row["tenant"], definition=row.get("definition"),
                                       definition_version=row.get("definition_version"),
                                       rerun=row.get("rerun"),
-                                      paused_by=paused_by)
+                                      paused_by=await paused_by(pool, row.get("definition"))
+                                      if pool is not None else None)
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
 

@@ -7,9 +7,7 @@ submissions of one id exactly one claims it. A claim whose record was never prod
 same) is healed by the next submission of the same id and body while the workflow has
 not started: it produces the record again, which is harmless if it had been produced,
 since the coordinator ignores a submission for a workflow it has. Only a record Kafka
-refused (413) gives the id back.
-
-Cancels and signals are in ``control.send``.
+refused (413) gives the id back. Cancels and signals are in ``control.send``.
 """
 
 from __future__ import annotations
@@ -261,8 +259,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         row = await claimed_row(pool, request.id)
         if row is not None:
             same = await asyncio.to_thread(same_run, row, digest)
-            held = await paused_by(pool, row.get("definition"))
-            return _warned(await existing(out, row, request.id, same, held), row["spec"])
+            return _warned(await existing(out, row, request.id, same, pool), row["spec"])
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
@@ -291,12 +288,10 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             return was
         row = await claimed_row(pool, workflow_id)
         same = row is not None and await asyncio.to_thread(same_run, row, digest)
-        held = await paused_by(pool, row.get("definition")) if row is not None else None
-        return _warned(await existing(out, row, workflow_id, same, held),
+        return _warned(await existing(out, row, workflow_id, same, pool),
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
-                                  definition=claim.definition,
-                                  definition_version=claim.version, rerun=document,
+                                  claim.definition, claim.version, document,
                                   paused_by=await paused_by(pool, claim.definition))
     try:
         await out.submission(record)
