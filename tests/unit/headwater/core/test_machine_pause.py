@@ -43,7 +43,26 @@ def resume(at: int = T0 + 9000, request_id: str = "r1") -> ev.ResumeRequested:
     return ev.ResumeRequested(WF, at, request_id, "alice")
 
 
+LIMITED = spec(task("a", concurrency={"key": "acme", "limit": 1}), task("b", "a"))
+ACME = "limit::concurrency:acme"
+
 CASES = [
+    Case("a permit granted while paused holds the attempt, which keeps its permit",
+         LIMITED, given=[pause()], when=ev.PermitGranted(WF, "a", None, 1, ACME, T0 + 20),
+         events=[("PermitGranted", {}), ("DispatchDeferred", {"node": "a"})],
+         state={"tasks.a.status": "held", "tasks.a.waiting_for": "(paused)",
+                "tasks.a.limiters": [ACME]}),
+    Case("its dispatch at the resume keeps the permit to give back at its end",
+         LIMITED, given=[pause(), ev.PermitGranted(WF, "a", None, 1, ACME, T0 + 20)],
+         when=resume(),
+         events=[("WorkflowResumed", {"held": 1}), ("TaskDispatched", {"node": "a"})],
+         state={"tasks.a.status": "dispatched", "tasks.a.limiters": [ACME]}),
+    Case("a cancel of a paused run gives back the permits its held attempt holds",
+         LIMITED, given=[pause(), ev.PermitGranted(WF, "a", None, 1, ACME, T0 + 20)],
+         when=cancel(T0 + 30),
+         events=[("TaskCancelled", {"node": "a"}), ("PermitsReturned", {"node": "a"}),
+                 ("NodeFinished", {"node": "a"}), ("NodeFinished", {"node": "b"}),
+                 ("WorkflowCancelled", {})]),
     Case("a pause records WorkflowPaused and dispatches nothing",
          TWO, given=[], when=pause(),
          events=[("WorkflowPaused", {"by": "alice", "reason": "deploy window",
