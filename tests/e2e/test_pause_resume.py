@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from stackkit import Stack, history
+from stackkit import Stack, history, read_topic
 from test_kafka_submission import wait_status
 
 from headwater.core import events as ev
@@ -81,6 +81,15 @@ async def test_pause_with_an_attempt_in_flight_and_a_timer_due_then_resume(
     dispatched_b = [e for e in records if isinstance(e.body, ev.TaskDispatched)
                     and e.body.node == "b"]
     assert len(dispatched_b) == 1 and dispatched_b[0].seq > records[r].seq
+    # the tasks topic (its partitions in any order): the dispatch records of this run,
+    # a's before the pause and b's at the resume, none in between
+    resumed_ms = records[r].body.at_ms
+    sent = await read_topic(
+        stack.topics.tasks("cpu"),
+        lambda got: sum(d.workflow_id == workflow_id for d in got) >= 2, scaled(30))
+    once = {(d.node, d.attempt): d for d in sent if d.workflow_id == workflow_id}  # copies
+    assert sorted((d.node, d.at_ms >= resumed_ms) for d in once.values()) == [
+        ("a", False), ("b", True)]
 
 
 async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it(
