@@ -4,7 +4,8 @@ Per workflow, on the events topic (docs/architecture.md §3): ``seq`` 1..n witho
 terminal event, no two records with one ``seq`` and different bodies (identical copies
 are the at-least-once duplicates readers absorb), at most one ``TaskSucceeded`` per
 task and generation (a ``WorkflowRestarted`` starts the next, whose tasks run again), at
-most one ``TaskDispatched`` per task attempt, and a history that folds through
+most one ``TaskDispatched`` per task attempt, none while the run is paused, and a
+history that folds through
 ``headwater.core.evolve``. The fold gives the workflow's ``EndState`` (status, node statuses,
 output, the definition it ran), which a run under faults must share with a fault-free run;
 ``definition_faults`` checks that each run recorded the definition version it was meant
@@ -84,6 +85,8 @@ class WorkflowAudit:
             ``WorkerStopped``) rather than by their task code.
         restarts: ``WorkflowRestarted`` events (lost attempts that restarted the run,
             ``restart_on_failure``).
+        dispatched_paused: ``key/attempt`` dispatched while the run was paused (between
+            a ``WorkflowPaused`` and its ``WorkflowResumed``: none may be).
         fold_error: why the history does not fold (``""`` when it does).
         outcome: the folded state's outcome (None without a history).
         definition: ``name@version`` that its ``WorkflowAccepted`` records, or None
@@ -106,6 +109,7 @@ class WorkflowAudit:
     tasks: int = 0
     lost_attempts: int = 0
     restarts: int = 0
+    dispatched_paused: list[str] = field(default_factory=list)
     fold_error: str = ""
     outcome: EndState | None = None
     definition: str | None = None
@@ -126,6 +130,8 @@ class WorkflowAudit:
             out.append(f"{wid}: tasks {self.double_successes} succeeded more than once")
         if self.double_dispatches:
             out.append(f"{wid}: attempts {self.double_dispatches} dispatched more than once")
+        if self.dispatched_paused:
+            out.append(f"{wid}: attempts {self.dispatched_paused} dispatched while paused")
         if self.fold_error:
             out.append(f"{wid}: history does not fold: {self.fold_error}")
         return out
@@ -145,6 +151,7 @@ def audit_history(workflow_id: str, records: Iterable[ev.HistoryEvent]) -> Workf
     a.tasks = len({k.rsplit("/", 1)[0] for k in dispatches})
     a.double_successes = sorted(k for k, n in successes.items() if n > 1)
     a.double_dispatches = sorted(k for k, n in dispatches.items() if n > 1)
+    a.dispatched_paused = _dispatched_paused(history)
     if not a.gaps:
         state, a.fold_error = _fold(history)
         a.outcome = outcome_of(state) if state is not None else None
@@ -192,6 +199,18 @@ def _count_bodies(a: WorkflowAudit, history: list[ev.HistoryEvent],
             a.definition = definition_ref(b.definition, b.definition_version)
             a.tenant = b.tenant
     return successes, dispatches
+
+
+def _dispatched_paused(history: list[ev.HistoryEvent]) -> list[str]:
+    """``key/attempt`` of each ``TaskDispatched`` recorded while the run was paused."""
+    out, paused = [], False
+    for e in history:
+        b = e.body
+        if isinstance(b, ev.WorkflowPaused | ev.WorkflowResumed):
+            paused = isinstance(b, ev.WorkflowPaused)
+        elif paused and isinstance(b, ev.TaskDispatched):
+            out.append(f"{task_key(b.node, b.index)}/{b.attempt}")
+    return out
 
 
 def _fold(history: list[ev.HistoryEvent]) -> tuple[WorkflowState | None, str]:

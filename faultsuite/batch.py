@@ -26,6 +26,8 @@ from faultsuite.shapes import (
     LARGE_ITEMS,
     LIMITED_ITEMS,
     LIMITED_KEY,
+    PAUSE_AFTER_S,
+    PAUSED_FOR_S,
     RERUN_ITEMS,
     RERUN_REFUSED,
     RESTART_ITEMS,
@@ -92,6 +94,9 @@ class Submission:
         needs: the definitions to register before it is submitted.
         rerun_of: the workflow of the batch it reruns (``POST /v1/workflows/{id}/rerun``
             with its ``id`` and ``input``, once that one has ended), or None.
+        pause: ``(after_s, for_s)``: pause it ``after_s`` after it was accepted and
+            resume it ``for_s`` after the pause was (``POST .../pause``, ``/resume``);
+            None: it is not paused.
     """
 
     id: str
@@ -104,6 +109,7 @@ class Submission:
     children_run: str | None = None
     needs: tuple[Definition, ...] = ()
     rerun_of: str | None = None
+    pause: tuple[float, float] | None = None
 
     def body(self) -> dict[str, Any]:
         """The ``POST /v1/workflows`` body (the same on every retry); a rerun's, of
@@ -122,8 +128,9 @@ BY_DEFINITION: dict[str, tuple[str, int]] = {
 """The shapes submitted by a definition (``{"id", "definition", "input"}``): the reference
 submitted, and the version its run must record (a bare name runs the latest)."""
 ALL_SHAPES = ("chain", "restart", "definition_latest", "map", "flaky", "error_route",
-              "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "child",
-              "loop", "branch", "diamond", "code", "large", "limited", "cached", "deadline",
+              "continue_on_error", "definition_pinned", "failing", "wait", "sleep", "paused",
+              "child", "loop", "branch", "diamond", "code", "large", "limited", "cached",
+              "deadline",
               "rerun")
 """Every shape, in the order a batch cycles through them. The runs by name come early
 (3rd and 8th), where the gateway's first ``gateway.after_produce`` kill falls in the
@@ -137,7 +144,9 @@ adds its rerun to the batch, after every other workflow. The code shape is a
 shape's values go by reference (``shapes.large``); the limited shape's attempts wait for
 keyed limits (``shapes.limited``); the cached shape's items share their cache keys with
 the other workflows of the shape (``shapes.cached``); the deadline shape's run is failed
-by its deadline, its attempt and child workflow cancelled (``shapes.deadline``)."""
+by its deadline, its attempt and child workflow cancelled (``shapes.deadline``). The
+paused shape's run is paused while its first task runs and resumed later
+(``Submission.pause``); it comes 12th, so a batch of 12 has it."""
 
 DEFAULT_SIZES = Sizes()
 """The sizes of a batch unless told (``Sizes``' defaults)."""
@@ -219,7 +228,8 @@ def _submission(tag: str, n: int, shape: str, sizes: Sizes,
     if shape == "code":
         return Submission(wid, shape, code(sizes), workflow_input, signals,
                           children_run=CHILD_RUNS)
-    return Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals)
+    pause = (PAUSE_AFTER_S, PAUSED_FOR_S) if shape == "paused" else None
+    return Submission(wid, shape, SHAPES[shape](sizes), workflow_input, signals, pause=pause)
 
 
 def needed(batch: Sequence[Submission]) -> list[Definition]:

@@ -151,6 +151,9 @@ async def submit_batch(base_url: str, batch: Sequence[Submission], parallel: int
             for sig in s.signals:
                 signals.append(asyncio.create_task(_signal_later(client, s.id, sig, log,
                                                                  scaled(timeout_s))))
+            if s.pause is not None:
+                signals.append(asyncio.create_task(_pause_later(client, s.id, s.pause, log,
+                                                                scaled(timeout_s))))
 
         tasks = []
         signals: list[asyncio.Task[None]] = []
@@ -215,6 +218,38 @@ async def _signal_later(client: httpx.AsyncClient, workflow_id: str, sig: Signal
             break
         await asyncio.sleep(float(response.headers.get("retry-after", "0.5") or 0.5))
     log.errors.append(f"{workflow_id}: signal {sig.name} not accepted: {last}")
+
+
+async def _pause_later(client: httpx.AsyncClient, workflow_id: str,
+                       pause: tuple[float, float], log: SubmitLog, timeout_s: float) -> None:
+    """Pause the workflow ``pause[0]`` after its submission and resume it ``pause[1]``
+    after the pause was accepted, each sent again (same ``request_id``: the run records
+    it once) as a signal is; a run that has ended first (409) is left alone."""
+    for verb, after_s in (("pause", pause[0]), ("resume", pause[1])):
+        await asyncio.sleep(after_s)
+        deadline, last = time.monotonic() + timeout_s, ""
+        while time.monotonic() < deadline:
+            try:
+                response = await client.post(f"/v1/workflows/{workflow_id}/{verb}",
+                                             json={"request_id": f"{workflow_id}-{verb}"})
+            except httpx.TransportError as e:
+                last = f"{type(e).__name__}: {e}"
+                await asyncio.sleep(0.5)
+                continue
+            if response.status_code == 409:
+                return  # it ended before: nothing to pause or resume
+            if response.status_code == 202:
+                break
+            last = f"{response.status_code} {response.text[:300]}"
+            if response.status_code not in SIGNAL_RETRYABLE:
+                deadline = 0.0
+                break
+            await asyncio.sleep(float(response.headers.get("retry-after", "0.5") or 0.5))
+        else:
+            deadline = 0.0
+        if deadline == 0.0:
+            log.errors.append(f"{workflow_id}: {verb} not accepted: {last}")
+            return
 
 
 async def _submit(client: httpx.AsyncClient, s: Submission, answers: list[int],

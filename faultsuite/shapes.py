@@ -151,6 +151,24 @@ def sleep(s: Sizes) -> Spec:
     ])
 
 
+PAUSE_AFTER_S = 0.5
+"""The paused shape's run is paused this long after its submission was accepted, s."""
+PAUSED_FOR_S = 2.0
+"""And resumed this long after its pause was accepted, s."""
+
+
+def paused(s: Sizes) -> Spec:
+    """``a``, then a durable sleep and ``c`` side by side, then ``b`` after the sleep: the
+    client pauses the run while ``a`` runs and resumes it ``PAUSED_FOR_S`` later, so ``c``
+    is held and the sleep's timer may come due while it is paused."""
+    return _flow("fault-paused", [
+        _digest("a", "${input.seed}", s.seconds),
+        {"id": "nap", "kind": "sleep", "duration": SLEEP_S / 2, "needs": ["a"]},
+        _digest("c", "${nodes.a.output}", s.seconds, ["a"]),
+        _digest("b", "${nodes.a.output}", s.seconds, ["nap"]),
+    ], output={"b": "${nodes.b.output}", "c": "${nodes.c.output}"})
+
+
 def diamond_v2(s: Sizes) -> Spec:
     """``diamond`` with an output naming each branch: version 2 of ``fault-diamond`` (a
     run of the other version ends with another output)."""
@@ -346,7 +364,7 @@ SHAPES: dict[str, Callable[[Sizes], Spec]] = {
     "error_route": error_route, "continue_on_error": continue_on_error, "failing": failing,
     "wait": wait, "sleep": sleep, "child": child, "loop": loop, "branch": branch,
     "restart": restart, "rerun": rerun, "large": large, "limited": limited,
-    "cached": cached, "deadline": deadline,
+    "cached": cached, "deadline": deadline, "paused": paused,
 }
 """Every shape with its spec inline, in the order a batch cycles through them."""
 DIAMOND_DEFINITION = "fault-diamond"

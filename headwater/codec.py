@@ -69,6 +69,8 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.WorkflowRestarted, ev.NodeReused, ev.TaskReused, ev.TaskHeld, ev.PermitGranted,
         ev.PermitDenied, ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
         ev.CacheReturned, ev.DeadlineSet, ev.CallerLinked, ev.CallLinked,
+        ev.PauseRequested, ev.ResumeRequested, ev.WorkflowPaused,
+        ev.WorkflowResumed, ev.DispatchDeferred, ev.TimerDeferred,
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
         TriggerStored,

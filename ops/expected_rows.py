@@ -56,16 +56,17 @@ from services.projector.kinds import SignalStatus, WaitStatus
 
 NODE_ROWS = (ev.TaskDispatched, ev.MapExpanded, ev.NodeFinished, ev.WaitStarted,
              ev.SleepStarted, ev.ConditionEvaluated, ev.ScheduleArmed, ev.TaskReused,
-             ev.TaskHeld, ev.TaskLookedUp)
+             ev.TaskHeld, ev.TaskLookedUp, ev.DispatchDeferred)
 """The events whose node gets a ``nodes`` row."""
 
 UNAUDITED = frozenset({ev.ScheduleFired, ev.SchedulePaused, ev.ScheduleResumed,
                        ev.PermitRequested, ev.PermitReleased, ev.PermitIssued,
                        ev.PermitRefused, ev.LimitDefined, ev.CacheLookedUp, ev.CacheServed,
-                       ev.CacheReleased})
-"""Node kinds' events with no expected row of their own: what they write
-(``schedules`` rows, a limiter's ``limiters`` row, a cache's ``caches`` row) is not
-compared."""
+                       ev.CacheReleased, ev.WorkflowPaused, ev.WorkflowResumed,
+                       ev.TimerDeferred})
+"""Events with no expected row of their own: what they write (``schedules`` rows, a
+limiter's ``limiters`` row, a cache's ``caches`` row, a pause's ``workflows.paused``) is
+not compared."""
 
 
 @dataclass

@@ -190,6 +190,12 @@ COMMON: dict[type[Any], Describe] = {
     ev.WorkflowSucceeded: lambda b: short(b.output),
     ev.WorkflowFailed: lambda b: short(b.error),
     ev.WorkflowCancelled: lambda b: short(b.reason),
+    ev.WorkflowPaused: lambda b: short(" ".join(p for p in (f"by {b.by}" if b.by else "",
+                                                           b.reason) if p)),
+    ev.WorkflowResumed: lambda b: f"{b.held} held, {b.due} timers due"
+                                  + (f" (by {b.by})" if b.by else ""),
+    ev.DispatchDeferred: lambda b: "held: the run is paused",
+    ev.TimerDeferred: lambda b: f"{b.timer_id} due: fires at the resume",
 }
 """The timeline descriptions of the history events that are no node kind's."""
 

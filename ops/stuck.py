@@ -24,7 +24,10 @@ dispatched on a queue without a live worker, or whose live workers do not serve 
 task (``unserved``). A code workflow's sleeps and signal waits are tasks no worker runs
 (their timer or a signal ends them): pending, named as such. So is an attempt held for a
 permit of a limiter (its grant moves it), and a limiter itself (a run that never ends:
-it waits for requests). A cancellation can always end a stuck workflow.
+it waits for requests). A paused run is never stuck: it waits for its resume, which
+moves it (its held attempts and its timers that came due are out of ``state.tasks``'
+live ones and ``state.timers`` until then). A cancellation can always end a stuck
+workflow.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 from headwater.core.ids import SLEEP_TIMER, child_id, node_timer_id, retry_timer_id
 from headwater.core.kinds.code.journal import SIGNAL_TASK, SLEEP_TASK
+from headwater.core.pausing import PAUSED
 from headwater.core.spec import NodeKind
 from headwater.core.state import CHILD_TASK, WorkflowState
 from headwater.core.status import NodeStatus, TaskStatus
@@ -60,9 +64,11 @@ def pending(state: WorkflowState) -> list[str]:
     phrase each."""
     found = [_own_step(t.worker, key) or f"task {key} {t.status.value}"
              for key, t in state.tasks.items() if t.status.live]
+    if state.paused:
+        found.append("a resume (it is paused)")
     found += [f"task {key} held for a permit of {t.waiting_for}"
               for key, t in state.tasks.items()
-              if t.status is TaskStatus.HELD and t.waiting_for]
+              if t.status is TaskStatus.HELD and t.waiting_for and t.waiting_for != PAUSED]
     if _nodes_of_kind(state, NodeKind.LIMITER):
         found.append("requests for its key (a limiter)")
     found += [f"timer {timer_id}" for timer_id in state.timers]
@@ -96,8 +102,8 @@ def is_stuck(state: WorkflowState, now_ms: int | None = None, seen: Seen | None 
     Returns:
         A sentence naming the unfinished nodes and what is missing, or None.
     """
-    if state.status.terminal:
-        return None
+    if state.status.terminal or (state.paused and not state.spec_error):
+        return None  # a paused run's resume moves it; what it deferred is held apart
     if state.spec_error:
         return f"its spec is invalid ({state.spec_error}) but it did not fail"
     orphans = [key for key, t in state.tasks.items() if t.status is TaskStatus.RETRY_WAIT

@@ -280,6 +280,15 @@ class AsyncClient(AsyncTaskLogReads):
         """As ``Client.cancel``."""
         return await self.fetch(req.cancel(workflow_id, reason))
 
+    async def pause(self, workflow_id: str, reason: str = "",
+                    request_id: str | None = None) -> dict[str, Any]:
+        """As ``Client.pause``."""
+        return await self.fetch(req.pause(workflow_id, False, reason, request_id))
+
+    async def resume(self, workflow_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """As ``Client.resume``."""
+        return await self.fetch(req.pause(workflow_id, True, "", request_id))
+
     async def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT,
                     id: str | None = None, from_node: str | None = None,
                     cache_refresh: bool = False) -> Submitted:

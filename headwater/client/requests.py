@@ -289,6 +289,19 @@ def cancel(workflow_id: str, reason: str) -> Request[dict[str, Any]]:
                         json={"reason": reason}), document)
 
 
+def pause(workflow_id: str, resume: bool, reason: str,
+          request_id: str | None) -> Request[dict[str, Any]]:
+    """``Client.pause`` and ``Client.resume``: ``POST /v1/workflows/{id}/pause`` (or
+    ``/resume``) with a ``request_id`` chosen now, before the first try, so that a retry
+    is the same request (the run records nothing for it twice)."""
+    body: dict[str, Any] = {"request_id": request_id or uuid.uuid4().hex}
+    if reason and not resume:
+        body["reason"] = reason
+    verb = "resume" if resume else "pause"
+    return Request(Call("POST", f"/v1/workflows/{segment(workflow_id)}/{verb}", json=body),
+                   document)
+
+
 SAME_INPUT: Any = object()
 """``Client.rerun``'s default input: the source run's."""
 

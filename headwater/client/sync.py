@@ -346,6 +346,20 @@ class Client(BlobReads, TaskLogReads):
         cancel_requested``). Raises ``Conflict`` when it has already ended."""
         return self.fetch(req.cancel(workflow_id, reason))
 
+    def pause(self, workflow_id: str, reason: str = "",
+              request_id: str | None = None) -> dict[str, Any]:
+        """Pause a run: it dispatches nothing new until resumed; attempts running go on
+        and their results are applied. Returns the answer (``status: pause_requested``,
+        its ``request_id``, ``was_paused``). Raises ``NotFound`` for an unknown run,
+        ``Conflict`` when it has ended. A pause of a paused run changes nothing."""
+        return self.fetch(req.pause(workflow_id, False, reason, request_id))
+
+    def resume(self, workflow_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """Resume a paused run: what it held is dispatched and the timers that came due
+        fire, in order. Returns the answer (``status: resume_requested``). Raises as
+        ``pause``; a resume of a run that is not paused changes nothing."""
+        return self.fetch(req.pause(workflow_id, True, "", request_id))
+
     def rerun(self, workflow_id: str, *, input: Any = req.SAME_INPUT, id: str | None = None,
               from_node: str | None = None, cache_refresh: bool = False) -> Submitted:
         """Run an ended run again under a new id, reusing what succeeded: from its failed

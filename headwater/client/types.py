@@ -70,6 +70,8 @@ class Workflow:
             past it the run fails with ``DeadlineExceeded``), or None: none.
         parent: the run that started it (``{"workflow_id", "node", "index", "attempt",
             "via"}``: a ``workflow`` node's child, or a task's ``ctx.call``), or None.
+        paused: a paused run's ``{"since", "by", "reason"}`` (its status stays
+            ``running``); None when it is not paused.
     """
 
     id: str
@@ -89,6 +91,7 @@ class Workflow:
     priority: int | None = None
     deadline: str | None = None
     parent: dict[str, Any] | None = None
+    paused: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -110,7 +113,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         failure=TaskFailure.from_document(doc.get("failure")),
         priority=doc["priority"] if isinstance(doc.get("priority"), int) else None,
         deadline=doc.get("deadline") if isinstance(doc.get("deadline"), str) else None,
-        parent=doc.get("parent") if isinstance(doc.get("parent"), dict) else None)
+        parent=doc.get("parent") if isinstance(doc.get("parent"), dict) else None,
+        paused=doc["paused"] if isinstance(doc.get("paused"), dict) else None)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
     was_held = held is not None and held.status is TaskStatus.HELD and (
         held.attempt == body.attempt)
     if not was_held:
-        _takes_slot(state, body.node, body.index, body.attempt)  # a held one took it
+        takes_slot(state, body.node, body.index, body.attempt)  # a held one took it
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt,
         status=TaskStatus.DISPATCHED, dispatched_at_ms=body.at_ms,
@@ -81,7 +81,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         evolution.task_dispatched(state, body)
 
 
-def _takes_slot(state: WorkflowState, node_id: str, index: int | None, attempt: int) -> None:
+def takes_slot(state: WorkflowState, node_id: str, index: int | None, attempt: int) -> None:
     """An attempt is dispatched, or held for a permit: the generation's first runs its
     node and, for an item of a node that fans out, takes a slot (a retry reuses the slot
     its TimerScheduled kept)."""
@@ -106,7 +106,7 @@ def _held(state: WorkflowState, body: ev.TaskHeld) -> None:
         previous.waiting_for = body.limiter
         previous.limiters = [*(previous.limiters or []), body.limiter]
         return
-    _takes_slot(state, body.node, body.index, body.attempt)
+    takes_slot(state, body.node, body.index, body.attempt)
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
         dispatched_at_ms=body.at_ms, waiting_for=body.limiter, limiters=[body.limiter],
@@ -119,7 +119,7 @@ def _looked_up(state: WorkflowState, body: ev.TaskLookedUp) -> None:
     as a held attempt does (``_held``)."""
     key = task_key(body.node, body.index)
     previous = state.tasks.get(key)
-    _takes_slot(state, body.node, body.index, body.attempt)
+    takes_slot(state, body.node, body.index, body.attempt)
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
         dispatched_at_ms=body.at_ms, waiting_for=body.cache, cache=body.cache,

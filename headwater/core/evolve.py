@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from headwater.core import attempts, reuse
+from headwater.core import attempts, pausing, reuse
 from headwater.core import events as ev
 from headwater.core.attempts import KindEvolution
 from headwater.core.ids import parse_node_timer_id
@@ -191,6 +191,7 @@ def install_kind(kind: NodeKind, events: Mapping[type[Any], EventHandler],
 EVENT_HANDLERS: dict[type[Any], EventHandler] = {
     **attempts.ATTEMPT_HANDLERS,
     **reuse.REUSE_HANDLERS,
+    **pausing.PAUSE_HANDLERS,
     ev.ConditionEvaluated: _condition_evaluated,
     ev.NodeFinished: _node_finished,
     ev.WorkflowRestarted: _workflow_restarted,

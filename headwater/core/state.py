@@ -198,6 +198,10 @@ class WorkflowState:
     rerun: Any = None
     """A rerun's source and the outputs it reuses (``WorkflowAccepted.rerun``,
     ``headwater/core/reuse.py``); None for a run of its own."""
+    pause: dict[str, Any] | None = None
+    """The run's pause (``headwater/core/pausing.py``): ``{"paused", "since_ms", "by",
+    "reason", "held": [task keys], "due": [timers], "ids": [request ids]}``; None for a
+    run never paused."""
     cache_refresh: bool = False
     """The run bypasses cache hits (``?cache=refresh``, ``WorkflowAccepted``): its
     cached nodes' attempts compute and store fresh outputs (``machine/lookups.py``)."""
@@ -218,6 +222,12 @@ class WorkflowState:
         if self._spec is None:
             self._spec = read_spec(self.spec_doc)
         return self._spec
+
+    @property
+    def paused(self) -> bool:
+        """Whether the run is paused (``WorkflowPaused`` and no ``WorkflowResumed``
+        since): it dispatches nothing new."""
+        return self.pause is not None and bool(self.pause.get("paused"))
 
     @property
     def first_attempt(self) -> int:

@@ -113,16 +113,18 @@ class Environment:
 
     async def start(self, workflow: Any, input: Any = None, *, id: str | None = None,
                     rerun: dict[str, Any] | None = None, cache_refresh: bool = False,
-                    **kwargs: Any) -> str:
+                    paused: bool = False, **kwargs: Any) -> str:
         """Submit a run (a ``@workflow``, a definition's name, or a spec document) and
         run it until it waits; returns its id. ``rerun``: a rerun document
         (``headwater.core.reuse``) naming what the run reuses of another;
-        ``cache_refresh``: the run bypasses cache hits (``?cache=refresh``)."""
+        ``cache_refresh``: the run bypasses cache hits (``?cache=refresh``); ``paused``:
+        it starts paused (as a paused definition's runs do) until ``resume_run``."""
         doc = self._spec_of(workflow)
         run_id = id or f"test-{next(self._ids)}"
         given = self.payloads.offload(input if input is not None else kwargs)
         self._put(ev.WorkflowSubmitted(run_id, doc, given, self.now_ms, rerun=rerun,
-                                       cache_refresh=cache_refresh))
+                                       cache_refresh=cache_refresh,
+                                       paused_by="test" if paused else None))
         await self.run_until_idle(timers=False)
         return run_id
 
@@ -136,6 +138,16 @@ class Environment:
     async def cancel(self, run_id: str, reason: str = "cancelled by the test") -> None:
         """Cancel a run."""
         self._put(ev.CancelRequested(run_id, self.now_ms, reason))
+        await self.run_until_idle(timers=False)
+
+    async def pause_run(self, run_id: str, reason: str = "") -> None:
+        """Pause a run, as ``POST .../pause`` does: it dispatches nothing new."""
+        self._put(ev.PauseRequested(run_id, self.now_ms, by="test", reason=reason))
+        await self.run_until_idle(timers=False)
+
+    async def resume_run(self, run_id: str) -> None:
+        """Resume a paused run: what it held is dispatched, due timers fire."""
+        self._put(ev.ResumeRequested(run_id, self.now_ms, by="test"))
         await self.run_until_idle(timers=False)
 
     async def result(self, run_id: str) -> Any:

@@ -40,6 +40,10 @@ LAZY.update({
                           "and output.", RUNS),
     "list": LazyCommand("ops.cli.listing", "list_runs", "List runs, newest first, filtered.", RUNS),
     "cancel": LazyCommand("ops.cli.workflows", "cancel", "Cancel a running workflow.", RUNS),
+    "pause": LazyCommand("ops.cli.pausing", "pause", "Pause a running workflow: it "
+                         "dispatches nothing new until resumed.", RUNS),
+    "resume": LazyCommand("ops.cli.pausing", "resume", "Resume a paused workflow: what it "
+                          "held is dispatched, due timers fire.", RUNS),
     "task": LazyCommand("ops.cli.task", "task", "Show one task of a run: its input, output "
                         "and every attempt.", RUNS),
     "rerun": LazyCommand("ops.cli.rerun", "rerun", "Run an ended run again under a new id, "

@@ -137,6 +137,21 @@ def _restarted(state: FollowState, node: NodeView | None, data: dict[str, Any]) 
             " (every node starts over)")
 
 
+def _paused(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    """A pause: the run dispatches nothing new until its resume."""
+    by = f" by {data['by']}" if data.get("by") else ""
+    why = f": {data['reason']}" if data.get("reason") else ""
+    state.message = f"paused{by}{why}"
+    return f"paused{by}{why} (nothing new is dispatched until it is resumed)"
+
+
+def _resumed(state: FollowState, node: NodeView | None, data: dict[str, Any]) -> str:
+    """A resume: what the run held goes out, the timers that came due fire."""
+    state.message = ""
+    return (f"resumed: {data.get('held', 0)} held attempts dispatched, "
+            f"{data.get('due', 0)} due timers fired")
+
+
 Note = Callable[[FollowState, NodeView | None, dict[str, Any]], str | None]
 
 
@@ -160,9 +175,10 @@ def _kind_note(follow_note: Follow) -> Note:
 COMMON_NOTES: dict[str, Note] = {
     "TaskDispatched": _dispatched, "TaskStarted": _started,
     "ConditionEvaluated": _condition, "WorkflowRestarted": _restarted,
+    "WorkflowPaused": _paused, "WorkflowResumed": _resumed,
 }
 """The notes of the events that are no node kind's: a dispatch and a start (that of a
-child workflow), a ``when`` condition and a restart."""
+child workflow), a ``when`` condition, a restart, a pause and a resume."""
 
 KIND_NOTES: dict[str, Note] = {
     **COMMON_NOTES,

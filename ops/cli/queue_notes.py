@@ -3,7 +3,8 @@ queue: a node whose attempts are all dispatched but none started shows as waitin
 queue, with the queue's state when it cannot take them (``queue_state`` of
 ``GET /v1/workflows/{id}``'s tasks: ``no_live_workers``, ``unserved``, ``unmatched``), and the
 document's ``warnings`` are printed; so are the signals a run waits for and the
-progress its running attempts reported (``print_waiting``)."""
+progress its running attempts reported (``print_waiting``), and a paused run says since
+when and by whom (``paused_note``)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,12 @@ def warn_later(hw: Client, workflow_id: str, out: Console,
     timer.daemon = True
     timer.start()
     return timer
+
+
+def paused_note(paused: Any) -> str:
+    """`` (paused since T by B: why)`` for a paused run's ``paused``; "" otherwise."""
+    if not isinstance(paused, dict):
+        return ""
+    by = f" by {paused['by']}" if paused.get("by") else ""
+    why = f": {paused['reason']}" if paused.get("reason") else ""
+    return escape(f" (paused since {paused.get('since')}{by}{why})")

@@ -36,7 +36,13 @@ from ops.cli.common import (
     styled,
     unreachable,
 )
-from ops.cli.queue_notes import node_status, print_waiting, print_warnings, warn_later
+from ops.cli.queue_notes import (
+    node_status,
+    paused_note,
+    print_waiting,
+    print_warnings,
+    warn_later,
+)
 
 if TYPE_CHECKING:
     from headwater.client import Client
@@ -238,7 +244,8 @@ def status(
     priority = doc.get("priority")
     shown = f", priority {priority}" if isinstance(priority, int) and priority != 5 else ""
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
-                  f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}")
+                  f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}"
+                  f"{paused_note(doc.get('paused'))}")
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

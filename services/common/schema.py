@@ -165,6 +165,12 @@ do $$ begin
     then
         alter table workflows add column deadline_at timestamptz;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'paused')
+    then
+        alter table workflows add column paused jsonb,
+            add column paused_seq bigint not null default 0;
+    end if;
 end $$;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
@@ -336,12 +342,19 @@ do $$ begin
         alter table definition_heads add column revision bigint not null default 0;
     end if;
 end $$;
+create table if not exists definition_pauses (
+    name text primary key,
+    paused_at timestamptz not null,
+    paused_by text not null default '',
+    reason text not null default ''
+);
 """
 """The definitions registry's tables, a projection of the ``definitions`` topic
 (``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
 ``definition_heads`` row per name (its current version, whether it is deleted, and its
 ``revision``: how many times it changed, so a rollback's head replaces the one before
-it). ``state``
+it). ``definition_pauses`` holds the paused definitions (``services/gateway/pauses/``):
+the gateway writes it, no record fills it, and a rebuild keeps it. ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
 shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""

@@ -23,7 +23,8 @@ from headwater.errors import DecodeError
 from services.coordinator.keys import DEFERRED, table_entry_key
 
 _KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
-                                 "SignalSent": ev.SignalSent}
+                                 "SignalSent": ev.SignalSent,
+                                 "PauseRequested": ev.PauseRequested}
 """The input types that can be deferred (those ``step`` defers)."""
 
 

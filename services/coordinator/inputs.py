@@ -53,7 +53,8 @@ _JSON_DECODERS: dict[str, Callable[[bytes | None], ev.Input]] = {
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "submissions": (ev.WorkflowSubmitted, ev.ChildSubmitted),
     "control": (ev.CancelRequested, ev.TimerFired, ev.SignalSent, ev.PermitRequested,
-                ev.PermitReleased, ev.LimitDefined, ev.CacheLookedUp, ev.CacheReleased),
+                ev.PermitReleased, ev.LimitDefined, ev.CacheLookedUp, ev.CacheReleased,
+                ev.PauseRequested, ev.ResumeRequested),
     "reports": (ev.TaskStarted, ev.TaskProgressed, ev.TaskHeartbeated, ev.TaskCheckpointed,
                 ev.TaskOutputStreamed, ev.TaskSucceeded, ev.TaskFailed, ev.PermitGranted,
                 ev.PermitDenied, ev.CacheAnswered, ev.CallLinked),

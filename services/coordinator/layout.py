@@ -60,7 +60,7 @@ def dump_header(state: WorkflowState, applied: dict[str, int] | None = None) -> 
     for name, value in (("outputs", outputs), ("signals", state.signals),
                         ("signal_ids", state.signal_ids), ("parent", state.parent),
                         ("runs", schedule_runs(state)), ("deadline_at_ms", state.deadline_at_ms),
-                        ("caller", state.caller), ("calls", state.calls)):
+                        ("caller", state.caller), ("calls", state.calls), ("pause", state.pause)):
         if value:
             doc[name] = value
     if state.generation > 1:  # a restarted run (left out otherwise: headers read the same)
@@ -262,7 +262,7 @@ def load_split(header: bytes, definition: bytes,
             open_nodes=h["open_nodes"], output=h["output"], error=h["error"],
             spec_error=h["spec_error"], outputs=dict(h.get("outputs") or {}),
             signals=h.get("signals") or {}, signal_ids=h.get("signal_ids") or [],
-            parent=h.get("parent"), definition=d.get("definition"),
+            parent=h.get("parent"), pause=h.get("pause"), definition=d.get("definition"),
             definition_version=d.get("definition_version"),
             generation=h.get("generation", 1), attempt_floor=h.get("attempt_floor", 0),
             generation_seq=h.get("generation_seq", 0), continued=h.get("continued", 0),

@@ -57,6 +57,8 @@ def dump_state(state: WorkflowState) -> bytes:
     }
     if state.rerun is not None:  # left out otherwise: older snapshots read the same
         doc["rerun"] = state.rerun
+    if state.pause is not None:  # likewise: a run ever paused
+        doc["pause"] = state.pause
     if state.continued or state.generation_seq:  # likewise: a code workflow's
         doc["continued"], doc["generation_seq"] = state.continued, state.generation_seq
     for name, value in (("deadline_at_ms", state.deadline_at_ms), ("caller", state.caller),
@@ -102,6 +104,7 @@ def load_state(data: bytes) -> WorkflowState:
             generation=doc.get("generation", 1),
             attempt_floor=doc.get("attempt_floor", 0),
             rerun=doc.get("rerun"),
+            pause=doc.get("pause"),
             continued=doc.get("continued", 0),
             generation_seq=doc.get("generation_seq", 0),
             deadline_at_ms=doc.get("deadline_at_ms"),

@@ -29,6 +29,7 @@ from services.gateway.lifetime import Runtime
 from services.gateway.limits import api as limits_api
 from services.gateway.logs import api as logs_api
 from services.gateway.openapi import document
+from services.gateway.pauses import api as pauses_api
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
 from services.gateway.runs import api as runs_api
@@ -50,7 +51,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
-    limits_api.router, triggers_api.router, webhooks_api.router,
+    limits_api.router, triggers_api.router, webhooks_api.router, pauses_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""

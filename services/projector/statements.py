@@ -181,6 +181,10 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
         (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
                        held_message(b), seq)),
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.DispatchDeferred: lambda wid, seq, at, b: [  # held while its run is paused
+        (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
+                       "held: the run is paused", seq)),
+        (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
     ev.MapExpanded: lambda wid, seq, at, b: [
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq))],
     ev.NodeFinished: lambda wid, seq, at, b: [

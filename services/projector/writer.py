@@ -37,6 +37,7 @@ from services.common.settings import CommonSettings
 from services.projector import metrics
 from services.projector.code_steps import CODE_STATEMENTS, code_plan
 from services.projector.kinds import KIND_STATEMENTS, KIND_STEPS, kind_plan
+from services.projector.pauses import PAUSE_EVENTS, PAUSE_STATEMENTS, pause_plan
 from services.projector.refusals import follow_refusals
 from services.projector.restarts import RESTART_STATEMENTS, SWEEPS, restart_plan
 from services.projector.schedules import SCHEDULE_STEPS
@@ -149,12 +150,15 @@ def _clean(value: Any, depth: int) -> Any:
     return value
 
 
-STATEMENTS = (*CORE_STATEMENTS, *KIND_STATEMENTS, *CODE_STATEMENTS, *RESTART_STATEMENTS)
+STATEMENTS = (*CORE_STATEMENTS, *PAUSE_STATEMENTS, *KIND_STATEMENTS, *CODE_STATEMENTS,
+              *RESTART_STATEMENTS)
 """Every statement, in the order a batch applies them: the core ones (a task's lifecycle
-order), then the node kinds' (``kinds.py``), a code workflow's sleeps and signal waits
-(``code_steps.py``), then a restart's (``restarts.py``)."""
+order), a pause's (``pauses.py``), then the node kinds' (``kinds.py``), a code
+workflow's sleeps and signal waits (``code_steps.py``), then a restart's
+(``restarts.py``)."""
 
-PROJECTED_EVENTS = frozenset({*NODE_AND_TASK_STEPS, *KIND_STEPS, *SCHEDULE_STEPS})
+PROJECTED_EVENTS = frozenset({*NODE_AND_TASK_STEPS, *KIND_STEPS, *SCHEDULE_STEPS,
+                              *PAUSE_EVENTS})
 """The event types with statements of their own beside their ``events`` row, by the
 tables that give them (the workflow's start and end: ``core_plan``). Every node kind's
 events are here (``tests/unit/headwater/core/test_kind_registry.py``)."""
@@ -162,8 +166,9 @@ events are here (``tests/unit/headwater/core/test_kind_registry.py``)."""
 
 def plan(e: ev.HistoryEvent) -> Statements:
     """The statements that project one event, with their arguments: the core ones, then
-    those of the node kinds, of a code workflow's own steps and of a restart."""
-    return [*core_plan(e), *kind_plan(e), *code_plan(e), *restart_plan(e)]
+    those of the node kinds, of a code workflow's own steps, of a restart and of a
+    pause."""
+    return [*core_plan(e), *kind_plan(e), *code_plan(e), *restart_plan(e), *pause_plan(e)]
 
 
 RETRYABLE = (asyncpg.DeadlockDetectedError, asyncpg.SerializationError, *UNAVAILABLE)

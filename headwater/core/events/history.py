@@ -24,6 +24,12 @@ from headwater.core.events.inputs import (
     TaskSucceeded,
     TimerFired,
 )
+from headwater.core.events.pause import (
+    DispatchDeferred,
+    TimerDeferred,
+    WorkflowPaused,
+    WorkflowResumed,
+)
 from headwater.core.ids import dispatch_id as make_dispatch_id
 from headwater.core.kinds.cache.records import (
     CacheAnswered,
@@ -308,6 +314,10 @@ Body = (
     | DeadlineSet
     | CallerLinked
     | CallLinked
+    | WorkflowPaused
+    | WorkflowResumed
+    | DispatchDeferred
+    | TimerDeferred
 )
 TERMINAL_BODIES = (WorkflowSucceeded, WorkflowFailed, WorkflowCancelled)
 

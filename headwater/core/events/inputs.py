@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core.calls import CallLinked
+from headwater.core.events.pause import PauseRequested, ResumeRequested
 from headwater.core.kinds.cache.records import CacheAnswered, CacheLookedUp, CacheReleased
 from headwater.core.kinds.limiter.records import (
     LimitDefined,
@@ -40,7 +41,10 @@ class WorkflowSubmitted:
     ``cache_refresh`` bypasses the cache's hits for every cached node of the run
     (``?cache=refresh``: its attempts compute and store fresh outputs). ``parent`` names
     the task attempt whose ``ctx.call`` submits it (``{"workflow_id", "node", "index",
-    "attempt"}``, ``headwater/core/calls.py``); None for a run of its own.
+    "attempt"}``, ``headwater/core/calls.py``); None for a run of its own. ``paused_by``
+    starts the run paused (``WorkflowPaused`` right after its acceptance, before any
+    dispatch), by that (``definition:<name>``: the gateway's, for a paused definition);
+    None starts it running.
     """
 
     workflow_id: str
@@ -53,6 +57,7 @@ class WorkflowSubmitted:
     rerun: Any = None
     cache_refresh: bool = False
     parent: Any = None
+    paused_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,4 +204,4 @@ Input = (WorkflowSubmitted | ChildSubmitted | CancelRequested | SignalSent | Tim
          | Report | PermitRequested | PermitReleased | PermitGranted | PermitDenied
          | LimitDefined
          | CacheLookedUp | CacheReleased | CacheAnswered
-         | CallLinked)
+         | CallLinked | PauseRequested | ResumeRequested)

@@ -39,7 +39,8 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
              granted: bool = False, looked_up: bool = False) -> None:
     """Dispatch ``attempt`` of the task ``spec`` (a map's item ``index``, or None), or
     hold it for its cache's answer (``lookups``: a cached task looks its key up first),
-    or for a permit of its node's first limit (``holds``).
+    or for a permit of its node's first limit (``holds``), or, while the run is paused,
+    until it resumes (``DispatchDeferred``, ``machine/pause.py``).
 
     Args:
         rec: the step's recorder.
@@ -68,6 +69,9 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
         return
     if wanted:
         holds.hold(rec, spec, index, attempt, wanted[0])
+        return
+    if state.paused:  # held until the run resumes (``machine/pause.py``)
+        rec.record(ev.DispatchDeferred(state.workflow_id, spec.id, index, attempt, rec.at_ms))
         return
     record_dispatch(rec, spec, index, attempt, task_input, rec.at_ms)
 

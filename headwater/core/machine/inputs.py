@@ -8,10 +8,14 @@ only its own child); a signal goes to the node kind that takes it
 (``registry.signal_taker``: ``wait``, a schedule's to ``schedule``); a timer goes to
 ``timers``; a worker's report to ``reports``.
 
-A cancel or a signal for a workflow not known yet is *deferred* (``Step.deferred``): it was sent
-after the submission but reached the coordinator first (they travel on two topics), so
-the coordinator keeps it and hands it to ``start`` with the submission, which accepts
-the workflow and applies it before any node starts. Reports and timers for an unknown
+A pause or a resume goes to ``pause`` (``headwater/core/machine/pause.py``), and a
+timer to it first (a paused run defers its durable timers).
+
+A cancel, a pause or a signal for a workflow not known yet is *deferred*
+(``Step.deferred``): it was sent after the submission but reached the coordinator first
+(they travel on two topics), so the coordinator keeps it and hands it to ``start`` with
+the submission, which accepts the workflow and applies it before any node starts.
+Reports and timers for an unknown
 workflow change nothing.
 """
 
@@ -24,7 +28,7 @@ from typing import Any
 
 from headwater.core import events as ev
 from headwater.core import registry
-from headwater.core.machine import calls, dispatch, ending, reports, submission, timers
+from headwater.core.machine import calls, dispatch, ending, pause, reports, submission
 from headwater.core.machine.recorder import Recorder, Step
 from headwater.core.state import WorkflowState
 
@@ -121,6 +125,14 @@ def _cancel_or_defer(rec: Recorder, state: WorkflowState | None,
         _cancel(rec, state, event)
 
 
+def _pause_or_defer(rec: Recorder, state: WorkflowState | None,
+                    event: ev.PauseRequested) -> None:
+    if state is None:
+        rec.deferred = True  # as a cancel: the run starts paused, before any dispatch
+    elif not state.status.terminal:
+        pause.pause(rec, state, event)
+
+
 def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
     """End the workflow cancelled; nothing for a parent's cancel (``parent_id`` set) of
     a workflow that is not that parent's child, nor a run its ``ctx.call`` linked to it
@@ -146,7 +158,9 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.ChildSubmitted: _submitted,  # a child workflow: accepted and linked to its parent
     ev.CancelRequested: _cancel_or_defer,
     ev.SignalSent: _signal_or_defer,
-    ev.TimerFired: _while_running(timers.timer_fired),
+    ev.TimerFired: _while_running(pause.timer_fired),  # deferred while paused
+    ev.PauseRequested: _pause_or_defer,
+    ev.ResumeRequested: _while_running(pause.resume),
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
     ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
     ev.PermitDenied: _while_running(reports.permit_denied),  # a limiter's refusal

@@ -71,7 +71,8 @@ def _reserved(event: ev.Input) -> str | None:
         return None if fault is None else (
             f"{type(event).__name__} for {event.workflow_id[:80]} refused: {fault}")
     if (isinstance(event, ev.WorkflowSubmitted | ev.ChildSubmitted | ev.CancelRequested
-                   | ev.SignalSent) and reserved_id(event.workflow_id)):
+                   | ev.SignalSent | ev.PauseRequested | ev.ResumeRequested)
+            and reserved_id(event.workflow_id)):
         return (f"{type(event).__name__} for {event.workflow_id[:80]} refused: ids starting "
                 f"{' or '.join(repr(p) for p in RESERVED_PREFIXES)} are the limiters' and "
                 "the caches' (the coordinator's own), which are not submitted, cancelled "

@@ -5,8 +5,10 @@ input and the registered definition it was resolved from, if any); a child workf
 (``ChildSubmitted``, from its parent's coordinator) is accepted the same way and then
 linked to the attempt that started it (``ParentLinked``), to which its end is reported;
 a run a task's ``ctx.call`` submitted is linked to its caller (``CallerLinked``,
-``machine/calls.py``), and a spec with a ``deadline`` has it recorded (``DeadlineSet``,
-``machine/deadline.py``; a run whose deadline has passed fails before any node starts).
+``machine/calls.py``), a spec with a ``deadline`` has it recorded (``DeadlineSet``,
+``machine/deadline.py``; a run whose deadline has passed fails before any node starts),
+and a submission with ``paused_by`` is paused right after (``WorkflowPaused``), so its
+root nodes are held (``machine/pause.py``).
 An invalid spec fails it at once; otherwise every root node (no needs, not an error
 handler) starts, and a workflow with nothing to do succeeds.
 
@@ -28,6 +30,8 @@ from headwater.errors import SpecError
 
 Submission = ev.WorkflowSubmitted | ev.ChildSubmitted
 """What starts a workflow: a submission, or a parent's child workflow."""
+PAUSED_AT_START = "submitted paused"
+"""The reason of the ``WorkflowPaused`` of a run submitted paused (``paused_by``)."""
 
 
 def accept(rec: Recorder, event: Submission) -> WorkflowState:
@@ -48,6 +52,10 @@ def accept(rec: Recorder, event: Submission) -> WorkflowState:
                                    event.index, event.attempt, event.at_ms))
     calls.link_caller(rec, event)  # a ctx.call's run: CallerLinked
     deadline.arm(rec)  # a spec with a deadline: DeadlineSet
+    if isinstance(event, ev.WorkflowSubmitted) and event.paused_by is not None:
+        # it starts paused (a paused definition's run)
+        rec.record(ev.WorkflowPaused(event.workflow_id, event.at_ms, "", event.paused_by,
+                                     PAUSED_AT_START))
     return rec.current
 
 

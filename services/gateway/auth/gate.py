@@ -26,7 +26,8 @@ from services.gateway.edge.problems import problem_response
 log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
 _SUBMIT = re.compile(
-    r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|signals/[^/]+)|run/[^/]*)/?")
+    r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|pause|resume|signals/[^/]+)"
+    r"|run/[^/]*)/?")
 METRICS_PATH = "/metrics"
 METRICS_AUTH = ("token", "open")
 """``HEADWATER_METRICS_AUTH``: with auth on, ``token`` (the default) asks ``/metrics`` for

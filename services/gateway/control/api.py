@@ -29,8 +29,8 @@ SignalName = Annotated[str, Path(json_schema_extra=SIGNAL_NAME_DOC)]
 """The ``{name}`` path parameter of a signal (its pattern documented, not enforced)."""
 
 
-def _not_a_limiter(workflow_id: str, what: str) -> None:
-    """Refuse to cancel or signal a limiter or a cache (``limits.reserved_id``): the
+def not_a_limiter(workflow_id: str, what: str) -> None:
+    """Refuse to cancel, signal or pause a limiter or a cache (``limits.reserved_id``): the
     coordinator dead-letters either (neither ends nor waits for a signal), so a 202
     would promise what never happens.
 
@@ -65,7 +65,7 @@ async def cancel_workflow(request: Request, workflow_id: WorkflowId) -> Response
                          await read_limited(request, CANCEL_BODY_BYTES) or b"{}")
     require_storable({"reason": payload.reason})
     await require_run(hw.pool, principal(request), workflow_id)
-    _not_a_limiter(workflow_id, "cancelled")
+    not_a_limiter(workflow_id, "cancelled")
     await request_cancel(hw.pool, hw.outlet, workflow_id, payload.reason)
     return _json({"id": workflow_id, "status": CANCEL_REQUESTED,
                   "links": links(workflow_id)}, 202)
@@ -86,7 +86,7 @@ async def signal_workflow(request: Request, workflow_id: WorkflowId,
     require_storable({"signal_id": payload.signal_id, "fields": payload.fields})
     signal = signal_record(workflow_id, name, payload)
     await require_run(hw.pool, principal(request), workflow_id)
-    _not_a_limiter(workflow_id, "signalled")
+    not_a_limiter(workflow_id, "signalled")
     warnings = await send_signal(hw.pool, hw.outlet, signal, principal(request))
     return _json({"workflow_id": workflow_id, "signal": name, "signal_id": signal.signal_id,
                   **({"warnings": warnings} if warnings else {}),

@@ -115,6 +115,19 @@ _NONDETERMINISTIC = {**_object(["node", "index", "attempt", "error", "at", "warn
                    "its history did (NondeterminismError: the step, the recorded operation "
                    "and the new one); it waits, retried until such code is deployed; null "
                    "otherwise"}
+DEFINITION_PAUSE_SCHEMA = _object(["definition", "paused", "runs", "links"], {
+    "definition": _TEXT, "paused": {"type": "boolean",
+                                    "description": "true: paused; false: resumed"},
+    "runs": {**_COUNT, "description": "the runs a pause (or resume) request was sent for"},
+    "links": {"type": "object", "additionalProperties": _TEXT,
+              "description": "self: GET /v1/definitions/{name}"}})
+"""``POST /v1/definitions/{name}/pause`` and ``/resume``."""
+_PAUSED = {**_object(["since", "by", "reason"], {
+    "since": {"type": "string", "format": "date-time"}, "by": _TEXT, "reason": _TEXT}),
+    "type": ["object", "null"],
+    "description": "a paused run (its status stays running): since when, by whom, why; "
+                   "null when it is not paused"}
+
 WORKFLOW_SCHEMA = _object(
     ["id", "name", "tenant", "status", "seq", "created_at", "updated_at", "input",
      "output", "error", "failure", "nondeterministic", "definition", "nodes", "tasks",
@@ -130,6 +143,7 @@ WORKFLOW_SCHEMA = _object(
         "deadline": {**_TIME_OR_NULL, "description": "the run's deadline (its spec's "
                      "deadline): it fails with DeadlineExceeded if still running then; "
                      "null: none"},
+        "paused": _PAUSED,
         "nodes": {"type": "array", "items": _NODE},
         "tasks": {"type": "array", "items": _TASK,
                   "description": "every attempt (at most 1000)"},
@@ -192,7 +206,8 @@ WORKFLOWS_PAGE_SCHEMA = _object(["items", "next_cursor"], {
          "definition", "links"], {
             "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
             "status": _STATUS, "seq": _COUNT, "created_at": _TIME, "updated_at": _TIME,
-            "error": _TEXT, "definition": _DEFINITION, "links": _LINKS})},
+            "error": _TEXT, "definition": _DEFINITION, "paused": _PAUSED,
+            "links": _LINKS})},
     "next_cursor": {"type": ["string", "null"],
                     "description": "pass as ?cursor= for the next page; null: none"}})
 """``GET /v1/workflows``: newest first."""
@@ -201,6 +216,14 @@ CANCELLED_SCHEMA = _object(["id", "status", "links"], {
     "id": _ID, "status": {"const": CANCEL_REQUESTED}, "links": _LINKS})
 """``POST /v1/workflows/{id}/cancel``."""
 
+PAUSE_ANSWER_SCHEMA = _object(["id", "status", "request_id", "was_paused", "links"], {
+    "id": _ID, "status": {"enum": ["pause_requested", "resume_requested"]},
+    "request_id": {**_TEXT, "description": "the request's id (the sender's, or one the "
+                   "gateway made): sent again, it changes nothing"},
+    "was_paused": {"type": "boolean", "description": "whether the run read as paused "
+                   "before this request"},
+    "links": _LINKS})
+"""``POST /v1/workflows/{id}/pause`` and ``/resume``."""
 RERUN_STARTED_SCHEMA = _object(["id", "status", "rerun_of", "reset", "links"], {
     "id": _ID, "status": _STATUS, "rerun_of": {**_ID, "description": "the source run"},
     "reset": {"type": ["string", "null"], "description": "a reset's node; null: a rerun"},
@@ -332,6 +355,10 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "GET /v1/workflows/{workflow_id}/tasks/{node}/{index}": {"200": {JSON: TASK_SCHEMA}},
     "GET /v1/workflows/{workflow_id}/nodes/{node}/tasks": {"200": {JSON: NODE_TASKS_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": {JSON: CANCELLED_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/pause": {"202": {JSON: PAUSE_ANSWER_SCHEMA}},
+    "POST /v1/workflows/{workflow_id}/resume": {"202": {JSON: PAUSE_ANSWER_SCHEMA}},
+    "POST /v1/definitions/{name}/pause": {"202": {JSON: DEFINITION_PAUSE_SCHEMA}},
+    "POST /v1/definitions/{name}/resume": {"202": {JSON: DEFINITION_PAUSE_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {"202": {JSON: SIGNALLED_SCHEMA}},
     "POST /v1/workflows/{workflow_id}/rerun": {"202": {JSON: RERUN_STARTED_SCHEMA},
                                                "200": {JSON: RERUN_STARTED_SCHEMA}},

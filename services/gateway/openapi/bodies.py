@@ -237,6 +237,16 @@ CANCEL_SCHEMA: dict[str, Any] = {
 }
 """``POST /v1/workflows/{id}/cancel`` (``control.models.CancelRequest``); the body is optional."""
 
+PAUSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"reason": {"type": "string", "maxLength": 1000},
+                   "request_id": {"type": ["string", "null"], "minLength": 1,
+                                  "maxLength": 200}},
+}
+"""``POST /v1/workflows/{id}/pause`` and ``/resume`` (``pauses.models.PauseRequest``); the
+body is optional."""
+
 SIGNAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["fields"],

@@ -83,6 +83,15 @@ REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
     "POST /v1/workflows/{workflow_id}/cancel": {
         "reason": _example("with a reason, recorded in the history",
                            {"reason": "customer withdrew the request"})},
+    "POST /v1/workflows/{workflow_id}/pause": {
+        "reason": _example("with a reason and the sender's id", {
+            "reason": "the model API is down", "request_id": "ops-2291-pause"})},
+    "POST /v1/workflows/{workflow_id}/resume": {
+        "plain": _example("the sender's id only", {"request_id": "ops-2291-resume"})},
+    "POST /v1/definitions/{name}/pause": {
+        "reason": _example("with a reason, recorded in each run's history",
+                           {"reason": "the model API is down"})},
+    "POST /v1/definitions/{name}/resume": {"plain": _example("no body needed", {})},
     "POST /v1/workflows/{workflow_id}/signals/{name}": {
         "approve": _example("the fields the wait declares, with the sender's id", {
             "signal_id": "ticket-7731-approve",
@@ -261,6 +270,18 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
             "workflow_id": RUN, "node": "resize", "total": 2, "tasks": [_ITEM], "next": 7})},
     "POST /v1/workflows/{workflow_id}/cancel": {"202": _json("cancelling", {
         "id": OTHER, "status": "cancel_requested", "links": _links(OTHER)})},
+    "POST /v1/definitions/{name}/pause": {"202": _json("pausing a definition", {
+        "definition": "refund", "paused": True, "runs": 12,
+        "links": {"self": "/v1/definitions/refund"}})},
+    "POST /v1/definitions/{name}/resume": {"202": _json("resuming a definition", {
+        "definition": "refund", "paused": False, "runs": 12,
+        "links": {"self": "/v1/definitions/refund"}})},
+    "POST /v1/workflows/{workflow_id}/pause": {"202": _json("pausing", {
+        "id": OTHER, "status": "pause_requested", "request_id": "ops-2291-pause",
+        "was_paused": False, "links": _links(OTHER)})},
+    "POST /v1/workflows/{workflow_id}/resume": {"202": _json("resuming", {
+        "id": OTHER, "status": "resume_requested", "request_id": "ops-2291-resume",
+        "was_paused": True, "links": _links(OTHER)})},
     "POST /v1/workflows/{workflow_id}/rerun": {
         "202": _json("a new run from what failed", {
             "id": "refund-order-1042-2", "status": "accepted", "rerun_of": RUN, "reset": None,

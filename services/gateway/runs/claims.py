@@ -21,6 +21,7 @@ from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from services.common.clock import now_ms
 from services.gateway.edge.problems import DATABASE_UNAVAILABLE, RETRY_AFTER_S, Problem
+from services.gateway.pauses.definitions import paused_by
 
 log = logging.getLogger("headwater.gateway")
 
@@ -108,10 +109,11 @@ def same_run(row: Any, digest: str) -> bool:
     return bool(existing == digest)
 
 
-async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> Accepted:
+async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool,
+                   pool: Any = None) -> Accepted:
     """The answer to a submission of an id already claimed (``row``, its ``claimed_row``;
     ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
-    workflow has not started), or 409."""
+    workflow has not started: paused when its definition is, as ``pool`` says), or 409."""
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",
                       headers={"Retry-After": RETRY_AFTER_S})
@@ -125,7 +127,9 @@ async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool) -> 
         record = ev.WorkflowSubmitted(workflow_id, row["spec"], row["input"], now_ms(),
                                       row["tenant"], definition=row.get("definition"),
                                       definition_version=row.get("definition_version"),
-                                      rerun=row.get("rerun"), parent=_caller(row))
+                                      rerun=row.get("rerun"), parent=_caller(row),
+                                      paused_by=await paused_by(pool, row.get("definition"))
+                                      if pool is not None else None)
         await out.submission(record)
     return Accepted(workflow_id, False, row["status"])
 

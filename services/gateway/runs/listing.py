@@ -14,7 +14,7 @@ from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
-from services.gateway.runs.views import definition_of, links
+from services.gateway.runs.views import definition_of, links, paused_view
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -106,13 +106,14 @@ async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
     args.append(limit + 1)
     rows = await pool.fetch(
         "select workflow_id, name, tenant, status, seq, created_at, updated_at, error,"
-        " definition, definition_version"
+        " definition, definition_version, paused"
         f" from workflows where {' and '.join(where)}"
         f" order by created_at desc, workflow_id desc limit ${len(args)}", *args)
     items = [{"id": r["workflow_id"], "name": r["name"], "tenant": r["tenant"],
               "status": r["status"], "seq": r["seq"], "created_at": _iso(r["created_at"]),
               "updated_at": _iso(r["updated_at"]), "error": r["error"],
-              "definition": definition_of(r), "links": links(r["workflow_id"])}
+              "definition": definition_of(r), "paused": paused_view(r["paused"]),
+              "links": links(r["workflow_id"])}
              for r in rows[:limit]]
     last = rows[limit - 1] if len(rows) > limit else None
     return {"items": items,

@@ -7,9 +7,7 @@ submissions of one id exactly one claims it. A claim whose record was never prod
 same) is healed by the next submission of the same id and body while the workflow has
 not started: it produces the record again, which is harmless if it had been produced,
 since the coordinator ignores a submission for a workflow it has. Only a record Kafka
-refused (413) gives the id back.
-
-Cancels and signals are in ``control.send``.
+refused (413) gives the id back. Cancels and signals are in ``control.send``.
 """
 
 from __future__ import annotations
@@ -48,6 +46,7 @@ from services.gateway.definitions.registry import (
 )
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
+from services.gateway.pauses.definitions import paused_by
 from services.gateway.queues.admission import admit, needed_queues
 from services.gateway.queues.marks import submission_warnings
 from services.gateway.runs.callers import caller_of, link_columns
@@ -113,8 +112,8 @@ class Outlet:
         await produce(self.producer, self.topics.submissions, record, self.timeout_s,
                       "submission", self.auth)
 
-    async def control(self, record: ev.CancelRequested | ev.SignalSent | ev.LimitDefined,
-                      what: str) -> None:
+    async def control(self, record: ev.CancelRequested | ev.SignalSent | ev.LimitDefined
+                      | ev.PauseRequested | ev.ResumeRequested, what: str) -> None:
         """Produce ``record`` to ``control`` (``produce``; ``what``: ``"cancel"``)."""
         await produce(self.producer, self.topics.control, record, self.timeout_s, what,
                       self.auth)
@@ -261,7 +260,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         row = await claimed_row(pool, request.id)
         if row is not None:
             same = await asyncio.to_thread(same_run, row, digest)
-            return _warned(await existing(out, row, request.id, same), row["spec"])
+            return _warned(await existing(out, row, request.id, same, pool), row["spec"])
         was = await retired(pool, request.id, digest)
         if was is not None:
             return was
@@ -287,12 +286,13 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             return was
         row = await claimed_row(pool, workflow_id)
         same = row is not None and await asyncio.to_thread(same_run, row, digest)
-        return _warned(await existing(out, row, workflow_id, same),
+        return _warned(await existing(out, row, workflow_id, same, pool),
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version, rerun=document,
-                                  parent=caller)
+                                  parent=caller,
+                                  paused_by=await paused_by(pool, claim.definition))
     try:
         await out.submission(record)
     except Problem as e:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -82,6 +82,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "error": row["error"], "failure": failure(*failed_by),
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
         "generation": row.get("generation") or 1, "deadline": _iso(row.get("deadline_at")),
+        "paused": paused_view(row.get("paused")),
         "nodes": node_views,
         "tasks": [task_view(t, requires) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
@@ -189,6 +190,17 @@ def rerun_view(document: Any, reruns: list[str],
                 "nodes": sorted(node for kind, node, _ in taken if kind == "NodeReused"),
                 "items": {node: n for kind, node, n in sorted(taken) if kind == "TaskReused"}},
             "reruns": reruns}
+
+
+def paused_view(paused: Any) -> dict[str, Any] | None:
+    """A paused run's ``paused`` (``workflows.paused``, ``projector/pauses.py``): since
+    when (ISO 8601), by whom, why; None when it is not paused."""
+    if not isinstance(paused, dict):
+        return None
+    since = paused.get("since")
+    return {"since": _iso(datetime.fromtimestamp(since / 1000, tz=UTC))
+            if isinstance(since, int | float) else None,
+            "by": str(paused.get("by") or ""), "reason": str(paused.get("reason") or "")}
 
 
 def definition_of(row: Row) -> dict[str, Any] | None:

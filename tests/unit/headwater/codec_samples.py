@@ -63,6 +63,11 @@ def body_samples() -> list[Any]:
         ev.WorkflowSucceeded(WF, AT, None),
         ev.WorkflowFailed(WF, AT, "invalid spec: cycle: a -> b -> a"),
         ev.WorkflowCancelled(WF, AT, "user ✋"),
+        ev.WorkflowPaused(WF, AT, "req-1", "alice ⏸", "deploy window"),
+        ev.WorkflowPaused(WF, AT),
+        ev.WorkflowResumed(WF, AT, "req-2", "alice", held=3, due=1),
+        *_with_index(ev.DispatchDeferred, **base),
+        ev.TimerDeferred(WF, "sleep:nap", AT - 5, AT),
     ]
 
 
@@ -190,7 +195,11 @@ def samples() -> list[Any]:
         ev.WorkflowSubmitted(WF, SPEC, None, AT, None, rerun={"of": "wf-old", "nodes": {}}),
         ev.WorkflowSubmitted(WF, SPEC, None, AT, None, parent={
             "workflow_id": "pärent", "node": "fetch", "index": None, "attempt": 2}),
+        ev.WorkflowSubmitted(WF, SPEC, None, AT, None, paused_by="definition:dëf"),
         ev.CancelRequested(WF, AT, "because"),
+        ev.PauseRequested(WF, AT, "req-1", "älice", "for a while"),
+        ev.PauseRequested(WF, AT),
+        ev.ResumeRequested(WF, AT, "req-2", "bob"),
         ev.ChildSubmitted(f"{WF}:child:2", WF, "child", None, 2, SPEC, NESTED, AT, "tënant"),
         ev.ChildSubmitted(f"{WF}:kids.7:1", WF, "kids", 7, 1, SPEC, None, AT),
         *_with_index(ev.PermitDenied, workflow_id=WF, node="cäll", attempt=3,

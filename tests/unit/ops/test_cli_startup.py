@@ -103,6 +103,7 @@ def test_help_lists_every_command_by_panel() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     for name in ("up", "restart", "down", "ps", "worker", "logs", "submit", "status", "list",
-                 "cancel", "signal", "replay", "stuck", "projection", "version"):
+                 "cancel", "pause", "resume", "signal", "replay", "stuck", "projection",
+                 "version"):
         assert f" {name} " in result.output, name
     assert "Local stack" in result.output and "Workflows" in result.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kind_histories
 import pytest
-from machine_harness import T0, fail, ok, run, started, submit
+from machine_harness import T0, WF, fail, ok, run, started, submit
 from test_machine_runs import DIAMOND, NAMES, RETRYING, _scenario
 
 from headwater.core import events as ev
@@ -167,3 +167,17 @@ def test_scan_finds_a_parent_whose_child_vanished() -> None:
               "was started")]
     kid = run(_child_inputs()).history
     assert scan({"p": recorded(parent), "p:c:1": recorded(kid)}, T0 + 120_000).stuck == []
+
+
+def test_a_paused_run_with_a_held_attempt_and_a_due_retry_is_not_stuck() -> None:
+    """Paused, its retry timer came due (out of ``state.timers``) and its next node is
+    held: it waits for its resume, not stuck; resumed, it is pending again."""
+    pause = ev.PauseRequested(WF, T0 + 5, "p1")
+    state = state_after([submit(RETRYING), pause, fail("a", at=T0 + 10),
+                         ev.TimerFired(WF, "retry:a:2", T0 + 600_000)])
+    assert state.paused and not state.timers
+    assert pending(state) == ["a resume (it is paused)"]
+    assert is_stuck(state) is None
+    resumed = run([ev.ResumeRequested(state.workflow_id, T0 + 700_000, "r1")], state).state
+    assert resumed is not None and pending(resumed) == ["task a dispatched"]
+

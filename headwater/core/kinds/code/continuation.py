@@ -117,7 +117,8 @@ def accepted(state: WorkflowState, spec: NodeSpec, report: ev.TaskSucceeded,
     recorded; ``now_ms``: the coordinator's time for the report."""
     c = report.continuation
     if (not isinstance(c, dict) or report.index is None or jr.is_activation(report.index)
-            or state.status.terminal or state.nodes[spec.id].status.terminal):
+            or state.status.terminal or state.nodes[spec.id].status.terminal
+            or state.paused):  # a paused run dispatches no activation: it is held
         return None
     j = jr.journal(state, spec.id)
     acts, done = j["acts"], j["done"]

@@ -173,6 +173,14 @@ def _kind_scenarios() -> dict[str, tuple[dict[str, Any], Any, Script, list[tuple
              "until": "${nodes.a.output.at}"},
             _task("b", "until", input="${nodes.until.output}")]}, None, _wake_up, []),
         "when_branch": (when_doc, None, _classify, []),
+        "paused": ({"name": "paused", "nodes": [
+            _task("a"), _task("c", "a"),
+            {"id": "s", "kind": "sleep", "needs": ["a"], "duration": 1},
+            _task("b", "s", input="${nodes.a.output}")]}, None, _echo,
+            [(20, ev.PauseRequested("wf-paused", T0 + 20, "p-1", "ops", "maintenance")),
+             (30, ev.PauseRequested("wf-paused", T0 + 30, "p-2", "ops")),
+             (5000, ev.ResumeRequested("wf-paused", T0 + 5000, "r-1", "ops")),
+             (5010, ev.PauseRequested("wf-paused", T0 + 5010, "p-1", "ops"))]),
     }
 
 

@@ -22,7 +22,7 @@ SCENARIOS = ("chain", "diamond", "map", "map_bounded", "retries", "error_route",
              "fail_fast", "continue_on_error", "timeout", "lost_lease", "checkpoint",
              "cancel", "wait_signalled", "wait_timeout_route", "signal_before_wait", "sleep",
              "when_branch", "child", "child_retries", "loop", "loop_exhausted", "schedule",
-             "restart", "rerun", "code", "limited", "deadline", "called")
+             "restart", "rerun", "code", "limited", "deadline", "called", "paused")
 
 
 def _load(name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -31,6 +31,7 @@ class FakePool:
     """An in-memory stand-in for the projection's pool (see the module docstring)."""
 
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    paused_definitions: set[str] = field(default_factory=set)
     fail: BaseException | None = None
     stall: bool = False
 
@@ -57,6 +58,8 @@ class FakePool:
             return 1
         if sql.startswith("select 1 from workflows"):
             return 1 if args[0] in self.rows else None
+        if sql.startswith("select 1 from definition_pauses"):
+            return 1 if args[0] in self.paused_definitions else None
         if sql.startswith("select status from workflows"):
             row = self.rows.get(args[0])
             return row["status"] if row else None

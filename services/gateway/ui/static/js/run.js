@@ -1,7 +1,7 @@
 // A run's page: its warnings, facts, input and output, graph and timeline side by side,
 // the panel of the node picked in either, its nodes, attempts, streamed output, open
-// waits (with a form each), and a cancel button while it runs or a rerun button once
-// it failed or was cancelled, kept up to date from its event stream: every event is
+// waits (with a form each), and cancel and pause (or resume) buttons while it runs or a
+// rerun button once it failed or was cancelled, kept up to date from its event stream: every event is
 // folded into the model at once, and the document is read again shortly after (at most
 // one read in flight), so the page follows the run without a reload.
 
@@ -51,6 +51,26 @@ function cancelForm(id, onDone) {
     }
   });
   return form;
+}
+
+/** Pause a running run, or resume a paused one (``paused``: the document's). */
+function pauseButton(id, paused, onDone) {
+  const status = h("span", {class: "form-status", "aria-live": "polite"});
+  const verb = paused ? "resume" : "pause";
+  const button = h("button", {type: "button", id: "pause-button"},
+    paused ? "Resume run" : "Pause run");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await postJson(workflowPath(id, `/${verb}`), {});
+      replace(status, ` ${verb} requested`);
+      onDone();
+    } catch (error) {
+      replace(status, note("error", error.message));
+      button.disabled = false;
+    }
+  });
+  return h("span", {class: "inline"}, button, status);
 }
 
 function skeleton(root, id) {
@@ -190,8 +210,11 @@ class RunPage {
     // The document's nodes (the spec's, in its order), known with the run's end: the
     // dialog is not drawn again under someone using it.
     const nodes = (doc.nodes || []).map((n) => n.id);
-    if (!this.changed("actions", JSON.stringify([doc.status, nodes]))) return;
-    if (LIVE.has(doc.status)) replace(els.actions, cancelForm(this.id, this.reread));
+    if (!this.changed("actions", JSON.stringify([doc.status, nodes, !!doc.paused]))) return;
+    if (LIVE.has(doc.status)) {
+      replace(els.actions, cancelForm(this.id, this.reread),
+        pauseButton(this.id, !!doc.paused, this.reread));
+    }
     else if (RERUNNABLE.has(doc.status)) {
       replace(els.actions, rerunButton(this.id, {...doc, input: doc.input ?? this.model.input},
         nodes, this.go));

@@ -21,6 +21,7 @@ export const EVENT_TYPES = [
   "TimerScheduled", "WaitStarted", "WorkflowAccepted", "WorkflowCancelled",
   "WorkflowFailed", "WorkflowRestarted", "WorkflowSucceeded",
   "DeadlineSet", "CallerLinked", "CallLinked",
+  "WorkflowPaused", "WorkflowResumed", "DispatchDeferred", "TimerDeferred",
 ];
 
 /** A task's key as the gateway writes it: node, or node[index] for a map's item. */

@@ -44,6 +44,9 @@ export function summary(doc, stream) {
   const definition = doc.definition ? `${doc.definition.name}@${doc.definition.version}` : null;
   return h("dl", {class: "facts"},
     term("status", badge(doc.status, doc.status)),
+    term("paused", doc.paused ? h("span", {id: "run-paused"}, badge("held", "paused"),
+      ` since ${when(doc.paused.since)}${doc.paused.by ? ` by ${doc.paused.by}` : ""}`
+      + `${doc.paused.reason ? `: ${doc.paused.reason}` : ""}`) : null),
     term("name", doc.name), term("definition", definition), term("tenant", doc.tenant),
     term("priority", Number.isInteger(doc.priority) ? String(doc.priority) : null),
     term("generation", doc.generation > 1 ? String(doc.generation) : null),

@@ -80,6 +80,8 @@ def test_every_v1_operation_needs_its_role(method: str, path: str) -> None:
 @pytest.mark.parametrize(("method", "path", "role"), [
     ("GET", "/v1/workflows", "read"), ("HEAD", "/v1/workflows/x1", "read"),
     ("POST", "/v1/workflows", "submit"), ("POST", "/v1/workflows/x1/cancel", "submit"),
+    ("POST", "/v1/workflows/x1/pause", "submit"), ("POST", "/v1/workflows/x1/resume", "submit"),
+    ("POST", "/v1/definitions/d/pause", "admin"), ("POST", "/v1/definitions/d/resume", "admin"),
     ("POST", "/v1/workflows/x1/signals/go", "submit"), ("POST", "/v1/run/greet", "submit"),
     ("PUT", "/v1/definitions/greet", "admin"), ("DELETE", "/v1/definitions/greet", "admin"),
     ("PUT", "/v1/schedules/s", "admin"), ("DELETE", "/v1/schedules/s", "admin"),

@@ -1,0 +1,114 @@
+"""How pausing a run changes its state (the ``evolve`` handlers of the pause's history
+events, ``headwater/core/events/pause.py``), read by the machine's rules
+(``headwater/core/machine/pause.py``).
+
+The run's pause is ``WorkflowState.pause``: whether it is paused, since when, by whom
+and why, what it deferred in the order it would have happened (``{"task": key}`` for an
+attempt it holds, ``{"timer": id, "fire_at_ms", "node", "index", "attempt"}`` for a
+durable timer that came due, with its own deadline) and the request ids it recorded (a
+copy of a request changes nothing). A held attempt is a task in ``TaskStatus.HELD``
+waiting for ``PAUSED``, so everything that ends a task ends it (a cancel:
+``TaskCancelled``) and it keeps its map item's slot; a timer that came due leaves
+``state.timers`` (nothing arms it while the run is paused) and goes back at the resume,
+whose rule fires it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headwater.core import attempts
+from headwater.core import events as ev
+from headwater.core.ids import task_key
+from headwater.core.state import IllegalTransition, TaskState, TimerState, WorkflowState
+from headwater.core.status import TaskStatus
+
+PAUSED = "(paused)"
+"""What a held attempt waits for while its run is paused (``TaskState.waiting_for``);
+no limiter or cache has this id (theirs are ``limit::...`` and ``cache::...``)."""
+MAX_REQUEST_IDS = 100
+"""The request ids a run keeps (the latest): a copy of a request older than that could
+pause or resume it again."""
+
+
+def pause_of(state: WorkflowState) -> dict[str, Any]:
+    """The run's pause document, made when it has none."""
+    if state.pause is None:
+        state.pause = {"paused": False, "since_ms": None, "by": "", "reason": "",
+                       "deferred": [], "ids": []}
+    return state.pause
+
+
+def seen(state: WorkflowState, request_id: str) -> bool:
+    """Whether the run recorded a pause or resume request with ``request_id``."""
+    return bool(request_id) and state.pause is not None and (
+        request_id in state.pause.get("ids", ()))
+
+
+def _remember(pause: dict[str, Any], request_id: str) -> None:
+    if request_id:
+        pause["ids"] = [*pause.get("ids", []), request_id][-MAX_REQUEST_IDS:]
+
+
+def _paused(state: WorkflowState, body: ev.WorkflowPaused) -> None:
+    if state.paused:
+        raise IllegalTransition(f"workflow {state.workflow_id} is already paused")
+    pause = pause_of(state)
+    pause.update(paused=True, since_ms=body.at_ms, by=body.by, reason=body.reason,
+                 deferred=[])
+    _remember(pause, body.request_id)
+
+
+def _resumed(state: WorkflowState, body: ev.WorkflowResumed) -> None:
+    """The run resumes: its timers that came due go back to ``state.timers`` (the
+    resume's rule fires them); its held attempts stay held until their dispatches."""
+    if not state.paused:
+        raise IllegalTransition(f"workflow {state.workflow_id} is not paused")
+    pause = pause_of(state)
+    for due in pause.get("deferred", []):
+        if "timer" in due:
+            state.timers[due["timer"]] = TimerState(due["fire_at_ms"], due["node"],
+                                                    due["index"], due["attempt"])
+    pause.update(paused=False, since_ms=None, by=body.by, reason="", deferred=[])
+    _remember(pause, body.request_id)
+
+
+def _dispatch_deferred(state: WorkflowState, body: ev.DispatchDeferred) -> None:
+    """The attempt is held for the resume. One held already (a limiter granted it its
+    permits, or its cache answered a miss) keeps what it holds; a new one takes its
+    node's slot as a dispatch would."""
+    if not state.paused:
+        raise IllegalTransition(f"workflow {state.workflow_id} is not paused")
+    key = task_key(body.node, body.index)
+    previous = state.tasks.get(key)
+    if (previous is not None and previous.status is TaskStatus.HELD
+            and previous.attempt == body.attempt):
+        previous.waiting_for = PAUSED
+    else:
+        attempts.takes_slot(state, body.node, body.index, body.attempt)
+        state.tasks[key] = TaskState(
+            node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
+            dispatched_at_ms=body.at_ms, waiting_for=PAUSED,
+            checkpoint=previous.checkpoint if previous is not None else None)
+    pause = pause_of(state)
+    pause["deferred"] = [*pause["deferred"], {"task": key}]
+
+
+def _timer_deferred(state: WorkflowState, body: ev.TimerDeferred) -> None:
+    timer = state.timers.pop(body.timer_id, None)
+    if timer is None or not state.paused:
+        raise IllegalTransition(f"no timer {body.timer_id} to defer in workflow "
+                                f"{state.workflow_id} (paused: {state.paused})")
+    pause = pause_of(state)
+    pause["deferred"] = [*pause["deferred"], {
+        "timer": body.timer_id, "fire_at_ms": timer.fire_at_ms, "node": timer.node,
+        "index": timer.index, "attempt": timer.attempt}]
+
+
+PAUSE_HANDLERS: dict[type[Any], Any] = {
+    ev.WorkflowPaused: _paused,
+    ev.WorkflowResumed: _resumed,
+    ev.DispatchDeferred: _dispatch_deferred,
+    ev.TimerDeferred: _timer_deferred,
+}
+"""Event type -> how it changes the run (``evolve.EVENT_HANDLERS`` holds them)."""

@@ -1,0 +1,99 @@
+"""Pausing every run of a definition: ``POST /v1/definitions/{name}/pause`` and
+``/resume``.
+
+A paused definition is a row of ``definition_pauses`` (the gateway's own: no record
+fills it, a projection rebuild keeps it). While it is there, every run the gateway
+submits from that definition (``POST /v1/workflows`` with ``definition``, ``POST
+/v1/run/{name}``, a healed claim) carries ``paused_by: definition:<name>``, so the
+coordinator records it paused right after its acceptance, before any dispatch. The
+runs of it that are live when it is paused are paused one by one: a ``PauseRequested``
+each, by ``definition:<name>``, from the projection's list of its running runs. A
+resume deletes the row and resumes the runs that its pause paused (those whose
+``paused.by`` is ``definition:<name>``; a run a user paused on its own stays paused).
+Both are idempotent (a second pause finds the row and pauses what the first missed: a
+run submitted meanwhile, or one the projection did not show yet), so a sender may retry.
+The schedules' runs of the definition are started by the coordinator, not the gateway:
+they do not start paused (a schedule has its own pause, its ``pause`` signal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+
+from headwater.core import events as ev
+from services.common.auth.tokens import Principal
+from services.common.clock import now_ms
+
+if TYPE_CHECKING:  # runs.submit asks this module whether a definition is paused
+    from services.gateway.runs.submit import Outlet
+
+BY_DEFINITION = "definition:"
+"""The ``by`` of a pause a paused definition made: ``definition:<name>``."""
+SEND_AT_ONCE = 100
+"""How many requests are produced together."""
+
+
+def by_definition(name: str) -> str:
+    """The ``by`` of the pause of ``name``'s runs."""
+    return f"{BY_DEFINITION}{name}"
+
+
+async def paused_by(pool: Any, definition: str | None) -> str | None:
+    """``definition:<name>`` when ``definition`` is paused (a run submitted from it starts
+    paused); None otherwise, or for an inline spec."""
+    if definition is None:
+        return None
+    found = await pool.fetchval("select 1 from definition_pauses where name = $1", definition)
+    return by_definition(definition) if found else None
+
+
+async def pause_definition(pool: asyncpg.Pool, out: Outlet, name: str, pause: bool,
+                           me: Principal, reason: str = "") -> int:
+    """Pause (``pause``) or resume a definition and its runs (see the module).
+
+    Args:
+        pool: the projection's pool.
+        out: where the records go.
+        name: a definition ``me`` may see (the route checked it).
+        pause: pause, or resume.
+        me: who asks: only its tenant's runs are touched (every run for a principal of
+            every tenant).
+        reason: a pause's, recorded in each run's history.
+
+    Returns:
+        How many runs a request was produced for.
+
+    Raises:
+        Problem: 503 Kafka unavailable or slow (the definition's row is written first: a
+            retry sends the rest).
+    """
+    by = by_definition(name)
+    tenant = None if me.every_tenant else me.tenant
+    if pause:
+        await pool.execute(
+            "insert into definition_pauses (name, paused_at, paused_by, reason)"
+            " values ($1, now(), $2, $3) on conflict (name) do nothing", name,
+            me.subject, reason)
+        rows = await pool.fetch(
+            "select workflow_id from workflows where definition = $1 and status = 'running'"
+            " and paused is null and ($2::text is null or tenant = $2)", name, tenant)
+    else:
+        await pool.execute("delete from definition_pauses where name = $1", name)
+        rows = await pool.fetch(
+            "select workflow_id from workflows where definition = $1 and status = 'running'"
+            " and paused->>'by' = $2 and ($3::text is null or tenant = $3)", name, by, tenant)
+    op = uuid.uuid4().hex
+    records: list[ev.PauseRequested | ev.ResumeRequested] = [
+        ev.PauseRequested(r["workflow_id"], now_ms(), f"{op}:{r['workflow_id']}", by, reason)
+        if pause else ev.ResumeRequested(r["workflow_id"], now_ms(),
+                                         f"{op}:{r['workflow_id']}", by)
+        for r in rows]
+    what = "pause" if pause else "resume"
+    for start in range(0, len(records), SEND_AT_ONCE):
+        await asyncio.gather(*(out.control(record, what)
+                               for record in records[start:start + SEND_AT_ONCE]))
+    return len(records)

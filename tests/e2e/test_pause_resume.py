@@ -1,0 +1,119 @@
+"""Pausing and resuming a run on the real broker: an attempt in flight when the run
+pauses finishes and its result is applied, nothing is dispatched while paused, a sleep's
+timer that comes due during the pause fires only after the resume (with its own
+deadline), and the run ends with the output it would have had; a paused definition's new
+run starts paused, and the definition's resume runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+from stackkit import Stack, history, read_topic
+from test_kafka_submission import wait_status
+
+from headwater.core import events as ev
+from tests.polling import scaled, wait_until_async
+
+SPEC = {"name": "pausing", "nodes": [
+    {"id": "a", "task": "e2e.sleep", "input": {"seconds": 2}},
+    {"id": "s", "kind": "sleep", "needs": ["a"], "duration": 1},
+    {"id": "b", "task": "e2e.sleep", "needs": ["s", "a"],
+     "input": {"seconds": "${nodes.a.output}"}},
+]}
+
+
+async def _until_event(client: httpx.AsyncClient, workflow_id: str, wanted: str,
+                       timeout_s: float) -> list[tuple[str, Any]]:
+    """The run's events (SSE, from the start) up to the first of type ``wanted``."""
+    seen: list[tuple[str, Any]] = []
+
+    async def read() -> None:
+        async with aconnect_sse(client, "GET", f"/v1/workflows/{workflow_id}/events") as src:
+            async for sse in src.aiter_sse():
+                if sse.data:
+                    seen.append((sse.event, json.loads(sse.data)))
+                if sse.event == wanted:
+                    return
+    await asyncio.wait_for(read(), scaled(timeout_s))
+    return seen
+
+
+async def test_pause_with_an_attempt_in_flight_and_a_timer_due_then_resume(
+        stack: Stack) -> None:
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = (await client.post("/v1/workflows", json={"workflow": SPEC})).json()["id"]
+        await _until_event(client, workflow_id, "TaskStarted", 30)
+        paused = await client.post(f"/v1/workflows/{workflow_id}/pause",
+                                   json={"reason": "e2e", "request_id": "e2e-pause"})
+        assert paused.status_code == 202, paused.text
+        # a finishes while paused; the sleep starts, and its timer comes due while paused
+        await _until_event(client, workflow_id, "TimerDeferred", 30)
+        doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
+        assert doc["status"] == "running" and doc["paused"] is not None, doc
+        assert doc["paused"]["reason"] == "e2e"
+        again = await client.post(f"/v1/workflows/{workflow_id}/pause")
+        assert again.status_code == 202 and again.json()["was_paused"] is True
+        resumed = await client.post(f"/v1/workflows/{workflow_id}/resume")
+        assert resumed.status_code == 202, resumed.text
+        final = await wait_status(stack, workflow_id, 60)
+        assert final["status"] == "succeeded" and final["paused"] is None, final
+        assert final["output"] == {"b": 2}
+        ended = await client.post(f"/v1/workflows/{workflow_id}/resume")
+        assert ended.status_code == 409
+        assert ended.headers["content-type"] == "application/problem+json"
+    records = await history(stack, workflow_id)
+    types = [r.type for r in records]
+    p, r = types.index("WorkflowPaused"), types.index("WorkflowResumed")
+    assert types.count("WorkflowPaused") == 1, "the second pause recorded nothing"
+    during = records[p + 1:r]
+    assert not any(isinstance(e.body, ev.TaskDispatched) for e in during), types
+    assert any(isinstance(e.body, ev.TaskSucceeded) and e.body.node == "a" for e in during)
+    [due] = [e.body for e in during if isinstance(e.body, ev.TimerDeferred)]
+    fired = [e for e in records if isinstance(e.body, ev.TimerFired)
+             and e.body.timer_id == due.timer_id]
+    assert [e.seq for e in fired] == [records[r].seq + 1], "it fired once, at the resume"
+    assert due.fire_at_ms <= due.at_ms, "it came due during the pause"
+    dispatched_b = [e for e in records if isinstance(e.body, ev.TaskDispatched)
+                    and e.body.node == "b"]
+    assert len(dispatched_b) == 1 and dispatched_b[0].seq > records[r].seq
+    # the tasks topic (its partitions in any order): the dispatch records of this run,
+    # a's before the pause and b's at the resume, none in between
+    resumed_ms = records[r].body.at_ms
+    sent = await read_topic(
+        stack.topics.tasks("cpu"),
+        lambda got: sum(d.workflow_id == workflow_id for d in got) >= 2, scaled(30))
+    once = {(d.node, d.attempt): d for d in sent if d.workflow_id == workflow_id}  # copies
+    assert sorted((d.node, d.at_ms >= resumed_ms) for d in once.values()) == [
+        ("a", False), ("b", True)]
+
+
+async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it(
+        stack: Stack) -> None:
+    name = f"pausing-{uuid.uuid4().hex[:8]}"
+    spec = {"name": name, "nodes": [{"id": "a", "task": "e2e.sleep", "input": {"seconds": 0}}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        stored = await client.put(f"/v1/definitions/{name}", json={"workflow": spec})
+        assert stored.status_code == 201, stored.text
+        paused = await client.post(f"/v1/definitions/{name}/pause")
+        assert paused.status_code == 202 and paused.json()["runs"] == 0, paused.text
+        workflow_id = (await client.post("/v1/workflows",
+                                         json={"definition": name})).json()["id"]
+        seen = await _until_event(client, workflow_id, "DispatchDeferred", 30)
+        assert [t for t, _ in seen][:3] == ["WorkflowAccepted", "WorkflowPaused",
+                                            "DispatchDeferred"]
+        assert seen[1][1]["by"] == f"definition:{name}"
+        await wait_until_async(lambda: _paused(client, workflow_id), 30, "paused in the view")
+        resumed = await client.post(f"/v1/definitions/{name}/resume")
+        assert resumed.status_code == 202 and resumed.json()["runs"] == 1, resumed.text
+        final = await wait_status(stack, workflow_id, 60)
+        assert final["status"] == "succeeded", final
+
+
+async def _paused(client: httpx.AsyncClient, workflow_id: str) -> bool:
+    doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
+    return doc.get("paused") is not None

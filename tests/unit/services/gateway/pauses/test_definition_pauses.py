@@ -1,0 +1,88 @@
+"""``POST /v1/definitions/{name}/pause`` and ``/resume``: the definition's row written
+(or deleted), one request per running run of it produced to ``control`` (a resume only
+for the runs its pause paused), 404 for an unknown definition; and a paused
+definition's new runs are submitted paused (``paused_by``)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
+
+from headwater.core import events as ev
+from services.gateway.pauses.definitions import paused_by
+
+
+@dataclass
+class DefinitionPool(FakePool):
+    """A projection holding definition ``refund`` and the runs ``running`` of it."""
+
+    running: list[dict[str, Any]] = field(default_factory=list)
+    executed: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    asked: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+
+    async def fetchrow(self, sql: str, *args: Any) -> dict[str, Any] | None:
+        if "from definition_heads" in sql:
+            return ({"version": 3, "deleted": False, "tenant": None}
+                    if args[0] == "refund" else None)
+        return await super().fetchrow(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        self.asked.append((sql, args))
+        if "from workflows where definition" in sql:
+            return self.running
+        return []
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        self.executed.append((sql, args))
+        return "OK"
+
+
+def connected(gw: Gateway, running: list[str]) -> tuple[DefinitionPool, FakeProducer]:
+    pool, producer = DefinitionPool(running=[{"workflow_id": w} for w in running]), FakeProducer()
+    gw.connect(pool, producer)
+    return pool, producer
+
+
+def test_a_pause_records_the_definition_and_pauses_each_running_run(gw: Gateway) -> None:
+    pool, producer = connected(gw, ["wf-1", "wf-2"])
+    response = gw.client.post("/v1/definitions/refund/pause", json={"reason": "API down"})
+    assert response.status_code == 202, response.text
+    assert response.json() == {"definition": "refund", "paused": True, "runs": 2,
+                               "links": {"self": "/v1/definitions/refund"}}
+    [(sql, args)] = pool.executed
+    assert sql.startswith("insert into definition_pauses") and args[0] == "refund"
+    assert "paused is null" in pool.asked[-1][0], "runs paused already are left alone"
+    sent = {key: record for _, key, record in producer.sent}
+    assert set(sent) == {b"wf-1", b"wf-2"}
+    for wid, record in sent.items():
+        assert isinstance(record, ev.PauseRequested)
+        assert (record.by, record.reason) == ("definition:refund", "API down")
+        assert record.request_id.endswith(f":{wid.decode()}")
+
+
+def test_a_resume_deletes_the_row_and_resumes_the_runs_its_pause_paused(gw: Gateway) -> None:
+    pool, producer = connected(gw, ["wf-1"])
+    response = gw.client.post("/v1/definitions/refund/resume")
+    assert response.status_code == 202, response.text
+    assert response.json()["paused"] is False and response.json()["runs"] == 1
+    assert pool.executed[0][0].startswith("delete from definition_pauses")
+    sql, args = pool.asked[-1]
+    assert "paused->>'by' = $2" in sql and args[1] == "definition:refund"
+    [(_, _, record)] = producer.sent
+    assert isinstance(record, ev.ResumeRequested) and record.by == "definition:refund"
+
+
+def test_an_unknown_definition_is_404_and_nothing_is_written(gw: Gateway) -> None:
+    pool, producer = connected(gw, ["wf-1"])
+    assert_problem(gw.client.post("/v1/definitions/nope/pause"), 404)
+    assert pool.executed == [] and producer.sent == []
+
+
+def test_a_paused_definitions_runs_are_submitted_paused() -> None:
+    pool = FakePool(paused_definitions={"refund"})
+    assert asyncio.run(paused_by(pool, "refund")) == "definition:refund"
+    assert asyncio.run(paused_by(pool, "other")) is None
+    assert asyncio.run(paused_by(pool, None)) is None
