@@ -66,6 +66,7 @@ class Workflow:
         failure: what failed it (a failed run's document), with the traceback; else None.
         priority: its priority, 0-9, higher first (None: a list item, or a gateway
             that shows none).
+        labels: its labels (``{}``: none).
     """
 
     id: str
@@ -83,6 +84,7 @@ class Workflow:
     generation: int = 1
     failure: TaskFailure | None = None
     priority: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -102,7 +104,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         created_at=doc.get("created_at"), updated_at=doc.get("updated_at"),
         definition=definition, raw=doc, generation=int(doc.get("generation") or 1),
         failure=TaskFailure.from_document(doc.get("failure")),
-        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None)
+        priority=doc["priority"] if isinstance(doc.get("priority"), int) else None,
+        labels=dict(doc.get("labels") or {}))
 
 
 @dataclass(frozen=True)

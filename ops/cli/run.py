@@ -31,6 +31,7 @@ from ops.cli.workflows import (
     PRIORITY_HELP,
     client,
     gateway_errors,
+    label_options,
     load_input,
     priority_option,
     report,
@@ -57,6 +58,9 @@ def run(
     refresh_cache: Annotated[bool, typer.Option(
         "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
                                 "fresh outputs")] = False,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="KEY=VALUE: a label of the run, over the definition's; "
+                              "repeat for several")] = None,
     gateway: str = GATEWAY,
 ) -> None:
     """Run a stored definition by name and print its output.
@@ -71,6 +75,7 @@ def run(
         raise typer.BadParameter("--async and --follow exclude each other")
     run_input: Any = load_input(input)
     given_priority = priority_option(priority)
+    labels = label_options(label or [], any_value=False) or None
     run_id = id or new_workflow_id()
     started = time.monotonic()
     with gateway_errors(gateway, f"run {run_id}"), client(gateway) as hw, \
@@ -79,13 +84,14 @@ def run(
             from ops.cli.follow import follow
 
             stream = hw.run(name, run_input, mode="stream", timeout=timeout, id=run_id,
-                            priority=given_priority, cache_refresh=refresh_cache)
+                            priority=given_priority, cache_refresh=refresh_cache,
+                            labels=labels)
             state = follow(((e.type, e.id, e.data) for e in stream), console)
             report(state, time.monotonic() - started)
             return
         answer = hw.run(name, run_input, mode="async" if async_ else "sync",
                         timeout=timeout, id=run_id, priority=given_priority,
-                        cache_refresh=refresh_cache)
+                        cache_refresh=refresh_cache, labels=labels)
     console.print(f"run [bold]{escape(answer.id)}[/] {styled(answer.status)}")
     if async_:
         return

@@ -126,6 +126,9 @@ def submit(
     refresh_cache: Annotated[bool, typer.Option(
         "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
                                 "fresh outputs")] = False,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="KEY=VALUE: a label of the run, over the spec's; "
+                              "repeat for several")] = None,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -136,6 +139,7 @@ def submit(
     spec = _spec(file)
     workflow_input = load_input(input)
     given_priority = priority_option(priority)
+    labels = label_options(label or [], any_value=False)
     workflow_id = id or new_workflow_id()
     if id is None:
         errors_console.print(f"submitting {escape(workflow_id)} (the id is chosen before "
@@ -146,7 +150,7 @@ def submit(
         with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
             answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant,
                                queue_anyway=queue_anyway, priority=given_priority,
-                               cache_refresh=refresh_cache)
+                               cache_refresh=refresh_cache, labels=labels or None)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
         print_warnings({"warnings": answer.warnings}, console)
@@ -182,6 +186,28 @@ def priority_option(raw: str | None) -> int | str | None:
     if fault is not None:
         raise typer.BadParameter(fault.removeprefix("priority: "))
     return value
+
+
+def label_options(pairs: list[str], any_value: bool) -> dict[str, Any]:
+    """``--label KEY=VALUE`` options as labels (``headwater.core.labels``); with
+    ``any_value`` (a filter), a bare ``KEY`` stands for the key with any value (None).
+
+    Raises:
+        typer.BadParameter: one without ``=`` (unless ``any_value``), or a key or value
+            a label may not have.
+    """
+    from headwater.core.labels import label_faults
+
+    labels: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep and not any_value:
+            raise typer.BadParameter(f"--label {pair!r}: KEY=VALUE")
+        faults = label_faults({key: value})
+        if faults:
+            raise typer.BadParameter(f"--label {faults[0].removeprefix('labels: ')}")
+        labels[key] = value if sep else None
+    return labels
 
 
 def _spec(file: Path) -> dict[str, Any]:
@@ -239,6 +265,9 @@ def status(
     shown = f", priority {priority}" if isinstance(priority, int) and priority != 5 else ""
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
                   f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}")
+    if doc.get("labels"):
+        console.print("labels: " + escape(" ".join(f"{k}={v}" for k, v in
+                                                   sorted(doc["labels"].items()))))
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

@@ -80,6 +80,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
         "error": row["error"], "failure": failure(*failed_by),
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
+        "labels": row.get("labels") or {},
         "generation": row.get("generation") or 1, "nodes": node_views,
         "tasks": [task_view(t, requires) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,

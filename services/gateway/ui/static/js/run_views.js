@@ -37,6 +37,13 @@ function term(name, value) {
     : [h("dt", {}, name), h("dd", {}, value)];
 }
 
+/** A run's labels as ``key=value`` chips (null: none). */
+export function labelList(labels) {
+  const pairs = Object.entries(labels || {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  return pairs.length ? h("span", {class: "labels"},
+    pairs.map(([k, v]) => h("code", {class: "label"}, `${k}=${v}`))) : null;
+}
+
 /** The run's facts: name, status, definition, priority, generation, times; stream is the event
  * stream's state ("live", "reconnecting", "ended"). */
 export function summary(doc, stream) {
@@ -45,6 +52,7 @@ export function summary(doc, stream) {
     term("status", badge(doc.status, doc.status)),
     term("name", doc.name), term("definition", definition), term("tenant", doc.tenant),
     term("priority", Number.isInteger(doc.priority) ? String(doc.priority) : null),
+    term("labels", labelList(doc.labels)),
     term("generation", doc.generation > 1 ? String(doc.generation) : null),
     term("created", when(doc.created_at)), term("updated", when(doc.updated_at)),
     term("events", `${doc.seq} (stream ${stream})`),
