@@ -29,6 +29,7 @@ from services.gateway.lifetime import Runtime
 from services.gateway.limits import api as limits_api
 from services.gateway.logs import api as logs_api
 from services.gateway.openapi import document
+from services.gateway.operations import api as operations_api
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
 from services.gateway.runs import api as runs_api
@@ -46,7 +47,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router, runs_api.router, tasks_api.router, control_api.router, run_api.router,
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
-    limits_api.router,
+    limits_api.router, operations_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await runtime.notifier.start(settings.pg_dsn)
         await definitions_api.start(app)  # the definitions topic, read into its tables
         runtime.start_registrar(app.router.routes)  # then what workers announce is registered
+        await operations_api.start(app)  # the operations topic read; those left running go on
         runtime.ready = True
         log.info("gateway ready on %s:%d", settings.host, settings.port)
 
@@ -94,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             connecting.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await connecting
+            await operations_api.stop(app)
             await runtime.close()
 
     # GET /metrics, and every request counted (inside the middleware added below)

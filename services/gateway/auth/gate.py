@@ -26,7 +26,8 @@ from services.gateway.edge.problems import problem_response
 log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
 _SUBMIT = re.compile(
-    r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|signals/[^/]+)|run/[^/]*)/?")
+    r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|signals/[^/]+)|run/[^/]*"
+    r"|operations)/?")
 METRICS_PATH = "/metrics"
 METRICS_AUTH = ("token", "open")
 """``HEADWATER_METRICS_AUTH``: with auth on, ``token`` (the default) asks ``/metrics`` for
@@ -49,8 +50,9 @@ def parse_metrics_auth(text: str) -> bool:
 def role_needed(method: str, path: str) -> str | None:
     """The least role an API request needs, or None for an open path.
 
-    ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling and
-    ``POST /v1/run/{name}``: ``submit``. Writing a definition, a schedule or a limit
+    ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling,
+    ``POST /v1/run/{name}`` and a bulk operation (``POST /v1/operations``, on the
+    caller's tenant's runs): ``submit``. Writing a definition, a schedule or a limit
     (``PUT``, ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
     (a route that does not take it answers 405 after that). A ``POST`` to a path
     outside ``/v1/`` that may be a workflow's (``POST /research``, ``runs.paths``):

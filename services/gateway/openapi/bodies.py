@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.core import labels
 from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
@@ -153,6 +154,15 @@ the gateway takes it in a submission all the same. Schemathesis
 ``POST /v1/workflows`` with a seventh value in the ``kind`` enum (a throw-away kind
 showed it, whatever the value), so a new kind needs that test looked at first."""
 
+LABELS_SCHEMA: dict[str, Any] = {
+    "type": "object", "maxProperties": labels.MAX_LABELS,
+    "propertyNames": {"pattern": "^" + labels.KEY_PATTERN.pattern + "$"},
+    "additionalProperties": {"type": "string",
+                             "pattern": "^" + labels.VALUE_PATTERN.pattern + "$"},
+    "description": "labels, key: value (headwater.core.labels): keys "
+                   f"{labels.KEY_HINT}; values {labels.VALUE_HINT}"}
+"""A run's labels (a spec's ``labels``, a submission's)."""
+
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name", "nodes"],
@@ -173,6 +183,7 @@ SPEC_SCHEMA: dict[str, Any] = {
         "nodes": {"type": "array", "minItems": 1, "items": NODE_SCHEMA},
         "output": {"description": "a JSON template of the workflow's output"},
         "priority": _or_null(PRIORITY_SCHEMA),
+        "labels": _or_null(LABELS_SCHEMA),
     },
 }
 """A workflow spec as a JSON object."""
@@ -199,6 +210,8 @@ SUBMIT_SCHEMA: dict[str, Any] = {
         "priority": _or_null({**PRIORITY_SCHEMA, "description": "the run's priority, in "
                               "place of the spec's (a definition's default): "
                               f"{PRIORITY_SCHEMA['description']}"}),
+        "labels": _or_null({**LABELS_SCHEMA, "description": "the run's labels, merged "
+                            "over the spec's (a definition's) key by key"}),
     },
 }
 """``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""

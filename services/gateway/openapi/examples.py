@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from services.gateway.operations import openapi as operation_docs
 from services.gateway.runs.cursor import encode_cursor
 
 JSON, EVENTS = "application/json", "text/event-stream"
@@ -342,3 +343,5 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
 }
 """Per operation, status and media type: the answer's named examples (one, named
 ``example``), as its media type's ``examples`` holds them."""
+REQUEST_EXAMPLES.update(operation_docs.REQUEST_EXAMPLES)
+ANSWER_EXAMPLES.update(operation_docs.ANSWER_EXAMPLES)

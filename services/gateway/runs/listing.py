@@ -122,6 +122,20 @@ _LIST_COLUMNS = (("status", "="), ("name", "="), ("tenant", "="), ("definition",
                  ("definition_version", "="), ("created_at", ">"), ("created_at", "<"))
 
 
+def filter_clauses(filters: ListFilter, args: list[object]) -> list[str]:
+    """The SQL conditions over ``workflows`` of ``filters`` (``true`` first, so never
+    empty), their arguments appended to ``args``; the listing's and a bulk operation's
+    (``operations.matching``)."""
+    where: list[str] = ["true"]
+    values = (filters.status, filters.name, filters.tenant, filters.definition,
+              filters.version, filters.created_after, filters.created_before)
+    for (column, op), value in zip(_LIST_COLUMNS, values, strict=True):
+        if value is not None:
+            args.append(value)
+            where.append(f"{column} {op} ${len(args)}")
+    return where + label_clauses(filters.labels, args)
+
+
 async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
                     cursor: str | None) -> dict[str, Any]:
     """Workflows newest first, filtered, ``limit`` per page, with ``next_cursor``.
@@ -130,15 +144,8 @@ async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
     the cursor (the last row's ``(created_at, workflow_id)``) continues the same order
     under the same filters.
     """
-    where: list[str] = ["true"]
     args: list[object] = []
-    values = (filters.status, filters.name, filters.tenant, filters.definition,
-              filters.version, filters.created_after, filters.created_before)
-    for (column, op), value in zip(_LIST_COLUMNS, values, strict=True):
-        if value is not None:
-            args.append(value)
-            where.append(f"{column} {op} ${len(args)}")
-    where += label_clauses(filters.labels, args)
+    where = filter_clauses(filters, args)
     if cursor:
         created, wid = decode_cursor(cursor)
         args += [created, wid]
