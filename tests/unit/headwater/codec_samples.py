@@ -13,6 +13,7 @@ from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
+from headwater.operations import OperationRecorded
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas" / "avro"
 WF = "wf-ü-漢字-1"
@@ -165,6 +166,9 @@ def other_samples() -> list[Any]:
             LogLine(AT, "INFO", "log", "headwater.task", "fetched 3 rows ✓"),
             LogLine(AT + 1, "ERROR", "stderr", "", "Traceback ⏳\n  line 2"))),
         TaskLogLines(WF, "n", 7, 2**31 - 1, 2001, (), True),
+        OperationRecorded("op-1", AT, "running", {"action": "cancel", "targets": [WF],
+                                                  "next": 0, "counts": {"done": 0}}),
+        OperationRecorded("op-ü", 0, "done", {"filter": {"label": ["team:a"]}}, "tënant"),
     ]
 
 
