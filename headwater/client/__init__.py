@@ -38,7 +38,8 @@ how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``r
 (which failures are tried again, and what an error answer raises), ``follow`` (an event
 stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
 stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
-``schedules`` is ``Client.schedules``; ``calls`` the child runs of task code
+``schedules`` is ``Client.schedules``, ``operations`` ``Client.operations`` (bulk
+operations); ``calls`` the child runs of task code
 (``TaskContext.call``).
 """
 
@@ -46,6 +47,7 @@ from headwater.client.aio import AsyncClient
 from headwater.client.definitions import AsyncDefinitions, Definitions
 from headwater.client.follow import SETTLE_S
 from headwater.client.logs import TaskLogLine
+from headwater.client.operations import AsyncOperations, DryRun, Operation, Operations
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
 from headwater.client.sync import Client
@@ -70,14 +72,18 @@ __all__ = [
     "SETTLE_S",
     "AsyncClient",
     "AsyncDefinitions",
+    "AsyncOperations",
     "AsyncSchedules",
     "Client",
     "Definition",
     "DefinitionRef",
     "Definitions",
+    "DryRun",
     "Event",
     "Identity",
     "NodeTasks",
+    "Operation",
+    "Operations",
     "Page",
     "Queue",
     "Run",

@@ -32,6 +32,7 @@ from headwater.client.http import (
     settings,
 )
 from headwater.client.log_io import AsyncTaskLogReads
+from headwater.client.operations import AsyncOperations
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
@@ -68,6 +69,7 @@ class AsyncClient(AsyncTaskLogReads):
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        headers=headers, transport=transport)
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
+        self.operations = AsyncOperations(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -30,6 +30,7 @@ from headwater.client.http import (
     sse_events,
 )
 from headwater.client.log_io import TaskLogReads
+from headwater.client.operations import Operations
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
@@ -74,6 +75,7 @@ class Client(BlobReads, TaskLogReads):
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers=auth_headers(default_token() if token is None else token))
         self.definitions, self.schedules = Definitions(self), Schedules(self)
+        self.operations = Operations(self)
 
     def __enter__(self) -> Client:
         return self
