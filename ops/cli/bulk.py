@@ -17,8 +17,9 @@ import typer
 from rich.markup import escape
 
 from ops.cli.common import GATEWAY, console
+from ops.cli.labels import label_options
 from ops.cli.resources import sub_app
-from ops.cli.workflows import client, gateway_errors, label_options, signal_fields
+from ops.cli.workflows import client, gateway_errors, signal_fields
 
 if TYPE_CHECKING:
     from headwater.client import Client

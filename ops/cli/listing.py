@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ops.cli.common import GATEWAY, console, print_table, styled
-from ops.cli.workflows import client, gateway_errors, label_options
+from ops.cli.labels import label_options, labels_text
+from ops.cli.workflows import client, gateway_errors
 
 STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
 
@@ -72,7 +73,7 @@ def list_runs(
     table = Table("id", *(["tenant"] if tenants else []), "name", "definition", "status",
                   *(["labels"] if labelled else []), "created", "updated", "error")
     for w in page.items:
-        shown = " ".join(f"{k}={v}" for k, v in sorted(w.labels.items()))
+        shown = labels_text(w.labels)
         table.add_row(escape(w.id), *([escape(w.tenant or "")] if tenants else []),
                       escape(w.name), escape(definition_of(w.raw)), styled(w.status),
                       *([escape(shown)] if labelled else []),

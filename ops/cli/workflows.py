@@ -36,6 +36,7 @@ from ops.cli.common import (
     styled,
     unreachable,
 )
+from ops.cli.labels import RunLabels, label_options, print_labels
 from ops.cli.queue_notes import node_status, print_waiting, print_warnings, warn_later
 
 if TYPE_CHECKING:
@@ -126,9 +127,7 @@ def submit(
     refresh_cache: Annotated[bool, typer.Option(
         "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
                                 "fresh outputs")] = False,
-    label: Annotated[list[str] | None, typer.Option(
-        "--label", "-l", help="KEY=VALUE: a label of the run, over the spec's; "
-                              "repeat for several")] = None,
+    label: RunLabels = None,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -188,28 +187,6 @@ def priority_option(raw: str | None) -> int | str | None:
     return value
 
 
-def label_options(pairs: list[str], any_value: bool) -> dict[str, Any]:
-    """``--label KEY=VALUE`` options as labels (``headwater.core.labels``); with
-    ``any_value`` (a filter), a bare ``KEY`` stands for the key with any value (None).
-
-    Raises:
-        typer.BadParameter: one without ``=`` (unless ``any_value``), or a key or value
-            a label may not have.
-    """
-    from headwater.core.labels import label_faults
-
-    labels: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep and not any_value:
-            raise typer.BadParameter(f"--label {pair!r}: KEY=VALUE")
-        faults = label_faults({key: value})
-        if faults:
-            raise typer.BadParameter(f"--label {faults[0].removeprefix('labels: ')}")
-        labels[key] = value if sep else None
-    return labels
-
-
 def _spec(file: Path) -> dict[str, Any]:
     """The workflow in ``file`` (YAML or JSON). Raises ``typer.Exit`` (2) if it is not a
     mapping."""
@@ -265,9 +242,7 @@ def status(
     shown = f", priority {priority}" if isinstance(priority, int) and priority != 5 else ""
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
                   f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}")
-    if doc.get("labels"):
-        console.print("labels: " + escape(" ".join(f"{k}={v}" for k, v in
-                                                   sorted(doc["labels"].items()))))
+    print_labels(doc.get("labels"))
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

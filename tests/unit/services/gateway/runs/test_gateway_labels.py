@@ -1,7 +1,7 @@
 """Labels at the edge: a submission's ``labels`` (a body's, or ``?label=k:v`` of
 ``POST /v1/run/{name}``) merged over the spec's in the spec the run records and in what
 its id's hash covers; a bad one a 422 naming it; ``?label=`` selectors of the listing
-and the SQL they make (run on PostgreSQL in ``tests/e2e/test_labels_bulk.py``)."""
+and the SQL they make (run on PostgreSQL in ``tests/e2e/test_labels.py``)."""
 
 from __future__ import annotations
 
