@@ -3,7 +3,9 @@ runs labelled ``team=<t>`` and 5 labelled otherwise; a dry run of a bulk cancel 
 label counts 200 and shows a sample; the cancel, recorded as one operation, ends all
 200 (its counts say so, each run's history names the operation) and leaves the other 5
 running; the same id again answers the same operation; a bulk signal then ends the 5
-(the signal's id the same for every send)."""
+(the signal's id the same for every send). A bulk rerun of 3 cancelled runs starts 3
+reruns that carry the labels; a bulk cancel by the label then cancels the reruns and
+skips their sources."""
 
 from __future__ import annotations
 
@@ -98,3 +100,46 @@ async def _bulk_cancel(stack: Stack) -> None:
             return await _ids(client, ("label", f"of:{team}"), ("status", "succeeded"))
         await wait_until_async(succeeded, 60, "the 5 others signalled to their end",
                                until=lambda found: found == others)
+
+
+def test_a_bulk_rerun_keeps_the_labels_and_skips_what_is_running(stack: Stack) -> None:
+    asyncio.run(_bulk_rerun(stack))
+
+
+async def _bulk_rerun(stack: Stack) -> None:
+    team = f"r{uuid.uuid4().hex[:8]}"
+    sources = {f"{team}-{i}" for i in range(3)}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        for wid in sorted(sources):
+            response = await client.post("/v1/workflows", json={
+                "id": wid, "workflow": WAITING, "labels": {"rr": team}})
+            assert response.status_code == 202, response.text
+
+        async def running() -> set[str]:
+            return await _ids(client, ("label", f"rr:{team}"), ("status", "running"))
+        await wait_until_async(running, 60, "the 3 runs running",
+                               until=lambda found: found == sources)
+        cancel = await client.post("/v1/operations", json={
+            "action": "cancel", "filter": {"label": [f"rr:{team}"]}})
+        assert (await _operation(client, cancel.json()["id"]))["counts"]["done"] == 3
+
+        async def cancelled() -> set[str]:
+            return await _ids(client, ("label", f"rr:{team}"), ("status", "cancelled"))
+        await wait_until_async(cancelled, 60, "the 3 cancelled",
+                               until=lambda found: found == sources)
+        rerun = await client.post("/v1/operations", json={
+            "action": "rerun", "filter": {"label": [f"rr:{team}"]}})
+        assert rerun.status_code == 202, rerun.text
+        done = await _operation(client, rerun.json()["id"])
+        assert done["counts"] == {"done": 3, "skipped": 0, "failed": 0}, done
+        reruns = await wait_until_async(running, 60, "the 3 reruns running, labelled",
+                                        until=lambda found: len(found) == 3)
+        assert not reruns & sources
+        for wid in reruns:
+            doc = (await client.get(f"/v1/workflows/{wid}")).json()
+            assert doc["rerun_of"] in sources and doc["labels"] == {"rr": team}
+
+        cleanup = await client.post("/v1/operations", json={
+            "action": "cancel", "filter": {"label": [f"rr:{team}"]}})
+        counted = (await _operation(client, cleanup.json()["id"]))["counts"]
+        assert counted == {"done": 3, "skipped": 3, "failed": 0}, counted
