@@ -35,6 +35,7 @@ from headwater.core import registry
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.errors import DecodeError
 from headwater.log_lines import LogLine, TaskLogLines
+from headwater.operations import OperationRecorded
 from headwater.trigger_records import TriggerStored
 from headwater.webhooks import WebhookStored
 
@@ -44,7 +45,7 @@ NAMESPACE = "headwater"
 # Avro ``bytes`` fields that carry a JSON document.
 JSON_FIELDS = frozenset({"spec", "input", "output", "checkpoint", "chunk", "fields",
                          "input_schema", "rerun", "continuation", "source",
-                         "settings", "filter", "parent"})
+                         "settings", "filter", "parent", "operation"})
 INT_RANGE = range(-(2**31), 2**31)
 """The values of an Avro ``int`` (32-bit signed, Avro 1.11 spec, "Primitive Types").
 fastavro writes any Python integer into one, so the codec refuses the others."""
@@ -75,12 +76,13 @@ RECORD_TYPES: dict[str, type[Any]] = {
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
         TriggerStored,
         WebhookStored,
+        OperationRecorded,
     )
 }
 """Schema name -> its record type: the inputs, the common history events, every node
 kind's events (from the registry, ``KindUnit.events``), and the records of the
-definitions registry, of the workers' announcements, of the task logs and of the
-triggers."""
+definitions registry, of the workers' announcements, of the task logs, of the
+triggers and of the bulk operations."""
 RECORD_ARRAYS: dict[str, type[Any]] = {"lines": LogLine, "workflows": AnnouncedWorkflow}
 """Array fields whose items are records: the field's name -> the items' type."""
 

@@ -131,6 +131,13 @@ class Topics:
         return f"{self.prefix}-trigger-{tenant if tenant is not None else '-'}-{name}"
 
     @property
+    def operations(self) -> str:
+        """Bulk operations (compacted, 1 partition): ``OperationRecorded`` keyed by the
+        operation's id, written as it starts and after each batch
+        (``headwater.operations``)."""
+        return f"{self.prefix}.operations"
+
+    @property
     def logs(self) -> str:
         """``TaskLogLines`` records keyed by workflow id: what task attempts logged and
         printed, in batches (the workers write it, the projector reads it into

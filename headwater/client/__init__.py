@@ -39,14 +39,15 @@ how it reads the answer), ``http`` (the ``Call`` builders, argument checks), ``r
 stream's reconnects, ``result``'s watch), ``logs`` (task logs: their pages and their
 stream), ``types`` (the answers' frozen views) and ``tasks`` (those of a run's tasks).
 ``schedules`` is ``Client.schedules``, ``triggers`` ``Client.triggers``, ``webhooks``
-``Client.webhooks``; ``calls`` the
-child runs of task code (``TaskContext.call``).
+``Client.webhooks``, ``operations`` ``Client.operations`` (bulk operations); ``calls``
+the child runs of task code (``TaskContext.call``).
 """
 
 from headwater.client.aio import AsyncClient
 from headwater.client.definitions import AsyncDefinitions, Definitions
 from headwater.client.follow import SETTLE_S
 from headwater.client.logs import TaskLogLine
+from headwater.client.operations import AsyncOperations, DryRun, Operation, Operations
 from headwater.client.requests import RUN_WAIT_S
 from headwater.client.schedules import AsyncSchedules, Schedules
 from headwater.client.sync import Client
@@ -73,6 +74,7 @@ __all__ = [
     "SETTLE_S",
     "AsyncClient",
     "AsyncDefinitions",
+    "AsyncOperations",
     "AsyncSchedules",
     "AsyncTriggers",
     "AsyncWebhooks",
@@ -80,9 +82,12 @@ __all__ = [
     "Definition",
     "DefinitionRef",
     "Definitions",
+    "DryRun",
     "Event",
     "Identity",
     "NodeTasks",
+    "Operation",
+    "Operations",
     "Page",
     "Queue",
     "Run",

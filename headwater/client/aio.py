@@ -32,6 +32,7 @@ from headwater.client.http import (
     settings,
 )
 from headwater.client.log_io import AsyncTaskLogReads
+from headwater.client.operations import AsyncOperations
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import AsyncSchedules
@@ -72,6 +73,7 @@ class AsyncClient(AsyncTaskLogReads):
         self.definitions, self.schedules = AsyncDefinitions(self), AsyncSchedules(self)
         self.triggers = AsyncTriggers(self)
         self.webhooks = AsyncWebhooks(self)
+        self.operations = AsyncOperations(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -129,14 +131,16 @@ class AsyncClient(AsyncTaskLogReads):
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
                   id: str | None = ..., queue_anyway: bool = ...,
-                  priority: int | str | None = ..., cache_refresh: bool = ...) -> Run: ...
+                  priority: int | str | None = ..., cache_refresh: bool = ...,
+                  labels: dict[str, str] | None = ...) -> Run: ...
     @overload
     async def run(self, definition: str, /, input: Any = ...,
                   *, mode: Literal["stream"], timeout: float | None = ...,
                   id: str | None = ...,
                   queue_anyway: bool = ...,
                   priority: int | str | None = ...,
-                  cache_refresh: bool = ...) -> AsyncIterator[Event]: ...
+                  cache_refresh: bool = ...,
+                  labels: dict[str, str] | None = ...) -> AsyncIterator[Event]: ...
 
     async def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """As ``Client.run``; with ``mode="stream"`` the awaited value is an async
@@ -194,9 +198,11 @@ class AsyncClient(AsyncTaskLogReads):
 
     async def list(self, *, status: str | None = None, name: str | None = None,
                    definition: str | None = None, limit: int = 50,
-                   cursor: str | None = None) -> Page:
+                   cursor: str | None = None,
+                   labels: dict[str, str | None] | None = None) -> Page:
         """As ``Client.list``."""
-        return await self.fetch(req.workflows(status, name, definition, limit, cursor))
+        return await self.fetch(req.workflows(status, name, definition, limit, cursor,
+                                              labels))
 
     async def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """As ``Client.result``."""

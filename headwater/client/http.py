@@ -9,7 +9,7 @@ import json
 import math
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict, overload
@@ -192,11 +192,14 @@ class RunOptions(TypedDict, total=False):
             None: the spec's, or its definition's; 5 without one).
         cache_refresh: bypass cache hits: every cached node's attempts compute and
             store fresh outputs (``?cache=refresh``, docs/architecture.md §4o).
+        labels: its labels, ``{key: value}``, merged over the spec's (its
+            definition's) key by key (``headwater.core.labels``).
     """
 
     queue_anyway: bool
     priority: int | str | None
     cache_refresh: bool
+    labels: dict[str, str] | None
 
 
 class SubmitOptions(RunOptions, total=False):
@@ -242,6 +245,8 @@ def submit_call(workflow: dict[str, Any] | str | Path | None, definition: str | 
         body["priority"] = options["priority"]
     if options.get("parent") is not None:
         body["parent"] = options["parent"]
+    if options.get("labels"):
+        body["labels"] = options["labels"]
     params = {"cache": "refresh"} if options.get("cache_refresh") else {}
     return Call("POST", "/v1/workflows", json=body, params=params)
 
@@ -268,6 +273,9 @@ def run_call(definition: str, workflow_input: Any, mode: Mode, timeout: float | 
         params["priority"] = options["priority"]
     if options.get("cache_refresh"):
         params["cache"] = "refresh"
+    labels = options.get("labels")
+    if labels:
+        params["label"] = label_params(labels)
     headers = {"Content-Type": "application/json"}
     if mode == "async":
         headers["Prefer"] = "respond-async"
@@ -331,11 +339,21 @@ def events_call(workflow_id: str, after: int) -> Call:
 
 
 def list_call(status: str | None, name: str | None, definition: str | None, limit: int,
-              cursor: str | None) -> Call:
-    """``GET /v1/workflows`` with its filters (None: not filtered)."""
-    params = {k: v for k, v in (("status", status), ("name", name),
-                                ("definition", definition), ("cursor", cursor)) if v}
+              cursor: str | None, labels: dict[str, str | None] | None = None) -> Call:
+    """``GET /v1/workflows`` with its filters (None: not filtered; ``labels``: runs
+    carrying all of them, a None value: the key with any value)."""
+    params: dict[str, Any] = {k: v for k, v in (
+        ("status", status), ("name", name), ("definition", definition),
+        ("cursor", cursor)) if v}
+    if labels:
+        params["label"] = label_params(labels)
     return Call("GET", "/v1/workflows", params={**params, "limit": limit})
+
+
+def label_params(labels: Mapping[str, str | None]) -> list[str]:
+    """Labels as ``?label=`` parameters: ``key:value``, or ``key`` for a None value
+    (any value, in a filter)."""
+    return [key if value is None else f"{key}:{value}" for key, value in labels.items()]
 
 
 def signal_call(workflow_id: str, name: str, fields: dict[str, Any], index: int | None,

@@ -230,9 +230,10 @@ def page_from(response: httpx.Response) -> Page:
 
 
 def workflows(status: str | None, name: str | None, definition: str | None, limit: int,
-              cursor: str | None) -> Request[Page]:
+              cursor: str | None,
+              labels: dict[str, str | None] | None = None) -> Request[Page]:
     """``Client.list``: one page of ``GET /v1/workflows``, filtered."""
-    return Request(list_call(status, name, definition, limit, cursor), page_from)
+    return Request(list_call(status, name, definition, limit, cursor, labels), page_from)
 
 
 def signal(workflow_id: str, name: str, fields: dict[str, Any], index: int | None,

@@ -30,6 +30,7 @@ from headwater.client.http import (
     sse_events,
 )
 from headwater.client.log_io import TaskLogReads
+from headwater.client.operations import Operations
 from headwater.client.requests import Listing, Request
 from headwater.client.retry import Tries, unexpected
 from headwater.client.schedules import Schedules
@@ -78,6 +79,7 @@ class Client(BlobReads, TaskLogReads):
         self.definitions, self.schedules = Definitions(self), Schedules(self)
         self.triggers = Triggers(self)
         self.webhooks = Webhooks(self)
+        self.operations = Operations(self)
 
     def __enter__(self) -> Client:
         return self
@@ -141,7 +143,8 @@ class Client(BlobReads, TaskLogReads):
             input: the run's input (JSON).
             id: the run's id (None: ``wf-<uuid4 hex>``, chosen before the first try).
             options: ``tenant``, ``queue_anyway`` (submit even when a queue it needs
-                has no live worker), ``priority`` (0-9 or a name): ``SubmitOptions``.
+                has no live worker), ``priority`` (0-9 or a name), ``labels``
+                (``{key: value}``, over the spec's): ``SubmitOptions``.
 
         Raises:
             ValueError: neither or both of ``workflow`` and ``definition``; an empty id.
@@ -156,13 +159,15 @@ class Client(BlobReads, TaskLogReads):
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["sync", "async"] = ..., timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...,
-            priority: int | str | None = ..., cache_refresh: bool = ...) -> Run: ...
+            priority: int | str | None = ..., cache_refresh: bool = ...,
+            labels: dict[str, str] | None = ...) -> Run: ...
     @overload
     def run(self, definition: str, /, input: Any = ...,
             *, mode: Literal["stream"], timeout: float | None = ...,
             id: str | None = ..., queue_anyway: bool = ...,
             priority: int | str | None = ...,
-            cache_refresh: bool = ...) -> Iterator[Event]: ...
+            cache_refresh: bool = ...,
+            labels: dict[str, str] | None = ...) -> Iterator[Event]: ...
 
     def run(self, target: Any, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ``@workflow`` function on its arguments, returning its output (as
@@ -184,6 +189,7 @@ class Client(BlobReads, TaskLogReads):
                 runs take the priority its definition gives.
             cache_refresh: bypass cache hits (``?cache=refresh``): the run's cached
                 nodes compute and store fresh outputs.
+            labels: the run's labels, merged over the definition's (``?label=k:v``).
         """
         if is_workflow(target):
             ran = self.fetch(workflow_request(target, args, kwargs))
@@ -239,10 +245,12 @@ class Client(BlobReads, TaskLogReads):
 
     def list(self, *, status: str | None = None, name: str | None = None,
              definition: str | None = None, limit: int = 50,
-             cursor: str | None = None) -> Page:
+             cursor: str | None = None,
+             labels: dict[str, str | None] | None = None) -> Page:
         """Runs newest first (``GET /v1/workflows``), filtered; ``Page.next_cursor``
-        pages on."""
-        return self.fetch(req.workflows(status, name, definition, limit, cursor))
+        pages on. ``labels``: only runs carrying every one (``{"team": "search"}``; a
+        None value: the key with any value)."""
+        return self.fetch(req.workflows(status, name, definition, limit, cursor, labels))
 
     def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """Wait for a run to end and return its output.

@@ -72,6 +72,7 @@ class Workflow:
             "via"}``: a ``workflow`` node's child, or a task's ``ctx.call``), or None.
         paused: a paused run's ``{"since", "by", "reason"}`` (its status stays
             ``running``); None when it is not paused.
+        labels: its labels (``{}``: none).
     """
 
     id: str
@@ -92,6 +93,7 @@ class Workflow:
     deadline: str | None = None
     parent: dict[str, Any] | None = None
     paused: dict[str, Any] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -114,7 +116,8 @@ def workflow_from(doc: dict[str, Any]) -> Workflow:
         priority=doc["priority"] if isinstance(doc.get("priority"), int) else None,
         deadline=doc.get("deadline") if isinstance(doc.get("deadline"), str) else None,
         parent=doc.get("parent") if isinstance(doc.get("parent"), dict) else None,
-        paused=doc["paused"] if isinstance(doc.get("paused"), dict) else None)
+        paused=doc["paused"] if isinstance(doc.get("paused"), dict) else None,
+        labels=dict(doc.get("labels") or {}))
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ LAZY.update({
                                 "the coordinators dead-lettered, with their reasons.", AUDIT),
     "projection": LazyCommand("ops.cli.projection", "projection_app",
                               "The PostgreSQL projection (a view of the log).", AUDIT),
+    "bulk": LazyCommand("ops.cli.bulk", "bulk_app", "Cancel, signal or rerun every run a "
+                        "filter matches, as one operation.", RUNS),
     "keys": LazyCommand("ops.cli.keys", "keys_app", "API keys: bearer tokens of a tenant "
                         "and a role.", AUTH),
     "whoami": LazyCommand("ops.cli.keys", "whoami", "Show the tenant and role of the token "

@@ -1,5 +1,5 @@
 """``headwater list``: runs newest first (``GET /v1/workflows``), filtered by status,
-name and definition, as a table (``--json``: the items as the gateway gives them)."""
+name, definition and labels, as a table (``--json``: the items as the gateway gives them)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ops.cli.common import GATEWAY, console, print_table, styled
+from ops.cli.labels import label_options, labels_text
 from ops.cli.workflows import client, gateway_errors
 
 STATUSES = ("accepted", "running", "succeeded", "failed", "cancelled")
@@ -43,6 +44,9 @@ def list_runs(
     name: Annotated[str | None, typer.Option(help="only runs of this spec name")] = None,
     definition: Annotated[str | None, typer.Option(
         help="only runs started from this definition (its name)")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="KEY=VALUE (or KEY: any value): only runs carrying it; "
+                              "repeat for all of several")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="how many, newest first")] = 20,
     cursor: Annotated[str | None, typer.Option(
         help="the next page's cursor, as a previous list printed it")] = None,
@@ -51,30 +55,37 @@ def list_runs(
 ) -> None:
     """List runs, newest first, filtered.
 
-    E.g. ``headwater list --status failed --limit 5``.
+    E.g. ``headwater list --status failed --limit 5``, ``headwater list --label
+    team=search --label env=prod``.
     """
+    labels = label_options(label or [], any_value=True)
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"--status {status!r}: one of {', '.join(STATUSES)}")
     with gateway_errors(gateway), client(gateway) as hw:
         page = hw.list(status=status, name=name, definition=definition, limit=limit,
-                       cursor=cursor)
+                       cursor=cursor, labels=labels or None)
     if as_json:
         console.print_json(json.dumps({"items": [w.raw for w in page.items],
                                        "next_cursor": page.next_cursor}))
         return
     tenants = any(w.tenant for w in page.items)  # a column only where there are tenants
+    labelled = any(w.labels for w in page.items)  # a column only where there are labels
     table = Table("id", *(["tenant"] if tenants else []), "name", "definition", "status",
-                  "created", "updated", "error")
+                  *(["labels"] if labelled else []), "created", "updated", "error")
     for w in page.items:
+        shown = labels_text(w.labels)
         table.add_row(escape(w.id), *([escape(w.tenant or "")] if tenants else []),
                       escape(w.name), escape(definition_of(w.raw)), styled(w.status),
+                      *([escape(shown)] if labelled else []),
                       when(w.created_at), when(w.updated_at), escape((w.error or "")[:50]))
     print_table(table, whole=("id",))
     if not page.items:
-        console.print("no runs" + (" match" if status or name or definition else ""))
+        console.print("no runs" + (" match" if status or name or definition or labels
+                                   else ""))
     if page.next_cursor:
         again = [f"--{k} {shlex.quote(str(v))}" for k, v in (("status", status), ("name", name),
                                            ("definition", definition), ("limit", limit))
                  if v is not None and (k != "limit" or v != 20)]
+        again += [f"--label {shlex.quote(p)}" for p in label or []]
         console.print(escape(" ".join(["more: headwater list", *again,
                                        f"--cursor {page.next_cursor}"])))

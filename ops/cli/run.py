@@ -27,6 +27,7 @@ from rich.markup import escape
 
 from headwater import errors
 from ops.cli.common import GATEWAY, console, errors_console, fail, styled
+from ops.cli.labels import RunLabels, label_options
 from ops.cli.workflows import (
     PRIORITY_HELP,
     client,
@@ -57,6 +58,7 @@ def run(
     refresh_cache: Annotated[bool, typer.Option(
         "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
                                 "fresh outputs")] = False,
+    label: RunLabels = None,
     gateway: str = GATEWAY,
 ) -> None:
     """Run a stored definition by name and print its output.
@@ -70,7 +72,7 @@ def run(
     if async_ and follow_:
         raise typer.BadParameter("--async and --follow exclude each other")
     run_input: Any = load_input(input)
-    given_priority = priority_option(priority)
+    options = run_options(priority, refresh_cache, label)
     run_id = id or new_workflow_id()
     started = time.monotonic()
     with gateway_errors(gateway, f"run {run_id}"), client(gateway) as hw, \
@@ -79,13 +81,12 @@ def run(
             from ops.cli.follow import follow
 
             stream = hw.run(name, run_input, mode="stream", timeout=timeout, id=run_id,
-                            priority=given_priority, cache_refresh=refresh_cache)
+                            **options)
             state = follow(((e.type, e.id, e.data) for e in stream), console)
             report(state, time.monotonic() - started)
             return
         answer = hw.run(name, run_input, mode="async" if async_ else "sync",
-                        timeout=timeout, id=run_id, priority=given_priority,
-                        cache_refresh=refresh_cache)
+                        timeout=timeout, id=run_id, **options)
     console.print(f"run [bold]{escape(answer.id)}[/] {styled(answer.status)}")
     if async_:
         return
@@ -97,6 +98,17 @@ def run(
         return
     console.print(f"[red]{escape(str(answer.error))}[/]")
     raise typer.Exit(1)
+
+
+def run_options(priority: str | None, refresh_cache: bool,
+                label: list[str] | None) -> dict[str, Any]:
+    """The client's ``RunOptions`` of ``--priority``, ``--refresh-cache`` and ``--label``.
+
+    Raises:
+        typer.BadParameter: a priority or a label it may not have.
+    """
+    return {"priority": priority_option(priority), "cache_refresh": refresh_cache,
+            "labels": label_options(label or [], any_value=False) or None}
 
 
 @contextlib.contextmanager

@@ -36,6 +36,7 @@ from ops.cli.common import (
     styled,
     unreachable,
 )
+from ops.cli.labels import RunLabels, label_options, print_labels
 from ops.cli.queue_notes import (
     node_status,
     paused_note,
@@ -132,6 +133,7 @@ def submit(
     refresh_cache: Annotated[bool, typer.Option(
         "--refresh-cache", help="bypass cache hits: its cached nodes compute and store "
                                 "fresh outputs")] = False,
+    label: RunLabels = None,
     follow_: Annotated[bool, typer.Option("--follow/--no-follow",
                        help="watch progress until the workflow ends")] = False,
     gateway: str = GATEWAY,
@@ -142,6 +144,7 @@ def submit(
     spec = _spec(file)
     workflow_input = load_input(input)
     given_priority = priority_option(priority)
+    labels = label_options(label or [], any_value=False)
     workflow_id = id or new_workflow_id()
     if id is None:
         errors_console.print(f"submitting {escape(workflow_id)} (the id is chosen before "
@@ -152,7 +155,7 @@ def submit(
         with gateway_errors(gateway, f"workflow {workflow_id}"):  # a 4xx: refused
             answer = hw.submit(spec, input=workflow_input, id=workflow_id, tenant=tenant,
                                queue_anyway=queue_anyway, priority=given_priority,
-                               cache_refresh=refresh_cache)
+                               cache_refresh=refresh_cache, labels=labels or None)
         console.print(f"workflow [bold]{escape(workflow_id)}[/] " + (
             answer.status if answer.created else f"{answer.status} (submitted before)"))
         print_warnings({"warnings": answer.warnings}, console)
@@ -246,6 +249,7 @@ def status(
     console.print(f"[bold]{escape(doc['id'])}[/] {escape(doc['name'])}{made_from} "
                   f"{styled(doc['status'])} seq {doc['seq']}{shown}{restarted}"
                   f"{paused_note(doc.get('paused'))}")
+    print_labels(doc.get("labels"))
     table = Table("node", "kind", "status", "succeeded", "failed", "error")
     for n in doc["nodes"]:
         total = f"/{n['total']}" if n["total"] is not None else ""

@@ -171,7 +171,14 @@ do $$ begin
         alter table workflows add column paused jsonb,
             add column paused_seq bigint not null default 0;
     end if;
+    if not exists (select 1 from information_schema.columns where table_schema =
+                   current_schema() and table_name = 'workflows' and column_name = 'labels')
+    then
+        alter table workflows add column labels jsonb;
+    end if;
 end $$;
+create index if not exists workflows_by_labels on workflows using gin (labels)
+    where labels is not null;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
     where rerun is not null;
 create index if not exists tasks_by_node on tasks (workflow_id, node, idx nulls first);
@@ -287,7 +294,10 @@ document's, and ``GET .../nodes/{node}/tasks`` a page at a time). The
 ``workflows_by_*`` indexes serve
 ``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
 order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflows_list``
-the ``created_after``/``created_before`` ranges; ``status`` is the only one of their
+the ``created_after``/``created_before`` ranges; ``workflows.labels`` holds a run's
+labels (``headwater.core.labels``, from its spec; null: none) and ``workflows_by_labels``
+(GIN, the default ``jsonb_ops``) serves ``?label=key:value`` (``@>``) and ``?label=key``
+(``?``); ``status`` is the only one of their
 columns that changes after acceptance (a few times per run), so the projector's updates
 of ``seq`` stay heap-only. ``schedules`` holds one row per schedule workflow (a spec
 with a ``schedule`` node; ``name`` without the ``schedule:`` prefix): its settings, its

@@ -15,6 +15,7 @@ from fastapi import APIRouter, FastAPI
 
 from services.common import tracing
 from services.common.blobs.claims import store_from_env, threshold_from_env
+from services.common.blobs.s3 import S3Settings
 from services.common.db import connect_pool
 from services.common.kafka.client import broker_answers, ensure_topics, make_producer
 from services.gateway import health, metrics
@@ -29,6 +30,7 @@ from services.gateway.lifetime import Runtime
 from services.gateway.limits import api as limits_api
 from services.gateway.logs import api as logs_api
 from services.gateway.openapi import document
+from services.gateway.operations import api as operations_api
 from services.gateway.pauses import api as pauses_api
 from services.gateway.queues import api as queues_api
 from services.gateway.reruns import api as reruns_api
@@ -52,9 +54,34 @@ ROUTERS: tuple[APIRouter, ...] = (
     queues_api.router, definitions_api.router, schedules_api.router, auth_api.router,
     reruns_api.router, logs_api.router, signals_api.router, blobs_api.router,
     limits_api.router, triggers_api.router, webhooks_api.router, pauses_api.router,
+    operations_api.router,
 )
 """Every resource's routes, in the order they are matched: a new resource's router is
 one more entry here (the web UI installs itself last, ``ui_routes.install``)."""
+
+
+async def _connect(app: FastAPI, runtime: Runtime, threshold: int,
+                   s3: S3Settings | None) -> None:
+    """Connect in the background so that /ready can answer 503 meanwhile."""
+    settings = runtime.settings
+    await ensure_topics(settings, [settings.topics.submissions, settings.topics.control],
+                        timeout_s=float("inf"))
+    runtime.pool = await connect_pool(settings.pg_dsn, max_size=20, timeout_s=float("inf"))
+    runtime.claims = claims_over(runtime.pool, threshold, s3)
+    runtime.producer = make_producer(settings)
+    await runtime.producer.start()
+    runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)
+    await runtime.start_queues()
+    await runtime.notifier.start(settings.pg_dsn)
+    await definitions_api.start(app)  # the definitions topic, read into its tables
+    runtime.start_registrar(app.router.routes)  # then what workers announce is registered
+    runtime.triggers = Catalog(Plumbing(settings, runtime.producer, runtime.pool,
+                                        settings.auth.headers, settings.produce_timeout_s),
+                               run=settings.run_triggers)
+    await runtime.triggers.start()  # the triggers topic read, their consumers started
+    await operations_api.start(app)  # the operations topic read; those left running go on
+    runtime.ready = True
+    log.info("gateway ready on %s:%d", settings.host, settings.port)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -72,30 +99,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     s3 = store_from_env()  # HEADWATER_BLOB_STORE and HEADWATER_S3_*: likewise
     runtime = Runtime(settings, drain=Drain(settings.shutdown_delay_s, settings.drain_s))
 
-    async def connect() -> None:
-        """Connect in the background so that /ready can answer 503 meanwhile."""
-        await ensure_topics(settings, [settings.topics.submissions, settings.topics.control],
-                            timeout_s=float("inf"))
-        runtime.pool = await connect_pool(settings.pg_dsn, max_size=20, timeout_s=float("inf"))
-        runtime.claims = claims_over(runtime.pool, threshold, s3)
-        runtime.producer = make_producer(settings)
-        await runtime.producer.start()
-        runtime.broker_check = functools.partial(broker_answers, runtime.producer.client)
-        await runtime.start_queues()
-        await runtime.notifier.start(settings.pg_dsn)
-        await definitions_api.start(app)  # the definitions topic, read into its tables
-        runtime.start_registrar(app.router.routes)  # then what workers announce is registered
-        runtime.triggers = Catalog(Plumbing(settings, runtime.producer, runtime.pool,
-                                            settings.auth.headers, settings.produce_timeout_s),
-                                   run=settings.run_triggers)
-        await runtime.triggers.start()  # the triggers topic read, their consumers started
-        runtime.ready = True
-        log.info("gateway ready on %s:%d", settings.host, settings.port)
-
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.hw = runtime
-        connecting = asyncio.create_task(connect())
+        connecting = asyncio.create_task(_connect(app, runtime, threshold, s3))
         try:
             yield
         finally:
@@ -103,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             connecting.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await connecting
+            await operations_api.stop(app)
             await runtime.close()
 
     # GET /metrics, and every request counted (inside the middleware added below)

@@ -18,6 +18,7 @@ from headwater.blobs import REF_KEY, refs_in
 from headwater.core import events as ev
 from headwater.core.idempotency import body_hash
 from headwater.core.ids import task_key
+from headwater.core.labels import labels_of
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 
 OPEN_TASKS = [s.value for s in TaskStatus if not s.terminal]
@@ -58,13 +59,13 @@ INSERT_EVENT = (
 # won the id (then retries compare with body_hash). SET reads the row as it was.
 UPSERT_ACCEPTED = (
     "insert into workflows (workflow_id, name, tenant, status, seq, spec, input,"
-    " body_hash, created_at, updated_at, definition, definition_version, rerun)"
-    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7, $9, $10, $11)"
+    " body_hash, created_at, updated_at, definition, definition_version, rerun, labels)"
+    " values ($1, $2, $3, 'running', $4, $5, $6, $8, $7, $7, $9, $10, $11, $12)"
     " on conflict (workflow_id) do update set name = excluded.name, body_hash = excluded.body_hash,"
     " tenant = coalesce(excluded.tenant, workflows.tenant), spec = excluded.spec,"
     " input = excluded.input, created_at = excluded.created_at,"
     " definition = excluded.definition, definition_version = excluded.definition_version,"
-    " rerun = excluded.rerun,"
+    " rerun = excluded.rerun, labels = excluded.labels,"
     " request_hash = case when workflows.spec = excluded.spec"
     " and workflows.input is not distinct from excluded.input"
     " and workflows.tenant is not distinct from excluded.tenant"
@@ -229,7 +230,8 @@ def core_plan(e: ev.HistoryEvent) -> Statements:
         name = b.spec.get("name", "") if isinstance(b.spec, dict) else ""
         steps.append((UPSERT_ACCEPTED, (wid, str(name), b.tenant, seq, b.spec, b.input, at,
                                         body_hash(b.spec, b.input, b.tenant), b.definition,
-                                        b.definition_version, b.rerun)))
+                                        b.definition_version, b.rerun,
+                                        labels_of(b.spec) or None)))
         return steps
     if type(b) in TERMINAL:
         return [*steps, *_terminal_steps(wid, seq, at, b)]

@@ -29,6 +29,8 @@ from headwater.core.kinds.schedule.cron import (
 )
 from headwater.core.kinds.sleep.records import SleepSpec
 from headwater.core.kinds.wait.records import WaitSpec
+from headwater.core.labels import KEY as LABELS_KEY
+from headwater.core.labels import parse_labels
 from headwater.core.limits import LimitSpec, parse_limits
 from headwater.core.priority import DEFAULT as DEFAULT_PRIORITY
 from headwater.core.priority import KEY as PRIORITY_KEY
@@ -270,6 +272,7 @@ def _parse(doc: Any, submitted: bool) -> WorkflowSpec:
         doc, [(n.id, n.kind, n.child.workflow if n.child else None) for n in nodes], faults)
     priority = parse_priority(doc, faults)
     deadline = parse_deadline(doc, faults)
+    parse_labels(doc, faults)  # the projection and the listing read them from the spec
     if submitted:
         faults.extend(environment_faults(nodes))
     if faults:
@@ -304,7 +307,7 @@ def _parse_nodes(raw_nodes: Any, defaults: Defaults, faults: list[str],
 
 
 _TOP_KEYS = {"name", "retry", "timeout", "heartbeat_timeout", "continue_on_error", "nodes",
-             "output", PRIORITY_KEY, *RESTART_KEYS, DEADLINE_KEY}
+             "output", PRIORITY_KEY, *RESTART_KEYS, DEADLINE_KEY, LABELS_KEY}
 _NODE_KEYS = frozenset({"id", "kind", "needs", "when", "on_error", "continue_on_error"})
 """The fields of every node (each kind's own: ``spec.kinds.KIND_KEYS``)."""
 

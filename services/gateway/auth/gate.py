@@ -27,7 +27,7 @@ log = logging.getLogger("headwater.gateway")
 REALM = 'Bearer realm="headwater"'
 _SUBMIT = re.compile(
     r"/v1/(workflows|workflows/[^/]+/(cancel|rerun|reset|pause|resume|signals/[^/]+)"
-    r"|run/[^/]*)/?")
+    r"|run/[^/]*|operations)/?")
 METRICS_PATH = "/metrics"
 METRICS_AUTH = ("token", "open")
 """``HEADWATER_METRICS_AUTH``: with auth on, ``token`` (the default) asks ``/metrics`` for
@@ -50,8 +50,10 @@ def parse_metrics_auth(text: str) -> bool:
 def role_needed(method: str, path: str) -> str | None:
     """The least role an API request needs, or None for an open path.
 
-    ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling and
-    ``POST /v1/run/{name}``: ``submit``. Writing a definition, a schedule, a limit or a trigger
+    ``GET``/``HEAD`` of ``/v1/...``: ``read``. Submitting, cancelling, signalling,
+    pausing or resuming a run, ``POST /v1/run/{name}`` and a bulk operation
+    (``POST /v1/operations``, on the caller's tenant's runs): ``submit``. Writing a
+    definition, a schedule, a limit or a trigger
     (``PUT``, ``DELETE``, pause, resume): ``admin``. Any other method on ``/v1/...``: ``admin``
     (a route that does not take it answers 405 after that). A ``POST`` to a path
     outside ``/v1/`` that may be a workflow's (``POST /research``, ``runs.paths``):

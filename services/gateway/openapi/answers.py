@@ -15,6 +15,7 @@ from typing import Any
 
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.topics import WORKFLOW_ID_PATTERN
+from services.gateway.operations import openapi as operation_docs
 from services.gateway.queues.figures import QueueState
 from services.gateway.runs.claims import CANCEL_REQUESTED, CLAIMED
 
@@ -36,6 +37,9 @@ _DEFINITION: dict[str, Any] = {
     "type": ["object", "null"], "required": ["name", "version"],
     "properties": {"name": _TEXT, "version": {"type": "integer", "minimum": 1}},
     "description": "the registered definition the run was resolved from (null: a spec)"}
+
+_LABELS: dict[str, Any] = {"type": "object", "additionalProperties": _TEXT,
+                           "description": "the run's labels (headwater.core.labels)"}
 
 
 def _object(required: list[str], properties: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -138,6 +142,7 @@ WORKFLOW_SCHEMA = _object(
         "created_at": _TIME, "updated_at": _TIME, "input": {}, "output": {},
         "error": _TEXT, "failure": _FAILURE, "nondeterministic": _NONDETERMINISTIC,
         "definition": _DEFINITION,
+        "labels": _LABELS,
         "generation": {"type": "integer", "minimum": 1,
                        "description": "1, and one more at each restart on failure"},
         "deadline": {**_TIME_OR_NULL, "description": "the run's deadline (its spec's "
@@ -206,7 +211,7 @@ WORKFLOWS_PAGE_SCHEMA = _object(["items", "next_cursor"], {
          "definition", "links"], {
             "id": _ID, "name": _TEXT, "tenant": {"type": ["string", "null"]},
             "status": _STATUS, "seq": _COUNT, "created_at": _TIME, "updated_at": _TIME,
-            "error": _TEXT, "definition": _DEFINITION, "paused": _PAUSED,
+            "error": _TEXT, "definition": _DEFINITION, "paused": _PAUSED, "labels": _LABELS,
             "links": _LINKS})},
     "next_cursor": {"type": ["string", "null"],
                     "description": "pass as ?cursor= for the next page; null: none"}})
@@ -375,3 +380,4 @@ ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/schedules/{name}/resume": {"202": {JSON: SCHEDULE_SIGNALLED_SCHEMA}},
 }
 """Per operation (``"METHOD path"``), status and media type: the answer's schema."""
+ANSWERS.update(operation_docs.ANSWERS)

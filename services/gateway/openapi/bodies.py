@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.core import labels
 from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
@@ -153,6 +154,15 @@ the gateway takes it in a submission all the same. Schemathesis
 ``POST /v1/workflows`` with a seventh value in the ``kind`` enum (a throw-away kind
 showed it, whatever the value), so a new kind needs that test looked at first."""
 
+LABELS_SCHEMA: dict[str, Any] = {
+    "type": "object", "maxProperties": labels.MAX_LABELS,
+    "propertyNames": {"pattern": "^" + labels.KEY_PATTERN.pattern + "$"},
+    "additionalProperties": {"type": "string",
+                             "pattern": "^" + labels.VALUE_PATTERN.pattern + "$"},
+    "description": "labels, key: value (headwater.core.labels): keys "
+                   f"{labels.KEY_HINT}; values {labels.VALUE_HINT}"}
+"""A run's labels (a spec's ``labels``, a submission's)."""
+
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name", "nodes"],
@@ -177,6 +187,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             "type": ["number", "string"], "description": "the whole run's deadline: "
             "seconds after its start (3600), a duration (30s, 15m, 12h, 7d) or an RFC 3339 "
             "instant; the run fails with DeadlineExceeded if still running then"}),
+        "labels": _or_null(LABELS_SCHEMA),
     },
 }
 """A workflow spec as a JSON object."""
@@ -213,6 +224,8 @@ SUBMIT_SCHEMA: dict[str, Any] = {
             "description": "the task attempt whose ctx.call submits the run: the run is "
                            "that workflow's child, cancelled when it ends (not part of "
                            "the run's identity)"}),
+        "labels": _or_null({**LABELS_SCHEMA, "description": "the run's labels, merged "
+                            "over the spec's (a definition's) key by key"}),
     },
 }
 """``POST /v1/workflows`` (``runs.models.SubmitRequest``): a spec, or a definition's name."""

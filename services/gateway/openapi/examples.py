@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from services.gateway.operations import openapi as operation_docs
 from services.gateway.runs.cursor import encode_cursor
 from services.gateway.webhooks import examples as webhook_examples
 
@@ -374,3 +375,5 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
 
 REQUEST_EXAMPLES.update(webhook_examples.REQUESTS)
 ANSWER_EXAMPLES.update(webhook_examples.ANSWERS)
+REQUEST_EXAMPLES.update(operation_docs.REQUEST_EXAMPLES)
+ANSWER_EXAMPLES.update(operation_docs.ANSWER_EXAMPLES)

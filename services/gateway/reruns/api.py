@@ -14,15 +14,17 @@ from starlette.responses import Response
 
 from headwater import codec
 from headwater.core import events as ev
+from services.common.auth.tokens import Principal
 from services.gateway.auth.scope import not_found, principal, require_run, submission
 from services.gateway.edge.body import PAYLOAD_SETTING, parse_body, read_limited
 from services.gateway.edge.problems import Problem
-from services.gateway.lifetime import accepting
+from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.bodies import RERUN_SCHEMA, RESET_SCHEMA, json_body
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.reruns.models import RerunRequest, ResetRequest
 from services.gateway.reruns.plan import PlanError, fold, reuse
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
+from services.gateway.runs.claims import Accepted
 from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.submit import submit_rerun
 from services.gateway.runs.views import links
@@ -79,8 +81,23 @@ async def reset_workflow(request: Request, workflow_id: WorkflowId,
 
 async def _start(request: Request, source: str, payload: RerunRequest,
                  reset: str | None, cache: str | None) -> Response:
-    hw = accepting(request)
-    me = principal(request)
+    accepted = await start_rerun(accepting(request), principal(request), source, payload,
+                                 reset, cache)
+    doc = {"id": accepted.workflow_id, "status": accepted.status, "rerun_of": source,
+           "reset": reset, "links": links(accepted.workflow_id)}
+    return _json(doc, 202 if accepted.created else 200,
+                 {"Location": f"/v1/workflows/{accepted.workflow_id}"})
+
+
+async def start_rerun(hw: Runtime, me: Principal, source: str, payload: RerunRequest,
+                      reset: str | None, cache: str | None) -> Accepted:
+    """Submit the rerun (``reset`` None) or the reset of ``source`` that ``payload``
+    asks for, as ``me``; the routes' and a bulk rerun's (``operations.actions``).
+
+    Raises:
+        Problem: 404 (unknown or another tenant's source), 409 (not ended, or a rerun of
+            one that succeeded, or the new id taken by another body), 413, 422, 503.
+    """
     await require_run(hw.pool, me, source)
     row = await _source_row(hw.pool, source)
     allowed = ENDED if reset is not None else RERUNNABLE
@@ -110,13 +127,9 @@ async def _start(request: Request, source: str, payload: RerunRequest,
         tenant=row["tenant"]))
     await asyncio.to_thread(_check_size, request_doc, document,
                             hw.settings.max_message_bytes)
-    accepted = await submit_rerun(hw.pool, hw.outlet.with_cache(cache), request_doc,
-                                  (state.definition, state.definition_version), document,
-                                  me if given else None)
-    doc = {"id": accepted.workflow_id, "status": accepted.status, "rerun_of": source,
-           "reset": reset, "links": links(accepted.workflow_id)}
-    return _json(doc, 202 if accepted.created else 200,
-                 {"Location": f"/v1/workflows/{accepted.workflow_id}"})
+    return await submit_rerun(hw.pool, hw.outlet.with_cache(cache), request_doc,
+                              (state.definition, state.definition_version), document,
+                              me if given else None)
 
 
 HISTORY_MARGIN_BYTES = 8192

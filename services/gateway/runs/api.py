@@ -4,6 +4,7 @@ signals are ``control.api``'s; ``POST /v1/run/{name}`` is ``runs.run``'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Annotated, Any
 
@@ -33,7 +34,7 @@ from services.gateway.openapi.bodies import (
 )
 from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import CLAIMED
-from services.gateway.runs.listing import list_filter, list_view
+from services.gateway.runs.listing import label_selectors, list_filter, list_view
 from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.modes import accepted_doc
 from services.gateway.runs.stream import history_stream
@@ -103,18 +104,23 @@ class ListQuery(BaseModel):
     created_before: str | None = Field(
         default=None, description="RFC 3339 date-time with a UTC offset: created before it "
                                   "(exclusive)")
+    label: list[str] = Field(default_factory=list, description=(
+        "key:value (or key: any value): only runs carrying that label; repeat for all "
+        "of several"))
     limit: int = Field(default=50, ge=1, le=500)
     cursor: str | None = None
 
 
 @router.get("/v1/workflows", responses=problems(*READS, BAD_CURSOR, INVALID_REQUEST))
 async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
-    """Workflows newest first, filtered by status, name, tenant, definition and creation
-    time, cursor-paged; 400 for a bad cursor, 422 for a malformed parameter (named)."""
+    """Workflows newest first, filtered by status, name, tenant, definition, creation
+    time and labels (``?label=team:search&label=env:prod``: all of them), cursor-paged;
+    400 for a bad cursor, 422 for a malformed parameter (named)."""
     hw = runtime(request)
     tenant, empty = list_tenant(principal(request), query.tenant)
     filters = list_filter(query.status, query.name, tenant, query.definition,
                           query.created_after, query.created_before)
+    filters = dataclasses.replace(filters, labels=label_selectors(query.label))
     if empty:  # another tenant's runs: none to show
         return _json({"items": [], "next_cursor": None})
     return _json(await list_view(hw.pool, filters, query.limit, query.cursor))

@@ -12,6 +12,7 @@ import asyncpg
 
 from headwater.core.instants import RFC3339_HINT, parse_instant
 from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
+from headwater.core.labels import KEY_HINT, MAX_LABELS, VALUE_HINT, parse_selector
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
 from services.gateway.runs.views import definition_of, links, paused_view
@@ -29,6 +30,8 @@ class ListFilter:
         definition: a registered definition's name; with ``version``, that version only.
         created_after: only workflows created after this instant (exclusive).
         created_before: only workflows created before this instant (exclusive).
+        labels: ``(key, value)`` pairs every workflow listed carries (value None: the
+            key with any value).
     """
 
     status: str | None = None
@@ -38,6 +41,7 @@ class ListFilter:
     version: int | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    labels: tuple[tuple[str, str | None], ...] = ()
 
 
 def list_filter(status: str | None = None, name: str | None = None, tenant: str | None = None,
@@ -65,6 +69,41 @@ def list_filter(status: str | None = None, name: str | None = None, tenant: str 
         created_before=_instant("created_before", created_before))
 
 
+def label_selectors(texts: list[str]) -> tuple[tuple[str, str | None], ...]:
+    """The ``?label=`` selectors as ``(key, value)`` pairs (value None: any value).
+
+    Raises:
+        Problem: 422 naming ``query.label`` for a selector of neither form, or more
+            than ``MAX_LABELS`` of them.
+    """
+    if len(texts) > MAX_LABELS:
+        _bad_query("label", f"given at most {MAX_LABELS} times (got {len(texts)})")
+    out = []
+    for text in texts:
+        selector = parse_selector(text)
+        if selector is None:
+            _bad_query("label", f"key:value or key (the key {KEY_HINT}; the value "
+                       f"{VALUE_HINT}), not {text[:80]!r}")
+        out.append(selector)
+    return tuple(out)
+
+
+def label_clauses(labels: tuple[tuple[str, str | None], ...],
+                  args: list[object]) -> list[str]:
+    """The SQL conditions of label selectors over ``workflows.labels`` (its GIN index
+    serves both: containment for ``key:value``, key existence for ``key``), their
+    arguments appended to ``args``."""
+    wanted = {k: v for k, v in labels if v is not None}
+    clauses = []
+    if wanted:
+        args.append(wanted)  # the pool's jsonb codec writes it (db.init_connection)
+        clauses.append(f"labels @> ${len(args)}::jsonb")
+    for key in dict.fromkeys(k for k, v in labels if v is None):
+        args.append(key)
+        clauses.append(f"labels ? ${len(args)}")
+    return clauses
+
+
 def _instant(parameter: str, text: str | None) -> datetime | None:
     if text is None:
         return None
@@ -83,6 +122,20 @@ _LIST_COLUMNS = (("status", "="), ("name", "="), ("tenant", "="), ("definition",
                  ("definition_version", "="), ("created_at", ">"), ("created_at", "<"))
 
 
+def filter_clauses(filters: ListFilter, args: list[object]) -> list[str]:
+    """The SQL conditions over ``workflows`` of ``filters`` (``true`` first, so never
+    empty), their arguments appended to ``args``; the listing's and a bulk operation's
+    (``operations.matching``)."""
+    where: list[str] = ["true"]
+    values = (filters.status, filters.name, filters.tenant, filters.definition,
+              filters.version, filters.created_after, filters.created_before)
+    for (column, op), value in zip(_LIST_COLUMNS, values, strict=True):
+        if value is not None:
+            args.append(value)
+            where.append(f"{column} {op} ${len(args)}")
+    return where + label_clauses(filters.labels, args)
+
+
 async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
                     cursor: str | None) -> dict[str, Any]:
     """Workflows newest first, filtered, ``limit`` per page, with ``next_cursor``.
@@ -91,14 +144,8 @@ async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
     the cursor (the last row's ``(created_at, workflow_id)``) continues the same order
     under the same filters.
     """
-    where: list[str] = ["true"]
     args: list[object] = []
-    values = (filters.status, filters.name, filters.tenant, filters.definition,
-              filters.version, filters.created_after, filters.created_before)
-    for (column, op), value in zip(_LIST_COLUMNS, values, strict=True):
-        if value is not None:
-            args.append(value)
-            where.append(f"{column} {op} ${len(args)}")
+    where = filter_clauses(filters, args)
     if cursor:
         created, wid = decode_cursor(cursor)
         args += [created, wid]
@@ -106,13 +153,14 @@ async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
     args.append(limit + 1)
     rows = await pool.fetch(
         "select workflow_id, name, tenant, status, seq, created_at, updated_at, error,"
-        " definition, definition_version, paused"
+        " definition, definition_version, paused, labels"
         f" from workflows where {' and '.join(where)}"
         f" order by created_at desc, workflow_id desc limit ${len(args)}", *args)
     items = [{"id": r["workflow_id"], "name": r["name"], "tenant": r["tenant"],
               "status": r["status"], "seq": r["seq"], "created_at": _iso(r["created_at"]),
               "updated_at": _iso(r["updated_at"]), "error": r["error"],
               "definition": definition_of(r), "paused": paused_view(r["paused"]),
+              "labels": r["labels"] or {},
               "links": links(r["workflow_id"])}
              for r in rows[:limit]]
     last = rows[limit - 1] if len(rows) > limit else None

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from headwater.core.labels import with_labels
 from headwater.core.priority import HIGHEST, LOWEST, with_priority
 from headwater.topics import WORKFLOW_ID_PATTERN as ID_PATTERN
 
@@ -46,8 +47,13 @@ class SubmitRequest(BaseModel):
     "index", "attempt"}``, ``headwater/core/calls.py``): the run is that workflow's
     child, cancelled when it ends; None for a run of its own. Not part of the run's
     identity: a retried attempt's call with the same id is the same run."""
+    labels: dict[str, str] | None = None
+    """The run's labels (``headwater.core.labels``), merged over the spec's (a
+    definition's) key by key in the spec the run records; checked with the spec."""
 
     def prioritized(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """``doc`` (a spec, or ``{"definition": ref}``) with this request's priority set
-        in it (``core.priority.with_priority``), or as it is without one."""
-        return doc if self.priority is None else with_priority(doc, self.priority)
+        """``doc`` (a spec, or ``{"definition": ref}``) with this request's priority and
+        labels set in it (``core.priority.with_priority``, ``core.labels.with_labels``),
+        or as it is without them."""
+        doc = doc if self.priority is None else with_priority(doc, self.priority)
+        return with_labels(doc, self.labels) if self.labels else doc

@@ -31,6 +31,7 @@ from services.gateway.auth.scope import principal, submission
 from services.gateway.blobs import hrefs
 from services.gateway.definitions.api import missing_name
 from services.gateway.edge.body import PAYLOAD_SETTING, parse_json, read_limited, require_storable
+from services.gateway.edge.problems import Problem
 from services.gateway.lifetime import Runtime, accepting
 from services.gateway.openapi.problems import BODY, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import Accepted
@@ -80,6 +81,9 @@ class RunQuery(BaseModel):
             "the run's priority, 0-9 (higher first) or low, normal, high; default: the "
             "definition's (as priority in POST /v1/workflows)"))
     cache: Literal["refresh"] | None = Field(default=None, description=CACHE_DOC)
+    label: list[str] = Field(default_factory=list, description=(
+        "key:value: a label of the run, merged over the definition's (as labels in "
+        "POST /v1/workflows); repeat for several"))
 
 
 def _json(doc: Any, status: int, headers: dict[str, str] | None = None) -> Response:
@@ -99,6 +103,23 @@ def parse_input(body: bytes) -> Any:
     value = parse_json(body, "the body (the run's input)")
     require_storable({"input": value})
     return value
+
+
+def run_labels(texts: list[str]) -> dict[str, str] | None:
+    """The labels of ``?label=key:value`` parameters (checked with the spec, as a
+    body's ``labels`` are); None without any.
+
+    Raises:
+        Problem: 422 naming ``query.label`` for one without a ``:`` value.
+    """
+    labels = {}
+    for text in texts:
+        key, sep, value = text.partition(":")
+        if not sep:
+            error = f"query.label: must be key:value, not {text[:80]!r}"
+            raise Problem(422, "Invalid request", error, errors=[error])
+        labels[key] = value
+    return labels or None
 
 
 @router.post("/v1/run/{name}", responses=RUN_RESPONSES,
@@ -134,7 +155,8 @@ async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, a
                                        PAYLOAD_SETTING))
     preferences = parse_prefer(prefer or [])
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
-                          queue_anyway=query.queue_anyway, priority=query.priority)
+                          queue_anyway=query.queue_anyway, priority=query.priority,
+                          labels=run_labels(query.label))
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet.with_cache(query.cache), submission(me, asked),
                             me)

@@ -81,6 +81,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "updated_at": _iso(row["updated_at"]), "input": row["input"], "output": row["output"],
         "error": row["error"], "failure": failure(*failed_by),
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
+        "labels": row.get("labels") or {},
         "generation": row.get("generation") or 1, "deadline": _iso(row.get("deadline_at")),
         "paused": paused_view(row.get("paused")),
         "nodes": node_views,

@@ -34,7 +34,7 @@ router = APIRouter(include_in_schema=False)
 PREFIX = "/ui"
 ASSETS = f"{PREFIX}/assets"
 PAGES = ("/", "/runs", "/runs/{workflow_id}", "/queues", "/definitions", "/definitions/{name}",
-         "/schedules", "/schedules/{name}")
+         "/schedules", "/schedules/{name}", "/operations")
 """The views (below ``/ui``), each answered with ``index.html``; the script picks the
 view from the path, so a view's address can be bookmarked and reloaded."""
 INDEX = "index.html"

@@ -13,6 +13,7 @@ from headwater.announcement import AnnouncedWorkflow, WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import LogLine, TaskLogLines
+from headwater.operations import OperationRecorded
 from headwater.trigger_records import TriggerStored
 from headwater.webhooks import WebhookStored
 
@@ -184,6 +185,9 @@ def other_samples() -> list[Any]:
                       {"names": ["flöw"], "definitions": []}, "s" * 32, 8, 1000, 600_000,
                       False, AT - 1, AT),
         WebhookStored("h", None, "http://127.0.0.1:1/", (), {}, "x", 1, 0, 0, True, 0, AT),
+        OperationRecorded("op-1", AT, "running", {"action": "cancel", "targets": [WF],
+                                                  "next": 0, "counts": {"done": 0}}),
+        OperationRecorded("op-ü", 0, "done", {"filter": {"label": ["team:a"]}}, "tënant"),
     ]
 
 

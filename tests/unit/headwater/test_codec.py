@@ -17,6 +17,7 @@ from headwater.announcement import WorkerAnnounced
 from headwater.core import events as ev
 from headwater.core.definitions import DefinitionHead, DefinitionStored
 from headwater.log_lines import TaskLogLines
+from headwater.operations import OperationRecorded
 from headwater.trigger_records import TriggerStored
 from headwater.webhooks import WebhookStored
 
@@ -135,7 +136,7 @@ def test_an_array_decodes_as_a_tuple_and_null_json_as_none() -> None:
 
 def test_record_types_are_the_event_dataclasses_and_the_others() -> None:
     others = {DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines, TriggerStored,
-              WebhookStored}
+              WebhookStored, OperationRecorded}
     for name, cls in codec.RECORD_TYPES.items():
         assert dataclasses.is_dataclass(cls) and cls.__name__ == name
         assert cls in others or cls is getattr(ev, name)

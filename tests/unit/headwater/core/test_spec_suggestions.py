@@ -46,8 +46,8 @@ TABLE: list[tuple[str, dict[str, Any], list[str]]] = [
       "node 's': a sleep needs exactly one of 'duration' (seconds) and 'until' (an instant)"]),
     ("a misspelt spec field", doc(node("a"), ouput="${nodes.a.output}"),
      ["unknown field 'ouput' (did you mean 'output'?); expected one of ['continue_on_error', "
-      "'deadline', 'heartbeat_timeout', 'max_restarts', 'name', 'nodes', 'output', 'priority', "
-      "'restart_on_failure', 'retry', 'timeout']"]),
+      "'deadline', 'heartbeat_timeout', 'labels', 'max_restarts', 'name', 'nodes', "
+      "'output', 'priority', 'restart_on_failure', 'retry', 'timeout']"]),
     ("a misspelt kind", doc(node("a", kind="tsak")),
      ["node 'a': kind must be one of ['task', 'map', 'wait', 'sleep', 'workflow', 'loop', "
       "'schedule', 'code'] (did you mean 'task'?)"]),

@@ -21,19 +21,27 @@ def _accepted_args(body: ev.WorkflowAccepted) -> tuple[object, ...]:
 def test_the_acceptance_writes_the_definition_columns() -> None:
     args = _accepted_args(ev.WorkflowAccepted("wf", 5, SPEC, None, "team",
                                               definition="billing", definition_version=3))
-    assert args[-3:-1] == ("billing", 3)
+    assert args[-4:-2] == ("billing", 3)
     assert "definition = excluded.definition" in UPSERT_ACCEPTED
     assert "definition_version = excluded.definition_version" in UPSERT_ACCEPTED
 
 
 def test_an_inline_run_writes_nulls() -> None:
-    assert _accepted_args(ev.WorkflowAccepted("wf", 5, SPEC, None))[-3:] == (None, None, None)
+    assert _accepted_args(ev.WorkflowAccepted("wf", 5, SPEC, None))[-4:] == (
+        None, None, None, None)
 
 
 def test_a_reruns_acceptance_writes_its_rerun_document() -> None:
     rerun = {"of": "wf-old", "reset": None, "nodes": {"a": 1}, "items": {}}
     args = _accepted_args(ev.WorkflowAccepted("wf", 5, SPEC, None, rerun=rerun))
-    assert args[-1] == rerun and "rerun = excluded.rerun" in UPSERT_ACCEPTED
+    assert args[-2] == rerun and "rerun = excluded.rerun" in UPSERT_ACCEPTED
+
+
+def test_the_acceptance_writes_the_specs_labels() -> None:
+    args = _accepted_args(ev.WorkflowAccepted("wf", 5, {**SPEC, "labels": {"team": "a"}},
+                                              None))
+    assert args[-1] == {"team": "a"} and "labels = excluded.labels" in UPSERT_ACCEPTED
+    assert "using gin (labels)" in SCHEMA and "add column labels jsonb" in SCHEMA
 
 
 def test_every_listing_filter_has_an_index_in_the_listings_order() -> None:

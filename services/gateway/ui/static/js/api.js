@@ -39,7 +39,8 @@ async function read(response) {
 export async function getJson(path, params = {}) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
-    if (value !== undefined && value !== null && value !== "") query.set(key, value);
+    if (Array.isArray(value)) for (const item of value) query.append(key, item);
+    else if (value !== undefined && value !== null && value !== "") query.set(key, value);
   }
   const url = String(query) ? `${path}?${query}` : path;
   return read(await fetch(url, {headers: withToken({Accept: "application/json"})}));

@@ -5,6 +5,7 @@
 
 import * as definitions from "./definitions.js";
 import {h, note, replace} from "./dom.js";
+import * as operations from "./operations.js";
 import * as queues from "./queues.js";
 import * as run from "./run.js";
 import * as runs from "./runs.js";
@@ -20,6 +21,7 @@ const ROUTES = [
   [/^\/ui\/definitions\/(?<name>[^/]+)$/, "definitions", definitions.mountOne],
   [/^\/ui\/schedules\/?$/, "schedules", schedules.mountList],
   [/^\/ui\/schedules\/(?<name>[^/]+)$/, "schedules", schedules.mountOne],
+  [/^\/ui\/operations\/?$/, "operations", operations.mount],
 ];
 
 let stopView = null;

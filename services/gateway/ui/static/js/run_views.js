@@ -37,8 +37,15 @@ function term(name, value) {
     : [h("dt", {}, name), h("dd", {}, value)];
 }
 
-/** The run's facts: name, status, definition, priority, generation, deadline, times, its
- * parent (a workflow node's, or a task's ctx.call); stream is the event
+/** A run's labels as ``key=value`` chips (null: none). */
+export function labelList(labels) {
+  const pairs = Object.entries(labels || {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  return pairs.length ? h("span", {class: "labels"},
+    pairs.map(([k, v]) => h("code", {class: "label"}, `${k}=${v}`))) : null;
+}
+
+/** The run's facts: name, status, definition, priority, generation, deadline, labels,
+ * times, its parent (a workflow node's, or a task's ctx.call); stream is the event
  * stream's state ("live", "reconnecting", "ended"). */
 export function summary(doc, stream) {
   const definition = doc.definition ? `${doc.definition.name}@${doc.definition.version}` : null;
@@ -49,6 +56,7 @@ export function summary(doc, stream) {
       + `${doc.paused.reason ? `: ${doc.paused.reason}` : ""}`) : null),
     term("name", doc.name), term("definition", definition), term("tenant", doc.tenant),
     term("priority", Number.isInteger(doc.priority) ? String(doc.priority) : null),
+    term("labels", labelList(doc.labels)),
     term("generation", doc.generation > 1 ? String(doc.generation) : null),
     term("deadline", doc.deadline ? h("span", {id: "deadline"}, when(doc.deadline)) : null),
     term("created", when(doc.created_at)), term("updated", when(doc.updated_at)),

@@ -1,9 +1,10 @@
-// The runs list: newest first, filtered by status, name and definition (kept in the
+// The runs list: newest first, filtered by status, name, definition and labels (kept in the
 // address, so a filtered list can be bookmarked), a page at a time (the API's cursor),
 // read again every two seconds so that statuses change on screen.
 
 import {getJson, poll} from "./api.js";
 import {badge, h, link, note, replace, runPath, table, when} from "./dom.js";
+import {labelList} from "./run_views.js";
 
 const EVERY_MS = 2000;
 const STATUSES = ["", "accepted", "running", "succeeded", "failed", "cancelled"];
@@ -19,6 +20,10 @@ function filterForm(query, go) {
     h("label", {for: "filter-status"}, "status"), status,
     h("label", {for: "filter-name"}, "name"), text("name", "workflow name"),
     h("label", {for: "filter-definition"}, "definition"), text("definition", "name or name@3"),
+    h("label", {for: "filter-label"}, "labels"),
+    h("input", {type: "text", name: "label", id: "filter-label",
+                value: query.getAll("label").map(asPair).join(" "),
+                placeholder: "team=search env (all of them)"}),
     h("button", {type: "submit"}, "Filter"),
     h("a", {href: "/ui/runs", class: "button-link"}, "Clear"));
   form.addEventListener("submit", (event) => {
@@ -28,16 +33,24 @@ function filterForm(query, go) {
       const field = form.elements[name].value.trim();
       if (field) next.set(name, field);
     }
+    for (const pair of form.elements.label.value.trim().split(/\s+/)) {
+      if (pair) next.append("label", asSelector(pair));
+    }
     go(`/ui/runs${String(next) ? `?${next}` : ""}`);
   });
   return form;
 }
+
+// A label selector is key:value (key: any value) in the API; people write key=value.
+const asSelector = (pair) => pair.replace("=", ":");
+const asPair = (selector) => selector.replace(":", "=");
 
 function rows(items) {
   return items.map((r) => h("tr", {"data-run": r.id},
     h("td", {}, link(runPath(r.id), r.id)),
     h("td", {}, r.name || ""),
     h("td", {}, badge(r.status)),
+    h("td", {}, labelList(r.labels) || ""),
     h("td", {}, r.definition ? `${r.definition.name}@${r.definition.version}` : ""),
     h("td", {}, when(r.created_at)),
     h("td", {}, when(r.updated_at)),
@@ -64,11 +77,12 @@ export function mount(root, params, query, go) {
   replace(root, h("h1", {}, "Runs"), filterForm(query, go), problem, list);
   const wanted = {limit: 50, cursor: query.get("cursor")};
   for (const name of FILTERS) wanted[name] = query.get(name);
+  wanted.label = query.getAll("label");
   return poll(async () => {
     const page = await getJson("/v1/workflows", wanted);
     replace(problem);
     replace(list, page.items.length ? table(
-      ["run", "name", "status", "definition", "created", "updated", "error"], rows(page.items),
+      ["run", "name", "status", "labels", "definition", "created", "updated", "error"], rows(page.items),
       {class: "runs"}) : h("p", {class: "muted"}, "No runs match."), pager(query, page.next_cursor));
   }, EVERY_MS, (error) => replace(problem, note("error", error.message)));
 }
