@@ -138,6 +138,12 @@ def signal_id(operation_id: str) -> str:
     return f"op.{operation_id}"[:200]
 
 
+def pause_request_id(operation_id: str, pause: bool) -> str:
+    """The ``request_id`` of operation ``operation_id``'s pause (or resume) of each run:
+    the run records it once, so a request sent again after a crash changes nothing."""
+    return f"op.{operation_id}.{'pause' if pause else 'resume'}"[:200]
+
+
 def rerun_id(operation_id: str, source: str) -> str:
     """The id of the rerun of ``source`` that operation ``operation_id`` starts: derived
     from both, so a rerun asked again is the same run (``rerun-<24 hex>``)."""

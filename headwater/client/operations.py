@@ -51,7 +51,7 @@ class Operation:
 
     Attributes:
         id: its id.
-        action: ``cancel``, ``signal`` or ``rerun``.
+        action: ``cancel``, ``signal``, ``rerun``, ``pause`` or ``resume``.
         state: ``running`` or ``done``.
         matched: the runs its filter matched when it started.
         progress: how many of them it has acted on.

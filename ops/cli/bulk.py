@@ -1,5 +1,5 @@
-"""``headwater bulk``: cancel, signal or rerun every run a filter matches, as one
-recorded operation (``POST /v1/operations``, ``headwater.client.operations``).
+"""``headwater bulk``: cancel, signal, rerun, pause or resume every run a filter matches,
+as one recorded operation (``POST /v1/operations``, ``headwater.client.operations``).
 
 Each action first shows how many runs match and a few of them (the gateway's dry run);
 ``--dry-run`` stops there, ``--yes`` goes on without asking. The operation then runs in
@@ -137,6 +137,26 @@ def rerun(label: Labels = None, status: Status = None, definition: Definition = 
     """Rerun every failed or cancelled run that matches (the others are skipped)."""
     _act("rerun", where(label, status, definition, name), dry_run, yes, wait, gateway,
          cache_refresh=refresh_cache)
+
+
+@bulk_app.command()
+def pause(label: Labels = None, status: Status = None, definition: Definition = None,
+          name: Name = None,
+          reason: Annotated[str, typer.Option(help="why, shown with each run's status")] = "",
+          dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
+          gateway: str = GATEWAY) -> None:
+    """Pause every run that matches: it dispatches nothing new until resumed (those that
+    ended are skipped)."""
+    _act("pause", where(label, status, definition, name), dry_run, yes, wait, gateway,
+         reason=reason)
+
+
+@bulk_app.command()
+def resume(label: Labels = None, status: Status = None, definition: Definition = None,
+           name: Name = None, dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
+           gateway: str = GATEWAY) -> None:
+    """Resume every run that matches (what each held goes out, its due timers fire)."""
+    _act("resume", where(label, status, definition, name), dry_run, yes, wait, gateway)
 
 
 @bulk_app.command()

@@ -5,7 +5,8 @@ label counts 200 and shows a sample; the cancel, recorded as one operation, ends
 running; the same id again answers the same operation; a bulk signal then ends the 5
 (the signal's id the same for every send). A bulk rerun of 3 cancelled runs starts 3
 reruns that carry the labels; a bulk cancel by the label then cancels the reruns and
-skips their sources."""
+skips their sources. A bulk pause of 3 runs by label marks each paused by the
+operation, and a bulk resume clears it."""
 
 from __future__ import annotations
 
@@ -143,3 +144,51 @@ async def _bulk_rerun(stack: Stack) -> None:
             "action": "cancel", "filter": {"label": [f"rr:{team}"]}})
         counted = (await _operation(client, cleanup.json()["id"]))["counts"]
         assert counted == {"done": 3, "skipped": 3, "failed": 0}, counted
+
+
+def test_a_bulk_pause_then_resume_by_label(stack: Stack) -> None:
+    asyncio.run(_bulk_pause(stack))
+
+
+async def _bulk_pause(stack: Stack) -> None:
+    team = f"p{uuid.uuid4().hex[:8]}"
+    runs = {f"{team}-{i}" for i in range(3)}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        for wid in sorted(runs):
+            response = await client.post("/v1/workflows", json={
+                "id": wid, "workflow": WAITING, "labels": {"pp": team}})
+            assert response.status_code == 202, response.text
+
+        async def running() -> set[str]:
+            return await _ids(client, ("label", f"pp:{team}"), ("status", "running"))
+        await wait_until_async(running, 60, "the 3 runs running",
+                               until=lambda found: found == runs)
+
+        async def paused() -> dict[str, Any]:
+            return {wid: (await client.get(f"/v1/workflows/{wid}")).json()["paused"]
+                    for wid in runs}
+        pause = await client.post("/v1/operations", json={
+            "action": "pause", "filter": {"label": [f"pp:{team}"]}, "reason": "maintenance",
+            "id": f"op-{team}"})
+        assert pause.status_code == 202, pause.text
+        done = await _operation(client, f"op-{team}")
+        assert done["counts"] == {"done": 3, "skipped": 0, "failed": 0}, done
+        marks = await wait_until_async(paused, 60, "the 3 runs paused",
+                                       until=lambda found: all(found.values()))
+        assert {(m["by"], m["reason"]) for m in marks.values()} == {
+            (f"operation:op-{team}", "maintenance")}
+
+        resume = await client.post("/v1/operations", json={
+            "action": "resume", "filter": {"label": [f"pp:{team}"]}})
+        assert (await _operation(client, resume.json()["id"]))["counts"]["done"] == 3
+        await wait_until_async(paused, 60, "the 3 runs resumed",
+                               until=lambda found: not any(found.values()))
+        signal = await client.post("/v1/operations", json={
+            "action": "signal", "filter": {"label": [f"pp:{team}"]},
+            "signal": {"name": "go", "fields": {}}})
+        assert (await _operation(client, signal.json()["id"]))["counts"]["done"] == 3
+
+        async def succeeded() -> set[str]:
+            return await _ids(client, ("label", f"pp:{team}"), ("status", "succeeded"))
+        await wait_until_async(succeeded, 60, "the 3 runs signalled to their end",
+                               until=lambda found: found == runs)

@@ -5,8 +5,8 @@ Each action is idempotent per target (``headwater.operations``): a gateway going
 after a crash acts again on the targets after the operation's last record, and that
 changes nothing for those already acted on. An action raises what it cannot decide
 (Kafka or PostgreSQL unavailable, a 503): the operation stops there, stays ``running``
-and goes on later from the same target. A new action (pause, resume) is one more
-function and one more entry of ``ACTIONS``.
+and goes on later from the same target. A new action is one more function and one
+more entry of ``ACTIONS``.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater.core import events as ev
-from headwater.operations import Outcome, cancel_reason, rerun_id, signal_id
+from headwater.operations import Outcome, cancel_reason, pause_request_id, rerun_id, signal_id
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
 from services.gateway.control.send import send_signal
 from services.gateway.edge.problems import Problem
 from services.gateway.lifetime import Runtime
+from services.gateway.pauses.send import request_pause
 from services.gateway.reruns.api import start_rerun
 from services.gateway.reruns.models import RerunRequest
 from services.gateway.runs.stream import TERMINAL_STATUSES
@@ -93,6 +94,33 @@ async def rerun(t: Target) -> Result:
     return Outcome.DONE, f"rerun {accepted.workflow_id}"
 
 
+async def pause(t: Target) -> Result:
+    """Pause a run that has not ended; one that has is skipped. A paused run is paused
+    again all the same: the run records nothing for it, nor for this operation's
+    request sent again (its ``request_id`` derives from the operation)."""
+    return await _pause_or_resume(t, True)
+
+
+async def resume(t: Target) -> Result:
+    """Resume a run that has not ended (a running one records nothing); one that has
+    ended is skipped."""
+    return await _pause_or_resume(t, False)
+
+
+async def _pause_or_resume(t: Target, paused: bool) -> Result:
+    request_id = pause_request_id(t.operation_id, paused)
+    by = f"operation:{t.operation_id}"
+    record: ev.PauseRequested | ev.ResumeRequested = (
+        ev.PauseRequested(t.workflow_id, now_ms(), request_id, by,
+                          str(t.args.get("reason", ""))) if paused
+        else ev.ResumeRequested(t.workflow_id, now_ms(), request_id, by))
+    try:
+        await request_pause(t.hw.pool, t.hw.outlet, record)
+    except Problem as e:
+        return _refused(e, skip=409)
+    return Outcome.DONE, ""
+
+
 def _refused(e: Problem, skip: int) -> Result:
     """A refusal of one target as its result: ``skip`` skipped, the other decided ones
     failed, with the problem's detail as the reason.
@@ -109,8 +137,9 @@ ACTIONS: dict[str, Callable[[Target], Awaitable[Result]]] = {
     "cancel": cancel,
     "signal": signal,
     "rerun": rerun,
+    "pause": pause,
+    "resume": resume,
 }
-"""Action name -> what it does to one target. Pause and resume of a run join as one
-entry each, sending the run's pause and resume controls."""
+"""Action name -> what it does to one target."""
 NEEDS: dict[str, str] = {"signal": "signal"}
 """Action name -> the request field it cannot go without."""

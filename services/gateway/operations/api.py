@@ -59,7 +59,7 @@ OPERATION_SCHEMA: dict[str, Any] = {
                     "record nothing"},
         "id": {"type": ["string", "null"], "description": "the operation's id, the "
                "idempotency key"},
-        "reason": {"type": "string", "description": "a cancel's reason"},
+        "reason": {"type": "string", "description": "a cancel's or a pause's reason"},
         "signal": {"type": "object", "description": "a signal's {name, fields, index}"},
         "cache": {"type": ["string", "null"], "enum": ["refresh", None]},
     },

@@ -48,12 +48,13 @@ class OperationRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    action: str = Field(description="cancel, signal or rerun")
+    action: str = Field(description="cancel, signal, rerun, pause or resume")
     filter: OperationFilter
     dry_run: bool = False
     id: str | None = Field(default=None, pattern=WORKFLOW_ID_PATTERN, max_length=100)
     reason: str = Field(default="", max_length=1000,
-                        description="a cancel's reason, recorded in each run's history")
+                        description="a cancel's or a pause's reason, recorded in each "
+                                    "run's history")
     signal: SignalArgs | None = None
     cache: Literal["refresh"] | None = Field(
         default=None, description="a rerun's: its cached nodes compute afresh")

@@ -63,6 +63,27 @@ def test_a_cancel_sends_skips_or_sees_its_own() -> None:
     assert (sent.workflow_id, sent.reason) == ("a", "bulk operation op-1: why")
 
 
+def test_a_pause_and_a_resume_send_one_request_id_per_operation_and_skip_ended_runs(
+        ) -> None:
+    rows = {"a": {"status": "running", "paused": None},
+            "b": {"status": "succeeded", "paused": None}}
+    outlet = Outlet()
+
+    async def each() -> list[tuple[Outcome, str]]:
+        return [await actions.ACTIONS["pause"](_target(rows, "a", outlet)),
+                await actions.ACTIONS["pause"](_target(rows, "a", outlet)),  # sent again
+                await actions.ACTIONS["pause"](_target(rows, "b", outlet)),
+                await actions.ACTIONS["resume"](_target(rows, "a", outlet))]
+    done = asyncio.run(each())
+    assert [outcome for outcome, _ in done] == [Outcome.DONE, Outcome.DONE, Outcome.SKIPPED,
+                                               Outcome.DONE]
+    assert "already ended" in done[2][1]
+    first, again, resumed = outlet.sent
+    assert isinstance(first, ev.PauseRequested) and isinstance(resumed, ev.ResumeRequested)
+    assert (first.workflow_id, first.by, first.reason) == ("a", "operation:op-1", "why")
+    assert first.request_id == again.request_id != resumed.request_id  # the run keeps one
+
+
 def test_a_refusal_is_the_targets_own_or_stops_the_operation() -> None:
     assert actions._refused(Problem(409, "Conflict", "it ended"), skip=409) == (
         Outcome.SKIPPED, "it ended")
