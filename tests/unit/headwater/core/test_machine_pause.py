@@ -166,3 +166,29 @@ def test_a_submission_paused_by_its_definition_starts_paused() -> None:
     assert out.types == ["WorkflowAccepted", "WorkflowPaused", "DispatchDeferred",
                          "WorkflowResumed", "TaskDispatched"]
     assert out.bodies(ev.WorkflowPaused)[0].by == "definition:two"
+
+
+def test_a_deadline_passing_while_paused_fails_the_run_and_cancels_what_it_holds() -> None:
+    """The deadline bounds the run's time, paused or not: its timer is not deferred by
+    the pause, and the run fails with its held dispatch and its running attempt
+    cancelled (a resume afterwards records nothing)."""
+    from headwater.core.deadline import RUN_DEADLINE_TIMER
+
+    doc = spec(task("a"), task("c"), task("b", "a"), deadline=30)
+    out = run([submit(doc), started("a"), pause(T0 + 60), ok("a", "A"),
+               fired(RUN_DEADLINE_TIMER, T0 + 30_000), resume(T0 + 31_000)])
+    check_history(out.history, out.state)
+    assert out.state is not None and out.state.status.value == "failed"
+    assert "DeadlineExceeded" in out.state.error
+    assert "TimerDeferred" not in out.types and "WorkflowResumed" not in out.types
+    assert {(b.node, b.index) for b in out.bodies(ev.TaskCancelled)} >= {("b", None)}
+    assert out.state.tasks["b"].status.value == "cancelled"
+
+
+def test_a_map_paused_mid_fan_out_then_cancelled_ends_every_item() -> None:
+    out = run([submit(MAP, MAP_INPUT), started("m", index=0), pause(T0 + 60),
+               ok("m", "x", index=0), cancel(T0 + 70)])
+    check_history(out.history, out.state)
+    assert out.state is not None and out.state.status.value == "cancelled"
+    assert all(t.status.value in ("succeeded", "cancelled")
+               for t in out.state.tasks.values())
