@@ -28,6 +28,7 @@ from aiokafka.errors import CommitFailedError
 
 from headwater import codec
 from headwater.core import events as ev
+from headwater.core.labels import labels_of
 from headwater.errors import DecodeError
 from headwater.webhooks import WebhookStored
 from services.common import faults
@@ -64,7 +65,8 @@ class Facts:
         name = b.spec.get("name") if isinstance(b.spec, dict) else None
         self.runs[e.workflow_id] = RunFacts(e.workflow_id, b.tenant,
                                             name if isinstance(name, str) else "",
-                                            b.definition, matching.code_nodes(b.spec))
+                                            b.definition, matching.code_nodes(b.spec),
+                                            labels_of(b.spec))
         self.runs.move_to_end(e.workflow_id)
         while len(self.runs) > self.kept:
             self.runs.popitem(last=False)
@@ -93,12 +95,13 @@ def candidates(events: Iterable[ev.HistoryEvent],
 async def projected_facts(pool: asyncpg.Pool, ids: list[str]) -> dict[str, RunFacts]:
     """The facts of runs as the ``workflows`` projection has them."""
     rows = await pool.fetch(
-        "select workflow_id, tenant, name, definition, array(select n->>'id' from"
+        "select workflow_id, tenant, name, definition, labels, array(select n->>'id' from"
         " jsonb_array_elements(case jsonb_typeof(spec->'nodes') when 'array' then"
         " spec->'nodes' else '[]' end) n where n->>'kind' = 'code') as code_nodes"
         " from workflows where workflow_id = any($1::text[])", ids)
     return {r["workflow_id"]: RunFacts(r["workflow_id"], r["tenant"], r["name"] or "",
-                                       r["definition"], frozenset(r["code_nodes"] or ()))
+                                       r["definition"], frozenset(r["code_nodes"] or ()),
+                                       r["labels"] or {})
             for r in rows}
 
 

@@ -9,7 +9,8 @@ takes it (``takes``) when it is not deleted, names the event (``run.ended`` stan
 the three ends), the event happened after the webhook was first defined, the run is
 the webhook's tenant's (a webhook of every tenant takes every run), and the run passes
 its ``filter`` (``names``: the run's spec name, ``definitions``: the registered
-definition it was resolved from; an empty or absent list takes any).
+definition it was resolved from; an empty or absent list takes any; ``labels``: every
+label given, ``{key: value}``, is the run's too).
 
 Each (webhook, event, wait) is one delivery whose id, ``delivery_id``, is derived from
 the webhook's name, its creation time, the run, the event's ``seq`` and a code wait's
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +41,8 @@ EVENTS = (SUCCEEDED, FAILED, CANCELLED, WAITING)
 EVENT_NAMES = (*EVENTS, ENDED)
 """What a webhook's ``events`` may name."""
 FILTER_KEYS = ("names", "definitions")
-"""The keys of a webhook's filter: each a list of names, empty or absent: any."""
+"""The keys of a webhook's filter that are lists of names, empty or absent: any (its
+``labels`` is a mapping, each of whose labels the run must carry)."""
 _ENDS = {ev.WorkflowSucceeded: SUCCEEDED, ev.WorkflowFailed: FAILED,
          ev.WorkflowCancelled: CANCELLED}
 
@@ -62,6 +64,8 @@ class RunFacts:
     definition: str | None
     code_nodes: frozenset[str] = frozenset()
     """The ids of its ``code`` nodes (a ``@workflow``'s ``main``)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Its labels (``headwater.core.labels``)."""
 
 
 def code_nodes(spec: Any) -> frozenset[str]:
@@ -158,8 +162,11 @@ def passes(hook_filter: Any, run: RunFacts) -> bool:
         return True
     names, definitions = (value if isinstance(value := hook_filter.get(key), list) else ()
                           for key in FILTER_KEYS)
+    labels = hook_filter.get("labels")
+    wanted = labels.items() if isinstance(labels, Mapping) else ()
     return ((not names or run.name in names)
-            and (not definitions or run.definition in definitions))
+            and (not definitions or run.definition in definitions)
+            and all(run.labels.get(key) == value for key, value in wanted))
 
 
 def takes(hook: WebhookStored, event: str, at_ms: int, run: RunFacts) -> bool:

@@ -55,7 +55,9 @@ WEBHOOK_PUT_SCHEMA: dict[str, Any] = {
                                   "@workflow's wf.signal) waits for a signal"},
         "filter": {"type": "object", "additionalProperties": False, "properties": {
             "names": {**_LIST, "description": "the runs' spec names; empty: any"},
-            "definitions": {**_LIST, "description": "the runs' definitions; empty: any"}}},
+            "definitions": {**_LIST, "description": "the runs' definitions; empty: any"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"},
+                       "description": "labels the runs must all carry; empty: any"}}},
         "secret": {"type": "string", "minLength": 16, "maxLength": 256, "writeOnly": True,
                    "description": "the key of the HMAC-SHA256 signatures; never answered"},
         "retry": {"type": "object", "additionalProperties": False, "properties": {

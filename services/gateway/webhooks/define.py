@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from headwater import codec
 from headwater.core.definitions import NAME_PATTERN
+from headwater.core.labels import label_faults
 from headwater.webhooks import WebhookStored
 from services.common.auth.tokens import Principal
 from services.common.kafka.client import ensure_compacted_topics
@@ -54,6 +55,16 @@ class WebhookFilter(BaseModel):
     """The runs' spec names (a code workflow's is its name)."""
     definitions: list[str] = Field(default_factory=list, max_length=100)
     """The registered definitions the runs were resolved from."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Labels the runs must all carry (``{key: value}``; empty: any)."""
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        faults = label_faults(labels, "filter.labels")
+        if faults:
+            raise ValueError("; ".join(faults))
+        return labels
 
 
 class RetrySettings(BaseModel):

@@ -30,7 +30,8 @@ class StorePool:
                     for h in self.hooks.values() if not h.deleted]
         if "from workflows" in sql:
             self.reads_of_workflows += 1
-            return [{"workflow_id": i, "code_nodes": [], **self.workflows[i]}
+            return [{"workflow_id": i, "code_nodes": [], "labels": None,
+                     **self.workflows[i]}
                     for i in args[0] if i in self.workflows]
         if sql.startswith("update webhook_deliveries d set lease_until"):
             now, until, limit = args

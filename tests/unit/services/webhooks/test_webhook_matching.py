@@ -75,6 +75,18 @@ def test_the_filter_takes_runs_by_name_and_definition() -> None:
     assert not passes({"definitions": ["refund-def"]}, RunFacts("w", None, "refund", None))
 
 
+
+def test_the_filter_takes_runs_that_carry_every_label_it_names() -> None:
+    labelled = RunFacts("wf-2", "acme", "refund", None, labels={"team": "search",
+                                                                 "env": "prod"})
+    assert passes({"labels": {}}, labelled) and passes({"labels": {}}, RUN)
+    assert passes({"labels": {"team": "search"}}, labelled)
+    assert passes({"labels": {"team": "search", "env": "prod"}}, labelled)
+    assert not passes({"labels": {"team": "search", "env": "dev"}}, labelled)
+    assert not passes({"labels": {"team": "search"}}, RUN)  # a run without labels
+    assert not passes({"names": ["other"], "labels": {"team": "search"}}, labelled)
+
+
 def test_a_webhook_takes_its_tenants_runs_after_its_creation() -> None:
     assert takes(hook(), FAILED, AT, RUN)
     assert takes(hook(tenant=None), FAILED, AT, RUN)  # every tenant's

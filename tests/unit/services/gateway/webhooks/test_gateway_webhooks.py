@@ -113,7 +113,7 @@ def test_a_put_writes_the_record_and_answers_without_the_secret(t: Any) -> None:
     assert SECRET not in answer.text
     doc = answer.json()
     assert doc["events"] == ["run.ended", "run.waiting"] and doc["tenant"] == "A"
-    assert doc["filter"] == {"names": ["refund"], "definitions": []}
+    assert doc["filter"] == {"names": ["refund"], "definitions": [], "labels": {}}
     assert doc["retry"] == {"max_attempts": 3, "backoff_s": 0.5, "backoff_max_s": 30.0}
     [record] = _records(tn)
     assert (record.name, record.tenant, record.secret, record.backoff_ms,
@@ -145,7 +145,10 @@ def test_get_and_the_list_show_no_secret(t: Any) -> None:
     ({**BODY, "events": []}, "events: List should have at least 1 item"),
     ({**BODY, "events": ["run.started"]}, "events.0: Input should be"),
     ({**BODY, "secret": "short"}, "secret: String should have at least 16 characters"),
-    ({**BODY, "filter": {"labels": {"a": "b"}}}, "filter.labels: Extra inputs"),
+    ({**BODY, "filter": {"labels": {"Team!": "b"}}}, "filter.labels: Value error, "
+     "filter.labels: key 'Team!' must be"),
+    ({**BODY, "filter": {"labels": {"a": 1}}}, "filter.labels.a: Input should be a valid"),
+    ({**BODY, "filter": {"colours": ["red"]}}, "filter.colours: Extra inputs"),
     ({**BODY, "retry": {"max_attempts": 0}}, "retry.max_attempts: Input should be greater"),
     ({**BODY, "retry": {"max_attempts": 51}}, "retry.max_attempts: Input should be less"),
     ({"url": "http://x.test"}, "events: Field required"),
