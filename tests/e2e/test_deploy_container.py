@@ -23,7 +23,7 @@ from stackkit import Stack
 from test_kafka_submission import wait_status
 
 from ops.deploy import plan as plans
-from tests.polling import scaled
+from tests.polling import scaled, wait_until_async
 
 PODMAN = shutil.which("podman")
 BASE_IMAGE = os.environ.get("HEADWATER_BASE_IMAGE", "headwater:local")
@@ -102,6 +102,11 @@ async def test_a_workflow_runs_on_the_deployed_image(stack: Stack,
                                         "queue": queue, "input": {"word": "shipped"}}],
             "output": "${nodes.w.output}"}
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        async def served() -> set[str]:  # its worker announced (else 400: no worker)
+            doc = (await client.get("/v1/queues")).json()
+            return {q["queue"] for q in doc["queues"] if q.get("workers")}
+        await wait_until_async(served, scaled(60), f"a worker of {queue} announced",
+                               until=lambda found: queue in found)
         response = await client.post("/v1/workflows", json={"workflow": spec})
         assert response.status_code == 202, response.text
         done = await wait_status(stack, response.json()["id"], timeout_s=scaled(90))
