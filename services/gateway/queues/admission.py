@@ -296,6 +296,13 @@ class Admission:
                 await self._room(queue, depth)
         return placed
 
+    def placed(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The spec placed on the queues of the workers that serve its tasks
+        (``place``), refusing nothing: what a trigger submits (its records wait on their
+        topic, not in a queue's backlog)."""
+        serving, lately = self.registry.serving(), self.registry.serving_lately()
+        return place(spec, serving, lately, self.registry.tags_lately())[0]
+
     async def _room(self, queue: str, depth: int) -> None:
         try:
             backlog = (await self.figures.lag(queue)).backlog
@@ -315,6 +322,12 @@ _installed: list[Admission] = []
 def install(admission: Admission | None) -> None:
     """Make ``admission`` the one ``admit`` uses (None: admit everything as it is)."""
     _installed[:] = [admission] if admission is not None else []
+
+
+def placed(spec: dict[str, Any]) -> dict[str, Any]:
+    """``Admission.placed`` through the running gateway's ``Admission``; the spec
+    unchanged when none is installed."""
+    return _installed[0].placed(spec) if _installed else spec
 
 
 async def admit(spec: dict[str, Any], queue_anyway: bool = False) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from services.common.settings import CommonSettings
 from services.coordinator.submitters import without_authorization
 from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve
 from services.gateway.edge.problems import Problem
+from services.gateway.queues.admission import placed
 from services.gateway.triggers.mapping import map_record
 from services.gateway.triggers.settings import TriggerSettings
 from services.gateway.triggers.templates import MappingError
@@ -178,13 +179,16 @@ class TriggerRunner:
                 RECORDS.labels(self.key, outcome).inc(n)
 
     async def _definition(self) -> tuple[Resolved, dict[str, Any]] | str:
-        """The definition's version and its spec with its children inlined, or why it
-        cannot be had (a 4xx: dead-letter). PostgreSQL's failures raise."""
+        """The definition's version and its spec with its children inlined and its
+        nodes placed on the queues of the workers that serve their tasks (as a
+        submission through the gateway is, ``queues.admission.placed``; refusing
+        nothing), or why it cannot be had (a 4xx: dead-letter). PostgreSQL's failures
+        raise."""
         me = viewer_of(self.settings)
         pool = self.plumbing.pool
         try:
             resolved = await resolve(pool, self.settings.definition, me)
-            spec = await inline_children(pool, resolved.spec, (resolved.name,), me=me)
+            spec = placed(await inline_children(pool, resolved.spec, (resolved.name,), me=me))
         except Problem as e:
             if e.status >= 500:
                 raise

@@ -339,3 +339,15 @@ def test_a_task_served_nowhere_names_the_closest_served_tasks() -> None:
     problem = unserved(needs, serving)  # served elsewhere: where, not a guess
     assert problem is not None and "did_you_mean" not in problem.extra
     assert "served on io" in problem.detail
+
+
+def test_placed_puts_tasks_on_their_workers_queue_and_refuses_nothing() -> None:
+    """What a trigger submits (``Admission.placed``): a node without a queue goes to
+    the queue whose workers serve its task, as an admitted submission; a task no
+    worker serves, or a queue over its depth, is no refusal."""
+    registry = _registry(_record("w1", "text", ("my.words",)))
+    admission = Admission(registry, FakeFigures({"text": 10**6}), {"text": 1})  # type: ignore[arg-type]
+    free = _spec({"id": "count", "task": "my.words"})
+    assert admission.placed(free)["nodes"][0]["queue"] == "text"
+    unserved = _spec({"id": "x", "task": "nobody.serves"})
+    assert admission.placed(unserved) == unserved

@@ -160,3 +160,21 @@ async def test_a_tenants_trigger_submits_as_its_tenant() -> None:
     [(_, submission)] = _submissions(producer)
     assert submission.tenant == "acme"
     assert submission.workflow_id.startswith("trigger:orders:")
+
+
+async def test_the_submissions_spec_is_placed_as_the_gateways_submissions_are(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node without a queue goes where the workers of its task are
+    (``queues.admission.placed``, over the live registry), once per batch."""
+    calls: list[dict[str, Any]] = []
+
+    def placed(spec: dict[str, Any]) -> dict[str, Any]:
+        calls.append(spec)
+        return {**spec, "nodes": [{**n, "queue": "ship-q"} for n in spec["nodes"]]}
+
+    monkeypatch.setattr("services.gateway.triggers.runner.placed", placed)
+    producer = Producer()
+    await _runner(producer)._apply(Consumer(), _batch(orjson.dumps({"n": 1}),  # type: ignore[arg-type]
+                                                      orjson.dumps({"n": 2})))
+    assert [s.spec["nodes"][0]["queue"] for _, s in _submissions(producer)] == ["ship-q"] * 2
+    assert calls == [SPEC]
