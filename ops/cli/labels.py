@@ -12,14 +12,16 @@ from rich.markup import escape
 from ops.cli.common import console
 
 RunLabels = Annotated[list[str] | None, typer.Option(
-    "--label", "-l", help="KEY=VALUE: a label of the run, over its spec's or definition's; "
-                          "repeat for several")]
+    "--label", "-l", help="KEY=VALUE (or KEY:VALUE): a label of the run, over its spec's "
+                          "or definition's; repeat for several")]
 """``--label`` of ``submit`` and ``run``."""
 
 
 def label_options(pairs: list[str], any_value: bool) -> dict[str, Any]:
-    """``--label KEY=VALUE`` options as labels (``headwater.core.labels``); with
-    ``any_value`` (a filter), a bare ``KEY`` stands for the key with any value (None).
+    """``--label KEY=VALUE`` options as labels (``headwater.core.labels``); ``KEY:VALUE``
+    too, as the HTTP query writes it (a key holds neither ``=`` nor ``:``, so the first of
+    them ends it); with ``any_value`` (a filter), a bare ``KEY`` stands for the key with
+    any value (None).
 
     Raises:
         typer.BadParameter: one without ``=`` (unless ``any_value``), or a key or value
@@ -29,7 +31,8 @@ def label_options(pairs: list[str], any_value: bool) -> dict[str, Any]:
 
     labels: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
+        cut = min((i for i in (pair.find("="), pair.find(":")) if i >= 0), default=-1)
+        key, sep, value = (pair, "", "") if cut < 0 else (pair[:cut], pair[cut], pair[cut + 1:])
         if not sep and not any_value:
             raise typer.BadParameter(f"--label {pair!r}: KEY=VALUE")
         faults = label_faults({key: value})

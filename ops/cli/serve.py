@@ -23,8 +23,13 @@ def serve(
 ) -> None:
     """Run the gateway, a coordinator, the projector and the workers of the named queues
     in one process, until SIGTERM or Ctrl-C."""
+    import os
+    import sys
+
     from services.serve.__main__ import main
 
+    if os.getcwd() not in sys.path:  # a --tasks module beside the caller, as python -m finds it
+        sys.path.insert(0, os.getcwd())
     argv = [arg for q in queue or () for arg in ("--queue", q)]
     argv += [arg for t in tasks or () for arg in ("--tasks", t)]
     if concurrency is not None:

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ops.cli.common import GATEWAY, console, fail, styled
+from ops.cli.common import GATEWAY, console, fail, print_table, styled
 from ops.cli.resources import JsonOpt, read_file, sub_app
 from ops.cli.workflows import client, gateway_errors
 
@@ -94,7 +94,10 @@ def list_webhooks(as_json: JsonOpt = False, gateway: str = GATEWAY) -> None:
     for hook in found:
         table.add_row(escape(hook["name"]), escape(hook["url"]), ", ".join(hook["events"]),
                       escape(_filter(hook["filter"])))
-    console.print(table if found else "no webhooks")
+    if not found:
+        console.print("no webhooks")
+        return
+    print_table(table, whole=("name",))
 
 
 def _filter(doc: dict[str, Any]) -> str:
@@ -148,7 +151,10 @@ def deliveries(name: NameArg,
         table.add_row(d["id"], escape(d["workflow_id"]), d["event"], styled(d["status"]),
                       escape(_attempts(d)), escape(d.get("next_attempt_at") or
                                                    d.get("reason") or ""))
-    console.print(table if found else "no deliveries")
+    if not found:
+        console.print("no deliveries")
+        return
+    print_table(table, whole=("delivery", "run"))  # ids are copied to redeliver
 
 
 @webhooks_app.command()

@@ -42,16 +42,17 @@ def test_list_filters_by_labels_and_shows_them(gateway: Gateway) -> None:
                                          "labels": {"team": "a", "env": "prod"}}],
                               "next_cursor": None})]
     result = runner.invoke(app, ["list", "--label", "team=a", "--label", "env",
-                                 "--gateway", gateway.url], env={"COLUMNS": "200"})
+                                 "--label", "ref:x:y", "--gateway", gateway.url],
+                           env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     (_, path, _), = gateway.requests
-    assert _query(path)["label"] == ["team:a", "env"]
+    assert _query(path)["label"] == ["team:a", "env", "ref:x:y"]  # KEY:VALUE as KEY=VALUE
     assert "env=prod team=a" in result.output
 
 
 @pytest.mark.parametrize(("command", "given"), [
     (["submit", str(EXAMPLE)], "team"), (["run", "docs"], "bad key=x"),
-    (["list"], "team=a b"), (["run", "docs"], "=x")])
+    (["list"], "team=a b"), (["run", "docs"], "=x"), (["run", "docs"], ":x")])
 def test_a_bad_label_is_refused_before_anything_is_sent(gateway: Gateway, command: list[str],
                                                         given: str) -> None:
     result = runner.invoke(app, [*command, "--label", given, "--gateway", gateway.url])
