@@ -14,6 +14,9 @@
     python -m faultsuite --only coordinator.large_table --table 20000 --table-waiting 500
     python -m faultsuite --only serve.sigkill --no-rebalance --no-infra --batch 8
                                                # one headwater serve SIGKILLed mid-batch
+    python -m faultsuite --only gateway.operation_acted --no-rebalance --no-infra --batch 12
+                                               # the gateway killed mid bulk cancel, and
+                                               # each gateway that takes it over
     python -m faultsuite --list                # the fault points and scenarios
     python -m faultsuite --auth --only coordinator.after_publish --runs 1 --batch 15
                                                # the same with auth on (a tenant's runs)
@@ -140,6 +143,10 @@ def _one(plan: Plan, batch: list[Submission], expected: dict[str, EndState] | No
               f"in {t['fill_s']} s; recoveries (kill → group formed again, → first new "
               f"record, s): {[(r['group_s'], r['first_record_s']) for r in t['recoveries']]}",
               flush=True)
+    if f.get("bulk"):
+        b = f["bulk"]
+        print(f"   bulk cancel: {b['operation']}, {b['cancels_sent']} cancels sent "
+              f"({b['cancels_sent_again']} again)", flush=True)
     for v in report.violations[:10]:
         print(f"   VIOLATION {v}", flush=True)
     return report

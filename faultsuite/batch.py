@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultsuite import bulk
 from faultsuite.code import CHILD_RUNS, code
 from faultsuite.shapes import (
     CACHED_ITEMS,
@@ -97,6 +98,7 @@ class Submission:
         pause: ``(after_s, for_s)``: pause it ``after_s`` after it was accepted and
             resume it ``for_s`` after the pause was (``POST .../pause``, ``/resume``);
             None: it is not paused.
+        labels: the run's labels (the bulk shape's: ``bulk.LABEL``), or None.
     """
 
     id: str
@@ -110,6 +112,7 @@ class Submission:
     needs: tuple[Definition, ...] = ()
     rerun_of: str | None = None
     pause: tuple[float, float] | None = None
+    labels: dict[str, str] | None = None
 
     def body(self) -> dict[str, Any]:
         """The ``POST /v1/workflows`` body (the same on every retry); a rerun's, of
@@ -118,6 +121,9 @@ class Submission:
             return {"id": self.id, "input": self.input}
         if self.definition is not None:
             return {"id": self.id, "definition": self.definition, "input": self.input}
+        if self.labels:
+            return {"id": self.id, "workflow": self.spec, "input": self.input,
+                    "labels": self.labels}
         return {"id": self.id, "workflow": self.spec, "input": self.input}
 
 
@@ -160,7 +166,9 @@ def definitions(s: Sizes) -> dict[str, Definition]:
 
 def make_batch(tag: str, size: int, sizes: Sizes = DEFAULT_SIZES,
                shapes: Sequence[str] = ALL_SHAPES) -> list[Submission]:
-    """``size`` workflows cycling through ``shapes``; ids ``<tag>-<shape>-<n>``.
+    """``size`` workflows cycling through ``shapes``; ids ``<tag>-<shape>-<n>``; then
+    ``bulk.RUNS`` labelled workflows (``<tag>-bulk-<n>``: the bulk cancel's targets,
+    ``faultsuite.bulk``) and the reruns of the rerun shape.
 
     The same arguments give the same batch (ids, specs, references and inputs), so a
     fault-free run and a run under faults can be compared workflow by workflow.
@@ -174,7 +182,10 @@ def make_batch(tag: str, size: int, sizes: Sizes = DEFAULT_SIZES,
     registry = definitions(sizes)
     batch = [_submission(tag, n, shapes[n % len(shapes)], sizes, registry)
              for n in range(size)]
-    return batch + [_rerun(s) for s in batch if s.shape == "rerun"]
+    labelled = [Submission(f"{tag}-bulk-{n:03d}", "bulk", bulk.spec(), {"seed": f"{tag}-b{n}"},
+                           labels={bulk.LABEL: tag}) for n in range(bulk.RUNS)]
+    return batch + labelled + [_rerun(s) for s in batch if s.shape == "rerun"]
+
 
 
 def _rerun(source: Submission) -> Submission:

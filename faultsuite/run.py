@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultsuite import audit as au
-from faultsuite.auth import RunAuth, audit_auth, run_auth, sandbox_env
+from faultsuite import bulk
+from faultsuite.auth import RunAuth, audit_auth, client_headers, run_auth, sandbox_env
 from faultsuite.batch import Submission, needed
+from faultsuite.bulk import BulkCancel, bulk_cancel
 from faultsuite.client import register, submit_batch
 from faultsuite.code import kills_during_code
 from faultsuite.infra import PrivateInfra, private_infra
@@ -48,7 +50,7 @@ from faultsuite.rebalance import QUEUE, TASKS, Rebalance
 from faultsuite.schedule import ScheduleRun, with_run_definition
 from faultsuite.scripts import Progress, SideScripts
 from faultsuite.supervisor import FAULTS_ENV, Supervisor
-from faultsuite.topics import uncommitted
+from faultsuite.topics import read_all, uncommitted
 from faultsuite.verdict import RunReport, check, check_deaths
 from headwater.core import events as ev
 from load.deploy import wait_idle
@@ -163,7 +165,8 @@ def _on_sandbox(r: _Run, home: Path, infra: PrivateInfra | None,
     """Start the sandbox (on ``infra`` when given), drive the run, stop it again."""
     plan, report = r.plan, r.report
     try:
-        env = {FAULTS_ENV: plan.faults, **sandbox_env(r.auth), **store_env()}
+        env = {FAULTS_ENV: plan.faults, "HEADWATER_OPERATIONS_LEASE_S": str(bulk.LEASE_S),
+               **sandbox_env(r.auth), **store_env()}
         sandbox = start_services(empty_sandbox(home, [str(E2E_DIR)], env),
                                  [serve_service()]) if plan.serve else start_sandbox(
             home, TASKS, plan.workers, QUEUE, pythonpath=[str(E2E_DIR)], extra_env=env)
@@ -231,6 +234,8 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
     side = await SideScripts.start(sandbox, supervisor, progress, plan, infra,
                                    [s.id for s in batch])
     began = time.monotonic()
+    cancel = bulk_cancel(sandbox.gateway, batch, client_headers())
+    cancelling = asyncio.create_task(cancel.run())
     try:
         submitted = await submit_batch(sandbox.gateway, batch, gap_s=plan.submit_gap_s)
         report.violations += submitted.errors
@@ -238,11 +243,13 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
             await tail.wait_until(progress.done, scaled(plan.timeout_s),
                                   "every workflow terminal")
         report.figures["batch_s"] = round(time.monotonic() - began, 1)
+        await cancelling
         await side.finish()
         if table is not None:
             report.violations += await table.signal_and_wait(sandbox.gateway, tail)
         await schedule.delete_and_wait(tail.wait_until, 120.0)
     finally:
+        cancelling.cancel()
         await side.stop()
         await tail.stop()
     unfinished = table.unfinished() if table is not None else set()
@@ -251,6 +258,7 @@ async def _drive(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
     await _settle(sandbox, supervisor, report)
     await check(batch, sandbox, (submitted, schedule), r.expected, report,
                 table.expected() if table is not None else {})
+    await _audit_bulk(cancel, sandbox, report)
     await _report_more(r, sandbox, supervisor, table, tail, side)
 
 
@@ -270,6 +278,15 @@ async def _report_more(r: _Run, sandbox: Sandbox, supervisor: Supervisor,
     report.violations += violations
     figures, report.steps, violations = side.report()
     report.figures.update(figures)
+    report.violations += violations
+
+
+async def _audit_bulk(cancel: BulkCancel, sandbox: Sandbox, report: RunReport) -> None:
+    """The bulk cancel's audit (``faultsuite.bulk``), on the topics read whole."""
+    bootstrap = sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
+    figures, violations = cancel.audit(await read_all(bootstrap, sandbox.topics.events),
+                                       await read_all(bootstrap, sandbox.topics.control))
+    report.figures["bulk"] = figures
     report.violations += violations
 
 

@@ -24,12 +24,16 @@ EXTERNAL_KILL = "worker.sigkill"
 REDO_KILL = "coordinator.after_intent+after_redo"
 """Two crashes in a row: at ``coordinator.after_intent``, then while the next process
 carries out the intent that left (``coordinator.after_redo``)."""
+OPERATION_KILL = "gateway.operation_acted"
+"""The gateway killed between a batch of the bulk cancel's actions and its record
+(``faultsuite.bulk``): at its first batch, and each later gateway at its first too, so
+that every takeover acts again on targets already cancelled."""
 POINTS = (
     "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
     REDO_KILL, EXTERNAL_KILL, "worker.after_start",
-    "worker.after_outcome", "gateway.after_produce", *CODE_POINTS,
+    "worker.after_outcome", "gateway.after_produce", OPERATION_KILL, *CODE_POINTS,
 )
-"""Every fault point the suites cover, in the order they run; the last five kill the
+"""Every fault point the suites cover, in the order they run; the last ones kill the
 worker running a ``@workflow``'s function (``code.CODE_POINTS``)."""
 INFRA = ("infra.broker_sigkill", "infra.broker_sigstop", "infra.postgres_stop")
 """The infrastructure faults, each on a private broker and database (``outage``): the
@@ -83,6 +87,9 @@ def point_plan(point: str, run: int = 0, kills: int = 1, timeout_s: float = 240.
                     schedule={"coordinator": ["coordinator.after_redo=1"]},
                     expect=("fault coordinator.after_intent", "fault coordinator.after_redo"),
                     timeout_s=timeout_s)
+    if point == OPERATION_KILL:
+        return Plan(point, faults=f"{point}=1", schedule={"gateway": [f"{point}=1"] * (kills - 1)},
+                    expect=(f"fault {point}",), timeout_s=timeout_s)
     if point not in POINTS:
         raise ValueError(f"unknown fault point {point!r} (one of {list(POINTS)})")
     kind = point.split(".", 1)[0]

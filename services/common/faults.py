@@ -37,6 +37,9 @@ Points (the order of side effects they cut is each service's docstring's):
   no answer.
 - ``gateway.trigger_acked``: a trigger's batch of submissions and dead letters is
   acknowledged by Kafka; its offsets are not committed.
+- ``gateway.operation_acted``: a bulk operation's batch of targets was acted on (a
+  bulk cancel's requests acknowledged by Kafka); the batch's record is not written, so
+  the gateway that takes the operation over acts on those targets again.
 - ``webhooks.after_decide``: a batch of events' deliveries are kept in PostgreSQL; the
   batch's offsets are not committed and no delivery was attempted.
 """
@@ -52,7 +55,7 @@ POINTS = frozenset({
     "coordinator.before_intent", "coordinator.after_intent", "coordinator.after_publish",
     "coordinator.after_redo", "worker.after_start", "worker.before_outcome",
     "worker.after_outcome", "worker.replaying", "gateway.after_produce",
-    "gateway.trigger_acked",
+    "gateway.trigger_acked", "gateway.operation_acted",
     "webhooks.after_decide",
 })
 LABEL_SEP = "@"

@@ -67,6 +67,13 @@ class Settings(CommonSettings):
         run_triggers: whether this gateway runs the triggers' consumers
             (``HEADWATER_TRIGGERS``: ``on``, the default, or ``off``: it serves
             ``/v1/triggers`` and leaves the consuming to the gateways that run them).
+        operations_lease_s: how long a running bulk operation's gateway may go without
+            writing its record before another gateway takes the operation over, seconds
+            (``HEADWATER_OPERATIONS_LEASE_S``, 30 by default; ``operations.store``); each
+            gateway looks for such operations every third of it. Shorter: a dead
+            gateway's operation goes on sooner, and a gateway slower than it to act on a
+            batch (50 targets) has its operation taken over while it still works on it
+            (each action is idempotent: nothing is done twice, some work is).
     """
 
     host: str = "127.0.0.1"
@@ -86,6 +93,7 @@ class Settings(CommonSettings):
     auth: ServiceAuth = field(default_factory=lambda: ServiceAuth(None, None))
     metrics_token: bool = True
     run_triggers: bool = True
+    operations_lease_s: float = 30.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -109,4 +117,17 @@ class Settings(CommonSettings):
             auth=service_auth_from_env("gateway"),
             metrics_token=parse_metrics_auth(env_str("METRICS_AUTH", "token")),
             run_triggers=env_str("TRIGGERS", "on").lower() not in OFF,
+            operations_lease_s=_lease(env_float("OPERATIONS_LEASE_S", 30.0)),
         )
+
+
+def _lease(seconds: float) -> float:
+    """``HEADWATER_OPERATIONS_LEASE_S`` checked: a lease of no time would have every
+    gateway take every operation over at each look.
+
+    Raises:
+        ValueError: not above 0.
+    """
+    if not seconds > 0:
+        raise ValueError(f"HEADWATER_OPERATIONS_LEASE_S must be above 0 seconds, got {seconds}")
+    return seconds

@@ -46,8 +46,9 @@ from services.gateway.runs.listing import (
 router = APIRouter()
 log = logging.getLogger("headwater.gateway")
 BODY_BYTES = 256 * 1024
-RESUME_EVERY_S = store.LEASE_S / 3
-"""How often a gateway looks for operations to take over, seconds."""
+RESUME_SHARE = 1 / 3
+"""How often a gateway looks for operations to take over, as a share of the lease
+(``Settings.operations_lease_s``)."""
 OPERATION_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["action", "filter"],
     "properties": {
@@ -199,7 +200,7 @@ def runner_of(app: FastAPI) -> Runner:
 
 async def start(app: FastAPI) -> None:
     """Read the operations topic into the table, then go on with the operations left
-    running (``Runner``), now and every ``RESUME_EVERY_S``."""
+    running (``Runner``), now and every ``RESUME_SHARE`` of the lease."""
     hw = app.state.hw
     while True:
         try:
@@ -211,7 +212,7 @@ async def start(app: FastAPI) -> None:
             log.warning("reading the operations topic failed (%r); reading it again", e)
         await asyncio.sleep(1.0)
     log.info("read %d records from %s", applied, hw.settings.topics.operations)
-    runner_of(app).resume_every(RESUME_EVERY_S)
+    runner_of(app).resume_every(hw.settings.operations_lease_s * RESUME_SHARE)
 
 
 async def stop(app: FastAPI) -> None:

@@ -14,6 +14,7 @@ import socket
 import uuid
 
 from headwater.operations import OperationState, Outcome, Progress
+from services.common import faults
 from services.common.auth.tokens import EVERY_TENANT, Principal
 from services.common.clock import now_ms
 from services.gateway.lifetime import Runtime
@@ -59,7 +60,7 @@ class Runner:
         except Exception as e:  # Kafka or PostgreSQL gone: taken over once the lease ends
             log.warning("operation %s stopped at target %d of %d (%r); it goes on once "
                         "its lease of %g s has passed", progress.operation_id, progress.next,
-                        len(progress.targets), e, store.LEASE_S)
+                        len(progress.targets), e, self.hw.settings.operations_lease_s)
 
     def resume_every(self, interval_s: float) -> None:
         """Take over stale operations every ``interval_s`` seconds, from now on."""
@@ -74,7 +75,8 @@ class Runner:
 
     async def resume_stale(self) -> list[str]:
         """Take over the stale running operations and work on each; returns their ids."""
-        ids = await store.claim_stale(self.hw.pool, self.owner)
+        ids = await store.claim_stale(self.hw.pool, self.owner,
+                                      self.hw.settings.operations_lease_s)
         for operation_id in ids:
             row = await store.read(self.hw.pool, operation_id)
             if row is not None:
@@ -115,6 +117,7 @@ async def run(hw: Runtime, progress: Progress, owner: str) -> None:
         results = await asyncio.gather(*(one(w) for w in batch))
         for workflow_id, (outcome, reason) in zip(batch, results, strict=True):
             progress.count(workflow_id, outcome, reason if outcome is not Outcome.DONE else "")
+        faults.point("gateway.operation_acted")
         await store.write(hw.producer, hw.pool, hw.settings, progress.record(now_ms()), owner,
                           hw.settings.produce_timeout_s)
     log.info("operation %s done: %s", progress.operation_id, progress.counts)

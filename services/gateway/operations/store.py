@@ -34,7 +34,7 @@ log = logging.getLogger("headwater.gateway")
 
 LEASE_S = 30.0
 """Seconds without a write after which a running operation's owner is taken for gone
-and another gateway goes on with it."""
+and another gateway goes on with it, unless told (``HEADWATER_OPERATIONS_LEASE_S``)."""
 SCHEMA = """
 create table if not exists operations (
     operation_id text primary key,
