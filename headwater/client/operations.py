@@ -38,11 +38,16 @@ class DryRun:
         matched: the runs the filter matches (at most the gateway's limit, 5000).
         over_limit: more match than one operation takes.
         sample: the ids of the oldest matched (at most 10).
+        to_act_on: of the matched, those the action acts on (the others it skips:
+            ended runs; for a rerun, those that did not fail and were not cancelled).
+        by_status: the matched runs by their status now.
     """
 
     matched: int
     over_limit: bool
     sample: list[str]
+    to_act_on: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,8 @@ def operation_from(doc: dict[str, Any]) -> Operation:
 
 def dry_run_from(doc: dict[str, Any]) -> DryRun:
     """The view of a dry run's answer."""
-    return DryRun(int(doc["matched"]), bool(doc.get("over_limit")), list(doc["sample"]))
+    return DryRun(int(doc["matched"]), bool(doc.get("over_limit")), list(doc["sample"]),
+                  int(doc.get("to_act_on", doc["matched"])), dict(doc.get("by_status") or {}))
 
 
 def body(action: str, where: Filter, args: dict[str, Any]) -> dict[str, Any]:

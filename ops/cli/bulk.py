@@ -66,6 +66,10 @@ def _act(action: str, filters: Filter, dry_run: bool, yes: bool, wait: bool,
         console.print(f"{tried.matched} run{'s' if tried.matched != 1 else ''} "
                       f"match{more}: " + escape(" ".join(tried.sample)) +
                       (" ..." if tried.matched > len(tried.sample) else ""))
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(tried.by_status.items()))
+        console.print(f"{action} would act on {tried.to_act_on}"
+                      + (f" ({statuses}; the others are skipped)"
+                         if tried.to_act_on < tried.matched else ""))
         if dry_run or tried.matched == 0 or tried.over_limit:
             return
         if not yes and not typer.confirm(f"{action} {tried.matched} runs?"):

@@ -66,6 +66,7 @@ async def _bulk_cancel(stack: Stack) -> None:
         dry = await client.post("/v1/operations", json={**cancel, "dry_run": True})
         assert dry.status_code == 200, dry.text
         assert dry.json()["matched"] == 200 and len(dry.json()["sample"]) == 10
+        assert (dry.json()["to_act_on"], dry.json()["by_status"]) == (200, {"running": 200})
         assert set(dry.json()["sample"]) <= targets
         assert await _ids(client, ("label", f"team:{team}"), ("status", "cancelled")) == set()
 
@@ -140,6 +141,9 @@ async def _bulk_rerun(stack: Stack) -> None:
             doc = (await client.get(f"/v1/workflows/{wid}")).json()
             assert doc["rerun_of"] in sources and doc["labels"] == {"rr": team}
 
+        tried = (await client.post("/v1/operations", json={
+            "action": "cancel", "filter": {"label": [f"rr:{team}"]}, "dry_run": True})).json()
+        assert (tried["matched"], tried["to_act_on"]) == (6, 3), tried  # 3 ended: skipped
         cleanup = await client.post("/v1/operations", json={
             "action": "cancel", "filter": {"label": [f"rr:{team}"]}})
         counted = (await _operation(client, cleanup.json()["id"]))["counts"]

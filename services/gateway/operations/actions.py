@@ -141,5 +141,11 @@ ACTIONS: dict[str, Callable[[Target], Awaitable[Result]]] = {
     "resume": resume,
 }
 """Action name -> what it does to one target."""
+ACTS_ON: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("cancel", "signal", "pause", "resume"),
+                    frozenset({"accepted", "running"})),
+    "rerun": frozenset({"failed", "cancelled"})}
+"""Action name -> the statuses of the runs it acts on; it skips the others (what a dry
+run counts as ``to_act_on``)."""
 NEEDS: dict[str, str] = {"signal": "signal"}
 """Action name -> the request field it cannot go without."""

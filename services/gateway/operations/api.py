@@ -33,7 +33,7 @@ from services.gateway.lifetime import accepting, runtime
 from services.gateway.openapi.bodies import json_body
 from services.gateway.openapi.problems import BODY, READS, WRITES, problems
 from services.gateway.operations import store
-from services.gateway.operations.actions import ACTIONS, NEEDS
+from services.gateway.operations.actions import ACTIONS, ACTS_ON, NEEDS
 from services.gateway.operations.models import OperationFilter, OperationRequest
 from services.gateway.operations.runner import Runner
 from services.gateway.runs.listing import (
@@ -108,6 +108,13 @@ async def match(pool: asyncpg.Pool, filters: ListFilter, limit: int) -> list[str
     return [r["workflow_id"] for r in rows]
 
 
+async def _by_status(pool: asyncpg.Pool, targets: list[str]) -> dict[str, int]:
+    """How many of ``targets`` are in each status now."""
+    rows = await pool.fetch("select status, count(*) as n from workflows where workflow_id"
+                            " = any($1::text[]) group by status", targets)
+    return {r["status"]: r["n"] for r in rows}
+
+
 def view(row: Any) -> dict[str, Any]:
     """An operation's document (its row of ``operations``)."""
     doc = row["doc"]
@@ -143,9 +150,13 @@ async def post_operation(request: Request) -> Response:
     filters, empty = _filter(body.filter, me)
     targets = [] if empty else await match(hw.pool, filters, MAX_TARGETS + 1)
     if body.dry_run:
+        statuses = await _by_status(hw.pool, targets[:MAX_TARGETS])
         return _json({"dry_run": True, "action": body.action, "filter": body.filter.given(),
                       "matched": min(len(targets), MAX_TARGETS),
-                      "over_limit": len(targets) > MAX_TARGETS, "sample": targets[:SAMPLE]})
+                      "over_limit": len(targets) > MAX_TARGETS, "sample": targets[:SAMPLE],
+                      "by_status": statuses,
+                      "to_act_on": sum(n for status, n in statuses.items()
+                                       if status in ACTS_ON[body.action])})
     if len(targets) > MAX_TARGETS:
         raise _invalid(f"filter: matches more than {MAX_TARGETS} runs, more than one "
                        "operation takes; narrow it (created_before, a label)")

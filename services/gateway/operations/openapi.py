@@ -37,7 +37,13 @@ DRY_RUN_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["dry_run", "action", "filter", "matched", "sample"],
     "properties": {"dry_run": {"const": True}, "action": _TEXT, "filter": {"type": "object"},
                    "matched": _COUNT, "over_limit": {"type": "boolean"},
-                   "sample": {"type": "array", "items": _TEXT}}}
+                   "sample": {"type": "array", "items": _TEXT},
+                   "by_status": {"type": "object", "additionalProperties": _COUNT,
+                                 "description": "the matched runs by their status now"},
+                   "to_act_on": {**_COUNT, "description": "the matched runs the action "
+                                 "acts on (the others would be skipped: ended runs, or "
+                                 "for a rerun those that have not failed or been "
+                                 "cancelled)"}}}
 ANSWERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "POST /v1/operations": {"202": {JSON: OPERATION_SCHEMA},
                             "200": {JSON: {"anyOf": [OPERATION_SCHEMA, DRY_RUN_SCHEMA]}}},
@@ -83,7 +89,8 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
                                                        "failed": 0}, "reasons": []})}},
         "200": {JSON: {"example": _example("a dry run", {
             "dry_run": True, "action": "cancel", "filter": _FILTER, "matched": 3,
-            "over_limit": False, "sample": ["index-5", "index-6", "index-7"]})}}},
+            "over_limit": False, "sample": ["index-5", "index-6", "index-7"],
+            "by_status": {"running": 2, "succeeded": 1}, "to_act_on": 2})}}},
     "GET /v1/operations/{operation_id}": {"200": {JSON: {"example": _example(
         "a bulk cancel, done", _DONE)}}},
     "GET /v1/operations": {"200": {JSON: {"example": _example("the latest operation", {

@@ -45,7 +45,8 @@ def test_a_dry_run_counts_and_records_nothing(gw: Gateway) -> None:
     assert response.status_code == 200, response.text
     assert response.json() == {"dry_run": True, "action": "cancel", "matched": 0,
                                "over_limit": False, "sample": [],
-                               "filter": {"label": ["team:a"], "status": "running"}}
+                               "filter": {"label": ["team:a"], "status": "running"},
+                               "by_status": {}, "to_act_on": 0}
     assert producer.sent == []
 
 
