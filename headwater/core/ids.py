@@ -52,7 +52,7 @@ def task_timer_id(kind: str, key: str, attempt: int) -> str:
 def parse_task_timer_id(timer_id: str) -> tuple[str, str, int] | None:
     """``(kind, task key, attempt)`` of a ``task_timer_id``, or None for any other id.
 
-    Node ids cannot hold ``:`` (``spec._ID``), so the split is unambiguous. The attempt
+    Node ids cannot hold ``:`` (``spec.fields.NODE_ID``), so the split is unambiguous. The attempt
     must be ASCII digits: ``str.isdigit`` also takes ``"²"`` (which ``int`` refuses) and
     ``"٣"`` (which it reads as 3)."""
     kind, _, rest = timer_id.partition(":")

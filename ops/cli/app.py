@@ -48,7 +48,7 @@ LAZY.update({
                         "and every attempt.", RUNS),
     "rerun": LazyCommand("ops.cli.rerun", "rerun", "Run an ended run again under a new id, "
                          "reusing the outputs of what succeeded.", RUNS),
-    "signal": LazyCommand("ops.cli.workflows", "signal", "Send a signal to a workflow's wait "
+    "signal": LazyCommand("ops.cli.signals", "signal", "Send a signal to a workflow's wait "
                           "node.", RUNS),
     "definitions": LazyCommand("ops.cli.definitions", "definitions_app",
                                "Stored workflow definitions and their versions.", RUNS,
@@ -132,7 +132,7 @@ def version() -> None:
     typer.echo(f"headwater {package_version()}")
 
 
-_MOVED = {"signal_fields": "ops.cli.workflows", "styled": "ops.cli.common",
+_MOVED = {"signal_fields": "ops.cli.signals", "styled": "ops.cli.common",
           "console": "ops.cli.common"}
 
 

@@ -19,7 +19,8 @@ from rich.markup import escape
 from ops.cli.common import GATEWAY, console
 from ops.cli.labels import label_options
 from ops.cli.resources import sub_app
-from ops.cli.workflows import client, gateway_errors, signal_fields
+from ops.cli.signals import signal_fields
+from ops.cli.workflows import client, gateway_errors
 
 if TYPE_CHECKING:
     from headwater.client import Client

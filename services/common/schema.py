@@ -1,11 +1,13 @@
 """The PostgreSQL projection's tables, created by every service's pool
-(``db.connect_pool``, idempotent: ``create ... if not exists`` and guarded ``alter``).
+(``db.connect_pool``, idempotent: ``create ... if not exists`` and guarded ``alter``, ``columns``).
 The projection can be dropped and rebuilt from the events topic at any time
 (docs/architecture.md §1)."""
 
 from __future__ import annotations
 
-SCHEMA = """
+from services.common.columns import DEFINITIONS_COLUMNS, PROJECTION_COLUMNS
+
+_RUN_TABLES = """
 create table if not exists workflows (
     workflow_id text primary key,
     name text not null default '',
@@ -110,73 +112,8 @@ create table if not exists loop_steps (
     seq bigint not null,
     primary key (workflow_id, node, step)
 );
-do $$ begin
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'parent_id')
-    then
-        alter table workflows add column parent_id text, add column parent_node text,
-            add column parent_index integer, add column parent_attempt integer;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'nodes' and column_name = 'condition')
-    then
-        alter table nodes add column condition boolean, add column wake_at timestamptz;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'definition')
-    then
-        alter table workflows add column definition text,
-            add column definition_version integer;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'request_hash')
-    then
-        alter table workflows add column request_hash text;
-        -- A claim not accepted yet holds its request's hash in body_hash.
-        update workflows set request_hash = body_hash where seq = 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'generation')
-    then
-        alter table workflows add column generation integer not null default 1,
-            add column restarted_seq bigint not null default 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'rerun')
-    then
-        alter table workflows add column rerun jsonb;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'tasks' and column_name = 'traceback')
-    then
-        alter table tasks add column error_type text not null default '',
-            add column traceback text not null default '', add column first_seq bigint;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'tasks' and column_name = 'cached')
-    then
-        alter table tasks add column cached jsonb;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'deadline_at')
-    then
-        alter table workflows add column deadline_at timestamptz;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'paused')
-    then
-        alter table workflows add column paused jsonb,
-            add column paused_seq bigint not null default 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'labels')
-    then
-        alter table workflows add column labels jsonb;
-    end if;
-end $$;
+"""
+_INDEXES_AND_TABLES = """\
 create index if not exists workflows_by_labels on workflows using gin (labels)
     where labels is not null;
 create index if not exists workflows_reruns on workflows ((rerun->>'of'), created_at)
@@ -263,33 +200,16 @@ create table if not exists retired_ids (
     retired_at timestamptz not null default now()
 );
 """
-"""The projection's tables, created if missing. Columns added after a table's first
-version come from ``alter table`` (checked first: an ``alter`` takes the table's
-strongest lock even when it changes nothing, and every service runs this at start).
+SCHEMA = _RUN_TABLES + PROJECTION_COLUMNS + _INDEXES_AND_TABLES
+"""The projection's tables, created if missing; the columns added after a table's first
+version are ``columns.PROJECTION_COLUMNS``, between the tables and their indexes.
 Tables of the node kinds: ``waits`` (one row per wait, ``node`` or ``node[index]``),
 ``signals`` (one per recorded ``SignalSent`` or ``SignalDiscarded``, by ``seq``) and
 ``loop_steps`` (one per decided step); ``signal_receipts`` holds what of a signal
 the history does not: when the gateway accepted it (``received_at``, its 202) and why
 the coordinator refused it (``refused_reason``, ``refused_at``: its dead letter, read
 from ``dlq`` by ``projector.refusals``), so no event fills it and a rebuild keeps it;
-``workflows.parent_*`` link a child to its parent (a ``workflow`` node's child, or a
-run a task's ``ctx.call`` submitted), ``workflows.deadline_at`` is the run's deadline
-(its ``DeadlineSet``; null: none),
-``nodes.condition`` and ``nodes.wake_at`` hold a ``when`` outcome and a sleep's wake-up.
-``workflows.definition`` and ``definition_version`` name the registered definition a run
-was resolved from (null for an inline spec). ``workflows.request_hash`` is the hash of
-the request as the gateway's claim took it (``body_hash`` of its spec, or of
-``{"definition": ref}``, with its input and tenant), which retries are compared with;
-the projector keeps it, and clears it when the body accepted is not the claim's (a
-submission straight on Kafka won the id); ``body_hash`` is the hash of the body accepted
-(the request's until then). ``workflows.generation`` is the run's generation (1, then
-one more per ``WorkflowRestarted``, ``restart_on_failure``) and ``restarted_seq`` the seq
-of its latest restart (0: none), below which no ``tasks``, ``nodes`` or ``loop_steps``
-row of it may stay. ``tasks.error_type`` and ``traceback`` are the latest attempt's
-failure (its ``TaskFailed``; "" until one, and again at the next dispatch);
-``first_seq`` is the seq of the task's first dispatch, from which its attempts' events
-are read (``GET /v1/workflows/{id}/tasks/{node}/{index}``; null for a row projected
-before the column). ``tasks_by_node`` serves a node's tasks in index order (the run
+``tasks_by_node`` serves a node's tasks in index order (the run
 document's, and ``GET .../nodes/{node}/tasks`` a page at a time). The
 ``workflows_by_*`` indexes serve
 ``GET /v1/workflows``: each filter (definition, status, name, tenant) with the listing's
@@ -315,7 +235,7 @@ submission of its id is compared with (its tenant, final status and hashes): the
 stays taken, as the coordinator's marker keeps it (a retry of the same request is the
 same run, 200; another body 409). A projection rebuild leaves it as it is."""
 
-DEFINITIONS_SCHEMA = """
+_DEFINITION_TABLES = """
 create table if not exists definitions (
     name text not null,
     version integer not null,
@@ -333,25 +253,8 @@ create table if not exists definition_heads (
     state text not null,
     updated_at timestamptz not null
 );
-do $$ begin
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definitions' and column_name = 'tenant')
-    then
-        alter table definitions add column tenant text;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definition_heads'
-                   and column_name = 'tenant')
-    then
-        alter table definition_heads add column tenant text;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definition_heads'
-                   and column_name = 'revision')
-    then
-        alter table definition_heads add column revision bigint not null default 0;
-    end if;
-end $$;
+"""
+_DEFINITION_PAUSES = """\
 create table if not exists definition_pauses (
     name text primary key,
     paused_at timestamptz not null,
@@ -359,6 +262,7 @@ create table if not exists definition_pauses (
     reason text not null default ''
 );
 """
+DEFINITIONS_SCHEMA = _DEFINITION_TABLES + DEFINITIONS_COLUMNS + _DEFINITION_PAUSES
 """The definitions registry's tables, a projection of the ``definitions`` topic
 (``services/gateway/definitions/registry.py``): one ``definitions`` row per version, one
 ``definition_heads`` row per name (its current version, whether it is deleted, and its
@@ -367,7 +271,8 @@ it). ``definition_pauses`` holds the paused definitions (``services/gateway/paus
 the gateway writes it, no record fills it, and a rebuild keeps it. ``state``
 is ``claimed`` from when the gateway chose the version until Kafka acknowledged its
 records, then ``stored``. ``tenant`` is the tenant the definition belongs to (null:
-shared by every tenant; added by ``alter table``, checked first as in ``SCHEMA``)."""
+shared by every tenant). ``tenant`` and ``revision`` came later
+(``columns.DEFINITIONS_COLUMNS``)."""
 
 WEBHOOKS_SCHEMA = """
 create table if not exists webhooks (

@@ -21,12 +21,12 @@ from services.gateway.definitions.announced import Registrar
 from services.gateway.definitions.store import Store
 from services.gateway.drain import Drain
 from services.gateway.edge.problems import RETRY_AFTER_S, Problem
+from services.gateway.outlet import Outlet
 from services.gateway.queues import admission
 from services.gateway.queues.figures import QueueFigures
 from services.gateway.queues.workers import WorkerRegistry
 from services.gateway.queues.workers import install as install_registry
 from services.gateway.runs.stream import Notifier
-from services.gateway.runs.submit import Outlet
 from services.gateway.settings import Settings
 from services.gateway.triggers.catalog import Catalog
 
@@ -72,7 +72,7 @@ class Runtime:
 
     @property
     def outlet(self) -> Outlet:
-        """Where this gateway's submissions go (``runs.submit.Outlet``; once connected)."""
+        """Where this gateway's submissions go (``outlet.Outlet``; once connected)."""
         return Outlet(self.producer, self.settings.topics, self.settings.produce_timeout_s,
                       self.settings.auth.headers, self.claims)
 

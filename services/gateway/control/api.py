@@ -21,7 +21,7 @@ from services.gateway.openapi.bodies import CANCEL_SCHEMA, SIGNAL_NAME_DOC, SIGN
 from services.gateway.openapi.problems import BODY, SIGNAL, WRITES, problems
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
 from services.gateway.runs.claims import CANCEL_REQUESTED
-from services.gateway.runs.views import links
+from services.gateway.runs.facts import links
 
 router = APIRouter()
 CANCEL_BODY_BYTES = 64 * 1024

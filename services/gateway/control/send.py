@@ -19,8 +19,8 @@ from services.common.clock import now_ms
 from services.gateway.blobs import payloads
 from services.gateway.control.models import SignalRequest
 from services.gateway.edge.problems import Problem
+from services.gateway.outlet import Outlet
 from services.gateway.runs.stream import TERMINAL_STATUSES
-from services.gateway.runs.submit import Outlet
 from services.gateway.signals.fate import record_receipt
 
 
@@ -30,7 +30,7 @@ async def request_cancel(pool: asyncpg.Pool, out: Outlet, workflow_id: str,
 
     Args:
         pool: the projection's pool.
-        out: where the record goes (``runs.submit.Outlet``).
+        out: where the record goes (``outlet.Outlet``).
         workflow_id: the workflow to cancel.
         reason: recorded in the history.
 
@@ -74,7 +74,7 @@ async def send_signal(pool: asyncpg.Pool, out: Outlet, signal: ev.SignalSent,
 
     Args:
         pool: the projection's pool.
-        out: where the record goes (``runs.submit.Outlet``).
+        out: where the record goes (``outlet.Outlet``).
         signal: the signal (``signal_record``); its fields' large parts go by
             reference once it is checked (``blobs.payloads``).
         me: who sends it: the tenant whose references its fields may pass on.

@@ -55,7 +55,8 @@ from services.gateway.edge.problems import (
     Problem,
 )
 from services.gateway.lifetime import Runtime, accepting, runtime
-from services.gateway.openapi.bodies import (
+from services.gateway.openapi.bodies import json_answer, json_body
+from services.gateway.openapi.definitions import (
     DEFINITION_NAME_DOC,
     DEFINITION_PUT_SCHEMA,
     DEFINITION_ROLLBACK_SCHEMA,
@@ -63,8 +64,6 @@ from services.gateway.openapi.bodies import (
     DEFINITION_SCHEMA,
     DEFINITION_STORED_SCHEMA,
     DEFINITIONS_LIST_SCHEMA,
-    json_answer,
-    json_body,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
 from services.gateway.runs.path_route import taken_paths

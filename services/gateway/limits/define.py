@@ -28,7 +28,7 @@ from headwater.core.limits import (
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.submit import Outlet
+from services.gateway.outlet import Outlet
 
 EVERY_TENANT = "a token for every tenant"
 """What a tenant's principal lacks to define a limit (the 403's ``needs``)."""

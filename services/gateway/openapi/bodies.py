@@ -1,6 +1,7 @@
 """What the OpenAPI document (``/openapi.json``) says beyond the route signatures: the
 request bodies, which the routes read themselves (``edge.body``), and the path's workflow
-id. The error answers are ``openapi.problems``'s (``problems``); ``openapi.document``
+id. The definitions resource's bodies and answers are ``openapi.definitions``'s; the error
+answers are ``openapi.problems``'s (``problems``); ``openapi.document``
 completes the document with the answers' schemas and every example.
 
 The routes take the raw request (to bound the body before parsing it), so FastAPI cannot
@@ -16,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import labels
-from headwater.core.definitions import NAME_PATTERN as DEFINITION_NAME_PATTERN
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
 from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
@@ -326,99 +326,3 @@ def json_answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
         schema: the answer's JSON Schema.
     """
     return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-DEFINITION_NAME_DOC: dict[str, Any] = {
-    "pattern": DEFINITION_NAME_PATTERN,
-    "description": "a definition's name: 1-100 letters, digits and _.- starting with a "
-                   "letter or digit"}
-"""The schema extras of the ``{name}`` path parameter of a definition."""
-
-DEFINITION_BODY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["workflow"],
-    "additionalProperties": False,
-    "properties": {
-        "workflow": SPEC_SCHEMA,
-        "input_schema": {"type": ["object", "null"],
-                         "description": "JSON Schema (draft 4, 6, 7, 2019-09 or 2020-12 by "
-                                        "its $schema; 2020-12 without) that a run's input "
-                                        "must match; null: any input. References outside "
-                                        "it are refused"},
-    },
-}
-"""``PUT /v1/definitions/{name}`` (``definitions.models.DefinitionRequest``)."""
-
-DEFINITION_PUT_SCHEMA: dict[str, Any] = {
-    "oneOf": [DEFINITION_BODY_SCHEMA, {**SPEC_SCHEMA, "description": "a bare spec: the "
-                                       "same as {\"workflow\": <it>}"}],
-}
-"""The body of ``PUT /v1/definitions/{name}``: the spec and its input schema, or a bare
-spec."""
-
-_DEFINITION_LINKS: dict[str, Any] = {
-    "type": "object", "additionalProperties": {"type": "string"},
-    "description": "self (this version), latest, run (POST /v1/run/{name}), runs "
-                   "(GET /v1/workflows?definition=)"}
-DEFINITION_STORED_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["name", "version", "digest", "created_at", "links"],
-    "properties": {
-        "name": {"type": "string"},
-        "version": {"type": "integer", "minimum": 1},
-        "digest": {"type": "string", "description": "SHA-256 (hex) of the canonical JSON "
-                                                    "of the spec and input schema"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "links": _DEFINITION_LINKS,
-    },
-}
-"""The answer of ``PUT /v1/definitions/{name}``, and an item of the list."""
-
-DEFINITION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": [*DEFINITION_STORED_SCHEMA["required"], "latest", "deleted", "workflow",
-                 "input_schema"],
-    "properties": {
-        **DEFINITION_STORED_SCHEMA["properties"],
-        "latest": {"type": "integer", "description": "the definition's highest version"},
-        "current": {"type": "integer", "description": "the version new runs use (the "
-                                                      "latest, unless rolled back)"},
-        "deleted": {"type": "boolean", "description": "deleted: no new runs"},
-        "workflow": SPEC_SCHEMA,
-        "input_schema": {"type": ["object", "null"]},
-    },
-}
-"""The answer of ``GET /v1/definitions/{name}``."""
-
-DEFINITION_ROLLBACK_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
-    "properties": {"to": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1,
-                          "description": "the version to make current; absent: the one "
-                                         "before the current"}},
-}
-"""The body of ``POST /v1/definitions/{name}/rollback`` (optional)."""
-
-DEFINITION_ROLLED_BACK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["name", "version", "previous", "latest", "changed", "links"],
-    "properties": {
-        "name": {"type": "string"},
-        "version": {"type": "integer", "minimum": 1, "description": "now current"},
-        "previous": {"type": "integer", "minimum": 1, "description": "current before"},
-        "latest": {"type": "integer", "minimum": 1, "description": "the highest version"},
-        "changed": {"type": "boolean", "description": "false: it was current already"},
-        "links": _DEFINITION_LINKS,
-    },
-}
-"""The answer of ``POST /v1/definitions/{name}/rollback``."""
-
-DEFINITIONS_LIST_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["items", "next_cursor"],
-    "properties": {
-        "items": {"type": "array", "items": DEFINITION_STORED_SCHEMA},
-        "next_cursor": {"type": ["string", "null"],
-                        "description": "pass as ?cursor= for the next page; null: none"},
-    },
-}
-"""The answer of ``GET /v1/definitions``."""

@@ -52,7 +52,7 @@ READS = (NOT_READY, DATABASE_DOWN)
 """What a read of the projection can answer (``lifetime.runtime``, PostgreSQL down)."""
 WRITES = (SHUTTING_DOWN, NOT_READY, DATABASE_DOWN, KAFKA_UNAVAILABLE)
 """What an operation that produces to Kafka can answer (``lifetime.accepting``,
-``runs.submit.produce``)."""
+``outlet.produce``)."""
 BODY = (REQUEST_TOO_LARGE, INVALID_REQUEST)
 """What reading a JSON body can answer (``edge.body``)."""
 SUBMISSION = (INVALID_SPEC, SPEC_TOO_LARGE, INVALID_DEFINITION_REFERENCE, NOT_FOUND,

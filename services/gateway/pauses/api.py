@@ -29,7 +29,7 @@ from services.gateway.pauses.send import (
     who,
 )
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
-from services.gateway.runs.views import links
+from services.gateway.runs.facts import links
 
 router = APIRouter()
 PAUSE_BODY_BYTES = 64 * 1024

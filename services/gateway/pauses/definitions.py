@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg
 
 from headwater.core import events as ev
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
-
-if TYPE_CHECKING:  # runs.submit asks this module whether a definition is paused
-    from services.gateway.runs.submit import Outlet
+from services.gateway.outlet import Outlet
 
 BY_DEFINITION = "definition:"
 """The ``by`` of a pause a paused definition made: ``definition:<name>``."""

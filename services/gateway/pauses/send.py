@@ -12,8 +12,8 @@ from headwater.core import events as ev
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
 from services.gateway.edge.problems import Problem
+from services.gateway.outlet import Outlet
 from services.gateway.runs.stream import TERMINAL_STATUSES
-from services.gateway.runs.submit import Outlet
 
 PAUSE_REQUESTED = "pause_requested"
 """The status a pause request is answered with (the run's own changes when the
@@ -49,7 +49,7 @@ async def request_pause(pool: asyncpg.Pool, out: Outlet,
 
     Args:
         pool: the projection's pool.
-        out: where the record goes (``runs.submit.Outlet``).
+        out: where the record goes (``outlet.Outlet``).
         record: the request (``pause_record``).
 
     Returns:

@@ -25,9 +25,9 @@ from services.gateway.reruns.models import RerunRequest, ResetRequest
 from services.gateway.reruns.plan import PlanError, fold, reuse
 from services.gateway.runs.api import NO_WORKFLOW, WorkflowId
 from services.gateway.runs.claims import Accepted
+from services.gateway.runs.facts import links
 from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.submit import submit_rerun
-from services.gateway.runs.views import links
 
 router = APIRouter()
 

@@ -45,7 +45,7 @@ class Accepted:
 
 
 class Submits(Protocol):
-    """Where a claim's submission is produced again (``submit.Outlet``)."""
+    """Where a claim's submission is produced again (``outlet.Outlet``)."""
 
     async def submission(self, record: ev.WorkflowSubmitted) -> None: ...
 

@@ -15,7 +15,7 @@ from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
 from headwater.core.labels import KEY_HINT, MAX_LABELS, VALUE_HINT, parse_selector
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
-from services.gateway.runs.views import definition_of, links, paused_view
+from services.gateway.runs.facts import definition_of, links, paused_view
 
 
 def _iso(value: datetime | None) -> str | None:

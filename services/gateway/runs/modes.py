@@ -21,8 +21,9 @@ from typing import Any
 import asyncpg
 import orjson
 
+from services.gateway.runs.facts import links
 from services.gateway.runs.stream import RECHECK_S, TERMINAL_STATUSES, Notifier, history_stream
-from services.gateway.runs.views import links, workflow_view
+from services.gateway.runs.views import workflow_view
 
 
 class Mode(StrEnum):

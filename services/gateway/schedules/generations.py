@@ -48,9 +48,10 @@ from services.gateway.control.send import request_cancel
 from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve
 from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import Problem
+from services.gateway.outlet import Headers, Outlet
 from services.gateway.runs.models import Priority, SubmitRequest
 from services.gateway.runs.stream import TERMINAL_STATUSES
-from services.gateway.runs.submit import Headers, Outlet, submit
+from services.gateway.runs.submit import submit
 
 PREFIX = "schedule:"
 """The schedule workflow's spec name is ``schedule:<name>``; its id adds
@@ -286,7 +287,7 @@ class Writer:
         producer: the Kafka producer.
         topics: the topic names.
         produce_timeout_s: longest wait for Kafka's acknowledgement, seconds.
-        auth: the headers of its submissions (``submit.Outlet.auth``).
+        auth: the headers of its submissions (``outlet.Outlet.auth``).
     """
 
     pool: asyncpg.Pool

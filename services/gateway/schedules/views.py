@@ -19,7 +19,7 @@ from urllib.parse import quote
 import asyncpg
 
 from services.common.auth.tokens import OPEN, Principal
-from services.gateway.runs.views import priority_of
+from services.gateway.runs.facts import priority_of
 from services.gateway.schedules.generations import (
     Generation,
     generations,

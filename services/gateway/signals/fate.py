@@ -21,7 +21,7 @@ import asyncpg
 
 from headwater.core import events as ev
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.views import links
+from services.gateway.runs.facts import links
 
 log = logging.getLogger("headwater.gateway")
 

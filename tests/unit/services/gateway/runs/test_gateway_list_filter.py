@@ -11,8 +11,8 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.edge.problems import Problem
+from services.gateway.runs.facts import definition_of
 from services.gateway.runs.listing import ListFilter, list_filter
-from services.gateway.runs.views import definition_of
 
 
 def test_no_parameters_filter_nothing() -> None:

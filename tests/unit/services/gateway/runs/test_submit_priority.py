@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from headwater.topics import Topics
 from services.gateway.queues.figures import Lag, priority_views
+from services.gateway.runs.facts import priority_of
 from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.submit import _given
-from services.gateway.runs.views import priority_of
 from services.gateway.schedules.generations import settings_of
 
 SPEC: dict[str, Any] = {"name": "w", "nodes": [{"id": "a", "task": "t.a"}]}
