@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,8 +32,17 @@ from headwater.core import events as ev
 from headwater.operations import cancel_reason
 from tests.polling import scaled
 
-if TYPE_CHECKING:
-    from faultsuite.batch import Submission
+
+class Labelled(Protocol):
+    """What the bulk cancel reads of a batch's workflow (``batch.Submission``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def shape(self) -> str: ...
+    @property
+    def labels(self) -> dict[str, str] | None: ...
+
 
 LABEL = "fault-bulk"
 """The label's key; its value is the batch's tag."""
@@ -55,7 +64,7 @@ def spec() -> dict[str, Any]:
         {"id": "hold", "kind": "wait", "signal": "never", "timeout": 3600}]}
 
 
-def bulk_cancel(gateway: str, batch: Sequence[Submission],
+def bulk_cancel(gateway: str, batch: Sequence[Labelled],
                 headers: dict[str, str]) -> BulkCancel:
     """The bulk cancel of ``batch``'s labelled workflows (none: it does nothing)."""
     targets = [s for s in batch if s.shape == "bulk" and s.labels]
