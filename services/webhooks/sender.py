@@ -106,7 +106,7 @@ class Sender:
             return
         started_ms = self.clock()
         headers = signed_headers(hook.secret, started_ms // 1000, body, delivery, row["event"])
-        outcome = await _post(http, hook.url, body, headers)
+        outcome = await _post(http, hook.url, body, headers, self.timeout_s)
         now = self.clock()
         after = backoff.after(number, outcome, now, backoff.Policy(
             hook.max_attempts, hook.backoff_ms, hook.backoff_max_ms), delivery)
@@ -138,12 +138,21 @@ class Sender:
 
 
 async def _post(http: httpx.AsyncClient, url: str, body: bytes,
-                headers: dict[str, str]) -> backoff.Outcome:
+                headers: dict[str, str], timeout_s: float) -> backoff.Outcome:
+    """Post a delivery; its outcome is the answer's status. The answer's body is never
+    read, and the whole attempt (connecting, sending, the status line and headers) has
+    ``timeout_s``: a receiver that answers slowly, or drips a body, holds no round of
+    the loop (httpx's timeout bounds each read, not the attempt)."""
+    async def status() -> int:
+        async with http.stream("POST", url, content=body, headers=headers) as response:
+            return response.status_code
+
     try:
-        response = await http.post(url, content=body, headers=headers)
+        return backoff.Outcome(await asyncio.wait_for(status(), timeout_s))
+    except TimeoutError:
+        return backoff.Outcome(None, f"no answer within {timeout_s:g} s")
     except Exception as e:  # any failure to post (an unusable URL too) is the outcome
         return backoff.Outcome(None, f"{type(e).__name__}: {e}"[:MAX_ERROR_CHARS])
-    return backoff.Outcome(response.status_code)
 
 
 def _attempt(number: int, at_ms: int, status_code: int | None, error: str,

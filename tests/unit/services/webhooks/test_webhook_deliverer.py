@@ -7,7 +7,9 @@ dead-letters the last, with its reason on ``dlq``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 import httpx
@@ -197,3 +199,27 @@ async def test_one_attempt_that_raises_leaves_the_others_attempted() -> None:
     by_hook = {d["webhook"]: d for d in pool.deliveries.values()}
     assert by_hook["h"]["status"] == "delivered"
     assert by_hook["g"]["status"] == "pending" and by_hook["g"]["lease_until"] is not None
+
+
+async def test_a_receiver_that_answers_slowly_fails_its_attempt_and_holds_no_other() -> None:
+    """The whole attempt has the sender's timeout (httpx's bounds each read only: a
+    receiver dripping its answer held every delivery of the loop), and the answer's
+    body is never read."""
+    pool = StorePool(hooks={"slow": hook("slow", max_attempts=1), "ok": hook("ok")})
+    await _decider(pool, [AT + 10]).keep([ACCEPTED, FAILED])
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("slow"):
+            await asyncio.sleep(30)
+        return httpx.Response(200, content=b"x" * 10_000_000)
+
+    sender = Sender(pool, Topics("p"), None, timeout_s=0.2,  # type: ignore[arg-type]
+                    clock=lambda: AT + 20)
+    started = time.monotonic()
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as http:
+        assert await sender.round(http) == 2
+    assert time.monotonic() - started < 5
+    by_hook = {d["webhook"]: d for d in pool.deliveries.values()}
+    assert by_hook["ok"]["status"] == "delivered"
+    assert (by_hook["slow"]["status"], by_hook["slow"]["reason"]) == (
+        "dead", "after 1 attempts: no answer within 0.2 s")
