@@ -126,6 +126,18 @@ async def topic_config(settings: CommonSettings, name: str) -> dict[str, str]:
         await admin.close()
 
 
+async def topic_exists(settings: CommonSettings, name: str) -> bool:
+    """Whether the broker lists topic ``name`` (a metadata request for every topic,
+    which creates none, whatever ``auto.create.topics.enable`` says)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap,
+                                **aiokafka_security(settings.kafka_security))
+    await admin.start()
+    try:
+        return name in await admin.list_topics()
+    finally:
+        await admin.close()
+
+
 async def describe_config(admin: AIOKafkaAdminClient, name: str) -> dict[str, str]:
     """The config of topic ``name`` as the broker describes it (its own settings and the
     broker's defaults), Kafka's names to values, through a started admin client.

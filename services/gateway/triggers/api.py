@@ -147,6 +147,7 @@ async def put_trigger(request: Request, name: str) -> Response:
     except ValueError as e:
         faults = str(e).split("\n")
         raise Problem(422, "Invalid request", "; ".join(faults), errors=faults) from e
+    await _readable(hw, catalog, settings.topic)
     try:
         await resolve(hw.pool, settings.definition, me)
     except Problem as e:
@@ -164,6 +165,30 @@ async def put_trigger(request: Request, name: str) -> Response:
         raise Problem(503, "Kafka unavailable", f"the trigger was not stored: {e!r}",
                       headers={"Retry-After": RETRY_AFTER_S}) from e
     return _json(await _view(hw, record, with_lag=False), 201 if known is None else 200)
+
+
+async def _readable(hw: Runtime, catalog: Catalog, topic: str) -> None:
+    """Refuse a topic of this deployment's own (its records are Headwater's: a trigger
+    on its history would start runs that write more history, without end) and one the
+    broker does not list (a consumer of it would have the broker create it, a typo's
+    stray topic).
+
+    Raises:
+        Problem: 422 naming ``topic``; 503 the broker cannot be asked.
+    """
+    prefix = hw.settings.topics.prefix
+    if topic.startswith((f"{prefix}.", f"{prefix}-", "__")):
+        fault = (f"topic: {topic!r} is one of this deployment's own topics (prefix "
+                 f"{prefix!r}) or Kafka's; a trigger reads another system's topic")
+        raise Problem(422, "Invalid request", fault, errors=[fault])
+    try:
+        exists = await catalog.plumbing.exists(hw.settings, topic)
+    except Exception as e:
+        raise Problem(503, "Kafka unavailable", f"topic {topic!r} not looked up: {e!r}",
+                      headers={"Retry-After": RETRY_AFTER_S}) from e
+    if not exists:
+        fault = f"topic: no topic {topic!r} on the broker; create it first"
+        raise Problem(422, "Invalid request", fault, errors=[fault])
 
 
 @router.get("/v1/triggers/{name}", responses={

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from headwater.topics import (
 from services.common import faults, tracing
 from services.common.auth.tokens import OPEN, Principal
 from services.common.clock import now_ms
-from services.common.kafka.client import AVRO_HEADERS, started
+from services.common.kafka.client import AVRO_HEADERS, started, topic_exists
 from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.coordinator.submitters import without_authorization
@@ -83,6 +83,7 @@ class Plumbing:
         pool: the projection's pool (definitions).
         auth: the gateway's headers on its submissions (its token when auth is on).
         timeout_s: the longest wait for Kafka's acknowledgement of a batch, seconds.
+        exists: whether the broker lists a topic (``kafka.client.topic_exists``).
     """
 
     settings: CommonSettings
@@ -90,6 +91,7 @@ class Plumbing:
     pool: asyncpg.Pool
     auth: Sequence[tuple[str, bytes]] = ()
     timeout_s: float = 10.0
+    exists: Callable[[CommonSettings, str], Awaitable[bool]] = topic_exists
 
     @property
     def topics(self) -> Topics:

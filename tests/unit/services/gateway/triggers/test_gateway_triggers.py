@@ -15,6 +15,13 @@ from services.gateway.settings import Settings
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing
 
+TOPICS = {"shop.orders", "orders", "a.b"}
+
+
+async def listed(settings: object, topic: str) -> bool:
+    """The broker's topics, as the test has them."""
+    return topic in TOPICS
+
 BODY: dict[str, Any] = {"topic": "shop.orders", "definition": "ship",
                         "input": {"n": "${value.n}"}, "start": "earliest"}
 
@@ -23,7 +30,7 @@ BODY: dict[str, Any] = {"topic": "shop.orders", "definition": "ship",
 def connected(gw: Gateway) -> tuple[Gateway, TopicProducer]:
     producer = TopicProducer()
     gw.connect(DefinitionPool(), producer)
-    gw.hw.triggers = Catalog(Plumbing(gw.hw.settings, producer, gw.hw.pool),  # type: ignore[arg-type]
+    gw.hw.triggers = Catalog(Plumbing(gw.hw.settings, producer, gw.hw.pool, exists=listed),  # type: ignore[arg-type]
                              run=False)
     return gw, producer
 
@@ -102,3 +109,20 @@ def test_a_gateway_runs_the_consumers_unless_told_not_to(monkeypatch: pytest.Mon
     for off in ("off", "OFF", "0", "false"):
         monkeypatch.setenv("HEADWATER_TRIGGERS", off)
         assert not Settings.from_env().run_triggers
+
+
+@pytest.mark.parametrize(("topic", "fault"), [
+    ("{p}.events", "one of this deployment's own topics"),
+    ("{p}-coordinator-workflows-changelog", "one of this deployment's own topics"),
+    ("__consumer_offsets", "one of this deployment's own topics"),
+    ("no.such.topic", "no topic 'no.such.topic' on the broker")])
+def test_a_topic_of_the_deployment_or_none_at_all_is_refused(connected: Any, topic: str,
+                                                             fault: str) -> None:
+    """A trigger on the deployment's history would start runs that write more history,
+    without end; one on a missing topic would have the broker create it."""
+    gw, producer = connected
+    topic = topic.format(p=gw.hw.settings.prefix)
+    answer = gw.client.put("/v1/triggers/loop", json={**BODY, "topic": topic})
+    doc = assert_problem(answer, 422, "Invalid request")
+    assert doc["errors"][0].startswith("topic: ") and fault in doc["errors"][0], doc
+    assert producer.sent == []

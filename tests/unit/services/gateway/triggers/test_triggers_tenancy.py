@@ -17,6 +17,13 @@ from trigger_kit import TopicProducer
 from services.gateway.triggers.catalog import Catalog
 from services.gateway.triggers.runner import Plumbing
 
+TOPICS = {"shop.orders", "orders", "a.b"}
+
+
+async def listed(settings: object, topic: str) -> bool:
+    """The broker's topics, as the test has them."""
+    return topic in TOPICS
+
 BODY: dict[str, Any] = {"topic": "shop.orders", "definition": "billing"}
 
 
@@ -28,7 +35,7 @@ def t(tmp_path: Path) -> Iterator[tuple[Tenants, TopicProducer]]:
             assert answer.status_code == 201, answer.text
         producer = TopicProducer()
         hw = found.gw.hw
-        hw.triggers = Catalog(Plumbing(hw.settings, producer, hw.pool),  # type: ignore[arg-type]
+        hw.triggers = Catalog(Plumbing(hw.settings, producer, hw.pool, exists=listed),  # type: ignore[arg-type]
                               run=False)
         yield found, producer
 
