@@ -76,14 +76,20 @@ def ttl_ms(value: Any, what: str = "ttl") -> int:
     if isinstance(value, bool):
         raise ValueError(f"a {what} is seconds or a duration such as 30s, 15m, 12h, 7d")
     if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise ValueError(f"a {what} must be finite")
-        ms = round(value * 1000)
+        scaled = value * 1000
     elif isinstance(value, str) and (m := _DURATION.fullmatch(value)):
-        ms = round(float(m.group(1)) * _UNIT_MS[m.group(2)])
+        scaled = float(m.group(1)) * _UNIT_MS[m.group(2)]
     else:
         raise ValueError(f"a {what} is seconds or a duration such as 30s, 15m, 12h, 7d, not "
                          f"{str(value)[:40]!r}")
+    try:
+        finite = math.isfinite(scaled)
+    except OverflowError:  # an integer of 400 digits
+        finite = False
+    if not finite:  # 1e308 seconds, or 400 digits of them
+        raise ValueError(f"a {what} must be finite, and from 1 ms to "
+                         f"{MAX_TTL_MS // DAY_MS} days, not {str(value)[:40]!r}")
+    ms = round(scaled)
     if not 1 <= ms <= MAX_TTL_MS:
         raise ValueError(f"a {what} must be from 1 ms to {MAX_TTL_MS // DAY_MS} days, not "
                          f"{str(value)[:40]!r}")

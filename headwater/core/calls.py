@@ -37,18 +37,26 @@ its table's header); a link beyond it is not recorded, so its child outlives a p
 that fails (it is still shown as the parent's child: its own row names the parent)."""
 
 
+MAX_NUMBER = 2**31 - 1
+"""The largest index and attempt a link may name (PostgreSQL's integer)."""
+
+
+def _text(value: Any, most: int) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= most and value.isprintable()
+
+
 def caller_link(value: Any) -> dict[str, Any] | None:
     """A submission's ``parent`` as ``{"workflow_id", "node", "index", "attempt"}``, or
-    None when it is none or not of that form (an id and a node that are non-empty
-    strings, an index that is None or an integer >= 0, an attempt that is an integer
-    >= 1)."""
+    None when it is none or not of that form (an id of at most 200 and a node of at most
+    128 printable characters, an index that is None or an integer from 0, an attempt
+    that is an integer from 1, both at most ``MAX_NUMBER``)."""
     if not isinstance(value, dict):
         return None
     wid, node, index, attempt = (value.get("workflow_id"), value.get("node"),
                                  value.get("index"), value.get("attempt"))
-    if (not isinstance(wid, str) or not wid or not isinstance(node, str) or not node
-            or not (index is None or (type(index) is int and index >= 0))
-            or type(attempt) is not int or attempt < 1):
+    if (not _text(wid, 200) or not _text(node, 128)
+            or not (index is None or (type(index) is int and 0 <= index <= MAX_NUMBER))
+            or type(attempt) is not int or not 1 <= attempt <= MAX_NUMBER):
         return None
     return {"workflow_id": wid, "node": node, "index": index, "attempt": attempt}
 
@@ -57,8 +65,9 @@ def link_fault(value: Any) -> str | None:
     """What is wrong with a submission's ``parent`` (the gateway's 422), or None."""
     if value is None or caller_link(value) is not None:
         return None
-    return ("parent must be {\"workflow_id\": text, \"node\": text, \"index\": null or an "
-            "integer >= 0, \"attempt\": an integer >= 1}: the task attempt that calls")
+    return ("parent must be {\"workflow_id\": text, \"node\": text (printable), \"index\": "
+            "null or an integer >= 0, \"attempt\": an integer >= 1, both below 2**31}: "
+            "the task attempt that calls")
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ def test_a_callers_link_is_read_from_the_submission(value: object, want: object)
 @pytest.mark.parametrize("value", [
     "wf-1", {**LINK, "workflow_id": ""}, {**LINK, "node": 3}, {**LINK, "attempt": 0},
     {**LINK, "attempt": True}, {**LINK, "index": -1}, {**LINK, "index": "1"},
-    {"workflow_id": WF, "node": "fetch"},
+    {"workflow_id": WF, "node": "fetch"}, {**LINK, "index": 2**70}, {**LINK, "attempt": 2**31},
+    {**LINK, "node": "a\u0000"}, {**LINK, "workflow_id": "w" * 201},
 ])
 def test_a_malformed_link_is_none_and_its_fault_says_what_a_link_is(value: object) -> None:
     assert caller_link(value) is None

@@ -54,6 +54,7 @@ def test_a_deadline_is_a_span_or_an_instant(value: object, want: RunDeadline) ->
     (True, "deadline: a deadline is seconds"), ("soon", "deadline: a deadline is seconds"),
     ("2026-13-01T00:00:00Z", "is no instant"), ("2026-12-31T23:00:00", "is no instant"),
     (float("inf"), "must be finite"), ({"s": 1}, "deadline: a deadline is seconds"),
+    (1e308, "must be finite"), ("9" * 400 + "s", "must be finite"), (10**400, "must be finite"),
     ("400d", "from 1 ms to 365 days"),
 ])
 def test_a_bad_deadline_is_a_spec_fault_naming_it(value: object, fault: str) -> None:
