@@ -159,7 +159,7 @@ async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,
     items = [{"id": r["workflow_id"], "name": r["name"], "tenant": r["tenant"],
               "status": r["status"], "seq": r["seq"], "created_at": _iso(r["created_at"]),
               "updated_at": _iso(r["updated_at"]), "error": r["error"],
-              "definition": definition_of(r), "paused": paused_view(r["paused"]),
+              "definition": definition_of(r), "paused": paused_view(r["paused"], r["status"]),
               "labels": r["labels"] or {},
               "links": links(r["workflow_id"])}
              for r in rows[:limit]]

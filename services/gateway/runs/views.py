@@ -83,7 +83,7 @@ async def workflow_view(pool: asyncpg.Pool, workflow_id: str) -> dict[str, Any]:
         "definition": definition_of(row), "priority": priority_of(row["spec"]),
         "labels": row.get("labels") or {},
         "generation": row.get("generation") or 1, "deadline": _iso(row.get("deadline_at")),
-        "paused": paused_view(row.get("paused")),
+        "paused": paused_view(row.get("paused"), row["status"]),
         "nodes": node_views,
         "tasks": [task_view(t, requires) for t in tasks[:MAX_TASKS]],
         "tasks_truncated": len(tasks) > MAX_TASKS,
