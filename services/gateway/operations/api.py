@@ -89,10 +89,16 @@ def _filter(given: OperationFilter, me: Principal) -> tuple[ListFilter, bool]:
         raise _invalid("filter: give at least one of status, name, definition, label, "
                        "created_after, created_before (an operation on every run is not "
                        "taken without one)")
-    tenant, empty = list_tenant(me, given.tenant)
-    filters = list_filter(given.status, given.name, tenant, given.definition,
-                          given.created_after, given.created_before)
-    return dataclasses.replace(filters, labels=label_selectors(given.label)), empty
+    try:
+        tenant, empty = list_tenant(me, given.tenant)
+        filters = list_filter(given.status, given.name, tenant, given.definition,
+                              given.created_after, given.created_before)
+        labels = label_selectors(given.label)
+    except Problem as e:  # the listing's faults name query parameters: here, the filter's
+        errors = [str(f).replace("query.", "filter.", 1)
+                  for f in e.extra.get("errors") or [e.detail]]
+        raise Problem(e.status, e.title, "; ".join(errors), errors=errors) from e
+    return dataclasses.replace(filters, labels=labels), empty
 
 
 async def match(pool: asyncpg.Pool, filters: ListFilter, limit: int) -> list[str]:

@@ -14,8 +14,8 @@ class OperationFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: str | None = None
-    name: str | None = None
+    status: Literal["accepted", "running", "succeeded", "failed", "cancelled"] | None = None
+    name: str | None = Field(default=None, min_length=1)
     tenant: str | None = None
     definition: str | None = Field(default=None,
                                    description="a definition's name, or name@version")

@@ -24,8 +24,10 @@ LABELLED = {"label": ["team:a"]}
     ({"action": "cancel", "filter": {}}, "filter: give at least one of status, name"),
     ({"action": "cancel", "filter": {"tenant": "acme"}}, "filter: give at least one of"),
     ({"action": "cancel", "filter": {"label": ["bad key:x"]}},
-     "query.label: must be key:value or key"),
-    ({"action": "cancel", "filter": {"definition": "a@b"}}, "query.definition: must be"),
+     "filter.label: must be key:value or key"),
+    ({"action": "cancel", "filter": {"definition": "a@b"}}, "filter.definition: must be"),
+    ({"action": "cancel", "filter": {"status": "bogus"}}, "filter.status: Input should be"),
+    ({"action": "cancel", "filter": {"name": ""}}, "filter.name: String should have"),
     ({"action": "cancel", "filter": {"colour": "red"}}, "filter.colour: Extra inputs"),
     ({"action": "cancel"}, "filter: Field required"),
 ])
