@@ -89,6 +89,11 @@ def delay_ms(attempt: int, backoff_ms: int, backoff_max_ms: int, delivery_id: st
     return round(base * (1 + jitter_fraction(delivery_id, attempt)))
 
 
+GONE = 410
+"""The answer after which a delivery is not tried again (RFC 9110: the target is gone,
+and that is likely permanent)."""
+
+
 def after(attempt: int, outcome: Outcome, now_ms: int, policy: Policy,
           delivery_id: str) -> Next:
     """What follows attempt ``attempt`` (from 1) that had ``outcome`` at ``now_ms``.
@@ -106,6 +111,9 @@ def after(attempt: int, outcome: Outcome, now_ms: int, policy: Policy,
     """
     if outcome.ok:
         return Next("delivered")
+    if outcome.status_code == GONE:  # the receiver says it is gone for good
+        return Next("dead", reason=f"after {attempt} attempts: {outcome.reason()} "
+                                   "(gone: not tried again)")
     if attempt >= policy.max_attempts:
         return Next("dead", reason=f"after {attempt} attempts: {outcome.reason()}")
     return Next("pending", now_ms + delay_ms(attempt, policy.backoff_ms,

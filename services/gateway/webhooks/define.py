@@ -97,6 +97,15 @@ class WebhookRequest(BaseModel):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("an http:// or https:// URL with a host")
+        if url != url.strip() or any(c.isspace() or not c.isprintable() for c in url):
+            raise ValueError("a URL without spaces or control characters")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("a URL without user:password@ (it would be shown with the "
+                             "webhook; authenticate with the signature)")
+        try:
+            parts.port  # noqa: B018 (its check: a port from 0 to 65535)
+        except ValueError as e:
+            raise ValueError(f"a URL with a port from 1 to 65535 ({e})") from e
         return url
 
 

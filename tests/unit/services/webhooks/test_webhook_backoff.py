@@ -59,3 +59,8 @@ def test_the_last_attempt_is_dead_with_the_reason() -> None:
         "dead", reason="after 5 attempts: ReadTimeout: timed out")
     assert after(1, Outcome(None), 0, Policy(max_attempts=1), "d").reason == (
         "after 1 attempts: no answer")
+
+
+def test_a_410_is_dead_at_once() -> None:
+    assert after(1, Outcome(410), 0, POLICY, "d") == Next(
+        "dead", reason="after 1 attempts: HTTP 410 (gone: not tried again)")

@@ -142,6 +142,9 @@ def test_get_and_the_list_show_no_secret(t: Any) -> None:
 @pytest.mark.parametrize(("body", "fault"), [
     ({**BODY, "url": "ftp://x.test/h"}, "url: Value error, an http:// or https:// URL"),
     ({**BODY, "url": "http:///nohost"}, "url: Value error"),
+    ({**BODY, "url": "http://127.0.0.1:99999/"}, "url: Value error, a URL with a port"),
+    ({**BODY, "url": " http://x.test/h"}, "url: Value error, a URL without spaces"),
+    ({**BODY, "url": "http://user:pw@x.test/h"}, "url: Value error, a URL without user"),
     ({**BODY, "events": []}, "events: List should have at least 1 item"),
     ({**BODY, "events": ["run.started"]}, "events.0: Input should be"),
     ({**BODY, "secret": "short"}, "secret: String should have at least 16 characters"),
