@@ -1,8 +1,8 @@
 """Reading a trigger's records: the value in the trigger's ``format``, and the record's
 view that its filter, input and id are written over (``view``).
 
-- ``json``: the value is UTF-8 JSON (orjson; integers beyond 64 bits are refused, as
-  the codec refuses them).
+- ``json``: the value is UTF-8 JSON (every digit of an integer kept: one beyond 64 bits is
+  dead-lettered, as HTTP refuses it).
 - ``avro``: the value is Avro binary of the trigger's schema, framed as its ``framing``
   says (``settings.FRAMINGS``); Avro's ``bytes`` and ``fixed`` become base64 text, its
   logical types (decimals, dates, UUIDs) their text, so the view is JSON.
@@ -22,11 +22,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import fastavro
-import orjson
 from fastavro.schema import fingerprint, to_parsing_canonical_form
+from pydantic import TypeAdapter, ValidationError
 
 from services.gateway.triggers.settings import TriggerSettings
 from services.gateway.triggers.templates import MappingError
+
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
+"""A JSON value read as plain values (pydantic's parser: no float for a long integer)."""
 
 CONFLUENT_MAGIC = b"\x00"
 """The first byte of the Confluent wire format, before the 4-byte schema id."""
@@ -45,10 +48,10 @@ def decode_value(settings: TriggerSettings, value: bytes | None) -> Any:
     if settings.format == "bytes":
         return base64.b64encode(value).decode()
     if settings.format == "json":
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise MappingError(f"value: not JSON: {e}") from e
+        try:  # integers keep every digit, as HTTP bodies' (edge.body.parse_json)
+            return _JSON.validate_json(value)
+        except ValidationError as e:
+            raise MappingError(f"value: not JSON: {e.errors()[0]['msg']}") from e
     return _avro(settings, value)
 
 

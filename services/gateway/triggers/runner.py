@@ -49,6 +49,7 @@ from services.common.kafka.security import aiokafka_security
 from services.common.settings import CommonSettings
 from services.coordinator.submitters import without_authorization
 from services.gateway.definitions.registry import Resolved, check_input, inline_children, resolve
+from services.gateway.edge.body import require_storable
 from services.gateway.edge.problems import Problem
 from services.gateway.queues.admission import placed
 from services.gateway.triggers.mapping import map_record
@@ -211,6 +212,7 @@ class TriggerRunner:
         if mapped is None:
             return "filtered", None
         try:
+            require_storable({"input": mapped.input})  # as HTTP's: U+0000, 64-bit integers
             check_input(resolved, mapped.input)
         except Problem as e:
             return "dead_lettered", await self._dead_letter(record, f"input: {e.detail}")

@@ -178,3 +178,18 @@ async def test_the_submissions_spec_is_placed_as_the_gateways_submissions_are(
                                                       orjson.dumps({"n": 2})))
     assert [s.spec["nodes"][0]["queue"] for _, s in _submissions(producer)] == ["ship-q"] * 2
     assert calls == [SPEC]
+
+
+async def test_an_input_http_would_refuse_is_dead_lettered_too() -> None:
+    """U+0000 (PostgreSQL cannot keep it) and integers past 64 bits, as at HTTP."""
+    producer, consumer = Producer(), Consumer()
+    settings = trigger(input={"n": "${value.n}", "s": "${value.s}"})
+    plumbing = Plumbing(SETTINGS, producer, DefinitionPool(), (), 1.0)  # type: ignore[arg-type]
+    runner = TriggerRunner(settings, "-/orders", plumbing)
+    await runner._apply(consumer, _batch(  # type: ignore[arg-type]
+        orjson.dumps({"n": 1, "s": "a\u0000b"}), b'{"n": 2, "s": 12345678901234567890123}',
+        orjson.dumps({"n": 3, "s": "fine"})))
+    reasons = [_headers(h)["reason"] for topic, _, _, h in producer.sent if topic == "hw.dlq"]
+    assert len(reasons) == 2 and "input.s: contains U+0000" in reasons[0], reasons
+    assert [s.input for _, s in _submissions(producer)][-1] == {"n": 3, "s": "fine"}
+    assert consumer.committed == [{TP: 13}]
