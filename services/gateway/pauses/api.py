@@ -81,7 +81,7 @@ async def _definition(request: Request, name: str, pause: bool) -> Response:
     require_storable({"reason": payload.reason})
     me = principal(request)
     head = await head_of(hw.pool, name, me)
-    if head is None or head["deleted"]:
+    if head is None or (head["deleted"] and pause):  # a deleted one's pause can end
         raise await unknown_named(hw.pool, name, me)
     runs = await pause_definition(hw.pool, hw.outlet, name, pause, me, payload.reason)
     return _json({"definition": name, "paused": pause, "runs": runs,
@@ -104,5 +104,6 @@ async def pause_definition_runs(request: Request, name: DefinitionName) -> Respo
                  404: "no such definition"}))
 async def resume_definition_runs(request: Request, name: DefinitionName) -> Response:
     """Resume a definition (role admin): its new runs start running and the runs its
-    pause paused are resumed (``runs``: how many): 202; 404 unknown; 503."""
+    pause paused are resumed (``runs``: how many), a deleted definition's too (its runs
+    would stay paused): 202; 404 unknown; 503."""
     return await _definition(request, name, False)

@@ -25,8 +25,8 @@ class DefinitionPool(FakePool):
 
     async def fetchrow(self, sql: str, *args: Any) -> dict[str, Any] | None:
         if "from definition_heads" in sql:
-            return ({"version": 3, "deleted": False, "tenant": None}
-                    if args[0] == "refund" else None)
+            return ({"version": 3, "deleted": args[0] == "gone", "tenant": None}
+                    if args[0] in ("refund", "gone") else None)
         return await super().fetchrow(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
@@ -79,6 +79,18 @@ def test_an_unknown_definition_is_404_and_nothing_is_written(gw: Gateway) -> Non
     pool, producer = connected(gw, ["wf-1"])
     assert_problem(gw.client.post("/v1/definitions/nope/pause"), 404)
     assert pool.executed == [] and producer.sent == []
+
+
+def test_a_deleted_definition_cannot_be_paused_but_its_pause_can_end(gw: Gateway) -> None:
+    """Deleting a paused definition leaves its runs paused: its resume still resumes
+    them (a pause of it is a 404 like any unknown name)."""
+    _pool, producer = connected(gw, ["wf-1"])
+    assert_problem(gw.client.post("/v1/definitions/gone/pause"), 404)
+    assert producer.sent == []
+    response = gw.client.post("/v1/definitions/gone/resume")
+    assert response.status_code == 202, response.text
+    [(_, _, record)] = producer.sent
+    assert isinstance(record, ev.ResumeRequested) and record.by == "definition:gone"
 
 
 def test_a_paused_definitions_runs_are_submitted_paused() -> None:
