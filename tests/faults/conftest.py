@@ -46,11 +46,11 @@ def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
     # One workflow per shape, the rerun of the rerun shape's, the child shape's 3
-    # children and the code shape's child; "failing" fails, and so does the rerun
-    # shape's first run.
+    # children and the code shape's child; "failing" fails, and so do the rerun
+    # shape's first run and the deadline shape's run (its child workflow cancelled).
     assert len(batch) == len(ALL_SHAPES) + 1
-    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 2 + 1 + 3 + 1,
-                                        "failed": 2}, explain(base)
+    assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 3 + 1 + 3 + 1,
+                                        "failed": 3, "cancelled": 1}, explain(base)
     # Two runs by definition name (version 1 pinned, and the latest: 2), the children
     # of the kind: workflow node that names fault-child-inner, and the code shape's
     # child (a @workflow called by the function: its name, no version).
