@@ -37,6 +37,9 @@ its table's header); a link beyond it is not recorded, so its child outlives a p
 that fails (it is still shown as the parent's child: its own row names the parent)."""
 
 
+LINK_KEYS = frozenset({"workflow_id", "node", "index", "attempt"})
+"""What a link holds (other fields are ignored here; the gateway refuses them, as its
+OpenAPI schema takes no other)."""
 MAX_NUMBER = 2**31 - 1
 """The largest index and attempt a link may name (PostgreSQL's integer)."""
 

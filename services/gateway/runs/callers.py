@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.core.calls import caller_link, link_fault
+from headwater.core.calls import LINK_KEYS, caller_link, link_fault
 from services.gateway.edge.problems import Problem
 
 
@@ -22,6 +22,8 @@ def caller_of(parent: Any) -> dict[str, Any] | None:
             "attempt"}`` of an attempt.
     """
     fault = link_fault(parent)
+    if fault is None and isinstance(parent, dict) and parent.keys() - LINK_KEYS:
+        fault = f"a link has no field {sorted(parent.keys() - LINK_KEYS)[0]!r}"[:200]
     if fault is not None:
         raise Problem(422, "Invalid request", fault, errors=[f"parent: {fault}"])
     return caller_link(parent)

@@ -52,7 +52,8 @@ def test_a_run_of_its_own_has_no_link(gw: Gateway) -> None:
 def test_a_malformed_link_is_refused_naming_parent(gw: Gateway) -> None:
     pool, producer = FakePool(), FakeProducer()
     gw.connect(pool, producer)
-    for bad in ({**LINK, "attempt": 0}, {**LINK, "node": ""}, {"workflow_id": "wf-p"}):
+    for bad in ({**LINK, "attempt": 0}, {**LINK, "node": ""}, {"workflow_id": "wf-p"},
+                {**LINK, "via": "call"}, {**LINK, "index": 2**40}):  # its schema takes no other
         doc = assert_problem(submit(gw, parent=bad), 422)
         assert any(e.startswith("parent") for e in doc.get("errors", [])), doc
     assert pool.rows == {} and producer.sent == []
