@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from headwater.core import labels
+from headwater.core.calls import MAX_NUMBER
 from headwater.core.ids import QUEUE_PATTERN
 from headwater.core.kinds.loop.rules import MAX_LOOP_STEPS
 from headwater.core.kinds.wait.records import SIGNAL_FIELD_TYPES
@@ -217,10 +218,13 @@ SUBMIT_SCHEMA: dict[str, Any] = {
         "parent": _or_null({
             "type": "object", "additionalProperties": False,
             "required": ["workflow_id", "node", "attempt"],
-            "properties": {"workflow_id": {"type": "string", "minLength": 1},
-                           "node": {"type": "string", "minLength": 1},
-                           "index": {"type": ["integer", "null"], "minimum": 0},
-                           "attempt": {"type": "integer", "minimum": 1}},
+            "properties": {"workflow_id": {"type": "string", "minLength": 1,
+                                           "maxLength": 200},
+                           "node": {"type": "string", "minLength": 1, "maxLength": 128},
+                           "index": {"type": ["integer", "null"], "minimum": 0,
+                                     "maximum": MAX_NUMBER},
+                           "attempt": {"type": "integer", "minimum": 1,
+                                       "maximum": MAX_NUMBER}},
             "description": "the task attempt whose ctx.call submits the run: the run is "
                            "that workflow's child, cancelled when it ends (not part of "
                            "the run's identity)"}),
