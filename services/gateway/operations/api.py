@@ -97,7 +97,8 @@ def _filter(given: OperationFilter, me: Principal) -> tuple[ListFilter, bool]:
     except Problem as e:  # the listing's faults name query parameters: here, the filter's
         errors = [str(f).replace("query.", "filter.", 1)
                   for f in e.extra.get("errors") or [e.detail]]
-        raise Problem(e.status, e.title, "; ".join(errors), errors=errors) from e
+        e.detail, e.extra["errors"] = "; ".join(errors), errors
+        raise
     return dataclasses.replace(filters, labels=labels), empty
 
 
