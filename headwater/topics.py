@@ -149,6 +149,18 @@ class Topics:
         """The consumer group of the projector's reader of ``logs``."""
         return f"{self.prefix}-projection-logs"
 
+    def is_own(self, topic: str) -> bool:
+        """Whether ``topic`` is one Headwater writes for this deployment (its fixed
+        topics, the queues', lanes', selectors' and priority bands', the internal
+        ``<prefix>-...`` ones) or Kafka's own (``__...``): what a trigger may not read."""
+        fixed = {self.submissions, self.control, self.reports, self.worker_control,
+                 self.events, self.dlq, self.workers, self.definitions, self.triggers,
+                 self.operations, self.logs, self.webhooks}
+        families = (f"{self.prefix}.tasks.", f"{self.prefix}.{LANES}.",
+                    f"{self.prefix}.{NEEDS}.", f"{self.prefix}.{PRIORITY}.",
+                    f"{self.prefix}-", "__")
+        return topic in fixed or topic.startswith(families)
+
     def tasks(self, queue: str) -> str:
         """Dispatches for the worker pool ``queue`` (one consumer group per queue)."""
         return f"{self.prefix}.tasks.{queue}"

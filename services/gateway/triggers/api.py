@@ -176,10 +176,10 @@ async def _readable(hw: Runtime, catalog: Catalog, topic: str) -> None:
     Raises:
         Problem: 422 naming ``topic``; 503 the broker cannot be asked.
     """
-    prefix = hw.settings.topics.prefix
-    if topic.startswith((f"{prefix}.", f"{prefix}-", "__")):
+    if hw.settings.topics.is_own(topic):
         fault = (f"topic: {topic!r} is one of this deployment's own topics (prefix "
-                 f"{prefix!r}) or Kafka's; a trigger reads another system's topic")
+                 f"{hw.settings.topics.prefix!r}) or Kafka's; a trigger reads another "
+                 "system's topic")
         raise Problem(422, "Invalid request", fault, errors=[fault])
     try:
         exists = await catalog.plumbing.exists(hw.settings, topic)

@@ -113,6 +113,7 @@ def test_a_gateway_runs_the_consumers_unless_told_not_to(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize(("topic", "fault"), [
     ("{p}.events", "one of this deployment's own topics"),
+    ("{p}.tasks.cpu", "one of this deployment's own topics"),
     ("{p}-coordinator-workflows-changelog", "one of this deployment's own topics"),
     ("__consumer_offsets", "one of this deployment's own topics"),
     ("no.such.topic", "no topic 'no.such.topic' on the broker")])
