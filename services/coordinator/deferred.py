@@ -24,7 +24,8 @@ from services.coordinator.keys import DEFERRED, table_entry_key
 
 _KINDS: dict[str, type[Any]] = {"CancelRequested": ev.CancelRequested,
                                  "SignalSent": ev.SignalSent,
-                                 "PauseRequested": ev.PauseRequested}
+                                 "PauseRequested": ev.PauseRequested,
+                                 "ResumeRequested": ev.ResumeRequested}
 """The input types that can be deferred (those ``step`` defers)."""
 
 

@@ -11,7 +11,7 @@ only its own child); a signal goes to the node kind that takes it
 A pause or a resume goes to ``pause`` (``headwater/core/machine/pause.py``), and a
 timer to it first (a paused run defers its durable timers).
 
-A cancel, a pause or a signal for a workflow not known yet is *deferred*
+A cancel, a pause, a resume or a signal for a workflow not known yet is *deferred*
 (``Step.deferred``): it was sent after the submission but reached the coordinator first
 (they travel on two topics), so the coordinator keeps it and hands it to ``start`` with
 the submission, which accepts the workflow and applies it before any node starts.
@@ -133,6 +133,14 @@ def _pause_or_defer(rec: Recorder, state: WorkflowState | None,
         pause.pause(rec, state, event)
 
 
+def _resume_or_defer(rec: Recorder, state: WorkflowState | None,
+                     event: ev.ResumeRequested) -> None:
+    if state is None:
+        rec.deferred = True  # after its pause, which waits for the submission too
+    elif not state.status.terminal:
+        pause.resume(rec, state, event)
+
+
 def _cancel(rec: Recorder, state: WorkflowState, event: ev.CancelRequested) -> None:
     """End the workflow cancelled; nothing for a parent's cancel (``parent_id`` set) of
     a workflow that is not that parent's child, nor a run its ``ctx.call`` linked to it
@@ -160,7 +168,7 @@ INPUT_RULES: dict[type[Any], InputRule] = {
     ev.SignalSent: _signal_or_defer,
     ev.TimerFired: _while_running(pause.timer_fired),  # deferred while paused
     ev.PauseRequested: _pause_or_defer,
-    ev.ResumeRequested: _while_running(pause.resume),
+    ev.ResumeRequested: _resume_or_defer,
     **{report: _while_running(reports.apply_report) for report in typing.get_args(ev.Report)},
     ev.PermitGranted: _while_running(dispatch.granted),  # a limiter's, for a held attempt
     ev.PermitDenied: _while_running(reports.permit_denied),  # a limiter's refusal

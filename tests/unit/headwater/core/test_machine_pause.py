@@ -192,3 +192,18 @@ def test_a_map_paused_mid_fan_out_then_cancelled_ends_every_item() -> None:
     assert out.state is not None and out.state.status.value == "cancelled"
     assert all(t.status.value in ("succeeded", "cancelled")
                for t in out.state.tasks.values())
+
+
+def test_a_pause_and_its_resume_that_overtook_the_submission_both_wait_for_it() -> None:
+    """Both travel on ``control``, the submission on ``submissions``: a coordinator that
+    reads control first defers both (a resume dropped there left the run paused for
+    ever, as the fault suite found with a coordinator killed before its intent)."""
+    from headwater.core.machine import step
+
+    assert step(None, pause(T0 - 5)).deferred
+    assert step(None, resume(T0 - 4)).deferred
+    result = start(submit(TWO), [pause(T0 - 5), resume(T0 - 4)])
+    check_history(result.events, result.state)
+    assert [e.type for e in result.events] == [
+        "WorkflowAccepted", "WorkflowPaused", "WorkflowResumed", "TaskDispatched"]
+    assert result.state is not None and not result.state.paused
