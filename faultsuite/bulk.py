@@ -167,9 +167,15 @@ class BulkCancel:
         reason = cancel_reason(self.operation_id, REASON)
         found = list(self.errors)
         ends: dict[str, list[Any]] = {}
+        seen: set[tuple[str, int]] = set()
         for r in events:
             body = getattr(r.value, "body", None)
             if isinstance(body, ev.WorkflowCancelled | ev.WorkflowSucceeded | ev.WorkflowFailed):
+                # a coordinator killed after publishing publishes its batch again: one
+                # event is one (workflow id, seq), as every reader of events counts it
+                if (r.value.workflow_id, r.value.seq) in seen:
+                    continue
+                seen.add((r.value.workflow_id, r.value.seq))
                 ends.setdefault(r.value.workflow_id, []).append(body)
         for wid in sorted(self.targets):
             got = ends.get(wid, [])

@@ -52,8 +52,8 @@ def _rec(value: Any, n: int = 0) -> Record:
     return Record(0, n, getattr(value, "workflow_id", ""), value, b"")
 
 
-def _ended(wid: str, body: Any) -> Record:
-    return _rec(ev.HistoryEvent(wid, 2, body))
+def _ended(wid: str, body: Any, seq: int = 2) -> Record:
+    return _rec(ev.HistoryEvent(wid, seq, body))
 
 
 def _cancel(doc: dict[str, Any]) -> BulkCancel:
@@ -82,9 +82,12 @@ def test_a_clean_cancel_passes_and_counts_what_was_sent_again() -> None:
 
 def test_the_audit_names_a_run_cancelled_twice_or_not_at_all() -> None:
     events, control = _clean()
-    twice = [*events, _ended(TARGETS[0], ev.WorkflowCancelled(TARGETS[0], 6, REASON_OF_OP))]
+    twice = [*events, _ended(TARGETS[0], ev.WorkflowCancelled(TARGETS[0], 6, REASON_OF_OP),
+                             seq=3)]
     _, found = _cancel(DONE).audit(twice, control)
     assert len(found) == 1 and TARGETS[0] in found[0] and "exactly once" in found[0]
+    again = [*events, events[0]]  # the same event published again (after_publish): one
+    assert _cancel(DONE).audit(again, control)[1] == []
     _, found = _cancel(DONE).audit(events[1:], control)
     assert len(found) == 1 and TARGETS[0] in found[0]
 
