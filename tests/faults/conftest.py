@@ -16,6 +16,7 @@ for _path in (REPO, REPO / "tests" / "e2e"):  # faultsuite, tests.polling; stack
 from faultcheck import assert_schedule_ran, explain  # noqa: E402
 from stackkit import require_services  # noqa: E402
 
+from faultsuite import bulk  # noqa: E402
 from faultsuite.audit import EndState  # noqa: E402
 from faultsuite.batch import ALL_SHAPES, Submission  # noqa: E402
 from faultsuite.run import Plan, run  # noqa: E402
@@ -45,12 +46,13 @@ def expected(services: None, batch: list[Submission]) -> dict[str, EndState]:
     session: the fault points' and the infrastructure faults' runs compare with it)."""
     base = run(Plan("baseline"), batch)
     assert base.violations == [], explain(base)
-    # One workflow per shape, the rerun of the rerun shape's, the child shape's 3
-    # children and the code shape's child; "failing" fails, and so do the rerun
-    # shape's first run and the deadline shape's run (its child workflow cancelled).
-    assert len(batch) == len(ALL_SHAPES) + 1
+    # One workflow per shape, the rerun of the rerun shape's, the bulk cancel's labelled
+    # workflows, the child shape's 3 children and the code shape's child; "failing"
+    # fails, and so do the rerun shape's first run and the deadline shape's run (its
+    # child workflow cancelled); the bulk cancel cancels its labelled ones.
+    assert len(batch) == len(ALL_SHAPES) + 1 + bulk.RUNS
     assert base.figures["statuses"] == {"succeeded": len(ALL_SHAPES) - 3 + 1 + 3 + 1,
-                                        "failed": 3, "cancelled": 1}, explain(base)
+                                        "failed": 3, "cancelled": 1 + bulk.RUNS}, explain(base)
     # Two runs by definition name (version 1 pinned, and the latest: 2), the children
     # of the kind: workflow node that names fault-child-inner, and the code shape's
     # child (a @workflow called by the function: its name, no version).
