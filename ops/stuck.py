@@ -39,8 +39,9 @@ from headwater.core.ids import SLEEP_TIMER, child_id, node_timer_id, retry_timer
 from headwater.core.kinds.code.journal import SIGNAL_TASK, SLEEP_TASK
 from headwater.core.pausing import PAUSED
 from headwater.core.spec import NodeKind
-from headwater.core.state import CHILD_TASK, WorkflowState
+from headwater.core.state import WorkflowState
 from headwater.core.status import NodeStatus, TaskStatus
+from headwater.core.work import CHILD_TASK, task_work
 from ops.history import Recorded, dedupe, fold
 
 GRACE_MS = 60_000
@@ -138,7 +139,7 @@ def unserved(state: WorkflowState, serving: Mapping[str, set[str]]) -> str | Non
         node = state.spec.node(t.node) if t.node in state.nodes else None
         if t.status is not TaskStatus.DISPATCHED or node is None or node.kind not in kinds:
             continue
-        work = state.work(t.node, t.index)  # a code step's own task and queue
+        work = task_work(state, t.node, t.index)  # a code step's own task and queue
         if work.task == CHILD_TASK:
             continue
         if work.queue not in serving:

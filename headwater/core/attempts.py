@@ -27,6 +27,7 @@ from headwater.core.state import (
     task_state,
 )
 from headwater.core.status import AttemptEnd, NodeStatus, TaskStatus
+from headwater.core.work import task_tries, task_work
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,8 @@ def _failed(state: WorkflowState, body: ev.TaskFailed) -> None:
     t.status, t.error, t.finished_at_ms = TaskStatus.FAILED, body.error, body.at_ms
     t.error_type, t.outcome = body.error_type, t.outcome or AttemptEnd.REPORTED
     _child_finished(state, body.node, body.index)
-    tries = state.tries(body.attempt)
-    if body.retryable and tries < state.work(body.node, body.index).retry.max_attempts:
+    tries = task_tries(state, body.node, body.index, body.attempt)
+    if body.retryable and tries < task_work(state, body.node, body.index).retry.max_attempts:
         return  # a TimerScheduled follows
     node = node_state(state, body.node)
     node.failure = error_object(body.node, body.index, tries, body.error_type, body.error)

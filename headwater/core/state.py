@@ -9,12 +9,11 @@ invariant 1). The table stores it split (``services/coordinator/layout.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from headwater.core import events as ev
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, task_key, task_timer_id
 from headwater.core.refs import resolve
-from headwater.core.retry import RetryPolicy
 from headwater.core.spec import WorkflowSpec, read_spec
 from headwater.core.status import NodeStatus, TaskStatus, WorkflowStatus
 from headwater.errors import HeadwaterError, SpecError
@@ -124,21 +123,6 @@ def error_object(node: str, index: int | None, attempts: int, error_type: str,
             "message": message}
 
 
-CHILD_TASK = "workflow"
-"""The task name of a child workflow's attempts (``TaskDispatched.task``): no worker
-runs them; the coordinator starts the child instead."""
-
-
-class TaskWork(NamedTuple):
-    """What one task runs and how (``WorkflowState.work``): times in seconds."""
-
-    task: str
-    queue: str
-    retry: RetryPolicy
-    timeout: float | None
-    heartbeat_timeout: float | None
-
-
 @dataclass
 class TimerState:
     """A pending durable timer that will dispatch ``attempt`` of the task."""
@@ -235,61 +219,10 @@ class WorkflowState:
         restart)."""
         return self.attempt_floor + 1
 
-    def tries(self, attempt: int) -> int:
-        """How many attempts of a task ``attempt`` makes in this generation (what its
-        retry policy counts): ``attempt - attempt_floor``."""
-        return attempt - self.attempt_floor
-
     def resolve_input(self, template: Any, item: Any = None, index: int | None = None,
                       error: Any = None) -> Any:
         """Resolve a template against this workflow's input and node outputs."""
         return resolve(template, self.input, self.outputs, item, index, error)
-
-    def work(self, node_id: str, index: int | None) -> TaskWork:
-        """What one task of a node runs and how: the node's own task, queue, retry
-        policy, timeout and heartbeat timeout, except that a child workflow's attempts
-        run no task (``CHILD_TASK``, no lease) and a loop's odd index (``2k+1``, the
-        tool of step k) runs the tool its step's decision picked.
-
-        Raises:
-            KeyError: no such node, or no tool decided for that step of the loop.
-        """
-        spec = self.spec.node(node_id)
-        if spec.child is not None:
-            return TaskWork(CHILD_TASK, spec.queue, spec.retry, spec.timeout, None)
-        if spec.code is not None and index is not None and index % 2 == 1:
-            return self._code_step_work(node_id, index)
-        if spec.loop is not None and index is not None and index % 2 == 1:
-            tool = spec.loop.tool(self._decided_tool(node_id, index // 2))
-            if tool is None:
-                raise KeyError(f"loop {node_id} has no tool decided for step {index // 2}")
-            return TaskWork(tool.task, tool.queue, tool.retry, tool.timeout,
-                            tool.heartbeat_timeout)
-        return TaskWork(spec.task, spec.queue, spec.retry, spec.timeout,
-                        spec.heartbeat_timeout)
-
-    def _code_step_work(self, node_id: str, index: int) -> TaskWork:
-        """What step ``index // 2`` of a code node runs: the task (or child) and the
-        settings its function's ``wf.run`` (``wf.call``) gave it."""
-        steps = (self.nodes[node_id].code or {}).get("steps") or []
-        if not 0 <= index // 2 < len(steps):
-            raise KeyError(f"code node {node_id} issued no step {index // 2}")
-        step = steps[index // 2]
-        retry = RetryPolicy(**step["retry"]) if step.get("retry") else RetryPolicy()
-        if step["op"] == "child":
-            return TaskWork(CHILD_TASK, self.spec.node(node_id).queue, retry,
-                            step.get("timeout"), None)
-        return TaskWork(str(step.get("name", "")), str(step.get("queue", "")), retry,
-                        step.get("timeout"), step.get("heartbeat_timeout"))
-
-    def _decided_tool(self, node_id: str, step: int) -> str:
-        """The tool the decision of step ``step`` of a loop picked (``""``: none)."""
-        node = self.nodes[node_id]
-        if node.decision is not None and node.decision.get("step") == step:
-            return str(node.decision.get("tool", ""))
-        done = [e for e in node.transcript or () if e.get("step") == step]
-        return str(done[0]["tool"]) if done else ""
-
 
 def task_timers(task: TaskState, key: str) -> list[tuple[str, int]]:
     """The timers implied by a task's state, as ``(timer id, fire at ms)``: the deadline

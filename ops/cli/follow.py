@@ -21,9 +21,9 @@ from rich.text import Text
 
 from headwater.core import calls, deadline, registry
 from headwater.core import events as ev
-from headwater.core.state import CHILD_TASK
 from headwater.core.status import NodeStatus, WorkflowStatus
 from headwater.core.wording import Follow, where
+from headwater.core.work import CHILD_TASK
 from ops.cli.common import STYLE
 
 TERMINAL: dict[str, str] = {ev.WorkflowSucceeded.__name__: WorkflowStatus.SUCCEEDED,

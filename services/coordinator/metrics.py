@@ -45,6 +45,7 @@ from prometheus_client.registry import Collector
 from headwater.core import events as ev
 from headwater.core.ids import DEADLINE_TIMER, LEASE_TIMER, parse_task_timer_id, task_key
 from headwater.core.state import WorkflowState
+from headwater.core.work import task_work
 from headwater.errors import SpecError
 from services.common.metrics import (
     DURATION_BUCKETS_S,
@@ -210,7 +211,7 @@ def _task_and_workflow(state: WorkflowState | None, node: str,
     if state is None:
         return UNKNOWN, UNKNOWN
     try:
-        return state.work(node, index).task, state.name
+        return task_work(state, node, index).task, state.name
     except (KeyError, SpecError):  # no such node or decided tool, or a spec that is invalid
         return UNKNOWN, state.name
 

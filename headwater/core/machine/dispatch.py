@@ -25,7 +25,8 @@ from headwater.core.machine.recorder import Recorder
 from headwater.core.refs import item_of
 from headwater.core.retry import backoff_seconds
 from headwater.core.spec import NodeSpec
-from headwater.core.state import CHILD_TASK, WorkflowState
+from headwater.core.state import WorkflowState
+from headwater.core.work import CHILD_TASK, task_tries, task_work
 from headwater.errors import InputReferenceError
 
 MAX_CHILD_ID = 200
@@ -102,7 +103,7 @@ def record_dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: i
     ``kinds/code/continuation.py``)."""
     state = rec.current
     previous = state.tasks.get(task_key(spec.id, index))
-    work = state.work(spec.id, index)
+    work = task_work(state, spec.id, index)
     rec.record(ev.TaskDispatched(
         workflow_id=state.workflow_id, node=spec.id, index=index, attempt=attempt,
         task=work.task, queue=work.queue, input=task_input, at_ms=at_ms,
@@ -119,8 +120,9 @@ def schedule_retry(rec: Recorder, report: ev.TaskFailed) -> None:
     and dispatches the next attempt (``timers.timer_fired``).
     """
     did = dispatch_id(report.workflow_id, report.node, report.index, report.attempt)
-    policy = rec.current.work(report.node, report.index).retry  # a loop's tool: its own
-    tries = rec.current.tries(report.attempt)  # this generation's (``restart``)
+    policy = task_work(rec.current, report.node, report.index).retry  # a loop's tool: its own
+    # this generation's (``restart``)
+    tries = task_tries(rec.current, report.node, report.index, report.attempt)
     delay_ms = round(backoff_seconds(policy, tries, did) * 1000)
     rec.record(ev.TimerScheduled(
         workflow_id=report.workflow_id,
@@ -217,7 +219,7 @@ def _child_id_fault(state: WorkflowState, spec: NodeSpec, index: int | None,
     step (``wf.call``) is such an attempt too: its child's submission would be
     dead-lettered, and the function would wait for it for ever."""
     if spec.child is None and (spec.code is None or index is None or index % 2 == 0
-                               or state.work(spec.id, index).task != CHILD_TASK):
+                               or task_work(state, spec.id, index).task != CHILD_TASK):
         return ""
     cid = child_id(state.workflow_id, spec.id, index, attempt)
     if len(cid) <= MAX_CHILD_ID:

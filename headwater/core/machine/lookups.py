@@ -33,6 +33,7 @@ from headwater.core.refs import item_of
 from headwater.core.spec import NodeSpec
 from headwater.core.state import WorkflowState
 from headwater.core.status import TaskStatus
+from headwater.core.work import task_work
 from headwater.errors import InputReferenceError
 
 
@@ -86,7 +87,7 @@ def lookup_of(state: WorkflowState, spec: NodeSpec, index: int | None,
         key = resolved_key(value)
     except ValueError as e:
         raise InputReferenceError(f"cache: {e}") from None
-    task = state.work(spec.id, index).task
+    task = task_work(state, spec.id, index).task
     return Lookup(cache_id(state.tenant, task, value), task, key, cache.ttl_ms)
 
 
@@ -109,7 +110,7 @@ def answer_fits(state: WorkflowState, event: ev.CacheAnswered) -> bool:
 
 def cached(state: WorkflowState, event: ev.CacheAnswered) -> ev.TaskCached:
     """The history event of a hit: the attempt's success with the cache's output."""
-    work = state.work(event.node, event.index)
+    work = task_work(state, event.node, event.index)
     return ev.TaskCached(event.workflow_id, event.node, event.index, event.attempt,
                          event.cache, work.task, event.output, event.source, event.at_ms,
                          event.saved_ms, event.units)

@@ -22,6 +22,7 @@ from headwater.core.machine import dispatch, holds, lookups
 from headwater.core.machine.recorder import Recorder
 from headwater.core.state import TaskState, WorkflowState
 from headwater.core.status import TaskStatus
+from headwater.core.work import task_tries, task_work
 
 
 def apply_report(rec: Recorder, state: WorkflowState, report: ev.Report) -> None:
@@ -126,8 +127,9 @@ def attempt_failed(rec: Recorder, report: ev.TaskFailed) -> None:
     task's final failure, which the node's kind rules on."""
     spec = rec.current.spec.node(report.node)
     state = rec.record(report)
-    retry = state.work(report.node, report.index).retry
-    if report.retryable and state.tries(report.attempt) < retry.max_attempts:
+    retry = task_work(state, report.node, report.index).retry
+    tries = task_tries(state, report.node, report.index, report.attempt)
+    if report.retryable and tries < retry.max_attempts:
         dispatch.schedule_retry(rec, report)
         return
     registry.unit(spec.kind).attempt_failed(rec, spec, report)
@@ -138,7 +140,7 @@ def failure_message(state: WorkflowState, report: ev.TaskFailed) -> str:
     ``"m[2] failed after 3 attempts: RuntimeError: boom"`` (the attempts of this
     generation, ``WorkflowState.tries``)."""
     where = task_key(report.node, report.index)
-    count = state.tries(report.attempt)
+    count = task_tries(state, report.node, report.index, report.attempt)
     tries = f"after {count} attempt{'s' if count > 1 else ''}"
     error = f"{report.error_type}: {report.error}" if report.error_type else report.error
     return f"{where} failed {tries}: {error}"

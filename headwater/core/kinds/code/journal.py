@@ -41,6 +41,7 @@ from headwater.core.state import (
     node_state,
 )
 from headwater.core.status import TaskStatus
+from headwater.core.work import task_tries
 
 OPS = ("task", "child", "sleep", "signal", "patch")
 """The steps a function can issue (a ``patch`` marks where ``wf.patched`` chose the new
@@ -233,7 +234,7 @@ def ended(state: WorkflowState, node_id: str, index: int | None) -> None:
     cancelled = task.status is TaskStatus.CANCELLED
     error = {"type": "Cancelled" if cancelled else task.error_type or "TaskFailed",
              "message": "cancelled" if cancelled else task.error,
-             "attempts": state.tries(task.attempt)}
+             "attempts": task_tries(state, node_id, index, task.attempt)}
     resolve(state, node_id, index // 2, {"error": error}, task.finished_at_ms or 0)
 
 

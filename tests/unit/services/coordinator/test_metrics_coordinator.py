@@ -124,9 +124,10 @@ def test_task_and_workflow_names_past_the_cap_count_as_other(
     before = attempts(task=OTHER, workflow=OTHER)
     ended = sample("headwater_workflow_duration_seconds_count", workflow=OTHER)
     for i in range(5):
+        node = SimpleNamespace(child=None, code=None, loop=None, task=f"t.junk-{i}",
+                               queue="q", retry=None, timeout=None, heartbeat_timeout=None)
         state: Any = SimpleNamespace(created_at_ms=AT, name=f"junk-{i}",
-                                     work=lambda node, index, i=i: SimpleNamespace(
-                                         task=f"t.junk-{i}"))
+                                     spec=SimpleNamespace(node=lambda _id, n=node: n))
         count_events(history(ev.TaskSucceeded(WF, "f", None, 1, AT),
                              ev.WorkflowSucceeded(WF, AT + 1, None)), {WF: state})
     assert moved(before, task=OTHER, workflow=OTHER) == {"succeeded": 3}
