@@ -71,7 +71,7 @@ RECORD_TYPES: dict[str, type[Any]] = {
         ev.PermitDenied, ev.PermitsReturned, ev.TaskLookedUp, ev.CacheAnswered, ev.TaskCached,
         ev.CacheReturned, ev.DeadlineSet, ev.CallerLinked, ev.CallLinked,
         ev.PauseRequested, ev.ResumeRequested, ev.WorkflowPaused,
-        ev.WorkflowResumed, ev.DispatchDeferred, ev.TimerDeferred,
+        ev.WorkflowResumed, ev.DispatchDeferred, ev.TimerDeferred, ev.DispatchRecalled,
         *registry.event_units(),
         DefinitionStored, DefinitionHead, WorkerAnnounced, TaskLogLines,
         TriggerStored,

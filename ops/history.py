@@ -195,6 +195,8 @@ COMMON: dict[type[Any], Describe] = {
     ev.WorkflowResumed: lambda b: f"{b.held} held, {b.due} timers due"
                                   + (f" (by {b.by})" if b.by else ""),
     ev.DispatchDeferred: lambda b: "held: the run is paused",
+    ev.DispatchRecalled: lambda b: f"attempt {b.attempt} recalled before it started: "
+                                   "the run is paused",
     ev.TimerDeferred: lambda b: f"{b.timer_id} due: fires at the resume",
 }
 """The timeline descriptions of the history events that are no node kind's."""

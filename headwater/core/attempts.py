@@ -76,6 +76,7 @@ def _dispatched(state: WorkflowState, body: ev.TaskDispatched) -> None:
         checkpoint=body.checkpoint,
         limiters=held.limiters if was_held and held is not None else None,
         cache=held.cache if was_held and held is not None else "",
+        recalled=held.recalled if held is not None else 0,
     )
     evolution = KIND_EVOLUTIONS.get(state.spec.node(body.node).kind)
     if evolution is not None and evolution.task_dispatched is not None:

@@ -63,6 +63,25 @@ def stop_for(state: WorkflowState | None, report: ev.Report) -> ev.TaskCancelled
                             report.at_ms, reason)
 
 
+def stops_for_recalled(recorded: list[ev.HistoryEvent]) -> list[ev.TaskCancelled]:
+    """The stops to send at once for the attempts a pause recalled
+    (``DispatchRecalled``): the worker that has the dispatch queued skips it, and one
+    that has just started it stops (it reports nothing; the resume dispatches the next
+    attempt).
+
+    Args:
+        recorded: the history events of one step (a ``PauseRequested``, or a submission
+            that applied one deferred for it).
+
+    Returns:
+        A ``TaskCancelled`` (for ``worker-control`` only) per recalled attempt.
+    """
+    return [ev.TaskCancelled(r.workflow_id, r.node, r.index, r.attempt, r.at_ms,
+                             f"attempt {r.attempt} was recalled: the run paused before "
+                             "it started")
+            for r in (e.body for e in recorded) if isinstance(r, ev.DispatchRecalled)]
+
+
 def stops_for_expired(recorded: list[ev.HistoryEvent]) -> list[ev.TaskCancelled]:
     """The stops to send at once for the attempts a fired timer just ended (deadline
     passed, lease expired): the worker that has the dispatch queued skips it, and one

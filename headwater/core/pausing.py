@@ -8,7 +8,9 @@ attempt it holds, ``{"timer": id, "fire_at_ms", "node", "index", "attempt"}`` fo
 durable timer that came due, with its own deadline) and the request ids it recorded (a
 copy of a request changes nothing). A held attempt is a task in ``TaskStatus.HELD``
 waiting for ``PAUSED``, so everything that ends a task ends it (a cancel:
-``TaskCancelled``) and it keeps its map item's slot; a timer that came due leaves
+``TaskCancelled``) and it keeps its map item's slot; an attempt on a worker's queue and
+not started when the run paused is recalled (``DispatchRecalled``): its task is held
+with the next attempt, and its reports are stale; a timer that came due leaves
 ``state.timers`` (nothing arms it while the run is paused) and goes back at the resume,
 whose rule fires it.
 """
@@ -20,8 +22,10 @@ from typing import Any
 from headwater.core import attempts
 from headwater.core import events as ev
 from headwater.core.ids import task_key
+from headwater.core.spec import NodeKind
 from headwater.core.state import IllegalTransition, TaskState, TimerState, WorkflowState
 from headwater.core.status import TaskStatus
+from headwater.core.work import CHILD_TASK, task_work
 
 PAUSED = "(paused)"
 """What a held attempt waits for while its run is paused (``TaskState.waiting_for``);
@@ -89,7 +93,38 @@ def _dispatch_deferred(state: WorkflowState, body: ev.DispatchDeferred) -> None:
         state.tasks[key] = TaskState(
             node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
             dispatched_at_ms=body.at_ms, waiting_for=PAUSED,
-            checkpoint=previous.checkpoint if previous is not None else None)
+            checkpoint=previous.checkpoint if previous is not None else None,
+            recalled=previous.recalled if previous is not None else 0)
+    pause = pause_of(state)
+    pause["deferred"] = [*pause["deferred"], {"task": key}]
+
+
+def recallable(state: WorkflowState, task: TaskState) -> bool:
+    """Whether the pause recalls ``task``: its attempt is on a worker's queue and not
+    started (``DISPATCHED``), and it is a task a worker runs. A child workflow's attempt
+    is a run of its own (it goes on), and a code workflow's activation replays the
+    function without side effects (and one a continuation decided is on no queue)."""
+    if task.status is not TaskStatus.DISPATCHED:
+        return False
+    spec = state.spec.node(task.node)
+    if spec.kind is NodeKind.CODE and task.index is not None and task.index % 2 == 0:
+        return False
+    return task_work(state, task.node, task.index).task != CHILD_TASK
+
+
+def _recalled(state: WorkflowState, body: ev.DispatchRecalled) -> None:
+    """The attempt is recalled: the task is held with the next attempt, keeping its
+    node's slot, its checkpoint, the permits it holds and its cache; the recalled
+    attempt's deadline goes with it (a held task implies no timer)."""
+    key = task_key(body.node, body.index)
+    task = state.tasks.get(key)
+    if (not state.paused or task is None or task.status is not TaskStatus.DISPATCHED
+            or task.attempt != body.attempt):
+        raise IllegalTransition(f"no dispatched attempt {body.attempt} of {key} to recall "
+                                f"in workflow {state.workflow_id}")
+    task.attempt, task.status, task.waiting_for = body.attempt + 1, TaskStatus.HELD, PAUSED
+    task.dispatched_at_ms, task.deadline_ms, task.heartbeat_ms = body.at_ms, None, None
+    task.recalled += 1
     pause = pause_of(state)
     pause["deferred"] = [*pause["deferred"], {"task": key}]
 
@@ -109,6 +144,7 @@ PAUSE_HANDLERS: dict[type[Any], Any] = {
     ev.WorkflowPaused: _paused,
     ev.WorkflowResumed: _resumed,
     ev.DispatchDeferred: _dispatch_deferred,
+    ev.DispatchRecalled: _recalled,
     ev.TimerDeferred: _timer_deferred,
 }
 """Event type -> how it changes the run (``evolve.EVENT_HANDLERS`` holds them)."""

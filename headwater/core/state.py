@@ -42,6 +42,8 @@ class TaskState:
         cache: the cache the current attempt looked its key up in and was not answered
             a hit by (it waits, or computes), until its end releases it
             (``CacheReturned``); ``""``: none.
+        recalled: the task's attempts a pause recalled before they started
+            (``DispatchRecalled``): its retry policy does not count them.
     """
 
     node: str
@@ -65,6 +67,7 @@ class TaskState:
     waiting_for: str = ""
     limiters: list[str] | None = None
     cache: str = ""
+    recalled: int = 0
 
 
 @dataclass

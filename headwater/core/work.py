@@ -4,14 +4,15 @@ because a loop's tool and a code workflow's step are decided as the run goes, an
 count its retry policy compares with ``max_attempts`` (``task_tries``).
 
 Attempts are numbered across a run's generations (a restart numbers its attempts after
-every earlier one); an earlier generation's attempts do not count against the retry
-policy.
+every earlier one) and across recalls (a pause recalls an attempt that had not started,
+and its resume dispatches the next one): neither counts against the retry policy.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from headwater.core.ids import task_key
 from headwater.core.retry import RetryPolicy
 from headwater.core.state import WorkflowState
 
@@ -55,8 +56,10 @@ def task_work(state: WorkflowState, node_id: str, index: int | None) -> TaskWork
 
 def task_tries(state: WorkflowState, node_id: str, index: int | None, attempt: int) -> int:
     """How many attempts of the task ``attempt`` makes, as its retry policy counts them:
-    this generation's (``attempt - attempt_floor``, ``restart``)."""
-    return attempt - state.attempt_floor
+    this generation's (``attempt - attempt_floor``, ``restart``) less those a pause
+    recalled before they started (``TaskState.recalled``, ``machine/pause.py``)."""
+    task = state.tasks.get(task_key(node_id, index))
+    return attempt - state.attempt_floor - (task.recalled if task is not None else 0)
 
 
 def _code_step_work(state: WorkflowState, node_id: str, index: int) -> TaskWork:

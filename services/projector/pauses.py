@@ -5,7 +5,8 @@ The ``workflows`` row's ``paused`` is ``{"since": ms, "by", "reason"}`` while th
 is paused, null otherwise; ``paused_seq`` is the seq of the pause or resume that set it,
 so that a batch, many, or a replay give the same row whatever the order. A held
 attempt's row (``DispatchDeferred``) is ``held`` with the message ``held: the run is
-paused``, as a limiter's held attempt is; its dispatch at the resume makes it
+paused``, as a limiter's held attempt is, and so is a recalled one's
+(``DispatchRecalled``), under its next attempt; its dispatch at the resume makes it
 ``dispatched``. A timer that came due while paused (``TimerDeferred``) writes only its
 ``events`` row.
 """

@@ -186,6 +186,9 @@ NODE_AND_TASK_STEPS: dict[type, Callable[[str, int, datetime, Any], Statements]]
         (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt,
                        "held: the run is paused", seq)),
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, None, "", seq))],
+    ev.DispatchRecalled: lambda wid, seq, at, b: [  # held under its next attempt
+        (UPSERT_HELD, (wid, task_key(b.node, b.index), b.node, b.index, b.attempt + 1,
+                       f"held: the run is paused (attempt {b.attempt} recalled)", seq))],
     ev.MapExpanded: lambda wid, seq, at, b: [
         (UPSERT_NODE, (wid, b.node, NodeStatus.RUNNING.value, b.count, "", seq))],
     ev.NodeFinished: lambda wid, seq, at, b: [

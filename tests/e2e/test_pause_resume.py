@@ -117,3 +117,51 @@ async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it
 async def _paused(client: httpx.AsyncClient, workflow_id: str) -> bool:
     doc = (await client.get(f"/v1/workflows/{workflow_id}")).json()
     return doc.get("paused") is not None
+
+
+WIDE = {"name": "pausing-wide", "nodes": [
+    {"id": "m", "kind": "map", "task": "e2e.sleep", "over": "${input.xs}",
+     "input": {"seconds": "${item}"}, "max_concurrency": 24},
+]}
+
+
+async def test_a_pause_recalls_the_map_items_still_in_their_queue(stack: Stack) -> None:
+    """24 items for workers that run 8 at a time each: those not started when the run
+    pauses are recalled (``DispatchRecalled``), the workers skip or stop them (no
+    outcome of a recalled attempt reaches ``reports``), and after the resume their next
+    attempts run, so the map ends with every item's result."""
+    xs = [1.5] * 24
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        workflow_id = (await client.post("/v1/workflows", json={
+            "workflow": WIDE, "input": {"xs": xs}})).json()["id"]
+        await _until_event(client, workflow_id, "TaskStarted", 30)
+        paused = await client.post(f"/v1/workflows/{workflow_id}/pause")
+        assert paused.status_code == 202, paused.text
+        await _until_event(client, workflow_id, "WorkflowPaused", 30)
+        await asyncio.sleep(scaled(2))  # the items that had started end while paused
+        resumed = await client.post(f"/v1/workflows/{workflow_id}/resume")
+        assert resumed.status_code == 202, resumed.text
+        final = await wait_status(stack, workflow_id, 90)
+        assert final["status"] == "succeeded", final
+        assert final["output"] == {"m": xs}
+    records = await history(stack, workflow_id)
+    types = [r.type for r in records]
+    p, r = types.index("WorkflowPaused"), types.index("WorkflowResumed")
+    recalled = [e.body for e in records if isinstance(e.body, ev.DispatchRecalled)]
+    assert recalled, "some items were still in their queue when the run paused"
+    assert all(p < i < r for i, e in enumerate(records)
+               if isinstance(e.body, ev.DispatchRecalled))
+    assert not any(isinstance(e.body, ev.TaskDispatched) for e in records[p:r]), types
+    succeeded = {(e.body.index, e.body.attempt) for e in records
+                 if isinstance(e.body, ev.TaskSucceeded)}
+    for b in recalled:
+        assert (b.index, b.attempt) not in succeeded
+        assert (b.index, b.attempt + 1) in succeeded, b
+    keys = {(b.workflow_id, b.node, b.index, b.attempt) for b in recalled}
+    reports = await read_topic(
+        stack.topics.reports,
+        lambda got: sum(isinstance(x, ev.TaskSucceeded) and x.workflow_id == workflow_id
+                        for x in got) >= 24, scaled(30))
+    ran = {(x.workflow_id, x.node, x.index, x.attempt) for x in reports
+           if isinstance(x, ev.TaskSucceeded)}
+    assert not keys & ran, "a recalled attempt was run to its end"

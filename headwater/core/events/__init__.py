@@ -44,6 +44,7 @@ from headwater.core.events.inputs import (
 )
 from headwater.core.events.pause import (
     DispatchDeferred,
+    DispatchRecalled,
     PauseRequested,
     ResumeRequested,
     TimerDeferred,
@@ -104,6 +105,7 @@ __all__ = [
     "ConditionEvaluated",
     "DeadlineSet",
     "DispatchDeferred",
+    "DispatchRecalled",
     "HistoryEvent",
     "Input",
     "LimitDefined",

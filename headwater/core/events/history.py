@@ -26,6 +26,7 @@ from headwater.core.events.inputs import (
 )
 from headwater.core.events.pause import (
     DispatchDeferred,
+    DispatchRecalled,
     TimerDeferred,
     WorkflowPaused,
     WorkflowResumed,
@@ -318,6 +319,7 @@ Body = (
     | WorkflowResumed
     | DispatchDeferred
     | TimerDeferred
+    | DispatchRecalled
 )
 TERMINAL_BODIES = (WorkflowSucceeded, WorkflowFailed, WorkflowCancelled)
 

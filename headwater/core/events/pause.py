@@ -5,7 +5,8 @@ A paused run dispatches nothing new: an attempt that would be dispatched is reco
 ``DispatchDeferred`` (a held task), a durable timer that comes due as ``TimerDeferred``
 (it keeps its deadline); ``WorkflowResumed`` is followed by their dispatches and firings
 in the order they were deferred. Attempts already running go on, and their reports are
-applied. Times are ms since the Unix epoch.
+applied; an attempt dispatched but not started yet is recalled (``DispatchRecalled``) and
+dispatched again at the resume. Times are ms since the Unix epoch.
 """
 
 from __future__ import annotations
@@ -71,6 +72,22 @@ class DispatchDeferred:
     """History: the run is paused, so this attempt is held instead of dispatched
     (``TaskStatus.HELD``, no deadline, no lease); its ``TaskDispatched`` follows the
     resume."""
+
+    workflow_id: str
+    node: str
+    index: int | None
+    attempt: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class DispatchRecalled:
+    """History: the run paused while this attempt was dispatched but not started, so it
+    is recalled: workers are told to skip it, or to stop it if it has just started
+    (``TaskCancelled`` on ``worker-control`` only), and its reports are stale from now
+    on. The task is held with the next attempt (``attempt + 1``), whose
+    ``TaskDispatched`` follows the resume; a recalled attempt does not count against the
+    task's retry policy."""
 
     workflow_id: str
     node: str

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from headwater.core import events as ev
-from headwater.core.fencing import stop_for, stops_for_expired
+from headwater.core.fencing import stop_for, stops_for_expired, stops_for_recalled
 from headwater.core.ids import LEASE_TIMER, parse_task_timer_id
 from headwater.core.machine.calls import late_cancel, purged_cancel
 from headwater.core.machine.conflicts import child_conflict, conflict_report
@@ -292,8 +292,9 @@ def _lease_renewed(state: WorkflowState | None, fired: ev.TimerFired,
 
 
 def _stops(event: ev.Input, result: Step) -> tuple[ev.TaskCancelled, ...]:
-    """The stops to send for a step: for a report of an attempt that must end, and for
-    the attempts a fired timer ended (``fencing``)."""
+    """The stops to send for a step: for a report of an attempt that must end, for the
+    attempts a fired timer ended, and for those a pause recalled (``fencing``)."""
     stops = stops_for_expired(result.events) if isinstance(event, ev.TimerFired) else []
+    stops = [*stops, *stops_for_recalled(result.events)]  # a pause's, deferred or not
     stop = stop_for(result.state, event) if isinstance(event, ev.Report) else None
     return (*stops, *([stop] if stop is not None else []))

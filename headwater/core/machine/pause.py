@@ -4,11 +4,14 @@ and what a paused run does instead of dispatching or firing a timer.
 A pause records ``WorkflowPaused``; from then on an attempt that would be dispatched
 (a task, a map item, a child workflow's submission, a code workflow's activation or
 step, a loop's task) is recorded as ``DispatchDeferred`` and held (``dispatch.dispatch``
-asks ``deferred_dispatch``), and a durable timer in ``state.timers`` that comes due (a
-retry's, a sleep's, a wait's timeout, a schedule's) as ``TimerDeferred``. Limiter permits
-and cache lookups go on (they dispatch no work), so does every report: an attempt
-running when the run paused finishes and its result is applied, which may finish nodes
-and even the run. An attempt's deadline and lease are its own and still apply.
+asks ``deferred_dispatch``); an attempt on a worker's queue that has not started is
+recalled (``DispatchRecalled``: workers skip it, ``fencing.stops_for_recalled``) and
+held with the next attempt (``pausing.recallable`` says which); and a durable timer in
+``state.timers`` that comes due (a retry's, a sleep's, a wait's timeout, a schedule's)
+is recorded as ``TimerDeferred``. Limiter permits and cache lookups go on (they
+dispatch no work), so does every report: an attempt running when the run paused
+finishes and its result is applied, which may finish nodes and even the run. A running
+attempt's deadline and lease are its own and still apply.
 
 A resume records ``WorkflowResumed`` and then, in the order they were deferred, the
 held attempts' dispatches (``TaskDispatched``) and the due timers' firings, each at the
@@ -29,12 +32,18 @@ from headwater.core.status import TaskStatus
 
 
 def pause(rec: Recorder, state: WorkflowState, event: ev.PauseRequested) -> None:
-    """Pause the run: record ``WorkflowPaused``, unless it is paused already or recorded
-    the request's id."""
+    """Pause the run: record ``WorkflowPaused``, then recall each attempt on a worker's
+    queue that has not started (``DispatchRecalled``, in task order), unless the run is
+    paused already or recorded the request's id."""
     if state.paused or pausing.seen(state, event.request_id):
         return
     rec.record(ev.WorkflowPaused(state.workflow_id, event.at_ms, event.request_id,
                                  event.by, event.reason))
+    current = rec.current
+    for task in sorted(current.tasks.values(), key=lambda t: (t.node, t.index or 0)):
+        if pausing.recallable(current, task):
+            rec.record(ev.DispatchRecalled(state.workflow_id, task.node, task.index,
+                                           task.attempt, event.at_ms))
 
 
 def resume(rec: Recorder, state: WorkflowState, event: ev.ResumeRequested) -> None:

@@ -4,7 +4,7 @@ while the run was paused."""
 
 from __future__ import annotations
 
-from machine_harness import T0, WF, ok, run, submit
+from machine_harness import T0, WF, ok, run, started, submit
 
 from faultsuite.audit import audit_history
 from faultsuite.batch import make_batch
@@ -17,24 +17,41 @@ def test_the_paused_shape_is_paused_then_resumed() -> None:
     assert s.shape == "paused" and s.pause == (PAUSE_AFTER_S, PAUSED_FOR_S)
 
 
-def _history(pause: bool) -> list[ev.HistoryEvent]:
-    """The shape's run on the core, its tasks echoing ``digest`` as output."""
+def _history(pause: bool, running: bool = True) -> list[ev.HistoryEvent]:
+    """The shape's run on the core, its tasks echoing ``digest`` as output: paused
+    while ``a`` runs (its result is applied while paused), or before it started (it is
+    recalled, and its next attempt runs after the resume)."""
     spec = paused(Sizes())
     inputs: list[ev.Input] = [submit(spec, {"seed": "s"})]
-    if pause:
-        inputs.append(ev.PauseRequested(WF, T0 + 10, "p"))
-    inputs += [ok("a", "A", at=T0 + 100), ev.TimerFired(WF, "sleep:nap", T0 + 10_000)]
+    if pause and running:
+        inputs += [started("a", at=T0 + 5), ev.PauseRequested(WF, T0 + 10, "p"),
+                   ok("a", "A", at=T0 + 100)]
+    elif pause:
+        inputs += [ev.PauseRequested(WF, T0 + 10, "p")]
+    else:
+        inputs += [ok("a", "A", at=T0 + 100)]
+    if running or not pause:
+        inputs += [ev.TimerFired(WF, "sleep:nap", T0 + 10_000)]
     if pause:
         inputs.append(ev.ResumeRequested(WF, T0 + 20_000, "r"))
+    if pause and not running:
+        inputs += [ok("a", "A", attempt=2, at=T0 + 25_000),
+                   ev.TimerFired(WF, "sleep:nap", T0 + 26_000)]
     inputs += [ok("c", "C", at=T0 + 30_000), ok("b", "B", at=T0 + 30_000)]
     return run(inputs).history
 
 
 def test_the_shape_ends_alike_paused_or_not_and_its_audit_is_clean() -> None:
-    plain, held = audit_history(WF, _history(False)), audit_history(WF, _history(True))
-    assert plain.violations() == [] and held.violations() == []
-    assert held.outcome == plain.outcome and held.outcome is not None
-    assert held.outcome.status == "succeeded"
+    plain = audit_history(WF, _history(False))
+    assert plain.violations() == [] and plain.outcome is not None
+    for running in (True, False):
+        held = audit_history(WF, _history(True, running))
+        assert held.violations() == []
+        assert held.outcome == plain.outcome
+    assert plain.outcome.status == "succeeded"
+    recalled = [e.body for e in _history(True, running=False)
+                if isinstance(e.body, ev.DispatchRecalled)]
+    assert [(b.node, b.attempt) for b in recalled] == [("a", 1)]
 
 
 def test_the_audit_names_a_dispatch_while_paused() -> None:

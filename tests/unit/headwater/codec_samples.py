@@ -68,6 +68,7 @@ def body_samples() -> list[Any]:
         ev.WorkflowPaused(WF, AT),
         ev.WorkflowResumed(WF, AT, "req-2", "alice", held=3, due=1),
         *_with_index(ev.DispatchDeferred, **base),
+        *_with_index(ev.DispatchRecalled, **base),
         ev.TimerDeferred(WF, "sleep:nap", AT - 5, AT),
     ]
 

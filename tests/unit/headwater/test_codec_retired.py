@@ -44,6 +44,7 @@ def test_the_retired_schemas_are_those_kept_on_purpose() -> None:
         "DefinitionHead.13dad2c5dd3a2407.avsc",
         "DefinitionHead.bb541cea77106524.avsc", "DefinitionStored.d7f72710f6b0e6e2.avsc",
         "HistoryEvent.116c43fef5d0a1d4.avsc",
+        "HistoryEvent.1b68ff49ef90d49e.avsc",
         "HistoryEvent.1bf2bdde1f28d544.avsc",
         "HistoryEvent.2efe43c43673a9f7.avsc", "HistoryEvent.33447ba1d111a15e.avsc",
         "HistoryEvent.4c2b6779465fc3f2.avsc",

@@ -83,7 +83,8 @@ _LATER = {"branch_skipped", "transcript", "spent", "steps", "decision", "signals
           "signal_ids", "parent", "definition", "definition_version", "next_fire_ms",
           "last_fire_ms", "paused", "generation", "attempt_floor", "rerun", "code",
           "continued", "requires", "limits", "limiter", "waiting_for", "limiters",
-          "cache", "cache_refresh", "deadline_at_ms", "caller", "calls", "pause"}
+          "cache", "cache_refresh", "deadline_at_ms", "caller", "calls", "pause",
+          "recalled"}
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:

@@ -22,6 +22,7 @@ export const EVENT_TYPES = [
   "WorkflowFailed", "WorkflowRestarted", "WorkflowSucceeded",
   "DeadlineSet", "CallerLinked", "CallLinked",
   "WorkflowPaused", "WorkflowResumed", "DispatchDeferred", "TimerDeferred",
+  "DispatchRecalled",
 ];
 
 /** A task's key as the gateway writes it: node, or node[index] for a map's item. */
