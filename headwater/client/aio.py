@@ -22,6 +22,7 @@ from headwater.client.definitions import AsyncDefinitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
+    ListFilters,
     Mode,
     RunOptions,
     SubmitOptions,
@@ -196,13 +197,10 @@ class AsyncClient(AsyncTaskLogReads):
         """As ``Client.node_tasks``."""
         return await self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
 
-    async def list(self, *, status: str | None = None, name: str | None = None,
-                   definition: str | None = None, limit: int = 50,
-                   cursor: str | None = None,
-                   labels: dict[str, str | None] | None = None) -> Page:
+    async def list(self, *, limit: int = 50, cursor: str | None = None,
+                   **where: Unpack[ListFilters]) -> Page:
         """As ``Client.list``."""
-        return await self.fetch(req.workflows(status, name, definition, limit, cursor,
-                                              labels))
+        return await self.fetch(req.workflows(limit, cursor, where))
 
     async def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """As ``Client.result``."""

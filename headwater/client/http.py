@@ -338,15 +338,38 @@ def events_call(workflow_id: str, after: int) -> Call:
     return Call("GET", f"/v1/workflows/{segment(workflow_id)}/events", headers=headers)
 
 
-def list_call(status: str | None, name: str | None, definition: str | None, limit: int,
-              cursor: str | None, labels: dict[str, str | None] | None = None) -> Call:
-    """``GET /v1/workflows`` with its filters (None: not filtered; ``labels``: runs
-    carrying all of them, a None value: the key with any value)."""
+class ListFilters(TypedDict, total=False):
+    """What ``Client.list`` filters by (all of the given must hold; None or absent: not
+    filtered).
+
+    Attributes:
+        status: the runs in this status.
+        name: the runs of this spec name.
+        definition: the runs started from this definition (``name`` or
+            ``name@version``).
+        labels: the runs carrying all of them (a None value: the key with any value).
+        paused: True, only the runs paused now; False, only the others.
+    """
+
+    status: str | None
+    name: str | None
+    definition: str | None
+    labels: dict[str, str | None] | None
+    paused: bool | None
+
+
+def list_call(limit: int, cursor: str | None, where: ListFilters) -> Call:
+    """``GET /v1/workflows`` with its filters (``where``), one page of ``limit`` from
+    ``cursor``."""
     params: dict[str, Any] = {k: v for k, v in (
-        ("status", status), ("name", name), ("definition", definition),
-        ("cursor", cursor)) if v}
+        ("status", where.get("status")), ("name", where.get("name")),
+        ("definition", where.get("definition")), ("cursor", cursor)) if v}
+    labels = where.get("labels")
     if labels:
         params["label"] = label_params(labels)
+    paused = where.get("paused")
+    if paused is not None:
+        params["paused"] = "true" if paused else "false"
     return Call("GET", "/v1/workflows", params={**params, "limit": limit})
 
 

@@ -3,7 +3,7 @@
 rerun) done to every run a filter matches, recorded with its progress and counts.
 
 The filter is the listing's (``Client.list``): ``labels``, ``status``, ``name``,
-``definition``, ``tenant``. The operation's id is chosen before the first try, so a
+``definition``, ``tenant``, ``paused``. The operation's id is chosen before the first try, so a
 retried start is the same operation.
 """
 
@@ -28,6 +28,8 @@ class Filter(TypedDict, total=False):
     definition: str
     """A definition's name, or ``name@version``."""
     tenant: str
+    paused: bool
+    """True: only the runs paused now; False: only the others."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,8 @@ def dry_run_from(doc: dict[str, Any]) -> DryRun:
 
 def body(action: str, where: Filter, args: dict[str, Any]) -> dict[str, Any]:
     """The body of ``POST /v1/operations`` (``args``: reason, signal, cache, id, ...)."""
-    given: dict[str, Any] = {k: v for k, v in where.items() if k != "labels" and v}
+    given: dict[str, Any] = {k: v for k, v in where.items()
+                             if k != "labels" and (v or (k == "paused" and v is not None))}
     labels = where.get("labels")
     if labels:
         given["label"] = label_params(labels)

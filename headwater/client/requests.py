@@ -21,6 +21,7 @@ import httpx
 from headwater import errors
 from headwater.client.http import (
     Call,
+    ListFilters,
     Mode,
     RunOptions,
     SubmitOptions,
@@ -229,11 +230,9 @@ def page_from(response: httpx.Response) -> Page:
     return Page([workflow_from(i) for i in doc["items"]], doc.get("next_cursor"))
 
 
-def workflows(status: str | None, name: str | None, definition: str | None, limit: int,
-              cursor: str | None,
-              labels: dict[str, str | None] | None = None) -> Request[Page]:
+def workflows(limit: int, cursor: str | None, where: ListFilters) -> Request[Page]:
     """``Client.list``: one page of ``GET /v1/workflows``, filtered."""
-    return Request(list_call(status, name, definition, limit, cursor, labels), page_from)
+    return Request(list_call(limit, cursor, where), page_from)
 
 
 def signal(workflow_id: str, name: str, fields: dict[str, Any], index: int | None,

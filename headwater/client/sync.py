@@ -21,6 +21,7 @@ from headwater.client.definitions import Definitions
 from headwater.client.follow import Follow, ResultWatch
 from headwater.client.http import (
     Call,
+    ListFilters,
     Mode,
     RunOptions,
     SubmitOptions,
@@ -243,14 +244,14 @@ class Client(BlobReads, TaskLogReads):
         """
         return self.fetch(req.node_tasks(workflow_id, node, after, limit, status))
 
-    def list(self, *, status: str | None = None, name: str | None = None,
-             definition: str | None = None, limit: int = 50,
-             cursor: str | None = None,
-             labels: dict[str, str | None] | None = None) -> Page:
-        """Runs newest first (``GET /v1/workflows``), filtered; ``Page.next_cursor``
-        pages on. ``labels``: only runs carrying every one (``{"team": "search"}``; a
-        None value: the key with any value)."""
-        return self.fetch(req.workflows(status, name, definition, limit, cursor, labels))
+    def list(self, *, limit: int = 50, cursor: str | None = None,
+             **where: Unpack[ListFilters]) -> Page:
+        """Runs newest first (``GET /v1/workflows``), filtered by ``where``
+        (``ListFilters``: ``status``, ``name``, ``definition``, ``labels``: only runs
+        carrying every one, ``{"team": "search"}``, a None value: the key with any
+        value; ``paused``: True, only the runs paused now, False, only the others);
+        ``Page.next_cursor`` pages on."""
+        return self.fetch(req.workflows(limit, cursor, where))
 
     def result(self, workflow_id: str, timeout: float | None = None) -> Any:
         """Wait for a run to end and return its output.

@@ -36,6 +36,9 @@ Status = Annotated[str | None, typer.Option(help="runs in this status")]
 Definition = Annotated[str | None, typer.Option(help="runs of this definition (NAME or "
                                                      "NAME@VERSION)")]
 Name = Annotated[str | None, typer.Option(help="runs of this spec name")]
+Paused = Annotated[bool | None, typer.Option(
+    "--paused/--not-paused", help="only the runs paused now (or only the others)",
+    show_default=False)]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="show how many runs match, and "
                                                         "stop")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask before acting")]
@@ -44,7 +47,7 @@ Wait = Annotated[bool, typer.Option("--wait/--no-wait", help="follow the operati
 
 
 def where(label: list[str] | None, status: str | None, definition: str | None,
-          name: str | None) -> Filter:
+          name: str | None, paused: bool | None = None) -> Filter:
     """The client's filter of the options.
 
     Raises:
@@ -54,8 +57,11 @@ def where(label: list[str] | None, status: str | None, definition: str | None,
     found: dict[str, Any] = {"labels": label_options(label or [], any_value=True),
                              "status": status, "definition": definition, "name": name}
     given: Filter = {k: v for k, v in found.items() if v}  # type: ignore[assignment]
+    if paused is not None:
+        given["paused"] = paused
     if not given:
-        raise typer.BadParameter("give a filter: --label, --status, --definition or --name")
+        raise typer.BadParameter("give a filter: --label, --status, --definition, --name "
+                                 "or --paused/--not-paused")
     return given
 
 
@@ -104,7 +110,7 @@ def show_operation(operation: Operation) -> None:
 
 @bulk_app.command()
 def cancel(label: Labels = None, status: Status = None, definition: Definition = None,
-           name: Name = None,
+           name: Name = None, paused: Paused = None,
            reason: Annotated[str, typer.Option(help="why, recorded in each run")] = "",
            dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
            gateway: str = GATEWAY) -> None:
@@ -112,15 +118,15 @@ def cancel(label: Labels = None, status: Status = None, definition: Definition =
 
     E.g. ``headwater bulk cancel --label team=search --status running --dry-run``.
     """
-    _act("cancel", where(label, status, definition, name), dry_run, yes, wait, gateway,
-         reason=reason)
+    _act("cancel", where(label, status, definition, name, paused), dry_run, yes, wait,
+         gateway, reason=reason)
 
 
 @bulk_app.command()
 def signal(signal_name: Annotated[str, typer.Argument(metavar="SIGNAL",
                                                       help="the signal's name")],
            label: Labels = None, status: Status = None, definition: Definition = None,
-           name: Name = None,
+           name: Name = None, paused: Paused = None,
            field: Annotated[list[str] | None, typer.Option(
                help="NAME=VALUE, a field of the signal (VALUE as JSON when it parses)")
            ] = None,
@@ -128,40 +134,40 @@ def signal(signal_name: Annotated[str, typer.Argument(metavar="SIGNAL",
            gateway: str = GATEWAY) -> None:
     """Send a signal to every run that matches (one without a wait that takes it fails,
     named)."""
-    _act("signal", where(label, status, definition, name), dry_run, yes, wait, gateway,
-         signal=signal_name, fields=signal_fields(field or []))
+    _act("signal", where(label, status, definition, name, paused), dry_run, yes, wait,
+         gateway, signal=signal_name, fields=signal_fields(field or []))
 
 
 @bulk_app.command()
 def rerun(label: Labels = None, status: Status = None, definition: Definition = None,
-          name: Name = None,
+          name: Name = None, paused: Paused = None,
           refresh_cache: Annotated[bool, typer.Option(
               "--refresh-cache", help="the reruns' cached nodes compute afresh")] = False,
           dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
           gateway: str = GATEWAY) -> None:
     """Rerun every failed or cancelled run that matches (the others are skipped)."""
-    _act("rerun", where(label, status, definition, name), dry_run, yes, wait, gateway,
-         cache_refresh=refresh_cache)
+    _act("rerun", where(label, status, definition, name, paused), dry_run, yes, wait,
+         gateway, cache_refresh=refresh_cache)
 
 
 @bulk_app.command()
 def pause(label: Labels = None, status: Status = None, definition: Definition = None,
-          name: Name = None,
+          name: Name = None, paused: Paused = None,
           reason: Annotated[str, typer.Option(help="why, shown with each run's status")] = "",
           dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
           gateway: str = GATEWAY) -> None:
     """Pause every run that matches: it dispatches nothing new until resumed (those that
     ended are skipped)."""
-    _act("pause", where(label, status, definition, name), dry_run, yes, wait, gateway,
-         reason=reason)
+    _act("pause", where(label, status, definition, name, paused), dry_run, yes, wait,
+         gateway, reason=reason)
 
 
 @bulk_app.command()
 def resume(label: Labels = None, status: Status = None, definition: Definition = None,
-           name: Name = None, dry_run: DryRun = False, yes: Yes = False, wait: Wait = True,
-           gateway: str = GATEWAY) -> None:
+           name: Name = None, paused: Paused = None, dry_run: DryRun = False,
+           yes: Yes = False, wait: Wait = True, gateway: str = GATEWAY) -> None:
     """Resume every run that matches (what each held goes out, its due timers fire)."""
-    _act("resume", where(label, status, definition, name), dry_run, yes, wait, gateway)
+    _act("resume", where(label, status, definition, name, paused), dry_run, yes, wait, gateway)
 
 
 @bulk_app.command()

@@ -38,6 +38,12 @@ def definition_of(raw: dict[str, Any]) -> str:
     return str(ref) if isinstance(ref, str) else ""
 
 
+def status_text(raw: dict[str, Any]) -> str:
+    """A list item's status, styled, with ``(paused)`` after it while the run is paused."""
+    shown = styled(str(raw.get("status") or ""))
+    return f"{shown} [yellow](paused)[/]" if raw.get("paused") else shown
+
+
 def list_runs(
     status: Annotated[str | None, typer.Option(
         help=f"only runs in this status ({', '.join(STATUSES)})")] = None,
@@ -47,6 +53,9 @@ def list_runs(
     label: Annotated[list[str] | None, typer.Option(
         "--label", "-l", help="KEY=VALUE (or KEY: any value): only runs carrying it; "
                               "repeat for all of several")] = None,
+    paused: Annotated[bool | None, typer.Option(
+        "--paused/--not-paused", help="only the runs paused now (or only the others)",
+        show_default=False)] = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="how many, newest first")] = 20,
     cursor: Annotated[str | None, typer.Option(
         help="the next page's cursor, as a previous list printed it")] = None,
@@ -56,14 +65,14 @@ def list_runs(
     """List runs, newest first, filtered.
 
     E.g. ``headwater list --status failed --limit 5``, ``headwater list --label
-    team=search --label env=prod``.
+    team=search --label env=prod``, ``headwater list --paused``.
     """
     labels = label_options(label or [], any_value=True)
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"--status {status!r}: one of {', '.join(STATUSES)}")
     with gateway_errors(gateway), client(gateway) as hw:
         page = hw.list(status=status, name=name, definition=definition, limit=limit,
-                       cursor=cursor, labels=labels or None)
+                       cursor=cursor, labels=labels or None, paused=paused)
     if as_json:
         console.print_json(json.dumps({"items": [w.raw for w in page.items],
                                        "next_cursor": page.next_cursor}))
@@ -75,17 +84,18 @@ def list_runs(
     for w in page.items:
         shown = labels_text(w.labels)
         table.add_row(escape(w.id), *([escape(w.tenant or "")] if tenants else []),
-                      escape(w.name), escape(definition_of(w.raw)), styled(w.status),
+                      escape(w.name), escape(definition_of(w.raw)), status_text(w.raw),
                       *([escape(shown)] if labelled else []),
                       when(w.created_at), when(w.updated_at), escape((w.error or "")[:50]))
     print_table(table, whole=("id",))
     if not page.items:
         console.print("no runs" + (" match" if status or name or definition or labels
-                                   else ""))
+                                   or paused is not None else ""))
     if page.next_cursor:
         again = [f"--{k} {shlex.quote(str(v))}" for k, v in (("status", status), ("name", name),
                                            ("definition", definition), ("limit", limit))
                  if v is not None and (k != "limit" or v != 20)]
         again += [f"--label {shlex.quote(p)}" for p in label or []]
+        again += [] if paused is None else ["--paused" if paused else "--not-paused"]
         console.print(escape(" ".join(["more: headwater list", *again,
                                        f"--cursor {page.next_cursor}"])))

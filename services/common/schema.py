@@ -129,6 +129,8 @@ create index if not exists workflows_by_name on workflows (name, created_at desc
     workflow_id desc);
 create index if not exists workflows_by_tenant on workflows (tenant, created_at desc,
     workflow_id desc) where tenant is not null;
+create index if not exists workflows_paused on workflows (created_at desc, workflow_id desc)
+    where paused is not null;
 create table if not exists schedules (
     workflow_id text primary key,
     name text not null,
@@ -217,7 +219,8 @@ order (``created_at desc, workflow_id desc``, also the cursor's), and ``workflow
 the ``created_after``/``created_before`` ranges; ``workflows.labels`` holds a run's
 labels (``headwater.core.labels``, from its spec; null: none) and ``workflows_by_labels``
 (GIN, the default ``jsonb_ops``) serves ``?label=key:value`` (``@>``) and ``?label=key``
-(``?``); ``status`` is the only one of their
+(``?``), and ``workflows_paused`` (partial: the rows with a pause) ``?paused=true``
+(``paused`` changes only at a pause or a resume); ``status`` is the only other one of their
 columns that changes after acceptance (a few times per run), so the projector's updates
 of ``seq`` stay heap-only. ``schedules`` holds one row per schedule workflow (a spec
 with a ``schedule`` node; ``name`` without the ``schedule:`` prefix): its settings, its

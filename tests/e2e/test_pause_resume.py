@@ -2,7 +2,8 @@
 pauses finishes and its result is applied, nothing is dispatched while paused, a sleep's
 timer that comes due during the pause fires only after the resume (with its own
 deadline), and the run ends with the output it would have had; a paused definition's new
-run starts paused, and the definition's resume runs it."""
+run starts paused (the definition's document shows its pause, ``?paused=true`` lists the
+run, a bulk dry run counts it), and the definition's resume runs it."""
 
 from __future__ import annotations
 
@@ -99,8 +100,10 @@ async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it
     async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
         stored = await client.put(f"/v1/definitions/{name}", json={"workflow": spec})
         assert stored.status_code == 201, stored.text
-        paused = await client.post(f"/v1/definitions/{name}/pause")
+        paused = await client.post(f"/v1/definitions/{name}/pause", json={"reason": "e2e"})
         assert paused.status_code == 202 and paused.json()["runs"] == 0, paused.text
+        shown = (await client.get(f"/v1/definitions/{name}")).json()["paused"]
+        assert shown is not None and shown["reason"] == "e2e", shown
         workflow_id = (await client.post("/v1/workflows",
                                          json={"definition": name})).json()["id"]
         seen = await _until_event(client, workflow_id, "DispatchDeferred", 30)
@@ -108,10 +111,30 @@ async def test_a_paused_definitions_new_run_starts_paused_and_its_resume_runs_it
                                             "DispatchDeferred"]
         assert seen[1][1]["by"] == f"definition:{name}"
         await wait_until_async(lambda: _paused(client, workflow_id), 30, "paused in the view")
+        assert await _listed(client, name, "true") == [workflow_id]
+        assert await _listed(client, name, "false") == []
+        tried = await client.post("/v1/operations", json={
+            "action": "resume", "filter": {"definition": name, "paused": True},
+            "dry_run": True})
+        assert tried.json()["matched"] == 1, tried.text
+        bad = await client.get("/v1/workflows", params={"paused": "maybe"})
+        assert bad.status_code == 422, bad.text
+        assert bad.headers["content-type"] == "application/problem+json"
         resumed = await client.post(f"/v1/definitions/{name}/resume")
         assert resumed.status_code == 202 and resumed.json()["runs"] == 1, resumed.text
         final = await wait_status(stack, workflow_id, 60)
         assert final["status"] == "succeeded", final
+        assert (await client.get(f"/v1/definitions/{name}")).json()["paused"] is None
+        assert await _listed(client, name, "true") == []
+        assert await _listed(client, name, "false") == [workflow_id]
+
+
+async def _listed(client: httpx.AsyncClient, definition: str, paused: str) -> list[str]:
+    """The ids ``GET /v1/workflows?definition=&paused=`` lists."""
+    page = await client.get("/v1/workflows", params={"definition": definition,
+                                                      "paused": paused})
+    assert page.status_code == 200, page.text
+    return [item["id"] for item in page.json()["items"]]
 
 
 async def _paused(client: httpx.AsyncClient, workflow_id: str) -> bool:

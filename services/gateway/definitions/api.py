@@ -66,6 +66,7 @@ from services.gateway.openapi.definitions import (
     DEFINITIONS_LIST_SCHEMA,
 )
 from services.gateway.openapi.problems import READS, WRITES, problems
+from services.gateway.pauses.definitions import pauses_of
 from services.gateway.runs.path_route import taken_paths
 
 router = APIRouter()
@@ -190,15 +191,17 @@ async def get_definitions(request: Request,
                           cursor: str | None = None) -> Response:
     """The latest version of each definition that is not deleted and that the principal
     sees (its tenant's and the shared ones), by name, paged by ``cursor`` (the previous
-    page's ``next_cursor``)."""
+    page's ``next_cursor``); ``paused``: the definition's pause, or null."""
     rows = await runtime(request).pool.fetch(
         "select d.name, d.version, d.digest, d.created_at from definition_heads h"
         " join definitions d on d.name = h.name and d.version = h.version"
         " where not h.deleted and ($1::text is null or h.name > $1)"
         " and ($3::text is null or h.tenant is null or h.tenant = $3)"
         " order by h.name limit $2", cursor, limit + 1, tenant_of(principal(request)))
+    paused = await pauses_of(runtime(request).pool, [r["name"] for r in rows[:limit]])
     items = [{"name": r["name"], "version": r["version"], "digest": r["digest"],
-              "created_at": _iso(r["created_at"]), "links": links(r["name"], r["version"])}
+              "created_at": _iso(r["created_at"]), "paused": paused.get(r["name"]),
+              "links": links(r["name"], r["version"])}
              for r in rows[:limit]]
     return _json({"items": items,
                   "next_cursor": rows[limit - 1]["name"] if len(rows) > limit else None})
@@ -211,7 +214,8 @@ async def get_definitions(request: Request,
 async def get_definition(request: Request, name: DefinitionName,
                          version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
                          ) -> Response:
-    """One version (default: the latest) with its spec and input schema; 404 unknown
+    """One version (default: the latest) with its spec and input schema, and ``paused``
+    (the definition's pause: ``{since, by, reason}``, or null); 404 unknown
     (or another tenant's; naming the closest names the principal sees); 410 deleted,
     unless ``version`` is given."""
     pool = runtime(request).pool
@@ -230,9 +234,10 @@ async def get_definition(request: Request, name: DefinitionName,
     if row is None:
         raise Problem(404, "Not found", f"definition {name} has no version {wanted} (its "
                       f"latest is {head['version']})", definition=name)
+    paused = await pauses_of(pool, [name])
     return _json({"name": name, "version": wanted, "current": head["version"],
                   "latest": max(latest or 0, head["version"]), "deleted": head["deleted"],
-                  "digest": row["digest"],
+                  "paused": paused.get(name), "digest": row["digest"],
                   "created_at": _iso(row["created_at"]), "workflow": row["spec"],
                   "input_schema": row["input_schema"], "links": links(name, wanted)})
 

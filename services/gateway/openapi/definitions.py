@@ -48,6 +48,16 @@ _DEFINITION_LINKS: dict[str, Any] = {
     "type": "object", "additionalProperties": {"type": "string"},
     "description": "self (this version), latest, run (POST /v1/run/{name}), runs "
                    "(GET /v1/workflows?definition=)"}
+DEFINITION_PAUSED_SCHEMA: dict[str, Any] = {
+    "type": ["object", "null"], "required": ["since", "by", "reason"],
+    "description": "the definition's pause (POST /v1/definitions/{name}/pause): its new "
+                   "runs start paused; null: not paused",
+    "properties": {"since": {"type": "string", "format": "date-time"},
+                   "by": {"type": "string", "description": "who paused it"},
+                   "reason": {"type": "string"}},
+}
+"""A definition's ``paused``, in a definition's document and in each item of the list."""
+
 DEFINITION_STORED_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name", "version", "digest", "created_at", "links"],
@@ -65,13 +75,14 @@ DEFINITION_STORED_SCHEMA: dict[str, Any] = {
 DEFINITION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [*DEFINITION_STORED_SCHEMA["required"], "latest", "deleted", "workflow",
-                 "input_schema"],
+                 "input_schema", "paused"],
     "properties": {
         **DEFINITION_STORED_SCHEMA["properties"],
         "latest": {"type": "integer", "description": "the definition's highest version"},
         "current": {"type": "integer", "description": "the version new runs use (the "
                                                       "latest, unless rolled back)"},
         "deleted": {"type": "boolean", "description": "deleted: no new runs"},
+        "paused": DEFINITION_PAUSED_SCHEMA,
         "workflow": SPEC_SCHEMA,
         "input_schema": {"type": ["object", "null"]},
     },
@@ -104,7 +115,9 @@ DEFINITIONS_LIST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["items", "next_cursor"],
     "properties": {
-        "items": {"type": "array", "items": DEFINITION_STORED_SCHEMA},
+        "items": {"type": "array", "items": {
+            **DEFINITION_STORED_SCHEMA, "properties": {
+                **DEFINITION_STORED_SCHEMA["properties"], "paused": DEFINITION_PAUSED_SCHEMA}}},
         "next_cursor": {"type": ["string", "null"],
                         "description": "pass as ?cursor= for the next page; null: none"},
     },

@@ -318,10 +318,13 @@ ANSWER_EXAMPLES: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         "201": _json("version 1 of refund", _STORED),
         "200": _json("the same body again: version 1, unchanged", _STORED)},
     "GET /v1/definitions": {"200": _json("one definition; no more pages",
-                                         {"items": [_STORED], "next_cursor": None})},
-    "GET /v1/definitions/{name}": {"200": _json("its latest version", {
+                                         {"items": [{**_STORED, "paused": None}],
+                                          "next_cursor": None})},
+    "GET /v1/definitions/{name}": {"200": _json("its latest version, paused", {
         **_STORED, "latest": 1, "current": 1, "deleted": False, "workflow": REFUND_SPEC,
-        "input_schema": ORDER_SCHEMA})},
+        "input_schema": ORDER_SCHEMA, "paused": {
+            "since": "2026-03-02T09:20:00+00:00", "by": "ops@example.com",
+            "reason": "payment provider down"}})},
     "POST /v1/definitions/{name}/rollback": {"200": _json("version 1 is current again", {
         "name": "refund", "version": 1, "previous": 2, "latest": 2, "changed": True,
         "links": _DEFINITION_LINKS})},

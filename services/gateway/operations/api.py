@@ -55,7 +55,7 @@ OPERATION_SCHEMA: dict[str, Any] = {
         "action": {"type": "string", "enum": sorted(ACTIONS)},
         "filter": {"type": "object", "description": "the filters of GET /v1/workflows "
                    "(status, name, tenant, definition, label: [key:value, ...], "
-                   "created_after, created_before), at least one"},
+                   "created_after, created_before, paused: true|false), at least one"},
         "dry_run": {"type": "boolean", "description": "answer the count and a sample; "
                     "record nothing"},
         "id": {"type": ["string", "null"], "description": "the operation's id, the "
@@ -87,8 +87,8 @@ def _filter(given: OperationFilter, me: Principal) -> tuple[ListFilter, bool]:
     """
     if not given.given().keys() - {"tenant"}:
         raise _invalid("filter: give at least one of status, name, definition, label, "
-                       "created_after, created_before (an operation on every run is not "
-                       "taken without one)")
+                       "created_after, created_before, paused (an operation on every run "
+                       "is not taken without one)")
     try:
         tenant, empty = list_tenant(me, given.tenant)
         filters = list_filter(given.status, given.name, tenant, given.definition,
@@ -99,7 +99,7 @@ def _filter(given: OperationFilter, me: Principal) -> tuple[ListFilter, bool]:
                   for f in e.extra.get("errors") or [e.detail]]
         e.detail, e.extra["errors"] = "; ".join(errors), errors
         raise
-    return dataclasses.replace(filters, labels=labels), empty
+    return dataclasses.replace(filters, labels=labels, paused=given.paused), empty
 
 
 async def match(pool: asyncpg.Pool, filters: ListFilter, limit: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from headwater.topics import WORKFLOW_ID_PATTERN
 
@@ -23,6 +23,9 @@ class OperationFilter(BaseModel):
                              description="key:value (or key: any value), all of them")
     created_after: str | None = None
     created_before: str | None = None
+    paused: StrictBool | None = Field(default=None,
+                                      description="true: only runs paused now; false: "
+                                                  "only the others")
 
     def given(self) -> dict[str, Any]:
         """The fields given (the operation's document shows them)."""

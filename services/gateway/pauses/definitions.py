@@ -49,6 +49,23 @@ async def paused_by(pool: Any, definition: str | None) -> str | None:
     return by_definition(definition) if found else None
 
 
+def pause_view(row: Any) -> dict[str, Any]:
+    """A paused definition's ``paused`` (its ``definition_pauses`` row), in the shape of a
+    run's: since when (ISO 8601), by whom (the subject that paused it), why."""
+    return {"since": row["paused_at"].isoformat(), "by": row["paused_by"],
+            "reason": row["reason"]}
+
+
+async def pauses_of(pool: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The ``paused`` of each of ``names`` that is paused (``pause_view``); a name not
+    in it is not paused."""
+    if not names:
+        return {}
+    rows = await pool.fetch("select name, paused_at, paused_by, reason from"
+                            " definition_pauses where name = any($1::text[])", names)
+    return {r["name"]: pause_view(r) for r in rows}
+
+
 async def pause_definition(pool: asyncpg.Pool, out: Outlet, name: str, pause: bool,
                            me: Principal, reason: str = "") -> int:
     """Pause (``pause``) or resume a definition and its runs (see the module).

@@ -34,7 +34,12 @@ from services.gateway.openapi.bodies import (
 )
 from services.gateway.openapi.problems import BODY, READS, SUBMISSION, WRITES, problems
 from services.gateway.runs.claims import CLAIMED
-from services.gateway.runs.listing import label_selectors, list_filter, list_view
+from services.gateway.runs.listing import (
+    label_selectors,
+    list_filter,
+    list_view,
+    paused_filter,
+)
 from services.gateway.runs.models import CacheQuery, SubmitRequest
 from services.gateway.runs.modes import accepted_doc
 from services.gateway.runs.stream import history_stream
@@ -107,6 +112,9 @@ class ListQuery(BaseModel):
     label: list[str] = Field(default_factory=list, description=(
         "key:value (or key: any value): only runs carrying that label; repeat for all "
         "of several"))
+    paused: str | None = Field(default=None, description=(
+        "true: only runs paused now; false: only the others (a run that has ended is "
+        "not paused)"))
     limit: int = Field(default=50, ge=1, le=500)
     cursor: str | None = None
 
@@ -114,13 +122,15 @@ class ListQuery(BaseModel):
 @router.get("/v1/workflows", responses=problems(*READS, BAD_CURSOR, INVALID_REQUEST))
 async def get_workflows(request: Request, query: Annotated[ListQuery, Query()]) -> Response:
     """Workflows newest first, filtered by status, name, tenant, definition, creation
-    time and labels (``?label=team:search&label=env:prod``: all of them), cursor-paged;
+    time, labels (``?label=team:search&label=env:prod``: all of them) and whether paused
+    (``?paused=true|false``), cursor-paged;
     400 for a bad cursor, 422 for a malformed parameter (named)."""
     hw = runtime(request)
     tenant, empty = list_tenant(principal(request), query.tenant)
     filters = list_filter(query.status, query.name, tenant, query.definition,
                           query.created_after, query.created_before)
-    filters = dataclasses.replace(filters, labels=label_selectors(query.label))
+    filters = dataclasses.replace(filters, labels=label_selectors(query.label),
+                                  paused=paused_filter(query.paused))
     if empty:  # another tenant's runs: none to show
         return _json({"items": [], "next_cursor": None})
     return _json(await list_view(hw.pool, filters, query.limit, query.cursor))

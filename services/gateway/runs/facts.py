@@ -71,11 +71,15 @@ def rerun_view(document: Any, reruns: list[str],
             "reruns": reruns}
 
 
+TERMINAL = ("succeeded", "failed", "cancelled")
+"""The statuses of a run that has ended: it is not paused, whatever its history says."""
+
+
 def paused_view(paused: Any, status: str) -> dict[str, Any] | None:
     """A paused run's ``paused`` (``workflows.paused``, ``projector/pauses.py``): since
     when (ISO 8601), by whom, why; None when it is not paused, or has ended (a run
     cancelled or failed while paused stays paused in its history)."""
-    if not isinstance(paused, dict) or status in ("succeeded", "failed", "cancelled"):
+    if not isinstance(paused, dict) or status in TERMINAL:
         return None
     since = paused.get("since")
     return {"since": _iso(datetime.fromtimestamp(since / 1000, tz=UTC))

@@ -15,7 +15,7 @@ from headwater.core.kinds.workflow.records import DEFINITION_REF, MAX_VERSION
 from headwater.core.labels import KEY_HINT, MAX_LABELS, VALUE_HINT, parse_selector
 from services.gateway.edge.problems import Problem
 from services.gateway.runs.cursor import decode_cursor, encode_cursor
-from services.gateway.runs.facts import definition_of, links, paused_view
+from services.gateway.runs.facts import TERMINAL, definition_of, links, paused_view
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -32,6 +32,8 @@ class ListFilter:
         created_before: only workflows created before this instant (exclusive).
         labels: ``(key, value)`` pairs every workflow listed carries (value None: the
             key with any value).
+        paused: only the runs paused now (True) or only the others (False); a run that
+            has ended is not paused, as its document says (``facts.paused_view``).
     """
 
     status: str | None = None
@@ -42,6 +44,7 @@ class ListFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     labels: tuple[tuple[str, str | None], ...] = ()
+    paused: bool | None = None
 
 
 def list_filter(status: str | None = None, name: str | None = None, tenant: str | None = None,
@@ -104,6 +107,36 @@ def label_clauses(labels: tuple[tuple[str, str | None], ...],
     return clauses
 
 
+def paused_filter(text: str | None) -> bool | None:
+    """The ``?paused=`` filter: ``true`` (the runs paused now), ``false`` (the others)
+    or absent (None: no filter).
+
+    Raises:
+        Problem: 422 naming ``query.paused`` for any other value.
+    """
+    if text is None:
+        return None
+    if text not in ("true", "false"):
+        _bad_query("paused", f"true or false, not {text[:80]!r}")
+    return text == "true"
+
+
+def paused_clause(paused: bool | None) -> list[str]:
+    """The SQL condition of the ``paused`` filter over ``workflows`` (none for None).
+
+    A run is paused while ``workflows.paused`` is set and it has not ended: a run that
+    ended while paused keeps its column (no resume clears it) but its document shows
+    ``paused: null`` (``facts.paused_view``), and the filter agrees with the document.
+    ``workflows_paused`` (partial: the rows with a pause) serves ``true``.
+    """
+    if paused is None:
+        return []
+    ended = ", ".join(f"'{s}'" for s in TERMINAL)
+    if paused:
+        return [f"(paused is not null and status not in ({ended}))"]
+    return [f"(paused is null or status in ({ended}))"]
+
+
 def _instant(parameter: str, text: str | None) -> datetime | None:
     if text is None:
         return None
@@ -133,7 +166,7 @@ def filter_clauses(filters: ListFilter, args: list[object]) -> list[str]:
         if value is not None:
             args.append(value)
             where.append(f"{column} {op} ${len(args)}")
-    return where + label_clauses(filters.labels, args)
+    return where + label_clauses(filters.labels, args) + paused_clause(filters.paused)
 
 
 async def list_view(pool: asyncpg.Pool, filters: ListFilter, limit: int,

@@ -1,6 +1,7 @@
 """``headwater bulk``: a dry run first (the count and a sample), then, asked or with
 ``--yes``, the operation started and followed to its counts; ``--dry-run`` stops after
-the count; no filter is refused before anything is sent. Against a real HTTP server
+the count; no filter is refused before anything is sent; ``--not-paused`` is a filter
+(False is sent). Against a real HTTP server
 standing in for the gateway (``conftest.Gateway``)."""
 
 from __future__ import annotations
@@ -64,3 +65,12 @@ def test_no_filter_is_refused_before_anything_is_sent(gateway: Gateway) -> None:
     result = runner.invoke(app, ["bulk", "rerun", "--gateway", gateway.url])
     assert result.exit_code == 2 and "give a filter" in result.output
     assert gateway.requests == []
+
+
+def test_not_paused_alone_is_a_filter_and_is_sent(gateway: Gateway) -> None:
+    gateway.answers = [DRY]
+    result = runner.invoke(app, ["bulk", "resume", "--not-paused", "--dry-run",
+                                 "--gateway", gateway.url])
+    assert result.exit_code == 0, result.output
+    (_, _, body), = gateway.requests
+    assert body["filter"] == {"paused": False}

@@ -1,7 +1,8 @@
 """``--label`` of ``headwater submit``, ``run`` and ``list``: sent as the gateway takes
 it (a submission's ``labels``, ``?label=k:v`` of a run and of the listing, ``?label=k``
 for any value), a malformed one refused before anything is sent; the listing and
-``status`` show a run's labels. Against a real HTTP server standing in for the gateway
+``status`` show a run's labels; ``list --paused``/``--not-paused`` send ``?paused=``
+and the listing marks a paused run. Against a real HTTP server standing in for the gateway
 (``conftest.Gateway``)."""
 
 from __future__ import annotations
@@ -59,3 +60,26 @@ def test_a_bad_label_is_refused_before_anything_is_sent(gateway: Gateway, comman
     assert result.exit_code == 2, result.output
     assert "--label" in result.output
     assert gateway.requests == []
+
+
+@pytest.mark.parametrize(("flag", "sent"), [("--paused", "true"), ("--not-paused", "false")])
+def test_list_filters_by_paused_and_shows_it(gateway: Gateway, flag: str, sent: str) -> None:
+    gateway.answers = [(200, {"items": [
+        {"id": RUN_ID, "name": "n", "status": "running",
+         "paused": {"since": "2026-03-02T09:20:00+00:00", "by": "ops", "reason": ""}}],
+        "next_cursor": "c1"})]
+    result = runner.invoke(app, ["list", flag, "--gateway", gateway.url],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    (_, path, _), = gateway.requests
+    assert _query(path)["paused"] == [sent]
+    assert "running (paused)" in result.output
+    assert f"more: headwater list {flag} --cursor c1" in result.output
+
+
+def test_list_without_a_paused_flag_does_not_filter(gateway: Gateway) -> None:
+    gateway.answers = [(200, {"items": [], "next_cursor": None})]
+    result = runner.invoke(app, ["list", "--gateway", gateway.url])
+    assert result.exit_code == 0, result.output
+    (_, path, _), = gateway.requests
+    assert "paused" not in _query(path)

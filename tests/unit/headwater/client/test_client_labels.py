@@ -1,6 +1,7 @@
 """Labels in the client: ``submit`` sends them in the body, ``run`` as ``?label=k:v``,
 ``list`` filters by them (``?label=k:v``, ``?label=k`` for any value), and a run's
-document shows them."""
+document shows them; ``list`` and an operation's filter take ``paused`` (False
+included)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,34 @@ def test_a_bulk_operation_is_tried_started_under_one_id_and_read() -> None:
     assert first["filter"] == {"label": ["team:a", "env"]} and first["reason"] == "why"
     assert started.id == "op-1" and not started.done and got.counts["done"] == 0
     assert seen[3].url.path == "/v1/operations/op-1"
+
+
+def test_a_listing_and_an_operation_filter_by_paused() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.method == "POST":
+            return httpx.Response(200, json={"dry_run": True, "matched": 0,
+                                             "over_limit": False, "sample": []})
+        return httpx.Response(200, json={"items": [], "next_cursor": None})
+
+    with Client("http://gw", transport=httpx.MockTransport(handler)) as hw:
+        hw.list(paused=True)
+        hw.list(paused=False, status="running")
+        hw.list()
+        hw.operations.dry_run("resume", paused=False, status="running")
+    assert [r.url.params.get("paused") for r in seen[:3]] == ["true", "false", None]
+    assert json.loads(seen[3].content)["filter"] == {"paused": False, "status": "running"}
+
+
+async def test_the_async_client_filters_by_paused_too() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"items": [], "next_cursor": None})
+
+    async with AsyncClient("http://gw", transport=httpx.MockTransport(handler)) as hw:
+        await hw.list(paused=False)
+    assert seen[0].url.params["paused"] == "false"

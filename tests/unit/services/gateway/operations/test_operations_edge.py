@@ -68,3 +68,23 @@ def test_the_filter_is_the_callers_tenants() -> None:
     assert filters.tenant == "other" and filters.status == "failed"
     with pytest.raises(Problem):
         _filter(OperationFilter(), OPEN)
+
+
+def test_paused_is_a_filter_of_its_own_false_included() -> None:
+    filters, _ = _filter(OperationFilter(paused=False), OPEN)
+    assert filters.paused is False
+    filters, _ = _filter(OperationFilter(paused=True, label=["team:a"]), OPEN)
+    assert (filters.paused, filters.labels) == (True, (("team", "a"),))
+    assert OperationFilter(paused=False).given() == {"paused": False}
+
+
+def test_a_dry_run_of_the_paused_runs_shows_the_filter(gw: Gateway) -> None:
+    gw.connect(FakePool())
+    response = gw.client.post("/v1/operations", json={
+        "action": "resume", "filter": {"paused": True}, "dry_run": True})
+    assert response.status_code == 200, response.text
+    assert response.json()["filter"] == {"paused": True}
+    doc = assert_problem(gw.client.post("/v1/operations", json={
+        "action": "resume", "filter": {"paused": "yes"}, "dry_run": True}), 422)
+    assert any(e.startswith("filter.paused: Input should be a valid boolean")
+               for e in doc["errors"]), doc

@@ -1,12 +1,14 @@
 """``POST /v1/definitions/{name}/pause`` and ``/resume``: the definition's row written
 (or deleted), one request per running run of it produced to ``control`` (a resume only
 for the runs its pause paused), 404 for an unknown definition; and a paused
-definition's new runs are submitted paused (``paused_by``)."""
+definition's new runs are submitted paused (``paused_by``), and its document and the
+list show its pause."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
@@ -98,3 +100,42 @@ def test_a_paused_definitions_runs_are_submitted_paused() -> None:
     assert asyncio.run(paused_by(pool, "refund")) == "definition:refund"
     assert asyncio.run(paused_by(pool, "other")) is None
     assert asyncio.run(paused_by(pool, None)) is None
+
+
+PAUSED_AT = datetime(2026, 3, 2, 9, 20, tzinfo=UTC)
+
+
+@dataclass
+class RegistryPool(DefinitionPool):
+    """``DefinitionPool`` with version 3 of ``refund`` stored and ``refund`` paused."""
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        if sql.startswith("select max(version) from definitions"):
+            return 3
+        return await super().fetchval(sql, *args)
+
+    async def fetchrow(self, sql: str, *args: Any) -> dict[str, Any] | None:
+        if sql.startswith("select spec, input_schema, digest, created_at from definitions"):
+            return {"spec": {"name": "refund", "nodes": []}, "input_schema": None,
+                    "digest": "d", "created_at": PAUSED_AT}
+        return await super().fetchrow(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        self.asked.append((sql, args))
+        if "from definition_pauses" in sql:
+            return [{"name": n, "paused_at": PAUSED_AT, "paused_by": "ops", "reason": "down"}
+                    for n in args[0] if n == "refund"]
+        if "from definition_heads h" in sql:
+            return [{"name": n, "version": 1, "digest": "d", "created_at": PAUSED_AT}
+                    for n in ("other", "refund")]
+        return []
+
+
+def test_a_definitions_document_and_the_list_show_its_pause(gw: Gateway) -> None:
+    gw.connect(RegistryPool())
+    paused = {"since": "2026-03-02T09:20:00+00:00", "by": "ops", "reason": "down"}
+    response = gw.client.get("/v1/definitions/refund")
+    assert response.status_code == 200, response.text
+    assert response.json()["paused"] == paused
+    items = gw.client.get("/v1/definitions").json()["items"]
+    assert {i["name"]: i["paused"] for i in items} == {"other": None, "refund": paused}

@@ -1,6 +1,6 @@
 """``GET /v1/workflows``'s filters (``listing.list_filter``): a definition by name or
-``name@version``, creation times as RFC 3339 instants; a malformed value is a 422 that
-names its parameter. The queries they make run on PostgreSQL in
+``name@version``, creation times as RFC 3339 instants, ``paused`` true or false; a
+malformed value is a 422 that names its parameter. The queries they make run on PostgreSQL in
 ``tests/e2e/test_definition_pipe.py``."""
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ import pytest
 from gateway_harness import FakePool, Gateway, assert_problem
 
 from services.gateway.edge.problems import Problem
-from services.gateway.runs.facts import definition_of
-from services.gateway.runs.listing import ListFilter, list_filter
+from services.gateway.runs.facts import definition_of, paused_view
+from services.gateway.runs.listing import (
+    ListFilter,
+    filter_clauses,
+    list_filter,
+    paused_filter,
+)
 
 
 def test_no_parameters_filter_nothing() -> None:
@@ -79,3 +84,57 @@ def test_the_route_takes_every_filter(gw: Gateway) -> None:
     names = {p["name"] for p in gw.client.get("/openapi.json").json()["paths"][
         "/v1/workflows"]["get"]["parameters"]}
     assert {"definition", "created_after", "created_before", "cursor", "limit"} <= names
+
+
+def test_paused_is_true_false_or_absent() -> None:
+    assert (paused_filter("true"), paused_filter("false"), paused_filter(None)) == (
+        True, False, None)
+
+
+@pytest.mark.parametrize("value", ["yes", "True", "1", "", "false "])
+def test_any_other_paused_is_a_422_naming_it(value: str) -> None:
+    with pytest.raises(Problem) as info:
+        paused_filter(value)
+    assert info.value.status == 422
+    assert info.value.extra["errors"][0].startswith("query.paused: must be true or false")
+
+
+def test_paused_runs_are_those_with_a_pause_that_have_not_ended() -> None:
+    args: list[object] = []
+    paused = filter_clauses(ListFilter(status="running", paused=True), args)
+    assert paused[-1] == ("(paused is not null and status not in "
+                          "('succeeded', 'failed', 'cancelled'))")
+    assert args == ["running"]  # no argument of its own: combined with the others
+    others = filter_clauses(ListFilter(paused=False), [])
+    assert others[-1] == "(paused is null or status in ('succeeded', 'failed', 'cancelled'))"
+    assert filter_clauses(ListFilter(), []) == ["true"]
+
+
+def test_the_filter_agrees_with_the_document() -> None:
+    pause = {"since": 1, "by": "u", "reason": ""}
+    assert paused_view(pause, "running") is not None
+    assert paused_view(pause, "cancelled") is None  # ended while paused: not paused
+
+
+def test_the_route_filters_by_paused(gw: Gateway) -> None:
+    pool = RecordingPool()
+    gw.connect(pool)
+    response = gw.client.get("/v1/workflows", params={"paused": "true", "label": "team:a"})
+    assert response.status_code == 200, response.text
+    sql, args = pool.asked[-1]
+    assert "paused is not null and status not in" in sql and "labels @>" in sql
+    assert args[0] == {"team": "a"}
+    doc = assert_problem(gw.client.get("/v1/workflows?paused=maybe"), 422, "Invalid request")
+    assert doc["errors"] == ["query.paused: must be true or false, not 'maybe'"]
+
+
+class RecordingPool(FakePool):
+    """A projection that lists nothing and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, tuple[object, ...]]] = []
+
+    async def fetch(self, sql: str, *args: object) -> list[object]:
+        self.asked.append((sql, args))
+        return []
