@@ -4,7 +4,9 @@ output, its times name their zone, its timeline is drawn from its events (a slee
 span), and a node picked in the graph shows its task's input and output; a failed task
 shows its error type, message, attempts, tracebacks and log lines, and a running task's
 lines are followed; a map of 10,000 items is listed 100 a page in index order; a task whose
-worker was SIGKILLed is marked lost; the Rerun dialog posts the run's input (changed)
+worker was SIGKILLed is marked lost; the Pause button pauses a running run (the
+page says since when and by whom, the next task is held) and turns into Resume, which
+lets it finish; the Rerun dialog posts the run's input (changed)
 and shows the new run, linked both ways, or resets the run to a node picked in it.
 Screenshots are kept in ``test-artifacts/ui/``.
 """
@@ -66,6 +68,10 @@ return {
   rerunOf: text('#rerun-of'),
   reruns: text('#reruns'),
   dialog: text('#rerun-dialog .form-status'),
+  paused: text('#run-paused'),
+  pauseButton: text('#pause-button'),
+  nodeStatus: Object.fromEntries(all('#nodes tr[data-node]').map((r) => [
+    r.dataset.node, r.querySelector('.badge')?.dataset.status ?? null])),
 };
 """
 ZONED = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} (UTC|[A-Z]{2,5}|GMT[+-]\d+)")
@@ -290,3 +296,24 @@ def test_the_rerun_dialog_resets_to_a_chosen_node(ui: UI, stack: Stack) -> None:
     assert "reset tofirst" in new["summary"], new["summary"]
     assert json.loads(new["input"]) == {"k": 1}, new
     ui.shot("reset-new-run")
+
+
+def test_the_pause_button_pauses_the_run_and_resume_lets_it_finish(ui: UI,
+                                                                    stack: Stack) -> None:
+    wid = submit(stack, {"name": "ui-pause", "nodes": [
+        {"id": "first", "task": "e2e.sleep", "input": {"seconds": 1.5}},
+        {"id": "then", "task": "e2e.sleep", "needs": ["first"], "input": {"seconds": 0}}]},
+        "ui-pause")
+    ui.open(f"/ui/runs/{wid}")
+    wait(ui, "the run running, its Pause button shown", lambda s: s["status"] == "running"
+         and s["pauseButton"] == "Pause run")
+    ui.click("#pause-button")
+    paused = wait(ui, "the run paused, first done and then held", lambda s: (
+        s["paused"] and s["pauseButton"] == "Resume run"
+        and s["nodeStatus"].get("first") == "succeeded"), timeout_s=60)
+    assert paused["status"] == "running" and "since" in paused["paused"], paused
+    assert paused["nodeStatus"].get("then") != "succeeded", paused
+    ui.shot("run-paused")
+    ui.click("#pause-button")
+    done = wait(ui, "the run resumed and finished", lambda s: s["status"] == "succeeded")
+    assert not done["paused"] and done["pauseButton"] is None, done
