@@ -91,6 +91,13 @@ const ON_ATTEMPT = {
   TaskCancelled(a, d) {
     Object.assign(a, {endedAt: d.at_ms, outcome: "cancelled", error: d.reason || ""});
   },
+  DispatchDeferred(a, d) {  // held until its run resumes
+    Object.assign(a, {outcome: "held", message: "held: the run is paused"});
+  },
+  DispatchRecalled(a, d) {  // still in its queue when the run paused: the next one runs
+    Object.assign(a, {endedAt: d.at_ms, outcome: "recalled",
+                      message: "recalled: the run paused before it started"});
+  },
 };
 
 function addChunk(model, d) {

@@ -81,6 +81,18 @@ const code = history([
   ...act(2, 8020, [], {finish: 3}, 2),
   ["WorkflowSucceeded", {at_ms: 8030}]]);
 
+const paused = history([
+  ["WorkflowAccepted", {spec: {nodes: [{id: "m", kind: "map"}]}, input: {}, at_ms: 1000}],
+  ["TaskDispatched", {node: "m", index: 0, attempt: 1, task: "t", queue: "cpu", at_ms: 1000}],
+  ["TaskDispatched", {node: "m", index: 1, attempt: 1, task: "t", queue: "cpu", at_ms: 1000}],
+  ["TaskStarted", {node: "m", index: 0, attempt: 1, at_ms: 1010, worker: "w1"}],
+  ["WorkflowPaused", {at_ms: 1100, by: "alice"}],
+  ["DispatchRecalled", {node: "m", index: 1, attempt: 1, at_ms: 1100}],
+  ["TaskSucceeded", {node: "m", index: 0, attempt: 1, at_ms: 1200, output: 0}],
+  ["DispatchDeferred", {node: "m", index: 2, attempt: 1, at_ms: 1200}],
+  ["WorkflowResumed", {at_ms: 5000, held: 2, due: 0}],
+  ["TaskDispatched", {node: "m", index: 1, attempt: 2, task: "t", queue: "cpu", at_ms: 5000}]]);
+
 const refused = (text, mode, node) => {
   try {
     return rerun.rerunRequest("r1", {a: 1}, text, mode, node);
@@ -119,4 +131,5 @@ console.log(JSON.stringify({
   badJson: refused("{", "failed", "n").slice(0, 21),
   noNode: refused("{}", "reset", ""),
   when: dom.when(Date.UTC(2026, 11, 5, 14, 3, 7, 512)),
+  pausedAttempts: model.attemptsOf(paused, "m").map((a) => [a.key, a.outcome, a.message]),
 }));

@@ -139,3 +139,11 @@ def test_times_name_their_zone() -> None:
     assert answers("UTC")["when"] == "2026-12-05 14:03:07.512 UTC"
     assert answers("Europe/Paris")["when"] in ("2026-12-05 15:03:07.512 CET",
                                                "2026-12-05 15:03:07.512 GMT+1")
+
+
+def test_a_pause_shows_the_recalled_attempt_and_the_held_one() -> None:
+    assert answers("UTC")["pausedAttempts"] == [
+        ["m[0]#1", "succeeded", ""],
+        ["m[1]#1", "recalled", "recalled: the run paused before it started"],
+        ["m[1]#2", "dispatched", ""],
+        ["m[2]#1", "held", "held: the run is paused"]]
