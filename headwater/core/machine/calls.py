@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from headwater.core import events as ev
 from headwater.core.calls import MAX_CALLS, caller_link
+from headwater.core.ids import task_key
 from headwater.core.machine.recorder import Recorder
+from headwater.core.spec import NodeKind
 from headwater.core.state import WorkflowState
 
 
@@ -24,10 +26,33 @@ def link_caller(rec: Recorder, event: ev.WorkflowSubmitted | ev.ChildSubmitted) 
                                link["index"], link["attempt"], rec.at_ms))
 
 
+CALLING_KINDS = {NodeKind.TASK: False, NodeKind.MAP: True, NodeKind.LOOP: True,
+                 NodeKind.CODE: True}
+"""The node kinds whose tasks run task code, which may call: kind -> whether its tasks
+have an index (a map's items, a loop's or a code workflow's steps)."""
+
+
+def fits(state: WorkflowState, event: ev.CallLinked) -> bool:
+    """Whether ``event`` names an attempt of ``state`` that could have called: of the
+    child's tenant, a node of a kind whose tasks run task code (not a wait, a sleep or
+    a ``workflow`` node), with an index where its tasks have one, and an attempt the
+    task has reached (a submission may name any run as its caller: a link that does not
+    fit is not recorded, so it neither shows in that run nor ends with it)."""
+    node = next((n for n in state.spec.nodes if n.id == event.node), None)
+    if event.tenant != state.tenant or node is None:
+        return False
+    indexed = CALLING_KINDS.get(node.kind)
+    if indexed is None or indexed != (event.index is not None):
+        return False
+    task = state.tasks.get(task_key(event.node, event.index))
+    return task is None or event.attempt <= task.attempt
+
+
 def call_linked(rec: Recorder, state: WorkflowState, event: ev.CallLinked) -> None:
     """Record a running parent's new link to a ``ctx.call`` child; nothing for a link
-    it holds already, one from another tenant's run, or one past ``MAX_CALLS``."""
-    if (event.tenant != state.tenant or event.child_id in state.calls
+    it holds already, one that does not ``fit`` it (another tenant's run, say), or one
+    past ``MAX_CALLS``."""
+    if (not fits(state, event) or event.child_id in state.calls
             or len(state.calls) >= MAX_CALLS):
         return
     rec.record(event)
@@ -35,9 +60,9 @@ def call_linked(rec: Recorder, state: WorkflowState, event: ev.CallLinked) -> No
 
 def late_cancel(state: WorkflowState | None, event: ev.Input) -> ev.CancelRequested | None:
     """The cancel of a ``ctx.call`` child whose link (``CallLinked``) reached a parent
-    that has ended (of the child's tenant); None for any other input."""
+    that has ended (one that ``fits`` it); None for any other input."""
     if (not isinstance(event, ev.CallLinked) or state is None
-            or not state.status.terminal or event.tenant != state.tenant):
+            or not state.status.terminal or not fits(state, event)):
         return None
     return _cancel(event.child_id, state, event.at_ms)
 
