@@ -104,7 +104,8 @@ class Builders:
         """Builder by kind, one per input record type (and both submission forms)."""
         reports = {cls.__name__: self._report(cls) for cls in REPORTS}
         return {"submission-avro": self.submission, "submission-json": self.submission_json,
-                "cancel": self.cancel, "timer": self.timer, **reports}
+                "cancel": self.cancel, "timer": self.timer, "pause": self.pause,
+                "resume": self.resume, **reports}
 
     def submission(self, rng: random.Random) -> Base:
         """A ``WorkflowSubmitted`` of a fresh workflow."""
@@ -122,6 +123,22 @@ class Builders:
         """A ``CancelRequested``."""
         record = ev.CancelRequested(self.some_id(rng), self.now_ms, "fuzz")
         return avro("cancel", self.topics.control, record)
+
+    def pause(self, rng: random.Random) -> Base:
+        """A ``PauseRequested``: with a request id half the time (the gateway always
+        gives one; another producer may not), who asked and why."""
+        record = ev.PauseRequested(self.some_id(rng), self.now_ms, self._request_id(rng),
+                                   "fuzz", "fuzz pause")
+        return avro("pause", self.topics.control, record)
+
+    def resume(self, rng: random.Random) -> Base:
+        """A ``ResumeRequested`` (as ``pause``)."""
+        record = ev.ResumeRequested(self.some_id(rng), self.now_ms, self._request_id(rng),
+                                    "fuzz")
+        return avro("resume", self.topics.control, record)
+
+    def _request_id(self, rng: random.Random) -> str:
+        return f"{self.run_tag}-rq-{rng.randrange(10**6)}" if rng.random() < 0.5 else ""
 
     def timer(self, rng: random.Random) -> Base:
         """A ``TimerFired`` of a retry, a deadline or a lease timer."""
@@ -153,6 +170,8 @@ OTHER_TYPES: tuple[Any, ...] = (
     ev.NodeFinished("w", NODE, "succeeded", 0),
     ev.WorkflowCancelled("w", 0, "x"),
     ev.TaskCancelled("w", NODE, None, 1, 0, "x"),
+    ev.WorkflowPaused("w", 0, "p", "fuzz", "x"),
+    ev.DispatchRecalled("w", NODE, None, 1, 0),
 )
 """Records that belong on no input topic (``wrong_type`` sends them, and input records
 of another topic's kind)."""

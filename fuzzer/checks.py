@@ -8,8 +8,10 @@ replaced or restarted itself, a step that raised (``cannot apply`` in a dead let
 reason, save for the documented record limits), a decoder that raised anything but
 ``DecodeError``, a bad record without a dead letter with a reason or whose dead letter
 changed its value, a submission the decoder takes with neither a history nor a dead
-letter, a coordinator that did not commit every input (a wedged partition), and a valid
-workflow that did not succeed."""
+letter, a coordinator that did not commit every input (a wedged partition), a valid
+workflow that did not succeed, and a paused one (``fuzzer.paused``) that did not end with
+its expected output or whose history does not show one pause and one resume with nothing
+dispatched between them."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from fuzzer.kafka_side import Matched, Sent, match, read_dead_letters
 from fuzzer.mutants import DLQ
 from fuzzer.valid import wait_terminal
 from fuzzer.watch import Watch
+from headwater import codec
+from headwater.core import events as ev
 from load.deploy import wait_idle
 from load.kafka_io import reader
 from tests.polling import scaled
@@ -54,7 +58,9 @@ async def check(state: Run, client: httpx.AsyncClient, watch: Watch,
     log("reading the dead letters and the history ...")
     dead = await read_dead_letters(state.bootstrap, sandbox.topics.dlq, scaled(300))
     matched = match(state.sent, dead)
-    histories = await _history_ids(state.bootstrap, sandbox.topics.events)
+    histories, paused = await _histories(state.bootstrap, sandbox.topics.events,
+                                         set(state.valid.paused))
+    valid["paused"]["faults"] = await state.valid.pause_faults(client, paused)
     dead_cases = {d.case for d in dead}
     dropped = sorted(f"{case} ({wid})" for case, wid in decoded_submissions(state.sent).items()
                      if wid not in histories and case not in dead_cases)
@@ -135,15 +141,25 @@ def violations(figures: dict[str, Any], sent: list[Sent]) -> list[str]:
     out.append(f"coordinator not idle: {kafka['not_idle']}" if kafka["not_idle"] else "")
     out += [f"valid workflow did not succeed: {v}" for v in valid["not_succeeded"]]
     out += [f"valid workflow refused: {v}" for v in valid["refused"]]
+    out += [f"paused valid workflow: {v}" for v in valid["paused"]["faults"]]
     return [line for line in out if line]
 
 
-async def _history_ids(bootstrap: str, topic: str) -> set[str]:
-    """The workflow ids (record keys) on the events topic."""
+async def _histories(bootstrap: str, topic: str, wanted: set[str],
+                     ) -> tuple[set[str], dict[str, list[ev.HistoryEvent]]]:
+    """The workflow ids (record keys) on the events topic, and the histories of the
+    ``wanted`` ones, in order."""
     async with reader(bootstrap, scaled(300)) as source:
         found = await source.partitions(topic, wait_s=5.0)
         records = await source.read_to_end(topic, found) if found else []
-    return {(r.key or b"").decode(errors="replace") for r in records}
+    histories: dict[str, list[ev.HistoryEvent]] = {}
+    for r in records:
+        wid = (r.key or b"").decode(errors="replace")
+        if wid in wanted:
+            histories.setdefault(wid, []).append(codec.decode(r.value))
+    for events in histories.values():
+        events.sort(key=lambda e: e.seq)
+    return {(r.key or b"").decode(errors="replace") for r in records}, histories
 
 
 async def _topics(bootstrap: str, prefix: str) -> int:

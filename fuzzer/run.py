@@ -4,9 +4,11 @@ valid workflows between them, then every check.
     report = run(Options(http=300, kafka=300, rounds=3))
     assert report["violations"] == [], report["violations"]
 
-Each round submits a valid workflow over HTTP and one straight to Kafka, then sends its
-share of HTTP cases and of bad records at the same time. Once every round is done the
-valid workflows must succeed, the coordinator must have committed every input (no
+Each round submits a valid workflow over HTTP and one straight to Kafka, and two more
+that it pauses and resumes while they run (one over HTTP, one on Kafka: ``paused``),
+then sends its share of HTTP cases and of bad records at the same time. Once every round is done the
+valid workflows must succeed (the paused ones with their expected output, paused and
+resumed once each), the coordinator must have committed every input (no
 partition wedged), every bad record must have a dead letter with a reason, every
 submission the decoder takes must have a history or a dead letter, and every process
 must still run with the pid it started with (``watch``).
@@ -40,7 +42,8 @@ from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from tests.polling import scaled
 
 HTTP_TARGETS = 4
-"""Running workflows that HTTP cases may cancel (apart from the Kafka side's targets)."""
+"""Running workflows that HTTP cases may cancel, pause and resume (apart from the Kafka
+side's targets)."""
 
 
 def run(options: Options, log: Any = print) -> dict[str, Any]:
@@ -83,6 +86,8 @@ async def _drive(options: Options, seed: int, sandbox: Sandbox, log: Any) -> dic
         for r in range(options.rounds):
             await state.valid.submit_http(client)
             await state.valid.submit_kafka(DEFAULT_MAX_MESSAGE_BYTES)
+            for how in ("http", "kafka"):
+                await state.valid.start_paused(client, how, scaled(options.timeout_s))
             mutants = _round_mutants(state, r)
             await asyncio.gather(
                 asyncio.to_thread(http_cases.run_cases, sender, schema,
@@ -93,6 +98,7 @@ async def _drive(options: Options, seed: int, sandbox: Sandbox, log: Any) -> dic
                 f"{len(state.sent)} records")
         await state.valid.submit_http(client)
         await state.valid.submit_kafka(DEFAULT_MAX_MESSAGE_BYTES)
+        await state.valid.settle()
         return await checks.check(state, client, watch, log)
 
 

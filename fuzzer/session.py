@@ -45,7 +45,7 @@ class Run:
 
     Attributes:
         edges: the ``edge_value`` records still to send (``Mutator.edges``).
-        http_targets: running workflows that HTTP cases may cancel.
+        http_targets: running workflows that HTTP cases may cancel, pause and resume.
     """
 
     options: Options
@@ -64,14 +64,21 @@ class Run:
         return self.sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]
 
     def known(self) -> dict[str, list[str]]:
-        """Workflow ids for the HTTP cases' paths, by operation: running targets, valid
-        workflows of earlier rounds (never cancelled), and workflows HTTP cases created."""
+        """Workflow ids for the HTTP cases' paths, by operation: running targets (half
+        of them cancelled, the other half paused and resumed, so that those stay
+        running), valid workflows of earlier rounds (never cancelled), and workflows
+        HTTP cases created (never paused: a run left paused would not end, and their
+        ends are waited for)."""
         created = list(self.tally.accepted_ids)
         earlier = list(self.valid.ids)[:-2]
         targets = list(self.mutator.builders.targets)
+        half = len(self.http_targets) // 2  # half cancelled, half paused and resumed
+        cancelled, paused = self.http_targets[:half], self.http_targets[half:]
         return {
             "GET /v1/workflows/{workflow_id}": [*self.http_targets, *targets[:2], *earlier,
                                                 *created[:10]],
-            "POST /v1/workflows/{workflow_id}/cancel": [*self.http_targets, *created[-10:]],
+            "POST /v1/workflows/{workflow_id}/cancel": [*cancelled, *created[-10:]],
+            "POST /v1/workflows/{workflow_id}/pause": paused,
+            "POST /v1/workflows/{workflow_id}/resume": paused,
             "GET /v1/workflows/{workflow_id}/events": [*earlier[-6:], *created[:10]],
         }

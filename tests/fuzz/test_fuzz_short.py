@@ -5,8 +5,10 @@ records, with valid workflows between them, on a private sandbox.
 Every promise of docs/architecture.md invariant 6 is checked by the run itself
 (``fuzzer.checks``): no 5xx but documented 503s, every error a problem document,
 no process dead, replaced or restarted, every bad record dead-lettered with a reason,
-no partition wedged, every valid workflow succeeded. The seed is fixed, so the inputs
-are the same on every run.
+no partition wedged, every valid workflow succeeded (those paused and resumed while
+they ran with their expected output, one pause and one resume in their histories).
+Pause and resume requests are among the inputs on both sides. The seed is fixed, so
+the inputs are the same on every run.
 """
 
 from __future__ import annotations
@@ -46,4 +48,10 @@ def test_bad_inputs_get_clear_errors_and_valid_work_goes_on(services: None) -> N
     assert dead["expected"] >= 200 and dead["dead_lettered_with_reason"] == dead["expected"]
     assert kafka["by_expectation"].get("applied", 0) > 0, "odd but valid records too"
     assert dead["value_omitted"] >= 1, "a record at the size limit lost its value only"
-    assert f["valid_workflows"]["outcomes"] == {"succeeded": 2 * (SHORT.rounds + 1)}
+    valid = f["valid_workflows"]
+    assert valid["outcomes"] == {"succeeded": 2 * (SHORT.rounds + 1) + 2 * SHORT.rounds}
+    assert valid["paused"]["runs"] == {"http": SHORT.rounds, "kafka": SHORT.rounds}
+    assert valid["paused"]["seen_paused"] > 0, valid["paused"]["steps"]
+    assert {"POST /v1/workflows/{workflow_id}/pause", "POST /v1/workflows/{workflow_id}/resume",
+            "POST /v1/definitions/{name}/pause"} <= set(http["by_operation"])
+    assert {"pause", "resume"} <= set(kafka["by_base"])
