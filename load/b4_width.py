@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from load import workloads
 from load.deploy import (
     COORDINATOR,
+    IDLE_WAIT_S,
     changelog,
     deployment,
     idle_rss_mib,
@@ -55,6 +56,8 @@ class Sizes:
             ``timeout_s + n / min_per_s`` seconds (B9's fill timeouts scale the same way);
             200 tasks/s is a quarter of the rate of a full run's 10,000-item map (1.27 ms
             per task).
+        idle_wait_s: how long the coordinator is left idle before its idle RSS is read,
+            seconds (``deploy.idle_rss_mib``).
     """
 
     widths: tuple[int, ...]
@@ -64,6 +67,7 @@ class Sizes:
     concurrency: int = 64
     timeout_s: float = 240.0
     min_per_s: float = 200.0
+    idle_wait_s: float = IDLE_WAIT_S
 
     def map_timeout_s(self, width: int) -> float:
         """The longest a map of ``width`` items, the coordinator's going idle after it,
@@ -115,7 +119,7 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
-    out["rss_idle_mb"] = await idle_rss_mib(sandbox, COORDINATOR)
+    out["rss_idle_mb"] = await idle_rss_mib(sandbox, COORDINATOR, sizes.idle_wait_s)
     for n in sizes.widths:
         runs: list[tuple[float, float, float]] = []
         for _ in range(sizes.repeats if n < sizes.repeat_below else 1):

@@ -11,7 +11,8 @@ with no worker. Both are produced straight to the submissions topic, pipelined
 (``load.table``).
 
 At each size, with the coordinator idle (and ``deploy.IDLE_WAIT_S`` later, past its
-next trim, so that it has given back the memory its work freed, as it does while idle):
+next trim, so that it has given back the memory its work freed, as it does while idle;
+``--quick`` waits less):
 its RSS (``VmRSS``), and the changelog's records (end minus begin offsets) and bytes (keys
 and values of the records still held). Then the coordinator is SIGKILLed and started
 again at once, and one probe workflow (the skipped task again) is produced on every input
@@ -37,6 +38,7 @@ from load import workloads
 from load.b7_recovery import Progress
 from load.deploy import (
     COORDINATOR,
+    IDLE_WAIT_S,
     deployment,
     idle_rss_mib,
     ids_on_every_partition,
@@ -80,6 +82,8 @@ class Sizes:
             reading the changelog may take, seconds.
         fill_min_per_s: the slowest fill accepted: filling ``n`` workflows may take
             ``timeout_s + n / fill_min_per_s`` seconds.
+        idle_wait_s: how long the coordinator is left idle before each idle RSS is read,
+            seconds (``deploy.idle_rss_mib``).
     """
 
     finished: tuple[int, ...]
@@ -89,6 +93,7 @@ class Sizes:
     concurrency: int = 8
     timeout_s: float = 300.0
     fill_min_per_s: float = 20.0
+    idle_wait_s: float = IDLE_WAIT_S
 
     def fill_timeout_s(self, count: int) -> float:
         """The longest filling ``count`` workflows may take, seconds."""
@@ -158,7 +163,8 @@ def run(sizes: Sizes) -> dict[str, float]:
     if not steps or steps != sorted(set(steps)) or steps[0] <= 0 or sizes.waiting < 0:
         raise ValueError(f"B9: finished={sizes.finished} must be positive and increasing, "
                          f"waiting={sizes.waiting} at least 0")
-    with keeping({}) as out, deployment("b9", sizes.workers, sizes.concurrency) as sandbox:
+    with keeping({}) as out, deployment("b9", sizes.workers, sizes.concurrency,
+                                        fresh=True) as sandbox:
         asyncio.run(_measure(sandbox, sizes, out))
     return out
 
@@ -171,7 +177,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         await fill.add_finished(n - fill.finished, sizes.fill_timeout_s(n - fill.finished))
         out["fill_per_s"] = fill.rate_per_s()
         await wait_idle(sandbox, sizes.timeout_s)
-        out[f"rss_before_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR)
+        out[f"rss_before_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR, sizes.idle_wait_s)
         records, held = await changelog_size(sandbox, sizes.timeout_s)
         out[f"changelog_records_{n}"], out[f"changelog_bytes_{n}"] = records, held
         log.info("B9: %s finished + %s waiting: %.0f/s filling, RSS %.1f MiB, changelog %d "
@@ -180,7 +186,7 @@ async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> Non
         first_s, all_s = await restart(sandbox, n, sizes.timeout_s)
         out[f"restart_first_record_s_{n}"], out[f"restart_all_probes_s_{n}"] = first_s, all_s
         await wait_idle(sandbox, sizes.timeout_s)
-        out[f"rss_after_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR)
+        out[f"rss_after_mb_{n}"] = await idle_rss_mib(sandbox, COORDINATOR, sizes.idle_wait_s)
     n = sizes.finished[-1]
     out[f"wiped_first_record_s_{n}"], out[f"wiped_all_probes_s_{n}"] = await restart(
         sandbox, n, sizes.timeout_s, wipe=True)

@@ -3,14 +3,17 @@ against the local stack and write ``<out>/<UTC timestamp>.json``, ``.md`` and ``
 
 Needs Kafka and PostgreSQL up (``bash infra/stack.sh up``); ``--list`` prints the figures
 each benchmark reports, without running anything. Benchmarks run one at a time,
-each in its own private deployment; B1 always runs, since every ratio is to it. The exit
-status is 1 when a benchmark failed (its error is in the results).
+each in its own private deployment (with ``--quick``, deployments of the same settings
+are kept from one benchmark to the next, ``load.kept``, and a coordinator counts as idle
+sooner, ``plan.QUICK_QUIET_S``); B1 always runs, since every ratio
+is to it. The exit status is 1 when a benchmark failed (its error is in the results).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -23,9 +26,9 @@ from pathlib import Path
 
 import asyncpg
 
-from load import chart, report
+from load import chart, deploy, kept, report
 from load.metrics import PartialResult
-from load.plan import ORDER, plan
+from load.plan import ORDER, QUICK_KEEP, QUICK_QUIET_S, Planned, plan
 from ops.sandbox import admin_dsn, bootstrap
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -70,23 +73,31 @@ def main(argv: list[str] | None = None) -> int:
     log.addHandler(notes)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     start = time.monotonic()
-    outcomes = []
-    for p in chosen:
-        log.info("%s %s: running (%s)", p.name, p.title, p.settings)
-        t0, load = time.monotonic(), os.getloadavg()[0]
-        try:
-            outcomes.append(report.BenchResult(p, p.run(), time.monotonic() - t0, load))
-        except Exception as e:  # one failed benchmark must not lose the others' results
-            traceback.print_exc()
-            kept = e.values if isinstance(e, PartialResult) else {}
-            error = str(e) if isinstance(e, PartialResult) else f"{type(e).__name__}: {e}"
-            outcomes.append(report.BenchResult(p, kept, time.monotonic() - t0, load, error))
-        log.info("%s done in %.1f s", p.name, time.monotonic() - t0)
+    with contextlib.ExitStack() as quick:
+        if args.quick:
+            quick.enter_context(kept.sharing(QUICK_KEEP))
+            quick.enter_context(deploy.quiet_period(QUICK_QUIET_S))
+        outcomes = [_run(p) for p in chosen]
     doc = report.document(outcomes, stamp, args.quick, time.monotonic() - start, notes.notes)
     paths = _write(doc, args.out, stamp)
     print(report.markdown(doc))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 1 if any(o.error for o in outcomes) else 0
+
+
+def _run(p: Planned) -> report.BenchResult:
+    """Run one benchmark; its error, if it failed, is in the result."""
+    log.info("%s %s: running (%s)", p.name, p.title, p.settings)
+    t0, load = time.monotonic(), os.getloadavg()[0]
+    try:
+        result = report.BenchResult(p, p.run(), time.monotonic() - t0, load)
+    except Exception as e:  # one failed benchmark must not lose the others' results
+        traceback.print_exc()
+        values = e.values if isinstance(e, PartialResult) else {}
+        error = str(e) if isinstance(e, PartialResult) else f"{type(e).__name__}: {e}"
+        result = report.BenchResult(p, values, time.monotonic() - t0, load, error)
+    log.info("%s done in %.1f s", p.name, time.monotonic() - t0)
+    return result
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run Headwater's benchmarks against raw Kafka on the local stack and "
         "write <out>/<UTC timestamp>.json, .md and .png.")
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes (about 5 minutes; the CI smoke test)")
+                        help="small sizes and shared deployments (about 2 minutes; the CI "
+                        "smoke test)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help=f"results directory (default {DEFAULT_OUT})")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(ORDER)} "

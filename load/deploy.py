@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -18,11 +17,11 @@ from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient
 
-from load import workloads
+from load import kept, workloads
 from load.kafka_io import Seen, Tail, end_offsets, existing_partitions, producer, reader
 from ops import localstack
 from ops.cli.queues import wait_for_workers
-from ops.sandbox import Sandbox, start_sandbox, stop_sandbox
+from ops.sandbox import Sandbox, start_sandbox
 from services.common import heap
 from services.common.partitioning import partition_for
 from services.common.settings import OFF
@@ -59,9 +58,12 @@ def projection_group(sandbox: Sandbox) -> str:
 
 @contextlib.contextmanager
 def deployment(name: str, workers: int = 1, concurrency: int = 8,
-               coordinators: int = 1, env: Mapping[str, str] | None = None) -> Iterator[Sandbox]:
+               coordinators: int = 1, env: Mapping[str, str] | None = None,
+               fresh: bool = False) -> Iterator[Sandbox]:
     """Start a sandbox running ``load.noop_tasks``, with the projector in a process of its
-    own; stop it and drop its data on exit.
+    own; stop it and drop its data on exit. Inside ``load.kept.sharing`` (``--quick``) a
+    deployment kept from an earlier benchmark with the same settings is given instead,
+    and this one is kept on exit unless it failed or was grown (``load.kept``).
 
     Args:
         name: a label for its home directory.
@@ -69,10 +71,36 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
         concurrency: attempts each worker runs at once (``HEADWATER_CONCURRENCY``).
         coordinators: coordinator processes.
         env: more settings for every process (e.g. ``CACHE_OFF`` for the workers).
+        fresh: never a kept one, and none other running beside it (B9: its figures are
+            its whole table's, restart times among them).
 
     Yields:
         The running sandbox (not yet warmed up: see ``ready``).
     """
+    shared = kept.pool()
+    key = kept.key_of(workers, concurrency, coordinators, env)
+    sandbox = shared.take(key) if shared is not None and not fresh else None
+    if sandbox is None:
+        if shared is not None:
+            shared.make_room(fresh)
+        sandbox = _start(name, workers, concurrency, coordinators, env)
+    started_as = kept.services_of(sandbox)
+    failed = True
+    try:
+        yield sandbox
+        failed = False
+    except BaseException:
+        log.error("deployment %s (topic prefix %s) failed; its processes' logs:\n%s",
+                  name, sandbox.prefix, sandbox.logs(LOG_TAIL_CHARS))
+        raise
+    finally:
+        if failed or fresh or shared is None or not shared.give_back(key, sandbox, started_as):
+            kept.discard(sandbox)
+
+
+def _start(name: str, workers: int, concurrency: int, coordinators: int,
+           env: Mapping[str, str] | None) -> Sandbox:
+    """A fresh deployment (``deployment``'s arguments), its coordinators all started."""
     home = Path(tempfile.mkdtemp(prefix=f"hw-bench-{name}-"))
     # The sandbox's environment names the first coordinator; the others override it.
     sandbox = start_sandbox(home, tasks=[TASK_MODULE], workers=workers, pythonpath=[str(REPO)],
@@ -82,14 +110,12 @@ def deployment(name: str, workers: int = 1, concurrency: int = 8,
     try:
         for i in range(2, coordinators + 1):
             add_coordinator(sandbox, f"coordinator-{i}")
-        yield sandbox
     except BaseException:
         log.error("deployment %s (topic prefix %s) failed; its processes' logs:\n%s",
                   name, sandbox.prefix, sandbox.logs(LOG_TAIL_CHARS))
+        kept.discard(sandbox)
         raise
-    finally:
-        stop_sandbox(sandbox)
-        shutil.rmtree(home, ignore_errors=True)
+    return sandbox
 
 
 def coordinator_env(name: str) -> dict[str, str]:
@@ -156,10 +182,11 @@ next trim (``services.common.heap``), so the figure is what it holds, not what i
 work left in the allocators."""
 
 
-async def idle_rss_mib(sandbox: Sandbox, name: str) -> float:
-    """``rss_mib`` of an idle service, read ``IDLE_WAIT_S`` from now (call it once the
-    service has gone idle)."""
-    await asyncio.sleep(IDLE_WAIT_S)
+async def idle_rss_mib(sandbox: Sandbox, name: str, wait_s: float = IDLE_WAIT_S) -> float:
+    """``rss_mib`` of an idle service, read ``wait_s`` from now (call it once the service
+    has gone idle; ``--quick`` waits less than ``IDLE_WAIT_S``, so its figure may be read
+    before the next trim)."""
+    await asyncio.sleep(wait_s)
     return rss_mib(sandbox, name)
 
 
@@ -291,13 +318,33 @@ async def warm_up(sandbox: Sandbox, timeout_s: float) -> None:
         await tail.stop()
 
 
-async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float = 1.0) -> None:
+QUIET_S = 1.0
+"""How long the table's changelog must not grow before the coordinators count as idle
+(``wait_idle``), seconds."""
+_quiet_s = [QUIET_S]
+
+
+@contextlib.contextmanager
+def quiet_period(seconds: float) -> Iterator[None]:
+    """Count the coordinators idle after ``seconds`` without changelog growth, instead of
+    ``QUIET_S``, while the block runs (``--quick``: every benchmark waits for idleness
+    between its phases, and a quick run does so dozens of times)."""
+    _quiet_s.append(seconds)
+    try:
+        yield
+    finally:
+        _quiet_s.pop()
+
+
+async def wait_idle(sandbox: Sandbox, timeout_s: float, quiet_s: float | None = None) -> None:
     """Wait until the coordinators have committed every input record and the table's
-    changelog has not grown for ``quiet_s``.
+    changelog has not grown for ``quiet_s`` (None: ``QUIET_S``, or what the
+    ``quiet_period`` running now says).
 
     Raises:
         TimeoutError: still busy after ``timeout_s``.
     """
+    quiet_s = _quiet_s[-1] if quiet_s is None else quiet_s
     async with reader(sandbox.env["HEADWATER_KAFKA_BOOTSTRAP"]) as source:
         inputs = {topic: await existing_partitions(source, topic, timeout_s)
                   for topic in sandbox.topics.inputs}

@@ -42,17 +42,30 @@ FULL: dict[str, Any] = {
 }
 QUICK: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=200, pipelined=5000),
-    "B2": b2_throughput.Sizes(workflows=150),
-    "B2c": b2c_code_throughput.Sizes(workflows=150),
-    "B3": b3_hops.Sizes(chains=25),
-    "B3c": b3c_code_hops.Sizes(chains=25),
-    "B4": b4_width.Sizes(widths=(100, 1000), repeats=1),
-    "B5": b5_submit.Sizes(sequential=25, burst=150),
-    "B6": b6_contention.Sizes(chains=25),
+    "B2": b2_throughput.Sizes(workflows=40, workers=1, concurrency=8),
+    "B2c": b2c_code_throughput.Sizes(workflows=40, workers=1, concurrency=8),
+    "B3": b3_hops.Sizes(chains=10),
+    "B3c": b3c_code_hops.Sizes(chains=10),
+    "B4": b4_width.Sizes(widths=(50, 200), repeats=1, workers=1, concurrency=8,
+                         idle_wait_s=1.0),
+    "B5": b5_submit.Sizes(sequential=10, burst=50),
+    "B6": b6_contention.Sizes(chains=10),
     "B7": b7_recovery.Sizes(workflows=10, kill_after=5),
-    "B8": b8_workers.Sizes(width=1000),
-    "B9": b9_table.Sizes(finished=(500, 2000), waiting=500),
+    "B8": b8_workers.Sizes(width=200, concurrency=8),
+    "B9": b9_table.Sizes(finished=(100, 300), waiting=100, idle_wait_s=1.0),
 }
+"""The CI smoke test's sizes: every benchmark and every phase of it, with a few seconds'
+work each. Every benchmark but B9 runs on one coordinator and one worker of concurrency
+8 (the default) where its shape allows (B2's second phase has two coordinators, B2c's
+and B3c's second deployment workers without the instance cache, B8 grows to four
+workers), so that with ``QUICK_KEEP`` one deployment kept from benchmark to benchmark
+serves most of them."""
+QUICK_KEEP = 2
+"""Deployments ``--quick`` keeps running at once (``load.kept.sharing``); the full run
+starts a fresh one for every benchmark phase."""
+QUICK_QUIET_S = 0.5
+"""How long ``--quick`` waits without changelog growth before a coordinator counts as
+idle (``load.deploy.quiet_period``; the full run waits ``deploy.QUIET_S``)."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ since its worker is lost for good (``stop_sandbox`` kills it)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -17,7 +19,8 @@ import pytest
 from breakkit import wait_run
 from stackkit import private_stack
 
-from ops.sandbox import Sandbox
+from ops import localstack
+from ops.sandbox import Sandbox, home_kept, set_home
 from tests.polling import scaled
 
 
@@ -26,6 +29,24 @@ def spin_stack(tmp_path_factory: pytest.TempPathFactory, services: None) -> Iter
     with private_stack(tmp_path_factory.mktemp("code-spin"), 1,
                        {"HEADWATER_ANNOUNCE_S": "0.5"}, more_tasks=("break_flows",)) as stack:
         yield stack
+        _kill_workers(stack)
+
+
+def _kill_workers(stack: Sandbox) -> None:
+    """SIGKILL the stack's workers by their pids and wait until they are gone: the one
+    running the spinning activation cannot act on a SIGTERM (its event loop never gets
+    back control), so stopping the stack would wait out its 10 s for nothing."""
+    with home_kept():
+        set_home(str(stack.home))  # the pid files are under the stack's own home
+        pids = [localstack.read_pid(s.pid_file) for s in stack.services
+                if s.name.startswith("worker")]
+    for pid in pids:
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(p is not None and localstack.alive(p) for p in pids):
+        assert time.monotonic() < deadline, f"workers {pids} outlived SIGKILL by 10 s"
+        time.sleep(0.05)
 
 
 @pytest.mark.xfail(strict=True, reason="an activation runs the function on the worker's "

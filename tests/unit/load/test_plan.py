@@ -29,3 +29,13 @@ def test_every_benchmark_has_a_readme_row(name: str) -> None:
 def test_quick_and_full_plan_the_same_benchmarks() -> None:
     assert set(plan.ORDER) == set(plan.MODULES) == set(plan.FULL) == set(plan.QUICK)
     assert [p.name for p in plan.plan(quick=True, only={"B9"})] == ["B1", "B9"]
+
+
+def test_quick_benchmarks_ask_for_one_deployments_settings() -> None:
+    """``--quick`` gives a benchmark a deployment kept from an earlier one only for the
+    same workers and concurrency (``load.kept``): a quick size that differs starts a
+    deployment of its own, seconds more on every CI run. B9 always starts its own."""
+    asked = {name: (s.workers[0] if isinstance(s.workers, tuple) else s.workers, s.concurrency)
+             for name, s in plan.QUICK.items() if hasattr(s, "concurrency") and name != "B9"}
+    assert set(asked) == set(plan.ORDER) - {"B1", "B9"}
+    assert len(set(asked.values())) == 1, asked
