@@ -4,83 +4,61 @@ tables of a running deployment grow in place, with no migration step to run.
 Each addition is an ``alter table`` guarded by a look at ``information_schema`` for one
 of its columns, so it runs once: an ``alter`` takes the table's strongest lock even when
 it changes nothing, and every service runs the schema at start (``db.connect_pool``).
-A new column is one more guarded ``if`` at the end of its store's block here
-(``PROJECTION_COLUMNS`` or ``DEFINITIONS_COLUMNS``); the ``create table`` in ``schema``
+A new column is one more ``Added`` at the end of its store's list here
+(``PROJECTION_COLUMNS`` or ``DEFINITIONS_COLUMNS``), which ``guarded`` writes as its
+guarded ``if``; the ``create table`` in ``schema``
 may stay as it was, since the block runs after it and a table created today ends up as
 one created before the column.
 """
 
 from __future__ import annotations
 
-PROJECTION_COLUMNS = """\
-do $$ begin
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'parent_id')
-    then
-        alter table workflows add column parent_id text, add column parent_node text,
-            add column parent_index integer, add column parent_attempt integer;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'nodes' and column_name = 'condition')
-    then
-        alter table nodes add column condition boolean, add column wake_at timestamptz;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'definition')
-    then
-        alter table workflows add column definition text,
-            add column definition_version integer;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'request_hash')
-    then
-        alter table workflows add column request_hash text;
-        -- A claim not accepted yet holds its request's hash in body_hash.
-        update workflows set request_hash = body_hash where seq = 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'generation')
-    then
-        alter table workflows add column generation integer not null default 1,
-            add column restarted_seq bigint not null default 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'rerun')
-    then
-        alter table workflows add column rerun jsonb;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'tasks' and column_name = 'traceback')
-    then
-        alter table tasks add column error_type text not null default '',
-            add column traceback text not null default '', add column first_seq bigint;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'tasks' and column_name = 'cached')
-    then
-        alter table tasks add column cached jsonb;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows'
-                   and column_name = 'deadline_at')
-    then
-        alter table workflows add column deadline_at timestamptz;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'paused')
-    then
-        alter table workflows add column paused jsonb,
-            add column paused_seq bigint not null default 0;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'workflows' and column_name = 'labels')
-    then
-        alter table workflows add column labels jsonb;
-    end if;
-end $$;
-"""
+from typing import NamedTuple
+
+
+class Added(NamedTuple):
+    """Columns added to ``table`` by one ``alter table table <sql>`` (then ``after``, a
+    statement that fills them, if any), run while ``table`` has no column ``probe``."""
+
+    table: str
+    probe: str
+    sql: str
+    after: str = ""
+
+
+def guarded(*added: Added) -> str:
+    """One ``do`` block running each addition once: its ``alter`` (and ``after``) only
+    while its probe column is missing (``information_schema``), in order."""
+    steps = [
+        f"    if not exists (select 1 from information_schema.columns where table_schema =\n"
+        f"                   current_schema() and table_name = '{a.table}'\n"
+        f"                   and column_name = '{a.probe}')\n"
+        f"    then\n        alter table {a.table} {a.sql};\n"
+        + (f"        {a.after};\n" if a.after else "") + "    end if;\n"
+        for a in added]
+    return "do $$ begin\n" + "".join(steps) + "end $$;\n"
+
+PROJECTION_COLUMNS = guarded(
+    Added("workflows", "parent_id", "add column parent_id text, add column parent_node"
+          " text, add column parent_index integer, add column parent_attempt integer"),
+    Added("nodes", "condition", "add column condition boolean, add column wake_at"
+          " timestamptz"),
+    Added("workflows", "definition", "add column definition text, add column"
+          " definition_version integer"),
+    # A claim not accepted yet holds its request's hash in body_hash.
+    Added("workflows", "request_hash", "add column request_hash text",
+          "update workflows set request_hash = body_hash where seq = 0"),
+    Added("workflows", "generation", "add column generation integer not null default 1,"
+          " add column restarted_seq bigint not null default 0"),
+    Added("workflows", "rerun", "add column rerun jsonb"),
+    Added("tasks", "traceback", "add column error_type text not null default '', add"
+          " column traceback text not null default '', add column first_seq bigint"),
+    Added("tasks", "cached", "add column cached jsonb"),
+    Added("workflows", "deadline_at", "add column deadline_at timestamptz"),
+    Added("workflows", "paused", "add column paused jsonb, add column paused_seq bigint"
+          " not null default 0"),
+    Added("workflows", "labels", "add column labels jsonb"),
+)
 """The columns added to the projection's tables (``schema.SCHEMA`` runs them after the
 tables, before the indexes that use them). ``workflows.parent_*`` link a child to its
 parent (a ``workflow`` node's child, or a run a task's ``ctx.call`` submitted),
@@ -104,26 +82,10 @@ of the task's first dispatch, from which its attempts' events are read (``GET
 (``{since, by, reason}`` or null) and the seq that last set it (``projector.pauses``),
 and ``workflows.labels`` its labels (``schema.SCHEMA`` says how they are searched)."""
 
-DEFINITIONS_COLUMNS = """\
-do $$ begin
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definitions' and column_name = 'tenant')
-    then
-        alter table definitions add column tenant text;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definition_heads'
-                   and column_name = 'tenant')
-    then
-        alter table definition_heads add column tenant text;
-    end if;
-    if not exists (select 1 from information_schema.columns where table_schema =
-                   current_schema() and table_name = 'definition_heads'
-                   and column_name = 'revision')
-    then
-        alter table definition_heads add column revision bigint not null default 0;
-    end if;
-end $$;
-"""
+DEFINITIONS_COLUMNS = guarded(
+    Added("definitions", "tenant", "add column tenant text"),
+    Added("definition_heads", "tenant", "add column tenant text"),
+    Added("definition_heads", "revision", "add column revision bigint not null default 0"),
+)
 """The columns added to the definitions registry's tables (``schema.DEFINITIONS_SCHEMA``):
 ``tenant`` on ``definitions`` and ``definition_heads``, and a head's ``revision``."""
