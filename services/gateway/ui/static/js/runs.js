@@ -1,6 +1,7 @@
 // The runs list: newest first, filtered by status, name, definition and labels (kept in the
 // address, so a filtered list can be bookmarked), a page at a time (the API's cursor),
-// read again every two seconds so that statuses change on screen.
+// read again every two seconds so that statuses change on screen. "Act on these…" opens
+// the bulk operation form with the same filters.
 
 import {getJson, poll} from "./api.js";
 import {badge, h, link, note, replace, runPath, table, when} from "./dom.js";
@@ -25,7 +26,8 @@ function filterForm(query, go) {
                 value: query.getAll("label").map(asPair).join(" "),
                 placeholder: "team=search env (all of them)"}),
     h("button", {type: "submit"}, "Filter"),
-    h("a", {href: "/ui/runs", class: "button-link"}, "Clear"));
+    h("a", {href: "/ui/runs", class: "button-link"}, "Clear"),
+    h("a", {href: bulkPath(query), class: "button-link", id: "bulk-link"}, "Act on these…"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const next = new URLSearchParams();
@@ -39,6 +41,13 @@ function filterForm(query, go) {
     go(`/ui/runs${String(next) ? `?${next}` : ""}`);
   });
   return form;
+}
+
+// The operations page with its form's filter set to the list's (applied) filters.
+function bulkPath(query) {
+  const here = new URLSearchParams(query);
+  here.delete("cursor");
+  return `/ui/operations${String(here) ? `?${here}` : ""}`;
 }
 
 // A label selector is key:value (key: any value) in the API; people write key=value.
