@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
 from headwater.core import events as ev
@@ -139,3 +140,16 @@ def test_a_definitions_document_and_the_list_show_its_pause(gw: Gateway) -> None
     assert response.json()["paused"] == paused
     items = gw.client.get("/v1/definitions").json()["items"]
     assert {i["name"]: i["paused"] for i in items} == {"other": None, "refund": paused}
+
+
+@pytest.mark.parametrize(("verb", "body"), [("pause", {"request_id": "ops-1"}),
+                                             ("resume", {"reason": "why"}),
+                                             ("resume", {"request_id": "ops-1"})])
+def test_a_field_the_definitions_route_does_not_use_is_422(gw: Gateway, verb: str,
+                                                           body: dict[str, Any]) -> None:
+    """A definition's pause takes a reason only (each run's request id is derived from
+    the operation), its resume nothing: another field is a 422 naming it."""
+    pool, producer = connected(gw, ["wf-1"])
+    doc = assert_problem(gw.client.post(f"/v1/definitions/refund/{verb}", json=body), 422)
+    assert next(iter(body)) in doc["detail"], doc
+    assert producer.sent == [] and pool.executed == []
