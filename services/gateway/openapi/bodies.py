@@ -261,8 +261,32 @@ PAUSE_SCHEMA: dict[str, Any] = {
                    "request_id": {"type": ["string", "null"], "minLength": 1,
                                   "maxLength": 200}},
 }
-"""``POST /v1/workflows/{id}/pause`` and ``/resume`` (``pauses.models.PauseRequest``); the
+"""``POST /v1/workflows/{id}/pause`` (``pauses.models.PauseRequest``); the body is
+optional."""
+
+RESUME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"request_id": PAUSE_SCHEMA["properties"]["request_id"]},
+}
+"""``POST /v1/workflows/{id}/resume`` (``pauses.models.ResumeRequest``); the body is
+optional."""
+
+DEFINITION_PAUSE_BODY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"reason": PAUSE_SCHEMA["properties"]["reason"]},
+}
+"""``POST /v1/definitions/{name}/pause`` (``pauses.models.DefinitionPauseRequest``); the
 body is optional."""
+
+DEFINITION_RESUME_BODY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {},
+}
+"""``POST /v1/definitions/{name}/resume`` (``pauses.models.DefinitionResumeRequest``): an
+empty object, or no body."""
 
 SIGNAL_SCHEMA: dict[str, Any] = {
     "type": "object",

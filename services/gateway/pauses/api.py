@@ -17,10 +17,21 @@ from services.gateway.definitions.registry import head_of, unknown_named
 from services.gateway.edge.body import parse_body, read_limited, require_storable
 from services.gateway.edge.problems import CONFLICT, NOT_FOUND
 from services.gateway.lifetime import accepting
-from services.gateway.openapi.bodies import PAUSE_SCHEMA, json_body
+from services.gateway.openapi.bodies import (
+    DEFINITION_PAUSE_BODY,
+    DEFINITION_RESUME_BODY,
+    PAUSE_SCHEMA,
+    RESUME_SCHEMA,
+    json_body,
+)
 from services.gateway.openapi.problems import BODY, WRITES, problems
 from services.gateway.pauses.definitions import pause_definition
-from services.gateway.pauses.models import PauseRequest
+from services.gateway.pauses.models import (
+    DefinitionPauseRequest,
+    DefinitionResumeRequest,
+    PauseRequest,
+    ResumeRequest,
+)
 from services.gateway.pauses.send import (
     PAUSE_REQUESTED,
     RESUME_REQUESTED,
@@ -41,13 +52,14 @@ def _json(doc: Any, status: int = 202) -> Response:
 
 async def _pause_or_resume(request: Request, workflow_id: str, pause: bool) -> Response:
     hw = accepting(request)
-    payload = parse_body(PauseRequest,
-                         await read_limited(request, PAUSE_BODY_BYTES) or b"{}")
-    require_storable({"reason": payload.reason, "request_id": payload.request_id})
+    body = await read_limited(request, PAUSE_BODY_BYTES) or b"{}"
+    payload = parse_body(PauseRequest, body) if pause else parse_body(ResumeRequest, body)
+    reason = payload.reason if isinstance(payload, PauseRequest) else ""
+    require_storable({"reason": reason, "request_id": payload.request_id})
     me = principal(request)
     await require_run(hw.pool, me, workflow_id)
     not_a_limiter(workflow_id, "paused" if pause else "resumed")
-    record = pause_record(workflow_id, pause, who(me), payload.reason, payload.request_id)
+    record = pause_record(workflow_id, pause, who(me), reason, payload.request_id)
     paused = await request_pause(hw.pool, hw.outlet, record)
     return _json({"id": workflow_id, "status": PAUSE_REQUESTED if pause else RESUME_REQUESTED,
                   "request_id": record.request_id, "was_paused": paused is not None,
@@ -65,7 +77,7 @@ async def pause_workflow(request: Request, workflow_id: WorkflowId) -> Response:
 
 
 @router.post("/v1/workflows/{workflow_id}/resume", status_code=202,
-             openapi_extra=json_body(PAUSE_SCHEMA, required=False),
+             openapi_extra=json_body(RESUME_SCHEMA, required=False),
              responses=problems(*WRITES, *BODY, NOT_FOUND, CONFLICT, meanings={
                  **NO_WORKFLOW, 409: "the workflow has already ended"}))
 async def resume_workflow(request: Request, workflow_id: WorkflowId) -> Response:
@@ -76,20 +88,24 @@ async def resume_workflow(request: Request, workflow_id: WorkflowId) -> Response
 
 async def _definition(request: Request, name: str, pause: bool) -> Response:
     hw = accepting(request)
-    payload = parse_body(PauseRequest,
-                         await read_limited(request, PAUSE_BODY_BYTES) or b"{}")
-    require_storable({"reason": payload.reason})
+    body = await read_limited(request, PAUSE_BODY_BYTES) or b"{}"
+    reason = ""
+    if pause:
+        reason = parse_body(DefinitionPauseRequest, body).reason
+    else:
+        parse_body(DefinitionResumeRequest, body)  # no fields: any is a 422
+    require_storable({"reason": reason})
     me = principal(request)
     head = await head_of(hw.pool, name, me)
     if head is None or (head["deleted"] and pause):  # a deleted one's pause can end
         raise await unknown_named(hw.pool, name, me)
-    runs = await pause_definition(hw.pool, hw.outlet, name, pause, me, payload.reason)
+    runs = await pause_definition(hw.pool, hw.outlet, name, pause, me, reason)
     return _json({"definition": name, "paused": pause, "runs": runs,
                   "links": {"self": f"/v1/definitions/{name}"}})
 
 
 @router.post("/v1/definitions/{name}/pause", status_code=202,
-             openapi_extra=json_body(PAUSE_SCHEMA, required=False),
+             openapi_extra=json_body(DEFINITION_PAUSE_BODY, required=False),
              responses=problems(*WRITES, *BODY, NOT_FOUND, meanings={
                  404: "no such definition"}))
 async def pause_definition_runs(request: Request, name: DefinitionName) -> Response:
@@ -99,7 +115,7 @@ async def pause_definition_runs(request: Request, name: DefinitionName) -> Respo
 
 
 @router.post("/v1/definitions/{name}/resume", status_code=202,
-             openapi_extra=json_body(PAUSE_SCHEMA, required=False),
+             openapi_extra=json_body(DEFINITION_RESUME_BODY, required=False),
              responses=problems(*WRITES, *BODY, NOT_FOUND, meanings={
                  404: "no such definition"}))
 async def resume_definition_runs(request: Request, name: DefinitionName) -> Response:

@@ -7,7 +7,10 @@ submits from that definition (``POST /v1/workflows`` with ``definition``, ``POST
 /v1/run/{name}``, a healed claim) carries ``paused_by: definition:<name>``, so the
 coordinator records it paused right after its acceptance, before any dispatch. The
 runs of it that are live when it is paused are paused one by one: a ``PauseRequested``
-each, by ``definition:<name>``, from the projection's list of its running runs. A
+each, by ``definition:<name>``, from the projection's list of its live runs: those
+running and those the gateway claimed but the coordinator has not accepted yet
+(``runs.claims.CLAIMED``: submitted before the definition was paused, so not carrying
+``paused_by``; a pause that overtakes its submission is deferred by the core). A
 resume deletes the row and resumes the runs that its pause paused (those whose
 ``paused.by`` is ``definition:<name>``; a run a user paused on its own stays paused).
 Both are idempotent (a second pause finds the row and pauses what the first missed: a
@@ -25,6 +28,7 @@ from typing import Any
 import asyncpg
 
 from headwater.core import events as ev
+from headwater.core.status import WorkflowStatus
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
 from services.gateway.outlet import Outlet
@@ -33,6 +37,10 @@ BY_DEFINITION = "definition:"
 """The ``by`` of a pause a paused definition made: ``definition:<name>``."""
 SEND_AT_ONCE = 100
 """How many requests are produced together."""
+LIVE = [str(WorkflowStatus.RUNNING), "accepted"]
+"""The statuses of the runs a definition's pause pauses: running, or claimed and not
+accepted yet (``runs.claims.CLAIMED``, which imports this module's package: spelled
+here); such a run has not ended either."""
 
 
 def by_definition(name: str) -> str:
@@ -94,8 +102,9 @@ async def pause_definition(pool: asyncpg.Pool, out: Outlet, name: str, pause: bo
             " values ($1, now(), $2, $3) on conflict (name) do nothing", name,
             me.subject, reason)
         rows = await pool.fetch(
-            "select workflow_id from workflows where definition = $1 and status = 'running'"
-            " and paused is null and ($2::text is null or tenant = $2)", name, tenant)
+            "select workflow_id from workflows where definition = $1"
+            " and status = any($2::text[]) and paused is null"
+            " and ($3::text is null or tenant = $3)", name, LIVE, tenant)
     else:
         await pool.execute("delete from definition_pauses where name = $1", name)
         rows = await pool.fetch(

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
 from headwater.core import events as ev
-from services.gateway.pauses.definitions import paused_by
+from services.gateway.pauses.definitions import LIVE, paused_by
+from services.gateway.runs.claims import CLAIMED
 
 
 @dataclass
@@ -34,6 +36,8 @@ class DefinitionPool(FakePool):
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
         self.asked.append((sql, args))
         if "from workflows where definition" in sql:
+            if "status = any($2::text[])" in sql:  # a pause: the live statuses it names
+                return [r for r in self.running if r.get("status", "running") in args[1]]
             return self.running
         return []
 
@@ -63,6 +67,22 @@ def test_a_pause_records_the_definition_and_pauses_each_running_run(gw: Gateway)
         assert isinstance(record, ev.PauseRequested)
         assert (record.by, record.reason) == ("definition:refund", "API down")
         assert record.request_id.endswith(f":{wid.decode()}")
+
+
+def test_a_pause_also_pauses_a_run_claimed_but_not_accepted_yet(gw: Gateway) -> None:
+    """A run submitted just before the definition's pause shows as ``accepted`` (the
+    gateway's claim) until the coordinator accepts it: it carries no ``paused_by``, so
+    the pause sends it a request as it does to a running run; an ended one gets none."""
+    pool, producer = DefinitionPool(running=[
+        {"workflow_id": "wf-claimed", "status": "accepted"},
+        {"workflow_id": "wf-running", "status": "running"},
+        {"workflow_id": "wf-done", "status": "succeeded"}]), FakeProducer()
+    gw.connect(pool, producer)
+    response = gw.client.post("/v1/definitions/refund/pause")
+    assert response.status_code == 202, response.text
+    assert response.json()["runs"] == 2
+    assert {key for _, key, _ in producer.sent} == {b"wf-claimed", b"wf-running"}
+    assert CLAIMED in LIVE
 
 
 def test_a_resume_deletes_the_row_and_resumes_the_runs_its_pause_paused(gw: Gateway) -> None:
@@ -139,3 +159,16 @@ def test_a_definitions_document_and_the_list_show_its_pause(gw: Gateway) -> None
     assert response.json()["paused"] == paused
     items = gw.client.get("/v1/definitions").json()["items"]
     assert {i["name"]: i["paused"] for i in items} == {"other": None, "refund": paused}
+
+
+@pytest.mark.parametrize(("verb", "body"), [("pause", {"request_id": "ops-1"}),
+                                             ("resume", {"reason": "why"}),
+                                             ("resume", {"request_id": "ops-1"})])
+def test_a_field_the_definitions_route_does_not_use_is_422(gw: Gateway, verb: str,
+                                                           body: dict[str, Any]) -> None:
+    """A definition's pause takes a reason only (each run's request id is derived from
+    the operation), its resume nothing: another field is a 422 naming it."""
+    pool, producer = connected(gw, ["wf-1"])
+    doc = assert_problem(gw.client.post(f"/v1/definitions/refund/{verb}", json=body), 422)
+    assert next(iter(body)) in doc["detail"], doc
+    assert producer.sent == [] and pool.executed == []

@@ -73,3 +73,16 @@ def test_a_limiter_cannot_be_paused(gw: Gateway) -> None:
     doc = assert_problem(gw.client.post("/v1/workflows/limit::concurrency:acme/pause"), 422)
     assert "cannot be paused" in doc["detail"], doc
     assert producer.sent == []
+
+
+@pytest.mark.parametrize("body", [{"reason": "why"}, {"reason": ""}, {"request_id": ""}])
+def test_a_resume_takes_only_a_request_id(gw: Gateway, body: dict[str, Any]) -> None:
+    """A resume records no reason: one sent is a 422 naming it, not dropped unseen."""
+    producer = connected(gw, paused={"since": 1, "by": "bob", "reason": ""})
+    doc = assert_problem(gw.client.post(f"/v1/workflows/{WF}/resume", json=body), 422)
+    assert next(iter(body)) in doc["detail"], doc
+    assert producer.sent == []
+    response = gw.client.post(f"/v1/workflows/{WF}/resume", json={"request_id": "ops-2"})
+    assert response.status_code == 202, response.text
+    [(_, _, record)] = producer.sent
+    assert record == ev.ResumeRequested(WF, record.at_ms, "ops-2", "anonymous")
