@@ -112,7 +112,8 @@ def _held(state: WorkflowState, body: ev.TaskHeld) -> None:
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
         dispatched_at_ms=body.at_ms, waiting_for=body.limiter, limiters=[body.limiter],
-        checkpoint=previous.checkpoint if previous is not None else None)
+        checkpoint=previous.checkpoint if previous is not None else None,
+        recalled=previous.recalled if previous is not None else 0)
 
 
 def _looked_up(state: WorkflowState, body: ev.TaskLookedUp) -> None:
@@ -125,7 +126,8 @@ def _looked_up(state: WorkflowState, body: ev.TaskLookedUp) -> None:
     state.tasks[key] = TaskState(
         node=body.node, index=body.index, attempt=body.attempt, status=TaskStatus.HELD,
         dispatched_at_ms=body.at_ms, waiting_for=body.cache, cache=body.cache,
-        checkpoint=previous.checkpoint if previous is not None else None)
+        checkpoint=previous.checkpoint if previous is not None else None,
+        recalled=previous.recalled if previous is not None else 0)
 
 
 def _answered(state: WorkflowState, body: ev.CacheAnswered) -> None:

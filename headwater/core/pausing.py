@@ -30,6 +30,9 @@ from headwater.core.work import CHILD_TASK, task_work
 PAUSED = "(paused)"
 """What a held attempt waits for while its run is paused (``TaskState.waiting_for``);
 no limiter or cache has this id (theirs are ``limit::...`` and ``cache::...``)."""
+BY_DEFINITION = "definition:"
+"""The ``by`` of a pause a paused definition sent its runs (``definition:<name>``): a
+resume by ``definition:<name>`` resumes only a run that such a pause paused."""
 MAX_REQUEST_IDS = 100
 """The request ids a run keeps (the latest): a copy of a request older than that could
 pause or resume it again."""
@@ -43,15 +46,29 @@ def pause_of(state: WorkflowState) -> dict[str, Any]:
     return state.pause
 
 
-def seen(state: WorkflowState, request_id: str) -> bool:
-    """Whether the run recorded a pause or resume request with ``request_id``."""
+def seen(state: WorkflowState, request_id: str, resume: bool = False) -> bool:
+    """Whether the run recorded a pause (``resume``: a resume) with ``request_id``: a
+    pause and its resume may carry the same id."""
     return bool(request_id) and state.pause is not None and (
-        request_id in state.pause.get("ids", ()))
+        request_id in state.pause.get(_IDS[resume], ()))
 
 
-def _remember(pause: dict[str, Any], request_id: str) -> None:
+_IDS = {False: "ids", True: "resume_ids"}
+"""Where the pause document keeps the request ids of pauses and of resumes (a run
+recorded before resumes had their own list keeps theirs with the pauses')."""
+
+
+def resumes(state: WorkflowState, by: str) -> bool:
+    """Whether a resume by ``by`` resumes the paused run: any resume does, but a
+    definition's (``BY_DEFINITION``), which resumes only what its pause paused (a run
+    paused on its own stays paused)."""
+    return not by.startswith(BY_DEFINITION) or pause_of(state)["by"] == by
+
+
+def _remember(pause: dict[str, Any], request_id: str, resume: bool = False) -> None:
     if request_id:
-        pause["ids"] = [*pause.get("ids", []), request_id][-MAX_REQUEST_IDS:]
+        key = _IDS[resume]
+        pause[key] = [*pause.get(key, []), request_id][-MAX_REQUEST_IDS:]
 
 
 def _paused(state: WorkflowState, body: ev.WorkflowPaused) -> None:
@@ -74,7 +91,7 @@ def _resumed(state: WorkflowState, body: ev.WorkflowResumed) -> None:
             state.timers[due["timer"]] = TimerState(due["fire_at_ms"], due["node"],
                                                     due["index"], due["attempt"])
     pause.update(paused=False, since_ms=None, by=body.by, reason="", deferred=[])
-    _remember(pause, body.request_id)
+    _remember(pause, body.request_id, resume=True)
 
 
 def _dispatch_deferred(state: WorkflowState, body: ev.DispatchDeferred) -> None:
@@ -114,8 +131,9 @@ def recallable(state: WorkflowState, task: TaskState) -> bool:
 
 def _recalled(state: WorkflowState, body: ev.DispatchRecalled) -> None:
     """The attempt is recalled: the task is held with the next attempt, keeping its
-    node's slot, its checkpoint, the permits it holds and its cache; the recalled
-    attempt's deadline goes with it (a held task implies no timer)."""
+    node's slot and its checkpoint (it gave back its permits and its cache just before,
+    and the next attempt asks again at the resume); the recalled attempt's deadline goes
+    with it (a held task implies no timer)."""
     key = task_key(body.node, body.index)
     task = state.tasks.get(key)
     if (not state.paused or task is None or task.status is not TaskStatus.DISPATCHED

@@ -187,8 +187,8 @@ class WorkflowState:
     ``headwater/core/reuse.py``); None for a run of its own."""
     pause: dict[str, Any] | None = None
     """The run's pause (``headwater/core/pausing.py``): ``{"paused", "since_ms", "by",
-    "reason", "held": [task keys], "due": [timers], "ids": [request ids]}``; None for a
-    run never paused."""
+    "reason", "deferred": [held tasks and due timers], "ids": [pauses' request ids],
+    "resume_ids": [resumes' request ids]}``; None for a run never paused."""
     cache_refresh: bool = False
     """The run bypasses cache hits (``?cache=refresh``, ``WorkflowAccepted``): its
     cached nodes' attempts compute and store fresh outputs (``machine/lookups.py``)."""

@@ -29,8 +29,10 @@ SPEC = {"name": "pausing", "nodes": [
 
 
 async def _until_event(client: httpx.AsyncClient, workflow_id: str, wanted: str,
-                       timeout_s: float) -> list[tuple[str, Any]]:
-    """The run's events (SSE, from the start) up to the first of type ``wanted``."""
+                       timeout_s: float, attempt: int | None = None,
+                       ) -> list[tuple[str, Any]]:
+    """The run's events (SSE, from the start) up to the first of type ``wanted`` (of
+    ``attempt``, if given)."""
     seen: list[tuple[str, Any]] = []
 
     async def read() -> None:
@@ -38,7 +40,8 @@ async def _until_event(client: httpx.AsyncClient, workflow_id: str, wanted: str,
             async for sse in src.aiter_sse():
                 if sse.data:
                     seen.append((sse.event, json.loads(sse.data)))
-                if sse.event == wanted:
+                if sse.event == wanted and (
+                        attempt is None or seen[-1][1].get("attempt") == attempt):
                     return
     await asyncio.wait_for(read(), scaled(timeout_s))
     return seen
@@ -188,3 +191,31 @@ async def test_a_pause_recalls_the_map_items_still_in_their_queue(stack: Stack) 
     ran = {(x.workflow_id, x.node, x.index, x.attempt) for x in reports
            if isinstance(x, ev.TaskSucceeded)}
     assert not keys & ran, "a recalled attempt was run to its end"
+
+
+async def test_a_recalled_attempt_gives_back_its_concurrency_permit(stack: Stack) -> None:
+    """A run holding the only permit of a key (its attempt on a queue no worker serves)
+    is paused, so its attempt is recalled and gives the permit back; at the resume its
+    next attempt asks again. Once that run is cancelled, another run of the key gets
+    the permit and succeeds (the permit was given back under the attempt that held it,
+    not kept by the recalled one for ever)."""
+    key = f"pause-{uuid.uuid4().hex[:8]}"
+    stuck = {"name": "pausing-limited", "nodes": [
+        {"id": "t", "task": "e2e.sleep", "queue": "nobody", "input": {"seconds": 0},
+         "concurrency": {"key": key, "limit": 1}}]}
+    runs = {**stuck, "nodes": [{**stuck["nodes"][0], "queue": "cpu"}]}
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=30) as client:
+        first = (await client.post("/v1/workflows", json={
+            "workflow": stuck, "queue_anyway": True})).json()["id"]
+        await _until_event(client, first, "TaskDispatched", 30)
+        assert (await client.post(f"/v1/workflows/{first}/pause")).status_code == 202
+        seen = await _until_event(client, first, "DispatchRecalled", 30)
+        assert "PermitsReturned" in [t for t, _ in seen]
+        assert (await client.post(f"/v1/workflows/{first}/resume")).status_code == 202
+        again = await _until_event(client, first, "TaskDispatched", 30, attempt=2)
+        assert [d["attempt"] for t, d in again if t == "TaskDispatched"] == [1, 2]
+        assert (await client.post(f"/v1/workflows/{first}/cancel", json={})).status_code \
+            == 202
+        second = (await client.post("/v1/workflows", json={"workflow": runs})).json()["id"]
+        final = await wait_status(stack, second, 60)
+        assert final["status"] == "succeeded", final

@@ -33,24 +33,30 @@ from headwater.core.status import TaskStatus
 
 def pause(rec: Recorder, state: WorkflowState, event: ev.PauseRequested) -> None:
     """Pause the run: record ``WorkflowPaused``, then recall each attempt on a worker's
-    queue that has not started (``DispatchRecalled``, in task order), unless the run is
-    paused already or recorded the request's id."""
+    queue that has not started (``DispatchRecalled``, in task order, each after it gave
+    back its permits and its cache: ``Recorder.give_back``), unless the run is paused
+    already or recorded the request's id."""
     if state.paused or pausing.seen(state, event.request_id):
         return
     rec.record(ev.WorkflowPaused(state.workflow_id, event.at_ms, event.request_id,
                                  event.by, event.reason))
     current = rec.current
-    for task in sorted(current.tasks.values(), key=lambda t: (t.node, t.index or 0)):
-        if pausing.recallable(current, task):
-            rec.record(ev.DispatchRecalled(state.workflow_id, task.node, task.index,
-                                           task.attempt, event.at_ms))
+    recalled = [(t.node, t.index, t.attempt) for t in sorted(
+        current.tasks.values(), key=lambda t: (t.node, t.index or 0))
+        if pausing.recallable(current, t)]
+    for node, index, attempt in recalled:
+        rec.give_back(node, index, attempt)
+        rec.record(ev.DispatchRecalled(state.workflow_id, node, index, attempt,
+                                       event.at_ms))
 
 
 def resume(rec: Recorder, state: WorkflowState, event: ev.ResumeRequested) -> None:
     """Resume a paused run: record ``WorkflowResumed``, then dispatch what it held and
     fire the timers that came due, in the order they were deferred. Nothing for a run
-    that is not paused, or a request whose id it recorded."""
-    if not state.paused or pausing.seen(state, event.request_id):
+    that is not paused, a request whose id it recorded, or a definition's resume of a
+    run its pause did not pause (``pausing.resumes``)."""
+    if (not state.paused or pausing.seen(state, event.request_id, resume=True)
+            or not pausing.resumes(state, event.by)):
         return
     deferred = list(pausing.pause_of(state)["deferred"])
     held = sum(1 for d in deferred if "task" in d)
@@ -68,9 +74,9 @@ def resume(rec: Recorder, state: WorkflowState, event: ev.ResumeRequested) -> No
         if (task is None or task.status is not TaskStatus.HELD
                 or task.waiting_for != pausing.PAUSED):
             continue  # ended while paused (its node failed, say)
-        spec = current.spec.node(task.node)
-        dispatch.dispatch(rec, spec, task.index, task.attempt, granted=True,
-                          looked_up=True)
+        spec = current.spec.node(task.node)  # a recalled one asks its cache and limits again
+        dispatch.dispatch(rec, spec, task.index, task.attempt,
+                          granted=task.limiters is not None, looked_up=bool(task.cache))
 
 
 def timer_fired(rec: Recorder, state: WorkflowState, event: ev.TimerFired) -> None:

@@ -130,6 +130,21 @@ class Recorder:
                                      task.cache, end.at_ms, True, end.output,
                                      max(0, end.at_ms - (began or end.at_ms)), end.units))
 
+    def give_back(self, node: str, index: int | None, attempt: int) -> None:
+        """Record that a live attempt that does not end gives back what it holds, as its
+        end would: its permits (``PermitsReturned``) and its cache (``CacheReturned``,
+        empty, so that the next waiter computes). A pause recalling it does this
+        (``machine/pause.py``): the attempt that follows asks again at the resume."""
+        task = self.current.tasks.get(task_key(node, index))
+        if task is None or task.attempt != attempt:
+            return
+        wid, limiters, cache = self.current.workflow_id, task.limiters, task.cache
+        if limiters:
+            self.record(ev.PermitsReturned(wid, node, index, attempt, tuple(limiters),
+                                           self.at_ms, None))
+        if cache:
+            self.record(ev.CacheReturned(wid, node, index, attempt, cache, self.at_ms))
+
     def result(self) -> Step:
         """The step's result: the state, the events recorded, whether the input waits."""
         return Step(self.state, self.events, self.deferred)

@@ -11,8 +11,10 @@ each, by ``definition:<name>``, from the projection's list of its live runs: tho
 running and those the gateway claimed but the coordinator has not accepted yet
 (``runs.claims.CLAIMED``: submitted before the definition was paused, so not carrying
 ``paused_by``; a pause that overtakes its submission is deferred by the core). A
-resume deletes the row and resumes the runs that its pause paused (those whose
-``paused.by`` is ``definition:<name>``; a run a user paused on its own stays paused).
+resume deletes the row and sends a resume by ``definition:<name>`` to every live run of
+it not known to be paused by someone else: the core resumes only a run whose pause is
+by ``definition:<name>`` (``pausing.resumes``; a run a user paused on its own stays
+paused), so a run whose pause the projection has not shown yet is resumed too.
 Both are idempotent (a second pause finds the row and pauses what the first missed: a
 run submitted meanwhile, or one the projection did not show yet), so a sender may retry.
 The schedules' runs of the definition are started by the coordinator, not the gateway:
@@ -28,13 +30,12 @@ from typing import Any
 import asyncpg
 
 from headwater.core import events as ev
+from headwater.core.pausing import BY_DEFINITION
 from headwater.core.status import WorkflowStatus
 from services.common.auth.tokens import Principal
 from services.common.clock import now_ms
 from services.gateway.outlet import Outlet
 
-BY_DEFINITION = "definition:"
-"""The ``by`` of a pause a paused definition made: ``definition:<name>``."""
 SEND_AT_ONCE = 100
 """How many requests are produced together."""
 LIVE = [str(WorkflowStatus.RUNNING), "accepted"]
@@ -107,9 +108,10 @@ async def pause_definition(pool: asyncpg.Pool, out: Outlet, name: str, pause: bo
             " and ($3::text is null or tenant = $3)", name, LIVE, tenant)
     else:
         await pool.execute("delete from definition_pauses where name = $1", name)
-        rows = await pool.fetch(
-            "select workflow_id from workflows where definition = $1 and status = 'running'"
-            " and paused->>'by' = $2 and ($3::text is null or tenant = $3)", name, by, tenant)
+        rows = await pool.fetch(  # the core resumes only what the pause paused
+            "select workflow_id from workflows where definition = $1"
+            " and status = any($2::text[]) and (paused is null or paused->>'by' = $3)"
+            " and ($4::text is null or tenant = $4)", name, LIVE, by, tenant)
     op = uuid.uuid4().hex
     records: list[ev.PauseRequested | ev.ResumeRequested] = [
         ev.PauseRequested(r["workflow_id"], now_ms(), f"{op}:{r['workflow_id']}", by, reason)

@@ -298,3 +298,25 @@ def test_a_lookup_over_the_bound_on_waiters_computes_alone(
     for e in c.history:
         replayed = evolve(replayed, e)
     assert replayed is not None and cache_of(replayed) == c.doc
+
+
+def test_a_paused_miss_gives_its_cache_back_and_its_next_attempt_looks_up_again() -> None:
+    """A pause recalls the attempt computing a miss: it releases the cache (empty, so a
+    waiter computes) before its recall, and the resume looks the key up again under the
+    next attempt, which may now be answered a hit."""
+    state, _ = _run()
+    state = step(state, _answer(False)).state
+    assert state is not None
+    paused = step(state, ev.PauseRequested("w1", T0 + 20, "p"))
+    assert [type(e.body).__name__ for e in paused.events] == [
+        "WorkflowPaused", "CacheReturned", "DispatchRecalled"]
+    (returned,) = [e.body for e in paused.events if isinstance(e.body, ev.CacheReturned)]
+    assert returned.attempt == 1 and not returned.stored
+    assert paused.state is not None and paused.state.tasks["a"].cache == ""
+    resumed = step(paused.state, ev.ResumeRequested("w1", T0 + 30, "r"))
+    bodies = [e.body for e in resumed.events]
+    assert [type(b).__name__ for b in bodies] == ["WorkflowResumed", "TaskLookedUp"]
+    assert bodies[1].attempt == 2
+    assert resumed.state is not None
+    hit = step(resumed.state, _answer(True, attempt=2))
+    assert hit.state is not None and hit.state.status is WorkflowStatus.SUCCEEDED
