@@ -95,9 +95,9 @@ def _resumed(state: WorkflowState, body: ev.WorkflowResumed) -> None:
 
 
 def _dispatch_deferred(state: WorkflowState, body: ev.DispatchDeferred) -> None:
-    """The attempt is held for the resume. One held already (a limiter granted it its
-    permits, or its cache answered a miss) keeps what it holds; a new one takes its
-    node's slot as a dispatch would."""
+    """The attempt is held for the resume. One held already (for its limiters or its
+    cache, which it gave back just before: ``Recorder.give_back``) is held for the
+    pause instead; a new one takes its node's slot as a dispatch would."""
     if not state.paused:
         raise IllegalTransition(f"workflow {state.workflow_id} is not paused")
     key = task_key(body.node, body.index)

@@ -193,12 +193,12 @@ async def test_a_pause_recalls_the_map_items_still_in_their_queue(stack: Stack) 
     assert not keys & ran, "a recalled attempt was run to its end"
 
 
-async def test_a_recalled_attempt_gives_back_its_concurrency_permit(stack: Stack) -> None:
+async def test_a_paused_run_holds_no_concurrency_permit(stack: Stack) -> None:
     """A run holding the only permit of a key (its attempt on a queue no worker serves)
-    is paused, so its attempt is recalled and gives the permit back; at the resume its
-    next attempt asks again. Once that run is cancelled, another run of the key gets
-    the permit and succeeds (the permit was given back under the attempt that held it,
-    not kept by the recalled one for ever)."""
+    is paused: its attempt is recalled and gives the permit back, so another run of the
+    key runs while it is paused. At the resume its next attempt asks again and gets the
+    permit; once that run is cancelled, a third run of the key gets it too (the permit
+    was given back under the attempt that held it, not kept by the recalled one)."""
     key = f"pause-{uuid.uuid4().hex[:8]}"
     stuck = {"name": "pausing-limited", "nodes": [
         {"id": "t", "task": "e2e.sleep", "queue": "nobody", "input": {"seconds": 0},
@@ -211,11 +211,13 @@ async def test_a_recalled_attempt_gives_back_its_concurrency_permit(stack: Stack
         assert (await client.post(f"/v1/workflows/{first}/pause")).status_code == 202
         seen = await _until_event(client, first, "DispatchRecalled", 30)
         assert "PermitsReturned" in [t for t, _ in seen]
+        second = (await client.post("/v1/workflows", json={"workflow": runs})).json()["id"]
+        assert (await wait_status(stack, second, 60))["status"] == "succeeded"
+        assert await _paused(client, first), "the first run is still paused"
         assert (await client.post(f"/v1/workflows/{first}/resume")).status_code == 202
         again = await _until_event(client, first, "TaskDispatched", 30, attempt=2)
         assert [d["attempt"] for t, d in again if t == "TaskDispatched"] == [1, 2]
         assert (await client.post(f"/v1/workflows/{first}/cancel", json={})).status_code \
             == 202
-        second = (await client.post("/v1/workflows", json={"workflow": runs})).json()["id"]
-        final = await wait_status(stack, second, 60)
-        assert final["status"] == "succeeded", final
+        third = (await client.post("/v1/workflows", json={"workflow": runs})).json()["id"]
+        assert (await wait_status(stack, third, 60))["status"] == "succeeded"

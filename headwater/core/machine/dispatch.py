@@ -71,7 +71,8 @@ def dispatch(rec: Recorder, spec: NodeSpec, index: int | None, attempt: int,
     if wanted:
         holds.hold(rec, spec, index, attempt, wanted[0])
         return
-    if state.paused:  # held until the run resumes (``machine/pause.py``)
+    if state.paused:  # held until the run resumes (``machine/pause.py``), holding nothing
+        rec.give_back(spec.id, index, attempt)
         rec.record(ev.DispatchDeferred(state.workflow_id, spec.id, index, attempt, rec.at_ms))
         return
     record_dispatch(rec, spec, index, attempt, task_input, rec.at_ms)

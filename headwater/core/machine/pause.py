@@ -74,7 +74,7 @@ def resume(rec: Recorder, state: WorkflowState, event: ev.ResumeRequested) -> No
         if (task is None or task.status is not TaskStatus.HELD
                 or task.waiting_for != pausing.PAUSED):
             continue  # ended while paused (its node failed, say)
-        spec = current.spec.node(task.node)  # a recalled one asks its cache and limits again
+        spec = current.spec.node(task.node)  # it asks its cache and limits again
         dispatch.dispatch(rec, spec, task.index, task.attempt,
                           granted=task.limiters is not None, looked_up=bool(task.cache))
 
