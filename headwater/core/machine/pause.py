@@ -9,16 +9,18 @@ recalled (``DispatchRecalled``: workers skip it, ``fencing.stops_for_recalled``)
 held with the next attempt (``pausing.recallable`` says which); and a durable timer in
 ``state.timers`` that comes due (a retry's, a sleep's, a wait's timeout, a schedule's)
 is recorded as ``TimerDeferred``. Limiter permits and cache lookups go on (they
-dispatch no work), so does every report: an attempt running when the run paused
-finishes and its result is applied, which may finish nodes and even the run. A running
-attempt's deadline and lease are its own and still apply.
+dispatch no work), but what they give an attempt that is then held for the resume is
+given back at once (``Recorder.give_back``: a paused run holds no concurrency slot or
+cache key), and the resume asks again. Every report is applied: an attempt running
+when the run paused finishes and its result is applied, which may finish nodes and even
+the run. A running attempt's deadline and lease are its own and still apply.
 
 A resume records ``WorkflowResumed`` and then, in the order they were deferred, the
 held attempts' dispatches (``TaskDispatched``) and the due timers' firings, each at the
 resume's time but with its own deadline. Both requests are idempotent: a pause of a
 paused run, a resume of a running one, or a request whose ``request_id`` the run
-recorded changes nothing and records nothing. A cancel ends a paused run as any other
-(its held attempts are cancelled with the rest).
+recorded for a request of its kind changes nothing and records nothing. A cancel ends
+a paused run as any other (its held attempts are cancelled with the rest).
 """
 
 from __future__ import annotations
