@@ -12,39 +12,15 @@ Node is not installed, except on CI (``CI=true``), where it fails.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-HERE = Path(__file__).resolve().parent
-JS = HERE.parents[4] / "services" / "gateway" / "ui" / "static" / "js"
+from ui_node_harness import node_answers
 
 
 @functools.cache
 def answers() -> dict[str, Any]:
-    """What operation_logic.mjs prints, the modules run from a copy beside a
-    ``package.json`` of ``"type": "module"``."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("needs Node.js (infra/browser.sh installs it): on CI it must be there")
-        pytest.skip("needs Node.js (the form's module is run with it)")
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "js"
-        shutil.copytree(JS, copy)
-        (Path(tmp) / "package.json").write_text('{"type": "module"}', encoding="utf-8")
-        done = subprocess.run(
-            [node, str(HERE / "operation_logic.mjs"), copy.as_uri() + "/"],
-            capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
+    """What operation_logic.mjs prints (``ui_node_harness``)."""
+    return node_answers("operation_logic.mjs")
 
 
 def test_the_body_holds_the_given_filter_and_the_actions_own_arguments() -> None:

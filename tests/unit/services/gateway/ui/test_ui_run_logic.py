@@ -14,40 +14,15 @@ names its zone. Skipped where Node is not installed
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-HERE = Path(__file__).resolve().parent
-JS = HERE.parents[4] / "services" / "gateway" / "ui" / "static" / "js"
+from ui_node_harness import node_answers
 
 
 @functools.cache
 def answers(zone: str) -> dict[str, Any]:
-    """What run_logic.mjs prints with the time zone ``zone``. The modules are run from a
-    copy beside a ``package.json`` of ``"type": "module"`` (plain ``.js`` files are ES
-    modules there, whatever Node's version)."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("needs Node.js (infra/browser.sh installs it): on CI it must be there")
-        pytest.skip("needs Node.js (the run page's modules are run with it)")
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "js"
-        shutil.copytree(JS, copy)
-        (Path(tmp) / "package.json").write_text('{"type": "module"}', encoding="utf-8")
-        done = subprocess.run(
-            [node, str(HERE / "run_logic.mjs"), copy.as_uri() + "/"], capture_output=True,
-            text=True, timeout=60, check=False, env={**os.environ, "TZ": zone})
-    assert done.returncode == 0, done.stderr
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
+    """What run_logic.mjs prints (``ui_node_harness``)."""
+    return node_answers("run_logic.mjs", zone)
 
 
 def test_a_map_of_10000_items_is_paged_in_index_order() -> None:
