@@ -135,10 +135,11 @@ class PauseFlow:
                 p.faults.append(f"{p.wid}: {what} not produced: {sent[0].refused}")
             return
         action = "pause" if pause else "resume"
+        body = {"request_id": rid, **({"reason": "fuzz: paused while it runs"} if pause
+                                      else {})}  # a resume takes no reason (422)
         try:
             r = await self.client.post(
-                f"{self.sandbox.gateway}/v1/workflows/{p.wid}/{action}",
-                json={"request_id": rid, "reason": "fuzz: paused while it runs"})
+                f"{self.sandbox.gateway}/v1/workflows/{p.wid}/{action}", json=body)
         except httpx.HTTPError as e:
             p.faults.append(f"{p.wid}: {what}: {type(e).__name__}: {e}")
             return
