@@ -9,7 +9,7 @@ HW := $(VENV)/bin/headwater
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run hybrid research up down test test-unit lint clean bench seaweedfs-build
+.PHONY: install run hybrid research up down test test-unit lint clean bench bench-peers seaweedfs-build
 
 install: $(STAMP)
 
@@ -75,6 +75,13 @@ seaweedfs-build:
 bench: install $(BENCH_STAMP)
 	bash infra/stack.sh up
 	$(PY) -m load.bench
+
+## The same workloads on Celery + Redis and DBOS + PostgreSQL beside Headwater and raw Kafka
+## (not part of `make test` or CI): load/results/peers-<UTC timestamp>.json and .md. Each
+## peer in its own venv under .headwater/peers; `$(PY) -m load.peers --help` for options.
+bench-peers: install $(BENCH_STAMP)
+	bash infra/stack.sh up
+	$(PY) -m load.peers
 
 $(BENCH_STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[bench]" 2>&1 | { grep -vE \
