@@ -14,14 +14,15 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.protocol.group import MemberAssignment
 
 from headwater import codec
 from services.common.settings import DEFAULT_MAX_MESSAGE_BYTES
 from services.common.topic_reader import Offsets, TopicReader
 
 __all__ = ["FETCH_BYTES", "Offsets", "Seen", "Tail", "begin_offsets", "consumer", "delete_topic",
-           "end_offsets", "existing_partitions", "fresh_topic", "producer", "range_bytes",
-           "reader"]
+           "end_offsets", "existing_partitions", "fresh_topic", "partitions_held",
+           "partitions_per_member", "producer", "range_bytes", "reader"]
 
 FETCH_BYTES = 32 * 1024 * 1024  # above the 16 MiB records Headwater may write
 TAIL_POLL_S = 0.1
@@ -217,3 +218,37 @@ async def delete_topic(bootstrap: str, name: str) -> None:
             await admin.delete_topics([name])
     finally:
         await admin.close()
+
+
+async def partitions_per_member(bootstrap: str, group: str, topic: str) -> list[int]:
+    """How many partitions of ``topic`` each member of consumer group ``group`` holds now,
+    most first (``partitions_held`` of the group's description).
+
+    Raises:
+        ValueError: a member's assignment is not in the consumer protocol's format.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        [response] = await admin.describe_consumer_groups([group])
+        members = [m for g in response.groups if g[1] == group for m in g[5]]
+    finally:
+        await admin.close()
+    return partitions_held([m[4] for m in members], topic)
+
+
+def partitions_held(assignments: list[bytes], topic: str) -> list[int]:
+    """The partitions of ``topic`` in each member assignment (the consumer protocol's
+    ``MemberAssignment``, which faust's assignor writes too), most first.
+
+    Raises:
+        ValueError: an assignment does not decode.
+    """
+    held = []
+    for raw in assignments:
+        try:
+            decoded = MemberAssignment.decode(raw)
+        except Exception as e:  # the protocol's decoder raises struct and index errors
+            raise ValueError(f"not a consumer group member assignment: {raw[:40]!r}") from e
+        held.append(sum(len(parts) for name, parts in decoded.assignment if name == topic))
+    return sorted(held, reverse=True)

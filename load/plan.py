@@ -29,7 +29,7 @@ MODULES: dict[str, Any] = {"B1": b1_raw, "B2": b2_throughput, "B2c": b2c_code_th
                            "B8": b8_workers, "B9": b9_table}
 FULL: dict[str, Any] = {
     "B1": b1_raw.Sizes(round_trips=1000, pipelined=50_000),
-    "B2": b2_throughput.Sizes(workflows=600),
+    "B2": b2_throughput.Sizes(workflows=600, coordinators=(1, 2, 4)),
     "B2c": b2c_code_throughput.Sizes(workflows=600),
     "B3": b3_hops.Sizes(chains=100),
     "B3c": b3c_code_hops.Sizes(chains=100),
@@ -56,10 +56,10 @@ QUICK: dict[str, Any] = {
 }
 """The CI smoke test's sizes: every benchmark and every phase of it, with a few seconds'
 work each. Every benchmark but B9 runs on one coordinator and one worker of concurrency
-8 (the default) where its shape allows (B2's second phase has two coordinators, B2c's
-and B3c's second deployment workers without the instance cache, B8 grows to four
-workers), so that with ``QUICK_KEEP`` one deployment kept from benchmark to benchmark
-serves most of them."""
+8 (the default) where its shape allows (B2's second phase has two coordinators, and it
+has no third with four as the full run has; B2c's and B3c's second deployment workers
+without the instance cache, B8 grows to four workers), so that with ``QUICK_KEEP`` one
+deployment kept from benchmark to benchmark serves most of them."""
 QUICK_KEEP = 2
 """Deployments ``--quick`` keeps running at once (``load.kept.sharing``); the full run
 starts a fresh one for every benchmark phase."""
