@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 
 from headwater.core.kinds.code.continuation import is_continued
-from load import stats, workloads
+from load import stats, window, workloads
 from load.deploy import deployment, ready
 from load.kafka_io import Seen, Tail, producer
 from load.metrics import Basis, Metric, keeping
@@ -150,12 +150,13 @@ async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
     try:
         spec = workloads.code_chain() if code else workloads.chain(sizes.length, "bench-b2")
         given = workloads.code_input(sizes.length) if code else None
-        acks = [await send.send(sandbox.topics.submissions,
-                                workloads.submission(wid, spec, given), key=wid.encode())
-                for wid in ids]
-        await asyncio.gather(*acks)
         what = f"B2 with {coordinators} coordinator(s): {len(ids)} {_KIND[code]} chains"
-        await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s, what)
+        with window.measured(sandbox, f"B2-{_KIND[code]}-{coordinators}-coordinator"):
+            acks = [await send.send(sandbox.topics.submissions,
+                                    workloads.submission(wid, spec, given), key=wid.encode())
+                    for wid in ids]
+            await asyncio.gather(*acks)
+            await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s, what)
     finally:
         await send.stop()
         await tail.stop()
