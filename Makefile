@@ -9,7 +9,7 @@ HW := $(VENV)/bin/headwater
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 BENCH_STAMP := $(VENV)/.bench-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install run hybrid research up down test test-unit lint clean bench bench-peers seaweedfs-build
+.PHONY: install run hybrid research up down test test-unit lint clean bench bench-peers profile seaweedfs-build
 
 install: $(STAMP)
 
@@ -82,6 +82,13 @@ bench: install $(BENCH_STAMP)
 bench-peers: install $(BENCH_STAMP)
 	bash infra/stack.sh up
 	$(PY) -m load.peers
+
+## B2 and B3 with py-spy sampling the coordinators, workers and gateway in each measured
+## window (not in CI): load/results/profile-<UTC timestamp>/report.md, the collapsed stacks
+## and flamegraphs. `$(PY) -m load.profile --help` for options (--quick: small sizes).
+profile: install $(BENCH_STAMP)
+	bash infra/stack.sh up
+	$(PY) -m load.profile
 
 $(BENCH_STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[bench]" 2>&1 | { grep -vE \

@@ -16,7 +16,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from headwater.core.kinds.code.continuation import is_continued
-from load import stats, workloads
+from load import stats, window, workloads
 from load.cpu import ROLES, cpu_by_role, cpu_used
 from load.deploy import deployment, ready
 from load.kafka_io import Seen, Tail, partitions_per_member, producer
@@ -231,13 +231,14 @@ async def measure(sandbox: Sandbox, sizes: Sizes, coordinators: int,
     try:
         spec = workloads.code_chain() if code else workloads.chain(sizes.length, "bench-b2")
         given = workloads.code_input(sizes.length) if code else None
-        cpu_before = cpu_by_role(sandbox)
-        acks = [await send.send(sandbox.topics.submissions,
-                                workloads.submission(wid, spec, given), key=wid.encode())
-                for wid in ids]
-        await asyncio.gather(*acks)
         what = f"B2 with {coordinators} coordinator(s): {len(ids)} {_KIND[code]} chains"
-        await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s, what)
+        cpu_before = cpu_by_role(sandbox)
+        with window.measured(sandbox, f"B2-{_KIND[code]}-{coordinators}-coordinator"):
+            acks = [await send.send(sandbox.topics.submissions,
+                                    workloads.submission(wid, spec, given), key=wid.encode())
+                    for wid in ids]
+            await asyncio.gather(*acks)
+            await tail.wait_until(lambda: count.finished >= len(ids), sizes.timeout_s, what)
         cpu_s = cpu_used(cpu_before, cpu_by_role(sandbox))
     finally:
         await send.stop()

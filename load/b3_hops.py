@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from load import stats
+from load import stats, window
 from load.chains import Batch, Chains, run_chains, samples
 from load.deploy import deployment, ready, wait_idle
 from load.metrics import Basis, Metric, keeping
@@ -86,12 +86,14 @@ def run(sizes: Sizes) -> dict[str, float]:
 
 async def _measure(sandbox: Sandbox, sizes: Sizes, out: dict[str, float]) -> None:
     await ready(sandbox, coordinators=1, workers=sizes.workers)
-    light = await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.gap_s),
-                             sizes.timeout_s, "b3")
+    with window.measured(sandbox, "B3-light"):
+        light = await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.gap_s),
+                                 sizes.timeout_s, "b3")
     out.update(hop_figures(light))
     await wait_idle(sandbox, sizes.timeout_s)
-    loaded = await run_chains(sandbox, Batch(sizes.chains, sizes.length, sizes.loaded_gap_s),
-                              sizes.timeout_s, "b3")
+    with window.measured(sandbox, "B3-loaded"):
+        loaded = await run_chains(sandbox, Batch(sizes.chains, sizes.length,
+                                                 sizes.loaded_gap_s), sizes.timeout_s, "b3")
     out.update({f"loaded_{k}": v for k, v in hop_figures(loaded).items()
                 if k.startswith("hop_")})
 

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(json.dumps({p.name: [m.key for m in p.metrics] for p in chosen}))
         return 0
-    missing = _stack_missing()
+    missing = stack_missing()
     if missing:
         print(f"load.bench: needs {missing}; run `bash infra/stack.sh up`", file=sys.stderr)
         return 2
@@ -126,7 +126,7 @@ def _write(doc: dict[str, object], out: Path, stamp: str) -> list[Path]:
     return paths
 
 
-def _stack_missing() -> str:
+def stack_missing() -> str:
     """What of the local stack is unreachable ('' when both are up)."""
     missing = []
     host, port = bootstrap().split(",")[0].rsplit(":", 1)

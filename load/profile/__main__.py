@@ -1,0 +1,7 @@
+"""``python -m load.profile``: see ``load.profile.cli``."""
+
+import sys
+
+from load.profile.cli import main
+
+sys.exit(main())
