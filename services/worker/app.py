@@ -124,6 +124,7 @@ class Worker:
             max_partition_fetch_bytes=self.settings.max_message_bytes,
             fetch_max_bytes=self.settings.max_message_bytes * 4,
             max_poll_interval_ms=self.settings.max_poll_interval_ms,
+            fetch_max_wait_ms=self.settings.fetch_wait_ms,
         )
         intake = Intake(consumer, self.settings.concurrency,
                         Ranking(self.settings.topics, self.settings.priority_aging_s))

@@ -31,6 +31,21 @@ def test_an_announce_interval_in_range_is_taken(raw: str, seconds: float,
     assert Settings.from_env().announce_s == seconds
 
 
+@pytest.mark.parametrize("raw", ["0", "-5", "501", "60000"])
+def test_a_fetch_wait_out_of_range_is_refused(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEADWATER_FETCH_WAIT_MS", raw)
+    with pytest.raises(ValueError, match=r"HEADWATER_FETCH_WAIT_MS must be a number of ms "
+                                         r"from 1 to 500, got"):
+        Settings.from_env()
+
+
+def test_a_fetch_wait_is_20_ms_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HEADWATER_FETCH_WAIT_MS", raising=False)
+    assert Settings.from_env().fetch_wait_ms == 20
+    monkeypatch.setenv("HEADWATER_FETCH_WAIT_MS", "500")
+    assert Settings.from_env().fetch_wait_ms == 500
+
+
 @pytest.mark.parametrize("queue", ["a/b", "", "a b", "q" * 65, "tâche", "a.b"])
 def test_a_queue_name_a_topic_cannot_carry_is_refused(queue: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
