@@ -240,7 +240,11 @@ class Worker:
             self.announcer = None
 
     async def _connect_producer(self) -> Producer:
-        producer = make_producer(self.settings, linger_ms=2)
+        # No linger: each report is awaited before the attempt moves on (TaskStarted
+        # before the task runs, its outcome before its slot frees), so a linger is paid
+        # on every one; under load reports still share requests, since aiokafka
+        # gathers what comes while its request to the broker is in flight.
+        producer = make_producer(self.settings)
         try:
             await producer.start()
         except BaseException:
