@@ -202,8 +202,10 @@ class Intake:
         try:
             await self.consumer.commit(offsets)
         except KafkaError as e:
-            log.warning("committing %s failed (%s: %s); uncommitted dispatches will be "
-                        "delivered again", offsets, type(e).__name__, e)
+            log.warning("committing %s failed (%s: %s); tried again soon, and "
+                        "uncommitted dispatches will be delivered again", offsets,
+                        type(e).__name__, e)
+            self.commits.soon()  # as the poll loop did, after the interval
             return
         self.tracker.mark_committed(offsets)
 

@@ -313,9 +313,9 @@ async def test_with_no_line_left_the_end_goes_alone_and_close_does_not_wait_for_
 
 async def test_lines_left_for_close_carry_the_end_and_close_waits_for_them() -> None:
     shipped = HeldEnd()
-    attempt_log = AttemptLog(KEY, Limits(batch_lines=2), shipped)
+    attempt_log = AttemptLog(KEY, Limits(flush_s=10.0), shipped)
     attempt_log.start()
-    for i in range(3):
+    for i in range(3):  # they wait for close
         attempt_log.add("INFO", "log", "x", f"line {i}")
     closing = asyncio.create_task(attempt_log.close())
     await asyncio.sleep(0.05)
@@ -323,8 +323,7 @@ async def test_lines_left_for_close_carry_the_end_and_close_waits_for_them() -> 
     shipped.gate.set()
     await asyncio.wait_for(closing, 1)
     await asyncio.wait_for(attempt_log.sent(), 0.1)  # nothing went alone
-    assert [(b.first_line, len(b.lines), b.last) for b in shipped] == [(1, 2, False),
-                                                                       (3, 1, True)]
+    assert [(b.first_line, len(b.lines), b.last) for b in shipped] == [(1, 3, True)]
 
 
 class HeldEnds(FakeProducer):
