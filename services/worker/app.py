@@ -3,9 +3,10 @@ the coordinator's cancels.
 
 A taken dispatch is skipped without running when its attempt was cancelled already, or
 runs or ran here; otherwise it runs (``lifecycle``): its offset becomes committable
-once its ``TaskStarted`` is acknowledged, and its slot is freed when the attempt has
-ended. Task code cannot stop the worker, and the poll loop never waits on it
-(``intake``), which takes the waiting dispatch of the highest priority first (``held``).
+once its ``TaskStarted`` is acknowledged (committed in the background, ``commits``),
+and its slot is freed when the attempt has ended. Task code cannot stop the worker, and
+the poll loop never waits on it nor on a commit (``intake``), which takes the waiting
+dispatch of the highest priority first (``held``).
 Besides ``tasks.<queue>``, it reads its priority topics, lanes and selector topics
 (``subscriptions``). Values over the blob threshold go by reference
 (``payloads``), through one ``Claims`` per worker, whose store opens on the first such
@@ -152,6 +153,9 @@ class Worker:
     async def serve(self, intake: Intake, outbox: Outbox) -> None:
         """Take dispatches, run them, report and commit, until :meth:`stop` or a cancel.
 
+        Offsets are committed in the background meanwhile (``commits``), and once more,
+        awaited, at the end.
+
         After :meth:`stop`, drain (``drain``): take nothing more, leave the group, let
         the running attempts end for up to ``settings.drain_s``. Then, or at once when
         cancelled, stop the attempts still running (reporting the started ones as
@@ -168,15 +172,15 @@ class Worker:
         self.outbox = outbox
         self.serving = True
         try:
-            while not self.stopping:
-                for tp, record in await intake.take():
-                    taken_at_s = time.monotonic()  # its timeout counts from here
-                    task = asyncio.create_task(self._process(tp, record, taken_at_s))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                await intake.commit()
-            await drain(intake, set(self._tasks), self.settings.drain_s,
-                        self.settings.worker_id)
+            async with intake.committing():  # in the background: the loop never waits
+                while not self.stopping:
+                    for tp, record in await intake.take():
+                        taken_at_s = time.monotonic()  # its timeout counts from here
+                        task = asyncio.create_task(self._process(tp, record, taken_at_s))
+                        self._tasks.add(task)
+                        task.add_done_callback(self._tasks.discard)
+                await drain(intake, set(self._tasks), self.settings.drain_s,
+                            self.settings.worker_id)
         finally:
             tasks = list(self._tasks)
             for task in tasks:

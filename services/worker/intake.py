@@ -5,6 +5,8 @@ A taken dispatch holds a slot until its attempt has ended (its threads returned)
 its offset may be committed much earlier: as soon as its ``TaskStarted`` is acknowledged
 (the lease model, see ``lifecycle``), or at once when it is skipped. So a worker that dies
 mid-attempt does not get its attempts delivered again; the coordinator retries them.
+Commits go in the background, coalesced (``commits``), except before partitions are
+revoked, before the worker leaves its group and as it stops, where they are awaited.
 
 The poll loop must never block on task code. While every slot stays busy the intake
 keeps calling ``getmany``, so that the consumer group does not take the worker for dead
@@ -28,12 +30,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from services.common.probes import Part
+from services.worker.commits import Committer
 from services.worker.held import Held
 from services.worker.offsets import OffsetTracker
 
@@ -42,8 +45,7 @@ log = logging.getLogger("headwater.worker")
 POLL_MS = 100
 """How long one poll waits for records while a slot is free, milliseconds."""
 BUSY_POLL_S = 1.0
-"""How long the intake waits for a free slot (or an offset to commit) before it polls
-again, seconds."""
+"""How long the intake waits for a free slot before it polls again, seconds."""
 LOOKAHEAD = 100
 """How many fetched records the intake holds before it stops fetching (at least twice
 its slots): enough to see the first record of every partition of a queue's topics."""
@@ -79,7 +81,11 @@ class Intake:
         """The worker's readiness (``probes``), told of each assignment and revocation."""
         self.taking = True
         self.left = False
-        self._wake = asyncio.Event()
+        self.commits = Committer(self.commit)
+        """Commits in the background while :meth:`committing`."""
+        self._wake = asyncio.Event()  # a slot freed, or stop taking
+        self._progress = asyncio.Event()  # a record needs no redelivery, or a slot freed
+        self._committing = asyncio.Lock()
 
     @property
     def full(self) -> bool:
@@ -89,9 +95,9 @@ class Intake:
     async def take(self) -> Taken:
         """Poll and take the best held records that fit in the free slots (each taken
         record holds a slot until :meth:`release`). With no slot free, wait up to
-        ``BUSY_POLL_S`` for one (or for an offset to commit); if none frees, poll
-        anyway, to stay in the group and to see the first records of partitions
-        holding none.
+        ``BUSY_POLL_S`` for one; if none frees, poll anyway, to stay in the group and
+        to see the first records of partitions holding none. It never commits
+        (:meth:`committing` does, meanwhile).
 
         Returns:
             ``(partition, record)`` pairs, in offset order per partition; often empty,
@@ -121,10 +127,12 @@ class Intake:
 
     def committable(self, tp: TopicPartition, offset: int) -> None:
         """A taken record needs no redelivery (its ``TaskStarted`` was acknowledged, or
-        it was skipped or dead-lettered): the commit may pass it. A record never marked
-        so stays uncommitted, and is delivered again after a restart or rebalance."""
+        it was skipped or dead-lettered): the commit may pass it, the next background
+        one (:meth:`committing`) or an awaited one. A record never marked so stays
+        uncommitted, and is delivered again after a restart or rebalance."""
         self.tracker.finished(tp, offset)
-        self._wake.set()  # commit soon, even while every slot is busy
+        self._progress.set()
+        self.commits.soon()
 
     def stop_taking(self) -> None:
         """Take nothing more (the worker is stopping): pause every partition, wake a
@@ -145,8 +153,8 @@ class Intake:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
                 while self.tracker.in_flight:
-                    self._wake.clear()
-                    await self._wake.wait()
+                    self._progress.clear()
+                    await self._progress.wait()
         return self.tracker.in_flight
 
     async def leave(self) -> None:
@@ -161,6 +169,7 @@ class Intake:
         """A taken record's attempt has ended: its slot is free."""
         self.running -= 1
         self._wake.set()
+        self._progress.set()
 
     def pause(self, partitions: set[TopicPartition] | None = None) -> None:
         """Stop fetching from ``partitions`` (default: every assigned one)."""
@@ -170,18 +179,33 @@ class Intake:
             log.debug("pausing %s", sorted(fresh))
             self.consumer.pause(*fresh)
 
+    @contextlib.asynccontextmanager
+    async def committing(self) -> AsyncIterator[None]:
+        """Commit in the background meanwhile (``commits``): soon after records become
+        committable, never waited for by :meth:`take`. Leaving waits for a commit under
+        way, not for what is committable since: commit that with :meth:`commit`."""
+        async with self.commits.running():
+            yield
+
     async def commit(self) -> None:
-        """Commit the offsets that are safe to commit. Never raises a Kafka error: after a
-        rebalance (``CommitFailedError``) the records go to the partitions' new owner,
+        """Commit the offsets that are safe to commit now, after a commit under way (one
+        at a time, so that none overtakes a later one). Never raises a Kafka error: after
+        a rebalance (``CommitFailedError``) the records go to the partitions' new owner,
         and the coordinator ignores reports of an attempt it already has."""
+        async with self._committing:
+            await self._commit()
+
+    async def _commit(self) -> None:
         offsets = self.tracker.committable()
         if not offsets or self.left:
             return
         try:
             await self.consumer.commit(offsets)
         except KafkaError as e:
-            log.warning("committing %s failed (%s: %s); uncommitted dispatches will be "
-                        "delivered again", offsets, type(e).__name__, e)
+            log.warning("committing %s failed (%s: %s); tried again soon, and "
+                        "uncommitted dispatches will be delivered again", offsets,
+                        type(e).__name__, e)
+            self.commits.soon()  # as the poll loop did, after the interval
             return
         self.tracker.mark_committed(offsets)
 

@@ -14,7 +14,9 @@ is reported as a retryable ``TaskFailed`` (``WorkerStopped``), best effort, so t
 retried at once rather than after its heartbeat timeout.
 
 The attempt's log (``task_logs``) is sent whole before its outcome: a reader that saw the
-outcome finds every line. The worker's own log has one line as an attempt starts and one
+outcome finds every line. Only the record saying the log is whole, when it goes without
+lines, is not waited for before the outcome, but before the attempt ends here (and frees
+its slot). The worker's own log has one line as an attempt starts and one
 as it ends (INFO: dispatch id, task, outcome, duration).
 """
 
@@ -65,7 +67,7 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         asyncio.CancelledError: the worker is stopping.
         Exception: the outcome could not be sent, not even a stand-in for it.
     """
-    acked = ended = False
+    acked = ended = stopping = False
     if attempt.log is not None:
         attempt.log.start()
     try:
@@ -77,7 +79,7 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         outcome = None if attempt.stop_reason is not None else await _run(attempt)
         ended = True
         attempt.stop("the attempt has ended")  # task code still calling ctx gets told
-        await close_log(attempt)
+        await close_log(attempt)  # every line acknowledged; perhaps not the log's end
         if attempt.cancelled or outcome is None:
             attempt.progress.close()
             if not acked:
@@ -93,19 +95,37 @@ async def live(attempt: Attempt, worker_id: str, committable: Callable[[], None]
         await attempt.channel.close()
         await attempt.settle()
     except asyncio.CancelledError:
+        stopping = True
         await _worker_stopping(attempt, report=acked and not ended)
         raise
+    finally:
+        await log_sent(attempt, STOP_GRACE_S if stopping else None)
 
 
 async def close_log(attempt: Attempt) -> None:
     """Send what is left of the attempt's log (best effort: a log that cannot be sent
-    never holds the outcome back)."""
+    never holds the outcome back). Every line is acknowledged on return; the record
+    saying the log is whole may still be on its way (:func:`log_sent`)."""
     if attempt.log is None:
         return
     try:
         await attempt.log.close()
     except Exception as e:
         log.warning("could not send the last log lines of %s: %s: %s",
+                    attempt.dispatch.dispatch_id, type(e).__name__, e)
+
+
+async def log_sent(attempt: Attempt, timeout_s: float | None = None) -> None:
+    """Wait until the record saying the attempt's log is whole is acknowledged, if it
+    went alone after the lines (best effort: logged if it fails, or is not acknowledged
+    within ``timeout_s``)."""
+    if attempt.log is None:
+        return
+    try:
+        async with asyncio.timeout(timeout_s):
+            await attempt.log.sent()
+    except Exception as e:
+        log.warning("could not send the end of the log of %s: %s: %s",
                     attempt.dispatch.dispatch_id, type(e).__name__, e)
 
 

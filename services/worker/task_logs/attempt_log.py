@@ -4,9 +4,15 @@ sent to the ``logs`` topic in batches.
 Lines come from any thread (``capture``: the root logger's handler and the stdout and
 stderr proxies); a batch goes out ``Limits.flush_s`` after the first line waiting, or at
 once when ``Limits.batch_lines`` are waiting, always from the event loop, one batch at a
-time, so lines arrive in order. :meth:`AttemptLog.close` sends what is left before the
-attempt's outcome is reported (``lifecycle.live``), so a reader that saw the outcome can
-read every line. Lines are numbered from 1; a batch sent twice writes the same rows.
+time, so lines arrive in order. :meth:`AttemptLog.close` sends what is left, and waits
+until every line is acknowledged, before the attempt's outcome is reported
+(``lifecycle.live``), so a reader that saw the outcome can read every line. The last
+record says the log is whole: it goes with the last lines; when none are left to send,
+it goes alone, and nothing can be missing for a reader of the outcome, so it is not
+waited for before the outcome but before the attempt frees its slot
+(:meth:`AttemptLog.sent`): one acknowledged round trip less before each outcome of an
+attempt that logged nothing. Lines are numbered from 1; a batch sent twice writes the
+same rows.
 
 Bounds: a line longer than ``Limits.line_bytes`` (UTF-8) is cut, with a note of how much
 was cut; past ``Limits.max_lines`` lines or ``Limits.max_bytes`` bytes in the attempt,
@@ -92,6 +98,7 @@ class AttemptLog:
         self._wake: asyncio.Event | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._sending = asyncio.Lock()
+        self._end: asyncio.Task[object] | None = None  # the end record sent alone
 
     @property
     def lines(self) -> int:
@@ -141,9 +148,12 @@ class AttemptLog:
             self._poke()
 
     async def close(self) -> None:
-        """Keep what waits for a line end, add the line saying what was dropped, and
-        send every line not sent yet (before the attempt's outcome is reported). Lines
-        that come later (a thread task code left running) are not kept."""
+        """Keep what waits for a line end, add the line saying what was dropped, send
+        every line not sent yet, and wait until each is acknowledged (call before the
+        attempt's outcome is reported). The last record says the log is whole; when no
+        line is left to send, it goes alone and is not waited for here: wait with
+        :meth:`sent`. Lines that come later (a thread task code left running) are not
+        kept."""
         with self._lock:
             if self._closed:
                 return
@@ -162,22 +172,49 @@ class AttemptLog:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
-        await self.flush(last=True)
+        async with self._sending:  # after a batch on its way is acknowledged
+            batch, first = self._take()
+            if batch:
+                await self._send(batch, first, last=True)
+                return
+        self._end = asyncio.ensure_future(self._ship(TaskLogLines(*self.key, first, (), True)))
 
-    async def flush(self, last: bool = False) -> None:
-        """Send the lines waiting, ``batch_lines`` a record, in order; with ``last``,
-        the last record says the log is whole (sent even without lines)."""
+    async def sent(self) -> None:
+        """Wait until the record saying the log is whole, if :meth:`close` sent it
+        alone, is acknowledged (call before the attempt frees its slot, so that it is
+        never dropped). Cancelling the wait does not stop the sending: a worker stopping
+        at once still sends it as its producer closes.
+
+        Raises:
+            Exception: what sending it raised.
+        """
+        if self._end is not None:
+            await asyncio.shield(self._end)
+
+    async def flush(self) -> None:
+        """Send the lines waiting, ``batch_lines`` a record, in order."""
         async with self._sending:
-            with self._lock:
-                batch, first = self._pending, self._shipped + 1
-                self._pending = []
-                self._shipped += len(batch)
-            size = self.limits.batch_lines
-            starts = list(range(0, len(batch), size)) or ([0] if last else [])
-            for start in starts:
-                await self._ship(TaskLogLines(*self.key, first + start,
-                                              tuple(batch[start:start + size]),
-                                              last and start == starts[-1]))
+            batch, first = self._take()
+            await self._send(batch, first, last=False)
+
+    def _take(self) -> tuple[list[LogLine], int]:
+        """The lines waiting, now counted as shipped, and the first one's number."""
+        with self._lock:
+            batch, first = self._pending, self._shipped + 1
+            self._pending = []
+            self._shipped += len(batch)
+        return batch, first
+
+    async def _send(self, batch: list[LogLine], first: int, last: bool) -> None:
+        """Ship ``batch`` (its first line numbered ``first``), ``batch_lines`` a record,
+        in order, each acknowledged before the next; with ``last``, the last record says
+        the log is whole. Call holding ``_sending``."""
+        size = self.limits.batch_lines
+        starts = range(0, len(batch), size)
+        for start in starts:
+            await self._ship(TaskLogLines(*self.key, first + start,
+                                          tuple(batch[start:start + size]),
+                                          last and start == starts[-1]))
 
     def _keep(self, level: str, stream: str, logger: str, message: str,
               at_ms: int | None) -> bool:

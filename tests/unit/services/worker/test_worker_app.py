@@ -63,7 +63,8 @@ async def test_reports_with_lone_surrogates_are_sent_cleaned_and_offsets_move_on
         dispatch("unit.ok", {"n": 7}, workflow_id="c"))})
     producer = FakeProducer()
     async with serving(Worker(settings()), consumer, producer):
-        await wait_until(lambda: consumer.committed.get(TP0) == 3)
+        await wait_until(lambda: consumer.committed.get(TP0) == 3
+                         and set(outcomes(producer)) == {"a", "b", "c"})
     sent = outcomes(producer)
     assert isinstance(sent["a"], ev.TaskFailed) and sent["a"].error == "bad ? byte"
     assert sent["a"].retryable
@@ -78,7 +79,8 @@ async def test_an_output_over_max_output_bytes_fails_without_retry() -> None:
         dispatch("unit.app.big", {"size": 10}, workflow_id="b"))})
     producer = FakeProducer()
     async with serving(Worker(settings(max_output_bytes=1000)), consumer, producer):
-        await wait_until(lambda: consumer.committed.get(TP0) == 2)
+        await wait_until(lambda: consumer.committed.get(TP0) == 2
+                         and set(outcomes(producer)) == {"a", "b"})
     sent = outcomes(producer)
     assert isinstance(sent["a"], ev.TaskFailed) and not sent["a"].retryable
     assert sent["a"].error.startswith("output is 50")
@@ -92,7 +94,8 @@ async def test_an_output_kafka_refuses_is_replaced_by_a_failure() -> None:
         dispatch("unit.ok", workflow_id="b"))})
     producer = FakeProducer(max_bytes=2000)  # MessageSizeTooLargeError over 2000 bytes
     async with serving(Worker(settings()), consumer, producer):
-        await wait_until(lambda: consumer.committed.get(TP0) == 2)
+        await wait_until(lambda: consumer.committed.get(TP0) == 2
+                         and set(outcomes(producer)) == {"a", "b"})
     sent = outcomes(producer)
     assert isinstance(sent["a"], ev.TaskFailed) and not sent["a"].retryable
     assert "MessageSizeTooLargeError" in sent["a"].error
@@ -106,7 +109,8 @@ async def test_system_exit_and_keyboard_interrupt_in_tasks_do_not_stop_the_worke
         dispatch("unit.ok", {"n": 1}, workflow_id="c"))})
     producer = FakeProducer()
     async with serving(Worker(settings()), consumer, producer):
-        await wait_until(lambda: consumer.committed.get(TP0) == 3)
+        await wait_until(lambda: consumer.committed.get(TP0) == 3
+                         and set(outcomes(producer)) == {"a", "b", "c"})
     sent = outcomes(producer)
     assert (sent["a"].error_type, sent["a"].retryable) == ("SystemExit", True)
     assert (sent["b"].error_type, sent["b"].retryable) == ("KeyboardInterrupt", True)
@@ -122,6 +126,7 @@ async def test_stopping_fails_started_attempts_as_retryable_and_commits_them() -
     served = asyncio.create_task(Worker(settings()).serve(Intake(consumer, 4), box))  # type: ignore[arg-type]
     try:
         await wait_until(lambda: consumer.committed == {TP0: 1, TP1: 1})  # committed at start
+        await wait_until(lambda: "a" in outcomes(producer))
         served.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(served, 2)
@@ -138,7 +143,7 @@ async def test_an_undecodable_record_is_dead_lettered_and_its_offset_moves_on() 
                                    *records(dispatch("unit.ok", workflow_id="b"), start=1)]})
     producer = FakeProducer()
     async with serving(Worker(settings()), consumer, producer):
-        await wait_until(lambda: consumer.committed.get(TP0) == 2)
+        await wait_until(lambda: consumer.committed.get(TP0) == 2 and "b" in outcomes(producer))
     assert producer.sent[0][0] == "t.dlq" and producer.sent[0][1:] == (b"\x00garbage", b"k")
     assert outcomes(producer)["b"].output == 0
 

@@ -62,7 +62,7 @@ async def test_a_redelivery_during_the_start_is_committed_only_once_it_is_acknow
             await wait_until(lambda: "a" in {k[0] for k in worker.running})
             await rebalanced(worker, consumer)
             await wait_until(lambda: "it is already running here" in caplog.text)
-            await asyncio.sleep(0.5)  # a commit follows each poll (100 ms)
+            await asyncio.sleep(0.5)  # background commits come every 100 ms at most
             assert consumer.committed.get(TP0, 0) == 0  # its TaskStarted is not acked
             producer.release.set()
             await wait_until(lambda: consumer.committed.get(TP0) == 1)

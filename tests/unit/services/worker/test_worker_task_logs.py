@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from worker_fakes import (
     QUEUE,
@@ -191,8 +192,10 @@ async def test_the_worker_sends_an_attempts_lines_before_its_outcome() -> None:
         ("INFO", "stdout", "", "to stdout"),
         ("ERROR", "stderr", "", "to stderr")]
     outcome_at = next(i for i, (_, r, _) in enumerate(sent) if isinstance(r, ev.TaskFailed))
-    last_log = max(i for i, (_, r, _) in enumerate(sent) if isinstance(r, TaskLogLines))
-    assert last_log < outcome_at
+    last_line = max(i for i, (_, r, _) in enumerate(sent)
+                    if isinstance(r, TaskLogLines) and r.lines)
+    assert last_line < outcome_at
+    assert sum(r.last for _, r, _ in logs) == 1
 
 
 @task(name="unit.logs.chatty", queue=QUEUE)
@@ -212,7 +215,8 @@ async def test_concurrent_sync_attempts_keep_to_their_own_lines() -> None:
     worker = Worker(worker_settings(concurrency=3))
     with installed():
         async with serving(worker, consumer, producer):
-            await wait_until(lambda: {"c1", "c2", "c3"} <= set(outcomes(producer)))
+            await wait_until(lambda: {"c1", "c2", "c3"} <= set(outcomes(producer))
+                             and not worker.running)  # each log's end acknowledged
     batches = [codec.decode(v) for t, v, _ in producer.sent if t == "t.logs"]
     for n in (1, 2, 3):
         mine = [b for b in batches if b.workflow_id == f"c{n}"]
@@ -266,8 +270,9 @@ async def test_closing_while_a_batch_is_being_sent_loses_none_of_its_records() -
     closing = asyncio.create_task(attempt_log.close())
     await asyncio.sleep(0.05)
     gate.set()
-    await closing
+    await closing  # the batch on its way acknowledged first
     assert [m for _, _, m in shipped.messages()] == [f"line {i}" for i in range(6)]
+    await attempt_log.sent()  # no line was left for close: its end went alone
     assert shipped[-1].last and sum(b.last for b in shipped) == 1
 
 
@@ -278,3 +283,81 @@ def test_task_code_closing_sys_stdout_closes_nothing() -> None:
         proxy.close()
         assert not proxy.original.closed
         print("still writable")
+
+
+class HeldEnd(Shipped):
+    """Ships at once, but holds a record saying the log is whole until ``gate`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def __call__(self, lines: TaskLogLines) -> None:
+        if lines.last:
+            await self.gate.wait()
+        self.append(lines)
+
+
+async def test_with_no_line_left_the_end_goes_alone_and_close_does_not_wait_for_it() -> None:
+    shipped = HeldEnd()
+    attempt_log = AttemptLog(KEY, Limits(), shipped)
+    attempt_log.start()
+    await asyncio.wait_for(attempt_log.close(), 1)  # the end is held, close returns
+    waiting = asyncio.create_task(attempt_log.sent())
+    await asyncio.sleep(0.05)
+    assert not waiting.done() and list(shipped) == []
+    shipped.gate.set()
+    await asyncio.wait_for(waiting, 1)
+    assert [(b.first_line, b.lines, b.last) for b in shipped] == [(1, (), True)]
+
+
+async def test_lines_left_for_close_carry_the_end_and_close_waits_for_them() -> None:
+    shipped = HeldEnd()
+    attempt_log = AttemptLog(KEY, Limits(flush_s=10.0), shipped)
+    attempt_log.start()
+    for i in range(3):  # they wait for close
+        attempt_log.add("INFO", "log", "x", f"line {i}")
+    closing = asyncio.create_task(attempt_log.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # its last lines are not acknowledged yet
+    shipped.gate.set()
+    await asyncio.wait_for(closing, 1)
+    await asyncio.wait_for(attempt_log.sent(), 0.1)  # nothing went alone
+    assert [(b.first_line, len(b.lines), b.last) for b in shipped] == [(1, 3, True)]
+
+
+class HeldEnds(FakeProducer):
+    """A broker that acknowledges no record saying a log is whole, sent without lines,
+    until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def send_and_wait(self, topic: str, value: bytes | None = None,
+                            key: bytes | None = None, partition: int | None = None,
+                            timestamp_ms: int | None = None, headers: Any = None) -> None:
+        record = codec.decode(value) if value is not None else None
+        if isinstance(record, TaskLogLines) and record.last and not record.lines:
+            await self.release.wait()
+        await super().send_and_wait(topic, value, key, partition, timestamp_ms, headers)
+
+
+async def test_an_attempt_that_logged_nothing_reports_before_its_logs_end_is_acknowledged(
+        ) -> None:
+    """Its outcome does not wait for the end of its log; its slot does."""
+    consumer = FakeConsumer({TP0: records(dispatch("unit.ok", workflow_id="a"),
+                                          dispatch("unit.ok", workflow_id="b"))})
+    producer = HeldEnds()
+    worker = Worker(worker_settings(concurrency=1))
+    with installed():
+        async with serving(worker, consumer, producer):
+            await wait_until(lambda: "a" in outcomes(producer))
+            await asyncio.sleep(0.1)
+            assert "b" not in outcomes(producer)  # the slot waits for a's end
+            assert not [v for t, v, _ in producer.sent if t == "t.logs"]
+            producer.release.set()
+            await wait_until(lambda: "b" in outcomes(producer) and not worker.running)
+    ends = [codec.decode(v) for t, v, _ in producer.sent if t == "t.logs"]
+    assert [(b.workflow_id, b.first_line, b.lines, b.last) for b in ends] == [
+        ("a", 1, (), True), ("b", 1, (), True)]
