@@ -93,11 +93,13 @@ async def produce(producer: AIOKafkaProducer, topic: str, record: Any, timeout_s
     retry = {"Retry-After": RETRY_AFTER_S}
     value = codec.encode(record)
     try:
+        # asyncio.timeout, not wait_for: the send is awaited here, not in a task of its
+        # own (one scheduling round and a task fewer per record).
         with tracing.producing(topic, workflow_id.encode()):
-            await asyncio.wait_for(
-                producer.send_and_wait(topic, value, key=workflow_id.encode(),
-                                       headers=tracing.with_context([*AVRO_HEADERS, *auth])),
-                timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await producer.send_and_wait(
+                    topic, value, key=workflow_id.encode(),
+                    headers=tracing.with_context([*AVRO_HEADERS, *auth]))
     except TimeoutError as e:
         raise Problem(503, "Kafka unavailable", f"Kafka did not acknowledge the {what} within "
                       f"{timeout_s:g} s; it may still be stored, and retrying it is safe",

@@ -29,6 +29,7 @@ from services.common.auth.tokens import OPEN, Principal
 from services.common.blobs.claims import Claims, store_opener, threshold_from_env
 from services.common.blobs.s3 import S3Settings
 from services.common.blobs.store import BlobStore
+from services.gateway.edge.cpu import run_check
 from services.gateway.edge.problems import Problem
 
 __all__ = ["Owner", "adopt", "adopt_reused", "claims_over", "input_of", "offload", "readable",
@@ -62,7 +63,8 @@ def claims_over(pool: asyncpg.Pool, threshold: int | None = None,
 
 def _offloaded(value: Any, threshold: int) -> tuple[Any, dict[str, bytes], list[str]]:
     """``blobs.offload`` of ``value``, and the digests of the references it held
-    already. Runs in a worker thread (a large value takes a while to encode)."""
+    already. Runs in a worker thread unless it is a small body's (a large value takes a
+    while to encode)."""
     passed = list(dict.fromkeys(ref[blobs.REF_KEY] for ref in blobs.refs_in(value)))
     value = blobs.without_hrefs(value) if passed else value
     offloaded, found = blobs.offload(value, threshold)
@@ -170,17 +172,18 @@ class Owner:
 
 
 async def input_of(claims: Claims | None, pool: asyncpg.Pool, value: Any,
-                   owner: Owner) -> Any:
+                   owner: Owner, inline: bool = False) -> Any:
     """A submission's input as its claim and record hold it: ``offload``-ed, before the
     claim is written, so that neither the claim nor the record it produces (again, when
     healed) names a blob that is not stored; the projector compares the claim's input
     with the accepted record's, so both hold this form. ``value`` as it is without
-    ``claims``."""
-    return value if claims is None else await offload(claims, pool, value, owner)
+    ``claims``; ``inline``: a small body's, walked on the event loop (``offload``)."""
+    return value if claims is None else await offload(claims, pool, value, owner,
+                                                      inline=inline)
 
 
 async def offload(claims: Claims, pool: asyncpg.Pool, value: Any, owner: Owner,
-                  where: str = "input") -> Any:
+                  where: str = "input", inline: bool = False) -> Any:
     """``value`` as a record carries it: its large parts stored (as ``workflow_id``'s)
     and replaced by references, the references it held already checked and adopted;
     ``value`` itself when it is small and holds none.
@@ -191,13 +194,15 @@ async def offload(claims: Claims, pool: asyncpg.Pool, value: Any, owner: Owner,
         value: the JSON value (a submission's input, a signal's fields).
         owner: the run it goes to, and who sends it.
         where: what the value is, for a fault's path.
+        inline: the value is a small body's (``edge.cpu.inline_for``): walked on the
+            event loop, not in a worker thread.
 
     Raises:
         Problem: 422 a reference the sender may not pass on (``readable``).
     """
     if value is None or isinstance(value, bool | int | float):
         return value
-    offloaded, found, passed = await asyncio.to_thread(_offloaded, value, claims.threshold)
+    offloaded, found, passed = await run_check(inline, _offloaded, value, claims.threshold)
     if not found and not passed:
         return value
     if passed:

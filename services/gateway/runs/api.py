@@ -70,10 +70,11 @@ async def post_workflow(request: Request, cache: CacheQuery = None) -> Response:
     worker serves), 409, 413, 422, 429 (a queue over its maxdepth), 503.
     ``?cache=refresh``: the run bypasses cache hits (docs/architecture.md §4o)."""
     hw = accepting(request)
-    payload = parse_body(SubmitRequest, await read_limited(request, hw.settings.max_payload_bytes,
-                                       PAYLOAD_SETTING))
+    body = await read_limited(request, hw.settings.max_payload_bytes, PAYLOAD_SETTING)
+    payload = parse_body(SubmitRequest, body)
     me = principal(request)
-    accepted = await submit(hw.pool, hw.outlet.with_cache(cache), submission(me, payload), me)
+    accepted = await submit(hw.pool, hw.outlet.with_cache(cache), submission(me, payload), me,
+                            body_bytes=len(body))
     doc = accepted_doc(accepted.workflow_id, accepted.status, accepted.warnings)
     return _json(doc, 202 if accepted.created else 200,
                  {"Location": f"/v1/workflows/{accepted.workflow_id}"})

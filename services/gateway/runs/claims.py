@@ -11,6 +11,7 @@ claim never takes it again (``UNRETIRED``), since the coordinator keeps the id t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -50,12 +51,52 @@ class Submits(Protocol):
     async def submission(self, record: ev.WorkflowSubmitted) -> None: ...
 
 
-async def claimed_row(pool: asyncpg.Pool, workflow_id: str) -> Any:
-    """The claim's row (None: the id is free)."""
-    return await pool.fetchrow(
-        "select status, seq, body_hash, request_hash, spec, input, tenant, definition,"
-        " definition_version, rerun, parent_id, parent_node, parent_index, parent_attempt"
-        " from workflows where workflow_id = $1", workflow_id)
+CLAIM_COLUMNS = ("status", "seq", "body_hash", "request_hash", "spec", "input", "tenant",
+                 "definition", "definition_version", "rerun", "parent_id", "parent_node",
+                 "parent_index", "parent_attempt")
+"""The columns of a claim's row that answer a submission of its id (``existing``)."""
+LOOKUP = (
+    "select " + ", ".join(f"w.{c}" for c in CLAIM_COLUMNS) + ", r.status as retired_status,"
+    " r.request_hash as retired_request_hash, r.body_hash as retired_body_hash"
+    " from (select $1::text as workflow_id) k"
+    " left join workflows w on w.workflow_id = k.workflow_id"
+    " left join retired_ids r on r.workflow_id = k.workflow_id")
+"""The claim's row of id ``$1`` and its ``retired_ids`` row, in one round trip: always
+one row, ``status`` null when no claim holds the id, ``retired_status`` null when it
+was never retired."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What holds an id a submission names (``lookup``): ``row``, the claim's row (its
+    ``CLAIM_COLUMNS``), or ``answer``, that of a retired id's run; neither: it is free."""
+
+    row: Any = None
+    answer: Accepted | None = None
+
+
+FREE = Taken()
+"""An id no claim holds and no run retired."""
+
+
+async def lookup(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Taken:
+    """Whether ``workflow_id`` is taken, and by what: a claim (its row, which wins: a
+    claim never takes a retired id, ``UNRETIRED``), or a run whose projection rows
+    retention deleted (``retired_ids``): that run, not created again, when the request
+    (its hash ``digest``) is its own. One query.
+
+    Raises:
+        Problem: 409, the id was retired from another body's run.
+    """
+    row = await pool.fetchrow(LOOKUP, workflow_id)
+    if row is None:
+        return FREE
+    if row["status"] is not None:
+        return Taken(row=row)
+    if row.get("retired_status") is None:
+        return FREE
+    return Taken(answer=_retired(workflow_id, digest, row["retired_status"],
+                                 row["retired_request_hash"], row["retired_body_hash"]))
 
 
 UNRETIRED = "where not exists (select 1 from retired_ids where workflow_id = $1)"
@@ -72,21 +113,12 @@ document and a ``ctx.call``'s link (``callers.link_columns``); 1, or None when t
 is taken."""
 
 
-async def retired(pool: asyncpg.Pool, workflow_id: str, digest: str) -> Accepted | None:
-    """The answer to a submission of ``workflow_id`` when it was the id of a run whose
-    projection rows retention deleted (``retired_ids``): that run, not created again,
-    when the request is its own (its hashes say so); None when it never was.
-
-    Raises:
-        Problem: 409, it was another body's.
-    """
-    row = await pool.fetchrow(
-        "select status, request_hash, body_hash from retired_ids where workflow_id = $1",
-        workflow_id)
-    if row is None:
-        return None
-    if digest in (row["request_hash"], row["body_hash"]):
-        return Accepted(workflow_id, False, row["status"])
+def _retired(workflow_id: str, digest: str, status: str, request_hash: str | None,
+             hashed_body: str | None) -> Accepted:
+    """The answer to a submission of a retired id (its ``retired_ids`` row's ``status``
+    and hashes): the same run when ``digest`` is one of its hashes, else 409."""
+    if digest in (request_hash, hashed_body):
+        return Accepted(workflow_id, False, status)
     raise Problem(409, "Conflict", f"workflow id {workflow_id} was used by a different "
                   "submission (a run that ended and whose details retention has deleted)",
                   workflow_id=workflow_id)
@@ -99,8 +131,8 @@ def same_run(row: Any, digest: str) -> bool:
     or one whose nodes admission placed, is the same run whatever the definitions and
     workers are by now. A row without one (a run submitted straight on Kafka, or
     claimed by a gateway of an older version; the projector clears it when the body
-    accepted is not the claim's) is compared by the hash of the body that runs. Runs in
-    a worker thread.
+    accepted is not the claim's) is compared by the hash of the body that runs
+    (``same_run_of`` hashes it in a worker thread).
     """
     claimed = row.get("request_hash")
     if claimed is not None:
@@ -109,10 +141,19 @@ def same_run(row: Any, digest: str) -> bool:
     return bool(existing == digest)
 
 
+async def same_run_of(row: Any, digest: str) -> bool:
+    """``same_run`` of ``row``: on the event loop when it is a comparison of hashes the
+    row keeps, in a worker thread when the hash of the row's body must be computed (its
+    spec and input may be large, and the event loop answers /health meanwhile)."""
+    if row.get("request_hash") is not None or row["body_hash"]:
+        return same_run(row, digest)
+    return await asyncio.to_thread(same_run, row, digest)
+
+
 async def existing(out: Submits, row: Any, workflow_id: str, same_run: bool,
                    pool: Any = None) -> Accepted:
-    """The answer to a submission of an id already claimed (``row``, its ``claimed_row``;
-    ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
+    """The answer to a submission of an id already claimed (``row``, its claim's row,
+    ``lookup``; ``same_run``: ``same_run`` of it): the same run (its claim produced again while the
     workflow has not started: paused when its definition is, as ``pool`` says), or 409."""
     if row is None:  # claimed and released again (Kafka failed) in between
         raise Problem(409, "Conflict", f"workflow {workflow_id} is being submitted; retry",

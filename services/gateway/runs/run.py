@@ -151,15 +151,15 @@ async def run_named(request: Request, hw: Runtime, name: str, query: RunQuery, a
     Raises:
         Problem: as ``run_definition``.
     """
-    workflow_input = parse_input(await read_limited(request, hw.settings.max_payload_bytes,
-                                       PAYLOAD_SETTING))
+    body = await read_limited(request, hw.settings.max_payload_bytes, PAYLOAD_SETTING)
+    workflow_input = parse_input(body)
     preferences = parse_prefer(prefer or [])
     asked = SubmitRequest(id=query.id, definition=name, input=workflow_input,
                           queue_anyway=query.queue_anyway, priority=query.priority,
                           labels=run_labels(query.label))
     me = principal(request)
     accepted = await submit(hw.pool, hw.outlet.with_cache(query.cache), submission(me, asked),
-                            me)
+                            me, body_bytes=len(body))
     return await answer(hw, accepted, choose_mode(preferences, accept),
                         wait_seconds(query.timeout, preferences, hw.settings.run_timeout_max_s))
 

@@ -39,6 +39,7 @@ from services.gateway.definitions.registry import (
     resolve,
 )
 from services.gateway.edge.body import require_storable
+from services.gateway.edge.cpu import inline_for, run_check
 from services.gateway.edge.problems import Problem
 from services.gateway.outlet import Outlet
 from services.gateway.pauses.definitions import paused_by
@@ -49,11 +50,10 @@ from services.gateway.runs.claims import (
     CLAIM,
     CLAIMED,
     Accepted,
-    claimed_row,
     existing,
+    lookup,
     release,
-    retired,
-    same_run,
+    same_run_of,
 )
 from services.gateway.runs.models import SubmitRequest
 from services.gateway.runs.stream import TERMINAL_STATUSES
@@ -71,7 +71,7 @@ def viewer(me: Principal, tenant: str | None) -> Principal:
 
 
 async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
-                 me: Principal = OPEN) -> Accepted:
+                 me: Principal = OPEN, body_bytes: int | None = None) -> Accepted:
     """Validate and submit a workflow: a spec (``workflow``) or a registered definition
     (``definition``, ``"name"`` or ``"name@3"``).
 
@@ -88,6 +88,9 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         out: where the record goes.
         request: the parsed body, its ``tenant`` the principal's (``auth.scope.submission``).
         me: who submits (``auth.scope.principal``): the definitions it may name.
+        body_bytes: the size of the request's body, bytes, when the request is one
+            (None: not known): a small body's checks run on the event loop
+            (``edge.cpu.inline_for``), a large one's in a worker thread.
 
     Returns:
         The outcome: created (202) or the same run again (200).
@@ -99,7 +102,8 @@ async def submit(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
             deleted definition, 409 when the id is taken by a different body, 503 when
             Kafka does not acknowledge within ``out.timeout_s``.
     """
-    return await _claim(pool, out, request, _given(request), viewer(me, request.tenant))
+    return await _claim(pool, out, request, _given(request, body_bytes),
+                        viewer(me, request.tenant))
 
 
 async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
@@ -120,7 +124,7 @@ async def submit_rerun(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         Problem: as ``submit`` does (400/429 of admission, 409, 413, 422, 503).
     """
     assert request.workflow is not None
-    given = {"rerun": {"of": rerun["of"], "reset": rerun.get("reset")}}
+    given = _Given({"rerun": {"of": rerun["of"], "reset": rerun.get("reset")}})
     claim = _Claim(request.workflow, *pinned)
     if new_input_of is not None:
         await _check_new_input(pool, claim, request.input, new_input_of)
@@ -143,9 +147,20 @@ async def _check_new_input(pool: asyncpg.Pool, claim: _Claim, workflow_input: An
     await asyncio.to_thread(check_input, resolved, workflow_input)
 
 
-def _given(request: SubmitRequest) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Given:
+    """The request as given: what its hash covers besides its input and tenant
+    (``doc``), and whether its body is small enough for its checks to run on the event
+    loop (``inline``: ``edge.cpu.inline_for``)."""
+
+    doc: dict[str, Any]
+    inline: bool = False
+
+
+def _given(request: SubmitRequest, body_bytes: int | None = None) -> _Given:
     """What the request's hash covers besides its input and tenant: the spec as given
-    or ``{"definition": ref}``, with the request's ``priority`` set in it if given.
+    or ``{"definition": ref}``, with the request's ``priority`` set in it if given;
+    ``body_bytes``: the size of its body (``submit``).
 
     Raises:
         Problem: 422 for neither or both of ``workflow`` and ``definition``.
@@ -155,12 +170,13 @@ def _given(request: SubmitRequest) -> dict[str, Any]:
             raise Problem(422, "Invalid request", "give either 'workflow' (a spec) or "
                           "'definition' (a registered definition), not both",
                           errors=["definition: not with workflow"])
-        return request.prioritized({"definition": request.definition})
+        return _Given(request.prioritized({"definition": request.definition}),
+                      inline_for(body_bytes))
     if request.workflow is None:
         raise Problem(422, "Invalid request", "'workflow' (the spec) or 'definition' (a "
                       "registered definition's name) is required",
                       errors=["workflow: required (or definition)"])
-    return request.prioritized(request.workflow)
+    return _Given(request.prioritized(request.workflow), inline_for(body_bytes))
 
 
 @dataclass(frozen=True)
@@ -174,20 +190,26 @@ class _Claim:
 
 
 async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
-                    given: dict[str, Any], me: Principal = OPEN) -> _Claim:
+                    given: _Given, me: Principal = OPEN) -> _Claim:
     """The spec ``request`` runs (``given``: its ``_given``): its definition resolved
     (its priority the request's, if given) and its input checked against its schema,
     the definitions its children name inlined, checked. Only definitions ``me`` sees
     are resolved (its tenant's and the shared ones): another tenant's is unknown.
+
+    The checks of a spec that is the request's own (no child inlined) run on the event
+    loop when ``given.inline`` (a small body: ``edge.cpu.inline_for``); those of a spec or
+    schema read from the registry, whose size the body does not bound, in a worker
+    thread.
 
     Raises:
         Problem: 422, 404 or 410 (``submit``).
     """
     ref = request.definition
     if ref is None:  # ``given`` is the spec
-        full = await inline_children(pool, given, me=me)
-        spec = await asyncio.to_thread(_check_spec, full)
-        await asyncio.to_thread(_check_input_refs, spec, request.input)
+        full = await inline_children(pool, given.doc, me=me)
+        own = given.inline and full is given.doc  # nothing inlined: all of it is the body's
+        spec = await run_check(own, _check_spec, full)
+        await run_check(own, _check_input_refs, spec, request.input)
         return _Claim(full)
     resolved = await resolve(pool, ref, me)
     await asyncio.to_thread(check_input, resolved, request.input)
@@ -197,30 +219,32 @@ async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
 
 
 async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
-                 given: dict[str, Any], me: Principal = OPEN,
+                 given: _Given, me: Principal = OPEN,
                  rerun: tuple[_Claim, dict[str, Any]] | None = None) -> Accepted:
     """Claim the id with the resolved spec, then produce the submission.
 
     A retry of an id already claimed is answered from its row (the same run, or 409)
     before the request is resolved or admitted: its run was admitted once, and refusing
     the retry (400, 429; 404 or 410 for a definition changed or deleted since) would
-    leave its sender unsure whether it runs. Large inputs: ``payloads.input_of``."""
+    leave its sender unsure whether it runs. Large inputs: ``payloads.input_of``.
+    A small body's checks run on the event loop (``given.inline``, ``edge.cpu``)."""
     # A large spec takes a while to check: off the event loop, so /health stays prompt.
-    digest = await asyncio.to_thread(_storable, request, given)
+    digest = await run_check(given.inline, _storable, request, given.doc)
     if request.id is not None:
-        row = await claimed_row(pool, request.id)
-        if row is not None:
-            same = await asyncio.to_thread(same_run, row, digest)
-            return _warned(await existing(out, row, request.id, same, pool), row["spec"])
-        was = await retired(pool, request.id, digest)
-        if was is not None:
-            return was
+        taken = await lookup(pool, request.id, digest)  # a claim or a retired run
+        if taken.answer is not None:
+            return taken.answer
+        if taken.row is not None:
+            same = await same_run_of(taken.row, digest)
+            return _warned(await existing(out, taken.row, request.id, same, pool),
+                           taken.row["spec"])
     caller = caller_of(request.parent)  # a ctx.call's link; 422 for a malformed one
     claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
     workflow_id = request.id or f"wf-{uuid.uuid4().hex}"
     workflow_input = await payloads.input_of(out.claims, pool, request.input,
-                                             payloads.Owner(workflow_id, request.tenant, me))
+                                             payloads.Owner(workflow_id, request.tenant, me),
+                                             inline=given.inline)
     await payloads.adopt_reused(out.claims, pool, workflow_id, rerun[1] if rerun else None)
     at_ms = now_ms()
     now = datetime.fromtimestamp(at_ms / 1000, tz=UTC)
@@ -232,11 +256,11 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     claimed = await pool.fetchval(CLAIM, *values, claim.definition, claim.version, document,
                                   *link_columns(caller))
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
-        was = await retired(pool, workflow_id, digest)  # or retired meanwhile
-        if was is not None:
-            return was
-        row = await claimed_row(pool, workflow_id)
-        same = row is not None and await asyncio.to_thread(same_run, row, digest)
+        taken = await lookup(pool, workflow_id, digest)  # or retired meanwhile
+        if taken.answer is not None:
+            return taken.answer
+        row = taken.row
+        same = row is not None and await same_run_of(row, digest)
         return _warned(await existing(out, row, workflow_id, same, pool),
                        row["spec"] if row is not None else None)
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
@@ -268,7 +292,8 @@ def _warned(accepted: Accepted, spec: Any) -> Accepted:
 
 def _storable(request: SubmitRequest, hashed: Any) -> str:
     """Check the values; return the hash of the request as given (``hashed``: the spec,
-    ``{"definition": ref}`` or a rerun's ``{"rerun": ...}``). Runs in a worker thread.
+    ``{"definition": ref}`` or a rerun's ``{"rerun": ...}``). Runs in a worker thread
+    for a large body (``edge.cpu``).
 
     It hashes the input as sent, not the form with references the claim and record
     hold: a retry is the same run whatever ``HEADWATER_BLOB_THRESHOLD_BYTES`` was at
@@ -280,7 +305,8 @@ def _storable(request: SubmitRequest, hashed: Any) -> str:
 
 
 def _check_spec(spec: dict[str, Any]) -> WorkflowSpec:
-    """Check the (resolved) spec; return it parsed. Runs in a worker thread."""
+    """Check the (resolved) spec; return it parsed. Runs in a worker thread unless the
+    spec is a small body's own (``_resolved``)."""
     payloads.refuse_in_spec(spec)
     try:
         return parse_spec(spec)
@@ -291,7 +317,7 @@ def _check_spec(spec: dict[str, Any]) -> WorkflowSpec:
 def _check_input_refs(spec: WorkflowSpec, workflow_input: Any) -> None:
     """Refuse an inline spec whose ``${input...}`` references the input cannot resolve
     (``core.spec.input_refs``; a definition's input is checked by its ``input_schema``).
-    Runs in a worker thread.
+    Runs where ``_check_spec`` does.
 
     Raises:
         Problem: 422 naming each reference (at most ``MAX_INPUT_ERRORS``) and what the

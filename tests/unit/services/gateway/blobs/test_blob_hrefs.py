@@ -101,3 +101,26 @@ def test_a_path_reference_in_a_spec_is_refused() -> None:
     with pytest.raises(Problem) as info:
         payloads.refuse_in_spec(spec)
     assert info.value.status == 422 and "workflow.nodes[0].input.d" in str(info.value.detail)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_small_bodys_value_is_walked_on_the_loop_else_in_a_thread(
+        inline: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_loop: list[bool] = []
+    walk = payloads._offloaded
+
+    def watched(value: Any, threshold: int) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return walk(value, threshold)
+
+    monkeypatch.setattr(payloads, "_offloaded", watched)
+    store, value = Store(), {"small": 1, "doc": "y" * 5000}
+    out = asyncio.run(payloads.offload(claims_with(store, 1024), None,  # type: ignore[arg-type]
+                                       value, payloads.Owner("wf-1", None), inline=inline))
+    data = orjson.dumps("y" * 5000)
+    assert out == {"small": 1, "doc": blobs.make_ref(blobs.digest_of(data), len(data))}
+    assert on_loop == [inline]

@@ -22,10 +22,10 @@ SPEC: dict[str, Any] = {"name": "w", "nodes": [{"id": "a", "task": "t.a"}],
 
 def test_a_submissions_labels_are_set_in_the_spec_over_its_own() -> None:
     request = SubmitRequest(workflow=SPEC, labels={"team": "b"})
-    assert _given(request)["labels"] == {"team": "b", "env": "prod"}
+    assert _given(request).doc["labels"] == {"team": "b", "env": "prod"}
     by_name = SubmitRequest(definition="d", labels={"team": "b"}, priority=8)
-    assert _given(by_name) == {"definition": "d", "priority": 8, "labels": {"team": "b"}}
-    assert _given(SubmitRequest(workflow=SPEC)) == SPEC  # none given: hashed as before
+    assert _given(by_name).doc == {"definition": "d", "priority": 8, "labels": {"team": "b"}}
+    assert _given(SubmitRequest(workflow=SPEC)).doc == SPEC  # none given: hashed as before
 
 
 def test_the_run_is_recorded_with_its_labels(gw: Gateway) -> None:

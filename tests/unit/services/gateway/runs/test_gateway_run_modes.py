@@ -104,7 +104,8 @@ def test_queue_anyway_reaches_the_submission(gw: Gateway, monkeypatch: pytest.Mo
                                              query: str, expected: bool) -> None:
     seen: list[SubmitRequest] = []
 
-    async def refuse(pool: Any, out: Any, request: SubmitRequest, me: Any) -> Any:
+    async def refuse(pool: Any, out: Any, request: SubmitRequest, me: Any,
+                     body_bytes: int | None = None) -> Any:
         seen.append(request)
         raise Problem(400, "No live worker", "stop here")
 

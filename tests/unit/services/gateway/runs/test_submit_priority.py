@@ -22,14 +22,14 @@ SPEC: dict[str, Any] = {"name": "w", "nodes": [{"id": "a", "task": "t.a"}]}
 @pytest.mark.parametrize(("given", "recorded"), [(0, 0), (9, 9), ("high", 8), ("low", 2)])
 def test_a_priority_is_set_in_the_spec_as_a_number(given: Any, recorded: int) -> None:
     request = SubmitRequest(workflow=SPEC, priority=given)
-    assert _given(request) == {**SPEC, "priority": recorded}
+    assert _given(request).doc == {**SPEC, "priority": recorded}
     by_name = SubmitRequest(definition="d", priority=given)
-    assert _given(by_name) == {"definition": "d", "priority": recorded}
+    assert _given(by_name).doc == {"definition": "d", "priority": recorded}
 
 
 def test_without_one_the_request_hashes_as_before() -> None:
-    assert _given(SubmitRequest(workflow=SPEC)) == SPEC
-    assert _given(SubmitRequest(definition="d")) == {"definition": "d"}
+    assert _given(SubmitRequest(workflow=SPEC)).doc == SPEC
+    assert _given(SubmitRequest(definition="d")).doc == {"definition": "d"}
     assert SubmitRequest(definition="d").prioritized({"p": 1}) == {"p": 1}
 
 
