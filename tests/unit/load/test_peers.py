@@ -99,13 +99,14 @@ def test_ratios_are_headwater_over_each_column() -> None:
 def test_markdown_has_a_row_per_figure_and_the_guarantees(tmp_path: Path) -> None:
     w = peers_main.workloads(quick=True)
     doc = peers_main.document("20250101T000000Z", "quick", tmp_path / "x.json", _bench_doc(),
-                              {"celery": {"tasks_per_s": 250.0}}, w)
+                              {"celery": {"tasks_per_s": 250.0}}, w, 1.25)
     doc["notes"] = ["dbos failed: boom"]
     page = table.markdown(doc)
     body = [line for line in page.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(body) == 1 + len(table.rows(w.widths))
     assert "| 500 /s | 250 /s | — | 10,000 /s | 2x |" in page
     assert "task_acks_late" in page and "acks=all" in page and "dbos failed: boom" in page
+    assert "load average 1.25 as the peers' run began" in page
 
 
 def test_newest_bench_skips_other_modes_and_failed_runs(tmp_path: Path) -> None:
