@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # one failed peer must not lose the other's figures
             log.exception("peers: %s failed", peer)
             notes.append(f"{peer} failed: {type(e).__name__}: {e}")
-    doc = document(stamp, mode, bench_path, bench_doc, peers, w, load_before)
+    doc = document(stamp, mode, bench_path, bench_doc, peers, w)
+    doc["preamble"] = _preamble(bench_path, w, doc["peer_settings"], load_before)
     doc.update(notes=notes, wall_s=round(time.monotonic() - start, 1), load_before=load_before)
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"peers-{stamp}.json", args.out / f"peers-{stamp}.md"
@@ -93,11 +94,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def document(stamp: str, mode: str, bench_path: Path | None, bench_doc: dict[str, Any],
-             peers: dict[str, dict[str, Any]], w: shapes.Workloads,
-             load_before: float) -> dict[str, Any]:
+             peers: dict[str, dict[str, Any]], w: shapes.Workloads) -> dict[str, Any]:
     """The peers' results: rows, every column's values, the ratios and settings (``notes``
-    empty, for the caller to fill); ``load_before``: the 1-minute load average as the
-    run began."""
+    empty, for the caller to fill; the load average in ``preamble`` unknown)."""
     table_rows = table.rows(w.widths)
     values = table.columns(table_rows, bench_doc, peers)
     settings = {p: peers[p].get("settings", {}) for p in peers}
@@ -107,17 +106,18 @@ def document(stamp: str, mode: str, bench_path: Path | None, bench_doc: dict[str
         "rows": [{"key": r.key, "label": r.label, "unit": r.unit,
                   "higher_is_better": r.higher_is_better} for r in table_rows],
         "values": values, "ratios": table.ratios(values), "guarantees": list(GUARANTEES),
-        "preamble": _preamble(bench_path, w, settings, load_before), "notes": [],
+        "preamble": _preamble(bench_path, w, settings, None), "notes": [],
     }
 
 
 def _preamble(bench_path: Path | None, w: shapes.Workloads,
-              settings: dict[str, dict[str, Any]], load_before: float) -> str:
+              settings: dict[str, dict[str, Any]], load_before: float | None) -> str:
     celery, dbos = settings.get("celery", {}), settings.get("dbos", {})
     return (
-        f"One machine, {os.cpu_count()} CPUs, load average {load_before:.2f} as the peers' "
-        "run began (the bench results give theirs). "
-        f"Headwater and raw Kafka: {bench_path.name if bench_path else 'no results'} "
+        f"One machine, {os.cpu_count()} CPUs"
+        + (f", load average {load_before:.2f} as the peers' run began (the bench results "
+           "give theirs). " if load_before is not None else ". ")
+        + f"Headwater and raw Kafka: {bench_path.name if bench_path else 'no results'} "
         "(B2 with 1 coordinator; B3; B4; B5's POST /v1/workflows; raw Kafka is B1's "
         "round trip and pipelined rate, a map being that many pipelined records, and B5's "
         "produce-until-acked for submissions). A peer's hop is the next task's start "

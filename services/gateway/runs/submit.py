@@ -50,6 +50,7 @@ from services.gateway.runs.claims import (
     CLAIM,
     CLAIMED,
     Accepted,
+    Taken,
     existing,
     lookup,
     release,
@@ -232,12 +233,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     digest = await run_check(given.inline, _storable, request, given.doc)
     if request.id is not None:
         taken = await lookup(pool, request.id, digest)  # a claim or a retired run
-        if taken.answer is not None:
-            return taken.answer
-        if taken.row is not None:
-            same = await same_run_of(taken.row, digest)
-            return _warned(await existing(out, taken.row, request.id, same, pool),
-                           taken.row["spec"])
+        if taken.answer is not None or taken.row is not None:
+            return await _answered(out, pool, taken, request.id, digest)
     caller = caller_of(request.parent)  # a ctx.call's link; 422 for a malformed one
     claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]
     spec = await admit(claim.spec, request.queue_anyway)  # placed queues; 400/429 (admission)
@@ -256,13 +253,8 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     claimed = await pool.fetchval(CLAIM, *values, claim.definition, claim.version, document,
                                   *link_columns(caller))
     if not claimed:  # claimed meanwhile by a concurrent submission of the same id
-        taken = await lookup(pool, workflow_id, digest)  # or retired meanwhile
-        if taken.answer is not None:
-            return taken.answer
-        row = taken.row
-        same = row is not None and await same_run_of(row, digest)
-        return _warned(await existing(out, row, workflow_id, same, pool),
-                       row["spec"] if row is not None else None)
+        return await _answered(out, pool, await lookup(pool, workflow_id, digest),
+                               workflow_id, digest)  # or retired meanwhile
     record = ev.WorkflowSubmitted(workflow_id, spec, workflow_input, at_ms, request.tenant,
                                   definition=claim.definition,
                                   definition_version=claim.version, rerun=document,
@@ -279,6 +271,19 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
         raise
     faults.point("gateway.after_produce")
     return _warned(Accepted(workflow_id, True, CLAIMED), spec)
+
+
+async def _answered(out: Outlet, pool: asyncpg.Pool, taken: Taken, workflow_id: str,
+                    digest: str) -> Accepted:
+    """The answer to a submission (its request's hash ``digest``) of an id that ``taken``
+    says is held (``claims.lookup``): the retired run's, or the claim's (the same run, its
+    claim produced again while it has not started; or 409: ``claims.existing``)."""
+    if taken.answer is not None:
+        return taken.answer
+    row = taken.row
+    same = row is not None and await same_run_of(row, digest)
+    return _warned(await existing(out, row, workflow_id, same, pool),
+                   row["spec"] if row is not None else None)
 
 
 def _warned(accepted: Accepted, spec: Any) -> Accepted:

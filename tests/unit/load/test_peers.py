@@ -99,7 +99,8 @@ def test_ratios_are_headwater_over_each_column() -> None:
 def test_markdown_has_a_row_per_figure_and_the_guarantees(tmp_path: Path) -> None:
     w = peers_main.workloads(quick=True)
     doc = peers_main.document("20250101T000000Z", "quick", tmp_path / "x.json", _bench_doc(),
-                              {"celery": {"tasks_per_s": 250.0}}, w, 1.25)
+                              {"celery": {"tasks_per_s": 250.0}}, w)
+    doc["preamble"] = peers_main._preamble(None, w, doc["peer_settings"], 1.25)
     doc["notes"] = ["dbos failed: boom"]
     page = table.markdown(doc)
     body = [line for line in page.splitlines() if line.startswith("| ") and "---" not in line]
