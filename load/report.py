@@ -17,7 +17,7 @@ from load.plan import Planned
 BASELINE = "B1"
 FORMATS = {"/s": "{:,.0f} /s", "bytes": "{:,.0f} bytes", "count": "{:,.0f}",
            "MiB": "{:,.1f} MiB", "s": "{:.2f} s"}
-"""How the table writes a value of each unit (``ms`` and the rest: ``_value``)."""
+"""How the table writes a value of each unit (``ms`` and the rest: ``value_cell``)."""
 
 
 @dataclass(frozen=True)
@@ -106,14 +106,16 @@ def markdown(doc: dict[str, Any]) -> str:
         for m in bench["metrics"]:
             value = bench["values"].get(m["key"])
             r = bench["ratios"].get(m["key"])
-            lines.append(f"| {name} | {m['label']} | {_value(value, m['unit'])} | "
+            lines.append(f"| {name} | {m['label']} | {value_cell(value, m['unit'])} | "
                          f"{_ratio(r)} | {m['basis_label']} |")
     if doc["notes"]:
         lines += ["", "Notes:", *[f"- {n}" for n in doc["notes"]]]
     return "\n".join(lines) + "\n"
 
 
-def _value(value: float | None, unit: str) -> str:
+def value_cell(value: float | None, unit: str) -> str:
+    """``value`` as a results table writes a figure of ``unit`` (``FORMATS``; ``ms``
+    to 3 significant digits below 100)."""
     if value is None:
         return "—"
     if unit in FORMATS:

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
 
 from celery import chain, chord, group
 from celery.result import AsyncResult
@@ -33,25 +32,13 @@ def main() -> int:
         stdout=sys.stderr, stderr=sys.stderr)
     try:
         _wait_worker(60.0)
-        out: dict[str, Any] = {}
-        out["tasks_per_s"] = shapes.steady_tasks_per_s(
-            [s for c in _chains(w, w.chains, w.chain_length, 0.0) for s in c])
-        out.update(shapes.hop_figures("hop", _chains(w, w.hop_chains, w.hop_length, w.gap_s)))
-        out.update(shapes.hop_figures("loaded_hop", _chains(w, w.hop_chains, w.hop_length,
-                                                            w.loaded_gap_s)))
-        for n in w.widths:
-            out[f"map_total_ms_{n}"] = _map(n, w.timeout_s)
-        out.update(shapes.submit_figures(_submits(w)))
+        out = shapes.measure(w, lambda *c: _chains(w, *c), lambda n: _map(n, w.timeout_s),
+                             lambda: _submits(w))
         out["settings"] = {"pool": "prefork", "concurrency": w.concurrency,
                            "task_acks_late": app.conf.task_acks_late,
                            "worker_prefetch_multiplier": app.conf.worker_prefetch_multiplier}
     finally:
-        worker.terminate()
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        shapes.stop(worker, 30.0)
     print(json.dumps(out))
     return 0
 

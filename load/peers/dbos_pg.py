@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-from typing import Any
 
 from dbos import DBOS, DBOSConfig
 
@@ -76,22 +75,19 @@ def main() -> int:
         for name in ("chains", "items", "submits"):
             DBOS.register_queue(name, worker_concurrency=w.concurrency,
                                 polling_interval_sec=POLL_S)
-        out: dict[str, Any] = {}
-        out["tasks_per_s"] = shapes.steady_tasks_per_s(
-            [s for c in _chains(w, w.chains, w.chain_length, 0.0) for s in c])
-        out.update(shapes.hop_figures("hop", _chains(w, w.hop_chains, w.hop_length, w.gap_s)))
-        out.update(shapes.hop_figures("loaded_hop", _chains(w, w.hop_chains, w.hop_length,
-                                                            w.loaded_gap_s)))
-        for n in w.widths:
-            sent = time.time()
-            _, end = DBOS.start_workflow(map_wf, n).get_result()
-            out[f"map_total_ms_{n}"] = (end - sent) * 1000
-        out.update(shapes.submit_figures(_submits(w)))
+        out = shapes.measure(w, lambda *c: _chains(w, *c), _map_ms, lambda: _submits(w))
         out["settings"] = {"worker_concurrency": w.concurrency, "polling_interval_sec": POLL_S}
     finally:
         DBOS.destroy()
     print(json.dumps(out))
     return 0
+
+
+def _map_ms(width: int) -> float:
+    """One map workflow of ``width`` items: start → its fan-in's end, ms."""
+    sent = time.time()
+    _, end = DBOS.start_workflow(map_wf, width).get_result()
+    return float((end - sent) * 1000)
 
 
 def _chains(w: Workloads, count: int, length: int, gap_s: float) -> list[list[Stamp]]:

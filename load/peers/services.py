@@ -17,6 +17,8 @@ from pathlib import Path
 
 import asyncpg
 
+from load.peers import shapes
+
 log = logging.getLogger("load.peers")
 REDIS_PORT = 16379
 """Loopback port of the peers' Redis (not Redis's 6379, which may be someone else's)."""
@@ -63,12 +65,7 @@ def redis(home: Path, port: int = REDIS_PORT) -> Iterator[str]:
         _wait_port(port, 10.0, server)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        shapes.stop(server, 10.0)
 
 
 def _wait_port(port: int, timeout_s: float, server: subprocess.Popen[bytes]) -> None:

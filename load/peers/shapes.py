@@ -8,7 +8,8 @@ computed alike; standard library and ``load.stats`` only (a peer's venv runs thi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -100,3 +101,34 @@ def submit_figures(latencies_s: Sequence[float]) -> dict[str, float]:
     """
     ms = [s * 1000 for s in latencies_s]
     return {"submit_p50_ms": stats.percentile(ms, 50), "submit_p99_ms": stats.percentile(ms, 99)}
+
+
+Chains = Callable[[int, int, float], list[list[Stamp]]]
+"""A peer's way to run ``count`` chains of ``length`` no-op tasks ``gap_s`` apart (0: all
+at once): every task's stamps, chain by chain."""
+
+
+def measure(w: Workloads, chains: Chains, map_ms: Callable[[int], float],
+            submits: Callable[[], list[float]]) -> dict[str, Any]:
+    """Every workload, in ``make bench``'s order, through a peer's own ways to run chains,
+    a map of n items with its fan-in (submit → the fan-in's end, ms) and ``w.submits``
+    sequential submissions (each one's latency, seconds): the figures by key."""
+    out: dict[str, Any] = {"tasks_per_s": steady_tasks_per_s(
+        [s for c in chains(w.chains, w.chain_length, 0.0) for s in c])}
+    out.update(hop_figures("hop", chains(w.hop_chains, w.hop_length, w.gap_s)))
+    out.update(hop_figures("loaded_hop", chains(w.hop_chains, w.hop_length, w.loaded_gap_s)))
+    for n in w.widths:
+        out[f"map_total_ms_{n}"] = map_ms(n)
+    out.update(submit_figures(submits()))
+    return out
+
+
+def stop(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Stop ``process`` (SIGTERM by its pid), and kill it if it is not gone in
+    ``timeout_s``."""
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from load import stats
+from load.report import value_cell
 
 HEADWATER = "headwater"
 RAW_KAFKA = "raw_kafka"
@@ -120,7 +121,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
              "|---|---|" + "---:|" * (2 * len(COLUMNS) - 1)]
     for row in doc["rows"]:
         key = row["key"]
-        cells = [_value(values[c].get(key), row["unit"]) for c in COLUMNS]
+        cells = [value_cell(values[c].get(key), row["unit"]) for c in COLUMNS]
         cells += [_ratio(ratio[c].get(key)) for c in COLUMNS[1:]]
         better = "higher" if row["higher_is_better"] else "lower"
         lines.append(f"| {row['label']} | {better} | " + " | ".join(cells) + " |")
@@ -128,14 +129,6 @@ def markdown(doc: Mapping[str, Any]) -> str:
     if doc["notes"]:
         lines += ["", "Notes:", *[f"- {n}" for n in doc["notes"]]]
     return "\n".join(lines) + "\n"
-
-
-def _value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "/s":
-        return f"{value:,.0f} /s"
-    return f"{value:,.0f} ms" if value >= 100 else f"{value:.3g} ms"
 
 
 def _ratio(value: float | None) -> str:

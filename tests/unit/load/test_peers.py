@@ -124,3 +124,20 @@ def test_newest_bench_skips_other_modes_and_failed_runs(tmp_path: Path) -> None:
 def test_the_pins_stamp_changes_with_the_pins() -> None:
     assert venvs.pins_stamp(("a==1",)) != venvs.pins_stamp(("a==2",))
     assert venvs.pins_stamp(("a==1", "b==2")) == venvs.pins_stamp(("b==2", "a==1"))
+
+
+def test_measure_runs_every_workload_through_the_peers_callables() -> None:
+    w = peers_main.workloads(quick=True)
+    asked: list[tuple[int, int, float]] = []
+
+    def chains(count: int, length: int, gap_s: float) -> list[list[shapes.Stamp]]:
+        asked.append((count, length, gap_s))
+        return [[(i + 0.0, i + 0.001), (i + 0.011, i + 0.012)] for i in range(count)]
+
+    got = shapes.measure(w, chains, lambda n: float(n * 2), lambda: [0.002] * w.submits)
+    assert asked == [(w.chains, w.chain_length, 0.0), (w.hop_chains, w.hop_length, w.gap_s),
+                     (w.hop_chains, w.hop_length, w.loaded_gap_s)]
+    assert got["hop_p50_ms"] == pytest.approx(10.0)
+    assert got["loaded_hop_p99_ms"] == pytest.approx(10.0)
+    assert [got[f"map_total_ms_{n}"] for n in w.widths] == [float(n * 2) for n in w.widths]
+    assert got["submit_p50_ms"] == pytest.approx(2.0) and got["tasks_per_s"] > 0
