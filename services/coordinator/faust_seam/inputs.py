@@ -14,6 +14,7 @@ from typing import Any
 from services.common.finishing import Unfinished, finish
 from services.common.kafka.client import committed_offsets
 from services.coordinator.continuity import OffsetContinuity, offset_ranges
+from services.coordinator.faust_seam import take
 from services.coordinator.faust_seam.app import FaustApp, end_process
 from services.coordinator.records import InputRecord
 from services.coordinator.settings import Settings
@@ -134,23 +135,24 @@ def add_input_agent(app: FaustApp, settings: Settings, watch: InputWatch,
                     apply: Callable[[list[InputRecord]], Awaitable[None]],
                     grace_s: float) -> None:
     """Apply the input topics' records in batches (``settings.batch_max`` records, waiting
-    at most ``settings.batch_window_s``) with ``apply``, one batch at a time
-    (``consume_batches``)."""
+    at most ``settings.batch_window_s`` after a batch's first: ``take.batches``) with
+    ``apply``, one batch at a time (``consume_batches``)."""
     inputs = app.topic(*settings.topics.inputs, key_serializer="raw", value_serializer="raw")
 
     # Concurrency 1: faust-streaming can commit past in-flight events above 1 (issue 606).
     @app.agent(inputs, concurrency=1)
     async def coordinate(stream: Any) -> None:
-        batches = stream.take_events(settings.batch_max, settings.batch_window_s)
+        batches = take.batches(stream, settings.batch_max, settings.batch_window_s)
+        stream._active_agens.add(batches)  # closed by the stream's stop, as take_events' are
         await consume_batches(app, batches, watch, apply, grace_s)
 
 
 async def consume_batches(app: Any, batches: Any, watch: InputWatch,
                           apply: Callable[[list[InputRecord]], Awaitable[None]],
                           grace_s: float) -> None:
-    """Apply each batch of ``take_events``' generator ``batches``, then close it.
+    """Apply each batch of the generator ``batches`` (``take.batches``), then close it.
 
-    ``take_events`` acknowledges a batch in a ``finally``, even when the loop body raised
+    The generator acknowledges a batch in a ``finally``, even when the loop body raised
     or was cancelled: a batch that failed half-way must never be committed, so such a
     failure ends the process at once (its inputs are then redelivered to whoever takes
     the partitions over), and a cancel (the coordinator stopping) lets the batch finish

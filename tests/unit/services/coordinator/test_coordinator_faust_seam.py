@@ -30,6 +30,7 @@ from mode.threads import ServiceThread
 from services.coordinator import changelog
 from services.coordinator.faust_seam import app as seam
 from services.coordinator.faust_seam import inputs as seam_inputs
+from services.coordinator.faust_seam import take
 from services.coordinator.keys import entry_partition, intent_key, table_entry_key
 from services.coordinator.records import InputRecord
 from services.coordinator.settings import Settings
@@ -146,7 +147,7 @@ async def test_a_batch_that_fails_half_way_ends_the_process_before_its_ack(
         raise OSError("the broker went away")
 
     monkeypatch.setattr(seam_inputs, "end_process", end_process)
-    batches = stream.stream.take_events(10, 0.05)
+    batches = take.batches(stream.stream, 10, 0.05)
     consuming = asyncio.ensure_future(seam_inputs.consume_batches(
         stream.app, batches, Watch(), apply, 1.0))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
@@ -162,7 +163,7 @@ async def test_a_finished_batch_is_acked_when_the_next_is_taken(stream: Stream) 
     async def apply(records: list[InputRecord]) -> None:
         applied.append([r.value for r in records])
 
-    batches = stream.stream.take_events(10, 0.05)
+    batches = take.batches(stream.stream, 10, 0.05)
     consuming = asyncio.ensure_future(seam_inputs.consume_batches(
         stream.app, batches, Watch(), apply, 1.0))  # type: ignore[arg-type]
     await asyncio.sleep(0.05)
