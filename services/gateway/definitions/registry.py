@@ -249,8 +249,8 @@ async def inline_children(pool: asyncpg.Pool, spec: dict[str, Any],
         me: who asks: the definitions it sees (``resolve``).
 
     Returns:
-        The spec with every child definition inline (a new document; ``spec`` is left
-        unchanged).
+        The spec with every child definition inline: ``spec`` itself when it has no
+        child node (``has_children``), else a new document (``spec`` is left unchanged).
 
     Raises:
         Problem: 422 naming the node, for a malformed reference, an unknown or deleted
@@ -294,11 +294,10 @@ class _Inliner:
                 raise _too_large(where.removesuffix(".") or "nodes", "the spec with its "
                                  f"child definitions inlined holds over {MAX_INLINED_NODES} "
                                  "nodes (MAX_INLINED_NODES, counting every child's)")
-        if (depth > MAX_INLINE_DEPTH or not isinstance(nodes, list)
-                or not any(_is_child(n) for n in nodes)):
+        if depth > MAX_INLINE_DEPTH or not has_children(spec):
             return spec  # deeper than a spec may nest: parse_spec names the fault
         out = []
-        for i, node in enumerate(nodes):
+        for i, node in enumerate(spec["nodes"]):
             if _is_child(node):
                 at = f"{where}nodes[{i}]" if not isinstance(node.get("id"), str) else (
                     f"{where}nodes.{node['id']}")
@@ -339,6 +338,13 @@ class _Inliner:
             except Problem as e:
                 raise _child_fault(where, e.detail) from e
         return self.found[ref]
+
+
+def has_children(spec: Any) -> bool:
+    """Whether ``spec`` has a child workflow node (``kind: workflow``, naming a definition
+    or holding a spec): a spec without one is its own inlined form."""
+    nodes = spec.get("nodes") if isinstance(spec, Mapping) else None
+    return isinstance(nodes, list) and any(_is_child(n) for n in nodes)
 
 
 def _is_child(node: Any) -> bool:

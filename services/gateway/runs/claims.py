@@ -74,6 +74,11 @@ class Taken:
     row: Any = None
     answer: Accepted | None = None
 
+    @property
+    def held(self) -> bool:
+        """Whether a claim or a retired run holds the id."""
+        return self.row is not None or self.answer is not None
+
 
 FREE = Taken()
 """An id no claim holds and no run retired."""
@@ -134,18 +139,25 @@ def same_run(row: Any, digest: str) -> bool:
     accepted is not the claim's) is compared by the hash of the body that runs
     (``same_run_of`` hashes it in a worker thread).
     """
-    claimed = row.get("request_hash")
-    if claimed is not None:
-        return bool(claimed == digest)
-    existing = row["body_hash"] or body_hash(row["spec"], row["input"], row["tenant"])
+    kept = _kept_hash(row)
+    existing = kept if kept is not None else body_hash(row["spec"], row["input"], row["tenant"])
     return bool(existing == digest)
+
+
+def _kept_hash(row: Any) -> str | None:
+    """The hash ``same_run`` compares that ``row`` keeps (its request's, else its body's),
+    or None when the body's must be computed."""
+    claimed: str | None = row.get("request_hash")
+    if claimed is not None:
+        return claimed
+    return row["body_hash"] or None
 
 
 async def same_run_of(row: Any, digest: str) -> bool:
     """``same_run`` of ``row``: on the event loop when it is a comparison of hashes the
     row keeps, in a worker thread when the hash of the row's body must be computed (its
     spec and input may be large, and the event loop answers /health meanwhile)."""
-    if row.get("request_hash") is not None or row["body_hash"]:
+    if _kept_hash(row) is not None:
         return same_run(row, digest)
     return await asyncio.to_thread(same_run, row, digest)
 

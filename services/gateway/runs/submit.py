@@ -35,6 +35,7 @@ from services.gateway.blobs import payloads
 from services.gateway.definitions.registry import (
     MAX_INPUT_ERRORS,
     check_input,
+    has_children,
     inline_children,
     resolve,
 )
@@ -207,8 +208,8 @@ async def _resolved(pool: asyncpg.Pool, request: SubmitRequest,
     """
     ref = request.definition
     if ref is None:  # ``given`` is the spec
+        own = given.inline and not has_children(given.doc)  # all of it is the body's
         full = await inline_children(pool, given.doc, me=me)
-        own = given.inline and full is given.doc  # nothing inlined: all of it is the body's
         spec = await run_check(own, _check_spec, full)
         await run_check(own, _check_input_refs, spec, request.input)
         return _Claim(full)
@@ -233,7 +234,7 @@ async def _claim(pool: asyncpg.Pool, out: Outlet, request: SubmitRequest,
     digest = await run_check(given.inline, _storable, request, given.doc)
     if request.id is not None:
         taken = await lookup(pool, request.id, digest)  # a claim or a retired run
-        if taken.answer is not None or taken.row is not None:
+        if taken.held:
             return await _answered(out, pool, taken, request.id, digest)
     caller = caller_of(request.parent)  # a ctx.call's link; 422 for a malformed one
     claim = await _resolved(pool, request, given, me) if rerun is None else rerun[0]

@@ -13,7 +13,7 @@ import pytest
 from aiokafka.errors import MessageSizeTooLargeError
 from gateway_harness import FakePool, FakeProducer, Gateway, assert_problem
 
-from services.gateway.definitions.registry import MAX_INLINED_NODES, inline_children
+from services.gateway.definitions.registry import MAX_INLINED_NODES, has_children, inline_children
 from services.gateway.edge.problems import Problem
 
 
@@ -99,3 +99,12 @@ def test_a_record_too_large_for_kafka_is_413_naming_its_size(gw: Gateway) -> Non
     assert "HEADWATER_MAX_MESSAGE_BYTES" in doc["detail"], doc
     assert "retry-after" not in response.headers
     assert pool.rows == {}  # the claim is given back
+
+
+def test_has_children_names_what_inline_children_would_change() -> None:
+    task = {"id": "a", "kind": "task", "task": "t"}
+    assert not has_children({"nodes": [task]})
+    assert not has_children({"nodes": "not a list"}) and not has_children(None)
+    assert has_children({"nodes": [task, {"id": "c", "kind": "workflow", "definition": "d"}]})
+    assert has_children({"nodes": [{"id": "c", "kind": "workflow", "workflow": {"nodes": []}}]})
+    assert not has_children({"nodes": [{"id": "c", "kind": "workflow"}]})  # neither: a fault

@@ -66,13 +66,16 @@ def test_a_spec_with_children_inlined_is_checked_in_a_thread(
         gw: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
     """A child definition read from the registry: its size is not the body's."""
     seen = watch_checks(monkeypatch)
+    parent = {"name": "parent", "nodes": [{"id": "child", "kind": "workflow",
+                                           "definition": "child-flow"}]}
 
     async def inlined(pool: Any, spec: dict[str, Any], **_: Any) -> dict[str, Any]:
-        return {**spec}  # a new document, as when a child definition is inlined
+        assert spec == parent
+        return dict(SPEC)  # the child's definition read from the registry, inlined
 
     monkeypatch.setattr(submit, "inline_children", inlined)
     gw.connect(FakePool())
-    assert gw.client.post("/v1/workflows", json={"workflow": SPEC}).status_code == 202
+    assert gw.client.post("/v1/workflows", json={"workflow": parent}).status_code == 202
     assert seen == [("hash", True), ("spec", False)]
 
 
