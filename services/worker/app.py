@@ -128,7 +128,8 @@ class Worker:
             fetch_max_wait_ms=self.settings.fetch_wait_ms,
         )
         intake = Intake(consumer, self.settings.concurrency,
-                        Ranking(self.settings.topics, self.settings.priority_aging_s))
+                        Ranking(self.settings.topics, self.settings.priority_aging_s),
+                        fetch_wait_ms=self.settings.fetch_wait_ms)
         intake.part = PROBES.part(f"worker {self.settings.queue}")
         await outbox.start()
         uncapture = capture.install()

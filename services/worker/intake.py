@@ -17,7 +17,8 @@ What a poll returns is held (``held``) until a slot takes it: a free slot takes 
 held record of the highest effective priority among the first held of each partition
 (its band, and how long it waited), so a dispatch of a high priority sent after low ones
 is taken first. A partition with records held is paused, so that the fetcher brings no
-more of it, and resumed once nothing of it is held; a partition holding nothing stays
+more of it (and the others are fetched with a short wait meanwhile: ``fetch_wait``), and
+resumed once nothing of it is held; a partition holding nothing stays
 fetched while every slot is busy (its first record must be seen to be chosen), unless
 ``lookahead`` records are held already: then every partition is paused. So at most about
 twice ``lookahead`` records are held, never taken out of offset order within a
@@ -37,8 +38,10 @@ from aiokafka.errors import KafkaError
 
 from services.common.probes import Part
 from services.worker.commits import Committer
+from services.worker.fetch_wait import FetchWait
 from services.worker.held import Held
 from services.worker.offsets import OffsetTracker
+from services.worker.settings import FETCH_WAIT_MS
 
 log = logging.getLogger("headwater.worker")
 
@@ -63,12 +66,16 @@ class Intake:
             (``held.Ranking``); default: how long it waited alone (oldest first).
         clock_ms: now, ms since the epoch (the records' timestamps are on the
             coordinator's clock).
+        fetch_wait_ms: how long the broker may hold a fetch while no partition is
+            paused (``HEADWATER_FETCH_WAIT_MS``; ``fetch_wait``).
     """
 
     def __init__(self, consumer: AIOKafkaConsumer, slots: int,
                  rank: Callable[[ConsumerRecord, int], float] | None = None,
-                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
+                 clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+                 fetch_wait_ms: int = FETCH_WAIT_MS) -> None:
         self.consumer = consumer
+        self.fetch_wait = FetchWait(consumer, fetch_wait_ms)
         self.slots = slots
         self.running = 0
         self.tracker: OffsetTracker[TopicPartition] = OffsetTracker()
@@ -178,6 +185,7 @@ class Intake:
         if fresh:
             log.debug("pausing %s", sorted(fresh))
             self.consumer.pause(*fresh)
+            self.fetch_wait.follow()
 
     @contextlib.asynccontextmanager
     async def committing(self) -> AsyncIterator[None]:
@@ -219,6 +227,7 @@ class Intake:
             self.pause()
         else:
             self._resume_empty()
+        self.fetch_wait.follow()
         batches = await self.consumer.getmany(timeout_ms=timeout_ms,
                                               max_records=self.lookahead)
         while batches:

@@ -17,16 +17,11 @@ from services.worker.task_logs.attempt_log import Limits
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_POLL_INTERVAL_MS = 300_000
-FETCH_WAIT_MS = 100
+FETCH_WAIT_MS = 500
 """The default ``HEADWATER_FETCH_WAIT_MS``: how long the broker may hold a worker's fetch
-for records, ms (Kafka's ``fetch.max.wait.ms``, 500 by default). A worker pauses the
-partitions whose records it holds and resumes them as its slots take those; aiokafka
-does not fetch a resumed partition while a fetch to its broker is in flight, so the
-first dispatch of a resumed partition waited for the fetch in flight to come back empty:
-up to 500 ms under load (B6: dispatch record → TaskStarted p50 331 ms beside a worker of
-8 busy slots; 11 ms with a wait of 20 ms). A shorter wait costs an idle worker CPU: four
-idle workers used 1.25 CPU seconds in 20 s at 500 ms, 1.60 at 100 ms and 3.29 at 20 ms
-(and the broker answers each fetch), which slowed the whole test suite on two cores."""
+for records while none of its partitions is paused, ms (Kafka's ``fetch.max.wait.ms``,
+500 by default too). While one is, the worker's fetches wait
+``fetch_wait.PAUSED_FETCH_WAIT_MS`` (``fetch_wait``: why, and the figures)."""
 FETCH_WAIT_RANGE_MS = (1, 500)
 """The fetch waits taken, ms."""
 DRAIN_S = 30.0
@@ -170,9 +165,9 @@ class Settings(CommonSettings):
             may stall before the group rebalances this worker's partitions away. Running
             attempts are not affected (their dispatches are committed once started).
         fetch_wait_ms: how long the broker may hold the worker's fetch while no record
-            comes, ms (``HEADWATER_FETCH_WAIT_MS``, 100 by default, from 1 to 500;
-            ``FETCH_WAIT_MS``): it bounds how late a dispatch of a partition resumed
-            while a fetch was in flight is seen.
+            comes and none of its partitions is paused, ms (``HEADWATER_FETCH_WAIT_MS``,
+            500 by default, from 1 to 500; ``FETCH_WAIT_MS``): what an idle worker's
+            empty fetches cost (while one is paused: ``fetch_wait``).
         drain_s: the drain window, seconds (``HEADWATER_DRAIN_S``, 30 by default): on
             SIGTERM or SIGINT the worker stops taking dispatches and leaves its group at
             once, lets its running attempts end and report as usual for up to this long,

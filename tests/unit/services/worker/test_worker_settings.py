@@ -39,11 +39,11 @@ def test_a_fetch_wait_out_of_range_is_refused(raw: str, monkeypatch: pytest.Monk
         Settings.from_env()
 
 
-def test_a_fetch_wait_is_100_ms_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fetch_wait_is_500_ms_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HEADWATER_FETCH_WAIT_MS", raising=False)
-    assert Settings.from_env().fetch_wait_ms == 100
-    monkeypatch.setenv("HEADWATER_FETCH_WAIT_MS", "500")
     assert Settings.from_env().fetch_wait_ms == 500
+    monkeypatch.setenv("HEADWATER_FETCH_WAIT_MS", "100")
+    assert Settings.from_env().fetch_wait_ms == 100
 
 
 @pytest.mark.parametrize("queue", ["a/b", "", "a b", "q" * 65, "tâche", "a.b"])
