@@ -115,8 +115,12 @@ async def test_code_deployed_mid_run_waits_nondeterministic_until_fixed(
         assert activation["error_type"] == "NondeterminismError", activation
         warning = next(w for w in doc["warnings"] if w.startswith("nondeterministic"))
         assert "main[" in warning and "cv.second_v2" in warning and "waits" in warning
-        shown = await status_printed(stack, wid)
-        assert "warning:" in shown and "nondeterministic at step 1" in shown, shown
+        # The warning stands from an attempt's failure until its retry is dispatched:
+        # ask again until a ``headwater status`` falls in such a window.
+        shown = await wait_until_async(lambda: status_printed(stack, wid), 60,
+                                       "the warning in headwater status", until=lambda out: (
+                                           "warning:" in out
+                                           and "nondeterministic at step 1" in out))
         assert "task cv.second_v2" in shown, shown
         # Counted once the coordinator carried out the batch (the projection may be
         # ahead of it).
